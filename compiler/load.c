@@ -1,0 +1,256 @@
+/* load.c: the `load` pass.  Runs the plan in the sandbox and copies the table
+ * that weft.plan{} returned (already checked field by field by the prelude)
+ * into the Program. */
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "program.h"
+#include "sandbox.h"
+
+/* Field readers: the prelude guarantees types, so a mismatch here is a bug in
+ * weft, not in the plan; still reported, never crashed on. */
+static int bad_field;
+
+static lua_Integer get_int(lua_State *L, int t, const char *k) {
+    lua_getfield(L, t, k);
+    int ok;
+    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    if (!ok) {
+        wf_error("internal: plan field %s is not an integer", k);
+        bad_field = 1;
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+static double get_num(lua_State *L, int t, const char *k) {
+    lua_getfield(L, t, k);
+    int ok;
+    double v = lua_tonumberx(L, -1, &ok);
+    if (!ok) {
+        wf_error("internal: plan field %s is not a number", k);
+        bad_field = 1;
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+static void get_str(lua_State *L, int t, const char *k, char *dst, size_t n) {
+    lua_getfield(L, t, k);
+    const char *s = lua_tostring(L, -1);
+    snprintf(dst, n, "%s", s ? s : "");
+    lua_pop(L, 1);
+}
+
+/* Pushes t[k] (a table) and returns its absolute index. */
+static int push_sub(lua_State *L, int t, const char *k) {
+    lua_getfield(L, t, k);
+    return lua_gettop(L);
+}
+
+static op_kind op_from_name(const char *s) {
+    for (int k = 0; k < OP__COUNT; k++)
+        if (strcmp(op_name((op_kind)k), s) == 0) return (op_kind)k;
+    return OP__COUNT;
+}
+
+static int find_param(const Program *p, const char *name) {
+    for (int i = 0; i < p->n_params; i++)
+        if (strcmp(p->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int load_params(Program *p, lua_State *L, int g) {
+    int list = push_sub(L, g, "params");
+    p->n_params = (int)lua_rawlen(L, list);
+    p->params = calloc((size_t)p->n_params, sizeof *p->params);
+    for (int i = 0; i < p->n_params; i++) {
+        lua_rawgeti(L, list, i + 1);
+        int t = lua_gettop(L);
+        ir_param *q = &p->params[i];
+        get_str(L, t, "name", q->name, sizeof q->name);
+        int shape = push_sub(L, t, "shape");
+        q->ndim = (int)lua_rawlen(L, shape);
+        q->numel = 1;
+        for (int d = 0; d < q->ndim && d < 4; d++) {
+            lua_rawgeti(L, shape, d + 1);
+            q->shape[d] = (long)lua_tointeger(L, -1);
+            q->numel *= q->shape[d];
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        char init[16];
+        get_str(L, t, "init", init, sizeof init);
+        q->init = strcmp(init, "ones") == 0 ? INIT_ONES
+                : strcmp(init, "normal") == 0 ? INIT_NORMAL : INIT_ZEROS;
+        q->std = get_num(L, t, "std");
+        q->decay = (int)get_int(L, t, "decay");
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+static int load_ops(Program *p, lua_State *L, int g) {
+    int list = push_sub(L, g, "ops");
+    p->n_ops = (int)lua_rawlen(L, list);
+    p->ops = calloc((size_t)p->n_ops, sizeof *p->ops);
+    p->n_tensors = p->n_ops + 1;  /* tensor ids start at 1, one per op output */
+    p->tensors = calloc((size_t)p->n_tensors, sizeof *p->tensors);
+    int layer = -1;
+    for (int i = 0; i < p->n_ops; i++) {
+        lua_rawgeti(L, list, i + 1);
+        int t = lua_gettop(L);
+        ir_op *o = &p->ops[i];
+        char kind[32];
+        get_str(L, t, "op", kind, sizeof kind);
+        o->kind = op_from_name(kind);
+        if (o->kind == OP__COUNT) {
+            wf_error("internal: unknown op '%s' in the model graph", kind);
+            return -1;
+        }
+        o->out = (int)get_int(L, t, "out");
+        if (o->out < 1 || o->out >= p->n_tensors) {
+            wf_error("internal: op %d writes tensor %d outside the graph", i, o->out);
+            return -1;
+        }
+        p->tensors[o->out].width = (long)get_int(L, t, "width");
+        p->tensors[o->out].producer = i;
+        int ins = push_sub(L, t, "inputs");
+        o->n_in = (int)lua_rawlen(L, ins);
+        for (int k = 0; k < o->n_in && k < 2; k++) {
+            lua_rawgeti(L, ins, k + 1);
+            o->in[k] = (int)lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        int ps = push_sub(L, t, "params");
+        o->n_param = (int)lua_rawlen(L, ps);
+        for (int k = 0; k < o->n_param && k < 2; k++) {
+            lua_rawgeti(L, ps, k + 1);
+            const char *name = lua_tostring(L, -1);
+            o->param[k] = find_param(p, name ? name : "");
+            lua_pop(L, 1);
+            if (o->param[k] < 0) {
+                wf_error("internal: op %d uses unknown parameter %s", i, name ? name : "?");
+                return -1;
+            }
+        }
+        lua_pop(L, 1);
+        lua_getfield(L, t, "heads");
+        o->heads = (int)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        get_str(L, t, "parallel", o->parallel, sizeof o->parallel);
+        /* a block starts at each layernorm named h.N.ln_1 */
+        if (o->kind == OP_LAYERNORM && o->n_param > 0) {
+            int l;
+            if (sscanf(p->params[o->param[0]].name, "h.%d.ln_1", &l) == 1) layer = l;
+            else if (strncmp(p->params[o->param[0]].name, "h.", 2) != 0) layer = -1;
+        }
+        o->layer = layer;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* FNV-1a over the plan's source: names the plan in generated headers. */
+static void hash_file(const char *path, char out[17]) {
+    uint64_t h = 1469598103934665603ULL;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        int ch;
+        while ((ch = fgetc(f)) != EOF) h = (h ^ (uint64_t)ch) * 1099511628211ULL;
+        fclose(f);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+int pass_load(Program *p, const char *path, const char *const *overrides, int n_overrides) {
+    wf_sandbox sb;
+    memset(p, 0, sizeof *p);
+    snprintf(p->plan_path, sizeof p->plan_path, "%s", path);
+    if (sandbox_run(&sb, path, overrides, n_overrides) != 0) {
+        sandbox_close(&sb);
+        return -1;
+    }
+    lua_State *L = sb.L;
+    int plan = lua_gettop(L);
+    lua_getfield(L, plan, "__kind");
+    int is_plan = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "plan") == 0;
+    lua_pop(L, 1);
+    if (!lua_istable(L, plan) || !is_plan) {
+        wf_error("%s: the plan must end with `return weft.plan { ... }` (it returned %s)",
+                 path, luaL_typename(L, plan));
+        sandbox_close(&sb);
+        return -1;
+    }
+    bad_field = 0;
+    hash_file(path, p->plan_hash);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(p->plan_name, sizeof p->plan_name, "%.*s", (int)strcspn(base, "."), base);
+    get_str(L, plan, "name", p->plan_name + 0, sizeof p->plan_name);
+    if (!p->plan_name[0])
+        snprintf(p->plan_name, sizeof p->plan_name, "%.*s", (int)strcspn(base, "."), base);
+
+    int model = push_sub(L, plan, "model");
+    get_str(L, model, "family", p->family, sizeof p->family);
+    p->layers = (int)get_int(L, model, "layers");
+    p->hidden = (int)get_int(L, model, "hidden");
+    p->heads = (int)get_int(L, model, "heads");
+    p->seq = (int)get_int(L, model, "seq");
+    p->vocab = (int)get_int(L, model, "vocab");
+    int g = push_sub(L, model, "graph");
+    if (load_params(p, L, g) != 0 || load_ops(p, L, g) != 0) {
+        sandbox_close(&sb);
+        return -1;
+    }
+
+    int mesh = push_sub(L, plan, "mesh");
+    p->dp = (int)get_int(L, mesh, "dp");
+    p->tp = (int)get_int(L, mesh, "tp");
+    p->pp = (int)get_int(L, mesh, "pp");
+    p->world = (int)get_int(L, plan, "world");
+    int cluster = push_sub(L, plan, "cluster");
+    p->nodes = (int)get_int(L, cluster, "nodes");
+    p->devices_per_node = (int)get_int(L, cluster, "devices_per_node");
+    int dev = push_sub(L, cluster, "device");
+    get_str(L, dev, "name", p->device, sizeof p->device);
+    p->device_fp32_tflops = get_num(L, dev, "fp32");
+    p->device_memory_gib = get_num(L, dev, "memory_gib");
+
+    int batch = push_sub(L, plan, "batch");
+    p->micro = (int)get_int(L, batch, "micro");
+    p->global_batch = (int)get_int(L, batch, "global");
+    p->accum = (int)get_int(L, batch, "accum");
+
+    int opt = push_sub(L, plan, "optimizer");
+    p->lr = get_num(L, opt, "lr");
+    p->min_lr = get_num(L, opt, "min_lr");
+    p->eps = get_num(L, opt, "eps");
+    p->weight_decay = get_num(L, opt, "weight_decay");
+    p->warmup = (int)get_int(L, opt, "warmup");
+    int betas = push_sub(L, opt, "betas");
+    lua_rawgeti(L, betas, 1);
+    p->beta1 = lua_tonumber(L, -1);
+    lua_rawgeti(L, betas, 2);
+    p->beta2 = lua_tonumber(L, -1);
+    lua_pop(L, 2);
+
+    p->clip = get_num(L, plan, "clip_grad_norm");
+    int train = push_sub(L, plan, "train");
+    p->steps = (int)get_int(L, train, "steps");
+    p->log_every = (int)get_int(L, train, "log_every");
+    p->ckpt_every = (int)get_int(L, train, "ckpt_every");
+    p->seed = (uint64_t)get_int(L, train, "seed");
+    int data = push_sub(L, plan, "data");
+    get_str(L, data, "train", p->data_train, sizeof p->data_train);
+    get_str(L, plan, "precision", p->precision, sizeof p->precision);
+    p->zero = (int)get_int(L, plan, "zero");
+    int buckets = push_sub(L, plan, "buckets");
+    p->bucket_mb = get_num(L, buckets, "mb");
+    sandbox_close(&sb);
+    return bad_field ? -1 : 0;
+}

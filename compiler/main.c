@@ -1,0 +1,224 @@
+/* main.c: the `weft` command line.  Exit codes: 0 ok, 1 plan (or input)
+ * error, 2 usage error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_diff.h"
+#include "datagen.h"
+#include "program.h"
+#include "version.h"
+
+#ifndef WEFT_RUNTIME_DIR
+#define WEFT_RUNTIME_DIR "runtime"
+#endif
+
+enum { EXIT_OK = 0, EXIT_PLAN = 1, EXIT_USAGE = 2 };
+
+static const char USAGE[] =
+    "usage: weft <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  check PLAN                 validate a plan; print parameters, FLOPs per step, mesh,\n"
+    "                             buckets and memory per rank\n"
+    "  compile PLAN -o DIR        write one C program per pipeline stage, a rank table,\n"
+    "                             CMakeLists.txt and launch.sh into DIR\n"
+    "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
+    "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
+    "        [--tokens N] [--vocab V] [--branch K] [--seed S]\n"
+    "  ckpt diff A B [--tol X]    compare two checkpoints tensor by tensor\n"
+    "\n"
+    "options for check and compile:\n"
+    "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n"
+    "  --dump=PASS                print the IR after PASS (load, check, graph, buckets,\n"
+    "                             memory) to stdout\n"
+    "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
+    "  --backend cpu              code generator (only cpu in this version)\n"
+    "  --help, --version\n"
+    "\n"
+    "exit codes: 0 ok, 1 plan or input error, 2 usage error\n";
+
+static int usage_error(const char *msg) {
+    fprintf(stderr, "weft: %s\n(see weft --help)\n", msg);
+    return EXIT_USAGE;
+}
+
+typedef struct {
+    const char *name;
+    int (*run)(Program *p);
+} pass;
+
+static const pass PASSES[] = {
+    { "check", pass_check }, { "graph", pass_graph },
+    { "buckets", pass_buckets }, { "memory", pass_memory },
+};
+
+static int known_pass(const char *name) {
+    if (strcmp(name, "load") == 0) return 1;
+    for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++)
+        if (strcmp(name, PASSES[i].name) == 0) return 1;
+    return 0;
+}
+
+/* check and compile share their options. */
+typedef struct {
+    const char *plan, *out, *dump, *runtime;
+    const char *overrides[64];
+    int n_overrides;
+} plan_args;
+
+static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
+    memset(a, 0, sizeof *a);
+    a->runtime = getenv("WEFT_RUNTIME") ? getenv("WEFT_RUNTIME") : WEFT_RUNTIME_DIR;
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "-o") == 0 && want_out) {
+            if (++i >= argc) return usage_error("-o needs a folder");
+            a->out = argv[i];
+        } else if (strcmp(s, "--set") == 0) {
+            if (++i >= argc || !strchr(argv[i], '=') || argv[i][0] == '=')
+                return usage_error("--set needs FIELD=VALUE, e.g. --set mesh.dp=4");
+            if (a->n_overrides == 64) return usage_error("too many --set options (64 at most)");
+            a->overrides[a->n_overrides++] = argv[i];
+        } else if (strncmp(s, "--dump=", 7) == 0) {
+            a->dump = s + 7;
+            if (!known_pass(a->dump))
+                return usage_error("--dump: unknown pass (valid: load, check, graph, buckets, memory)");
+        } else if (strcmp(s, "--runtime") == 0) {
+            if (++i >= argc) return usage_error("--runtime needs a folder");
+            a->runtime = argv[i];
+        } else if (strcmp(s, "--backend") == 0) {
+            if (++i >= argc) return usage_error("--backend needs a name");
+            if (strcmp(argv[i], "cpu") != 0)
+                return usage_error("--backend: only 'cpu' is available in this version");
+        } else if (s[0] == '-') {
+            fprintf(stderr, "weft: unknown option %s\n", s);
+            return usage_error("unknown option");
+        } else if (!a->plan) {
+            a->plan = s;
+        } else {
+            return usage_error("more than one plan given");
+        }
+    }
+    if (!a->plan) return usage_error("no plan given");
+    if (want_out && !a->out) return usage_error("compile needs -o DIR");
+    return EXIT_OK;
+}
+
+/* Runs load and every pass, dumping the IR after the one asked for. */
+static int run_passes(Program *p, const plan_args *a) {
+    if (pass_load(p, a->plan, a->overrides, a->n_overrides) != 0) return EXIT_PLAN;
+    if (a->dump && strcmp(a->dump, "load") == 0) program_dump(p, "load", stdout);
+    for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++) {
+        if (PASSES[i].run(p) != 0) return EXIT_PLAN;
+        if (a->dump && strcmp(a->dump, PASSES[i].name) == 0) program_dump(p, a->dump, stdout);
+    }
+    return EXIT_OK;
+}
+
+static int cmd_check(int argc, char **argv) {
+    plan_args a;
+    int rc = parse_plan_args(argc, argv, &a, 0);
+    if (rc != EXIT_OK) return rc;
+    Program p;
+    rc = run_passes(&p, &a);
+    if (rc == EXIT_OK && !a.dump) program_report(&p, stdout);
+    program_free(&p);
+    return rc;
+}
+
+static int cmd_compile(int argc, char **argv) {
+    plan_args a;
+    int rc = parse_plan_args(argc, argv, &a, 1);
+    if (rc != EXIT_OK) return rc;
+    Program p;
+    rc = run_passes(&p, &a);
+    if (rc == EXIT_OK) {
+        if (pass_emit(&p, a.out, a.runtime) != 0) rc = EXIT_PLAN;
+        else fprintf(stderr, "weft: wrote %s (%d stage program(s), %d ranks)\n", a.out, p.pp, p.world);
+    }
+    program_free(&p);
+    return rc;
+}
+
+static int parse_long(const char *s, long *v) {
+    char *end;
+    *v = strtol(s, &end, 10);
+    return *s && !*end;
+}
+
+static int cmd_data(int argc, char **argv) {
+    if (argc < 1) return usage_error("data needs 'text' or 'synth'");
+    const char *mode = argv[0], *in = NULL, *out = NULL;
+    long tokens = 1000000, vocab = 256, branch = 4, seed = 1;
+    for (int i = 1; i < argc; i++) {
+        long *num = strcmp(argv[i], "--tokens") == 0 ? &tokens
+                  : strcmp(argv[i], "--vocab") == 0 ? &vocab
+                  : strcmp(argv[i], "--branch") == 0 ? &branch
+                  : strcmp(argv[i], "--seed") == 0 ? &seed : NULL;
+        if (strcmp(argv[i], "-o") == 0) {
+            if (++i >= argc) return usage_error("-o needs a file");
+            out = argv[i];
+        } else if (num) {
+            if (++i >= argc || !parse_long(argv[i], num))
+                return usage_error("option needs an integer value");
+        } else if (argv[i][0] != '-' && !in) {
+            in = argv[i];
+        } else {
+            return usage_error("unknown data option");
+        }
+    }
+    if (!out) return usage_error("data needs -o OUT.bin");
+    char err[512];
+    if (strcmp(mode, "text") == 0) {
+        if (!in) return usage_error("data text needs an input FILE");
+        long n;
+        if (wf_data_text(in, out, &n, err, sizeof err) != 0) {
+            fprintf(stderr, "weft: error: %s\n", err);
+            return EXIT_PLAN;
+        }
+        printf("wrote %s: %ld byte-level tokens (vocab 256)\n", out, n);
+    } else if (strcmp(mode, "synth") == 0) {
+        double floor_nats;
+        if (wf_data_synth(out, tokens, (int)vocab, (int)branch, (uint64_t)seed, &floor_nats,
+                          err, sizeof err) != 0) {
+            fprintf(stderr, "weft: error: %s\n", err);
+            return EXIT_PLAN;
+        }
+        printf("wrote %s: %ld tokens, vocab %ld, %ld successors per token; "
+               "entropy floor %.6f nats/token\n", out, tokens, vocab, branch, floor_nats);
+    } else {
+        return usage_error("data mode must be 'text' or 'synth'");
+    }
+    return EXIT_OK;
+}
+
+static int cmd_ckpt(int argc, char **argv) {
+    if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error("usage: weft ckpt diff A B [--tol X]");
+    double tol = 0;
+    if (argc >= 5 && strcmp(argv[3], "--tol") == 0) tol = atof(argv[4]);
+    else if (argc != 3) return usage_error("usage: weft ckpt diff A B [--tol X]");
+    return ckpt_diff(argv[1], argv[2], tol, stdout) == 0 ? EXIT_OK : EXIT_PLAN;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(USAGE, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("weft %s\n", WEFT_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
+    if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 2, argv + 2);
+    fprintf(stderr, "weft: unknown command '%s'\n", cmd);
+    return usage_error("unknown command");
+}

@@ -1,0 +1,178 @@
+/* passes.c: check, graph, buckets and memory, the passes between load and emit.
+ * Each is a plain function over the Program. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "program.h"
+
+const char *op_name(op_kind k) {
+    static const char *const names[OP__COUNT] = {
+        "embed", "layernorm", "linear", "attention", "gelu", "add", "lmhead_xent",
+    };
+    return (unsigned)k < OP__COUNT ? names[k] : "?";
+}
+
+static long in_width(const Program *p, const ir_op *o, int k) {
+    return p->tensors[o->in[k]].width;
+}
+
+static int shape_error(const Program *p, int i, const char *what) {
+    wf_error("%s: model graph op %d (%s): %s", p->plan_path, i, op_name(p->ops[i].kind), what);
+    return -1;
+}
+
+/* ---- check: shapes along the graph, and sizes that must not overflow ---- */
+int pass_check(Program *p) {
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        long out = p->tensors[o->out].width;
+        for (int k = 0; k < o->n_in; k++)
+            if (o->in[k] < 1 || o->in[k] >= p->n_tensors || p->tensors[o->in[k]].producer >= i)
+                return shape_error(p, i, "reads a tensor that no earlier op produced");
+        const ir_param *w = o->n_param > 0 ? &p->params[o->param[0]] : NULL;
+        const ir_param *b = o->n_param > 1 ? &p->params[o->param[1]] : NULL;
+        switch (o->kind) {
+        case OP_EMBED:
+            if (w->shape[1] != out || b->shape[1] != out || b->shape[0] != p->seq)
+                return shape_error(p, i, "embedding shapes disagree with the model width");
+            break;
+        case OP_LAYERNORM:
+            if (w->numel != in_width(p, o, 0) || out != in_width(p, o, 0))
+                return shape_error(p, i, "layernorm width differs from its input");
+            break;
+        case OP_LINEAR:
+            if (w->shape[0] != in_width(p, o, 0) || w->shape[1] != out || b->numel != out)
+                return shape_error(p, i, "linear weight does not match its input and output");
+            break;
+        case OP_ATTENTION:
+            if (in_width(p, o, 0) != 3 * out || o->heads < 1 || out % o->heads != 0)
+                return shape_error(p, i, "attention needs (q,k,v) input and heads dividing width");
+            break;
+        case OP_GELU:
+            if (out != in_width(p, o, 0)) return shape_error(p, i, "gelu changes width");
+            break;
+        case OP_ADD:
+            if (out != in_width(p, o, 0) || out != in_width(p, o, 1))
+                return shape_error(p, i, "residual add of different widths");
+            break;
+        case OP_LMHEAD_XENT:
+            if (w->shape[0] != p->vocab || w->shape[1] != in_width(p, o, 0))
+                return shape_error(p, i, "LM head weight must be (vocab, width)");
+            if (i != p->n_ops - 1) return shape_error(p, i, "the loss must be the last op");
+            break;
+        default:
+            return shape_error(p, i, "unknown op");
+        }
+    }
+    if (p->n_ops == 0 || p->ops[p->n_ops - 1].kind != OP_LMHEAD_XENT) {
+        wf_error("%s: the model graph must end in lm_head_xent", p->plan_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- graph: backward is forward reversed; find when each gradient is final ---- */
+/* Backward op j undoes forward op n-1-j.  A parameter's gradient is complete
+ * after the backward of the earliest forward op that uses it (a tied
+ * embedding gets gradients from the LM head first and the embedding last). */
+static const Program *sort_ctx;
+
+static int by_completion(const void *a, const void *b) {
+    const ir_param *pa = &sort_ctx->params[*(const int *)a];
+    const ir_param *pb = &sort_ctx->params[*(const int *)b];
+    if (pa->last_grad_op != pb->last_grad_op) return pa->last_grad_op - pb->last_grad_op;
+    return *(const int *)a - *(const int *)b;
+}
+
+int pass_graph(Program *p) {
+    for (int i = 0; i < p->n_params; i++) p->params[i].last_grad_op = -1;
+    for (int i = p->n_ops - 1; i >= 0; i--) {
+        int bwd_index = p->n_ops - 1 - i;
+        for (int k = 0; k < p->ops[i].n_param; k++)
+            p->params[p->ops[i].param[k]].last_grad_op = bwd_index;
+    }
+    p->n_param_total = 0;
+    for (int i = 0; i < p->n_params; i++) {
+        if (p->params[i].last_grad_op < 0) {
+            wf_error("%s: parameter %s is never used by the model graph",
+                     p->plan_path, p->params[i].name);
+            return -1;
+        }
+        p->n_param_total += p->params[i].numel;
+    }
+    p->grad_order = malloc(sizeof(int) * (size_t)p->n_params);
+    for (int i = 0; i < p->n_params; i++) p->grad_order[i] = i;
+    sort_ctx = p;
+    qsort(p->grad_order, (size_t)p->n_params, sizeof(int), by_completion);
+    /* Model FLOPs per token: 6N for the matmuls over all weights (the tied
+     * embedding counts once, as the LM head) plus 12 L h s for attention. */
+    p->flops_per_token = 6.0 * (double)p->n_param_total
+                       + 12.0 * p->layers * (double)p->hidden * p->seq;
+    return 0;
+}
+
+/* ---- buckets: gradients laid out in completion order, cut into buckets ---- */
+int pass_buckets(Program *p) {
+    double cap_bytes = p->bucket_mb * 1024.0 * 1024.0;
+    p->buckets = calloc((size_t)p->n_params, sizeof *p->buckets);
+    p->n_buckets = 0;
+    long offset = 0;
+    ir_bucket *cur = NULL;
+    for (int r = 0; r < p->n_params; r++) {
+        ir_param *q = &p->params[p->grad_order[r]];
+        double bytes = 4.0 * (double)q->numel;
+        /* a parameter larger than the cap gets a bucket of its own */
+        if (!cur || 4.0 * (double)cur->numel + bytes > cap_bytes) {
+            cur = &p->buckets[p->n_buckets++];
+            cur->offset = offset;
+            cur->first_param = r;
+        }
+        q->offset = offset;
+        q->bucket = (int)(cur - p->buckets);
+        cur->numel += q->numel;
+        cur->last_param = r;
+        cur->ready_after_op = q->last_grad_op;
+        offset += q->numel;
+    }
+    p->param_numel = offset;
+    return 0;
+}
+
+/* ---- memory: one activation arena per rank, offsets fixed here ---- */
+static long align16(long n) { return (n + 15) & ~15L; }
+
+int pass_memory(Program *p) {
+    long N = (long)p->micro * p->seq;
+    long off = 0;
+    /* activations that carry gradients come first: the activation-gradient
+     * arena mirrors exactly this prefix */
+    for (int t = 1; t < p->n_tensors; t++) {
+        p->tensors[t].offset = off;
+        off += align16(N * p->tensors[t].width);
+    }
+    p->dact_numel = off;
+    for (int i = 0; i < p->n_ops; i++) {
+        ir_op *o = &p->ops[i];
+        switch (o->kind) {
+        case OP_LAYERNORM: o->saved_numel = 2 * N; break;                   /* mean, rstd */
+        case OP_ATTENTION: o->saved_numel = (long)p->micro * o->heads * p->seq * p->seq; break;
+        case OP_LMHEAD_XENT: o->saved_numel = N * p->vocab; break;          /* probs */
+        default: o->saved_numel = 0;
+        }
+        o->saved_offset = off;
+        off += align16(o->saved_numel);
+    }
+    p->act_numel = off;
+    p->scratch_numel = align16((long)p->seq * p->seq);
+    return 0;
+}
+
+void program_free(Program *p) {
+    free(p->params);
+    free(p->ops);
+    free(p->tensors);
+    free(p->grad_order);
+    free(p->buckets);
+    memset(p, 0, sizeof *p);
+}

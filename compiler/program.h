@@ -1,0 +1,126 @@
+/* program.h: the one Program that every compiler pass reads and extends.
+ *
+ * load      fills the plan fields, the parameter list and the forward op list;
+ * check     validates what the Lua prelude could not (shapes along the graph);
+ * graph     derives the backward op list and the order gradients complete in;
+ * mesh      assigns ranks to (dp, pp, tp) coordinates;
+ * partition assigns ops to pipeline stages;
+ * buckets   lays the gradient arena out in backward order and cuts buckets;
+ * memory    plans the activation arena and the per-rank memory;
+ * emit      writes the per-stage C programs.
+ */
+#ifndef WEFT_PROGRAM_H
+#define WEFT_PROGRAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define WF_MAX_NAME 96
+
+typedef enum {
+    OP_EMBED, OP_LAYERNORM, OP_LINEAR, OP_ATTENTION, OP_GELU, OP_ADD, OP_LMHEAD_XENT,
+    OP__COUNT
+} op_kind;
+
+typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL } init_kind;
+
+typedef struct {
+    char name[WF_MAX_NAME];
+    int ndim;
+    long shape[4];
+    long numel;
+    init_kind init;
+    double std;
+    int decay;
+    /* set by graph: index of the backward op that writes its last gradient */
+    int last_grad_op;
+    /* set by buckets */
+    long offset;
+    int bucket;
+} ir_param;
+
+/* An activation: (tokens, width) floats, plus what an op saves for backward. */
+typedef struct {
+    long width;      /* floats per token */
+    long offset;     /* in the activation arena (and the activation-gradient arena) */
+    int producer;    /* op index */
+} ir_tensor;
+
+typedef struct {
+    op_kind kind;
+    int in[2], n_in;       /* tensor ids */
+    int out;               /* tensor id */
+    int param[2], n_param; /* parameter indices */
+    int heads;             /* attention */
+    char parallel[8];      /* linear: "column" or "row" */
+    int layer;             /* transformer block, -1 outside blocks */
+    long saved_offset;     /* op-specific saved buffers (mean/rstd, att, probs) */
+    long saved_numel;
+} ir_op;
+
+typedef struct {
+    long offset, numel;     /* in floats, into the gradient arena */
+    int first_param, last_param;  /* indices in backward order */
+    int ready_after_op;     /* backward op after which it is complete */
+} ir_bucket;
+
+typedef struct Program {
+    /* where it came from */
+    char plan_path[512];
+    char plan_name[128];
+    char plan_hash[17];
+    /* model */
+    char family[16];
+    int layers, hidden, heads, seq, vocab;
+    /* mesh and cluster */
+    int dp, tp, pp, world;
+    int nodes, devices_per_node;
+    char device[32];
+    double device_fp32_tflops;
+    double device_memory_gib;
+    /* batch */
+    int micro, global_batch, accum;
+    /* optimizer and training */
+    double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
+    int warmup, steps, log_every, ckpt_every;
+    uint64_t seed;
+    char data_train[512];
+    char precision[8];
+    int zero;
+    double bucket_mb;
+    /* graph */
+    ir_param *params; int n_params;
+    ir_op *ops; int n_ops;
+    ir_tensor *tensors; int n_tensors;
+    int *grad_order;        /* parameter indices in the order their gradients complete */
+    /* buckets and memory */
+    ir_bucket *buckets; int n_buckets;
+    long param_numel;       /* floats */
+    long act_numel;         /* activation arena incl. saved buffers, floats */
+    long dact_numel;        /* activation-gradient arena, floats */
+    long scratch_numel;
+    /* derived figures */
+    long n_param_total;
+    double flops_per_token;  /* 6N + 12 L h s */
+} Program;
+
+/* The reporter: passes never print to stdout; diagnostics go through here. */
+void wf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+typedef int (*pass_fn)(Program *p);
+typedef void (*dump_fn)(const Program *p, FILE *out);
+
+int pass_load(Program *p, const char *path, const char *const *overrides, int n_overrides);
+int pass_check(Program *p);
+int pass_graph(Program *p);
+int pass_buckets(Program *p);
+int pass_memory(Program *p);
+int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
+
+void program_free(Program *p);
+void program_dump(const Program *p, const char *after_pass, FILE *out);
+void program_report(const Program *p, FILE *out);   /* `weft check` */
+
+const char *op_name(op_kind k);
+
+#endif

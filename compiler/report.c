@@ -1,0 +1,135 @@
+/* report.c: what `weft check` prints, the per-pass IR dumps, and the one
+ * diagnostic reporter every pass uses. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "program.h"
+
+void wf_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("weft: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void human_bytes(double bytes, char *out, size_t n) {
+    const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(out, n, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+static void human_count(double v, char *out, size_t n) {
+    if (v >= 1e12) snprintf(out, n, "%.2f T", v / 1e12);
+    else if (v >= 1e9) snprintf(out, n, "%.2f G", v / 1e9);
+    else if (v >= 1e6) snprintf(out, n, "%.2f M", v / 1e6);
+    else if (v >= 1e3) snprintf(out, n, "%.2f K", v / 1e3);
+    else snprintf(out, n, "%.0f", v);
+}
+
+/* Per-rank memory: parameters, gradients, AdamW's two moments, activations and
+ * their gradients, kernel scratch. */
+typedef struct { double params, grads, optim, acts, dacts, scratch, total; } memory_split;
+
+static memory_split memory_per_rank(const Program *p) {
+    memory_split m;
+    m.params = 4.0 * (double)p->param_numel;
+    m.grads = m.params;
+    m.optim = 2.0 * m.params;
+    m.acts = 4.0 * (double)p->act_numel;
+    m.dacts = 4.0 * (double)p->dact_numel;
+    m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
+    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch;
+    return m;
+}
+
+void program_report(const Program *p, FILE *out) {
+    char a[32], b[32], c[32];
+    fprintf(out, "plan      %s (%s)\n", p->plan_name, p->plan_path);
+    fprintf(out, "model     %s: %d layers, hidden %d, %d heads, seq %d, vocab %d\n",
+            p->family, p->layers, p->hidden, p->heads, p->seq, p->vocab);
+    human_count((double)p->n_param_total, a, sizeof a);
+    fprintf(out, "params    %s (%ld)\n", a, p->n_param_total);
+    double tokens = (double)p->global_batch * p->seq;
+    human_count(p->flops_per_token * tokens, b, sizeof b);
+    human_count(p->flops_per_token, c, sizeof c);
+    fprintf(out, "flops     %sFLOP per step (%sFLOP per token x %.0f tokens; 6N + 12*L*h*s)\n",
+            b, c, tokens);
+    fprintf(out, "mesh      dp %d x tp %d x pp %d = %d ranks on %d node(s) of %d %s\n",
+            p->dp, p->tp, p->pp, p->world, p->nodes, p->devices_per_node, p->device);
+    fprintf(out, "batch     global %d = micro %d x dp %d x accumulation %d; %.0f tokens/step\n",
+            p->global_batch, p->micro, p->dp, p->accum, tokens);
+    fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",
+            p->lr, p->min_lr, p->warmup, p->beta1, p->beta2, p->weight_decay, p->clip, p->steps);
+    fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
+    for (int k = 0; k < p->n_buckets; k++) {
+        const ir_bucket *bk = &p->buckets[k];
+        human_bytes(4.0 * (double)bk->numel, a, sizeof a);
+        fprintf(out, "  bucket %-3d %10s  %s .. %s (ready after backward op %d)\n", k, a,
+                p->params[p->grad_order[bk->first_param]].name,
+                p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
+    }
+    memory_split m = memory_per_rank(p);
+    fprintf(out, "memory per rank:\n");
+    const char *names[] = { "parameters", "gradients", "optimizer", "activations",
+                            "act. grads", "scratch", "total" };
+    double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.total };
+    for (int i = 0; i < 7; i++) {
+        human_bytes(vals[i], a, sizeof a);
+        fprintf(out, "  %-12s %12s\n", names[i], a);
+    }
+    human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
+    fprintf(out, "  verdict      %s of %s on a %s\n",
+            m.total <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
+}
+
+static void dump_graph(const Program *p, FILE *out) {
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        fprintf(out, "  op %-3d %-11s t%d", i, op_name(o->kind), o->out);
+        fprintf(out, " <-");
+        for (int k = 0; k < o->n_in; k++) fprintf(out, " t%d", o->in[k]);
+        for (int k = 0; k < o->n_param; k++) fprintf(out, " %s", p->params[o->param[k]].name);
+        fprintf(out, "  width %ld", p->tensors[o->out].width);
+        if (o->heads) fprintf(out, " heads %d", o->heads);
+        if (o->parallel[0]) fprintf(out, " %s-parallel", o->parallel);
+        if (o->saved_numel) fprintf(out, "  saved @%ld+%ld", o->saved_offset, o->saved_numel);
+        if (p->act_numel) fprintf(out, "  act @%ld", p->tensors[o->out].offset);
+        fputc('\n', out);
+    }
+}
+
+void program_dump(const Program *p, const char *after, FILE *out) {
+    fprintf(out, "; IR after pass '%s'\n", after);
+    fprintf(out, "plan %s: %s L=%d h=%d heads=%d seq=%d vocab=%d; dp=%d tp=%d pp=%d; "
+                 "micro=%d accum=%d global=%d\n",
+            p->plan_name, p->family, p->layers, p->hidden, p->heads, p->seq, p->vocab,
+            p->dp, p->tp, p->pp, p->micro, p->accum, p->global_batch);
+    fprintf(out, "params (%d):\n", p->n_params);
+    for (int i = 0; i < p->n_params; i++) {
+        const ir_param *q = &p->params[i];
+        fprintf(out, "  %-28s [", q->name);
+        for (int d = 0; d < q->ndim; d++) fprintf(out, "%s%ld", d ? "," : "", q->shape[d]);
+        fprintf(out, "] init %s", q->init == INIT_NORMAL ? "normal" : q->init == INIT_ONES ? "ones" : "zeros");
+        if (q->init == INIT_NORMAL) fprintf(out, "(%g)", q->std);
+        if (p->grad_order) fprintf(out, "  grad final after bwd op %d", q->last_grad_op);
+        if (p->buckets) fprintf(out, "  @%ld bucket %d", q->offset, q->bucket);
+        fputc('\n', out);
+    }
+    fprintf(out, "forward ops (%d):\n", p->n_ops);
+    dump_graph(p, out);
+    if (p->buckets) {
+        fprintf(out, "buckets (%d):\n", p->n_buckets);
+        for (int k = 0; k < p->n_buckets; k++)
+            fprintf(out, "  bucket %d @%ld+%ld ready after bwd op %d\n", k,
+                    p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].ready_after_op);
+    }
+    if (p->act_numel)
+        fprintf(out, "arenas: params %ld, activations %ld, activation grads %ld, scratch %ld floats\n",
+                p->param_numel, p->act_numel, p->dact_numel, p->scratch_numel);
+}

@@ -1,0 +1,25 @@
+/* sandbox.h: a Lua state that runs one untrusted plan under limits. */
+#ifndef WEFT_SANDBOX_H
+#define WEFT_SANDBOX_H
+
+#include <lua.h>
+#include <stddef.h>
+
+typedef struct wf_sandbox {
+    lua_State *L;
+    size_t used, cap;          /* bytes allocated by Lua, and the cap */
+    int out_of_memory;
+    long long instructions;    /* counted by the hook */
+    double t0;                 /* start, for the wall-clock limit */
+    int last_line;             /* last plan line the hook saw */
+    char chunkname[520];       /* "@path" */
+    char display[512];
+} wf_sandbox;
+
+/* Runs the prelude, then the plan at `path`; overrides are "a.b=value".  On
+ * success returns 0 with the plan's return value on top of the Lua stack;
+ * on failure reports a file:line: diagnostic and returns -1. */
+int sandbox_run(wf_sandbox *sb, const char *path, const char *const *overrides, int n_overrides);
+void sandbox_close(wf_sandbox *sb);
+
+#endif

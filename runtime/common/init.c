@@ -1,0 +1,54 @@
+/* init.c: layout-invariant initialization.  Each element is a pure function
+ * of (seed, parameter name, global element index), drawn from a counter-based
+ * generator, so any shard of any layout generates exactly its own slice. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+static uint64_t mix64(uint64_t x) {  /* splitmix64 finalizer */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static uint64_t name_key(uint64_t seed, const char *name) {
+    uint64_t h = 1469598103934665603ULL;  /* FNV-1a */
+    for (const char *s = name; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return mix64(h ^ mix64(seed + 0x9e3779b97f4a7c15ULL));
+}
+
+/* A standard normal for element `index` (Box-Muller on two counter draws). */
+double wf_normal(uint64_t seed, const char *name, uint64_t index) {
+    uint64_t key = name_key(seed, name);
+    uint64_t a = mix64(key + 2 * index), b = mix64(key + 2 * index + 1);
+    double u1 = ((double)(a >> 11) + 0.5) * 0x1.0p-53;  /* (0, 1) */
+    double u2 = (double)(b >> 11) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void wf_init_params(wf_ctx *c) {
+    const wf_program *p = c->p;
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        float *w = c->params + q->offset;
+        for (long i = 0; i < q->numel; i++) {
+            switch (q->init) {
+            case WF_INIT_ZEROS: w[i] = 0.0f; break;
+            case WF_INIT_ONES: w[i] = 1.0f; break;
+            case WF_INIT_NORMAL: w[i] = (float)(q->std * wf_normal(p->seed, q->name, (uint64_t)i)); break;
+            }
+        }
+    }
+}
+
+/* A digest of the parameters, to check that data-parallel replicas agree. */
+uint64_t wf_params_digest(const wf_ctx *c) {
+    uint64_t h = 0;
+    const uint32_t *bits = (const uint32_t *)c->params;
+    for (long i = 0; i < c->p->param_numel; i++) h = mix64(h ^ bits[i]) + (uint64_t)i;
+    return h;
+}

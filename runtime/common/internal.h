@@ -1,0 +1,73 @@
+/* internal.h: the runtime's own view of the execution context.  Generated code
+ * sees wf_ctx only through rt.h. */
+#ifndef WEFT_INTERNAL_H
+#define WEFT_INTERNAL_H
+
+#include <mpi.h>
+#include <stdio.h>
+
+#include "data.h"
+#include "weft/rt.h"
+
+typedef struct wf_options {
+    int steps;                 /* stop after this step (default: the plan's) */
+    const char *data;          /* token file (default: the plan's) */
+    const char *save;          /* checkpoint folder written at the end */
+    const char *resume;        /* checkpoint folder to start from */
+    const char *ckpt;          /* folder for periodic checkpoints (plan's ckpt_every) */
+    const char *metrics;       /* JSON lines, one per step, full precision */
+    int quiet;
+} wf_options;
+
+struct wf_ctx {
+    const wf_program *p;
+    wf_options opt;
+    int rank, world, dp_rank;
+    MPI_Comm dp_comm;
+    /* arenas, allocated once before the loop */
+    float *params, *grads, *adam_m, *adam_v;
+    float *acts, *dacts, *scratch, *losses;
+    int32_t *tokens, *targets;     /* current microbatch, B*T each */
+    wf_data *data;
+    /* bucket all-reduces in flight */
+    MPI_Request *bucket_req;
+    int n_inflight;
+    /* the step being run */
+    long step;                     /* optimizer steps completed */
+    double loss_sum;               /* this rank's sum of token losses this step */
+    float loss_scale;
+    double last_loss, last_norm, last_lr;
+    FILE *metrics;
+};
+
+/* Errors: print the rank, the call and the reason; bring the whole job down. */
+void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
+#define WF_STR2(x) #x
+#define WF_STR(x) WF_STR2(x)
+#define WF_WHERE __FILE__ ":" WF_STR(__LINE__)
+#define WF_MPI(c, call)                                                        \
+    do {                                                                       \
+        int wf_rc_ = (call);                                                   \
+        if (wf_rc_ != MPI_SUCCESS) wf_mpi_fatal((c), #call, WF_WHERE, wf_rc_); \
+    } while (0)
+void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc)
+    __attribute__((noreturn));
+void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what);
+int wf_is_root(const wf_ctx *c);
+void wf_log(const wf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Pieces of the runtime, one file each. */
+void wf_blas_select(int argc, char **argv);             /* blas_select.c, before MPI */
+void wf_blas_threads(const wf_ctx *c);                  /* after MPI */
+void wf_blas_describe(char *out, size_t n);
+void wf_init_params(wf_ctx *c);                         /* init.c */
+double wf_normal(uint64_t seed, const char *name, uint64_t index);
+double wf_lr_at(const wf_program *p, long step);        /* optim.c */
+double wf_grad_norm(wf_ctx *c);
+void wf_adamw(wf_ctx *c, double lr, float grad_scale);
+void wf_ckpt_save(wf_ctx *c, const char *dir);          /* ckpt.c */
+void wf_ckpt_load(wf_ctx *c, const char *dir);
+uint64_t wf_params_digest(const wf_ctx *c);
+
+#endif

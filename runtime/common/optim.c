@@ -1,0 +1,46 @@
+/* optim.c: learning-rate schedule, global gradient norm and AdamW. */
+#include <math.h>
+
+#include "internal.h"
+
+/* Linear warmup to lr over `warmup` steps, then cosine decay to min_lr at the
+ * plan's last step. `step` counts completed steps (0 for the first). */
+double wf_lr_at(const wf_program *p, long step) {
+    if (p->warmup > 0 && step < p->warmup) return p->lr * (double)(step + 1) / p->warmup;
+    long span = p->steps - p->warmup;
+    double ratio = span > 0 ? (double)(step - p->warmup) / (double)span : 1.0;
+    if (ratio > 1.0) ratio = 1.0;
+    return p->min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (p->lr - p->min_lr);
+}
+
+/* With data parallelism every rank holds the full, already reduced gradient,
+ * so the global norm is local; each parameter is counted exactly once. */
+double wf_grad_norm(wf_ctx *c) {
+    double sum = 0;
+    const float *g = c->grads;
+    for (long i = 0; i < c->p->param_numel; i++) sum += (double)g[i] * g[i];
+    return sqrt(sum);
+}
+
+/* AdamW with decoupled weight decay (applied to matrices only, as in GPT-2
+ * training), bias-corrected moments. */
+void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
+    const wf_program *p = c->p;
+    long t = c->step + 1;
+    double bc1 = 1.0 - pow(p->beta1, (double)t), bc2 = 1.0 - pow(p->beta2, (double)t);
+    float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
+    float step_size = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        float decay = q->decay ? (float)(lr * p->weight_decay) : 0.0f;
+        float *w = c->params + q->offset, *g = c->grads + q->offset;
+        float *m = c->adam_m + q->offset, *v = c->adam_v + q->offset;
+        for (long i = 0; i < q->numel; i++) {
+            float gi = g[i] * grad_scale;
+            m[i] = b1 * m[i] + (1.0f - b1) * gi;
+            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+            float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
+            w[i] -= step_size * m[i] / denom + decay * w[i];
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/* safetensors.h: fp32 checkpoints in the safetensors format.
+ *
+ * Layout: an 8-byte little-endian header length N, then N bytes of JSON
+ *   {"__metadata__": {"key": "value", ...},
+ *    "name": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [begin, end]},
+ *    ...}
+ * then the raw little-endian tensor data; offsets are relative to the start of
+ * the data section (byte 8 + N).  The writer lays tensors out in the order it
+ * is given them and pads the JSON with spaces so the data starts 8-byte
+ * aligned.  Only F32 is supported.
+ *
+ * Errors are never printed: functions return 0 on success and -1 on failure,
+ * with a one-line message in err (err may be NULL or errlen 0).
+ */
+#ifndef WEFT_SAFETENSORS_H
+#define WEFT_SAFETENSORS_H
+
+#include <stddef.h>
+
+#define WF_ST_MAX_NDIM 4
+
+typedef struct {
+    const char *name;
+    int ndim;               /* 0..4; 0 is a scalar (one element) */
+    long shape[WF_ST_MAX_NDIM];
+    const float *data;      /* numel floats; may be NULL only if numel == 0 */
+} wf_st_tensor;
+
+/* Writes n tensors and n_meta metadata pairs (meta_kv[2i] = key,
+ * meta_kv[2i+1] = value; meta_kv may be NULL when n_meta == 0).  Atomic: the
+ * file is written to "<path>.tmp.<pid>" in the same directory, flushed,
+ * fsync'ed and renamed over path; on any failure the temporary is removed and
+ * a previous file at path is left byte-identical.  Names must be non-empty,
+ * distinct, and not "__metadata__". */
+int wf_st_write(const char *path, const wf_st_tensor *t, int n,
+                const char *const *meta_kv, int n_meta, char *err, size_t errlen);
+
+typedef struct wf_st_file wf_st_file;
+
+/* Maps path read-only and validates it: header length against the file size,
+ * the JSON, dtype F32 only, shapes, offsets inside the data section, offsets
+ * consistent with the shapes, and tensors that tile the data section exactly
+ * (no overlaps, holes or trailing bytes), as the reference implementation
+ * requires.  Tensors in a file may have any rank up to 8. */
+int wf_st_open(wf_st_file **f, const char *path, char *err, size_t errlen);
+
+/* The metadata value for key, or NULL if absent. */
+const char *wf_st_meta(const wf_st_file *f, const char *key);
+
+/* Copies tensor name into dst (numel floats) after checking that it exists
+ * and that its shape is exactly shape[0..ndim). */
+int wf_st_read(const wf_st_file *f, const char *name, int ndim, const long *shape,
+               float *dst, char *err, size_t errlen);
+
+/* Tensors in data-offset order (for files this module wrote, the order they
+ * were written in).  wf_st_name returns NULL for i out of range. */
+int wf_st_count(const wf_st_file *f);
+const char *wf_st_name(const wf_st_file *f, int i);
+
+/* Rank and shape of tensor name: returns its ndim (shape receives up to
+ * max_ndim dims) or -1 if there is no such tensor. */
+int wf_st_shape(const wf_st_file *f, const char *name, long *shape, int max_ndim);
+
+/* Unmaps and frees; NULL is allowed. */
+void wf_st_close(wf_st_file *f);
+
+#endif

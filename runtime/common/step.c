@@ -1,0 +1,125 @@
+/* step.c: the calls the generated step function is made of (microbatch
+ * loading, bucket all-reduces, the optimizer step), the arena accessors, and
+ * error handling. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- errors ------------------------------------------------------------- */
+
+void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "weft: rank %d: %s failed (%s): ", c ? c->rank : -1, call, where);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+    int up = 0;
+    MPI_Initialized(&up);
+    if (up) MPI_Abort(MPI_COMM_WORLD, 1);  /* no peer is left waiting */
+    exit(1);
+}
+
+void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    wf_fatal(c, call, where, "%s", msg);
+}
+
+void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
+    void *q = NULL;
+    if (bytes == 0) bytes = 64;
+    if (posix_memalign(&q, 64, bytes) != 0)
+        wf_fatal(c, "posix_memalign", WF_WHERE, "cannot allocate %.1f MiB for %s",
+                 (double)bytes / 1048576.0, what);
+    memset(q, 0, bytes);
+    return q;
+}
+
+/* ---- arenas ------------------------------------------------------------- */
+
+float *wf_param_ptr(wf_ctx *c, long off) { return c->params + off; }
+float *wf_grad_ptr(wf_ctx *c, long off) { return c->grads + off; }
+float *wf_act_ptr(wf_ctx *c, long off) { return c->acts + off; }
+float *wf_dact_ptr(wf_ctx *c, long off) { return c->dacts + off; }
+float *wf_scratch(wf_ctx *c) { return c->scratch; }
+const int32_t *wf_tokens(wf_ctx *c) { return c->tokens; }
+const int32_t *wf_targets(wf_ctx *c) { return c->targets; }
+float wf_loss_scale(wf_ctx *c) { return c->loss_scale; }
+float *wf_losses(wf_ctx *c) { return c->losses; }
+void wf_add_loss(wf_ctx *c, double loss_sum) { c->loss_sum += loss_sum; }
+
+/* ---- microbatches --------------------------------------------------------- */
+
+/* Global sample index of row j of microbatch m on this rank: a pure function of
+ * (step, m, dp rank, j), so every layout reads the same global batch. */
+void wf_micro_begin(wf_ctx *c, int m) {
+    const wf_program *p = c->p;
+    char err[512];
+    uint64_t base = (uint64_t)c->step * (uint64_t)p->global_batch
+                  + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;
+    for (int j = 0; j < p->micro; j++) {
+        if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, c->tokens + (long)j * p->seq,
+                           c->targets + (long)j * p->seq, err, sizeof err) != 0)
+            wf_fatal(c, "wf_data_sample", WF_WHERE, "%s", err);
+    }
+    /* backward accumulates into activation gradients: start from zero */
+    memset(c->dacts, 0, sizeof(float) * (size_t)p->act_numel);
+}
+
+/* ---- gradient buckets ------------------------------------------------------ */
+
+void wf_bucket_start(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    if (p->dp == 1) return;
+    const wf_bucket *b = &p->buckets[k];
+    if (b->numel > 2147483647L)
+        wf_fatal(c, "MPI_Iallreduce", WF_WHERE, "bucket %d has %ld floats, more than MPI's int count",
+                 k, b->numel);
+    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->grads + b->offset, (int)b->numel, MPI_FLOAT,
+                             MPI_SUM, c->dp_comm, &c->bucket_req[k]));
+    c->n_inflight++;
+}
+
+/* Non-blocking collectives in Open MPI advance only inside MPI calls: poke
+ * them between backward kernels so they overlap compute. */
+void wf_progress(wf_ctx *c) {
+    if (c->n_inflight == 0) return;
+    int done = 0;
+    WF_MPI(c, MPI_Testall(c->p->n_buckets, c->bucket_req, &done, MPI_STATUSES_IGNORE));
+    if (done) c->n_inflight = 0;
+}
+
+void wf_buckets_wait(wf_ctx *c) {
+    if (c->n_inflight == 0 && c->p->dp == 1) return;
+    WF_MPI(c, MPI_Waitall(c->p->n_buckets, c->bucket_req, MPI_STATUSES_IGNORE));
+    c->n_inflight = 0;
+}
+
+/* ---- optimizer step ------------------------------------------------------ */
+
+void wf_optimizer_step(wf_ctx *c) {
+    const wf_program *p = c->p;
+    double loss = c->loss_sum;
+    if (p->dp > 1)
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+    c->last_loss = loss / ((double)p->global_batch * p->seq);
+    c->loss_sum = 0;
+    if (!isfinite(c->last_loss))
+        wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)",
+                 c->last_loss, c->step + 1);
+
+    double norm = wf_grad_norm(c);
+    float clip_scale = 1.0f;
+    if (p->clip > 0 && norm > p->clip) clip_scale = (float)(p->clip / (norm + 1e-6));
+    c->last_norm = norm;
+    c->last_lr = wf_lr_at(p, c->step);
+    wf_adamw(c, c->last_lr, clip_scale);
+    memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    c->step++;
+}

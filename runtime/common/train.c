@@ -1,0 +1,213 @@
+/* train.c: wf_main, the training loop around the compiled step.
+ *
+ * Everything is allocated here once, before the first step; the loop itself
+ * plans nothing and allocates nothing. */
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blas.h"
+#include "internal.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int wf_is_root(const wf_ctx *c) { return c->rank == 0; }
+
+void wf_log(const wf_ctx *c, const char *fmt, ...) {
+    if (!wf_is_root(c) || c->opt.quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static const char HELP[] =
+    "options:\n"
+    "  --steps N        stop after step N (the LR schedule spans the plan's train.steps)\n"
+    "  --data FILE      token file (.bin) instead of the plan's data.train\n"
+    "  --save DIR       write a checkpoint folder at the end\n"
+    "  --ckpt DIR       checkpoint folder for the plan's train.ckpt_every\n"
+    "  --resume DIR     start from a checkpoint folder (model, optimizer, step)\n"
+    "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
+    "  --quiet          no per-step log\n";
+
+static void parse_options(wf_ctx *c, int argc, char **argv) {
+    static const struct option longs[] = {
+        { "steps", required_argument, 0, 's' }, { "data", required_argument, 0, 'd' },
+        { "save", required_argument, 0, 'S' },  { "ckpt", required_argument, 0, 'c' },
+        { "resume", required_argument, 0, 'r' }, { "metrics", required_argument, 0, 'm' },
+        { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    c->opt.steps = c->p->steps;
+    c->opt.data = c->p->data_train;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (ch) {
+        case 's': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 0 || v > 1000000000)
+                wf_fatal(c, "options", WF_WHERE, "--steps wants an integer >= 0, got '%s'", optarg);
+            c->opt.steps = (int)v;
+            break;
+        }
+        case 'd': c->opt.data = optarg; break;
+        case 'S': c->opt.save = optarg; break;
+        case 'c': c->opt.ckpt = optarg; break;
+        case 'r': c->opt.resume = optarg; break;
+        case 'm': c->opt.metrics = optarg; break;
+        case 'q': c->opt.quiet = 1; break;
+        case 'h':
+            if (wf_is_root(c)) fputs(HELP, stdout);
+            MPI_Finalize();
+            exit(0);
+        default:
+            wf_fatal(c, "options", WF_WHERE, "unknown option (see --help)");
+        }
+    }
+}
+
+static void check_layout(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (c->world != p->world)
+        wf_fatal(c, "MPI_Comm_size", WF_WHERE,
+                 "this program was compiled for %d ranks (dp %d x tp %d x pp %d) but runs on %d; "
+                 "use its launch.sh", p->world, p->dp, p->tp, p->pp, c->world);
+}
+
+static void allocate(wf_ctx *c) {
+    const wf_program *p = c->p;
+    size_t np = (size_t)p->param_numel * sizeof(float);
+    long N = (long)p->micro * p->seq;
+    c->params = wf_alloc(c, np, "parameters");
+    c->grads = wf_alloc(c, np, "gradients");
+    c->adam_m = wf_alloc(c, np, "AdamW first moment");
+    c->adam_v = wf_alloc(c, np, "AdamW second moment");
+    c->acts = wf_alloc(c, (size_t)p->act_numel * sizeof(float), "activations");
+    c->dacts = wf_alloc(c, (size_t)p->act_numel * sizeof(float), "activation gradients");
+    c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
+    c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
+    c->tokens = wf_alloc(c, (size_t)N * sizeof(int32_t), "tokens");
+    c->targets = wf_alloc(c, (size_t)N * sizeof(int32_t), "targets");
+    c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(MPI_Request), "bucket requests");
+    for (int k = 0; k < p->n_buckets; k++) c->bucket_req[k] = MPI_REQUEST_NULL;
+    /* d(global mean loss)/d(one token's loss): each rank's gradients are
+     * summed over dp ranks and microbatches, so no division afterwards. */
+    c->loss_scale = (float)(1.0 / ((double)N * p->accum * p->dp));
+}
+
+static void log_step(wf_ctx *c, double ms) {
+    const wf_program *p = c->p;
+    double tokens = (double)p->global_batch * p->seq;
+    if (c->metrics && wf_is_root(c)) {
+        fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                "\"ms\": %.3f}\n", c->step, c->last_loss, c->last_lr, c->last_norm, ms);
+        fflush(c->metrics);
+    }
+    if (c->step % p->log_every == 0 || c->step == c->opt.steps)
+        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s\n",
+               c->step, c->opt.steps, c->last_loss, c->last_lr, c->last_norm, ms,
+               tokens / (ms / 1000.0));
+}
+
+static void summary(wf_ctx *c, int steps_run, double seconds, double first_loss) {
+    const wf_program *p = c->p;
+    double gemm_s, gemm_flops;
+    wf_gemm_stats(&gemm_s, &gemm_flops);
+    double tokens = (double)steps_run * p->global_batch * p->seq;
+    double model_flops = p->flops_per_token * tokens;
+    double ms = steps_run ? 1000.0 * seconds / steps_run : 0;
+    wf_log(c, "done: %d steps in %.2f s (%.1f ms/step), loss %.4f -> %.4f\n", steps_run, seconds,
+           ms, first_loss, c->last_loss);
+    wf_log(c, "throughput: %.0f tokens/s; model FLOPs %.2f GFLOP/s over %d rank(s) "
+              "(%.2f GFLOP/s per rank); rank 0 GEMM: %.0f%% of step time at %.1f GFLOP/s\n",
+           seconds > 0 ? tokens / seconds : 0, seconds > 0 ? model_flops / seconds / 1e9 : 0,
+           c->world, seconds > 0 ? model_flops / seconds / 1e9 / c->world : 0,
+           seconds > 0 ? 100.0 * gemm_s / seconds : 0, gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0);
+}
+
+/* Replicas must hold the same weights; a mismatch means a broken reduction. */
+static void check_replicas(wf_ctx *c) {
+    if (c->p->dp == 1) return;
+    uint64_t d = wf_params_digest(c), lo = d, hi = d;
+    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, c->dp_comm));
+    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, c->dp_comm));
+    if (lo != hi)
+        wf_fatal(c, "check_replicas", WF_WHERE,
+                 "data-parallel replicas hold different weights after step %ld", c->step);
+}
+
+int wf_main(int argc, char **argv, const wf_program *p) {
+    wf_blas_select(argc, argv);  /* may re-exec this program with a better BLAS kernel */
+    static wf_ctx ctx;
+    wf_ctx *c = &ctx;
+    c->p = p;
+    c->rank = -1;
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "weft: MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    WF_MPI(c, MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
+    WF_MPI(c, MPI_Comm_size(MPI_COMM_WORLD, &c->world));
+    parse_options(c, argc, argv);
+    check_layout(c);
+    /* tp innermost, then dp, then pp: ranks of one dp group differ in the dp digit */
+    int tp_rank = c->rank % p->tp, pp_rank = c->rank / (p->tp * p->dp);
+    c->dp_rank = (c->rank / p->tp) % p->dp;
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->tp + tp_rank, c->dp_rank, &c->dp_comm));
+    MPI_Comm_set_errhandler(c->dp_comm, MPI_ERRORS_RETURN);
+    wf_blas_threads(c);
+
+    char blas[256];
+    wf_blas_describe(blas, sizeof blas);
+    wf_log(c, "weft %s | plan %s (%s) | %d rank(s): dp %d x tp %d x pp %d\n", WF_VERSION,
+           p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);
+    wf_log(c, "%s\n", blas);
+
+    allocate(c);
+    char err[512];
+    if (wf_data_open(&c->data, c->opt.data, p->vocab, p->seq, err, sizeof err) != 0)
+        wf_fatal(c, "wf_data_open", WF_WHERE, "%s", err);
+    if (c->opt.metrics && wf_is_root(c)) {
+        c->metrics = fopen(c->opt.metrics, c->opt.resume ? "a" : "w");
+        if (!c->metrics) wf_fatal(c, "fopen", WF_WHERE, "cannot write metrics file %s", c->opt.metrics);
+    }
+    if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
+    else wf_init_params(c);
+    wf_log(c, "model %d layers, hidden %d, %d heads, seq %d, vocab %d | global batch %d "
+              "(%d x %d ranks x %d accumulation) | data %s (%ld tokens)\n",
+           p->layers, p->hidden, p->heads, p->seq, p->vocab, p->global_batch, p->micro, p->dp,
+           p->accum, c->opt.data, wf_data_tokens(c->data));
+
+    WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+    wf_gemm_stats_reset();
+    double t_start = now_s(), first_loss = NAN;
+    int steps_run = 0;
+    while (c->step < c->opt.steps) {
+        double t0 = now_s();
+        p->step(c);   /* microbatches, bucket all-reduces, optimizer; step++ */
+        double ms = (now_s() - t0) * 1000.0;
+        if (steps_run++ == 0) first_loss = c->last_loss;
+        log_step(c, ms);
+        if (c->opt.ckpt && p->ckpt_every > 0 && c->step % p->ckpt_every == 0)
+            wf_ckpt_save(c, c->opt.ckpt);
+    }
+    double seconds = now_s() - t_start;
+    check_replicas(c);
+    summary(c, steps_run, seconds, first_loss);
+    if (c->opt.save) wf_ckpt_save(c, c->opt.save);
+    if (c->metrics) fclose(c->metrics);
+    wf_data_close(c->data);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* blas.h: the one place the CPU runtime calls BLAS.
+ *
+ * wf_sgemm computes, on row-major matrices,
+ *     C (M,N) = alpha * op(A) (M,K) @ op(B) (K,N) + beta * C
+ * where op(X) is X, or X transposed when transX is nonzero.  lda, ldb and ldc
+ * are the row strides (in floats) of A, B and C as stored, so a sub-block of a
+ * wider matrix can be passed without copying.
+ *
+ * Every call also adds its wall time and 2*M*N*K FLOPs to process-global
+ * counters, so the runtime can report how much of a step is GEMM.  The
+ * counters are plain globals: not safe to update from several threads at once.
+ */
+#ifndef WEFT_CPU_BLAS_H
+#define WEFT_CPU_BLAS_H
+
+void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
+              const float *A, int lda, const float *B, int ldb, float beta,
+              float *C, int ldc);
+
+/* Seconds spent in and FLOPs done by wf_sgemm since start or the last reset. */
+void wf_gemm_stats(double *seconds, double *flops);
+void wf_gemm_stats_reset(void);
+
+#endif

@@ -1,0 +1,87 @@
+/* blas_select.c: make OpenBLAS run the kernels this CPU can run.
+ *
+ * A DYNAMIC_ARCH OpenBLAS picks its kernels from CPUID when the library loads.
+ * On some virtual CPUs it misreads the model and falls back to old SSE3
+ * kernels (seen: an AVX-512 machine taken for a Prescott, 4-5x slower sgemm).
+ * The library only reads OPENBLAS_CORETYPE at load time, so when its guess is
+ * weaker than the CPU's feature flags allow, we set the variable and re-exec
+ * this program once, before MPI is initialized.  The user's own
+ * OPENBLAS_CORETYPE is always respected. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const char *const AVX512_CORES[] = { "skylakex", "cooperlake", "sapphirerapids", NULL };
+static const char *const AVX2_CORES[] = { "haswell", "zen", "skylakex", "cooperlake",
+                                          "sapphirerapids", NULL };
+
+static int listed(const char *core, const char *const *list) {
+    for (; *list; list++)
+        if (strcasecmp(core, *list) == 0) return 1;
+    return 0;
+}
+
+/* The best core type the feature flags allow, or NULL when the library's own
+ * choice already uses them. */
+static const char *better_core(const char *core, const char **flags) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+        *flags = "avx512f/bw/vl/dq";
+        return listed(core, AVX512_CORES) ? NULL : "SkylakeX";
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        *flags = "avx2/fma";
+        return listed(core, AVX2_CORES) ? NULL : "Haswell";
+    }
+    return NULL;
+}
+
+void wf_blas_select(int argc, char **argv) {
+    (void)argc;
+    if (getenv("OPENBLAS_CORETYPE") || getenv("WEFT_BLAS_GUESS")) return;
+    const char *flags = "";
+    const char *core = openblas_get_corename();
+    const char *want = better_core(core ? core : "", &flags);
+    if (!want) return;
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv("WEFT_BLAS_GUESS", core ? core : "unknown", 1);  /* for the log; stops loops */
+    execv("/proc/self/exe", argv);
+    /* exec failed: run on with the library's choice, and say so in the log */
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
+void wf_blas_describe(char *out, size_t n) {
+    const char *guess = getenv("WEFT_BLAS_GUESS");
+    const char *core = openblas_get_corename();
+    if (guess)
+        snprintf(out, n, "blas: OpenBLAS core %s (chosen from CPU flags; the library guessed %s)",
+                 core, guess);
+    else if (getenv("OPENBLAS_CORETYPE"))
+        snprintf(out, n, "blas: OpenBLAS core %s (OPENBLAS_CORETYPE=%s from the environment)",
+                 core, getenv("OPENBLAS_CORETYPE"));
+    else
+        snprintf(out, n, "blas: OpenBLAS core %s (the library's own choice)", core);
+    size_t len = strlen(out);
+    snprintf(out + len, n - len, ", %d thread(s) per rank", openblas_get_num_threads());
+}
+
+/* Ranks on one node share its cores: give each an equal share of threads. */
+void wf_blas_threads(const wf_ctx *c) {
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = (int)(cores / local);
+    if (getenv("OPENBLAS_NUM_THREADS")) return;  /* the user decides */
+    openblas_set_num_threads(threads < 1 ? 1 : threads);
+}

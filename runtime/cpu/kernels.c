@@ -1,0 +1,348 @@
+/* kernels.c: the fp32 CPU kernels declared in weft/rt.h.
+ *
+ * All tensors are row-major.  Activations are (N, width) with N = B * T.
+ * Every backward kernel accumulates (+=) into its gradient outputs.  The
+ * execution context is not needed on the CPU; it may be NULL.
+ *
+ * Matrix products go through wf_sgemm (blas.h) so they are timed and counted;
+ * everything else is plain loops.
+ */
+#include "weft/rt.h"
+
+#include "blas.h"
+
+#include <math.h>
+
+/* ---- embedding --------------------------------------------------------- */
+
+void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
+                  const float *wpe, int B, int T, int C)
+{
+    (void)c;
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((long)b * T + t) * C;
+            const float *e = wte + (long)tok[b * T + t] * C;
+            const float *p = wpe + (long)t * C;
+            for (int i = 0; i < C; i++)
+                o[i] = e[i] + p[i];
+        }
+    }
+}
+
+void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *dout,
+                  const int32_t *tok, int B, int T, int C)
+{
+    (void)c;
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float *d = dout + ((long)b * T + t) * C;
+            float *de = dwte + (long)tok[b * T + t] * C;
+            float *dp = dwpe + (long)t * C;
+            for (int i = 0; i < C; i++) {
+                de[i] += d[i];
+                dp[i] += d[i];
+            }
+        }
+    }
+}
+
+/* ---- layernorm --------------------------------------------------------- */
+
+#define LN_EPS 1e-5
+
+void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd,
+                      const float *inp, const float *w, const float *b, int N, int C)
+{
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        float *y = out + (long)n * C;
+
+        /* Two passes in double: the variance of nearly constant rows would
+         * lose most of its digits to cancellation in a one-pass float sum. */
+        double m = 0.0;
+        for (int i = 0; i < C; i++)
+            m += x[i];
+        m /= C;
+        double v = 0.0;
+        for (int i = 0; i < C; i++)
+            v += (x[i] - m) * (x[i] - m);
+        v /= C; /* biased variance, as in PyTorch's LayerNorm */
+        double s = 1.0 / sqrt(v + LN_EPS);
+
+        for (int i = 0; i < C; i++)
+            y[i] = (float)((x[i] - m) * s) * w[i] + b[i];
+        mean[n] = (float)m;
+        rstd[n] = (float)s;
+    }
+}
+
+/* With xhat = (x - mean) * rstd and g = dout * w, the input gradient is
+ *     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). */
+void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db,
+                      const float *dout, const float *inp, const float *w,
+                      const float *mean, const float *rstd, int N, int C)
+{
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        const float *d = dout + (long)n * C;
+        float *dx = dinp + (long)n * C;
+        float m = mean[n], s = rstd[n];
+
+        float g_mean = 0.0f, gx_mean = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float xhat = (x[i] - m) * s;
+            float g = d[i] * w[i];
+            g_mean += g;
+            gx_mean += g * xhat;
+        }
+        g_mean /= C;
+        gx_mean /= C;
+
+        for (int i = 0; i < C; i++) {
+            float xhat = (x[i] - m) * s;
+            float g = d[i] * w[i];
+            db[i] += d[i];
+            dw[i] += d[i] * xhat;
+            dx[i] += s * (g - g_mean - xhat * gx_mean);
+        }
+    }
+}
+
+/* ---- linear ------------------------------------------------------------ */
+
+void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
+                   const float *b, int N, int K, int M)
+{
+    (void)c;
+    wf_sgemm(0, 0, N, M, K, 1.0f, inp, K, w, M, 0.0f, out, M);
+    if (!b)
+        return;
+    for (int n = 0; n < N; n++) {
+        float *o = out + (long)n * M;
+        for (int j = 0; j < M; j++)
+            o[j] += b[j];
+    }
+}
+
+void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *dout,
+                   const float *inp, const float *w, int N, int K, int M)
+{
+    (void)c;
+    /* dinp (N,K) += dout (N,M) @ w^T;  dw (K,M) += inp^T @ dout (N,M) */
+    wf_sgemm(0, 1, N, K, M, 1.0f, dout, M, w, M, 1.0f, dinp, K);
+    wf_sgemm(1, 0, K, M, N, 1.0f, inp, K, dout, M, 1.0f, dw, M);
+    if (!db)
+        return;
+    for (int n = 0; n < N; n++) {
+        const float *d = dout + (long)n * M;
+        for (int j = 0; j < M; j++)
+            db[j] += d[j];
+    }
+}
+
+/* ---- causal self-attention --------------------------------------------- */
+
+/* Per (batch b, head h), with hs = C / H, the head's q, k and v are (T, hs)
+ * blocks of the qkv buffer whose rows are 3C floats apart; the same holds for
+ * their gradients in dqkv.  GEMMs read them in place via the leading dimension. */
+static long qkv_head_offset(int b, int h, int T, int C, int H)
+{
+    return (long)b * T * 3 * C + (long)h * (C / H);
+}
+
+static long out_head_offset(int b, int h, int T, int C, int H)
+{
+    return (long)b * T * C + (long)h * (C / H);
+}
+
+/* In place: row t of the (T, T) scores becomes the softmax over keys 0..t;
+ * the entries above the diagonal (future keys) become 0. */
+static void causal_softmax(float *p, int T)
+{
+    for (int t = 0; t < T; t++) {
+        float *row = p + (long)t * T;
+        float max = row[0];
+        for (int j = 1; j <= t; j++)
+            if (row[j] > max)
+                max = row[j];
+        double sum = 0.0;
+        for (int j = 0; j <= t; j++) {
+            row[j] = expf(row[j] - max);
+            sum += row[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j <= t; j++)
+            row[j] *= inv;
+        for (int j = t + 1; j < T; j++)
+            row[j] = 0.0f;
+    }
+}
+
+void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
+                      int B, int T, int C, int H)
+{
+    (void)c;
+    int hs = C / H, ld = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            const float *q = qkv + qkv_head_offset(b, h, T, C, H);
+            const float *k = q + C;
+            const float *v = q + 2 * C;
+            float *p = att + ((long)b * H + h) * T * T;
+            float *o = out + out_head_offset(b, h, T, C, H);
+
+            /* The full T x T product is computed and its upper triangle then
+             * discarded: simpler than a triangular product, and cheap here. */
+            wf_sgemm(0, 1, T, T, hs, scale, q, ld, k, ld, 0.0f, p, T);
+            causal_softmax(p, T);
+            wf_sgemm(0, 0, T, hs, T, 1.0f, p, T, v, ld, 0.0f, o, C);
+        }
+    }
+}
+
+/* In place: dP becomes dS = P * (dP - rowsum(P * dP)), the gradient through
+ * the softmax with respect to the (scaled) scores.  Where P is 0 (above the
+ * diagonal) dS is 0, so the masked scores get no gradient. */
+static void softmax_bwd_rows(float *dp, const float *p, int T)
+{
+    for (int t = 0; t < T; t++) {
+        float *drow = dp + (long)t * T;
+        const float *prow = p + (long)t * T;
+        float dot = 0.0f;
+        for (int j = 0; j <= t; j++)
+            dot += prow[j] * drow[j];
+        for (int j = 0; j <= t; j++)
+            drow[j] = prow[j] * (drow[j] - dot);
+        for (int j = t + 1; j < T; j++)
+            drow[j] = 0.0f;
+    }
+}
+
+void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
+                      const float *qkv, const float *att, int B, int T, int C, int H)
+{
+    (void)c;
+    int hs = C / H, ld = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            long qo = qkv_head_offset(b, h, T, C, H);
+            const float *q = qkv + qo, *k = q + C, *v = q + 2 * C;
+            float *dq = dqkv + qo, *dk = dq + C, *dv = dq + 2 * C;
+            const float *p = att + ((long)b * H + h) * T * T;
+            const float *dout_h = dout + out_head_offset(b, h, T, C, H);
+            float *ds = scratch; /* (T, T): first dP, then dS */
+
+            /* out = P v:  dv += P^T dout,  dP = dout v^T */
+            wf_sgemm(1, 0, T, hs, T, 1.0f, p, T, dout_h, C, 1.0f, dv, ld);
+            wf_sgemm(0, 1, T, T, hs, 1.0f, dout_h, C, v, ld, 0.0f, ds, T);
+            softmax_bwd_rows(ds, p, T);
+            /* S = scale q k^T:  dq += scale dS k,  dk += scale dS^T q */
+            wf_sgemm(0, 0, T, hs, T, scale, ds, T, k, ld, 1.0f, dq, ld);
+            wf_sgemm(1, 0, T, hs, T, scale, ds, T, q, ld, 1.0f, dk, ld);
+        }
+    }
+}
+
+/* ---- GELU -------------------------------------------------------------- */
+
+#define GELU_A 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_B 0.044715f
+
+void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
+{
+    (void)c;
+    for (long i = 0; i < n; i++) {
+        float x = inp[i];
+        float u = GELU_A * (x + GELU_B * x * x * x);
+        out[i] = 0.5f * x * (1.0f + tanhf(u));
+    }
+}
+
+/* d/dx [0.5 x (1 + tanh u)] = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
+ * with du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
+void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
+{
+    (void)c;
+    for (long i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanhf(GELU_A * (x + GELU_B * x * x * x));
+        float du = GELU_A * (1.0f + 3.0f * GELU_B * x * x);
+        float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+        dinp[i] += grad * dout[i];
+    }
+}
+
+/* ---- residual add ------------------------------------------------------ */
+
+void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n)
+{
+    (void)c;
+    for (long i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
+{
+    (void)c;
+    for (long i = 0; i < n; i++) {
+        da[i] += dout[i];
+        db[i] += dout[i];
+    }
+}
+
+/* ---- tied LM head and cross-entropy ------------------------------------ */
+
+/* In place: the logits row becomes softmax probabilities.  Returns
+ * -log p[target], computed from the log-sum-exp in double rather than as
+ * -log of the rounded float probability, which may underflow to 0. */
+static double softmax_xent_row(float *row, int target, int V)
+{
+    float max = row[0];
+    for (int j = 1; j < V; j++)
+        if (row[j] > max)
+            max = row[j];
+    double sum = 0.0;
+    for (int j = 0; j < V; j++)
+        sum += exp((double)row[j] - max);
+    double loss = log(sum) - ((double)row[target] - max);
+    for (int j = 0; j < V; j++)
+        row[j] = (float)(exp((double)row[j] - max) / sum);
+    return loss;
+}
+
+double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
+                          const float *wte, const int32_t *targets, int N, int C, int V)
+{
+    (void)c;
+    /* logits (N,V) = x (N,C) @ wte^T, written straight into probs */
+    wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, probs, V);
+    double total = 0.0;
+    for (int n = 0; n < N; n++) {
+        double loss = softmax_xent_row(probs + (long)n * V, targets[n], V);
+        losses[n] = (float)loss;
+        total += loss;
+    }
+    return total;
+}
+
+void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
+                        const float *x, const float *wte, const int32_t *targets,
+                        float scale, int N, int C, int V)
+{
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        float *row = probs + (long)n * V;
+        row[targets[n]] -= 1.0f;
+        for (int j = 0; j < V; j++)
+            row[j] *= scale;
+    }
+    const float *dlogits = probs;
+    /* dx (N,C) += dlogits (N,V) @ wte (V,C);  dwte (V,C) += dlogits^T @ x */
+    wf_sgemm(0, 0, N, C, V, 1.0f, dlogits, V, wte, C, 1.0f, dx, C);
+    wf_sgemm(1, 0, V, C, N, 1.0f, dlogits, V, x, C, 1.0f, dwte, C);
+}

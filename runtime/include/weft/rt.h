@@ -1,0 +1,153 @@
+/* weft/rt.h: the one header that generated programs include.
+ *
+ * The runtime is shaped for the GPU from the start: every kernel takes an
+ * execution context (a stream on CUDA, trivial on the CPU), collectives are
+ * asynchronous and return handles, and every buffer is a slice of an arena whose
+ * size and offsets the compiler planned.  The CPU backend implements these calls
+ * with OpenBLAS and MPI.
+ *
+ * Conventions for kernels (all fp32, row-major):
+ *   - activations are (N, width) with N = B * T tokens;
+ *   - linear weights are stored (in, out) as in Hugging Face GPT-2's Conv1D, so
+ *     y = x @ W + b;
+ *   - every backward kernel ACCUMULATES (+=) into input and parameter gradients;
+ *     the caller zeroes gradient buffers when a new accumulation starts.
+ */
+#ifndef WEFT_RT_H
+#define WEFT_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WF_VERSION "0.1.0"
+
+typedef struct wf_ctx wf_ctx; /* execution context: rank, communicators, stream, timers */
+
+/* ---- kernels (runtime/cpu/kernels.c) ---------------------------------- */
+
+/* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:] */
+void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
+                  const float *wpe, int B, int T, int C);
+void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *dout,
+                  const int32_t *tok, int B, int T, int C);
+
+/* mean and rstd are saved for backward (N floats each). */
+void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd,
+                      const float *inp, const float *w, const float *b, int N, int C);
+void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db,
+                      const float *dout, const float *inp, const float *w,
+                      const float *mean, const float *rstd, int N, int C);
+
+/* out (N,M) = inp (N,K) @ w (K,M) + b (M); b may be NULL (then db is NULL). */
+void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
+                   const float *b, int N, int K, int M);
+void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *dout,
+                   const float *inp, const float *w, int N, int K, int M);
+
+/* Causal self-attention. qkv is (N, 3C): q, k, v side by side, head h of q at
+ * columns [h*C/H, (h+1)*C/H). att (B, H, T, T) keeps the softmax probabilities
+ * for backward; out is (N, C). scratch must hold T*T floats. */
+void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
+                      int B, int T, int C, int H);
+void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
+                      const float *qkv, const float *att, int B, int T, int C, int H);
+
+/* GELU, tanh approximation (as GPT-2). */
+void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n);
+void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n);
+
+/* out = a + b (the residual connection). */
+void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n);
+void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n);
+
+/* Tied LM head and cross-entropy.  probs (N, V) receives softmax(x @ wte^T);
+ * losses[i] = -log probs[i, targets[i]].  Returns the sum of the N losses. */
+double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
+                          const float *wte, const int32_t *targets, int N, int C, int V);
+/* Turns probs into dlogits = (probs - onehot) * scale in place, then
+ * dx += dlogits @ wte and dwte += dlogits^T @ x. */
+void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
+                        const float *x, const float *wte, const int32_t *targets,
+                        float scale, int N, int C, int V);
+
+/* ---- the program the compiler emits ----------------------------------- */
+
+enum wf_init { WF_INIT_ZEROS, WF_INIT_ONES, WF_INIT_NORMAL };
+
+typedef struct wf_param {
+    const char *name;   /* Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight" */
+    long offset;        /* in floats, into the parameter (and gradient) arena */
+    long numel;
+    int ndim;
+    long shape[4];
+    enum wf_init init;
+    float std;          /* for WF_INIT_NORMAL */
+    int decay;          /* 1: weight decay applies (matrices), 0: biases, norms */
+    int bucket;         /* bucket holding this parameter's gradient */
+} wf_param;
+
+/* A fused gradient bucket: a contiguous range of the gradient arena. */
+typedef struct wf_bucket {
+    long offset;        /* in floats */
+    long numel;
+} wf_bucket;
+
+/* One micro-step of the compiled schedule. */
+typedef void (*wf_stage_fn)(wf_ctx *c);
+
+typedef struct wf_program {
+    const char *plan;        /* plan file the program was compiled from */
+    const char *plan_hash;   /* hex digest of the compiled plan */
+    int stage, n_stages;
+    int dp, tp, pp;
+    int world;               /* ranks in the job */
+    /* model */
+    int layers, hidden, heads, seq, vocab;
+    /* batch */
+    int micro;               /* sequences per microbatch per rank */
+    int accum;               /* microbatches per step per rank */
+    int global_batch;        /* sequences per optimizer step, all ranks */
+    /* parameters and buckets */
+    const wf_param *params; int n_params;
+    const wf_bucket *buckets; int n_buckets;
+    long param_numel;        /* size of the parameter / gradient arena, floats */
+    long act_numel;          /* size of the activation arena, floats */
+    long scratch_numel;      /* kernel scratch, floats */
+    /* optimizer and schedule */
+    double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
+    int warmup, steps;
+    uint64_t seed;
+    const char *data_train;
+    int log_every, ckpt_every;
+    double flops_per_token;  /* 6N + 12 L h s, for MFU */
+    /* the compiled step: microbatches, gradient reductions, optimizer */
+    void (*step)(wf_ctx *c);
+} wf_program;
+
+/* Arena access for generated code. */
+float *wf_param_ptr(wf_ctx *c, long off);
+float *wf_grad_ptr(wf_ctx *c, long off);
+float *wf_act_ptr(wf_ctx *c, long off);
+float *wf_dact_ptr(wf_ctx *c, long off);
+float *wf_scratch(wf_ctx *c);
+const int32_t *wf_tokens(wf_ctx *c);   /* current microbatch inputs, B*T */
+const int32_t *wf_targets(wf_ctx *c);  /* next-token targets, B*T */
+float wf_loss_scale(wf_ctx *c);        /* d(global mean loss)/d(token loss) */
+void wf_add_loss(wf_ctx *c, double loss_sum);
+float *wf_losses(wf_ctx *c);           /* N floats of per-token loss */
+
+/* The step's building blocks, called by the generated step function. */
+void wf_micro_begin(wf_ctx *c, int m);  /* loads microbatch m's tokens, zeroes act. grads */
+void wf_buckets_wait(wf_ctx *c);        /* waits for every bucket's all-reduce */
+void wf_optimizer_step(wf_ctx *c);      /* clip, AdamW, zero gradients */
+
+/* Data parallelism: start bucket k's non-blocking all-reduce now that its last
+ * gradient is written; drive outstanding requests during backward. */
+void wf_bucket_start(wf_ctx *c, int k);
+void wf_progress(wf_ctx *c);
+
+/* Entry point of every generated program: parses arguments, brings up MPI,
+ * allocates the arenas once, and runs the training loop. */
+int wf_main(int argc, char **argv, const wf_program *p);
+
+#endif

@@ -1,0 +1,656 @@
+/* test_kernels.c: checks every CPU kernel pair of weft/rt.h.
+ *
+ * For each kernel, on random inputs of small, mostly odd sizes:
+ *   fwd    the fp32 forward against a float64 reference forward written here;
+ *   bwd    the fp32 backward, for every input and parameter, against central
+ *          finite differences of the float64 reference, for the scalar loss
+ *          L = sum(out * R) with a fixed random R (for the LM head,
+ *          L = scale * sum of per-token losses, i.e. R = scale everywhere);
+ *   accum  that backward accumulates: gradient buffers are pre-filled with
+ *          random values G0, backward is called twice, and (G - G0) / 2 must
+ *          again match the finite differences.
+ * One line per kernel and size reports the largest relative error of each.
+ * Finally the checker is shown able to fail: a kernel gradient scaled by 1.01
+ * must be reported wrong.
+ *
+ * Tolerance: an element passes when |got - ref| <= max(ATOL, RTOL * |ref|);
+ * the relative error printed is |got - ref| / max(|ref|, ATOL / RTOL), so
+ * everything passes when it is <= RTOL.  RTOL = 1e-3 and ATOL = 1e-4 leave
+ * plenty of room for fp32 rounding (about 1e-6 relative at these sizes) while
+ * catching any real mistake in a formula; the finite differences use a step of
+ * 1e-5 in double, whose truncation and rounding errors are around 1e-10.
+ *
+ * main returns 0 when everything passes, 1 otherwise.
+ */
+#include "weft/rt.h"
+
+#include "blas.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RTOL 1e-3
+#define ATOL 1e-4
+#define FD_STEP 1e-5
+
+/* ---- sizes of the current configuration -------------------------------- */
+
+typedef struct config {
+    int B, T, C, H, V, M; /* M: output width of the linear layer */
+} config;
+
+static int B, T, C, H, V, M, N; /* N = B * T */
+static long NE;                 /* element count for GELU and add */
+
+/* Integer inputs and the LM head's scale, fixed per configuration. */
+static int32_t *g_tok, *g_tgt;
+static float g_scale;
+
+/* ---- allocation: every buffer has its exact size (so valgrind sees any
+ * overrun) and is freed in one go at the end of each test ---------------- */
+
+#define MAX_ALLOCS 256
+static void *allocs[MAX_ALLOCS];
+static int n_allocs;
+
+static void *talloc(size_t bytes)
+{
+    if (n_allocs == MAX_ALLOCS) {
+        fprintf(stderr, "test_kernels: too many allocations\n");
+        exit(2);
+    }
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "test_kernels: out of memory\n");
+        exit(2);
+    }
+    allocs[n_allocs++] = p;
+    return p;
+}
+
+static void tfree_all(void)
+{
+    while (n_allocs > 0)
+        free(allocs[--n_allocs]);
+}
+
+static float *fbuf(long n) { return talloc(sizeof(float) * (size_t)n); }
+static double *dbuf(long n) { return talloc(sizeof(double) * (size_t)n); }
+
+/* ---- random numbers (splitmix64, so runs are reproducible) ------------- */
+
+static uint64_t rng_state = 0x5eed1234abcdULL;
+
+static double urand(void) /* uniform in [0, 1) */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+static float *frand(long n, double lo, double hi)
+{
+    float *p = fbuf(n);
+    for (long i = 0; i < n; i++)
+        p[i] = (float)(lo + (hi - lo) * urand());
+    return p;
+}
+
+/* Exact double copy of fp32 data: reference and kernel see the same inputs. */
+static double *to_double(const float *x, long n)
+{
+    double *d = dbuf(n);
+    for (long i = 0; i < n; i++)
+        d[i] = x[i];
+    return d;
+}
+
+static float *copy(const float *x, long n)
+{
+    float *p = fbuf(n);
+    memcpy(p, x, sizeof(float) * (size_t)n);
+    return p;
+}
+
+/* ---- float64 reference forwards ---------------------------------------
+ * Each takes its differentiable inputs as in[0], in[1], ... and writes out;
+ * sizes and integer inputs come from the globals above. */
+
+typedef void (*ref_fn)(double *const *in, double *out);
+
+static void ref_embed(double *const *in, double *out)
+{
+    const double *wte = in[0], *wpe = in[1];
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++)
+            out[(long)n * C + i] = wte[(long)g_tok[n] * C + i] + wpe[(long)(n % T) * C + i];
+}
+
+static void ref_layernorm_stats(const double *inp, double *out, double *mean,
+                                double *rstd, const double *w, const double *b)
+{
+    for (int n = 0; n < N; n++) {
+        const double *x = inp + (long)n * C;
+        double m = 0.0, v = 0.0;
+        for (int i = 0; i < C; i++)
+            m += x[i];
+        m /= C;
+        for (int i = 0; i < C; i++)
+            v += (x[i] - m) * (x[i] - m);
+        v /= C;
+        double s = 1.0 / sqrt(v + 1e-5);
+        for (int i = 0; i < C; i++)
+            out[(long)n * C + i] = (x[i] - m) * s * w[i] + b[i];
+        if (mean)
+            mean[n] = m;
+        if (rstd)
+            rstd[n] = s;
+    }
+}
+
+static void ref_layernorm(double *const *in, double *out)
+{
+    ref_layernorm_stats(in[0], out, NULL, NULL, in[1], in[2]);
+}
+
+static void ref_linear_impl(const double *inp, const double *w, const double *b, double *out)
+{
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < M; j++) {
+            double s = b ? b[j] : 0.0;
+            for (int k = 0; k < C; k++)
+                s += inp[(long)n * C + k] * w[(long)k * M + j];
+            out[(long)n * M + j] = s;
+        }
+}
+
+static void ref_linear(double *const *in, double *out) { ref_linear_impl(in[0], in[1], in[2], out); }
+static void ref_linear_nobias(double *const *in, double *out) { ref_linear_impl(in[0], in[1], NULL, out); }
+
+/* att may be NULL; when given it receives the (B, H, T, T) probabilities. */
+static void ref_attention_impl(const double *qkv, double *out, double *att)
+{
+    int hs = C / H;
+    double scale = 1.0 / sqrt((double)hs);
+    double *p = malloc(sizeof(double) * (size_t)T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                const double *q = qkv + ((long)b * T + t) * 3 * C + h * hs;
+                double max = -INFINITY, sum = 0.0;
+                for (int j = 0; j <= t; j++) {
+                    const double *k = qkv + ((long)b * T + j) * 3 * C + C + h * hs;
+                    double s = 0.0;
+                    for (int d = 0; d < hs; d++)
+                        s += q[d] * k[d];
+                    p[j] = s * scale;
+                    max = fmax(max, p[j]);
+                }
+                for (int j = 0; j <= t; j++) {
+                    p[j] = exp(p[j] - max);
+                    sum += p[j];
+                }
+                for (int d = 0; d < hs; d++) {
+                    double o = 0.0;
+                    for (int j = 0; j <= t; j++)
+                        o += p[j] / sum * qkv[((long)b * T + j) * 3 * C + 2 * C + h * hs + d];
+                    out[((long)b * T + t) * C + h * hs + d] = o;
+                }
+                if (att)
+                    for (int j = 0; j < T; j++)
+                        att[(((long)b * H + h) * T + t) * T + j] = j <= t ? p[j] / sum : 0.0;
+            }
+    free(p);
+}
+
+static void ref_attention(double *const *in, double *out) { ref_attention_impl(in[0], out, NULL); }
+
+static void ref_gelu(double *const *in, double *out)
+{
+    for (long i = 0; i < NE; i++) {
+        double x = in[0][i];
+        out[i] = 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    }
+}
+
+static void ref_add(double *const *in, double *out)
+{
+    for (long i = 0; i < NE; i++)
+        out[i] = in[0][i] + in[1][i];
+}
+
+/* losses (N); probs (N, V) may be NULL. */
+static void ref_lmhead_impl(const double *x, const double *wte, double *losses, double *probs)
+{
+    double *logit = malloc(sizeof(double) * (size_t)V);
+    for (int n = 0; n < N; n++) {
+        double max = -INFINITY, sum = 0.0;
+        for (int v = 0; v < V; v++) {
+            double s = 0.0;
+            for (int i = 0; i < C; i++)
+                s += x[(long)n * C + i] * wte[(long)v * C + i];
+            logit[v] = s;
+            max = fmax(max, s);
+        }
+        for (int v = 0; v < V; v++)
+            sum += exp(logit[v] - max);
+        losses[n] = log(sum) + max - logit[g_tgt[n]];
+        if (probs)
+            for (int v = 0; v < V; v++)
+                probs[(long)n * V + v] = exp(logit[v] - max) / sum;
+    }
+    free(logit);
+}
+
+static void ref_lmhead(double *const *in, double *out) { ref_lmhead_impl(in[0], in[1], out, NULL); }
+
+/* ---- finite differences and comparisons -------------------------------- */
+
+static double loss_of(ref_fn f, double *const *in, const double *R, double *out, long out_len)
+{
+    f(in, out);
+    double L = 0.0;
+    for (long i = 0; i < out_len; i++)
+        L += out[i] * R[i];
+    return L;
+}
+
+/* dL/d in[which], by central differences of the reference forward. */
+static double *fd_grad(ref_fn f, double *const *in, int which, long len,
+                       const double *R, long out_len)
+{
+    double *g = dbuf(len);
+    double *out = dbuf(out_len);
+    for (long i = 0; i < len; i++) {
+        double saved = in[which][i];
+        in[which][i] = saved + FD_STEP;
+        double lp = loss_of(f, in, R, out, out_len);
+        in[which][i] = saved - FD_STEP;
+        double lm = loss_of(f, in, R, out, out_len);
+        in[which][i] = saved;
+        g[i] = (lp - lm) / (2.0 * FD_STEP);
+    }
+    return g;
+}
+
+/* Largest |got - ref| / max(|ref|, ATOL / RTOL); NaN if anything is NaN. */
+static double rel_err(const float *got, const double *ref, long n)
+{
+    double worst = 0.0;
+    for (long i = 0; i < n; i++) {
+        double e = fabs(got[i] - ref[i]) / fmax(fabs(ref[i]), ATOL / RTOL);
+        if (isnan(e))
+            return NAN;
+        if (e > worst)
+            worst = e;
+    }
+    return worst;
+}
+
+/* Like rel_err, on what `calls` backward calls added: (after - before) / calls. */
+static double grad_err(const float *after, const float *before, int calls,
+                       const double *fd, long n)
+{
+    double worst = 0.0;
+    for (long i = 0; i < n; i++) {
+        double added = ((double)after[i] - before[i]) / calls;
+        double e = fabs(added - fd[i]) / fmax(fabs(fd[i]), ATOL / RTOL);
+        if (isnan(e))
+            return NAN;
+        if (e > worst)
+            worst = e;
+    }
+    return worst;
+}
+
+static double worse(double a, double b) { return (isnan(a) || a > b) ? a : b; }
+
+/* A gradient buffer pre-filled with random values, and a copy of them. */
+typedef struct grad {
+    float *g, *g0;
+    long n;
+} grad;
+
+static grad grad_new(long n)
+{
+    grad d = {frand(n, -1.0, 1.0), NULL, n};
+    d.g0 = copy(d.g, n);
+    return d;
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+typedef struct result {
+    double fwd, bwd, acc;
+} result;
+
+static int failures;
+static char cfg_name[64];
+
+static void report(const char *kernel, result r)
+{
+    int ok = r.fwd <= RTOL && r.bwd <= RTOL && r.acc <= RTOL;
+    printf("%-16s %-22s fwd %.2e  bwd %.2e  accum %.2e  %s\n", kernel, cfg_name,
+           r.fwd, r.bwd, r.acc, ok ? "ok" : "FAIL");
+    if (!ok)
+        failures++;
+}
+
+/* ---- one test per kernel pair ------------------------------------------ */
+
+static void test_embed(void)
+{
+    float *wte = frand((long)V * C, -1, 1), *wpe = frand((long)T * C, -1, 1);
+    double *in[] = {to_double(wte, (long)V * C), to_double(wpe, (long)T * C)};
+    long n_out = (long)N * C;
+    result r;
+
+    float *out = fbuf(n_out);
+    double *ref = dbuf(n_out);
+    wf_embed_fwd(NULL, out, g_tok, wte, wpe, B, T, C);
+    ref_embed(in, ref);
+    r.fwd = rel_err(out, ref, n_out);
+
+    float *dout = frand(n_out, -1, 1);
+    double *R = to_double(dout, n_out);
+    double *fd_wte = fd_grad(ref_embed, in, 0, (long)V * C, R, n_out);
+    double *fd_wpe = fd_grad(ref_embed, in, 1, (long)T * C, R, n_out);
+    grad dwte = grad_new((long)V * C), dwpe = grad_new((long)T * C);
+
+    wf_embed_bwd(NULL, dwte.g, dwpe.g, dout, g_tok, B, T, C);
+    r.bwd = worse(grad_err(dwte.g, dwte.g0, 1, fd_wte, dwte.n),
+                  grad_err(dwpe.g, dwpe.g0, 1, fd_wpe, dwpe.n));
+    wf_embed_bwd(NULL, dwte.g, dwpe.g, dout, g_tok, B, T, C);
+    r.acc = worse(grad_err(dwte.g, dwte.g0, 2, fd_wte, dwte.n),
+                  grad_err(dwpe.g, dwpe.g0, 2, fd_wpe, dwpe.n));
+    report("embed", r);
+    tfree_all();
+}
+
+static void test_layernorm(void)
+{
+    long n_x = (long)N * C;
+    float *x = frand(n_x, -2, 2), *w = frand(C, -1.5, 1.5), *b = frand(C, -1, 1);
+    double *in[] = {to_double(x, n_x), to_double(w, C), to_double(b, C)};
+    result r;
+
+    float *out = fbuf(n_x), *mean = fbuf(N), *rstd = fbuf(N);
+    double *ref = dbuf(n_x), *ref_mean = dbuf(N), *ref_rstd = dbuf(N);
+    wf_layernorm_fwd(NULL, out, mean, rstd, x, w, b, N, C);
+    ref_layernorm_stats(in[0], ref, ref_mean, ref_rstd, in[1], in[2]);
+    r.fwd = worse(rel_err(out, ref, n_x),
+                  worse(rel_err(mean, ref_mean, N), rel_err(rstd, ref_rstd, N)));
+
+    float *dout = frand(n_x, -1, 1);
+    double *R = to_double(dout, n_x);
+    double *fd_x = fd_grad(ref_layernorm, in, 0, n_x, R, n_x);
+    double *fd_w = fd_grad(ref_layernorm, in, 1, C, R, n_x);
+    double *fd_b = fd_grad(ref_layernorm, in, 2, C, R, n_x);
+    grad dx = grad_new(n_x), dw = grad_new(C), db = grad_new(C);
+
+    for (int call = 1; call <= 2; call++) {
+        wf_layernorm_bwd(NULL, dx.g, dw.g, db.g, dout, x, w, mean, rstd, N, C);
+        double e = worse(grad_err(dx.g, dx.g0, call, fd_x, n_x),
+                         worse(grad_err(dw.g, dw.g0, call, fd_w, C),
+                               grad_err(db.g, db.g0, call, fd_b, C)));
+        if (call == 1)
+            r.bwd = e;
+        else
+            r.acc = e;
+    }
+    report("layernorm", r);
+    tfree_all();
+}
+
+/* Shows the checker can fail: the kernel's own dw increment, scaled by 1.01,
+ * must be rejected.  Returns 1 if it was (as it should be). */
+static int wrong_gradient_caught(const grad *dw, const double *fd)
+{
+    float *wrong = fbuf(dw->n);
+    for (long i = 0; i < dw->n; i++)
+        wrong[i] = dw->g0[i] + 1.01f * (dw->g[i] - dw->g0[i]);
+    double e = grad_err(wrong, dw->g0, 1, fd, dw->n);
+    int caught = !(e <= RTOL);
+    printf("%-16s %-22s dw * 1.01 gives %.2e: %s\n", "self-test", cfg_name, e,
+           caught ? "caught" : "NOT CAUGHT");
+    return caught;
+}
+
+static void test_linear(int with_bias)
+{
+    long n_x = (long)N * C, n_w = (long)C * M, n_out = (long)N * M;
+    float *x = frand(n_x, -1, 1), *w = frand(n_w, -1, 1);
+    float *b = with_bias ? frand(M, -1, 1) : NULL;
+    double *in[] = {to_double(x, n_x), to_double(w, n_w), b ? to_double(b, M) : NULL};
+    ref_fn f = with_bias ? ref_linear : ref_linear_nobias;
+    result r;
+
+    float *out = fbuf(n_out);
+    double *ref = dbuf(n_out);
+    wf_linear_fwd(NULL, out, x, w, b, N, C, M);
+    f(in, ref);
+    r.fwd = rel_err(out, ref, n_out);
+
+    float *dout = frand(n_out, -1, 1);
+    double *R = to_double(dout, n_out);
+    double *fd_x = fd_grad(f, in, 0, n_x, R, n_out);
+    double *fd_w = fd_grad(f, in, 1, n_w, R, n_out);
+    double *fd_b = with_bias ? fd_grad(f, in, 2, M, R, n_out) : NULL;
+    grad dx = grad_new(n_x), dw = grad_new(n_w), db = grad_new(M);
+    float *dw_once = NULL; /* dw after the first call, for the self-test */
+
+    for (int call = 1; call <= 2; call++) {
+        wf_linear_bwd(NULL, dx.g, dw.g, with_bias ? db.g : NULL, dout, x, w, N, C, M);
+        double e = worse(grad_err(dx.g, dx.g0, call, fd_x, n_x),
+                         grad_err(dw.g, dw.g0, call, fd_w, n_w));
+        if (with_bias)
+            e = worse(e, grad_err(db.g, db.g0, call, fd_b, M));
+        if (call == 1)
+            r.bwd = e;
+        else
+            r.acc = e;
+        if (call == 1)
+            dw_once = copy(dw.g, n_w);
+    }
+    report(with_bias ? "linear" : "linear (no bias)", r);
+    if (with_bias) {
+        grad once = {dw_once, dw.g0, n_w};
+        if (!wrong_gradient_caught(&once, fd_w))
+            failures++;
+    }
+    tfree_all();
+}
+
+static void test_attention(void)
+{
+    long n_qkv = (long)N * 3 * C, n_out = (long)N * C, n_att = (long)B * H * T * T;
+    float *qkv = frand(n_qkv, -2, 2); /* wide enough for peaked softmaxes */
+    double *in[] = {to_double(qkv, n_qkv)};
+    result r;
+
+    float *out = fbuf(n_out), *att = fbuf(n_att);
+    double *ref = dbuf(n_out), *ref_att = dbuf(n_att);
+    wf_attention_fwd(NULL, out, att, qkv, B, T, C, H);
+    ref_attention_impl(in[0], ref, ref_att);
+    r.fwd = worse(rel_err(out, ref, n_out), rel_err(att, ref_att, n_att));
+
+    float *dout = frand(n_out, -1, 1);
+    double *R = to_double(dout, n_out);
+    double *fd_qkv = fd_grad(ref_attention, in, 0, n_qkv, R, n_out);
+    grad dqkv = grad_new(n_qkv);
+    float *scratch = fbuf((long)T * T);
+
+    wf_attention_bwd(NULL, dqkv.g, scratch, dout, qkv, att, B, T, C, H);
+    r.bwd = grad_err(dqkv.g, dqkv.g0, 1, fd_qkv, n_qkv);
+    wf_attention_bwd(NULL, dqkv.g, scratch, dout, qkv, att, B, T, C, H);
+    r.acc = grad_err(dqkv.g, dqkv.g0, 2, fd_qkv, n_qkv);
+    report("attention", r);
+    tfree_all();
+}
+
+static void test_gelu(void)
+{
+    float *x = frand(NE, -4, 4);
+    double *in[] = {to_double(x, NE)};
+    result r;
+
+    float *out = fbuf(NE);
+    double *ref = dbuf(NE);
+    wf_gelu_fwd(NULL, out, x, NE);
+    ref_gelu(in, ref);
+    r.fwd = rel_err(out, ref, NE);
+
+    float *dout = frand(NE, -1, 1);
+    double *R = to_double(dout, NE);
+    double *fd_x = fd_grad(ref_gelu, in, 0, NE, R, NE);
+    grad dx = grad_new(NE);
+
+    wf_gelu_bwd(NULL, dx.g, x, dout, NE);
+    r.bwd = grad_err(dx.g, dx.g0, 1, fd_x, NE);
+    wf_gelu_bwd(NULL, dx.g, x, dout, NE);
+    r.acc = grad_err(dx.g, dx.g0, 2, fd_x, NE);
+    report("gelu", r);
+    tfree_all();
+}
+
+static void test_add(void)
+{
+    float *a = frand(NE, -1, 1), *b = frand(NE, -1, 1);
+    double *in[] = {to_double(a, NE), to_double(b, NE)};
+    result r;
+
+    float *out = fbuf(NE);
+    double *ref = dbuf(NE);
+    wf_add_fwd(NULL, out, a, b, NE);
+    ref_add(in, ref);
+    r.fwd = rel_err(out, ref, NE);
+
+    float *dout = frand(NE, -1, 1);
+    double *R = to_double(dout, NE);
+    double *fd_a = fd_grad(ref_add, in, 0, NE, R, NE);
+    double *fd_b = fd_grad(ref_add, in, 1, NE, R, NE);
+    grad da = grad_new(NE), db = grad_new(NE);
+
+    wf_add_bwd(NULL, da.g, db.g, dout, NE);
+    r.bwd = worse(grad_err(da.g, da.g0, 1, fd_a, NE), grad_err(db.g, db.g0, 1, fd_b, NE));
+    wf_add_bwd(NULL, da.g, db.g, dout, NE);
+    r.acc = worse(grad_err(da.g, da.g0, 2, fd_a, NE), grad_err(db.g, db.g0, 2, fd_b, NE));
+    report("add", r);
+    tfree_all();
+}
+
+static void test_lmhead_xent(void)
+{
+    long n_x = (long)N * C, n_w = (long)V * C, n_p = (long)N * V;
+    float *x = frand(n_x, -1, 1), *wte = frand(n_w, -1, 1);
+    double *in[] = {to_double(x, n_x), to_double(wte, n_w)};
+    result r;
+
+    float *probs = fbuf(n_p), *losses = fbuf(N);
+    double *ref_probs = dbuf(n_p), *ref_losses = dbuf(N);
+    double total = wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, g_tgt, N, C, V);
+    ref_lmhead_impl(in[0], in[1], ref_losses, ref_probs);
+    double ref_total = 0.0;
+    for (int n = 0; n < N; n++)
+        ref_total += ref_losses[n];
+    float total_f = (float)total;
+    r.fwd = worse(rel_err(probs, ref_probs, n_p),
+                  worse(rel_err(losses, ref_losses, N), rel_err(&total_f, &ref_total, 1)));
+
+    /* L = scale * sum of losses: the reference output is the losses, R = scale. */
+    double *R = dbuf(N);
+    for (int n = 0; n < N; n++)
+        R[n] = g_scale;
+    double *fd_x = fd_grad(ref_lmhead, in, 0, n_x, R, N);
+    double *fd_w = fd_grad(ref_lmhead, in, 1, n_w, R, N);
+    grad dx = grad_new(n_x), dw = grad_new(n_w);
+
+    for (int call = 1; call <= 2; call++) {
+        if (call == 2) /* backward consumed probs; recompute them */
+            wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, g_tgt, N, C, V);
+        wf_lmhead_xent_bwd(NULL, dx.g, dw.g, probs, x, wte, g_tgt, g_scale, N, C, V);
+        double e = worse(grad_err(dx.g, dx.g0, call, fd_x, n_x),
+                         grad_err(dw.g, dw.g0, call, fd_w, n_w));
+        if (call == 1)
+            r.bwd = e;
+        else
+            r.acc = e;
+    }
+    report("lmhead_xent", r);
+    tfree_all();
+}
+
+/* wf_sgemm's counters: one known product adds 2*M*N*K FLOPs, reset clears. */
+static void test_gemm_stats(void)
+{
+    float a[3 * 5], b[5 * 4], c[3 * 4];
+    for (int i = 0; i < 15; i++)
+        a[i] = 1.0f;
+    for (int i = 0; i < 20; i++)
+        b[i] = 2.0f;
+    double s0, f0, s1, f1;
+    wf_gemm_stats(&s0, &f0);
+    wf_sgemm(0, 0, 3, 4, 5, 1.0f, a, 5, b, 4, 0.0f, c, 4);
+    wf_gemm_stats(&s1, &f1);
+    int ok = f1 - f0 == 2.0 * 3 * 4 * 5 && s1 >= s0 && c[0] == 10.0f && c[11] == 10.0f;
+    wf_gemm_stats_reset();
+    wf_gemm_stats(&s1, &f1);
+    ok = ok && s1 == 0.0 && f1 == 0.0;
+    printf("%-16s %-22s %s\n", "gemm_stats", "[3x5 @ 5x4]", ok ? "ok" : "FAIL");
+    if (!ok)
+        failures++;
+}
+
+/* ---- driver ------------------------------------------------------------ */
+
+static void run_config(config cfg)
+{
+    B = cfg.B, T = cfg.T, C = cfg.C, H = cfg.H, V = cfg.V, M = cfg.M;
+    N = B * T;
+    NE = (long)N * C + 3; /* odd, and not a multiple of any vector width */
+    snprintf(cfg_name, sizeof cfg_name, "[B%d T%d C%d H%d V%d M%d]", B, T, C, H, V, M);
+
+    g_tok = malloc(sizeof(int32_t) * (size_t)N);
+    g_tgt = malloc(sizeof(int32_t) * (size_t)N);
+    for (int n = 0; n < N; n++) {
+        g_tok[n] = (int32_t)(urand() * V);
+        g_tgt[n] = (int32_t)(urand() * V);
+    }
+    g_tok[N - 1] = g_tok[0]; /* a repeated token: embed_bwd must sum both */
+    g_scale = 1.0f / (float)N;
+
+    test_embed();
+    test_layernorm();
+    test_linear(1);
+    test_linear(0);
+    test_attention();
+    test_gelu();
+    test_add();
+    test_lmhead_xent();
+
+    free(g_tok);
+    free(g_tgt);
+}
+
+int main(void)
+{
+    const config configs[] = {
+        {2, 5, 15, 3, 11, 7}, /* the main case: odd sizes, head size 5 */
+        {3, 7, 8, 2, 13, 9},  /* even head size, longer sequence */
+        {1, 1, 6, 1, 5, 3},   /* one token, one head */
+    };
+    test_gemm_stats();
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+        run_config(configs[i]);
+
+    if (failures) {
+        printf("test_kernels: %d FAILED\n", failures);
+        return 1;
+    }
+    printf("test_kernels: all passed\n");
+    return 0;
+}
