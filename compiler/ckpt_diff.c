@@ -8,7 +8,7 @@
 #include "safetensors.h"
 
 static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const char *name,
-                          double tol, double *worst, FILE *out) {
+                          double tol, double atol, double *worst, FILE *out) {
     char err[512];
     long shape[4];
     int ndim = wf_st_shape(a, name, shape, 4);
@@ -31,7 +31,8 @@ static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const char *
     }
     double rel = max_abs > 0 ? max_diff / max_abs : max_diff;
     if (rel > *worst) *worst = rel;
-    int same = tol == 0 ? memcmp(x, y, sizeof(float) * (size_t)n) == 0 : rel <= tol;
+    int same = tol == 0 && atol == 0 ? memcmp(x, y, sizeof(float) * (size_t)n) == 0
+                                    : max_diff <= atol + tol * max_abs;
     if (!same) fprintf(out, "%-32s max|a-b| %.3e  relative %.3e\n", name, max_diff, rel);
     rc = same ? 0 : 1;
 done:
@@ -40,7 +41,7 @@ done:
     return rc;
 }
 
-int ckpt_diff(const char *path_a, const char *path_b, double tol, FILE *out) {
+int ckpt_diff(const char *path_a, const char *path_b, double tol, double atol, FILE *out) {
     char err[512];
     wf_st_file *a = NULL, *b = NULL;
     if (wf_st_open(&a, path_a, err, sizeof err) != 0 || wf_st_open(&b, path_b, err, sizeof err) != 0) {
@@ -52,7 +53,7 @@ int ckpt_diff(const char *path_a, const char *path_b, double tol, FILE *out) {
     double worst = 0;
     for (int i = 0; i < wf_st_count(a); i++) {
         const char *name = wf_st_name(a, i);
-        int rc = compare_tensor(a, b, name, tol, &worst, out);
+        int rc = compare_tensor(a, b, name, tol, atol, &worst, out);
         if (rc < 0) missing++;
         if (rc > 0) differ++;
     }
@@ -61,7 +62,7 @@ int ckpt_diff(const char *path_a, const char *path_b, double tol, FILE *out) {
         missing++;
     }
     fprintf(out, "%d tensors: %d differ beyond %s, %d missing or mismatched; worst relative %.3e\n",
-            wf_st_count(a), differ, tol == 0 ? "bit-identity" : "the tolerance", missing, worst);
+            wf_st_count(a), differ, tol == 0 && atol == 0 ? "bit-identity" : "the tolerance", missing, worst);
     wf_st_close(a);
     wf_st_close(b);
     return differ || missing ? -1 : 0;

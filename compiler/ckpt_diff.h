@@ -3,9 +3,9 @@
 #define WEFT_CKPT_DIFF_H
 #include <stdio.h>
 
-/* Compares every tensor of two safetensors files.  With tol = 0 they must be
- * bit-identical; otherwise each tensor must satisfy
- * max|a - b| <= tol * max|a|.  Prints one line per tensor that differs and a
+/* Compares every tensor of two safetensors files.  With tol = atol = 0 they
+ * must be bit-identical; otherwise each tensor must satisfy
+ * max|a - b| <= atol + tol * max|a|.  Prints one line per tensor that differs and a
  * summary; returns 0 when they match, -1 otherwise. */
-int ckpt_diff(const char *path_a, const char *path_b, double tol, FILE *out);
+int ckpt_diff(const char *path_a, const char *path_b, double tol, double atol, FILE *out);
 #endif

@@ -1,6 +1,7 @@
 /* load.c: the `load` pass.  Runs the plan in the sandbox and copies the table
  * that weft.plan{} returned (already checked field by field by the prelude)
  * into the Program. */
+#include <ctype.h>
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,23 +178,37 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     }
     lua_State *L = sb.L;
     int plan = lua_gettop(L);
-    lua_getfield(L, plan, "__kind");
-    int is_plan = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "plan") == 0;
-    lua_pop(L, 1);
-    if (!lua_istable(L, plan) || !is_plan) {
-        wf_error("%s: the plan must end with `return weft.plan { ... }` (it returned %s)",
-                 path, luaL_typename(L, plan));
+    /* Only a table weft.plan returned counts, and what is read is the copy the
+     * prelude kept of it as checked (the plan may have edited or forged it). */
+    int is_plan = 0;
+    if (lua_istable(L, plan) && lua_getfield(L, LUA_REGISTRYINDEX, "weft.plans") == LUA_TTABLE) {
+        lua_pushvalue(L, plan);
+        if (lua_rawget(L, -2) == LUA_TTABLE) {
+            lua_replace(L, plan);
+            is_plan = 1;
+        } else {
+            lua_pop(L, 1);
+        }
+    }
+    lua_settop(L, plan);
+    if (!is_plan) {
+        wf_error("%s:%d: the plan must end with `return weft.plan { ... }` (it returned %s)",
+                 path, sb.last_line, luaL_typename(L, plan));
         sandbox_close(&sb);
         return -1;
     }
     bad_field = 0;
     hash_file(path, p->plan_hash);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    snprintf(p->plan_name, sizeof p->plan_name, "%.*s", (int)strcspn(base, "."), base);
-    get_str(L, plan, "name", p->plan_name + 0, sizeof p->plan_name);
-    if (!p->plan_name[0])
-        snprintf(p->plan_name, sizeof p->plan_name, "%.*s", (int)strcspn(base, "."), base);
+    get_str(L, plan, "name", p->plan_name, sizeof p->plan_name);
+    if (!p->plan_name[0]) {
+        /* the file's name, kept to what is safe in C, CMake and shell text */
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        size_t k = 0;
+        for (const char *s = base; *s && *s != '.' && k + 1 < sizeof p->plan_name; s++)
+            p->plan_name[k++] = (isalnum((unsigned char)*s) || *s == '-') ? *s : '_';
+        p->plan_name[k] = 0;
+    }
 
     int model = push_sub(L, plan, "model");
     get_str(L, model, "family", p->family, sizeof p->family);

@@ -26,7 +26,8 @@ static const char USAGE[] =
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
     "        [--tokens N] [--vocab V] [--branch K] [--seed S]\n"
-    "  ckpt diff A B [--tol X]    compare two checkpoints tensor by tensor\n"
+    "  ckpt diff A B [--tol R] [--atol A]\n"
+    "                             compare two checkpoints tensor by tensor\n"
     "\n"
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n"
@@ -194,11 +195,17 @@ static int cmd_data(int argc, char **argv) {
 }
 
 static int cmd_ckpt(int argc, char **argv) {
-    if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error("usage: weft ckpt diff A B [--tol X]");
-    double tol = 0;
-    if (argc >= 5 && strcmp(argv[3], "--tol") == 0) tol = atof(argv[4]);
-    else if (argc != 3) return usage_error("usage: weft ckpt diff A B [--tol X]");
-    return ckpt_diff(argv[1], argv[2], tol, stdout) == 0 ? EXIT_OK : EXIT_PLAN;
+    static const char use[] = "usage: weft ckpt diff A B [--tol REL] [--atol ABS]";
+    if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error(use);
+    double tol = 0, atol = 0;
+    for (int i = 3; i < argc; i++) {
+        double *v = strcmp(argv[i], "--tol") == 0 ? &tol : strcmp(argv[i], "--atol") == 0 ? &atol : NULL;
+        char *end;
+        if (!v || i + 1 >= argc) return usage_error(use);
+        *v = strtod(argv[++i], &end);
+        if (*end || *v < 0) return usage_error(use);
+    }
+    return ckpt_diff(argv[1], argv[2], tol, atol, stdout) == 0 ? EXIT_OK : EXIT_PLAN;
 }
 
 int main(int argc, char **argv) {

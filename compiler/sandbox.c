@@ -49,28 +49,30 @@ static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     return q;
 }
 
-/* Remembers where the plan is (for memory errors, which carry no position)
- * and stops it when the budget is spent. */
+/* Line events keep the plan's last executed line (memory errors and a plan's
+ * return value carry no position of their own; a tail call `return weft.plan
+ * {...}` leaves no plan frame to ask).  Count events stop the plan when the
+ * budget is spent, naming that line rather than weft's own code. */
 static void budget_hook(lua_State *L, lua_Debug *ar) {
-    (void)ar;
     wf_sandbox *sb;
     lua_getallocf(L, (void **)&sb);
-    lua_Debug info;
-    for (int level = 0; lua_getstack(L, level, &info); level++) {
-        lua_getinfo(L, "Sl", &info);
-        if (strcmp(info.source, sb->chunkname) == 0) {
-            sb->last_line = info.currentline;
-            break;
-        }
+    if (ar->event == LUA_HOOKLINE) {
+        lua_getinfo(L, "S", ar);
+        if (strcmp(ar->source, sb->chunkname) == 0) sb->last_line = ar->currentline;
+        return;
     }
     sb->instructions += HOOK_EVERY;
-    if (sb->instructions > INSTRUCTION_BUDGET)
-        luaL_error(L, "plan stopped: it ran past its budget of %lld million Lua instructions "
-                   "(a plan should finish in well under a second; look for an endless loop)",
-                   INSTRUCTION_BUDGET / 1000000);
-    if (now_s() - sb->t0 > WALL_LIMIT_S)
-        luaL_error(L, "plan stopped: it ran past its time limit of %.0f s "
-                   "(look for an endless loop)", WALL_LIMIT_S);
+    if (sb->instructions > INSTRUCTION_BUDGET) {
+        lua_pushfstring(L, "%s:%d: plan stopped: it ran past its budget of %d million Lua instructions "
+                        "(a plan should finish in well under a second; look for an endless loop)",
+                        sb->display, sb->last_line, (int)(INSTRUCTION_BUDGET / 1000000));
+        lua_error(L);
+    }
+    if (now_s() - sb->t0 > WALL_LIMIT_S) {
+        lua_pushfstring(L, "%s:%d: plan stopped: it ran past its time limit of %d s "
+                        "(look for an endless loop)", sb->display, sb->last_line, (int)WALL_LIMIT_S);
+        lua_error(L);
+    }
 }
 
 static const char *const SAFE_GLOBALS[] = {
@@ -110,6 +112,20 @@ static void push_plan_env(lua_State *L, int weft_index) {
         }
     }
     lua_pop(L, 1);
+    /* strings' own methods ("x"):dump(...) come from the string metatable's
+     * __index: give it a second filtered copy, one the plan cannot reach */
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, -3)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_settable(L, -4);
+    }
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushvalue(L, -3);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 3);
     lua_setfield(L, -2, "string");
     lua_pushcfunction(L, plan_print);
     lua_setfield(L, -2, "print");
@@ -120,7 +136,7 @@ static void push_plan_env(lua_State *L, int weft_index) {
 }
 
 static int report_lua_error(wf_sandbox *sb, int status) {
-    if (status == LUA_ERRMEM || sb->out_of_memory) {
+    if (status == LUA_ERRMEM) {
         wf_error("%s:%d: plan stopped: it allocated more than the sandbox's %zu MiB "
                  "(look for a table or string that grows without bound)",
                  sb->display, sb->last_line, sb->cap >> 20);
@@ -172,7 +188,7 @@ int sandbox_run(wf_sandbox *sb, const char *path, const char *const *overrides, 
     lua_pushstring(L, WEFT_VERSION);
     lua_setglobal(L, "WEFT_VERSION");
     sb->t0 = now_s();
-    lua_sethook(L, budget_hook, LUA_MASKCOUNT, HOOK_EVERY);
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT | LUA_MASKLINE, HOOK_EVERY);
 
     /* The prelude runs with the full library; it returns the weft table. */
     int st = luaL_loadbufferx(L, (const char *)wf_prelude_lua, wf_prelude_lua_len,

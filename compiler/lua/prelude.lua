@@ -4,25 +4,52 @@
 --
 -- Chunk arguments: the plan's chunk name ("@path") and a table of overrides
 -- ("mesh.dp" -> "4") from `weft compile --set`.
+--
+-- The plan is untrusted: it can read and write every table it is handed, and
+-- it can build tables that look like ours.  So the library never reads its
+-- own functions or data back through tables the plan can reach (it keeps them
+-- in locals), and weft.plan rebuilds every model, optimizer and cluster from a
+-- private copy of the spec it was made from, rejecting look-alikes.
 local PLAN_SOURCE, OVERRIDES = ...
-local getinfo = debug.getinfo
-local floor, huge, fmt = math.floor, math.huge, string.format
+local getinfo, registry = debug.getinfo, debug.getregistry()
+-- The plan's environment shares the math and table libraries with ours (the
+-- host copies only string), so a plan could replace math.type and switch the
+-- checks off.  Everything we use is taken now, before the plan runs.
+local floor, huge, mtype, mmin, sqrt, tointeger =
+  math.floor, math.huge, math.type, math.min, math.sqrt, math.tointeger
+local concat, sort, fmt = table.concat, table.sort, string.format
 
-local weft = { version = WEFT_VERSION }
+-- What plans see as `weft`: an empty table whose metatable serves `api` (see
+-- the end of this file), so that looking up weft.plan can note the plan's line.
+local api = { version = WEFT_VERSION }
 
 ---------------------------------------------------------------------------
 -- Diagnostics: every error names the plan's file:line, the field and what
 -- would be valid.
 ---------------------------------------------------------------------------
-local function where()
-  for level = 2, 64 do
-    local info = getinfo(level, "Sl")
-    if not info then break end
-    if info.source == PLAN_SOURCE then
-      return info.short_src .. ":" .. info.currentline
-    end
+-- The full path, not Lua's short_src (which cuts long paths to "...tail").
+local PLAN_PATH = (PLAN_SOURCE:gsub("^@", ""))
+
+local entry_name = setmetatable({}, { __mode = "k" })  -- public function -> its name
+local looked_up = {}  -- name -> plan line where the plan last looked weft.<name> up
+
+-- The plan's current line, searching the stack from `level` outwards.  A plan
+-- usually ends with `return weft.plan { ... }`, a tail call: Lua then drops
+-- the plan's frame, so the stack no longer says where the plan is.  For an
+-- entry point called that way we use the line where the plan looked it up.
+local function plan_line(level)
+  while true do
+    local info = getinfo(level, "Slft")
+    if not info then return nil end
+    if info.source == PLAN_SOURCE then return info.currentline end
+    local name = entry_name[info.func]
+    if name and info.istailcall and looked_up[name] then return looked_up[name] end
+    level = level + 1
   end
-  return PLAN_SOURCE:gsub("^@", "") .. ":0"
+end
+
+local function where()
+  return PLAN_PATH .. ":" .. (plan_line(3) or 0)
 end
 
 local function fail(field, problem, valid)
@@ -32,11 +59,28 @@ local function fail(field, problem, valid)
 end
 
 local function show(v)
-  if type(v) == "string" then return fmt("%q", v) end
-  if math.type(v) == "float" and v == floor(v) and v < 2^53 and v > -2^53 then
+  if type(v) == "string" then
+    -- %q writes a newline as backslash-newline; keep messages on one line
+    return (fmt("%q", v):gsub("\\\n", "\\n"))
+  end
+  if v ~= v then return "nan" end  -- printf says "-nan" on some systems
+  if mtype(v) == "float" and v == floor(v) and v < 2^53 and v > -2^53 then
     return fmt("%.1f", v)
   end
   return tostring(v)
+end
+
+local function kind_of(t) return type(t) == "table" and rawget(t, "__kind") or nil end
+
+-- "a model", "an optimizer"
+local function article(word) return (word:find("^[aeiou]") and "an " or "a ") .. word end
+
+-- "string \"2\"", "number 64.5", "nil", "a table", "a model"
+local function describe(v)
+  if v == nil then return "nil" end
+  if type(v) == "table" then return article(kind_of(v) or "table") end
+  if type(v) ~= "string" and type(v) ~= "number" and type(v) ~= "boolean" then return article(type(v)) end
+  return type(v) .. " " .. show(v)
 end
 
 local function edit_distance(a, b)
@@ -46,7 +90,7 @@ local function edit_distance(a, b)
     local cur = { [0] = i }
     for j = 1, #b do
       local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
-      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      cur[j] = mmin(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
     end
     prev = cur
   end
@@ -56,49 +100,78 @@ end
 local function sorted_keys(t)
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
+  sort(keys)
   return keys
+end
+
+-- A copy of plain data (tables of tables, no metatables), cycles included.
+local function copy(v, seen)
+  if type(v) ~= "table" then return v end
+  seen = seen or {}
+  if seen[v] then return seen[v] end
+  local c = {}
+  seen[v] = c
+  for k, x in next, v do c[copy(k, seen)] = copy(x, seen) end
+  return c
 end
 
 ---------------------------------------------------------------------------
 -- Schema checking.  A schema maps each field to a rule:
 --   { "integer"|"number"|"string"|"boolean"|"table", min=, max=, one_of={..},
---     default=, required=true, check=function(v) -> problem, valid }
+--     default=, required=true, valid=, check=function(v) -> problem, valid }
 ---------------------------------------------------------------------------
-local LIMIT = 2^31 - 1  -- sizes that reach the C side must fit an int
+local LIMIT = (1 << 31) - 1  -- sizes that reach the C side must fit an int (an integer: 2^31 is a float)
+
+-- A limit as written in a message: 1e6 as "1000000", not "1e+06" or "1000000.0".
+local function limit(x)
+  if mtype(x) == "float" and x == floor(x) and x < 2^53 and x > -2^53 then return fmt("%d", x) end
+  return tostring(x)
+end
+
+-- "1 .. 1024", ">= 0"
+local function bounds(rule)
+  if rule.min and rule.max then return limit(rule.min) .. " .. " .. limit(rule.max) end
+  if rule.min then return ">= " .. limit(rule.min) end
+  if rule.max then return "<= " .. limit(rule.max) end
+end
+
+-- "an integer in 1 .. 1024", "a number >= 0"
+local function range_text(rule, what)
+  local b = bounds(rule)
+  if not b then return what end
+  return what .. (rule.min and rule.max and " in " or " ") .. b
+end
 
 local function check_value(field, v, rule)
   local want = rule[1]
   if want == "integer" then
-    if math.type(v) ~= "integer" then
-      if type(v) == "number" and v == floor(v) and v >= -LIMIT and v <= LIMIT then
-        v = floor(v)
-      else
-        fail(field, "expected an integer, got " .. type(v) .. " " .. show(v),
-             rule.min and ("an integer >= " .. rule.min) or "an integer")
+    if mtype(v) ~= "integer" then
+      -- 64.0 is accepted as 64; 1e300 or inf is integral too, but only the
+      -- range checks below can say what is wrong with it.
+      if type(v) ~= "number" or v ~= floor(v) then
+        fail(field, "expected an integer, got " .. describe(v), range_text(rule, "an integer"))
       end
+      if v >= -LIMIT and v <= LIMIT then v = floor(v) end
     end
   elseif want == "number" then
     if type(v) ~= "number" or v ~= v or v == huge or v == -huge then
-      fail(field, "expected a finite number, got " .. type(v) .. " " .. show(v), "a number")
+      fail(field, "expected a finite number, got " .. describe(v), range_text(rule, "a number"))
     end
   elseif type(v) ~= want then
-    local valid = rule.one_of and table.concat(rule.one_of, ", ") or ("a " .. want)
-    fail(field, "expected a " .. want .. ", got " .. type(v) .. " " .. show(v), valid)
+    local valid = rule.valid or (rule.one_of and concat(rule.one_of, ", ")) or ("a " .. want)
+    fail(field, "expected a " .. want .. ", got " .. describe(v), valid)
   end
   if rule.min and v < rule.min then
-    fail(field, show(v) .. " is below the minimum " .. rule.min,
-         rule.max and (rule.min .. " .. " .. rule.max) or (">= " .. rule.min))
+    fail(field, show(v) .. " is below the minimum " .. limit(rule.min), bounds(rule))
   end
   if rule.max and v > rule.max then
-    fail(field, show(v) .. " is above the maximum " .. rule.max,
-         rule.min and (rule.min .. " .. " .. rule.max) or ("<= " .. rule.max))
+    fail(field, show(v) .. " is above the maximum " .. limit(rule.max), bounds(rule))
   end
   if rule.one_of then
     local ok = false
     for _, o in ipairs(rule.one_of) do if o == v then ok = true end end
     if not ok then
-      fail(field, show(v) .. " is not a known value", table.concat(rule.one_of, ", "))
+      fail(field, show(v) .. " is not a known value", concat(rule.one_of, ", "))
     end
   end
   if rule.check then
@@ -112,21 +185,23 @@ end
 -- table with defaults filled in.
 local function check_fields(what, t, schema)
   if type(t) ~= "table" then
-    fail(what, "expected a table, got " .. type(t) .. " " .. show(t), "a table { ... }")
+    fail(what, "expected a table, got " .. describe(t), "a table { ... }")
   end
-  for k in pairs(t) do
+  for k, v in pairs(t) do
     if type(k) ~= "string" or k:sub(1, 2) ~= "__" then
-      if type(k) ~= "string" or not schema[k] then
+      if type(k) ~= "string" then
+        -- { 2, layers = 2 }: a value without a name
+        fail(what .. "[" .. show(k) .. "]", "unexpected positional value " .. describe(v)
+             .. "; fields must be named", concat(sorted_keys(schema), ", "))
+      elseif not schema[k] then
         local names = sorted_keys(schema)
         local best, best_d = nil, 3
-        if type(k) == "string" then
-          for _, n in ipairs(names) do
-            local d = edit_distance(k, n)
-            if d < best_d then best, best_d = n, d end
-          end
+        for _, n in ipairs(names) do
+          local d = edit_distance(k, n)
+          if d < best_d then best, best_d = n, d end
         end
         local hint = best and (" (did you mean '" .. best .. "'?)") or ""
-        fail(what .. "." .. tostring(k), "unknown field" .. hint, table.concat(names, ", "))
+        fail(what .. "." .. k, "unknown field" .. hint, concat(names, ", "))
       end
     end
   end
@@ -136,7 +211,7 @@ local function check_fields(what, t, schema)
     local v = t[k]
     if v == nil then
       if rule.required then
-        fail(what .. "." .. k, "is required", rule.valid or ("a " .. rule[1]))
+        fail(what .. "." .. k, "is required", rule.valid or article(rule[1]))
       end
       out[k] = rule.default
     else
@@ -146,20 +221,58 @@ local function check_fields(what, t, schema)
   return out
 end
 
-local function kind_of(t) return type(t) == "table" and rawget(t, "__kind") or nil end
-
 local function require_kind(field, v, kind, ctor)
   if kind_of(v) ~= kind then
-    fail(field, "expected a " .. kind .. ", got " .. (kind_of(v) or type(v)), ctor)
+    fail(field, "expected " .. article(kind) .. ", got " .. describe(v), ctor)
   end
   return v
 end
 
 local function divisors(n)
   local d = {}
-  for i = 1, math.min(n, 4096) do if n % i == 0 then d[#d + 1] = i end end
+  for i = 1, mmin(n, 4096) do if n % i == 0 then d[#d + 1] = i end end
   if #d > 8 then d = { d[1], d[2], d[3], d[4], "...", d[#d - 1], d[#d] } end
-  return table.concat(d, ", ")
+  return concat(d, ", ")
+end
+
+-- Strings that end up inside generated C, CMake and shell files must not be
+-- able to close a string or comment there (or start a new line): a plan name
+-- like "x\nrm -rf ~" would otherwise run from launch.sh.
+local NAME_VALID = "letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters"
+local function plain_name(v)
+  if #v > 64 or not v:find("^[%a_][%w_%-]*$") then
+    return show(v) .. " is not a plain name (it is written into generated C, CMake and shell files)",
+           NAME_VALID
+  end
+end
+
+local PATH_VALID = "a path of 1 .. 511 printable characters without '\"', '\\' or '??'"
+local function plain_path(v)
+  if #v == 0 or #v > 511 or v:find('[%c"\\]') or v:find("??", 1, true) then
+    return show(v) .. " cannot be written into the generated C program", PATH_VALID
+  end
+end
+
+---------------------------------------------------------------------------
+-- Entry points: the functions a plan can call through `weft`.
+---------------------------------------------------------------------------
+local function entry(name, f)
+  entry_name[f] = name
+  return f
+end
+
+-- Objects made by the constructors: object -> { kind, make, spec }, where
+-- spec is a private copy of what the plan passed.  weft.plan rebuilds each
+-- object from it, so editing the object afterwards has no effect, and a
+-- table that merely carries __kind = "model" is refused.
+local made = setmetatable({}, { __mode = "k" })
+
+local function constructor(name, kind, make)
+  return entry(name, function(spec)
+    local obj = make(spec)
+    made[obj] = { kind = kind, make = make, spec = copy(spec) }
+    return obj
+  end)
 end
 
 ---------------------------------------------------------------------------
@@ -168,21 +281,50 @@ end
 -- pass, the parallel roles' collectives and the memory plan from this list.
 ---------------------------------------------------------------------------
 local Graph = {}
-Graph.__index = Graph
+-- Graph itself stays private: were it also the metatable (Graph.__index =
+-- Graph), a plan could reach it as g.__index and replace the primitives that
+-- weft.gpt2 builds with.  __metatable marks graphs in a way plans cannot copy.
+local GRAPH = "weft.graph"
+local GraphMT = { __index = Graph, __metatable = GRAPH }
 
-function weft.graph(spec)
+local function new_graph(spec)
   spec = check_fields("graph", spec or {}, {
     seq = { "integer", min = 1, max = 1 << 20, required = true },
     vocab = { "integer", min = 2, max = 1 << 24, required = true },
   })
   return setmetatable({ __kind = "graph", seq = spec.seq, vocab = spec.vocab,
-                        params = {}, ops = {}, n_tensors = 0, names = {} }, Graph)
+                        params = {}, ops = {}, n_tensors = 0, names = {} }, GraphMT)
+end
+
+-- The primitives are public, so they check what a plan passes them: a Lua
+-- error inside them would name weft/prelude.lua instead of the plan.
+local function is_tensor(x)
+  return type(x) == "table" and mtype(x.id) == "integer" and mtype(x.width) == "integer"
+end
+
+local function need(method, self, args)
+  if getmetatable(self) ~= GRAPH then
+    fail("graph:" .. method, "called on " .. describe(self) .. ", not on a graph",
+         "g:" .. method .. "(...) where g = weft.graph { seq = ..., vocab = ... }")
+  end
+  for i = 1, #args, 3 do
+    local name, want, v = args[i], args[i + 1], args[i + 2]
+    local ok
+    if want == "tensor" then ok = is_tensor(v)
+    elseif want == "integer" then ok = mtype(v) == "integer"
+    else ok = type(v) == want end
+    if not ok then
+      fail("graph:" .. method, name .. " must be " .. article(want) .. ", got " .. describe(v),
+           want == "tensor" and "a tensor returned by another primitive of this graph" or nil)
+    end
+  end
 end
 
 function Graph:param(name, shape, init, std, decay)
-  if self.names[name] then fail("graph", "parameter " .. name .. " defined twice") end
+  need("param", self, { "name", "string", name, "shape", "table", shape })
+  if self.names[name] then fail("graph:param", "parameter " .. name .. " defined twice", "a name not used before in this graph") end
   for i, s in ipairs(shape) do
-    if math.type(s) ~= "integer" or s < 1 or s > LIMIT then
+    if mtype(s) ~= "integer" or s < 1 or s > LIMIT then
       fail(name, "dimension " .. i .. " is " .. show(s), "an integer in 1 .. " .. LIMIT)
     end
   end
@@ -193,11 +335,13 @@ function Graph:param(name, shape, init, std, decay)
 end
 
 function Graph:tensor(width)
+  need("tensor", self, { "width", "integer", width })
   self.n_tensors = self.n_tensors + 1
   return { id = self.n_tensors, width = width }
 end
 
 function Graph:op(kind, inputs, params, width, attrs)
+  need("op", self, { "kind", "string", kind, "inputs", "table", inputs, "params", "table", params })
   local out = self:tensor(width)
   local op = { op = kind, inputs = inputs, params = params, out = out.id, width = width }
   for k, v in pairs(attrs or {}) do op[k] = v end
@@ -212,6 +356,8 @@ local function ids(list)
 end
 
 function Graph:embedding(prefix_tok, prefix_pos, dim, std)
+  need("embedding", self, { "prefix_tok", "string", prefix_tok, "prefix_pos", "string", prefix_pos,
+                            "dim", "integer", dim, "std", "number", std })
   local wte = self:param(prefix_tok .. ".weight", { self.vocab, dim }, "normal", std, 1)
   local wpe = self:param(prefix_pos .. ".weight", { self.seq, dim }, "normal", std / 2, 1)
   self.tied = wte
@@ -219,6 +365,7 @@ function Graph:embedding(prefix_tok, prefix_pos, dim, std)
 end
 
 function Graph:layernorm(x, prefix)
+  need("layernorm", self, { "x", "tensor", x, "prefix", "string", prefix })
   local w = self:param(prefix .. ".weight", { x.width }, "ones", 0, 0)
   local b = self:param(prefix .. ".bias", { x.width }, "zeros", 0, 0)
   return self:op("layernorm", ids { x }, { w, b }, x.width)
@@ -227,33 +374,43 @@ end
 -- parallel: "column" splits the output features across tensor-parallel ranks,
 -- "row" splits the input features (its partial sums are all-reduced).
 function Graph:linear(x, prefix, out_features, parallel, std)
+  need("linear", self, { "x", "tensor", x, "prefix", "string", prefix,
+                         "out_features", "integer", out_features })
   local w = self:param(prefix .. ".weight", { x.width, out_features }, "normal", std or 0.02, 1)
   local b = self:param(prefix .. ".bias", { out_features }, "zeros", 0, 0)
   return self:op("linear", ids { x }, { w, b }, out_features, { parallel = parallel })
 end
 
 function Graph:attention(qkv, heads)
-  if qkv.width % 3 ~= 0 then fail("attention", "input width must hold q, k and v") end
+  need("attention", self, { "qkv", "tensor", qkv, "heads", "integer", heads })
+  if qkv.width % 3 ~= 0 then fail("graph:attention", "input width " .. qkv.width .. " must hold q, k and v",
+                                   "a tensor whose width is a multiple of 3") end
   return self:op("attention", ids { qkv }, {}, qkv.width // 3, { heads = heads })
 end
 
-function Graph:gelu(x) return self:op("gelu", ids { x }, {}, x.width) end
+function Graph:gelu(x)
+  need("gelu", self, { "x", "tensor", x })
+  return self:op("gelu", ids { x }, {}, x.width)
+end
 
-function Graph:add(a, b)
-  if a.width ~= b.width then fail("add", "widths differ: " .. a.width .. " vs " .. b.width) end
-  return self:op("add", ids { a, b }, {}, a.width)
+function Graph:add(x, y)
+  need("add", self, { "x", "tensor", x, "y", "tensor", y })
+  if x.width ~= y.width then fail("graph:add", "widths differ: " .. x.width .. " vs " .. y.width,
+                                  "two tensors of the same width") end
+  return self:op("add", ids { x, y }, {}, x.width)
 end
 
 -- Logits against the (tied) token embedding, then cross-entropy with the
 -- next-token targets; the output is the loss.
 function Graph:lm_head_xent(x, weight)
+  need("lm_head_xent", self, { "x", "tensor", x })
   return self:op("lmhead_xent", ids { x }, { weight or self.tied }, 1)
 end
 
 ---------------------------------------------------------------------------
 -- Model families.
 ---------------------------------------------------------------------------
-function weft.gpt2(spec)
+local function make_gpt2(spec)
   local s = check_fields("gpt2", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
     hidden = { "integer", min = 1, max = 1 << 16, required = true },
@@ -267,10 +424,10 @@ function weft.gpt2(spec)
     fail("gpt2.heads", s.heads .. " does not divide hidden = " .. s.hidden,
          "a divisor of " .. s.hidden .. ": " .. divisors(s.hidden))
   end
-  local g = weft.graph { seq = s.seq, vocab = s.vocab }
+  local g = new_graph { seq = s.seq, vocab = s.vocab }
   local C, std = s.hidden, s.init_std
   -- GPT-2 scales the projections that write into the residual stream.
-  local proj_std = std / math.sqrt(2 * s.layers)
+  local proj_std = std / sqrt(2 * s.layers)
   local x = g:embedding("wte", "wpe", C, std)
   for l = 0, s.layers - 1 do
     local p = "h." .. l .. "."
@@ -295,7 +452,7 @@ end
 -- Devices and clusters.  Peaks are dense, per device, in TFLOP/s; memory in
 -- GiB; bandwidths in GB/s.
 ---------------------------------------------------------------------------
-weft.gpu = {
+local GPU = {
   V100 = { __kind = "device", name = "V100", memory_gib = 32, fp32 = 15.7, tf32 = 15.7, fp16 = 125, bf16 = 0, hbm_gbs = 900 },
   A100_40GB = { __kind = "device", name = "A100_40GB", memory_gib = 40, fp32 = 19.5, tf32 = 156, fp16 = 312, bf16 = 312, hbm_gbs = 1555 },
   A100_80GB = { __kind = "device", name = "A100_80GB", memory_gib = 80, fp32 = 19.5, tf32 = 156, fp16 = 312, bf16 = 312, hbm_gbs = 2039 },
@@ -304,19 +461,37 @@ weft.gpu = {
   -- The CPU backend's rank: one process; its peak comes from `weft calibrate`.
   CPU = { __kind = "device", name = "CPU", memory_gib = 16, fp32 = 0.1, tf32 = 0.1, fp16 = 0.1, bf16 = 0.1, hbm_gbs = 20 },
 }
+api.gpu = GPU
+-- The plan can edit weft.gpu.CPU; the default must not follow.
+local DEFAULT_DEVICE = copy(GPU.CPU)
 
-function weft.cluster(spec)
+local function positive(v) if v <= 0 then return show(v) .. " is not above 0", "a number > 0" end end
+
+-- A device is any table marked __kind = "device" (weft.gpu.* or an edited
+-- copy of one); its figures reach the reports as divisors, so check them.
+local DEVICE = {
+  name = { "string", required = true, check = plain_name },
+  memory_gib = { "number", min = 0, max = 1e6, required = true, check = positive },
+  fp32 = { "number", min = 0, max = 1e6, required = true, check = positive },
+  tf32 = { "number", min = 0, max = 1e6, default = 0 },
+  fp16 = { "number", min = 0, max = 1e6, default = 0 },
+  bf16 = { "number", min = 0, max = 1e6, default = 0 },
+  hbm_gbs = { "number", min = 0, max = 1e6, default = 0 },
+}
+
+local function make_cluster(spec)
   local s = check_fields("cluster", spec, {
     nodes = { "integer", min = 1, max = 1 << 20, default = 1 },
     devices_per_node = { "integer", min = 1, max = 1024, default = 8 },
-    device = { "table", default = weft.gpu.CPU, valid = "weft.gpu.H100_SXM, weft.gpu.CPU, ..." },
+    device = { "table", default = DEFAULT_DEVICE, valid = "weft.gpu.H100_SXM, weft.gpu.CPU, ..." },
   })
   require_kind("cluster.device", s.device, "device", "one of weft.gpu.*")
+  s.device = check_fields("cluster.device", s.device, DEVICE)
   s.__kind = "cluster"
   return s
 end
 
-function weft.adamw(spec)
+local function make_adamw(spec)
   local s = check_fields("adamw", spec, {
     lr = { "number", min = 0, max = 10, required = true },
     min_lr = { "number", min = 0, max = 10 },
@@ -326,9 +501,11 @@ function weft.adamw(spec)
     warmup = { "integer", min = 0, max = LIMIT, default = 0 },
   })
   if #s.betas ~= 2 then fail("adamw.betas", "expected two numbers", "{ 0.9, 0.95 }") end
+  local betas = {}  -- our own table: the plan keeps a reference to its own
   for i = 1, 2 do
-    check_value("adamw.betas[" .. i .. "]", s.betas[i], { "number", min = 0, max = 0.999999 })
+    betas[i] = check_value("adamw.betas[" .. i .. "]", s.betas[i], { "number", min = 0, max = 0.999999 })
   end
+  s.betas = betas
   s.min_lr = s.min_lr or s.lr * 0.1
   if s.min_lr > s.lr then
     fail("adamw.min_lr", show(s.min_lr) .. " exceeds lr = " .. show(s.lr), "0 .. " .. show(s.lr))
@@ -342,14 +519,14 @@ end
 ---------------------------------------------------------------------------
 local function parse_override(text)
   if text == "true" then return true elseif text == "false" then return false end
-  return math.tointeger(tonumber(text)) or tonumber(text) or text
+  return tointeger(tonumber(text)) or tonumber(text) or text
 end
 
 -- Applies `--set a.b.c=value` to the spec before it is checked.
 local function apply_overrides(spec)
   for _, path in ipairs(sorted_keys(OVERRIDES or {})) do
     local t, keys = spec, {}
-    for key in path:gmatch("[^.]+") do keys[#keys + 1] = key end
+    for key in path:gmatch("[^.]+") do keys[#keys + 1] = tointeger(tonumber(key)) or key end
     for i = 1, #keys - 1 do
       if type(t[keys[i]]) ~= "table" then t[keys[i]] = {} end
       t = t[keys[i]]
@@ -358,14 +535,40 @@ local function apply_overrides(spec)
   end
 end
 
+-- Every table weft.plan returned, mapped to a private copy that the plan never
+-- saw.  The plan can still edit (or forge) the table it returns; the host can
+-- look the returned value up here and use the copy (see load.c).
+local plans_made = setmetatable({}, { __mode = "k" })
+registry["weft.plans"] = plans_made
+
 local SUPPORTED_LATER = "is not supported yet by this version of weft"
 
-function weft.plan(spec)
-  if type(spec) == "table" then apply_overrides(spec) end
-  local s = check_fields("plan", spec, {
-    name = { "string" },
+local function make_plan(spec)
+  -- Replace each constructed object by a copy of the spec it was made from;
+  -- overrides such as --set model.layers=4 then edit that copy, and the
+  -- object is rebuilt (and checked again) below.
+  local from = {}  -- spec copy -> the record of what made it
+  local raw = spec
+  if type(spec) == "table" then
+    raw = {}
+    for k, v in pairs(spec) do
+      local rec = made[v]
+      if rec then
+        v = copy(rec.spec)
+        from[v] = rec
+      end
+      raw[k] = v
+    end
+    if raw.cluster == nil then  -- the default cluster, so that --set cluster.nodes=2 works
+      raw.cluster = { device = copy(DEFAULT_DEVICE) }
+      from[raw.cluster] = { kind = "cluster", make = make_cluster }
+    end
+    apply_overrides(raw)
+  end
+  local s = check_fields("plan", raw, {
+    name = { "string", check = plain_name },
     model = { "table", required = true, valid = "weft.gpt2 { ... }" },
-    cluster = { "table" },
+    cluster = { "table", valid = "weft.cluster { ... }" },
     mesh = { "table", default = {} },
     batch = { "table", required = true, valid = "{ micro = 4, global = 32 }" },
     buckets = { "table", default = {} },
@@ -377,16 +580,25 @@ function weft.plan(spec)
     zero = { "integer", min = 0, max = 3, default = 0 },
     pipeline = { "table", default = {} },
   })
-  require_kind("plan.model", s.model, "model", "weft.gpt2 { ... }")
-  require_kind("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")
-  s.cluster = s.cluster or weft.cluster {}
-  require_kind("plan.cluster", s.cluster, "cluster", "weft.cluster { ... }")
+
+  local function rebuild(field, v, kind, ctor)
+    local rec = from[v]
+    if rec and rec.kind == kind then return rec.make(v) end
+    local got = rec and article(rec.kind)
+             or kind_of(v) and ("a table marked __kind = " .. show(kind_of(v)) .. " that weft did not make")
+             or describe(v)
+    fail(field, "expected " .. article(kind) .. " made by " .. ctor .. ", got " .. got, ctor)
+  end
+  s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... }")
+  s.optimizer = rebuild("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")
+  s.cluster = rebuild("plan.cluster", s.cluster, "cluster", "weft.cluster { ... }")
 
   s.mesh = check_fields("mesh", s.mesh, {
     dp = { "integer", min = 1, max = 65536, default = 1 },
     tp = { "integer", min = 1, max = 1024, default = 1 },
     pp = { "integer", min = 1, max = 1024, default = 1 },
-    order = { "string", default = "tp-dp-pp" },
+    order = { "string", default = "tp-dp-pp",
+              one_of = { "tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp" } },
   })
   s.batch = check_fields("batch", s.batch, {
     micro = { "integer", min = 1, max = 1 << 20, required = true },
@@ -402,7 +614,7 @@ function weft.plan(spec)
     seed = { "integer", min = 0, max = LIMIT, default = 1337 },
   })
   s.data = check_fields("data", s.data, {
-    train = { "string", required = true, valid = "a path to a .bin token file" },
+    train = { "string", required = true, valid = "a path to a .bin token file", check = plain_path },
   })
   s.pipeline = check_fields("pipeline", s.pipeline, {
     schedule = { "string", one_of = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" }, default = "1f1b" },
@@ -419,6 +631,12 @@ function weft.plan(spec)
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.
   local per_step = s.batch.micro * s.mesh.dp
+  if not s.batch.global and per_step > 1 << 24 then
+    -- the default global batch must obey batch.global's own limit (C keeps it in an int)
+    fail("batch.micro", "batch.micro * mesh.dp = " .. s.batch.micro .. " * " .. s.mesh.dp .. " = "
+         .. per_step .. " is above the largest global batch " .. (1 << 24),
+         "micro * dp <= " .. (1 << 24))
+  end
   s.batch.global = s.batch.global or per_step
   if s.batch.global % per_step ~= 0 then
     fail("batch.global", show(s.batch.global) .. " is not a multiple of batch.micro * mesh.dp = "
@@ -430,13 +648,18 @@ function weft.plan(spec)
   -- Sizes that the runtime indexes with 64-bit offsets but kernels with int.
   local m = s.model
   local tokens = s.batch.micro * m.seq
+  -- What would be valid: a smaller micro, unless even micro = 1 overflows.
+  local function fewer(per_sequence, what)
+    if LIMIT // per_sequence >= 1 then return "micro <= " .. LIMIT // per_sequence end
+    return "a smaller model: " .. what .. " = " .. per_sequence .. " overflows even with micro = 1"
+  end
   if tokens * m.vocab > LIMIT then
     fail("batch.micro", "micro * seq * vocab = " .. tokens * m.vocab .. " logits overflow a 32-bit index",
-         "micro <= " .. LIMIT // (m.seq * m.vocab))
+         fewer(m.seq * m.vocab, "seq * vocab"))
   end
   if tokens * 4 * m.hidden > LIMIT then
-    fail("batch.micro", "micro * seq * 4 * hidden overflows a 32-bit index",
-         "micro <= " .. LIMIT // (m.seq * 4 * m.hidden))
+    fail("batch.micro", "micro * seq * 4 * hidden = " .. tokens * 4 * m.hidden
+         .. " overflows a 32-bit index", fewer(m.seq * 4 * m.hidden, "seq * 4 * hidden"))
   end
 
   local world = s.mesh.dp * s.mesh.tp * s.mesh.pp
@@ -448,7 +671,26 @@ function weft.plan(spec)
   s.world = world
   s.__kind = "plan"
   s.line = where()
+  plans_made[s] = copy(s)
   return s
 end
+
+api.graph = entry("graph", new_graph)
+api.gpt2 = constructor("gpt2", "model", make_gpt2)
+api.cluster = constructor("cluster", "cluster", make_cluster)
+api.adamw = constructor("adamw", "optimizer", make_adamw)
+api.plan = entry("plan", make_plan)
+
+-- `weft` as the plan sees it.  Looking up one of its functions notes the
+-- plan's line (see plan_line); pairs(weft) still lists everything.
+local weft = setmetatable({}, {
+  __index = function(_, k)
+    local v = api[k]
+    if entry_name[v] then looked_up[k] = plan_line(3) end
+    return v
+  end,
+  __pairs = function() return next, api, nil end,
+  __metatable = "weft",
+})
 
 return weft

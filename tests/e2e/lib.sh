@@ -1,0 +1,44 @@
+# lib.sh: helpers for the end-to-end tests (sourced).
+# Usage in a test: source lib.sh "$WEFT" ; build_plan NAME PLAN [--set k=v ...]
+set -euo pipefail
+
+WEFT=${WEFT:?set WEFT to the weft binary}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/weft-e2e.XXXXXX")
+trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+# Compiles PLAN with overrides into $WORK/NAME and builds it.
+build_plan() {
+  local name=$1 plan=$2
+  shift 2
+  "$WEFT" compile "$plan" -o "$WORK/$name" "$@" 2>/dev/null
+  cmake -S "$WORK/$name" -B "$WORK/$name/build" >"$WORK/$name.cmake.log" 2>&1 \
+    || { cat "$WORK/$name.cmake.log"; return 1; }
+  cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1 \
+    || { cat "$WORK/$name.build.log"; return 1; }
+}
+
+# Runs a built plan: run_plan NAME [program options]
+run_plan() {
+  local name=$1
+  shift
+  "$WORK/$name/launch.sh" --quiet "$@"
+}
+
+# A synthetic token file shared by the tests.
+make_data() {
+  "$WEFT" data synth -o "$WORK/synth.bin" --tokens 200000 --vocab 256 --branch 4 --seed 7 >/dev/null
+  echo "$WORK/synth.bin"
+}
+
+# Compares a field of two metrics files step by step:
+# same_field FIELD A B RELTOL -> prints the worst relative difference.
+same_field() {
+  awk -v key="\"$1\": " -v tol="$4" -v field="$1" '
+    function value(line) { sub(".*" key, "", line); sub(/[,}].*/, "", line); return line + 0 }
+    function abs(x) { return x < 0 ? -x : x }
+    NR == FNR { ref[FNR] = value($0); n = FNR; next }
+    { d = abs(value($0) - ref[FNR]) / abs(ref[FNR]); if (d > worst) worst = d; m = FNR }
+    END { printf "%s within %.1e over %d steps", field, worst, m;
+          exit !(m == n && n > 0 && worst <= tol) }' "$2" "$3"
+}
