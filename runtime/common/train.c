@@ -79,7 +79,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
 static void check_layout(wf_ctx *c) {
     const wf_program *p = c->p;
     if (c->world != p->world)
-        wf_fatal(c, "MPI_Comm_size", WF_WHERE,
+        wf_fatal(c, "check_layout", WF_WHERE,
                  "this program was compiled for %d ranks (dp %d x tp %d x pp %d) but runs on %d; "
                  "use its launch.sh", p->world, p->dp, p->tp, p->pp, c->world);
 }

@@ -22,7 +22,8 @@ NORM_TOL=1e-6
 WEIGHT_TOL=5e-5
 WEIGHT_ATOL=1e-5
 
-common=(--set train.steps=$STEPS --set batch.global=16 --set data.train="$DATA")
+common=(--set train.steps=$STEPS --set batch.global=16 --set data.train="$DATA"
+        --set model.layers=2 --set model.hidden=64 --set model.seq=64)
 # name   dp micro buckets.mb
 layouts=(
   "ref       1 16 25"
