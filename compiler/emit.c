@@ -344,8 +344,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
     w(o, "    .micro = B, .accum = %d, .global_batch = %d,\n", p->accum, p->global_batch);
     w(o, "    .params = PARAMS, .n_params = %d, .buckets = BUCKETS, .n_buckets = %d,\n",
       p->n_params, p->n_buckets);
-    w(o, "    .param_numel = %ldL, .act_numel = %ldL, .scratch_numel = %ldL,\n",
-      p->param_numel, p->act_numel, p->scratch_numel);
+    w(o, "    .param_numel = %ldL, .act_numel = %ldL, .dact_numel = %ldL, .scratch_numel = %ldL,\n",
+      p->param_numel, p->act_numel, p->dact_numel, p->scratch_numel);
     w(o, "    .lr = %.9g, .min_lr = %.9g, .beta1 = %.9g, .beta2 = %.9g, .eps = %.9g,\n",
       p->lr, p->min_lr, p->beta1, p->beta2, p->eps);
     w(o, "    .weight_decay = %.9g, .clip = %.9g, .warmup = %d, .steps = %d,\n",

@@ -69,7 +69,7 @@ void wf_micro_begin(wf_ctx *c, int m) {
             wf_fatal(c, "wf_data_sample", WF_WHERE, "%s", err);
     }
     /* backward accumulates into activation gradients: start from zero */
-    memset(c->dacts, 0, sizeof(float) * (size_t)p->act_numel);
+    memset(c->dacts, 0, sizeof(float) * (size_t)p->dact_numel);
 }
 
 /* ---- gradient buckets ------------------------------------------------------ */

@@ -93,7 +93,7 @@ static void allocate(wf_ctx *c) {
     c->adam_m = wf_alloc(c, np, "AdamW first moment");
     c->adam_v = wf_alloc(c, np, "AdamW second moment");
     c->acts = wf_alloc(c, (size_t)p->act_numel * sizeof(float), "activations");
-    c->dacts = wf_alloc(c, (size_t)p->act_numel * sizeof(float), "activation gradients");
+    c->dacts = wf_alloc(c, (size_t)p->dact_numel * sizeof(float), "activation gradients");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
     c->tokens = wf_alloc(c, (size_t)N * sizeof(int32_t), "tokens");

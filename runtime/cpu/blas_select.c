@@ -8,6 +8,7 @@
  * this program once, before MPI is initialized.  The user's own
  * OPENBLAS_CORETYPE is always respected. */
 #include <cblas.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,8 @@ void wf_blas_describe(char *out, size_t n) {
     else
         snprintf(out, n, "blas: OpenBLAS core %s (the library's own choice)", core);
     size_t len = strlen(out);
-    snprintf(out + len, n - len, ", %d thread(s) per rank", openblas_get_num_threads());
+    snprintf(out + len, n - len, ", %d BLAS and %d OpenMP thread(s) per rank",
+             openblas_get_num_threads(), omp_get_max_threads());
 }
 
 /* Ranks on one node share its cores: give each an equal share of threads. */
@@ -82,6 +84,8 @@ void wf_blas_threads(const wf_ctx *c) {
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = (int)(cores / local);
-    if (getenv("OPENBLAS_NUM_THREADS")) return;  /* the user decides */
-    openblas_set_num_threads(threads < 1 ? 1 : threads);
+    if (threads < 1) threads = 1;
+    /* the user's OPENBLAS_NUM_THREADS / OMP_NUM_THREADS win */
+    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(threads);
+    if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads);
 }

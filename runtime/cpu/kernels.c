@@ -256,6 +256,7 @@ void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
 void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
 {
     (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_A * (x + GELU_B * x * x * x);
@@ -268,6 +269,7 @@ void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
 void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
 {
     (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
         float x = inp[i];
         float th = tanhf(GELU_A * (x + GELU_B * x * x * x));
@@ -303,16 +305,22 @@ void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
 static double softmax_xent_row(float *row, int target, int V)
 {
     float max = row[0];
+#pragma omp simd reduction(max : max)
     for (int j = 1; j < V; j++)
-        if (row[j] > max)
-            max = row[j];
+        max = row[j] > max ? row[j] : max;
+    double target_logit = (double)row[target] - max;
+    /* one exp per element, in float; the sum is kept in double */
     double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < V; j++) {
+        float e = expf(row[j] - max);
+        row[j] = e;
+        sum += e;
+    }
+    float inv = (float)(1.0 / sum);
     for (int j = 0; j < V; j++)
-        sum += exp((double)row[j] - max);
-    double loss = log(sum) - ((double)row[target] - max);
-    for (int j = 0; j < V; j++)
-        row[j] = (float)(exp((double)row[j] - max) / sum);
-    return loss;
+        row[j] *= inv;
+    return log(sum) - target_logit;
 }
 
 double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
@@ -321,12 +329,14 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x
     (void)c;
     /* logits (N,V) = x (N,C) @ wte^T, written straight into probs */
     wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, probs, V);
+    /* rows in parallel; the total is summed in a fixed order afterwards so that
+     * it does not depend on the thread count */
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        losses[n] = (float)softmax_xent_row(probs + (long)n * V, targets[n], V);
     double total = 0.0;
-    for (int n = 0; n < N; n++) {
-        double loss = softmax_xent_row(probs + (long)n * V, targets[n], V);
-        losses[n] = (float)loss;
-        total += loss;
-    }
+    for (int n = 0; n < N; n++)
+        total += losses[n];
     return total;
 }
 
@@ -335,6 +345,7 @@ void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
                         float scale, int N, int C, int V)
 {
     (void)c;
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *row = probs + (long)n * V;
         row[targets[n]] -= 1.0f;

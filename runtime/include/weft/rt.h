@@ -112,6 +112,8 @@ typedef struct wf_program {
     const wf_bucket *buckets; int n_buckets;
     long param_numel;        /* size of the parameter / gradient arena, floats */
     long act_numel;          /* size of the activation arena, floats */
+    long dact_numel;         /* activation-gradient arena: the arena's prefix of
+                                activations that carry gradients, floats */
     long scratch_numel;      /* kernel scratch, floats */
     /* optimizer and schedule */
     double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
