@@ -5,19 +5,24 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 /* ---- errors ------------------------------------------------------------- */
 
 void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *fmt, ...) {
+    /* one write per message, so that lines from ranks failing together do not
+     * interleave */
+    char msg[2048];
+    int k = snprintf(msg, sizeof msg, "weft: rank %d: %s failed (%s): ", c ? c->rank : -1, call, where);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "weft: rank %d: %s failed (%s): ", c ? c->rank : -1, call, where);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
+    if (k > 0 && k < (int)sizeof msg) k += vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
     va_end(ap);
+    if (k > (int)sizeof msg - 2) k = (int)sizeof msg - 2;
+    msg[k++] = '\n';
+    if (write(STDERR_FILENO, msg, (size_t)k) < 0) { /* nothing left to report to */ }
     int up = 0;
     MPI_Initialized(&up);
     if (up) MPI_Abort(MPI_COMM_WORLD, 1);  /* no peer is left waiting */
