@@ -84,7 +84,7 @@ void program_report(const Program *p, FILE *out) {
         fprintf(out, "  %-12s %12s\n", names[i], a);
     }
     human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
-    fprintf(out, "  verdict      %s of %s on a %s\n",
+    fprintf(out, "  verdict      %s in the %s of a %s device\n",
             m.total <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
 }
 

@@ -61,6 +61,9 @@ void wf_log(const wf_ctx *c, const char *fmt, ...) __attribute__((format(printf,
 void wf_blas_select(int argc, char **argv);             /* blas_select.c, before MPI */
 void wf_blas_threads(const wf_ctx *c);                  /* after MPI */
 void wf_blas_describe(char *out, size_t n);
+/* The OpenBLAS core type this CPU's flags allow when `core` (the library's
+ * guess) is weaker, else NULL; *flags names the deciding features. */
+const char *wf_blas_better_core(const char *core, const char **flags);
 void wf_init_params(wf_ctx *c);                         /* init.c */
 double wf_normal(uint64_t seed, const char *name, uint64_t index);
 double wf_lr_at(const wf_program *p, long step);        /* optim.c */

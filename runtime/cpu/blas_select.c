@@ -29,7 +29,7 @@ static int listed(const char *core, const char *const *list) {
 
 /* The best core type the feature flags allow, or NULL when the library's own
  * choice already uses them. */
-static const char *better_core(const char *core, const char **flags) {
+const char *wf_blas_better_core(const char *core, const char **flags) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
@@ -48,7 +48,7 @@ void wf_blas_select(int argc, char **argv) {
     if (getenv("OPENBLAS_CORETYPE") || getenv("WEFT_BLAS_GUESS")) return;
     const char *flags = "";
     const char *core = openblas_get_corename();
-    const char *want = better_core(core ? core : "", &flags);
+    const char *want = wf_blas_better_core(core ? core : "", &flags);
     if (!want) return;
     setenv("OPENBLAS_CORETYPE", want, 1);
     setenv("WEFT_BLAS_GUESS", core ? core : "unknown", 1);  /* for the log; stops loops */
