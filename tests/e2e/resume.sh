@@ -25,6 +25,11 @@ check "optimizer state byte-identical" \
   "$WEFT" ckpt diff "$WORK/straight/optimizer.safetensors" "$WORK/resumed/optimizer.safetensors"
 check "same losses at all 10 steps" cmp -s \
   <(sed 's/, "ms".*//' "$WORK/straight.jsonl") <(sed 's/, "ms".*//' "$WORK/resumed.jsonl")
+# Periodic checkpoints (train.ckpt_every) land in --ckpt, the last one swapped in.
+build_plan periodic "$PLAN" "${set[@]}" --set train.ckpt_every=5
+run_plan periodic --steps 10 --ckpt "$WORK/periodic" >/dev/null
+check "periodic checkpoint at step 10 equals the straight run" \
+  "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/periodic/model.safetensors"
 check "checkpoint has a GPT-2 config" grep -q '"model_type": "gpt2"' "$WORK/straight/config.json"
 
 # A checkpoint of a different model is refused, naming the tensor and shapes.
