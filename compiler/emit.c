@@ -35,8 +35,16 @@ static void macro_name(const char *prefix, const char *name, char *out, size_t n
 static void op_label(const Program *p, int i, char *out, size_t n) {
     const ir_op *o = &p->ops[i];
     char prefix[WF_MAX_NAME] = "";
-    if (o->kind == OP_EMBED) {
+    if (o->kind == OP_EMBED || o->kind == OP_POS_ADD) {
         snprintf(out, n, "A_EMBED");
+        return;
+    }
+    if (o->kind == OP_VOCAB_EMBED) {
+        snprintf(out, n, "A_EMBED_PARTIAL");
+        return;
+    }
+    if (o->kind == OP_BIAS_ADD) {  /* named after the whole bias: h.0.attn.c_proj.bias */
+        macro_name("A_", p->params[o->param[0]].name, out, n);
         return;
     }
     if (o->kind == OP_LMHEAD_XENT) {
@@ -138,7 +146,14 @@ static void emit_header(writer *o, const Program *p, int stage) {
     w(o, "#define C %d  /* hidden width */\n", p->hidden);
     w(o, "#define NH %d /* attention heads */\n", p->heads);
     w(o, "#define V %d  /* vocabulary */\n", p->vocab);
-    w(o, "#define N (B * T) /* tokens per microbatch per rank */\n\n");
+    w(o, "#define N (B * T) /* tokens per microbatch per rank */\n");
+    if (p->tp > 1) {
+        w(o, "#define TP %d /* tensor-parallel ranks */\n", p->tp);
+        w(o, "#define VL %d /* vocabulary rows per tp rank (vocab padded to %d) */\n",
+          p->vocab_padded / p->tp, p->vocab_padded);
+        w(o, "#define NL (N / TP) /* tokens per tp rank under sequence parallelism */\n");
+    }
+    w(o, "\n");
 }
 
 static void emit_params(writer *o, const Program *p) {
@@ -151,14 +166,20 @@ static void emit_params(writer *o, const Program *p) {
         w(o, "#define %-32s %ldL\n", mname, q->offset);
     }
     w(o, "\nstatic const wf_param PARAMS[%d] = {\n", p->n_params);
-    w(o, "    /* name, offset, numel, ndim, shape, init, std, decay, bucket */\n");
+    w(o, "    /* name, offset, numel, ndim, shape, init, std, decay, bucket,\n"
+         "       tensor-parallel split, sections, whole shape, tp-partial gradient */\n");
     for (int r = 0; r < p->n_params; r++) {
         const ir_param *q = &p->params[p->grad_order[r]];
         w(o, "    { \"%s\", %ld, %ld, %d, { ", q->name, q->offset, q->numel, q->ndim);
         for (int d = 0; d < q->ndim; d++) w(o, "%s%ld", d ? ", " : "", q->shape[d]);
         char lit[40];
-        w(o, " }, %s, %s, %d, %d },\n", INIT_NAMES[q->init], float_literal(q->std, lit, sizeof lit),
+        w(o, " }, %s, %s, %d, %d", INIT_NAMES[q->init], float_literal(q->std, lit, sizeof lit),
           q->decay, q->bucket);
+        static const char *const splits[] = { "WF_SPLIT_NONE", "WF_SPLIT_ROWS", "WF_SPLIT_COLS" };
+        w(o, ",\n      %s, %d, { ", splits[q->split], q->sections);
+        for (int d = 0; d < q->ndim; d++) w(o, "%s%ld", d ? ", " : "", q->gshape[d]);
+        w(o, " }, %d", q->tp_partial);
+        w(o, " },\n");
     }
     w(o, "};\n\n");
     w(o, "/* Fused gradient buckets (at most %g MiB), all-reduced as soon as backward\n"
@@ -207,43 +228,86 @@ static void sname(const Program *p, int i, char *out, size_t n) {
 
 #define NAMEBUF (WF_MAX_NAME + 16)
 
+/* Operand spellings of one op, shared by its forward and backward calls. */
+typedef struct {
+    char out[NAMEBUF], in0[NAMEBUF], in1[NAMEBUF], w0[NAMEBUF], w1[NAMEBUF], s[NAMEBUF];
+    const char *rows;      /* "N" or "NL" (this rank's tokens under sequence parallelism) */
+    const char *row0;      /* first token row this rank holds */
+    long width, in_width;
+} operands;
+
+static void get_operands(const Program *p, int i, operands *x) {
+    const ir_op *op = &p->ops[i];
+    memset(x, 0, sizeof *x);
+    tname(p, op->out, x->out, sizeof x->out);
+    if (op->n_in > 0) tname(p, op->in[0], x->in0, sizeof x->in0);
+    if (op->n_in > 1) tname(p, op->in[1], x->in1, sizeof x->in1);
+    if (op->n_param > 0) pname(p, op, 0, x->w0, sizeof x->w0);
+    if (op->n_param > 1) pname(p, op, 1, x->w1, sizeof x->w1);
+    sname(p, i, x->s, sizeof x->s);
+    int sharded = p->tensors[op->out].rows_div > 1;
+    x->rows = sharded ? "NL" : "N";
+    x->row0 = sharded ? "wf_tp_rank(c) * NL" : "0";
+    x->width = p->tensors[op->out].width;
+    x->in_width = op->n_in > 0 ? p->tensors[op->in[0]].width : 0;
+}
+
 static void emit_forward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
-    char out[NAMEBUF], in0[NAMEBUF] = "", in1[NAMEBUF] = "", w0[NAMEBUF] = "", w1[NAMEBUF] = "",
-         s[NAMEBUF];
-    tname(p, op->out, out, sizeof out);
-    if (op->n_in > 0) tname(p, op->in[0], in0, sizeof in0);
-    if (op->n_in > 1) tname(p, op->in[1], in1, sizeof in1);
-    if (op->n_param > 0) pname(p, op, 0, w0, sizeof w0);
-    if (op->n_param > 1) pname(p, op, 1, w1, sizeof w1);
-    sname(p, i, s, sizeof s);
-    long width = p->tensors[op->out].width;
+    operands x;
+    get_operands(p, i, &x);
     switch (op->kind) {
     case OP_EMBED:
-        w(o, "    wf_embed_fwd(c, a + %s, wf_tokens(c), w + %s, w + %s, B, T, C);\n", out, w0, w1);
+        w(o, "    wf_embed_fwd(c, a + %s, wf_tokens(c), w + %s, w + %s, B, T, C);\n", x.out, x.w0, x.w1);
+        break;
+    case OP_VOCAB_EMBED:
+        w(o, "    wf_vocab_embed_fwd(c, a + %s, wf_tokens(c), w + %s, wf_tp_rank(c) * VL, VL, N, C);\n",
+          x.out, x.w0);
+        break;
+    case OP_POS_ADD:
+        w(o, "    wf_pos_add_fwd(c, a + %s, a + %s, w + %s, %s, %s, T, C);\n", x.out, x.in0, x.w0,
+          x.row0, x.rows);
+        break;
+    case OP_BIAS_ADD:
+        w(o, "    wf_bias_add_fwd(c, a + %s, a + %s, w + %s, %s, %ld);\n", x.out, x.in0, x.w0, x.rows,
+          x.width);
         break;
     case OP_LAYERNORM:
-        w(o, "    wf_layernorm_fwd(c, a + %s, a + %s, a + %s + N, a + %s, w + %s, w + %s, N, %ld);\n",
-          out, s, s, in0, w0, w1, width);
+        w(o, "    wf_layernorm_fwd(c, a + %s, a + %s, a + %s + %s, a + %s, w + %s, w + %s, %s, %ld);\n",
+          x.out, x.s, x.s, x.rows, x.in0, x.w0, x.w1, x.rows, x.width);
         break;
     case OP_LINEAR:
-        w(o, "    wf_linear_fwd(c, a + %s, a + %s, w + %s, w + %s, N, %ld, %ld);\n", out, in0, w0, w1,
-          p->tensors[op->in[0]].width, width);
+        w(o, "    wf_linear_fwd(c, a + %s, a + %s, w + %s, %s%s, N, %ld, %ld);\n", x.out, x.in0, x.w0,
+          op->n_param > 1 ? "w + " : "NULL", x.w1, x.in_width, x.width);
         break;
     case OP_ATTENTION:
-        w(o, "    wf_attention_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", out, s, in0, width,
-          op->heads);
+        w(o, "    wf_attention_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", x.out, x.s, x.in0,
+          x.width, op->heads);
         break;
     case OP_GELU:
-        w(o, "    wf_gelu_fwd(c, a + %s, a + %s, N * %ldL);\n", out, in0, width);
+        w(o, "    wf_gelu_fwd(c, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.rows, x.width);
         break;
     case OP_ADD:
-        w(o, "    wf_add_fwd(c, a + %s, a + %s, a + %s, N * %ldL);\n", out, in0, in1, width);
+        w(o, "    wf_add_fwd(c, a + %s, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.in1, x.rows,
+          x.width);
+        break;
+    case OP_TP_COPY:
+    case OP_TP_REDUCE:
+        w(o, "    wf_%s_fwd(c, a + %s, a + %s, N * %ldL);\n", op_name(op->kind), x.out, x.in0, x.width);
+        break;
+    case OP_TP_GATHER:
+    case OP_TP_SCATTER:
+        w(o, "    wf_%s_fwd(c, a + %s, a + %s, NL * %ldL);\n", op_name(op->kind), x.out, x.in0, x.width);
         break;
     case OP_LMHEAD_XENT:
-        w(o, "    wf_add_loss(c, wf_lmhead_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-             "                                     wf_targets(c), N, %ld, V));\n",
-          s, in0, w0, p->tensors[op->in[0]].width);
+        if (p->tp == 1)
+            w(o, "    wf_add_loss(c, wf_lmhead_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
+                 "                                     wf_targets(c), N, %ld, V));\n",
+              x.s, x.in0, x.w0, x.in_width);
+        else
+            w(o, "    wf_add_loss(c, wf_vocab_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
+                 "                                    wf_targets(c), N, %ld, VL, wf_tp_rank(c) * VL, V));\n",
+              x.s, x.in0, x.w0, x.in_width);
         break;
     default: break;
     }
@@ -251,41 +315,63 @@ static void emit_forward_op(writer *o, const Program *p, int i) {
 
 static void emit_backward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
-    char out[NAMEBUF], in0[NAMEBUF] = "", in1[NAMEBUF] = "", w0[NAMEBUF] = "", w1[NAMEBUF] = "",
-         s[NAMEBUF];
-    tname(p, op->out, out, sizeof out);
-    if (op->n_in > 0) tname(p, op->in[0], in0, sizeof in0);
-    if (op->n_in > 1) tname(p, op->in[1], in1, sizeof in1);
-    if (op->n_param > 0) pname(p, op, 0, w0, sizeof w0);
-    if (op->n_param > 1) pname(p, op, 1, w1, sizeof w1);
-    sname(p, i, s, sizeof s);
-    long width = p->tensors[op->out].width;
+    operands x;
+    get_operands(p, i, &x);
     switch (op->kind) {
     case OP_EMBED:
-        w(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", w0, w1, out);
+        w(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.w0, x.w1, x.out);
+        break;
+    case OP_VOCAB_EMBED:
+        w(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n",
+          x.w0, x.out);
+        break;
+    case OP_POS_ADD:
+        w(o, "    wf_pos_add_bwd(c, d + %s, g + %s, d + %s, %s, %s, T, C);\n", x.in0, x.w0, x.out,
+          x.row0, x.rows);
+        break;
+    case OP_BIAS_ADD:
+        w(o, "    wf_bias_add_bwd(c, d + %s, g + %s, d + %s, %s, %ld);\n", x.in0, x.w0, x.out, x.rows,
+          x.width);
         break;
     case OP_LAYERNORM:
-        w(o, "    wf_layernorm_bwd(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, a + %s, a + %s + N,\n"
-             "                     N, %ld);\n", in0, w0, w1, out, in0, w0, s, s, width);
+        w(o, "    wf_layernorm_bwd(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s,\n"
+             "                     %s, %ld);\n", x.in0, x.w0, x.w1, x.out, x.in0, x.w0, x.s, x.s,
+          x.rows, x.rows, x.width);
         break;
     case OP_LINEAR:
-        w(o, "    wf_linear_bwd(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n",
-          in0, w0, w1, out, in0, w0, p->tensors[op->in[0]].width, width);
+        w(o, "    wf_linear_bwd(c, d + %s, g + %s, %s%s, d + %s, a + %s, w + %s, N, %ld, %ld);\n",
+          x.in0, x.w0, op->n_param > 1 ? "g + " : "NULL", x.w1, x.out, x.in0, x.w0, x.in_width,
+          x.width);
         break;
     case OP_ATTENTION:
         w(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, B, T, %ld, %d);\n",
-          in0, out, in0, s, width, op->heads);
+          x.in0, x.out, x.in0, x.s, x.width, op->heads);
         break;
     case OP_GELU:
-        w(o, "    wf_gelu_bwd(c, d + %s, a + %s, d + %s, N * %ldL);\n", in0, in0, out, width);
+        w(o, "    wf_gelu_bwd(c, d + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in0, x.out, x.rows,
+          x.width);
         break;
     case OP_ADD:
-        w(o, "    wf_add_bwd(c, d + %s, d + %s, d + %s, N * %ldL);\n", in0, in1, out, width);
+        w(o, "    wf_add_bwd(c, d + %s, d + %s, d + %s, %s * %ldL);\n", x.in0, x.in1, x.out, x.rows,
+          x.width);
+        break;
+    case OP_TP_COPY:
+    case OP_TP_REDUCE:
+        w(o, "    wf_%s_bwd(c, d + %s, d + %s, N * %ldL);\n", op_name(op->kind), x.in0, x.out, x.width);
+        break;
+    case OP_TP_GATHER:
+    case OP_TP_SCATTER:
+        w(o, "    wf_%s_bwd(c, d + %s, d + %s, NL * %ldL);\n", op_name(op->kind), x.in0, x.out, x.width);
         break;
     case OP_LMHEAD_XENT:
-        w(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
-             "                       wf_loss_scale(c), N, %ld, V);\n",
-          in0, w0, s, in0, w0, p->tensors[op->in[0]].width);
+        if (p->tp == 1)
+            w(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
+                 "                       wf_loss_scale(c), N, %ld, V);\n",
+              x.in0, x.w0, x.s, x.in0, x.w0, x.in_width);
+        else
+            w(o, "    wf_vocab_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
+                 "                      wf_loss_scale(c), N, %ld, VL, wf_tp_rank(c) * VL);\n",
+              x.in0, x.w0, x.s, x.in0, x.w0, x.in_width);
         break;
     default: break;
     }
@@ -338,14 +424,15 @@ static void emit_main(writer *o, const Program *p, int stage) {
     char path[1100], data[1100];
     w(o, "    .plan = \"%s\", .plan_hash = \"%s\",\n", c_text(p->plan_path, path, sizeof path),
       p->plan_hash);
-    w(o, "    .stage = %d, .n_stages = %d, .dp = %d, .tp = %d, .pp = %d, .world = %d,\n",
-      stage, p->pp, p->dp, p->tp, p->pp, p->world);
+    w(o, "    .stage = %d, .n_stages = %d, .dp = %d, .tp = %d, .pp = %d, .sp = %d, .world = %d,\n",
+      stage, p->pp, p->dp, p->tp, p->pp, p->sp, p->world);
     w(o, "    .layers = %d, .hidden = C, .heads = NH, .seq = T, .vocab = V,\n", p->layers);
     w(o, "    .micro = B, .accum = %d, .global_batch = %d,\n", p->accum, p->global_batch);
     w(o, "    .params = PARAMS, .n_params = %d, .buckets = BUCKETS, .n_buckets = %d,\n",
       p->n_params, p->n_buckets);
     w(o, "    .param_numel = %ldL, .act_numel = %ldL, .dact_numel = %ldL, .scratch_numel = %ldL,\n",
       p->param_numel, p->act_numel, p->dact_numel, p->scratch_numel);
+    if (p->comm_numel) w(o, "    .comm_numel = %ldL,\n", p->comm_numel);
     w(o, "    .lr = %.9g, .min_lr = %.9g, .beta1 = %.9g, .beta2 = %.9g, .eps = %.9g,\n",
       p->lr, p->min_lr, p->beta1, p->beta2, p->eps);
     w(o, "    .weight_decay = %.9g, .clip = %.9g, .warmup = %d, .steps = %d,\n",

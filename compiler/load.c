@@ -87,6 +87,9 @@ static int load_params(Program *p, lua_State *L, int g) {
                 : strcmp(init, "normal") == 0 ? INIT_NORMAL : INIT_ZEROS;
         q->std = get_num(L, t, "std");
         q->decay = (int)get_int(L, t, "decay");
+        memcpy(q->gshape, q->shape, sizeof q->gshape);
+        q->split = SPLIT_NONE;
+        q->sections = 1;
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -107,7 +110,7 @@ static int load_ops(Program *p, lua_State *L, int g) {
         char kind[32];
         get_str(L, t, "op", kind, sizeof kind);
         o->kind = op_from_name(kind);
-        if (o->kind == OP__COUNT) {
+        if (o->kind >= OP__GRAPH_COUNT) {
             wf_error("internal: unknown op '%s' in the model graph", kind);
             return -1;
         }
@@ -118,6 +121,7 @@ static int load_ops(Program *p, lua_State *L, int g) {
         }
         p->tensors[o->out].width = (long)get_int(L, t, "width");
         p->tensors[o->out].producer = i;
+        p->tensors[o->out].rows_div = 1;
         int ins = push_sub(L, t, "inputs");
         o->n_in = (int)lua_rawlen(L, ins);
         for (int k = 0; k < o->n_in && k < 2; k++) {
@@ -227,6 +231,9 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->dp = (int)get_int(L, mesh, "dp");
     p->tp = (int)get_int(L, mesh, "tp");
     p->pp = (int)get_int(L, mesh, "pp");
+    lua_getfield(L, mesh, "sp");
+    p->sp = lua_toboolean(L, -1) && p->tp > 1;
+    lua_pop(L, 1);
     p->world = (int)get_int(L, plan, "world");
     int cluster = push_sub(L, plan, "cluster");
     p->nodes = (int)get_int(L, cluster, "nodes");

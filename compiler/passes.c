@@ -9,6 +9,7 @@
 const char *op_name(op_kind k) {
     static const char *const names[OP__COUNT] = {
         "embed", "layernorm", "linear", "attention", "gelu", "add", "lmhead_xent",
+        "vocab_embed", "pos_add", "bias_add", "tp_copy", "tp_reduce", "tp_gather", "tp_scatter",
     };
     return (unsigned)k < OP__COUNT ? names[k] : "?";
 }
@@ -99,7 +100,9 @@ int pass_graph(Program *p) {
                      p->plan_path, p->params[i].name);
             return -1;
         }
-        p->n_param_total += p->params[i].numel;
+        long whole = 1;  /* the full tensor, whatever tensor parallelism splits */
+        for (int d = 0; d < p->params[i].ndim; d++) whole *= p->params[i].gshape[d];
+        p->n_param_total += whole;
     }
     p->grad_order = malloc(sizeof(int) * (size_t)p->n_params);
     for (int i = 0; i < p->n_params; i++) p->grad_order[i] = i;
@@ -149,15 +152,17 @@ int pass_memory(Program *p) {
      * arena mirrors exactly this prefix */
     for (int t = 1; t < p->n_tensors; t++) {
         p->tensors[t].offset = off;
-        off += align16(N * p->tensors[t].width);
+        off += align16(N / p->tensors[t].rows_div * p->tensors[t].width);
     }
     p->dact_numel = off;
     for (int i = 0; i < p->n_ops; i++) {
         ir_op *o = &p->ops[i];
         switch (o->kind) {
-        case OP_LAYERNORM: o->saved_numel = 2 * N; break;                   /* mean, rstd */
+        case OP_LAYERNORM:   /* mean, rstd */
+            o->saved_numel = 2 * N / p->tensors[o->out].rows_div;
+            break;
         case OP_ATTENTION: o->saved_numel = (long)p->micro * o->heads * p->seq * p->seq; break;
-        case OP_LMHEAD_XENT: o->saved_numel = N * p->vocab; break;          /* probs */
+        case OP_LMHEAD_XENT: o->saved_numel = N * (p->vocab_padded / p->tp); break;  /* probs */
         default: o->saved_numel = 0;
         }
         o->saved_offset = off;
@@ -165,6 +170,12 @@ int pass_memory(Program *p) {
     }
     p->act_numel = off;
     p->scratch_numel = align16((long)p->seq * p->seq);
+    /* tensor-parallel collectives stage a gathered or reduced tensor here, and
+     * the vocabulary-parallel loss its per-token statistics */
+    long widest = 0;
+    for (int t = 1; t < p->n_tensors; t++)
+        if (p->tensors[t].width > widest) widest = p->tensors[t].width;
+    p->comm_numel = p->tp > 1 ? align16(N * (widest > 6 ? widest : 6)) : 0;
     return 0;
 }
 

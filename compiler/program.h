@@ -18,11 +18,22 @@
 #define WF_MAX_NAME 96
 
 typedef enum {
+    /* ops the model graph (the Lua prelude) is written in */
     OP_EMBED, OP_LAYERNORM, OP_LINEAR, OP_ATTENTION, OP_GELU, OP_ADD, OP_LMHEAD_XENT,
+    OP__GRAPH_COUNT,
+    /* ops the shard pass adds for tensor parallelism */
+    OP_VOCAB_EMBED = OP__GRAPH_COUNT, /* lookup of this rank's vocabulary rows (partial) */
+    OP_POS_ADD,        /* + position embedding */
+    OP_BIAS_ADD,       /* + bias, after a row-parallel reduction */
+    OP_TP_COPY,        /* identity forward, all-reduce backward ("f") */
+    OP_TP_REDUCE,      /* all-reduce forward, identity backward ("g") */
+    OP_TP_GATHER,      /* sequence parallel: all-gather forward, reduce-scatter backward */
+    OP_TP_SCATTER,     /* sequence parallel: reduce-scatter forward, all-gather backward */
     OP__COUNT
 } op_kind;
 
 typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL } init_kind;
+enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_COLS };
 
 typedef struct {
     char name[WF_MAX_NAME];
@@ -32,6 +43,11 @@ typedef struct {
     init_kind init;
     double std;
     int decay;
+    /* set by shard: how tensor parallelism splits it */
+    int split;          /* SPLIT_NONE (replicated), SPLIT_ROWS or SPLIT_COLS */
+    int sections;       /* column blocks split separately (3 for fused q,k,v) */
+    long gshape[4];     /* the full tensor's shape (shape[] is this rank's part) */
+    int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
     /* set by graph: index of the backward op that writes its last gradient */
     int last_grad_op;
     /* set by buckets */
@@ -42,6 +58,7 @@ typedef struct {
 /* An activation: (tokens, width) floats, plus what an op saves for backward. */
 typedef struct {
     long width;      /* floats per token */
+    int rows_div;    /* 1: all N tokens of the microbatch; tp: this rank's N / tp (sp) */
     long offset;     /* in the activation arena (and the activation-gradient arena) */
     int producer;    /* op index */
 } ir_tensor;
@@ -74,6 +91,8 @@ typedef struct Program {
     int layers, hidden, heads, seq, vocab;
     /* mesh and cluster */
     int dp, tp, pp, world;
+    int sp;                 /* sequence parallelism inside the tp group */
+    int vocab_padded;       /* vocab rounded up to a multiple of tp */
     int nodes, devices_per_node;
     char device[32];
     double device_fp32_tflops;
@@ -99,6 +118,7 @@ typedef struct Program {
     long act_numel;         /* activation arena incl. saved buffers, floats */
     long dact_numel;        /* activation-gradient arena, floats */
     long scratch_numel;
+    long comm_numel;        /* staging for tensor-parallel collectives, floats */
     /* derived figures */
     long n_param_total;
     double flops_per_token;  /* 6N + 12 L h s */
@@ -112,6 +132,7 @@ typedef void (*dump_fn)(const Program *p, FILE *out);
 
 int pass_load(Program *p, const char *path, const char *const *overrides, int n_overrides);
 int pass_check(Program *p);
+int pass_shard(Program *p);
 int pass_graph(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);

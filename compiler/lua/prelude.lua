@@ -597,6 +597,7 @@ local function make_plan(spec)
     dp = { "integer", min = 1, max = 65536, default = 1 },
     tp = { "integer", min = 1, max = 1024, default = 1 },
     pp = { "integer", min = 1, max = 1024, default = 1 },
+    sp = { "boolean", default = false },
     order = { "string", default = "tp-dp-pp",
               one_of = { "tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp" } },
   })
@@ -622,7 +623,16 @@ local function make_plan(spec)
   })
 
   -- What this version can run.
-  if s.mesh.tp ~= 1 then fail("mesh.tp", show(s.mesh.tp) .. " " .. SUPPORTED_LATER, "1") end
+  -- Tensor parallelism splits heads (attention) and the MLP's 4h features.
+  if s.model.heads % s.mesh.tp ~= 0 then
+    fail("mesh.tp", show(s.mesh.tp) .. " does not divide heads = " .. s.model.heads,
+         "a divisor of " .. s.model.heads .. ": " .. divisors(s.model.heads))
+  end
+  if s.mesh.sp and s.mesh.tp > 1 and (s.batch.micro * s.model.seq) % s.mesh.tp ~= 0 then
+    fail("mesh.sp", "sequence parallelism splits micro * seq = " .. s.batch.micro * s.model.seq
+         .. " tokens, which tp = " .. s.mesh.tp .. " does not divide",
+         "sp = false, or a batch.micro making micro * seq a multiple of tp")
+  end
   if s.mesh.pp ~= 1 then fail("mesh.pp", show(s.mesh.pp) .. " " .. SUPPORTED_LATER, "1") end
   if s.zero ~= 0 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0") end
   if s.precision ~= "fp32" then

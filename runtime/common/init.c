@@ -30,16 +30,35 @@ double wf_normal(uint64_t seed, const char *name, uint64_t index) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
+/* Where element i of this rank's part of q sits in the whole tensor, as a
+ * flat index; -1 for vocabulary padding.  1-D tensors split like a row. */
+long wf_global_index(const wf_param *q, int tp_rank, long i) {
+    if (q->split == WF_SPLIT_NONE) return i;
+    long cols = q->ndim == 1 ? q->shape[0] : q->shape[1];
+    long gcols = q->ndim == 1 ? q->gshape[0] : q->gshape[1];
+    long row = i / cols, col = i % cols;
+    if (q->split == WF_SPLIT_ROWS && q->ndim == 2) {
+        long grow = (long)tp_rank * q->shape[0] + row;
+        return grow < q->gshape[0] ? grow * gcols + col : -1;
+    }
+    /* columns, in `sections` blocks each split across the tp ranks (q|k|v) */
+    long block = cols / q->sections, gblock = gcols / q->sections;
+    long gcol = (col / block) * gblock + (long)tp_rank * block + col % block;
+    return row * gcols + gcol;
+}
+
 void wf_init_params(wf_ctx *c) {
     const wf_program *p = c->p;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         float *w = c->params + q->offset;
         for (long i = 0; i < q->numel; i++) {
+            long g = wf_global_index(q, c->tp_rank, i);
+            if (g < 0) { w[i] = 0.0f; continue; }  /* padding rows stay zero */
             switch (q->init) {
             case WF_INIT_ZEROS: w[i] = 0.0f; break;
             case WF_INIT_ONES: w[i] = 1.0f; break;
-            case WF_INIT_NORMAL: w[i] = (float)(q->std * wf_normal(p->seed, q->name, (uint64_t)i)); break;
+            case WF_INIT_NORMAL: w[i] = (float)(q->std * wf_normal(p->seed, q->name, (uint64_t)g)); break;
             }
         }
     }

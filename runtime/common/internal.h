@@ -22,8 +22,9 @@ typedef struct wf_options {
 struct wf_ctx {
     const wf_program *p;
     wf_options opt;
-    int rank, world, dp_rank;
-    MPI_Comm dp_comm;
+    int rank, world, dp_rank, tp_rank;
+    MPI_Comm dp_comm, tp_comm;
+    float *comm;                   /* staging for tensor-parallel collectives */
     /* arenas, allocated once before the loop */
     float *params, *grads, *adam_m, *adam_v;
     float *acts, *dacts, *scratch, *losses;
@@ -65,9 +66,11 @@ void wf_blas_describe(char *out, size_t n);
  * guess) is weaker, else NULL; *flags names the deciding features. */
 const char *wf_blas_better_core(const char *core, const char **flags);
 void wf_init_params(wf_ctx *c);                         /* init.c */
+long wf_global_index(const wf_param *q, int tp_rank, long i);
 double wf_normal(uint64_t seed, const char *name, uint64_t index);
 double wf_lr_at(const wf_program *p, long step);        /* optim.c */
 double wf_grad_norm(wf_ctx *c);
+void wf_tp_partial_grads(wf_ctx *c);
 void wf_adamw(wf_ctx *c, double lr, float grad_scale);
 void wf_ckpt_save(wf_ctx *c, const char *dir);          /* ckpt.c */
 void wf_ckpt_load(wf_ctx *c, const char *dir);

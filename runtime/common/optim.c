@@ -13,13 +13,34 @@ double wf_lr_at(const wf_program *p, long step) {
     return p->min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (p->lr - p->min_lr);
 }
 
-/* With data parallelism every rank holds the full, already reduced gradient,
- * so the global norm is local; each parameter is counted exactly once. */
+/* Global gradient norm, each parameter counted exactly once: data-parallel
+ * replicas hold the same reduced gradient (counted by each, not summed);
+ * tensor-parallel shards are summed over the tp group, and parameters the tp
+ * group replicates are counted by tp rank 0 only. */
 double wf_grad_norm(wf_ctx *c) {
+    const wf_program *p = c->p;
     double sum = 0;
-    const float *g = c->grads;
-    for (long i = 0; i < c->p->param_numel; i++) sum += (double)g[i] * g[i];
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
+        const float *g = c->grads + q->offset;
+        for (long i = 0; i < q->numel; i++) sum += (double)g[i] * g[i];
+    }
+    if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
     return sqrt(sum);
+}
+
+/* Sequence parallelism leaves each tp rank a partial gradient of the
+ * parameters it replicates (layernorms, row biases, wpe): sum them. */
+void wf_tp_partial_grads(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (!p->sp || p->tp == 1) return;
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        if (!q->tp_partial) continue;
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, c->grads + q->offset, (int)q->numel, MPI_FLOAT,
+                                MPI_SUM, c->tp_comm));
+    }
 }
 
 /* AdamW with decoupled weight decay (applied to matrices only, as in GPT-2

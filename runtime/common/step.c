@@ -119,6 +119,7 @@ void wf_optimizer_step(wf_ctx *c) {
         wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)",
                  c->last_loss, c->step + 1);
 
+    wf_tp_partial_grads(c);
     double norm = wf_grad_norm(c);
     float clip_scale = 1.0f;
     if (p->clip > 0 && norm > p->clip) clip_scale = (float)(p->clip / (norm + 1e-6));

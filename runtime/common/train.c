@@ -96,6 +96,7 @@ static void allocate(wf_ctx *c) {
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * sizeof(float), "activation gradients");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
+    c->comm = wf_alloc(c, (size_t)p->comm_numel * sizeof(float), "tensor-parallel staging");
     c->tokens = wf_alloc(c, (size_t)N * sizeof(int32_t), "tokens");
     c->targets = wf_alloc(c, (size_t)N * sizeof(int32_t), "targets");
     c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(MPI_Request), "bucket requests");
@@ -164,8 +165,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     /* tp innermost, then dp, then pp: ranks of one dp group differ in the dp digit */
     int tp_rank = c->rank % p->tp, pp_rank = c->rank / (p->tp * p->dp);
     c->dp_rank = (c->rank / p->tp) % p->dp;
+    c->tp_rank = tp_rank;
     WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->tp + tp_rank, c->dp_rank, &c->dp_comm));
     MPI_Comm_set_errhandler(c->dp_comm, MPI_ERRORS_RETURN);
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->dp + c->dp_rank, tp_rank, &c->tp_comm));
+    MPI_Comm_set_errhandler(c->tp_comm, MPI_ERRORS_RETURN);
     wf_blas_threads(c);
 
     char blas[256];

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Layout invariance: the tiny plan under data parallelism (dp = 1, 2, 4, 8),
 # with one bucket per parameter, the default bucket size and one bucket for
-# everything, and with gradient accumulation, gives the dp = 1 loss at every
-# step for 10 steps and the dp = 1 final weights.
+# everything, with gradient accumulation, under tensor parallelism (tp = 2, 4,
+# with and without sequence parallelism, composed with dp, and with a
+# vocabulary tp does not divide) gives the single-rank loss at every step for
+# 10 steps and the single-rank final weights.
 #
 # Tolerance (fp32 reduction-order noise): losses within 2e-6 relative at every
 # step, gradient norms within 1e-6 (Adam hides a gradient scaled by a constant;
@@ -22,37 +24,50 @@ NORM_TOL=1e-6
 WEIGHT_TOL=5e-5
 WEIGHT_ATOL=1e-5
 
-common=(--set train.steps=$STEPS --set batch.global=16 --set data.train="$DATA"
+common=(--set train.steps=$STEPS --set batch.global=16
         --set model.layers=2 --set model.hidden=64 --set model.seq=64)
-# name   dp micro buckets.mb
+"$WEFT" data synth -o "$WORK/v250.bin" --tokens 200000 --vocab 250 --branch 4 --seed 7 >/dev/null
+# name      reference  vocab dp tp sp micro buckets.mb   (a reference has itself as reference)
 layouts=(
-  "ref       1 16 25"
-  "dp2       2  8 25"
-  "dp2_each  2  8 0"
-  "dp2_one   2  8 1000"
-  "dp4       4  4 0.02"
-  "dp8       8  2 25"
-  "dp2_acc4  2  2 0.05"
-  "dp1_acc4  1  4 25"
-  "dp4_acc2  4  2 0"
+  "ref        ref        256   1  1  0  16  25"
+  "dp2        ref        256   2  1  0   8  25"
+  "dp2_each   ref        256   2  1  0   8  0"
+  "dp2_one    ref        256   2  1  0   8  1000"
+  "dp4        ref        256   4  1  0   4  0.02"
+  "dp8        ref        256   8  1  0   2  25"
+  "dp2_acc4   ref        256   2  1  0   2  0.05"
+  "dp1_acc4   ref        256   1  1  0   4  25"
+  "dp4_acc2   ref        256   4  1  0   2  0"
+  "tp2        ref        256   1  2  0  16  25"
+  "tp4        ref        256   1  4  0  16  25"
+  "tp2_sp     ref        256   1  2  1  16  25"
+  "tp4_sp     ref        256   1  4  1   8  0"
+  "dp2_tp2    ref        256   2  2  0   8  0.05"
+  "dp2_tp2_sp ref        256   2  2  1   4  25"
+  "ref_v250   ref_v250   250   1  1  0  16  25"
+  "tp4_v250   ref_v250   250   1  4  0  16  25"
+  "tp4sp_v250 ref_v250   250   1  4  1  16  0.05"
 )
 passed=0 failed=0
 for row in "${layouts[@]}"; do
-  read -r name dp micro mb <<<"$row"
-  build_plan "$name" "$PLAN" "${common[@]}" --set mesh.dp="$dp" --set batch.micro="$micro" \
+  read -r name ref vocab dp tp sp micro mb <<<"$row"
+  if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && [ "$name" != "$ref" ]; then continue; fi
+  data="$WORK/synth.bin"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
+  sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
+  build_plan "$name" "$PLAN" "${common[@]}" --set data.train="$data" --set model.vocab="$vocab" \
+    --set mesh.dp="$dp" --set mesh.tp="$tp" --set mesh.sp=$sp_flag --set batch.micro="$micro" \
     --set buckets.mb="$mb"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
-  if [ "$name" = ref ]; then continue; fi
-  [ -z "${ONLY:-}" ] || [ "$name" = "$ONLY" ] || continue
-  loss_msg=$(same_field loss "$WORK/ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
-  norm_msg=$(same_field grad_norm "$WORK/ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
-  loss_msg="$loss_msg, $norm_msg"
-  w_msg=$("$WEFT" ckpt diff "$WORK/ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+  [ "$name" = "$ref" ] && continue
+  what="dp $dp, tp $tp, sp $sp, micro $micro, buckets $mb MiB, vocab $vocab"
+  loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
+  norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
+  w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
           --tol $WEIGHT_TOL --atol $WEIGHT_ATOL | tail -n 1) && w_ok=1 || w_ok=0
   if [ $loss_ok = 1 ] && [ $w_ok = 1 ]; then
-    passed=$((passed + 1)); echo "ok   $name (dp $dp, micro $micro, buckets $mb MiB): $loss_msg; $w_msg"
+    passed=$((passed + 1)); echo "ok   $name ($what): $loss_msg, $norm_msg; $w_msg"
   else
-    failed=$((failed + 1)); echo "FAIL $name (dp $dp, micro $micro, buckets $mb MiB): $loss_msg; $w_msg"
+    failed=$((failed + 1)); echo "FAIL $name ($what): $loss_msg, $norm_msg; $w_msg"
   fi
 done
 echo "$passed passed, $failed failed"

@@ -1,4 +1,4 @@
--- expect: tests/plans/unknown_field_mesh.lua:4: mesh.dq: unknown field (did you mean 'dp'?) (valid: dp, order, pp, tp)
+-- expect: tests/plans/unknown_field_mesh.lua:4: mesh.dq: unknown field (did you mean 'dp'?) (valid: dp, order, pp, sp, tp)
 -- A misspelt field in the nested mesh table.
 local w = weft
 return w.plan {

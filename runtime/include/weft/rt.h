@@ -70,9 +70,46 @@ void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
                         const float *x, const float *wte, const int32_t *targets,
                         float scale, int N, int C, int V);
 
+/* ---- tensor parallelism (runtime/cpu/kernels_tp.c, runtime/common/tp.c) -- */
+
+/* Vocabulary-parallel embedding: this rank holds rows [v_begin, v_begin + VL)
+ * of wte; tokens outside them contribute zeros (the tp_reduce after it sums). */
+void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte_part,
+                        int v_begin, int VL, int N, int C);
+void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout, const int32_t *tok,
+                        int v_begin, int VL, int N, int C);
+/* out = in + wpe[t] for rows [row0, row0 + rows) of the (B*T, C) microbatch. */
+void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
+                    int rows, int T, int C);
+void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
+                    int rows, int T, int C);
+/* out = in + b per row. */
+void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows, long C);
+void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows, long C);
+/* The conjugate collectives of the tp group.  n counts floats: for copy and
+ * reduce the whole tensor, for gather and scatter this rank's share. */
+void wf_tp_copy_fwd(wf_ctx *c, float *out, const float *in, long n);
+void wf_tp_copy_bwd(wf_ctx *c, float *din, float *dout, long n);
+void wf_tp_reduce_fwd(wf_ctx *c, float *out, const float *in, long n);
+void wf_tp_reduce_bwd(wf_ctx *c, float *din, float *dout, long n);
+void wf_tp_gather_fwd(wf_ctx *c, float *out, const float *in, long n);
+void wf_tp_gather_bwd(wf_ctx *c, float *din, float *dout, long n);
+void wf_tp_scatter_fwd(wf_ctx *c, float *out, const float *in, long n);
+void wf_tp_scatter_bwd(wf_ctx *c, float *din, float *dout, long n);
+int wf_tp_rank(wf_ctx *c);
+/* Vocabulary-parallel LM head and cross-entropy: logits (N, VL) stay local;
+ * row maxima and sums are all-reduced.  Columns past `vocab` are padding. */
+double wf_vocab_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
+                         const float *wte_part, const int32_t *targets, int N, int C, int VL,
+                         int v_begin, int vocab);
+void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs, const float *x,
+                       const float *wte_part, const int32_t *targets, float scale, int N, int C,
+                       int VL, int v_begin);
+
 /* ---- the program the compiler emits ----------------------------------- */
 
 enum wf_init { WF_INIT_ZEROS, WF_INIT_ONES, WF_INIT_NORMAL };
+enum wf_split { WF_SPLIT_NONE, WF_SPLIT_ROWS, WF_SPLIT_COLS };
 
 typedef struct wf_param {
     const char *name;   /* Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight" */
@@ -84,6 +121,11 @@ typedef struct wf_param {
     float std;          /* for WF_INIT_NORMAL */
     int decay;          /* 1: weight decay applies (matrices), 0: biases, norms */
     int bucket;         /* bucket holding this parameter's gradient */
+    /* tensor parallelism: shape[] is this rank's part of a gshape[] tensor */
+    int split;          /* WF_SPLIT_NONE (replicated), WF_SPLIT_ROWS, WF_SPLIT_COLS */
+    int sections;       /* column blocks split separately (3 for fused q, k, v) */
+    long gshape[4];     /* the whole tensor (rows past gshape[0] are vocabulary padding) */
+    int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
 } wf_param;
 
 /* A fused gradient bucket: a contiguous range of the gradient arena. */
@@ -100,6 +142,7 @@ typedef struct wf_program {
     const char *plan_hash;   /* hex digest of the compiled plan */
     int stage, n_stages;
     int dp, tp, pp;
+    int sp;                  /* sequence parallelism in the tp group */
     int world;               /* ranks in the job */
     /* model */
     int layers, hidden, heads, seq, vocab;
@@ -115,6 +158,7 @@ typedef struct wf_program {
     long dact_numel;         /* activation-gradient arena: the arena's prefix of
                                 activations that carry gradients, floats */
     long scratch_numel;      /* kernel scratch, floats */
+    long comm_numel;         /* staging for tensor-parallel collectives, floats */
     /* optimizer and schedule */
     double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
     int warmup, steps;

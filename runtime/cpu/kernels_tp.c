@@ -1,0 +1,129 @@
+/* kernels_tp.c: the kernels tensor parallelism adds: vocabulary-parallel
+ * embedding lookup, position and bias adds that follow a reduction, and the
+ * local halves of the vocabulary-parallel cross-entropy. */
+#include <math.h>
+#include <string.h>
+
+#include "blas.h"
+#include "kernels_tp.h"
+
+void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte_part,
+                        int v_begin, int VL, int N, int C) {
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        float *o = out + (long)n * C;
+        int row = tok[n] - v_begin;
+        if (row >= 0 && row < VL) memcpy(o, wte_part + (long)row * C, sizeof(float) * (size_t)C);
+        else memset(o, 0, sizeof(float) * (size_t)C);
+    }
+}
+
+void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout, const int32_t *tok,
+                        int v_begin, int VL, int N, int C) {
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        int row = tok[n] - v_begin;
+        if (row < 0 || row >= VL) continue;
+        float *g = dwte_part + (long)row * C;
+        const float *d = dout + (long)n * C;
+        for (int j = 0; j < C; j++) g[j] += d[j];
+    }
+}
+
+void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
+                    int rows, int T, int C) {
+    (void)c;
+    for (int r = 0; r < rows; r++) {
+        const float *pos = wpe + ((row0 + r) % T) * C;
+        for (int j = 0; j < C; j++) out[(long)r * C + j] = in[(long)r * C + j] + pos[j];
+    }
+}
+
+void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
+                    int rows, int T, int C) {
+    (void)c;
+    for (int r = 0; r < rows; r++) {
+        float *g = dwpe + ((row0 + r) % T) * C;
+        for (int j = 0; j < C; j++) {
+            din[(long)r * C + j] += dout[(long)r * C + j];
+            g[j] += dout[(long)r * C + j];
+        }
+    }
+}
+
+void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows, long C) {
+    (void)c;
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < C; j++) out[r * C + j] = in[r * C + j] + b[j];
+}
+
+void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows, long C) {
+    (void)c;
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < C; j++) {
+            din[r * C + j] += dout[r * C + j];
+            db[j] += dout[r * C + j];
+        }
+}
+
+/* logits (N, VL) = x @ wte_part^T, padding columns set to -inf; rowmax[n] is
+ * the local maximum (-inf when the whole shard is padding). */
+void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *wte_part,
+                     int N, int C, int VL, int valid) {
+    wf_sgemm(0, 1, N, VL, C, 1.0f, x, C, wte_part, C, 0.0f, logits, VL);
+    for (int n = 0; n < N; n++) {
+        float *row = logits + (long)n * VL;
+        for (int j = valid; j < VL; j++) row[j] = -INFINITY;
+        float m = -INFINITY;
+        for (int j = 0; j < valid; j++) m = row[j] > m ? row[j] : m;
+        rowmax[n] = m;
+    }
+}
+
+/* In place: logits -> exp(logit - max); stats[2n] = local sum of exps,
+ * stats[2n+1] = the target's logit - max if this rank holds it, else 0. */
+void wf_vocab_exp(float *logits, double *stats, const float *rowmax, const int32_t *targets,
+                  int N, int VL, int v_begin, int valid) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float *row = logits + (long)n * VL;
+        int t = targets[n] - v_begin;
+        stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
+        double sum = 0.0;
+        for (int j = 0; j < VL; j++) {
+            float e = j < valid ? expf(row[j] - rowmax[n]) : 0.0f;
+            row[j] = e;
+            sum += e;
+        }
+        stats[2 * n] = sum;
+    }
+}
+
+/* probs = exps / global sum; returns the sum of the N token losses. */
+double wf_vocab_normalize(float *probs, float *losses, const double *stats, int N, int VL) {
+    double total = 0.0;
+    for (int n = 0; n < N; n++) {
+        float inv = (float)(1.0 / stats[2 * n]);
+        float *row = probs + (long)n * VL;
+        for (int j = 0; j < VL; j++) row[j] *= inv;
+        losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
+    }
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total;
+}
+
+void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs, const float *x,
+                       const float *wte_part, const int32_t *targets, float scale, int N, int C,
+                       int VL, int v_begin) {
+    (void)c;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float *row = probs + (long)n * VL;
+        int t = targets[n] - v_begin;
+        if (t >= 0 && t < VL) row[t] -= 1.0f;
+        for (int j = 0; j < VL; j++) row[j] *= scale;
+    }
+    /* dx (partial over the vocabulary; the tp_copy before the head sums it) */
+    wf_sgemm(0, 0, N, C, VL, 1.0f, probs, VL, wte_part, C, 1.0f, dx, C);
+    wf_sgemm(1, 0, VL, C, N, 1.0f, probs, VL, x, C, 1.0f, dwte_part, C);
+}
