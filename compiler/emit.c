@@ -156,36 +156,63 @@ static void emit_header(writer *o, const Program *p, int stage) {
     w(o, "\n");
 }
 
-static void emit_params(writer *o, const Program *p) {
+int stage_first_bucket(const Program *p, int stage) {
+    for (int k = 0; k < p->n_buckets; k++)
+        if (p->buckets[k].stage == stage) return k;
+    return p->n_buckets;
+}
+
+int stage_count(const Program *p, int stage, int buckets) {
+    int n = 0;
+    if (buckets) {
+        for (int k = 0; k < p->n_buckets; k++) n += p->buckets[k].stage == stage;
+    } else {
+        for (int k = 0; k < p->n_params; k++) n += p->params[k].stage == stage;
+    }
+    return n;
+}
+
+/* 1: owns a parameter another stage holds a copy of; 2: is such a copy. */
+static int tied_role(const Program *p, int k) {
+    if (p->params[k].tied_to >= 0) return 2;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].tied_to == k) return 1;
+    return 0;
+}
+
+static void emit_params(writer *o, const Program *p, int stage) {
     char mname[WF_MAX_NAME + 8];
     w(o, "/* Parameter arena (the gradient arena has the same layout): offsets in floats,\n"
          " * in the order backward completes the gradients, so each bucket is contiguous. */\n");
     for (int r = 0; r < p->n_params; r++) {
         const ir_param *q = &p->params[p->grad_order[r]];
+        if (q->stage != stage) continue;
         macro_name("P_", q->name, mname, sizeof mname);
         w(o, "#define %-32s %ldL\n", mname, q->offset);
     }
-    w(o, "\nstatic const wf_param PARAMS[%d] = {\n", p->n_params);
+    int first_bucket = stage_first_bucket(p, stage), n_buckets = stage_count(p, stage, 1);
+    w(o, "\nstatic const wf_param PARAMS[%d] = {\n", stage_count(p, stage, 0));
     w(o, "    /* name, offset, numel, ndim, shape, init, std, decay, bucket,\n"
-         "       tensor-parallel split, sections, whole shape, tp-partial gradient */\n");
+         "       tensor-parallel split, sections, whole shape, tp-partial gradient, tied */\n");
     for (int r = 0; r < p->n_params; r++) {
         const ir_param *q = &p->params[p->grad_order[r]];
+        if (q->stage != stage) continue;
         w(o, "    { \"%s\", %ld, %ld, %d, { ", q->name, q->offset, q->numel, q->ndim);
         for (int d = 0; d < q->ndim; d++) w(o, "%s%ld", d ? ", " : "", q->shape[d]);
         char lit[40];
         w(o, " }, %s, %s, %d, %d", INIT_NAMES[q->init], float_literal(q->std, lit, sizeof lit),
-          q->decay, q->bucket);
+          q->decay, q->bucket - first_bucket);
         static const char *const splits[] = { "WF_SPLIT_NONE", "WF_SPLIT_ROWS", "WF_SPLIT_COLS" };
         w(o, ",\n      %s, %d, { ", splits[q->split], q->sections);
         for (int d = 0; d < q->ndim; d++) w(o, "%s%ld", d ? ", " : "", q->gshape[d]);
-        w(o, " }, %d", q->tp_partial);
+        w(o, " }, %d, %d", q->tp_partial, tied_role(p, p->grad_order[r]));
         w(o, " },\n");
     }
     w(o, "};\n\n");
     w(o, "/* Fused gradient buckets (at most %g MiB), all-reduced as soon as backward\n"
          " * has written their last gradient. */\n", p->bucket_mb);
-    w(o, "static const wf_bucket BUCKETS[%d] = {\n", p->n_buckets);
-    for (int k = 0; k < p->n_buckets; k++) {
+    w(o, "static const wf_bucket BUCKETS[%d] = {\n", n_buckets);
+    for (int k = first_bucket; k < first_bucket + n_buckets; k++) {
         const ir_bucket *b = &p->buckets[k];
         w(o, "    { %ld, %ld }, /* %s .. %s */\n", b->offset, b->numel,
           p->params[p->grad_order[b->first_param]].name,
@@ -194,10 +221,16 @@ static void emit_params(writer *o, const Program *p) {
     w(o, "};\n\n");
 }
 
-static void emit_activations(writer *o, const Program *p) {
+static void emit_activations(writer *o, const Program *p, int stage) {
     char label[WF_MAX_NAME + 8];
-    w(o, "/* Activation arena: offsets in floats (activation gradients use the same). */\n");
+    w(o, "/* Activation arena%s: offsets in floats (activation gradients use the same). */\n",
+      p->pp > 1 ? ", one slot per microbatch in flight" : "");
+    for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp)
+        if (p->chunk_in[k])
+            w(o, "#define A_IN_C%-23d %ldL /* chunk %d's input, received from stage %d */\n", k,
+              p->chunk_in_offset[k], k, (k - 1) % p->pp);
     for (int i = 0; i < p->n_ops; i++) {
+        if (p->ops[i].chunk % p->pp != stage) continue;
         op_label(p, i, label, sizeof label);
         w(o, "#define %-28s %ldL /* (N, %ld) */\n", label, p->tensors[p->ops[i].out].offset,
           p->tensors[p->ops[i].out].width);
@@ -216,7 +249,15 @@ static void pname(const Program *p, const ir_op *op, int k, char *out, size_t n)
     macro_name("P_", p->params[op->param[k]].name, out, n);
 }
 
+/* While a pipeline chunk is written, its input tensor is the copy received
+ * into this stage's arena. */
+static int chunk_in_tensor, chunk_in_index;
+
 static void tname(const Program *p, int tensor, char *out, size_t n) {
+    if (tensor && tensor == chunk_in_tensor) {
+        snprintf(out, n, "A_IN_C%d", chunk_in_index);
+        return;
+    }
     op_label(p, p->tensors[tensor].producer, out, n);
 }
 
@@ -419,6 +460,202 @@ static void emit_step(writer *o, const Program *p) {
     w(o, "}\n\n");
 }
 
+/* ---- pipeline stages ------------------------------------------------------ */
+
+/* Forward and backward of one pipeline chunk, on microbatch m's slot. */
+static void emit_chunk(writer *o, const Program *p, int k) {
+    chunk_in_tensor = p->chunk_in[k];
+    chunk_in_index = k;
+    int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
+    w(o, "/* Chunk %d: %d transformer block(s)%s%s. */\n", k, p->chunk_layers[k],
+      k == 0 ? ", after the embedding" : "", k == p->n_chunks - 1 ? ", then the LM head and loss" : "");
+    w(o, "static void fwd_c%d(wf_ctx *c, int m, int slot) {\n", k);
+    w(o, "    float *a = wf_act_slot(c, slot);\n    const float *w = wf_param_ptr(c, 0);\n");
+    w(o, "    wf_use_micro(c, m);\n");
+    for (int i = first; i < end; i++) emit_forward_op(o, p, i);
+    w(o, "}\n\n");
+    w(o, "static void bwd_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
+    w(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
+    w(o, "    const float *w = wf_param_ptr(c, 0);\n");
+    w(o, "    wf_use_micro(c, m);\n");
+    int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    for (int i = end - 1; i >= first; i--) {
+        emit_backward_op(o, p, i);
+        int j = p->n_ops - 1 - i, started = 0;
+        for (int b = 0; b < p->n_buckets; b++)
+            if (p->buckets[b].stage == stage && p->buckets[b].ready_after_op == j) {
+                w(o, "    if (last) wf_bucket_start(c, %d);\n", b - first_bucket);
+                started = 1;
+            }
+        if (!started && i > first) w(o, "    wf_progress(c);\n");
+    }
+    w(o, "}\n\n");
+    chunk_in_tensor = 0;
+}
+
+/* Boundary tensors wait in staging buffers: a received activation until its
+ * FWD claims a slot (the slot may still hold an earlier microbatch when the
+ * message arrives), and an input gradient from its BWD until it is sent (a
+ * FWD in between may take the slot over).  staging[i] is the buffer
+ * instruction i uses; returns how many buffers the stage needs. */
+static int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv) {
+    int n = s->n[stage], peak = 0;
+    int *key = calloc((size_t)n + 1, sizeof(int));  /* buffer -> key + 1, or 0 when free */
+    for (int i = 0; i < n; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        staging[i] = staging_recv[i] = -1;
+        /* the message or compute step that fills a buffer, and the one that empties it */
+        int fill = 0, drain = 0;
+        if (in->op == SI_RECV_ACT) fill = 2 * (in->m * s->chunks + in->chunk) + 1;
+        if (in->op == SI_SENDRECV && in->recv.kind == MSG_ACT)
+            fill = 2 * (in->recv.m * s->chunks + in->recv.chunk) + 1;
+        if ((in->op == SI_BWD || in->op == SI_BWD_INPUT) && in->chunk > 0 && s->stages > 1)
+            fill = 2 * (in->m * s->chunks + in->chunk - 1) + 2;
+        if (in->op == SI_FWD) drain = 2 * (in->m * s->chunks + in->chunk) + 1;
+        if (in->op == SI_SEND_GRAD) drain = 2 * (in->m * s->chunks + in->chunk) + 2;
+        if (in->op == SI_SENDRECV && in->send.kind == MSG_GRAD)
+            drain = 2 * (in->send.m * s->chunks + in->send.chunk) + 2;
+        /* a SENDRECV fills one buffer and drains another: take the new one
+         * first so that MPI never sends from and receives into the same */
+        int filled = -1;
+        if (fill) {
+            int b = 0;
+            while (key[b]) b++;
+            key[b] = fill;
+            filled = b;
+            if (b + 1 > peak) peak = b + 1;
+        }
+        if (drain)
+            for (int b = 0; b < peak; b++)
+                if (key[b] == drain) {
+                    key[b] = 0;
+                    staging[i] = b;  /* the buffer sent from or read by FWD */
+                }
+        if (filled >= 0) {
+            if (drain && in->op == SI_SENDRECV) staging_recv[i] = filled;
+            else staging[i] = filled;
+        }
+    }
+    free(key);
+    return peak;
+}
+
+/* Where (m, chunk) keeps its activations on this stage: the slot of its FWD. */
+static int slot_of(const schedule *s, int stage, int m, int chunk) {
+    for (int i = 0; i < s->n[stage]; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        if (in->op == SI_FWD && in->m == m && in->chunk == chunk) return in->slot;
+    }
+    return -1;
+}
+
+/* The buffer a message of (m, consumer chunk) is sent from or received into,
+ * and its size in floats.  Activations: the output of chunk-1, received as
+ * chunk's input.  Gradients: of chunk+1's input, received for chunk's output. */
+static void msg_buffer(const Program *p, int stage, sched_msg_kind kind, int m, int chunk,
+                       int sending, int staging, char *buf, size_t n, long *numel) {
+    const schedule *s = p->sched;
+    long N = (long)p->micro * p->seq;
+    int t = kind == MSG_ACT ? p->chunk_in[chunk] : p->chunk_in[chunk + 1];
+    *numel = N / p->tensors[t].rows_div * p->tensors[t].width;
+    char label[NAMEBUF];
+    if (kind == MSG_ACT) {
+        int owner = sending ? chunk - 1 : chunk;
+        if (!sending) {
+            snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
+            return;
+        }
+        op_label(p, p->tensors[t].producer, label, sizeof label);
+        snprintf(buf, n, "wf_act_slot(c, %d) + %s", slot_of(s, stage, m, owner), label);
+    } else {
+        if (sending) {
+            snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
+            return;
+        }
+        op_label(p, p->tensors[t].producer, label, sizeof label);
+        snprintf(buf, n, "wf_dact_slot(c, %d) + %s", slot_of(s, stage, m, chunk), label);
+    }
+}
+
+static int msg_tag(const Program *p, sched_msg_kind kind, int m, int chunk) {
+    return ((m * p->n_chunks + chunk) * 2 + (kind == MSG_GRAD)) % 32768;
+}
+
+/* The step: this stage's verified instruction list, one call per line. */
+static void emit_pipeline_step(writer *o, const Program *p, int stage) {
+    const schedule *s = p->sched;
+    char buf[2 * NAMEBUF + 64], rbuf[2 * NAMEBUF + 64], text[256];
+    long n, rn;
+    w(o, "/* One optimizer step: the %s schedule of stage %d, as verified at compile time. */\n",
+      p->schedule, stage);
+    w(o, "static void step(wf_ctx *c) {\n    wf_step_begin(c);\n");
+    int *staging = calloc((size_t)s->n[stage] + 1, sizeof(int));
+    int *staging_recv = calloc((size_t)s->n[stage] + 1, sizeof(int));
+    assign_staging(s, stage, staging, staging_recv);
+    for (int i = 0; i < s->n[stage]; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        sched_instr_str(in, text, sizeof text);
+        int last = 1;  /* the chunk's final backward in this step starts its buckets */
+        for (int j = i + 1; j < s->n[stage]; j++)
+            if ((s->ins[stage][j].op == SI_BWD || s->ins[stage][j].op == SI_BWD_INPUT) &&
+                s->ins[stage][j].chunk == in->chunk)
+                last = 0;
+        switch (in->op) {
+        case SI_FWD:
+            w(o, "    wf_slot_begin(c, %d);", in->slot);
+            if (p->chunk_in[in->chunk]) {
+                const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
+                w(o, " wf_copy(wf_act_slot(c, %d) + A_IN_C%d, wf_recv_buffer(c, %d), %ldL);", in->slot,
+                  in->chunk, staging[i], (long)p->micro * p->seq / t->rows_div * t->width);
+            }
+            w(o, " fwd_c%d(c, %d, %d);\n", in->chunk, in->m, in->slot);
+            break;
+        case SI_BWD:
+        case SI_BWD_INPUT:  /* this version computes weight gradients with B */
+            w(o, "    bwd_c%d(c, %d, %d, %d);", in->chunk, in->m, in->slot, last);
+            if (staging[i] >= 0) {
+                const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
+                w(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + A_IN_C%d, %ldL);",
+                  staging[i], in->slot, in->chunk, (long)p->micro * p->seq / t->rows_div * t->width);
+            }
+            w(o, "\n");
+            break;
+        case SI_BWD_WEIGHT:
+            w(o, "    /* W m%d c%d: weight gradients were computed with B */\n", in->m, in->chunk);
+            break;
+        case SI_SEND_ACT: case SI_SEND_GRAD:
+            msg_buffer(p, stage, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
+                       staging[i], buf, sizeof buf, &n);
+            w(o, "    wf_send(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
+              msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
+            break;
+        case SI_RECV_ACT: case SI_RECV_GRAD:
+            msg_buffer(p, stage, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
+                       staging[i], buf, sizeof buf, &n);
+            w(o, "    wf_recv(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
+              msg_tag(p, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
+            break;
+        case SI_SENDRECV:
+            msg_buffer(p, stage, in->send.kind, in->send.m, in->send.chunk, 1, staging[i], buf,
+                       sizeof buf, &n);
+            msg_buffer(p, stage, in->recv.kind, in->recv.m, in->recv.chunk, 0,
+                       staging_recv[i] >= 0 ? staging_recv[i] : staging[i], rbuf, sizeof rbuf, &rn);
+            w(o, "    wf_sendrecv(c, %s, %ldL, %d, %d,\n                %s, %ldL, %d, %d);\n"
+                 "    /* %s */\n", buf, n, in->send.peer, msg_tag(p, in->send.kind, in->send.m, in->send.chunk),
+              rbuf, rn, in->recv.peer, msg_tag(p, in->recv.kind, in->recv.m, in->recv.chunk), text);
+            break;
+        case SI_OPTIM:
+            w(o, "    wf_buckets_wait(c);\n    wf_optimizer_step(c);\n");
+            break;
+        default:
+            w(o, "    /* %s */\n", text);
+        }
+    }
+    free(staging);
+    free(staging_recv);
+    w(o, "}\n\n");
+}
+
 static void emit_main(writer *o, const Program *p, int stage) {
     w(o, "static const wf_program PROGRAM = {\n");
     char path[1100], data[1100];
@@ -429,9 +666,26 @@ static void emit_main(writer *o, const Program *p, int stage) {
     w(o, "    .layers = %d, .hidden = C, .heads = NH, .seq = T, .vocab = V,\n", p->layers);
     w(o, "    .micro = B, .accum = %d, .global_batch = %d,\n", p->accum, p->global_batch);
     w(o, "    .params = PARAMS, .n_params = %d, .buckets = BUCKETS, .n_buckets = %d,\n",
-      p->n_params, p->n_buckets);
+      stage_count(p, stage, 0), stage_count(p, stage, 1));
     w(o, "    .param_numel = %ldL, .act_numel = %ldL, .dact_numel = %ldL, .scratch_numel = %ldL,\n",
-      p->param_numel, p->act_numel, p->dact_numel, p->scratch_numel);
+      p->param_numel[stage], p->act_numel[stage], p->dact_numel[stage], p->scratch_numel);
+    w(o, "    .slots = %d, .weight_delay = %d,\n", program_slots(p, stage),
+      strcmp(p->schedule, "pipedream-2bw") == 0);
+    if (p->pp > 1) {
+        int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
+        int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
+        long biggest = 0;
+        for (int k = stage; k < p->n_chunks; k += p->pp)
+            if (p->chunk_in[k]) {
+                const ir_tensor *t = &p->tensors[p->chunk_in[k]];
+                long n = (long)p->micro * p->seq / t->rows_div * t->width;
+                if (n > biggest) biggest = n;
+            }
+        w(o, "    .recv_buffers = %d, .recv_numel = %ldL,\n",
+          assign_staging(p->sched, stage, staging, staging_recv), biggest);
+        free(staging);
+        free(staging_recv);
+    }
     if (p->comm_numel) w(o, "    .comm_numel = %ldL,\n", p->comm_numel);
     w(o, "    .lr = %.9g, .min_lr = %.9g, .beta1 = %.9g, .beta2 = %.9g, .eps = %.9g,\n",
       p->lr, p->min_lr, p->beta1, p->beta2, p->eps);
@@ -450,10 +704,15 @@ static int write_stage(const Program *p, const char *dir, int stage) {
     writer o;
     if (open_writer(&o, dir, name) != 0) return -1;
     emit_header(&o, p, stage);
-    emit_params(&o, p);
-    emit_activations(&o, p);
-    emit_passes(&o, p);
-    emit_step(&o, p);
+    emit_params(&o, p, stage);
+    emit_activations(&o, p, stage);
+    if (p->pp == 1) {
+        emit_passes(&o, p);
+        emit_step(&o, p);
+    } else {
+        for (int k = stage; k < p->n_chunks; k += p->pp) emit_chunk(&o, p, k);
+        emit_pipeline_step(&o, p, stage);
+    }
     emit_main(&o, p, stage);
     return close_writer(&o, name);
 }

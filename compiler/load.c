@@ -271,6 +271,19 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     get_str(L, data, "train", p->data_train, sizeof p->data_train);
     get_str(L, plan, "precision", p->precision, sizeof p->precision);
     p->zero = (int)get_int(L, plan, "zero");
+    int pipe = push_sub(L, plan, "pipeline");
+    get_str(L, pipe, "schedule", p->schedule, sizeof p->schedule);
+    p->virt = p->pp > 1 ? (int)get_int(L, pipe, "virtual") : 1;  /* chunks only matter across stages */
+    int stages = push_sub(L, pipe, "stages");
+    if (lua_istable(L, stages) && p->pp > 1) {
+        int n = (int)lua_rawlen(L, stages);
+        p->chunk_layers = calloc((size_t)n, sizeof(int));
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, stages, i + 1);
+            p->chunk_layers[i] = (int)lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+    }
     int buckets = push_sub(L, plan, "buckets");
     p->bucket_mb = get_num(L, buckets, "mb");
     sandbox_close(&sb);

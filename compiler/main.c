@@ -31,8 +31,8 @@ static const char USAGE[] =
     "\n"
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n"
-    "  --dump=PASS                print the IR after PASS (load, check, shard, graph,\n"
-    "                             buckets, memory) to stdout\n"
+    "  --dump=PASS                print the IR after PASS (load, check, shard, partition,\n"
+    "                             graph, buckets, memory) to stdout\n"
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
     "  --backend cpu              code generator (only cpu in this version)\n"
     "  --help, --version\n"
@@ -50,7 +50,8 @@ typedef struct {
 } pass;
 
 static const pass PASSES[] = {
-    { "check", pass_check }, { "shard", pass_shard }, { "graph", pass_graph },
+    { "check", pass_check }, { "shard", pass_shard }, { "partition", pass_partition },
+    { "graph", pass_graph }, { "schedule", pass_schedule },
     { "buckets", pass_buckets }, { "memory", pass_memory },
 };
 
@@ -84,7 +85,7 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
         } else if (strncmp(s, "--dump=", 7) == 0) {
             a->dump = s + 7;
             if (!known_pass(a->dump))
-                return usage_error("--dump: unknown pass (valid: load, check, shard, graph, buckets, memory)");
+                return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory)");
         } else if (strcmp(s, "--runtime") == 0) {
             if (++i >= argc) return usage_error("--runtime needs a folder");
             a->runtime = argv[i];

@@ -102,7 +102,7 @@ int pass_graph(Program *p) {
         }
         long whole = 1;  /* the full tensor, whatever tensor parallelism splits */
         for (int d = 0; d < p->params[i].ndim; d++) whole *= p->params[i].gshape[d];
-        p->n_param_total += whole;
+        if (p->params[i].tied_to < 0) p->n_param_total += whole;
     }
     p->grad_order = malloc(sizeof(int) * (size_t)p->n_params);
     for (int i = 0; i < p->n_params; i++) p->grad_order[i] = i;
@@ -116,59 +116,81 @@ int pass_graph(Program *p) {
 }
 
 /* ---- buckets: gradients laid out in completion order, cut into buckets ---- */
+/* Each pipeline stage has its own parameter arena and buckets. */
 int pass_buckets(Program *p) {
     double cap_bytes = p->bucket_mb * 1024.0 * 1024.0;
     p->buckets = calloc((size_t)p->n_params, sizeof *p->buckets);
+    p->param_numel = calloc((size_t)p->pp, sizeof(long));
     p->n_buckets = 0;
-    long offset = 0;
-    ir_bucket *cur = NULL;
-    for (int r = 0; r < p->n_params; r++) {
-        ir_param *q = &p->params[p->grad_order[r]];
-        double bytes = 4.0 * (double)q->numel;
-        /* a parameter larger than the cap gets a bucket of its own */
-        if (!cur || 4.0 * (double)cur->numel + bytes > cap_bytes) {
-            cur = &p->buckets[p->n_buckets++];
-            cur->offset = offset;
-            cur->first_param = r;
+    for (int stage = 0; stage < p->pp; stage++) {
+        long offset = 0;
+        ir_bucket *cur = NULL;
+        for (int r = 0; r < p->n_params; r++) {
+            ir_param *q = &p->params[p->grad_order[r]];
+            if (q->stage != stage) continue;
+            double bytes = 4.0 * (double)q->numel;
+            /* a parameter larger than the cap gets a bucket of its own */
+            if (!cur || 4.0 * (double)cur->numel + bytes > cap_bytes) {
+                cur = &p->buckets[p->n_buckets++];
+                cur->offset = offset;
+                cur->first_param = r;
+                cur->stage = stage;
+            }
+            q->offset = offset;
+            q->bucket = (int)(cur - p->buckets);
+            cur->numel += q->numel;
+            cur->last_param = r;
+            cur->ready_after_op = q->last_grad_op;
+            offset += q->numel;
         }
-        q->offset = offset;
-        q->bucket = (int)(cur - p->buckets);
-        cur->numel += q->numel;
-        cur->last_param = r;
-        cur->ready_after_op = q->last_grad_op;
-        offset += q->numel;
+        p->param_numel[stage] = offset;
     }
-    p->param_numel = offset;
     return 0;
 }
 
-/* ---- memory: one activation arena per rank, offsets fixed here ---- */
+/* ---- memory: one activation slot per in-flight microbatch, offsets fixed here ---- */
 static long align16(long n) { return (n + 15) & ~15L; }
+
+static int tensor_stage(const Program *p, int t) {
+    return p->ops[p->tensors[t].producer].chunk % p->pp;
+}
 
 int pass_memory(Program *p) {
     long N = (long)p->micro * p->seq;
-    long off = 0;
-    /* activations that carry gradients come first: the activation-gradient
-     * arena mirrors exactly this prefix */
-    for (int t = 1; t < p->n_tensors; t++) {
-        p->tensors[t].offset = off;
-        off += align16(N / p->tensors[t].rows_div * p->tensors[t].width);
-    }
-    p->dact_numel = off;
-    for (int i = 0; i < p->n_ops; i++) {
-        ir_op *o = &p->ops[i];
-        switch (o->kind) {
-        case OP_LAYERNORM:   /* mean, rstd */
-            o->saved_numel = 2 * N / p->tensors[o->out].rows_div;
-            break;
-        case OP_ATTENTION: o->saved_numel = (long)p->micro * o->heads * p->seq * p->seq; break;
-        case OP_LMHEAD_XENT: o->saved_numel = N * (p->vocab_padded / p->tp); break;  /* probs */
-        default: o->saved_numel = 0;
+    p->act_numel = calloc((size_t)p->pp, sizeof(long));
+    p->dact_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int stage = 0; stage < p->pp; stage++) {
+        long off = 0;
+        /* activations that carry gradients come first: the activation-gradient
+         * slot mirrors exactly this prefix; a chunk's received input too */
+        for (int t = 1; t < p->n_tensors; t++) {
+            if (tensor_stage(p, t) != stage) continue;
+            p->tensors[t].offset = off;
+            off += align16(N / p->tensors[t].rows_div * p->tensors[t].width);
         }
-        o->saved_offset = off;
-        off += align16(o->saved_numel);
+        for (int k = 0; k < p->n_chunks; k++) {
+            int t = p->chunk_in[k];
+            if (!t || k % p->pp != stage) continue;
+            p->chunk_in_offset[k] = off;
+            off += align16(N / p->tensors[t].rows_div * p->tensors[t].width);
+        }
+        p->dact_numel[stage] = off;
+        for (int i = 0; i < p->n_ops; i++) {
+            ir_op *o = &p->ops[i];
+            if (o->chunk % p->pp != stage) continue;
+            switch (o->kind) {
+            case OP_LAYERNORM:   /* mean, rstd */
+                o->saved_numel = 2 * N / p->tensors[o->out].rows_div;
+                break;
+            case OP_ATTENTION: o->saved_numel = (long)p->micro * o->heads * p->seq * p->seq; break;
+            case OP_LMHEAD_XENT: o->saved_numel = N * (p->vocab_padded / p->tp); break;  /* probs */
+            default: o->saved_numel = 0;
+            }
+            o->saved_offset = off;
+            off += align16(o->saved_numel);
+        }
+        p->act_numel[stage] = off;
     }
-    p->act_numel = off;
     p->scratch_numel = align16((long)p->seq * p->seq);
     /* tensor-parallel collectives stage a gathered or reduced tensor here, and
      * the vocabulary-parallel loss its per-token statistics */
@@ -185,5 +207,16 @@ void program_free(Program *p) {
     free(p->tensors);
     free(p->grad_order);
     free(p->buckets);
+    free(p->param_numel);
+    free(p->act_numel);
+    free(p->dact_numel);
+    free(p->chunk_layers);
+    free(p->chunk_first_op);
+    free(p->chunk_end_op);
+    free(p->chunk_in);
+    free(p->chunk_out);
+    free(p->chunk_in_offset);
+    if (p->sched) schedule_free(p->sched);
+    free(p->sched);
     memset(p, 0, sizeof *p);
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "schedule.h"
+
 #define WF_MAX_NAME 96
 
 typedef enum {
@@ -48,6 +50,10 @@ typedef struct {
     int sections;       /* column blocks split separately (3 for fused q,k,v) */
     long gshape[4];     /* the full tensor's shape (shape[] is this rank's part) */
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
+    /* set by partition */
+    int stage;          /* pipeline stage holding it */
+    int tied_to;        /* -1, or the parameter this is a copy of on another stage
+                           (the LM head's wte on the last stage) */
     /* set by graph: index of the backward op that writes its last gradient */
     int last_grad_op;
     /* set by buckets */
@@ -71,6 +77,7 @@ typedef struct {
     int heads;             /* attention */
     char parallel[8];      /* linear: "column" or "row" */
     int layer;             /* transformer block, -1 outside blocks */
+    int chunk;             /* pipeline chunk (set by partition) */
     long saved_offset;     /* op-specific saved buffers (mean/rstd, att, probs) */
     long saved_numel;
 } ir_op;
@@ -79,6 +86,7 @@ typedef struct {
     long offset, numel;     /* in floats, into the gradient arena */
     int first_param, last_param;  /* indices in backward order */
     int ready_after_op;     /* backward op after which it is complete */
+    int stage;
 } ir_bucket;
 
 typedef struct Program {
@@ -107,16 +115,26 @@ typedef struct Program {
     char precision[8];
     int zero;
     double bucket_mb;
+    /* pipeline */
+    char schedule[16];
+    int virt;               /* chunks per pipeline rank (interleaved) */
+    int n_chunks;           /* pp * virt */
+    int *chunk_layers;      /* layers per chunk, from the plan (or NULL: balance) */
+    int *chunk_first_op, *chunk_end_op;  /* op range [first, end) of each chunk */
+    int *chunk_in, *chunk_out;           /* boundary tensors (0 at the ends) */
+    long *chunk_in_offset;  /* where the receiving stage keeps chunk_in */
     /* graph */
     ir_param *params; int n_params;
     ir_op *ops; int n_ops;
     ir_tensor *tensors; int n_tensors;
     int *grad_order;        /* parameter indices in the order their gradients complete */
+    schedule *sched;        /* pipeline schedule (pp > 1), verified */
     /* buckets and memory */
     ir_bucket *buckets; int n_buckets;
-    long param_numel;       /* floats */
-    long act_numel;         /* activation arena incl. saved buffers, floats */
-    long dact_numel;        /* activation-gradient arena, floats */
+    /* per pipeline stage (arrays of pp): arena sizes in floats */
+    long *param_numel;      /* parameters (and gradients) */
+    long *act_numel;        /* one activation slot, incl. saved buffers */
+    long *dact_numel;       /* one activation-gradient slot */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
     /* derived figures */
@@ -133,12 +151,15 @@ typedef void (*dump_fn)(const Program *p, FILE *out);
 int pass_load(Program *p, const char *path, const char *const *overrides, int n_overrides);
 int pass_check(Program *p);
 int pass_shard(Program *p);
+int pass_partition(Program *p);
 int pass_graph(Program *p);
+int pass_schedule(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
 
 void program_free(Program *p);
+int program_slots(const Program *p, int stage);   /* activation slots a stage reserves */
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
 

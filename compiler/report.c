@@ -36,13 +36,14 @@ static void human_count(double v, char *out, size_t n) {
  * their gradients, kernel scratch. */
 typedef struct { double params, grads, optim, acts, dacts, scratch, total; } memory_split;
 
-static memory_split memory_per_rank(const Program *p) {
+static memory_split memory_per_rank(const Program *p, int stage) {
     memory_split m;
-    m.params = 4.0 * (double)p->param_numel;
+    int slots = program_slots(p, stage);
+    m.params = 4.0 * (double)p->param_numel[stage];
     m.grads = m.params;
     m.optim = 2.0 * m.params;
-    m.acts = 4.0 * (double)p->act_numel;
-    m.dacts = 4.0 * (double)p->dact_numel;
+    m.acts = 4.0 * (double)p->act_numel[stage] * slots;
+    m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch;
     return m;
@@ -74,18 +75,29 @@ void program_report(const Program *p, FILE *out) {
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
     }
-    memory_split m = memory_per_rank(p);
-    fprintf(out, "memory per rank:\n");
+    fprintf(out, "memory per rank%s:\n", p->pp > 1 ? " (by pipeline stage)" : "");
     const char *names[] = { "parameters", "gradients", "optimizer", "activations",
                             "act. grads", "scratch", "total" };
-    double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.total };
+    double worst = 0;
     for (int i = 0; i < 7; i++) {
-        human_bytes(vals[i], a, sizeof a);
-        fprintf(out, "  %-12s %12s\n", names[i], a);
+        fprintf(out, "  %-12s", names[i]);
+        for (int s = 0; s < p->pp; s++) {
+            memory_split m = memory_per_rank(p, s);
+            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.total };
+            if (m.total > worst) worst = m.total;
+            human_bytes(vals[i], a, sizeof a);
+            fprintf(out, " %12s", a);
+        }
+        fputc('\n', out);
+    }
+    if (p->pp > 1) {
+        fprintf(out, "  %-12s", "act. slots");
+        for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_slots(p, s));
+        fputc('\n', out);
     }
     human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
     fprintf(out, "  verdict      %s in the %s of a %s device\n",
-            m.total <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
+            worst <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
 }
 
 static void dump_graph(const Program *p, FILE *out) {
@@ -100,6 +112,7 @@ static void dump_graph(const Program *p, FILE *out) {
         if (o->parallel[0]) fprintf(out, " %s-parallel", o->parallel);
         if (o->saved_numel) fprintf(out, "  saved @%ld+%ld", o->saved_offset, o->saved_numel);
         if (p->act_numel) fprintf(out, "  act @%ld", p->tensors[o->out].offset);
+        if (p->pp > 1) fprintf(out, "  chunk %d", o->chunk);
         fputc('\n', out);
     }
 }
@@ -130,6 +143,8 @@ void program_dump(const Program *p, const char *after, FILE *out) {
                     p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].ready_after_op);
     }
     if (p->act_numel)
-        fprintf(out, "arenas: params %ld, activations %ld, activation grads %ld, scratch %ld floats\n",
-                p->param_numel, p->act_numel, p->dact_numel, p->scratch_numel);
+        for (int s = 0; s < p->pp; s++)
+            fprintf(out, "stage %d arenas: params %ld, activation slot %ld x %d, activation grads %ld, "
+                         "scratch %ld floats\n", s, p->param_numel[s], p->act_numel[s],
+                    program_slots(p, s), p->dact_numel[s], p->scratch_numel);
 }

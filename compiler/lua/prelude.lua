@@ -620,6 +620,8 @@ local function make_plan(spec)
   s.pipeline = check_fields("pipeline", s.pipeline, {
     schedule = { "string", one_of = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" }, default = "1f1b" },
     microbatches = { "integer", min = 1, max = 1 << 20 },
+    virtual = { "integer", min = 1, max = 64, default = 1 },
+    stages = { "table" },
   })
 
   -- What this version can run.
@@ -633,7 +635,34 @@ local function make_plan(spec)
          .. " tokens, which tp = " .. s.mesh.tp .. " does not divide",
          "sp = false, or a batch.micro making micro * seq a multiple of tp")
   end
-  if s.mesh.pp ~= 1 then fail("mesh.pp", show(s.mesh.pp) .. " " .. SUPPORTED_LATER, "1") end
+  -- Pipeline: pp * virtual chunks of whole transformer blocks.
+  local pl, chunks = s.pipeline, s.mesh.pp * s.pipeline.virtual
+  if pl.virtual > 1 and pl.schedule ~= "interleaved" then
+    fail("pipeline.virtual", show(pl.virtual) .. " needs schedule = \"interleaved\"",
+         "1, or schedule = \"interleaved\"")
+  end
+  if pl.schedule == "interleaved" and s.mesh.pp > 1 and pl.virtual < 2 then
+    fail("pipeline.virtual", "the interleaved schedule needs virtual >= 2 chunks per rank", ">= 2")
+  end
+  if chunks > s.model.layers then
+    fail("mesh.pp", "pp * virtual = " .. chunks .. " pipeline chunks, but the model has only "
+         .. s.model.layers .. " layers", "pp * virtual <= " .. s.model.layers)
+  end
+  if pl.stages then
+    local sum = 0
+    if #pl.stages ~= chunks then
+      fail("pipeline.stages", "lists " .. #pl.stages .. " layer counts for " .. chunks .. " chunks",
+           chunks .. " counts (pp * virtual), summing to " .. s.model.layers)
+    end
+    for i = 1, #pl.stages do
+      check_value("pipeline.stages[" .. i .. "]", pl.stages[i], { "integer", min = 1, max = s.model.layers })
+      sum = sum + pl.stages[i]
+    end
+    if sum ~= s.model.layers then
+      fail("pipeline.stages", "layer counts sum to " .. sum .. ", the model has " .. s.model.layers,
+           chunks .. " counts summing to " .. s.model.layers)
+    end
+  end
   if s.zero ~= 0 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0") end
   if s.precision ~= "fp32" then
     fail("plan.precision", show(s.precision) .. " " .. SUPPORTED_LATER, "\"fp32\"")
@@ -654,6 +683,15 @@ local function make_plan(spec)
          "a multiple of " .. per_step .. ", e.g. " .. per_step .. ", " .. 2 * per_step .. ", " .. 4 * per_step)
   end
   s.batch.accum = s.batch.global // per_step
+  if pl.microbatches and pl.microbatches ~= s.batch.accum then
+    fail("pipeline.microbatches", show(pl.microbatches) .. " disagrees with batch.global / (micro * dp) = "
+         .. s.batch.accum, tostring(s.batch.accum) .. ", or leave it out")
+  end
+  if pl.schedule == "interleaved" and s.mesh.pp > 1 and s.batch.accum % s.mesh.pp ~= 0 then
+    fail("pipeline.microbatches", "the interleaved schedule needs a multiple of pp = " .. s.mesh.pp
+         .. " microbatches, got " .. s.batch.accum,
+         "batch.global / (micro * dp) a multiple of " .. s.mesh.pp)
+  end
 
   -- Sizes that the runtime indexes with 64-bit offsets but kernels with int.
   local m = s.model

@@ -90,48 +90,141 @@ static void write_config(const wf_ctx *c, const char *dir) {
     if (fclose(f) != 0) wf_fatal(c, "fclose", WF_WHERE, "writing %s failed", path);
 }
 
+/* Drops the tied copies (their owner saves them) from t[0 .. n_params * (1 +
+ * both)]; returns how many remain. */
+static int pack_owned(const wf_ctx *c, wf_st_tensor *t, char (*names)[128], int both) {
+    const wf_program *p = c->p;
+    int n = 0;
+    (void)names;
+    for (int half = 0; half <= both; half++)
+        for (int k = 0; k < p->n_params; k++)
+            if (!p->params[k].tied || p->params[k].tied == 1) t[n++] = t[half * p->n_params + k];
+    return n;
+}
+
+/* Metadata every checkpoint file carries (strings live in `buf`). */
+typedef struct { char step[32], position[32], shape[128], seed[32]; const char *kv[12]; } ckpt_meta;
+
+static void make_meta(const wf_ctx *c, ckpt_meta *m) {
+    const wf_program *p = c->p;
+    snprintf(m->step, sizeof m->step, "%ld", c->step);
+    snprintf(m->position, sizeof m->position, "%ld", c->step * (long)p->global_batch);
+    snprintf(m->shape, sizeof m->shape, "gpt2 L%d h%d heads%d seq%d vocab%d", p->layers, p->hidden,
+             p->heads, p->seq, p->vocab);
+    snprintf(m->seed, sizeof m->seed, "%llu", (unsigned long long)p->seed);
+    const char *kv[12] = { "format", "pt", "weft_step", m->step, "weft_samples_seen", m->position,
+                           "weft_model", m->shape, "weft_seed", m->seed, "weft_plan", p->plan };
+    memcpy(m->kv, kv, sizeof kv);
+}
+
+/* Writes this stage's whole tensors (not the tied copies its owner saves) as
+ * DIR/NAME.safetensors for the model and the optimizer state. */
+static void write_files(wf_ctx *c, const char *dir, const char *model_name, const char *optim_name,
+                        const float *ww, const float *wm, const float *wv, const long *off) {
+    const wf_program *p = c->p;
+    char path[1200], err[512];
+    ckpt_meta meta;
+    make_meta(c, &meta);
+    wf_st_tensor *t = wf_alloc(c, sizeof *t * 2 * (size_t)p->n_params, "checkpoint index");
+    char (*names)[128] = wf_alloc(c, 128 * 2 * (size_t)p->n_params, "checkpoint names");
+    fill_tensors(c, ww, off, t, names, "");
+    int n = pack_owned(c, t, names, 0);
+    snprintf(path, sizeof path, "%s/%s", dir, model_name);
+    if (wf_st_write(path, t, n, meta.kv, 6, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    fill_tensors(c, wm, off, t, names, "exp_avg.");
+    fill_tensors(c, wv, off, t + p->n_params, names + p->n_params, "exp_avg_sq.");
+    n = pack_owned(c, t, names, 1);
+    snprintf(path, sizeof path, "%s/%s", dir, optim_name);
+    if (wf_st_write(path, t, n, meta.kv, 6, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    free(t);
+    free(names);
+}
+
+/* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors. */
+static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
+    char path[1200], err[512];
+    int n = 0, cap = 64;
+    wf_st_tensor *t = wf_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
+    for (int s = 0; s < c->p->pp; s++) {
+        wf_st_file *f;
+        snprintf(path, sizeof path, "%s/%s.stage%d.safetensors", dir, base, s);
+        if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
+        for (int i = 0; i < wf_st_count(f); i++) {
+            if (n == cap) {
+                cap *= 2;
+                t = realloc(t, sizeof *t * (size_t)cap);
+                if (!t) wf_fatal(c, "realloc", WF_WHERE, "out of memory merging checkpoints");
+            }
+            const char *name = wf_st_name(f, i);
+            t[n].name = strdup(name);
+            t[n].ndim = wf_st_shape(f, name, t[n].shape, 4);
+            long numel = 1;
+            for (int d = 0; d < t[n].ndim; d++) numel *= t[n].shape[d];
+            float *data = wf_alloc(c, sizeof(float) * (size_t)(numel ? numel : 1), "checkpoint tensor");
+            if (wf_st_read(f, name, t[n].ndim, t[n].shape, data, err, sizeof err) != 0)
+                wf_fatal(c, "wf_st_read", WF_WHERE, "%s", err);
+            t[n++].data = data;
+        }
+        wf_st_close(f);
+        unlink(path);
+    }
+    ckpt_meta meta;
+    make_meta(c, &meta);
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, base);
+    if (wf_st_write(path, t, n, meta.kv, 6, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    for (int i = 0; i < n; i++) {
+        free((char *)t[i].name);
+        free((float *)t[i].data);
+    }
+    free(t);
+}
+
+/* Every dp replica holds the same weights: replica 0 gathers its tp shards,
+ * each pipeline stage's leader writes its whole tensors, world rank 0 joins
+ * them and swaps the folder in. */
 void wf_ckpt_save(wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
-    /* every dp replica holds the same weights: replica 0 gathers its tp shards
-     * and world rank 0 writes whole tensors */
     long *off = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
-    float *whole_w = NULL, *whole_m = NULL, *whole_v = NULL;
+    const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
+    float *ww = NULL, *wm = NULL, *wv = NULL;
     if (c->dp_rank == 0) {
-        whole_w = gather_whole(c, c->params, off, total);
-        whole_m = gather_whole(c, c->adam_m, off, total);
-        whole_v = gather_whole(c, c->adam_v, off, total);
+        ww = gather_whole(c, weights, off, total);
+        wm = gather_whole(c, c->adam_m, off, total);
+        wv = gather_whole(c, c->adam_v, off, total);
     }
+    int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
+    WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    char tmp[1100], old[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, job);
+    snprintf(old, sizeof old, "%s.old-%d", dir, job);
     if (wf_is_root(c)) {
-        char tmp[1100], old[1100], path[1200], err[512];
-        snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, (int)getpid());
-        snprintf(old, sizeof old, "%s.old-%d", dir, (int)getpid());
         nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         if (mkdir(tmp, 0755) != 0)
             wf_fatal(c, "mkdir", WF_WHERE, "cannot create checkpoint folder %s: %s", tmp, strerror(errno));
-        wf_st_tensor *t = wf_alloc(c, sizeof *t * 2 * (size_t)p->n_params, "checkpoint index");
-        char (*names)[128] = wf_alloc(c, 128 * 2 * (size_t)p->n_params, "checkpoint names");
-        char step[32], position[32], shape[128];
-        snprintf(step, sizeof step, "%ld", c->step);
-        snprintf(position, sizeof position, "%ld", c->step * (long)p->global_batch);
-        snprintf(shape, sizeof shape, "gpt2 L%d h%d heads%d seq%d vocab%d", p->layers, p->hidden,
-                 p->heads, p->seq, p->vocab);
-        char seed[32];
-        snprintf(seed, sizeof seed, "%llu", (unsigned long long)p->seed);
-        const char *meta[] = { "format", "pt", "weft_step", step, "weft_samples_seen", position,
-                               "weft_model", shape, "weft_seed", seed, "weft_plan", p->plan };
-        fill_tensors(c, whole_w, off, t, names, "");
-        snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-        if (wf_st_write(path, t, p->n_params, meta, 6, err, sizeof err) != 0)
-            wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
-        fill_tensors(c, whole_m, off, t, names, "exp_avg.");
-        fill_tensors(c, whole_v, off, t + p->n_params, names + p->n_params, "exp_avg_sq.");
-        snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-        if (wf_st_write(path, t, 2 * p->n_params, meta, 6, err, sizeof err) != 0)
-            wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    }
+    WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+    if (c->dp_rank == 0 && c->tp_rank == 0) {
+        char model[64], optim[64];
+        if (p->pp > 1) {
+            snprintf(model, sizeof model, "model.stage%d.safetensors", c->stage);
+            snprintf(optim, sizeof optim, "optimizer.stage%d.safetensors", c->stage);
+        } else {
+            snprintf(model, sizeof model, "model.safetensors");
+            snprintf(optim, sizeof optim, "optimizer.safetensors");
+        }
+        write_files(c, tmp, model, optim, ww, wm, wv, off);
+    }
+    WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+    if (wf_is_root(c)) {
+        if (p->pp > 1) {
+            merge_stages(c, tmp, "model");
+            merge_stages(c, tmp, "optimizer");
+        }
         write_config(c, tmp);
-        free(t);
-        free(names);
         struct stat st;
         int had_old = stat(dir, &st) == 0;
         if (had_old && rename(dir, old) != 0)
@@ -145,9 +238,9 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
         if (had_old) nftw(old, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         wf_log(c, "checkpoint: step %ld saved to %s\n", c->step, dir);
     }
-    free(whole_w);
-    free(whole_m);
-    free(whole_v);
+    free(ww);
+    free(wm);
+    free(wv);
     free(off);
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }

@@ -22,13 +22,17 @@ typedef struct wf_options {
 struct wf_ctx {
     const wf_program *p;
     wf_options opt;
-    int rank, world, dp_rank, tp_rank;
-    MPI_Comm dp_comm, tp_comm;
+    int rank, world, dp_rank, tp_rank, stage;
+    MPI_Comm dp_comm, tp_comm, pp_comm;
+    MPI_Comm tied_comm;            /* first and last stage: the tied wte (or MPI_COMM_NULL) */
+    float *next_params;            /* PipeDream-2BW: the newest weights; params are one behind */
     float *comm;                   /* staging for tensor-parallel collectives */
+    float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
     float *params, *grads, *adam_m, *adam_v;
     float *acts, *dacts, *scratch, *losses;
-    int32_t *tokens, *targets;     /* current microbatch, B*T each */
+    int32_t *tokens, *targets;     /* the step's microbatches, accum x B*T each */
+    int micro_index;               /* microbatch the single-stage step is on */
     wf_data *data;
     /* bucket all-reduces in flight */
     MPI_Request *bucket_req;

@@ -1,5 +1,6 @@
 /* optim.c: learning-rate schedule, global gradient norm and AdamW. */
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -23,10 +24,12 @@ double wf_grad_norm(wf_ctx *c) {
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
+        if (q->tied == 2) continue;  /* the LM head's copy of wte: counted on stage 0 */
         const float *g = c->grads + q->offset;
         for (long i = 0; i < q->numel; i++) sum += (double)g[i] * g[i];
     }
     if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
+    if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
     return sqrt(sum);
 }
 
@@ -44,9 +47,16 @@ void wf_tp_partial_grads(wf_ctx *c) {
 }
 
 /* AdamW with decoupled weight decay (applied to matrices only, as in GPT-2
- * training), bias-corrected moments. */
+ * training), bias-corrected moments.  With PipeDream-2BW's weight delay the
+ * step updates the newest version while compute moves on to the one before:
+ * W(t+1) = W(t) - lr * update(grad of W(t-1)). */
 void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     const wf_program *p = c->p;
+    float *weights = c->params;
+    if (p->weight_delay) {
+        memcpy(c->params, c->next_params, sizeof(float) * (size_t)p->param_numel);
+        weights = c->next_params;
+    }
     long t = c->step + 1;
     double bc1 = 1.0 - pow(p->beta1, (double)t), bc2 = 1.0 - pow(p->beta2, (double)t);
     float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
@@ -54,7 +64,7 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         float decay = q->decay ? (float)(lr * p->weight_decay) : 0.0f;
-        float *w = c->params + q->offset, *g = c->grads + q->offset;
+        float *w = weights + q->offset, *g = c->grads + q->offset;
         float *m = c->adam_m + q->offset, *v = c->adam_v + q->offset;
         for (long i = 0; i < q->numel; i++) {
             float gi = g[i] * grad_scale;

@@ -53,8 +53,10 @@ float *wf_grad_ptr(wf_ctx *c, long off) { return c->grads + off; }
 float *wf_act_ptr(wf_ctx *c, long off) { return c->acts + off; }
 float *wf_dact_ptr(wf_ctx *c, long off) { return c->dacts + off; }
 float *wf_scratch(wf_ctx *c) { return c->scratch; }
-const int32_t *wf_tokens(wf_ctx *c) { return c->tokens; }
-const int32_t *wf_targets(wf_ctx *c) { return c->targets; }
+const int32_t *wf_tokens(wf_ctx *c) { return wf_tokens_of(c, c->micro_index); }
+const int32_t *wf_targets(wf_ctx *c) { return wf_targets_of(c, c->micro_index); }
+const int32_t *wf_tokens_of(wf_ctx *c, int m) { return c->tokens + (long)m * c->p->micro * c->p->seq; }
+const int32_t *wf_targets_of(wf_ctx *c, int m) { return c->targets + (long)m * c->p->micro * c->p->seq; }
 float wf_loss_scale(wf_ctx *c) { return c->loss_scale; }
 float *wf_losses(wf_ctx *c) { return c->losses; }
 void wf_add_loss(wf_ctx *c, double loss_sum) { c->loss_sum += loss_sum; }
@@ -63,19 +65,39 @@ void wf_add_loss(wf_ctx *c, double loss_sum) { c->loss_sum += loss_sum; }
 
 /* Global sample index of row j of microbatch m on this rank: a pure function of
  * (step, m, dp rank, j), so every layout reads the same global batch. */
-void wf_micro_begin(wf_ctx *c, int m) {
+static void load_micro(wf_ctx *c, int m) {
     const wf_program *p = c->p;
     char err[512];
     uint64_t base = (uint64_t)c->step * (uint64_t)p->global_batch
                   + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;
+    int32_t *tok = c->tokens + (long)m * p->micro * p->seq;
+    int32_t *tgt = c->targets + (long)m * p->micro * p->seq;
     for (int j = 0; j < p->micro; j++) {
-        if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, c->tokens + (long)j * p->seq,
-                           c->targets + (long)j * p->seq, err, sizeof err) != 0)
+        if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, tok + (long)j * p->seq,
+                           tgt + (long)j * p->seq, err, sizeof err) != 0)
             wf_fatal(c, "wf_data_sample", WF_WHERE, "%s", err);
     }
-    /* backward accumulates into activation gradients: start from zero */
-    memset(c->dacts, 0, sizeof(float) * (size_t)p->dact_numel);
 }
+
+void wf_micro_begin(wf_ctx *c, int m) {
+    c->micro_index = m;
+    load_micro(c, m);
+    wf_slot_begin(c, 0);
+}
+
+void wf_use_micro(wf_ctx *c, int m) { c->micro_index = m; }
+
+void wf_step_begin(wf_ctx *c) {
+    for (int m = 0; m < c->p->accum; m++) load_micro(c, m);
+}
+
+/* backward accumulates into activation gradients: a slot starts from zero */
+void wf_slot_begin(wf_ctx *c, int slot) {
+    memset(wf_dact_slot(c, slot), 0, sizeof(float) * (size_t)c->p->dact_numel);
+}
+
+float *wf_act_slot(wf_ctx *c, int slot) { return c->acts + (long)slot * c->p->act_numel; }
+float *wf_dact_slot(wf_ctx *c, int slot) { return c->dacts + (long)slot * c->p->dact_numel; }
 
 /* ---- gradient buckets ------------------------------------------------------ */
 
@@ -110,9 +132,11 @@ void wf_buckets_wait(wf_ctx *c) {
 
 void wf_optimizer_step(wf_ctx *c) {
     const wf_program *p = c->p;
-    double loss = c->loss_sum;
+    double loss = c->loss_sum;  /* nonzero on the last pipeline stage only */
     if (p->dp > 1)
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+    if (p->pp > 1)
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
     c->last_loss = loss / ((double)p->global_batch * p->seq);
     c->loss_sum = 0;
     if (!isfinite(c->last_loss))
@@ -120,6 +144,7 @@ void wf_optimizer_step(wf_ctx *c) {
                  c->last_loss, c->step + 1);
 
     wf_tp_partial_grads(c);
+    wf_tied_grads(c);
     double norm = wf_grad_norm(c);
     float clip_scale = 1.0f;
     if (p->clip > 0 && norm > p->clip) clip_scale = (float)(p->clip / (norm + 1e-6));

@@ -92,13 +92,17 @@ static void allocate(wf_ctx *c) {
     c->grads = wf_alloc(c, np, "gradients");
     c->adam_m = wf_alloc(c, np, "AdamW first moment");
     c->adam_v = wf_alloc(c, np, "AdamW second moment");
-    c->acts = wf_alloc(c, (size_t)p->act_numel * sizeof(float), "activations");
-    c->dacts = wf_alloc(c, (size_t)p->dact_numel * sizeof(float), "activation gradients");
+    int slots = p->slots > 0 ? p->slots : 1;
+    c->acts = wf_alloc(c, (size_t)p->act_numel * (size_t)slots * sizeof(float), "activations");
+    c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)slots * sizeof(float), "activation gradients");
+    if (p->weight_delay) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
     c->comm = wf_alloc(c, (size_t)p->comm_numel * sizeof(float), "tensor-parallel staging");
-    c->tokens = wf_alloc(c, (size_t)N * sizeof(int32_t), "tokens");
-    c->targets = wf_alloc(c, (size_t)N * sizeof(int32_t), "targets");
+    c->recv = wf_alloc(c, (size_t)p->recv_buffers * (size_t)p->recv_numel * sizeof(float),
+                       "pipeline receive buffers");
+    c->tokens = wf_alloc(c, (size_t)N * (size_t)p->accum * sizeof(int32_t), "tokens");
+    c->targets = wf_alloc(c, (size_t)N * (size_t)p->accum * sizeof(int32_t), "targets");
     c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(MPI_Request), "bucket requests");
     for (int k = 0; k < p->n_buckets; k++) c->bucket_req[k] = MPI_REQUEST_NULL;
     /* d(global mean loss)/d(one token's loss): each rank's gradients are
@@ -170,6 +174,15 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     MPI_Comm_set_errhandler(c->dp_comm, MPI_ERRORS_RETURN);
     WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->dp + c->dp_rank, tp_rank, &c->tp_comm));
     MPI_Comm_set_errhandler(c->tp_comm, MPI_ERRORS_RETURN);
+    c->stage = pp_rank;
+    if (pp_rank != p->stage)
+        wf_fatal(c, "check_layout", WF_WHERE, "rank %d belongs to pipeline stage %d but runs the program "
+                 "of stage %d; use the launch.sh weft wrote", c->rank, pp_rank, p->stage);
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, c->dp_rank * p->tp + tp_rank, pp_rank, &c->pp_comm));
+    MPI_Comm_set_errhandler(c->pp_comm, MPI_ERRORS_RETURN);
+    int ends = pp_rank == 0 || pp_rank == p->pp - 1;
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, ends && p->pp > 1 ? c->dp_rank * p->tp + tp_rank
+                                                              : MPI_UNDEFINED, pp_rank, &c->tied_comm));
     wf_blas_threads(c);
 
     char blas[256];
@@ -188,6 +201,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
+    if (p->weight_delay) memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     wf_log(c, "model %d layers, hidden %d, %d heads, seq %d, vocab %d | global batch %d "
               "(%d x %d ranks x %d accumulation) | data %s (%ld tokens)\n",
            p->layers, p->hidden, p->heads, p->seq, p->vocab, p->global_batch, p->micro, p->dp,

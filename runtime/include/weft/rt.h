@@ -126,6 +126,8 @@ typedef struct wf_param {
     int sections;       /* column blocks split separately (3 for fused q, k, v) */
     long gshape[4];     /* the whole tensor (rows past gshape[0] are vocabulary padding) */
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
+    int tied;           /* a copy of a parameter another pipeline stage owns (the LM
+                           head's wte): gradients summed with it, saved by the owner */
 } wf_param;
 
 /* A fused gradient bucket: a contiguous range of the gradient arena. */
@@ -159,6 +161,10 @@ typedef struct wf_program {
                                 activations that carry gradients, floats */
     long scratch_numel;      /* kernel scratch, floats */
     long comm_numel;         /* staging for tensor-parallel collectives, floats */
+    int slots;               /* activation slots (microbatches in flight on this stage) */
+    int recv_buffers;        /* received activations waiting for their forward */
+    long recv_numel;         /* floats in one of them */
+    int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
     /* optimizer and schedule */
     double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
     int warmup, steps;
@@ -186,6 +192,23 @@ float *wf_losses(wf_ctx *c);           /* N floats of per-token loss */
 void wf_micro_begin(wf_ctx *c, int m);  /* loads microbatch m's tokens, zeroes act. grads */
 void wf_buckets_wait(wf_ctx *c);        /* waits for every bucket's all-reduce */
 void wf_optimizer_step(wf_ctx *c);      /* clip, AdamW, zero gradients */
+
+/* Pipeline parallelism.  Each in-flight microbatch keeps its activations (and
+ * their gradients) in a slot; messages go to the neighbouring stages. */
+void wf_step_begin(wf_ctx *c);          /* loads every microbatch of the step */
+void wf_use_micro(wf_ctx *c, int m);    /* wf_tokens / wf_targets now give microbatch m */
+void wf_slot_begin(wf_ctx *c, int slot);/* zeroes the slot's activation gradients */
+float *wf_act_slot(wf_ctx *c, int slot);
+float *wf_dact_slot(wf_ctx *c, int slot);
+const int32_t *wf_tokens_of(wf_ctx *c, int m);
+const int32_t *wf_targets_of(wf_ctx *c, int m);
+void wf_send(wf_ctx *c, const float *buf, long n, int stage, int tag);
+void wf_recv(wf_ctx *c, float *buf, long n, int stage, int tag);
+void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
+                 float *rbuf, long rn, int rstage, int rtag);
+void wf_tied_grads(wf_ctx *c);
+float *wf_recv_buffer(wf_ctx *c, int i);
+void wf_copy(float *dst, const float *src, long n);          /* sums the tied wte gradients of first and last stage */
 
 /* Data parallelism: start bucket k's non-blocking all-reduce now that its last
  * gradient is written; drive outstanding requests during backward. */

@@ -1,0 +1,122 @@
+/* schedule.h: pipeline schedules as per-stage instruction lists.
+ *
+ * A pipeline has `stages` ranks and runs `micro` microbatches per step. The model
+ * is cut into chunks = stages * virt pieces; chunk c lives on stage c % stages
+ * (virt > 1 only for the interleaved schedule, Megatron's layout). Everything a
+ * stage does in one step is one straight list of instructions: compute
+ * (FWD, BWD, or BWD_INPUT + BWD_WEIGHT when the backward is split), explicit
+ * point-to-point messages, collectives, and a final OPTIM.
+ *
+ * Messages are named by the chunk that consumes them: SEND_ACT(m, c) carries the
+ * output of FWD(m, c-1) into FWD(m, c); SEND_GRAD(m, c) carries the input
+ * gradient of chunk c+1 into the backward of chunk c. Sends are rendezvous: a
+ * send blocks until the peer reaches the matching receive, so the generator
+ * fuses a send and the receive that follows it into one SENDRECV wherever two
+ * neighbours would otherwise both send first. verify.h proves the result
+ * deadlock-free.
+ *
+ * Each FWD stores its saved activations in a numbered slot; BWD releases it, or
+ * BWD_WEIGHT when the backward is split (W still reads the saved inputs).
+ * slots[stage] is the peak number of live (microbatch, chunk) activations.
+ */
+#ifndef WEFT_SCHEDULE_H
+#define WEFT_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+    SCHED_GPIPE,       /* "gpipe": all forwards, then all backwards */
+    SCHED_1F1B,        /* "1f1b": PipeDream-Flush */
+    SCHED_INTERLEAVED, /* "interleaved": Megatron interleaved 1F1B, virt chunks per rank */
+    SCHED_ZBH1,        /* "zb-h1": zero-bubble H1, backward split into B and W; W runs in
+                          otherwise idle time, each stage keeps its 1F1B slot count */
+    SCHED_2BW,         /* "pipedream-2bw": asynchronous, no flush, 1F1B order per step */
+    SCHED__COUNT
+} sched_kind;
+
+typedef enum {
+    SI_FWD,         /* forward of (m, chunk) */
+    SI_BWD,         /* full backward: input and weight gradient */
+    SI_BWD_INPUT,   /* "B": input gradient only */
+    SI_BWD_WEIGHT,  /* "W": weight gradient only */
+    SI_SEND_ACT, SI_RECV_ACT, SI_SEND_GRAD, SI_RECV_GRAD,
+    SI_SENDRECV,    /* one send and one receive posted together (MPI_Sendrecv) */
+    SI_COLLECTIVE,  /* group-wide collective; tags must come in the same order on all members */
+    SI_OPTIM,       /* optimizer step, ends every stage's list */
+    SI__COUNT
+} sched_op;
+
+typedef enum { MSG_ACT, MSG_GRAD } sched_msg_kind;
+
+/* One half of a SENDRECV; chunk is the consuming chunk (see above). */
+typedef struct {
+    sched_msg_kind kind;
+    int m, chunk, peer;
+} sched_msg;
+
+#define SCHED_TAG_MAX 32
+
+typedef struct {
+    sched_op op;
+    int m, chunk;           /* compute ops and plain sends/receives */
+    int slot;               /* FWD, BWD, BWD_INPUT, BWD_WEIGHT; -1 otherwise */
+    int peer;               /* plain sends/receives: the other rank; -1 otherwise */
+    sched_msg send, recv;   /* SENDRECV only */
+    int group;              /* COLLECTIVE: group id (members: see verify.h) */
+    char tag[SCHED_TAG_MAX];/* COLLECTIVE: sequence tag, e.g. "allreduce.b3" */
+} sched_instr;
+
+typedef struct {
+    sched_kind kind;
+    int stages, micro, virt;
+    int chunks;             /* stages * virt */
+    int split_backward;     /* 1: BWD_INPUT/BWD_WEIGHT instead of BWD (zb-h1) */
+    /* PipeDream-2BW: 1. There is no flush between steps: the forward and backward
+     * of step t run on the weights of step t-1's update (one step of delay) while
+     * OPTIM writes the next version; the runtime keeps the two versions (double
+     * buffered weights). 0 for the synchronous schedules. */
+    int weight_delay;
+    sched_instr **ins;      /* ins[stage][0 .. n[stage]-1] */
+    int *n;
+    int *slots;             /* activation slots reserved per stage */
+} schedule;
+
+/* Builds the schedule; 0 on success, -1 with a message in err. virt must be 1
+ * except for SCHED_INTERLEAVED (virt >= 2, micro % stages == 0). */
+int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,
+                   char *err, size_t errlen);
+void schedule_free(schedule *s);
+
+const char *sched_name(sched_kind kind);               /* "1f1b", ... */
+int sched_parse(const char *name, sched_kind *out);    /* 0 ok, -1 unknown; "2bw" also accepted */
+const char *sched_op_name(sched_op op);                /* "FWD", "RECV_GRAD", ... */
+int sched_chunk_stage(const schedule *s, int chunk);   /* chunk % stages */
+
+/* "FWD m3 c1 slot 0", "SENDRECV(send ACT m2 c1 to rank 2, recv GRAD m0 c0 from rank 2)" */
+void sched_instr_str(const sched_instr *in, char *buf, size_t len);
+/* All lists, one instruction a line, for --dump and debugging. */
+void schedule_dump(const schedule *s, FILE *out);
+
+/* timeline.c. The schedule is verified, then simulated with unit costs:
+ * FWD 1, BWD 2, BWD_INPUT 1, BWD_WEIGHT 1; messages, collectives and OPTIM are
+ * free. An instruction starts when the previous one on its stage has finished and
+ * its inputs exist: a receive waits until its matching send has been issued (in
+ * the simulation a send does not wait for its receiver).
+ * The timeline has one row per stage and one column per time unit; a cell is
+ * "F3", "B3" (both units of a full backward), "W3" (weight gradient; "B3" is then
+ * the input gradient) or "." for idle. With virt > 1 a letter names the rank's
+ * local chunk: "F3a" is microbatch 3 on the rank's first chunk (chunk = stage),
+ * "F3b" on its second (chunk = stage + stages), and so on. Costs are per
+ * instruction, so an interleaved time unit is a chunk's forward (1/virt of a
+ * stage's): bubble fractions compare across kinds, makespans do not.
+ * With these costs the simulation gives exactly: gpipe, 1f1b, pipedream-2bw
+ * (p-1)/(m+p-1); interleaved (p-1)/(v*m+p-1); zb-h1 (2p-2)/(3m+2p-2), the
+ * optimum when every stage keeps its 1F1B activation count (p = 1: 0). */
+void schedule_timeline(const schedule *s, FILE *out);
+/* Idle time / (stages * makespan) of the same simulation; -1 if it does not verify. */
+double schedule_bubble(const schedule *s);
+/* Makespan of the same simulation in time units; -1 if it does not verify. */
+long schedule_makespan(const schedule *s);
+
+#endif
