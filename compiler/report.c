@@ -75,6 +75,19 @@ void program_report(const Program *p, FILE *out) {
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
     }
+    if (p->pp > 1) {
+        fprintf(out, "pipeline  %s schedule, %d stages x %d chunk(s), %d microbatches per step\n",
+                p->schedule, p->pp, p->virt, p->accum);
+        for (int k = 0, l = 0; k < p->n_chunks; k++) {
+            fprintf(out, "  chunk %d on stage %d: layers %d..%d%s%s\n", k, k % p->pp, l,
+                    l + p->chunk_layers[k] - 1, k == 0 ? " + embedding" : "",
+                    k == p->n_chunks - 1 ? " + final norm, LM head, loss" : "");
+            l += p->chunk_layers[k];
+        }
+        fprintf(out, "timeline (unit costs: F 1, B 2, or B 1 + W 1 when split):\n");
+        schedule_timeline(p->sched, out);
+        fprintf(out, "bubble    %.1f%% of stage time idle (unit costs)\n", 100.0 * schedule_bubble(p->sched));
+    }
     fprintf(out, "memory per rank%s:\n", p->pp > 1 ? " (by pipeline stage)" : "");
     const char *names[] = { "parameters", "gradients", "optimizer", "activations",
                             "act. grads", "scratch", "total" };

@@ -91,7 +91,8 @@ void schedule_dump(const schedule *s, FILE *out)
             s->stages, s->micro, s->virt,
             s->weight_delay ? ", weights one step stale (2BW)" : "");
     for (int st = 0; st < s->stages; st++) {
-        fprintf(out, "stage %d (%d activation slots):\n", st, s->slots[st]);
+        fprintf(out, "stage %d (%d activation slots, %d message buffers):\n", st, s->slots[st],
+                s->bufs[st]);
         for (int i = 0; i < s->n[st]; i++) {
             sched_instr_str(&s->ins[st][i], buf, sizeof buf);
             fprintf(out, "  #%d %s\n", i, buf);
@@ -250,6 +251,7 @@ typedef struct {
     long **start, **end;   /* [stage][op index] */
     int *fpos, *bpos;      /* per (m, chunk): index of its F / backward in its stage */
     long *fend, *bend;     /* per (m, chunk): end time of F / of B or I; -1 not yet */
+    int *slot_of;          /* per (m, chunk): activation slot */
     event **ev;
     int *nev;
 } plan;
@@ -397,20 +399,42 @@ static sched_instr plain(sched_msg msg, int is_send)
     return in;
 }
 
-/* Instructions of one stage: messages of each boundary, then the op; slot
- * numbers (lowest free) and their peak. */
+/* Peak number of messages the stage holds outside activation slots: produced
+ * and not yet sent, or received and not yet consumed. */
+static int message_buffers(const schedule *s, int st, const sched_instr *ins, int n)
+{
+    int held = 0, peak = 0;
+    for (int i = 0; i < n; i++) {
+        const sched_instr *in = &ins[i];
+        if (in->op == SI_SEND_ACT || in->op == SI_SEND_GRAD) {
+            held--;
+        } else if (in->op == SI_RECV_ACT || in->op == SI_RECV_GRAD || in->op == SI_SENDRECV) {
+            if (++held > peak) peak = held;
+            if (in->op == SI_SENDRECV) held--;
+        } else if (in->op <= SI_BWD_INPUT) {
+            int has_recv, has_send;
+            sched_msg recv, send;
+            cop op = {in->op == SI_FWD ? 'F' : 'B', in->m, in->chunk};
+            op_messages(s, st, op, &has_recv, &recv, &has_send, &send);
+            if (has_send && ++held > peak) peak = held;
+            if (has_recv) held--;
+        }
+    }
+    return peak;
+}
+
+/* Instructions of one stage: messages of each boundary, then the op. Slots:
+ * a FWD takes the most recently freed slot, or a new one. */
 static int emit_stage(schedule *s, const plan *pl, int st)
 {
-    int n = pl->n[st], nev = pl->nev[st], k = 0, e = 0, live = 0, peak = 0;
+    int n = pl->n[st], nev = pl->nev[st], k = 0, e = 0, nslots = 0, nfree = 0;
     const cop *ord = pl->ord[st];
     const event *ev = pl->ev[st];
     sched_instr *out = malloc(sizeof *out * (size_t)(n + nev + 1));
-    int *slot_of = malloc(sizeof(int) * (size_t)s->micro * s->chunks);
-    char *used = calloc((size_t)n + 1, 1);
-    if (!out || !slot_of || !used) {
+    int *freed = malloc(sizeof(int) * ((size_t)n + 1));
+    if (!out || !freed) {
         free(out);
-        free(slot_of);
-        free(used);
+        free(freed);
         return -1;
     }
     for (int i = 0; i <= n; i++) {
@@ -433,25 +457,17 @@ static int emit_stage(schedule *s, const plan *pl, int st)
                                                   : SI_BWD_WEIGHT);
         in.m = ord[i].m;
         in.chunk = ord[i].chunk;
-        if (ord[i].op == 'F') {
-            int slot = 0;
-            while (used[slot]) slot++;
-            used[slot] = 1;
-            slot_of[key] = slot;
-            if (++live > peak) peak = live;
-        } else if (ord[i].op == 'B' || ord[i].op == 'W') {
-            used[slot_of[key]] = 0;
-            live--;
-        }
-        in.slot = slot_of[key];
+        if (ord[i].op == 'F') pl->slot_of[key] = nfree ? freed[--nfree] : nslots++;
+        else if (ord[i].op == 'B' || ord[i].op == 'W') freed[nfree++] = pl->slot_of[key];
+        in.slot = pl->slot_of[key];
         out[k++] = in;
     }
     out[k++] = blank(SI_OPTIM);
     s->ins[st] = out;
     s->n[st] = k;
-    s->slots[st] = peak;
-    free(slot_of);
-    free(used);
+    s->slots[st] = nslots;
+    s->bufs[st] = message_buffers(s, st, out, k);
+    free(freed);
     return 0;
 }
 
@@ -460,7 +476,7 @@ static int lower(schedule *s, cop **ord, int *n, char *err, size_t errlen)
 {
     int p = s->stages, rc = -1;
     long keys = (long)s->micro * s->chunks;
-    plan pl = {s, ord, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    plan pl = {s, ord, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     pl.start = calloc((size_t)p, sizeof(long *));
     pl.end = calloc((size_t)p, sizeof(long *));
     pl.ev = calloc((size_t)p, sizeof(event *));
@@ -469,7 +485,9 @@ static int lower(schedule *s, cop **ord, int *n, char *err, size_t errlen)
     pl.bpos = malloc(sizeof(int) * (size_t)keys);
     pl.fend = malloc(sizeof(long) * (size_t)keys);
     pl.bend = malloc(sizeof(long) * (size_t)keys);
-    if (!pl.start || !pl.end || !pl.ev || !pl.nev || !pl.fpos || !pl.bpos || !pl.fend || !pl.bend)
+    pl.slot_of = malloc(sizeof(int) * (size_t)keys);
+    if (!pl.start || !pl.end || !pl.ev || !pl.nev || !pl.fpos || !pl.bpos || !pl.fend ||
+        !pl.bend || !pl.slot_of)
         goto out;
     for (long k = 0; k < keys; k++) {
         pl.fpos[k] = pl.bpos[k] = -1;
@@ -508,6 +526,7 @@ out:
     free(pl.bpos);
     free(pl.fend);
     free(pl.bend);
+    free(pl.slot_of);
     return rc;
 }
 
@@ -520,6 +539,7 @@ void schedule_free(schedule *s)
     free(s->ins);
     free(s->n);
     free(s->slots);
+    free(s->bufs);
     memset(s, 0, sizeof *s);
 }
 
@@ -571,11 +591,12 @@ int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt
     s->ins = calloc((size_t)stages, sizeof *s->ins);
     s->n = calloc((size_t)stages, sizeof *s->n);
     s->slots = calloc((size_t)stages, sizeof *s->slots);
+    s->bufs = calloc((size_t)stages, sizeof *s->bufs);
     int per_stage = 3 * micro * virt; /* compute ops per stage, at most */
     cop **ord = calloc((size_t)stages, sizeof *ord);
     int *nord = calloc((size_t)stages, sizeof *nord);
     int rc = -1;
-    if (!s->ins || !s->n || !s->slots || !ord || !nord) goto out;
+    if (!s->ins || !s->n || !s->slots || !s->bufs || !ord || !nord) goto out;
     for (int st = 0; st < stages; st++)
         if (!(ord[st] = malloc(sizeof(cop) * (size_t)per_stage))) goto out;
 

@@ -10,10 +10,13 @@
  * Messages are named by the chunk that consumes them: SEND_ACT(m, c) carries the
  * output of FWD(m, c-1) into FWD(m, c); SEND_GRAD(m, c) carries the input
  * gradient of chunk c+1 into the backward of chunk c. Sends are rendezvous: a
- * send blocks until the peer reaches the matching receive, so the generator
- * fuses a send and the receive that follows it into one SENDRECV wherever two
- * neighbours would otherwise both send first. verify.h proves the result
- * deadlock-free.
+ * send blocks until the peer reaches the matching receive. The generator puts
+ * every stage's messages in one global order that all stages agree on (so no
+ * two ranks can wait on each other), and a send and a receive that meet at the
+ * same point become one SENDRECV: in 1F1B's steady state, "send activation of m,
+ * receive gradient of m'" paired with the neighbour's "send gradient of m',
+ * receive activation of m", where both sending first would deadlock. verify.h
+ * checks the result.
  *
  * Each FWD stores its saved activations in a numbered slot; BWD releases it, or
  * BWD_WEIGHT when the backward is split (W still reads the saved inputs).
@@ -80,6 +83,9 @@ typedef struct {
     sched_instr **ins;      /* ins[stage][0 .. n[stage]-1] */
     int *n;
     int *slots;             /* activation slots reserved per stage */
+    int *bufs;              /* per stage, the most messages held at once outside the
+                               slots: produced and not yet sent (a send may come some
+                               ops after its producer), or received and not yet used */
 } schedule;
 
 /* Builds the schedule; 0 on success, -1 with a message in err. virt must be 1

@@ -1,7 +1,6 @@
 /* test_schedule.c: every schedule kind over a grid of pipeline sizes verifies,
  * runs each compute op exactly once, reserves the expected activation slots and
  * matches the bubble closed forms; plus the p=4, m=8 timelines. */
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@ static void check(int ok, const char *fmt, ...)
 }
 
 static int min_int(int a, int b) { return a < b ? a : b; }
+static double absd(double x) { return x < 0 ? -x : x; }
 
 /* Each (microbatch, chunk) of the stage: FWD once, and BWD once or
  * BWD_INPUT and BWD_WEIGHT once each; no op for a chunk living elsewhere. */
@@ -95,6 +95,10 @@ static void grid_case(sched_kind kind, int p, int m, int v)
         g += snprintf(g, sizeof got - (size_t)(g - got), "%s%d", st ? "," : "", s.slots[st]);
     }
     check(slots_ok, "%s p=%d m=%d v=%d: slots per stage [%s] as expected", name, p, m, v, got);
+    int bufs_ok = 1;
+    for (int st = 0; st < p; st++) bufs_ok &= p == 1 ? s.bufs[st] == 0 : s.bufs[st] >= 1;
+    check(bufs_ok, "%s p=%d m=%d v=%d: message buffers %s", name, p, m, v,
+          p == 1 ? "none on one stage" : "at least one per stage");
 
     double b = schedule_bubble(&s), want;
     const char *form;
@@ -108,7 +112,7 @@ static void grid_case(sched_kind kind, int p, int m, int v)
         want = closed_1f1b(p, m);
         form = "(p-1)/(m+p-1)";
     }
-    check(fabs(b - want) < 1e-12, "%s p=%d m=%d v=%d: bubble %.6f = %s = %.6f", name, p, m, v,
+    check(absd(b - want) < 1e-12, "%s p=%d m=%d v=%d: bubble %.6f = %s = %.6f", name, p, m, v,
           b, form, want);
     if ((kind == SCHED_INTERLEAVED || kind == SCHED_ZBH1) && p > 1)
         check(b < closed_1f1b(p, m), "%s p=%d m=%d v=%d: bubble %.6f < 1f1b's %.6f", name, p, m,
@@ -275,7 +279,7 @@ int main(void)
             fclose(f);
         }
         printf("%s", text);
-        check(strstr(text, "stage 1 (1 activation slots)") &&
+        check(strstr(text, "stage 1 (1 activation slots") &&
               strstr(text, "#3 SENDRECV(send ACT m1 c1 to rank 1, recv GRAD m0 c0 from rank 1)") &&
               strstr(text, "#3 SENDRECV(send GRAD m0 c0 to rank 0, recv ACT m1 c1 from rank 0)") &&
               strstr(text, "OPTIM"),
