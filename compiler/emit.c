@@ -418,6 +418,62 @@ static void emit_backward_op(writer *o, const Program *p, int i) {
     }
 }
 
+/* The two halves of op i's backward for zero-bubble schedules: B (input
+ * gradient) when `weight` is 0, W (parameter gradients) when it is 1.
+ * Returns 1 if that half emitted anything. */
+static int emit_backward_half(writer *o, const Program *p, int i, int weight) {
+    const ir_op *op = &p->ops[i];
+    operands x;
+    get_operands(p, i, &x);
+    const char *V = p->tp > 1 ? "VL" : "V", *v0 = p->tp > 1 ? "wf_tp_rank(c) * VL" : "0";
+    switch (op->kind) {
+    case OP_EMBED: case OP_VOCAB_EMBED:
+        if (!weight) return 0;
+        emit_backward_op(o, p, i);
+        return 1;
+    case OP_POS_ADD:
+        if (weight)
+            w(o, "    wf_pos_add_bwd_weight(c, g + %s, d + %s, %s, %s, T, C);\n", x.w0, x.out, x.row0, x.rows);
+        else
+            w(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, C);\n", x.in0, x.out, x.rows);
+        return 1;
+    case OP_BIAS_ADD:
+        if (weight)
+            w(o, "    wf_bias_add_bwd_weight(c, g + %s, d + %s, %s, %ld);\n", x.w0, x.out, x.rows, x.width);
+        else  /* din += dout */
+            w(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, %ld);\n", x.in0, x.out, x.rows, x.width);
+        return 1;
+    case OP_LAYERNORM:
+        if (weight)
+            w(o, "    wf_layernorm_bwd_weight(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n",
+              x.w0, x.w1, x.out, x.in0, x.s, x.s, x.rows, x.rows, x.width);
+        else
+            w(o, "    wf_layernorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n",
+              x.in0, x.out, x.in0, x.w0, x.s, x.s, x.rows, x.rows, x.width);
+        return 1;
+    case OP_LINEAR:
+        if (weight)
+            w(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x.w0,
+              op->n_param > 1 ? "g + " : "NULL", x.w1, x.out, x.in0, x.in_width, x.width);
+        else
+            w(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x.in0, x.out,
+              x.w0, x.in_width, x.width);
+        return 1;
+    case OP_LMHEAD_XENT:
+        if (weight)
+            w(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.w0, x.s,
+              x.in0, x.in_width, V);
+        else
+            w(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, wf_targets(c), wf_loss_scale(c),\n"
+                 "                             N, %ld, %s, %s);\n", x.in0, x.s, x.w0, x.in_width, V, v0);
+        return 1;
+    default:  /* no parameters: all of it is B */
+        if (weight) return 0;
+        emit_backward_op(o, p, i);
+        return 1;
+    }
+}
+
 static void emit_passes(writer *o, const Program *p) {
     w(o, "static void forward(wf_ctx *c) {\n");
     w(o, "    float *a = wf_act_ptr(c, 0);\n    const float *w = wf_param_ptr(c, 0);\n");
@@ -462,6 +518,32 @@ static void emit_step(writer *o, const Program *p) {
 
 /* ---- pipeline stages ------------------------------------------------------ */
 
+/* Zero-bubble: the chunk's backward as B (input gradients, for the stage
+ * before) and W (weight gradients, later, in the bubbles; it starts buckets). */
+static void emit_split_chunk(writer *o, const Program *p, int k) {
+    int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
+    int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    w(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot) {\n", k);
+    w(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot);\n");
+    w(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
+    w(o, "    wf_use_micro(c, m);\n");
+    for (int i = end - 1; i >= first; i--) emit_backward_half(o, p, i, 0);
+    w(o, "}\n\n");
+    w(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
+    w(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
+    w(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
+    w(o, "    wf_use_micro(c, m);\n");
+    for (int i = end - 1; i >= first; i--) {
+        if (!emit_backward_half(o, p, i, 1)) continue;
+        int j = p->n_ops - 1 - i;
+        for (int b = 0; b < p->n_buckets; b++)
+            if (p->buckets[b].stage == stage && p->buckets[b].ready_after_op == j)
+                w(o, "    if (last) wf_bucket_start(c, %d);\n", b - first_bucket);
+        w(o, "    wf_progress(c);\n");
+    }
+    w(o, "}\n\n");
+}
+
 /* Forward and backward of one pipeline chunk, on microbatch m's slot. */
 static void emit_chunk(writer *o, const Program *p, int k) {
     chunk_in_tensor = p->chunk_in[k];
@@ -474,6 +556,11 @@ static void emit_chunk(writer *o, const Program *p, int k) {
     w(o, "    wf_use_micro(c, m);\n");
     for (int i = first; i < end; i++) emit_forward_op(o, p, i);
     w(o, "}\n\n");
+    if (p->sched->split_backward) {
+        emit_split_chunk(o, p, k);
+        chunk_in_tensor = 0;
+        return;
+    }
     w(o, "static void bwd_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
     w(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
     w(o, "    const float *w = wf_param_ptr(c, 0);\n");
@@ -595,11 +682,9 @@ static void emit_pipeline_step(writer *o, const Program *p, int stage) {
     for (int i = 0; i < s->n[stage]; i++) {
         const sched_instr *in = &s->ins[stage][i];
         sched_instr_str(in, text, sizeof text);
-        int last = 1;  /* the chunk's final backward in this step starts its buckets */
+        int last = 1;  /* the chunk's final (weight) backward in this step starts its buckets */
         for (int j = i + 1; j < s->n[stage]; j++)
-            if ((s->ins[stage][j].op == SI_BWD || s->ins[stage][j].op == SI_BWD_INPUT) &&
-                s->ins[stage][j].chunk == in->chunk)
-                last = 0;
+            if (s->ins[stage][j].op == in->op && s->ins[stage][j].chunk == in->chunk) last = 0;
         switch (in->op) {
         case SI_FWD:
             w(o, "    wf_slot_begin(c, %d);", in->slot);
@@ -611,8 +696,9 @@ static void emit_pipeline_step(writer *o, const Program *p, int stage) {
             w(o, " fwd_c%d(c, %d, %d);\n", in->chunk, in->m, in->slot);
             break;
         case SI_BWD:
-        case SI_BWD_INPUT:  /* this version computes weight gradients with B */
-            w(o, "    bwd_c%d(c, %d, %d, %d);", in->chunk, in->m, in->slot, last);
+        case SI_BWD_INPUT:
+            if (in->op == SI_BWD) w(o, "    bwd_c%d(c, %d, %d, %d);", in->chunk, in->m, in->slot, last);
+            else w(o, "    bwd_input_c%d(c, %d, %d);", in->chunk, in->m, in->slot);
             if (staging[i] >= 0) {
                 const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
                 w(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + A_IN_C%d, %ldL);",
@@ -621,7 +707,7 @@ static void emit_pipeline_step(writer *o, const Program *p, int stage) {
             w(o, "\n");
             break;
         case SI_BWD_WEIGHT:
-            w(o, "    /* W m%d c%d: weight gradients were computed with B */\n", in->m, in->chunk);
+            w(o, "    bwd_weight_c%d(c, %d, %d, %d);\n", in->chunk, in->m, in->slot, last);
             break;
         case SI_SEND_ACT: case SI_SEND_GRAD:
             msg_buffer(p, stage, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,

@@ -635,6 +635,17 @@ local function make_plan(spec)
          .. " tokens, which tp = " .. s.mesh.tp .. " does not divide",
          "sp = false, or a batch.micro making micro * seq a multiple of tp")
   end
+  -- Ranks are numbered tp fastest, then dp, then pp (Megatron's order); the
+  -- generated launcher and rank table follow it.
+  if s.mesh.order ~= "tp-dp-pp" then
+    fail("mesh.order", show(s.mesh.order) .. " " .. SUPPORTED_LATER, "\"tp-dp-pp\"")
+  end
+  -- Tensor parallelism exchanges activations in every layer: keep its group
+  -- inside one node.
+  if s.cluster.device.name ~= "CPU" and s.mesh.tp > s.cluster.devices_per_node then
+    fail("mesh.tp", show(s.mesh.tp) .. " spans more than one node of " .. s.cluster.devices_per_node
+         .. " devices", "tp <= " .. s.cluster.devices_per_node)
+  end
   -- Pipeline: pp * virtual chunks of whole transformer blocks.
   local pl, chunks = s.pipeline, s.mesh.pp * s.pipeline.virtual
   if pl.virtual > 1 and pl.schedule ~= "interleaved" then

@@ -81,7 +81,7 @@ static void grid_case(sched_kind kind, int p, int m, int v)
         optim &= s.n[st] > 0 && s.ins[st][s.n[st] - 1].op == SI_OPTIM;
     }
     check(once && optim, "%s p=%d m=%d v=%d: every stage runs each compute op once, ends with "
-          "OPTIM %s", name, p, m, v, why);
+          "OPTIM%s%s", name, p, m, v, why[0] ? ": " : "", why);
 
     /* expected slots per stage */
     int slots_ok = 1;

@@ -106,6 +106,28 @@ void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs, con
                        const float *wte_part, const int32_t *targets, float scale, int N, int C,
                        int VL, int v_begin);
 
+/* ---- split backward for zero-bubble schedules (runtime/cpu/kernels_split.c):
+ * *_bwd_input ("B") and *_bwd_weight ("W") add up to the combined kernel.
+ * Ops with no parameters have only a B; embedding lookups only a W. */
+void wf_linear_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *w, int N, int K,
+                         int M);
+void wf_linear_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, const float *inp,
+                          int N, int K, int M);
+void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, int N, int C);
+void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, const float *inp,
+                             const float *mean, const float *rstd, int N, int C);
+/* V here is the rows of wte this rank holds and v_begin the first (0, V
+ * without tensor parallelism). */
+void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, float *probs, const float *wte,
+                              const int32_t *targets, float scale, int N, int C, int V, int v_begin);
+void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, const float *x, int N,
+                               int C, int V);
+void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C);
+void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0, int rows, int T,
+                           int C);
+void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C);
+
 /* ---- the program the compiler emits ----------------------------------- */
 
 enum wf_init { WF_INIT_ZEROS, WF_INIT_ONES, WF_INIT_NORMAL };
