@@ -32,6 +32,15 @@ check "periodic checkpoint at step 10 equals the straight run" \
   "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/periodic/model.safetensors"
 check "checkpoint has a GPT-2 config" grep -q '"model_type": "gpt2"' "$WORK/straight/config.json"
 
+# Resharding on load: 5 steps under tp = 2 x pp = 2, saved as whole tensors,
+# then 5 more steps on the dp = 2 program, match the straight dp = 2 run.
+build_plan tp2pp2 "$PLAN" "${set[@]}" --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2
+run_plan tp2pp2 --steps 5 --save "$WORK/half3d" >/dev/null
+run_plan run --steps 10 --resume "$WORK/half3d" --save "$WORK/resharded" >/dev/null
+check "checkpoint from tp 2 x pp 2 resumes on dp 2 (resharded)" \
+  "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/resharded/model.safetensors" \
+  --tol 5e-5 --atol 1e-5
+
 # A checkpoint of a different model is refused, naming the tensor and shapes.
 build_plan other "$PLAN" "${set[@]}" --set model.hidden=32
 if out=$(run_plan other --steps 1 --resume "$WORK/straight" 2>&1); then

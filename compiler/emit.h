@@ -1,0 +1,51 @@
+/* emit.h: the pieces of the `emit` pass, shared by its files:
+ * emit.c (files, stage program skeleton), emit_ops.c (one call per op),
+ * emit_step.c (the step: single stage, or a pipeline stage's schedule). */
+#ifndef WEFT_EMIT_H
+#define WEFT_EMIT_H
+
+#include <stdio.h>
+
+#include "program.h"
+
+typedef struct {
+    FILE *f;
+    int failed;
+} writer;
+
+/* Appends formatted text to the file being written. */
+void emit(writer *wr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- emit_ops.c ---- */
+#define NAMEBUF (WF_MAX_NAME + 16)
+
+/* Operand spellings of one op, shared by its forward and backward calls. */
+typedef struct {
+    char out[NAMEBUF], in0[NAMEBUF], in1[NAMEBUF], w0[NAMEBUF], w1[NAMEBUF], s[NAMEBUF];
+    const char *rows;      /* "N" or "NL" (this rank's tokens under sequence parallelism) */
+    const char *row0;      /* first token row this rank holds */
+    long width, in_width;
+} operands;
+
+void macro_name(const char *prefix, const char *name, char *out, size_t n);
+void op_label(const Program *p, int i, char *out, size_t n);
+void get_operands(const Program *p, int i, operands *x);
+/* While a pipeline chunk is written, its input is the copy received into
+ * this stage's arena (tensor 0: none). */
+void emit_set_chunk_input(int tensor, int chunk);
+void emit_forward_op(writer *o, const Program *p, int i);
+void emit_backward_op(writer *o, const Program *p, int i);
+int emit_backward_half(writer *o, const Program *p, int i, int weight);
+
+/* ---- emit_step.c ---- */
+void emit_passes(writer *o, const Program *p);        /* single stage: forward, backward */
+void emit_step(writer *o, const Program *p);
+void emit_chunk(writer *o, const Program *p, int k);  /* pipeline chunk k */
+void emit_pipeline_step(writer *o, const Program *p, int stage);
+int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv);
+
+/* ---- emit.c ---- */
+int stage_first_bucket(const Program *p, int stage);
+int stage_count(const Program *p, int stage, int buckets);
+
+#endif

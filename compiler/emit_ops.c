@@ -1,0 +1,281 @@
+/* emit_ops.c: the generated call for each op, forward and backward (and its
+ * B and W halves for zero-bubble schedules), with readable operand names. */
+#include <ctype.h>
+#include <string.h>
+
+#include "emit.h"
+
+/* ---- names ---------------------------------------------------------------- */
+
+/* "h.0.attn.c_attn.weight" -> "P_H0_ATTN_C_ATTN_WEIGHT" */
+void macro_name(const char *prefix, const char *name, char *out, size_t n) {
+    size_t k = (size_t)snprintf(out, n, "%s", prefix);
+    for (const char *s = name; *s && k + 1 < n; s++) {
+        if (*s == '.' && isdigit((unsigned char)s[1]) && s > name && isalpha((unsigned char)s[-1]))
+            continue;  /* h.0 -> H0 */
+        out[k++] = isalnum((unsigned char)*s) ? (char)toupper((unsigned char)*s) : '_';
+    }
+    out[k] = 0;
+}
+
+/* A readable label for op i's output: its parameter prefix where it has one. */
+void op_label(const Program *p, int i, char *out, size_t n) {
+    const ir_op *o = &p->ops[i];
+    char prefix[WF_MAX_NAME] = "";
+    if (o->kind == OP_EMBED || o->kind == OP_POS_ADD) {
+        snprintf(out, n, "A_EMBED");
+        return;
+    }
+    if (o->kind == OP_VOCAB_EMBED) {
+        snprintf(out, n, "A_EMBED_PARTIAL");
+        return;
+    }
+    if (o->kind == OP_BIAS_ADD) {  /* named after the whole bias: h.0.attn.c_proj.bias */
+        macro_name("A_", p->params[o->param[0]].name, out, n);
+        return;
+    }
+    if (o->kind == OP_LMHEAD_XENT) {
+        snprintf(out, n, "A_LOSS");
+        return;
+    }
+    if (o->n_param > 0) {
+        snprintf(prefix, sizeof prefix, "%s", p->params[o->param[0]].name);
+        char *dot = strrchr(prefix, '.');
+        if (dot) *dot = 0;
+    } else {
+        /* count ops of this kind earlier in the same block */
+        int nth = 1;
+        for (int j = 0; j < i; j++)
+            if (p->ops[j].kind == o->kind && p->ops[j].layer == o->layer) nth++;
+        const char *what = o->kind == OP_ADD ? "residual" : op_name(o->kind);
+        if (o->layer >= 0) snprintf(prefix, sizeof prefix, "h.%d.%s_%d", o->layer, what, nth);
+        else snprintf(prefix, sizeof prefix, "%s_%d", what, nth);
+    }
+    macro_name("A_", prefix, out, n);
+}
+
+/* Operand spellings used in the calls below. */
+static void pname(const Program *p, const ir_op *op, int k, char *out, size_t n) {
+    macro_name("P_", p->params[op->param[k]].name, out, n);
+}
+
+/* While a pipeline chunk is written, its input tensor is the copy received
+ * into this stage's arena. */
+static int chunk_in_tensor, chunk_in_index;
+
+void emit_set_chunk_input(int tensor, int chunk) {
+    chunk_in_tensor = tensor;
+    chunk_in_index = chunk;
+}
+
+static void tname(const Program *p, int tensor, char *out, size_t n) {
+    if (tensor && tensor == chunk_in_tensor) {
+        snprintf(out, n, "A_IN_C%d", chunk_in_index);
+        return;
+    }
+    op_label(p, p->tensors[tensor].producer, out, n);
+}
+
+static void sname(const Program *p, int i, char *out, size_t n) {
+    char label[WF_MAX_NAME + 8];
+    op_label(p, i, label, sizeof label);
+    snprintf(out, n, "S%s", label + 1);
+}
+
+void get_operands(const Program *p, int i, operands *x) {
+    const ir_op *op = &p->ops[i];
+    memset(x, 0, sizeof *x);
+    tname(p, op->out, x->out, sizeof x->out);
+    if (op->n_in > 0) tname(p, op->in[0], x->in0, sizeof x->in0);
+    if (op->n_in > 1) tname(p, op->in[1], x->in1, sizeof x->in1);
+    if (op->n_param > 0) pname(p, op, 0, x->w0, sizeof x->w0);
+    if (op->n_param > 1) pname(p, op, 1, x->w1, sizeof x->w1);
+    sname(p, i, x->s, sizeof x->s);
+    int sharded = p->tensors[op->out].rows_div > 1;
+    x->rows = sharded ? "NL" : "N";
+    x->row0 = sharded ? "wf_tp_rank(c) * NL" : "0";
+    x->width = p->tensors[op->out].width;
+    x->in_width = op->n_in > 0 ? p->tensors[op->in[0]].width : 0;
+}
+
+void emit_forward_op(writer *o, const Program *p, int i) {
+    const ir_op *op = &p->ops[i];
+    operands x;
+    get_operands(p, i, &x);
+    switch (op->kind) {
+    case OP_EMBED:
+        emit(o, "    wf_embed_fwd(c, a + %s, wf_tokens(c), w + %s, w + %s, B, T, C);\n", x.out, x.w0, x.w1);
+        break;
+    case OP_VOCAB_EMBED:
+        emit(o, "    wf_vocab_embed_fwd(c, a + %s, wf_tokens(c), w + %s, wf_tp_rank(c) * VL, VL, N, C);\n",
+          x.out, x.w0);
+        break;
+    case OP_POS_ADD:
+        emit(o, "    wf_pos_add_fwd(c, a + %s, a + %s, w + %s, %s, %s, T, C);\n", x.out, x.in0, x.w0,
+          x.row0, x.rows);
+        break;
+    case OP_BIAS_ADD:
+        emit(o, "    wf_bias_add_fwd(c, a + %s, a + %s, w + %s, %s, %ld);\n", x.out, x.in0, x.w0, x.rows,
+          x.width);
+        break;
+    case OP_LAYERNORM:
+        emit(o, "    wf_layernorm_fwd(c, a + %s, a + %s, a + %s + %s, a + %s, w + %s, w + %s, %s, %ld);\n",
+          x.out, x.s, x.s, x.rows, x.in0, x.w0, x.w1, x.rows, x.width);
+        break;
+    case OP_LINEAR:
+        emit(o, "    wf_linear_fwd(c, a + %s, a + %s, w + %s, %s%s, N, %ld, %ld);\n", x.out, x.in0, x.w0,
+          op->n_param > 1 ? "w + " : "NULL", x.w1, x.in_width, x.width);
+        break;
+    case OP_ATTENTION:
+        emit(o, "    wf_attention_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", x.out, x.s, x.in0,
+          x.width, op->heads);
+        break;
+    case OP_GELU:
+        emit(o, "    wf_gelu_fwd(c, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.rows, x.width);
+        break;
+    case OP_ADD:
+        emit(o, "    wf_add_fwd(c, a + %s, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.in1, x.rows,
+          x.width);
+        break;
+    case OP_TP_COPY:
+    case OP_TP_REDUCE:
+        emit(o, "    wf_%s_fwd(c, a + %s, a + %s, N * %ldL);\n", op_name(op->kind), x.out, x.in0, x.width);
+        break;
+    case OP_TP_GATHER:
+    case OP_TP_SCATTER:
+        emit(o, "    wf_%s_fwd(c, a + %s, a + %s, NL * %ldL);\n", op_name(op->kind), x.out, x.in0, x.width);
+        break;
+    case OP_LMHEAD_XENT:
+        if (p->tp == 1)
+            emit(o, "    wf_add_loss(c, wf_lmhead_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
+                 "                                     wf_targets(c), N, %ld, V));\n",
+              x.s, x.in0, x.w0, x.in_width);
+        else
+            emit(o, "    wf_add_loss(c, wf_vocab_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
+                 "                                    wf_targets(c), N, %ld, VL, wf_tp_rank(c) * VL, V));\n",
+              x.s, x.in0, x.w0, x.in_width);
+        break;
+    default: break;
+    }
+}
+
+void emit_backward_op(writer *o, const Program *p, int i) {
+    const ir_op *op = &p->ops[i];
+    operands x;
+    get_operands(p, i, &x);
+    switch (op->kind) {
+    case OP_EMBED:
+        emit(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.w0, x.w1, x.out);
+        break;
+    case OP_VOCAB_EMBED:
+        emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n",
+          x.w0, x.out);
+        break;
+    case OP_POS_ADD:
+        emit(o, "    wf_pos_add_bwd(c, d + %s, g + %s, d + %s, %s, %s, T, C);\n", x.in0, x.w0, x.out,
+          x.row0, x.rows);
+        break;
+    case OP_BIAS_ADD:
+        emit(o, "    wf_bias_add_bwd(c, d + %s, g + %s, d + %s, %s, %ld);\n", x.in0, x.w0, x.out, x.rows,
+          x.width);
+        break;
+    case OP_LAYERNORM:
+        emit(o, "    wf_layernorm_bwd(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s,\n"
+             "                     %s, %ld);\n", x.in0, x.w0, x.w1, x.out, x.in0, x.w0, x.s, x.s,
+          x.rows, x.rows, x.width);
+        break;
+    case OP_LINEAR:
+        emit(o, "    wf_linear_bwd(c, d + %s, g + %s, %s%s, d + %s, a + %s, w + %s, N, %ld, %ld);\n",
+          x.in0, x.w0, op->n_param > 1 ? "g + " : "NULL", x.w1, x.out, x.in0, x.w0, x.in_width,
+          x.width);
+        break;
+    case OP_ATTENTION:
+        emit(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, B, T, %ld, %d);\n",
+          x.in0, x.out, x.in0, x.s, x.width, op->heads);
+        break;
+    case OP_GELU:
+        emit(o, "    wf_gelu_bwd(c, d + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in0, x.out, x.rows,
+          x.width);
+        break;
+    case OP_ADD:
+        emit(o, "    wf_add_bwd(c, d + %s, d + %s, d + %s, %s * %ldL);\n", x.in0, x.in1, x.out, x.rows,
+          x.width);
+        break;
+    case OP_TP_COPY:
+    case OP_TP_REDUCE:
+        emit(o, "    wf_%s_bwd(c, d + %s, d + %s, N * %ldL);\n", op_name(op->kind), x.in0, x.out, x.width);
+        break;
+    case OP_TP_GATHER:
+    case OP_TP_SCATTER:
+        emit(o, "    wf_%s_bwd(c, d + %s, d + %s, NL * %ldL);\n", op_name(op->kind), x.in0, x.out, x.width);
+        break;
+    case OP_LMHEAD_XENT:
+        if (p->tp == 1)
+            emit(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
+                 "                       wf_loss_scale(c), N, %ld, V);\n",
+              x.in0, x.w0, x.s, x.in0, x.w0, x.in_width);
+        else
+            emit(o, "    wf_vocab_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
+                 "                      wf_loss_scale(c), N, %ld, VL, wf_tp_rank(c) * VL);\n",
+              x.in0, x.w0, x.s, x.in0, x.w0, x.in_width);
+        break;
+    default: break;
+    }
+}
+
+/* The two halves of op i's backward for zero-bubble schedules: B (input
+ * gradient) when `weight` is 0, W (parameter gradients) when it is 1.
+ * Returns 1 if that half emitted anything. */
+int emit_backward_half(writer *o, const Program *p, int i, int weight) {
+    const ir_op *op = &p->ops[i];
+    operands x;
+    get_operands(p, i, &x);
+    const char *V = p->tp > 1 ? "VL" : "V", *v0 = p->tp > 1 ? "wf_tp_rank(c) * VL" : "0";
+    switch (op->kind) {
+    case OP_EMBED: case OP_VOCAB_EMBED:
+        if (!weight) return 0;
+        emit_backward_op(o, p, i);
+        return 1;
+    case OP_POS_ADD:
+        if (weight)
+            emit(o, "    wf_pos_add_bwd_weight(c, g + %s, d + %s, %s, %s, T, C);\n", x.w0, x.out, x.row0, x.rows);
+        else
+            emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, C);\n", x.in0, x.out, x.rows);
+        return 1;
+    case OP_BIAS_ADD:
+        if (weight)
+            emit(o, "    wf_bias_add_bwd_weight(c, g + %s, d + %s, %s, %ld);\n", x.w0, x.out, x.rows, x.width);
+        else  /* din += dout */
+            emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, %ld);\n", x.in0, x.out, x.rows, x.width);
+        return 1;
+    case OP_LAYERNORM:
+        if (weight)
+            emit(o, "    wf_layernorm_bwd_weight(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n",
+              x.w0, x.w1, x.out, x.in0, x.s, x.s, x.rows, x.rows, x.width);
+        else
+            emit(o, "    wf_layernorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n",
+              x.in0, x.out, x.in0, x.w0, x.s, x.s, x.rows, x.rows, x.width);
+        return 1;
+    case OP_LINEAR:
+        if (weight)
+            emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x.w0,
+              op->n_param > 1 ? "g + " : "NULL", x.w1, x.out, x.in0, x.in_width, x.width);
+        else
+            emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x.in0, x.out,
+              x.w0, x.in_width, x.width);
+        return 1;
+    case OP_LMHEAD_XENT:
+        if (weight)
+            emit(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.w0, x.s,
+              x.in0, x.in_width, V);
+        else
+            emit(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, wf_targets(c), wf_loss_scale(c),\n"
+                 "                             N, %ld, %s, %s);\n", x.in0, x.s, x.w0, x.in_width, V, v0);
+        return 1;
+    default:  /* no parameters: all of it is B */
+        if (weight) return 0;
+        emit_backward_op(o, p, i);
+        return 1;
+    }
+}
+

@@ -1,0 +1,275 @@
+/* emit_step.c: the step function.  One stage: microbatches in order.  A
+ * pipeline stage: its chunks' forward and backward functions, then the
+ * verified schedule as one call per instruction, with activation slots and
+ * staging buffers for boundary tensors. */
+#include <stdlib.h>
+
+#include "emit.h"
+
+void emit_passes(writer *o, const Program *p) {
+    emit(o, "static void forward(wf_ctx *c) {\n");
+    emit(o, "    float *a = wf_act_ptr(c, 0);\n    const float *w = wf_param_ptr(c, 0);\n");
+    int layer = -2;
+    for (int i = 0; i < p->n_ops; i++) {
+        if (p->ops[i].layer != layer) {
+            layer = p->ops[i].layer;
+            if (layer >= 0) emit(o, "    /* block %d */\n", layer);
+            else if (i > 0) emit(o, "    /* final norm, LM head and loss */\n");
+        }
+        emit_forward_op(o, p, i);
+    }
+    emit(o, "}\n\n");
+    emit(o, "/* Backward: forward reversed; every kernel accumulates into its gradients. */\n");
+    emit(o, "static void backward(wf_ctx *c, int last_micro) {\n");
+    emit(o, "    float *a = wf_act_ptr(c, 0), *d = wf_dact_ptr(c, 0), *g = wf_grad_ptr(c, 0);\n");
+    emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
+    int k = 0;  /* buckets complete in order 0, 1, ... */
+    for (int j = 0; j < p->n_ops; j++) {
+        int i = p->n_ops - 1 - j;
+        emit_backward_op(o, p, i);
+        int started = 0;
+        while (k < p->n_buckets && p->buckets[k].ready_after_op == j) {
+            emit(o, "    if (last_micro) wf_bucket_start(c, %d);\n", k);
+            k++;
+            started = 1;
+        }
+        if (!started && j + 1 < p->n_ops) emit(o, "    wf_progress(c);\n");
+    }
+    emit(o, "}\n\n");
+}
+
+void emit_step(writer *o, const Program *p) {
+    emit(o, "/* One optimizer step: the schedule, as straight-line code. */\n");
+    emit(o, "static void step(wf_ctx *c) {\n");
+    for (int m = 0; m < p->accum; m++)
+        emit(o, "    wf_micro_begin(c, %d); forward(c); backward(c, %d);\n", m, m == p->accum - 1);
+    emit(o, "    wf_buckets_wait(c);\n");
+    emit(o, "    wf_optimizer_step(c);\n");
+    emit(o, "}\n\n");
+}
+
+/* ---- pipeline stages ------------------------------------------------------ */
+
+/* Zero-bubble: the chunk's backward as B (input gradients, for the stage
+ * before) and W (weight gradients, later, in the bubbles; it starts buckets). */
+static void emit_split_chunk(writer *o, const Program *p, int k) {
+    int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
+    int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot);\n");
+    emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
+    emit(o, "    wf_use_micro(c, m);\n");
+    for (int i = end - 1; i >= first; i--) emit_backward_half(o, p, i, 0);
+    emit(o, "}\n\n");
+    emit(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
+    emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
+    emit(o, "    wf_use_micro(c, m);\n");
+    for (int i = end - 1; i >= first; i--) {
+        if (!emit_backward_half(o, p, i, 1)) continue;
+        int j = p->n_ops - 1 - i;
+        for (int b = 0; b < p->n_buckets; b++)
+            if (p->buckets[b].stage == stage && p->buckets[b].ready_after_op == j)
+                emit(o, "    if (last) wf_bucket_start(c, %d);\n", b - first_bucket);
+        emit(o, "    wf_progress(c);\n");
+    }
+    emit(o, "}\n\n");
+}
+
+/* Forward and backward of one pipeline chunk, on microbatch m's slot. */
+void emit_chunk(writer *o, const Program *p, int k) {
+    emit_set_chunk_input(p->chunk_in[k], k);
+    int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
+    emit(o, "/* Chunk %d: %d transformer block(s)%s%s. */\n", k, p->chunk_layers[k],
+      k == 0 ? ", after the embedding" : "", k == p->n_chunks - 1 ? ", then the LM head and loss" : "");
+    emit(o, "static void fwd_c%d(wf_ctx *c, int m, int slot) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot);\n    const float *w = wf_param_ptr(c, 0);\n");
+    emit(o, "    wf_use_micro(c, m);\n");
+    for (int i = first; i < end; i++) emit_forward_op(o, p, i);
+    emit(o, "}\n\n");
+    if (p->sched->split_backward) {
+        emit_split_chunk(o, p, k);
+        emit_set_chunk_input(0, -1);
+        return;
+    }
+    emit(o, "static void bwd_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
+    emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
+    emit(o, "    wf_use_micro(c, m);\n");
+    int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    for (int i = end - 1; i >= first; i--) {
+        emit_backward_op(o, p, i);
+        int j = p->n_ops - 1 - i, started = 0;
+        for (int b = 0; b < p->n_buckets; b++)
+            if (p->buckets[b].stage == stage && p->buckets[b].ready_after_op == j) {
+                emit(o, "    if (last) wf_bucket_start(c, %d);\n", b - first_bucket);
+                started = 1;
+            }
+        if (!started && i > first) emit(o, "    wf_progress(c);\n");
+    }
+    emit(o, "}\n\n");
+    emit_set_chunk_input(0, -1);
+}
+
+/* Boundary tensors wait in staging buffers: a received activation until its
+ * FWD claims a slot (the slot may still hold an earlier microbatch when the
+ * message arrives), and an input gradient from its BWD until it is sent (a
+ * FWD in between may take the slot over).  staging[i] is the buffer
+ * instruction i uses; returns how many buffers the stage needs. */
+int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv) {
+    int n = s->n[stage], peak = 0;
+    int *key = calloc((size_t)n + 1, sizeof(int));  /* buffer -> key + 1, or 0 when free */
+    for (int i = 0; i < n; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        staging[i] = staging_recv[i] = -1;
+        /* the message or compute step that fills a buffer, and the one that empties it */
+        int fill = 0, drain = 0;
+        if (in->op == SI_RECV_ACT) fill = 2 * (in->m * s->chunks + in->chunk) + 1;
+        if (in->op == SI_SENDRECV && in->recv.kind == MSG_ACT)
+            fill = 2 * (in->recv.m * s->chunks + in->recv.chunk) + 1;
+        if ((in->op == SI_BWD || in->op == SI_BWD_INPUT) && in->chunk > 0 && s->stages > 1)
+            fill = 2 * (in->m * s->chunks + in->chunk - 1) + 2;
+        if (in->op == SI_FWD) drain = 2 * (in->m * s->chunks + in->chunk) + 1;
+        if (in->op == SI_SEND_GRAD) drain = 2 * (in->m * s->chunks + in->chunk) + 2;
+        if (in->op == SI_SENDRECV && in->send.kind == MSG_GRAD)
+            drain = 2 * (in->send.m * s->chunks + in->send.chunk) + 2;
+        /* a SENDRECV fills one buffer and drains another: take the new one
+         * first so that MPI never sends from and receives into the same */
+        int filled = -1;
+        if (fill) {
+            int b = 0;
+            while (key[b]) b++;
+            key[b] = fill;
+            filled = b;
+            if (b + 1 > peak) peak = b + 1;
+        }
+        if (drain)
+            for (int b = 0; b < peak; b++)
+                if (key[b] == drain) {
+                    key[b] = 0;
+                    staging[i] = b;  /* the buffer sent from or read by FWD */
+                }
+        if (filled >= 0) {
+            if (drain && in->op == SI_SENDRECV) staging_recv[i] = filled;
+            else staging[i] = filled;
+        }
+    }
+    free(key);
+    return peak;
+}
+
+/* Where (m, chunk) keeps its activations on this stage: the slot of its FWD. */
+static int slot_of(const schedule *s, int stage, int m, int chunk) {
+    for (int i = 0; i < s->n[stage]; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        if (in->op == SI_FWD && in->m == m && in->chunk == chunk) return in->slot;
+    }
+    return -1;
+}
+
+/* The buffer a message of (m, consumer chunk) is sent from or received into,
+ * and its size in floats.  Activations: the output of chunk-1, received as
+ * chunk's input.  Gradients: of chunk+1's input, received for chunk's output. */
+static void msg_buffer(const Program *p, int stage, sched_msg_kind kind, int m, int chunk,
+                       int sending, int staging, char *buf, size_t n, long *numel) {
+    const schedule *s = p->sched;
+    long N = (long)p->micro * p->seq;
+    int t = kind == MSG_ACT ? p->chunk_in[chunk] : p->chunk_in[chunk + 1];
+    *numel = N / p->tensors[t].rows_div * p->tensors[t].width;
+    char label[NAMEBUF];
+    if (kind == MSG_ACT) {
+        int owner = sending ? chunk - 1 : chunk;
+        if (!sending) {
+            snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
+            return;
+        }
+        op_label(p, p->tensors[t].producer, label, sizeof label);
+        snprintf(buf, n, "wf_act_slot(c, %d) + %s", slot_of(s, stage, m, owner), label);
+    } else {
+        if (sending) {
+            snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
+            return;
+        }
+        op_label(p, p->tensors[t].producer, label, sizeof label);
+        snprintf(buf, n, "wf_dact_slot(c, %d) + %s", slot_of(s, stage, m, chunk), label);
+    }
+}
+
+static int msg_tag(const Program *p, sched_msg_kind kind, int m, int chunk) {
+    return ((m * p->n_chunks + chunk) * 2 + (kind == MSG_GRAD)) % 32768;
+}
+
+/* The step: this stage's verified instruction list, one call per line. */
+void emit_pipeline_step(writer *o, const Program *p, int stage) {
+    const schedule *s = p->sched;
+    char buf[2 * NAMEBUF + 64], rbuf[2 * NAMEBUF + 64], text[256];
+    long n, rn;
+    emit(o, "/* One optimizer step: the %s schedule of stage %d, as verified at compile time. */\n",
+      p->schedule, stage);
+    emit(o, "static void step(wf_ctx *c) {\n    wf_step_begin(c);\n");
+    int *staging = calloc((size_t)s->n[stage] + 1, sizeof(int));
+    int *staging_recv = calloc((size_t)s->n[stage] + 1, sizeof(int));
+    assign_staging(s, stage, staging, staging_recv);
+    for (int i = 0; i < s->n[stage]; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        sched_instr_str(in, text, sizeof text);
+        int last = 1;  /* the chunk's final (weight) backward in this step starts its buckets */
+        for (int j = i + 1; j < s->n[stage]; j++)
+            if (s->ins[stage][j].op == in->op && s->ins[stage][j].chunk == in->chunk) last = 0;
+        switch (in->op) {
+        case SI_FWD:
+            emit(o, "    wf_slot_begin(c, %d);", in->slot);
+            if (p->chunk_in[in->chunk]) {
+                const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
+                emit(o, " wf_copy(wf_act_slot(c, %d) + A_IN_C%d, wf_recv_buffer(c, %d), %ldL);", in->slot,
+                  in->chunk, staging[i], (long)p->micro * p->seq / t->rows_div * t->width);
+            }
+            emit(o, " fwd_c%d(c, %d, %d);\n", in->chunk, in->m, in->slot);
+            break;
+        case SI_BWD:
+        case SI_BWD_INPUT:
+            if (in->op == SI_BWD) emit(o, "    bwd_c%d(c, %d, %d, %d);", in->chunk, in->m, in->slot, last);
+            else emit(o, "    bwd_input_c%d(c, %d, %d);", in->chunk, in->m, in->slot);
+            if (staging[i] >= 0) {
+                const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
+                emit(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + A_IN_C%d, %ldL);",
+                  staging[i], in->slot, in->chunk, (long)p->micro * p->seq / t->rows_div * t->width);
+            }
+            emit(o, "\n");
+            break;
+        case SI_BWD_WEIGHT:
+            emit(o, "    bwd_weight_c%d(c, %d, %d, %d);\n", in->chunk, in->m, in->slot, last);
+            break;
+        case SI_SEND_ACT: case SI_SEND_GRAD:
+            msg_buffer(p, stage, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
+                       staging[i], buf, sizeof buf, &n);
+            emit(o, "    wf_send(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
+              msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
+            break;
+        case SI_RECV_ACT: case SI_RECV_GRAD:
+            msg_buffer(p, stage, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
+                       staging[i], buf, sizeof buf, &n);
+            emit(o, "    wf_recv(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
+              msg_tag(p, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
+            break;
+        case SI_SENDRECV:
+            msg_buffer(p, stage, in->send.kind, in->send.m, in->send.chunk, 1, staging[i], buf,
+                       sizeof buf, &n);
+            msg_buffer(p, stage, in->recv.kind, in->recv.m, in->recv.chunk, 0,
+                       staging_recv[i] >= 0 ? staging_recv[i] : staging[i], rbuf, sizeof rbuf, &rn);
+            emit(o, "    wf_sendrecv(c, %s, %ldL, %d, %d,\n                %s, %ldL, %d, %d);\n"
+                 "    /* %s */\n", buf, n, in->send.peer, msg_tag(p, in->send.kind, in->send.m, in->send.chunk),
+              rbuf, rn, in->recv.peer, msg_tag(p, in->recv.kind, in->recv.m, in->recv.chunk), text);
+            break;
+        case SI_OPTIM:
+            emit(o, "    wf_buckets_wait(c);\n    wf_optimizer_step(c);\n");
+            break;
+        default:
+            emit(o, "    /* %s */\n", text);
+        }
+    }
+    free(staging);
+    free(staging_recv);
+    emit(o, "}\n\n");
+}
+
