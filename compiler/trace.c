@@ -128,9 +128,10 @@ static int step(sim *x, int st, const sched_instr *in, double *clock, int *poste
     sched_msg_kind rk = MSG_ACT;
     int rm = -1, rc = -1;
 
-    if (in->op == SI_SEND_ACT || in->op == SI_SEND_GRAD)
-        return post_send(x, st, t, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk) ? -1
-                                                                                                 : 1;
+    if (in->op == SI_SEND_ACT || in->op == SI_SEND_GRAD) {
+        sched_msg_kind kind = in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD;
+        return post_send(x, st, t, kind, in->m, in->chunk) ? -1 : 1;
+    }
     if (in->op == SI_COLLECTIVE) return post_collective(x, st, t, in->tag) ? -1 : 1;
     if (in->op == SI_SENDRECV && !*posted) {
         /* The send half goes out once, at the first attempt, even if the receive waits. */
@@ -277,6 +278,7 @@ static const struct {
 };
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 #define NCATS 5 /* the first five kinds are the compared categories */
+#define IDLE 5  /* kinds[IDLE] */
 
 static int kind_of(const char *cat)
 {
@@ -333,7 +335,7 @@ static void svg_event(FILE *out, const trace_event *e, double t0, double px)
     xml_str(out, e->cat);
     fprintf(out, ") m %d chunk %d, %.3f-%.3f us</title></rect>\n", e->m, e->chunk, e->start_us,
             e->end_us);
-    if (e->stream == 0 && e->m >= 0 && k != 5) {
+    if (e->stream == 0 && e->m >= 0 && k != IDLE) {
         char num[16];
         int len = snprintf(num, sizeof num, "%d", e->m);
         if (w >= len * 0.56 * FONT + 3)
@@ -351,7 +353,7 @@ int trace_write_svg(const trace *t, const char *title, FILE *out)
         double d = e->end_us - e->start_us;
         if (e->start_us < t0) t0 = e->start_us;
         if (e->end_us > t1) t1 = e->end_us;
-        if (e->stream == 0 && kind_of(e->cat) != 5 && d > 0 && (shortest == 0 || d < shortest))
+        if (e->stream == 0 && kind_of(e->cat) != IDLE && d > 0 && (shortest == 0 || d < shortest))
             shortest = d;
     }
     double span = t1 - t0, px = 1;
@@ -396,7 +398,7 @@ int trace_write_svg(const trace *t, const char *title, FILE *out)
                      "<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>\n"
                      "<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"#f1f1f1\"/>\n",
                 ML - 8, y + LANE / 2 + 4, r, ML - 8, y + LANE + GAP + COMM - 1, ML, y, plot, LANE,
-                kinds[5].fill, ML, y + LANE + GAP, plot, COMM);
+                kinds[IDLE].fill, ML, y + LANE + GAP, plot, COMM);
     }
 
     /* Time axis with grid lines. */

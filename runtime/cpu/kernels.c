@@ -80,35 +80,13 @@ void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd,
 
 /* With xhat = (x - mean) * rstd and g = dout * w, the input gradient is
  *     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). */
+/* The input and the weight halves (kernels_split.c), one after the other. */
 void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db,
                       const float *dout, const float *inp, const float *w,
                       const float *mean, const float *rstd, int N, int C)
 {
-    (void)c;
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (long)n * C;
-        const float *d = dout + (long)n * C;
-        float *dx = dinp + (long)n * C;
-        float m = mean[n], s = rstd[n];
-
-        float g_mean = 0.0f, gx_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s;
-            float g = d[i] * w[i];
-            g_mean += g;
-            gx_mean += g * xhat;
-        }
-        g_mean /= C;
-        gx_mean /= C;
-
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s;
-            float g = d[i] * w[i];
-            db[i] += d[i];
-            dw[i] += d[i] * xhat;
-            dx[i] += s * (g - g_mean - xhat * gx_mean);
-        }
-    }
+    wf_layernorm_bwd_input(c, dinp, dout, inp, w, mean, rstd, N, C);
+    wf_layernorm_bwd_weight(c, dw, db, dout, inp, mean, rstd, N, C);
 }
 
 /* ---- linear ------------------------------------------------------------ */
@@ -127,20 +105,12 @@ void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
     }
 }
 
+/* dinp (N,K) += dout (N,M) @ w^T;  dw (K,M) += inp^T @ dout;  db += column sums */
 void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *dout,
                    const float *inp, const float *w, int N, int K, int M)
 {
-    (void)c;
-    /* dinp (N,K) += dout (N,M) @ w^T;  dw (K,M) += inp^T @ dout (N,M) */
-    wf_sgemm(0, 1, N, K, M, 1.0f, dout, M, w, M, 1.0f, dinp, K);
-    wf_sgemm(1, 0, K, M, N, 1.0f, inp, K, dout, M, 1.0f, dw, M);
-    if (!db)
-        return;
-    for (int n = 0; n < N; n++) {
-        const float *d = dout + (long)n * M;
-        for (int j = 0; j < M; j++)
-            db[j] += d[j];
-    }
+    wf_linear_bwd_input(c, dinp, dout, w, N, K, M);
+    wf_linear_bwd_weight(c, dw, db, dout, inp, N, K, M);
 }
 
 /* ---- causal self-attention --------------------------------------------- */
@@ -340,20 +310,12 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x
     return total;
 }
 
+/* dlogits = (probs - onehot) * scale in place; dx += dlogits @ wte;
+ * dwte += dlogits^T @ x (the B and W halves in kernels_split.c). */
 void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
                         const float *x, const float *wte, const int32_t *targets,
                         float scale, int N, int C, int V)
 {
-    (void)c;
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        float *row = probs + (long)n * V;
-        row[targets[n]] -= 1.0f;
-        for (int j = 0; j < V; j++)
-            row[j] *= scale;
-    }
-    const float *dlogits = probs;
-    /* dx (N,C) += dlogits (N,V) @ wte (V,C);  dwte (V,C) += dlogits^T @ x */
-    wf_sgemm(0, 0, N, C, V, 1.0f, dlogits, V, wte, C, 1.0f, dx, C);
-    wf_sgemm(1, 0, V, C, N, 1.0f, dlogits, V, x, C, 1.0f, dwte, C);
+    wf_lmhead_xent_bwd_input(c, dx, probs, wte, targets, scale, N, C, V, 0);
+    wf_lmhead_xent_bwd_weight(c, dwte, probs, x, N, C, V);
 }

@@ -57,6 +57,7 @@ void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout,
 void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, float *probs, const float *wte,
                               const int32_t *targets, float scale, int N, int C, int V, int v_begin) {
     (void)c;
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *row = probs + (long)n * V;
         int t = targets[n] - v_begin;

@@ -115,15 +115,7 @@ double wf_vocab_normalize(float *probs, float *losses, const double *stats, int 
 void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs, const float *x,
                        const float *wte_part, const int32_t *targets, float scale, int N, int C,
                        int VL, int v_begin) {
-    (void)c;
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        float *row = probs + (long)n * VL;
-        int t = targets[n] - v_begin;
-        if (t >= 0 && t < VL) row[t] -= 1.0f;
-        for (int j = 0; j < VL; j++) row[j] *= scale;
-    }
-    /* dx (partial over the vocabulary; the tp_copy before the head sums it) */
-    wf_sgemm(0, 0, N, C, VL, 1.0f, probs, VL, wte_part, C, 1.0f, dx, C);
-    wf_sgemm(1, 0, VL, C, N, 1.0f, probs, VL, x, C, 1.0f, dwte_part, C);
+    /* dx is partial over the vocabulary; the tp_copy before the head sums it */
+    wf_lmhead_xent_bwd_input(c, dx, probs, wte_part, targets, scale, N, C, VL, v_begin);
+    wf_lmhead_xent_bwd_weight(c, dwte_part, probs, x, N, C, VL);
 }

@@ -6,6 +6,9 @@
  * slower backwards at +20%.
  * With TRACE_SAMPLES=1 it also writes /tmp/weft_p4m8_1f1b.svg and
  * /tmp/weft_p8m32_zbh1.svg (and .json Chrome traces next to them). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* open_memstream, mkstemp */
+#endif
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -256,10 +259,17 @@ static int expected_events(const schedule *s, int st)
     return n;
 }
 
-static const char *meta_arg(const cJSON *e, const char *key)
+/* Members of a JSON object, "" or NAN when absent or of another type. */
+static const char *jstr(const cJSON *obj, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double jnum(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 static void check_chrome(const schedule *s, const trace *t)
@@ -276,26 +286,27 @@ static void check_chrome(const schedule *s, const trace *t)
     const cJSON *e;
     cJSON_ArrayForEach(e, evs)
     {
-        const char *ph = cJSON_GetObjectItemCaseSensitive(e, "ph")->valuestring;
-        int pid = cJSON_GetObjectItemCaseSensitive(e, "pid")->valueint;
-        int tid = cJSON_GetObjectItemCaseSensitive(e, "tid")->valueint;
-        const char *what = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+        const char *ph = jstr(e, "ph"), *what = jstr(e, "name");
+        double fpid = jnum(e, "pid"), tid = jnum(e, "tid");
         char want[32];
-        if (pid < 0 || pid >= 4) continue;
+        if (!(fpid >= 0 && fpid < 4)) {
+            order_ok = 0;
+            continue;
+        }
+        int pid = (int)fpid;
         if (strcmp(ph, "M") == 0) {
             if (strcmp(what, "process_name") == 0) snprintf(want, sizeof want, "rank %d", pid);
             else if (strcmp(what, "process_labels") == 0) snprintf(want, sizeof want, "stage %d", pid);
             else if (strcmp(what, "thread_name") == 0)
                 snprintf(want, sizeof want, "%s", tid ? "communication" : "compute");
             else continue;
-            names += strcmp(meta_arg(e, strcmp(what, "process_labels") ? "name" : "labels"), want) == 0;
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+            names += strcmp(jstr(args, strcmp(what, "process_labels") ? "name" : "labels"), want) == 0;
         } else if (strcmp(ph, "X") == 0) {
-            double ts = cJSON_GetObjectItemCaseSensitive(e, "ts")->valuedouble;
-            double dur = cJSON_GetObjectItemCaseSensitive(e, "dur")->valuedouble;
+            double ts = jnum(e, "ts"), dur = jnum(e, "dur");
             const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
             count[pid]++;
-            if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "m")) ||
-                !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "chunk")) || dur < 0)
+            if (isnan(jnum(args, "m")) || isnan(jnum(args, "chunk")) || !(dur >= 0) || isnan(ts))
                 order_ok = 0;
             if (tid == 0) {
                 if (ts < last_end[pid] - 1e-9) order_ok = 0;
