@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ckpt_diff.h"
+#include "inspect.h"
+#include "trace.h"
 #include "datagen.h"
 #include "program.h"
 #include "version.h"
@@ -23,6 +25,10 @@ static const char USAGE[] =
     "                             buckets and memory per rank\n"
     "  compile PLAN -o DIR        write one C program per pipeline stage, a rank table,\n"
     "                             CMakeLists.txt and launch.sh into DIR\n"
+    "  inspect PLAN [--rank R] [--format text|chrome|svg] [-o FILE]\n"
+    "                             each rank's instruction stream and the schedule's\n"
+    "                             timeline (text Gantt, Chrome trace JSON, SVG)\n"
+    "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
     "        [--tokens N] [--vocab V] [--branch K] [--seed S]\n"
@@ -64,17 +70,20 @@ static int known_pass(const char *name) {
 
 /* check and compile share their options. */
 typedef struct {
-    const char *plan, *out, *dump, *runtime;
+    const char *plan, *out, *dump, *runtime, *format;
+    int rank;
     const char *overrides[64];
     int n_overrides;
 } plan_args;
 
 static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
     memset(a, 0, sizeof *a);
+    a->format = "text";
+    a->rank = -1;
     a->runtime = getenv("WEFT_RUNTIME") ? getenv("WEFT_RUNTIME") : WEFT_RUNTIME_DIR;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
-        if (strcmp(s, "-o") == 0 && want_out) {
+        if (strcmp(s, "-o") == 0 && want_out) {  /* compile: required; inspect: optional */
             if (++i >= argc) return usage_error("-o needs a folder");
             a->out = argv[i];
         } else if (strcmp(s, "--set") == 0) {
@@ -86,6 +95,16 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
             a->dump = s + 7;
             if (!known_pass(a->dump))
                 return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory)");
+        } else if (strcmp(s, "--format") == 0 && want_out == 2) {
+            if (++i >= argc) return usage_error("--format needs text, chrome or svg");
+            a->format = argv[i];
+            if (strcmp(a->format, "text") && strcmp(a->format, "chrome") && strcmp(a->format, "svg"))
+                return usage_error("--format: valid formats are text, chrome, svg");
+        } else if (strcmp(s, "--rank") == 0 && want_out == 2) {
+            char *end;
+            if (++i >= argc) return usage_error("--rank needs a rank number");
+            a->rank = (int)strtol(argv[i], &end, 10);
+            if (*end || a->rank < 0) return usage_error("--rank needs a rank number >= 0");
         } else if (strcmp(s, "--runtime") == 0) {
             if (++i >= argc) return usage_error("--runtime needs a folder");
             a->runtime = argv[i];
@@ -103,7 +122,7 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
         }
     }
     if (!a->plan) return usage_error("no plan given");
-    if (want_out && !a->out) return usage_error("compile needs -o DIR");
+    if (want_out == 1 && !a->out) return usage_error("compile needs -o DIR");
     return EXIT_OK;
 }
 
@@ -140,6 +159,48 @@ static int cmd_compile(int argc, char **argv) {
         else fprintf(stderr, "weft: wrote %s (%d stage program(s), %d ranks)\n", a.out, p.pp, p.world);
     }
     program_free(&p);
+    return rc;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+    plan_args a;
+    int rc = parse_plan_args(argc, argv, &a, 2);
+    if (rc != EXIT_OK) return rc;
+    Program p;
+    rc = run_passes(&p, &a);
+    if (rc == EXIT_OK && a.rank >= p.world) {
+        fprintf(stderr, "weft: --rank %d: the plan has ranks 0..%d\n", a.rank, p.world - 1);
+        rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK) {
+        FILE *out = a.out ? fopen(a.out, "w") : stdout;
+        if (!out) {
+            wf_error("cannot write %s", a.out);
+            rc = EXIT_PLAN;
+        } else {
+            if (inspect_plan(&p, a.rank, a.format, out) != 0) rc = EXIT_PLAN;
+            if (a.out && fclose(out) != 0) rc = EXIT_PLAN;
+        }
+    }
+    program_free(&p);
+    return rc;
+}
+
+static int cmd_trace(int argc, char **argv) {
+    if (argc != 3 || strcmp(argv[0], "compare") != 0)
+        return usage_error("usage: weft trace compare PREDICTED.json MEASURED.json");
+    trace pred = { 0 }, meas = { 0 };
+    char err[512];
+    int rc = EXIT_OK;
+    if (trace_read_chrome(&pred, argv[1], err, sizeof err) != 0 ||
+        trace_read_chrome(&meas, argv[2], err, sizeof err) != 0) {
+        fprintf(stderr, "weft: error: %s\n", err);
+        rc = EXIT_PLAN;
+    } else if (trace_compare(&pred, &meas, stdout) != 0) {
+        rc = EXIT_PLAN;
+    }
+    trace_free(&pred);
+    trace_free(&meas);
     return rc;
 }
 
@@ -225,6 +286,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "trace") == 0) return cmd_trace(argc - 2, argv + 2);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 2, argv + 2);
     fprintf(stderr, "weft: unknown command '%s'\n", cmd);

@@ -1,0 +1,105 @@
+/* inspect.c: `weft inspect PLAN`: every rank's program as the compiler fixed
+ * it (its instruction stream with message sizes, bucket all-reduces and the
+ * optimizer), a text Gantt per stage, and the same timeline as Chrome trace
+ * JSON or SVG.  Durations come from model FLOPs at the cluster device's fp32
+ * peak and boundary bytes at a nominal link rate: a picture of the schedule,
+ * not a prediction (that is `weft simulate`). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inspect.h"
+#include "trace.h"
+
+enum { LINK_GBS = 25 };  /* nominal point-to-point bandwidth for the picture */
+
+/* Forward FLOPs of one microbatch on chunk k (2 per multiply-add). */
+static double chunk_flops(const Program *p, int k) {
+    double tokens = (double)p->micro * p->seq, f = 0;
+    for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->kind == OP_LINEAR) f += 2.0 * tokens * p->tensors[o->in[0]].width * p->tensors[o->out].width;
+        if (o->kind == OP_ATTENTION) f += 4.0 * tokens * p->seq * p->tensors[o->out].width;
+        if (o->kind == OP_LMHEAD_XENT) f += 2.0 * tokens * p->tensors[o->in[0]].width * (p->vocab_padded / p->tp);
+    }
+    return f;
+}
+
+static long boundary_bytes(const Program *p) {
+    for (int k = 1; k < p->n_chunks; k++)
+        if (p->chunk_in[k]) {
+            const ir_tensor *t = &p->tensors[p->chunk_in[k]];
+            return 4L * p->micro * p->seq / t->rows_div * t->width;
+        }
+    return 0;
+}
+
+/* A single-stage program is a one-stage schedule of microbatches. */
+static const schedule *the_schedule(const Program *p, schedule *own) {
+    if (p->sched) return p->sched;
+    char err[256];
+    if (schedule_build(own, SCHED_1F1B, 1, p->accum, 1, err, sizeof err) != 0) return NULL;
+    return own;
+}
+
+static void print_streams(const Program *p, const schedule *s, int only_rank, FILE *out) {
+    char buf[200];
+    long bytes = boundary_bytes(p);
+    for (int r = 0; r < p->world; r++) {
+        if (only_rank >= 0 && r != only_rank) continue;
+        int tp = r % p->tp, dp = (r / p->tp) % p->dp, stage = r / (p->tp * p->dp);
+        fprintf(out, "rank %d: stage %d, dp %d, tp %d; %d activation slot(s)\n", r, stage, dp, tp,
+                s->slots[stage]);
+        for (int i = 0; i < s->n[stage]; i++) {
+            const sched_instr *in = &s->ins[stage][i];
+            sched_instr_str(in, buf, sizeof buf);
+            int msg = in->op >= SI_SEND_ACT && in->op <= SI_SENDRECV;
+            if (in->op == SI_OPTIM) {
+                for (int b = 0; b < p->n_buckets; b++)
+                    if (p->buckets[b].stage == stage && p->dp > 1)
+                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %ld bytes\n", b,
+                                p->dp, 4 * p->buckets[b].numel);
+                if (p->pp > 1 && (stage == 0 || stage == p->pp - 1))
+                    fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);
+            }
+            fprintf(out, "  #%-3d %s", i, buf);
+            if (msg) fprintf(out, "  [%ld bytes, pp group]", bytes);
+            if ((in->op == SI_FWD || in->op == SI_BWD || in->op == SI_BWD_INPUT) && p->tp > 1)
+                fprintf(out, "  [with tp-group collectives over %d ranks]", p->tp);
+            fputc('\n', out);
+        }
+    }
+}
+
+int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out) {
+    schedule own = { 0 };
+    const schedule *s = the_schedule(p, &own);
+    if (!s) {
+        wf_error("%s: cannot build the schedule to inspect", p->plan_path);
+        return -1;
+    }
+    int rc = 0;
+    if (strcmp(format, "text") == 0) {
+        fprintf(out, "plan %s: dp %d x tp %d x pp %d = %d ranks, %s schedule, %d microbatches\n",
+                p->plan_name, p->dp, p->tp, p->pp, p->world, p->pp > 1 ? p->schedule : "single-stage",
+                p->accum);
+        print_streams(p, s, only_rank, out);
+        fprintf(out, "timeline (unit costs):\n");
+        schedule_timeline(s, out);
+    } else {
+        /* one microsecond per FLOP at the device's peak, and bytes at LINK_GBS */
+        double peak = p->device_fp32_tflops * 1e12;
+        double f_us = chunk_flops(p, 0) / peak * 1e6, comm_us = boundary_bytes(p) / (LINK_GBS * 1e3);
+        trace t = { 0 };
+        rc = trace_from_schedule(&t, s, f_us, 2 * f_us, f_us, comm_us);
+        if (rc == 0) {
+            char title[256];
+            snprintf(title, sizeof title, "%s: dp %d x tp %d x pp %d, %s, %d microbatches", p->plan_name,
+                     p->dp, p->tp, p->pp, p->pp > 1 ? p->schedule : "single stage", p->accum);
+            rc = strcmp(format, "chrome") == 0 ? trace_write_chrome(&t, title, out)
+                                               : trace_write_svg(&t, title, out);
+        }
+        trace_free(&t);
+    }
+    if (s == &own) schedule_free(&own);
+    return rc;
+}
