@@ -20,6 +20,7 @@ build_plan run "$PLAN" --set model.layers=1 --set model.hidden=32 --set model.se
 "$WEFT" data synth -o "$WORK/wide.bin" --vocab 1000 --tokens 5000 >/dev/null
 printf 'not a token file at all, just some text that is long enough ..........' >"$WORK/bad.bin"
 "$WEFT" data synth -o "$WORK/short.bin" --vocab 256 --tokens 10 >/dev/null
+"$WEFT" data synth -o "$WORK/good.bin" --vocab 256 --tokens 5000 >/dev/null
 
 expect_failure "missing data file" "rank 0: wf_data_open failed.*nope.bin" \
   "$WORK/run/launch.sh" --data "$WORK/nope.bin"
@@ -32,8 +33,8 @@ expect_failure "data shorter than one sequence" "rank [01]: wf_data_open failed.
 expect_failure "wrong rank count" "compiled for 2 ranks .* runs on 1" \
   mpirun --allow-run-as-root -np 1 "$WORK/run/build/stage0"
 expect_failure "unknown option" "rank [01]: options failed.*unknown option" \
-  "$WORK/run/launch.sh" --bogus
+  "$WORK/run/launch.sh" --data "$WORK/good.bin" --bogus
 expect_failure "resume from a missing checkpoint" "rank [01]: wf_st_open failed.*nowhere" \
-  "$WORK/run/launch.sh" --resume "$WORK/nowhere"
+  "$WORK/run/launch.sh" --data "$WORK/good.bin" --resume "$WORK/nowhere"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -1,0 +1,340 @@
+/* cost.c: the analytic cost model of cost.h. */
+#include "cost.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ---- 1. hardware catalog ------------------------------------------------
+ *
+ * Devices, dense peaks (the datasheets print sparse figures with an asterisk;
+ * those are twice the dense ones and are NOT used here):
+ *   V100 SXM2 32GB: NVIDIA Tesla V100 datasheet. 15.7 fp32, 125 fp16 tensor
+ *     core; no tf32 or bf16 units. HBM2 900 GB/s.
+ *   A100 SXM 40GB / 80GB: NVIDIA A100 datasheet. 19.5 fp32, 156 tf32,
+ *     312 fp16 / bf16. HBM2 1555 GB/s (40GB), HBM2e 2039 GB/s (80GB).
+ *   H100 SXM5 80GB: NVIDIA H100 datasheet. 67 fp32, 494.7 tf32, 989 fp16 /
+ *     bf16 (dense; 1979 with sparsity). HBM3 3350 GB/s.
+ *   H200 SXM 141GB: NVIDIA H200 datasheet. Same compute as H100 SXM,
+ *     HBM3e 4800 GB/s. The datasheet says 141 GB; kept as is here, though the
+ *     driver reports about 140 GiB usable.
+ */
+const cost_device cost_devices[] = {
+    {"V100", 15.7, 0.0, 125.0, 0.0, 32.0, 900.0},
+    {"A100_40GB", 19.5, 156.0, 312.0, 312.0, 40.0, 1555.0},
+    {"A100_80GB", 19.5, 156.0, 312.0, 312.0, 80.0, 2039.0},
+    {"H100_SXM", 67.0, 494.7, 989.0, 989.0, 80.0, 3350.0},
+    {"H200", 67.0, 494.7, 989.0, 989.0, 141.0, 4800.0},
+};
+const int cost_ndevices = (int)(sizeof cost_devices / sizeof cost_devices[0]);
+
+/* Links, bandwidth per direction per device (what one rank can send while it
+ * receives as much), because that is the B of the alpha-beta formulas: a ring
+ * step sends one chunk and receives another at the same time.
+ *   NVLink 2 (V100): 300 GB/s total bidirectional -> 150 per direction.
+ *   NVLink 3 (A100): 600 total -> 300.   NVLink 4 (H100): 900 total -> 450.
+ *   PCIe 4.0 x16: 16 GT/s * 16 lanes * 128/130 encoding / 8 = 31.5 GB/s;
+ *   PCIe 5.0 x16: twice that, 63.0 (PCI-SIG specifications).
+ *   InfiniBand HDR 200 Gb/s -> 25 GB/s; NDR 400 Gb/s -> 50 GB/s per NIC
+ *   (one NIC per GPU assumed); RoCE 100 / 200 Gb/s -> 12.5 / 25 GB/s.
+ * Latencies are order-of-magnitude estimates of one message step including
+ * the software stack (no vendor figure exists); override them to calibrate. */
+const cost_link cost_links[] = {
+    {"nvlink2", 150.0, 2.0},  {"nvlink3", 300.0, 2.0},  {"nvlink4", 450.0, 2.0},
+    {"pcie4", 31.5, 3.0},     {"pcie5", 63.0, 3.0},     {"ib_hdr", 25.0, 5.0},
+    {"ib_ndr", 50.0, 5.0},    {"roce100", 12.5, 6.0},   {"roce200", 25.0, 6.0},
+};
+const int cost_nlinks = (int)(sizeof cost_links / sizeof cost_links[0]);
+
+static const cost_device *user_devs;
+static int user_ndevs;
+static const cost_link *user_links;
+static int user_nlinks;
+
+void cost_override_catalog(const cost_device *devs, int ndevs, const cost_link *links,
+                           int nlinks)
+{
+    user_devs = devs;
+    user_ndevs = devs ? ndevs : 0;
+    user_links = links;
+    user_nlinks = links ? nlinks : 0;
+}
+
+/* Case-insensitive, with '-' and '_' the same character. */
+static int same_name(const char *a, const char *b)
+{
+    if (!a || !b) return 0;
+    for (;; a++, b++) {
+        int x = tolower((unsigned char)*a), y = tolower((unsigned char)*b);
+        if (x == '-') x = '_';
+        if (y == '-') y = '_';
+        if (x != y) return 0;
+        if (!x) return 1;
+    }
+}
+
+const cost_device *cost_find_device(const char *name)
+{
+    for (int i = 0; i < user_ndevs; i++)
+        if (same_name(user_devs[i].name, name)) return &user_devs[i];
+    for (int i = 0; i < cost_ndevices; i++)
+        if (same_name(cost_devices[i].name, name)) return &cost_devices[i];
+    return NULL;
+}
+
+const cost_link *cost_find_link(const char *name)
+{
+    for (int i = 0; i < user_nlinks; i++)
+        if (same_name(user_links[i].name, name)) return &user_links[i];
+    for (int i = 0; i < cost_nlinks; i++)
+        if (same_name(cost_links[i].name, name)) return &cost_links[i];
+    return NULL;
+}
+
+/* ---- 2. collectives ------------------------------------------------------ */
+
+static double alpha(const cost_link *l) { return l->latency_us * 1e-6; }
+static double bandwidth(const cost_link *l) { return l->gbs * 1e9; }
+
+/* Ring all-reduce = reduce-scatter + all-gather: 2(n-1) steps, each moving
+ * S/n bytes per rank in each direction. */
+double cost_allreduce_ring(double S, int n, const cost_link *l)
+{
+    if (n <= 1 || S <= 0) return 0.0;
+    double steps = 2.0 * (n - 1);
+    return steps * alpha(l) + steps / n * S / bandwidth(l);
+}
+
+/* Double binary tree (NCCL): the buffer is split between two trees in which
+ * every rank is interior in at most one. Pipelined in small chunks, the reduce
+ * phase then has each rank receive S in total (S/2 from each child of its
+ * interior tree) and send S (S/2 up each tree), so it runs at S/B per
+ * direction, and the broadcast phase mirrors it: 2 S/B. The tree depth only
+ * adds latency, log2(n) hops up and again down; log2 is taken unrounded. */
+double cost_allreduce_tree(double S, int n, const cost_link *l)
+{
+    if (n <= 1 || S <= 0) return 0.0;
+    return 2.0 * log2((double)n) * alpha(l) + 2.0 * S / bandwidth(l);
+}
+
+double cost_reduce_scatter_ring(double S, int n, const cost_link *l)
+{
+    if (n <= 1 || S <= 0) return 0.0;
+    double steps = n - 1.0;
+    return steps * alpha(l) + steps / n * S / bandwidth(l);
+}
+
+/* The reverse of a reduce-scatter: the same steps, the same bytes. */
+double cost_allgather_ring(double S, int n, const cost_link *l)
+{
+    return cost_reduce_scatter_ring(S, n, l);
+}
+
+double cost_p2p(double S, const cost_link *l)
+{
+    if (S <= 0) return 0.0;
+    return alpha(l) + S / bandwidth(l);
+}
+
+double cost_collective(const char *kind, const char *algo, double S, int n,
+                       const cost_link *l)
+{
+    if (!kind || !l) return -1.0;
+    int ring = !algo || !*algo || same_name(algo, "ring");
+    int tree = algo && same_name(algo, "tree");
+    int autoalg = algo && same_name(algo, "auto");
+    if (!ring && !tree && !autoalg) return -1.0;
+
+    if (same_name(kind, "allreduce") || same_name(kind, "all_reduce")) {
+        if (ring) return cost_allreduce_ring(S, n, l);
+        if (tree) return cost_allreduce_tree(S, n, l);
+        return fmin(cost_allreduce_ring(S, n, l), cost_allreduce_tree(S, n, l));
+    }
+    if (tree) return -1.0; /* trees are modelled for all-reduce only */
+    if (same_name(kind, "reduce_scatter") || same_name(kind, "reducescatter"))
+        return cost_reduce_scatter_ring(S, n, l);
+    if (same_name(kind, "allgather") || same_name(kind, "all_gather"))
+        return cost_allgather_ring(S, n, l);
+    if (same_name(kind, "p2p") || same_name(kind, "send") || same_name(kind, "sendrecv"))
+        return n <= 1 ? 0.0 : cost_p2p(S, l);
+    return -1.0;
+}
+
+/* ---- 3. compute ------------------------------------------------------------ */
+
+double cost_gemm_seconds(double M, double N, double K, double peak_tflops, double efficiency)
+{
+    return 2.0 * M * N * K / (peak_tflops * 1e12 * efficiency);
+}
+
+/* I = 2MNK / (4 (MK + KN + MN)) = 1 / (2 (1/M + 1/N + 1/K)): each term 1/x
+ * falls as x grows, so I, and with it the efficiency, never decreases in any
+ * dimension. The bytes are the three operands touched once at 4 bytes an
+ * element: exact for fp32, and for 16-bit operands twice the ideal traffic, a
+ * rough allowance for operands re-read between tiles. I / (I + balance) rounds off the roofline's corner: half of eff_max
+ * at the machine balance, eff_max only in the limit. COST_GEMM_BALANCE = 100
+ * and COST_GEMM_EFF_MAX = 0.8 give 4096^3 about 70% and 1024^3 about 50% of
+ * peak, the range cuBLAS reaches on A100 / H100 for bf16; recalibrate with
+ * cost_gemm_efficiency_ex when measurements exist. */
+double cost_gemm_efficiency_ex(double M, double N, double K, double eff_max, double balance)
+{
+    if (M <= 0 || N <= 0 || K <= 0) return 0.0;
+    double intensity = 2.0 * M * N * K / (4.0 * (M * K + K * N + M * N));
+    return eff_max * intensity / (intensity + balance);
+}
+
+double cost_gemm_efficiency(double M, double N, double K)
+{
+    return cost_gemm_efficiency_ex(M, N, K, COST_GEMM_EFF_MAX, COST_GEMM_BALANCE);
+}
+
+double cost_memory_bound_seconds(double bytes, double gbs)
+{
+    return bytes / (gbs * 1e9);
+}
+
+/* ---- 4. memory ------------------------------------------------------------- */
+
+double cost_gpt_params(double L, double h, double V, double s)
+{
+    /* Per layer: QKV 3h^2 + 3h, output projection h^2 + h, MLP 8h^2 + 5h, two
+     * layer norms 4h. Then token and position embeddings and the final layer
+     * norm; the LM head reuses the token embedding. */
+    return 12.0 * L * h * h + 13.0 * L * h + (V + s) * h + 2.0 * h;
+}
+
+typedef enum { RC_NONE, RC_SELECTIVE, RC_FULL, RC_BAD } recompute_kind;
+
+static recompute_kind parse_recompute(const char *r)
+{
+    if (!r || !*r || same_name(r, "none")) return RC_NONE;
+    if (same_name(r, "selective")) return RC_SELECTIVE;
+    if (same_name(r, "full")) return RC_FULL;
+    return RC_BAD;
+}
+
+/* Bytes of one parameter (also of one activation element); 0 if unknown. */
+static double precision_bytes(const char *p)
+{
+    if (!p || !*p || same_name(p, "bf16") || same_name(p, "fp16")) return 2.0;
+    if (same_name(p, "fp32")) return 4.0;
+    return 0.0;
+}
+
+static int args_valid(const cost_memory_args *a)
+{
+    return a && a->tp >= 1 && a->pp >= 1 && a->dp >= 1 && a->zero_stage >= 0 &&
+           a->zero_stage <= 3 && parse_recompute(a->recompute) != RC_BAD &&
+           precision_bytes(a->precision) > 0;
+}
+
+/* Korthikanti et al. 2022, section 4 (their eqs. 1-3 and the selective /
+ * full recomputation cases). The coefficients count 16-bit activations plus
+ * 1-byte dropout masks; for fp32 the whole figure is doubled, which slightly
+ * overstates the masks but keeps one formula. */
+static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
+{
+    double s = a->seq, b = a->micro_batch, h = a->hidden, heads = a->heads, t = a->tp;
+    double sbh = s * b * h;
+    double scores = 5.0 * heads * s / h; /* softmax input / output, dropout mask */
+    double bytes;
+    if (rc == RC_FULL)
+        bytes = 2.0 * sbh / (a->sp ? t : 1.0); /* the checkpointed layer input */
+    else if (rc == RC_SELECTIVE)
+        bytes = a->sp ? sbh / t * 34.0 : sbh * (10.0 + 24.0 / t);
+    else
+        bytes = a->sp ? sbh / t * (34.0 + scores) : sbh * (10.0 + 24.0 / t + scores / t);
+    return bytes * (precision_bytes(a->precision) / 2.0);
+}
+
+double cost_activation_bytes_per_layer(const cost_memory_args *a)
+{
+    if (!args_valid(a)) return -1.0;
+    return layer_bytes(a, parse_recompute(a->recompute));
+}
+
+/* The rank's parameters when the caller does not say: Megatron's split, in
+ * which the weight matrices, the QKV and first MLP biases and the token
+ * embedding are divided by t, and the other biases, the layer norms and the
+ * position embedding are replicated. With pp > 1 the last stage keeps its own
+ * copy of the token embedding for the tied head. */
+static double estimate_params(const cost_memory_args *a)
+{
+    double h = a->hidden, t = a->tp;
+    double p = a->layers * ((12.0 * h * h + 7.0 * h) / t + 6.0 * h);
+    if (a->embedding) p += (double)a->vocab * h / t + (double)a->seq * h;
+    if (a->head) p += 2.0 * h + (a->embedding ? 0.0 : (double)a->vocab * h / t);
+    return p;
+}
+
+cost_memory cost_memory_per_rank(const cost_memory_args *a)
+{
+    cost_memory m = {0, 0, 0, 0, 0, 0, 0};
+    if (!args_valid(a)) {
+        m.total = -1.0;
+        return m;
+    }
+    recompute_kind rc = parse_recompute(a->recompute);
+    double elem = precision_bytes(a->precision);
+    double d = a->dp, t = a->tp;
+    double n = a->params > 0 ? a->params : estimate_params(a);
+
+    /* Model states (Rajbhandari et al., ZeRO, section 3): weights and
+     * gradients in the training precision; mixed precision adds an fp32 master
+     * copy and two fp32 Adam moments (K = 12 bytes), while in fp32 the weights
+     * are their own master and only the moments remain (8 bytes). Stage 1
+     * shards the optimizer over d, stage 2 also the gradients, stage 3 also
+     * the weights. */
+    double optim = elem == 4.0 ? 8.0 : 12.0;
+    m.params = n * elem / (a->zero_stage >= 3 ? d : 1.0);
+    m.grads = n * elem / (a->zero_stage >= 2 ? d : 1.0);
+    m.optimizer = n * optim / (a->zero_stage >= 1 ? d : 1.0);
+
+    /* Activations: every in-flight microbatch keeps its layers' activations
+     * (1F1B: stage i holds p - i of them). */
+    double s = a->seq, b = a->micro_batch, h = a->hidden;
+    double sbh = s * b * h, shard = a->sp ? t : 1.0, scale = elem / 2.0;
+    double inflight = a->inflight < 1 ? 1.0 : a->inflight;
+    double per_micro = a->layers * layer_bytes(a, rc);
+    /* Embedding dropout mask, one byte per element (paper section 4.3). */
+    if (a->embedding) per_micro += sbh / shard;
+    /* Final layer norm input and the head's input (2sbh each, 16-bit), and the
+     * logits kept in fp32 for the cross entropy, vocabulary-split over t:
+     * the paper's 4sbh/t (1 + V/h) when sp is on. */
+    if (a->head) per_micro += 4.0 * sbh * scale / shard + 4.0 * s * b * a->vocab / t;
+    m.activations = inflight * per_micro;
+    /* Full recomputation rebuilds one layer's activations during its
+     * backward: they exist once, on top of the checkpoints. */
+    if (rc == RC_FULL && a->layers > 0) m.activations += layer_bytes(a, RC_NONE);
+
+    /* One gradient bucket, and with pp > 1 a send and a receive buffer of one
+     * microbatch's boundary activation (sequence-split under sp). */
+    m.comm_buffers = a->bucket_mb * MIB;
+    if (a->pp > 1) m.comm_buffers += 2.0 * sbh * elem / shard;
+    m.workspace = a->workspace_mb * MIB;
+
+    m.total = m.params + m.grads + m.optimizer + m.activations + m.comm_buffers + m.workspace;
+    return m;
+}
+
+int cost_memory_verdict(const cost_memory *m, double device_gib, char *buf, size_t n)
+{
+    if (!m || m->total < 0) {
+        if (buf && n) snprintf(buf, n, "invalid arguments");
+        return 0;
+    }
+    double used = m->total / GIB;
+    int fits = m->total <= device_gib * GIB;
+    if (buf && n) {
+        if (fits)
+            snprintf(buf, n, "fits: %.1f of %g GiB", used, device_gib);
+        else
+            snprintf(buf, n, "does not fit: %.1f of %g GiB (%.1f GiB over)", used, device_gib,
+                     used - device_gib);
+    }
+    return fits;
+}

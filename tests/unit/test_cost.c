@@ -1,0 +1,327 @@
+/* test_cost.c: the cost model against closed forms and published worked
+ * examples: alpha-beta collectives, Korthikanti et al. activation sizes for
+ * GPT-3 175B, the ZeRO paper's 7.5B model-state figures, GPT-2 small's
+ * parameter count, GEMM efficiency shape, catalog lookups, the verdict. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cost.h"
+
+static int passed, failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok) passed++;
+    else failed++;
+}
+
+/* Equal up to rounding: the model and the test evaluate the same formula in a
+ * different order, so allow a few ulps, nothing more. */
+static int same(double got, double want) { return fabs(got - want) <= 1e-13 * fabs(want); }
+
+/* GPT-3 175B as in Korthikanti et al. 2022, table 3: a = 96, s = 2048,
+ * h = 12288, t = 8, one sequence per microbatch. */
+static cost_memory_args gpt3(int tp, int sp, const char *recompute)
+{
+    cost_memory_args a = {0};
+    a.layers = 1;
+    a.hidden = 12288;
+    a.heads = 96;
+    a.seq = 2048;
+    a.micro_batch = 1;
+    a.vocab = 51200;
+    a.tp = tp;
+    a.pp = 1;
+    a.dp = 1;
+    a.sp = sp;
+    a.recompute = recompute;
+    a.precision = "bf16";
+    a.inflight = 1;
+    return a;
+}
+
+static void collectives(void)
+{
+    const cost_link *l = cost_find_link("ib_ndr");
+    double B = 50e9, a = 5e-6; /* ib_ndr: 50 GB/s per direction, 5 us */
+    int ns[] = {2, 3, 8, 64, 1000};
+    double sizes[] = {1.0, 4096.0, 1.5e8, 7e9};
+    int ring_ok = 1, split_ok = 1;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+            int n = ns[i];
+            double S = sizes[j];
+            double want = 2.0 * (n - 1) / n * S / B + 2.0 * (n - 1) * a;
+            if (!same(cost_allreduce_ring(S, n, l), want)) {
+                printf("     ring n=%d S=%g: %.17g, want %.17g\n", n, S,
+                       cost_allreduce_ring(S, n, l), want);
+                ring_ok = 0;
+            }
+            double rs_ag = cost_reduce_scatter_ring(S, n, l) + cost_allgather_ring(S, n, l);
+            if (!same(rs_ag, cost_allreduce_ring(S, n, l))) split_ok = 0;
+        }
+    check(ring_ok, "ring all-reduce = 2(n-1)/n S/B + 2(n-1)a for n in {2,3,8,64,1000}, "
+                   "S in {1 B, 4 KiB, 150 MB, 7 GB}");
+    /* One concrete number by hand: n = 8, S = 1 GB on NDR:
+     * 2*7/8 * 1e9/50e9 = 0.035 s, plus 14 * 5 us = 0.00007 s. */
+    check(same(cost_allreduce_ring(1e9, 8, l), 0.03507),
+          "ring all-reduce 1 GB over 8 NDR ranks = 0.03507 s (%.6f)",
+          cost_allreduce_ring(1e9, 8, l));
+    check(split_ok, "ring reduce-scatter + all-gather = ring all-reduce (all n, S above)");
+    /* reduce-scatter alone, n = 4, S = 1e8: 3/4 * 1e8/50e9 + 3 * 5 us. */
+    check(same(cost_reduce_scatter_ring(1e8, 4, l), 0.0015 + 15e-6),
+          "ring reduce-scatter 100 MB over 4 ranks = 1.515 ms");
+
+    int zero_ok = 1;
+    for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+        double S = sizes[j];
+        if (cost_allreduce_ring(S, 1, l) != 0 || cost_allreduce_tree(S, 1, l) != 0 ||
+            cost_reduce_scatter_ring(S, 1, l) != 0 || cost_allgather_ring(S, 1, l) != 0 ||
+            cost_collective("p2p", NULL, S, 1, l) != 0 ||
+            cost_collective("allreduce", "auto", S, 1, l) != 0)
+            zero_ok = 0;
+    }
+    check(zero_ok, "n = 1 costs 0 for every collective and algorithm");
+
+    /* p2p, 64 MiB over NVLink 4: 2 us + 67108864 / 450e9 s. */
+    const cost_link *nv = cost_find_link("nvlink4");
+    check(same(cost_p2p(67108864.0, nv), 2e-6 + 67108864.0 / 450e9),
+          "p2p 64 MiB over NVLink 4 = a + S/B = %.3f us", cost_p2p(67108864.0, nv) * 1e6);
+    check(same(cost_collective("sendrecv", "ring", 1e6, 2, l), a + 1e6 / B),
+          "cost_collective(\"sendrecv\") = a + S/B");
+
+    /* Tree, n = 16, S = 1e9 on NDR: 2 * 4 * 5 us + 2 * 1e9 / 50e9 = 0.04004 s. */
+    check(same(cost_allreduce_tree(1e9, 16, l), 0.04004),
+          "tree all-reduce 1 GB over 16 ranks = 2 log2(n) a + 2 S/B = 0.04004 s");
+    /* Small messages: the tree's log2(n) latency wins; large ones: the
+     * ring's (n-1)/n bandwidth factor. At n = 8 the ring is cheaper once
+     * 2S/(nB) > (2(n-1) - 2 log2 n) a, i.e. S > 8 * 50e9 * 5e-6 * 4 = 8 MB.
+     * auto takes the cheaper. */
+    double small_auto = cost_collective("all_reduce", "auto", 1024, 8, l);
+    double big_auto = cost_collective("allreduce", "auto", 1e9, 8, l);
+    check(small_auto == cost_allreduce_tree(1024, 8, l) &&
+              big_auto == cost_allreduce_ring(1e9, 8, l) &&
+              cost_collective("allreduce", "tree", 1e9, 8, l) ==
+                  cost_allreduce_tree(1e9, 8, l),
+          "auto picks tree for 1 KiB and ring for 1 GB at n = 8");
+    check(cost_collective("broadcast", "ring", 1e6, 4, l) < 0 &&
+              cost_collective("allreduce", "hypercube", 1e6, 4, l) < 0 &&
+              cost_collective("allgather", "tree", 1e6, 4, l) < 0 &&
+              cost_collective("allreduce", "ring", 1e6, 4, NULL) < 0,
+          "unknown kind, unknown algo, tree all-gather, NULL link -> -1");
+}
+
+static void activations(void)
+{
+    /* sbh = 2048 * 1 * 12288 = 25,165,824; 5as/h = 5 * 96 * 2048 / 12288 = 80. */
+    double sbh = 2048.0 * 12288.0;
+    cost_memory_args a = gpt3(1, 0, "none");
+    double none1 = cost_activation_bytes_per_layer(&a);
+    check(same(none1, 114.0 * sbh), "GPT-3 no parallelism: sbh (34 + 80) = 114 sbh = %.0f B",
+          none1);
+
+    a = gpt3(8, 0, "none");
+    double tp = cost_activation_bytes_per_layer(&a);
+    /* 10 + 24/8 + 80/8 = 10 + 3 + 10 = 23 */
+    check(same(tp, 23.0 * sbh), "t = 8: sbh (10 + 24/8 + 80/8) = 23 sbh = %.0f B", tp);
+
+    a = gpt3(8, 1, "none");
+    double sp = cost_activation_bytes_per_layer(&a);
+    /* (34 + 80) / 8 = 14.25 */
+    check(same(sp, 14.25 * sbh), "t = 8 + sp: sbh/8 (34 + 80) = 14.25 sbh");
+
+    a = gpt3(8, 0, "selective");
+    check(same(cost_activation_bytes_per_layer(&a), 13.0 * sbh),
+          "t = 8 + selective: sbh (10 + 24/8) = 13 sbh");
+
+    a = gpt3(8, 1, "selective");
+    double both = cost_activation_bytes_per_layer(&a);
+    /* 34 / 8 = 4.25 sbh = 106,954,752 B, about 102 MiB per layer */
+    check(same(both, 4.25 * sbh) && same(both, 106954752.0),
+          "t = 8 + sp + selective: 34/8 sbh = 106,954,752 B");
+    /* The paper's headline: sp + selective cut tensor-parallel activations by
+     * more than 5x: 23 / 4.25 = 5.41. */
+    check(tp / both > 5.0 && same(tp / both, 23.0 / 4.25),
+          "sp + selective vs tp alone: 23 / 4.25 = %.2fx (> 5x)", tp / both);
+
+    a = gpt3(8, 1, "full");
+    check(same(cost_activation_bytes_per_layer(&a), 2.0 * sbh / 8.0),
+          "full recompute with sp keeps the layer input: 2sbh/8");
+    a = gpt3(1, 0, "full");
+    check(same(cost_activation_bytes_per_layer(&a), 2.0 * sbh),
+          "full recompute without parallelism: 2sbh");
+
+    a = gpt3(8, 1, "selective");
+    a.precision = "fp32";
+    check(same(cost_activation_bytes_per_layer(&a), 2.0 * both), "fp32 activations are 2x");
+
+    /* On a rank: L layers times in-flight microbatches (1F1B stage 0 of 8
+     * holds 8); 96 layers / 8 stages = 12 layers. */
+    a = gpt3(8, 1, "selective");
+    a.layers = 12;
+    a.pp = 8;
+    a.inflight = 8;
+    a.params = 1e9;
+    cost_memory m = cost_memory_per_rank(&a);
+    check(same(m.activations, 12.0 * 8.0 * both),
+          "rank activations = layers 12 x in-flight 8 x per-layer");
+}
+
+static void zero(void)
+{
+    /* ZeRO paper figure 1: Psi = 7.5e9, N_d = 64, K = 12, fp16. */
+    cost_memory_args a = {0};
+    a.layers = 0;
+    a.tp = a.pp = 1;
+    a.dp = 64;
+    a.precision = "fp16";
+    a.params = 7.5e9;
+    double psi = 7.5e9;
+    double want[4] = {
+        (2 + 2 + 12) * psi,             /* 120 GB */
+        2 * psi + 2 * psi + 12 * psi / 64, /* 30 + 1.40625 = 31.4 GB */
+        2 * psi + (2 + 12) * psi / 64,     /* 15 + 1.640625 = 16.6 GB */
+        (2 + 2 + 12) * psi / 64,           /* 1.875 = 1.9 GB */
+    };
+    const char *paper[4] = {"120.0", "31.4", "16.6", "1.9"};
+    for (int st = 0; st < 4; st++) {
+        a.zero_stage = st;
+        cost_memory m = cost_memory_per_rank(&a);
+        double states = m.params + m.grads + m.optimizer;
+        char gb[16];
+        snprintf(gb, sizeof gb, "%.1f", states / 1e9);
+        check(same(states, want[st]) && strcmp(gb, paper[st]) == 0,
+              "ZeRO stage %d, 7.5B on 64 ranks: %s GB (paper %s GB)", st, gb, paper[st]);
+    }
+    a.zero_stage = 0;
+    a.precision = "fp32";
+    cost_memory m = cost_memory_per_rank(&a);
+    check(same(m.params + m.grads + m.optimizer, 16.0 * psi),
+          "fp32: 4 weights + 4 grads + 8 Adam moments = 16 bytes/param");
+}
+
+static void compute(void)
+{
+    double dims[] = {1, 16, 128, 768, 1024, 4096, 12288, 65536, 1e6};
+    int nd = (int)(sizeof dims / sizeof dims[0]);
+    int mono = 1, below = 1;
+    for (int i = 0; i < nd; i++)
+        for (int j = 0; j < nd; j++)
+            for (int k = 0; k < nd; k++) {
+                double e = cost_gemm_efficiency(dims[i], dims[j], dims[k]);
+                if (!(e > 0 && e < 1)) below = 0;
+                if (i + 1 < nd && cost_gemm_efficiency(dims[i + 1], dims[j], dims[k]) < e) mono = 0;
+                if (j + 1 < nd && cost_gemm_efficiency(dims[i], dims[j + 1], dims[k]) < e) mono = 0;
+                if (k + 1 < nd && cost_gemm_efficiency(dims[i], dims[j], dims[k + 1]) < e) mono = 0;
+            }
+    check(mono, "gemm efficiency non-decreasing in M, N and K (9^3 grid)");
+    double e4k = cost_gemm_efficiency(4096, 4096, 4096);
+    double huge = cost_gemm_efficiency(1e7, 1e7, 1e7);
+    check(below && huge < COST_GEMM_EFF_MAX && huge > 0.99 * COST_GEMM_EFF_MAX && e4k < huge,
+          "gemm efficiency in (0, 1), saturating: 4096^3 %.3f, 1e7^3 %.4f -> %.2f", e4k, huge,
+          COST_GEMM_EFF_MAX);
+
+    /* 2 * 4096^3 flop at 989 TFLOP/s * 0.5 */
+    double t = cost_gemm_seconds(4096, 4096, 4096, 989, 0.5);
+    check(same(t, 2.0 * 4096.0 * 4096.0 * 4096.0 / (989e12 * 0.5)),
+          "gemm 4096^3 on H100 bf16 at 50%%: %.1f us", t * 1e6);
+    check(same(cost_memory_bound_seconds(3.35e9, 3350), 1e-3),
+          "memory-bound: 3.35 GB at 3350 GB/s = 1 ms");
+}
+
+static void catalog(void)
+{
+    const cost_device *h100 = cost_find_device("H100_SXM");
+    const cost_device *a100 = cost_find_device("a100-80gb");
+    const cost_device *v100 = cost_find_device("V100");
+    const cost_device *h200 = cost_find_device("H200");
+    check(h100 && h100->bf16 == 989 && h100->fp32 == 67 && h100->tf32 == 494.7 &&
+              a100 && a100->hbm_gbs == 2039 && a100->bf16 == 312 &&
+              cost_find_device("A100_40GB")->hbm_gbs == 1555 && v100 && v100->fp16 == 125 &&
+              v100->bf16 == 0 && h200 && h200->memory_gib == 141 && h200->bf16 == h100->bf16,
+          "device lookups: H100 989/67/494.7, A100 80GB 2039 GB/s (case, '-' vs '_'), V100, H200");
+    const cost_link *nv3 = cost_find_link("NVLink3");
+    check(nv3 && nv3->gbs == 300 && cost_find_link("nvlink2")->gbs == 150 &&
+              cost_find_link("ib_hdr")->gbs == 25 && cost_find_link("pcie5")->gbs == 63 &&
+              !cost_find_link("token_ring") && !cost_find_device("TPUv4") &&
+              !cost_find_device(NULL),
+          "link lookups (per-direction GB/s), unknown names -> NULL");
+
+    cost_device mine[] = {{"H100_SXM", 67, 400, 800, 800, 80, 3000},
+                          {"MI300X", 163.4, 653.7, 1307.4, 1307.4, 192, 5300}};
+    cost_link fast[] = {{"nvlink4", 400, 1.5}};
+    cost_override_catalog(mine, 2, fast, 1);
+    int ok = cost_find_device("h100_sxm")->bf16 == 800 && cost_find_device("MI300X") &&
+             cost_find_device("A100_40GB") && cost_find_link("nvlink4")->gbs == 400 &&
+             cost_find_link("pcie4")->gbs == 31.5;
+    cost_override_catalog(NULL, 0, NULL, 0);
+    check(ok && cost_find_device("H100_SXM")->bf16 == 989 && !cost_find_device("MI300X"),
+          "caller tables shadow and extend the built-ins; NULL restores them");
+}
+
+static void params_and_verdict(void)
+{
+    /* 12*12*768^2 = 84,934,656; 13*12*768 = 119,808; (50257 + 1024) * 768 =
+     * 39,383,808; 2*768 = 1,536; sum 124,439,808. */
+    double p = cost_gpt_params(12, 768, 50257, 1024);
+    check(p == 124439808.0, "GPT-2 small: %.0f params (124.44M)", p);
+
+    cost_memory_args a = {0};
+    a.layers = 12;
+    a.hidden = 768;
+    a.heads = 12;
+    a.seq = 1024;
+    a.micro_batch = 8;
+    a.vocab = 50257;
+    a.tp = a.pp = a.dp = 1;
+    a.embedding = a.head = 1;
+    a.inflight = 1;
+    a.bucket_mb = 25;
+    a.workspace_mb = 512;
+    cost_memory m = cost_memory_per_rank(&a);
+    check(m.params == 2.0 * p && m.optimizer == 12.0 * p,
+          "rank params estimated from the shape (t = p = 1) = cost_gpt_params");
+    double sum = m.params + m.grads + m.optimizer + m.activations + m.comm_buffers + m.workspace;
+    check(same(m.total, sum) && m.comm_buffers == 25.0 * 1048576 &&
+              m.workspace == 512.0 * 1048576,
+          "total = sum of parts (GPT-2 small b=8: %.2f GiB)", m.total / 1073741824.0);
+
+    char buf[96];
+    cost_memory x = {0};
+    x.total = 61.2 * 1073741824.0;
+    int fits = cost_memory_verdict(&x, 80, buf, sizeof buf);
+    check(fits == 1 && strcmp(buf, "fits: 61.2 of 80 GiB") == 0, "verdict \"%s\"", buf);
+    x.total = 91.3 * 1073741824.0;
+    fits = cost_memory_verdict(&x, 80, buf, sizeof buf);
+    check(fits == 0 && strcmp(buf, "does not fit: 91.3 of 80 GiB (11.3 GiB over)") == 0,
+          "verdict \"%s\"", buf);
+
+    a.recompute = "sometimes";
+    m = cost_memory_per_rank(&a);
+    fits = cost_memory_verdict(&m, 80, buf, sizeof buf);
+    a.recompute = NULL;
+    a.zero_stage = 4;
+    cost_memory z = cost_memory_per_rank(&a);
+    check(m.total == -1 && fits == 0 && strcmp(buf, "invalid arguments") == 0 && z.total == -1,
+          "bad recompute / zero stage 4 -> total -1, \"invalid arguments\"");
+}
+
+int main(void)
+{
+    collectives();
+    activations();
+    zero();
+    compute();
+    catalog();
+    params_and_verdict();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
