@@ -117,7 +117,10 @@ typedef struct {
     double bucket_mb;    /* gradient-reduction bucket, MiB */
     double workspace_mb; /* library workspace / allocator slack, MiB */
     double params;       /* parameters on this rank after the tp / pp split and
-                            before ZeRO sharding; <= 0: estimated, see below */
+                            before ZeRO sharding; <= 0: estimated from the shape
+                            with Megatron's split (matrices, QKV / MLP-in biases
+                            and the token embedding / t; the rest replicated; the
+                            last stage of p > 1 keeps a copy of the tied head) */
     int embedding;       /* this stage holds the input embedding (first stage) */
     int head;            /* this stage holds the LM head and loss (last stage) */
 } cost_memory_args;
@@ -132,12 +135,22 @@ double cost_gpt_params(double L, double h, double V, double s);
  *   tp + sp              sbh/t (34 + 5as/h)
  *   selective recompute  the same without the 5as/h attention-score term
  *   full recompute       only the layer input, 2sbh (2sbh/t with sp)
- * times 2 when precision is fp32. */
+ * times 2 when precision is fp32. -1 on invalid arguments (as below). */
 double cost_activation_bytes_per_layer(const cost_memory_args *a);
 
-/* Everything the rank holds at its peak, bytes. An invalid argument (unknown
- * string, t / p / d < 1, zero stage outside 0..3) gives total = -1 and the
- * other fields 0. */
+/* Everything the rank holds at its peak, bytes:
+ *   params / grads   N * (2 or 4), divided by d from ZeRO stage 3 / 2 up
+ *   optimizer        N * 12 (mixed precision: fp32 master + 2 Adam moments)
+ *                    or N * 8 (fp32), divided by d from stage 1 up
+ *   activations      inflight * (layers * per-layer bytes
+ *                      + embedding: sbh dropout mask (/t with sp)
+ *                      + head: 4sbh (/t with sp) + 4sbV/t fp32 logits)
+ *                    + one layer without recompute when recompute is "full"
+ *   comm_buffers     bucket_mb MiB, + a send and a receive buffer of one
+ *                    boundary activation, 2 sbh elements (/t with sp), when p > 1
+ *   workspace        workspace_mb MiB
+ * An invalid argument (unknown string, t / p / d < 1, zero stage outside
+ * 0..3) gives total = -1 and the other fields 0. */
 cost_memory cost_memory_per_rank(const cost_memory_args *a);
 
 /* Writes "fits: 61.2 of 80 GiB" or "does not fit: 91.3 of 80 GiB (11.3 GiB

@@ -6,6 +6,7 @@
 
 #include "ckpt_diff.h"
 #include "inspect.h"
+#include "simulate.h"
 #include "trace.h"
 #include "datagen.h"
 #include "program.h"
@@ -28,6 +29,9 @@ static const char USAGE[] =
     "  inspect PLAN [--rank R] [--format text|chrome|svg] [-o FILE]\n"
     "                             each rank's instruction stream and the schedule's\n"
     "                             timeline (text Gantt, Chrome trace JSON, SVG)\n"
+    "  simulate PLAN [--format text|chrome|svg] [-o FILE]\n"
+    "                             predicted iteration time, tokens/s, MFU, bubble,\n"
+    "                             communication and memory per rank; no code emitted\n"
     "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
@@ -186,6 +190,26 @@ static int cmd_inspect(int argc, char **argv) {
     return rc;
 }
 
+static int cmd_simulate(int argc, char **argv) {
+    plan_args a;
+    int rc = parse_plan_args(argc, argv, &a, 2);
+    if (rc != EXIT_OK) return rc;
+    Program p;
+    rc = run_passes(&p, &a);
+    if (rc == EXIT_OK) {
+        FILE *out = a.out ? fopen(a.out, "w") : stdout;
+        if (!out) {
+            wf_error("cannot write %s", a.out);
+            rc = EXIT_PLAN;
+        } else {
+            if (simulate_plan(&p, a.format, out) != 0) rc = EXIT_PLAN;
+            if (a.out && fclose(out) != 0) rc = EXIT_PLAN;
+        }
+    }
+    program_free(&p);
+    return rc;
+}
+
 static int cmd_trace(int argc, char **argv) {
     if (argc != 3 || strcmp(argv[0], "compare") != 0)
         return usage_error("usage: weft trace compare PREDICTED.json MEASURED.json");
@@ -288,6 +312,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "trace") == 0) return cmd_trace(argc - 2, argv + 2);
+    if (strcmp(cmd, "simulate") == 0) return cmd_simulate(argc - 2, argv + 2);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 2, argv + 2);
     fprintf(stderr, "weft: unknown command '%s'\n", cmd);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# weft simulate: the 1T-parameter plan on 3072 GPUs simulates without emitting
+# code and reports every figure; a 1F1B pipeline's simulated bubble is close
+# to the closed form (p-1)/(m+p-1) (communication makes it slightly larger);
+# the predicted timeline comes out as Chrome JSON and SVG.
+source "$(dirname "$0")/lib.sh"
+passed=0 failed=0
+check() {
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+"$WEFT" simulate plans/gpt_1t.lua >"$WORK/1t.txt"
+cat "$WORK/1t.txt"
+for field in "iteration" "throughput" "MFU" "bubble" "exposed dp all-reduce" "stage 63"; do
+  check "1T simulation reports '$field'" grep -q "$field" "$WORK/1t.txt"
+done
+check "1T: stage 0 without recompute in fp32 does not fit 80 GiB" grep -q "stage 0 .*does not fit" "$WORK/1t.txt"
+bubble=$(sed -n 's/^bubble *\([0-9.]*\)%.*/\1/p' "$WORK/1t.txt")
+check "1T 1F1B bubble $bubble% within [10.9, 13] (closed form 63/575 = 10.96%)" \
+  awk -v b="$bubble" 'BEGIN { exit !(b >= 10.9 && b <= 13) }'
+"$WEFT" simulate plans/gpt_1t.lua --format chrome -o "$WORK/1t.json"
+check "predicted Chrome trace reads back" "$WEFT" trace compare "$WORK/1t.json" "$WORK/1t.json"
+"$WEFT" simulate plans/tiny.lua --set mesh.pp=2 --set mesh.dp=1 --set batch.micro=2 --format svg -o "$WORK/t.svg"
+check "predicted SVG timeline is complete" grep -q "</svg>" "$WORK/t.svg"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
