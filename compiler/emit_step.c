@@ -41,10 +41,12 @@ void emit_passes(writer *o, const Program *p) {
 void emit_step(writer *o, const Program *p) {
     emit(o, "/* One optimizer step: the schedule, as straight-line code. */\n");
     emit(o, "static void step(wf_ctx *c) {\n");
-    for (int m = 0; m < p->accum; m++)
-        emit(o, "    wf_micro_begin(c, %d); forward(c); backward(c, %d);\n", m, m == p->accum - 1);
-    emit(o, "    wf_buckets_wait(c);\n");
-    emit(o, "    wf_optimizer_step(c);\n");
+    for (int m = 0; m < p->accum; m++) {
+        emit(o, "    wf_micro_begin(c, %d);\n", m);
+        emit(o, "    WF_TRACED(c, 'F', %d, 0, forward(c));\n", m);
+        emit(o, "    WF_TRACED(c, 'B', %d, 0, backward(c, %d));\n", m, m == p->accum - 1);
+    }
+    emit(o, "    WF_TRACED(c, 'O', 0, 0, wf_buckets_wait(c); wf_optimizer_step(c));\n");
     emit(o, "}\n\n");
 }
 
@@ -224,12 +226,17 @@ void emit_pipeline_step(writer *o, const Program *p, int stage) {
                 emit(o, " wf_copy(wf_act_slot(c, %d) + A_IN_C%d, wf_recv_buffer(c, %d), %ldL);", in->slot,
                   in->chunk, staging[i], (long)p->micro * p->seq / t->rows_div * t->width);
             }
-            emit(o, " fwd_c%d(c, %d, %d);\n", in->chunk, in->m, in->slot);
+            emit(o, "\n    WF_TRACED(c, 'F', %d, %d, fwd_c%d(c, %d, %d));\n", in->m, in->chunk, in->chunk,
+                 in->m, in->slot);
             break;
         case SI_BWD:
         case SI_BWD_INPUT:
-            if (in->op == SI_BWD) emit(o, "    bwd_c%d(c, %d, %d, %d);", in->chunk, in->m, in->slot, last);
-            else emit(o, "    bwd_input_c%d(c, %d, %d);", in->chunk, in->m, in->slot);
+            if (in->op == SI_BWD)
+                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_c%d(c, %d, %d, %d));", in->m, in->chunk, in->chunk,
+                     in->m, in->slot, last);
+            else
+                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_input_c%d(c, %d, %d));", in->m, in->chunk,
+                     in->chunk, in->m, in->slot);
             if (staging[i] >= 0) {
                 const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
                 emit(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + A_IN_C%d, %ldL);",
@@ -238,13 +245,15 @@ void emit_pipeline_step(writer *o, const Program *p, int stage) {
             emit(o, "\n");
             break;
         case SI_BWD_WEIGHT:
-            emit(o, "    bwd_weight_c%d(c, %d, %d, %d);\n", in->chunk, in->m, in->slot, last);
+            emit(o, "    WF_TRACED(c, 'W', %d, %d, bwd_weight_c%d(c, %d, %d, %d));\n", in->m, in->chunk,
+                 in->chunk, in->m, in->slot, last);
             break;
         case SI_SEND_ACT: case SI_SEND_GRAD:
             msg_buffer(p, stage, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
                        staging[i], buf, sizeof buf, &n);
-            emit(o, "    wf_send(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
-              msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
+            emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_send(c, %s, %ldL, %d, %d)); /* %s */\n",
+                 in->op == SI_SEND_ACT ? 'a' : 'g', in->m, in->chunk, buf, n, in->peer,
+                 msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
             break;
         case SI_RECV_ACT: case SI_RECV_GRAD:
             msg_buffer(p, stage, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
@@ -257,12 +266,14 @@ void emit_pipeline_step(writer *o, const Program *p, int stage) {
                        sizeof buf, &n);
             msg_buffer(p, stage, in->recv.kind, in->recv.m, in->recv.chunk, 0,
                        staging_recv[i] >= 0 ? staging_recv[i] : staging[i], rbuf, sizeof rbuf, &rn);
-            emit(o, "    wf_sendrecv(c, %s, %ldL, %d, %d,\n                %s, %ldL, %d, %d);\n"
-                 "    /* %s */\n", buf, n, in->send.peer, msg_tag(p, in->send.kind, in->send.m, in->send.chunk),
-              rbuf, rn, in->recv.peer, msg_tag(p, in->recv.kind, in->recv.m, in->recv.chunk), text);
+            emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_sendrecv(c, %s, %ldL, %d, %d,\n"
+                    "                %s, %ldL, %d, %d));\n    /* %s */\n",
+                 in->send.kind == MSG_ACT ? 'a' : 'g', in->send.m, in->send.chunk, buf, n, in->send.peer,
+                 msg_tag(p, in->send.kind, in->send.m, in->send.chunk), rbuf, rn, in->recv.peer,
+                 msg_tag(p, in->recv.kind, in->recv.m, in->recv.chunk), text);
             break;
         case SI_OPTIM:
-            emit(o, "    wf_buckets_wait(c);\n    wf_optimizer_step(c);\n");
+            emit(o, "    WF_TRACED(c, 'O', 0, 0, wf_buckets_wait(c); wf_optimizer_step(c));\n");
             break;
         default:
             emit(o, "    /* %s */\n", text);

@@ -16,6 +16,7 @@ typedef struct wf_options {
     const char *resume;        /* checkpoint folder to start from */
     const char *ckpt;          /* folder for periodic checkpoints (plan's ckpt_every) */
     const char *metrics;       /* JSON lines, one per step, full precision */
+    const char *trace;         /* Chrome trace of every schedule instruction */
     int quiet;
 } wf_options;
 
@@ -79,5 +80,7 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale);
 void wf_ckpt_save(wf_ctx *c, const char *dir);          /* ckpt.c */
 void wf_ckpt_load(wf_ctx *c, const char *dir);
 uint64_t wf_params_digest(const wf_ctx *c);
+void wf_trace_begin(wf_ctx *c);                         /* trace.c */
+void wf_trace_write(wf_ctx *c);
 
 #endif

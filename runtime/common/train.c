@@ -37,6 +37,7 @@ static const char HELP[] =
     "  --ckpt DIR       checkpoint folder for the plan's train.ckpt_every\n"
     "  --resume DIR     start from a checkpoint folder (model, optimizer, step)\n"
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
+    "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
     "  --quiet          no per-step log\n";
 
 static void parse_options(wf_ctx *c, int argc, char **argv) {
@@ -45,6 +46,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "save", required_argument, 0, 'S' },  { "ckpt", required_argument, 0, 'c' },
         { "resume", required_argument, 0, 'r' }, { "metrics", required_argument, 0, 'm' },
         { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
+        { "trace", required_argument, 0, 't' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -65,6 +67,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 'c': c->opt.ckpt = optarg; break;
         case 'r': c->opt.resume = optarg; break;
         case 'm': c->opt.metrics = optarg; break;
+        case 't': c->opt.trace = optarg; break;
         case 'q': c->opt.quiet = 1; break;
         case 'h':
             if (wf_is_root(c)) fputs(HELP, stdout);
@@ -209,6 +212,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
 
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     wf_gemm_stats_reset();
+    wf_trace_begin(c);
     double t_start = now_s(), first_loss = NAN;
     int steps_run = 0;
     while (c->step < c->opt.steps) {
@@ -221,6 +225,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
             wf_ckpt_save(c, c->opt.ckpt);
     }
     double seconds = now_s() - t_start;
+    wf_trace_write(c);
     check_replicas(c);
     summary(c, steps_run, seconds, first_loss);
     if (c->opt.save) wf_ckpt_save(c, c->opt.save);

@@ -232,6 +232,18 @@ void wf_tied_grads(wf_ctx *c);
 float *wf_recv_buffer(wf_ctx *c, int i);
 void wf_copy(float *dst, const float *src, long n);          /* sums the tied wte gradients of first and last stage */
 
+/* Measured traces (--trace FILE): each schedule instruction's start and end.
+ * kind: 'F' forward, 'B' backward (or its input half), 'W' weight half,
+ * 'O' optimizer, 'a' / 'g' sending an activation / a gradient. */
+double wf_trace_now(wf_ctx *c);        /* 0 when not tracing */
+void wf_trace_event(wf_ctx *c, char kind, int m, int chunk, double start);
+#define WF_TRACED(c, kind, m, chunk, call)                   \
+    do {                                                     \
+        double wf_t0_ = wf_trace_now(c);                     \
+        call;                                                \
+        wf_trace_event((c), (kind), (m), (chunk), wf_t0_);   \
+    } while (0)
+
 /* Data parallelism: start bucket k's non-blocking all-reduce now that its last
  * gradient is written; drive outstanding requests during backward. */
 void wf_bucket_start(wf_ctx *c, int k);
