@@ -29,7 +29,7 @@ static const char USAGE[] =
     "  inspect PLAN [--rank R] [--format text|chrome|svg] [-o FILE]\n"
     "                             each rank's instruction stream and the schedule's\n"
     "                             timeline (text Gantt, Chrome trace JSON, SVG)\n"
-    "  simulate PLAN [--format text|chrome|svg] [-o FILE]\n"
+    "  simulate PLAN [--format text|chrome|svg] [-o FILE] [--calibration FILE]\n"
     "                             predicted iteration time, tokens/s, MFU, bubble,\n"
     "                             communication and memory per rank; no code emitted\n"
     "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
@@ -74,7 +74,7 @@ static int known_pass(const char *name) {
 
 /* check and compile share their options. */
 typedef struct {
-    const char *plan, *out, *dump, *runtime, *format;
+    const char *plan, *out, *dump, *runtime, *format, *calibration;
     int rank;
     const char *overrides[64];
     int n_overrides;
@@ -109,6 +109,9 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
             if (++i >= argc) return usage_error("--rank needs a rank number");
             a->rank = (int)strtol(argv[i], &end, 10);
             if (*end || a->rank < 0) return usage_error("--rank needs a rank number >= 0");
+        } else if (strcmp(s, "--calibration") == 0 && want_out == 2) {
+            if (++i >= argc) return usage_error("--calibration needs a file written by weft-calibrate");
+            a->calibration = argv[i];
         } else if (strcmp(s, "--runtime") == 0) {
             if (++i >= argc) return usage_error("--runtime needs a folder");
             a->runtime = argv[i];
@@ -202,7 +205,9 @@ static int cmd_simulate(int argc, char **argv) {
             wf_error("cannot write %s", a.out);
             rc = EXIT_PLAN;
         } else {
-            if (simulate_plan(&p, a.format, out) != 0) rc = EXIT_PLAN;
+            sim_calibration cal = { 0 };
+            if (a.calibration && simulate_load_calibration(a.calibration, &cal) != 0) rc = EXIT_PLAN;
+            else if (simulate_plan(&p, &cal, a.format, out) != 0) rc = EXIT_PLAN;
             if (a.out && fclose(out) != 0) rc = EXIT_PLAN;
         }
     }

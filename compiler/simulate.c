@@ -13,66 +13,190 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lauxlib.h>
+
 #include "cost.h"
 #include "simulate.h"
 #include "trace.h"
 
+/* The calibration in force for this simulation (CPU backend), or NULL. */
+static const sim_calibration *calib;
+static cost_link calib_link;
+
+static int get_number(lua_State *L, const char *k, double *v) {
+    lua_getfield(L, -1, k);
+    int ok = lua_isnumber(L, -1);
+    if (ok) *v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return ok;
+}
+
+static void stop_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    luaL_error(L, "the calibration file runs too long");
+}
+
+int simulate_load_calibration(const char *path, sim_calibration *cal) {
+    memset(cal, 0, sizeof *cal);
+    lua_State *L = luaL_newstate();
+    int rc = -1;
+    lua_sethook(L, stop_hook, LUA_MASKCOUNT, 1000000);
+    if (luaL_loadfilex(L, path, "t") != LUA_OK) {
+        wf_error("%s", lua_tostring(L, -1));
+        goto done;
+    }
+    lua_newtable(L);  /* an empty environment: data only */
+    lua_setupvalue(L, -2, 1);
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
+        wf_error("%s: %s", path, lua_isstring(L, -1) ? lua_tostring(L, -1) : "must return a table");
+        goto done;
+    }
+    double cores = 1;
+    if (!get_number(L, "fp32", &cal->fp32_tflops) || !get_number(L, "hbm_gbs", &cal->hbm_gbs) ||
+        !get_number(L, "link_gbs", &cal->link_gbs) || !get_number(L, "link_latency_us", &cal->link_latency_us)) {
+        wf_error("%s: needs fp32, hbm_gbs, link_gbs and link_latency_us (write it with weft-calibrate)", path);
+        goto done;
+    }
+    if (!get_number(L, "gemm_balance", &cal->gemm_balance)) cal->gemm_balance = 1;
+    struct { const char *name; double *v; } kernels[] = {
+        { "layernorm", cal->layernorm }, { "gelu", cal->gelu }, { "add", cal->add },
+        { "attention", cal->attention }, { "xent", cal->xent }, { "linear", cal->linear },
+    };
+    for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+        lua_getfield(L, -1, kernels[i].name);
+        for (int j = 0; j < 2 && lua_istable(L, -1); j++) {
+            lua_rawgeti(L, -1, j + 1);
+            kernels[i].v[j] = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    get_number(L, "cores", &cores);
+    cal->cores = cores >= 1 ? (int)cores : 1;
+    cal->loaded = 1;
+    rc = 0;
+done:
+    lua_close(L);
+    return rc;
+}
+
 /* Links: inside a node NVLink 4, across nodes InfiniBand NDR (one NIC per
  * device), the CPU backend's ranks share memory. */
 static const cost_link *intra_link(const Program *p) {
+    if (calib) return &calib_link;
     return cost_find_link(strcmp(p->device, "CPU") == 0 ? "pcie4" : "nvlink4");
 }
 
 static const cost_link *inter_link(const Program *p, int ranks_apart) {
-    if (ranks_apart < p->devices_per_node) return intra_link(p);
+    if (ranks_apart < p->devices_per_node || calib) return intra_link(p);
     return cost_find_link("ib_ndr");
 }
 
-/* Seconds of one microbatch's forward of op i on this rank. */
-static double op_seconds(const Program *p, const ir_op *o, double peak, double hbm) {
+/* GEMM efficiency: the calibrated curve on the CPU backend (the peak is the
+ * measured sgemm rate), the GPU model otherwise. */
+static double efficiency(double M, double N, double K) {
+    if (calib) return cost_gemm_efficiency_ex(M, N, K, 1.0, calib->gemm_balance);
+    return cost_gemm_efficiency(M, N, K);
+}
+
+/* Seconds of one microbatch of an op: forward, backward, the part of the
+ * backward that is weight gradients (W of zero-bubble schedules), and the
+ * part that is tensor-parallel communication. */
+typedef struct { double f, b, w, comm; } op_time;
+
+/* Elementwise work: calibrated ns per element on the CPU backend ([0]
+ * forward, [1] backward), else bytes at HBM bandwidth. */
+static double elementwise(const double *ns, double elems, int backward, double hbm) {
+    if (calib) return ns[backward] * elems * 1e-9;
+    return cost_memory_bound_seconds((backward ? 4.0 : 3.0) * 4 * elems, hbm);
+}
+
+static op_time op_seconds(const Program *p, const ir_op *o, double peak, double hbm) {
+    static const double none[2] = { 0, 0 };
     double tokens = (double)p->micro * p->seq;
     double rows = tokens / p->tensors[o->out].rows_div, width = (double)p->tensors[o->out].width;
+    op_time t = { 0, 0, 0, 0 };
+    const double *add = calib ? calib->add : none;
     switch (o->kind) {
     case OP_LINEAR: {
         double K = (double)p->tensors[o->in[0]].width;
-        return cost_gemm_seconds(tokens, width, K, peak, cost_gemm_efficiency(tokens, width, K));
+        t.f = cost_gemm_seconds(tokens, width, K, peak, efficiency(tokens, width, K));
+        t.b = 2 * t.f;
+        if (calib && calib->linear[0] > 0) {  /* the layer as measured, bias and transposes included */
+            double scale = peak / calib->fp32_tflops;  /* threads beyond one */
+            t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9 * scale);
+            t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9 * scale);
+        }
+        t.w = t.b / 2;
+        break;
     }
-    case OP_ATTENTION: {  /* QK^T and PV per head: 2 GEMMs of seq x seq x head_dim */
+    case OP_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
         double hd = width / o->heads, T = p->seq, n = (double)p->micro * o->heads;
-        return 2 * n * cost_gemm_seconds(T, T, hd, peak, cost_gemm_efficiency(T, T, hd));
+        if (calib) {
+            t.f = calib->attention[0] * n * T * T * 1e-9;
+            t.b = calib->attention[1] * n * T * T * 1e-9;
+        } else {
+            t.f = 2 * n * cost_gemm_seconds(T, T, hd, peak, efficiency(T, T, hd)) +
+                  cost_memory_bound_seconds(3 * 4 * n * T * T, hbm);
+            t.b = 2 * t.f;
+        }
+        break;
     }
     case OP_LMHEAD_XENT: {
         double K = (double)p->tensors[o->in[0]].width, V = (double)p->vocab_padded / p->tp;
-        return cost_gemm_seconds(tokens, V, K, peak, cost_gemm_efficiency(tokens, V, K)) +
-               cost_memory_bound_seconds(3 * 4 * tokens * V, hbm);
+        double gemm = cost_gemm_seconds(tokens, V, K, peak, efficiency(tokens, V, K));
+        t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm);
+        t.w = gemm;
+        t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm);
+        break;
     }
-    case OP_TP_COPY: return 0;  /* its all-reduce is in backward */
+    case OP_LAYERNORM:
+        t.f = elementwise(calib ? calib->layernorm : none, rows * width, 0, hbm);
+        t.b = elementwise(calib ? calib->layernorm : none, rows * width, 1, hbm);
+        t.w = t.b / 3;
+        break;
+    case OP_GELU:
+        t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm);
+        t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm);
+        break;
+    case OP_TP_COPY:
+        t.b = t.comm = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
+        break;
     case OP_TP_REDUCE:
-        return cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
+        t.f = t.comm = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
+        break;
     case OP_TP_GATHER:
     case OP_TP_SCATTER:
-        return cost_allgather_ring(4 * tokens * width, p->tp, intra_link(p));
-    default:  /* memory-bound: read inputs, write the output */
-        return cost_memory_bound_seconds(3 * 4 * rows * width, hbm);
+        t.f = t.comm = cost_allgather_ring(4 * tokens * width, p->tp, intra_link(p));
+        t.b = t.f;
+        break;
+    default:  /* adds, embedding lookups */
+        t.f = elementwise(add, rows * width, 0, hbm);
+        t.b = elementwise(add, rows * width, 1, hbm);
+        break;
     }
+    return t;
 }
 
-/* Forward seconds of chunk k for one microbatch, and the part of it (and of
- * its backward) spent in tensor-parallel collectives. */
-static double chunk_seconds(const Program *p, int k, double peak, double hbm, double *tp_comm) {
-    double s = 0;
-    *tp_comm = 0;
+/* One microbatch of chunk k. */
+static op_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
+    op_time sum = { 0, 0, 0, 0 };
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
-        double t = op_seconds(p, &p->ops[i], peak, hbm);
-        s += t;
-        if (p->ops[i].kind >= OP_TP_COPY) *tp_comm += t;
+        op_time t = op_seconds(p, &p->ops[i], peak, hbm);
+        sum.f += t.f;
+        sum.b += t.b;
+        sum.w += t.w;
+        sum.comm += t.comm;
     }
-    return s;
+    return sum;
 }
 
-/* The dense peak for the plan's precision (the cluster description's fp32
- * figure for devices the catalog does not know, e.g. the CPU backend). */
 static double device_peak(const Program *p) {
+    if (calib) {  /* a rank gets the cores its node's ranks do not use */
+        int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+        int threads = calib->cores / (ranks > 0 ? ranks : 1);
+        return calib->fp32_tflops * (threads > 1 ? threads : 1);
+    }
     const cost_device *d = cost_find_device(p->device);
     if (!d) return p->device_fp32_tflops;
     double peak = strcmp(p->precision, "bf16") == 0 ? d->bf16
@@ -110,7 +234,13 @@ static void human(double bytes, char *out, size_t n) {
     else snprintf(out, n, "%.2f MiB", bytes / 1048576.0);
 }
 
-int simulate_plan(const Program *p, const char *format, FILE *out) {
+int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
+    calib = cal && cal->loaded ? cal : NULL;
+    if (calib) {
+        calib_link.name = "calibrated";
+        calib_link.gbs = calib->link_gbs;
+        calib_link.latency_us = calib->link_latency_us;
+    }
     schedule own = { 0 };
     const schedule *s = p->sched;
     char err[256];
@@ -122,14 +252,14 @@ int simulate_plan(const Program *p, const char *format, FILE *out) {
         s = &own;
     }
     const cost_device *dev = cost_find_device(p->device);
-    double peak = device_peak(p), hbm = dev ? dev->hbm_gbs : 20.0;
+    double peak = device_peak(p), hbm = calib ? calib->hbm_gbs : dev ? dev->hbm_gbs : 20.0;
     /* the slowest stage sets the pace of a pipeline: use its chunk times */
-    double f = 0, tp_comm = 0;
+    op_time slow = { 0, 0, 0, 0 };
     for (int k = 0; k < p->n_chunks; k++) {
-        double c, t = chunk_seconds(p, k, peak, hbm, &c);
-        if (t > f) { f = t; tp_comm = c; }
+        op_time t = chunk_seconds(p, k, peak, hbm);
+        if (t.f + t.b > slow.f + slow.b) slow = t;
     }
-    double b = 2 * f, w = s->split_backward ? f : 0;
+    double f = slow.f, b = slow.b, w = s->split_backward ? slow.w : 0, tp_comm = slow.comm;
     double boundary = 0;
     for (int k = 1; k < p->n_chunks; k++)
         if (p->chunk_in[k]) {
@@ -151,9 +281,10 @@ int simulate_plan(const Program *p, const char *format, FILE *out) {
         if (p->buckets[k].stage == 0)
             dp_comm += cost_allreduce_ring(4.0 * p->buckets[k].numel, p->dp, inter_link(p, p->tp));
     double exposed_dp = dp_comm > b ? dp_comm - b : 0;
-    double optim = cost_memory_bound_seconds(16.0 * p->param_numel[0], hbm);
+    /* AdamW reads and writes weights, gradients and two moments */
+    double optim = cost_memory_bound_seconds(32.0 * p->param_numel[0], hbm);
     double iter = span + exposed_dp + optim;
-    double busy = p->accum * (f + b + w) * p->n_chunks / p->pp;
+    double busy = p->accum * (f + b) * p->n_chunks / p->pp;
     double bubble = span > 0 ? 1.0 - busy / span : 0;
     double tokens = (double)p->global_batch * p->seq;
     double tflops = p->flops_per_token * tokens / iter / p->world / 1e12;

@@ -7,5 +7,19 @@
 
 /* format: "text" (iteration time, throughput, MFU, bubble, communication,
  * memory per rank), or "chrome" / "svg" for the predicted timeline. */
-int simulate_plan(const Program *p, const char *format, FILE *out);
+typedef struct {
+    int loaded;
+    double fp32_tflops;   /* sgemm per rank, one thread */
+    double gemm_balance;  /* GEMM efficiency I / (I + balance) */
+    double hbm_gbs, link_gbs, link_latency_us;
+    int cores;
+    /* the runtime's own kernels, ns per element: [0] forward, [1] backward */
+    double layernorm[2], gelu[2], add[2], attention[2], xent[2];
+    double linear[2];     /* GFLOP/s of a linear layer, forward and backward */
+} sim_calibration;
+
+/* Reads a cluster file written by weft-calibrate (a Lua table, run with no
+ * libraries); 0 on success, -1 after reporting. */
+int simulate_load_calibration(const char *path, sim_calibration *cal);
+int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out);
 #endif

@@ -1,0 +1,176 @@
+/* weft-calibrate: measures this machine for CPU-backend predictions and
+ * writes a cluster file `weft simulate --calibration FILE` reads:
+ *   fp32         sgemm TFLOP/s per rank (one thread, as when ranks fill the cores),
+ *                on GEMM shapes of a small GPT;
+ *   gemm_balance how fast the rate falls for thin shapes (fitted);
+ *   hbm_gbs      memory bandwidth per rank (copy);
+ *   link_gbs, link_latency_us   MPI point-to-point between two ranks.
+ * Run it with two ranks: mpirun -np 2 weft-calibrate -o cluster.lua */
+#include <mpi.h>
+#include <cblas.h>
+#include <omp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blas.h"
+#include "internal.h"
+
+static double gemm_rate(int M, int N, int K) {  /* GFLOP/s, best of 3 */
+    float *a = calloc((size_t)M * K, 4), *b = calloc((size_t)K * N, 4), *c = calloc((size_t)M * N, 4);
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = MPI_Wtime();
+        wf_sgemm(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+        double t = MPI_Wtime() - t0;
+        if (t < best) best = t;
+    }
+    free(a); free(b); free(c);
+    return 2.0 * M * N * K / best / 1e9;
+}
+
+static double copy_gbs(void) {
+    size_t n = (size_t)64 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = MPI_Wtime();
+        memcpy(b, a, n);
+        double t = MPI_Wtime() - t0;
+        if (t < best) best = t;
+    }
+    free(a); free(b);
+    return 2.0 * n / best / 1e9;  /* read + write */
+}
+
+/* Nanoseconds per element of the runtime's own non-GEMM kernels, forward and
+ * backward, at a small GPT's sizes (N = 1024 tokens, C = 128). */
+typedef struct { double ln_f, ln_b, gelu_f, gelu_b, add_f, add_b, att_f, att_b, xent_f, xent_b;
+                 double linear_f, linear_b; /* GFLOP/s of a linear layer's forward, backward */ } kernel_ns;
+
+#define TIME(call, out)                                   \
+    do {                                                  \
+        double best_ = 1e30;                              \
+        for (int r_ = 0; r_ < 3; r_++) {                  \
+            double t0_ = MPI_Wtime();                     \
+            call;                                         \
+            double t_ = MPI_Wtime() - t0_;                \
+            if (t_ < best_) best_ = t_;                   \
+        }                                                 \
+        (out) = best_;                                    \
+    } while (0)
+
+static kernel_ns measure_kernels(double gemm_gflops) {
+    enum { B = 8, T = 128, C = 128, H = 4, V = 4096, N = B * T };
+    kernel_ns k;
+    float *x = calloc((size_t)N * 4 * C, 4), *y = calloc((size_t)N * 4 * C, 4), *d = calloc((size_t)N * 4 * C, 4);
+    float *dx = calloc((size_t)N * 4 * C, 4), *w = calloc(4 * C, 4), *b = calloc(4 * C, 4);
+    float *mean = calloc(N, 4), *rstd = calloc(N, 4), *att = calloc((size_t)B * H * T * T, 4);
+    float *scratch = calloc((size_t)T * T, 4), *probs = calloc((size_t)N * V, 4), *losses = calloc(N, 4);
+    float *wte = calloc((size_t)V * C, 4), *dwte = calloc((size_t)V * C, 4);
+    int32_t *tgt = calloc(N, 4);
+    for (long i = 0; i < (long)N * 4 * C; i++) x[i] = (float)(i % 17) * 0.01f;
+    for (int i = 0; i < 4 * C; i++) w[i] = 1.0f;
+    double t, n = (double)N * C;
+    TIME(wf_layernorm_fwd(NULL, y, mean, rstd, x, w, b, N, C), t); k.ln_f = t / n * 1e9;
+    TIME(wf_layernorm_bwd(NULL, dx, w, b, d, x, w, mean, rstd, N, C), t); k.ln_b = t / n * 1e9;
+    TIME(wf_gelu_fwd(NULL, y, x, (long)N * 4 * C), t); k.gelu_f = t / (4 * n) * 1e9;
+    TIME(wf_gelu_bwd(NULL, dx, x, d, (long)N * 4 * C), t); k.gelu_b = t / (4 * n) * 1e9;
+    /* a linear layer as the runtime runs it (bias, transposed backward GEMMs) */
+    double lin = 2.0 * N * C * 4 * C;
+    TIME(wf_linear_fwd(NULL, y, x, wte, b, N, C, 4 * C), t); k.linear_f = lin / t / 1e9;
+    TIME(wf_linear_bwd(NULL, dx, dwte, w, d, x, wte, N, C, 4 * C), t); k.linear_b = 2 * lin / t / 1e9;
+    TIME(wf_add_fwd(NULL, y, x, d, (long)n), t); k.add_f = t / n * 1e9;
+    TIME(wf_add_bwd(NULL, dx, y, d, (long)n), t); k.add_b = t / n * 1e9;
+    double att_elems = (double)B * H * T * T;
+    TIME(wf_attention_fwd(NULL, y, att, x, B, T, C, H), t); k.att_f = t / att_elems * 1e9;
+    TIME(wf_attention_bwd(NULL, dx, scratch, d, x, att, B, T, C, H), t); k.att_b = t / att_elems * 1e9;
+    /* the LM head less its GEMMs, per logit */
+    double logits = (double)N * V, gemm = 2.0 * N * V * C / (gemm_gflops * 1e9);
+    TIME(wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, N, C, V), t);
+    k.xent_f = (t - gemm > 0 ? t - gemm : 0) / logits * 1e9;
+    TIME(wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, tgt, 1.0f, N, C, V), t);
+    k.xent_b = (t - 2 * gemm > 0 ? t - 2 * gemm : 0) / logits * 1e9;
+    free(x); free(y); free(d); free(dx); free(w); free(b); free(mean); free(rstd); free(att);
+    free(scratch); free(probs); free(losses); free(wte); free(dwte); free(tgt);
+    return k;
+}
+
+/* One-way time of an n-byte message between ranks 0 and 1 (ping-pong / 2). */
+static double pingpong(int rank, size_t n, int reps) {
+    char *buf = calloc(n ? n : 1, 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < reps; i++) {
+        if (rank == 0) {
+            MPI_Send(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    double t = (MPI_Wtime() - t0) / reps / 2;
+    free(buf);
+    return t;
+}
+
+int main(int argc, char **argv) {
+    wf_blas_select(argc, argv);
+    MPI_Init(&argc, &argv);
+    int rank, world;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    const char *out = "cluster.lua";
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "-o") == 0) out = argv[i + 1];
+    openblas_set_num_threads(1);
+    /* large shapes give the peak; a thin one fixes how fast it falls */
+    double big = 0;
+    int shapes[][3] = { { 1024, 768, 256 }, { 1024, 1024, 256 }, { 1024, 256, 1024 }, { 2048, 1024, 1024 } };
+    for (int s = 0; s < 4; s++) {
+        double r = gemm_rate(shapes[s][0], shapes[s][1], shapes[s][2]);
+        if (r > big) big = r;
+    }
+    double thin = gemm_rate(128, 128, 32);
+    /* efficiency = I / (I + balance) with I = 1 / (2 (1/M + 1/N + 1/K)) */
+    double intensity = 1.0 / (2.0 * (1.0 / 128 + 1.0 / 128 + 1.0 / 32)), ratio = thin / big;
+    double balance = ratio > 0 && ratio < 1 ? intensity * (1 - ratio) / ratio : 1.0;
+    double hbm = copy_gbs();
+    omp_set_num_threads(1);
+    kernel_ns kn = measure_kernels(big);
+    double lat = 0, gbs = 0;
+    if (world >= 2) {
+        lat = pingpong(rank, 8, 2000);
+        double big_t = pingpong(rank, (size_t)16 << 20, 10);
+        gbs = (16 << 20) / (big_t - lat) / 1e9;
+    }
+    if (rank == 0) {
+        FILE *f = fopen(out, "w");
+        if (!f) { fprintf(stderr, "weft-calibrate: cannot write %s\n", out); MPI_Abort(MPI_COMM_WORLD, 1); }
+        fprintf(f, "-- written by weft-calibrate: this machine's CPU backend, per rank\n");
+        fprintf(f, "return {\n  name = \"CPU\",\n  fp32 = %.5f,          -- sgemm TFLOP/s, one thread\n", big / 1e3);
+        fprintf(f, "  gemm_balance = %.2f,  -- efficiency I / (I + balance)\n", balance);
+        fprintf(f, "  hbm_gbs = %.2f,\n  link_gbs = %.3f,\n  link_latency_us = %.3f,\n", hbm,
+                world >= 2 ? gbs : 10.0, world >= 2 ? lat * 1e6 : 1.0);
+        fprintf(f, "  cores = %ld,            -- a rank alone on the node gets them all\n",
+                sysconf(_SC_NPROCESSORS_ONLN));
+        fprintf(f, "  -- the runtime's own kernels, ns per element (forward, backward), one thread\n");
+        fprintf(f, "  layernorm = { %.4f, %.4f },\n  gelu = { %.4f, %.4f },\n  add = { %.4f, %.4f },\n",
+                kn.ln_f, kn.ln_b, kn.gelu_f, kn.gelu_b, kn.add_f, kn.add_b);
+        fprintf(f, "  attention = { %.4f, %.4f },  -- per score (B H T T), GEMMs included\n",
+                kn.att_f, kn.att_b);
+        fprintf(f, "  xent = { %.4f, %.4f },       -- per logit, GEMMs excluded\n", kn.xent_f, kn.xent_b);
+        fprintf(f, "  linear = { %.2f, %.2f },     -- GFLOP/s of a linear layer (1024 x 128 -> 512)\n}\n",
+                kn.linear_f, kn.linear_b);
+        fclose(f);
+        printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us; wrote %s\n",
+               big, thin, hbm, gbs, lat * 1e6, out);
+    }
+    MPI_Finalize();
+    return 0;
+}
