@@ -169,7 +169,10 @@ static int cmd_compile(int argc, char **argv) {
     return rc;
 }
 
-static int cmd_inspect(int argc, char **argv) {
+/* inspect and simulate: run the passes, then write a report to -o or stdout. */
+typedef int (*report_fn)(const Program *p, const plan_args *a, FILE *out);
+
+static int run_report(int argc, char **argv, report_fn report) {
     plan_args a;
     int rc = parse_plan_args(argc, argv, &a, 2);
     if (rc != EXIT_OK) return rc;
@@ -185,7 +188,7 @@ static int cmd_inspect(int argc, char **argv) {
             wf_error("cannot write %s", a.out);
             rc = EXIT_PLAN;
         } else {
-            if (inspect_plan(&p, a.rank, a.format, out) != 0) rc = EXIT_PLAN;
+            if (report(&p, &a, out) != 0) rc = EXIT_PLAN;
             if (a.out && fclose(out) != 0) rc = EXIT_PLAN;
         }
     }
@@ -193,26 +196,14 @@ static int cmd_inspect(int argc, char **argv) {
     return rc;
 }
 
-static int cmd_simulate(int argc, char **argv) {
-    plan_args a;
-    int rc = parse_plan_args(argc, argv, &a, 2);
-    if (rc != EXIT_OK) return rc;
-    Program p;
-    rc = run_passes(&p, &a);
-    if (rc == EXIT_OK) {
-        FILE *out = a.out ? fopen(a.out, "w") : stdout;
-        if (!out) {
-            wf_error("cannot write %s", a.out);
-            rc = EXIT_PLAN;
-        } else {
-            sim_calibration cal = { 0 };
-            if (a.calibration && simulate_load_calibration(a.calibration, &cal) != 0) rc = EXIT_PLAN;
-            else if (simulate_plan(&p, &cal, a.format, out) != 0) rc = EXIT_PLAN;
-            if (a.out && fclose(out) != 0) rc = EXIT_PLAN;
-        }
-    }
-    program_free(&p);
-    return rc;
+static int inspect_report(const Program *p, const plan_args *a, FILE *out) {
+    return inspect_plan(p, a->rank, a->format, out);
+}
+
+static int simulate_report(const Program *p, const plan_args *a, FILE *out) {
+    sim_calibration cal = { 0 };
+    if (a->calibration && simulate_load_calibration(a->calibration, &cal) != 0) return -1;
+    return simulate_plan(p, &cal, a->format, out);
 }
 
 static int cmd_trace(int argc, char **argv) {
@@ -315,9 +306,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "check") == 0) return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
-    if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "inspect") == 0) return run_report(argc - 2, argv + 2, inspect_report);
     if (strcmp(cmd, "trace") == 0) return cmd_trace(argc - 2, argv + 2);
-    if (strcmp(cmd, "simulate") == 0) return cmd_simulate(argc - 2, argv + 2);
+    if (strcmp(cmd, "simulate") == 0) return run_report(argc - 2, argv + 2, simulate_report);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 2, argv + 2);
     fprintf(stderr, "weft: unknown command '%s'\n", cmd);

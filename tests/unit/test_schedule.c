@@ -9,19 +9,7 @@
 #include "schedule.h"
 #include "verify.h"
 
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++;
-    else failed++;
-}
+#include "check.h"
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 static double absd(double x) { return x < 0 ? -x : x; }

@@ -22,19 +22,7 @@
 #include "schedule.h"
 #include "trace.h"
 
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++;
-    else failed++;
-}
+#include "check.h"
 
 static int build(schedule *s, sched_kind kind, int p, int m)
 {

@@ -9,19 +9,7 @@
 #include "schedule.h"
 #include "verify.h"
 
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) passed++;
-    else failed++;
-}
+#include "check.h"
 
 /* ---- building lists by hand ---- */
 
