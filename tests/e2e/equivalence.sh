@@ -59,6 +59,7 @@ layouts=(
   "pp2_zbh1   ref_l4    256   4 16     1  1  0  2 zb-h1        1  4    25"
   "pp4_zbh1   ref_l4    256   4 16     1  1  0  4 zb-h1        1  2    25"
   "dp2_pp2    ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05"
+  "dp2_pp2_zb ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05"
   "tp2_pp2    ref_l4    256   4 16     1  2  1  2 1f1b         1  4    25"
   "tp2_pp2_zb ref_l4    256   4 16     1  2  0  2 zb-h1        1  4    25"
   "3d_2x2x2   ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25"
