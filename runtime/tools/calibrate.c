@@ -65,7 +65,8 @@ typedef struct { double ln_f, ln_b, gelu_f, gelu_b, add_f, add_b, att_f, att_b, 
     } while (0)
 
 static kernel_ns measure_kernels(double gemm_gflops) {
-    enum { B = 8, T = 128, C = 128, H = 4, V = 4096, N = B * T };
+    /* 64 sequences of 128 tokens: arenas larger than the caches, as in a real step */
+    enum { B = 64, T = 128, C = 128, H = 4, V = 4096, N = B * T };
     kernel_ns k;
     float *x = calloc((size_t)N * 4 * C, 4), *y = calloc((size_t)N * 4 * C, 4), *d = calloc((size_t)N * 4 * C, 4);
     float *dx = calloc((size_t)N * 4 * C, 4), *w = calloc(4 * C, 4), *b = calloc(4 * C, 4);
