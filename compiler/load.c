@@ -242,6 +242,16 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     get_str(L, dev, "name", p->device, sizeof p->device);
     p->device_fp32_tflops = get_num(L, dev, "fp32");
     p->device_memory_gib = get_num(L, dev, "memory_gib");
+    p->device_tf32_tflops = get_num(L, dev, "tf32");
+    p->device_fp16_tflops = get_num(L, dev, "fp16");
+    p->device_bf16_tflops = get_num(L, dev, "bf16");
+    p->device_hbm_gbs = get_num(L, dev, "hbm_gbs");
+    int intra = push_sub(L, cluster, "intra_link");
+    p->intra_gbs = get_num(L, intra, "gbs");
+    p->intra_latency_us = get_num(L, intra, "latency_us");
+    int inter = push_sub(L, cluster, "inter_link");
+    p->inter_gbs = get_num(L, inter, "gbs");
+    p->inter_latency_us = get_num(L, inter, "latency_us");
 
     int batch = push_sub(L, plan, "batch");
     p->micro = (int)get_int(L, batch, "micro");

@@ -103,8 +103,10 @@ typedef struct Program {
     int vocab_padded;       /* vocab rounded up to a multiple of tp */
     int nodes, devices_per_node;
     char device[32];
-    double device_fp32_tflops;
-    double device_memory_gib;
+    double device_fp32_tflops, device_tf32_tflops, device_fp16_tflops, device_bf16_tflops;
+    double device_memory_gib, device_hbm_gbs;
+    double intra_gbs, intra_latency_us;   /* link inside a node */
+    double inter_gbs, inter_latency_us;   /* link between nodes */
     /* batch */
     int micro, global_batch, accum;
     /* optimizer and training */

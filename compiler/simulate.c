@@ -82,14 +82,16 @@ done:
 
 /* Links: inside a node NVLink 4, across nodes InfiniBand NDR (one NIC per
  * device), the CPU backend's ranks share memory. */
+static cost_link plan_intra, plan_inter;  /* the plan's cluster description */
+
 static const cost_link *intra_link(const Program *p) {
-    if (calib) return &calib_link;
-    return cost_find_link(strcmp(p->device, "CPU") == 0 ? "pcie4" : "nvlink4");
+    (void)p;
+    return calib ? &calib_link : &plan_intra;
 }
 
 static const cost_link *inter_link(const Program *p, int ranks_apart) {
     if (ranks_apart < p->devices_per_node || calib) return intra_link(p);
-    return cost_find_link("ib_ndr");
+    return &plan_inter;
 }
 
 /* GEMM efficiency: the calibrated curve on the CPU backend (the peak is the
@@ -191,17 +193,17 @@ static op_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
     return sum;
 }
 
+/* The dense peak for the plan's precision, from the plan's device (which a
+ * plan may edit: weft.gpu.* are starting points). */
 static double device_peak(const Program *p) {
     if (calib) {  /* a rank gets the cores its node's ranks do not use */
         int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
         int threads = calib->cores / (ranks > 0 ? ranks : 1);
         return calib->fp32_tflops * (threads > 1 ? threads : 1);
     }
-    const cost_device *d = cost_find_device(p->device);
-    if (!d) return p->device_fp32_tflops;
-    double peak = strcmp(p->precision, "bf16") == 0 ? d->bf16
-                : strcmp(p->precision, "fp16") == 0 ? d->fp16 : d->fp32;
-    return peak > 0 ? peak : d->fp32;
+    double peak = strcmp(p->precision, "bf16") == 0 ? p->device_bf16_tflops
+                : strcmp(p->precision, "fp16") == 0 ? p->device_fp16_tflops : p->device_fp32_tflops;
+    return peak > 0 ? peak : p->device_fp32_tflops;
 }
 
 static cost_memory stage_memory(const Program *p, int stage) {
@@ -236,6 +238,8 @@ static void human(double bytes, char *out, size_t n) {
 
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
     calib = cal && cal->loaded ? cal : NULL;
+    plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us };
+    plan_inter = (cost_link){ "inter-node", p->inter_gbs, p->inter_latency_us };
     if (calib) {
         calib_link.name = "calibrated";
         calib_link.gbs = calib->link_gbs;
@@ -251,8 +255,8 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         }
         s = &own;
     }
-    const cost_device *dev = cost_find_device(p->device);
-    double peak = device_peak(p), hbm = calib ? calib->hbm_gbs : dev ? dev->hbm_gbs : 20.0;
+    double peak = device_peak(p);
+    double hbm = calib ? calib->hbm_gbs : p->device_hbm_gbs > 0 ? p->device_hbm_gbs : 20.0;
     /* the slowest stage sets the pace of a pipeline: use its chunk times */
     op_time slow = { 0, 0, 0, 0 };
     for (int k = 0; k < p->n_chunks; k++) {

@@ -462,6 +462,28 @@ local GPU = {
   CPU = { __kind = "device", name = "CPU", memory_gib = 16, fp32 = 0.1, tf32 = 0.1, fp16 = 0.1, bf16 = 0.1, hbm_gbs = 20 },
 }
 api.gpu = GPU
+
+-- Links: bandwidth per direction per device in GB/s, latency in microseconds
+-- (latencies are estimates; `weft-calibrate` measures this machine's).
+local LINK = {
+  NVLINK2 = { __kind = "link", name = "NVLINK2", gbs = 150, latency_us = 2 },
+  NVLINK3 = { __kind = "link", name = "NVLINK3", gbs = 300, latency_us = 2 },
+  NVLINK4 = { __kind = "link", name = "NVLINK4", gbs = 450, latency_us = 2 },
+  PCIE4 = { __kind = "link", name = "PCIE4", gbs = 31.5, latency_us = 3 },
+  PCIE5 = { __kind = "link", name = "PCIE5", gbs = 63, latency_us = 3 },
+  IB_HDR = { __kind = "link", name = "IB_HDR", gbs = 25, latency_us = 5 },
+  IB_NDR = { __kind = "link", name = "IB_NDR", gbs = 50, latency_us = 5 },
+  ROCE100 = { __kind = "link", name = "ROCE100", gbs = 12.5, latency_us = 6 },
+  ROCE200 = { __kind = "link", name = "ROCE200", gbs = 25, latency_us = 6 },
+  -- CPU-backend ranks on one machine: shared memory through MPI
+  SHM = { __kind = "link", name = "SHM", gbs = 5, latency_us = 1 },
+}
+api.link = LINK
+local LINK_FIELDS = {
+  name = { "string", required = true },
+  gbs = { "number", min = 0.001, max = 1e6, required = true },
+  latency_us = { "number", min = 0, max = 1e6, default = 0 },
+}
 -- The plan can edit weft.gpu.CPU; the default must not follow.
 local DEFAULT_DEVICE = copy(GPU.CPU)
 
@@ -484,9 +506,19 @@ local function make_cluster(spec)
     nodes = { "integer", min = 1, max = 1 << 20, default = 1 },
     devices_per_node = { "integer", min = 1, max = 1024, default = 8 },
     device = { "table", default = DEFAULT_DEVICE, valid = "weft.gpu.H100_SXM, weft.gpu.CPU, ..." },
+    intra_link = { "table", valid = "weft.link.NVLINK4, weft.link.PCIE5, ..." },
+    inter_link = { "table", valid = "weft.link.IB_NDR, weft.link.ROCE200, ..." },
   })
   require_kind("cluster.device", s.device, "device", "one of weft.gpu.*")
   s.device = check_fields("cluster.device", s.device, DEVICE)
+  -- links: inside a node and between nodes (CPU ranks share memory)
+  local cpu = s.device.name == "CPU"
+  s.intra_link = s.intra_link or copy(cpu and LINK.SHM or LINK.NVLINK4)
+  s.inter_link = s.inter_link or copy(LINK.IB_NDR)
+  for _, k in ipairs { "intra_link", "inter_link" } do
+    require_kind("cluster." .. k, s[k], "link", "one of weft.link.*")
+    s[k] = check_fields("cluster." .. k, s[k], LINK_FIELDS)
+  end
   s.__kind = "cluster"
   return s
 end
