@@ -21,8 +21,8 @@ check "1T 1F1B bubble $bubble% within [10.9, 13] (closed form 63/575 = 10.96%)" 
 # Links come from the plan's cluster description and can be overridden there.
 sed 's/device = w.gpu.H100_SXM }/device = w.gpu.H100_SXM, inter_link = w.link.ROCE100 }/' plans/gpt_1t.lua >"$WORK/roce.lua"
 "$WEFT" simulate "$WORK/roce.lua" >"$WORK/roce.txt"
-dp_ndr=$(sed -n 's/.*dp all-reduce \([0-9.]*\) s.*/\1/p' "$WORK/1t.txt")
-dp_roce=$(sed -n 's/.*dp all-reduce \([0-9.]*\) s.*/\1/p' "$WORK/roce.txt")
+dp_ndr=$(sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p' "$WORK/1t.txt")
+dp_roce=$(sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p' "$WORK/roce.txt")
 check "a slower inter-node link (RoCE 100 vs IB NDR) slows the dp all-reduce ($dp_ndr -> $dp_roce s)" \
   awk -v a="$dp_ndr" -v b="$dp_roce" 'BEGIN { exit !(b > 3 * a) }'
 "$WEFT" simulate plans/gpt_1t.lua --format chrome -o "$WORK/1t.json"
