@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prediction accuracy on this machine: `weft-calibrate`, then for several
+# Prediction accuracy on this machine: `weft calibrate`, then for several
 # CPU-backend layouts of the default plan the step time `weft simulate
 # --calibration` predicts against the median of 5 measured steps.
 # Run from the repository root after scripts/build.sh.
@@ -7,8 +7,7 @@ set -euo pipefail
 WEFT=${WEFT:-build/compiler/weft}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
-mpirun $root -np 2 build/runtime/weft-calibrate -o "$WORK/cluster.lua"
+"$WEFT" calibrate -o "$WORK/cluster.lua"
 "$WEFT" data synth -o "$WORK/d.bin" --tokens 500000 >/dev/null
 printf "%-28s %12s %12s %8s\n" layout predicted_ms measured_ms error
 while read -r name sets; do

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ckpt_diff.h"
 #include "inspect.h"
@@ -32,6 +34,8 @@ static const char USAGE[] =
     "  simulate PLAN [--format text|chrome|svg] [-o FILE] [--calibration FILE]\n"
     "                             predicted iteration time, tokens/s, MFU, bubble,\n"
     "                             communication and memory per rank; no code emitted\n"
+    "  calibrate [-o FILE]        measure this machine for CPU-backend predictions (runs\n"
+    "                             weft-calibrate on 2 ranks; default cluster.lua)\n"
     "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
@@ -206,6 +210,38 @@ static int simulate_report(const Program *p, const plan_args *a, FILE *out) {
     return simulate_plan(p, &cal, a->format, out);
 }
 
+/* Runs the runtime's measuring program on two ranks (point-to-point needs a
+ * partner); the user's cores decide the rest. */
+static int cmd_calibrate(int argc, char **argv) {
+    const char *out = "cluster.lua";
+    if (argc == 2 && strcmp(argv[0], "-o") == 0) out = argv[1];
+    else if (argc != 0) return usage_error("usage: weft calibrate [-o FILE]");
+    const char *runtime = getenv("WEFT_RUNTIME") ? getenv("WEFT_RUNTIME") : WEFT_RUNTIME_DIR;
+    char tool[1200];
+    snprintf(tool, sizeof tool, "%s/weft-calibrate", runtime);
+    if (access(tool, X_OK) != 0) {
+        fprintf(stderr, "weft: error: %s is missing (build the runtime first)\n", tool);
+        return EXIT_PLAN;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        const char *args[] = { "mpirun", "-np", "2", "--oversubscribe", tool, "-o", out, NULL, NULL };
+        if (geteuid() == 0) {  /* Open MPI refuses root unless told */
+            args[7] = args[6]; args[6] = args[5]; args[5] = args[4]; args[4] = args[3];
+            args[3] = "--allow-run-as-root";
+        }
+        execvp("mpirun", (char *const *)args);
+        perror("weft: mpirun");
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "weft: error: calibration failed\n");
+        return EXIT_PLAN;
+    }
+    return EXIT_OK;
+}
+
 static int cmd_trace(int argc, char **argv) {
     if (argc != 3 || strcmp(argv[0], "compare") != 0)
         return usage_error("usage: weft trace compare PREDICTED.json MEASURED.json");
@@ -308,6 +344,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return run_report(argc - 2, argv + 2, inspect_report);
     if (strcmp(cmd, "trace") == 0) return cmd_trace(argc - 2, argv + 2);
+    if (strcmp(cmd, "calibrate") == 0) return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(cmd, "simulate") == 0) return run_report(argc - 2, argv + 2, simulate_report);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 2, argv + 2);

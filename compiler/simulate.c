@@ -72,6 +72,7 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
         lua_pop(L, 1);
     }
     get_number(L, "cores", &cores);
+    if (!get_number(L, "thread_speedup", &cal->thread_speedup)) cal->thread_speedup = cores;
     cal->cores = cores >= 1 ? (int)cores : 1;
     cal->loaded = 1;
     rc = 0;
@@ -199,7 +200,9 @@ static double device_peak(const Program *p) {
     if (calib) {  /* a rank gets the cores its node's ranks do not use */
         int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
         int threads = calib->cores / (ranks > 0 ? ranks : 1);
-        return calib->fp32_tflops * (threads > 1 ? threads : 1);
+        double gain = calib->cores > 1 && threads > 1
+                    ? 1 + (calib->thread_speedup - 1) * (threads - 1) / (calib->cores - 1) : 1;
+        return calib->fp32_tflops * gain;
     }
     double peak = strcmp(p->precision, "bf16") == 0 ? p->device_bf16_tflops
                 : strcmp(p->precision, "fp16") == 0 ? p->device_fp16_tflops : p->device_fp32_tflops;

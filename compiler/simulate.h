@@ -13,6 +13,7 @@ typedef struct {
     double gemm_balance;  /* GEMM efficiency I / (I + balance) */
     double hbm_gbs, link_gbs, link_latency_us;
     int cores;
+    double thread_speedup; /* sgemm with all cores over one thread */
     /* the runtime's own kernels, ns per element: [0] forward, [1] backward */
     double layernorm[2], gelu[2], add[2], attention[2], xent[2];
     double linear[2];     /* GFLOP/s of a linear layer, forward and backward */
