@@ -266,6 +266,8 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         op_time t = chunk_seconds(p, k, peak, hbm);
         if (t.f + t.b > slow.f + slow.b) slow = t;
     }
+    /* each microbatch first zeroes its activation-gradient slot */
+    slow.f += cost_memory_bound_seconds(4.0 * p->dact_numel[0], hbm);
     double f = slow.f, b = slow.b, w = s->split_backward ? slow.w : 0, tp_comm = slow.comm;
     double boundary = 0;
     for (int k = 1; k < p->n_chunks; k++)
@@ -289,7 +291,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
             dp_comm += cost_allreduce_ring(4.0 * p->buckets[k].numel, p->dp, inter_link(p, p->tp));
     double exposed_dp = dp_comm > b ? dp_comm - b : 0;
     /* AdamW reads and writes weights, gradients and two moments */
-    double optim = cost_memory_bound_seconds(32.0 * p->param_numel[0], hbm);
+    double optim = cost_memory_bound_seconds(36.0 * p->param_numel[0], hbm);  /* + zeroing grads */
     double iter = span + exposed_dp + optim;
     double busy = p->accum * (f + b) * p->n_chunks / p->pp;
     double bubble = span > 0 ? 1.0 - busy / span : 0;
