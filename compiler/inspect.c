@@ -41,17 +41,65 @@ static const schedule *the_schedule(const Program *p, schedule *own) {
     return own;
 }
 
+/* The tensor-parallel collectives inside one forward or backward of chunk k:
+ * "2 all-reduce 256 KiB, 1 all-gather 64 KiB" over the tp group. */
+static void tp_collectives(const Program *p, int k, int backward, char *buf, size_t n) {
+    static const char *const names[] = { "all-reduce", "all-gather", "reduce-scatter" };
+    int count[3] = { 0, 0, 0 };
+    long bytes[3] = { 0, 0, 0 };
+    for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
+        const ir_op *o = &p->ops[i];
+        long size = 4L * p->micro * p->seq * p->tensors[o->out].width;
+        int which = -1;
+        switch (o->kind) {
+        case OP_TP_COPY: which = backward ? 0 : -1; break;
+        case OP_TP_REDUCE: which = backward ? -1 : 0; break;
+        case OP_TP_GATHER: which = backward ? 2 : 1; break;
+        case OP_TP_SCATTER: which = backward ? 1 : 2; break;
+        default: break;
+        }
+        if (which < 0) continue;
+        count[which]++;
+        bytes[which] += size;
+    }
+    size_t used = 0;
+    buf[0] = 0;
+    for (int j = 0; j < 3; j++)
+        if (count[j] && used < n)
+            used += (size_t)snprintf(buf + used, n - used, "%s%d %s %.0f KiB", used ? ", " : "", count[j],
+                                     names[j], bytes[j] / 1024.0);
+}
+
 static void print_streams(const Program *p, const schedule *s, int only_rank, FILE *out) {
     char buf[200];
     long bytes = boundary_bytes(p);
     for (int r = 0; r < p->world; r++) {
         if (only_rank >= 0 && r != only_rank) continue;
         int tp = r % p->tp, dp = (r / p->tp) % p->dp, stage = r / (p->tp * p->dp);
-        fprintf(out, "rank %d: stage %d, dp %d, tp %d; %d activation slot(s)\n", r, stage, dp, tp,
+        fprintf(out, "rank %d: stage %d, dp %d, tp %d; %d activation slot(s)", r, stage, dp, tp,
                 s->slots[stage]);
+        if (p->pp > 1) {  /* the schedule names stages; these are the ranks behind them */
+            fprintf(out, "; pipeline peers:");
+            for (int st = 0; st < p->pp; st++)
+                if (st != stage) fprintf(out, " stage %d = rank %d", st, (st * p->dp + dp) * p->tp + tp);
+        }
+        fputc('\n', out);
         for (int i = 0; i < s->n[stage]; i++) {
             const sched_instr *in = &s->ins[stage][i];
-            sched_instr_str(in, buf, sizeof buf);
+            char text[200];
+            sched_instr_str(in, text, sizeof text);
+            /* the schedule's peers are stages */
+            size_t k = 0;
+            for (const char *t = text; *t && k + 8 < sizeof buf; t++) {
+                if (strncmp(t, "rank ", 5) == 0) {
+                    memcpy(buf + k, "stage ", 6);
+                    k += 6;
+                    t += 4;
+                } else {
+                    buf[k++] = *t;
+                }
+            }
+            buf[k] = 0;
             int msg = in->op >= SI_SEND_ACT && in->op <= SI_SENDRECV;
             if (in->op == SI_OPTIM) {
                 for (int b = 0; b < p->n_buckets; b++)
@@ -63,8 +111,12 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             }
             fprintf(out, "  #%-3d %s", i, buf);
             if (msg) fprintf(out, "  [%ld bytes, pp group]", bytes);
-            if ((in->op == SI_FWD || in->op == SI_BWD || in->op == SI_BWD_INPUT) && p->tp > 1)
-                fprintf(out, "  [with tp-group collectives over %d ranks]", p->tp);
+            if ((in->op == SI_FWD || in->op == SI_BWD || in->op == SI_BWD_INPUT) && p->tp > 1) {
+                char coll[160];
+                int chunk = p->pp > 1 ? in->chunk : 0;
+                tp_collectives(p, chunk, in->op != SI_FWD, coll, sizeof coll);
+                if (coll[0]) fprintf(out, "  [tp group of %d: %s]", p->tp, coll);
+            }
             fputc('\n', out);
         }
     }

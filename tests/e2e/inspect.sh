@@ -15,7 +15,8 @@ check "text lists all 4 ranks" test "$(grep -c '^rank ' "$WORK/all.txt")" = 4
 check "text shows sends with bytes" grep -q "SEND.*bytes, pp group" "$WORK/all.txt"
 check "text shows bucket all-reduces" grep -q "all-reduce bucket 0 over dp group (2 ranks)" "$WORK/all.txt"
 "$WEFT" inspect "$PLAN" "${mesh[@]}" --rank 3 >"$WORK/r3.txt"
-check "--rank 3 shows only rank 3" test "$(grep '^rank ' "$WORK/r3.txt")" = "rank 3: stage 1, dp 1, tp 0; 1 activation slot(s)"
+check "--rank 3 shows only rank 3, with its pipeline peer" \
+  test "$(grep '^rank ' "$WORK/r3.txt")" = "rank 3: stage 1, dp 1, tp 0; 1 activation slot(s); pipeline peers: stage 0 = rank 1"
 "$WEFT" inspect "$PLAN" "${mesh[@]}" --format chrome -o "$WORK/t.json"
 check "chrome trace reads back and matches itself" "$WEFT" trace compare "$WORK/t.json" "$WORK/t.json"
 "$WEFT" inspect "$PLAN" "${mesh[@]}" --set pipeline.schedule=zb-h1 --format svg -o "$WORK/t.svg"
