@@ -6,6 +6,23 @@
 
 #include "emit.h"
 
+/* Full recompute: rebuild block `layer`'s activations from its input, with
+ * its (shared) activation gradients zeroed, just before its backward. */
+static void emit_recompute(writer *o, const Program *p, int layer, int stage) {
+    emit(o, "    /* block %d: recompute its activations */\n", layer);
+    emit(o, "    wf_zero(d + %ldL, %ldL);\n", p->shared_offset[stage], p->shared_numel[stage]);
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].layer == layer && p->ops[i].chunk % p->pp == stage) emit_forward_op(o, p, i);
+}
+
+/* Before backward op i: recompute its block when the walk enters one. */
+static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
+    int layer = p->ops[i].layer;
+    if (!p->recompute || layer < 0 || layer == *current) return;
+    *current = layer;
+    emit_recompute(o, p, layer, p->ops[i].chunk % p->pp);
+}
+
 void emit_passes(writer *o, const Program *p) {
     emit(o, "static void forward(wf_ctx *c) {\n");
     emit(o, "    float *a = wf_act_ptr(c, 0);\n    const float *w = wf_param_ptr(c, 0);\n");
@@ -23,9 +40,10 @@ void emit_passes(writer *o, const Program *p) {
     emit(o, "static void backward(wf_ctx *c, int last_micro) {\n");
     emit(o, "    float *a = wf_act_ptr(c, 0), *d = wf_dact_ptr(c, 0), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
-    int k = 0;  /* buckets complete in order 0, 1, ... */
+    int k = 0, block = -2;  /* buckets complete in order 0, 1, ... */
     for (int j = 0; j < p->n_ops; j++) {
         int i = p->n_ops - 1 - j;
+        maybe_recompute(o, p, i, &block);
         emit_backward_op(o, p, i);
         int started = 0;
         while (k < p->n_buckets && p->buckets[k].ready_after_op == j) {
@@ -99,7 +117,9 @@ void emit_chunk(writer *o, const Program *p, int k) {
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
     emit(o, "    wf_use_micro(c, m);\n");
     int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    int block = -2;
     for (int i = end - 1; i >= first; i--) {
+        maybe_recompute(o, p, i, &block);
         emit_backward_op(o, p, i);
         int j = p->n_ops - 1 - i, started = 0;
         for (int b = 0; b < p->n_buckets; b++)

@@ -155,42 +155,89 @@ static int tensor_stage(const Program *p, int t) {
     return p->ops[p->tensors[t].producer].chunk % p->pp;
 }
 
-int pass_memory(Program *p) {
+/* Under full recompute a block's internal activations (everything it makes
+ * that no other block reads) are dropped after forward and rebuilt from the
+ * block's input just before its backward, so all blocks share one region. */
+static int block_internal(const Program *p, int t) {
+    int layer = p->ops[p->tensors[t].producer].layer;
+    if (!p->recompute || layer < 0) return 0;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_in; k++)
+            if (p->ops[i].in[k] == t && p->ops[i].layer != layer) return 0;
+    return 1;
+}
+
+static long tensor_numel(const Program *p, int t) {
+    return align16((long)p->micro * p->seq / p->tensors[t].rows_div * p->tensors[t].width);
+}
+
+static long saved_numel(const Program *p, const ir_op *o) {
     long N = (long)p->micro * p->seq;
+    switch (o->kind) {
+    case OP_LAYERNORM: return 2 * N / p->tensors[o->out].rows_div;  /* mean, rstd */
+    case OP_ATTENTION: return (long)p->micro * o->heads * p->seq * p->seq;
+    case OP_LMHEAD_XENT: return N * (p->vocab_padded / p->tp);      /* probs */
+    default: return 0;
+    }
+}
+
+/* Lays out the shared region from `base` (tensors if `saved` is 0, saved
+ * buffers otherwise); returns its size. */
+static long lay_out_shared(Program *p, int stage, long base, int saved) {
+    long size = 0;
+    for (int layer = 0; layer < p->layers; layer++) {
+        long off = base;
+        for (int i = 0; i < p->n_ops; i++) {
+            ir_op *o = &p->ops[i];
+            if (o->layer != layer || o->chunk % p->pp != stage || !block_internal(p, o->out)) continue;
+            if (saved) {
+                o->saved_offset = off;
+                off += align16(o->saved_numel);
+            } else {
+                p->tensors[o->out].offset = off;
+                off += tensor_numel(p, o->out);
+            }
+        }
+        if (off - base > size) size = off - base;
+    }
+    return size;
+}
+
+int pass_memory(Program *p) {
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
     p->dact_numel = calloc((size_t)p->pp, sizeof(long));
+    p->shared_offset = calloc((size_t)p->pp, sizeof(long));
+    p->shared_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int i = 0; i < p->n_ops; i++) p->ops[i].saved_numel = saved_numel(p, &p->ops[i]);
     for (int stage = 0; stage < p->pp; stage++) {
         long off = 0;
         /* activations that carry gradients come first: the activation-gradient
          * slot mirrors exactly this prefix; a chunk's received input too */
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage) continue;
+            if (tensor_stage(p, t) != stage || block_internal(p, t)) continue;
             p->tensors[t].offset = off;
-            off += align16(N / p->tensors[t].rows_div * p->tensors[t].width);
+            off += tensor_numel(p, t);
         }
+        p->shared_offset[stage] = off;
+        p->shared_numel[stage] = lay_out_shared(p, stage, off, 0);
+        off += p->shared_numel[stage];
         for (int k = 0; k < p->n_chunks; k++) {
             int t = p->chunk_in[k];
             if (!t || k % p->pp != stage) continue;
             p->chunk_in_offset[k] = off;
-            off += align16(N / p->tensors[t].rows_div * p->tensors[t].width);
+            off += tensor_numel(p, t);
         }
         p->dact_numel[stage] = off;
         for (int i = 0; i < p->n_ops; i++) {
             ir_op *o = &p->ops[i];
-            if (o->chunk % p->pp != stage) continue;
-            switch (o->kind) {
-            case OP_LAYERNORM:   /* mean, rstd */
-                o->saved_numel = 2 * N / p->tensors[o->out].rows_div;
-                break;
-            case OP_ATTENTION: o->saved_numel = (long)p->micro * o->heads * p->seq * p->seq; break;
-            case OP_LMHEAD_XENT: o->saved_numel = N * (p->vocab_padded / p->tp); break;  /* probs */
-            default: o->saved_numel = 0;
-            }
+            if (o->chunk % p->pp != stage || block_internal(p, o->out)) continue;
             o->saved_offset = off;
             off += align16(o->saved_numel);
         }
+        off += lay_out_shared(p, stage, off, 1);
         p->act_numel[stage] = off;
     }
+    long N = (long)p->micro * p->seq;
     p->scratch_numel = align16((long)p->seq * p->seq);
     /* tensor-parallel collectives stage a gathered or reduced tensor here, and
      * the vocabulary-parallel loss its per-token statistics */
@@ -216,6 +263,8 @@ void program_free(Program *p) {
     free(p->chunk_in);
     free(p->chunk_out);
     free(p->chunk_in_offset);
+    free(p->shared_offset);
+    free(p->shared_numel);
     if (p->sched) schedule_free(p->sched);
     free(p->sched);
     memset(p, 0, sizeof *p);

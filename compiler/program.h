@@ -116,6 +116,7 @@ typedef struct Program {
     char data_train[512];
     char precision[8];
     int zero;
+    int recompute;          /* 1: full activation recompute, block by block */
     double bucket_mb;
     /* pipeline */
     char schedule[16];
@@ -139,6 +140,8 @@ typedef struct Program {
     long *dact_numel;       /* one activation-gradient slot */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
+    long *shared_offset, *shared_numel;  /* per stage: the region all blocks share
+                                            under recompute (activations part) */
     /* derived figures */
     long n_param_total;
     double flops_per_token;  /* 6N + 12 L h s */

@@ -188,6 +188,7 @@ static op_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
         op_time t = op_seconds(p, &p->ops[i], peak, hbm);
         sum.f += t.f;
         sum.b += t.b;
+        if (p->recompute && p->ops[i].layer >= 0) sum.b += t.f;  /* the block's forward again */
         sum.w += t.w;
         sum.comm += t.comm;
     }
@@ -223,7 +224,7 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.pp = p->pp;
     a.dp = p->dp;
     a.sp = p->sp;
-    a.recompute = "none";
+    a.recompute = p->recompute ? "full" : "none";
     a.precision = p->precision;
     a.zero_stage = p->zero;
     a.inflight = program_slots(p, stage);

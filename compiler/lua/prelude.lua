@@ -610,6 +610,7 @@ local function make_plan(spec)
     data = { "table", required = true, valid = "{ train = \"data/train.bin\" }" },
     precision = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
     zero = { "integer", min = 0, max = 3, default = 0 },
+    recompute = { "string", one_of = { "none", "selective", "full" }, default = "none" },
     pipeline = { "table", default = {} },
   })
 
@@ -707,6 +708,14 @@ local function make_plan(spec)
     end
   end
   if s.zero ~= 0 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0") end
+  if s.recompute == "selective" then
+    fail("plan.recompute", show(s.recompute) .. " " .. SUPPORTED_LATER, "\"none\" or \"full\"")
+  end
+  if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
+    -- W runs after later blocks have reused the recomputed activations
+    fail("plan.recompute", "\"full\" with the zb-h1 schedule " .. SUPPORTED_LATER,
+         "\"none\", or another pipeline.schedule")
+  end
   if s.precision ~= "fp32" then
     fail("plan.precision", show(s.precision) .. " " .. SUPPORTED_LATER, "\"fp32\"")
   end

@@ -30,6 +30,8 @@ float *wf_recv_buffer(wf_ctx *c, int i) { return c->recv + (long)i * c->p->recv_
 
 void wf_copy(float *dst, const float *src, long n) { memcpy(dst, src, sizeof(float) * (size_t)n); }
 
+void wf_zero(float *dst, long n) { memset(dst, 0, sizeof(float) * (size_t)n); }
+
 /* The token embedding (first stage) and the LM head (last stage) are one
  * tied tensor: sum their gradients so both copies take the same step. */
 void wf_tied_grads(wf_ctx *c) {

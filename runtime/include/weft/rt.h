@@ -230,7 +230,8 @@ void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
                  float *rbuf, long rn, int rstage, int rtag);
 void wf_tied_grads(wf_ctx *c);
 float *wf_recv_buffer(wf_ctx *c, int i);
-void wf_copy(float *dst, const float *src, long n);          /* sums the tied wte gradients of first and last stage */
+void wf_copy(float *dst, const float *src, long n);
+void wf_zero(float *dst, long n);       /* activation recompute: a block's gradients */          /* sums the tied wte gradients of first and last stage */
 
 /* Measured traces (--trace FILE): each schedule instruction's start and end.
  * kind: 'F' forward, 'B' backward (or its input half), 'W' weight half,
