@@ -164,6 +164,22 @@ static void emit_params(writer *o, const Program *p, int stage) {
           p->params[p->grad_order[b->last_param]].name);
     }
     emit(o, "};\n\n");
+    if (p->zero) {
+        /* ZeRO-1: each bucket reduce-scattered in dp near-equal contiguous shards;
+         * rank r updates (and keeps optimizer state for) shard r only */
+        emit(o, "/* ZeRO-1 shards: bucket k, dp rank r owns [SHARDS[k][r], SHARDS[k][r + 1]). */\n");
+        emit(o, "static const long SHARDS[%d * %d] = {\n", n_buckets, p->dp + 1);
+        for (int k = first_bucket; k < first_bucket + n_buckets; k++) {
+            long n = p->buckets[k].numel, begin = 0;
+            emit(o, "   ");
+            for (int r = 0; r <= p->dp; r++) {
+                emit(o, " %ld,", begin);
+                if (r < p->dp) begin += n / p->dp + (r < n % p->dp);
+            }
+            emit(o, "\n");
+        }
+        emit(o, "};\n\n");
+    }
 }
 
 static void emit_activations(writer *o, const Program *p, int stage) {
@@ -204,6 +220,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
       p->param_numel[stage], p->act_numel[stage], p->dact_numel[stage], p->scratch_numel);
     emit(o, "    .slots = %d, .weight_delay = %d,\n", program_slots(p, stage),
       strcmp(p->schedule, "pipedream-2bw") == 0);
+    if (p->zero) emit(o, "    .zero = 1, .shards = SHARDS,\n");
     if (p->pp > 1) {
         int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
         int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));

@@ -707,7 +707,13 @@ local function make_plan(spec)
            chunks .. " counts summing to " .. s.model.layers)
     end
   end
-  if s.zero ~= 0 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0") end
+  if s.zero > 1 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0 or 1") end
+  if s.zero == 1 and s.mesh.pp > 1 then
+    fail("plan.zero", "1 with pipeline parallelism " .. SUPPORTED_LATER, "0, or mesh.pp = 1")
+  end
+  if s.zero == 1 and s.pipeline.schedule == "pipedream-2bw" then
+    fail("plan.zero", "1 with pipedream-2bw " .. SUPPORTED_LATER, "0")
+  end
   if s.recompute == "selective" then
     fail("plan.recompute", show(s.recompute) .. " " .. SUPPORTED_LATER, "\"none\" or \"full\"")
   end

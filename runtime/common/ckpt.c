@@ -191,11 +191,14 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     long total = whole_offsets(p, off);
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
     float *ww = NULL, *wm = NULL, *wv = NULL;
+    float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
     if (c->dp_rank == 0) {
         ww = gather_whole(c, weights, off, total);
-        wm = gather_whole(c, c->adam_m, off, total);
-        wv = gather_whole(c, c->adam_v, off, total);
+        wm = gather_whole(c, full_m, off, total);
+        wv = gather_whole(c, full_v, off, total);
     }
+    free(full_m);
+    free(full_v);
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
     char tmp[1100], old[1100];
@@ -282,8 +285,12 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
 
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    read_all(c, f, path, c->adam_m, "exp_avg.");
-    read_all(c, f, path, c->adam_v, "exp_avg_sq.");
+    float *full = wf_alloc(c, sizeof(float) * (size_t)c->p->param_numel, "checkpoint moments");
+    read_all(c, f, path, full, "exp_avg.");
+    wf_moment_keep(c, full, c->adam_m);
+    read_all(c, f, path, full, "exp_avg_sq.");
+    wf_moment_keep(c, full, c->adam_v);
+    free(full);
     wf_st_close(f);
     wf_log(c, "checkpoint: resumed from %s at step %ld\n", dir, c->step);
 }

@@ -27,6 +27,12 @@ struct wf_ctx {
     MPI_Comm dp_comm, tp_comm, pp_comm;
     MPI_Comm tied_comm;            /* first and last stage: the tied wte (or MPI_COMM_NULL) */
     float *next_params;            /* PipeDream-2BW: the newest weights; params are one behind */
+    /* what this rank updates (all of it, or its ZeRO-1 shards) and where the
+     * AdamW moments of that part live (zero.c) */
+    long *own_lo, *own_hi, *moment_base, moment_numel;
+    long *zero_base;               /* ZeRO: bucket k's shard in zero_buf / the moments */
+    int *zero_counts, *zero_displs;
+    float *zero_buf;
     float *comm;                   /* staging for tensor-parallel collectives */
     float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
@@ -80,6 +86,12 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale);
 void wf_ckpt_save(wf_ctx *c, const char *dir);          /* ckpt.c */
 void wf_ckpt_load(wf_ctx *c, const char *dir);
 uint64_t wf_params_digest(const wf_ctx *c);
+void wf_zero_setup(wf_ctx *c);                          /* zero.c */
+void wf_zero_bucket_start(wf_ctx *c, int k);
+void wf_zero_after_reduce(wf_ctx *c);
+void wf_zero_gather_params(wf_ctx *c);
+float *wf_moment_full(wf_ctx *c, const float *moment);
+void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
 void wf_trace_begin(wf_ctx *c);                         /* trace.c */
 void wf_trace_write(wf_ctx *c);
 

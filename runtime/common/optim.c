@@ -26,8 +26,9 @@ double wf_grad_norm(wf_ctx *c) {
         if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
         if (q->tied == 2) continue;  /* the LM head's copy of wte: counted on stage 0 */
         const float *g = c->grads + q->offset;
-        for (long i = 0; i < q->numel; i++) sum += (double)g[i] * g[i];
+        for (long i = c->own_lo[k]; i < c->own_hi[k]; i++) sum += (double)g[i] * g[i];
     }
+    if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
     if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
     if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
     return sqrt(sum);
@@ -65,8 +66,10 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
         const wf_param *q = &p->params[k];
         float decay = q->decay ? (float)(lr * p->weight_decay) : 0.0f;
         float *w = weights + q->offset, *g = c->grads + q->offset;
-        float *m = c->adam_m + q->offset, *v = c->adam_v + q->offset;
-        for (long i = 0; i < q->numel; i++) {
+        /* the moments of element i are at [i - lo] from this parameter's base */
+        long lo = c->own_lo[k], hi = c->own_hi[k];
+        float *m = c->adam_m + c->moment_base[k] - lo, *v = c->adam_v + c->moment_base[k] - lo;
+        for (long i = lo; i < hi; i++) {
             float gi = g[i] * grad_scale;
             m[i] = b1 * m[i] + (1.0f - b1) * gi;
             v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;

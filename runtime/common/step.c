@@ -104,6 +104,11 @@ float *wf_dact_slot(wf_ctx *c, int slot) { return c->dacts + (long)slot * c->p->
 void wf_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     if (p->dp == 1) return;
+    if (p->zero) {
+        wf_zero_bucket_start(c, k);
+        c->n_inflight++;
+        return;
+    }
     const wf_bucket *b = &p->buckets[k];
     if (b->numel > 2147483647L)
         wf_fatal(c, "MPI_Iallreduce", WF_WHERE, "bucket %d has %ld floats, more than MPI's int count",
@@ -126,6 +131,7 @@ void wf_buckets_wait(wf_ctx *c) {
     if (c->n_inflight == 0 && c->p->dp == 1) return;
     WF_MPI(c, MPI_Waitall(c->p->n_buckets, c->bucket_req, MPI_STATUSES_IGNORE));
     c->n_inflight = 0;
+    wf_zero_after_reduce(c);
 }
 
 /* ---- optimizer step ------------------------------------------------------ */
@@ -151,6 +157,7 @@ void wf_optimizer_step(wf_ctx *c) {
     c->last_norm = norm;
     c->last_lr = wf_lr_at(p, c->step);
     wf_adamw(c, c->last_lr, clip_scale);
+    wf_zero_gather_params(c);
     memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
     c->step++;
 }

@@ -93,8 +93,10 @@ static void allocate(wf_ctx *c) {
     long N = (long)p->micro * p->seq;
     c->params = wf_alloc(c, np, "parameters");
     c->grads = wf_alloc(c, np, "gradients");
-    c->adam_m = wf_alloc(c, np, "AdamW first moment");
-    c->adam_v = wf_alloc(c, np, "AdamW second moment");
+    wf_zero_setup(c);
+    size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
+    c->adam_m = wf_alloc(c, nm, "AdamW first moment");
+    c->adam_v = wf_alloc(c, nm, "AdamW second moment");
     int slots = p->slots > 0 ? p->slots : 1;
     c->acts = wf_alloc(c, (size_t)p->act_numel * (size_t)slots * sizeof(float), "activations");
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)slots * sizeof(float), "activation gradients");

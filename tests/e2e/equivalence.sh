@@ -5,7 +5,8 @@
 # with and without sequence parallelism, composed with dp, and with a
 # vocabulary tp does not divide), under pipeline parallelism (pp = 2, 4 with
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
-# meshes (dp x tp x pp = 2 x 2 x 2), and with full activation recompute, gives
+# meshes (dp x tp x pp = 2 x 2 x 2), with full activation recompute and with
+# ZeRO-1 (optimizer state sharded over dp), gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
@@ -30,52 +31,56 @@ WEIGHT_ATOL=1e-5
 common=(--set train.steps=$STEPS --set model.hidden=64 --set model.seq=64)
 "$WEFT" data synth -o "$WORK/v250.bin" --tokens 200000 --vocab 250 --branch 4 --seed 7 >/dev/null
 # A reference runs on one rank; every other row must match its reference.
-# name       reference vocab L global dp tp sp pp schedule     v micro buckets.mb recompute
+# name       reference vocab L global dp tp sp pp schedule     v micro buckets.mb recompute zero
 layouts=(
-  "ref        ref       256   2 16     1  1  0  1 1f1b         1 16    25  0"
-  "dp2        ref       256   2 16     2  1  0  1 1f1b         1  8    25  0"
-  "dp2_each   ref       256   2 16     2  1  0  1 1f1b         1  8    0  0"
-  "dp2_one    ref       256   2 16     2  1  0  1 1f1b         1  8    1000  0"
-  "dp4        ref       256   2 16     4  1  0  1 1f1b         1  4    0.02  0"
-  "dp8        ref       256   2 16     8  1  0  1 1f1b         1  2    25  0"
-  "dp2_acc4   ref       256   2 16     2  1  0  1 1f1b         1  2    0.05  0"
-  "dp1_acc4   ref       256   2 16     1  1  0  1 1f1b         1  4    25  0"
-  "dp4_acc2   ref       256   2 16     4  1  0  1 1f1b         1  2    0  0"
-  "tp2        ref       256   2 16     1  2  0  1 1f1b         1 16    25  0"
-  "tp4        ref       256   2 16     1  4  0  1 1f1b         1 16    25  0"
-  "tp2_sp     ref       256   2 16     1  2  1  1 1f1b         1 16    25  0"
-  "tp4_sp     ref       256   2 16     1  4  1  1 1f1b         1  8    0  0"
-  "dp2_tp2    ref       256   2 16     2  2  0  1 1f1b         1  8    0.05  0"
-  "dp2_tp2_sp ref       256   2 16     2  2  1  1 1f1b         1  4    25  0"
-  "ref_v250   ref_v250  250   2 16     1  1  0  1 1f1b         1 16    25  0"
-  "tp4_v250   ref_v250  250   2 16     1  4  0  1 1f1b         1 16    25  0"
-  "tp4sp_v250 ref_v250  250   2 16     1  4  1  1 1f1b         1 16    0.05  0"
-  "ref_l4     ref_l4    256   4 16     1  1  0  1 1f1b         1 16    25  0"
-  "pp2_gpipe  ref_l4    256   4 16     1  1  0  2 gpipe        1  8    25  0"
-  "pp2_1f1b   ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  0"
-  "pp2_m1     ref_l4    256   4 16     1  1  0  2 1f1b         1 16    25  0"
-  "pp4_1f1b   ref_l4    256   4 16     1  1  0  4 1f1b         1  4    0.05  0"
-  "pp4_gpipe  ref_l4    256   4 16     1  1  0  4 gpipe        1  2    25  0"
-  "pp2_inter  ref_l4    256   4 16     1  1  0  2 interleaved  2  4    25  0"
-  "pp2_zbh1   ref_l4    256   4 16     1  1  0  2 zb-h1        1  4    25  0"
-  "pp4_zbh1   ref_l4    256   4 16     1  1  0  4 zb-h1        1  2    25  0"
-  "dp2_pp2    ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0"
-  "dp2_pp2_zb ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0"
-  "tp2_pp2    ref_l4    256   4 16     1  2  1  2 1f1b         1  4    25  0"
-  "tp2_pp2_zb ref_l4    256   4 16     1  2  0  2 zb-h1        1  4    25  0"
-  "3d_2x2x2   ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25  0"
-  "3d_sp_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0"
-  "ref_g20    ref_g20   256   4 20     1  1  0  1 1f1b         1 20    25  0"
-  "rc_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  1"
-  "rc_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  1"
-  "rc_pp2     ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  1"
-  "rc_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    25  1"
-  "pp2_m5     ref_g20   256   4 20     1  1  0  2 1f1b         1  4    25  0"
-  "pp2_m5_zb  ref_g20   256   4 20     1  1  0  2 zb-h1        1  4    25  0"
+  "ref        ref       256   2 16     1  1  0  1 1f1b         1 16    25  0  0"
+  "dp2        ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  0"
+  "dp2_each   ref       256   2 16     2  1  0  1 1f1b         1  8    0  0  0"
+  "dp2_one    ref       256   2 16     2  1  0  1 1f1b         1  8    1000  0  0"
+  "dp4        ref       256   2 16     4  1  0  1 1f1b         1  4    0.02  0  0"
+  "dp8        ref       256   2 16     8  1  0  1 1f1b         1  2    25  0  0"
+  "dp2_acc4   ref       256   2 16     2  1  0  1 1f1b         1  2    0.05  0  0"
+  "dp1_acc4   ref       256   2 16     1  1  0  1 1f1b         1  4    25  0  0"
+  "dp4_acc2   ref       256   2 16     4  1  0  1 1f1b         1  2    0  0  0"
+  "tp2        ref       256   2 16     1  2  0  1 1f1b         1 16    25  0  0"
+  "tp4        ref       256   2 16     1  4  0  1 1f1b         1 16    25  0  0"
+  "tp2_sp     ref       256   2 16     1  2  1  1 1f1b         1 16    25  0  0"
+  "tp4_sp     ref       256   2 16     1  4  1  1 1f1b         1  8    0  0  0"
+  "dp2_tp2    ref       256   2 16     2  2  0  1 1f1b         1  8    0.05  0  0"
+  "dp2_tp2_sp ref       256   2 16     2  2  1  1 1f1b         1  4    25  0  0"
+  "ref_v250   ref_v250  250   2 16     1  1  0  1 1f1b         1 16    25  0  0"
+  "tp4_v250   ref_v250  250   2 16     1  4  0  1 1f1b         1 16    25  0  0"
+  "tp4sp_v250 ref_v250  250   2 16     1  4  1  1 1f1b         1 16    0.05  0  0"
+  "ref_l4     ref_l4    256   4 16     1  1  0  1 1f1b         1 16    25  0  0"
+  "pp2_gpipe  ref_l4    256   4 16     1  1  0  2 gpipe        1  8    25  0  0"
+  "pp2_1f1b   ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  0  0"
+  "pp2_m1     ref_l4    256   4 16     1  1  0  2 1f1b         1 16    25  0  0"
+  "pp4_1f1b   ref_l4    256   4 16     1  1  0  4 1f1b         1  4    0.05  0  0"
+  "pp4_gpipe  ref_l4    256   4 16     1  1  0  4 gpipe        1  2    25  0  0"
+  "pp2_inter  ref_l4    256   4 16     1  1  0  2 interleaved  2  4    25  0  0"
+  "pp2_zbh1   ref_l4    256   4 16     1  1  0  2 zb-h1        1  4    25  0  0"
+  "pp4_zbh1   ref_l4    256   4 16     1  1  0  4 zb-h1        1  2    25  0  0"
+  "dp2_pp2    ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0  0"
+  "dp2_pp2_zb ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  0"
+  "tp2_pp2    ref_l4    256   4 16     1  2  1  2 1f1b         1  4    25  0  0"
+  "tp2_pp2_zb ref_l4    256   4 16     1  2  0  2 zb-h1        1  4    25  0  0"
+  "3d_2x2x2   ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25  0  0"
+  "3d_sp_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  0"
+  "ref_g20    ref_g20   256   4 20     1  1  0  1 1f1b         1 20    25  0  0"
+  "rc_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  1  0"
+  "rc_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  1  0"
+  "rc_pp2     ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  1  0"
+  "rc_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    25  1  0"
+  "z1_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  1"
+  "z1_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  1"
+  "z1_dp8     ref       256   2 16     8  1  0  1 1f1b         1  2    0  0  1"
+  "z1_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  8    0.05  1  1"
+  "pp2_m5     ref_g20   256   4 20     1  1  0  2 1f1b         1  4    25  0  0"
+  "pp2_m5_zb  ref_g20   256   4 20     1  1  0  2 zb-h1        1  4    25  0  0"
 )
 passed=0 failed=0
 for row in "${layouts[@]}"; do
-  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc <<<"$row"
+  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero <<<"$row"
   if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && [ "$name" != "$ref" ]; then continue; fi
   data="$WORK/synth.bin"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
@@ -83,11 +88,12 @@ for row in "${layouts[@]}"; do
     --set model.layers="$layers" --set batch.global="$global" --set mesh.dp="$dp" \
     --set mesh.tp="$tp" --set mesh.sp=$sp_flag --set mesh.pp="$pp" --set pipeline.schedule="$sched" \
     --set pipeline.virtual="$virt" --set batch.micro="$micro" --set buckets.mb="$mb" \
-    --set recompute="$([ "$rc" = 1 ] && echo full || echo none)"
+    --set recompute="$([ "$rc" = 1 ] && echo full || echo none)" --set zero="$zero"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   [ "$name" = "$ref" ] && continue
   what="dp $dp tp $tp sp $sp pp $pp $sched v$virt, $((global / micro / dp)) microbatches, buckets $mb MiB, vocab $vocab"
   [ "$rc" = 1 ] && what="$what, full recompute"
+  [ "$zero" = 1 ] && what="$what, ZeRO-1"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \

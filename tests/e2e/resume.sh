@@ -25,6 +25,20 @@ check "optimizer state byte-identical" \
   "$WEFT" ckpt diff "$WORK/straight/optimizer.safetensors" "$WORK/resumed/optimizer.safetensors"
 check "same losses at all 10 steps" cmp -s \
   <(sed 's/, "ms".*//' "$WORK/straight.jsonl") <(sed 's/, "ms".*//' "$WORK/resumed.jsonl")
+# ZeRO-1: the optimizer state is sharded over dp, gathered into whole tensors
+# on save and sliced again on load; resume stays byte-identical.
+build_plan zero "$PLAN" "${set[@]}" --set zero=1
+run_plan zero --steps 10 --save "$WORK/z_straight" >/dev/null
+run_plan zero --steps 5 --save "$WORK/z_half" >/dev/null
+run_plan zero --steps 10 --resume "$WORK/z_half" --save "$WORK/z_resumed" >/dev/null
+check "ZeRO-1 resume: weights byte-identical" \
+  "$WEFT" ckpt diff "$WORK/z_straight/model.safetensors" "$WORK/z_resumed/model.safetensors"
+check "ZeRO-1 resume: gathered optimizer state byte-identical" \
+  "$WEFT" ckpt diff "$WORK/z_straight/optimizer.safetensors" "$WORK/z_resumed/optimizer.safetensors"
+check "ZeRO-1 optimizer state equals the unsharded run's" \
+  "$WEFT" ckpt diff "$WORK/straight/optimizer.safetensors" "$WORK/z_straight/optimizer.safetensors" \
+  --tol 1e-3 --atol 1e-9
+
 # Periodic checkpoints (train.ckpt_every) land in --ckpt, the last one swapped in.
 build_plan periodic "$PLAN" "${set[@]}" --set train.ckpt_every=5
 run_plan periodic --steps 10 --ckpt "$WORK/periodic" >/dev/null

@@ -187,6 +187,9 @@ typedef struct wf_program {
     int recv_buffers;        /* received activations waiting for their forward */
     long recv_numel;         /* floats in one of them */
     int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
+    int zero;                /* 1: ZeRO stage 1 over the dp group */
+    const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
+                                shards[k*(dp+1)+r+1]) relative to the bucket */
     /* optimizer and schedule */
     double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
     int warmup, steps;

@@ -1,0 +1,100 @@
+/* zero.c: ZeRO stage 1 over the data-parallel group.  Each bucket is
+ * reduce-scattered instead of all-reduced, in the contiguous shards the
+ * compiler fixed (wf_program.shards); each rank keeps AdamW moments for, and
+ * updates, only its shard of every bucket, then the updated parameters are
+ * all-gathered bucket by bucket.  Without ZeRO every rank owns everything and
+ * the same bookkeeping describes the plain layout. */
+#include <string.h>
+
+#include "internal.h"
+
+static long shard_at(const wf_program *p, int k, int r) { return p->shards[(long)k * (p->dp + 1) + r]; }
+
+/* Which part of each parameter this rank owns, and where its moments live. */
+void wf_zero_setup(wf_ctx *c) {
+    const wf_program *p = c->p;
+    c->own_lo = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "ZeRO ranges");
+    c->own_hi = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "ZeRO ranges");
+    c->moment_base = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "ZeRO ranges");
+    c->moment_numel = p->param_numel;
+    for (int k = 0; k < p->n_params; k++) {
+        c->own_lo[k] = 0;
+        c->own_hi[k] = p->params[k].numel;
+        c->moment_base[k] = p->params[k].offset;
+    }
+    if (!p->zero) return;
+    int dp = p->dp;
+    c->zero_base = wf_alloc(c, sizeof(long) * (size_t)p->n_buckets, "ZeRO buckets");
+    c->zero_counts = wf_alloc(c, sizeof(int) * (size_t)p->n_buckets * dp, "ZeRO counts");
+    c->zero_displs = wf_alloc(c, sizeof(int) * (size_t)p->n_buckets * dp, "ZeRO offsets");
+    long compact = 0;
+    for (int b = 0; b < p->n_buckets; b++) {
+        c->zero_base[b] = compact;
+        for (int r = 0; r < dp; r++) {
+            c->zero_displs[b * dp + r] = (int)shard_at(p, b, r);
+            c->zero_counts[b * dp + r] = (int)(shard_at(p, b, r + 1) - shard_at(p, b, r));
+        }
+        compact += c->zero_counts[b * dp + c->dp_rank];
+    }
+    c->moment_numel = compact;
+    c->zero_buf = wf_alloc(c, sizeof(float) * (size_t)(compact ? compact : 1), "ZeRO gradient shard");
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        const wf_bucket *bk = &p->buckets[q->bucket];
+        long lo = bk->offset + shard_at(p, q->bucket, c->dp_rank);
+        long hi = bk->offset + shard_at(p, q->bucket, c->dp_rank + 1);
+        long a = q->offset > lo ? q->offset : lo, e = q->offset + q->numel < hi ? q->offset + q->numel : hi;
+        if (e < a) e = a;
+        c->own_lo[k] = a - q->offset;
+        c->own_hi[k] = e - q->offset;
+        c->moment_base[k] = c->zero_base[q->bucket] + (a - lo);
+    }
+}
+
+void wf_zero_bucket_start(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    WF_MPI(c, MPI_Ireduce_scatter(c->grads + p->buckets[k].offset, c->zero_buf + c->zero_base[k],
+                                  c->zero_counts + (long)k * p->dp, MPI_FLOAT, MPI_SUM, c->dp_comm,
+                                  &c->bucket_req[k]));
+}
+
+/* The reduced shards go back to their places in the gradient arena (the rest
+ * of it holds this rank's unreduced gradients and is not read). */
+void wf_zero_after_reduce(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (!p->zero) return;
+    for (int b = 0; b < p->n_buckets; b++)
+        memcpy(c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank), c->zero_buf + c->zero_base[b],
+               sizeof(float) * (size_t)c->zero_counts[b * p->dp + c->dp_rank]);
+}
+
+/* Every rank updated its shards: gather the parameters, bucket by bucket. */
+void wf_zero_gather_params(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (!p->zero) return;
+    for (int b = 0; b < p->n_buckets; b++)
+        WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->params + p->buckets[b].offset,
+                                  c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,
+                                  MPI_FLOAT, c->dp_comm, &c->bucket_req[b]));
+    WF_MPI(c, MPI_Waitall(p->n_buckets, c->bucket_req, MPI_STATUSES_IGNORE));
+}
+
+/* A moment (exp_avg or exp_avg_sq) laid out like the parameters, for
+ * checkpoints: with ZeRO each rank fills its shards and the dp group sums. */
+float *wf_moment_full(wf_ctx *c, const float *moment) {
+    const wf_program *p = c->p;
+    float *full = wf_alloc(c, sizeof(float) * (size_t)p->param_numel, "checkpoint moments");
+    for (int k = 0; k < p->n_params; k++)
+        memcpy(full + p->params[k].offset + c->own_lo[k], moment + c->moment_base[k],
+               sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
+    if (p->zero)
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, full, (int)p->param_numel, MPI_FLOAT, MPI_SUM, c->dp_comm));
+    return full;
+}
+
+void wf_moment_keep(wf_ctx *c, const float *full, float *moment) {
+    const wf_program *p = c->p;
+    for (int k = 0; k < p->n_params; k++)
+        memcpy(moment + c->moment_base[k], full + p->params[k].offset + c->own_lo[k],
+               sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
+}
