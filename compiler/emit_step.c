@@ -18,7 +18,12 @@ static void emit_recompute(writer *o, const Program *p, int layer, int stage) {
 /* Before backward op i: recompute its block when the walk enters one. */
 static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
     int layer = p->ops[i].layer;
-    if (!p->recompute || layer < 0 || layer == *current) return;
+    if (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION) {
+        emit(o, "    /* selective recompute: the attention probabilities again */\n");
+        emit_forward_op(o, p, i);
+        return;
+    }
+    if (p->recompute != RECOMPUTE_FULL || layer < 0 || layer == *current) return;
     *current = layer;
     emit_recompute(o, p, layer, p->ops[i].chunk % p->pp);
 }
@@ -79,7 +84,11 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
     emit(o, "    wf_use_micro(c, m);\n");
-    for (int i = end - 1; i >= first; i--) emit_backward_half(o, p, i, 0);
+    int block = -2;
+    for (int i = end - 1; i >= first; i--) {
+        maybe_recompute(o, p, i, &block);
+        emit_backward_half(o, p, i, 0);
+    }
     emit(o, "}\n\n");
     emit(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");

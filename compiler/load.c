@@ -283,7 +283,8 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->zero = (int)get_int(L, plan, "zero");
     char recompute[16];
     get_str(L, plan, "recompute", recompute, sizeof recompute);
-    p->recompute = strcmp(recompute, "full") == 0;
+    p->recompute = strcmp(recompute, "full") == 0 ? RECOMPUTE_FULL
+                 : strcmp(recompute, "selective") == 0 ? RECOMPUTE_SELECTIVE : RECOMPUTE_NONE;
     int pipe = push_sub(L, plan, "pipeline");
     get_str(L, pipe, "schedule", p->schedule, sizeof p->schedule);
     p->virt = p->pp > 1 ? (int)get_int(L, pipe, "virtual") : 1;  /* chunks only matter across stages */

@@ -160,7 +160,7 @@ static int tensor_stage(const Program *p, int t) {
  * block's input just before its backward, so all blocks share one region. */
 static int block_internal(const Program *p, int t) {
     int layer = p->ops[p->tensors[t].producer].layer;
-    if (!p->recompute || layer < 0) return 0;
+    if (p->recompute != RECOMPUTE_FULL || layer < 0) return 0;
     for (int i = 0; i < p->n_ops; i++)
         for (int k = 0; k < p->ops[i].n_in; k++)
             if (p->ops[i].in[k] == t && p->ops[i].layer != layer) return 0;
@@ -228,12 +228,24 @@ int pass_memory(Program *p) {
             off += tensor_numel(p, t);
         }
         p->dact_numel[stage] = off;
+        /* selective recompute: the attention probabilities of every layer
+         * share one buffer, refilled just before each attention's backward */
+        long att_shared = 0;
         for (int i = 0; i < p->n_ops; i++) {
             ir_op *o = &p->ops[i];
             if (o->chunk % p->pp != stage || block_internal(p, o->out)) continue;
+            if (p->recompute == RECOMPUTE_SELECTIVE && o->kind == OP_ATTENTION) {
+                if (o->saved_numel > att_shared) att_shared = o->saved_numel;
+                continue;
+            }
             o->saved_offset = off;
             off += align16(o->saved_numel);
         }
+        for (int i = 0; i < p->n_ops; i++)
+            if (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION &&
+                p->ops[i].chunk % p->pp == stage)
+                p->ops[i].saved_offset = off;
+        off += align16(att_shared);
         off += lay_out_shared(p, stage, off, 1);
         p->act_numel[stage] = off;
     }

@@ -36,6 +36,7 @@ typedef enum {
 
 typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL } init_kind;
 enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_COLS };
+enum { RECOMPUTE_NONE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE };
 
 typedef struct {
     char name[WF_MAX_NAME];
@@ -116,7 +117,7 @@ typedef struct Program {
     char data_train[512];
     char precision[8];
     int zero;
-    int recompute;          /* 1: full activation recompute, block by block */
+    int recompute;          /* RECOMPUTE_FULL: block by block; _SELECTIVE: attention core */
     double bucket_mb;
     /* pipeline */
     char schedule[16];

@@ -188,7 +188,8 @@ static op_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
         op_time t = op_seconds(p, &p->ops[i], peak, hbm);
         sum.f += t.f;
         sum.b += t.b;
-        if (p->recompute && p->ops[i].layer >= 0) sum.b += t.f;  /* the block's forward again */
+        if (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) sum.b += t.f;  /* forward again */
+        if (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION) sum.b += t.f;
         sum.w += t.w;
         sum.comm += t.comm;
     }
@@ -224,7 +225,8 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.pp = p->pp;
     a.dp = p->dp;
     a.sp = p->sp;
-    a.recompute = p->recompute ? "full" : "none";
+    a.recompute = p->recompute == RECOMPUTE_FULL ? "full"
+                : p->recompute == RECOMPUTE_SELECTIVE ? "selective" : "none";
     a.precision = p->precision;
     a.zero_stage = p->zero;
     a.inflight = program_slots(p, stage);

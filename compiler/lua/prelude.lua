@@ -714,9 +714,6 @@ local function make_plan(spec)
   if s.zero == 1 and s.pipeline.schedule == "pipedream-2bw" then
     fail("plan.zero", "1 with pipedream-2bw " .. SUPPORTED_LATER, "0")
   end
-  if s.recompute == "selective" then
-    fail("plan.recompute", show(s.recompute) .. " " .. SUPPORTED_LATER, "\"none\" or \"full\"")
-  end
   if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
     -- W runs after later blocks have reused the recomputed activations
     fail("plan.recompute", "\"full\" with the zb-h1 schedule " .. SUPPORTED_LATER,

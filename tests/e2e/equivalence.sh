@@ -5,7 +5,7 @@
 # with and without sequence parallelism, composed with dp, and with a
 # vocabulary tp does not divide), under pipeline parallelism (pp = 2, 4 with
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
-# meshes (dp x tp x pp = 2 x 2 x 2), with full activation recompute and with
+# meshes (dp x tp x pp = 2 x 2 x 2), with full and selective activation recompute and with
 # ZeRO-1 (optimizer state sharded over dp), gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
@@ -71,6 +71,9 @@ layouts=(
   "rc_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  1  0"
   "rc_pp2     ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  1  0"
   "rc_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    25  1  0"
+  "rs_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  2  0"
+  "rs_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  2  0"
+  "rs_pp2_zb  ref_l4    256   4 16     1  1  0  2 zb-h1        1  4    25  2  0"
   "z1_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  1"
   "z1_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  1"
   "z1_dp8     ref       256   2 16     8  1  0  1 1f1b         1  2    0  0  1"
@@ -88,11 +91,13 @@ for row in "${layouts[@]}"; do
     --set model.layers="$layers" --set batch.global="$global" --set mesh.dp="$dp" \
     --set mesh.tp="$tp" --set mesh.sp=$sp_flag --set mesh.pp="$pp" --set pipeline.schedule="$sched" \
     --set pipeline.virtual="$virt" --set batch.micro="$micro" --set buckets.mb="$mb" \
-    --set recompute="$([ "$rc" = 1 ] && echo full || echo none)" --set zero="$zero"
+    --set recompute="$(case $rc in 1) echo full ;; 2) echo selective ;; *) echo none ;; esac)" \
+    --set zero="$zero"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   [ "$name" = "$ref" ] && continue
   what="dp $dp tp $tp sp $sp pp $pp $sched v$virt, $((global / micro / dp)) microbatches, buckets $mb MiB, vocab $vocab"
   [ "$rc" = 1 ] && what="$what, full recompute"
+  [ "$rc" = 2 ] && what="$what, selective recompute"
   [ "$zero" = 1 ] && what="$what, ZeRO-1"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
