@@ -221,6 +221,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
     emit(o, "    .slots = %d, .weight_delay = %d,\n", program_slots(p, stage),
       strcmp(p->schedule, "pipedream-2bw") == 0);
     if (p->zero) emit(o, "    .zero = 1, .shards = SHARDS,\n");
+    if (p->offload_optimizer) emit(o, "    .offload_optimizer = 1,\n");
     if (p->pp > 1) {
         int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
         int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));

@@ -117,6 +117,7 @@ typedef struct Program {
     char data_train[512];
     char precision[8];
     int zero;
+    int offload_optimizer;  /* AdamW state and update in host memory */
     int recompute;          /* RECOMPUTE_FULL: block by block; _SELECTIVE: attention core */
     double bucket_mb;
     /* pipeline */

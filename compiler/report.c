@@ -34,7 +34,7 @@ static void human_count(double v, char *out, size_t n) {
 
 /* Per-rank memory: parameters, gradients, AdamW's two moments, activations and
  * their gradients, kernel scratch. */
-typedef struct { double params, grads, optim, acts, dacts, scratch, total; } memory_split;
+typedef struct { double params, grads, optim, acts, dacts, scratch, total, host; } memory_split;
 
 static memory_split memory_per_rank(const Program *p, int stage) {
     memory_split m;
@@ -45,6 +45,11 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
+    m.host = 0;
+    if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
+        m.host = m.optim;
+        m.optim = 0;
+    }
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch;
     return m;
 }
@@ -99,6 +104,14 @@ void program_report(const Program *p, FILE *out) {
             double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.total };
             if (m.total > worst) worst = m.total;
             human_bytes(vals[i], a, sizeof a);
+            fprintf(out, " %12s", a);
+        }
+        fputc('\n', out);
+    }
+    if (p->offload_optimizer) {
+        fprintf(out, "  %-12s", "host (offload)");
+        for (int s = 0; s < p->pp; s++) {
+            human_bytes(memory_per_rank(p, s).host, a, sizeof a);
             fprintf(out, " %12s", a);
         }
         fputc('\n', out);

@@ -611,6 +611,7 @@ local function make_plan(spec)
     precision = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
     zero = { "integer", min = 0, max = 3, default = 0 },
     recompute = { "string", one_of = { "none", "selective", "full" }, default = "none" },
+    offload = { "table", default = {} },
     pipeline = { "table", default = {} },
   })
 
@@ -708,6 +709,14 @@ local function make_plan(spec)
     end
   end
   if s.zero > 1 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0 or 1") end
+  s.offload = check_fields("offload", s.offload, {
+    optimizer = { "string", one_of = { "none", "cpu" }, default = "none" },
+    params = { "string", one_of = { "none", "cpu" }, default = "none" },
+  })
+  if s.offload.params == "cpu" then
+    -- only ZeRO-3 partitions parameters, and only partitioned parameters move
+    fail("offload.params", "\"cpu\" needs zero = 3, which " .. SUPPORTED_LATER, "\"none\"")
+  end
   if s.zero == 1 and s.mesh.pp > 1 then
     fail("plan.zero", "1 with pipeline parallelism " .. SUPPORTED_LATER, "0, or mesh.pp = 1")
   end

@@ -95,8 +95,11 @@ static void allocate(wf_ctx *c) {
     c->grads = wf_alloc(c, np, "gradients");
     wf_zero_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
-    c->adam_m = wf_alloc(c, nm, "AdamW first moment");
-    c->adam_v = wf_alloc(c, nm, "AdamW second moment");
+    /* offload: the moments live in the host arena and AdamW runs on the host.
+     * On the CPU backend device and host memory are one, so this is the same
+     * allocation path, named for what it holds; the CUDA backend pins it. */
+    c->adam_m = wf_alloc(c, nm, p->offload_optimizer ? "AdamW first moment (host)" : "AdamW first moment");
+    c->adam_v = wf_alloc(c, nm, p->offload_optimizer ? "AdamW second moment (host)" : "AdamW second moment");
     int slots = p->slots > 0 ? p->slots : 1;
     c->acts = wf_alloc(c, (size_t)p->act_numel * (size_t)slots * sizeof(float), "activations");
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)slots * sizeof(float), "activation gradients");
@@ -195,6 +198,9 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_log(c, "weft %s | plan %s (%s) | %d rank(s): dp %d x tp %d x pp %d\n", WF_VERSION,
            p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);
     wf_log(c, "%s\n", blas);
+    if (p->zero || p->offload_optimizer)
+        wf_log(c, "optimizer: AdamW state %s%s\n", p->zero ? "sharded over the dp group (ZeRO-1)" : "whole",
+               p->offload_optimizer ? ", in host memory (offload)" : "");
 
     allocate(c);
     char err[512];

@@ -188,6 +188,7 @@ typedef struct wf_program {
     long recv_numel;         /* floats in one of them */
     int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
     int zero;                /* 1: ZeRO stage 1 over the dp group */
+    int offload_optimizer;   /* AdamW moments and update in host memory */
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
     /* optimizer and schedule */
