@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ckpt_diff.h"
+#include "import_ds.h"
 #include "inspect.h"
 #include "simulate.h"
 #include "trace.h"
@@ -34,6 +35,8 @@ static const char USAGE[] =
     "  simulate PLAN [--format text|chrome|svg] [-o FILE] [--calibration FILE]\n"
     "                             predicted iteration time, tokens/s, MFU, bubble,\n"
     "                             communication and memory per rank; no code emitted\n"
+    "  import-deepspeed DS.json --model PLAN --world N -o OUT.lua\n"
+    "                             translate a DeepSpeed config into a plan (model from PLAN)\n"
     "  calibrate [-o FILE]        measure this machine for CPU-backend predictions (runs\n"
     "                             weft-calibrate on 2 ranks; default cluster.lua)\n"
     "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
@@ -242,6 +245,30 @@ static int cmd_calibrate(int argc, char **argv) {
     return EXIT_OK;
 }
 
+static int cmd_import_deepspeed(int argc, char **argv) {
+    static const char use[] = "usage: weft import-deepspeed DS.json --model PLAN --world N -o OUT.lua";
+    const char *json = NULL, *model = NULL, *out = NULL;
+    long world = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+        else if (strcmp(argv[i], "--world") == 0 && i + 1 < argc) {
+            char *end;
+            world = strtol(argv[++i], &end, 10);
+            if (*end || world < 1) return usage_error("--world needs a rank count >= 1");
+        } else if (argv[i][0] != '-' && !json) json = argv[i];
+        else return usage_error(use);
+    }
+    if (!json || !model || !out || world < 1) return usage_error(use);
+    char err[1024];
+    if (import_deepspeed(json, model, (int)world, out, stderr, err, sizeof err) != 0) {
+        fprintf(stderr, "weft: error: %s\n", err);
+        return EXIT_PLAN;
+    }
+    fprintf(stderr, "weft: wrote %s\n", out);
+    return EXIT_OK;
+}
+
 static int cmd_trace(int argc, char **argv) {
     if (argc != 3 || strcmp(argv[0], "compare") != 0)
         return usage_error("usage: weft trace compare PREDICTED.json MEASURED.json");
@@ -344,6 +371,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return run_report(argc - 2, argv + 2, inspect_report);
     if (strcmp(cmd, "trace") == 0) return cmd_trace(argc - 2, argv + 2);
+    if (strcmp(cmd, "import-deepspeed") == 0) return cmd_import_deepspeed(argc - 2, argv + 2);
     if (strcmp(cmd, "calibrate") == 0) return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(cmd, "simulate") == 0) return run_report(argc - 2, argv + 2, simulate_report);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
