@@ -3,11 +3,6 @@
 # folders and again over an existing output; --dump works for every pass.
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
 "$WEFT" compile "$PLAN" -o "$WORK/a" 2>/dev/null
 "$WEFT" compile "$PLAN" -o "$WORK/b" 2>/dev/null
 check "two compiles are byte-identical" diff -r "$WORK/a" "$WORK/b"

@@ -4,11 +4,6 @@
 # not exist.
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
 mesh=(--set mesh.dp=2 --set mesh.tp=1 --set mesh.pp=2 --set batch.micro=2 --set pipeline.schedule=1f1b)
 "$WEFT" inspect "$PLAN" "${mesh[@]}" >"$WORK/all.txt"
 check "text lists all 4 ranks" test "$(grep -c '^rank ' "$WORK/all.txt")" = 4

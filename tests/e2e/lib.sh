@@ -7,6 +7,14 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/weft-e2e.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+# Results: one line per check, then "N passed, M failed" (the tests end with
+# `echo "$passed passed, $failed failed"; [ $failed = 0 ]`).
+passed=0 failed=0
+check() {  # check NAME COMMAND...: passes when COMMAND succeeds
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
 # Compiles PLAN with overrides into $WORK/NAME and builds it.
 build_plan() {
   local name=$1 plan=$2

@@ -5,11 +5,6 @@
 # since the weights are their own master copy), divided by dp under ZeRO-1.
 # Psi = 12 L h^2 + 13 L h + (V + s) h + 2 h for GPT-2 with a tied LM head.
 source "$(dirname "$0")/lib.sh"
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
 # bytes from "3.21 MiB" / "512 B" / "1.50 GiB"
 to_bytes() { awk '{ u = $2; v = $1; f = u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 1; printf "%.0f", v * f }'; }
 near() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.005 * b + 8) }'; }

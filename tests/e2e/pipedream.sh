@@ -6,11 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
 DATA=$(make_data)
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
 set=(--set model.layers=4 --set model.hidden=64 --set model.seq=64 --set data.train="$DATA"
      --set batch.micro=4 --set batch.global=16 --set mesh.dp=1 --set train.steps=60
      --set pipeline.schedule=pipedream-2bw)

@@ -7,11 +7,6 @@
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
 DATA=$(make_data)
-passed=0 failed=0
-check() {  # check NAME COMMAND...
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
 set=(--set train.steps=10 --set data.train="$DATA" --set batch.micro=4 --set batch.global=16
      --set model.layers=2 --set model.hidden=64 --set model.seq=64)
 build_plan run "$PLAN" "${set[@]}"

@@ -4,11 +4,6 @@
 # to the closed form (p-1)/(m+p-1) (communication makes it slightly larger);
 # the predicted timeline comes out as Chrome JSON and SVG.
 source "$(dirname "$0")/lib.sh"
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
 "$WEFT" simulate plans/gpt_1t.lua >"$WORK/1t.txt"
 cat "$WORK/1t.txt"
 for field in "iteration" "throughput" "MFU" "bubble" "exposed dp all-reduce" "stage 63"; do
