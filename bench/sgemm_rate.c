@@ -3,33 +3,10 @@
  * Usage: sgemm_rate N C V   (tokens per microbatch, hidden width, vocab) */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "blas.h"
 #include "internal.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* GFLOP/s of out(M,N) = A(M,K) @ B(K,N), best of a few repetitions. */
-static double rate(int M, int N, int K) {
-    float *a = malloc(sizeof(float) * (size_t)M * K), *b = malloc(sizeof(float) * (size_t)K * N);
-    float *c = malloc(sizeof(float) * (size_t)M * N);
-    for (long i = 0; i < (long)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
-    for (long i = 0; i < (long)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
-    double best = 1e30;
-    for (int rep = 0; rep < 5; rep++) {
-        double t0 = now_s();
-        wf_sgemm(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
-        double t = now_s() - t0;
-        if (t < best) best = t;
-    }
-    free(a); free(b); free(c);
-    return 2.0 * M * N * K / best / 1e9;
-}
 
 int main(int argc, char **argv) {
     wf_blas_select(argc, argv);
@@ -44,7 +21,7 @@ int main(int argc, char **argv) {
     };
     double sum = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        double r = rate(shapes[i].M, shapes[i].N, shapes[i].K);
+        double r = wf_sgemm_rate(shapes[i].M, shapes[i].N, shapes[i].K, 5);
         if (i + 1 < sizeof shapes / sizeof *shapes) sum += r;
         printf("sgemm %s %5d x %5d x %5d: %6.1f GFLOP/s\n", shapes[i].what, shapes[i].M,
                shapes[i].N, shapes[i].K, r);

@@ -4,6 +4,7 @@
 #include "blas.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <time.h>
 
 static double gemm_seconds;
@@ -43,4 +44,25 @@ void wf_gemm_stats_reset(void)
 {
     gemm_seconds = 0.0;
     gemm_flops = 0.0;
+}
+
+double wf_sgemm_rate(int M, int N, int K, int reps)
+{
+    float *a = malloc(sizeof(float) * (size_t)M * K), *b = malloc(sizeof(float) * (size_t)K * N);
+    float *c = malloc(sizeof(float) * (size_t)M * N);
+    for (long i = 0; i < (long)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
+    for (long i = 0; i < (long)K * N; i++) b[i] = (float)(i % 5) * 0.1f;
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        wf_sgemm(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double t = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (t < best) best = t;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * M * N * K / best / 1e9;
 }

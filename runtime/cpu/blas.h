@@ -21,4 +21,8 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
 void wf_gemm_stats(double *seconds, double *flops);
 void wf_gemm_stats_reset(void);
 
+/* GFLOP/s of out(M,N) = A(M,K) @ B(K,N) through wf_sgemm, best of `reps`
+ * (for benchmarks and weft-calibrate). */
+double wf_sgemm_rate(int M, int N, int K, int reps);
+
 #endif
