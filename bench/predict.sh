@@ -27,5 +27,7 @@ dp1_accum2         --set mesh.dp=1
 tp2                --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=16
 pp2_1f1b           --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4
 pp2_gpipe          --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4 --set pipeline.schedule=gpipe
+pp2_zbh1           --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4 --set pipeline.schedule=zb-h1
+tp2_sp             --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set batch.micro=16
 dp2_small_batch    --set mesh.dp=2 --set batch.micro=4 --set batch.global=8
 LAYOUTS

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "calibrate.h"
 #include "ckpt_diff.h"
 #include "import_ds.h"
 #include "inspect.h"
@@ -37,8 +38,9 @@ static const char USAGE[] =
     "                             communication and memory per rank; no code emitted\n"
     "  import-deepspeed DS.json --model PLAN --world N -o OUT.lua\n"
     "                             translate a DeepSpeed config into a plan (model from PLAN)\n"
-    "  calibrate [-o FILE]        measure this machine for CPU-backend predictions (runs\n"
-    "                             weft-calibrate on 2 ranks; default cluster.lua)\n"
+    "  calibrate [-o FILE]        measure this machine for CPU-backend predictions (kernels\n"
+    "                             on 2 ranks, then a reference GPT traced in place;\n"
+    "                             default cluster.lua)\n"
     "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
@@ -140,6 +142,13 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
     return EXIT_OK;
 }
 
+int run_all_passes(Program *p, const char *plan, const char *const *overrides, int n_overrides) {
+    if (pass_load(p, plan, overrides, n_overrides) != 0) return -1;
+    for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++)
+        if (PASSES[i].run(p) != 0) return -1;
+    return 0;
+}
+
 /* Runs load and every pass, dumping the IR after the one asked for. */
 static int run_passes(Program *p, const plan_args *a) {
     if (pass_load(p, a->plan, a->overrides, a->n_overrides) != 0) return EXIT_PLAN;
@@ -213,36 +222,12 @@ static int simulate_report(const Program *p, const plan_args *a, FILE *out) {
     return simulate_plan(p, &cal, a->format, out);
 }
 
-/* Runs the runtime's measuring program on two ranks (point-to-point needs a
- * partner); the user's cores decide the rest. */
 static int cmd_calibrate(int argc, char **argv) {
     const char *out = "cluster.lua";
     if (argc == 2 && strcmp(argv[0], "-o") == 0) out = argv[1];
     else if (argc != 0) return usage_error("usage: weft calibrate [-o FILE]");
     const char *runtime = getenv("WEFT_RUNTIME") ? getenv("WEFT_RUNTIME") : WEFT_RUNTIME_DIR;
-    char tool[1200];
-    snprintf(tool, sizeof tool, "%s/weft-calibrate", runtime);
-    if (access(tool, X_OK) != 0) {
-        fprintf(stderr, "weft: error: %s is missing (build the runtime first)\n", tool);
-        return EXIT_PLAN;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        const char *args[] = { "mpirun", "-np", "2", "--oversubscribe", tool, "-o", out, NULL, NULL };
-        if (geteuid() == 0) {  /* Open MPI refuses root unless told */
-            args[7] = args[6]; args[6] = args[5]; args[5] = args[4]; args[4] = args[3];
-            args[3] = "--allow-run-as-root";
-        }
-        execvp("mpirun", (char *const *)args);
-        perror("weft: mpirun");
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "weft: error: calibration failed\n");
-        return EXIT_PLAN;
-    }
-    return EXIT_OK;
+    return calibrate_machine(runtime, out) == 0 ? EXIT_OK : EXIT_PLAN;
 }
 
 static int cmd_import_deepspeed(int argc, char **argv) {

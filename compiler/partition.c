@@ -16,7 +16,8 @@ static double op_cost(const Program *p, const ir_op *o) {
     switch (o->kind) {
     case OP_LINEAR: return 2.0 * (double)p->tensors[o->in[0]].width * out;
     case OP_ATTENTION: return 4.0 * (double)p->seq * out;
-    case OP_LMHEAD_XENT: return 2.0 * (double)p->tensors[o->in[0]].width * p->vocab;
+    /* vocabulary-parallel: this rank's share of the vocabulary, as the linears' widths are */
+    case OP_LMHEAD_XENT: return 2.0 * (double)p->tensors[o->in[0]].width * p->vocab_padded / p->tp;
     default: return 10.0 * out;  /* memory-bound ops, roughly */
     }
 }

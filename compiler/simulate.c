@@ -73,6 +73,15 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
     }
     get_number(L, "cores", &cores);
     if (!get_number(L, "thread_speedup", &cal->thread_speedup)) cal->thread_speedup = cores;
+    cal->inplace[0] = cal->inplace[1] = cal->inplace[2] = 1;
+    lua_getfield(L, -1, "inplace");
+    if (lua_istable(L, -1)) {
+        get_number(L, "forward", &cal->inplace[0]);
+        get_number(L, "backward", &cal->inplace[1]);
+        get_number(L, "optimizer", &cal->inplace[2]);
+    }
+    lua_pop(L, 1);
+    if (!get_number(L, "inplace_threads", &cal->inplace_threads)) cal->inplace_threads = cal->thread_speedup;
     cal->cores = cores >= 1 ? (int)cores : 1;
     cal->loaded = 1;
     rc = 0;
@@ -126,9 +135,8 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.f = cost_gemm_seconds(tokens, width, K, peak, efficiency(tokens, width, K));
         t.b = 2 * t.f;
         if (calib && calib->linear[0] > 0) {  /* the layer as measured, bias and transposes included */
-            double scale = peak / calib->fp32_tflops;  /* threads beyond one */
-            t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9 * scale);
-            t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9 * scale);
+            t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9);
+            t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9);
         }
         t.w = t.b / 2;
         break;
@@ -181,17 +189,25 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     return t;
 }
 
-/* One microbatch of chunk k. */
-static op_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
-    op_time sum = { 0, 0, 0, 0 };
+/* One microbatch of chunk k; f and b hold compute only, comm_f and comm_b
+ * the tensor-parallel collectives of each direction. */
+typedef struct { op_time t; double comm_f, comm_b; } chunk_time;
+
+static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
+    chunk_time sum = { { 0, 0, 0, 0 }, 0, 0 };
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
         op_time t = op_seconds(p, &p->ops[i], peak, hbm);
-        sum.f += t.f;
-        sum.b += t.b;
-        if (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) sum.b += t.f;  /* forward again */
-        if (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION) sum.b += t.f;
-        sum.w += t.w;
-        sum.comm += t.comm;
+        int again = (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) ||
+                    (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION);
+        if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
+            sum.comm_f += t.f, sum.comm_b += t.b;
+            if (again) sum.comm_b += t.f;  /* forward again */
+        } else {
+            sum.t.f += t.f;
+            sum.t.b += t.b + (again ? t.f : 0);
+            sum.t.w += t.w;
+        }
+        sum.t.comm += t.comm;
     }
     return sum;
 }
@@ -199,16 +215,20 @@ static op_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
 /* The dense peak for the plan's precision, from the plan's device (which a
  * plan may edit: weft.gpu.* are starting points). */
 static double device_peak(const Program *p) {
-    if (calib) {  /* a rank gets the cores its node's ranks do not use */
-        int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
-        int threads = calib->cores / (ranks > 0 ? ranks : 1);
-        double gain = calib->cores > 1 && threads > 1
-                    ? 1 + (calib->thread_speedup - 1) * (threads - 1) / (calib->cores - 1) : 1;
-        return calib->fp32_tflops * gain;
-    }
+    if (calib) return calib->fp32_tflops;  /* one thread; see thread_gain */
     double peak = strcmp(p->precision, "bf16") == 0 ? p->device_bf16_tflops
                 : strcmp(p->precision, "fp16") == 0 ? p->device_fp16_tflops : p->device_fp32_tflops;
     return peak > 0 ? peak : p->device_fp32_tflops;
+}
+
+/* CPU backend: a rank gets the cores its node's other ranks do not use; what
+ * they buy is interpolated from the calibrated lone-rank speedup in place. */
+static double thread_gain(const Program *p) {
+    if (!calib) return 1;
+    int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+    int threads = calib->cores / (ranks > 0 ? ranks : 1);
+    if (calib->cores <= 1 || threads <= 1) return 1;
+    return 1 + (calib->inplace_threads - 1) * (threads - 1) / (calib->cores - 1);
 }
 
 static cost_memory stage_memory(const Program *p, int stage) {
@@ -242,6 +262,45 @@ static void human(double bytes, char *out, size_t n) {
     else snprintf(out, n, "%.2f MiB", bytes / 1048576.0);
 }
 
+/* Seconds per microbatch of each chunk (forward, backward, its weight part,
+ * tp communication) and of each stage's optimizer step, in place: with the
+ * calibration's measured-over-predicted factors and the threads a rank has. */
+typedef struct { double *f, *b, *w, *comm, *optim; } sim_times;
+
+static void sim_times_free(sim_times *t) { free(t->f); }
+
+static int stage_times(const Program *p, double peak, double hbm, sim_times *t) {
+    int n = p->n_chunks;
+    t->f = malloc(sizeof(double) * (size_t)(4 * n + p->pp));
+    if (!t->f) return -1;
+    t->b = t->f + n, t->w = t->b + n, t->comm = t->w + n, t->optim = t->comm + n;
+    double gain = thread_gain(p);
+    const double *in = calib ? calib->inplace : (const double[3]){ 1, 1, 1 };
+    for (int k = 0; k < n; k++) {
+        chunk_time c = chunk_seconds(p, k, peak, hbm);
+        /* each microbatch first zeroes its activation-gradient slot */
+        c.t.f += cost_memory_bound_seconds(4.0 * p->dact_numel[k % p->pp], hbm);
+        t->f[k] = c.t.f * in[0] / gain + c.comm_f;
+        t->b[k] = c.t.b * in[1] / gain + c.comm_b;
+        t->w[k] = c.t.w * in[1] / gain;
+        t->comm[k] = c.comm_f;
+    }
+    /* AdamW reads and writes weights, gradients and two moments, then zeroes gradients */
+    for (int st = 0; st < p->pp; st++)
+        t->optim[st] = cost_memory_bound_seconds(36.0 * p->param_numel[st], hbm) * in[2];
+    return 0;
+}
+
+int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,
+                             double *optim) {
+    calib = cal && cal->loaded ? cal : NULL;
+    sim_times tm;
+    if (stage_times(p, device_peak(p), calib ? calib->hbm_gbs : 20.0, &tm) != 0) return -1;
+    *f = tm.f[0], *b = tm.b[0], *optim = tm.optim[0];
+    sim_times_free(&tm);
+    return 0;
+}
+
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
     calib = cal && cal->loaded ? cal : NULL;
     plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us };
@@ -263,15 +322,18 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     }
     double peak = device_peak(p);
     double hbm = calib ? calib->hbm_gbs : p->device_hbm_gbs > 0 ? p->device_hbm_gbs : 20.0;
-    /* the slowest stage sets the pace of a pipeline: use its chunk times */
-    op_time slow = { 0, 0, 0, 0 };
-    for (int k = 0; k < p->n_chunks; k++) {
-        op_time t = chunk_seconds(p, k, peak, hbm);
-        if (t.f + t.b > slow.f + slow.b) slow = t;
+    sim_times tm;
+    if (stage_times(p, peak, hbm, &tm) != 0) {
+        wf_error("out of memory");
+        if (s == &own) schedule_free(&own);
+        return -1;
     }
-    /* each microbatch first zeroes its activation-gradient slot */
-    slow.f += cost_memory_bound_seconds(4.0 * p->dact_numel[0], hbm);
-    double f = slow.f, b = slow.b, w = s->split_backward ? slow.w : 0, tp_comm = slow.comm;
+    double f = 0, b = 0, tp_comm = 0, optim = 0, busy = 0;  /* the slowest chunk and stage */
+    for (int k = 0; k < p->n_chunks; k++) {
+        if (tm.f[k] + tm.b[k] > f + b) f = tm.f[k], b = tm.b[k];
+        if (tm.comm[k] > tp_comm) tp_comm = tm.comm[k];
+        if (!s->split_backward) tm.w[k] = 0;
+    }
     double boundary = 0;
     for (int k = 1; k < p->n_chunks; k++)
         if (p->chunk_in[k]) {
@@ -279,25 +341,51 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
             boundary = 4.0 * p->micro * p->seq / t->rows_div * t->width;
         }
     double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, p->dp * p->tp)) : 0;
-    trace tr = { 0 };
-    if (trace_from_schedule(&tr, s, f * 1e6, b * 1e6, w * 1e6, p2p * 1e6) != 0) {
-        wf_error("%s: the schedule does not simulate", p->plan_path);
+    double *us = malloc(sizeof(double) * (size_t)(3 * p->n_chunks + p->pp));
+    if (!us) {
+        sim_times_free(&tm);
         if (s == &own) schedule_free(&own);
         return -1;
     }
-    double span = trace_makespan(&tr) / 1e6;
-    /* data parallel: the stage's buckets, ring all-reduce across nodes when the
+    for (int k = 0; k < p->n_chunks; k++)
+        us[k] = tm.f[k] * 1e6, us[p->n_chunks + k] = tm.b[k] * 1e6, us[2 * p->n_chunks + k] = tm.w[k] * 1e6;
+    for (int st = 0; st < p->pp; st++) us[3 * p->n_chunks + st] = tm.optim[st] * 1e6;
+    trace_costs costs = { us, us + p->n_chunks, us + 2 * p->n_chunks, p2p * 1e6, us + 3 * p->n_chunks };
+    trace tr = { 0 };
+    int failed = trace_from_costs(&tr, s, &costs);
+    free(us);
+    if (failed) {
+        wf_error("%s: the schedule does not simulate", p->plan_path);
+        sim_times_free(&tm);
+        if (s == &own) schedule_free(&own);
+        return -1;
+    }
+    /* the bubble: the stages' idle share of the pipeline's span, on average
+     * (the span includes the optimizer step, which is not pipeline time) */
+    double busiest = 0;
+    for (int st = 0; st < p->pp; st++) {
+        double stage_busy = 0;
+        for (int k = st; k < p->n_chunks; k += p->pp) stage_busy += p->accum * (tm.f[k] + tm.b[k]);
+        busy += stage_busy / p->pp;
+        if (stage_busy > busiest) busiest = stage_busy;
+        if (tm.optim[st] > optim) optim = tm.optim[st];
+    }
+    double span = trace_makespan(&tr) / 1e6 - optim;
+    /* data parallel: each stage's buckets, ring all-reduce across nodes when the
      * dp group spans them, overlapped with the last microbatch's backward */
-    double dp_comm = 0;
-    for (int k = 0; k < p->n_buckets; k++)
-        if (p->buckets[k].stage == 0)
-            dp_comm += cost_allreduce_ring(4.0 * p->buckets[k].numel, p->dp, inter_link(p, p->tp));
-    double exposed_dp = dp_comm > b ? dp_comm - b : 0;
-    /* AdamW reads and writes weights, gradients and two moments */
-    double optim = cost_memory_bound_seconds(36.0 * p->param_numel[0], hbm);  /* + zeroing grads */
+    double exposed_dp = 0, dp_comm = 0;
+    for (int st = 0; st < p->pp; st++) {
+        double c = 0;
+        for (int k = 0; k < p->n_buckets; k++)
+            if (p->buckets[k].stage == st)
+                c += cost_allreduce_ring(4.0 * p->buckets[k].numel, p->dp, inter_link(p, p->tp));
+        if (c > dp_comm) dp_comm = c;
+        double e = c > tm.b[st] ? c - tm.b[st] : 0;
+        if (e > exposed_dp) exposed_dp = e;
+    }
+    sim_times_free(&tm);
     double iter = span + exposed_dp + optim;
-    double busy = p->accum * (f + b) * p->n_chunks / p->pp;
-    double bubble = span > 0 ? 1.0 - busy / span : 0;
+    double bubble = span > 0 ? 1.0 - busy / span : 0, bubble_busiest = span > 0 ? 1.0 - busiest / span : 0;
     double tokens = (double)p->global_batch * p->seq;
     double tflops = p->flops_per_token * tokens / iter / p->world / 1e12;
     int rc = 0;
@@ -312,7 +400,8 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 iter, span, exposed_dp, optim);
         fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs 6N + 12Lhs)\n",
                 tokens / iter, tflops, 100.0 * tflops / peak);
-        fprintf(out, "bubble    %.1f%% of stage time\n", 100.0 * (bubble > 0 ? bubble : 0));
+        fprintf(out, "bubble    %.1f%% of stage time (idle, averaged over stages); %.1f%% on the busiest stage\n",
+                100.0 * (bubble > 0 ? bubble : 0), 100.0 * (bubble_busiest > 0 ? bubble_busiest : 0));
         fprintf(out, "comm      tp collectives %.3f ms per microbatch forward; pp p2p %.3f ms per message; "
                      "dp all-reduce %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3, dp_comm, exposed_dp);
         fprintf(out, "memory per rank (stage: params, grads, optimizer, activations, buffers, total):\n");

@@ -17,10 +17,18 @@ typedef struct {
     /* the runtime's own kernels, ns per element: [0] forward, [1] backward */
     double layernorm[2], gelu[2], add[2], attention[2], xent[2];
     double linear[2];     /* GFLOP/s of a linear layer, forward and backward */
+    /* a traced reference run: measured over predicted (forward, backward,
+     * optimizer), and a lone rank's speedup from every core, both in place */
+    double inplace[3];
+    double inplace_threads;
 } sim_calibration;
 
 /* Reads a cluster file written by weft-calibrate (a Lua table, run with no
  * libraries); 0 on success, -1 after reporting. */
 int simulate_load_calibration(const char *path, sim_calibration *cal);
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out);
+/* Seconds per microbatch of chunk 0's forward and backward and of stage 0's
+ * optimizer step, as simulate_plan predicts them (for weft calibrate). */
+int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,
+                             double *optim);
 #endif

@@ -63,6 +63,7 @@ double trace_makespan(const trace *t)
 typedef struct {
     const schedule *s;
     trace *t;
+    const trace_costs *costs;
     double comm_us;
     double *arrive;    /* per message: when its receive can complete; < 0 not sent yet */
     double *comm_free; /* per stage: when the communication stream is free */
@@ -103,9 +104,10 @@ static int post_collective(sim *x, int st, double at, const char *tag)
 }
 
 /* Duration, name letter and category of a compute op; 0 for the others. */
-static int compute_op(sched_op op, const double cost[3], double *dur, char *letter,
+static int compute_op(sched_op op, const trace_costs *c, int chunk, double *dur, char *letter,
                       const char **cat)
 {
+    const double cost[3] = {c->f_us[chunk], c->b_us[chunk], c->w_us[chunk]};
     switch (op) {
     case SI_FWD: *dur = cost[0], *letter = 'F', *cat = "forward"; return 1;
     case SI_BWD: *dur = cost[1], *letter = 'B', *cat = "backward"; return 1;
@@ -119,8 +121,7 @@ static int compute_op(sched_op op, const double cost[3], double *dur, char *lett
 
 /* Tries to run instruction in on stage st at its clock. Returns 1 if it ran,
  * 0 if it waits for a message, -1 when out of memory. */
-static int step(sim *x, int st, const sched_instr *in, double *clock, int *posted,
-                const double cost[3])
+static int step(sim *x, int st, const sched_instr *in, double *clock, int *posted)
 {
     double t = *clock, dur;
     char letter, name[32];
@@ -148,12 +149,14 @@ static int step(sim *x, int st, const sched_instr *in, double *clock, int *poste
         *clock = at > t ? at : t;
         return 1;
     }
-    if (compute_op(in->op, cost, &dur, &letter, &cat)) {
+    if (compute_op(in->op, x->costs, in->chunk, &dur, &letter, &cat)) {
         snprintf(name, sizeof name, "%c%d", letter, in->m);
         if (trace_add(x->t, st, 0, name, cat, in->m, in->chunk, t, t + dur)) return -1;
         *clock = t + dur;
     } else if (in->op == SI_OPTIM) {
-        if (trace_add(x->t, st, 0, "optim", "optimizer", -1, -1, t, t)) return -1;
+        double d = x->costs->optim_us ? x->costs->optim_us[st] : 0;
+        if (trace_add(x->t, st, 0, "optim", "optimizer", -1, -1, t, t + d)) return -1;
+        *clock = t + d;
     }
     return 1;
 }
@@ -161,15 +164,27 @@ static int step(sim *x, int st, const sched_instr *in, double *clock, int *poste
 int trace_from_schedule(trace *t, const schedule *s, double f_us, double b_us, double w_us,
                         double comm_us)
 {
+    double *each = malloc(sizeof(double) * 3 * (size_t)(s->chunks ? s->chunks : 1));
+    if (!each) return -1;
+    for (int k = 0; k < s->chunks; k++)
+        each[k] = f_us, each[s->chunks + k] = b_us, each[2 * s->chunks + k] = w_us;
+    trace_costs c = {each, each + s->chunks, each + 2 * s->chunks, comm_us, NULL};
+    int rc = trace_from_costs(t, s, &c);
+    free(each);
+    return rc;
+}
+
+int trace_from_costs(trace *t, const schedule *s, const trace_costs *costs)
+{
     char err[512];
     if (schedule_verify(s, err, sizeof err) != 0) return -1;
     long nmsg = 2L * s->micro * s->chunks;
-    sim x = {s, t, comm_us, malloc(sizeof(double) * (size_t)(nmsg ? nmsg : 1)),
+    double comm_us = costs->comm_us;
+    sim x = {s, t, costs, comm_us, malloc(sizeof(double) * (size_t)(nmsg ? nmsg : 1)),
              calloc((size_t)s->stages, sizeof(double))};
     double *clock = calloc((size_t)s->stages, sizeof(double));
     int *pc = calloc((size_t)s->stages, sizeof(int));
     int *posted = calloc((size_t)s->stages, sizeof(int));
-    const double cost[3] = {f_us, b_us, w_us};
     int rc = x.arrive && x.comm_free && clock && pc && posted ? 0 : -1;
     for (long k = 0; rc == 0 && k < nmsg; k++) x.arrive[k] = -1;
     if (rc == 0 && s->stages > t->ranks) t->ranks = s->stages;
@@ -178,7 +193,7 @@ int trace_from_schedule(trace *t, const schedule *s, double f_us, double b_us, d
         moved = left = 0;
         for (int st = 0; rc == 0 && st < s->stages; st++) {
             while (pc[st] < s->n[st]) {
-                int r = step(&x, st, &s->ins[st][pc[st]], &clock[st], &posted[st], cost);
+                int r = step(&x, st, &s->ins[st][pc[st]], &clock[st], &posted[st]);
                 if (r < 0) rc = -1;
                 if (r <= 0) break;
                 pc[st]++;
@@ -577,69 +592,137 @@ static const trace_event **sorted(const trace *t)
     return p;
 }
 
-static void span_of(const trace *t, int rank, double *lo, double *hi)
+static int dbl_cmp(const void *pa, const void *pb)
 {
-    *lo = INFINITY, *hi = -INFINITY;
-    for (int i = 0; i < t->n; i++)
-        if (t->ev[i].rank == rank) {
-            if (t->ev[i].start_us < *lo) *lo = t->ev[i].start_us;
-            if (t->ev[i].end_us > *hi) *hi = t->ev[i].end_us;
-        }
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
 }
 
-static void print_spans(const trace *p, const trace *m, FILE *out)
+static double median_of(double *v, int n)
+{
+    if (n == 0) return NAN;
+    qsort(v, (size_t)n, sizeof *v, dbl_cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Span (first start to last end) of rank r's events; step >= 0 picks the
+ * events of that step (steps[i] for event i), -1 takes all. */
+static double span_of(const trace *t, const int *steps, int rank, int step)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < t->n; i++)
+        if (t->ev[i].rank == rank && (step < 0 || steps[i] == step)) {
+            if (t->ev[i].start_us < lo) lo = t->ev[i].start_us;
+            if (t->ev[i].end_us > hi) hi = t->ev[i].end_us;
+        }
+    return hi >= lo ? hi - lo : NAN;
+}
+
+static void print_err(FILE *out, double pred, double meas)
+{
+    if (!isnan(pred)) fprintf(out, " %13.3f us", pred);
+    else fprintf(out, " %16s", "-");
+    if (!isnan(meas)) fprintf(out, " %13.3f us", meas);
+    else fprintf(out, " %16s", "-");
+    if (!isnan(pred) && !isnan(meas) && pred > 0) fprintf(out, " %+9.2f%%\n", 100 * (meas - pred) / pred);
+    else fprintf(out, " %10s\n", "n/a");
+}
+
+/* Per step (the slowest rank's span) and per rank (the median span over the
+ * compared steps), predicted (one step) against measured. */
+static void print_spans(const trace *p, const trace *m, const int *steps, int n_steps, int first,
+                        FILE *out)
 {
     int ranks = p->ranks > m->ranks ? p->ranks : m->ranks;
+    double pred = 0, *v = malloc(sizeof(double) * (size_t)(n_steps + 1));
+    if (!v) return;
+    for (int r = 0; r < ranks; r++) {
+        double sp = span_of(p, NULL, r, -1);
+        if (!isnan(sp) && sp > pred) pred = sp;
+    }
+    fprintf(out, "%-6s %16s %16s %10s\n", "step", "predicted", "measured", "error");
+    for (int st = 0; st < n_steps; st++) {
+        double worst = NAN;
+        for (int r = 0; r < ranks; r++) {
+            double sp = span_of(m, steps, r, st);
+            if (!isnan(sp) && (isnan(worst) || sp > worst)) worst = sp;
+        }
+        fprintf(out, "step %-2d%s", st, st < first ? "*" : " ");
+        print_err(out, pred, worst);
+    }
     fprintf(out, "%-6s %16s %16s %10s\n", "rank", "predicted span", "measured span", "error");
     for (int r = 0; r < ranks; r++) {
-        double plo, phi, mlo, mhi;
-        span_of(p, r, &plo, &phi);
-        span_of(m, r, &mlo, &mhi);
+        int n = 0;
+        for (int st = first; st < n_steps; st++) {
+            double sp = span_of(m, steps, r, st);
+            if (!isnan(sp)) v[n++] = sp;
+        }
         fprintf(out, "%-6d", r);
-        if (phi >= plo) fprintf(out, " %13.3f us", phi - plo);
-        else fprintf(out, " %16s", "-");
-        if (mhi >= mlo) fprintf(out, " %13.3f us", mhi - mlo);
-        else fprintf(out, " %16s", "-");
-        if (phi > plo && mhi >= mlo)
-            fprintf(out, " %+9.2f%%\n", 100 * ((mhi - mlo) - (phi - plo)) / (phi - plo));
-        else fprintf(out, " %10s\n", "n/a");
+        double sp = span_of(p, NULL, r, -1);
+        print_err(out, sp, median_of(v, n));
     }
+    free(v);
 }
 
 int trace_compare(const trace *predicted, const trace *measured, FILE *out)
 {
     const trace_event **p = sorted(predicted), **m = sorted(measured);
-    rel_err *errs = malloc(sizeof *errs * (size_t)(predicted->n ? predicted->n : 1));
-    int matched[NCATS] = {0}, nerr = 0, pairs = 0, only_p = 0, only_m = 0;
-    if (!p || !m || !errs) {
-        free(p);
-        free(m);
-        free(errs);
+    rel_err *errs = malloc(sizeof *errs * (size_t)(measured->n ? measured->n : 1));
+    int *steps = malloc(sizeof(int) * (size_t)(measured->n ? measured->n : 1));
+    int matched[NCATS] = {0}, nerr = 0, pairs = 0, only_p = 0, only_m = 0, n_steps = 1;
+    if (!p || !m || !errs || !steps) {
+        free(p), free(m), free(errs), free(steps);
         return -1;
     }
+    /* A key (rank, name, m, chunk) occurs np times in the predicted step and
+     * once per step as often in the measured run: its j-th measured occurrence
+     * belongs to step j / np and pairs with predicted occurrence j % np. */
+    for (int i = 0; i < measured->n; i++) steps[i] = -1;
     for (int i = 0, j = 0; i < predicted->n || j < measured->n;) {
         int c = i == predicted->n ? 1 : j == measured->n ? -1 : key_cmp(p[i], m[j]);
-        if (c < 0) {
-            only_p++, i++;
+        if (c != 0) {
+            if (c < 0) only_p++, i++;
+            else only_m++, j++;
             continue;
         }
-        if (c > 0) {
-            only_m++, j++;
+        int np = 0, nm = 0;
+        while (i + np < predicted->n && key_cmp(p[i], p[i + np]) == 0) np++;
+        while (j + nm < measured->n && key_cmp(m[j], m[j + nm]) == 0) nm++;
+        for (int k = 0; k < nm; k++) {
+            steps[m[j + k] - measured->ev] = k / np;
+            if (k / np + 1 > n_steps) n_steps = k / np + 1;
+        }
+        i += np, j += nm;
+    }
+    int first = n_steps > 1 ? 1 : 0; /* step 0 warms up: left out when there are more */
+    for (int i = 0, j = 0; i < predicted->n && j < measured->n;) {
+        int c = key_cmp(p[i], m[j]);
+        if (c != 0) {
+            if (c < 0) i++;
+            else j++;
             continue;
         }
-        int k = kind_of(p[i]->cat);
-        double dp = p[i]->end_us - p[i]->start_us, dm = m[j]->end_us - m[j]->start_us;
-        pairs++;
-        if (k >= 0 && k < NCATS) {
-            matched[k]++;
-            if (dp > 0) errs[nerr++] = (rel_err){k, (dm - dp) / dp};
+        int np = 0, nm = 0;
+        while (i + np < predicted->n && key_cmp(p[i], p[i + np]) == 0) np++;
+        while (j + nm < measured->n && key_cmp(m[j], m[j + nm]) == 0) nm++;
+        for (int k = 0; k < nm; k++) {
+            const trace_event *pe = p[i + k % np], *me = m[j + k];
+            if (k / np < first) continue;
+            int cat = kind_of(pe->cat);
+            double dp = pe->end_us - pe->start_us, dm = me->end_us - me->start_us;
+            pairs++;
+            if (cat >= 0 && cat < NCATS) {
+                matched[cat]++;
+                if (dp > 0) errs[nerr++] = (rel_err){cat, (dm - dp) / dp};
+            }
         }
-        i++, j++;
+        i += np, j += nm;
     }
     qsort(errs, (size_t)nerr, sizeof *errs, err_cmp);
 
-    fprintf(out, "trace compare: %d predicted events, %d measured, %d matched\n", predicted->n,
-            measured->n, pairs);
+    fprintf(out, "trace compare: %d predicted events (one step), %d measured in %d step(s); "
+                 "%d pairs compared%s\n", predicted->n, measured->n, n_steps, pairs,
+            first ? " over steps 1.. (step 0 warms up)" : "");
     fprintf(out, "%-10s %8s %11s %11s\n", "category", "matched", "median err", "mean err");
     for (int k = 0, lo = 0; k < NCATS; k++) {
         int hi = lo;
@@ -656,10 +739,11 @@ int trace_compare(const trace *predicted, const trace *measured, FILE *out)
         }
         lo = hi;
     }
-    print_spans(predicted, measured, out);
+    print_spans(predicted, measured, steps, n_steps, first, out);
     fprintf(out, "unmatched: %d predicted, %d measured\n", only_p, only_m);
     free(p);
     free(m);
     free(errs);
+    free(steps);
     return 0;
 }

@@ -65,6 +65,15 @@ double trace_makespan(const trace *t);
 int trace_from_schedule(trace *t, const schedule *s, double f_us, double b_us, double w_us,
                         double comm_us);
 
+/* The same with a cost per chunk (arrays of s->chunks) and, when optim_us is
+ * not NULL, the optimizer's time per stage. */
+typedef struct {
+    const double *f_us, *b_us, *w_us;
+    double comm_us;
+    const double *optim_us;
+} trace_costs;
+int trace_from_costs(trace *t, const schedule *s, const trace_costs *costs);
+
 /* Chrome trace-event JSON (object form, opens in Perfetto and chrome://tracing):
  * one complete event ("ph":"X") per event with ts/dur in microseconds, pid =
  * rank, tid = stream, args {"m", "chunk"}; metadata names each process "rank R"

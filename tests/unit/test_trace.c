@@ -537,10 +537,58 @@ static void write_sample(sched_kind kind, int p, int m, const char *stem)
     schedule_free(&s);
 }
 
+/* A measured run of three steps (the predicted step repeated, step 0 twice as
+ * slow, step 2 with backwards 10% slower): step 0 is left out of the category
+ * errors, each step gets its own line, and the per-chunk costs and the
+ * optimizer time of trace_from_costs show in the events. */
+static void check_steps(void)
+{
+    schedule s;
+    trace pred = {0}, meas = {0};
+    if (build(&s, SCHED_1F1B, 2, 4)) return;
+    const double f[2] = {1, 3}, b[2] = {2, 6}, w[2] = {0, 0}, optim[2] = {0.5, 0.5};
+    trace_costs costs = {f, b, w, 0.25, optim};
+    int ok = trace_from_costs(&pred, &s, &costs) == 0;
+    double f1 = -1, optim_dur = -1, span = trace_makespan(&pred);
+    for (int i = 0; ok && i < pred.n; i++) {
+        const trace_event *e = &pred.ev[i];
+        if (e->rank == 1 && strcmp(e->cat, "forward") == 0) f1 = e->end_us - e->start_us;
+        if (strcmp(e->cat, "optimizer") == 0) optim_dur = e->end_us - e->start_us;
+    }
+    check(ok && f1 == 3 && optim_dur == 0.5, "per-chunk costs: stage 1 forward %g (3), optimizer %g (0.5)",
+          f1, optim_dur);
+    for (int st = 0; ok && st < 3; st++)
+        for (int i = 0; i < pred.n; i++) {
+            const trace_event *e = &pred.ev[i];
+            double d = e->end_us - e->start_us, at = st * 2 * span + e->start_us;
+            if (st == 0) d *= 2;
+            if (st == 2 && strcmp(e->cat, "backward") == 0) d *= 1.1;
+            trace_add(&meas, e->rank, e->stream, e->name, e->cat, e->m, e->chunk, at, at + d);
+        }
+    char *text = compare(&pred, &meas);
+    double med, mean, span_err;
+    int unmatched, step_lines = 0, warm = 0;
+    errors_of(text ? text : "", "backward", &med, &mean, &span_err, &unmatched);
+    for (const char *l = text; l && (l = strstr(l, "\nstep ")); l++) {
+        if (l[6] < '0' || l[6] > '9') continue; /* the table's header */
+        step_lines++;
+        if (l[6] == '0' && l[8] == '*') warm = 1;
+    }
+    check(text && step_lines == 3 && warm && fabs(med - 5) < 1e-6 && unmatched == 0,
+          "three measured steps: %d step lines, step 0 marked as warm-up, backward median %+.2f%% "
+          "(steps 1 and 2: +0%% and +10%%)", step_lines, med);
+    if (text && getenv("TRACE_VERBOSE")) fputs(text, stdout);
+    free(text);
+    trace_free(&pred);
+    trace_free(&meas);
+    schedule_free(&s);
+}
+
 int main(void)
 {
     check_makespans();
     check_comm_delays();
+    check_steps();
 
     schedule small, big;
     trace ts = {0}, tb = {0};
