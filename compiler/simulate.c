@@ -154,11 +154,14 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         break;
     }
     case OP_LAYERNORM:
+    case OP_RMSNORM:
         t.f = elementwise(calib ? calib->layernorm : none, rows * width, 0, hbm);
         t.b = elementwise(calib ? calib->layernorm : none, rows * width, 1, hbm);
         t.w = t.b / 3;
         break;
     case OP_GELU:
+    case OP_SWIGLU:
+    case OP_ROPE:
         t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm);
         t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm);
         break;

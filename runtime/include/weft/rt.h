@@ -182,6 +182,8 @@ typedef struct wf_param {
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
     int tied;           /* a copy of a parameter another pipeline stage owns (the LM
                            head's wte): gradients summed with it, saved by the owner */
+    int transposed;     /* checkpoints hold it transposed, (out, in) as Hugging Face
+                           nn.Linear (llama); here it is (in, out) like every linear */
 } wf_param;
 
 /* A fused gradient bucket: a contiguous range of the gradient arena. */
@@ -202,6 +204,9 @@ typedef struct wf_program {
     int world;               /* ranks in the job */
     /* model */
     int layers, hidden, heads, seq, vocab;
+    const char *family;      /* "llama", or NULL: gpt2 */
+    int kv_heads, ffn_hidden;          /* llama */
+    double rope_theta, norm_eps;       /* llama */
     /* batch */
     int micro;               /* sequences per microbatch per rank */
     int accum;               /* microbatches per step per rank */
