@@ -237,6 +237,8 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.params = (double)p->param_numel[stage];
     a.embedding = stage == 0;
     a.head = stage == p->pp - 1;
+    a.ffn_hidden = p->ffn_hidden;  /* 0 but for llama */
+    a.kv_heads = p->kv_heads;
     return cost_memory_per_rank(&a);
 }
 
@@ -313,8 +315,9 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 peak, p->precision);
         fprintf(out, "iteration %.3f s: pipeline %.3f s + exposed dp all-reduce %.3f s + optimizer %.3f s\n",
                 iter, span, exposed_dp, optim);
-        fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs 6N + 12Lhs)\n",
-                tokens / iter, tflops, 100.0 * tflops / peak);
+        fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs %s)\n",
+                tokens / iter, tflops, 100.0 * tflops / peak,
+                untied_embedding(p) ? "6(N - embedding) + 12Lhs" : "6N + 12Lhs");
         fprintf(out, "bubble    %.1f%% of stage time\n", 100.0 * (bubble > 0 ? bubble : 0));
         fprintf(out, "comm      tp collectives %.3f ms per microbatch forward; pp p2p %.3f ms per message; "
                      "dp all-reduce %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3, dp_comm, exposed_dp);
