@@ -117,9 +117,11 @@ long untied_embedding(const Program *p) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
         if (o->kind != OP_EMBED && o->kind != OP_VOCAB_EMBED) continue;
-        if (o->n_param != 1 || p->params[o->param[0]].tied_to >= 0) return 0;
-        for (int j = 0; j < p->n_ops; j++)
-            if (p->ops[j].kind == OP_LMHEAD_XENT && p->ops[j].param[0] == o->param[0]) return 0;
+        for (int j = 0; j < p->n_ops; j++) {  /* the LM head's weight, or the copy of it */
+            if (p->ops[j].kind != OP_LMHEAD_XENT) continue;
+            int w = p->ops[j].param[0];
+            if (w == o->param[0] || p->params[w].tied_to == o->param[0]) return 0;
+        }
         long whole = 1;
         for (int d = 0; d < p->params[o->param[0]].ndim; d++) whole *= p->params[o->param[0]].gshape[d];
         return whole < p->n_param_total ? whole : 0;
