@@ -3,7 +3,9 @@
 # heads sharing 2 key/value heads, SwiGLU, untied LM head):
 #   1. layout invariance, as equivalence.sh for GPT-2 and with its tolerances:
 #      dp 2, tp 2 (with and without sequence parallelism), pp 2 (1f1b, zb-h1),
-#      dp2 x tp2 x pp2, and tp 2 with selective recompute each give the
+#      dp2 x tp2 x pp2 (1f1b; interleaved with sp and full recompute), and
+#      tp 2 with selective recompute, and tp 2 with a vocabulary of 251 (the
+#      embedding and the untied head padded to 252 rows) each give the
 #      single-rank losses and gradient norms at every step and its final weights;
 #   2. the checkpoint is Hugging Face LLaMA's: names, (out, in) projection
 #      shapes, no biases, an untied lm_head, a LlamaConfig; resuming from it
@@ -19,10 +21,13 @@ NORM_TOL=1e-6
 WEIGHT_TOL=5e-5
 WEIGHT_ATOL=1e-5
 
-common=(--set train.steps=$STEPS --set data.train="$DATA")
-# name      reference layers global dp tp sp pp schedule micro recompute
+common=(--set train.steps=$STEPS)
+"$WEFT" data synth -o "$WORK/v251.bin" --tokens 200000 --vocab 251 --branch 4 --seed 7 >/dev/null
+# name      reference layers global dp tp sp pp schedule micro recompute [vocab]
 layouts=(
   "ref       ref    2 16  1 1 0 1 1f1b  16 none"
+  "ref_v251  ref_v251 2 16 1 1 0 1 1f1b 16 none 251"
+  "tp2_v251  ref_v251 2 16 1 2 1 1 1f1b 16 none 251"
   "dp2       ref    2 16  2 1 0 1 1f1b   8 none"
   "tp2       ref    2 16  1 2 0 1 1f1b  16 none"
   "tp2_sp    ref    2 16  1 2 1 1 1f1b  16 none"
@@ -31,17 +36,21 @@ layouts=(
   "pp2_1f1b  ref_l4 4 16  1 1 0 2 1f1b   4 none"
   "pp2_zbh1  ref_l4 4 16  1 1 0 2 zb-h1  4 none"
   "3d_2x2x2  ref_l4 4 16  2 2 0 2 1f1b   2 none"
+  "3d_int_rc ref_l4 4 16  2 2 1 2 interleaved 2 full"
 )
 for row in "${layouts[@]}"; do
-  read -r name ref layers global dp tp sp pp sched micro rc <<<"$row"
+  read -r name ref layers global dp tp sp pp sched micro rc vocab <<<"$row"
+  vocab=${vocab:-256}; data="$DATA"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
   if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && [ "$name" != "$ref" ]; then continue; fi
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
-  build_plan "$name" "$PLAN" "${common[@]}" --set model.layers="$layers" --set batch.global="$global" \
+  build_plan "$name" "$PLAN" "${common[@]}" --set data.train="$data" --set model.vocab="$vocab" \
+    --set model.layers="$layers" --set batch.global="$global" \
     --set mesh.dp="$dp" --set mesh.tp="$tp" --set mesh.sp=$sp_flag --set mesh.pp="$pp" \
-    --set pipeline.schedule="$sched" --set batch.micro="$micro" --set recompute="$rc"
+    --set pipeline.schedule="$sched" --set batch.micro="$micro" --set recompute="$rc" \
+    --set pipeline.virtual="$([ "$sched" = interleaved ] && echo 2 || echo 1)"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   [ "$name" = "$ref" ] && continue
-  what="dp $dp tp $tp sp $sp pp $pp $sched, $((global / micro / dp)) microbatches, recompute $rc"
+  what="dp $dp tp $tp sp $sp pp $pp $sched, $((global / micro / dp)) microbatches, recompute $rc, vocab $vocab"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || ok=0
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
@@ -77,7 +86,7 @@ check "tp 2 checkpoint uses the same names and shapes" \
                 <(sed "s/data_offsets[^]]*]//g; s/\"weft_plan[^,]*//" <<<"$2")' _ \
   "$hdr" "$(header "$WORK/tp2.ckpt/model.safetensors")"
 # resume through the transposed checkpoint (dp 2, tp 2)
-build_plan resume "$PLAN" "${common[@]}" --set mesh.dp=2 --set mesh.tp=2 --set batch.micro=4
+build_plan resume "$PLAN" "${common[@]}" --set data.train="$DATA" --set mesh.dp=2 --set mesh.tp=2 --set batch.micro=4
 run_plan resume --steps 10 --save "$WORK/straight" --metrics "$WORK/straight.jsonl" >/dev/null
 run_plan resume --steps 5 --save "$WORK/half" --metrics "$WORK/resumed.jsonl" >/dev/null
 run_plan resume --steps 10 --resume "$WORK/half" --save "$WORK/resumed" --metrics "$WORK/resumed.jsonl" >/dev/null
