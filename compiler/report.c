@@ -142,6 +142,7 @@ static void dump_graph(const Program *p, FILE *out) {
         for (int k = 0; k < o->n_param; k++) fprintf(out, " %s", p->params[o->param[k]].name);
         fprintf(out, "  width %ld", p->tensors[o->out].width);
         if (o->heads) fprintf(out, " heads %d", o->heads);
+        if (o->kv_heads) fprintf(out, " kv_heads %d", o->kv_heads);
         if (o->parallel[0]) fprintf(out, " %s-parallel", o->parallel);
         if (o->saved_numel) fprintf(out, "  saved @%ld+%ld", o->saved_offset, o->saved_numel);
         if (p->act_numel) fprintf(out, "  act @%ld", p->tensors[o->out].offset);

@@ -3,7 +3,9 @@
 # check` counts 68,976,648,192 parameters (Hugging Face's count for
 # Llama-2-70b-hf) and 6 (N - embedding) + 12 L h s = 444,499,279,872 FLOPs
 # per token at seq 4096; it reports that fp32 does not fit; `weft check` and
-# `weft simulate` each finish in well under a second (nothing is materialised).
+# `weft simulate` each finish in well under a second (nothing is materialised);
+# tp 16 is refused (it does not divide the 8 key/value heads); a DeepSpeed
+# config imported with this model checks.
 source "$(dirname "$0")/lib.sh"
 PLAN=plans/llama_70b.lua
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >"$WORK/out" 2>&1 || return 1; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
@@ -26,5 +28,16 @@ check "simulate: memory verdict" grep -q "^  stage 0 .*does not fit" "$WORK/simu
 check "tp 16 refused: kv_heads" bash -c '"$1" check "$2" --set mesh.tp=16 --set mesh.dp=4 \
   --set cluster.devices_per_node=16 --set cluster.nodes=4 2>&1 | grep -q "mesh.tp: 16 does not divide kv_heads = 8"' \
   _ "$WEFT" "$PLAN"
+# A DeepSpeed config (ZeRO-1, fp32) imported with the LLaMA model: the plan
+# keeps weft.llama and checks.
+cat >"$WORK/ds.json" <<'JSON'
+{ "train_batch_size": 512, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
+  "zero_optimization": { "stage": 1 }, "gradient_clipping": 1.0,
+  "optimizer": { "type": "AdamW", "params": { "lr": 1.5e-4, "betas": [0.9, 0.95], "weight_decay": 0.1 } } }
+JSON
+"$WEFT" import-deepspeed "$WORK/ds.json" --model "$PLAN" --world 64 -o "$WORK/ds.lua" 2>/dev/null
+check "DeepSpeed import keeps weft.llama" grep -q "w.llama { layers = 80" "$WORK/ds.lua"
+check "imported plan checks: 68976648192 parameters on dp 64" \
+  bash -c '"$1" check "$2" | grep -q "^params .*(68976648192)"' _ "$WEFT" "$WORK/ds.lua"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
