@@ -10,6 +10,7 @@
 #   2. the checkpoint is Hugging Face LLaMA's: names, (out, in) projection
 #      shapes, no biases, an untied lm_head, a LlamaConfig; resuming from it
 #      (which transposes back) is byte-identical to an uninterrupted run;
+#      compiling twice gives byte-identical programs;
 #   3. learning: the loss falls on `weft data synth` data, to within 25% of
 #      the entropy floor in 150 steps.
 source "$(dirname "$0")/lib.sh"
@@ -94,6 +95,11 @@ check "resume: weights byte-identical" \
   "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/resumed/model.safetensors"
 check "resume: optimizer state byte-identical" \
   "$WEFT" ckpt diff "$WORK/straight/optimizer.safetensors" "$WORK/resumed/optimizer.safetensors"
+
+# The same llama plan (3D, 2 stage programs) compiles to byte-identical output.
+"$WEFT" compile "$PLAN" -o "$WORK/det1" --set model.layers=4 --set mesh.tp=2 --set mesh.pp=2 --set batch.micro=4 2>/dev/null
+"$WEFT" compile "$PLAN" -o "$WORK/det2" --set model.layers=4 --set mesh.tp=2 --set mesh.pp=2 --set batch.micro=4 2>/dev/null
+check "a 3D llama plan compiles byte-identically" diff -r "$WORK/det1" "$WORK/det2"
 
 # 3. Learning on the synthetic language.
 msg=$("$WEFT" data synth -o "$WORK/learn.bin" --tokens 400000 --vocab 256 --branch 4 --seed 11)
