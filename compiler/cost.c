@@ -207,6 +207,13 @@ double cost_gpt_params(double L, double h, double V, double s)
     return 12.0 * L * h * h + 13.0 * L * h + (V + s) * h + 2.0 * h;
 }
 
+double cost_llama_params(double L, double h, double kvd, double f, double V)
+{
+    /* q and o h^2 each, k and v h kvd each, gate, up and down h f each, two
+     * RMSNorm weights; then the embedding, the untied head and the final norm. */
+    return L * (2.0 * h * h + 2.0 * h * kvd + 3.0 * h * f + 2.0 * h) + 2.0 * V * h + h;
+}
+
 typedef enum { RC_NONE, RC_SELECTIVE, RC_FULL, RC_BAD } recompute_kind;
 
 static recompute_kind parse_recompute(const char *r)
@@ -236,10 +243,22 @@ static int args_valid(const cost_memory_args *a)
  * full recomputation cases). The coefficients count 16-bit activations plus
  * 1-byte dropout masks; for fp32 the whole figure is doubled, which slightly
  * overstates the masks but keeps one formula. */
+/* The LLaMA layer of cost.h, in 16-bit bytes. */
+static double llama_layer_bytes(const cost_memory_args *a, recompute_kind rc)
+{
+    double s = a->seq, b = a->micro_batch, h = a->hidden, t = a->tp, f = a->ffn_hidden;
+    double kvd = a->heads > 0 && a->kv_heads > 0 ? h / a->heads * a->kv_heads : h;
+    double scores = rc == RC_SELECTIVE ? 0.0 : 2.0 * a->heads * s;
+    if (rc == RC_FULL) return 2.0 * s * b * h / (a->sp ? t : 1.0);
+    double split = 4.0 * h + 4.0 * kvd + 6.0 * f + scores;
+    return a->sp ? s * b * (8.0 * h + split) / t : s * b * (8.0 * h + split / t);
+}
+
 static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
 {
     double s = a->seq, b = a->micro_batch, h = a->hidden, heads = a->heads, t = a->tp;
     double sbh = s * b * h;
+    if (a->ffn_hidden > 0) return llama_layer_bytes(a, rc) * (precision_bytes(a->precision) / 2.0);
     double scores = 5.0 * heads * s / h; /* softmax input / output, dropout mask */
     double bytes;
     if (rc == RC_FULL)
@@ -265,6 +284,14 @@ double cost_activation_bytes_per_layer(const cost_memory_args *a)
 static double estimate_params(const cost_memory_args *a)
 {
     double h = a->hidden, t = a->tp;
+    if (a->ffn_hidden > 0) {  /* LLaMA: everything split but the RMSNorm weights; untied head */
+        double kvd = a->heads > 0 && a->kv_heads > 0 ? h / a->heads * a->kv_heads : h;
+        double f = a->ffn_hidden;
+        double p = a->layers * ((2.0 * h * h + 2.0 * h * kvd + 3.0 * h * f) / t + 2.0 * h);
+        if (a->embedding) p += (double)a->vocab * h / t;
+        if (a->head) p += (double)a->vocab * h / t + h;
+        return p;
+    }
     double p = a->layers * ((12.0 * h * h + 7.0 * h) / t + 6.0 * h);
     if (a->embedding) p += (double)a->vocab * h / t + (double)a->seq * h;
     if (a->head) p += 2.0 * h + (a->embedding ? 0.0 : (double)a->vocab * h / t);
@@ -300,8 +327,9 @@ cost_memory cost_memory_per_rank(const cost_memory_args *a)
     double sbh = s * b * h, shard = a->sp ? t : 1.0, scale = elem / 2.0;
     double inflight = a->inflight < 1 ? 1.0 : a->inflight;
     double per_micro = a->layers * layer_bytes(a, rc);
-    /* Embedding dropout mask, one byte per element (paper section 4.3). */
-    if (a->embedding) per_micro += sbh / shard;
+    /* Embedding dropout mask, one byte per element (paper section 4.3); LLaMA
+     * has no dropout. */
+    if (a->embedding && a->ffn_hidden <= 0) per_micro += sbh / shard;
     /* Final layer norm input and the head's input (2sbh each, 16-bit), and the
      * logits kept in fp32 for the cross entropy, vocabulary-split over t:
      * the paper's 4sbh/t (1 + V/h) when sp is on. */

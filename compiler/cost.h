@@ -123,11 +123,19 @@ typedef struct {
                             last stage of p > 1 keeps a copy of the tied head) */
     int embedding;       /* this stage holds the input embedding (first stage) */
     int head;            /* this stage holds the LM head and loss (last stage) */
+    int ffn_hidden;      /* > 0: a LLaMA layer (RMSNorm, GQA, SwiGLU of this width,
+                            no dropout, no biases, untied head); 0: GPT */
+    int kv_heads;        /* LLaMA: key/value heads (grouped-query attention) */
 } cost_memory_args;
 
 /* GPT-2 layout, biases, tied input / output embedding:
  * 12 L h^2 + 13 L h + (V + s) h + 2h. */
 double cost_gpt_params(double L, double h, double V, double s);
+
+/* LLaMA layout (no biases, untied embedding and head), with kvd = kv_heads *
+ * head size and f = ffn_hidden: L (2h^2 + 2h kvd + 3hf + 2h) + 2Vh + h.
+ * LLaMA-2-70B's shapes give 68,976,648,192. */
+double cost_llama_params(double L, double h, double kvd, double f, double V);
 
 /* Activation bytes of one transformer layer for one microbatch:
  *   no tp (t = 1)        sbh (34 + 5as/h)
@@ -135,7 +143,14 @@ double cost_gpt_params(double L, double h, double V, double s);
  *   tp + sp              sbh/t (34 + 5as/h)
  *   selective recompute  the same without the 5as/h attention-score term
  *   full recompute       only the layer input, 2sbh (2sbh/t with sp)
- * times 2 when precision is fp32. -1 on invalid arguments (as below). */
+ * times 2 when precision is fp32. -1 on invalid arguments (as below).
+ * A LLaMA layer (ffn_hidden > 0) keeps, in 16-bit: both RMSNorm inputs and
+ * both projection inputs (8sbh, replicated over t without sp), the rotated q
+ * and k, v and the o_proj input (2sb(2h + 2kvd)), gate, up and the down_proj
+ * input (6sbf), and the softmax output (2as^2b; no dropout anywhere):
+ *   no sp   sb (8h + (4h + 4kvd + 6f + 2as) / t)
+ *   sp      sb (12h + 4kvd + 6f + 2as) / t
+ * with the same selective (no 2as term) and full recompute cases. */
 double cost_activation_bytes_per_layer(const cost_memory_args *a);
 
 /* Everything the rank holds at its peak, bytes:

@@ -151,6 +151,7 @@ static void emit_params(writer *o, const Program *p, int stage) {
         emit(o, ",\n      %s, %d, { ", splits[q->split], q->sections);
         for (int d = 0; d < q->ndim; d++) emit(o, "%s%ld", d ? ", " : "", q->gshape[d]);
         emit(o, " }, %d, %d", q->tp_partial, tied_role(p, p->grad_order[r]));
+        if (q->transposed) emit(o, ", 1 /* saved transposed */");
         emit(o, " },\n");
     }
     emit(o, "};\n\n");
@@ -213,6 +214,9 @@ static void emit_main(writer *o, const Program *p, int stage) {
     emit(o, "    .stage = %d, .n_stages = %d, .dp = %d, .tp = %d, .pp = %d, .sp = %d, .world = %d,\n",
       stage, p->pp, p->dp, p->tp, p->pp, p->sp, p->world);
     emit(o, "    .layers = %d, .hidden = C, .heads = NH, .seq = T, .vocab = V,\n", p->layers);
+    if (strcmp(p->family, "llama") == 0)
+        emit(o, "    .family = \"llama\", .kv_heads = %d, .ffn_hidden = %d, .rope_theta = %.17g, .norm_eps = %.17g,\n",
+          p->kv_heads, p->ffn_hidden, p->rope_theta, p->norm_eps);
     emit(o, "    .micro = B, .accum = %d, .global_batch = %d,\n", p->accum, p->global_batch);
     emit(o, "    .params = PARAMS, .n_params = %d, .buckets = BUCKETS, .n_buckets = %d,\n",
       stage_count(p, stage, 0), stage_count(p, stage, 1));

@@ -104,7 +104,26 @@ void emit_forward_op(writer *o, const Program *p, int i) {
     get_operands(p, i, &x);
     switch (op->kind) {
     case OP_EMBED:
-        emit(o, "    wf_embed_fwd(c, a + %s, wf_tokens(c), w + %s, w + %s, B, T, C);\n", x.out, x.w0, x.w1);
+        if (op->n_param == 1)  /* tokens only (llama): the whole vocabulary is this rank's */
+            emit(o, "    wf_vocab_embed_fwd(c, a + %s, wf_tokens(c), w + %s, 0, V, N, C);\n", x.out, x.w0);
+        else
+            emit(o, "    wf_embed_fwd(c, a + %s, wf_tokens(c), w + %s, w + %s, B, T, C);\n", x.out, x.w0, x.w1);
+        break;
+    case OP_RMSNORM:
+        emit(o, "    wf_rmsnorm_fwd(c, a + %s, a + %s, a + %s, w + %s, %s, %ld, %.9g);\n", x.out, x.s, x.in0,
+          x.w0, x.rows, x.width, op->eps);
+        break;
+    case OP_ROPE: {
+        long hd = x.in_width / op->heads;
+        emit(o, "    wf_rope_fwd(c, a + %s, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out, x.width, x.in0,
+          x.in_width, op->heads, hd, op->theta);
+        emit(o, "    wf_rope_fwd(c, a + %s + %ld, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out, x.in_width,
+          x.width, x.in1, hd * op->kv_heads, op->kv_heads, hd, op->theta);
+        break;
+    }
+    case OP_SWIGLU:
+        emit(o, "    wf_swiglu_fwd(c, a + %s, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.in1, x.rows,
+          x.width);
         break;
     case OP_VOCAB_EMBED:
         emit(o, "    wf_vocab_embed_fwd(c, a + %s, wf_tokens(c), w + %s, wf_tp_rank(c) * VL, VL, N, C);\n",
@@ -127,8 +146,12 @@ void emit_forward_op(writer *o, const Program *p, int i) {
           op->n_param > 1 ? "w + " : "NULL", x.w1, x.in_width, x.width);
         break;
     case OP_ATTENTION:
-        emit(o, "    wf_attention_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", x.out, x.s, x.in0,
-          x.width, op->heads);
+        if (op->n_in == 2)
+            emit(o, "    wf_gqa_attention_fwd(c, a + %s, a + %s, a + %s, a + %s, B, T, %d, %d, %ld);\n",
+              x.out, x.s, x.in0, x.in1, op->heads, op->kv_heads, x.width / op->heads);
+        else
+            emit(o, "    wf_attention_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", x.out, x.s, x.in0,
+              x.width, op->heads);
         break;
     case OP_GELU:
         emit(o, "    wf_gelu_fwd(c, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.rows, x.width);
@@ -165,7 +188,26 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     get_operands(p, i, &x);
     switch (op->kind) {
     case OP_EMBED:
-        emit(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.w0, x.w1, x.out);
+        if (op->n_param == 1)
+            emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), 0, V, N, C);\n", x.w0, x.out);
+        else
+            emit(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.w0, x.w1, x.out);
+        break;
+    case OP_RMSNORM:
+        emit(o, "    wf_rmsnorm_bwd(c, d + %s, g + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0, x.w0,
+          x.out, x.in0, x.w0, x.s, x.rows, x.width);
+        break;
+    case OP_ROPE: {
+        long hd = x.in_width / op->heads;
+        emit(o, "    wf_rope_bwd(c, d + %s, %ld, d + %s, %ld, N, T, %d, %ld, %.9g);\n", x.in0, x.in_width,
+          x.out, x.width, op->heads, hd, op->theta);
+        emit(o, "    wf_rope_bwd(c, d + %s, %ld, d + %s + %ld, %ld, N, T, %d, %ld, %.9g);\n", x.in1,
+          hd * op->kv_heads, x.out, x.in_width, x.width, op->kv_heads, hd, op->theta);
+        break;
+    }
+    case OP_SWIGLU:
+        emit(o, "    wf_swiglu_bwd(c, d + %s, d + %s, a + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in1,
+          x.in0, x.in1, x.out, x.rows, x.width);
         break;
     case OP_VOCAB_EMBED:
         emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n",
@@ -190,8 +232,13 @@ void emit_backward_op(writer *o, const Program *p, int i) {
           x.width);
         break;
     case OP_ATTENTION:
-        emit(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, B, T, %ld, %d);\n",
-          x.in0, x.out, x.in0, x.s, x.width, op->heads);
+        if (op->n_in == 2)
+            emit(o, "    wf_gqa_attention_bwd(c, d + %s, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s,\n"
+                 "                         B, T, %d, %d, %ld);\n", x.in0, x.in1, x.out, x.in0, x.in1, x.s,
+              op->heads, op->kv_heads, x.width / op->heads);
+        else
+            emit(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, B, T, %ld, %d);\n",
+              x.in0, x.out, x.in0, x.s, x.width, op->heads);
         break;
     case OP_GELU:
         emit(o, "    wf_gelu_bwd(c, d + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in0, x.out, x.rows,
@@ -255,6 +302,14 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         else
             emit(o, "    wf_layernorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n",
               x.in0, x.out, x.in0, x.w0, x.s, x.s, x.rows, x.rows, x.width);
+        return 1;
+    case OP_RMSNORM:
+        if (weight)
+            emit(o, "    wf_rmsnorm_bwd_weight(c, g + %s, d + %s, a + %s, a + %s, %s, %ld);\n", x.w0, x.out,
+              x.in0, x.s, x.rows, x.width);
+        else
+            emit(o, "    wf_rmsnorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0,
+              x.out, x.in0, x.w0, x.s, x.rows, x.width);
         return 1;
     case OP_LINEAR:
         if (weight)

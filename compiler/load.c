@@ -146,12 +146,28 @@ static int load_ops(Program *p, lua_State *L, int g) {
         lua_getfield(L, t, "heads");
         o->heads = (int)lua_tointeger(L, -1);
         lua_pop(L, 1);
+        lua_getfield(L, t, "kv_heads");
+        o->kv_heads = (int)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, t, "eps");
+        o->eps = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, t, "theta");
+        o->theta = lua_tonumber(L, -1);
+        lua_pop(L, 1);
         get_str(L, t, "parallel", o->parallel, sizeof o->parallel);
         /* a block starts at each layernorm named h.N.ln_1 */
         if (o->kind == OP_LAYERNORM && o->n_param > 0) {
             int l;
             if (sscanf(p->params[o->param[0]].name, "h.%d.ln_1", &l) == 1) layer = l;
             else if (strncmp(p->params[o->param[0]].name, "h.", 2) != 0) layer = -1;
+        }
+        /* ... and at each RMSNorm named model.layers.N.input_layernorm (llama) */
+        if (o->kind == OP_RMSNORM && o->n_param > 0) {
+            int l;
+            const char *name = p->params[o->param[0]].name;
+            if (sscanf(name, "model.layers.%d.input_layernorm", &l) == 1) layer = l;
+            else if (strncmp(name, "model.layers.", 13) != 0) layer = -1;
         }
         o->layer = layer;
         lua_pop(L, 1);
@@ -221,11 +237,21 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->heads = (int)get_int(L, model, "heads");
     p->seq = (int)get_int(L, model, "seq");
     p->vocab = (int)get_int(L, model, "vocab");
+    if (strcmp(p->family, "llama") == 0) {
+        p->kv_heads = (int)get_int(L, model, "kv_heads");
+        p->ffn_hidden = (int)get_int(L, model, "ffn_hidden");
+        p->rope_theta = get_num(L, model, "rope_theta");
+        p->norm_eps = get_num(L, model, "norm_eps");
+    }
     int g = push_sub(L, model, "graph");
     if (load_params(p, L, g) != 0 || load_ops(p, L, g) != 0) {
         sandbox_close(&sb);
         return -1;
     }
+    /* HF LlamaForCausalLM keeps nn.Linear weights (out, in); weft's are (in, out) */
+    if (strcmp(p->family, "llama") == 0)
+        for (int i = 0; i < p->n_ops; i++)
+            if (p->ops[i].kind == OP_LINEAR) p->params[p->ops[i].param[0]].transposed = 1;
 
     int mesh = push_sub(L, plan, "mesh");
     p->dp = (int)get_int(L, mesh, "dp");

@@ -9,6 +9,7 @@
 const char *op_name(op_kind k) {
     static const char *const names[OP__COUNT] = {
         "embed", "layernorm", "linear", "attention", "gelu", "add", "lmhead_xent",
+        "rmsnorm", "rope", "swiglu",
         "vocab_embed", "pos_add", "bias_add", "tp_copy", "tp_reduce", "tp_gather", "tp_scatter",
     };
     return (unsigned)k < OP__COUNT ? names[k] : "?";
@@ -34,19 +35,44 @@ int pass_check(Program *p) {
         const ir_param *w = o->n_param > 0 ? &p->params[o->param[0]] : NULL;
         const ir_param *b = o->n_param > 1 ? &p->params[o->param[1]] : NULL;
         switch (o->kind) {
-        case OP_EMBED:
-            if (w->shape[1] != out || b->shape[1] != out || b->shape[0] != p->seq)
+        case OP_EMBED:  /* token and position embeddings, or (llama) tokens only */
+            if (w->shape[0] != p->vocab || w->shape[1] != out ||
+                (b && (b->shape[1] != out || b->shape[0] != p->seq)))
                 return shape_error(p, i, "embedding shapes disagree with the model width");
+            break;
+        case OP_RMSNORM:
+            if (o->n_param != 1 || w->numel != in_width(p, o, 0) || out != in_width(p, o, 0) || !(o->eps > 0))
+                return shape_error(p, i, "rmsnorm needs a weight as wide as its input and eps > 0");
+            break;
+        case OP_ROPE: {
+            long hd = o->heads > 0 && o->kv_heads > 0 ? in_width(p, o, 0) / o->heads : 0;
+            if (o->n_in != 2 || hd < 2 || hd % 2 || in_width(p, o, 0) != o->heads * hd ||
+                in_width(p, o, 1) != o->kv_heads * hd || out != (o->heads + o->kv_heads) * hd)
+                return shape_error(p, i, "rope needs q and k of heads and kv_heads even-sized heads");
+            break;
+        }
+        case OP_SWIGLU:
+            if (o->n_in != 2 || out != in_width(p, o, 0) || out != in_width(p, o, 1))
+                return shape_error(p, i, "swiglu needs gate and up of its output width");
             break;
         case OP_LAYERNORM:
             if (w->numel != in_width(p, o, 0) || out != in_width(p, o, 0))
                 return shape_error(p, i, "layernorm width differs from its input");
             break;
         case OP_LINEAR:
-            if (w->shape[0] != in_width(p, o, 0) || w->shape[1] != out || b->numel != out)
+            if (w->shape[0] != in_width(p, o, 0) || w->shape[1] != out || (b && b->numel != out))
                 return shape_error(p, i, "linear weight does not match its input and output");
             break;
         case OP_ATTENTION:
+            if (o->n_in == 2) {  /* grouped-query: rotated q|k, and v */
+                long hd = o->heads > 0 ? out / o->heads : 0;
+                if (hd < 1 || out % o->heads || o->kv_heads < 1 || o->heads % o->kv_heads ||
+                    in_width(p, o, 0) != (o->heads + o->kv_heads) * hd ||
+                    in_width(p, o, 1) != o->kv_heads * hd)
+                    return shape_error(p, i, "grouped-query attention needs (q|k, v) inputs of "
+                                             "heads and kv_heads heads, kv_heads dividing heads");
+                break;
+            }
             if (in_width(p, o, 0) != 3 * out || o->heads < 1 || out % o->heads != 0)
                 return shape_error(p, i, "attention needs (q,k,v) input and heads dividing width");
             break;
@@ -86,6 +112,23 @@ static int by_completion(const void *a, const void *b) {
     return *(const int *)a - *(const int *)b;
 }
 
+/* Elements of a token embedding that only the lookup uses (0 when tied). */
+long untied_embedding(const Program *p) {
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->kind != OP_EMBED && o->kind != OP_VOCAB_EMBED) continue;
+        for (int j = 0; j < p->n_ops; j++) {  /* the LM head's weight, or the copy of it */
+            if (p->ops[j].kind != OP_LMHEAD_XENT) continue;
+            int w = p->ops[j].param[0];
+            if (w == o->param[0] || p->params[w].tied_to == o->param[0]) return 0;
+        }
+        long whole = 1;
+        for (int d = 0; d < p->params[o->param[0]].ndim; d++) whole *= p->params[o->param[0]].gshape[d];
+        return whole < p->n_param_total ? whole : 0;
+    }
+    return 0;
+}
+
 int pass_graph(Program *p) {
     for (int i = 0; i < p->n_params; i++) p->params[i].last_grad_op = -1;
     for (int i = p->n_ops - 1; i >= 0; i--) {
@@ -109,8 +152,9 @@ int pass_graph(Program *p) {
     sort_ctx = p;
     qsort(p->grad_order, (size_t)p->n_params, sizeof(int), by_completion);
     /* Model FLOPs per token: 6N for the matmuls over all weights (the tied
-     * embedding counts once, as the LM head) plus 12 L h s for attention. */
-    p->flops_per_token = 6.0 * (double)p->n_param_total
+     * embedding counts once, as the LM head) plus 12 L h s for attention.  An
+     * untied token embedding (llama) is a lookup, not a matmul: left out. */
+    p->flops_per_token = 6.0 * (double)(p->n_param_total - untied_embedding(p))
                        + 12.0 * p->layers * (double)p->hidden * p->seq;
     return 0;
 }
@@ -175,6 +219,7 @@ static long saved_numel(const Program *p, const ir_op *o) {
     long N = (long)p->micro * p->seq;
     switch (o->kind) {
     case OP_LAYERNORM: return 2 * N / p->tensors[o->out].rows_div;  /* mean, rstd */
+    case OP_RMSNORM: return N / p->tensors[o->out].rows_div;        /* rstd */
     case OP_ATTENTION: return (long)p->micro * o->heads * p->seq * p->seq;
     case OP_LMHEAD_XENT: return N * (p->vocab_padded / p->tp);      /* probs */
     default: return 0;

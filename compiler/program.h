@@ -22,6 +22,7 @@
 typedef enum {
     /* ops the model graph (the Lua prelude) is written in */
     OP_EMBED, OP_LAYERNORM, OP_LINEAR, OP_ATTENTION, OP_GELU, OP_ADD, OP_LMHEAD_XENT,
+    OP_RMSNORM, OP_ROPE, OP_SWIGLU,  /* the LLaMA family */
     OP__GRAPH_COUNT,
     /* ops the shard pass adds for tensor parallelism */
     OP_VOCAB_EMBED = OP__GRAPH_COUNT, /* lookup of this rank's vocabulary rows (partial) */
@@ -51,6 +52,7 @@ typedef struct {
     int sections;       /* column blocks split separately (3 for fused q,k,v) */
     long gshape[4];     /* the full tensor's shape (shape[] is this rank's part) */
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
+    int transposed;     /* checkpoints store it (out, in), as Hugging Face nn.Linear (llama) */
     /* set by partition */
     int stage;          /* pipeline stage holding it */
     int tied_to;        /* -1, or the parameter this is a copy of on another stage
@@ -76,6 +78,8 @@ typedef struct {
     int out;               /* tensor id */
     int param[2], n_param; /* parameter indices */
     int heads;             /* attention */
+    int kv_heads;          /* attention with 2 inputs (rotated q|k, v) and rope: key/value heads */
+    double eps, theta;     /* rmsnorm epsilon; rope base */
     char parallel[8];      /* linear: "column" or "row" */
     int layer;             /* transformer block, -1 outside blocks */
     int chunk;             /* pipeline chunk (set by partition) */
@@ -98,6 +102,8 @@ typedef struct Program {
     /* model */
     char family[16];
     int layers, hidden, heads, seq, vocab;
+    int kv_heads, ffn_hidden;         /* llama (0 for gpt2) */
+    double rope_theta, norm_eps;      /* llama */
     /* mesh and cluster */
     int dp, tp, pp, world;
     int sp;                 /* sequence parallelism inside the tp group */
@@ -171,5 +177,6 @@ void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
 
 const char *op_name(op_kind k);
+long untied_embedding(const Program *p);  /* token embedding elements that are no matmul */
 
 #endif

@@ -59,13 +59,20 @@ void program_report(const Program *p, FILE *out) {
     fprintf(out, "plan      %s (%s)\n", p->plan_name, p->plan_path);
     fprintf(out, "model     %s: %d layers, hidden %d, %d heads, seq %d, vocab %d\n",
             p->family, p->layers, p->hidden, p->heads, p->seq, p->vocab);
+    if (p->kv_heads)
+        fprintf(out, "          %d key/value heads (grouped-query attention), SwiGLU %d, RoPE theta %g,"
+                     " RMSNorm eps %g\n", p->kv_heads, p->ffn_hidden, p->rope_theta, p->norm_eps);
     human_count((double)p->n_param_total, a, sizeof a);
     fprintf(out, "params    %s (%ld)\n", a, p->n_param_total);
     double tokens = (double)p->global_batch * p->seq;
     human_count(p->flops_per_token * tokens, b, sizeof b);
     human_count(p->flops_per_token, c, sizeof c);
-    fprintf(out, "flops     %sFLOP per step (%sFLOP per token x %.0f tokens; 6N + 12*L*h*s)\n",
-            b, c, tokens);
+    if (untied_embedding(p))  /* its lookup is no matmul */
+        fprintf(out, "flops     %sFLOP per step (%sFLOP per token x %.0f tokens; 6(N - embedding) + 12*L*h*s"
+                     " = %.0f)\n", b, c, tokens, p->flops_per_token);
+    else
+        fprintf(out, "flops     %sFLOP per step (%sFLOP per token x %.0f tokens; 6N + 12*L*h*s)\n",
+                b, c, tokens);
     fprintf(out, "mesh      dp %d x tp %d x pp %d = %d ranks on %d node(s) of %d %s\n",
             p->dp, p->tp, p->pp, p->world, p->nodes, p->devices_per_node, p->device);
     fprintf(out, "batch     global %d = micro %d x dp %d x accumulation %d; %.0f tokens/step\n",
@@ -135,6 +142,7 @@ static void dump_graph(const Program *p, FILE *out) {
         for (int k = 0; k < o->n_param; k++) fprintf(out, " %s", p->params[o->param[k]].name);
         fprintf(out, "  width %ld", p->tensors[o->out].width);
         if (o->heads) fprintf(out, " heads %d", o->heads);
+        if (o->kv_heads) fprintf(out, " kv_heads %d", o->kv_heads);
         if (o->parallel[0]) fprintf(out, " %s-parallel", o->parallel);
         if (o->saved_numel) fprintf(out, "  saved @%ld+%ld", o->saved_offset, o->saved_numel);
         if (p->act_numel) fprintf(out, "  act @%ld", p->tensors[o->out].offset);

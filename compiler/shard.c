@@ -11,7 +11,8 @@
  *     (reduce-scatter forward), and only then is the (replicated) bias added.
  * The token embedding and the tied LM head are vocabulary-parallel: each rank
  * holds vocab_padded / tp rows of wte; logits are never gathered.  Attention
- * runs on heads / tp local heads.  Replicated parameters (layernorms,
+ * runs on heads / tp local heads (and kv_heads / tp key/value heads with
+ * grouped-query attention).  Replicated parameters (layer and RMS norms,
  * row-parallel biases, wpe) stay whole; with sequence parallelism each rank
  * sees only its tokens, so their gradients are partial and marked tp_partial.
  */
@@ -80,6 +81,7 @@ int pass_shard(Program *p) {
     rewrite r = { p, calloc((size_t)p->n_ops * 3 + 1, sizeof(ir_op)), 0,
                   calloc((size_t)p->n_ops * 3 + 2, sizeof(ir_tensor)), 1 };
     int *map = calloc((size_t)p->n_tensors, sizeof(int));  /* old tensor -> new tensor */
+    int *gathered = calloc((size_t)p->n_tensors, sizeof(int));  /* old tensor -> its tp_copy/gather */
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
         int in = o->n_in > 0 ? map[o->in[0]] : 0, in2 = o->n_in > 1 ? map[o->in[1]] : 0;
@@ -88,12 +90,16 @@ int pass_shard(Program *p) {
         int out = 0;
         switch (o->kind) {
         case OP_EMBED: {
-            int wte = o->param[0], wpe = o->param[1];
+            int wte = o->param[0], wpe = o->n_param > 1 ? o->param[1] : -1;
             p->params[wte].shape[0] = p->vocab_padded;
             split_param(p, wte, SPLIT_ROWS, 1);
             int partial = add_op(&r, OP_VOCAB_EMBED, o, 0, 0, wte, -1, width, 1);
             int whole = add_op(&r, p->sp ? OP_TP_SCATTER : OP_TP_REDUCE, o, partial, 0, -1, -1,
                                width, seq_div);
+            if (wpe < 0) {  /* llama: no position embedding */
+                out = whole;
+                break;
+            }
             out = add_op(&r, OP_POS_ADD, o, whole, 0, wpe, -1, width, seq_div);
             p->params[wpe].tp_partial = p->sp;
             break;
@@ -101,24 +107,49 @@ int pass_shard(Program *p) {
         case OP_LINEAR:
             if (strcmp(o->parallel, "column") == 0) {
                 const ir_op *next = consumer(p, o->out);
-                int fused_qkv = next && next->kind == OP_ATTENTION;
+                int fused_qkv = next && next->kind == OP_ATTENTION && next->n_in == 1;
+                int bias = o->n_param > 1 ? o->param[1] : -1;
                 split_param(p, o->param[0], SPLIT_COLS, fused_qkv ? 3 : 1);
-                split_param(p, o->param[1], SPLIT_COLS, fused_qkv ? 3 : 1);
-                long in_width = r.tensors[in].width;
-                int full = add_op(&r, p->sp ? OP_TP_GATHER : OP_TP_COPY, o, in, 0, -1, -1, in_width, 1);
-                out = add_op(&r, OP_LINEAR, o, full, 0, o->param[0], o->param[1], width / tp, 1);
+                if (bias >= 0) split_param(p, bias, SPLIT_COLS, fused_qkv ? 3 : 1);
+                /* column-parallel linears reading one tensor (llama's q, k, v
+                 * and gate, up) share its gather; backward sums into it */
+                if (!gathered[o->in[0]]) {
+                    long in_width = r.tensors[in].width;
+                    gathered[o->in[0]] = add_op(&r, p->sp ? OP_TP_GATHER : OP_TP_COPY, o, in, 0, -1, -1,
+                                                in_width, 1);
+                }
+                out = add_op(&r, OP_LINEAR, o, gathered[o->in[0]], 0, o->param[0], bias, width / tp, 1);
             } else {
                 split_param(p, o->param[0], SPLIT_ROWS, 1);
                 int partial = add_op(&r, OP_LINEAR, o, in, 0, o->param[0], -1, width, 1);
                 int whole = add_op(&r, p->sp ? OP_TP_SCATTER : OP_TP_REDUCE, o, partial, 0, -1, -1,
                                    width, seq_div);
+                if (o->n_param < 2) {  /* no bias */
+                    out = whole;
+                    break;
+                }
                 out = add_op(&r, OP_BIAS_ADD, o, whole, 0, o->param[1], -1, width, seq_div);
                 p->params[o->param[1]].tp_partial = p->sp;
             }
             break;
         case OP_ATTENTION:
-            out = add_op(&r, OP_ATTENTION, o, in, 0, -1, -1, width / tp, 1);
+            out = add_op(&r, OP_ATTENTION, o, in, in2, -1, -1, width / tp, 1);
             r.ops[r.n_ops - 1].heads = o->heads / tp;
+            r.ops[r.n_ops - 1].kv_heads = o->kv_heads / tp;
+            break;
+        case OP_ROPE:
+            out = add_op(&r, OP_ROPE, o, in, in2, -1, -1, width / tp, 1);
+            r.ops[r.n_ops - 1].heads = o->heads / tp;
+            r.ops[r.n_ops - 1].kv_heads = o->kv_heads / tp;
+            r.ops[r.n_ops - 1].theta = o->theta;
+            break;
+        case OP_SWIGLU:
+            out = add_op(&r, OP_SWIGLU, o, in, in2, -1, -1, r.tensors[in].width, rows);
+            break;
+        case OP_RMSNORM:
+            out = add_op(&r, OP_RMSNORM, o, in, 0, o->param[0], -1, width, rows);
+            r.ops[r.n_ops - 1].eps = o->eps;
+            p->params[o->param[0]].tp_partial = p->sp;
             break;
         case OP_LAYERNORM:
             out = add_op(&r, OP_LAYERNORM, o, in, 0, o->param[0], o->param[1], width, rows);
@@ -131,6 +162,10 @@ int pass_shard(Program *p) {
             out = add_op(&r, OP_ADD, o, in, in2, -1, -1, width, rows);
             break;
         case OP_LMHEAD_XENT: {
+            if (p->params[o->param[0]].split == SPLIT_NONE) {  /* untied (llama): split here */
+                p->params[o->param[0]].shape[0] = p->vocab_padded;
+                split_param(p, o->param[0], SPLIT_ROWS, 1);
+            }
             int full = add_op(&r, p->sp ? OP_TP_GATHER : OP_TP_COPY, o, in, 0, -1, -1,
                               r.tensors[in].width, 1);
             out = add_op(&r, OP_LMHEAD_XENT, o, full, 0, o->param[0], -1, 1, 1);
@@ -138,7 +173,7 @@ int pass_shard(Program *p) {
         }
         default:
             wf_error("%s: op %s cannot be tensor-parallel", p->plan_path, op_name(o->kind));
-            free(map); free(r.ops); free(r.tensors);
+            free(map); free(gathered); free(r.ops); free(r.tensors);
             return -1;
         }
         r.ops[r.n_ops - 1].layer = o->layer;
@@ -146,6 +181,7 @@ int pass_shard(Program *p) {
         map[o->out] = out;
     }
     free(map);
+    free(gathered);
     free(p->ops);
     free(p->tensors);
     p->ops = r.ops;

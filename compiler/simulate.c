@@ -162,11 +162,14 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         break;
     }
     case OP_LAYERNORM:
+    case OP_RMSNORM:
         t.f = elementwise(calib ? calib->layernorm : none, rows * width, 0, hbm);
         t.b = elementwise(calib ? calib->layernorm : none, rows * width, 1, hbm);
         t.w = t.b / 3;
         break;
     case OP_GELU:
+    case OP_SWIGLU:
+    case OP_ROPE:
         t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm);
         t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm);
         break;
@@ -254,6 +257,8 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.params = (double)p->param_numel[stage];
     a.embedding = stage == 0;
     a.head = stage == p->pp - 1;
+    a.ffn_hidden = p->ffn_hidden;  /* 0 but for llama */
+    a.kv_heads = p->kv_heads;
     return cost_memory_per_rank(&a);
 }
 
@@ -398,8 +403,9 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 peak, p->precision);
         fprintf(out, "iteration %.3f s: pipeline %.3f s + exposed dp all-reduce %.3f s + optimizer %.3f s\n",
                 iter, span, exposed_dp, optim);
-        fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs 6N + 12Lhs)\n",
-                tokens / iter, tflops, 100.0 * tflops / peak);
+        fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs %s)\n",
+                tokens / iter, tflops, 100.0 * tflops / peak,
+                untied_embedding(p) ? "6(N - embedding) + 12Lhs" : "6N + 12Lhs");
         fprintf(out, "bubble    %.1f%% of stage time (idle, averaged over stages); %.1f%% on the busiest stage\n",
                 100.0 * (bubble > 0 ? bubble : 0), 100.0 * (bubble_busiest > 0 ? bubble_busiest : 0));
         fprintf(out, "comm      tp collectives %.3f ms per microbatch forward; pp p2p %.3f ms per message; "

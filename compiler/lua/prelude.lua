@@ -373,10 +373,14 @@ end
 
 -- parallel: "column" splits the output features across tensor-parallel ranks,
 -- "row" splits the input features (its partial sums are all-reduced).
-function Graph:linear(x, prefix, out_features, parallel, std)
+-- bias = false leaves the bias out (LLaMA's projections).
+function Graph:linear(x, prefix, out_features, parallel, std, bias)
   need("linear", self, { "x", "tensor", x, "prefix", "string", prefix,
                          "out_features", "integer", out_features })
   local w = self:param(prefix .. ".weight", { x.width, out_features }, "normal", std or 0.02, 1)
+  if bias == false then
+    return self:op("linear", ids { x }, { w }, out_features, { parallel = parallel })
+  end
   local b = self:param(prefix .. ".bias", { out_features }, "zeros", 0, 0)
   return self:op("linear", ids { x }, { w, b }, out_features, { parallel = parallel })
 end
@@ -386,6 +390,54 @@ function Graph:attention(qkv, heads)
   if qkv.width % 3 ~= 0 then fail("graph:attention", "input width " .. qkv.width .. " must hold q, k and v",
                                    "a tensor whose width is a multiple of 3") end
   return self:op("attention", ids { qkv }, {}, qkv.width // 3, { heads = heads })
+end
+
+-- The token embedding alone (no position embedding: LLaMA rotates q and k).
+function Graph:token_embedding(prefix, dim, std)
+  need("token_embedding", self, { "prefix", "string", prefix, "dim", "integer", dim, "std", "number", std })
+  local wte = self:param(prefix .. ".weight", { self.vocab, dim }, "normal", std, 1)
+  return self:op("embed", {}, { wte }, dim)
+end
+
+function Graph:rmsnorm(x, prefix, eps)
+  need("rmsnorm", self, { "x", "tensor", x, "prefix", "string", prefix, "eps", "number", eps })
+  local w = self:param(prefix .. ".weight", { x.width }, "ones", 0, 0)
+  return self:op("rmsnorm", ids { x }, { w }, x.width, { eps = eps })
+end
+
+-- Rotary position embedding of q (heads) and k (kv_heads); the output is the
+-- rotated q and k side by side, which gqa_attention reads.
+function Graph:rope(q, k, heads, kv_heads, theta)
+  need("rope", self, { "q", "tensor", q, "k", "tensor", k, "heads", "integer", heads,
+                       "kv_heads", "integer", kv_heads, "theta", "number", theta })
+  if heads < 1 or kv_heads < 1 or q.width % heads ~= 0 or k.width * heads ~= q.width * kv_heads
+     or (q.width // heads) % 2 ~= 0 then
+    fail("graph:rope", "q (" .. q.width .. " wide, " .. heads .. " heads) and k (" .. k.width .. " wide, "
+         .. kv_heads .. " heads) need heads of one even width", "heads dividing widths into an even head size")
+  end
+  return self:op("rope", ids { q, k }, {}, q.width + k.width, { heads = heads, kv_heads = kv_heads, theta = theta })
+end
+
+-- Causal attention with kv_heads key/value heads shared by groups of query
+-- heads; qk comes from rope, v from the value projection.
+function Graph:gqa_attention(qk, v, heads, kv_heads)
+  need("gqa_attention", self, { "qk", "tensor", qk, "v", "tensor", v, "heads", "integer", heads,
+                                "kv_heads", "integer", kv_heads })
+  if kv_heads < 1 or heads % kv_heads ~= 0 or v.width % kv_heads ~= 0
+     or qk.width ~= (heads + kv_heads) * (v.width // kv_heads) then
+    fail("graph:gqa_attention", "qk (" .. qk.width .. ") and v (" .. v.width .. ") do not hold "
+         .. heads .. " query and " .. kv_heads .. " key/value heads of one size",
+         "kv_heads dividing heads, qk = (heads + kv_heads) * head size, v = kv_heads * head size")
+  end
+  return self:op("attention", ids { qk, v }, {}, heads * (v.width // kv_heads),
+                 { heads = heads, kv_heads = kv_heads })
+end
+
+function Graph:swiglu(gate, up)
+  need("swiglu", self, { "gate", "tensor", gate, "up", "tensor", up })
+  if gate.width ~= up.width then fail("graph:swiglu", "widths differ: " .. gate.width .. " vs " .. up.width,
+                                      "two tensors of the same width") end
+  return self:op("swiglu", ids { gate, up }, {}, gate.width)
 end
 
 function Graph:gelu(x)
@@ -446,6 +498,64 @@ local function make_gpt2(spec)
   g:lm_head_xent(x)
   return { __kind = "model", family = "gpt2", layers = s.layers, hidden = C,
            heads = s.heads, seq = s.seq, vocab = s.vocab, graph = g, line = where() }
+end
+
+-- LLaMA (Touvron et al. 2023): pre-norm RMSNorm blocks, rotary positions,
+-- grouped-query attention, SwiGLU MLP, no biases, an untied LM head.
+-- Parameter names are Hugging Face LlamaForCausalLM's; the projection
+-- weights are stored (in, out) like every weft linear (HF: (out, in)).
+local function make_llama(spec)
+  local s = check_fields("llama", spec, {
+    layers = { "integer", min = 1, max = 1024, required = true },
+    hidden = { "integer", min = 1, max = 1 << 16, required = true },
+    heads = { "integer", min = 1, max = 1024, required = true },
+    kv_heads = { "integer", min = 1, max = 1024, required = true },
+    ffn_hidden = { "integer", min = 1, max = 1 << 18, required = true },
+    seq = { "integer", min = 1, max = 1 << 17, required = true },
+    vocab = { "integer", min = 2, max = 65536, required = true,
+              valid = "2 .. 65536 (tokens are stored as uint16)" },
+    rope_theta = { "number", min = 1, max = 1e9, default = 10000 },
+    norm_eps = { "number", min = 1e-12, max = 1, default = 1e-5 },
+    init_std = { "number", min = 0, max = 1, default = 0.02 },
+  })
+  if s.hidden % s.heads ~= 0 then
+    fail("llama.heads", s.heads .. " does not divide hidden = " .. s.hidden,
+         "a divisor of " .. s.hidden .. ": " .. divisors(s.hidden))
+  end
+  if s.heads % s.kv_heads ~= 0 then
+    fail("llama.kv_heads", s.kv_heads .. " does not divide heads = " .. s.heads,
+         "a divisor of " .. s.heads .. ": " .. divisors(s.heads))
+  end
+  local hd = s.hidden // s.heads
+  if hd % 2 ~= 0 then
+    fail("llama.heads", "head size hidden / heads = " .. s.hidden .. " / " .. s.heads .. " = " .. hd
+         .. " is odd; RoPE turns pairs of features", "heads making hidden / heads even")
+  end
+  local g = new_graph { seq = s.seq, vocab = s.vocab }
+  local C, std, kvd = s.hidden, s.init_std, s.kv_heads * hd
+  -- as GPT-2, the projections that write into the residual stream are scaled
+  local proj_std = std / sqrt(2 * s.layers)
+  local x = g:token_embedding("model.embed_tokens", C, std)
+  for l = 0, s.layers - 1 do
+    local p = "model.layers." .. l .. "."
+    local h = g:rmsnorm(x, p .. "input_layernorm", s.norm_eps)
+    local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false)
+    local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false)
+    local v = g:linear(h, p .. "self_attn.v_proj", kvd, "column", std, false)
+    h = g:gqa_attention(g:rope(q, k, s.heads, s.kv_heads, s.rope_theta), v, s.heads, s.kv_heads)
+    h = g:linear(h, p .. "self_attn.o_proj", C, "row", proj_std, false)
+    x = g:add(x, h)
+    h = g:rmsnorm(x, p .. "post_attention_layernorm", s.norm_eps)
+    local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false)
+    local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false)
+    h = g:linear(g:swiglu(gate, up), p .. "mlp.down_proj", C, "row", proj_std, false)
+    x = g:add(x, h)
+  end
+  x = g:rmsnorm(x, "model.norm", s.norm_eps)
+  g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
+  return { __kind = "model", family = "llama", layers = s.layers, hidden = C, heads = s.heads,
+           kv_heads = s.kv_heads, ffn_hidden = s.ffn_hidden, rope_theta = s.rope_theta,
+           norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, graph = g, line = where() }
 end
 
 ---------------------------------------------------------------------------
@@ -623,7 +733,7 @@ local function make_plan(spec)
              or describe(v)
     fail(field, "expected " .. article(kind) .. " made by " .. ctor .. ", got " .. got, ctor)
   end
-  s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... }")
+  s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... } or weft.llama { ... }")
   s.optimizer = rebuild("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")
   s.cluster = rebuild("plan.cluster", s.cluster, "cluster", "weft.cluster { ... }")
 
@@ -663,6 +773,16 @@ local function make_plan(spec)
   if s.model.heads % s.mesh.tp ~= 0 then
     fail("mesh.tp", show(s.mesh.tp) .. " does not divide heads = " .. s.model.heads,
          "a divisor of " .. s.model.heads .. ": " .. divisors(s.model.heads))
+  end
+  -- ... and, for grouped-query attention, the key/value heads and the MLP's
+  -- ffn_hidden features.
+  if s.model.kv_heads and s.model.kv_heads % s.mesh.tp ~= 0 then
+    fail("mesh.tp", show(s.mesh.tp) .. " does not divide kv_heads = " .. s.model.kv_heads,
+         "a divisor of " .. s.model.kv_heads .. ": " .. divisors(s.model.kv_heads))
+  end
+  if s.model.ffn_hidden and s.model.ffn_hidden % s.mesh.tp ~= 0 then
+    fail("mesh.tp", show(s.mesh.tp) .. " does not divide ffn_hidden = " .. s.model.ffn_hidden,
+         "a divisor of " .. s.model.ffn_hidden .. ": " .. divisors(s.model.ffn_hidden))
   end
   if s.mesh.sp and s.mesh.tp > 1 and (s.batch.micro * s.model.seq) % s.mesh.tp ~= 0 then
     fail("mesh.sp", "sequence parallelism splits micro * seq = " .. s.batch.micro * s.model.seq
@@ -774,6 +894,11 @@ local function make_plan(spec)
          .. " overflows a 32-bit index", fewer(m.seq * 4 * m.hidden, "seq * 4 * hidden"))
   end
 
+  if m.ffn_hidden and tokens * m.ffn_hidden > LIMIT then
+    fail("batch.micro", "micro * seq * ffn_hidden = " .. tokens * m.ffn_hidden
+         .. " overflows a 32-bit index", fewer(m.seq * m.ffn_hidden, "seq * ffn_hidden"))
+  end
+
   local world = s.mesh.dp * s.mesh.tp * s.mesh.pp
   local devices = s.cluster.nodes * s.cluster.devices_per_node
   if s.cluster.device.name ~= "CPU" and world ~= devices then
@@ -789,6 +914,7 @@ end
 
 api.graph = entry("graph", new_graph)
 api.gpt2 = constructor("gpt2", "model", make_gpt2)
+api.llama = constructor("llama", "model", make_llama)
 api.cluster = constructor("cluster", "cluster", make_cluster)
 api.adamw = constructor("adamw", "optimizer", make_adamw)
 api.plan = entry("plan", make_plan)

@@ -1,7 +1,9 @@
 /* ckpt.c: checkpoints as a folder that Hugging Face and PyTorch tools read:
  *   model.safetensors      full tensors, named and shaped as in HF GPT-2
  *   optimizer.safetensors  AdamW moments ("exp_avg.NAME", "exp_avg_sq.NAME")
- *   config.json            a GPT2Config
+ *   config.json            a GPT2Config (or a LlamaConfig; LLaMA's projection
+ *                          weights, (in, out) in weft, are saved transposed,
+ *                          (out, in), as HF's nn.Linear keeps them)
  * The step, the data position and the model's shape travel as safetensors
  * metadata.  The folder is written under a temporary name and swapped in, so
  * a failed save leaves the previous checkpoint as it was. */
@@ -36,6 +38,15 @@ static long whole_offsets(const wf_program *p, long *off) {
     return total;
 }
 
+/* rows x cols (row-major) -> cols x rows, in place through a copy. */
+static void transpose(wf_ctx *c, float *m, long rows, long cols) {
+    float *tmp = wf_alloc(c, sizeof(float) * (size_t)(rows * cols), "checkpoint transpose");
+    memcpy(tmp, m, sizeof(float) * (size_t)(rows * cols));
+    for (long r = 0; r < rows; r++)
+        for (long k = 0; k < cols; k++) m[k * rows + r] = tmp[r * cols + k];
+    free(tmp);
+}
+
 /* Collects every parameter's tp shards into whole tensors on tp rank 0 of
  * this dp replica (the caller frees the result; NULL on other ranks). */
 static float *gather_whole(wf_ctx *c, const float *base, const long *off, long total) {
@@ -60,6 +71,9 @@ static float *gather_whole(wf_ctx *c, const float *base, const long *off, long t
             }
     }
     free(parts);
+    for (int k = 0; whole && k < p->n_params; k++)  /* (in, out) -> the file's (out, in) */
+        if (p->params[k].transposed)
+            transpose(c, whole + off[k], p->params[k].gshape[0], p->params[k].gshape[1]);
     return whole;
 }
 
@@ -72,9 +86,15 @@ static void fill_tensors(const wf_ctx *c, const float *whole, const long *off, w
         t[k].name = names[k];
         t[k].ndim = q->ndim;
         memcpy(t[k].shape, q->gshape, sizeof t[k].shape);
+        if (q->transposed) {
+            t[k].shape[0] = q->gshape[1];
+            t[k].shape[1] = q->gshape[0];
+        }
         t[k].data = whole + off[k];
     }
 }
+
+static int is_llama(const wf_program *p) { return p->family && strcmp(p->family, "llama") == 0; }
 
 static void write_config(const wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
@@ -82,6 +102,20 @@ static void write_config(const wf_ctx *c, const char *dir) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f) wf_fatal(c, "fopen", WF_WHERE, "cannot write %s: %s", path, strerror(errno));
+    if (is_llama(p)) {
+        /* A LlamaConfig; the weights are in HF's own layout (projections saved
+         * (out, in)), so transformers' LlamaForCausalLM loads the folder. */
+        fprintf(f, "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+                   "  \"num_hidden_layers\": %d,\n  \"hidden_size\": %d,\n  \"num_attention_heads\": %d,\n"
+                   "  \"num_key_value_heads\": %d,\n  \"intermediate_size\": %d,\n"
+                   "  \"max_position_embeddings\": %d,\n  \"vocab_size\": %d,\n  \"hidden_act\": \"silu\",\n"
+                   "  \"rms_norm_eps\": %.9g,\n  \"rope_theta\": %.9g,\n  \"attention_bias\": false,\n"
+                   "  \"mlp_bias\": false,\n  \"tie_word_embeddings\": false,\n  \"torch_dtype\": \"float32\"\n}\n",
+                p->layers, p->hidden, p->heads, p->kv_heads, p->ffn_hidden, p->seq, p->vocab, p->norm_eps,
+                p->rope_theta);
+        if (fclose(f) != 0) wf_fatal(c, "fclose", WF_WHERE, "writing %s failed", path);
+        return;
+    }
     fprintf(f, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
                "  \"n_layer\": %d,\n  \"n_embd\": %d,\n  \"n_head\": %d,\n  \"n_positions\": %d,\n"
                "  \"n_ctx\": %d,\n  \"vocab_size\": %d,\n  \"activation_function\": \"gelu_new\",\n"
@@ -109,8 +143,12 @@ static void make_meta(const wf_ctx *c, ckpt_meta *m) {
     const wf_program *p = c->p;
     snprintf(m->step, sizeof m->step, "%ld", c->step);
     snprintf(m->position, sizeof m->position, "%ld", c->step * (long)p->global_batch);
-    snprintf(m->shape, sizeof m->shape, "gpt2 L%d h%d heads%d seq%d vocab%d", p->layers, p->hidden,
-             p->heads, p->seq, p->vocab);
+    if (is_llama(p))
+        snprintf(m->shape, sizeof m->shape, "llama L%d h%d heads%d kv%d ffn%d seq%d vocab%d", p->layers,
+                 p->hidden, p->heads, p->kv_heads, p->ffn_hidden, p->seq, p->vocab);
+    else
+        snprintf(m->shape, sizeof m->shape, "gpt2 L%d h%d heads%d seq%d vocab%d", p->layers, p->hidden,
+                 p->heads, p->seq, p->vocab);
     snprintf(m->seed, sizeof m->seed, "%llu", (unsigned long long)p->seed);
     const char *kv[12] = { "format", "pt", "weft_step", m->step, "weft_samples_seen", m->position,
                            "weft_model", m->shape, "weft_seed", m->seed, "weft_plan", p->plan };
@@ -260,8 +298,15 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         snprintf(name, sizeof name, "%s%s", prefix, q->name);
-        if (wf_st_read(f, name, q->ndim, q->gshape, whole, err, sizeof err) != 0)
+        long shape[4];
+        memcpy(shape, q->gshape, sizeof shape);
+        if (q->transposed) {
+            shape[0] = q->gshape[1];
+            shape[1] = q->gshape[0];
+        }
+        if (wf_st_read(f, name, q->ndim, shape, whole, err, sizeof err) != 0)
             wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err, path);
+        if (q->transposed) transpose(c, whole, shape[0], shape[1]);
         float *dst = base + q->offset;
         for (long i = 0; i < q->numel; i++) {
             long g = wf_global_index(q, c->tp_rank, i);

@@ -302,8 +302,46 @@ static void params_and_verdict(void)
           "bad recompute / zero stage 4 -> total -1, \"invalid arguments\"");
 }
 
+/* LLaMA-2-70B shapes: L 80, h 8192, 8 kv heads of 128, f 28672, V 32000.
+ * Hugging Face counts 68,976,648,192 parameters for meta-llama/Llama-2-70b-hf
+ * (the "70B" of the name rounds up; the often quoted 70.6B does not match
+ * these shapes): per layer 2*8192^2 + 2*8192*1024 + 3*8192*28672 + 2*8192 =
+ * 855,654,400; times 80, plus 2*32000*8192 and 8192. */
+static void llama(void)
+{
+    double p = cost_llama_params(80, 8192, 1024, 28672, 32000);
+    check(p == 68976648192.0, "LLaMA-2-70B: %.0f params (68,976,648,192)", p);
+    /* FLOPs per token: 6 (N - embedding) + 12 L h s with s = 4096 */
+    double flops = 6.0 * (p - 32000.0 * 8192) + 12.0 * 80 * 8192 * 4096;
+    check(flops == 444499279872.0, "LLaMA-2-70B: %.0f FLOP per token at seq 4096", flops);
+
+    cost_memory_args a = {0};
+    a.layers = 1, a.hidden = 8192, a.heads = 64, a.kv_heads = 8, a.ffn_hidden = 28672;
+    a.seq = 4096, a.micro_batch = 1, a.vocab = 32000, a.tp = 8, a.pp = a.dp = 1;
+    a.precision = "bf16", a.inflight = 1;
+    double sb = 4096.0, h = 8192, kvd = 1024, f = 28672, as = 64.0 * 4096;
+    double no_sp = cost_activation_bytes_per_layer(&a);
+    check(same(no_sp, sb * (8 * h + (4 * h + 4 * kvd + 6 * f + 2 * as) / 8)),
+          "LLaMA-70B layer, t 8: %.3f GiB = sb (8h + (4h + 4kvd + 6f + 2as) / t)", no_sp / 1073741824.0);
+    a.sp = 1;
+    double sp = cost_activation_bytes_per_layer(&a);
+    check(same(sp, sb * (12 * h + 4 * kvd + 6 * f + 2 * as) / 8), "... with sp: %.3f GiB, all / t",
+          sp / 1073741824.0);
+    a.recompute = "selective";
+    double sel = cost_activation_bytes_per_layer(&a);
+    check(same(sp - sel, sb * 2 * as / 8), "... selective recompute drops the 2as^2b/t scores");
+    a.recompute = "full";
+    check(same(cost_activation_bytes_per_layer(&a), 2 * sb * h / 8), "... full recompute keeps 2sbh/t");
+    a.recompute = NULL, a.precision = "fp32";
+    check(same(cost_activation_bytes_per_layer(&a), 2 * sp), "... fp32 doubles it");
+    a.layers = 80, a.tp = 1, a.embedding = a.head = 1;
+    cost_memory m = cost_memory_per_rank(&a);
+    check(m.params == 4.0 * p, "LLaMA-70B on one rank: parameters estimated from the shape = %.0f", m.params / 4);
+}
+
 int main(void)
 {
+    llama();
     collectives();
     activations();
     zero();

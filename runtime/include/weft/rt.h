@@ -70,6 +70,34 @@ void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
                         const float *x, const float *wte, const int32_t *targets,
                         float scale, int N, int C, int V);
 
+/* ---- the LLaMA family (runtime/cpu/kernels_llama.c) ------------------- */
+
+/* RMSNorm: out = w * x / sqrt(mean(x^2) + eps); rstd (N floats) is saved. */
+void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
+                    int N, int C, float eps);
+void wf_rmsnorm_bwd(wf_ctx *c, float *dinp, float *dw, const float *dout, const float *inp,
+                    const float *w, const float *rstd, int N, int C);
+/* Rotary position embedding ("rotate half", as Hugging Face LLaMA) on `heads`
+ * heads of width hd per row; rows are ld_in / ld_out floats apart and row n is
+ * position n % T.  The backward adds the inverse rotation of dout into din. */
+void wf_rope_fwd(wf_ctx *c, float *out, int ld_out, const float *in, int ld_in, int N, int T,
+                 int heads, int hd, float theta);
+void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout, int ld_out, int N, int T,
+                 int heads, int hd, float theta);
+/* SwiGLU: out = silu(gate) * up, elementwise. */
+void wf_swiglu_fwd(wf_ctx *c, float *out, const float *gate, const float *up, long n);
+void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const float *up,
+                   const float *dout, long n);
+/* Grouped-query causal attention.  qk is (N, (H + KVH) * hd): H query heads,
+ * then KVH key heads (RoPE already applied); v is (N, KVH * hd); query head h
+ * reads key and value head h / (H / KVH).  att (B, H, T, T) keeps the softmax
+ * probabilities; out is (N, H * hd); scratch holds T*T floats. */
+void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
+                          int B, int T, int H, int KVH, int hd);
+void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
+                          const float *qk, const float *v, const float *att, int B, int T, int H,
+                          int KVH, int hd);
+
 /* ---- tensor parallelism (runtime/cpu/kernels_tp.c, runtime/common/tp.c) -- */
 
 /* Vocabulary-parallel embedding: this rank holds rows [v_begin, v_begin + VL)
@@ -127,6 +155,10 @@ void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, in
 void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0, int rows, int T,
                            int C);
 void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C);
+void wf_rmsnorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
+                          const float *w, const float *rstd, int N, int C);
+void wf_rmsnorm_bwd_weight(wf_ctx *c, float *dw, const float *dout, const float *inp,
+                           const float *rstd, int N, int C);
 
 /* ---- the program the compiler emits ----------------------------------- */
 
@@ -150,6 +182,8 @@ typedef struct wf_param {
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
     int tied;           /* a copy of a parameter another pipeline stage owns (the LM
                            head's wte): gradients summed with it, saved by the owner */
+    int transposed;     /* checkpoints hold it transposed, (out, in) as Hugging Face
+                           nn.Linear (llama); here it is (in, out) like every linear */
 } wf_param;
 
 /* A fused gradient bucket: a contiguous range of the gradient arena. */
@@ -170,6 +204,9 @@ typedef struct wf_program {
     int world;               /* ranks in the job */
     /* model */
     int layers, hidden, heads, seq, vocab;
+    const char *family;      /* "llama", or NULL: gpt2 */
+    int kv_heads, ffn_hidden;          /* llama */
+    double rope_theta, norm_eps;       /* llama */
     /* batch */
     int micro;               /* sequences per microbatch per rank */
     int accum;               /* microbatches per step per rank */

@@ -1,0 +1,214 @@
+/* kernels_llama.c: the fp32 CPU kernels of the LLaMA family (weft/rt.h):
+ * RMSNorm, rotary position embedding, SwiGLU and grouped-query attention.
+ *
+ * Same conventions as kernels.c: row-major, activations (N, width) with
+ * N = B * T, and every backward ACCUMULATES (+=) into its gradients.
+ */
+#include "weft/rt.h"
+
+#include "blas.h"
+
+#include <math.h>
+
+/* ---- RMSNorm ------------------------------------------------------------ */
+
+void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
+                    int N, int C, float eps)
+{
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        float *y = out + (long)n * C;
+        double ms = 0.0;
+        for (int i = 0; i < C; i++)
+            ms += (double)x[i] * x[i];
+        double r = 1.0 / sqrt(ms / C + eps);
+        for (int i = 0; i < C; i++)
+            y[i] = (float)(x[i] * r) * w[i];
+        rstd[n] = (float)r;
+    }
+}
+
+/* With y = w * x * r, r = (mean(x^2) + eps)^-1/2 and g = dout * w:
+ *     dx = r * g - x * r^3 * mean(g * x). */
+void wf_rmsnorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
+                          const float *w, const float *rstd, int N, int C)
+{
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C, *dy = dout + (long)n * C;
+        float *dx = dinp + (long)n * C;
+        double r = rstd[n], gx = 0.0;
+        for (int i = 0; i < C; i++)
+            gx += (double)dy[i] * w[i] * x[i];
+        double k = r * r * r * gx / C;
+        for (int i = 0; i < C; i++)
+            dx[i] += (float)(r * dy[i] * w[i] - k * x[i]);
+    }
+}
+
+void wf_rmsnorm_bwd_weight(wf_ctx *c, float *dw, const float *dout, const float *inp,
+                           const float *rstd, int N, int C)
+{
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C, *dy = dout + (long)n * C;
+        for (int i = 0; i < C; i++)
+            dw[i] += dy[i] * x[i] * rstd[n];
+    }
+}
+
+void wf_rmsnorm_bwd(wf_ctx *c, float *dinp, float *dw, const float *dout, const float *inp,
+                    const float *w, const float *rstd, int N, int C)
+{
+    wf_rmsnorm_bwd_input(c, dinp, dout, inp, w, rstd, N, C);
+    wf_rmsnorm_bwd_weight(c, dw, dout, inp, rstd, N, C);
+}
+
+/* ---- rotary position embedding -------------------------------------------
+ * Hugging Face LLaMA's "rotate half" pairing: in each head of width hd,
+ * element i (< hd/2) turns with element i + hd/2 by the angle t * theta^(-2i/hd),
+ * t being the token's position (row n of the microbatch is position n % T).
+ * The angles are computed in double, so every layout gets the same floats. */
+static void rope_rows(float *out, int ld_out, const float *in, int ld_in, int N, int T,
+                      int heads, int hd, float theta, int inverse, int accumulate)
+{
+    int half = hd / 2;
+    for (int n = 0; n < N; n++) {
+        int t = n % T;
+        const float *x = in + (long)n * ld_in;
+        float *y = out + (long)n * ld_out;
+        for (int i = 0; i < half; i++) {
+            double angle = t * pow((double)theta, -2.0 * i / hd);
+            float cs = (float)cos(angle), sn = (float)(inverse ? -sin(angle) : sin(angle));
+            for (int h = 0; h < heads; h++) {
+                float a = x[h * hd + i], b = x[h * hd + i + half];
+                float ra = a * cs - b * sn, rb = b * cs + a * sn;
+                if (accumulate) {
+                    y[h * hd + i] += ra;
+                    y[h * hd + i + half] += rb;
+                } else {
+                    y[h * hd + i] = ra;
+                    y[h * hd + i + half] = rb;
+                }
+            }
+        }
+    }
+}
+
+void wf_rope_fwd(wf_ctx *c, float *out, int ld_out, const float *in, int ld_in, int N, int T,
+                 int heads, int hd, float theta)
+{
+    (void)c;
+    rope_rows(out, ld_out, in, ld_in, N, T, heads, hd, theta, 0, 0);
+}
+
+/* A rotation's transpose is its inverse: din += R(-angle) dout. */
+void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout, int ld_out, int N, int T,
+                 int heads, int hd, float theta)
+{
+    (void)c;
+    rope_rows(din, ld_in, dout, ld_out, N, T, heads, hd, theta, 1, 1);
+}
+
+/* ---- SwiGLU ------------------------------------------------------------- */
+
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+void wf_swiglu_fwd(wf_ctx *c, float *out, const float *gate, const float *up, long n)
+{
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++)
+        out[i] = gate[i] * sigmoid(gate[i]) * up[i];
+}
+
+/* silu'(g) = s (1 + g (1 - s)) with s = sigmoid(g). */
+void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const float *up,
+                   const float *dout, long n)
+{
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        float g = gate[i], s = sigmoid(g);
+        dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+        dup[i] += dout[i] * g * s;
+    }
+}
+
+/* ---- grouped-query causal attention -------------------------------------- */
+
+/* In place: row t becomes the softmax over keys 0..t, zeros after. */
+static void causal_softmax_rows(float *p, int T)
+{
+    for (int t = 0; t < T; t++) {
+        float *row = p + (long)t * T, max = row[0];
+        for (int j = 1; j <= t; j++)
+            max = row[j] > max ? row[j] : max;
+        double sum = 0.0;
+        for (int j = 0; j <= t; j++) {
+            row[j] = expf(row[j] - max);
+            sum += row[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j <= t; j++)
+            row[j] *= inv;
+        for (int j = t + 1; j < T; j++)
+            row[j] = 0.0f;
+    }
+}
+
+void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
+                          int B, int T, int H, int KVH, int hd)
+{
+    (void)c;
+    int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int kv = h / group;
+            const float *q = qk + (long)b * T * ld_qk + (long)h * hd;
+            const float *k = qk + (long)b * T * ld_qk + (long)(H + kv) * hd;
+            const float *vv = v + (long)b * T * ld_v + (long)kv * hd;
+            float *p = att + ((long)b * H + h) * T * T;
+            wf_sgemm(0, 1, T, T, hd, scale, q, ld_qk, k, ld_qk, 0.0f, p, T);
+            causal_softmax_rows(p, T);
+            wf_sgemm(0, 0, T, hd, T, 1.0f, p, T, vv, ld_v, 0.0f, out + (long)b * T * ld_o + (long)h * hd,
+                     ld_o);
+        }
+}
+
+/* Each query head adds its share into the gradient of the key and value head
+ * its group reads: the sum over the group falls out of the accumulation. */
+void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
+                          const float *qk, const float *v, const float *att, int B, int T, int H,
+                          int KVH, int hd)
+{
+    (void)c;
+    int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int kv = h / group;
+            long qo = (long)b * T * ld_qk + (long)h * hd, ko = (long)b * T * ld_qk + (long)(H + kv) * hd;
+            long vo = (long)b * T * ld_v + (long)kv * hd;
+            const float *p = att + ((long)b * H + h) * T * T;
+            const float *dy = dout + (long)b * T * ld_o + (long)h * hd;
+            float *ds = scratch;
+            wf_sgemm(1, 0, T, hd, T, 1.0f, p, T, dy, ld_o, 1.0f, dv + vo, ld_v);
+            wf_sgemm(0, 1, T, T, hd, 1.0f, dy, ld_o, v + vo, ld_v, 0.0f, ds, T);
+            for (int t = 0; t < T; t++) {  /* dS = P * (dP - rowsum(P * dP)) */
+                float *dr = ds + (long)t * T;
+                const float *pr = p + (long)t * T;
+                float dot = 0.0f;
+                for (int j = 0; j <= t; j++)
+                    dot += pr[j] * dr[j];
+                for (int j = 0; j <= t; j++)
+                    dr[j] = pr[j] * (dr[j] - dot);
+                for (int j = t + 1; j < T; j++)
+                    dr[j] = 0.0f;
+            }
+            wf_sgemm(0, 0, T, hd, T, scale, ds, T, qk + ko, ld_qk, 1.0f, dqk + qo, ld_qk);
+            wf_sgemm(1, 0, T, hd, T, scale, ds, T, qk + qo, ld_qk, 1.0f, dqk + ko, ld_qk);
+        }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# plans/llama_70b.lua (LLaMA-2-70B shapes on 8 x 8 H100, tp 8, dp 8): `weft
+# check` counts 68,976,648,192 parameters (Hugging Face's count for
+# Llama-2-70b-hf) and 6 (N - embedding) + 12 L h s = 444,499,279,872 FLOPs
+# per token at seq 4096; it reports that fp32 does not fit; `weft check` and
+# `weft simulate` each finish in well under a second (nothing is materialised);
+# tp 16 is refused (it does not divide the 8 key/value heads); a DeepSpeed
+# config imported with this model checks.
+source "$(dirname "$0")/lib.sh"
+PLAN=plans/llama_70b.lua
+ms() { local t0 t1; t0=$(date +%s%N); "$@" >"$WORK/out" 2>&1 || return 1; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
+check_ms=$(ms "$WEFT" check "$PLAN") || { cat "$WORK/out"; exit 1; }
+cp "$WORK/out" "$WORK/check.txt"
+sim_ms=$(ms "$WEFT" simulate "$PLAN") || { cat "$WORK/out"; exit 1; }
+cp "$WORK/out" "$WORK/simulate.txt"
+check "weft check took $check_ms ms (< 1000)" [ "$check_ms" -lt 1000 ]
+check "weft simulate took $sim_ms ms (< 1000)" [ "$sim_ms" -lt 1000 ]
+check "parameters: 68976648192" grep -q "^params .*(68976648192)" "$WORK/check.txt"
+check "FLOPs per token: 444499279872" grep -q "6(N - embedding) + 12\*L\*h\*s = 444499279872)" "$WORK/check.txt"
+check "grouped-query attention reported" grep -q "8 key/value heads (grouped-query attention), SwiGLU 28672" "$WORK/check.txt"
+check "fp32 70B on tp 8 does not fit an H100" grep -q "verdict      DOES NOT FIT in the 80.00 GiB" "$WORK/check.txt"
+# parameters per rank: everything but the 161 RMSNorm weights (kept whole) split 8 ways,
+# 4 bytes each: 4 * ((68976648192 - 161 * 8192) / 8 + 161 * 8192) bytes = 32.12 GiB
+check "per-rank parameters 32.12 GiB" grep -q "^  parameters      32.12 GiB" "$WORK/check.txt"
+check "simulate: MFU from 6(N - embedding) + 12Lhs" grep -q "MFU .*(model FLOPs 6(N - embedding) + 12Lhs)" "$WORK/simulate.txt"
+check "simulate: memory verdict" grep -q "^  stage 0 .*does not fit" "$WORK/simulate.txt"
+# tp must divide the 8 key/value heads: tp 16 would split 64 query heads but not them
+check "tp 16 refused: kv_heads" bash -c '"$1" check "$2" --set mesh.tp=16 --set mesh.dp=4 \
+  --set cluster.devices_per_node=16 --set cluster.nodes=4 2>&1 | grep -q "mesh.tp: 16 does not divide kv_heads = 8"' \
+  _ "$WEFT" "$PLAN"
+# A DeepSpeed config (ZeRO-1, fp32) imported with the LLaMA model: the plan
+# keeps weft.llama and checks.
+cat >"$WORK/ds.json" <<'JSON'
+{ "train_batch_size": 512, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
+  "zero_optimization": { "stage": 1 }, "gradient_clipping": 1.0,
+  "optimizer": { "type": "AdamW", "params": { "lr": 1.5e-4, "betas": [0.9, 0.95], "weight_decay": 0.1 } } }
+JSON
+"$WEFT" import-deepspeed "$WORK/ds.json" --model "$PLAN" --world 64 -o "$WORK/ds.lua" 2>/dev/null
+check "DeepSpeed import keeps weft.llama" grep -q "w.llama { layers = 80" "$WORK/ds.lua"
+check "imported plan checks: 68976648192 parameters on dp 64" \
+  bash -c '"$1" check "$2" | grep -q "^params .*(68976648192)"' _ "$WEFT" "$WORK/ds.lua"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
