@@ -617,7 +617,7 @@ local function check_loss_scale(precision, v)
   if t.initial and t.initial_scale_power then
     fail("loss_scale.initial_scale_power", "given together with loss_scale.initial", "one of the two")
   end
-  local initial = t.initial or 2.0 ^ (t.initial_scale_power or 16)
+  local initial = t.initial or 1 << (t.initial_scale_power or 16)
   if initial < t.min then
     fail("loss_scale.min", show(t.min) .. " is above the initial scale " .. show(initial),
          "a power of two <= " .. show(initial))
