@@ -18,8 +18,9 @@ typedef struct wf_options {
     const char *metrics;       /* JSON lines, one per step, full precision */
     const char *trace;         /* Chrome trace of every schedule instruction */
     int quiet;
-    long inject_step;          /* --inject-overflow STEP[:RANK]: an inf in that */
-    int inject_rank;           /* rank's gradient at that step (0: never) */
+    long inject_step[8];       /* --inject-overflow STEP[:RANK] (repeatable): an */
+    int inject_rank[8];        /* inf in that rank's gradient at that step */
+    int n_inject;
 } wf_options;
 
 /* fp16 dynamic loss scaling (loss_scale.c), DeepSpeed's semantics. */

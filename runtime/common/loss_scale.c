@@ -42,7 +42,8 @@ static void inject(wf_ctx *c) {
 
 int wf_grads_overflow(wf_ctx *c) {
     const wf_program *p = c->p;
-    if (c->opt.inject_step == c->step + 1 && c->opt.inject_rank == c->rank) inject(c);
+    for (int i = 0; i < c->opt.n_inject; i++)
+        if (c->opt.inject_step[i] == c->step + 1 && c->opt.inject_rank[i] == c->rank) inject(c);
     int bad = 0;
     for (int k = 0; k < p->n_params && !bad; k++) {
         const float *g = c->grads + p->params[k].offset;

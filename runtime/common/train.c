@@ -42,7 +42,7 @@ static const char HELP[] =
     "  --inject-overflow STEP[:RANK]\n"
     "                   test hook (fp16 only): write an inf into world rank RANK's\n"
     "                   (default 0) gradient at step STEP (counted from 1), after the\n"
-    "                   reductions; every rank must then skip that step\n";
+    "                   reductions; every rank must then skip that step (repeatable)\n";
 
 static void parse_options(wf_ctx *c, int argc, char **argv) {
     static const struct option longs[] = {
@@ -83,8 +83,10 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
             if (c->p->precision != WF_FP16)
                 wf_fatal(c, "options", WF_WHERE, "--inject-overflow needs a program compiled with "
                          "precision = \"fp16\" (only fp16 skips overflowing steps)");
-            c->opt.inject_step = v;
-            c->opt.inject_rank = (int)r;
+            if (c->opt.n_inject == 8)
+                wf_fatal(c, "options", WF_WHERE, "--inject-overflow given more than 8 times");
+            c->opt.inject_step[c->opt.n_inject] = v;
+            c->opt.inject_rank[c->opt.n_inject++] = (int)r;
             break;
         }
         case 'h':
