@@ -81,6 +81,14 @@ void program_report(const Program *p, FILE *out) {
             p->global_batch, p->micro, p->dp, p->accum, tokens);
     fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",
             p->lr, p->min_lr, p->warmup, p->beta1, p->beta2, p->weight_decay, p->clip, p->steps);
+    if (strcmp(p->precision, "fp32") != 0) {  /* (fp32 plans print as they always have) */
+        fprintf(out, "precision %s storage, fp32 master weights and AdamW moments", p->precision);
+        if (strcmp(p->precision, "fp16") != 0) fprintf(out, "\n");
+        else if (p->loss_scale_dynamic)
+            fprintf(out, "; dynamic loss scale %g (window %d, hysteresis %d, min %g)\n",
+                    p->loss_scale_initial, p->loss_scale_window, p->loss_scale_hysteresis, p->loss_scale_min);
+        else fprintf(out, "; static loss scale %g\n", p->loss_scale_initial);
+    }
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
     for (int k = 0; k < p->n_buckets; k++) {
         const ir_bucket *bk = &p->buckets[k];
