@@ -2,15 +2,16 @@
 # Mixed precision (bf16 / fp16 storage emulated on the CPU, fp32 masters).
 #
 # fp16 loss scaling, with overflows forced by --inject-overflow:
-#   - an inf on one rank of a dp 2 run (and of a dp 2 x pp 2 run) skips that
-#     step on every rank: the weights and AdamW moments after it equal those
-#     before it (checkpoints after steps 2 and 3), every replica agrees (the
-#     runtime's replica check), and training continues;
+#   - an inf on one rank of a dp 2 run (also with ZeRO-1, and of a dp 2 x
+#     pp 2 run) skips that step on every rank: the weights and AdamW moments
+#     after it equal those before it (checkpoints after steps 2 and 3), every
+#     replica agrees (the runtime's replica check), and training continues;
 #   - the scale halves on the overflow and doubles after `window` clean steps
 #     (window 3, hysteresis 1: 1024 1024 1024* 512 512 512 1024 1024); with
 #     hysteresis 2 the first overflow only spends the budget;
-#   - the dp 2 and dp 2 x pp 2 runs with the injection match the single-rank
-#     run with the same injection, step by step (skips, scales, losses);
+#   - the dp 2 (also ZeRO-1) and dp 2 x pp 2 runs with the injection match
+#     the single-rank run with the same injection, step by step (skips,
+#     scales, losses);
 #   - a resume restores the masters and the scaler exactly.
 # bf16 and fp16 track fp32 for 20 steps; bf16 under dp 2 (also ZeRO-1), tp 2
 # (also sequence parallel) and pp 2 (1f1b, zb-h1) matches the single-rank
@@ -50,6 +51,7 @@ fp16=(--set precision=fp16 --set loss_scale.initial=1024 --set loss_scale.window
       --set loss_scale.hysteresis=1 --set train.steps=8)
 build_plan f_ref "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=1 --set batch.micro=16
 build_plan f_dp2 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set batch.micro=8
+build_plan f_dp2z1 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set zero=1 --set batch.micro=8
 build_plan f_dp2pp2 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=4
 run_plan f_ref --inject-overflow 3:0 --metrics "$WORK/f_ref.jsonl" >/dev/null
 run_plan f_dp2 --inject-overflow 3:1 --metrics "$WORK/f_dp2.jsonl" --save "$WORK/f_dp2_8" >/dev/null
@@ -57,6 +59,8 @@ run_plan f_dp2 --inject-overflow 3:1 --steps 2 --save "$WORK/f_dp2_2" >/dev/null
 run_plan f_dp2 --inject-overflow 3:1 --steps 3 --save "$WORK/f_dp2_3" >/dev/null
 # rank 3 is dp rank 1 of the last stage: the overflow must reach stage 0 too
 run_plan f_dp2pp2 --inject-overflow 3:3 --metrics "$WORK/f_dp2pp2.jsonl" >/dev/null
+# ZeRO-1: rank 1 checks (and here overflows in) only its shard of the gradients
+run_plan f_dp2z1 --inject-overflow 3:1 --metrics "$WORK/f_dp2z1.jsonl" >/dev/null
 
 check "fp16 dp 2: only step 3 is skipped" \
   test "$(field skipped "$WORK/f_dp2.jsonl" | tr '\n' ' ')" = "false false true false false false false false "
@@ -73,7 +77,7 @@ check "fp16 dp 2: the step after the skip updates the weights" \
 check "fp16 dp 2: training continues (loss falls from step 1 to step 8)" \
   awk -v a="$(field loss "$WORK/f_dp2.jsonl" | head -1)" -v b="$(field loss "$WORK/f_dp2.jsonl" | tail -1)" \
   'BEGIN { exit !(b < a) }'
-for run in f_dp2 f_dp2pp2; do
+for run in f_dp2 f_dp2z1 f_dp2pp2; do
   check "fp16 $run: skips and scales equal the single-rank run's" \
     cmp -s <(field loss_scale "$WORK/f_ref.jsonl"; field skipped "$WORK/f_ref.jsonl") \
            <(field loss_scale "$WORK/$run.jsonl"; field skipped "$WORK/$run.jsonl")
