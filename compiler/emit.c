@@ -226,6 +226,11 @@ static void emit_main(writer *o, const Program *p, int stage) {
       strcmp(p->schedule, "pipedream-2bw") == 0);
     if (p->zero) emit(o, "    .zero = 1, .shards = SHARDS,\n");
     if (p->offload_optimizer) emit(o, "    .offload_optimizer = 1,\n");
+    if (strcmp(p->precision, "bf16") == 0) emit(o, "    .precision = WF_BF16,\n");
+    if (strcmp(p->precision, "fp16") == 0)
+        emit(o, "    .precision = WF_FP16, .scale_dynamic = %d, .scale_initial = %.17g, .scale_min = %.17g,\n"
+                "    .scale_window = %d, .scale_hysteresis = %d,\n", p->loss_scale_dynamic,
+             p->loss_scale_initial, p->loss_scale_min, p->loss_scale_window, p->loss_scale_hysteresis);
     if (p->pp > 1) {
         int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
         int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));

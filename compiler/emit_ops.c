@@ -98,6 +98,48 @@ void get_operands(const Program *p, int i, operands *x) {
     x->in_width = op->n_in > 0 ? p->tensors[op->in[0]].width : 0;
 }
 
+/* ---- 16-bit storage (bf16 / fp16) ----------------------------------------
+ * Where values are rounded to 16 bits (runtime/cpu/precision.c), so that the
+ * float arenas hold exactly what 16-bit tensors would:
+ *   - after each forward op: its output (the loss head's fp32 logits and
+ *     losses excepted, as Megatron keeps the cross-entropy in fp32);
+ *   - after each backward op (or B half): the gradients of its inputs, which
+ *     it accumulated into;
+ *   - after each backward op (or W half): its parameters' gradients, so that
+ *     accumulation over microbatches is in 16 bits;
+ * saved buffers (layernorm statistics, attention probabilities) stay fp32.
+ * Nothing is emitted under fp32, whose programs are unchanged. */
+static const char *round_fn(const Program *p) {
+    if (strcmp(p->precision, "bf16") == 0) return "wf_to_bf16";
+    if (strcmp(p->precision, "fp16") == 0) return "wf_to_fp16";
+    return NULL;
+}
+
+static void round_output(writer *o, const Program *p, int i, const operands *x) {
+    const char *fn = round_fn(p);
+    if (!fn || p->ops[i].kind == OP_LMHEAD_XENT) return;
+    emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
+}
+
+static void round_input_grads(writer *o, const Program *p, int i, const operands *x) {
+    const char *fn = round_fn(p);
+    const ir_op *op = &p->ops[i];
+    if (!fn) return;
+    for (int k = 0; k < op->n_in; k++) {
+        const ir_tensor *t = &p->tensors[op->in[k]];
+        emit(o, "    %s(c, d + %s, %s * %ldL);\n", fn, k ? x->in1 : x->in0, t->rows_div > 1 ? "NL" : "N",
+             t->width);
+    }
+}
+
+static void round_param_grads(writer *o, const Program *p, int i, const operands *x) {
+    const char *fn = round_fn(p);
+    const ir_op *op = &p->ops[i];
+    if (!fn) return;
+    for (int k = 0; k < op->n_param; k++)
+        emit(o, "    %s(c, g + %s, %ldL);\n", fn, k ? x->w1 : x->w0, p->params[op->param[k]].numel);
+}
+
 void emit_forward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
@@ -180,6 +222,7 @@ void emit_forward_op(writer *o, const Program *p, int i) {
         break;
     default: break;
     }
+    round_output(o, p, i, &x);
 }
 
 void emit_backward_op(writer *o, const Program *p, int i) {
@@ -268,6 +311,8 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         break;
     default: break;
     }
+    round_input_grads(o, p, i, &x);
+    round_param_grads(o, p, i, &x);
 }
 
 /* The two halves of op i's backward for zero-bubble schedules: B (input
@@ -288,13 +333,13 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
             emit(o, "    wf_pos_add_bwd_weight(c, g + %s, d + %s, %s, %s, T, C);\n", x.w0, x.out, x.row0, x.rows);
         else
             emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, C);\n", x.in0, x.out, x.rows);
-        return 1;
+        break;
     case OP_BIAS_ADD:
         if (weight)
             emit(o, "    wf_bias_add_bwd_weight(c, g + %s, d + %s, %s, %ld);\n", x.w0, x.out, x.rows, x.width);
         else  /* din += dout */
             emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, %ld);\n", x.in0, x.out, x.rows, x.width);
-        return 1;
+        break;
     case OP_LAYERNORM:
         if (weight)
             emit(o, "    wf_layernorm_bwd_weight(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n",
@@ -302,7 +347,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         else
             emit(o, "    wf_layernorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n",
               x.in0, x.out, x.in0, x.w0, x.s, x.s, x.rows, x.rows, x.width);
-        return 1;
+        break;
     case OP_RMSNORM:
         if (weight)
             emit(o, "    wf_rmsnorm_bwd_weight(c, g + %s, d + %s, a + %s, a + %s, %s, %ld);\n", x.w0, x.out,
@@ -310,7 +355,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         else
             emit(o, "    wf_rmsnorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0,
               x.out, x.in0, x.w0, x.s, x.rows, x.width);
-        return 1;
+        break;
     case OP_LINEAR:
         if (weight)
             emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x.w0,
@@ -318,7 +363,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         else
             emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x.in0, x.out,
               x.w0, x.in_width, x.width);
-        return 1;
+        break;
     case OP_LMHEAD_XENT:
         if (weight)
             emit(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.w0, x.s,
@@ -326,11 +371,14 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         else
             emit(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, wf_targets(c), wf_loss_scale(c),\n"
                  "                             N, %ld, %s, %s);\n", x.in0, x.s, x.w0, x.in_width, V, v0);
-        return 1;
+        break;
     default:  /* no parameters: all of it is B */
         if (weight) return 0;
         emit_backward_op(o, p, i);
         return 1;
     }
+    if (weight) round_param_grads(o, p, i, &x);
+    else round_input_grads(o, p, i, &x);
+    return 1;
 }
 

@@ -7,8 +7,10 @@
  *    1; only micro: accumulation 1), all three must agree.
  *  - reduce_bucket_size counts elements; buckets.mb is MiB of gradients, so
  *    mb = elements * 4 / 2^20 in fp32 and elements * 2 / 2^20 in fp16/bf16.
- *  - fp16 loss scaling has no plan field yet: it is written as a comment block
- *    ("-- loss scaling (from DeepSpeed): ...") so that the plan still checks.
+ *  - fp16 loss scaling becomes the plan's loss_scale field (DeepSpeed's
+ *    dynamic scaler, whose semantics weft implements; consecutive_hysteresis
+ *    = true is not, and is warned about); the plan check refuses scales that
+ *    are not powers of two.
  *  - DeepSpeed defaults are written out where they differ from weft's: betas
  *    (0.9, 0.999), weight_decay 0, clip_grad_norm 0 (no clipping), a
  *    constant lr without a scheduler (min_lr = lr), warmup_num_steps 1000.
@@ -484,15 +486,17 @@ static int parse_precision(ctx *c, const cJSON *root, ds_plan *p) {
         return -1;
     char a[40], b[40];
     sbuf *s = &p->loss_comment;
-    sb_printf(s, "  -- loss scaling (from DeepSpeed fp16); weft has no loss-scale field yet, so it\n"
-                 "  -- is kept here as a comment:\n");
     if (scale > 0) {
-        sb_printf(s, "  --   loss_scale = { static = %s },\n", num(scale, a));
+        sb_printf(s, "  loss_scale = %s,  -- static (DeepSpeed fp16.loss_scale)\n", num(scale, a));
     } else {
-        sb_printf(s, "  --   loss_scale = { initial = 2^%lld = %s, window = %lld, hysteresis = %lld, min = %s },\n",
-                  power, num(ldexp(1.0, (int)power), a), window, hyst, num(min_scale, b));
+        sb_printf(s, "  loss_scale = { initial_scale_power = %lld, window = %lld, hysteresis = %lld, min = %s },\n",
+                  power, window, hyst, num(min_scale, b));
     }
-    warn(c, "fp16", "loss scaling has no plan field yet; written as a comment in the plan");
+    int consecutive = 0;
+    if (get_bool(c, fp16, "consecutive_hysteresis", "fp16.consecutive_hysteresis", &consecutive) < 0) return -1;
+    if (consecutive)
+        warn(c, "fp16.consecutive_hysteresis", "true is not implemented; weft restores the hysteresis "
+             "budget only when the scale grows (DeepSpeed's default)");
     return 0;
 }
 

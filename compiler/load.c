@@ -306,6 +306,15 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     int data = push_sub(L, plan, "data");
     get_str(L, data, "train", p->data_train, sizeof p->data_train);
     get_str(L, plan, "precision", p->precision, sizeof p->precision);
+    int scale = push_sub(L, plan, "loss_scale");
+    lua_getfield(L, scale, "dynamic");
+    p->loss_scale_dynamic = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    p->loss_scale_initial = get_num(L, scale, "initial");
+    p->loss_scale_min = get_num(L, scale, "min");
+    p->loss_scale_window = (int)get_int(L, scale, "window");
+    p->loss_scale_hysteresis = (int)get_int(L, scale, "hysteresis");
+    lua_pop(L, 1);
     p->zero = (int)get_int(L, plan, "zero");
     int offload = push_sub(L, plan, "offload");
     char where[8];

@@ -122,6 +122,9 @@ typedef struct Program {
     uint64_t seed;
     char data_train[512];
     char precision[8];
+    /* fp16 loss scaling (prelude's check_loss_scale; unused in bf16 / fp32) */
+    int loss_scale_dynamic, loss_scale_window, loss_scale_hysteresis;
+    double loss_scale_initial, loss_scale_min;
     int zero;
     int offload_optimizer;  /* AdamW state and update in host memory */
     int recompute;          /* RECOMPUTE_FULL: block by block; _SELECTIVE: attention core */

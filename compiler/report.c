@@ -2,6 +2,7 @@
  * diagnostic reporter every pass uses. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "program.h"
 
@@ -39,9 +40,17 @@ typedef struct { double params, grads, optim, acts, dacts, scratch, total, host;
 static memory_split memory_per_rank(const Program *p, int stage) {
     memory_split m;
     int slots = program_slots(p, stage);
-    m.params = 4.0 * (double)p->param_numel[stage];
+    /* Model states, (2 + 2 + K) Psi in 16-bit modes (16-bit weights and
+     * gradients; K = 12: fp32 master, m and v), (4 + 4 + 8) Psi in fp32
+     * (the weights are their own master).  ZeRO-1 divides the optimizer part
+     * by dp; ZeRO-2 would also divide the gradients, ZeRO-3 the parameters. */
+    int wide = strcmp(p->precision, "fp32") == 0;
+    double psi = (double)p->param_numel[stage];
+    m.params = (wide ? 4.0 : 2.0) * psi;
     m.grads = m.params;
-    m.optim = 2.0 * m.params / (p->zero ? p->dp : 1);  /* ZeRO-1 shards the moments over dp */
+    m.optim = (wide ? 8.0 : 12.0) * psi / (p->zero ? p->dp : 1);
+    /* activations: what the CPU backend allocates (fp32, also when it
+     * emulates 16-bit storage) */
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
@@ -79,6 +88,14 @@ void program_report(const Program *p, FILE *out) {
             p->global_batch, p->micro, p->dp, p->accum, tokens);
     fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",
             p->lr, p->min_lr, p->warmup, p->beta1, p->beta2, p->weight_decay, p->clip, p->steps);
+    if (strcmp(p->precision, "fp32") != 0) {  /* (fp32 plans print as they always have) */
+        fprintf(out, "precision %s storage, fp32 master weights and AdamW moments", p->precision);
+        if (strcmp(p->precision, "fp16") != 0) fprintf(out, "\n");
+        else if (p->loss_scale_dynamic)
+            fprintf(out, "; dynamic loss scale %g (window %d, hysteresis %d, min %g)\n",
+                    p->loss_scale_initial, p->loss_scale_window, p->loss_scale_hysteresis, p->loss_scale_min);
+        else fprintf(out, "; static loss scale %g\n", p->loss_scale_initial);
+    }
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
     for (int k = 0; k < p->n_buckets; k++) {
         const ir_bucket *bk = &p->buckets[k];

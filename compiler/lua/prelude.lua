@@ -157,7 +157,7 @@ local function check_value(field, v, rule)
     if type(v) ~= "number" or v ~= v or v == huge or v == -huge then
       fail(field, "expected a finite number, got " .. describe(v), range_text(rule, "a number"))
     end
-  elseif type(v) ~= want then
+  elseif want ~= "any" and type(v) ~= want then
     local valid = rule.valid or (rule.one_of and concat(rule.one_of, ", ")) or ("a " .. want)
     fail(field, "expected a " .. want .. ", got " .. describe(v), valid)
   end
@@ -685,6 +685,56 @@ registry["weft.plans"] = plans_made
 
 local SUPPORTED_LATER = "is not supported yet by this version of weft"
 
+-- fp16 loss scaling (DeepSpeed's dynamic loss scaler).  A number is a static
+-- scale; a table a dynamic one.  Scales are powers of two, so that scaling
+-- and unscaling the gradients are exact.  bf16 and fp32 have the range of
+-- fp32 and take none.  The result always has every field (C reads them).
+local SCALE_VALID = "{ initial = 65536 (or initial_scale_power = 16), window = 1000, hysteresis = 2, min = 1 }, or a number (a static scale)"
+local function power_of_two(v)
+  if v <= 0 then return false end
+  local m = v
+  while m >= 2 do m = m / 2 end
+  while m < 1 do m = m * 2 end
+  return m == 1
+end
+local function pow2_check(v)
+  if not power_of_two(v) then
+    return show(v) .. " is not a power of two (scaling by one is exact)", "1, 2, 4, ..., 65536, ..."
+  end
+end
+local function check_loss_scale(precision, v)
+  if v == nil then
+    if precision ~= "fp16" then return { dynamic = false, initial = 1, window = 1, hysteresis = 1, min = 1 } end
+    v = {}
+  elseif precision ~= "fp16" then
+    fail("plan.loss_scale", "is for precision = \"fp16\" only; " .. precision .. " needs no loss scaling",
+         "leave loss_scale out, or precision = \"fp16\"")
+  end
+  if type(v) == "number" then
+    local n = check_value("plan.loss_scale", v, { "number", min = 2^-24, max = 2^24, check = pow2_check })
+    return { dynamic = false, initial = n, window = 1, hysteresis = 1, min = n }
+  end
+  if type(v) ~= "table" then
+    fail("plan.loss_scale", "expected a table or a number, got " .. describe(v), SCALE_VALID)
+  end
+  local t = check_fields("loss_scale", v, {
+    initial = { "number", min = 1, max = 2^24, check = pow2_check },
+    initial_scale_power = { "integer", min = 0, max = 24 },
+    window = { "integer", min = 1, max = 1 << 30, default = 1000 },
+    hysteresis = { "integer", min = 1, max = 1 << 20, default = 2 },
+    min = { "number", min = 2^-24, max = 2^24, default = 1, check = pow2_check },
+  })
+  if t.initial and t.initial_scale_power then
+    fail("loss_scale.initial_scale_power", "given together with loss_scale.initial", "one of the two")
+  end
+  local initial = t.initial or 1 << (t.initial_scale_power or 16)
+  if initial < t.min then
+    fail("loss_scale.min", show(t.min) .. " is above the initial scale " .. show(initial),
+         "a power of two <= " .. show(initial))
+  end
+  return { dynamic = true, initial = initial, window = t.window, hysteresis = t.hysteresis, min = t.min }
+end
+
 local function make_plan(spec)
   -- Replace each constructed object by a copy of the spec it was made from;
   -- overrides such as --set model.layers=4 then edit that copy, and the
@@ -719,6 +769,7 @@ local function make_plan(spec)
     train = { "table", default = {} },
     data = { "table", required = true, valid = "{ train = \"data/train.bin\" }" },
     precision = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
+    loss_scale = { "any", valid = "{ initial = 65536, window = 1000, hysteresis = 2, min = 1 }, or a number (a static scale)" },
     zero = { "integer", min = 0, max = 3, default = 0 },
     recompute = { "string", one_of = { "none", "selective", "full" }, default = "none" },
     offload = { "table", default = {} },
@@ -848,9 +899,7 @@ local function make_plan(spec)
     fail("plan.recompute", "\"full\" with the zb-h1 schedule " .. SUPPORTED_LATER,
          "\"none\", or another pipeline.schedule")
   end
-  if s.precision ~= "fp32" then
-    fail("plan.precision", show(s.precision) .. " " .. SUPPORTED_LATER, "\"fp32\"")
-  end
+  s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.
   local per_step = s.batch.micro * s.mesh.dp

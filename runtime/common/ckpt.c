@@ -137,7 +137,12 @@ static int pack_owned(const wf_ctx *c, wf_st_tensor *t, char (*names)[128], int 
 }
 
 /* Metadata every checkpoint file carries (strings live in `buf`). */
-typedef struct { char step[32], position[32], shape[128], seed[32]; const char *kv[12]; } ckpt_meta;
+typedef struct {
+    char step[32], position[32], shape[128], seed[32];
+    char scale[40], hyst[24], good[24], skipped[24];  /* fp16's loss scaler */
+    const char *kv[20];
+    int n;  /* key-value pairs in kv */
+} ckpt_meta;
 
 static void make_meta(const wf_ctx *c, ckpt_meta *m) {
     const wf_program *p = c->p;
@@ -153,6 +158,17 @@ static void make_meta(const wf_ctx *c, ckpt_meta *m) {
     const char *kv[12] = { "format", "pt", "weft_step", m->step, "weft_samples_seen", m->position,
                            "weft_model", m->shape, "weft_seed", m->seed, "weft_plan", p->plan };
     memcpy(m->kv, kv, sizeof kv);
+    m->n = 6;
+    if (p->precision == WF_FP16) {  /* so that a resume continues the same scale */
+        snprintf(m->scale, sizeof m->scale, "%.17g", c->scaler.scale);
+        snprintf(m->hyst, sizeof m->hyst, "%d", c->scaler.hysteresis);
+        snprintf(m->good, sizeof m->good, "%ld", c->scaler.good_steps);
+        snprintf(m->skipped, sizeof m->skipped, "%ld", c->scaler.skipped);
+        const char *more[8] = { "weft_loss_scale", m->scale, "weft_scale_hysteresis", m->hyst,
+                                "weft_scale_good_steps", m->good, "weft_skipped_steps", m->skipped };
+        memcpy(m->kv + 12, more, sizeof more);
+        m->n = 10;
+    }
 }
 
 /* Writes this stage's whole tensors (not the tied copies its owner saves) as
@@ -168,13 +184,13 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
     fill_tensors(c, ww, off, t, names, "");
     int n = pack_owned(c, t, names, 0);
     snprintf(path, sizeof path, "%s/%s", dir, model_name);
-    if (wf_st_write(path, t, n, meta.kv, 6, err, sizeof err) != 0)
+    if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     fill_tensors(c, wm, off, t, names, "exp_avg.");
     fill_tensors(c, wv, off, t + p->n_params, names + p->n_params, "exp_avg_sq.");
     n = pack_owned(c, t, names, 1);
     snprintf(path, sizeof path, "%s/%s", dir, optim_name);
-    if (wf_st_write(path, t, n, meta.kv, 6, err, sizeof err) != 0)
+    if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     free(t);
     free(names);
@@ -211,7 +227,7 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
     ckpt_meta meta;
     make_meta(c, &meta);
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, base);
-    if (wf_st_write(path, t, n, meta.kv, 6, err, sizeof err) != 0)
+    if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     for (int i = 0; i < n; i++) {
         free((char *)t[i].name);
@@ -228,6 +244,9 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     long *off = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
+    /* 16-bit modes save the fp32 masters, so that a resume is exact */
+    float *full_w = c->master ? wf_moment_full(c, c->master) : NULL;
+    if (full_w) weights = full_w;
     float *ww = NULL, *wm = NULL, *wv = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
     if (c->dp_rank == 0) {
@@ -237,6 +256,7 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     }
     free(full_m);
     free(full_v);
+    free(full_w);
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
     char tmp[1100], old[1100];
@@ -326,6 +346,12 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
     const char *step = wf_st_meta(f, "weft_step");
     if (!step) wf_fatal(c, "wf_ckpt_load", WF_WHERE, "%s has no weft_step metadata", path);
     c->step = atol(step);
+    if (c->p->precision == WF_FP16 && wf_st_meta(f, "weft_loss_scale")) {
+        c->scaler.scale = atof(wf_st_meta(f, "weft_loss_scale"));
+        c->scaler.hysteresis = atoi(wf_st_meta(f, "weft_scale_hysteresis"));
+        c->scaler.good_steps = atol(wf_st_meta(f, "weft_scale_good_steps"));
+        c->scaler.skipped = atol(wf_st_meta(f, "weft_skipped_steps"));
+    }
     wf_st_close(f);
 
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);

@@ -18,7 +18,20 @@ typedef struct wf_options {
     const char *metrics;       /* JSON lines, one per step, full precision */
     const char *trace;         /* Chrome trace of every schedule instruction */
     int quiet;
+    long inject_step[8];       /* --inject-overflow STEP[:RANK] (repeatable): an */
+    int inject_rank[8];        /* inf in that rank's gradient at that step */
+    int n_inject;
 } wf_options;
+
+/* fp16 dynamic loss scaling (loss_scale.c), DeepSpeed's semantics. */
+typedef struct wf_scaler {
+    double scale;              /* the loss gradient is multiplied by it */
+    double used;               /* the scale the last step ran with */
+    int hysteresis;            /* overflows still tolerated before the scale drops */
+    long good_steps;           /* overflow-free steps since the last overflow */
+    long skipped;              /* steps skipped for an overflow, in total */
+    int overflow;              /* the last step overflowed (and was skipped) */
+} wf_scaler;
 
 struct wf_ctx {
     const wf_program *p;
@@ -37,6 +50,9 @@ struct wf_ctx {
     float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
     float *params, *grads, *adam_m, *adam_v;
+    float *master;                 /* bf16 / fp16: the fp32 master weights this rank
+                                      updates, laid out like the moments; else NULL */
+    wf_scaler scaler;
     float *acts, *dacts, *scratch, *losses;
     int32_t *tokens, *targets;     /* the step's microbatches, accum x B*T each */
     int micro_index;               /* microbatch the single-stage step is on */
@@ -92,6 +108,10 @@ void wf_zero_after_reduce(wf_ctx *c);
 void wf_zero_gather_params(wf_ctx *c);
 float *wf_moment_full(wf_ctx *c, const float *moment);
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
+void wf_scaler_init(wf_ctx *c);                         /* loss_scale.c */
+int wf_grads_overflow(wf_ctx *c);
+void wf_scaler_update(wf_ctx *c, int overflow);
+void wf_master_setup(wf_ctx *c);                        /* optim.c */
 void wf_trace_begin(wf_ctx *c);                         /* trace.c */
 void wf_trace_write(wf_ctx *c);
 

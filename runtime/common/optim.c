@@ -58,7 +58,7 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
         memcpy(c->params, c->next_params, sizeof(float) * (size_t)p->param_numel);
         weights = c->next_params;
     }
-    long t = c->step + 1;
+    long t = c->step + 1 - c->scaler.skipped;  /* updates, not steps (fp16 skips some) */
     double bc1 = 1.0 - pow(p->beta1, (double)t), bc2 = 1.0 - pow(p->beta2, (double)t);
     float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
     float step_size = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
@@ -69,12 +69,27 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
         /* the moments of element i are at [i - lo] from this parameter's base */
         long lo = c->own_lo[k], hi = c->own_hi[k];
         float *m = c->adam_m + c->moment_base[k] - lo, *v = c->adam_v + c->moment_base[k] - lo;
+        /* 16-bit modes update the fp32 master copy, then store it rounded */
+        float *x = c->master ? c->master + c->moment_base[k] - lo : w;
         for (long i = lo; i < hi; i++) {
             float gi = g[i] * grad_scale;
             m[i] = b1 * m[i] + (1.0f - b1) * gi;
             v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
             float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
-            w[i] -= step_size * m[i] / denom + decay * w[i];
+            x[i] -= step_size * m[i] / denom + decay * x[i];
         }
+        if (c->master) wf_round_copy(p->precision, w + lo, x + lo, hi - lo);
     }
+}
+
+/* bf16 / fp16: the weights as initialized or loaded (fp32) become the master
+ * copy of the part this rank updates, and the working copy that the kernels
+ * read is rounded to 16 bits. */
+void wf_master_setup(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (p->precision == WF_FP32) return;
+    c->master = wf_alloc(c, sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1),
+                         "fp32 master weights");
+    wf_moment_keep(c, c->params, c->master);
+    wf_round_copy(p->precision, c->params, c->params, p->param_numel);
 }

@@ -57,7 +57,10 @@ const int32_t *wf_tokens(wf_ctx *c) { return wf_tokens_of(c, c->micro_index); }
 const int32_t *wf_targets(wf_ctx *c) { return wf_targets_of(c, c->micro_index); }
 const int32_t *wf_tokens_of(wf_ctx *c, int m) { return c->tokens + (long)m * c->p->micro * c->p->seq; }
 const int32_t *wf_targets_of(wf_ctx *c, int m) { return c->targets + (long)m * c->p->micro * c->p->seq; }
-float wf_loss_scale(wf_ctx *c) { return c->loss_scale; }
+float wf_loss_scale(wf_ctx *c) {
+    if (c->p->precision == WF_FP16) return (float)(c->loss_scale * c->scaler.scale);
+    return c->loss_scale;
+}
 float *wf_losses(wf_ctx *c) { return c->losses; }
 void wf_add_loss(wf_ctx *c, double loss_sum) { c->loss_sum += loss_sum; }
 
@@ -151,12 +154,27 @@ void wf_optimizer_step(wf_ctx *c) {
 
     wf_tp_partial_grads(c);
     wf_tied_grads(c);
-    double norm = wf_grad_norm(c);
+    c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
+    if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits */
+        wf_round_copy(p->precision, c->grads, c->grads, p->param_numel);
+    float unscale = 1.0f;  /* fp16: divides the loss scale out, before clipping */
+    if (p->precision == WF_FP16) {
+        c->scaler.used = c->scaler.scale;
+        unscale = (float)(1.0 / c->scaler.used);
+        int overflow = wf_grads_overflow(c);  /* agreed on by every rank */
+        wf_scaler_update(c, overflow);
+        if (overflow) {  /* skip the step: weights and moments stay as they are */
+            c->last_norm = INFINITY;
+            memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+            c->step++;
+            return;
+        }
+    }
+    double norm = wf_grad_norm(c) * unscale;
     float clip_scale = 1.0f;
     if (p->clip > 0 && norm > p->clip) clip_scale = (float)(p->clip / (norm + 1e-6));
     c->last_norm = norm;
-    c->last_lr = wf_lr_at(p, c->step);
-    wf_adamw(c, c->last_lr, clip_scale);
+    wf_adamw(c, c->last_lr, clip_scale * unscale);
     wf_zero_gather_params(c);
     memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
     c->step++;

@@ -38,7 +38,11 @@ static const char HELP[] =
     "  --resume DIR     start from a checkpoint folder (model, optimizer, step)\n"
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
     "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
-    "  --quiet          no per-step log\n";
+    "  --quiet          no per-step log\n"
+    "  --inject-overflow STEP[:RANK]\n"
+    "                   test hook (fp16 only): write an inf into world rank RANK's\n"
+    "                   (default 0) gradient at step STEP (counted from 1), after the\n"
+    "                   reductions; every rank must then skip that step (repeatable)\n";
 
 static void parse_options(wf_ctx *c, int argc, char **argv) {
     static const struct option longs[] = {
@@ -46,7 +50,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "save", required_argument, 0, 'S' },  { "ckpt", required_argument, 0, 'c' },
         { "resume", required_argument, 0, 'r' }, { "metrics", required_argument, 0, 'm' },
         { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
-        { "trace", required_argument, 0, 't' },
+        { "trace", required_argument, 0, 't' }, { "inject-overflow", required_argument, 0, 'i' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -69,6 +73,22 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 'm': c->opt.metrics = optarg; break;
         case 't': c->opt.trace = optarg; break;
         case 'q': c->opt.quiet = 1; break;
+        case 'i': {
+            char *end;
+            long v = strtol(optarg, &end, 10), r = 0;
+            if (*end == ':') r = strtol(end + 1, &end, 10);
+            if (*end || v < 1 || r < 0 || r >= c->world)
+                wf_fatal(c, "options", WF_WHERE, "--inject-overflow wants STEP[:RANK] with STEP >= 1 and "
+                         "RANK in 0 .. %d, got '%s'", c->world - 1, optarg);
+            if (c->p->precision != WF_FP16)
+                wf_fatal(c, "options", WF_WHERE, "--inject-overflow needs a program compiled with "
+                         "precision = \"fp16\" (only fp16 skips overflowing steps)");
+            if (c->opt.n_inject == 8)
+                wf_fatal(c, "options", WF_WHERE, "--inject-overflow given more than 8 times");
+            c->opt.inject_step[c->opt.n_inject] = v;
+            c->opt.inject_rank[c->opt.n_inject++] = (int)r;
+            break;
+        }
         case 'h':
             if (wf_is_root(c)) fputs(HELP, stdout);
             MPI_Finalize();
@@ -116,11 +136,38 @@ static void allocate(wf_ctx *c) {
     /* d(global mean loss)/d(one token's loss): each rank's gradients are
      * summed over dp ranks and microbatches, so no division afterwards. */
     c->loss_scale = (float)(1.0 / ((double)N * p->accum * p->dp));
+    wf_scaler_init(c);
+}
+
+/* fp16: the scale the step ran with, whether it was skipped (its gradient
+ * norm then is null in the metrics: it overflowed) and the skipped total. */
+static void log_step_fp16(wf_ctx *c, double ms, double tokens) {
+    const wf_program *p = c->p;
+    const wf_scaler *s = &c->scaler;
+    if (c->metrics && wf_is_root(c)) {
+        char norm[32];
+        if (s->overflow) snprintf(norm, sizeof norm, "null");
+        else snprintf(norm, sizeof norm, "%.9g", c->last_norm);
+        fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %s, "
+                "\"ms\": %.3f, \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_total\": %ld}\n",
+                c->step, c->last_loss, c->last_lr, norm, ms, s->used, s->overflow ? "true" : "false",
+                s->skipped);
+        fflush(c->metrics);
+    }
+    if (c->step % p->log_every == 0 || c->step == c->opt.steps || s->overflow)
+        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | scale %g%s | skipped %ld | "
+               "%7.1f ms | %8.0f tok/s\n", c->step, c->opt.steps, c->last_loss, c->last_lr,
+               c->last_norm, s->used, s->overflow ? " (overflow: step skipped)" : "", s->skipped, ms,
+               tokens / (ms / 1000.0));
 }
 
 static void log_step(wf_ctx *c, double ms) {
     const wf_program *p = c->p;
     double tokens = (double)p->global_batch * p->seq;
+    if (p->precision == WF_FP16) {  /* fp16 adds the loss scale and the skipped steps */
+        log_step_fp16(c, ms, tokens);
+        return;
+    }
     if (c->metrics && wf_is_root(c)) {
         fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
                 "\"ms\": %.3f}\n", c->step, c->last_loss, c->last_lr, c->last_norm, ms);
@@ -198,6 +245,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_log(c, "weft %s | plan %s (%s) | %d rank(s): dp %d x tp %d x pp %d\n", WF_VERSION,
            p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);
     wf_log(c, "%s\n", blas);
+    if (p->precision != WF_FP32)
+        wf_log(c, "precision: %s storage (emulated: rounded fp32), fp32 master weights and AdamW "
+               "moments%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
+               p->precision == WF_FP16 ? (p->scale_dynamic ? ", dynamic loss scale" : ", static loss scale") : "");
     if (p->zero || p->offload_optimizer)
         wf_log(c, "optimizer: AdamW state %s%s\n", p->zero ? "sharded over the dp group (ZeRO-1)" : "whole",
                p->offload_optimizer ? ", in host memory (offload)" : "");
@@ -212,6 +263,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
+    wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
     if (p->weight_delay) memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     wf_log(c, "model %d layers, hidden %d, %d heads, seq %d, vocab %d | global batch %d "
               "(%d x %d ranks x %d accumulation) | data %s (%ld tokens)\n",

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Model-state memory per rank as `weft check` reports it, against hand-computed
 # values for three models and three data-parallel sizes, with and without
-# ZeRO-1: parameters 4 Psi, gradients 4 Psi, AdamW moments 8 Psi (fp32; K = 8
-# since the weights are their own master copy), divided by dp under ZeRO-1.
+# ZeRO-1, in fp32, bf16 and fp16: (4 + 4 + 8) Psi in fp32 (parameters,
+# gradients, AdamW moments; K = 8 since the weights are their own master
+# copy), (2 + 2 + 12) Psi in bf16 / fp16 (16-bit parameters and gradients;
+# K = 12: fp32 master, m and v); the optimizer part divided by dp under ZeRO-1.
 # Psi = 12 L h^2 + 13 L h + (V + s) h + 2 h for GPT-2 with a tied LM head.
 source "$(dirname "$0")/lib.sh"
 # bytes from "3.21 MiB" / "512 B" / "1.50 GiB"
@@ -12,18 +14,23 @@ while read -r L h heads s V; do
   psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h ))
   for dp in 1 2 4; do
     for zero in 0 1; do
+    for prec in fp32 bf16 fp16; do
       [ $dp = 1 ] && [ $zero = 1 ] && continue
       out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
             --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
-            --set batch.global=$((4 * dp)) --set zero=$zero)
+            --set batch.global=$((4 * dp)) --set zero=$zero --set precision=$prec)
       count=$(sed -n 's/^params .*(\([0-9]*\))$/\1/p' <<<"$out")
       pbytes=$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)
+      gbytes=$(sed -n 's/^  gradients *//p' <<<"$out" | to_bytes)
       obytes=$(sed -n 's/^  optimizer *//p' <<<"$out" | to_bytes)
       div=1; [ $zero = 1 ] && div=$dp
-      what="L$L h$h s$s V$V dp $dp zero $zero: Psi $psi"
-      check "$what: parameter count" test "$count" = "$psi"
-      check "$what: parameters 4 Psi = $((4 * psi)) ~ $pbytes" near "$pbytes" $((4 * psi))
-      check "$what: AdamW 8 Psi / $div = $((8 * psi / div)) ~ $obytes" near "$obytes" $((8 * psi / div))
+      P=4 K=8; [ $prec = fp32 ] || { P=2; K=12; }
+      what="L$L h$h s$s V$V dp $dp zero $zero $prec: Psi $psi"
+      [ $prec = fp32 ] && check "$what: parameter count" test "$count" = "$psi"
+      check "$what: parameters $P Psi = $((P * psi)) ~ $pbytes" near "$pbytes" $((P * psi))
+      check "$what: gradients $P Psi = $((P * psi)) ~ $gbytes" near "$gbytes" $((P * psi))
+      check "$what: AdamW $K Psi / $div = $((K * psi / div)) ~ $obytes" near "$obytes" $((K * psi / div))
+    done
     done
   done
 done <<'MODELS'

@@ -36,5 +36,10 @@ expect_failure "unknown option" "rank [01]: options failed.*unknown option" \
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --bogus
 expect_failure "resume from a missing checkpoint" "rank [01]: wf_st_open failed.*nowhere" \
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --resume "$WORK/nowhere"
+expect_failure "overflow injection into an fp32 program" "rank [01]: options failed.*--inject-overflow needs.*fp16" \
+  "$WORK/run/launch.sh" --data "$WORK/good.bin" --inject-overflow 2
+build_plan half "$PLAN" --set model.layers=1 --set model.hidden=32 --set model.seq=32 --set precision=fp16
+expect_failure "overflow injection on a rank that does not exist" "rank [01]: options failed.*RANK in 0 .. 1, got '2:5'" \
+  "$WORK/half/launch.sh" --data "$WORK/good.bin" --inject-overflow 2:5
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

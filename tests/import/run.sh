@@ -77,12 +77,16 @@ good good_zero1 $dir/good_zero1.json 2 $model pass \
 good good_derive $dir/good_derive.json 2 $model pass \
   'batch = { micro = 4, global = 16 }' 'recompute = "full"' 'betas = { 0.9, 0.999 }' \
   'weight_decay = 0,' 'clip_grad_norm = 0,' 'min_lr = 0.001'
+good good_fp16 $dir/good_fp16.json 2 $model pass \
+  'precision = "fp16",' 'loss_scale = { initial_scale_power = 12, window = 500, hysteresis = 1, min = 2 },'
+good good_fp16_static $dir/good_fp16_static.json 2 $model pass \
+  'precision = "fp16",' 'loss_scale = 128,'
 good model_tricky $dir/good_zero1.json 2 $dir/model_tricky.lua pass \
   'heads = 4, seq = 64, vocab = 256,' 'data = { train = "data/tricky.bin" },'
 good zero3_70b $dir/zero3_70b.json 8 $model unsupported \
   'zero = 3,' 'precision = "fp16",' 'offload = { optimizer = "cpu", params = "cpu" }' \
   'batch = { micro = 1, global = 1024 }' 'buckets = { mb = 953.674 }' \
-  '-- loss scaling (from DeepSpeed' 'initial = 2^16 = 65536, window = 1000, hysteresis = 2, min = 1' \
+  'loss_scale = { initial_scale_power = 16, window = 1000, hysteresis = 2, min = 1 },' \
   '--   stage3_prefetch_bucket_size = 450000000' 'train = { steps = 250000 }'
 
 # Warnings name unknown keys.

@@ -160,6 +160,21 @@ void wf_rmsnorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float
 void wf_rmsnorm_bwd_weight(wf_ctx *c, float *dw, const float *dout, const float *inp,
                            const float *rstd, int N, int C);
 
+/* ---- 16-bit storage, emulated on the CPU (runtime/cpu/precision.c) ------
+ * Under bf16 / fp16 the arenas stay float and every value stored in a 16-bit
+ * tensor is rounded to the nearest bf16 / fp16 value (ties to even; fp16
+ * overflows to +-inf from 65520 up, has subnormals; NaN stays NaN). */
+enum wf_precision { WF_FP32, WF_BF16, WF_FP16 };
+uint16_t wf_bf16_bits(float x);
+float wf_bf16_value(uint16_t h);
+uint16_t wf_fp16_bits(float x);
+float wf_fp16_value(uint16_t h);
+float wf_bf16(float x);                           /* x rounded to bf16 */
+float wf_fp16(float x);                           /* x rounded to fp16 */
+void wf_to_bf16(wf_ctx *c, float *x, long n);     /* rounds n values in place */
+void wf_to_fp16(wf_ctx *c, float *x, long n);
+void wf_round_copy(int precision, float *dst, const float *src, long n);
+
 /* ---- the program the compiler emits ----------------------------------- */
 
 enum wf_init { WF_INIT_ZEROS, WF_INIT_ONES, WF_INIT_NORMAL };
@@ -226,6 +241,12 @@ typedef struct wf_program {
     int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
     int zero;                /* 1: ZeRO stage 1 over the dp group */
     int offload_optimizer;   /* AdamW moments and update in host memory */
+    int precision;           /* enum wf_precision: WF_FP32 (0), WF_BF16, WF_FP16 */
+    /* fp16 loss scaling (runtime/common/loss_scale.c): a static scale, or
+     * DeepSpeed's dynamic one (halve after `hysteresis` overflows, never
+     * below scale_min; double after scale_window overflow-free steps) */
+    int scale_dynamic, scale_window, scale_hysteresis;
+    double scale_initial, scale_min;
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
     /* optimizer and schedule */

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Mixed precision (bf16 / fp16 storage emulated on the CPU, fp32 masters).
+#
+# fp16 loss scaling, with overflows forced by --inject-overflow:
+#   - an inf on one rank of a dp 2 run (also with ZeRO-1, and of a dp 2 x
+#     pp 2 run) skips that step on every rank: the weights and AdamW moments
+#     after it equal those before it (checkpoints after steps 2 and 3), every
+#     replica agrees (the runtime's replica check), and training continues;
+#   - the scale halves on the overflow and doubles after `window` clean steps
+#     (window 3, hysteresis 1: 1024 1024 1024* 512 512 512 1024 1024); with
+#     hysteresis 2 the first overflow only spends the budget;
+#   - the dp 2 (also ZeRO-1) and dp 2 x pp 2 runs with the injection match
+#     the single-rank run with the same injection, step by step (skips,
+#     scales, losses);
+#   - a resume restores the masters and the scaler exactly.
+# bf16 and fp16 track fp32 for 20 steps; bf16 under dp 2 (also ZeRO-1), tp 2
+# (also sequence parallel) and pp 2 (1f1b, zb-h1) matches the single-rank
+# bf16 run.
+#
+# Tolerances.  16-bit storage rounds every activation and gradient to 8 (bf16)
+# or 11 (fp16) significant bits; the runs differ from fp32 (and layouts from
+# each other, since sums happen in another order before rounding) by that
+# noise, which Adam then carries into the weights.  Measured worst relative
+# differences on this model: losses bf16 vs fp32 1.3e-4 over 20 steps (grad
+# norms 2.2e-3), fp16 vs fp32 1.2e-5 (4.2e-4); bf16 layouts vs one rank
+# <= 1.4e-5 over 10 steps (grad norms <= 1.2e-3); fp16 dp 2 and dp 2 x pp 2
+# with the injection <= 1.4e-6.  The tolerances allow some 7x over that;
+# a missed unscale, for one, puts the fp16 gradient norm off by the scale
+# and the losses by 4e-4.
+source "$(dirname "$0")/lib.sh"
+PLAN=${PLAN:-plans/tiny.lua}
+DATA=$(make_data)
+BF16_VS_FP32_TOL=1e-3    # losses, relative, worst step of 20
+FP16_VS_FP32_TOL=1e-4
+VS_FP32_NORM_TOL=2e-2    # gradient norms, relative
+LAYOUT_TOL=1e-4          # bf16 layouts: losses
+LAYOUT_NORM_TOL=1e-2     #   gradient norms
+LAYOUT_WEIGHT_TOL=5e-2   #   weights, relative to each tensor's largest magnitude,
+LAYOUT_WEIGHT_ATOL=1e-2  #   plus absolute (the c_attn key bias: see equivalence.sh)
+FP16_LAYOUT_TOL=2e-5     # fp16 dp 2 / dp 2 x pp 2 with the injection: losses
+
+small=(--set data.train="$DATA" --set model.layers=2 --set model.hidden=64 --set model.seq=64
+       --set batch.global=16 --set buckets.mb=0.05)
+field() {  # field NAME FILE: the values of NAME, one per line
+  sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" "$2"
+}
+differs() { ! cmp -s "$1" "$2"; }
+
+# ---- fp16: overflow skipping and the dynamic scale ------------------------------
+fp16=(--set precision=fp16 --set loss_scale.initial=1024 --set loss_scale.window=3
+      --set loss_scale.hysteresis=1 --set train.steps=8)
+build_plan f_ref "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=1 --set batch.micro=16
+build_plan f_dp2 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set batch.micro=8
+build_plan f_dp2z1 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set zero=1 --set batch.micro=8
+build_plan f_dp2pp2 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=4
+run_plan f_ref --inject-overflow 3:0 --metrics "$WORK/f_ref.jsonl" >/dev/null
+run_plan f_dp2 --inject-overflow 3:1 --metrics "$WORK/f_dp2.jsonl" --save "$WORK/f_dp2_8" >/dev/null
+run_plan f_dp2 --inject-overflow 3:1 --steps 2 --save "$WORK/f_dp2_2" >/dev/null
+run_plan f_dp2 --inject-overflow 3:1 --steps 3 --save "$WORK/f_dp2_3" >/dev/null
+# rank 3 is dp rank 1 of the last stage: the overflow must reach stage 0 too
+run_plan f_dp2pp2 --inject-overflow 3:3 --metrics "$WORK/f_dp2pp2.jsonl" >/dev/null
+# ZeRO-1: rank 1 checks (and here overflows in) only its shard of the gradients
+run_plan f_dp2z1 --inject-overflow 3:1 --metrics "$WORK/f_dp2z1.jsonl" >/dev/null
+
+check "fp16 dp 2: only step 3 is skipped" \
+  test "$(field skipped "$WORK/f_dp2.jsonl" | tr '\n' ' ')" = "false false true false false false false false "
+check "fp16 dp 2: the scale halves on the overflow and doubles after 3 clean steps" \
+  test "$(field loss_scale "$WORK/f_dp2.jsonl" | tr '\n' ' ')" = "1024 1024 1024 512 512 512 1024 1024 "
+check "fp16 dp 2: the skipped step reports no gradient norm" \
+  test "$(field grad_norm "$WORK/f_dp2.jsonl" | sed -n 3p)" = null
+check "fp16 dp 2: weights after the skipped step equal those before it" \
+  "$WEFT" ckpt diff "$WORK/f_dp2_2/model.safetensors" "$WORK/f_dp2_3/model.safetensors"
+check "fp16 dp 2: AdamW moments after the skipped step equal those before it" \
+  "$WEFT" ckpt diff "$WORK/f_dp2_2/optimizer.safetensors" "$WORK/f_dp2_3/optimizer.safetensors"
+check "fp16 dp 2: the step after the skip updates the weights" \
+  bash -c "! '$WEFT' ckpt diff '$WORK/f_dp2_3/model.safetensors' '$WORK/f_dp2_8/model.safetensors' >/dev/null"
+check "fp16 dp 2: training continues (loss falls from step 1 to step 8)" \
+  awk -v a="$(field loss "$WORK/f_dp2.jsonl" | head -1)" -v b="$(field loss "$WORK/f_dp2.jsonl" | tail -1)" \
+  'BEGIN { exit !(b < a) }'
+for run in f_dp2 f_dp2z1 f_dp2pp2; do
+  check "fp16 $run: skips and scales equal the single-rank run's" \
+    cmp -s <(field loss_scale "$WORK/f_ref.jsonl"; field skipped "$WORK/f_ref.jsonl") \
+           <(field loss_scale "$WORK/$run.jsonl"; field skipped "$WORK/$run.jsonl")
+  msg=$(same_field loss "$WORK/f_ref.jsonl" "$WORK/$run.jsonl" $FP16_LAYOUT_TOL) && ok=0 || ok=1
+  check "fp16 $run with the injection tracks the single-rank run with it: $msg" test $ok = 0
+done
+
+# hysteresis 2 (DeepSpeed's default): the first overflow keeps the scale
+# and spends the budget, the next one halves it.
+build_plan f_hyst "$PLAN" "${small[@]}" --set precision=fp16 --set loss_scale.initial=1024 \
+  --set loss_scale.hysteresis=2 --set train.steps=5 --set mesh.dp=1 --set batch.micro=16
+run_plan f_hyst --inject-overflow 2 --inject-overflow 4 --metrics "$WORK/f_hyst.jsonl" >/dev/null
+check "fp16 hysteresis 2: scales 1024 1024 1024 1024 512, steps 2 and 4 skipped" \
+  test "$(field loss_scale "$WORK/f_hyst.jsonl" | tr '\n' ' ')$(field skipped "$WORK/f_hyst.jsonl" | tr '\n' ' ')" \
+       = "1024 1024 1024 1024 512 false true false true false "
+
+# Resume after the overflow: masters, moments and the scaler come back exactly.
+run_plan f_dp2 --inject-overflow 3:1 --steps 5 --save "$WORK/f_dp2_5" >/dev/null
+run_plan f_dp2 --resume "$WORK/f_dp2_5" --metrics "$WORK/f_resumed.jsonl" --save "$WORK/f_resumed" >/dev/null
+check "fp16 resume after an overflow: weights byte-identical to the straight run" \
+  "$WEFT" ckpt diff "$WORK/f_dp2_8/model.safetensors" "$WORK/f_resumed/model.safetensors"
+check "fp16 resume: same losses and scales at steps 6..8" \
+  cmp -s <(tail -n 3 "$WORK/f_dp2.jsonl" | sed 's/, "ms": [^,]*//') <(sed 's/, "ms": [^,]*//' "$WORK/f_resumed.jsonl")
+
+# ---- bf16 and fp16 track fp32 ---------------------------------------------------------
+for prec in fp32 bf16 fp16; do
+  build_plan "t_$prec" "$PLAN" "${small[@]}" --set precision=$prec --set train.steps=20 \
+    --set mesh.dp=1 --set batch.micro=16
+  run_plan "t_$prec" --metrics "$WORK/t_$prec.jsonl" >/dev/null
+done
+for prec in bf16 fp16; do
+  tol=$BF16_VS_FP32_TOL; [ $prec = fp16 ] && tol=$FP16_VS_FP32_TOL
+  msg=$(same_field loss "$WORK/t_fp32.jsonl" "$WORK/t_$prec.jsonl" $tol) && ok=0 || ok=1
+  nmsg=$(same_field grad_norm "$WORK/t_fp32.jsonl" "$WORK/t_$prec.jsonl" $VS_FP32_NORM_TOL) || ok=1
+  check "$prec tracks fp32 for 20 steps (tolerance $tol): $msg, $nmsg" test $ok = 0
+  check "$prec differs from fp32 (16-bit storage is in effect)" \
+    differs <(field loss "$WORK/t_fp32.jsonl") <(field loss "$WORK/t_$prec.jsonl")
+done
+for what in "a + A_H0_LN_1" "a + A_H0_ATTN_C_ATTN" "d + A_H0_LN_1" "g + P_H0_ATTN_C_ATTN_WEIGHT" "g + P_WTE_WEIGHT"; do
+  check "the bf16 program rounds $what to bf16" grep -q "wf_to_bf16(c, $what," "$WORK/t_bf16/stage0.c"
+  check "the fp16 program rounds $what to fp16" grep -q "wf_to_fp16(c, $what," "$WORK/t_fp16/stage0.c"
+done
+check "the fp32 program rounds nothing" bash -c "! grep -q 'wf_to_\|precision' '$WORK/t_fp32/stage0.c'"
+check "fp16 never overflowed at the default scale" \
+  test "$(field skipped_total "$WORK/t_fp16.jsonl" | tail -1)" = 0
+
+# ---- bf16 layouts against the single-rank bf16 run -------------------------------
+bf=(--set precision=bf16 --set train.steps=10 --set model.layers=2)
+build_plan b_ref "$PLAN" "${small[@]}" "${bf[@]}" --set mesh.dp=1 --set batch.micro=16
+run_plan b_ref --metrics "$WORK/b_ref.jsonl" --save "$WORK/b_ref.ckpt" >/dev/null
+# name     dp tp pp micro zero sp    schedule
+layouts=(
+  "dp2       2  1  1  8    0    false 1f1b"
+  "dp2_z1    2  1  1  8    1    false 1f1b"
+  "tp2       1  2  1  16   0    false 1f1b"
+  "tp2_sp    1  2  1  16   0    true  1f1b"
+  "pp2       1  1  2  4    0    false 1f1b"
+  "pp2_zbh1  1  1  2  4    0    false zb-h1"
+)
+for row in "${layouts[@]}"; do
+  read -r name dp tp pp micro zero sp sched <<<"$row"
+  build_plan "b_$name" "$PLAN" "${small[@]}" "${bf[@]}" --set mesh.dp=$dp --set mesh.tp=$tp \
+    --set mesh.pp=$pp --set batch.micro=$micro --set zero=$zero --set mesh.sp=$sp \
+    --set pipeline.schedule=$sched
+  run_plan "b_$name" --metrics "$WORK/b_$name.jsonl" --save "$WORK/b_$name.ckpt" >/dev/null
+  msg=$(same_field loss "$WORK/b_ref.jsonl" "$WORK/b_$name.jsonl" $LAYOUT_TOL) && ok=0 || ok=1
+  nmsg=$(same_field grad_norm "$WORK/b_ref.jsonl" "$WORK/b_$name.jsonl" $LAYOUT_NORM_TOL) || ok=1
+  wmsg=$("$WEFT" ckpt diff "$WORK/b_ref.ckpt/model.safetensors" "$WORK/b_$name.ckpt/model.safetensors" \
+         --tol $LAYOUT_WEIGHT_TOL --atol $LAYOUT_WEIGHT_ATOL | tail -n 1) || ok=1
+  check "bf16 $name matches the single-rank bf16 run: $msg, $nmsg; weights: $wmsg" test $ok = 0
+done
+
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
