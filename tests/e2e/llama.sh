@@ -7,6 +7,7 @@
 #      tp 2 with selective recompute, and tp 2 with a vocabulary of 251 (the
 #      embedding and the untied head padded to 252 rows) each give the
 #      single-rank losses and gradient norms at every step and its final weights;
+#   bf16 (16-bit storage by rounding) tracks the fp32 run;
 #   2. the checkpoint is Hugging Face LLaMA's: names, (out, in) projection
 #      shapes, no biases, an untied lm_head, a LlamaConfig; resuming from it
 #      (which transposes back) is byte-identical to an uninterrupted run;
@@ -59,6 +60,18 @@ for row in "${layouts[@]}"; do
   check "$name ($what): $loss_msg, $norm_msg; $w_msg" [ $ok = 1 ]
 done
 [ -n "${ONLY:-}" ] && { echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit; }
+
+# 16-bit storage applies to the LLaMA ops too (rounding after every op):
+# bf16 tracks the fp32 single-rank run (tolerance as precision.sh's, 1e-3).
+build_plan ref_bf16 "$PLAN" "${common[@]}" --set data.train="$DATA" --set model.layers=2 \
+  --set batch.global=16 --set batch.micro=16 --set mesh.dp=1 --set precision=bf16
+run_plan ref_bf16 --metrics "$WORK/ref_bf16.jsonl" >/dev/null
+check "bf16 rounding emitted for the llama ops" \
+  test "$(grep -c 'wf_to_bf16' "$WORK/ref_bf16/stage0.c")" -gt 40
+check "bf16 tracks fp32: $(same_field loss "$WORK/ref.jsonl" "$WORK/ref_bf16.jsonl" 1e-3 || true)" \
+  eval 'same_field loss "$WORK/ref.jsonl" "$WORK/ref_bf16.jsonl" 1e-3 >/dev/null'
+check "bf16 differs from fp32 (16-bit rounding is in effect)" \
+  bash -c "! cmp -s <(sed 's/\"ms\".*//' '$WORK/ref.jsonl') <(sed 's/\"ms\".*//' '$WORK/ref_bf16.jsonl')"
 
 # 2. The checkpoint in Hugging Face's layout.  The safetensors header is JSON
 # after an 8-byte length.
