@@ -286,6 +286,17 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         return -1;
     }
     double span = trace_makespan(&tr) / 1e6;
+    if (s->pro) {
+        /* 2BW without flush: the trace is fill + three batches + drain; one 1F1B
+         * step is fill + one batch + drain, so a steady step is half the rest */
+        schedule one = { 0 };
+        trace t1 = { 0 };
+        if (schedule_build(&one, SCHED_1F1B, s->stages, s->micro, 1, err, sizeof err) == 0 &&
+            trace_from_schedule(&t1, &one, f * 1e6, b * 1e6, w * 1e6, p2p * 1e6) == 0)
+            span = (span - trace_makespan(&t1) / 1e6) / 2;
+        trace_free(&t1);
+        schedule_free(&one);
+    }
     /* data parallel: the stage's buckets, ring all-reduce across nodes when the
      * dp group spans them, overlapped with the last microbatch's backward */
     double dp_comm = 0;

@@ -162,6 +162,13 @@ int trace_from_schedule(trace *t, const schedule *s, double f_us, double b_us, d
                         double comm_us)
 {
     char err[512];
+    if (s->pro) { /* PipeDream-2BW: prologue + steady + steady + epilogue */
+        schedule u;
+        if (schedule_unroll_2bw(s, &u) != 0) return -1;
+        int rc = trace_from_schedule(t, &u, f_us, b_us, w_us, comm_us);
+        schedule_free(&u);
+        return rc;
+    }
     if (schedule_verify(s, err, sizeof err) != 0) return -1;
     long nmsg = 2L * s->micro * s->chunks;
     sim x = {s, t, comm_us, malloc(sizeof(double) * (size_t)(nmsg ? nmsg : 1)),
