@@ -2,6 +2,7 @@
  * diagnostic reporter every pass uses. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "program.h"
 
@@ -42,6 +43,7 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     m.params = 4.0 * (double)p->param_numel[stage];
     m.grads = m.params;
     m.optim = 2.0 * m.params / (p->zero ? p->dp : 1);  /* ZeRO-1 shards the moments over dp */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params *= 2;  /* two weight versions */
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
