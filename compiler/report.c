@@ -175,4 +175,6 @@ void program_dump(const Program *p, const char *after, FILE *out) {
             fprintf(out, "stage %d arenas: params %ld, activation slot %ld x %d, activation grads %ld, "
                          "scratch %ld floats\n", s, p->param_numel[s], p->act_numel[s],
                     program_slots(p, s), p->dact_numel[s], p->scratch_numel);
+    /* the instruction lists (2BW: prologue, steady step and epilogue) */
+    if (p->sched && strcmp(after, "schedule") == 0) schedule_dump(p->sched, out);
 }
