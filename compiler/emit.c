@@ -254,7 +254,9 @@ static void emit_main(writer *o, const Program *p, int stage) {
     emit(o, "    .seed = %lluULL, .data_train = \"%s\", .log_every = %d, .ckpt_every = %d,\n",
       (unsigned long long)p->seed, c_text(p->data_train, data, sizeof data), p->log_every, p->ckpt_every);
     emit(o, "    .flops_per_token = %.17g,\n", p->flops_per_token);
-    emit(o, "    .step = step,\n};\n\n");
+    emit(o, "    .step = step,\n");
+    if (p->sched && p->sched->pro) emit(o, "    .prologue = prologue, .epilogue = epilogue,\n");
+    emit(o, "};\n\n");
     emit(o, "int main(int argc, char **argv) { return wf_main(argc, argv, &PROGRAM); }\n");
 }
 

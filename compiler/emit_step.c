@@ -147,11 +147,12 @@ void emit_chunk(writer *o, const Program *p, int k) {
  * message arrives), and an input gradient from its BWD until it is sent (a
  * FWD in between may take the slot over).  staging[i] is the buffer
  * instruction i uses; returns how many buffers the stage needs. */
-int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv) {
-    int n = s->n[stage], peak = 0;
+static int assign_staging_list(const schedule *s, const sched_instr *ins, int n, int *staging,
+                               int *staging_recv) {
+    int peak = 0;
     int *key = calloc((size_t)n + 1, sizeof(int));  /* buffer -> key + 1, or 0 when free */
     for (int i = 0; i < n; i++) {
-        const sched_instr *in = &s->ins[stage][i];
+        const sched_instr *in = &ins[i];
         staging[i] = staging_recv[i] = -1;
         /* the message or compute step that fills a buffer, and the one that empties it */
         int fill = 0, drain = 0;
@@ -189,11 +190,31 @@ int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv
     return peak;
 }
 
+/* PipeDream-2BW: the most any of the prologue, steady step and epilogue needs
+ * (each empties its buffers; schedule_2bw.c checks). */
+int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv) {
+    int peak = assign_staging_list(s, s->ins[stage], s->n[stage], staging, staging_recv);
+    if (s->pro) {
+        int most = s->npro[stage] > s->nepi[stage] ? s->npro[stage] : s->nepi[stage];
+        int *a = calloc((size_t)most + 1, sizeof(int)), *b = calloc((size_t)most + 1, sizeof(int));
+        int k = assign_staging_list(s, s->pro[stage], s->npro[stage], a, b);
+        if (k > peak) peak = k;
+        k = assign_staging_list(s, s->epi[stage], s->nepi[stage], a, b);
+        if (k > peak) peak = k;
+        free(a);
+        free(b);
+    }
+    return peak;
+}
+
 /* Where (m, chunk) keeps its activations on this stage: the slot of its FWD. */
 static int slot_of(const schedule *s, int stage, int m, int chunk) {
     for (int i = 0; i < s->n[stage]; i++) {
         const sched_instr *in = &s->ins[stage][i];
         if (in->op == SI_FWD && in->m == m && in->chunk == chunk) return in->slot;
+        /* 2BW: microbatch m of every batch has the same slot */
+        if (s->pro && in->op == SI_FWD && in->m % s->micro == m % s->micro && in->chunk == chunk)
+            return in->slot;
     }
     return -1;
 }
@@ -226,27 +247,28 @@ static void msg_buffer(const Program *p, int stage, sched_msg_kind kind, int m, 
     }
 }
 
+/* By microbatch within its batch: with 2BW a message may be sent in one step
+ * and received in the next, whose lists name the batch differently. */
 static int msg_tag(const Program *p, sched_msg_kind kind, int m, int chunk) {
-    return ((m * p->n_chunks + chunk) * 2 + (kind == MSG_GRAD)) % 32768;
+    return (((m % p->accum) * p->n_chunks + chunk) * 2 + (kind == MSG_GRAD)) % 32768;
 }
 
-/* The step: this stage's verified instruction list, one call per line. */
-void emit_pipeline_step(writer *o, const Program *p, int stage) {
+/* One call per instruction of a verified list. */
+static void emit_instrs(writer *o, const Program *p, int stage, const sched_instr *ins, int count) {
     const schedule *s = p->sched;
     char buf[2 * NAMEBUF + 64], rbuf[2 * NAMEBUF + 64], text[256];
     long n, rn;
-    emit(o, "/* One optimizer step: the %s schedule of stage %d, as verified at compile time. */\n",
-      p->schedule, stage);
-    emit(o, "static void step(wf_ctx *c) {\n    wf_step_begin(c);\n");
-    int *staging = calloc((size_t)s->n[stage] + 1, sizeof(int));
-    int *staging_recv = calloc((size_t)s->n[stage] + 1, sizeof(int));
-    assign_staging(s, stage, staging, staging_recv);
-    for (int i = 0; i < s->n[stage]; i++) {
-        const sched_instr *in = &s->ins[stage][i];
+    int *staging = calloc((size_t)count + 1, sizeof(int));
+    int *staging_recv = calloc((size_t)count + 1, sizeof(int));
+    assign_staging_list(s, ins, count, staging, staging_recv);
+    for (int i = 0; i < count; i++) {
+        const sched_instr *in = &ins[i];
         sched_instr_str(in, text, sizeof text);
         int last = 1;  /* the chunk's final (weight) backward in this step starts its buckets */
-        for (int j = i + 1; j < s->n[stage]; j++)
-            if (s->ins[stage][j].op == in->op && s->ins[stage][j].chunk == in->chunk) last = 0;
+        for (int j = i + 1; j < count; j++)
+            if (ins[j].op == in->op && ins[j].chunk == in->chunk) last = 0;
+        /* 2BW: the batch's weight version, before the chunk function reads it */
+        if (s->pro && in->op <= SI_BWD_WEIGHT) emit(o, "    wf_use_micro(c, %d);\n", in->m);
         switch (in->op) {
         case SI_FWD:
             emit(o, "    wf_slot_begin(c, %d);", in->slot);
@@ -304,12 +326,48 @@ void emit_pipeline_step(writer *o, const Program *p, int stage) {
         case SI_OPTIM:
             emit(o, "    WF_TRACED(c, 'O', 0, 0, wf_buckets_wait(c); wf_optimizer_step(c));\n");
             break;
+        case SI_SEND_TIED:
+            if (in->send.kind == MSG_TIED_GRAD) emit(o, "    wf_tied_send_grad(c); /* %s */\n", text);
+            else emit(o, "    wf_tied_send_weights(c, %d); /* %s */\n", in->send.m, text);
+            break;
+        case SI_RECV_TIED:
+            if (in->recv.kind == MSG_TIED_GRAD) emit(o, "    wf_tied_recv_grad(c); /* %s */\n", text);
+            else emit(o, "    wf_tied_recv_weights(c, %d); /* %s */\n", in->recv.m, text);
+            break;
         default:
             emit(o, "    /* %s */\n", text);
         }
     }
     free(staging);
     free(staging_recv);
+}
+
+/* The step: this stage's verified instruction list, one call per line.
+ * PipeDream-2BW without flush: a prologue, the steady step and an epilogue. */
+void emit_pipeline_step(writer *o, const Program *p, int stage) {
+    const schedule *s = p->sched;
+    if (s->pro) {
+        emit(o, "/* PipeDream-2BW without a flush, stage %d, as verified at compile time (prologue +\n"
+                " * step + step + epilogue). Microbatches are numbered in a frame where the batch\n"
+                " * being finished is 1: m in [%d, %d) is that batch, [%d, %d) the next one. */\n",
+             stage, p->accum, 2 * p->accum, 2 * p->accum, 3 * p->accum);
+        emit(o, "/* Fills the pipeline: the first forwards of a batch. */\n");
+        emit(o, "static void prologue(wf_ctx *c) {\n    wf_prologue_begin(c);\n");
+        emit_instrs(o, p, stage, s->pro[stage], s->npro[stage]);
+        emit(o, "}\n\n/* Steady step: finishes a batch (OPTIM after its last backward) while the next\n"
+                " * one's first forwards run; no flush. */\n");
+        emit(o, "static void step(wf_ctx *c) {\n    wf_step_begin(c);\n");
+        emit_instrs(o, p, stage, s->ins[stage], s->n[stage]);
+        emit(o, "}\n\n/* Before a checkpoint and at the end: finishes the batch, starts none. */\n");
+        emit(o, "static void epilogue(wf_ctx *c) {\n    wf_epilogue_begin(c);\n");
+        emit_instrs(o, p, stage, s->epi[stage], s->nepi[stage]);
+        emit(o, "}\n\n");
+        return;
+    }
+    emit(o, "/* One optimizer step: the %s schedule of stage %d, as verified at compile time. */\n",
+      p->schedule, stage);
+    emit(o, "static void step(wf_ctx *c) {\n    wf_step_begin(c);\n");
+    emit_instrs(o, p, stage, s->ins[stage], s->n[stage]);
     emit(o, "}\n\n");
 }
 

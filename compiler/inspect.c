@@ -84,6 +84,9 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
                 if (st != stage) fprintf(out, " stage %d = rank %d", st, (st * p->dp + dp) * p->tp + tp);
         }
         fputc('\n', out);
+        if (s->pro)
+            fprintf(out, "  steady step, no flush: finishes batch 1 (m %d..%d), starts batch 2 (prologue "
+                    "and epilogue: --dump=schedule)\n", s->micro, 2 * s->micro - 1);
         for (int i = 0; i < s->n[stage]; i++) {
             const sched_instr *in = &s->ins[stage][i];
             char text[200];
@@ -106,7 +109,7 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
                     if (p->buckets[b].stage == stage && p->dp > 1)
                         fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %ld bytes\n", b,
                                 p->dp, 4 * p->buckets[b].numel);
-                if (p->pp > 1 && (stage == 0 || stage == p->pp - 1))
+                if (p->pp > 1 && (stage == 0 || stage == p->pp - 1) && !s->pro)
                     fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);
             }
             fprintf(out, "  #%-3d %s", i, buf);

@@ -24,6 +24,14 @@ int pass_schedule(Program *p) {
         wf_error("%s: pipeline: %s", p->plan_path, err);
         return -1;
     }
+    /* PipeDream-2BW: stage 0 owns the tied wte and exchanges it with the last
+     * stage by messages in the verified lists (no blocking collective) */
+    int tied = 0;
+    for (int k = 0; k < p->n_params; k++) tied |= p->params[k].tied_to >= 0;
+    if (kind == SCHED_2BW && tied && schedule_tie_2bw(p->sched, err, sizeof err) != 0) {
+        wf_error("%s: pipeline: %s", p->plan_path, err);
+        return -1;
+    }
     if (schedule_verify(p->sched, err, sizeof err) != 0) {
         wf_error("%s: pipeline schedule %s failed verification: %s", p->plan_path, p->schedule, err);
         return -1;

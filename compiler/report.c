@@ -49,6 +49,7 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     m.params = (wide ? 4.0 : 2.0) * psi;
     m.grads = m.params;
     m.optim = (wide ? 8.0 : 12.0) * psi / (p->zero ? p->dp : 1);
+    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params *= 2;  /* two weight versions */
     /* activations: what the CPU backend allocates (fp32, also when it
      * emulates 16-bit storage) */
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
@@ -198,4 +199,6 @@ void program_dump(const Program *p, const char *after, FILE *out) {
             fprintf(out, "stage %d arenas: params %ld, activation slot %ld x %d, activation grads %ld, "
                          "scratch %ld floats\n", s, p->param_numel[s], p->act_numel[s],
                     program_slots(p, s), p->dact_numel[s], p->scratch_numel);
+    /* the instruction lists (2BW: prologue, steady step and epilogue) */
+    if (p->sched && strcmp(after, "schedule") == 0) schedule_dump(p->sched, out);
 }

@@ -47,7 +47,7 @@ const char *sched_op_name(sched_op op)
 {
     static const char *const names[SI__COUNT] = {
         "FWD", "BWD", "BWD_INPUT", "BWD_WEIGHT", "SEND_ACT", "RECV_ACT", "SEND_GRAD",
-        "RECV_GRAD", "SENDRECV", "COLLECTIVE", "OPTIM"};
+        "RECV_GRAD", "SENDRECV", "COLLECTIVE", "OPTIM", "SEND_TIED", "RECV_TIED"};
     return (unsigned)op < SI__COUNT ? names[op] : "?";
 }
 
@@ -78,25 +78,41 @@ void sched_instr_str(const sched_instr *in, char *buf, size_t len)
     case SI_COLLECTIVE:
         snprintf(buf, len, "COLLECTIVE group %d \"%s\"", in->group, in->tag);
         break;
+    case SI_SEND_TIED: case SI_RECV_TIED: {
+        const sched_msg *g = in->op == SI_SEND_TIED ? &in->send : &in->recv;
+        snprintf(buf, len, "%s %s of batch m%d %s rank %d", name,
+                 g->kind == MSG_TIED_GRAD ? "wte gradient" : "wte weights", g->m,
+                 in->op == SI_SEND_TIED ? "to" : "from", g->peer);
+        break;
+    }
     default:
         snprintf(buf, len, "%s", name);
         break;
     }
 }
 
-void schedule_dump(const schedule *s, FILE *out)
+static void dump_list(const char *what, const sched_instr *ins, int n, FILE *out)
 {
     char buf[160];
+    if (what) fprintf(out, "  %s:\n", what);
+    for (int i = 0; i < n; i++) {
+        sched_instr_str(&ins[i], buf, sizeof buf);
+        fprintf(out, "  #%d %s\n", i, buf);
+    }
+}
+
+void schedule_dump(const schedule *s, FILE *out)
+{
     fprintf(out, "schedule %s: stages %d, micro %d, virt %d%s\n", sched_name(s->kind),
             s->stages, s->micro, s->virt,
             s->weight_delay ? ", weights one step stale (2BW)" : "");
     for (int st = 0; st < s->stages; st++) {
         fprintf(out, "stage %d (%d activation slots, %d message buffers):\n", st, s->slots[st],
                 s->bufs[st]);
-        for (int i = 0; i < s->n[st]; i++) {
-            sched_instr_str(&s->ins[st][i], buf, sizeof buf);
-            fprintf(out, "  #%d %s\n", i, buf);
-        }
+        if (s->pro) dump_list("prologue (fills the pipeline)", s->pro[st], s->npro[st], out);
+        dump_list(s->pro ? "steady step (finishes batch 1, starts batch 2)" : NULL, s->ins[st],
+                  s->n[st], out);
+        if (s->pro) dump_list("epilogue (finishes batch 1, drains)", s->epi[st], s->nepi[st], out);
     }
 }
 
@@ -536,6 +552,14 @@ void schedule_free(schedule *s)
 {
     if (s->ins)
         for (int st = 0; st < s->stages; st++) free(s->ins[st]);
+    for (int st = 0; st < s->stages; st++) {
+        if (s->pro) free(s->pro[st]);
+        if (s->epi) free(s->epi[st]);
+    }
+    free(s->pro);
+    free(s->epi);
+    free(s->npro);
+    free(s->nepi);
     free(s->ins);
     free(s->n);
     free(s->slots);
@@ -575,6 +599,11 @@ int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt
              name, virt);
         return -1;
     }
+    if (kind == SCHED_2BW && micro < stages) {
+        fail(err, errlen, "pipedream-2bw: micro = %d microbatches per step must be at least "
+             "stages = %d: without a flush each step's 1F1B must reach its steady state", micro, stages);
+        return -1;
+    }
     if ((long)stages * micro * virt > (1L << 24)) {
         fail(err, errlen, "%s: stages * micro * virt = %ld forward ops is over %d", name,
              (long)stages * micro * virt, 1 << 24);
@@ -588,6 +617,8 @@ int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt
     s->chunks = stages * virt;
     s->split_backward = kind == SCHED_ZBH1;
     s->weight_delay = kind == SCHED_2BW;
+    int batch = micro;
+    if (kind == SCHED_2BW) s->micro = micro = 3 * batch; /* 1F1B over three batches, then cut */
     s->ins = calloc((size_t)stages, sizeof *s->ins);
     s->n = calloc((size_t)stages, sizeof *s->n);
     s->slots = calloc((size_t)stages, sizeof *s->slots);
@@ -615,6 +646,7 @@ int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt
         }
     }
     if (lower(s, ord, nord, err, errlen) != 0) goto out;
+    if (kind == SCHED_2BW && schedule_split_2bw(s, batch, err, errlen) != 0) goto out;
     rc = 0;
 out:
     if (ord)

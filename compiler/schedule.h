@@ -47,10 +47,18 @@ typedef enum {
     SI_SENDRECV,    /* one send and one receive posted together (MPI_Sendrecv) */
     SI_COLLECTIVE,  /* group-wide collective; tags must come in the same order on all members */
     SI_OPTIM,       /* optimizer step, ends every stage's list */
+    /* PipeDream-2BW's tied wte between stage 0 and the last stage (in `msg`):
+     * a non-blocking send (never waits; the receiver takes it from its mailbox)
+     * and a blocking receive. */
+    SI_SEND_TIED, SI_RECV_TIED,
     SI__COUNT
 } sched_op;
 
-typedef enum { MSG_ACT, MSG_GRAD } sched_msg_kind;
+typedef enum {
+    MSG_ACT, MSG_GRAD,
+    MSG_TIED_GRAD,   /* 2BW: the last stage's wte gradient of one batch, to stage 0 */
+    MSG_TIED_WEIGHT  /* 2BW: stage 0's new wte version, to the last stage */
+} sched_msg_kind;
 
 /* One half of a SENDRECV; chunk is the consuming chunk (see above). */
 typedef struct {
@@ -65,7 +73,8 @@ typedef struct {
     int m, chunk;           /* compute ops and plain sends/receives */
     int slot;               /* FWD, BWD, BWD_INPUT, BWD_WEIGHT; -1 otherwise */
     int peer;               /* plain sends/receives: the other rank; -1 otherwise */
-    sched_msg send, recv;   /* SENDRECV only */
+    sched_msg send, recv;   /* SENDRECV; SEND_TIED uses send, RECV_TIED recv (m: the
+                               first microbatch of the batch it belongs to) */
     int group;              /* COLLECTIVE: group id (members: see verify.h) */
     char tag[SCHED_TAG_MAX];/* COLLECTIVE: sequence tag, e.g. "allreduce.b3" */
 } sched_instr;
@@ -80,6 +89,16 @@ typedef struct {
      * OPTIM writes the next version; the runtime keeps the two versions (double
      * buffered weights). 0 for the synchronous schedules. */
     int weight_delay;
+    /* PipeDream-2BW without flush (schedule_2bw.c): ins[] is the steady step, which
+     * finishes one batch and starts the next. Microbatches are named in a frame
+     * where the batch being finished is 1: m in [micro, 2 micro) is that batch,
+     * [2 micro, 3 micro) the next one. pro[] fills the pipeline (the first
+     * forwards of batch 1); epi[] is the last step before a checkpoint or the end:
+     * it finishes batch 1 and starts nothing. pro + ins + ins + ... + epi is 1F1B
+     * over consecutive batches; schedule_verify checks pro + ins + ins + epi. */
+    sched_instr **pro, **epi;
+    int *npro, *nepi;
+    int tied;               /* 2BW: wte tied between stage 0 and the last stage */
     sched_instr **ins;      /* ins[stage][0 .. n[stage]-1] */
     int *n;
     int *slots;             /* activation slots reserved per stage */
@@ -93,6 +112,21 @@ typedef struct {
 int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,
                    char *err, size_t errlen);
 void schedule_free(schedule *s);
+
+/* schedule_2bw.c. Turns a 1F1B schedule built over 3 * micro microbatches into
+ * the 2BW prologue, steady step and epilogue (fields above); with tied, adds the
+ * wte messages. Called by schedule_build for SCHED_2BW; 0 or -1 with err. */
+int schedule_split_2bw(schedule *s, int micro, char *err, size_t errlen);
+/* Adds the tied wte exchange to a built 2BW schedule with stages > 1 (the
+ * model ties its embedding and LM head): the last stage sends each batch's wte
+ * gradient to stage 0 after its OPTIM; stage 0 receives it before its OPTIM and
+ * sends the new version V(b+2) after it, which the last stage receives at the
+ * end of its next step, before its first forward of batch b+2. 0 or -1. */
+int schedule_tie_2bw(schedule *s, char *err, size_t errlen);
+/* The concatenation pro + ins + ins + epi of a 2BW schedule, microbatches
+ * renumbered to consecutive batches 0, 1, 2 (a plain schedule, micro = 3 micro,
+ * no pro/epi); 0 or -1 (out of memory). Used by the verifier and the timeline. */
+int schedule_unroll_2bw(const schedule *s, schedule *out);
 
 const char *sched_name(sched_kind kind);               /* "1f1b", ... */
 int sched_parse(const char *name, sched_kind *out);    /* 0 ok, -1 unknown; "2bw" also accepted */
@@ -120,7 +154,11 @@ void schedule_dump(const schedule *s, FILE *out);
  * (p-1)/(m+p-1); interleaved (p-1)/(v*m+p-1); zb-h1 (2p-2)/(3m+2p-2), the
  * optimum when every stage keeps its 1F1B activation count (p = 1: 0). */
 void schedule_timeline(const schedule *s, FILE *out);
-/* Idle time / (stages * makespan) of the same simulation; -1 if it does not verify. */
+/* Idle time / (stages * makespan) of the same simulation; -1 if it does not verify.
+ * PipeDream-2BW: the timeline shows the unrolled pro + ins + ins + epi, and the
+ * bubble is the steady state's: idle time over the period of the second steady
+ * step (from its start to the epilogue's), summed over stages (0 with unit
+ * costs: no flush). */
 double schedule_bubble(const schedule *s);
 /* Makespan of the same simulation in time units; -1 if it does not verify. */
 long schedule_makespan(const schedule *s);

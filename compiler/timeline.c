@@ -24,7 +24,7 @@ static long msg_key(const schedule *s, sched_msg_kind kind, int m, int chunk)
  * schedules built here have no collectives; one would cost nothing. */
 static long simulate(const schedule *s, long **start)
 {
-    long nmsg = 2L * s->micro * s->chunks, makespan = 0;
+    long nmsg = 4L * s->micro * s->chunks, makespan = 0; /* ACT, GRAD and 2BW's two tied kinds */
     long *sent = malloc(sizeof(long) * (size_t)nmsg);
     long *clock = calloc((size_t)s->stages, sizeof(long));
     int *pc = calloc((size_t)s->stages, sizeof(int));
@@ -48,6 +48,12 @@ static long simulate(const schedule *s, long **start)
                 } else if (in->op == SI_RECV_ACT || in->op == SI_RECV_GRAD) {
                     long at = sent[msg_key(s, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m,
                                            in->chunk)];
+                    if (at < 0) break;
+                    if (at > t) t = at;
+                } else if (in->op == SI_SEND_TIED) {
+                    sent[msg_key(s, in->send.kind, in->send.m, in->send.chunk)] = t;
+                } else if (in->op == SI_RECV_TIED) {
+                    long at = sent[msg_key(s, in->recv.kind, in->recv.m, in->recv.chunk)];
                     if (at < 0) break;
                     if (at > t) t = at;
                 } else if (in->op == SI_SENDRECV) {
@@ -79,13 +85,53 @@ static long verified_makespan(const schedule *s, long **start)
     return simulate(s, start);
 }
 
+/* PipeDream-2BW's timelines are of the unrolled prologue + steady + steady +
+ * epilogue: schedule_makespan measures that. */
+#define UNROLLED(s, type, fail, call)                      \
+    do {                                                   \
+        if ((s)->pro) {                                    \
+            schedule u_;                                   \
+            if (schedule_unroll_2bw((s), &u_) != 0) return fail; \
+            type r_ = call(&u_);                           \
+            schedule_free(&u_);                            \
+            return r_;                                     \
+        }                                                  \
+    } while (0)
+
 long schedule_makespan(const schedule *s)
 {
+    UNROLLED(s, long, -1, schedule_makespan);
     return verified_makespan(s, NULL);
+}
+
+/* 2BW's steady state: per stage, the period of its second steady step (the
+ * first still fills the pipeline) against the work in it. */
+static double steady_bubble(const schedule *s)
+{
+    schedule u;
+    double idle = 0, total = 0;
+    if (schedule_unroll_2bw(s, &u) != 0) return -1.0;
+    long **start = calloc((size_t)u.stages, sizeof *start);
+    int ok = start != NULL;
+    for (int st = 0; ok && st < u.stages; st++)
+        ok = (start[st] = malloc(sizeof(long) * ((size_t)u.n[st] + 1))) != NULL;
+    if (ok) ok = verified_makespan(&u, start) >= 0;
+    for (int st = 0; ok && st < u.stages; st++) {
+        long busy = 0, first = s->npro[st] + s->n[st], period = start[st][first + s->n[st]] - start[st][first];
+        for (int i = 0; i < s->n[st]; i++) busy += cost_of(s->ins[st][i].op);
+        idle += (double)(period - busy);
+        total += (double)period;
+    }
+    if (start)
+        for (int st = 0; st < u.stages; st++) free(start[st]);
+    free(start);
+    schedule_free(&u);
+    return !ok ? -1.0 : total > 0 ? idle / total : 0.0;
 }
 
 double schedule_bubble(const schedule *s)
 {
+    if (s->pro) return steady_bubble(s);
     long makespan = verified_makespan(s, NULL), busy = 0;
     if (makespan < 0) return -1.0;
     if (makespan == 0) return 0.0;
@@ -107,9 +153,27 @@ static void label(const schedule *s, const sched_instr *in, char *buf)
     }
 }
 
+static void timeline_2bw(const schedule *s, FILE *out)
+{
+    schedule u;
+    if (schedule_unroll_2bw(s, &u) != 0) {
+        fprintf(out, "%s: timeline unavailable\n", sched_name(s->kind));
+        return;
+    }
+    fprintf(out, "%s without flush: prologue, two steady steps (batches 0 and 1), epilogue "
+            "(batch 2); microbatch k of batch b is %d b + k; steady-state bubble %.4f\n",
+            sched_name(s->kind), s->micro, steady_bubble(s));
+    schedule_timeline(&u, out);
+    schedule_free(&u);
+}
+
 void schedule_timeline(const schedule *s, FILE *out)
 {
     char err[512];
+    if (s->pro) {
+        timeline_2bw(s, out);
+        return;
+    }
     if (schedule_verify(s, err, sizeof err) != 0) {
         fprintf(out, "%s: schedule does not verify: %s\n", sched_name(s->kind), err);
         return;

@@ -177,6 +177,13 @@ int trace_from_schedule(trace *t, const schedule *s, double f_us, double b_us, d
 int trace_from_costs(trace *t, const schedule *s, const trace_costs *costs)
 {
     char err[512];
+    if (s->pro) { /* PipeDream-2BW: prologue + steady + steady + epilogue */
+        schedule u;
+        if (schedule_unroll_2bw(s, &u) != 0) return -1;
+        int rc = trace_from_costs(t, &u, costs);
+        schedule_free(&u);
+        return rc;
+    }
     if (schedule_verify(s, err, sizeof err) != 0) return -1;
     long nmsg = 2L * s->micro * s->chunks;
     double comm_us = costs->comm_us;

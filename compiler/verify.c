@@ -22,6 +22,10 @@ typedef struct {
     int *fwd_at;               /* per key: index of its FWD */
     int *slot_key, *slot_at;   /* per slot: holder key and its FWD index, -1 free */
     int live;
+    /* PipeDream-2BW's non-blocking tied-wte sends waiting for this rank, in the
+     * order they were posted (MPI matches them in that order) */
+    sched_msg *mail;
+    int nmail;
     /* keys are (m, local chunk): the chunks this rank's instructions name */
     int *cloc, *cglob, nloc;   /* global chunk -> local index (-1), and back */
 } rstate;
@@ -80,6 +84,8 @@ static int parts_of(const sched_instr *in, part out[2])
         return 0;
     }
 }
+
+static int is_tied(sched_op op) { return op == SI_SEND_TIED || op == SI_RECV_TIED; }
 
 static int find_rank(const vctx *v, int id)
 {
@@ -152,6 +158,13 @@ static int precheck(vctx *v, int *max_m, int *max_c)
                                 p[k].msg.peer, q < 0 ? "not a rank of the input" : "the rank itself");
                 if (p[k].msg.m > *max_m) *max_m = p[k].msg.m;
                 if (p[k].msg.chunk > *max_c) *max_c = p[k].msg.chunk;
+            }
+            if (is_tied(ins->op)) {
+                const sched_msg *g = ins->op == SI_SEND_TIED ? &ins->send : &ins->recv;
+                int q = find_rank(v, g->peer);
+                if (q < 0 || q == r || g->m < 0 ||
+                    (g->kind != MSG_TIED_GRAD && g->kind != MSG_TIED_WEIGHT))
+                    return verr(v, "%s: bad tied-wte message", ref(v, r, pc, b, sizeof b));
             }
             if (ins->op == SI_COLLECTIVE) {
                 const verify_group *g = find_group(v, ins->group);
@@ -372,6 +385,29 @@ static int try_step(vctx *v, int r)
             if (complete(v, find_rank(v, g->members[i])) < 0) return -1;
         return 1;
     }
+    if (ins->op == SI_SEND_TIED) { /* never waits: into the receiver's mailbox */
+        rstate *q = &v->rs[find_rank(v, ins->send.peer)];
+        sched_msg *box = realloc(q->mail, sizeof *box * (size_t)(q->nmail + 1));
+        if (!box) return verr(v, "out of memory");
+        q->mail = box;
+        box[q->nmail] = ins->send;
+        box[q->nmail++].peer = rs->r->rank;
+        return complete(v, r) < 0 ? -1 : 1;
+    }
+    if (ins->op == SI_RECV_TIED) { /* the oldest message of this kind from the peer */
+        for (int i = 0; i < rs->nmail; i++) {
+            sched_msg *g = &rs->mail[i];
+            if (g->peer != ins->recv.peer || g->kind != ins->recv.kind) continue;
+            if (g->m != ins->recv.m)
+                return verr(v, "%s: the oldest tied-wte message of this kind from rank %d is of "
+                            "batch m%d (MPI matches in order)", ref(v, r, rs->pc, b1, sizeof b1),
+                            g->peer, g->m);
+            memmove(g, g + 1, sizeof *g * (size_t)(rs->nmail - i - 1));
+            rs->nmail--;
+            return complete(v, r) < 0 ? -1 : 1;
+        }
+        return 0;
+    }
     if (np == 0) return complete(v, r) < 0 ? -1 : 1;
 
     int moved = 0;
@@ -429,6 +465,7 @@ static int waits_for(const vctx *v, int r)
         }
         return -1;
     }
+    if (ins->op == SI_RECV_TIED) return find_rank(v, ins->recv.peer);
     part p[2];
     int np = parts_of(ins, p);
     for (int k = 0; k < np; k++)
@@ -450,6 +487,13 @@ static int diagnose(vctx *v)
             if (q >= 0 && v->rs[q].done)
                 return verr(v, "%s waits for rank %d, which finished without entering it",
                             ref(v, r, rs->pc, b1, sizeof b1), v->rs[q].r->rank);
+            continue;
+        }
+        if (ins->op == SI_RECV_TIED) {
+            int q = waits_for(v, r);
+            if (v->rs[q].done)
+                return verr(v, "unmatched message: %s waits, but rank %d has finished without "
+                            "sending it", ref(v, r, rs->pc, b1, sizeof b1), v->rs[q].r->rank);
             continue;
         }
         part p[2], qp[2];
@@ -582,7 +626,22 @@ int verify_run(const verify_input *in, char *err, size_t errlen)
             if (st < 0) goto out;
         }
         for (int r = 0; r < in->nranks; r++) all_done &= v.rs[r].done;
-        if (all_done) break;
+        if (all_done) {
+            for (int r = 0; r < in->nranks; r++)
+                if (v.rs[r].nmail) {
+                    char s[160];
+                    sched_instr probe;
+                    memset(&probe, 0, sizeof probe);
+                    probe.op = SI_SEND_TIED;
+                    probe.send = v.rs[r].mail[0];
+                    probe.send.peer = in->ranks[r].rank;
+                    sched_instr_str(&probe, s, sizeof s);
+                    verr(&v, "unmatched message: rank %d posted %s, which is never received",
+                         v.rs[r].mail[0].peer, s);
+                    goto out;
+                }
+            break;
+        }
         if (!moved) {
             diagnose(&v);
             goto out;
@@ -597,6 +656,7 @@ out:
         free(v.rs[r].slot_at);
         free(v.rs[r].cloc);
         free(v.rs[r].cglob);
+        free(v.rs[r].mail);
     }
     free(v.rs);
     free(v.rank_at);
@@ -605,6 +665,16 @@ out:
 
 int schedule_verify(const schedule *s, char *err, size_t errlen)
 {
+    if (s->pro) { /* PipeDream-2BW: prologue + steady + steady + epilogue */
+        schedule u;
+        if (schedule_unroll_2bw(s, &u) != 0) {
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        int rc = schedule_verify(&u, err, errlen);
+        schedule_free(&u);
+        return rc;
+    }
     verify_rank *ranks = calloc((size_t)s->stages, sizeof *ranks);
     if (!ranks) {
         if (err && errlen) snprintf(err, errlen, "out of memory");

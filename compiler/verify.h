@@ -8,6 +8,10 @@
  *     microbatch and chunk;
  *   - a SENDRECV posts both parts together and completes once both have matched
  *     (each part may match a different partner instruction);
+ *   - a SEND_TIED (PipeDream-2BW's tied wte, non-blocking) completes at once and
+ *     puts its message in the receiver's mailbox; a RECV_TIED completes when the
+ *     oldest message of its kind from its peer is there, and must name it (MPI
+ *     matches in posting order); a message never received is an error;
  *   - a COLLECTIVE completes when every member of its group is at a COLLECTIVE of
  *     that group with the same tag; a member at a different tag of the same group
  *     is an ordering violation.
@@ -64,7 +68,8 @@ typedef struct {
 /* 0 if every rank runs to its end without violations; -1 and a message in err. */
 int verify_run(const verify_input *in, char *err, size_t errlen);
 
-/* A built pipeline schedule, rank == stage, no collective groups. */
+/* A built pipeline schedule, rank == stage, no collective groups; for
+ * PipeDream-2BW the unrolled prologue + steady + steady + epilogue. */
 int schedule_verify(const schedule *s, char *err, size_t errlen);
 
 #endif

@@ -920,6 +920,27 @@ local function make_plan(spec)
     fail("pipeline.microbatches", show(pl.microbatches) .. " disagrees with batch.global / (micro * dp) = "
          .. s.batch.accum, tostring(s.batch.accum) .. ", or leave it out")
   end
+  if pl.schedule == "pipedream-2bw" and s.mesh.pp > 1 then
+    -- no flush: batch b+1's first forwards run while batch b drains, so each
+    -- step's 1F1B must reach its steady state
+    if s.batch.accum < s.mesh.pp then
+      fail("pipeline.microbatches", "pipedream-2bw runs without a pipeline flush and needs at least "
+           .. "pp = " .. s.mesh.pp .. " microbatches per step, got " .. s.batch.accum,
+           "batch.global / (micro * dp) >= " .. s.mesh.pp)
+    end
+    -- a global gradient norm would make every stage wait for all the others at
+    -- its optimizer step; PipeDream-2BW does not clip globally
+    if s.clip_grad_norm > 0 then
+      fail("plan.clip_grad_norm", show(s.clip_grad_norm) .. " with pipedream-2bw over pp > 1: the "
+           .. "stages update asynchronously and a global norm would synchronise them", "0")
+    end
+    -- the same holds for fp16's overflow verdict, which every rank must share
+    if s.precision == "fp16" then
+      fail("plan.precision", "\"fp16\" with pipedream-2bw over pp > 1: skipping a step on an "
+           .. "overflow needs every stage's verdict at each optimizer step, which would synchronise "
+           .. "the asynchronous stages", "\"fp32\" or \"bf16\"")
+    end
+  end
   if pl.schedule == "interleaved" and s.mesh.pp > 1 and s.batch.accum % s.mesh.pp ~= 0 then
     fail("pipeline.microbatches", "the interleaved schedule needs a multiple of pp = " .. s.mesh.pp
          .. " microbatches, got " .. s.batch.accum,

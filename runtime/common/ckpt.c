@@ -174,13 +174,14 @@ static void make_meta(const wf_ctx *c, ckpt_meta *m) {
 /* Writes this stage's whole tensors (not the tied copies its owner saves) as
  * DIR/NAME.safetensors for the model and the optimizer state. */
 static void write_files(wf_ctx *c, const char *dir, const char *model_name, const char *optim_name,
-                        const float *ww, const float *wm, const float *wv, const long *off) {
+                        const float *ww, const float *wm, const float *wv, const float *wd,
+                        const long *off) {
     const wf_program *p = c->p;
     char path[1200], err[512];
     ckpt_meta meta;
     make_meta(c, &meta);
-    wf_st_tensor *t = wf_alloc(c, sizeof *t * 2 * (size_t)p->n_params, "checkpoint index");
-    char (*names)[128] = wf_alloc(c, 128 * 2 * (size_t)p->n_params, "checkpoint names");
+    wf_st_tensor *t = wf_alloc(c, sizeof *t * 3 * (size_t)p->n_params, "checkpoint index");
+    char (*names)[128] = wf_alloc(c, 128 * 3 * (size_t)p->n_params, "checkpoint names");
     fill_tensors(c, ww, off, t, names, "");
     int n = pack_owned(c, t, names, 0);
     snprintf(path, sizeof path, "%s/%s", dir, model_name);
@@ -188,7 +189,9 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     fill_tensors(c, wm, off, t, names, "exp_avg.");
     fill_tensors(c, wv, off, t + p->n_params, names + p->n_params, "exp_avg_sq.");
-    n = pack_owned(c, t, names, 1);
+    /* PipeDream-2BW: the older weight version too, so that a resume continues exactly */
+    if (wd) fill_tensors(c, wd, off, t + 2 * p->n_params, names + 2 * p->n_params, "delayed.");
+    n = pack_owned(c, t, names, wd ? 2 : 1);
     snprintf(path, sizeof path, "%s/%s", dir, optim_name);
     if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
@@ -247,12 +250,13 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     /* 16-bit modes save the fp32 masters, so that a resume is exact */
     float *full_w = c->master ? wf_moment_full(c, c->master) : NULL;
     if (full_w) weights = full_w;
-    float *ww = NULL, *wm = NULL, *wv = NULL;
+    float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
     if (c->dp_rank == 0) {
         ww = gather_whole(c, weights, off, total);
         wm = gather_whole(c, full_m, off, total);
         wv = gather_whole(c, full_v, off, total);
+        if (p->weight_delay) wd = gather_whole(c, c->params, off, total);
     }
     free(full_m);
     free(full_v);
@@ -277,7 +281,7 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
             snprintf(model, sizeof model, "model.safetensors");
             snprintf(optim, sizeof optim, "optimizer.safetensors");
         }
-        write_files(c, tmp, model, optim, ww, wm, wv, off);
+        write_files(c, tmp, model, optim, ww, wm, wv, wd, off);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     if (wf_is_root(c)) {
@@ -302,6 +306,7 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     free(ww);
     free(wm);
     free(wv);
+    free(wd);
     free(off);
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
@@ -362,6 +367,15 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
     read_all(c, f, path, full, "exp_avg_sq.");
     wf_moment_keep(c, full, c->adam_v);
     free(full);
+    if (c->p->weight_delay) {
+        /* the model is the newest version; the one the next batch computes on
+         * is saved as delayed.* (absent in other schedules' checkpoints) */
+        long shape[4];
+        char first[160];
+        memcpy(c->next_params, c->params, sizeof(float) * (size_t)c->p->param_numel);
+        snprintf(first, sizeof first, "delayed.%s", c->p->params[0].name);
+        if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, "delayed.");
+    }
     wf_st_close(f);
     wf_log(c, "checkpoint: resumed from %s at step %ld\n", dir, c->step);
 }

@@ -66,6 +66,17 @@ struct wf_ctx {
     float loss_scale;
     double last_loss, last_norm, last_lr;
     FILE *metrics;
+    /* PipeDream-2BW without flush, pp > 1 (twobw.c) */
+    float *wver[2];                /* weight versions: batch b computes on wver[b % 2] */
+    long frame_base;               /* real batch of the instruction lists' frame batch 0 */
+    float *tied_buf;               /* the wte gradient on its way to stage 0 */
+    MPI_Request tied_grad_req, tied_w_req[2];
+    MPI_Request metrics_req;       /* loss and squared gradient norm of step metrics_step */
+    double metrics_sum[2], metrics_lr;
+    long metrics_step;             /* -1: none in flight */
+    struct { long step; double loss, lr, norm; } ready[2]; /* reduced, not yet logged */
+    int n_ready;
+    double step_ms[2];             /* wall time of the call that optimized step t, at t % 2 */
 };
 
 /* Errors: print the rank, the call and the reason; bring the whole job down. */
@@ -112,6 +123,13 @@ void wf_scaler_init(wf_ctx *c);                         /* loss_scale.c */
 int wf_grads_overflow(wf_ctx *c);
 void wf_scaler_update(wf_ctx *c, int overflow);
 void wf_master_setup(wf_ctx *c);                        /* optim.c */
+void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy);
+void wf_2bw_setup(wf_ctx *c);                           /* twobw.c */
+void wf_2bw_use_micro(wf_ctx *c, int m);
+void wf_2bw_step_begin(wf_ctx *c);
+void wf_2bw_optimizer_step(wf_ctx *c);
+void wf_2bw_finish(wf_ctx *c);                          /* after the epilogue: drained */
+int wf_2bw_real_micro(const wf_ctx *c, int m);
 void wf_trace_begin(wf_ctx *c);                         /* trace.c */
 void wf_trace_write(wf_ctx *c);
 

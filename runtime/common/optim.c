@@ -58,12 +58,20 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
         memcpy(c->params, c->next_params, sizeof(float) * (size_t)p->param_numel);
         weights = c->next_params;
     }
+    wf_adamw_into(c, weights, lr, grad_scale, 0);
+}
+
+/* The update itself, in place on `weights`; skip_tied_copy leaves the LM
+ * head's copy of wte alone (2BW: stage 0 sends its new version). */
+void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy) {
+    const wf_program *p = c->p;
     long t = c->step + 1 - c->scaler.skipped;  /* updates, not steps (fp16 skips some) */
     double bc1 = 1.0 - pow(p->beta1, (double)t), bc2 = 1.0 - pow(p->beta2, (double)t);
     float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
     float step_size = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
+        if (skip_tied_copy && q->tied == 2) continue;
         float decay = q->decay ? (float)(lr * p->weight_decay) : 0.0f;
         float *w = weights + q->offset, *g = c->grads + q->offset;
         /* the moments of element i are at [i - lo] from this parameter's base */

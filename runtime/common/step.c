@@ -88,9 +88,16 @@ void wf_micro_begin(wf_ctx *c, int m) {
     wf_slot_begin(c, 0);
 }
 
-void wf_use_micro(wf_ctx *c, int m) { c->micro_index = m; }
+void wf_use_micro(wf_ctx *c, int m) {
+    if (c->p->prologue) wf_2bw_use_micro(c, m);
+    else c->micro_index = m;
+}
 
 void wf_step_begin(wf_ctx *c) {
+    if (c->p->prologue) {
+        wf_2bw_step_begin(c);
+        return;
+    }
     for (int m = 0; m < c->p->accum; m++) load_micro(c, m);
 }
 
@@ -141,6 +148,10 @@ void wf_buckets_wait(wf_ctx *c) {
 
 void wf_optimizer_step(wf_ctx *c) {
     const wf_program *p = c->p;
+    if (p->prologue) { /* 2BW without flush: nothing here may wait on another stage */
+        wf_2bw_optimizer_step(c);
+        return;
+    }
     double loss = c->loss_sum;  /* nonzero on the last pipeline stage only */
     if (p->dp > 1)
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));

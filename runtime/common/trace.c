@@ -36,7 +36,7 @@ void wf_trace_event(wf_ctx *c, char kind, int m, int chunk, double start) {
     trace_rec *r = &recs[n_recs++];
     r->start = start - t_zero;
     r->end = MPI_Wtime() - t_zero;
-    r->m = m;
+    r->m = c->p->prologue ? wf_2bw_real_micro(c, m) : m;
     r->chunk = chunk;
     r->kind = kind;
     r->rank = c->rank;

@@ -129,8 +129,9 @@ static void allocate(wf_ctx *c) {
     c->comm = wf_alloc(c, (size_t)p->comm_numel * sizeof(float), "tensor-parallel staging");
     c->recv = wf_alloc(c, (size_t)p->recv_buffers * (size_t)p->recv_numel * sizeof(float),
                        "pipeline receive buffers");
-    c->tokens = wf_alloc(c, (size_t)N * (size_t)p->accum * sizeof(int32_t), "tokens");
-    c->targets = wf_alloc(c, (size_t)N * (size_t)p->accum * sizeof(int32_t), "targets");
+    size_t batches = p->prologue ? 2 : 1;  /* 2BW without flush: two batches in flight */
+    c->tokens = wf_alloc(c, (size_t)N * (size_t)p->accum * batches * sizeof(int32_t), "tokens");
+    c->targets = wf_alloc(c, (size_t)N * (size_t)p->accum * batches * sizeof(int32_t), "targets");
     c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(MPI_Request), "bucket requests");
     for (int k = 0; k < p->n_buckets; k++) c->bucket_req[k] = MPI_REQUEST_NULL;
     /* d(global mean loss)/d(one token's loss): each rank's gradients are
@@ -163,6 +164,7 @@ static void log_step_fp16(wf_ctx *c, double ms, double tokens) {
 
 static void log_step(wf_ctx *c, double ms) {
     const wf_program *p = c->p;
+    if (p->prologue) return;  /* 2BW without flush: log_ready */
     double tokens = (double)p->global_batch * p->seq;
     if (p->precision == WF_FP16) {  /* fp16 adds the loss scale and the skipped steps */
         log_step_fp16(c, ms, tokens);
@@ -177,6 +179,55 @@ static void log_step(wf_ctx *c, double ms) {
         wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s\n",
                c->step, c->opt.steps, c->last_loss, c->last_lr, c->last_norm, ms,
                tokens / (ms / 1000.0));
+}
+
+/* PipeDream-2BW without flush: the metrics reduced since the last call, each
+ * with the wall time of the call that ran its OPTIM. */
+static void log_ready(wf_ctx *c, double *first_loss) {
+    const wf_program *p = c->p;
+    double tokens = (double)p->global_batch * p->seq;
+    for (int i = 0; i < c->n_ready; i++) {
+        long step = c->ready[i].step;
+        double ms = c->step_ms[(step - 1) % 2];
+        if (isnan(*first_loss)) *first_loss = c->ready[i].loss;
+        c->last_loss = c->ready[i].loss;
+        c->last_norm = c->ready[i].norm;
+        if (c->metrics && wf_is_root(c)) {
+            fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                    "\"ms\": %.3f}\n", step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, ms);
+            fflush(c->metrics);
+        }
+        if (step % p->log_every == 0 || step == c->opt.steps)
+            wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s\n",
+                   step, c->opt.steps, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, ms,
+                   tokens / (ms / 1000.0));
+    }
+    c->n_ready = 0;
+}
+
+/* The 2BW loop: the prologue fills the pipeline, steady steps keep it full,
+ * and the epilogue drains it before each checkpoint and at the end. */
+static int train_2bw(wf_ctx *c, double *first_loss) {
+    const wf_program *p = c->p;
+    int steps_run = 0, drained = 1;
+    while (c->step < c->opt.steps) {
+        int ckpt = c->opt.ckpt && p->ckpt_every > 0 && (c->step + 1) % p->ckpt_every == 0;
+        int last = c->step + 1 == c->opt.steps || ckpt;
+        double t0 = now_s();
+        if (drained) p->prologue(c);
+        if (last) {
+            p->epilogue(c);
+            wf_2bw_finish(c);
+        } else {
+            p->step(c);  /* finishes batch step, starts the next; step++ */
+        }
+        drained = last;
+        c->step_ms[(c->step - 1) % 2] = (now_s() - t0) * 1000.0;
+        steps_run++;
+        log_ready(c, first_loss);
+        if (ckpt) wf_ckpt_save(c, c->opt.ckpt);
+    }
+    return steps_run;
 }
 
 static void summary(wf_ctx *c, int steps_run, double seconds, double first_loss) {
@@ -264,7 +315,9 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
     wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
-    if (p->weight_delay) memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+    if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
+        memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+    if (p->prologue) wf_2bw_setup(c);
     wf_log(c, "model %d layers, hidden %d, %d heads, seq %d, vocab %d | global batch %d "
               "(%d x %d ranks x %d accumulation) | data %s (%ld tokens)\n",
            p->layers, p->hidden, p->heads, p->seq, p->vocab, p->global_batch, p->micro, p->dp,
@@ -275,6 +328,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_trace_begin(c);
     double t_start = now_s(), first_loss = NAN;
     int steps_run = 0;
+    if (p->prologue) steps_run = train_2bw(c, &first_loss);
     while (c->step < c->opt.steps) {
         double t0 = now_s();
         p->step(c);   /* microbatches, bucket all-reduces, optimizer; step++ */

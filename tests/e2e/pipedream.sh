@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# PipeDream-2BW: weights updated with a one-step delay, W(t+1) = W(t) -
-# lr * update(gradient at W(t-1)), two weight versions kept.  Two runs are
-# identical; the loss falls on synthetic data; and the pipelined run (pp = 2)
-# matches a single-rank run that applies each gradient one step late.
+# PipeDream-2BW without a pipeline flush: weights updated with a one-step
+# delay, V(b+2) = V(b+1) - lr * update(gradient of batch b at V(b)), two
+# weight versions kept, batch b+1's first forwards running while batch b
+# drains.  Two runs are identical; the loss falls on synthetic data; pp = 2,
+# pp = 4 and dp 2 x pp 2 match a single-rank run that applies each gradient one
+# step late; checkpoints (taken after the epilogue drains the pipeline) change
+# nothing and a resume continues identically; and the schedule has no flush,
+# both as compiled (`weft inspect`) and as run (--trace).
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
 DATA=$(make_data)
+M=4  # microbatches per step
 set=(--set model.layers=4 --set model.hidden=64 --set model.seq=64 --set data.train="$DATA"
      --set batch.micro=4 --set batch.global=16 --set mesh.dp=1 --set train.steps=60
-     --set pipeline.schedule=pipedream-2bw)
+     --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0)
 build_plan pp2 "$PLAN" "${set[@]}" --set mesh.pp=2
+build_plan pp4 "$PLAN" "${set[@]}" --set mesh.pp=4 --set train.ckpt_every=4
+build_plan dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2
 build_plan ref "$PLAN" "${set[@]}" --set mesh.pp=1
 build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
@@ -19,14 +26,74 @@ run_plan sync --steps 10 --metrics "$WORK/sync.jsonl" >/dev/null
 strip() { sed 's/, "ms".*//' "$1"; }
 check "two runs give identical losses" cmp -s <(strip "$WORK/a.jsonl") <(strip "$WORK/b.jsonl")
 check "two runs give bit-identical weights" "$WEFT" ckpt diff "$WORK/a/model.safetensors" "$WORK/b/model.safetensors"
-check "matches the single-rank one-step-late reference: losses" same_field loss "$WORK/ref.jsonl" "$WORK/a.jsonl" 2e-6
-check "matches the single-rank one-step-late reference: weights" \
-  "$WEFT" ckpt diff "$WORK/ref/model.safetensors" "$WORK/a/model.safetensors" --tol 5e-5 --atol 1e-5
+steps_in_order() { awk '{ sub(/.*"step": /, ""); sub(/,.*/, ""); if ($0 + 0 != NR) exit 1 } END { exit NR != 10 }' "$1"; }
+check "metrics: one line per step, in order (logged one step late)" steps_in_order "$WORK/a.jsonl"
+for layout in pp2 pp4 dp2pp2; do
+  if [ $layout != pp2 ]; then
+    run_plan $layout --steps 10 --metrics "$WORK/$layout.jsonl" --save "$WORK/out_$layout" >/dev/null
+  else
+    cp "$WORK/a.jsonl" "$WORK/pp2.jsonl"; cp -r "$WORK/a" "$WORK/out_pp2"
+  fi
+  check "$layout matches the single-rank one-step-late reference: losses" \
+    same_field loss "$WORK/ref.jsonl" "$WORK/$layout.jsonl" 2e-6
+  check "$layout matches the single-rank one-step-late reference: grad norms" \
+    same_field grad_norm "$WORK/ref.jsonl" "$WORK/$layout.jsonl" 2e-5
+  check "$layout matches the single-rank one-step-late reference: weights" \
+    "$WEFT" ckpt diff "$WORK/ref/model.safetensors" "$WORK/out_$layout/model.safetensors" --tol 5e-5 --atol 1e-5
+done
 # The delay is real: step 2 still computes on the initial weights, so its
 # loss differs from the synchronous run's step 2 (which saw one update).
 step2() { sed -n 2p "$1" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
 check "step 2 runs on the initial weights (differs from synchronous)" \
   test "$(step2 "$WORK/a.jsonl")" != "$(step2 "$WORK/sync.jsonl")"
+
+# Checkpoints every 4 steps: the epilogue drains the pipeline before each and
+# the prologue refills it; nothing changes, and a resume from step 8 continues
+# bit for bit (both weight versions are saved).
+run_plan pp4 --steps 10 --metrics "$WORK/ck.jsonl" --save "$WORK/ck" --ckpt "$WORK/ckpt" >/dev/null
+check "checkpointing every 4 steps changes no loss" cmp -s <(strip "$WORK/pp4.jsonl") <(strip "$WORK/ck.jsonl")
+check "checkpointing every 4 steps changes no weight" "$WEFT" ckpt diff "$WORK/out_pp4/model.safetensors" "$WORK/ck/model.safetensors"
+head -n 8 "$WORK/ck.jsonl" >"$WORK/res.jsonl"
+run_plan pp4 --steps 10 --resume "$WORK/ckpt" --metrics "$WORK/res.jsonl" --save "$WORK/res" >/dev/null
+check "resume from the step-8 checkpoint continues identically: losses" \
+  cmp -s <(strip "$WORK/pp4.jsonl") <(strip "$WORK/res.jsonl")
+check "resume from the step-8 checkpoint continues identically: weights" \
+  "$WEFT" ckpt diff "$WORK/out_pp4/model.safetensors" "$WORK/res/model.safetensors"
+
+# No flush, as compiled: in the unit-cost timeline stage 0 runs batch 1's
+# first forward (F$M) before batch 0's last backward (B$((M - 1))), and the
+# steady state has no bubble.  (1f1b's own timeline has no F$M at all.)
+"$WEFT" inspect "$PLAN" "${set[@]}" --set mesh.pp=2 >"$WORK/inspect.txt"
+before() {  # before ROW A B: cell A comes before the last cell B in the timeline row
+  grep "^$1 |" "$WORK/inspect.txt" | tr -s ' ' '\n' | awk -v a="$2" -v b="$3" '
+    $0 == a && !fa { fa = NR } $0 == b { lb = NR } END { exit !(fa && lb && fa < lb) }'
+}
+check "inspect: stage 0 runs F$M (batch 1) before B$((M - 1)) (batch 0's last backward)" before "stage 0" "F$M" "B$((M - 1))"
+check "inspect: steady-state bubble 0" grep -q "steady-state bubble 0.0000" "$WORK/inspect.txt"
+check "the steady step's C runs batch 2's forward before batch 1's last backward" \
+  awk -v f="fwd_c0(c, $((2 * M))," -v b="bwd_c0(c, $((2 * M - 1))," '
+    /^static void step\(/ { on = 1 } /^}/ { on = 0 }
+    on && index($0, f) && !sf { sf = NR } on && index($0, b) { sb = NR }
+    END { exit !(sf && sb && sf < sb) }' "$WORK/pp2/stage0.c"
+
+# No flush, as run: stage 0's forward of batch 1 starts before the last stage
+# has finished batch 0: before its send of batch 0's last input gradient
+# completes (a rendezvous with stage 0's receive that follows that forward;
+# with a flush the forward would come after it).
+run_plan pp2 --steps 3 --trace "$WORK/trace.json" >/dev/null
+event() {  # event NAME PID start|end
+  awk -v name="\"name\":\"$1\"" -v pid="\"pid\":$2," -v which="$3" '
+    index($0, name) && index($0, pid) {
+      ts = $0; sub(/.*"ts":/, "", ts); sub(/,.*/, "", ts)
+      dur = $0; sub(/.*"dur":/, "", dur); sub(/,.*/, "", dur)
+      print which == "start" ? ts : ts + dur; exit }' "$WORK/trace.json"
+}
+f0=$(event "F$M" 0 start) g1=$(event "send grad m$((M - 1))" 1 end)
+check "trace: stage 0 starts F$M at $f0 us, before the last stage's batch 0 ends at $g1 us" \
+  awk -v a="$f0" -v b="$g1" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'
+check "trace: stage 0 runs F$M before its own B$((M - 1))" \
+  awk -v a="$f0" -v b="$(event "B$((M - 1))" 0 start)" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'
+
 run_plan pp2 --metrics "$WORK/long.jsonl" >/dev/null
 first=$(sed -n 1p "$WORK/long.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/')
 last=$(tail -n 1 "$WORK/long.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/')

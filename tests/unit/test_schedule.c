@@ -48,6 +48,88 @@ static int ops_once(const schedule *s, int st, char *why, size_t len)
 
 static double closed_1f1b(int p, int m) { return (double)(p - 1) / (m + p - 1); }
 
+static int count_op(const sched_instr *ins, int n, sched_op op)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) k += ins[i].op == op;
+    return k;
+}
+
+/* PipeDream-2BW without flush: the unrolled prologue + steady + steady +
+ * epilogue runs every (microbatch, stage) of three batches once, with each
+ * batch's OPTIM right after its last backward; the steady step runs batch 1's
+ * backwards and the first p - st - 1 forwards of batch 2; the next batch's
+ * forwards start before this batch's backwards end (no flush); slots repeat
+ * with the batch; the steady-state bubble is 0. */
+static void twobw_case(int p, int m, int tie)
+{
+    char err[1024];
+    schedule s, u;
+    int rc = schedule_build(&s, SCHED_2BW, p, m, 1, err, sizeof err);
+    if (rc == 0 && tie) rc = schedule_tie_2bw(&s, err, sizeof err);
+    check(rc == 0, "2bw p=%d m=%d%s builds%s%s", p, m, tie ? " tied" : "", rc ? ": " : "", rc ? err : "");
+    if (rc) return;
+    rc = schedule_verify(&s, err, sizeof err);
+    check(rc == 0, "2bw p=%d m=%d%s: prologue + steady + steady + epilogue verifies%s%s", p, m,
+          tie ? " tied" : "", rc ? ": " : "", rc ? err : "");
+    if (schedule_unroll_2bw(&s, &u) != 0) {
+        check(0, "2bw p=%d m=%d unrolls", p, m);
+        schedule_free(&s);
+        return;
+    }
+    int once = 1, optim_ok = 1, steady_ok = 1, no_flush = p == 1, slots_ok = 1;
+    for (int st = 0; st < p; st++) {
+        int *f = calloc((size_t)3 * m, sizeof(int)), *b = calloc((size_t)3 * m, sizeof(int));
+        int batch = 0, last_bwd0 = -1, first_fwd1 = -1;
+        for (int i = 0; i < u.n[st]; i++) {
+            const sched_instr *in = &u.ins[st][i];
+            if (in->op == SI_FWD && in->m < 3 * m) f[in->m]++;
+            if (in->op == SI_BWD && in->m < 3 * m) {
+                b[in->m]++;
+                optim_ok &= in->m / m == batch;  /* no backward of batch b after OPTIM b */
+            }
+            if (in->op == SI_OPTIM) {
+                for (int k = batch * m; k < (batch + 1) * m; k++) optim_ok &= b[k] == 1;
+                batch++;
+            }
+            if (in->op == SI_BWD && in->m == m - 1) last_bwd0 = i;
+            if (in->op == SI_FWD && in->m == m && first_fwd1 < 0) first_fwd1 = i;
+        }
+        for (int k = 0; k < 3 * m; k++) once &= f[k] == 1 && b[k] == 1;
+        optim_ok &= batch == 3;
+        if (st == 0 && p > 1) no_flush = first_fwd1 >= 0 && first_fwd1 < last_bwd0;
+        int next = 0, bwd_other = 0;
+        for (int i = 0; i < s.n[st]; i++) {
+            next += s.ins[st][i].op == SI_FWD && s.ins[st][i].m >= 2 * m;
+            bwd_other += s.ins[st][i].op == SI_BWD && s.ins[st][i].m / m != 1;
+        }
+        steady_ok &= next == p - st - 1 && bwd_other == 0 && count_op(s.ins[st], s.n[st], SI_OPTIM) == 1 &&
+                     count_op(s.epi[st], s.nepi[st], SI_FWD) + count_op(s.pro[st], s.npro[st], SI_FWD) == m;
+        int w = p - st;
+        slots_ok &= s.slots[st] >= w && s.slots[st] <= m && (m % w != 0 || s.slots[st] == w);
+        free(f);
+        free(b);
+    }
+    check(once && optim_ok, "2bw p=%d m=%d: three batches, each (microbatch, stage) once, OPTIM after "
+          "each batch's last backward", p, m);
+    check(steady_ok, "2bw p=%d m=%d: the steady step finishes batch 1 and runs the first p-st-1 "
+          "forwards of batch 2", p, m);
+    check(no_flush, "2bw p=%d m=%d: stage 0 starts batch 1 before batch 0's last backward (no flush)", p, m);
+    check(slots_ok, "2bw p=%d m=%d: slots per stage p-st (when it divides m), at most m", p, m);
+    double bub = schedule_bubble(&s);
+    check(absd(bub) < 1e-12, "2bw p=%d m=%d: steady-state bubble %.6f = 0 (1f1b with a flush: %.6f)",
+          p, m, bub, closed_1f1b(p, m));
+    if (tie) {
+        int t0 = count_op(s.ins[0], s.n[0], SI_SEND_TIED) + count_op(s.ins[0], s.n[0], SI_RECV_TIED);
+        int tl = count_op(s.ins[p - 1], s.n[p - 1], SI_SEND_TIED) + count_op(s.ins[p - 1], s.n[p - 1], SI_RECV_TIED);
+        check(t0 == 2 && tl == 2 && count_op(s.pro[0], s.npro[0], SI_SEND_TIED) == 1,
+              "2bw p=%d m=%d tied: stage 0 and the last stage exchange wte gradient and weights "
+              "each step, the prologue sends one version", p, m);
+    }
+    schedule_free(&u);
+    schedule_free(&s);
+}
+
 static void grid_case(sched_kind kind, int p, int m, int v)
 {
     char err[1024], why[256] = "";
@@ -201,9 +283,9 @@ int main(void)
     check(sched_parse("2bw", &kk) == 0 && kk == SCHED_2BW, "\"2bw\" parses as pipedream-2bw");
     check(sched_parse("1f2b", &kk) == -1, "unknown schedule name is rejected");
 
-    /* the grid */
+    /* the grid (2BW below) */
     for (int k = 0; k < SCHED__COUNT; k++)
-        for (int p = 1; p <= 4; p++) {
+        for (int p = 1; p <= 4 && k != SCHED_2BW; p++) {
             int ms[4] = {1, p, 2 * p + 1, 8};
             for (int i = 0; i < 4; i++) {
                 if (i > 0 && ms[i] == ms[i - 1]) continue;
@@ -225,20 +307,21 @@ int main(void)
     rc = schedule_build(&s, SCHED_GPIPE, 0, 8, 1, err, sizeof err);
     check(rc == -1 && strstr(err, "stages = 0"), "gpipe with 0 stages is rejected: %s", err);
 
-    /* 2BW: same per-step order as 1F1B, weights one step stale */
+    /* 2BW without flush, weights one step stale; micro >= stages */
     schedule a, b;
-    if (schedule_build(&a, SCHED_2BW, 4, 8, 1, err, sizeof err) == 0 &&
-        schedule_build(&b, SCHED_1F1B, 4, 8, 1, err, sizeof err) == 0) {
-        int same = 1;
-        for (int st = 0; st < 4; st++)
-            same &= a.n[st] == b.n[st] &&
-                    !memcmp(a.ins[st], b.ins[st], sizeof(sched_instr) * (size_t)a.n[st]);
-        check(same && a.weight_delay == 1 && b.weight_delay == 0,
-              "pipedream-2bw: 1F1B instruction order, weight_delay 1 (1f1b: 0)");
+    for (int p = 1; p <= 5; p++) {
+        int ms[4] = {p, p + 1, 2 * p + 1, 8};
+        for (int i = 0; i < 4; i++) {
+            if (ms[i] < p || (i > 0 && ms[i] == ms[i - 1])) continue;
+            twobw_case(p, ms[i], 0);
+            if (p > 1) twobw_case(p, ms[i], 1);
+        }
+    }
+    rc = schedule_build(&s, SCHED_2BW, 4, 3, 1, err, sizeof err);
+    check(rc == -1 && strstr(err, "at least stages = 4"), "2bw p=4 m=3 is rejected: %s", err);
+    if (schedule_build(&a, SCHED_2BW, 4, 8, 1, err, sizeof err) == 0) {
+        check(a.weight_delay == 1 && a.pro && a.epi, "pipedream-2bw: weight_delay 1, prologue and epilogue");
         schedule_free(&a);
-        schedule_free(&b);
-    } else {
-        check(0, "build 2bw / 1f1b: %s", err);
     }
 
     /* zb-h1 peak equals 1f1b's and its bubble is smaller at p=4, m=8 */

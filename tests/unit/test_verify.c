@@ -352,6 +352,16 @@ static void built_schedules(void)
             check(0, "build %s: %s", sched_name((sched_kind)k), err);
             continue;
         }
+        if (s.pro) { /* 2BW: the lists as they run, prologue + steady + steady + epilogue */
+            schedule u;
+            if (schedule_unroll_2bw(&s, &u) != 0) {
+                check(0, "unroll 2bw");
+                schedule_free(&s);
+                continue;
+            }
+            schedule_free(&s);
+            s = u;
+        }
         snprintf(name, sizeof name, "built %s p=4 m=8", sched_name((sched_kind)k));
         editable e;
         edit_copy(&e, &s);
@@ -423,6 +433,69 @@ static void built_schedules(void)
     }
 }
 
+/* PipeDream-2BW's tied wte: non-blocking sends into the receiver's mailbox,
+ * matched in the order they were posted; none may be left unreceived. */
+static sched_instr tied_send(sched_msg_kind kind, int m, int to)
+{
+    sched_instr in = mk(SI_SEND_TIED, 0, 0, -1, -1);
+    in.send = (sched_msg){kind, m, 0, to};
+    return in;
+}
+static sched_instr tied_recv(sched_msg_kind kind, int m, int from)
+{
+    sched_instr in = mk(SI_RECV_TIED, 0, 0, -1, -1);
+    in.recv = (sched_msg){kind, m, 0, from};
+    return in;
+}
+
+static void tied_messages(void)
+{
+    /* the sender does not wait: both ranks may send first */
+    const sched_instr a0[] = {tied_send(MSG_TIED_WEIGHT, 0, 1), tied_recv(MSG_TIED_GRAD, 0, 1), optim()};
+    const sched_instr a1[] = {tied_send(MSG_TIED_GRAD, 0, 0), tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
+    verify_rank a[] = {RANK(0, a0, 0), RANK(1, a1, 0)};
+    verify_input ina = {a, 2, NULL, 0, 0};
+    expect("tied wte exchange, both sending first", &ina, 1, NULL);
+
+    const sched_instr b0[] = {tied_send(MSG_TIED_WEIGHT, 0, 1), tied_send(MSG_TIED_WEIGHT, 4, 1), optim()};
+    const sched_instr b1[] = {tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
+    verify_rank b[] = {RANK(0, b0, 0), RANK(1, b1, 0)};
+    verify_input inb = {b, 2, NULL, 0, 0};
+    expect("tied send never received", &inb, 0, "unmatched", "SEND_TIED wte weights of batch m4",
+           "never received", NULL);
+
+    const sched_instr c1[] = {tied_recv(MSG_TIED_WEIGHT, 4, 0), tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
+    const sched_instr c0[] = {tied_send(MSG_TIED_WEIGHT, 0, 1), tied_send(MSG_TIED_WEIGHT, 4, 1), optim()};
+    verify_rank c[] = {RANK(0, c0, 0), RANK(1, c1, 0)};
+    verify_input inc = {c, 2, NULL, 0, 0};
+    expect("tied receives out of posting order", &inc, 0, "rank 1 #0 RECV_TIED", "batch m0",
+           "in order", NULL);
+
+    const sched_instr d0[] = {tied_recv(MSG_TIED_GRAD, 0, 1), optim()};
+    const sched_instr d1[] = {tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
+    verify_rank d[] = {RANK(0, d0, 0), RANK(1, d1, 0)};
+    verify_input ind = {d, 2, NULL, 0, 0};
+    expect("tied receives waiting on each other", &ind, 0, "deadlock", "rank 0 waits at #0 RECV_TIED",
+           NULL);
+
+    /* a built 2BW schedule: drop the prologue's wte send and the last stage waits forever */
+    schedule s;
+    char e[512];
+    if (schedule_build(&s, SCHED_2BW, 3, 4, 1, e, sizeof e) == 0 && schedule_tie_2bw(&s, e, sizeof e) == 0) {
+        err[0] = 0;
+        int ok = schedule_verify(&s, err, sizeof err) == 0;
+        memmove(s.pro[0], s.pro[0] + 1, sizeof(sched_instr) * (size_t)(s.npro[0] - 1));
+        s.npro[0]--;
+        err[0] = 0;
+        int rc = schedule_verify(&s, err, sizeof err);
+        check(ok && rc == -1 && strstr(err, "RECV_TIED wte weights") && strstr(err, "rank 2"),
+              "2bw p=3 m=4 without the prologue's wte send: rejected: %s", err);
+        schedule_free(&s);
+    } else {
+        check(0, "build 2bw p=3 m=4: %s", e);
+    }
+}
+
 int main(void)
 {
     correct_pipeline();
@@ -434,6 +507,7 @@ int main(void)
     wait_cycles();
     other_errors();
     built_schedules();
+    tied_messages();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -258,6 +258,12 @@ typedef struct wf_program {
     double flops_per_token;  /* 6N + 12 L h s, for MFU */
     /* the compiled step: microbatches, gradient reductions, optimizer */
     void (*step)(wf_ctx *c);
+    /* PipeDream-2BW without flush (pp > 1): `step` is the steady step, which
+     * finishes batch `step` and starts the next; the prologue fills the pipeline
+     * before it, the epilogue replaces it before a checkpoint and at the end
+     * (finishes its batch, starts none). NULL for every other schedule. */
+    void (*prologue)(wf_ctx *c);
+    void (*epilogue)(wf_ctx *c);
 } wf_program;
 
 /* Arena access for generated code. */
@@ -294,6 +300,21 @@ void wf_tied_grads(wf_ctx *c);
 float *wf_recv_buffer(wf_ctx *c, int i);
 void wf_copy(float *dst, const float *src, long n);
 void wf_zero(float *dst, long n);       /* activation recompute: a block's gradients */          /* sums the tied wte gradients of first and last stage */
+
+/* PipeDream-2BW without flush (runtime/common/twobw.c).  The instruction lists
+ * name microbatches in a frame where the batch being finished is 1 (m in
+ * [accum, 2 accum)) and the next one 2; wf_use_micro maps them to the real
+ * batch, its tokens (double-buffered by batch parity) and its weight version. */
+void wf_prologue_begin(wf_ctx *c);      /* loads the first batch */
+void wf_epilogue_begin(wf_ctx *c);      /* like wf_step_begin, but loads nothing */
+/* The tied wte: the last stage sends each batch's gradient to stage 0 (non-
+ * blocking), stage 0 adds it before its OPTIM and sends the new version, which
+ * the last stage receives before the first forward that uses it.  m names
+ * the batch (frame) the message belongs to. */
+void wf_tied_send_grad(wf_ctx *c);
+void wf_tied_recv_grad(wf_ctx *c);
+void wf_tied_send_weights(wf_ctx *c, int m);
+void wf_tied_recv_weights(wf_ctx *c, int m);
 
 /* Measured traces (--trace FILE): each schedule instruction's start and end.
  * kind: 'F' forward, 'B' backward (or its input half), 'W' weight half,

@@ -1,0 +1,193 @@
+/* twobw.c: PipeDream-2BW without a pipeline flush (pp > 1).
+ *
+ * Two weight versions per stage: batch b computes (forward and backward) on
+ * wver[b % 2].  The stage's OPTIM after batch b's last backward writes
+ * V(b+2) = V(b+1) - lr * update(grad of b) into wver[b % 2], which batch b no
+ * longer needs: the same numbers as the single-rank delayed update in optim.c.
+ * The step functions name microbatches in a frame (rt.h); frame_base maps them
+ * to real batches for the whole call, fixed when the call begins.
+ *
+ * No collective spans the stages inside a step: the tied wte travels by
+ * point-to-point messages the compiler placed in the verified lists, and the
+ * logged loss and gradient norm are one non-blocking all-reduce per step,
+ * started at OPTIM and completed at the next one (or when the pipeline drains),
+ * so a step's metrics line is written one step late, in order. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { TAG_TIED_GRAD = 1, TAG_TIED_WEIGHT = 2 }; /* on tied_comm: stage 0 is 0, the last 1 */
+
+void wf_2bw_setup(wf_ctx *c) {
+    const wf_program *p = c->p;
+    /* params: the version of the next batch (step), next_params the one after */
+    c->wver[c->step % 2] = c->params;
+    c->wver[(c->step + 1) % 2] = c->next_params;
+    c->tied_grad_req = c->tied_w_req[0] = c->tied_w_req[1] = MPI_REQUEST_NULL;
+    c->metrics_req = MPI_REQUEST_NULL;
+    c->metrics_step = -1;
+    long most = 0;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].tied && p->params[k].numel > most) most = p->params[k].numel;
+    c->tied_buf = wf_alloc(c, sizeof(float) * (size_t)(most ? most : 1), "PipeDream-2BW tied wte gradient");
+}
+
+static int tied_param(const wf_ctx *c) {
+    for (int k = 0; k < c->p->n_params; k++)
+        if (c->p->params[k].tied) return k;
+    wf_fatal(c, "wf_tied", WF_WHERE, "stage %d has no tied wte, but its schedule exchanges one", c->stage);
+}
+
+static int count(const wf_ctx *c, long n, const char *call) {
+    if (n > 2147483647L) wf_fatal(c, call, WF_WHERE, "%ld floats exceed MPI's int count", n);
+    return (int)n;
+}
+
+/* ---- batches and microbatches ---------------------------------------------- */
+
+static long real_batch(const wf_ctx *c, int m) { return c->frame_base + m / c->p->accum; }
+
+int wf_2bw_real_micro(const wf_ctx *c, int m) {
+    return (int)(real_batch(c, m) * c->p->accum + m % c->p->accum);
+}
+
+/* Batch r's microbatches into the token buffers of its parity. */
+static void load_batch(wf_ctx *c, long r) {
+    const wf_program *p = c->p;
+    char err[512];
+    for (int m = 0; m < p->accum; m++) {
+        uint64_t base = (uint64_t)r * (uint64_t)p->global_batch
+                      + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;
+        long at = ((r % 2) * p->accum + m) * (long)p->micro * p->seq;
+        for (int j = 0; j < p->micro; j++)
+            if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, c->tokens + at + (long)j * p->seq,
+                               c->targets + at + (long)j * p->seq, err, sizeof err) != 0)
+                wf_fatal(c, "wf_data_sample", WF_WHERE, "%s", err);
+    }
+}
+
+/* Every call's frame: batch 1 is the batch being finished (c->step). */
+void wf_prologue_begin(wf_ctx *c) {
+    c->frame_base = c->step - 1;
+    load_batch(c, c->step);
+}
+
+void wf_2bw_step_begin(wf_ctx *c) {
+    c->frame_base = c->step - 1;
+    load_batch(c, c->step + 1);  /* its first forwards run in this step */
+}
+
+void wf_epilogue_begin(wf_ctx *c) { c->frame_base = c->step - 1; }
+
+void wf_2bw_use_micro(wf_ctx *c, int m) {
+    long r = real_batch(c, m);
+    c->micro_index = (int)((r % 2) * c->p->accum + m % c->p->accum);
+    c->params = c->wver[r % 2];
+}
+
+/* ---- the tied wte -------------------------------------------------------- */
+
+void wf_tied_send_grad(wf_ctx *c) {
+    const wf_param *q = &c->p->params[tied_param(c)];
+    wf_buckets_wait(c);  /* its dp reduction first */
+    WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
+    memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
+    WF_MPI(c, MPI_Isend(c->tied_buf, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
+                        c->tied_comm, &c->tied_grad_req));
+}
+
+/* The sum is the tied all-reduce of the synchronous schedules: a + b. */
+void wf_tied_recv_grad(wf_ctx *c) {
+    const wf_param *q = &c->p->params[tied_param(c)];
+    wf_buckets_wait(c);
+    WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
+                       c->tied_comm, MPI_STATUS_IGNORE));
+    float *g = c->grads + q->offset;
+    for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
+}
+
+void wf_tied_send_weights(wf_ctx *c, int m) {
+    const wf_param *q = &c->p->params[tied_param(c)];
+    long r = real_batch(c, m);
+    WF_MPI(c, MPI_Wait(&c->tied_w_req[r % 2], MPI_STATUS_IGNORE));
+    WF_MPI(c, MPI_Isend(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 1,
+                        TAG_TIED_WEIGHT, c->tied_comm, &c->tied_w_req[r % 2]));
+}
+
+void wf_tied_recv_weights(wf_ctx *c, int m) {
+    const wf_param *q = &c->p->params[tied_param(c)];
+    long r = real_batch(c, m);
+    WF_MPI(c, MPI_Recv(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 0,
+                       TAG_TIED_WEIGHT, c->tied_comm, MPI_STATUS_IGNORE));
+}
+
+/* ---- metrics, one step late ------------------------------------------------ */
+
+static void complete_metrics(wf_ctx *c) {
+    if (c->metrics_step < 0) return;
+    const wf_program *p = c->p;
+    WF_MPI(c, MPI_Wait(&c->metrics_req, MPI_STATUS_IGNORE));
+    double loss = c->metrics_sum[0] / ((double)p->global_batch * p->seq);
+    if (!isfinite(loss))
+        wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)", loss,
+                 c->metrics_step + 1);
+    c->ready[c->n_ready].step = c->metrics_step + 1;  /* logged as steps completed */
+    c->ready[c->n_ready].loss = loss;
+    c->ready[c->n_ready].lr = c->metrics_lr;
+    c->ready[c->n_ready].norm = sqrt(c->metrics_sum[1]);
+    c->n_ready++;
+    c->metrics_step = -1;
+}
+
+/* This rank's share: the loss counted by tp rank 0 (every tp rank holds it
+ * whole), the squared norm by dp rank 0 (replicas hold the same reduced
+ * gradient), so one sum over all ranks gives both. */
+static void start_metrics(wf_ctx *c, double lr) {
+    const wf_program *p = c->p;
+    double sum = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
+        if (q->tied == 2) continue;  /* the LM head's copy of wte: counted on stage 0 */
+        const float *g = c->grads + q->offset;
+        for (long i = c->own_lo[k]; i < c->own_hi[k]; i++) sum += (double)g[i] * g[i];
+    }
+    c->metrics_sum[0] = c->tp_rank == 0 ? c->loss_sum : 0.0;
+    c->metrics_sum[1] = c->dp_rank == 0 ? sum : 0.0;
+    c->metrics_lr = lr;
+    c->metrics_step = c->step;
+    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->metrics_sum, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                             &c->metrics_req));
+}
+
+/* ---- the optimizer step ------------------------------------------------- */
+
+/* OPTIM after batch b = c->step: V(b+2) = V(b+1) - lr * update(grad of b)
+ * into wver[b % 2]. */
+void wf_2bw_optimizer_step(wf_ctx *c) {
+    const wf_program *p = c->p;
+    long b = c->step;
+    complete_metrics(c);
+    wf_tp_partial_grads(c);
+    double lr = wf_lr_at(p, b);
+    start_metrics(c, lr);
+    c->loss_sum = 0;
+    float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
+    WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
+    memcpy(dst, src, sizeof(float) * (size_t)p->param_numel);
+    wf_adamw_into(c, dst, lr, 1.0f, 1);
+    memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    c->last_lr = lr;
+    c->step++;
+}
+
+/* The pipeline has drained (after the epilogue): the last metrics, the
+ * pending sends, and params / next_params naming the two versions as the
+ * single-rank delayed update and the checkpoints see them. */
+void wf_2bw_finish(wf_ctx *c) {
+    complete_metrics(c);
+    WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
+    c->params = c->wver[c->step % 2];
+    c->next_params = c->wver[(c->step + 1) % 2];
+}
