@@ -5,7 +5,7 @@
 # drains.  Two runs are identical; the loss falls on synthetic data; pp = 2,
 # pp = 4 and dp 2 x pp 2 match a single-rank run that applies each gradient one
 # step late; checkpoints (taken after the epilogue drains the pipeline) change
-# nothing and a resume continues identically; and the schedule has no flush,
+# nothing and a resume continues identically; bf16 composes with it; and the schedule has no flush,
 # both as compiled (`weft inspect`) and as run (--trace).
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
@@ -41,6 +41,14 @@ for layout in pp2 pp4 dp2pp2; do
   check "$layout matches the single-rank one-step-late reference: weights" \
     "$WEFT" ckpt diff "$WORK/ref/model.safetensors" "$WORK/out_$layout/model.safetensors" --tol 5e-5 --atol 1e-5
 done
+# bf16 (16-bit storage, fp32 masters) composes with the two weight versions:
+# pp = 2 matches the single-rank bf16 reference (tolerance as precision.sh's).
+build_plan pp2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set precision=bf16
+build_plan ref_bf16 "$PLAN" "${set[@]}" --set mesh.pp=1 --set precision=bf16
+run_plan pp2_bf16 --steps 10 --metrics "$WORK/pp2_bf16.jsonl" >/dev/null
+run_plan ref_bf16 --steps 10 --metrics "$WORK/ref_bf16.jsonl" >/dev/null
+check "bf16 pp2 matches the single-rank bf16 one-step-late reference: losses" \
+  same_field loss "$WORK/ref_bf16.jsonl" "$WORK/pp2_bf16.jsonl" 1e-4
 # The delay is real: step 2 still computes on the initial weights, so its
 # loss differs from the synchronous run's step 2 (which saw one update).
 step2() { sed -n 2p "$1" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
