@@ -10,6 +10,7 @@
 #include "weft/rt.h"
 
 #include "blas.h"
+#include "softmax_rows.h"
 
 #include <math.h>
 
@@ -130,7 +131,7 @@ static long out_head_offset(int b, int h, int T, int C, int H)
 
 /* In place: row t of the (T, T) scores becomes the softmax over keys 0..t;
  * the entries above the diagonal (future keys) become 0. */
-static void causal_softmax(float *p, int T)
+void wf_causal_softmax_rows(float *p, int T)
 {
     for (int t = 0; t < T; t++) {
         float *row = p + (long)t * T;
@@ -168,7 +169,7 @@ void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
             /* The full T x T product is computed and its upper triangle then
              * discarded: simpler than a triangular product, and cheap here. */
             wf_sgemm(0, 1, T, T, hs, scale, q, ld, k, ld, 0.0f, p, T);
-            causal_softmax(p, T);
+            wf_causal_softmax_rows(p, T);
             wf_sgemm(0, 0, T, hs, T, 1.0f, p, T, v, ld, 0.0f, o, C);
         }
     }
@@ -177,7 +178,7 @@ void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
 /* In place: dP becomes dS = P * (dP - rowsum(P * dP)), the gradient through
  * the softmax with respect to the (scaled) scores.  Where P is 0 (above the
  * diagonal) dS is 0, so the masked scores get no gradient. */
-static void softmax_bwd_rows(float *dp, const float *p, int T)
+void wf_softmax_bwd_rows(float *dp, const float *p, int T)
 {
     for (int t = 0; t < T; t++) {
         float *drow = dp + (long)t * T;
@@ -210,7 +211,7 @@ void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
             /* out = P v:  dv += P^T dout,  dP = dout v^T */
             wf_sgemm(1, 0, T, hs, T, 1.0f, p, T, dout_h, C, 1.0f, dv, ld);
             wf_sgemm(0, 1, T, T, hs, 1.0f, dout_h, C, v, ld, 0.0f, ds, T);
-            softmax_bwd_rows(ds, p, T);
+            wf_softmax_bwd_rows(ds, p, T);
             /* S = scale q k^T:  dq += scale dS k,  dk += scale dS^T q */
             wf_sgemm(0, 0, T, hs, T, scale, ds, T, k, ld, 1.0f, dq, ld);
             wf_sgemm(1, 0, T, hs, T, scale, ds, T, q, ld, 1.0f, dk, ld);

@@ -7,6 +7,7 @@
 #include "weft/rt.h"
 
 #include "blas.h"
+#include "softmax_rows.h"
 
 #include <math.h>
 
@@ -138,26 +139,6 @@ void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const
 
 /* ---- grouped-query causal attention -------------------------------------- */
 
-/* In place: row t becomes the softmax over keys 0..t, zeros after. */
-static void causal_softmax_rows(float *p, int T)
-{
-    for (int t = 0; t < T; t++) {
-        float *row = p + (long)t * T, max = row[0];
-        for (int j = 1; j <= t; j++)
-            max = row[j] > max ? row[j] : max;
-        double sum = 0.0;
-        for (int j = 0; j <= t; j++) {
-            row[j] = expf(row[j] - max);
-            sum += row[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j <= t; j++)
-            row[j] *= inv;
-        for (int j = t + 1; j < T; j++)
-            row[j] = 0.0f;
-    }
-}
-
 void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
                           int B, int T, int H, int KVH, int hd)
 {
@@ -172,7 +153,7 @@ void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, co
             const float *vv = v + (long)b * T * ld_v + (long)kv * hd;
             float *p = att + ((long)b * H + h) * T * T;
             wf_sgemm(0, 1, T, T, hd, scale, q, ld_qk, k, ld_qk, 0.0f, p, T);
-            causal_softmax_rows(p, T);
+            wf_causal_softmax_rows(p, T);
             wf_sgemm(0, 0, T, hd, T, 1.0f, p, T, vv, ld_v, 0.0f, out + (long)b * T * ld_o + (long)h * hd,
                      ld_o);
         }
@@ -197,17 +178,7 @@ void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, cons
             float *ds = scratch;
             wf_sgemm(1, 0, T, hd, T, 1.0f, p, T, dy, ld_o, 1.0f, dv + vo, ld_v);
             wf_sgemm(0, 1, T, T, hd, 1.0f, dy, ld_o, v + vo, ld_v, 0.0f, ds, T);
-            for (int t = 0; t < T; t++) {  /* dS = P * (dP - rowsum(P * dP)) */
-                float *dr = ds + (long)t * T;
-                const float *pr = p + (long)t * T;
-                float dot = 0.0f;
-                for (int j = 0; j <= t; j++)
-                    dot += pr[j] * dr[j];
-                for (int j = 0; j <= t; j++)
-                    dr[j] = pr[j] * (dr[j] - dot);
-                for (int j = t + 1; j < T; j++)
-                    dr[j] = 0.0f;
-            }
+            wf_softmax_bwd_rows(ds, p, T);  /* dS = P * (dP - rowsum(P * dP)) */
             wf_sgemm(0, 0, T, hd, T, scale, ds, T, qk + ko, ld_qk, 1.0f, dqk + qo, ld_qk);
             wf_sgemm(1, 0, T, hd, T, scale, ds, T, qk + qo, ld_qk, 1.0f, dqk + ko, ld_qk);
         }
