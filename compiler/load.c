@@ -281,10 +281,13 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     get_str(L, data, "train", p->data_train, sizeof p->data_train);
     get_str(L, plan, "precision", p->precision, sizeof p->precision);
     p->zero = (int)get_int(L, plan, "zero");
+    p->zero_prefetch = (int)get_int(L, plan, "zero_prefetch");
     int offload = push_sub(L, plan, "offload");
     char where[8];
     get_str(L, offload, "optimizer", where, sizeof where);
     p->offload_optimizer = strcmp(where, "cpu") == 0;
+    get_str(L, offload, "params", where, sizeof where);
+    p->offload_params = strcmp(where, "cpu") == 0;
     lua_pop(L, 1);
     char recompute[16];
     get_str(L, plan, "recompute", recompute, sizeof recompute);

@@ -69,7 +69,7 @@ typedef struct {
 static const pass PASSES[] = {
     { "check", pass_check }, { "shard", pass_shard }, { "partition", pass_partition },
     { "graph", pass_graph }, { "schedule", pass_schedule },
-    { "buckets", pass_buckets }, { "memory", pass_memory },
+    { "buckets", pass_buckets }, { "memory", pass_memory }, { "zero", pass_zero },
 };
 
 static int known_pass(const char *name) {
@@ -105,7 +105,7 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
         } else if (strncmp(s, "--dump=", 7) == 0) {
             a->dump = s + 7;
             if (!known_pass(a->dump))
-                return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory)");
+                return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory, zero)");
         } else if (strcmp(s, "--format") == 0 && want_out == 2) {
             if (++i >= argc) return usage_error("--format needs text, chrome or svg");
             a->format = argv[i];

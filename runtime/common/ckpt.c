@@ -190,6 +190,8 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     long *off = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
+    float *whole = p->zero >= 3 ? wf_params_whole(c) : NULL;  /* ZeRO-3: gather the shards */
+    if (whole) weights = whole;
     float *ww = NULL, *wm = NULL, *wv = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
     if (c->dp_rank == 0) {
@@ -199,6 +201,7 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     }
     free(full_m);
     free(full_v);
+    free(whole);
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
     char tmp[1100], old[1100];

@@ -121,10 +121,12 @@ void wf_bucket_start(wf_ctx *c, int k) {
 /* Non-blocking collectives in Open MPI advance only inside MPI calls: poke
  * them between backward kernels so they overlap compute. */
 void wf_progress(wf_ctx *c) {
-    if (c->n_inflight == 0) return;
+    if (c->n_inflight == 0 && c->p->zero < 3) return;
     int done = 0;
     WF_MPI(c, MPI_Testall(c->p->n_buckets, c->bucket_req, &done, MPI_STATUSES_IGNORE));
     if (done) c->n_inflight = 0;
+    if (c->p->zero >= 3)  /* parameter all-gathers in flight */
+        WF_MPI(c, MPI_Testall(c->p->n_buckets, c->gather_req, &done, MPI_STATUSES_IGNORE));
 }
 
 void wf_buckets_wait(wf_ctx *c) {
@@ -158,6 +160,6 @@ void wf_optimizer_step(wf_ctx *c) {
     c->last_lr = wf_lr_at(p, c->step);
     wf_adamw(c, c->last_lr, clip_scale);
     wf_zero_gather_params(c);
-    memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    wf_zero_grads_clear(c);
     c->step++;
 }
