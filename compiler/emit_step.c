@@ -37,7 +37,7 @@ static void emit_gathers_at(writer *o, const Program *p, int t) {
         if (p->gathers[e].issue == t) emit(o, "    wf_gather_start(c, %d);\n", p->gathers[e].bucket);
     for (int e = 0; e < p->n_gathers; e++)
         if (p->gathers[e].start == t)
-            emit(o, "    wf_gather_wait(c, %d); /* used until %s op %d */\n", p->gathers[e].bucket,
+            emit(o, "    wf_gather_wait(c, %d); /* used until the %s of op %d */\n", p->gathers[e].bucket,
               p->gathers[e].end < p->n_ops ? "forward" : "backward",
               p->gathers[e].end < p->n_ops ? p->gathers[e].end : 2 * p->n_ops - 1 - p->gathers[e].end);
 }

@@ -86,12 +86,18 @@ static void plan_bucket_buffers(Program *p, const int *last_use) {
             int j = n - 1 - last_use[p->grad_order[r]];
             if (j < bk->first_write_op) bk->first_write_op = j;
         }
-        const ir_bucket *next = b + 1 < p->n_buckets ? &p->buckets[b + 1] : NULL;
-        if (next && next->stage == bk->stage &&
-            p->params[p->grad_order[next->first_param]].chunk == bk->chunk)
-            bk->wait_after_op = next->ready_after_op;
-        else
-            bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
+        /* waited once the next bucket completed later is started: its
+         * reduce-scatter overlaps the backward ops in between */
+        bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
+        for (int c = b + 1; c < p->n_buckets; c++) {
+            const ir_bucket *next = &p->buckets[c];
+            if (next->stage != bk->stage || p->params[p->grad_order[next->first_param]].chunk != bk->chunk)
+                break;
+            if (next->ready_after_op > bk->ready_after_op) {
+                bk->wait_after_op = next->ready_after_op;
+                break;
+            }
+        }
         g_lo[b] = bk->first_write_op;
         g_hi[b] = bk->wait_after_op;
         size[b] = bk->numel;
