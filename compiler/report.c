@@ -39,9 +39,14 @@ typedef struct { double params, grads, optim, acts, dacts, scratch, total, host;
 static memory_split memory_per_rank(const Program *p, int stage) {
     memory_split m;
     int slots = program_slots(p, stage);
-    m.params = 4.0 * (double)p->param_numel[stage];
-    m.grads = m.params;
-    m.optim = 2.0 * m.params / (p->zero ? p->dp : 1);  /* ZeRO-1 shards the moments over dp */
+    double whole = 4.0 * (double)p->param_numel[stage], shard = 4.0 * (double)p->shard_numel[stage];
+    m.params = whole;
+    m.grads = whole;
+    m.optim = 2.0 * whole / (p->zero ? p->dp : 1);  /* ZeRO-1 shards the moments over dp */
+    /* ZeRO-2: this rank's gradient shard + the bucket buffers backward writes;
+     * ZeRO-3: its parameter shard + the gather buffers of the buckets in use */
+    if (p->zero >= 2) m.grads = shard + 4.0 * (double)p->grad_buf_numel[stage];
+    if (p->zero >= 3) m.params = shard + 4.0 * (double)p->gather_numel[stage];
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
@@ -49,6 +54,10 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
         m.host = m.optim;
         m.optim = 0;
+    }
+    if (p->offload_params) {     /* so is an offloaded parameter shard */
+        m.host += shard;
+        m.params -= shard;
     }
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch;
     return m;
@@ -108,7 +117,19 @@ void program_report(const Program *p, FILE *out) {
         }
         fputc('\n', out);
     }
-    if (p->offload_optimizer) {
+    if (p->zero >= 2) {
+        const char *what[] = { "param shard", "gather bufs", "grad shard", "bucket bufs" };
+        for (int i = p->zero >= 3 ? 0 : 2; i < 4; i++) {
+            fprintf(out, "  %-12s", what[i]);
+            for (int s = 0; s < p->pp; s++) {
+                long n = i == 1 ? p->gather_numel[s] : i == 3 ? p->grad_buf_numel[s] : p->shard_numel[s];
+                human_bytes(4.0 * (double)n, a, sizeof a);
+                fprintf(out, " %12s", a);
+            }
+            fputc('\n', out);
+        }
+    }
+    if (p->offload_optimizer || p->offload_params) {
         fprintf(out, "  %-12s", "host (offload)");
         for (int s = 0; s < p->pp; s++) {
             human_bytes(memory_per_rank(p, s).host, a, sizeof a);
