@@ -288,11 +288,29 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     double span = trace_makespan(&tr) / 1e6;
     /* data parallel: the stage's buckets, ring all-reduce across nodes when the
      * dp group spans them, overlapped with the last microbatch's backward */
-    double dp_comm = 0;
+    double dp_comm = 0, rs = 0, ag = 0;
     for (int k = 0; k < p->n_buckets; k++)
-        if (p->buckets[k].stage == 0)
-            dp_comm += cost_allreduce_ring(4.0 * p->buckets[k].numel, p->dp, inter_link(p, p->tp));
+        if (p->buckets[k].stage == 0) {
+            double bytes = 4.0 * p->buckets[k].numel;
+            dp_comm += cost_allreduce_ring(bytes, p->dp, inter_link(p, p->tp));
+            rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, p->tp));
+            ag += cost_allgather_ring(bytes, p->dp, inter_link(p, p->tp));
+        }
     double exposed_dp = dp_comm > b ? dp_comm - b : 0;
+    /* ZeRO: reduce-scatter overlapping backward (every microbatch from stage
+     * 2 on), then the updated shards all-gathered after the step (stages 1,
+     * 2); stage 3 instead all-gathers each bucket before its use in forward
+     * and again in backward, prefetched so that it overlaps that compute. */
+    if (p->zero == 1) {
+        dp_comm = rs + ag;
+        exposed_dp = (rs > b ? rs - b : 0) + ag;
+    } else if (p->zero == 2) {
+        dp_comm = p->accum * rs + ag;
+        exposed_dp = p->accum * (rs > b ? rs - b : 0) + ag;
+    } else if (p->zero >= 3) {
+        dp_comm = p->accum * (rs + 2.0 * ag);
+        exposed_dp = p->accum * ((rs + ag > b ? rs + ag - b : 0) + (ag > f ? ag - f : 0));
+    }
     /* AdamW reads and writes weights, gradients and two moments */
     double optim = cost_memory_bound_seconds(36.0 * p->param_numel[0], hbm);  /* + zeroing grads */
     double iter = span + exposed_dp + optim;
@@ -308,13 +326,15 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         fprintf(out, "compute   per microbatch and chunk: forward %.3f ms, backward %.3f ms%s "
                      "(peak %.1f TFLOP/s, %s)\n", f * 1e3, b * 1e3, s->split_backward ? " (B + W)" : "",
                 peak, p->precision);
-        fprintf(out, "iteration %.3f s: pipeline %.3f s + exposed dp all-reduce %.3f s + optimizer %.3f s\n",
-                iter, span, exposed_dp, optim);
+        fprintf(out, "iteration %.3f s: pipeline %.3f s + exposed dp %s %.3f s + optimizer %.3f s\n",
+                iter, span, p->zero ? "communication" : "all-reduce", exposed_dp, optim);
         fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs 6N + 12Lhs)\n",
                 tokens / iter, tflops, 100.0 * tflops / peak);
         fprintf(out, "bubble    %.1f%% of stage time\n", 100.0 * (bubble > 0 ? bubble : 0));
         fprintf(out, "comm      tp collectives %.3f ms per microbatch forward; pp p2p %.3f ms per message; "
-                     "dp all-reduce %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3, dp_comm, exposed_dp);
+                     "dp %s %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3,
+                p->zero >= 3 ? "reduce-scatter + forward and backward all-gathers (ZeRO-3)"
+                : p->zero ? "reduce-scatter + all-gather (ZeRO)" : "all-reduce", dp_comm, exposed_dp);
         fprintf(out, "memory per rank (stage: params, grads, optimizer, activations, buffers, total):\n");
         for (int st = 0; st < p->pp; st++) {
             cost_memory m = stage_memory(p, st);
