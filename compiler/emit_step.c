@@ -31,13 +31,15 @@ static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
 /* ZeRO-3, before the op at time t (forward op i: i, backward op i: 2n-1-i):
  * start the all-gathers planned for t (prefetches), then wait for the ones
  * whose parameters are used from t on. */
-static void emit_gathers_at(writer *o, const Program *p, int t) {
+static void emit_gathers_at(writer *o, const Program *p, int stage, int t) {
     if (p->zero < 3) return;
+    int first = stage_first_bucket(p, stage);
     for (int e = 0; e < p->n_gathers; e++)
-        if (p->gathers[e].issue == t) emit(o, "    wf_gather_start(c, %d);\n", p->gathers[e].bucket);
+        if (p->gathers[e].stage == stage && p->gathers[e].issue == t)
+            emit(o, "    wf_gather_start(c, %d);\n", p->gathers[e].bucket - first);
     for (int e = 0; e < p->n_gathers; e++)
-        if (p->gathers[e].start == t)
-            emit(o, "    wf_gather_wait(c, %d); /* used until the %s of op %d */\n", p->gathers[e].bucket,
+        if (p->gathers[e].stage == stage && p->gathers[e].start == t)
+            emit(o, "    wf_gather_wait(c, %d); /* used until the %s of op %d */\n", p->gathers[e].bucket - first,
               p->gathers[e].end < p->n_ops ? "forward" : "backward",
               p->gathers[e].end < p->n_ops ? p->gathers[e].end : 2 * p->n_ops - 1 - p->gathers[e].end);
 }
@@ -70,7 +72,7 @@ void emit_passes(writer *o, const Program *p) {
             if (layer >= 0) emit(o, "    /* block %d */\n", layer);
             else if (i > 0) emit(o, "    /* final norm, LM head and loss */\n");
         }
-        emit_gathers_at(o, p, i);
+        emit_gathers_at(o, p, 0, i);
         emit_forward_op(o, p, i);
         if (p->zero >= 3 && i + 1 < p->n_ops) emit(o, "    wf_progress(c);\n");
     }
@@ -83,7 +85,7 @@ void emit_passes(writer *o, const Program *p) {
     int block = -2;
     for (int j = 0; j < p->n_ops; j++) {
         int i = p->n_ops - 1 - j;
-        emit_gathers_at(o, p, p->n_ops + j);
+        emit_gathers_at(o, p, 0, p->n_ops + j);
         maybe_recompute(o, p, i, &block);
         emit_backward_op(o, p, i);
         int started = emit_bucket_calls(o, p, 0, j, "last_micro");
@@ -145,7 +147,11 @@ void emit_chunk(writer *o, const Program *p, int k) {
     emit(o, "static void fwd_c%d(wf_ctx *c, int m, int slot) {\n", k);
     emit(o, "    float *a = wf_act_slot(c, slot);\n    const float *w = wf_param_ptr(c, 0);\n");
     emit(o, "    wf_use_micro(c, m);\n");
-    for (int i = first; i < end; i++) emit_forward_op(o, p, i);
+    for (int i = first; i < end; i++) {
+        emit_gathers_at(o, p, k % p->pp, i);
+        emit_forward_op(o, p, i);
+        if (p->zero >= 3 && i + 1 < end) emit(o, "    wf_progress(c);\n");
+    }
     emit(o, "}\n\n");
     if (p->sched->split_backward) {
         emit_split_chunk(o, p, k);
@@ -160,6 +166,7 @@ void emit_chunk(writer *o, const Program *p, int k) {
     if (p->zero >= 2) emit(o, "    (void)last;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
     int block = -2;
     for (int i = end - 1; i >= first; i--) {
+        emit_gathers_at(o, p, stage, 2 * p->n_ops - 1 - i);
         maybe_recompute(o, p, i, &block);
         emit_backward_op(o, p, i);
         int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");

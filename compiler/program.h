@@ -101,6 +101,9 @@ typedef struct {
  * them.  Time t counts forward op i as i and backward op i as 2n - 1 - i. */
 typedef struct {
     int bucket;
+    int stage;
+    int func;               /* the generated function it lies in: forward of chunk k
+                               is k, backward of chunk k is n_chunks + k */
     int start, end;         /* first and last use */
     int issue;              /* when the all-gather is started (prefetch) */
 } zero_gather;
@@ -160,7 +163,7 @@ typedef struct Program {
     long *shard_numel;      /* ZeRO: dp rank 0's compact shard of the stage's buckets */
     long *grad_buf_numel;   /* ZeRO >= 2: the bucket-buffer arena */
     long *gather_numel;     /* ZeRO-3: the gather arena */
-    zero_gather *gathers; int n_gathers;  /* ZeRO-3 (one stage): per microbatch, by start */
+    zero_gather *gathers; int n_gathers;  /* ZeRO-3: per microbatch, by stage and start */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
     long *shared_offset, *shared_numel;  /* per stage: the region all blocks share

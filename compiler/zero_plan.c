@@ -132,7 +132,14 @@ static int cmp_int2(const void *a, const void *b) {
 
 static int cmp_gather(const void *a, const void *b) {
     const zero_gather *x = a, *y = b;
+    if (x->stage != y->stage) return x->stage - y->stage;
     return x->start != y->start ? x->start - y->start : x->bucket - y->bucket;
+}
+
+/* The generated function time t lies in: a chunk's forward or backward. */
+static int func_of(const Program *p, int t) {
+    int n = p->n_ops;
+    return t < n ? p->ops[t].chunk : p->n_chunks + p->ops[2 * n - 1 - t].chunk;
 }
 
 static int *ev_lo, *ev_hi, *ev_first, *ev_count;  /* events grouped by bucket */
@@ -168,11 +175,15 @@ static int collect_uses(const Program *p, int (*uses)[2]) {
     return u;
 }
 
+/* Gather e starts when gather e - prefetch is waited, never before the
+ * function it lies in: each chunk's forward and backward gather their own. */
 static void set_issues(Program *p) {
     for (int e = 0; e < p->n_gathers; e++) {
+        zero_gather *g = &p->gathers[e];
         int from = e - p->zero_prefetch;
-        p->gathers[e].issue = p->gathers[from > 0 ? from : 0].start;
-        if (p->gathers[e].issue > p->gathers[e].start) p->gathers[e].issue = p->gathers[e].start;
+        while (from < e && (from < 0 || p->gathers[from].stage != g->stage || p->gathers[from].func != g->func))
+            from++;
+        g->issue = p->gathers[from].start;
     }
 }
 
@@ -186,16 +197,21 @@ static void plan_gathers(Program *p) {
     /* a bucket's uses form one gather until another bucket is used strictly
      * between two of them (so the tied wte, used by the embedding and the LM
      * head, is gathered at each end, not held through the whole pass) */
+    int func = -1;
     for (int a = 0; a < nu;) {
         int t = uses[a][0], z = a;
         while (z < nu && uses[z][0] == t) z++;
+        if (func_of(p, t) != func) {  /* nothing is held from one function to the next */
+            func = func_of(p, t);
+            for (int b = 0; b < nb; b++) open[b] = -1;
+        }
         for (int q = a; q < z; q++) {
             int b = uses[q][1];
             if (open[b] >= 0 && !cut[b]) {
                 p->gathers[open[b]].end = t;
             } else {
                 open[b] = p->n_gathers;
-                p->gathers[p->n_gathers++] = (zero_gather){ b, t, t, t };
+                p->gathers[p->n_gathers++] = (zero_gather){ b, p->buckets[b].stage, func, t, t, t };
             }
         }
         for (int b = 0; b < nb; b++) {
@@ -234,14 +250,17 @@ static void plan_gathers(Program *p) {
                 ev_count[b]++;
             }
     }
-    for (int e = 0; e < p->n_gathers; e++) {  /* buckets by first start */
-        int b = p->gathers[e].bucket, seen = 0;
-        for (int i = 0; i < m; i++) seen |= order[i] == b;
-        if (!seen) order[m++] = b;
-    }
     long *size = malloc(sizeof(long) * (size_t)nb + 1), *off = calloc((size_t)nb + 1, sizeof(long));
     for (int b = 0; b < nb; b++) size[b] = p->buckets[b].numel;
-    p->gather_numel[0] = first_fit(p, order, m, size, off, gather_live);
+    for (int s = 0; s < p->pp; s++) {
+        m = 0;
+        for (int e = 0; e < p->n_gathers; e++) {  /* the stage's buckets by first start */
+            int b = p->gathers[e].bucket, seen = p->gathers[e].stage != s;
+            for (int i = 0; i < m; i++) seen |= order[i] == b;
+            if (!seen) order[m++] = b;
+        }
+        p->gather_numel[s] = first_fit(p, order, m, size, off, gather_live);
+    }
     for (int b = 0; b < nb; b++) p->buckets[b].gather = off[b];
     free(uses);
     free(open);
@@ -277,10 +296,6 @@ int pass_zero(Program *p) {
     plan_bucket_buffers(p, last_use);
     free(last_use);
     if (p->zero < 3) return 0;
-    if (p->pp > 1) {
-        wf_error("%s: zero = 3 with pipeline parallelism is not supported", p->plan_path);
-        return -1;
-    }
     plan_gathers(p);
     return 0;
 }

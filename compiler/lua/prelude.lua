@@ -720,10 +720,6 @@ local function make_plan(spec)
          "\"none\", or zero = 3")
   end
   local pipelined = s.mesh.pp > 1
-  if s.zero == 3 and pipelined then
-    -- every microbatch in flight would gather the stage's parameters anew (DeepSpeed refuses it too)
-    fail("plan.zero", "3 with pipeline parallelism " .. SUPPORTED_LATER, "0, 1 or 2, or mesh.pp = 1")
-  end
   if s.zero >= 2 and pipelined and s.pipeline.schedule == "zb-h1" then
     -- the weight half of backward runs late, outside the chunk whose buffers it would write
     fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0 or 1, or another pipeline.schedule")

@@ -7,7 +7,7 @@
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
 # meshes (dp x tp x pp = 2 x 2 x 2), with full and selective activation recompute and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
-# tp and pp) and ZeRO-3 (+ parameters; with tp), with optimizer and parameter offload, gives
+# tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
@@ -98,6 +98,8 @@ layouts=(
   "z3_off_dp4 ref       256   2 16     4  1  0  1 1f1b         1  4    0.05  0  3  3"
   "z3_off_dp2 ref       256   2 16     2  1  0  1 1f1b         1  8    0  2  3  2"
   "z3_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  3  0"
+  "z3_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  1  3  2"
+  "z3_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  3  0"
 )
 passed=0 failed=0
 for row in "${layouts[@]}"; do
@@ -129,6 +131,23 @@ for row in "${layouts[@]}"; do
   else
     failed=$((failed + 1)); echo "FAIL $name ($what): $loss_msg, $norm_msg; $w_msg"
   fi
+done
+# ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
+# when parameters arrive, never the result.
+for pf in 0 3; do
+  name=z3_prefetch$pf
+  if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ]; then continue; fi
+  [ -f "$WORK/ref.jsonl" ] || { build_plan ref "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" \
+    --set model.layers=2 --set batch.global=16 --set batch.micro=16; run_plan ref --metrics "$WORK/ref.jsonl" \
+    --save "$WORK/ref.ckpt" >/dev/null; }
+  build_plan $name "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" --set model.layers=2 \
+    --set batch.global=16 --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.02 --set zero=3 \
+    --set zero_prefetch=$pf
+  run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
+  loss_msg=$(same_field loss "$WORK/ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
+  "$WEFT" ckpt diff "$WORK/ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+    --tol $WEIGHT_TOL --atol $WEIGHT_ATOL >/dev/null || ok=0
+  check "$name (dp 2, ZeRO-3, all-gathers $pf ahead): $loss_msg, final weights" test $ok = 1
 done
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
