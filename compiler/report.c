@@ -189,6 +189,16 @@ void program_dump(const Program *p, const char *after, FILE *out) {
             fprintf(out, "  bucket %d @%ld+%ld ready after bwd op %d\n", k,
                     p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].ready_after_op);
     }
+    if (p->shard_numel && p->zero >= 2) {
+        fprintf(out, "zero %d: bucket buffers (live from first gradient write to reduce-scatter wait):\n", p->zero);
+        for (int k = 0; k < p->n_buckets; k++)
+            fprintf(out, "  bucket %d buffer @%ld, live bwd ops %d..%d\n", k, p->buckets[k].buffer,
+                    p->buckets[k].first_write_op, p->buckets[k].wait_after_op);
+        for (int e = 0; e < p->n_gathers; e++)
+            fprintf(out, "  gather bucket %d (stage %d) into @%ld: started at t=%d, used t=%d..%d\n",
+                    p->gathers[e].bucket, p->gathers[e].stage, p->buckets[p->gathers[e].bucket].gather,
+                    p->gathers[e].issue, p->gathers[e].start, p->gathers[e].end);
+    }
     if (p->act_numel)
         for (int s = 0; s < p->pp; s++)
             fprintf(out, "stage %d arenas: params %ld, activation slot %ld x %d, activation grads %ld, "
