@@ -274,6 +274,30 @@ static void plan_gathers(Program *p) {
     free(off);
 }
 
+/* The invariant both plans rest on, checked rather than trusted: buffers of
+ * buckets live at the same time (on the same stage) never share a float. */
+static int verify_disjoint(const Program *p, const char *what, int gathers) {
+    for (int a = 0; a < p->n_buckets; a++)
+        for (int b = a + 1; b < p->n_buckets; b++) {
+            const ir_bucket *x = &p->buckets[a], *y = &p->buckets[b];
+            long xo = gathers ? x->gather : x->buffer, yo = gathers ? y->gather : y->buffer;
+            if (x->stage != y->stage || xo >= yo + y->numel || yo >= xo + x->numel) continue;
+            int live = 0;
+            if (!gathers) live = x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
+            for (int e = 0; gathers && e < p->n_gathers; e++)
+                for (int f = 0; f < p->n_gathers; f++)
+                    if (p->gathers[e].bucket == a && p->gathers[f].bucket == b &&
+                        p->gathers[e].issue <= p->gathers[f].end && p->gathers[f].issue <= p->gathers[e].end)
+                        live = 1;
+            if (live) {
+                wf_error("%s: internal error: %s of buckets %d and %d overlap while both are live",
+                         p->plan_path, what, a, b);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 int pass_zero(Program *p) {
     p->shard_numel = calloc((size_t)p->pp, sizeof(long));
     p->grad_buf_numel = calloc((size_t)p->pp, sizeof(long));
@@ -295,7 +319,8 @@ int pass_zero(Program *p) {
         for (int k = 0; k < p->ops[i].n_param; k++) last_use[p->ops[i].param[k]] = i;
     plan_bucket_buffers(p, last_use);
     free(last_use);
+    if (verify_disjoint(p, "gradient buffers", 0) != 0) return -1;
     if (p->zero < 3) return 0;
     plan_gathers(p);
-    return 0;
+    return verify_disjoint(p, "gather buffers", 1);
 }
