@@ -49,7 +49,7 @@ static const char USAGE[] =
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n"
     "  --dump=PASS                print the IR after PASS (load, check, shard, partition,\n"
-    "                             graph, buckets, memory) to stdout\n"
+    "                             graph, buckets, memory, zero) to stdout\n"
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
     "  --backend cpu              code generator (only cpu in this version)\n"
     "  --help, --version\n"

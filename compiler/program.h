@@ -7,6 +7,7 @@
  * partition assigns ops to pipeline stages;
  * buckets   lays the gradient arena out in backward order and cuts buckets;
  * memory    plans the activation arena and the per-rank memory;
+ * zero      plans ZeRO-2/3's gradient bucket buffers and parameter gathers;
  * emit      writes the per-stage C programs.
  */
 #ifndef WEFT_PROGRAM_H
