@@ -136,9 +136,12 @@ static int cmp_gather(const void *a, const void *b) {
     return x->start != y->start ? x->start - y->start : x->bucket - y->bucket;
 }
 
-/* The generated function time t lies in: a chunk's forward or backward. */
+/* The generated function time t lies in: a chunk's forward or backward.  A
+ * single stage runs forward() and backward() back to back, so gathers may
+ * run from one into the other (the LM head's wte is gathered once). */
 static int func_of(const Program *p, int t) {
     int n = p->n_ops;
+    if (p->pp == 1) return 0;
     return t < n ? p->ops[t].chunk : p->n_chunks + p->ops[2 * n - 1 - t].chunk;
 }
 
