@@ -342,6 +342,11 @@ cost_memory cost_memory_per_rank(const cost_memory_args *a)
     /* One gradient bucket, and with pp > 1 a send and a receive buffer of one
      * microbatch's boundary activation (sequence-split under sp). */
     m.comm_buffers = a->bucket_mb * MIB;
+    /* ZeRO-2 holds a second bucket while the first is reduce-scattered;
+     * ZeRO-3 also the gathered parameters of the bucket in use and of the
+     * prefetched one */
+    if (a->zero_stage >= 2) m.comm_buffers += a->bucket_mb * MIB;
+    if (a->zero_stage >= 3) m.comm_buffers += 2.0 * a->bucket_mb * MIB;
     if (a->pp > 1) m.comm_buffers += 2.0 * sbh * elem / shard;
     m.workspace = a->workspace_mb * MIB;
 

@@ -161,7 +161,9 @@ double cost_activation_bytes_per_layer(const cost_memory_args *a);
  *                      + embedding: sbh dropout mask (/t with sp)
  *                      + head: 4sbh (/t with sp) + 4sbV/t fp32 logits)
  *                    + one layer without recompute when recompute is "full"
- *   comm_buffers     bucket_mb MiB, + a send and a receive buffer of one
+ *   comm_buffers     bucket_mb MiB (x 2 under ZeRO-2: one reducing, one being
+ *                    written; x 4 under ZeRO-3: + gather buffers in use and
+ *                    prefetched), + a send and a receive buffer of one
  *                    boundary activation, 2 sbh elements (/t with sp), when p > 1
  *   workspace        workspace_mb MiB
  * An invalid argument (unknown string, t / p / d < 1, zero stage outside

@@ -129,11 +129,26 @@ static void emit_params(writer *o, const Program *p, int stage) {
     char mname[WF_MAX_NAME + 8];
     emit(o, "/* Parameter arena (the gradient arena has the same layout): offsets in floats,\n"
          " * in the order backward completes the gradients, so each bucket is contiguous. */\n");
+    if (p->zero >= 3)
+        emit(o, "/* ZeRO-3: each rank stores only its shards; P_ names where a parameter lies\n"
+             " * once its bucket is all-gathered into the gather arena (BUCKETS[k].gather). */\n");
     for (int r = 0; r < p->n_params; r++) {
         const ir_param *q = &p->params[p->grad_order[r]];
         if (q->stage != stage) continue;
         macro_name("P_", q->name, mname, sizeof mname);
-        emit(o, "#define %-32s %ldL\n", mname, q->offset);
+        const ir_bucket *bk = &p->buckets[q->bucket];
+        emit(o, "#define %-32s %ldL\n", mname, p->zero >= 3 ? bk->gather + q->offset - bk->offset : q->offset);
+    }
+    if (p->zero >= 2) {
+        emit(o, "\n/* ZeRO-%d: backward writes gradients into bucket buffers (reduce-scattered\n"
+             " * into this rank's gradient shard, then reused): offsets in floats. */\n", p->zero);
+        for (int r = 0; r < p->n_params; r++) {
+            const ir_param *q = &p->params[p->grad_order[r]];
+            if (q->stage != stage) continue;
+            macro_name("G_", q->name, mname, sizeof mname);
+            const ir_bucket *bk = &p->buckets[q->bucket];
+            emit(o, "#define %-32s %ldL\n", mname, bk->buffer + q->offset - bk->offset);
+        }
     }
     int first_bucket = stage_first_bucket(p, stage), n_buckets = stage_count(p, stage, 1);
     emit(o, "\nstatic const wf_param PARAMS[%d] = {\n", stage_count(p, stage, 0));
@@ -160,6 +175,12 @@ static void emit_params(writer *o, const Program *p, int stage) {
     emit(o, "static const wf_bucket BUCKETS[%d] = {\n", n_buckets);
     for (int k = first_bucket; k < first_bucket + n_buckets; k++) {
         const ir_bucket *b = &p->buckets[k];
+        if (p->zero >= 2)
+            emit(o, "    { %ld, %ld, %ld, %ld }, /* %s .. %s */\n", b->offset, b->numel, b->buffer,
+                 p->zero >= 3 ? b->gather : 0L,
+                 p->params[p->grad_order[b->first_param]].name,
+                 p->params[p->grad_order[b->last_param]].name);
+        else
         emit(o, "    { %ld, %ld }, /* %s .. %s */\n", b->offset, b->numel,
           p->params[p->grad_order[b->first_param]].name,
           p->params[p->grad_order[b->last_param]].name);
@@ -168,7 +189,7 @@ static void emit_params(writer *o, const Program *p, int stage) {
     if (p->zero) {
         /* ZeRO-1: each bucket reduce-scattered in dp near-equal contiguous shards;
          * rank r updates (and keeps optimizer state for) shard r only */
-        emit(o, "/* ZeRO-1 shards: bucket k, dp rank r owns [SHARDS[k][r], SHARDS[k][r + 1]). */\n");
+        emit(o, "/* ZeRO shards: bucket k, dp rank r owns [SHARDS[k][r], SHARDS[k][r + 1]). */\n");
         emit(o, "static const long SHARDS[%d * %d] = {\n", n_buckets, p->dp + 1);
         for (int k = first_bucket; k < first_bucket + n_buckets; k++) {
             long n = p->buckets[k].numel, begin = 0;
@@ -224,7 +245,10 @@ static void emit_main(writer *o, const Program *p, int stage) {
       p->param_numel[stage], p->act_numel[stage], p->dact_numel[stage], p->scratch_numel);
     emit(o, "    .slots = %d, .weight_delay = %d,\n", program_slots(p, stage),
       strcmp(p->schedule, "pipedream-2bw") == 0);
-    if (p->zero) emit(o, "    .zero = 1, .shards = SHARDS,\n");
+    if (p->zero) emit(o, "    .zero = %d, .shards = SHARDS,\n", p->zero);
+    if (p->zero >= 2) emit(o, "    .grad_numel = %ldL,\n", p->grad_buf_numel[stage]);
+    if (p->zero >= 3) emit(o, "    .gather_numel = %ldL,\n", p->gather_numel[stage]);
+    if (p->offload_params) emit(o, "    .offload_params = 1,\n");
     if (p->offload_optimizer) emit(o, "    .offload_optimizer = 1,\n");
     if (strcmp(p->precision, "bf16") == 0) emit(o, "    .precision = WF_BF16,\n");
     if (strcmp(p->precision, "fp16") == 0)

@@ -22,6 +22,7 @@ void emit(writer *wr, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 /* Operand spellings of one op, shared by its forward and backward calls. */
 typedef struct {
     char out[NAMEBUF], in0[NAMEBUF], in1[NAMEBUF], w0[NAMEBUF], w1[NAMEBUF], s[NAMEBUF];
+    char g0[NAMEBUF], g1[NAMEBUF];  /* the gradients: = w0, w1 but in ZeRO's bucket buffers */
     const char *rows;      /* "N" or "NL" (this rank's tokens under sequence parallelism) */
     const char *row0;      /* first token row this rank holds */
     long width, in_width;

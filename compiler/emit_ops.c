@@ -90,6 +90,9 @@ void get_operands(const Program *p, int i, operands *x) {
     if (op->n_in > 1) tname(p, op->in[1], x->in1, sizeof x->in1);
     if (op->n_param > 0) pname(p, op, 0, x->w0, sizeof x->w0);
     if (op->n_param > 1) pname(p, op, 1, x->w1, sizeof x->w1);
+    const char *gp = p->zero >= 2 ? "G_" : "P_";
+    if (op->n_param > 0) macro_name(gp, p->params[op->param[0]].name, x->g0, sizeof x->g0);
+    if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, x->g1, sizeof x->g1);
     sname(p, i, x->s, sizeof x->s);
     int sharded = p->tensors[op->out].rows_div > 1;
     x->rows = sharded ? "NL" : "N";
@@ -137,7 +140,7 @@ static void round_param_grads(writer *o, const Program *p, int i, const operands
     const ir_op *op = &p->ops[i];
     if (!fn) return;
     for (int k = 0; k < op->n_param; k++)
-        emit(o, "    %s(c, g + %s, %ldL);\n", fn, k ? x->w1 : x->w0, p->params[op->param[k]].numel);
+        emit(o, "    %s(c, g + %s, %ldL);\n", fn, k ? x->g1 : x->g0, p->params[op->param[k]].numel);
 }
 
 void emit_forward_op(writer *o, const Program *p, int i) {
@@ -232,12 +235,12 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     switch (op->kind) {
     case OP_EMBED:
         if (op->n_param == 1)
-            emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), 0, V, N, C);\n", x.w0, x.out);
+            emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), 0, V, N, C);\n", x.g0, x.out);
         else
-            emit(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.w0, x.w1, x.out);
+            emit(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.g0, x.g1, x.out);
         break;
     case OP_RMSNORM:
-        emit(o, "    wf_rmsnorm_bwd(c, d + %s, g + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0, x.w0,
+        emit(o, "    wf_rmsnorm_bwd(c, d + %s, g + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0, x.g0,
           x.out, x.in0, x.w0, x.s, x.rows, x.width);
         break;
     case OP_ROPE: {
@@ -254,24 +257,24 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         break;
     case OP_VOCAB_EMBED:
         emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n",
-          x.w0, x.out);
+          x.g0, x.out);
         break;
     case OP_POS_ADD:
-        emit(o, "    wf_pos_add_bwd(c, d + %s, g + %s, d + %s, %s, %s, T, C);\n", x.in0, x.w0, x.out,
+        emit(o, "    wf_pos_add_bwd(c, d + %s, g + %s, d + %s, %s, %s, T, C);\n", x.in0, x.g0, x.out,
           x.row0, x.rows);
         break;
     case OP_BIAS_ADD:
-        emit(o, "    wf_bias_add_bwd(c, d + %s, g + %s, d + %s, %s, %ld);\n", x.in0, x.w0, x.out, x.rows,
+        emit(o, "    wf_bias_add_bwd(c, d + %s, g + %s, d + %s, %s, %ld);\n", x.in0, x.g0, x.out, x.rows,
           x.width);
         break;
     case OP_LAYERNORM:
         emit(o, "    wf_layernorm_bwd(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s,\n"
-             "                     %s, %ld);\n", x.in0, x.w0, x.w1, x.out, x.in0, x.w0, x.s, x.s,
+             "                     %s, %ld);\n", x.in0, x.g0, x.g1, x.out, x.in0, x.w0, x.s, x.s,
           x.rows, x.rows, x.width);
         break;
     case OP_LINEAR:
         emit(o, "    wf_linear_bwd(c, d + %s, g + %s, %s%s, d + %s, a + %s, w + %s, N, %ld, %ld);\n",
-          x.in0, x.w0, op->n_param > 1 ? "g + " : "NULL", x.w1, x.out, x.in0, x.w0, x.in_width,
+          x.in0, x.g0, op->n_param > 1 ? "g + " : "NULL", x.g1, x.out, x.in0, x.w0, x.in_width,
           x.width);
         break;
     case OP_ATTENTION:
@@ -303,11 +306,11 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         if (p->tp == 1)
             emit(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
                  "                       wf_loss_scale(c), N, %ld, V);\n",
-              x.in0, x.w0, x.s, x.in0, x.w0, x.in_width);
+              x.in0, x.g0, x.s, x.in0, x.w0, x.in_width);
         else
             emit(o, "    wf_vocab_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
                  "                      wf_loss_scale(c), N, %ld, VL, wf_tp_rank(c) * VL);\n",
-              x.in0, x.w0, x.s, x.in0, x.w0, x.in_width);
+              x.in0, x.g0, x.s, x.in0, x.w0, x.in_width);
         break;
     default: break;
     }
@@ -330,27 +333,27 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         return 1;
     case OP_POS_ADD:
         if (weight)
-            emit(o, "    wf_pos_add_bwd_weight(c, g + %s, d + %s, %s, %s, T, C);\n", x.w0, x.out, x.row0, x.rows);
+            emit(o, "    wf_pos_add_bwd_weight(c, g + %s, d + %s, %s, %s, T, C);\n", x.g0, x.out, x.row0, x.rows);
         else
             emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, C);\n", x.in0, x.out, x.rows);
         break;
     case OP_BIAS_ADD:
         if (weight)
-            emit(o, "    wf_bias_add_bwd_weight(c, g + %s, d + %s, %s, %ld);\n", x.w0, x.out, x.rows, x.width);
+            emit(o, "    wf_bias_add_bwd_weight(c, g + %s, d + %s, %s, %ld);\n", x.g0, x.out, x.rows, x.width);
         else  /* din += dout */
             emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, %ld);\n", x.in0, x.out, x.rows, x.width);
         break;
     case OP_LAYERNORM:
         if (weight)
             emit(o, "    wf_layernorm_bwd_weight(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n",
-              x.w0, x.w1, x.out, x.in0, x.s, x.s, x.rows, x.rows, x.width);
+              x.g0, x.g1, x.out, x.in0, x.s, x.s, x.rows, x.rows, x.width);
         else
             emit(o, "    wf_layernorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n",
               x.in0, x.out, x.in0, x.w0, x.s, x.s, x.rows, x.rows, x.width);
         break;
     case OP_RMSNORM:
         if (weight)
-            emit(o, "    wf_rmsnorm_bwd_weight(c, g + %s, d + %s, a + %s, a + %s, %s, %ld);\n", x.w0, x.out,
+            emit(o, "    wf_rmsnorm_bwd_weight(c, g + %s, d + %s, a + %s, a + %s, %s, %ld);\n", x.g0, x.out,
               x.in0, x.s, x.rows, x.width);
         else
             emit(o, "    wf_rmsnorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0,
@@ -358,15 +361,15 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         break;
     case OP_LINEAR:
         if (weight)
-            emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x.w0,
-              op->n_param > 1 ? "g + " : "NULL", x.w1, x.out, x.in0, x.in_width, x.width);
+            emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x.g0,
+              op->n_param > 1 ? "g + " : "NULL", x.g1, x.out, x.in0, x.in_width, x.width);
         else
             emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x.in0, x.out,
               x.w0, x.in_width, x.width);
         break;
     case OP_LMHEAD_XENT:
         if (weight)
-            emit(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.w0, x.s,
+            emit(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.g0, x.s,
               x.in0, x.in_width, V);
         else
             emit(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, wf_targets(c), wf_loss_scale(c),\n"

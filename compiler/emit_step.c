@@ -28,6 +28,40 @@ static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
     emit_recompute(o, p, layer, p->ops[i].chunk % p->pp);
 }
 
+/* ZeRO-3, before the op at time t (forward op i: i, backward op i: 2n-1-i):
+ * start the all-gathers planned for t (prefetches), then wait for the ones
+ * whose parameters are used from t on. */
+static void emit_gathers_at(writer *o, const Program *p, int stage, int t) {
+    if (p->zero < 3) return;
+    int first = stage_first_bucket(p, stage);
+    for (int e = 0; e < p->n_gathers; e++)
+        if (p->gathers[e].stage == stage && p->gathers[e].issue == t)
+            emit(o, "    wf_gather_start(c, %d);\n", p->gathers[e].bucket - first);
+    for (int e = 0; e < p->n_gathers; e++)
+        if (p->gathers[e].stage == stage && p->gathers[e].start == t)
+            emit(o, "    wf_gather_wait(c, %d); /* used until the %s of op %d */\n", p->gathers[e].bucket - first,
+              p->gathers[e].end < p->n_ops ? "forward" : "backward",
+              p->gathers[e].end < p->n_ops ? p->gathers[e].end : 2 * p->n_ops - 1 - p->gathers[e].end);
+}
+
+/* After backward op j: start the reduction of the buckets it completed (with
+ * ZeRO >= 2 every microbatch: the reduce-scatter empties the bucket buffer
+ * into the shard); with ZeRO >= 2 wait for the ones planned here.  Returns
+ * whether a bucket started.  first: the stage's first bucket. */
+static int emit_bucket_calls(writer *o, const Program *p, int stage, int j, const char *last) {
+    int first = stage_first_bucket(p, stage), started = 0;
+    for (int b = first; b < p->n_buckets && p->buckets[b].stage == stage; b++)
+        if (p->buckets[b].ready_after_op == j) {
+            if (p->zero >= 2) emit(o, "    wf_grad_bucket_start(c, %d);\n", b - first);
+            else emit(o, "    if (%s) wf_bucket_start(c, %d);\n", last, b - first);
+            started = 1;
+        }
+    if (p->zero >= 2)
+        for (int b = first; b < p->n_buckets && p->buckets[b].stage == stage; b++)
+            if (p->buckets[b].wait_after_op == j) emit(o, "    wf_grad_bucket_wait(c, %d);\n", b - first);
+    return started;
+}
+
 void emit_passes(writer *o, const Program *p) {
     emit(o, "static void forward(wf_ctx *c) {\n");
     emit(o, "    float *a = wf_act_ptr(c, 0);\n    const float *w = wf_param_ptr(c, 0);\n");
@@ -38,24 +72,23 @@ void emit_passes(writer *o, const Program *p) {
             if (layer >= 0) emit(o, "    /* block %d */\n", layer);
             else if (i > 0) emit(o, "    /* final norm, LM head and loss */\n");
         }
+        emit_gathers_at(o, p, 0, i);
         emit_forward_op(o, p, i);
+        if (p->zero >= 3 && i + 1 < p->n_ops) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
     emit(o, "/* Backward: forward reversed; every kernel accumulates into its gradients. */\n");
     emit(o, "static void backward(wf_ctx *c, int last_micro) {\n");
     emit(o, "    float *a = wf_act_ptr(c, 0), *d = wf_dact_ptr(c, 0), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
-    int k = 0, block = -2;  /* buckets complete in order 0, 1, ... */
+    if (p->zero >= 2) emit(o, "    (void)last_micro;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
+    int block = -2;
     for (int j = 0; j < p->n_ops; j++) {
         int i = p->n_ops - 1 - j;
+        emit_gathers_at(o, p, 0, p->n_ops + j);
         maybe_recompute(o, p, i, &block);
         emit_backward_op(o, p, i);
-        int started = 0;
-        while (k < p->n_buckets && p->buckets[k].ready_after_op == j) {
-            emit(o, "    if (last_micro) wf_bucket_start(c, %d);\n", k);
-            k++;
-            started = 1;
-        }
+        int started = emit_bucket_calls(o, p, 0, j, "last_micro");
         if (!started && j + 1 < p->n_ops) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
@@ -114,7 +147,11 @@ void emit_chunk(writer *o, const Program *p, int k) {
     emit(o, "static void fwd_c%d(wf_ctx *c, int m, int slot) {\n", k);
     emit(o, "    float *a = wf_act_slot(c, slot);\n    const float *w = wf_param_ptr(c, 0);\n");
     emit(o, "    wf_use_micro(c, m);\n");
-    for (int i = first; i < end; i++) emit_forward_op(o, p, i);
+    for (int i = first; i < end; i++) {
+        emit_gathers_at(o, p, k % p->pp, i);
+        emit_forward_op(o, p, i);
+        if (p->zero >= 3 && i + 1 < end) emit(o, "    wf_progress(c);\n");
+    }
     emit(o, "}\n\n");
     if (p->sched->split_backward) {
         emit_split_chunk(o, p, k);
@@ -125,17 +162,14 @@ void emit_chunk(writer *o, const Program *p, int k) {
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
     emit(o, "    wf_use_micro(c, m);\n");
-    int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    int stage = k % p->pp;
+    if (p->zero >= 2) emit(o, "    (void)last;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
     int block = -2;
     for (int i = end - 1; i >= first; i--) {
+        emit_gathers_at(o, p, stage, 2 * p->n_ops - 1 - i);
         maybe_recompute(o, p, i, &block);
         emit_backward_op(o, p, i);
-        int j = p->n_ops - 1 - i, started = 0;
-        for (int b = 0; b < p->n_buckets; b++)
-            if (p->buckets[b].stage == stage && p->buckets[b].ready_after_op == j) {
-                emit(o, "    if (last) wf_bucket_start(c, %d);\n", b - first_bucket);
-                started = 1;
-            }
+        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
         if (!started && i > first) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");

@@ -106,9 +106,15 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             int msg = in->op >= SI_SEND_ACT && in->op <= SI_SENDRECV;
             if (in->op == SI_OPTIM) {
                 for (int b = 0; b < p->n_buckets; b++)
-                    if (p->buckets[b].stage == stage && p->dp > 1)
+                    if (p->buckets[b].stage == stage && p->dp > 1 && !p->zero)
                         fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %ld bytes\n", b,
                                 p->dp, 4 * p->buckets[b].numel);
+                    else if (p->buckets[b].stage == stage && p->dp > 1)
+                        fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks), %ld bytes: reduce-scatter%s%s\n",
+                                p->zero, b, p->dp, 4 * p->buckets[b].numel,
+                                p->zero >= 2 ? " every microbatch into the gradient shard" : "",
+                                p->zero >= 3 ? "; parameters all-gathered before each use"
+                                             : "; updated shards all-gathered after the step");
                 if (p->pp > 1 && (stage == 0 || stage == p->pp - 1) && !s->pro)
                     fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);
             }

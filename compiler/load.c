@@ -316,10 +316,13 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->loss_scale_hysteresis = (int)get_int(L, scale, "hysteresis");
     lua_pop(L, 1);
     p->zero = (int)get_int(L, plan, "zero");
+    p->zero_prefetch = (int)get_int(L, plan, "zero_prefetch");
     int offload = push_sub(L, plan, "offload");
     char where[8];
     get_str(L, offload, "optimizer", where, sizeof where);
     p->offload_optimizer = strcmp(where, "cpu") == 0;
+    get_str(L, offload, "params", where, sizeof where);
+    p->offload_params = strcmp(where, "cpu") == 0;
     lua_pop(L, 1);
     char recompute[16];
     get_str(L, plan, "recompute", recompute, sizeof recompute);

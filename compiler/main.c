@@ -51,7 +51,7 @@ static const char USAGE[] =
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n"
     "  --dump=PASS                print the IR after PASS (load, check, shard, partition,\n"
-    "                             graph, buckets, memory) to stdout\n"
+    "                             graph, buckets, memory, zero) to stdout\n"
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
     "  --backend cpu              code generator (only cpu in this version)\n"
     "  --help, --version\n"
@@ -71,7 +71,7 @@ typedef struct {
 static const pass PASSES[] = {
     { "check", pass_check }, { "shard", pass_shard }, { "partition", pass_partition },
     { "graph", pass_graph }, { "schedule", pass_schedule },
-    { "buckets", pass_buckets }, { "memory", pass_memory },
+    { "buckets", pass_buckets }, { "memory", pass_memory }, { "zero", pass_zero },
 };
 
 static int known_pass(const char *name) {
@@ -107,7 +107,7 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
         } else if (strncmp(s, "--dump=", 7) == 0) {
             a->dump = s + 7;
             if (!known_pass(a->dump))
-                return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory)");
+                return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory, zero)");
         } else if (strcmp(s, "--format") == 0 && want_out == 2) {
             if (++i >= argc) return usage_error("--format needs text, chrome or svg");
             a->format = argv[i];

@@ -160,9 +160,25 @@ int pass_graph(Program *p) {
 }
 
 /* ---- buckets: gradients laid out in completion order, cut into buckets ---- */
-/* Each pipeline stage has its own parameter arena and buckets. */
+/* Each pipeline stage has its own parameter arena and buckets.  Under ZeRO
+ * with pipeline parallelism the tied wte (and its copy on the last stage)
+ * gets a bucket of its own, so that both copies are sharded alike and their
+ * gradients can be summed shard by shard; from ZeRO-2 on a bucket also never
+ * spans two chunks, so that one chunk's backward writes all of it. */
+static int is_tied(const Program *p, int k) {
+    if (p->params[k].tied_to >= 0) return 1;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].tied_to == k) return 1;
+    return 0;
+}
+
 int pass_buckets(Program *p) {
     double cap_bytes = p->bucket_mb * 1024.0 * 1024.0;
+    for (int k = 0; k < p->n_params; k++) p->params[k].chunk = -1;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_param; k++)
+            if (p->params[p->ops[i].param[k]].chunk < 0) p->params[p->ops[i].param[k]].chunk = p->ops[i].chunk;
+    int alone_tied = p->zero > 0 && p->pp > 1;
     p->buckets = calloc((size_t)p->n_params, sizeof *p->buckets);
     p->param_numel = calloc((size_t)p->pp, sizeof(long));
     p->n_buckets = 0;
@@ -174,7 +190,11 @@ int pass_buckets(Program *p) {
             if (q->stage != stage) continue;
             double bytes = 4.0 * (double)q->numel;
             /* a parameter larger than the cap gets a bucket of its own */
-            if (!cur || 4.0 * (double)cur->numel + bytes > cap_bytes) {
+            int tied = alone_tied && is_tied(p, p->grad_order[r]);
+            int cut = !cur || 4.0 * (double)cur->numel + bytes > cap_bytes || tied ||
+                      (alone_tied && is_tied(p, p->grad_order[cur->last_param])) ||
+                      (p->zero >= 2 && p->params[p->grad_order[cur->last_param]].chunk != q->chunk);
+            if (cut) {
                 cur = &p->buckets[p->n_buckets++];
                 cur->offset = offset;
                 cur->first_param = r;
@@ -322,6 +342,10 @@ void program_free(Program *p) {
     free(p->chunk_in_offset);
     free(p->shared_offset);
     free(p->shared_numel);
+    free(p->shard_numel);
+    free(p->grad_buf_numel);
+    free(p->gather_numel);
+    free(p->gathers);
     if (p->sched) schedule_free(p->sched);
     free(p->sched);
     memset(p, 0, sizeof *p);

@@ -7,6 +7,7 @@
  * partition assigns ops to pipeline stages;
  * buckets   lays the gradient arena out in backward order and cuts buckets;
  * memory    plans the activation arena and the per-rank memory;
+ * zero      plans ZeRO-2/3's gradient bucket buffers and parameter gathers;
  * emit      writes the per-stage C programs.
  */
 #ifndef WEFT_PROGRAM_H
@@ -62,6 +63,7 @@ typedef struct {
     /* set by buckets */
     long offset;
     int bucket;
+    int chunk;          /* pipeline chunk of the first op using it (set by buckets) */
 } ir_param;
 
 /* An activation: (tokens, width) floats, plus what an op saves for backward. */
@@ -92,7 +94,24 @@ typedef struct {
     int first_param, last_param;  /* indices in backward order */
     int ready_after_op;     /* backward op after which it is complete */
     int stage;
+    /* set by zero (zero_plan.c) */
+    int chunk;              /* the pipeline chunk writing its gradients */
+    int first_write_op;     /* backward op that first writes one of its gradients */
+    int wait_after_op;      /* ZeRO >= 2: its reduce-scatter is waited after this op */
+    long buffer;            /* ZeRO >= 2: offset of its gradient buffer (bucket-buffer arena) */
+    long gather;            /* ZeRO-3: offset of its gathered parameters (gather arena) */
 } ir_bucket;
+
+/* ZeRO-3: one all-gather of a bucket's parameters and the span of ops that use
+ * them.  Time t counts forward op i as i and backward op i as 2n - 1 - i. */
+typedef struct {
+    int bucket;
+    int stage;
+    int func;               /* the generated function it lies in: forward of chunk k
+                               is k, backward of chunk k is n_chunks + k */
+    int start, end;         /* first and last use */
+    int issue;              /* when the all-gather is started (prefetch) */
+} zero_gather;
 
 typedef struct Program {
     /* where it came from */
@@ -127,6 +146,8 @@ typedef struct Program {
     double loss_scale_initial, loss_scale_min;
     int zero;
     int offload_optimizer;  /* AdamW state and update in host memory */
+    int offload_params;     /* ZeRO-3: the parameter shard in host memory */
+    int zero_prefetch;      /* ZeRO-3: all-gathers started this many gathers ahead */
     int recompute;          /* RECOMPUTE_FULL: block by block; _SELECTIVE: attention core */
     double bucket_mb;
     /* pipeline */
@@ -149,6 +170,10 @@ typedef struct Program {
     long *param_numel;      /* parameters (and gradients) */
     long *act_numel;        /* one activation slot, incl. saved buffers */
     long *dact_numel;       /* one activation-gradient slot */
+    long *shard_numel;      /* ZeRO: dp rank 0's compact shard of the stage's buckets */
+    long *grad_buf_numel;   /* ZeRO >= 2: the bucket-buffer arena */
+    long *gather_numel;     /* ZeRO-3: the gather arena */
+    zero_gather *gathers; int n_gathers;  /* ZeRO-3: per microbatch, by stage and start */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
     long *shared_offset, *shared_numel;  /* per stage: the region all blocks share
@@ -172,6 +197,7 @@ int pass_graph(Program *p);
 int pass_schedule(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);
+int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
 
 void program_free(Program *p);

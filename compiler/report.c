@@ -43,12 +43,17 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     /* Model states, (2 + 2 + K) Psi in 16-bit modes (16-bit weights and
      * gradients; K = 12: fp32 master, m and v), (4 + 4 + 8) Psi in fp32
      * (the weights are their own master).  ZeRO-1 divides the optimizer part
-     * by dp; ZeRO-2 would also divide the gradients, ZeRO-3 the parameters. */
+     * by dp.  ZeRO-2 keeps this rank's gradient shard + the bucket buffers
+     * backward writes; ZeRO-3 its parameter shard + the gather buffers of the
+     * buckets in use. */
     int wide = strcmp(p->precision, "fp32") == 0;
-    double psi = (double)p->param_numel[stage];
-    m.params = (wide ? 4.0 : 2.0) * psi;
+    double bytes = wide ? 4.0 : 2.0, psi = (double)p->param_numel[stage];
+    double shard = bytes * (double)p->shard_numel[stage];
+    m.params = bytes * psi;
     m.grads = m.params;
     m.optim = (wide ? 8.0 : 12.0) * psi / (p->zero ? p->dp : 1);
+    if (p->zero >= 2) m.grads = shard + bytes * (double)p->grad_buf_numel[stage];
+    if (p->zero >= 3) m.params = shard + bytes * (double)p->gather_numel[stage];
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params *= 2;  /* two weight versions */
     /* activations: what the CPU backend allocates (fp32, also when it
      * emulates 16-bit storage) */
@@ -59,6 +64,10 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
         m.host = m.optim;
         m.optim = 0;
+    }
+    if (p->offload_params) {     /* so is an offloaded parameter shard */
+        m.host += shard;
+        m.params -= shard;
     }
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch;
     return m;
@@ -133,7 +142,19 @@ void program_report(const Program *p, FILE *out) {
         }
         fputc('\n', out);
     }
-    if (p->offload_optimizer) {
+    if (p->zero >= 2) {
+        const char *what[] = { "param shard", "gather bufs", "grad shard", "bucket bufs" };
+        for (int i = p->zero >= 3 ? 0 : 2; i < 4; i++) {
+            fprintf(out, "  %-12s", what[i]);
+            for (int s = 0; s < p->pp; s++) {
+                long n = i == 1 ? p->gather_numel[s] : i == 3 ? p->grad_buf_numel[s] : p->shard_numel[s];
+                human_bytes(4.0 * (double)n, a, sizeof a);
+                fprintf(out, " %12s", a);
+            }
+            fputc('\n', out);
+        }
+    }
+    if (p->offload_optimizer || p->offload_params) {
         fprintf(out, "  %-12s", "host (offload)");
         for (int s = 0; s < p->pp; s++) {
             human_bytes(memory_per_rank(p, s).host, a, sizeof a);
@@ -193,6 +214,16 @@ void program_dump(const Program *p, const char *after, FILE *out) {
         for (int k = 0; k < p->n_buckets; k++)
             fprintf(out, "  bucket %d @%ld+%ld ready after bwd op %d\n", k,
                     p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].ready_after_op);
+    }
+    if (p->shard_numel && p->zero >= 2) {
+        fprintf(out, "zero %d: bucket buffers (live from first gradient write to reduce-scatter wait):\n", p->zero);
+        for (int k = 0; k < p->n_buckets; k++)
+            fprintf(out, "  bucket %d buffer @%ld, live bwd ops %d..%d\n", k, p->buckets[k].buffer,
+                    p->buckets[k].first_write_op, p->buckets[k].wait_after_op);
+        for (int e = 0; e < p->n_gathers; e++)
+            fprintf(out, "  gather bucket %d (stage %d) into @%ld: started at t=%d, used t=%d..%d\n",
+                    p->gathers[e].bucket, p->gathers[e].stage, p->buckets[p->gathers[e].bucket].gather,
+                    p->gathers[e].issue, p->gathers[e].start, p->gathers[e].end);
     }
     if (p->act_numel)
         for (int s = 0; s < p->pp; s++)

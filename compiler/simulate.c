@@ -391,14 +391,37 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     double span = (two_bw_step >= 0 ? two_bw_step : trace_makespan(&tr) / 1e6) - optim;
     /* data parallel: each stage's buckets, ring all-reduce across nodes when the
      * dp group spans them, overlapped with the last microbatch's backward */
+    /* data parallel, per stage: its buckets' ring collectives across nodes when
+     * the dp group spans them (16-bit gradients travel in 16 bits on GPUs; the
+     * CPU backend sends floats).  Plain dp all-reduces overlapping the last
+     * microbatch's backward; ZeRO reduce-scatters overlapping backward (every
+     * microbatch from stage 2 on), then the updated shards all-gathered after
+     * the step (stages 1, 2); stage 3 instead all-gathers each bucket before
+     * its use in forward and again in backward, prefetched so that it overlaps
+     * that compute. */
+    double el = calib || strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
     double exposed_dp = 0, dp_comm = 0;
     for (int st = 0; st < p->pp; st++) {
-        double c = 0;
+        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st];
         for (int k = 0; k < p->n_buckets; k++)
-            if (p->buckets[k].stage == st)
-                c += cost_allreduce_ring(4.0 * p->buckets[k].numel, p->dp, inter_link(p, p->tp));
+            if (p->buckets[k].stage == st) {
+                double bytes = el * p->buckets[k].numel;
+                ar += cost_allreduce_ring(bytes, p->dp, inter_link(p, p->tp));
+                rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, p->tp));
+                ag += cost_allgather_ring(bytes, p->dp, inter_link(p, p->tp));
+            }
+        double c = ar, e = ar > bs ? ar - bs : 0;
+        if (p->zero == 1) {
+            c = rs + ag;
+            e = (rs > bs ? rs - bs : 0) + ag;
+        } else if (p->zero == 2) {
+            c = p->accum * rs + ag;
+            e = p->accum * (rs > bs ? rs - bs : 0) + ag;
+        } else if (p->zero >= 3) {
+            c = p->accum * (rs + 2.0 * ag);
+            e = p->accum * ((rs + ag > bs ? rs + ag - bs : 0) + (ag > fs ? ag - fs : 0));
+        }
         if (c > dp_comm) dp_comm = c;
-        double e = c > tm.b[st] ? c - tm.b[st] : 0;
         if (e > exposed_dp) exposed_dp = e;
     }
     sim_times_free(&tm);
@@ -414,15 +437,17 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         fprintf(out, "compute   per microbatch and chunk: forward %.3f ms, backward %.3f ms%s "
                      "(peak %.1f TFLOP/s, %s)\n", f * 1e3, b * 1e3, s->split_backward ? " (B + W)" : "",
                 peak, p->precision);
-        fprintf(out, "iteration %.3f s: pipeline %.3f s + exposed dp all-reduce %.3f s + optimizer %.3f s\n",
-                iter, span, exposed_dp, optim);
+        fprintf(out, "iteration %.3f s: pipeline %.3f s + exposed dp %s %.3f s + optimizer %.3f s\n",
+                iter, span, p->zero ? "communication" : "all-reduce", exposed_dp, optim);
         fprintf(out, "throughput %.0f tokens/s; %.3g TFLOP/s per device; MFU %.1f%% (model FLOPs %s)\n",
                 tokens / iter, tflops, 100.0 * tflops / peak,
                 untied_embedding(p) ? "6(N - embedding) + 12Lhs" : "6N + 12Lhs");
         fprintf(out, "bubble    %.1f%% of stage time (idle, averaged over stages); %.1f%% on the busiest stage\n",
                 100.0 * (bubble > 0 ? bubble : 0), 100.0 * (bubble_busiest > 0 ? bubble_busiest : 0));
         fprintf(out, "comm      tp collectives %.3f ms per microbatch forward; pp p2p %.3f ms per message; "
-                     "dp all-reduce %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3, dp_comm, exposed_dp);
+                     "dp %s %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3,
+                p->zero >= 3 ? "reduce-scatter + forward and backward all-gathers (ZeRO-3)"
+                : p->zero ? "reduce-scatter + all-gather (ZeRO)" : "all-reduce", dp_comm, exposed_dp);
         fprintf(out, "memory per rank (stage: params, grads, optimizer, activations, buffers, total):\n");
         for (int st = 0; st < p->pp; st++) {
             cost_memory m = stage_memory(p, st);

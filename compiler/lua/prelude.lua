@@ -771,6 +771,8 @@ local function make_plan(spec)
     precision = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
     loss_scale = { "any", valid = "{ initial = 65536, window = 1000, hysteresis = 2, min = 1 }, or a number (a static scale)" },
     zero = { "integer", min = 0, max = 3, default = 0 },
+    -- ZeRO-3: parameter all-gathers started this many gathers ahead of use
+    zero_prefetch = { "integer", min = 0, max = 16, default = 1 },
     recompute = { "string", one_of = { "none", "selective", "full" }, default = "none" },
     offload = { "table", default = {} },
     pipeline = { "table", default = {} },
@@ -879,20 +881,22 @@ local function make_plan(spec)
            chunks .. " counts summing to " .. s.model.layers)
     end
   end
-  if s.zero > 1 then fail("plan.zero", show(s.zero) .. " " .. SUPPORTED_LATER, "0 or 1") end
   s.offload = check_fields("offload", s.offload, {
     optimizer = { "string", one_of = { "none", "cpu" }, default = "none" },
     params = { "string", one_of = { "none", "cpu" }, default = "none" },
   })
-  if s.offload.params == "cpu" then
+  if s.offload.params == "cpu" and s.zero < 3 then
     -- only ZeRO-3 partitions parameters, and only partitioned parameters move
-    fail("offload.params", "\"cpu\" needs zero = 3, which " .. SUPPORTED_LATER, "\"none\"")
+    fail("offload.params", "\"cpu\" needs zero = 3 (only sharded parameters move to the host)",
+         "\"none\", or zero = 3")
   end
-  if s.zero == 1 and s.mesh.pp > 1 then
-    fail("plan.zero", "1 with pipeline parallelism " .. SUPPORTED_LATER, "0, or mesh.pp = 1")
+  local pipelined = s.mesh.pp > 1
+  if s.zero >= 2 and pipelined and s.pipeline.schedule == "zb-h1" then
+    -- the weight half of backward runs late, outside the chunk whose buffers it would write
+    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0 or 1, or another pipeline.schedule")
   end
-  if s.zero == 1 and s.pipeline.schedule == "pipedream-2bw" then
-    fail("plan.zero", "1 with pipedream-2bw " .. SUPPORTED_LATER, "0")
+  if s.zero >= 1 and s.pipeline.schedule == "pipedream-2bw" then
+    fail("plan.zero", s.zero .. " with pipedream-2bw " .. SUPPORTED_LATER, "0")
   end
   if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
     -- W runs after later blocks have reused the recomputed activations

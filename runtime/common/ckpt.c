@@ -247,8 +247,9 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     long *off = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
-    /* 16-bit modes save the fp32 masters, so that a resume is exact */
-    float *full_w = c->master ? wf_moment_full(c, c->master) : NULL;
+    /* 16-bit modes save the fp32 masters, so that a resume is exact;
+     * ZeRO-3 gathers the parameter shards */
+    float *full_w = c->master ? wf_moment_full(c, c->master) : p->zero >= 3 ? wf_params_whole(c) : NULL;
     if (full_w) weights = full_w;
     float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);

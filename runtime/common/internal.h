@@ -46,6 +46,9 @@ struct wf_ctx {
     long *zero_base;               /* ZeRO: bucket k's shard in zero_buf / the moments */
     int *zero_counts, *zero_displs;
     float *zero_buf;
+    float *grad_shard;             /* ZeRO >= 2: this rank's gradients (compact, like the moments) */
+    float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
+    MPI_Request *gather_req;       /* ZeRO-3: one all-gather per bucket */
     float *comm;                   /* staging for tensor-parallel collectives */
     float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
@@ -118,6 +121,13 @@ void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);
 void wf_zero_gather_params(wf_ctx *c);
 float *wf_moment_full(wf_ctx *c, const float *moment);
+/* The part of parameter k this rank updates, [own_lo, own_hi): x[i] is its
+ * element i, wherever ZeRO keeps it (zero_grads.c, zero_params.c). */
+float *wf_own_grad(wf_ctx *c, int k);
+float *wf_own_weights(wf_ctx *c, float *weights, int k);
+void wf_zero_grads_clear(wf_ctx *c);
+float *wf_params_whole(wf_ctx *c);           /* ZeRO-3: whole parameters (caller frees) */
+void wf_params_adopt(wf_ctx *c, const float *whole);  /* ZeRO-3: keep this rank's shards */
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
 void wf_scaler_init(wf_ctx *c);                         /* loss_scale.c */
 int wf_grads_overflow(wf_ctx *c);

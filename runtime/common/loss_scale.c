@@ -35,7 +35,7 @@ static void inject(wf_ctx *c) {
     const wf_program *p = c->p;
     for (int k = 0; k < p->n_params; k++)
         if (c->own_hi[k] > c->own_lo[k]) {
-            c->grads[p->params[k].offset + c->own_lo[k]] = INFINITY;
+            wf_own_grad(c, k)[c->own_lo[k]] = INFINITY;
             return;
         }
 }
@@ -46,7 +46,7 @@ int wf_grads_overflow(wf_ctx *c) {
         if (c->opt.inject_step[i] == c->step + 1 && c->opt.inject_rank[i] == c->rank) inject(c);
     int bad = 0;
     for (int k = 0; k < p->n_params && !bad; k++) {
-        const float *g = c->grads + p->params[k].offset;
+        const float *g = wf_own_grad(c, k);  /* ZeRO-2: this rank's reduced shard */
         for (long i = c->own_lo[k]; i < c->own_hi[k]; i++)
             if (!isfinite(g[i])) {
                 bad = 1;

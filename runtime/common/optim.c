@@ -25,7 +25,7 @@ double wf_grad_norm(wf_ctx *c) {
         const wf_param *q = &p->params[k];
         if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
         if (q->tied == 2) continue;  /* the LM head's copy of wte: counted on stage 0 */
-        const float *g = c->grads + q->offset;
+        const float *g = wf_own_grad(c, k);
         for (long i = c->own_lo[k]; i < c->own_hi[k]; i++) sum += (double)g[i] * g[i];
     }
     if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
@@ -42,7 +42,10 @@ void wf_tp_partial_grads(wf_ctx *c) {
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         if (!q->tp_partial) continue;
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, c->grads + q->offset, (int)q->numel, MPI_FLOAT,
+        /* tp ranks share the bucket layout, so (ZeRO >= 2) also the shard */
+        long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
+        if (hi <= lo) continue;
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, wf_own_grad(c, k) + lo, (int)(hi - lo), MPI_FLOAT,
                                 MPI_SUM, c->tp_comm));
     }
 }
@@ -73,7 +76,7 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
         const wf_param *q = &p->params[k];
         if (skip_tied_copy && q->tied == 2) continue;
         float decay = q->decay ? (float)(lr * p->weight_decay) : 0.0f;
-        float *w = weights + q->offset, *g = c->grads + q->offset;
+        float *w = wf_own_weights(c, weights, k), *g = wf_own_grad(c, k);
         /* the moments of element i are at [i - lo] from this parameter's base */
         long lo = c->own_lo[k], hi = c->own_hi[k];
         float *m = c->adam_m + c->moment_base[k] - lo, *v = c->adam_v + c->moment_base[k] - lo;

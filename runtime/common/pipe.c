@@ -40,7 +40,11 @@ void wf_tied_grads(wf_ctx *c) {
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         if (!q->tied) continue;
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, c->grads + q->offset, count(c, q->numel, "MPI_Allreduce"),
+        /* under ZeRO both copies are alone in a bucket, so sharded alike:
+         * ZeRO >= 2 sums just this rank's shard */
+        long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
+        if (hi <= lo) continue;
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, wf_own_grad(c, k) + lo, count(c, hi - lo, "MPI_Allreduce"),
                                 MPI_FLOAT, MPI_SUM, c->tied_comm));
     }
 }

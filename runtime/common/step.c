@@ -131,10 +131,12 @@ void wf_bucket_start(wf_ctx *c, int k) {
 /* Non-blocking collectives in Open MPI advance only inside MPI calls: poke
  * them between backward kernels so they overlap compute. */
 void wf_progress(wf_ctx *c) {
-    if (c->n_inflight == 0) return;
+    if (c->n_inflight == 0 && c->p->zero < 3) return;
     int done = 0;
     WF_MPI(c, MPI_Testall(c->p->n_buckets, c->bucket_req, &done, MPI_STATUSES_IGNORE));
     if (done) c->n_inflight = 0;
+    if (c->p->zero >= 3)  /* parameter all-gathers in flight */
+        WF_MPI(c, MPI_Testall(c->p->n_buckets, c->gather_req, &done, MPI_STATUSES_IGNORE));
 }
 
 void wf_buckets_wait(wf_ctx *c) {
@@ -166,8 +168,10 @@ void wf_optimizer_step(wf_ctx *c) {
     wf_tp_partial_grads(c);
     wf_tied_grads(c);
     c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
-    if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits */
-        wf_round_copy(p->precision, c->grads, c->grads, p->param_numel);
+    if (p->precision != WF_FP32) {  /* the reduced gradients, stored in 16 bits */
+        if (p->zero >= 2) wf_round_copy(p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
+        else wf_round_copy(p->precision, c->grads, c->grads, p->param_numel);
+    }
     float unscale = 1.0f;  /* fp16: divides the loss scale out, before clipping */
     if (p->precision == WF_FP16) {
         c->scaler.used = c->scaler.scale;
@@ -176,7 +180,7 @@ void wf_optimizer_step(wf_ctx *c) {
         wf_scaler_update(c, overflow);
         if (overflow) {  /* skip the step: weights and moments stay as they are */
             c->last_norm = INFINITY;
-            memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+            wf_zero_grads_clear(c);
             c->step++;
             return;
         }
@@ -187,6 +191,6 @@ void wf_optimizer_step(wf_ctx *c) {
     c->last_norm = norm;
     wf_adamw(c, c->last_lr, clip_scale * unscale);
     wf_zero_gather_params(c);
-    memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    wf_zero_grads_clear(c);
     c->step++;
 }

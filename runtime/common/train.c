@@ -111,8 +111,12 @@ static void allocate(wf_ctx *c) {
     const wf_program *p = c->p;
     size_t np = (size_t)p->param_numel * sizeof(float);
     long N = (long)p->micro * p->seq;
-    c->params = wf_alloc(c, np, "parameters");
-    c->grads = wf_alloc(c, np, "gradients");
+    /* ZeRO-3 keeps only the gather buffers of the parameters in use here (the
+     * shards are allocated by wf_zero_setup); ZeRO-2 only the bucket buffers */
+    if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
+    else c->params = wf_alloc(c, np, "parameters");
+    if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
+    else c->grads = wf_alloc(c, np, "gradients");
     wf_zero_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
     /* offload: the moments live in the host arena and AdamW runs on the host.
@@ -248,7 +252,7 @@ static void summary(wf_ctx *c, int steps_run, double seconds, double first_loss)
 
 /* Replicas must hold the same weights; a mismatch means a broken reduction. */
 static void check_replicas(wf_ctx *c) {
-    if (c->p->dp == 1) return;
+    if (c->p->dp == 1 || c->p->zero >= 3) return;  /* ZeRO-3: no replicas, only shards */
     uint64_t d = wf_params_digest(c), lo = d, hi = d;
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, c->dp_comm));
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, c->dp_comm));
@@ -301,8 +305,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
                "moments%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
                p->precision == WF_FP16 ? (p->scale_dynamic ? ", dynamic loss scale" : ", static loss scale") : "");
     if (p->zero || p->offload_optimizer)
-        wf_log(c, "optimizer: AdamW state %s%s\n", p->zero ? "sharded over the dp group (ZeRO-1)" : "whole",
-               p->offload_optimizer ? ", in host memory (offload)" : "");
+        wf_log(c, "optimizer: AdamW state %s%s%s%s%s\n", p->zero ? "sharded over the dp group" : "whole",
+               p->zero >= 2 ? ", gradients sharded" : "", p->zero >= 3 ? ", parameters sharded" : "",
+               p->offload_optimizer ? ", in host memory (offload)" : "",
+               p->offload_params ? ", parameter shard in host memory (offload)" : "");
 
     allocate(c);
     char err[512];
@@ -312,9 +318,17 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         c->metrics = fopen(c->opt.metrics, c->opt.resume ? "a" : "w");
         if (!c->metrics) wf_fatal(c, "fopen", WF_WHERE, "cannot write metrics file %s", c->opt.metrics);
     }
+    /* ZeRO-3: whole parameters exist only while they are made or read */
+    float *gather = c->params;
+    if (p->zero >= 3) c->params = wf_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
     wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
+    if (p->zero >= 3) {  /* keep this rank's shard; c->params becomes the gather arena */
+        wf_params_adopt(c, c->params);
+        free(c->params);
+        c->params = gather;
+    }
     if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     if (p->prologue) wf_2bw_setup(c);

@@ -1,4 +1,6 @@
-/* zero.c: ZeRO stage 1 over the data-parallel group.  Each bucket is
+/* zero.c: ZeRO over the data-parallel group: the shard bookkeeping every
+ * stage shares, and stage 1 itself (zero_grads.c adds stage 2, zero_params.c
+ * stage 3).  Under ZeRO-1 each bucket is
  * reduce-scattered instead of all-reduced, in the contiguous shards the
  * compiler fixed (wf_program.shards); each rank keeps AdamW moments for, and
  * updates, only its shard of every bucket, then the updated parameters are
@@ -37,7 +39,17 @@ void wf_zero_setup(wf_ctx *c) {
         compact += c->zero_counts[b * dp + c->dp_rank];
     }
     c->moment_numel = compact;
-    c->zero_buf = wf_alloc(c, sizeof(float) * (size_t)(compact ? compact : 1), "ZeRO gradient shard");
+    size_t shard_bytes = sizeof(float) * (size_t)(compact ? compact : 1);
+    if (p->zero == 1) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
+    if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
+    if (p->zero >= 3) {
+        /* offload: on the CPU backend host and device memory are one; the
+         * CUDA backend keeps this arena pinned on the host */
+        c->param_shard = wf_alloc(c, shard_bytes, p->offload_params ? "parameter shard (ZeRO-3, host)"
+                                                                  : "parameter shard (ZeRO-3)");
+        c->gather_req = wf_alloc(c, sizeof(MPI_Request) * (size_t)p->n_buckets, "ZeRO-3 gathers");
+        for (int b = 0; b < p->n_buckets; b++) c->gather_req[b] = MPI_REQUEST_NULL;
+    }
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         const wf_bucket *bk = &p->buckets[q->bucket];
@@ -62,7 +74,7 @@ void wf_zero_bucket_start(wf_ctx *c, int k) {
  * of it holds this rank's unreduced gradients and is not read). */
 void wf_zero_after_reduce(wf_ctx *c) {
     const wf_program *p = c->p;
-    if (!p->zero) return;
+    if (p->zero != 1) return;  /* ZeRO >= 2 reduces into its gradient shard directly */
     for (int b = 0; b < p->n_buckets; b++)
         memcpy(c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank), c->zero_buf + c->zero_base[b],
                sizeof(float) * (size_t)c->zero_counts[b * p->dp + c->dp_rank]);
@@ -71,7 +83,7 @@ void wf_zero_after_reduce(wf_ctx *c) {
 /* Every rank updated its shards: gather the parameters, bucket by bucket. */
 void wf_zero_gather_params(wf_ctx *c) {
     const wf_program *p = c->p;
-    if (!p->zero) return;
+    if (!p->zero || p->zero >= 3) return;  /* ZeRO-3 gathers a bucket when it is used */
     for (int b = 0; b < p->n_buckets; b++)
         WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->params + p->buckets[b].offset,
                                   c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,

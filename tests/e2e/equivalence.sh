@@ -6,7 +6,8 @@
 # vocabulary tp does not divide), under pipeline parallelism (pp = 2, 4 with
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
 # meshes (dp x tp x pp = 2 x 2 x 2), with full and selective activation recompute and with
-# ZeRO-1 (optimizer state sharded over dp), gives
+# ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
+# tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
@@ -32,6 +33,7 @@ common=(--set train.steps=$STEPS --set model.hidden=64 --set model.seq=64)
 "$WEFT" data synth -o "$WORK/v250.bin" --tokens 200000 --vocab 250 --branch 4 --seed 7 >/dev/null
 # A reference runs on one rank; every other row must match its reference.
 # name       reference vocab L global dp tp sp pp schedule     v micro buckets.mb recompute zero offload
+# (offload: 1 optimizer, 2 parameters, 3 both)
 layouts=(
   "ref        ref       256   2 16     1  1  0  1 1f1b         1 16    25  0  0  0"
   "dp2        ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  0  0"
@@ -82,6 +84,22 @@ layouts=(
   "z1_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  8    0.05  1  1  0"
   "pp2_m5     ref_g20   256   4 20     1  1  0  2 1f1b         1  4    25  0  0  0"
   "pp2_m5_zb  ref_g20   256   4 20     1  1  0  2 zb-h1        1  4    25  0  0  0"
+  "z1_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0  1  0"
+  "z1_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  4    25  0  1  0"
+  "z1_3d      ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  1  0"
+  "z2_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  2  0"
+  "z2_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  2  0"
+  "z2_off_dp4 ref       256   2 16     4  1  0  1 1f1b         1  4    0.05  0  2  1"
+  "z2_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  2  0"
+  "z2_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0  2  0"
+  "z2_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  2  2  0"
+  "z3_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  3  0"
+  "z3_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  3  0"
+  "z3_off_dp4 ref       256   2 16     4  1  0  1 1f1b         1  4    0.05  0  3  3"
+  "z3_off_dp2 ref       256   2 16     2  1  0  1 1f1b         1  8    0  2  3  2"
+  "z3_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  3  0"
+  "z3_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  1  3  2"
+  "z3_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  3  0"
 )
 passed=0 failed=0
 for row in "${layouts[@]}"; do
@@ -94,14 +112,16 @@ for row in "${layouts[@]}"; do
     --set mesh.tp="$tp" --set mesh.sp=$sp_flag --set mesh.pp="$pp" --set pipeline.schedule="$sched" \
     --set pipeline.virtual="$virt" --set batch.micro="$micro" --set buckets.mb="$mb" \
     --set recompute="$(case $rc in 1) echo full ;; 2) echo selective ;; *) echo none ;; esac)" \
-    --set zero="$zero" --set offload.optimizer="$([ "$off" = 1 ] && echo cpu || echo none)"
+    --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
+    --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   [ "$name" = "$ref" ] && continue
   what="dp $dp tp $tp sp $sp pp $pp $sched v$virt, $((global / micro / dp)) microbatches, buckets $mb MiB, vocab $vocab"
   [ "$rc" = 1 ] && what="$what, full recompute"
   [ "$rc" = 2 ] && what="$what, selective recompute"
-  [ "$zero" = 1 ] && what="$what, ZeRO-1"
-  [ "$off" = 1 ] && what="$what, optimizer offload"
+  [ "$zero" != 0 ] && what="$what, ZeRO-$zero"
+  [ $((off & 1)) = 1 ] && what="$what, optimizer offload"
+  [ $((off & 2)) = 2 ] && what="$what, parameter offload"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
@@ -111,6 +131,23 @@ for row in "${layouts[@]}"; do
   else
     failed=$((failed + 1)); echo "FAIL $name ($what): $loss_msg, $norm_msg; $w_msg"
   fi
+done
+# ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
+# when parameters arrive, never the result.
+for pf in 0 3; do
+  name=z3_prefetch$pf
+  if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ]; then continue; fi
+  [ -f "$WORK/ref.jsonl" ] || { build_plan ref "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" \
+    --set model.layers=2 --set batch.global=16 --set batch.micro=16; run_plan ref --metrics "$WORK/ref.jsonl" \
+    --save "$WORK/ref.ckpt" >/dev/null; }
+  build_plan $name "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" --set model.layers=2 \
+    --set batch.global=16 --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.02 --set zero=3 \
+    --set zero_prefetch=$pf
+  run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
+  loss_msg=$(same_field loss "$WORK/ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
+  "$WEFT" ckpt diff "$WORK/ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+    --tol $WEIGHT_TOL --atol $WEIGHT_ATOL >/dev/null || ok=0
+  check "$name (dp 2, ZeRO-3, all-gathers $pf ahead): $loss_msg, final weights" test $ok = 1
 done
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -5,6 +5,7 @@
 # gradients, AdamW moments; K = 8 since the weights are their own master
 # copy), (2 + 2 + 12) Psi in bf16 / fp16 (16-bit parameters and gradients;
 # K = 12: fp32 master, m and v); the optimizer part divided by dp under ZeRO-1.
+# Then ZeRO-2 and ZeRO-3 in fp32 (below).
 # Psi = 12 L h^2 + 13 L h + (V + s) h + 2 h for GPT-2 with a tied LM head.
 source "$(dirname "$0")/lib.sh"
 # bytes from "3.21 MiB" / "512 B" / "1.50 GiB"
@@ -38,5 +39,66 @@ done <<'MODELS'
 4 128 4 128 256
 6 96 6 32 1000
 MODELS
+
+# ZeRO-2 and ZeRO-3 (dp 2 and 4): the shards are 4 Psi / dp; with one bucket
+# for everything the bucket buffer (ZeRO-2) and the gather buffer (ZeRO-3)
+# are the whole 4 Psi.  With one bucket per parameter (buckets.mb = 0) the
+# plan keeps alive at once, besides vectors (at most 64 h floats):
+#   bucket buffers: wte (its gradient is first written by the LM head, last by
+#     the embedding) + the MLP matrix being written + the one whose
+#     reduce-scatter overlaps it: 4 (V h + 2 * 4 h^2);
+#   gather buffers: the larger of wte (alone at either end of the model) and
+#     an MLP matrix in use + the next one prefetched: 4 max(V h, 2 * 4 h^2).
+between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
+while read -r L h heads s V; do
+  psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h ))
+  for dp in 2 4; do
+    for zero in 2 3; do
+      for mb in 1000 0; do
+        out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
+              --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
+              --set batch.global=$((4 * dp)) --set zero=$zero --set buckets.mb=$mb)
+        field() { sed -n "s/^  $1 *//p" <<<"$out" | to_bytes; }
+        what="L$L h$h s$s V$V dp $dp zero $zero buckets $mb MiB: Psi $psi"
+        check "$what: AdamW 8 Psi / dp ~ $(field optimizer)" near "$(field optimizer)" $((8 * psi / dp))
+        check "$what: gradient shard 4 Psi / dp ~ $(field 'grad shard')" near "$(field 'grad shard')" $((4 * psi / dp))
+        if [ $mb = 1000 ]; then
+          buf=$((4 * psi)) gat=$((4 * psi))
+          check "$what: bucket buffer 4 Psi" near "$(field 'bucket bufs')" $buf
+        else
+          buf=$((4 * (V * h + 8 * h * h))) gat=$((4 * (V * h > 8 * h * h ? V * h : 8 * h * h)))
+          check "$what: bucket buffers 4 (V h + 8 h^2) = $buf (+ vectors) ~ $(field 'bucket bufs')" \
+            between "$(field 'bucket bufs')" $buf $((buf + 256 * h))
+        fi
+        check "$what: gradients = shard + buffers ~ $(field gradients)" \
+          near "$(field gradients)" $((4 * psi / dp + $(field 'bucket bufs')))
+        if [ $zero = 3 ]; then
+          check "$what: parameter shard 4 Psi / dp" near "$(field 'param shard')" $((4 * psi / dp))
+          if [ $mb = 1000 ]; then
+            check "$what: gather buffer 4 Psi" near "$(field 'gather bufs')" $gat
+          else
+            check "$what: gather buffers 4 max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
+              between "$(field 'gather bufs')" $gat $((gat + 256 * h))
+          fi
+          check "$what: parameters = shard + gather buffers ~ $(field parameters)" \
+            near "$(field parameters)" $((4 * psi / dp + $(field 'gather bufs')))
+        else
+          check "$what: parameters 4 Psi (whole)" near "$(field parameters)" $((4 * psi))
+        fi
+      done
+    done
+  done
+done <<'MODELS'
+2 64 4 64 256
+4 128 4 128 256
+6 96 6 32 1000
+MODELS
+# Offloading the ZeRO-3 parameter shard moves it to the host line.
+out=$("$WEFT" check plans/tiny.lua --set mesh.dp=2 --set batch.micro=4 --set batch.global=8 --set zero=3 \
+      --set offload.params=cpu)
+shard=$(sed -n 's/^  param shard *//p' <<<"$out" | to_bytes)
+check "offload.params: host holds the parameter shard" near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" "$shard"
+check "offload.params: parameters on the device are the gather buffers only" \
+  near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" "$(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes)"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -1,4 +1,4 @@
--- expect: tests/plans/offload_params.lua:4: offload.params: "cpu" needs zero = 3, which is not supported yet by this version of weft (valid: "none")
+-- expect: tests/plans/offload_params.lua:4: offload.params: "cpu" needs zero = 3 (only sharded parameters move to the host) (valid: "none", or zero = 3)
 -- Only ZeRO-3 partitions parameters, and only partitioned parameters can move to the host.
 local w = weft
 return w.plan {

@@ -205,6 +205,8 @@ typedef struct wf_param {
 typedef struct wf_bucket {
     long offset;        /* in floats */
     long numel;
+    long buffer;        /* ZeRO >= 2: its gradient buffer in the bucket-buffer arena */
+    long gather;        /* ZeRO-3: where its parameters are all-gathered (gather arena) */
 } wf_bucket;
 
 /* One micro-step of the compiled schedule. */
@@ -239,7 +241,8 @@ typedef struct wf_program {
     int recv_buffers;        /* received activations waiting for their forward */
     long recv_numel;         /* floats in one of them */
     int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
-    int zero;                /* 1: ZeRO stage 1 over the dp group */
+    int zero;                /* ZeRO stage over the dp group: 1 optimizer state,
+                                2 + gradients, 3 + parameters */
     int offload_optimizer;   /* AdamW moments and update in host memory */
     int precision;           /* enum wf_precision: WF_FP32 (0), WF_BF16, WF_FP16 */
     /* fp16 loss scaling (runtime/common/loss_scale.c): a static scale, or
@@ -247,6 +250,9 @@ typedef struct wf_program {
      * below scale_min; double after scale_window overflow-free steps) */
     int scale_dynamic, scale_window, scale_hysteresis;
     double scale_initial, scale_min;
+    int offload_params;      /* ZeRO-3: the parameter shard in host memory */
+    long grad_numel;         /* ZeRO >= 2: the bucket-buffer arena (gradients), floats */
+    long gather_numel;       /* ZeRO-3: the gather arena (parameters in use), floats */
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
     /* optimizer and schedule */
@@ -332,6 +338,16 @@ void wf_trace_event(wf_ctx *c, char kind, int m, int chunk, double start);
  * gradient is written; drive outstanding requests during backward. */
 void wf_bucket_start(wf_ctx *c, int k);
 void wf_progress(wf_ctx *c);
+
+/* ZeRO >= 2 (runtime/common/zero_grads.c): bucket k's buffer is complete:
+ * reduce-scatter it over dp; the wait adds this rank's part into its gradient
+ * shard and zeroes the buffer for the next bucket that uses it. */
+void wf_grad_bucket_start(wf_ctx *c, int k);
+void wf_grad_bucket_wait(wf_ctx *c, int k);
+/* ZeRO-3 (runtime/common/zero_params.c): all-gather bucket k's parameter
+ * shards into its gather buffer; wait before the first use. */
+void wf_gather_start(wf_ctx *c, int k);
+void wf_gather_wait(wf_ctx *c, int k);
 
 /* Entry point of every generated program: parses arguments, brings up MPI,
  * allocates the arenas once, and runs the training loop. */

@@ -1,0 +1,329 @@
+/* zero_plan.c: the `zero` pass.  Plans, at compile time, what ZeRO stages 2
+ * and 3 keep per rank besides the compact shards:
+ *
+ *   - ZeRO >= 2: backward writes each bucket's gradients into a bucket
+ *     buffer, reduce-scatters it into the rank's gradient shard and waits for
+ *     that after the next bucket of the chunk is complete (or at the chunk's
+ *     end).  A buffer is live from the bucket's first gradient write to that
+ *     wait; buffers of buckets never live together share memory.
+ *   - ZeRO-3: parameters live as shards; each span of ops using a bucket's
+ *     parameters is preceded by an all-gather into a gather buffer, started
+ *     `zero_prefetch` gathers ahead so that it overlaps compute.  The buffer
+ *     is live from that start to the span's last use.
+ *
+ * Both assignments are first fit over live intervals, like a register
+ * allocator for intervals of different widths. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "program.h"
+
+static long align16(long n) { return (n + 15) & ~15L; }
+
+/* Two sets of closed intervals [lo, hi] overlap in time. */
+static int overlap(const int *lo_a, const int *hi_a, int n_a, const int *lo_b, const int *hi_b, int n_b) {
+    for (int i = 0; i < n_a; i++)
+        for (int j = 0; j < n_b; j++)
+            if (lo_a[i] <= hi_b[j] && lo_b[j] <= hi_a[i]) return 1;
+    return 0;
+}
+
+/* First fit: item k (in `order`) takes the lowest offset at which no item
+ * placed before it that is live at the same time overlaps its floats.
+ * live(k, &lo, &hi) gives k's live intervals.  Returns the arena size. */
+typedef int (*live_fn)(const Program *p, int k, const int **lo, const int **hi);
+
+static long first_fit(const Program *p, const int *order, int n, const long *size, long *offset,
+                      live_fn live) {
+    long top = 0;
+    for (int a = 0; a < n; a++) {
+        int k = order[a];
+        const int *lo_k, *hi_k;
+        int n_k = live(p, k, &lo_k, &hi_k);
+        long off = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int b = 0; b < a; b++) {
+                int j = order[b];
+                const int *lo_j, *hi_j;
+                int n_j = live(p, j, &lo_j, &hi_j);
+                if (!overlap(lo_k, hi_k, n_k, lo_j, hi_j, n_j)) continue;
+                if (off < offset[j] + align16(size[j]) && offset[j] < off + align16(size[k])) {
+                    off = offset[j] + align16(size[j]);
+                    moved = 1;
+                }
+            }
+        }
+        offset[k] = off;
+        if (off + align16(size[k]) > top) top = off + align16(size[k]);
+    }
+    return top;
+}
+
+/* ---- ZeRO >= 2: gradient bucket buffers ------------------------------------ */
+
+static int *g_lo, *g_hi;  /* live interval of each bucket (backward op indices) */
+
+static int bucket_live(const Program *p, int k, const int **lo, const int **hi) {
+    (void)p;
+    *lo = &g_lo[k];
+    *hi = &g_hi[k];
+    return 1;
+}
+
+static void plan_bucket_buffers(Program *p, const int *last_use) {
+    int n = p->n_ops;
+    g_lo = malloc(sizeof(int) * (size_t)p->n_buckets + 1);
+    g_hi = malloc(sizeof(int) * (size_t)p->n_buckets + 1);
+    long *size = malloc(sizeof(long) * (size_t)p->n_buckets + 1);
+    long *off = malloc(sizeof(long) * (size_t)p->n_buckets + 1);
+    int *order = malloc(sizeof(int) * (size_t)p->n_buckets + 1);
+    for (int b = 0; b < p->n_buckets; b++) {
+        ir_bucket *bk = &p->buckets[b];
+        bk->chunk = p->params[p->grad_order[bk->first_param]].chunk;
+        bk->first_write_op = n;
+        for (int r = bk->first_param; r <= bk->last_param; r++) {
+            int j = n - 1 - last_use[p->grad_order[r]];
+            if (j < bk->first_write_op) bk->first_write_op = j;
+        }
+        /* waited once the next bucket completed later is started: its
+         * reduce-scatter overlaps the backward ops in between */
+        bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
+        for (int c = b + 1; c < p->n_buckets; c++) {
+            const ir_bucket *next = &p->buckets[c];
+            if (next->stage != bk->stage || p->params[p->grad_order[next->first_param]].chunk != bk->chunk)
+                break;
+            if (next->ready_after_op > bk->ready_after_op) {
+                bk->wait_after_op = next->ready_after_op;
+                break;
+            }
+        }
+        g_lo[b] = bk->first_write_op;
+        g_hi[b] = bk->wait_after_op;
+        size[b] = bk->numel;
+    }
+    for (int s = 0; s < p->pp; s++) {
+        int m = 0;
+        for (int b = 0; b < p->n_buckets; b++)
+            if (p->buckets[b].stage == s) order[m++] = b;
+        /* by first write (insertion sort: few buckets) */
+        for (int i = 1; i < m; i++)
+            for (int j = i; j > 0 && g_lo[order[j - 1]] > g_lo[order[j]]; j--) {
+                int t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        p->grad_buf_numel[s] = first_fit(p, order, m, size, off, bucket_live);
+    }
+    for (int b = 0; b < p->n_buckets; b++) p->buckets[b].buffer = off[b];
+    free(g_lo);
+    free(g_hi);
+    free(size);
+    free(off);
+    free(order);
+}
+
+/* ---- ZeRO-3: parameter gathers --------------------------------------------- */
+
+static int cmp_int2(const void *a, const void *b) {
+    const int *x = a, *y = b;
+    return x[0] != y[0] ? x[0] - y[0] : x[1] - y[1];
+}
+
+static int cmp_gather(const void *a, const void *b) {
+    const zero_gather *x = a, *y = b;
+    if (x->stage != y->stage) return x->stage - y->stage;
+    return x->start != y->start ? x->start - y->start : x->bucket - y->bucket;
+}
+
+/* The generated function time t lies in: a chunk's forward or backward.  A
+ * single stage runs forward() and backward() back to back, so gathers may
+ * run from one into the other (the LM head's wte is gathered once). */
+static int func_of(const Program *p, int t) {
+    int n = p->n_ops;
+    if (p->pp == 1) return 0;
+    return t < n ? p->ops[t].chunk : p->n_chunks + p->ops[2 * n - 1 - t].chunk;
+}
+
+static int *ev_lo, *ev_hi, *ev_first, *ev_count;  /* events grouped by bucket */
+
+static int gather_live(const Program *p, int k, const int **lo, const int **hi) {
+    (void)p;
+    *lo = ev_lo + ev_first[k];
+    *hi = ev_hi + ev_first[k];
+    return ev_count[k];
+}
+
+/* (time, bucket) of every use of a parameter: forward, backward and, under
+ * full recompute, the block's forward again just before its backward. */
+static int collect_uses(const Program *p, int (*uses)[2]) {
+    int n = p->n_ops, u = 0;
+    for (int i = 0; i < n; i++) {
+        const ir_op *o = &p->ops[i];
+        int rc_time = -1;
+        if (p->recompute == RECOMPUTE_FULL && o->layer >= 0) {
+            int last = i;
+            for (int j = i; j < n; j++)
+                if (p->ops[j].layer == o->layer) last = j;
+            rc_time = 2 * n - 1 - last;
+        }
+        for (int k = 0; k < o->n_param; k++) {
+            int b = p->params[o->param[k]].bucket;
+            uses[u][0] = i, uses[u++][1] = b;
+            uses[u][0] = 2 * n - 1 - i, uses[u++][1] = b;
+            if (rc_time >= 0) uses[u][0] = rc_time, uses[u++][1] = b;
+        }
+    }
+    qsort(uses, (size_t)u, sizeof *uses, cmp_int2);
+    return u;
+}
+
+/* Gather e starts when gather e - prefetch is waited, never before the
+ * function it lies in: each chunk's forward and backward gather their own. */
+static void set_issues(Program *p) {
+    for (int e = 0; e < p->n_gathers; e++) {
+        zero_gather *g = &p->gathers[e];
+        int from = e - p->zero_prefetch;
+        while (from < e && (from < 0 || p->gathers[from].stage != g->stage || p->gathers[from].func != g->func))
+            from++;
+        g->issue = p->gathers[from].start;
+    }
+}
+
+static void plan_gathers(Program *p) {
+    int nb = p->n_buckets;
+    int (*uses)[2] = malloc(sizeof *uses * (size_t)(3 * 2 * p->n_ops + 1));
+    int nu = collect_uses(p, uses);
+    p->gathers = calloc((size_t)nu + 1, sizeof *p->gathers);
+    int *open = malloc(sizeof(int) * (size_t)nb), *cut = calloc((size_t)nb, sizeof(int));
+    for (int b = 0; b < nb; b++) open[b] = -1;
+    /* a bucket's uses form one gather until another bucket is used strictly
+     * between two of them (so the tied wte, used by the embedding and the LM
+     * head, is gathered at each end, not held through the whole pass) */
+    int func = -1;
+    for (int a = 0; a < nu;) {
+        int t = uses[a][0], z = a;
+        while (z < nu && uses[z][0] == t) z++;
+        if (func_of(p, t) != func) {  /* nothing is held from one function to the next */
+            func = func_of(p, t);
+            for (int b = 0; b < nb; b++) open[b] = -1;
+        }
+        for (int q = a; q < z; q++) {
+            int b = uses[q][1];
+            if (open[b] >= 0 && !cut[b]) {
+                p->gathers[open[b]].end = t;
+            } else {
+                open[b] = p->n_gathers;
+                p->gathers[p->n_gathers++] = (zero_gather){ b, p->buckets[b].stage, func, t, t, t };
+            }
+        }
+        for (int b = 0; b < nb; b++) {
+            int here = 0;
+            for (int q = a; q < z; q++) here |= uses[q][1] == b;
+            cut[b] = here ? 0 : open[b] >= 0;
+        }
+        a = z;
+    }
+    qsort(p->gathers, (size_t)p->n_gathers, sizeof *p->gathers, cmp_gather);
+    /* a gather started before the same bucket's previous span ended joins it */
+    for (int merged = 1; merged;) {
+        merged = 0;
+        set_issues(p);
+        for (int e = 0; e < p->n_gathers && !merged; e++)
+            for (int f = 0; f < e && !merged; f++)
+                if (p->gathers[f].bucket == p->gathers[e].bucket && p->gathers[e].issue <= p->gathers[f].end) {
+                    if (p->gathers[e].end > p->gathers[f].end) p->gathers[f].end = p->gathers[e].end;
+                    memmove(&p->gathers[e], &p->gathers[e + 1], sizeof *p->gathers * (size_t)(p->n_gathers - e - 1));
+                    p->n_gathers--;
+                    merged = 1;
+                }
+    }
+    /* one gather buffer per bucket, shared by its spans */
+    ev_lo = malloc(sizeof(int) * (size_t)p->n_gathers + 1);
+    ev_hi = malloc(sizeof(int) * (size_t)p->n_gathers + 1);
+    ev_first = calloc((size_t)nb + 1, sizeof(int));
+    ev_count = calloc((size_t)nb + 1, sizeof(int));
+    int *order = malloc(sizeof(int) * (size_t)nb + 1), m = 0;
+    for (int b = 0, at = 0; b < nb; b++) {
+        ev_first[b] = at;
+        for (int e = 0; e < p->n_gathers; e++)
+            if (p->gathers[e].bucket == b) {
+                ev_lo[at] = p->gathers[e].issue;
+                ev_hi[at++] = p->gathers[e].end;
+                ev_count[b]++;
+            }
+    }
+    long *size = malloc(sizeof(long) * (size_t)nb + 1), *off = calloc((size_t)nb + 1, sizeof(long));
+    for (int b = 0; b < nb; b++) size[b] = p->buckets[b].numel;
+    for (int s = 0; s < p->pp; s++) {
+        m = 0;
+        for (int e = 0; e < p->n_gathers; e++) {  /* the stage's buckets by first start */
+            int b = p->gathers[e].bucket, seen = p->gathers[e].stage != s;
+            for (int i = 0; i < m; i++) seen |= order[i] == b;
+            if (!seen) order[m++] = b;
+        }
+        p->gather_numel[s] = first_fit(p, order, m, size, off, gather_live);
+    }
+    for (int b = 0; b < nb; b++) p->buckets[b].gather = off[b];
+    free(uses);
+    free(open);
+    free(cut);
+    free(ev_lo);
+    free(ev_hi);
+    free(ev_first);
+    free(ev_count);
+    free(order);
+    free(size);
+    free(off);
+}
+
+/* The invariant both plans rest on, checked rather than trusted: buffers of
+ * buckets live at the same time (on the same stage) never share a float. */
+static int verify_disjoint(const Program *p, const char *what, int gathers) {
+    for (int a = 0; a < p->n_buckets; a++)
+        for (int b = a + 1; b < p->n_buckets; b++) {
+            const ir_bucket *x = &p->buckets[a], *y = &p->buckets[b];
+            long xo = gathers ? x->gather : x->buffer, yo = gathers ? y->gather : y->buffer;
+            if (x->stage != y->stage || xo >= yo + y->numel || yo >= xo + x->numel) continue;
+            int live = 0;
+            if (!gathers) live = x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
+            for (int e = 0; gathers && e < p->n_gathers; e++)
+                for (int f = 0; f < p->n_gathers; f++)
+                    if (p->gathers[e].bucket == a && p->gathers[f].bucket == b &&
+                        p->gathers[e].issue <= p->gathers[f].end && p->gathers[f].issue <= p->gathers[e].end)
+                        live = 1;
+            if (live) {
+                wf_error("%s: internal error: %s of buckets %d and %d overlap while both are live",
+                         p->plan_path, what, a, b);
+                return -1;
+            }
+        }
+    return 0;
+}
+
+int pass_zero(Program *p) {
+    p->shard_numel = calloc((size_t)p->pp, sizeof(long));
+    p->grad_buf_numel = calloc((size_t)p->pp, sizeof(long));
+    p->gather_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int b = 0; b < p->n_buckets; b++) {
+        const ir_bucket *bk = &p->buckets[b];
+        p->shard_numel[bk->stage] += bk->numel / p->dp + (bk->numel % p->dp != 0);
+        p->buckets[b].buffer = bk->offset;
+        p->buckets[b].wait_after_op = -1;
+    }
+    for (int s = 0; s < p->pp; s++) {
+        p->grad_buf_numel[s] = p->param_numel[s];
+        p->gather_numel[s] = p->param_numel[s];
+    }
+    if (p->zero < 2) return 0;
+    int *last_use = malloc(sizeof(int) * (size_t)p->n_params + 1);
+    for (int k = 0; k < p->n_params; k++) last_use[k] = -1;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_param; k++) last_use[p->ops[i].param[k]] = i;
+    plan_bucket_buffers(p, last_use);
+    free(last_use);
+    if (verify_disjoint(p, "gradient buffers", 0) != 0) return -1;
+    if (p->zero < 3) return 0;
+    plan_gathers(p);
+    return verify_disjoint(p, "gather buffers", 1);
+}

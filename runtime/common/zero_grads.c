@@ -1,0 +1,43 @@
+/* zero_grads.c: ZeRO-2, gradients sharded over the data-parallel group.
+ * Backward writes each bucket's gradients into a bucket buffer that the
+ * compiler placed (buffers of buckets never live together share memory).
+ * Once the bucket is complete it is reduce-scattered in place; the wait adds
+ * this rank's reduced part into its compact gradient shard (laid out like the
+ * AdamW moments) and zeroes the buffer, since backward kernels accumulate.
+ * This happens every microbatch, so gradient accumulation sums into the shard
+ * (as DeepSpeed does) and no whole gradient ever exists. */
+#include <string.h>
+
+#include "internal.h"
+
+void wf_grad_bucket_start(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    WF_MPI(c, MPI_Ireduce_scatter(MPI_IN_PLACE, c->grads + p->buckets[k].buffer,
+                                  c->zero_counts + (long)k * p->dp, MPI_FLOAT, MPI_SUM, c->dp_comm,
+                                  &c->bucket_req[k]));
+    c->n_inflight = 1;
+}
+
+void wf_grad_bucket_wait(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    WF_MPI(c, MPI_Wait(&c->bucket_req[k], MPI_STATUS_IGNORE));
+    /* in place: this rank's reduced part is at the start of the buffer */
+    float *buf = c->grads + p->buckets[k].buffer, *shard = c->grad_shard + c->zero_base[k];
+    int n = c->zero_counts[(long)k * p->dp + c->dp_rank];
+    for (int i = 0; i < n; i++) shard[i] += buf[i];
+    memset(buf, 0, sizeof(float) * (size_t)p->buckets[k].numel);
+}
+
+float *wf_own_grad(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    if (p->zero >= 2) return c->grad_shard + c->moment_base[k] - c->own_lo[k];
+    return c->grads + p->params[k].offset;
+}
+
+/* After the optimizer step: the next step accumulates from zero.  (ZeRO-2's
+ * bucket buffers are zeroed by each wait already.) */
+void wf_zero_grads_clear(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (p->zero >= 2) memset(c->grad_shard, 0, sizeof(float) * (size_t)c->moment_numel);
+    else memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+}

@@ -1,0 +1,33 @@
+/* zero_params.c: ZeRO-3, parameters sharded over the data-parallel group.
+ * Each rank stores only its compact parameter shard (laid out like the AdamW
+ * moments, and updated in place by AdamW).  The generated code all-gathers a
+ * bucket's parameters into the gather buffer the compiler assigned it before
+ * their first use in forward and again in backward, started ahead so that the
+ * gather overlaps compute; buffers whose uses never overlap share memory.
+ * Whole parameters exist only transiently: at startup (initialization or a
+ * checkpoint) and when a checkpoint is written. */
+#include <string.h>
+
+#include "internal.h"
+
+void wf_gather_start(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    const int *counts = c->zero_counts + (long)k * p->dp, *displs = c->zero_displs + (long)k * p->dp;
+    WF_MPI(c, MPI_Iallgatherv(c->param_shard + c->zero_base[k], counts[c->dp_rank], MPI_FLOAT,
+                              c->params + p->buckets[k].gather, counts, displs, MPI_FLOAT, c->dp_comm,
+                              &c->gather_req[k]));
+}
+
+void wf_gather_wait(wf_ctx *c, int k) {
+    WF_MPI(c, MPI_Wait(&c->gather_req[k], MPI_STATUS_IGNORE));
+}
+
+float *wf_own_weights(wf_ctx *c, float *weights, int k) {
+    if (c->p->zero >= 3) return c->param_shard + c->moment_base[k] - c->own_lo[k];
+    return weights + c->p->params[k].offset;
+}
+
+/* Every rank contributes its shards; the dp group sums them into whole tensors. */
+float *wf_params_whole(wf_ctx *c) { return wf_moment_full(c, c->param_shard); }
+
+void wf_params_adopt(wf_ctx *c, const float *whole) { wf_moment_keep(c, whole, c->param_shard); }
