@@ -1,8 +1,10 @@
 /* import_ds.c: a DeepSpeed config JSON to a Weft plan (see import_ds.h).
  *
  * Choices worth knowing:
- *  - dp = world: DeepSpeed configs carry no tensor or pipeline degrees.
- *  - Batch: DeepSpeed's rule train_batch_size = micro * accumulation * world;
+ *  - DeepSpeed configs carry no tensor or pipeline degrees: they come from the
+ *    model plan's mesh (tp, pp, sp; pipeline = { ... } with pp > 1), and
+ *    dp = world / (tp * pp), as Megatron-DeepSpeed counts it.
+ *  - Batch: DeepSpeed's rule train_batch_size = micro * accumulation * dp;
  *    any two of the three give the third (only train_batch_size: accumulation
  *    1; only micro: accumulation 1), all three must agree.
  *  - reduce_bucket_size counts elements; buckets.mb is MiB of gradients, so
@@ -500,7 +502,9 @@ static int parse_precision(ctx *c, const cJSON *root, ds_plan *p) {
     return 0;
 }
 
-static int parse_batch(ctx *c, const cJSON *root, int world, ds_plan *p) {
+/* `world` is the data-parallel size; `who` names it in messages: "world"
+ * without model parallelism, else "dp" (world / (tp * pp)). */
+static int parse_batch(ctx *c, const cJSON *root, int world, const char *who, ds_plan *p) {
     long long tbs = 0, mb = 0, gas = 0;
     int htbs, hmb, hgas;
     const long long MAX = INT_MAX;
@@ -511,32 +515,33 @@ static int parse_batch(ctx *c, const cJSON *root, int world, ds_plan *p) {
         (hgas = get_int(c, root, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, MAX,
                         "an integer >= 1", &gas)) < 0)
         return -1;
-    const char *rule = "train_batch_size = train_micro_batch_size_per_gpu * "
-                       "gradient_accumulation_steps * world";
+    char rule[160];
+    snprintf(rule, sizeof rule, "train_batch_size = train_micro_batch_size_per_gpu * "
+             "gradient_accumulation_steps * %s", who);
     if (htbs && hmb && hgas) {
         if (tbs != mb * gas * world)
             return FAIL(c, "train_batch_size = %lld, but train_micro_batch_size_per_gpu * "
-                           "gradient_accumulation_steps * world = %lld * %lld * %d = %lld "
-                           "(valid: %s)", tbs, mb, gas, world, mb * gas * world, rule);
+                           "gradient_accumulation_steps * %s = %lld * %lld * %d = %lld "
+                           "(valid: %s)", tbs, who, mb, gas, world, mb * gas * world, rule);
     } else if (htbs && hmb) {
         if (tbs % (mb * world) != 0)
             return FAIL(c, "train_batch_size = %lld is not a multiple of "
-                           "train_micro_batch_size_per_gpu * world = %lld * %d = %lld (valid: %s)",
-                        tbs, mb, world, mb * world, rule);
+                           "train_micro_batch_size_per_gpu * %s = %lld * %d = %lld (valid: %s)",
+                        tbs, who, mb, world, mb * world, rule);
         gas = tbs / (mb * world);
     } else if (htbs && hgas) {
         if (tbs % (gas * world) != 0)
             return FAIL(c, "train_batch_size = %lld is not a multiple of "
-                           "gradient_accumulation_steps * world = %lld * %d = %lld (valid: %s)",
-                        tbs, gas, world, gas * world, rule);
+                           "gradient_accumulation_steps * %s = %lld * %d = %lld (valid: %s)",
+                        tbs, who, gas, world, gas * world, rule);
         mb = tbs / (gas * world);
     } else if (hmb && hgas) {
         tbs = mb * gas * world;
     } else if (htbs) {
         gas = 1;
         if (tbs % world != 0)
-            return FAIL(c, "train_batch_size = %lld is not a multiple of world = %d (valid: %s, "
-                           "with gradient_accumulation_steps = 1)", tbs, world, rule);
+            return FAIL(c, "train_batch_size = %lld is not a multiple of %s = %d (valid: %s, "
+                           "with gradient_accumulation_steps = 1)", tbs, who, world, rule);
         mb = tbs / world;
     } else if (hmb) {
         gas = 1;
@@ -784,6 +789,24 @@ static int parse_activation_ckpt(ctx *c, const cJSON *root, ds_plan *p) {
     return 0;
 }
 
+/* A degree from the model plan's `mesh = { ... }` text: `key = N`, else 1
+ * (or, for a boolean, 1 when `key = true`). */
+static long mesh_value(const char *s, size_t n, const char *key) {
+    size_t klen = strlen(key);
+    for (size_t i = 0; i + klen < n; i++) {
+        if (memcmp(s + i, key, klen) != 0) continue;
+        if (i > 0 && (isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_')) continue;
+        if (isalnum((unsigned char)s[i + klen]) || s[i + klen] == '_') continue;
+        size_t k = skip_space(s, n, i + klen);
+        if (k >= n || s[k] != '=') continue;
+        k = skip_space(s, n, k + 1);
+        if (k + 4 <= n && memcmp(s + k, "true", 4) == 0) return 1;
+        if (k < n && isdigit((unsigned char)s[k])) return strtol(s + k, NULL, 10);
+        return 0;
+    }
+    return key[0] == 's' ? 0 : 1;  /* sp defaults to off, degrees to 1 */
+}
+
 int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int world,
                      const char *out_path, FILE *warnings, char *err, size_t errlen) {
     ctx c = {ds_json_path ? ds_json_path : "(null)", err, errlen, {0}};
@@ -836,7 +859,31 @@ int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int 
         warn(&c, it->string, "has no meaning in a weft plan; ignored");
     }
 
-    if (parse_precision(&c, root, &p) < 0 || parse_batch(&c, root, world, &p) < 0 ||
+    /* The model (and data, cluster, model-parallel degrees) from the existing plan. */
+    plan_text = read_file(model_plan_path, &plen, (size_t)16 << 20);
+    if (!plan_text) {
+        fail_at(&c, model_plan_path, "cannot read the model plan: %s", strerror(errno));
+        goto done;
+    }
+    static const char *const mesh_prefix[] = {"{", NULL};
+    size_t xb = 0, xe = 0, pb = 0, pe = 0;
+    const char *unused;
+    int rx = find_field(plan_text, plen, "mesh", mesh_prefix, &xb, &xe, &unused);
+    int rp = find_field(plan_text, plen, "pipeline", mesh_prefix, &pb, &pe, &unused);
+    long tp = rx > 0 ? mesh_value(plan_text + xb, xe - xb, "tp") : 1;
+    long pp = rx > 0 ? mesh_value(plan_text + xb, xe - xb, "pp") : 1;
+    int sp = rx > 0 && mesh_value(plan_text + xb, xe - xb, "sp") == 1;
+    if (rx < 0 || rp < 0) {
+        fail_at(&c, model_plan_path, "the brackets after `%s =` do not balance", rx < 0 ? "mesh" : "pipeline");
+        goto done;
+    }
+    if (tp < 1 || pp < 1 || world % (tp * pp) != 0) {
+        fail_at(&c, "import-deepspeed", "world = %d is not a multiple of the model plan's tp * pp = %ld * %ld "
+                "(valid: world = dp * tp * pp)", world, tp, pp);
+        goto done;
+    }
+    int dp = (int)(world / (tp * pp));
+    if (parse_precision(&c, root, &p) < 0 || parse_batch(&c, root, dp, tp * pp > 1 ? "dp" : "world", &p) < 0 ||
         parse_zero(&c, root, &p) < 0 || parse_optimizer(&c, root, &p) < 0 ||
         parse_scheduler(&c, root, &p) < 0 || parse_activation_ckpt(&c, root, &p) < 0)
         goto done;
@@ -845,12 +892,6 @@ int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int 
                 "a number in 0 .. 1000000 (0: no clipping)", &p.clip) < 0)
         goto done;
 
-    /* The model (and data, cluster) from the existing plan. */
-    plan_text = read_file(model_plan_path, &plen, (size_t)16 << 20);
-    if (!plan_text) {
-        fail_at(&c, model_plan_path, "cannot read the model plan: %s", strerror(errno));
-        goto done;
-    }
     static const char *const ctor_prefix[] = {"w.", "weft.", NULL};
     static const char *const table_prefix[] = {"{", NULL};
     size_t mb, me, cb = 0, ce = 0, db = 0, de = 0;
@@ -886,11 +927,15 @@ int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int 
     sb_printf(&out, " (world = %d),\n-- with the model of ", world);
     sb_clean(&out, model_plan_path);
     sb_printf(&out, ".  DeepSpeed's rule: train_batch_size =\n"
-                    "-- train_micro_batch_size_per_gpu * gradient_accumulation_steps * world; mesh.dp = world.\n"
+                    "-- train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp, dp = world / (tp * pp).\n"
                     "local w = weft\n\nreturn w.plan {\n");
     sb_printf(&out, "  model = %.*s,\n", (int)(me - mb), plan_text + mb);
     if (rcl > 0) sb_printf(&out, "  cluster = %.*s,\n", (int)(ce - cb), plan_text + cb);
-    sb_printf(&out, "  mesh = { dp = %d },\n", world);
+    if (tp == 1 && pp == 1 && !sp) sb_printf(&out, "  mesh = { dp = %d },\n", dp);
+    else
+        sb_printf(&out, "  mesh = { dp = %d, tp = %ld, pp = %ld%s },  -- tp, pp from the model plan\n", dp, tp, pp,
+                  sp ? ", sp = true" : "");
+    if (pp > 1 && rp > 0) sb_printf(&out, "  pipeline = %.*s,\n", (int)(pe - pb), plan_text + pb);
     sb_printf(&out, "  batch = { micro = %lld, global = %lld },  -- gradient_accumulation_steps = %lld\n",
               p.micro, p.global, p.accum);
     if (p.have_bucket) {

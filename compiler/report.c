@@ -148,7 +148,7 @@ void program_report(const Program *p, FILE *out) {
             fprintf(out, "  %-12s", what[i]);
             for (int s = 0; s < p->pp; s++) {
                 long n = i == 1 ? p->gather_numel[s] : i == 3 ? p->grad_buf_numel[s] : p->shard_numel[s];
-                human_bytes(4.0 * (double)n, a, sizeof a);
+                human_bytes((strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0) * (double)n, a, sizeof a);
                 fprintf(out, " %12s", a);
             }
             fputc('\n', out);

@@ -2,7 +2,7 @@
 -- heads sharing 8 key/value heads, SwiGLU 28672, vocab 32000, seq 4096) on
 -- 8 nodes x 8 H100s: tp 8 inside each node (one key/value head per rank),
 -- sequence parallel, dp 8 across nodes with ZeRO-1.  For `weft check` and
--- `weft simulate`: in fp32 (16-bit precision is not in this version) the
+-- `weft simulate`: in fp32 as written (see --set precision=bf16, zero=3) the
 -- model states alone need about 1.1 TB, so `weft check` reports that it does
 -- not fit; a real run would add pipeline stages and bf16.
 local w = weft

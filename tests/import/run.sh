@@ -83,11 +83,29 @@ good good_fp16_static $dir/good_fp16_static.json 2 $model pass \
   'precision = "fp16",' 'loss_scale = 128,'
 good model_tricky $dir/good_zero1.json 2 $dir/model_tricky.lua pass \
   'heads = 4, seq = 64, vocab = 256,' 'data = { train = "data/tricky.bin" },'
-good zero3_70b $dir/zero3_70b.json 8 $model unsupported \
+good zero3_70b $dir/zero3_70b.json 64 plans/llama_70b.lua pass \
+  'model = w.llama { layers = 80, hidden = 8192, heads = 64, kv_heads = 8' \
+  'mesh = { dp = 8, tp = 8, pp = 1, sp = true }' \
   'zero = 3,' 'precision = "fp16",' 'offload = { optimizer = "cpu", params = "cpu" }' \
   'batch = { micro = 1, global = 1024 }' 'buckets = { mb = 953.674 }' \
-  'loss_scale = { initial_scale_power = 16, window = 1000, hysteresis = 2, min = 1 },' \
+  'loss_scale = { initial_scale_power = 16, window = 1000, hysteresis = 2, min = 1 }' \
   '--   stage3_prefetch_bucket_size = 450000000' 'train = { steps = 250000 }'
+# The 70B plan's memory verdict: fp16 model states (2 + 2 + 12) Psi sharded by
+# ZeRO-3 over dp 8 after tp 8, the optimizer and the parameter shard offloaded.
+if "$WEFT" check "$tmp/zero3_70b.lua" --set data.train=x >"$tmp/70b.check" 2>&1 &&
+   grep -q "fits in the 80.00 GiB" "$tmp/70b.check" && grep -q "host (offload) *14.05 GiB" "$tmp/70b.check"; then
+  ok "zero3_70b memory: fits, 14.05 GiB host (12 + 2 bytes x 69.0e9 / 64)"
+else
+  no "zero3_70b memory" "$(grep -E 'verdict|host' "$tmp/70b.check")"
+fi
+# world must hold the model plan's tp * pp
+if ! drv $dir/zero3_70b.json plans/llama_70b.lua 60 "$tmp/w60.lua" 2>"$tmp/w60.err" &&
+   grep -qF "world = 60 is not a multiple of the model plan's tp * pp = 8 * 1" "$tmp/w60.err" &&
+   [ ! -e "$tmp/w60.lua" ]; then
+  ok "world not a multiple of tp * pp"
+else
+  no "world not a multiple of tp * pp" "$(tail -1 "$tmp/w60.err")"
+fi
 
 # Warnings name unknown keys.
 if drv $dir/good_zero1.json $model 2 "$tmp/warn.lua" 2>"$tmp/warn.err" &&
