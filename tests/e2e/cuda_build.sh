@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# --backend cuda on a machine with the CUDA toolkit (a GPU is not needed):
+# the stage programs come out as .cu, byte-identical across compiles, and the
+# generated projects configure, build and link against libweftrt_cuda.  Where
+# the runtime was built without CUDA (no nvcc or NCCL) the test is skipped
+# (exit 77).  On a machine without a GPU the built program must stop with the
+# rank and the failing CUDA call named; tests/gpu/check.sh runs it on a GPU.
+source "$(dirname "$0")/lib.sh"
+RT=${WEFT_RUNTIME:?set WEFT_RUNTIME to the runtime build folder}
+if [ ! -f "$RT/weft-runtime-cuda.cmake" ]; then
+  echo "skipped: this build has no CUDA runtime (nvcc or NCCL not found when configuring)"
+  exit 77
+fi
+
+for plan in tiny gpt2_3d; do
+  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan" --backend cuda 2>/dev/null
+  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-again" --backend cuda 2>/dev/null
+  check "$plan: two CUDA compiles are byte-identical" diff -r "$WORK/$plan" "$WORK/$plan-again"
+done
+check "one .cu per pipeline stage, no .c" \
+  test "$(cd "$WORK/gpt2_3d" && echo *.c*)" = "stage0.cu stage1.cu"
+check "the build file targets sm_90 and links weft::runtime_cuda" \
+  bash -c "grep -q '90-real;90-virtual' '$WORK/tiny/CMakeLists.txt' &&
+           grep -q 'weft::runtime_cuda' '$WORK/tiny/CMakeLists.txt'"
+"$WEFT" compile plans/tiny.lua -o "$WORK/tiny-cpu" 2>/dev/null
+check "the program text is the CPU backend's (but for its own file name)" \
+  diff <(tail -n +2 "$WORK/tiny-cpu/stage0.c") <(tail -n +2 "$WORK/tiny/stage0.cu")
+check "an unknown backend is a usage error (exit 2)" \
+  bash -c "'$WEFT' compile plans/tiny.lua -o '$WORK/x' --backend rocm 2>/dev/null; test \$? = 2"
+
+# Build: the single-stage plan, the 3D plan (tp collectives, pipeline, two
+# programs) and zero-bubble split backward (the B/W kernel halves).
+for name in tiny gpt2_3d; do
+  check "$name: the generated CUDA project builds" build_plan "$name" plans/$name.lua --backend cuda
+done
+check "zb-h1: the split-backward CUDA program builds" \
+  build_plan zb plans/gpt2_3d.lua --backend cuda --set pipeline.schedule=zb-h1 --set pipeline.virtual=1
+check "both stage programs linked" test -x "$WORK/gpt2_3d/build/stage0" -a -x "$WORK/gpt2_3d/build/stage1"
+check "linked against cuBLAS" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libcublas"
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
+  data=$(make_data)
+  "$WORK/tiny/launch.sh" --quiet --steps 1 --data "$data" >"$WORK/nogpu.log" 2>&1 || true
+  check "without a GPU: stops naming the rank and the CUDA call" \
+    grep -Eq "weft: rank [0-9]+: cuda[A-Za-z]+\(.*\) failed \(runtime/cuda/" "$WORK/nogpu.log"
+fi
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
