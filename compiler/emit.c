@@ -370,6 +370,10 @@ static int write_launch(const Program *p, const char *dir) {
     emit(&o, "if [ \"$(id -u)\" = 0 ]; then flags=\"--allow-run-as-root\"; fi\n");
     emit(&o, "cores=$(nproc 2>/dev/null || echo 1)\n");
     emit(&o, "if [ %d -gt \"$cores\" ]; then flags=\"$flags --oversubscribe\"; fi\n", p->world);
+    if (cuda_backend)
+        emit(&o, "# Arenas are CUDA managed memory, which a non-CUDA-aware Open MPI should\n"
+             "# copy through its shared-memory buffers rather than map from the peer.\n"
+             "export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}\n");
     emit(&o, "exec mpirun $flags --bind-to none");
     if (p->pp == 1) {
         emit(&o, " -np %d \"$bin/stage0\" \"$@\"\n", p->world);
