@@ -28,6 +28,20 @@ check "the program text is the CPU backend's (but for its own file name)" \
 check "an unknown backend is a usage error (exit 2)" \
   bash -c "'$WEFT' compile plans/tiny.lua -o '$WORK/x' --backend rocm 2>/dev/null; test \$? = 2"
 
+# Every feature's program text is valid C++ (designated initializers in
+# declaration order, no C-only conversions): ZeRO-1 with optimizer offload,
+# selective recompute under sequence parallelism, PipeDream-2BW.
+if command -v g++ >/dev/null 2>&1; then
+  for v in "z1_off:--set mesh.dp=2 --set zero=1 --set offload.optimizer=cpu" \
+           "rs_sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set recompute=selective" \
+           "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw"; do
+    read -r -a sets <<<"${v#*:}"
+    "$WEFT" compile plans/tiny.lua -o "$WORK/${v%%:*}" --backend cuda "${sets[@]}" 2>/dev/null
+    check "${v%%:*}: the .cu program text is valid C++" bash -c \
+      "for f in '$WORK/${v%%:*}'/*.cu; do g++ -std=c++17 -fsyntax-only -x c++ -Iruntime/include \"\$f\" || exit 1; done"
+  done
+fi
+
 # Build: the single-stage plan, the 3D plan (tp collectives, pipeline, two
 # programs) and zero-bubble split backward (the B/W kernel halves).
 for name in tiny gpt2_3d; do
