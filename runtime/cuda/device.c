@@ -13,8 +13,12 @@ static cudaStream_t stream;
 static cublasHandle_t blas;
 static int device = -1;
 
+/* The rank's context, for the calls made without one (the vocabulary-parallel
+ * pieces tp.c calls), so their errors still name the rank. */
+static const wf_ctx *rank_ctx;
+
 void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg) {
-    wf_fatal(c, call, where, "%s", msg);
+    wf_fatal(c ? c : rank_ctx, call, where, "%s", msg);
 }
 
 static void ensure_device(wf_ctx *c) {
@@ -72,6 +76,7 @@ void wf_blas_select(int argc, char **argv) {
 /* After MPI is up: rank r of a node uses GPU r mod (GPUs on the node); the
  * host code (optimizer, data) gets an equal share of the node's cores. */
 void wf_blas_threads(const wf_ctx *c) {
+    rank_ctx = c;
     MPI_Comm node;
     int local = 0, local_n = 1, count = 0;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
