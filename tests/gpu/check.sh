@@ -11,8 +11,9 @@
 #  4. training: plans/tiny.lua for 10 steps, CPU backend vs CUDA backend, under
 #     four layouts (one rank; dp 2, tp 2 and pp 2 with two ranks sharing the
 #     GPU); each step's loss must agree within 1e-4 relative and the gradient
-#     norm within 1e-3 (the products of cuBLAS and OpenBLAS differ in rounding,
-#     and ten AdamW steps carry that along);
+#     norm within 1e-3, the final weights within 1e-3 relative / 1e-5 absolute
+#     (`weft ckpt diff`): the products of cuBLAS and OpenBLAS differ in rounding,
+#     and ten AdamW steps carry that along;
 #  5. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
@@ -77,7 +78,8 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
   for backend in cpu cuda; do
     if ! build_plan "$name-$backend" plans/tiny.lua --backend $backend "${sets[@]}" >"$OUT/$name-$backend.build.log" 2>&1 ||
        ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
-           --metrics "$OUT/$name-$backend.jsonl" >"$OUT/$name-$backend.log" 2>&1; then
+           --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
+           >"$OUT/$name-$backend.log" 2>&1; then
       tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
       row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
       ok=0
@@ -88,5 +90,8 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
   norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
   row "tiny $name: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
   row "tiny $name: grad norm vs CPU (< 1e-3)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
+  weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
+            "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
+  row "tiny $name: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
 done
 finish
