@@ -12,6 +12,17 @@ if [ ! -f "$RT/weft-runtime-cuda.cmake" ]; then
   exit 77
 fi
 
+# Every runtime function of libweftrt exists in libweftrt_cuda, but for the
+# CPU-only ones named here.  A kernel added to runtime/cpu/ without a CUDA
+# version shows up here by name: write it in runtime/cuda/, or list it and
+# refuse its op for --backend cuda in compiler/backend_cuda.c.
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate"
+symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
+missing=$(comm -23 <(symbols "$RT/libweftrt.a") <(symbols "$RT/cuda/libweftrt_cuda.a") |
+          grep -vxF -f <(tr ' ' '\n' <<<"$CPU_ONLY") || true)
+check "libweftrt_cuda has every runtime function${missing:+ (missing: $(echo $missing))}" \
+  test -z "$missing" -a -n "$(symbols "$RT/cuda/libweftrt_cuda.a")"
+
 for plan in tiny gpt2_3d; do
   "$WEFT" compile plans/$plan.lua -o "$WORK/$plan" --backend cuda 2>/dev/null
   "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-again" --backend cuda 2>/dev/null
