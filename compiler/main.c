@@ -170,6 +170,7 @@ static int cmd_check(int argc, char **argv) {
     if (rc != EXIT_OK) return rc;
     Program p;
     rc = run_passes(&p, &a);
+    if (rc == EXIT_OK && strcmp(a.backend, "cuda") == 0 && cuda_backend_check(&p) != 0) rc = EXIT_PLAN;
     if (rc == EXIT_OK && !a.dump) program_report(&p, stdout);
     program_free(&p);
     return rc;
