@@ -9,8 +9,9 @@
 #     rt.h kernel on the same random inputs; per output the max |cuda - cpu| /
 #     max |cpu| must stay under 1e-5 (fp32 with different summation orders);
 #  4. training: plans/tiny.lua for 10 steps, CPU backend vs CUDA backend, under
-#     four layouts (one rank; dp 2, tp 2 and pp 2 with two ranks sharing the
-#     GPU); each step's loss must agree within 1e-4 relative and the gradient
+#     six layouts (one rank; dp 2, tp 2, tp 2 with sequence parallelism, pp 2 and
+#     pp 2 zero-bubble with two ranks sharing the GPU; LAYOUTS="one-rank dp2"
+#     picks some); each step's loss must agree within 1e-4 relative and the gradient
 #     norm within 1e-3, the final weights within 1e-3 relative / 1e-5 absolute
 #     (`weft ckpt diff`): the products of cuBLAS and OpenBLAS differ in rounding,
 #     and ten AdamW steps carry that along;
@@ -71,8 +72,12 @@ source tests/e2e/lib.sh
 set +e
 data=$(make_data)
 for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
-              "tp2:--set mesh.dp=1 --set mesh.tp=2" "pp2:--set mesh.dp=1 --set mesh.pp=2"; do
+              "tp2:--set mesh.dp=1 --set mesh.tp=2" "pp2:--set mesh.dp=1 --set mesh.pp=2" \
+              "tp2-sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true" \
+              "pp2-zb:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=zb-h1"; do
   name=${layout%%:*}
+  # LAYOUTS="one-rank dp2" runs only those (a short device session)
+  case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
   read -r -a sets <<<"${layout#*:}"
   ok=1
   for backend in cpu cuda; do
