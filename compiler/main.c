@@ -53,7 +53,8 @@ static const char USAGE[] =
     "  --dump=PASS                print the IR after PASS (load, check, shard, partition,\n"
     "                             graph, buckets, memory, zero) to stdout\n"
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
-    "  --backend cpu              code generator (only cpu in this version)\n"
+    "  --backend cpu|cuda         code generator: C for CPUs (default), or CUDA C++ for\n"
+    "                             NVIDIA GPUs (fp32 GPT-2 family; see README)\n"
     "  --help, --version\n"
     "\n"
     "exit codes: 0 ok, 1 plan or input error, 2 usage error\n";
@@ -84,6 +85,7 @@ static int known_pass(const char *name) {
 /* check and compile share their options. */
 typedef struct {
     const char *plan, *out, *dump, *runtime, *format, *calibration;
+    const char *backend;  /* "cpu" or "cuda" */
     int rank;
     const char *overrides[64];
     int n_overrides;
@@ -92,6 +94,7 @@ typedef struct {
 static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
     memset(a, 0, sizeof *a);
     a->format = "text";
+    a->backend = "cpu";
     a->rank = -1;
     a->runtime = getenv("WEFT_RUNTIME") ? getenv("WEFT_RUNTIME") : WEFT_RUNTIME_DIR;
     for (int i = 0; i < argc; i++) {
@@ -126,8 +129,9 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
             a->runtime = argv[i];
         } else if (strcmp(s, "--backend") == 0) {
             if (++i >= argc) return usage_error("--backend needs a name");
-            if (strcmp(argv[i], "cpu") != 0)
-                return usage_error("--backend: only 'cpu' is available in this version");
+            if (strcmp(argv[i], "cpu") != 0 && strcmp(argv[i], "cuda") != 0)
+                return usage_error("--backend: valid backends are cpu, cuda");
+            a->backend = argv[i];
         } else if (s[0] == '-') {
             fprintf(stderr, "weft: unknown option %s\n", s);
             return usage_error("unknown option");
@@ -166,6 +170,7 @@ static int cmd_check(int argc, char **argv) {
     if (rc != EXIT_OK) return rc;
     Program p;
     rc = run_passes(&p, &a);
+    if (rc == EXIT_OK && strcmp(a.backend, "cuda") == 0 && cuda_backend_check(&p) != 0) rc = EXIT_PLAN;
     if (rc == EXIT_OK && !a.dump) program_report(&p, stdout);
     program_free(&p);
     return rc;
@@ -178,7 +183,8 @@ static int cmd_compile(int argc, char **argv) {
     Program p;
     rc = run_passes(&p, &a);
     if (rc == EXIT_OK) {
-        if (pass_emit(&p, a.out, a.runtime) != 0) rc = EXIT_PLAN;
+        if (strcmp(a.backend, "cuda") == 0 && cuda_backend_check(&p) != 0) rc = EXIT_PLAN;
+        else if (pass_emit_backend(&p, a.out, a.runtime, a.backend) != 0) rc = EXIT_PLAN;
         else fprintf(stderr, "weft: wrote %s (%d stage program(s), %d ranks)\n", a.out, p.pp, p.world);
     }
     program_free(&p);

@@ -199,6 +199,11 @@ int pass_buckets(Program *p);
 int pass_memory(Program *p);
 int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
+/* backend "cpu" (as pass_emit) or "cuda": stageN.cu and a CUDA build file
+ * (emit.c); cuda_backend_check refuses what runtime/cuda lacks (backend_cuda.c). */
+int pass_emit_backend(const Program *p, const char *out_dir, const char *runtime_dir,
+                      const char *backend);
+int cuda_backend_check(const Program *p);
 
 void program_free(Program *p);
 int program_slots(const Program *p, int stage);   /* activation slots a stage reserves */

@@ -96,6 +96,9 @@ void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *
 void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc)
     __attribute__((noreturn));
 void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what);
+/* The backend's allocator for wf_alloc (cpu/alloc.c: aligned host memory;
+ * cuda/device.c: managed memory the host code here can also touch); NULL on failure. */
+void *wf_backend_alloc(size_t bytes);
 int wf_is_root(const wf_ctx *c);
 void wf_log(const wf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

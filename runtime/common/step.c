@@ -39,8 +39,8 @@ void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc) 
 void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
     void *q = NULL;
     if (bytes == 0) bytes = 64;
-    if (posix_memalign(&q, 64, bytes) != 0)
-        wf_fatal(c, "posix_memalign", WF_WHERE, "cannot allocate %.1f MiB for %s",
+    if (!(q = wf_backend_alloc(bytes)))  /* host memory, or CUDA managed memory */
+        wf_fatal(c, "wf_backend_alloc", WF_WHERE, "cannot allocate %.1f MiB for %s",
                  (double)bytes / 1048576.0, what);
     memset(q, 0, bytes);
     return q;

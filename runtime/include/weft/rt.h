@@ -19,6 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* C linkage when a generated program is compiled as CUDA C++ (--backend cuda). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WF_VERSION "0.1.0"
 
 typedef struct wf_ctx wf_ctx; /* execution context: rank, communicators, stream, timers */
@@ -352,5 +357,9 @@ void wf_gather_wait(wf_ctx *c, int k);
 /* Entry point of every generated program: parses arguments, brings up MPI,
  * allocates the arenas once, and runs the training loop. */
 int wf_main(int argc, char **argv, const wf_program *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

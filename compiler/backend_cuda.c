@@ -1,0 +1,39 @@
+/* backend_cuda.c: what `--backend cuda` can compile today.  The CUDA runtime
+ * (runtime/cuda) implements the fp32 kernels of the GPT-2 family and the
+ * tensor-parallel ops; anything else is refused here, by name, rather than
+ * failing later when the generated program links. */
+#include <string.h>
+
+#include "program.h"
+
+/* The op kinds runtime/cuda has kernels (or host collectives) for. */
+static int cuda_has_op(op_kind k) {
+    switch (k) {
+    case OP_EMBED: case OP_LAYERNORM: case OP_LINEAR: case OP_ATTENTION: case OP_GELU:
+    case OP_ADD: case OP_LMHEAD_XENT: case OP_VOCAB_EMBED: case OP_POS_ADD: case OP_BIAS_ADD:
+    case OP_TP_COPY: case OP_TP_REDUCE: case OP_TP_GATHER: case OP_TP_SCATTER:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int cuda_backend_check(const Program *p) {
+    if (strcmp(p->precision, "fp32") != 0) {
+        wf_error("%s: precision: \"%s\" is not available with --backend cuda yet "
+                 "(valid: \"fp32\"; or compile with --backend cpu)", p->plan_path, p->precision);
+        return -1;
+    }
+    if (strcmp(p->family, "gpt2") != 0) {
+        wf_error("%s: model: the %s family is not available with --backend cuda yet "
+                 "(valid: weft.gpt2; or compile with --backend cpu)", p->plan_path, p->family);
+        return -1;
+    }
+    for (int i = 0; i < p->n_ops; i++)
+        if (!cuda_has_op(p->ops[i].kind)) {
+            wf_error("%s: model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",
+                     p->plan_path, i, op_name(p->ops[i].kind));
+            return -1;
+        }
+    return 0;
+}

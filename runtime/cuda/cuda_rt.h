@@ -1,0 +1,63 @@
+/* cuda_rt.h: what the CUDA backend's files share: the stream and cuBLAS
+ * handle every kernel runs on, error checks that name the rank and the call,
+ * and the row-major GEMM the kernels are written with.
+ *
+ * First step, on purpose: one stream per process, and every kernel wrapper
+ * synchronizes before it returns, so the host code in runtime/common/ (MPI,
+ * optimizer, data) can touch the managed-memory arenas between calls.
+ * Overlapping streams, CUDA graphs and NCCL come next. */
+#ifndef WEFT_CUDA_RT_H
+#define WEFT_CUDA_RT_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "weft/rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The stream and cuBLAS handle (created on first use, on the device
+ * wf_blas_threads chose for this rank).  c may be NULL (kernel tests). */
+cudaStream_t wf_cuda_stream(wf_ctx *c);
+cublasHandle_t wf_cuda_blas(wf_ctx *c);
+
+/* Reports "rank R: CALL failed (WHERE): MSG" and brings the job down. */
+void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg)
+    __attribute__((noreturn));
+/* End of every kernel wrapper: launch errors, then wait for the stream. */
+void wf_cuda_sync(wf_ctx *c, const char *kernel);
+
+/* Row-major, as wf_sgemm on the CPU, batched with element strides sA, sB, sC:
+ *   C[i] (M,N) = alpha * op(A[i]) (M,K) @ op(B[i]) (K,N) + beta * C[i]. */
+void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                   const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                   float beta, float *C, int ldc, long sC, int batch);
+
+/* db[j] += column sums of dout (rows, C), launched on the stream (no sync):
+ * one thread per column adds the rows in order, so the result does not
+ * depend on scheduling and matches the CPU's order of additions. */
+void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C);
+
+#ifdef __cplusplus
+}
+#endif
+
+#define WF_CUDA_STR2(x) #x
+#define WF_CUDA_STR(x) WF_CUDA_STR2(x)
+#define WF_CUDA_WHERE __FILE__ ":" WF_CUDA_STR(__LINE__)
+#define WF_CUDA(c, call)                                                           \
+    do {                                                                           \
+        cudaError_t wf_e_ = (call);                                                \
+        if (wf_e_ != cudaSuccess)                                                  \
+            wf_cuda_fail((c), #call, WF_CUDA_WHERE, cudaGetErrorString(wf_e_));    \
+    } while (0)
+#define WF_CUBLAS(c, call)                                                         \
+    do {                                                                           \
+        cublasStatus_t wf_s_ = (call);                                             \
+        if (wf_s_ != CUBLAS_STATUS_SUCCESS)                                        \
+            wf_cuda_fail((c), #call, WF_CUDA_WHERE, cublasGetStatusString(wf_s_)); \
+    } while (0)
+
+#endif

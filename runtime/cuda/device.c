@@ -1,0 +1,109 @@
+/* device.c: the CUDA backend's host glue: which GPU a rank uses, the stream
+ * and cuBLAS handle, managed-memory arenas, errors, and the CPU backend's
+ * BLAS hooks that train.c calls (here they pick and describe the device). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_rt.h"
+#include "internal.h"
+
+static cudaStream_t stream;
+static cublasHandle_t blas;
+static int device = -1;
+
+/* The rank's context, for the calls made without one (the vocabulary-parallel
+ * pieces tp.c calls), so their errors still name the rank. */
+static const wf_ctx *rank_ctx;
+
+void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg) {
+    wf_fatal(c ? c : rank_ctx, call, where, "%s", msg);
+}
+
+static void ensure_device(wf_ctx *c) {
+    if (device < 0) {
+        device = 0;
+        WF_CUDA(c, cudaSetDevice(device));
+    }
+}
+
+cudaStream_t wf_cuda_stream(wf_ctx *c) {
+    if (!stream) {
+        ensure_device(c);
+        WF_CUDA(c, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    }
+    return stream;
+}
+
+cublasHandle_t wf_cuda_blas(wf_ctx *c) {
+    if (!blas) {
+        cudaStream_t s = wf_cuda_stream(c);
+        WF_CUBLAS(c, cublasCreate(&blas));
+        WF_CUBLAS(c, cublasSetStream(blas, s));
+        /* plain fp32 products (no TF32), so the backends agree to fp32 noise */
+        WF_CUBLAS(c, cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
+    }
+    return blas;
+}
+
+void wf_cuda_sync(wf_ctx *c, const char *kernel) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(wf_cuda_stream(c));
+    if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
+}
+
+/* Managed memory: the kernels and the host code in common/ share the arenas.
+ * cudaMallocManaged returns memory aligned far beyond the 64 bytes wf_alloc
+ * promises. */
+void *wf_backend_alloc(size_t bytes) {
+    ensure_device(NULL);
+    void *q = NULL;
+    if (cudaMallocManaged(&q, bytes, cudaMemAttachGlobal) != cudaSuccess) {
+        cudaGetLastError(); /* clear it: wf_alloc reports the failure */
+        return NULL;
+    }
+    return q;
+}
+
+/* ---- the hooks train.c calls (CPU: OpenBLAS selection and threads) -------- */
+
+void wf_blas_select(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+}
+
+/* After MPI is up: rank r of a node uses GPU r mod (GPUs on the node); the
+ * host code (optimizer, data) gets an equal share of the node's cores. */
+void wf_blas_threads(const wf_ctx *c) {
+    rank_ctx = c;
+    MPI_Comm node;
+    int local = 0, local_n = 1, count = 0;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_size(node, &local_n);
+        MPI_Comm_free(&node);
+    }
+    WF_CUDA((wf_ctx *)c, cudaGetDeviceCount(&count));
+    if (count < 1) wf_fatal(c, "cudaGetDeviceCount", WF_WHERE, "no CUDA device on this node");
+    device = local % count;
+    WF_CUDA((wf_ctx *)c, cudaSetDevice(device));
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = (int)(cores / local_n);
+    if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads < 1 ? 1 : threads);
+}
+
+void wf_blas_describe(char *out, size_t n) {
+    struct cudaDeviceProp prop;
+    int dev = device < 0 ? 0 : device;
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(out, n, "device: CUDA device %d (properties unavailable)", dev);
+        return;
+    }
+    snprintf(out, n, "device: CUDA %d: %s (sm_%d%d, %.0f GiB); cuBLAS fp32 without TF32; "
+             "kernels synchronous on one stream, arenas in managed memory; %d OpenMP thread(s)",
+             dev, prop.name, prop.major, prop.minor, (double)prop.totalGlobalMem / 1073741824.0,
+             omp_get_max_threads());
+}

@@ -1,0 +1,235 @@
+/* elementwise.cu: the embedding lookups, GELU, residual, position and bias
+ * adds (and the W halves of the last two) on the GPU.  Same semantics as
+ * runtime/cpu/kernels.c and kernels_tp.c: backward kernels accumulate.
+ *
+ * Gradients that several rows add into (dwte, dwpe, biases) are summed by one
+ * thread per output element walking the rows in order: no atomics, the same
+ * result every run, in the CPU's order of additions. */
+#include "cuda_rt.h"
+#include "kernels_tp.h"
+#include "reduce.cuh"
+
+#define GRID_STRIDE(i, n) \
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
+
+__global__ static void colsum_add_kernel(float *db, const float *dout, long rows, long C) {
+    GRID_STRIDE(j, C) {
+        float acc = db[j];
+        for (long r = 0; r < rows; r++) acc += dout[r * C + j];
+        db[j] = acc;
+    }
+}
+
+extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C) {
+    colsum_add_kernel<<<wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c)>>>(db, dout, rows, C);
+}
+
+/* ---- embedding --------------------------------------------------------- */
+
+__global__ static void embed_fwd_kernel(float *out, const int32_t *tok, const float *wte,
+                                        const float *wpe, long N, int T, int C) {
+    GRID_STRIDE(i, N * C) {
+        long n = i / C;
+        int k = (int)(i % C), t = (int)(n % T);
+        out[i] = wte[(long)tok[n] * C + k] + wpe[(long)t * C + k];
+    }
+}
+
+/* one thread per column k: dwte[tok[n], k] += dout[n, k] for n in order */
+__global__ static void embed_dwte_kernel(float *dwte, const float *dout, const int32_t *tok,
+                                         long N, int C, int v_begin, int VL) {
+    GRID_STRIDE(k, (long)C) {
+        for (long n = 0; n < N; n++) {
+            int row = tok[n] - v_begin;
+            if (row >= 0 && row < VL) dwte[(long)row * C + k] += dout[n * C + k];
+        }
+    }
+}
+
+/* one thread per (t, k): dwpe[t, k] += dout[b, t, k] for b in order */
+__global__ static void embed_dwpe_kernel(float *dwpe, const float *dout, int B, int T, int C) {
+    GRID_STRIDE(i, (long)T * C) {
+        long t = i / C, k = i % C;
+        float acc = dwpe[i];
+        for (int b = 0; b < B; b++) acc += dout[((long)b * T + t) * C + k];
+        dwpe[i] = acc;
+    }
+}
+
+extern "C" void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
+                             const float *wpe, int B, int T, int C) {
+    long N = (long)B * T;
+    embed_fwd_kernel<<<wf_blocks(N * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, tok, wte, wpe,
+                                                                            N, T, C);
+    wf_cuda_sync(c, "wf_embed_fwd");
+}
+
+extern "C" void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *dout,
+                             const int32_t *tok, int B, int T, int C) {
+    cudaStream_t s = wf_cuda_stream(c);
+    embed_dwte_kernel<<<wf_blocks(C), WF_THREADS, 0, s>>>(dwte, dout, tok, (long)B * T, C, 0,
+                                                          0x7fffffff);
+    embed_dwpe_kernel<<<wf_blocks((long)T * C), WF_THREADS, 0, s>>>(dwpe, dout, B, T, C);
+    wf_cuda_sync(c, "wf_embed_bwd");
+}
+
+/* ---- vocabulary-parallel embedding -------------------------------------- */
+
+__global__ static void vocab_embed_fwd_kernel(float *out, const int32_t *tok, const float *wte_part,
+                                              int v_begin, int VL, long N, int C) {
+    GRID_STRIDE(i, N * C) {
+        long n = i / C;
+        int row = tok[n] - v_begin;
+        out[i] = (row >= 0 && row < VL) ? wte_part[(long)row * C + i % C] : 0.0f;
+    }
+}
+
+extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
+                                   const float *wte_part, int v_begin, int VL, int N, int C) {
+    vocab_embed_fwd_kernel<<<wf_blocks((long)N * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+        out, tok, wte_part, v_begin, VL, N, C);
+    wf_cuda_sync(c, "wf_vocab_embed_fwd");
+}
+
+extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout,
+                                   const int32_t *tok, int v_begin, int VL, int N, int C) {
+    embed_dwte_kernel<<<wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c)>>>(dwte_part, dout, tok, N,
+                                                                          C, v_begin, VL);
+    wf_cuda_sync(c, "wf_vocab_embed_bwd");
+}
+
+/* ---- GELU (tanh approximation) ------------------------------------------- */
+
+#define GELU_A 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_B 0.044715f
+
+__global__ static void gelu_fwd_kernel(float *out, const float *inp, long n) {
+    GRID_STRIDE(i, n) {
+        float x = inp[i];
+        float u = GELU_A * (x + GELU_B * x * x * x);
+        out[i] = 0.5f * x * (1.0f + tanhf(u));
+    }
+}
+
+__global__ static void gelu_bwd_kernel(float *dinp, const float *inp, const float *dout, long n) {
+    GRID_STRIDE(i, n) {
+        float x = inp[i];
+        float th = tanhf(GELU_A * (x + GELU_B * x * x * x));
+        float du = GELU_A * (1.0f + 3.0f * GELU_B * x * x);
+        float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+        dinp[i] += grad * dout[i];
+    }
+}
+
+extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {
+    gelu_fwd_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, inp, n);
+    wf_cuda_sync(c, "wf_gelu_fwd");
+}
+
+extern "C" void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n) {
+    gelu_bwd_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(dinp, inp, dout, n);
+    wf_cuda_sync(c, "wf_gelu_bwd");
+}
+
+/* ---- residual add ------------------------------------------------------- */
+
+__global__ static void add_kernel(float *out, const float *a, const float *b, long n) {
+    GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+/* y += x (one input gradient) */
+__global__ static void acc_kernel(float *y, const float *x, long n) {
+    GRID_STRIDE(i, n) y[i] += x[i];
+}
+
+__global__ static void acc2_kernel(float *y0, float *y1, const float *x, long n) {
+    GRID_STRIDE(i, n) {
+        y0[i] += x[i];
+        y1[i] += x[i];
+    }
+}
+
+extern "C" void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n) {
+    add_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, a, b, n);
+    wf_cuda_sync(c, "wf_add_fwd");
+}
+
+extern "C" void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n) {
+    acc2_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(da, db, dout, n);
+    wf_cuda_sync(c, "wf_add_bwd");
+}
+
+/* ---- position add (after a vocabulary-parallel lookup) ------------------- */
+
+__global__ static void pos_add_fwd_kernel(float *out, const float *in, const float *wpe, long row0,
+                                          int rows, int T, int C) {
+    GRID_STRIDE(i, (long)rows * C) {
+        long r = i / C;
+        out[i] = in[i] + wpe[((row0 + r) % T) * C + i % C];
+    }
+}
+
+/* one thread per (position p, column k): the rows at that position, in order */
+__global__ static void pos_add_dwpe_kernel(float *dwpe, const float *dout, long row0, int rows,
+                                           int T, int C) {
+    GRID_STRIDE(i, (long)T * C) {
+        long p = i / C, k = i % C;
+        long first = ((p - row0) % T + T) % T;  /* first row r with (row0 + r) % T == p */
+        float acc = dwpe[i];
+        for (long r = first; r < rows; r += T) acc += dout[r * C + k];
+        dwpe[i] = acc;
+    }
+}
+
+extern "C" void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
+                               int rows, int T, int C) {
+    pos_add_fwd_kernel<<<wf_blocks((long)rows * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+        out, in, wpe, row0, rows, T, C);
+    wf_cuda_sync(c, "wf_pos_add_fwd");
+}
+
+extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C) {
+    long n = (long)rows * C;
+    acc_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(din, dout, n);
+    wf_cuda_sync(c, "wf_pos_add_bwd_input");
+}
+
+extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0,
+                                      int rows, int T, int C) {
+    pos_add_dwpe_kernel<<<wf_blocks((long)T * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+        dwpe, dout, row0, rows, T, C);
+    wf_cuda_sync(c, "wf_pos_add_bwd_weight");
+}
+
+extern "C" void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
+                               int rows, int T, int C) {
+    wf_pos_add_bwd_input(c, din, dout, rows, C);
+    wf_pos_add_bwd_weight(c, dwpe, dout, row0, rows, T, C);
+}
+
+/* ---- bias add (after a row-parallel reduction) ---------------------------- */
+
+__global__ static void bias_add_fwd_kernel(float *out, const float *in, const float *b, long n,
+                                           long C) {
+    GRID_STRIDE(i, n) out[i] = in[i] + b[i % C];
+}
+
+extern "C" void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows,
+                                long C) {
+    long n = (long)rows * C;
+    bias_add_fwd_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, in, b, n, C);
+    wf_cuda_sync(c, "wf_bias_add_fwd");
+}
+
+extern "C" void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C) {
+    wf_cuda_colsum_add(c, db, dout, rows, C);
+    wf_cuda_sync(c, "wf_bias_add_bwd_weight");
+}
+
+extern "C" void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows,
+                                long C) {
+    long n = (long)rows * C;
+    acc_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(din, dout, n);
+    wf_cuda_colsum_add(c, db, dout, rows, C);
+    wf_cuda_sync(c, "wf_bias_add_bwd");
+}

@@ -1,0 +1,90 @@
+/* layernorm.cu: LayerNorm forward and backward, one block per row (fused:
+ * statistics and output in one kernel).  Statistics are summed in double as
+ * in runtime/cpu/kernels.c; backward accumulates. */
+#include "cuda_rt.h"
+#include "reduce.cuh"
+
+#define LN_EPS 1e-5
+
+__global__ static void layernorm_fwd_kernel(float *out, float *mean, float *rstd, const float *inp,
+                                            const float *w, const float *b, int C) {
+    long n = blockIdx.x;
+    const float *x = inp + n * C;
+    float *y = out + n * C;
+    double s = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) s += x[i];
+    double m = wf_block_sum(s) / C;
+    double v = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) v += (x[i] - m) * (x[i] - m);
+    v = wf_block_sum(v) / C; /* biased, as PyTorch */
+    double r = 1.0 / sqrt(v + LN_EPS);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) y[i] = (float)((x[i] - m) * r) * w[i] + b[i];
+    if (threadIdx.x == 0) {
+        mean[n] = (float)m;
+        rstd[n] = (float)r;
+    }
+}
+
+/* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * w */
+__global__ static void layernorm_dx_kernel(float *dinp, const float *dout, const float *inp,
+                                           const float *w, const float *mean, const float *rstd,
+                                           int C) {
+    long n = blockIdx.x;
+    const float *x = inp + n * C, *d = dout + n * C;
+    float *dx = dinp + n * C, m = mean[n], s = rstd[n];
+    double g = 0.0, gx = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float xhat = (x[i] - m) * s, gi = d[i] * w[i];
+        g += gi;
+        gx += gi * xhat;
+    }
+    float g_mean = (float)(wf_block_sum(g) / C), gx_mean = (float)(wf_block_sum(gx) / C);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float xhat = (x[i] - m) * s;
+        dx[i] += s * (d[i] * w[i] - g_mean - xhat * gx_mean);
+    }
+}
+
+/* one thread per column, rows in order (deterministic, the CPU's order) */
+__global__ static void layernorm_dw_kernel(float *dw, float *db, const float *dout,
+                                           const float *inp, const float *mean, const float *rstd,
+                                           long N, int C) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < C; i += gridDim.x * blockDim.x) {
+        float aw = dw[i], ab = db[i];
+        for (long n = 0; n < N; n++) {
+            float d = dout[n * C + i];
+            ab += d;
+            aw += d * (inp[n * C + i] - mean[n]) * rstd[n];
+        }
+        dw[i] = aw;
+        db[i] = ab;
+    }
+}
+
+extern "C" void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd, const float *inp,
+                                 const float *w, const float *b, int N, int C) {
+    layernorm_fwd_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(c)>>>(out, mean, rstd, inp, w, b, C);
+    wf_cuda_sync(c, "wf_layernorm_fwd");
+}
+
+extern "C" void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
+                                       const float *w, const float *mean, const float *rstd, int N,
+                                       int C) {
+    layernorm_dx_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(c)>>>(dinp, dout, inp, w, mean, rstd, C);
+    wf_cuda_sync(c, "wf_layernorm_bwd_input");
+}
+
+extern "C" void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout,
+                                        const float *inp, const float *mean, const float *rstd,
+                                        int N, int C) {
+    layernorm_dw_kernel<<<wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c)>>>(dw, db, dout, inp, mean,
+                                                                            rstd, N, C);
+    wf_cuda_sync(c, "wf_layernorm_bwd_weight");
+}
+
+extern "C" void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *dout,
+                                 const float *inp, const float *w, const float *mean,
+                                 const float *rstd, int N, int C) {
+    wf_layernorm_bwd_input(c, dinp, dout, inp, w, mean, rstd, N, C);
+    wf_layernorm_bwd_weight(c, dw, db, dout, inp, mean, rstd, N, C);
+}

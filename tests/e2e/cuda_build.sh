@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# --backend cuda on a machine with the CUDA toolkit (a GPU is not needed):
+# the stage programs come out as .cu, byte-identical across compiles, and the
+# generated projects configure, build and link against libweftrt_cuda.  Where
+# the runtime was built without CUDA (no nvcc or NCCL) the test is skipped
+# (exit 77).  On a machine without a GPU the built program must stop with the
+# rank and the failing CUDA call named; tests/gpu/check.sh runs it on a GPU.
+source "$(dirname "$0")/lib.sh"
+RT=${WEFT_RUNTIME:?set WEFT_RUNTIME to the runtime build folder}
+if [ ! -f "$RT/weft-runtime-cuda.cmake" ]; then
+  echo "skipped: this build has no CUDA runtime (nvcc or NCCL not found when configuring)"
+  exit 77
+fi
+
+# Every runtime function of libweftrt exists in libweftrt_cuda, but for the
+# CPU-only ones named here.  A kernel added to runtime/cpu/ without a CUDA
+# version shows up here by name: write it in runtime/cuda/, or list it and
+# refuse its op for --backend cuda in compiler/backend_cuda.c.
+# CPU-only: BLAS plumbing, the CPU attention's softmax rows, and the LLaMA
+# family's kernels (compiler/backend_cuda.c refuses that family on CUDA).
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_causal_softmax_rows wf_softmax_bwd_rows
+wf_gqa_attention_fwd wf_gqa_attention_bwd wf_rmsnorm_fwd wf_rmsnorm_bwd wf_rmsnorm_bwd_input
+wf_rmsnorm_bwd_weight wf_rope_fwd wf_rope_bwd wf_swiglu_fwd wf_swiglu_bwd"
+symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
+missing=$(comm -23 <(symbols "$RT/libweftrt.a") <(symbols "$RT/cuda/libweftrt_cuda.a") |
+          grep -vxF -f <(tr ' ' '\n' <<<"$CPU_ONLY") || true)
+check "libweftrt_cuda has every runtime function${missing:+ (missing: $(echo $missing))}" \
+  test -z "$missing" -a -n "$(symbols "$RT/cuda/libweftrt_cuda.a")"
+
+for plan in tiny gpt2_3d; do
+  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan" --backend cuda 2>/dev/null
+  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-again" --backend cuda 2>/dev/null
+  check "$plan: two CUDA compiles are byte-identical" diff -r "$WORK/$plan" "$WORK/$plan-again"
+done
+check "one .cu per pipeline stage, no .c" \
+  test "$(cd "$WORK/gpt2_3d" && echo *.c*)" = "stage0.cu stage1.cu"
+check "the build file targets sm_90 and links weft::runtime_cuda" \
+  bash -c "grep -q '90-real;90-virtual' '$WORK/tiny/CMakeLists.txt' &&
+           grep -q 'weft::runtime_cuda' '$WORK/tiny/CMakeLists.txt'"
+"$WEFT" compile plans/tiny.lua -o "$WORK/tiny-cpu" 2>/dev/null
+check "the program text is the CPU backend's (but for its own file name)" \
+  diff <(tail -n +2 "$WORK/tiny-cpu/stage0.c") <(tail -n +2 "$WORK/tiny/stage0.cu")
+check "an unknown backend is a usage error (exit 2)" \
+  bash -c "'$WEFT' compile plans/tiny.lua -o '$WORK/x' --backend rocm 2>/dev/null; test \$? = 2"
+
+# Every feature's program text is valid C++ (designated initializers in
+# declaration order, no C-only conversions): ZeRO-1 with optimizer offload,
+# selective recompute under sequence parallelism, PipeDream-2BW.
+if command -v g++ >/dev/null 2>&1; then
+  for v in "z1_off:--set mesh.dp=2 --set zero=1 --set offload.optimizer=cpu" \
+           "rs_sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set recompute=selective" \
+           "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw"; do
+    read -r -a sets <<<"${v#*:}"
+    "$WEFT" compile plans/tiny.lua -o "$WORK/${v%%:*}" --backend cuda "${sets[@]}" 2>/dev/null
+    check "${v%%:*}: the .cu program text is valid C++" bash -c \
+      "for f in '$WORK/${v%%:*}'/*.cu; do g++ -std=c++17 -fsyntax-only -x c++ -Iruntime/include \"\$f\" || exit 1; done"
+  done
+fi
+
+# Build: the single-stage plan, the 3D plan (tp collectives, pipeline, two
+# programs) and zero-bubble split backward (the B/W kernel halves).
+for name in tiny gpt2_3d; do
+  check "$name: the generated CUDA project builds" build_plan "$name" plans/$name.lua --backend cuda
+done
+check "zb-h1: the split-backward CUDA program builds" \
+  build_plan zb plans/gpt2_3d.lua --backend cuda --set pipeline.schedule=zb-h1 --set pipeline.virtual=1
+check "both stage programs linked" test -x "$WORK/gpt2_3d/build/stage0" -a -x "$WORK/gpt2_3d/build/stage1"
+check "linked against cuBLAS" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libcublas"
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
+  data=$(make_data)
+  "$WORK/tiny/launch.sh" --quiet --steps 1 --data "$data" >"$WORK/nogpu.log" 2>&1 || true
+  check "without a GPU: stops naming the rank and the CUDA call" \
+    grep -Eq "weft: rank [0-9]+: cuda[A-Za-z]+\(.*\) failed \(runtime/cuda/" "$WORK/nogpu.log"
+fi
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

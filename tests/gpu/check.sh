@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/gpu/check.sh: the one script a machine with an NVIDIA GPU runs
+# (`bash tests/gpu/check.sh`; logs and the summary go to $OUT when it is set).
+#
+#  1. configures and builds everything with CUDA (folder $WEFT_GPU_BUILD,
+#     default build-gpu); fails if the CUDA runtime was not built;
+#  2. without a GPU (no working nvidia-smi) it stops there: the build is the check;
+#  3. kernels: tests/gpu/check_kernels.c, built against each backend, runs every
+#     rt.h kernel on the same random inputs; per output the max |cuda - cpu| /
+#     max |cpu| must stay under 1e-5 (fp32 with different summation orders);
+#  4. training: plans/tiny.lua for 10 steps, CPU backend vs CUDA backend, under
+#     six layouts (one rank; dp 2, tp 2, tp 2 with sequence parallelism, pp 2 and
+#     pp 2 zero-bubble with two ranks sharing the GPU; LAYOUTS="one-rank dp2"
+#     picks some); each step's loss must agree within 1e-4 relative and the gradient
+#     norm within 1e-3, the final weights within 1e-3 relative / 1e-5 absolute
+#     (`weft ckpt diff`): the products of cuBLAS and OpenBLAS differ in rounding,
+#     and ten AdamW steps carry that along;
+#  5. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
+cd "$(dirname "$0")/../.." || exit 2
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
+mkdir -p "$OUT"
+BUILD=${WEFT_GPU_BUILD:-build-gpu}
+TABLE=$OUT/summary.txt
+: >"$TABLE"
+row() { printf '%-44s %-40s %s\n' "$1" "$2" "$3" | tee -a "$TABLE"; }
+finish() {
+  echo
+  echo "== summary ($(grep -c ' ok$' "$TABLE") ok, $(grep -c ' FAIL$' "$TABLE") failed) =="
+  cat "$TABLE"
+  ! grep -q ' FAIL$' "$TABLE"
+  exit $?
+}
+
+echo "== build ($BUILD) =="
+if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 &&
+   cmake --build "$BUILD" -j"$(nproc)" >"$OUT/build.log" 2>&1; then
+  row "build" "$(grep -o 'CUDA backend o[nf]*' "$OUT/configure.log")" ok
+else
+  tail -30 "$OUT/configure.log" "$OUT/build.log" 2>/dev/null
+  row "build" "failed (see build.log)" FAIL
+  finish
+fi
+if [ ! -f "$BUILD/runtime/weft-runtime-cuda.cmake" ]; then
+  row "CUDA runtime built" "no: nvcc or NCCL not found" FAIL
+  finish
+fi
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$OUT/gpu.txt" 2>&1; then
+  row "GPU checks" "skipped: no GPU (nvidia-smi)" ok
+  finish
+fi
+echo "GPU: $(head -1 "$OUT/gpu.txt")"
+
+# ---- kernels ------------------------------------------------------------------
+echo "== kernels: CUDA vs CPU =="
+if "$BUILD/tests/check_kernels_cpu" run "$OUT/kernels_cpu.bin" &&
+   timeout 300 "$BUILD/tests/check_kernels_cuda" run "$OUT/kernels_cuda.bin" >"$OUT/kernels_cuda.log" 2>&1; then
+  "$BUILD/tests/check_kernels_cpu" compare "$OUT/kernels_cpu.bin" "$OUT/kernels_cuda.bin" >"$OUT/kernels.txt"
+  status=$?
+  cat "$OUT/kernels.txt"
+  worst=$(awk '$NF == "ok" || $NF == "FAIL" { if ($(NF-2) + 0 > w) w = $(NF-2) + 0 } END { printf "%.2e", w }' "$OUT/kernels.txt")
+  row "kernels ($(grep -c -E ' (ok|FAIL)$' "$OUT/kernels.txt") outputs, < 1e-5)" \
+      "worst $worst, $(grep -c ' FAIL$' "$OUT/kernels.txt") over" "$([ $status = 0 ] && echo ok || echo FAIL)"
+else
+  cat "$OUT/kernels_cuda.log"
+  row "kernels" "check_kernels_cuda failed (see kernels_cuda.log)" FAIL
+fi
+
+# ---- training: CPU backend vs CUDA backend -------------------------------------
+echo "== training: plans/tiny.lua, 10 steps, CPU vs CUDA =="
+export WEFT=$PWD/$BUILD/compiler/weft WEFT_RUNTIME=$PWD/$BUILD/runtime
+source tests/e2e/lib.sh
+set +e
+data=$(make_data)
+for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
+              "tp2:--set mesh.dp=1 --set mesh.tp=2" "pp2:--set mesh.dp=1 --set mesh.pp=2" \
+              "tp2-sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true" \
+              "pp2-zb:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=zb-h1"; do
+  name=${layout%%:*}
+  # LAYOUTS="one-rank dp2" runs only those (a short device session)
+  case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
+  read -r -a sets <<<"${layout#*:}"
+  ok=1
+  for backend in cpu cuda; do
+    if ! build_plan "$name-$backend" plans/tiny.lua --backend $backend "${sets[@]}" >"$OUT/$name-$backend.build.log" 2>&1 ||
+       ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
+           --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
+           >"$OUT/$name-$backend.log" 2>&1; then
+      tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
+      row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
+      ok=0
+    fi
+  done
+  [ $ok = 1 ] || continue
+  loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-4); lrc=$?
+  norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
+  row "tiny $name: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
+  row "tiny $name: grad norm vs CPU (< 1e-3)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
+  weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
+            "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
+  row "tiny $name: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
+done
+finish

@@ -1,0 +1,271 @@
+/* check_kernels.c: every kernel of weft/rt.h on the same random inputs, for
+ * comparing the backends.  Built twice from this one file: against libweftrt
+ * (check_kernels_cpu) and against libweftrt_cuda (check_kernels_cuda).
+ *
+ *   check_kernels run FILE           runs each kernel, writes its outputs to FILE
+ *   check_kernels compare REF GOT    per kernel output: max |got - ref| / max |ref|,
+ *                                    against the threshold; exit 1 if any is over
+ *
+ * Inputs come from a fixed-seed generator, so both programs see the same
+ * numbers; gradient outputs start from random values, so the accumulate (+=)
+ * contract is checked too.  Buffers come from the backend's own allocator
+ * (CUDA: managed memory, readable here once a kernel has returned). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_tp.h"
+#include "weft/rt.h"
+
+void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
+
+/* fp32 results of the same math in another order: the norm-relative error of
+ * an output is bounded by a few units of 2^-24 times the reduction length.
+ * The sizes below keep every reduction under 400 terms. */
+#define THRESHOLD 1e-5
+
+/* Shapes: small, but not multiples of each other or of a warp. */
+enum { B = 2, T = 48, C = 96, H = 4, N = B * T, M = 4 * C, V = 301, VL = 150, V0 = 100 };
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float uniform(void) { /* in [-1, 1) */
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) / 8388608.0 - 1.0);
+}
+
+static float *buf(long n) { /* random values */
+    float *x = wf_backend_alloc(sizeof(float) * (size_t)n);
+    if (!x) { fprintf(stderr, "check_kernels: out of memory\n"); exit(2); }
+    for (long i = 0; i < n; i++) x[i] = uniform();
+    return x;
+}
+
+static int32_t *tokens(long n, int vocab) {
+    int32_t *t = wf_backend_alloc(sizeof(int32_t) * (size_t)n);
+    if (!t) exit(2);
+    for (long i = 0; i < n; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = (int32_t)((rng >> 33) % (uint64_t)vocab);
+    }
+    return t;
+}
+
+/* softmax-like rows (positive, summing to 1): as the LM head's probs */
+static float *probs_rows(long rows, int width) {
+    float *p = buf(rows * width);
+    for (long r = 0; r < rows; r++) {
+        double s = 0;
+        for (int j = 0; j < width; j++) s += p[r * width + j] = expf(p[r * width + j]);
+        for (int j = 0; j < width; j++) p[r * width + j] /= (float)s;
+    }
+    return p;
+}
+
+/* ---- output records: name, count, floats ---------------------------------- */
+
+static FILE *out;
+
+static void put(const char *kernel, const char *what, const float *x, long n) {
+    char name[64] = { 0 };
+    snprintf(name, sizeof name, "%s %s", kernel, what);
+    fwrite(name, 1, sizeof name, out);
+    fwrite(&n, sizeof n, 1, out);
+    fwrite(x, sizeof(float), (size_t)n, out);
+}
+
+/* the loss totals the kernels return, rounded to float */
+static void put_double(const char *kernel, const char *what, double v) {
+    float f = (float)v;
+    put(kernel, what, &f, 1);
+}
+
+static void run_all(void) {
+    /* embedding */
+    int32_t *tok = tokens(N, V), *tgt = tokens(N, V);
+    float *wte = buf((long)V * C), *wpe = buf((long)T * C), *x = buf((long)N * C);
+    float *o = buf((long)N * C);
+    wf_embed_fwd(NULL, o, tok, wte, wpe, B, T, C);
+    put("embed_fwd", "out", o, (long)N * C);
+    float *dwte = buf((long)V * C), *dwpe = buf((long)T * C), *dout = buf((long)N * C);
+    wf_embed_bwd(NULL, dwte, dwpe, dout, tok, B, T, C);
+    put("embed_bwd", "dwte", dwte, (long)V * C);
+    put("embed_bwd", "dwpe", dwpe, (long)T * C);
+
+    /* layernorm */
+    float *w = buf(C), *b = buf(C), *mean = buf(N), *rstd = buf(N);
+    wf_layernorm_fwd(NULL, o, mean, rstd, x, w, b, N, C);
+    put("layernorm_fwd", "out", o, (long)N * C);
+    put("layernorm_fwd", "mean", mean, N);
+    put("layernorm_fwd", "rstd", rstd, N);
+    float *dx = buf((long)N * C), *dw = buf(C), *db = buf(C);
+    wf_layernorm_bwd(NULL, dx, dw, db, dout, x, w, mean, rstd, N, C);
+    put("layernorm_bwd", "dinp", dx, (long)N * C);
+    put("layernorm_bwd", "dw", dw, C);
+    put("layernorm_bwd", "db", db, C);
+    wf_layernorm_bwd_input(NULL, dx, dout, x, w, mean, rstd, N, C);
+    put("layernorm_bwd_input", "dinp", dx, (long)N * C);
+    wf_layernorm_bwd_weight(NULL, dw, db, dout, x, mean, rstd, N, C);
+    put("layernorm_bwd_weight", "dw", dw, C);
+    put("layernorm_bwd_weight", "db", db, C);
+
+    /* linear (N, C) -> (N, M) */
+    float *W = buf((long)C * M), *bias = buf(M), *y = buf((long)N * M), *dy = buf((long)N * M);
+    float *dW = buf((long)C * M), *dbias = buf(M);
+    wf_linear_fwd(NULL, y, x, W, bias, N, C, M);
+    put("linear_fwd", "out", y, (long)N * M);
+    wf_linear_fwd(NULL, y, x, W, NULL, N, C, M);
+    put("linear_fwd", "out (no bias)", y, (long)N * M);
+    wf_linear_bwd(NULL, dx, dW, dbias, dy, x, W, N, C, M);
+    put("linear_bwd", "dinp", dx, (long)N * C);
+    put("linear_bwd", "dw", dW, (long)C * M);
+    put("linear_bwd", "db", dbias, M);
+    wf_linear_bwd_input(NULL, dx, dy, W, N, C, M);
+    put("linear_bwd_input", "dinp", dx, (long)N * C);
+    wf_linear_bwd_weight(NULL, dW, NULL, dy, x, N, C, M);
+    put("linear_bwd_weight", "dw (no bias)", dW, (long)C * M);
+
+    /* attention */
+    float *qkv = buf((long)N * 3 * C), *att = buf((long)B * H * T * T), *scratch = buf((long)T * T);
+    float *dqkv = buf((long)N * 3 * C);
+    wf_attention_fwd(NULL, o, att, qkv, B, T, C, H);
+    put("attention_fwd", "out", o, (long)N * C);
+    put("attention_fwd", "att", att, (long)B * H * T * T);
+    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, att, B, T, C, H);
+    put("attention_bwd", "dqkv", dqkv, (long)N * 3 * C);
+
+    /* gelu, add */
+    wf_gelu_fwd(NULL, y, dy, (long)N * M);
+    put("gelu_fwd", "out", y, (long)N * M);
+    float *dgin = buf((long)N * M);
+    wf_gelu_bwd(NULL, dgin, y, dy, (long)N * M);
+    put("gelu_bwd", "dinp", dgin, (long)N * M);
+    float *a2 = buf((long)N * C);
+    wf_add_fwd(NULL, o, x, a2, (long)N * C);
+    put("add_fwd", "out", o, (long)N * C);
+    float *da = buf((long)N * C), *da2 = buf((long)N * C);
+    wf_add_bwd(NULL, da, da2, dout, (long)N * C);
+    put("add_bwd", "da", da, (long)N * C);
+    put("add_bwd", "db", da2, (long)N * C);
+
+    /* tied LM head + cross-entropy */
+    float *probs = buf((long)N * V), *losses = buf(N);
+    double loss = wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, N, C, V);
+    put("lmhead_xent_fwd", "probs", probs, (long)N * V);
+    put("lmhead_xent_fwd", "losses", losses, N);
+    put_double("lmhead_xent_fwd", "loss sum", loss);
+    wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, tgt, 1.0f / N, N, C, V);
+    put("lmhead_xent_bwd", "dlogits", probs, (long)N * V);
+    put("lmhead_xent_bwd", "dx", dx, (long)N * C);
+    put("lmhead_xent_bwd", "dwte", dwte, (long)V * C);
+    float *pl = probs_rows(N, VL);
+    wf_lmhead_xent_bwd_input(NULL, dx, pl, wte, tgt, 0.5f, N, C, VL, V0);
+    put("lmhead_xent_bwd_input", "dlogits (v_begin 100)", pl, (long)N * VL);
+    put("lmhead_xent_bwd_input", "dx", dx, (long)N * C);
+    wf_lmhead_xent_bwd_weight(NULL, dwte, pl, x, N, C, VL);
+    put("lmhead_xent_bwd_weight", "dwte", dwte, (long)VL * C);
+
+    /* vocabulary-parallel embedding and cross-entropy pieces: rows [V0, V0+VL) */
+    wf_vocab_embed_fwd(NULL, o, tok, wte, V0, VL, N, C);
+    put("vocab_embed_fwd", "out", o, (long)N * C);
+    wf_vocab_embed_bwd(NULL, dwte, dout, tok, V0, VL, N, C);
+    put("vocab_embed_bwd", "dwte", dwte, (long)VL * C);
+    int valid = VL - 20; /* the last 20 columns are vocabulary padding */
+    float *logits = buf((long)N * VL), *rowmax = buf(N);
+    double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
+    wf_vocab_logits(logits, rowmax, x, wte, N, C, VL, valid);
+    put("vocab_logits", "logits", logits, (long)N * VL);
+    put("vocab_logits", "rowmax", rowmax, N);
+    wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
+    put("vocab_exp", "exps", logits, (long)N * VL);
+    float *sf = buf(2 * N);
+    for (int i = 0; i < 2 * N; i++) sf[i] = (float)stats[i];
+    put("vocab_exp", "stats", sf, 2 * N);
+    loss = wf_vocab_normalize(logits, losses, stats, N, VL);
+    put("vocab_normalize", "probs", logits, (long)N * VL);
+    put("vocab_normalize", "losses", losses, N);
+    put_double("vocab_normalize", "loss sum", loss);
+    wf_vocab_xent_bwd(NULL, dx, dwte, logits, x, wte, tgt, 0.25f, N, C, VL, V0);
+    put("vocab_xent_bwd", "dx", dx, (long)N * C);
+    put("vocab_xent_bwd", "dwte", dwte, (long)VL * C);
+
+    /* position and bias adds over rows [37, 37 + 50) of the microbatch */
+    long row0 = 37;
+    int rows = 50;
+    wf_pos_add_fwd(NULL, o, x, wpe, row0, rows, T, C);
+    put("pos_add_fwd", "out", o, (long)rows * C);
+    wf_pos_add_bwd(NULL, dx, dwpe, dout, row0, rows, T, C);
+    put("pos_add_bwd", "din", dx, (long)rows * C);
+    put("pos_add_bwd", "dwpe", dwpe, (long)T * C);
+    wf_pos_add_bwd_input(NULL, dx, dout, rows, C);
+    put("pos_add_bwd_input", "din", dx, (long)rows * C);
+    float *dlong = buf((long)(3 * T + 5) * C); /* more rows than positions: they wrap */
+    wf_pos_add_bwd_weight(NULL, dwpe, dlong, row0, 3 * T + 5, T, C);
+    put("pos_add_bwd_weight", "dwpe", dwpe, (long)T * C);
+    wf_bias_add_fwd(NULL, y, dy, bias, N, M);
+    put("bias_add_fwd", "out", y, (long)N * M);
+    wf_bias_add_bwd(NULL, dgin, dbias, dy, N, M);
+    put("bias_add_bwd", "din", dgin, (long)N * M);
+    put("bias_add_bwd", "db", dbias, M);
+    wf_bias_add_bwd_weight(NULL, dbias, dy, N, M);
+    put("bias_add_bwd_weight", "db", dbias, M);
+}
+
+/* ---- compare ---------------------------------------------------------------- */
+
+typedef struct { char name[64]; long n; float *x; } record;
+
+static int read_record(FILE *f, record *r) {
+    if (fread(r->name, 1, sizeof r->name, f) != sizeof r->name) return 0;
+    if (fread(&r->n, sizeof r->n, 1, f) != 1 || r->n < 0 || r->n > (1L << 30)) return -1;
+    r->x = malloc(sizeof(float) * (size_t)(r->n ? r->n : 1));
+    if (!r->x || fread(r->x, sizeof(float), (size_t)r->n, f) != (size_t)r->n) return -1;
+    return 1;
+}
+
+static int compare(const char *ref_path, const char *got_path) {
+    FILE *fr = fopen(ref_path, "rb"), *fg = fopen(got_path, "rb");
+    if (!fr || !fg) { fprintf(stderr, "check_kernels: cannot read %s or %s\n", ref_path, got_path); return 2; }
+    int bad = 0, count = 0;
+    printf("%-48s %10s %12s %10s\n", "kernel output", "floats", "max rel err", "threshold");
+    for (;;) {
+        record r, g;
+        int a = read_record(fr, &r), b = read_record(fg, &g);
+        if (a == 0 && b == 0) break;
+        if (a != 1 || b != 1 || strcmp(r.name, g.name) != 0 || r.n != g.n) {
+            printf("FAIL the two files list different outputs (at %s)\n", a == 1 ? r.name : "the end");
+            return 1;
+        }
+        double scale = 0, err = 0;
+        for (long i = 0; i < r.n; i++) {
+            double ref = r.x[i], got = g.x[i];
+            if (fabs(ref) > scale) scale = fabs(ref);
+            double d = fabs(got - ref);
+            if (isnan(got) != isnan(ref) || isinf(got) != isinf(ref)) d = INFINITY;
+            else if (isinf(ref) || isnan(ref)) d = 0; /* both -inf (padding) or both nan */
+            if (d > err) err = d;
+        }
+        double rel = scale > 0 ? err / scale : err;
+        int ok = rel <= THRESHOLD;
+        printf("%-48s %10ld %12.2e %10.0e %s\n", r.name, r.n, rel, THRESHOLD, ok ? "ok" : "FAIL");
+        bad += !ok;
+        count++;
+        free(r.x);
+        free(g.x);
+    }
+    printf("%d kernel outputs compared, %d over threshold\n", count, bad);
+    return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "run") == 0) {
+        out = fopen(argv[2], "wb");
+        if (!out) { fprintf(stderr, "check_kernels: cannot write %s\n", argv[2]); return 2; }
+        run_all();
+        return fclose(out) == 0 ? 0 : 2;
+    }
+    if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
+    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT\n");
+    return 2;
+}

@@ -1,0 +1,67 @@
+/* test_backend_cuda.c: `--backend cuda` refuses, by field and name, what the
+ * CUDA runtime does not implement yet (compiler/backend_cuda.c), and accepts
+ * the fp32 GPT-2 programs it does. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "program.h"
+
+#include "check.h"
+
+/* The compiler's reporter and op names, here captured for the checks. */
+static char last_error[1024];
+void wf_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+}
+const char *op_name(op_kind k) { return k == OP__COUNT ? "future_op" : "known_op"; }
+
+static ir_op ops[3];
+
+static Program gpt2(void) {
+    static Program p;
+    memset(&p, 0, sizeof p);
+    strcpy(p.plan_path, "plans/x.lua");
+    strcpy(p.family, "gpt2");
+    strcpy(p.precision, "fp32");
+    ops[0].kind = OP_EMBED;
+    ops[1].kind = OP_ATTENTION;
+    ops[2].kind = OP_TP_SCATTER;
+    p.ops = ops;
+    p.n_ops = 3;
+    return p;
+}
+
+static int refused(Program p, const char *want) {
+    last_error[0] = 0;
+    return cuda_backend_check(&p) != 0 && strstr(last_error, want) != NULL;
+}
+
+int main(void) {
+    Program p = gpt2();
+    last_error[0] = 0;
+    check(cuda_backend_check(&p) == 0 && !last_error[0], "fp32 GPT-2 with tp ops is accepted");
+
+    p = gpt2();
+    strcpy(p.precision, "bf16");
+    check(refused(p, "plans/x.lua: precision: \"bf16\" is not available with --backend cuda"),
+          "bf16 refused, naming the plan and the field: %s", last_error);
+    strcpy(p.precision, "fp16");
+    check(refused(p, "precision: \"fp16\""), "fp16 refused");
+
+    p = gpt2();
+    strcpy(p.family, "llama");
+    check(refused(p, "plans/x.lua: model: the llama family is not available with --backend cuda"),
+          "another model family refused: %s", last_error);
+
+    p = gpt2();
+    ops[1].kind = OP__COUNT; /* an op kind added after this backend */
+    check(refused(p, "op 1 (future_op) has no CUDA kernel yet"), "an op without a CUDA kernel "
+          "refused by index and name: %s", last_error);
+
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
