@@ -38,18 +38,28 @@ check "the build file targets sm_90 and links weft::runtime_cuda" \
   bash -c "grep -q '90-real;90-virtual' '$WORK/tiny/CMakeLists.txt' &&
            grep -q 'weft::runtime_cuda' '$WORK/tiny/CMakeLists.txt'"
 "$WEFT" compile plans/tiny.lua -o "$WORK/tiny-cpu" 2>/dev/null
-check "the program text is the CPU backend's (but for its own file name)" \
-  diff <(tail -n +2 "$WORK/tiny-cpu/stage0.c") <(tail -n +2 "$WORK/tiny/stage0.cu")
+# The program text is the CPU backend's but for its own file name and PROGRAM,
+# which C++ builds by assignments (its designated initializers must follow
+# declaration order): the same fields, the same values.
+fields() { sed -n '/PROGRAM = {/,/^};/p; /make_program(void) {/,/^}/p' "$1" | grep -o '\.[a-z_0-9]* = [^,;]*' | sort; }
+check "the program text is the CPU backend's (but for its own file name and PROGRAM's form)" \
+  diff <(tail -n +2 "$WORK/tiny-cpu/stage0.c" | sed '/PROGRAM = {/,$d') \
+       <(tail -n +2 "$WORK/tiny/stage0.cu" | sed '/make_program(void) {/,$d')
+fields "$WORK/tiny-cpu/stage0.c" >"$WORK/fields.c"
+fields "$WORK/tiny/stage0.cu" >"$WORK/fields.cu"
+check "PROGRAM: the same $(wc -l <"$WORK/fields.cu") fields and values in C and C++" \
+  bash -c "diff '$WORK/fields.c' '$WORK/fields.cu' && test \$(wc -l <'$WORK/fields.cu') -gt 30"
 check "an unknown backend is a usage error (exit 2)" \
   bash -c "'$WEFT' compile plans/tiny.lua -o '$WORK/x' --backend rocm 2>/dev/null; test \$? = 2"
 
 # Every feature's program text is valid C++ (designated initializers in
 # declaration order, no C-only conversions): ZeRO-1 with optimizer offload,
-# selective recompute under sequence parallelism, PipeDream-2BW.
+# selective recompute under sequence parallelism, PipeDream-2BW, ZeRO-3.
 if command -v g++ >/dev/null 2>&1; then
   for v in "z1_off:--set mesh.dp=2 --set zero=1 --set offload.optimizer=cpu" \
            "rs_sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set recompute=selective" \
-           "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw"; do
+           "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0" \
+           "z3:--set mesh.dp=2 --set zero=3 --set offload.params=cpu"; do
     read -r -a sets <<<"${v#*:}"
     "$WEFT" compile plans/tiny.lua -o "$WORK/${v%%:*}" --backend cuda "${sets[@]}" 2>/dev/null
     check "${v%%:*}: the .cu program text is valid C++" bash -c \

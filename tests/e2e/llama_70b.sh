@@ -28,16 +28,18 @@ check "simulate: memory verdict" grep -q "^  stage 0 .*does not fit" "$WORK/simu
 check "tp 16 refused: kv_heads" bash -c '"$1" check "$2" --set mesh.tp=16 --set mesh.dp=4 \
   --set cluster.devices_per_node=16 --set cluster.nodes=4 2>&1 | grep -q "mesh.tp: 16 does not divide kv_heads = 8"' \
   _ "$WEFT" "$PLAN"
-# A DeepSpeed config (ZeRO-1, fp32) imported with the LLaMA model: the plan
-# keeps weft.llama and checks.
+# A DeepSpeed config (ZeRO-1, fp32) imported with the LLaMA model on 64 GPUs:
+# the plan keeps weft.llama and the model plan's tp 8 (so dp = 64 / 8 = 8, and
+# 512 = 1 x 64 x 8), and checks.
 cat >"$WORK/ds.json" <<'JSON'
-{ "train_batch_size": 512, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
+{ "train_batch_size": 512, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 64,
   "zero_optimization": { "stage": 1 }, "gradient_clipping": 1.0,
   "optimizer": { "type": "AdamW", "params": { "lr": 1.5e-4, "betas": [0.9, 0.95], "weight_decay": 0.1 } } }
 JSON
 "$WEFT" import-deepspeed "$WORK/ds.json" --model "$PLAN" --world 64 -o "$WORK/ds.lua" 2>/dev/null
 check "DeepSpeed import keeps weft.llama" grep -q "w.llama { layers = 80" "$WORK/ds.lua"
-check "imported plan checks: 68976648192 parameters on dp 64" \
+check "DeepSpeed import keeps tp 8 and sp, dp = 8" grep -q "mesh = { dp = 8, tp = 8, pp = 1, sp = true }" "$WORK/ds.lua"
+check "imported plan checks: 68976648192 parameters on dp 8 x tp 8" \
   bash -c '"$1" check "$2" | grep -q "^params .*(68976648192)"' _ "$WEFT" "$WORK/ds.lua"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
