@@ -114,6 +114,7 @@ long wf_global_index(const wf_param *q, int tp_rank, long i);
 double wf_normal(uint64_t seed, const char *name, uint64_t index);
 double wf_lr_at(const wf_program *p, long step);        /* optim.c */
 double wf_grad_norm(wf_ctx *c);
+double wf_local_grad_sq(wf_ctx *c);                    /* this rank's share of |g|^2 */
 void wf_tp_partial_grads(wf_ctx *c);
 void wf_adamw(wf_ctx *c, double lr, float grad_scale);
 void wf_ckpt_save(wf_ctx *c, const char *dir);          /* ckpt.c */

@@ -14,20 +14,29 @@ double wf_lr_at(const wf_program *p, long step) {
     return p->min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (p->lr - p->min_lr);
 }
 
-/* Global gradient norm, each parameter counted exactly once: data-parallel
- * replicas hold the same reduced gradient (counted by each, not summed);
- * tensor-parallel shards are summed over the tp group, and parameters the tp
- * group replicates are counted by tp rank 0 only. */
-double wf_grad_norm(wf_ctx *c) {
+/* This rank's share of the squared gradient norm, each parameter counted
+ * once per tp group: parameters the tp group replicates by tp rank 0 only,
+ * the LM head's copy of wte not at all (stage 0 counts wte). */
+double wf_local_grad_sq(wf_ctx *c) {
     const wf_program *p = c->p;
     double sum = 0;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
-        if (q->tied == 2) continue;  /* the LM head's copy of wte: counted on stage 0 */
+        if (q->tied == 2) continue;
         const float *g = wf_own_grad(c, k);
         for (long i = c->own_lo[k]; i < c->own_hi[k]; i++) sum += (double)g[i] * g[i];
     }
+    return sum;
+}
+
+/* Global gradient norm, each parameter counted exactly once: data-parallel
+ * replicas hold the same reduced gradient (counted by each, not summed; with
+ * ZeRO each rank holds its own shard: summed), tensor-parallel shards and
+ * pipeline stages are summed. */
+double wf_grad_norm(wf_ctx *c) {
+    const wf_program *p = c->p;
+    double sum = wf_local_grad_sq(c);
     if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
     if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
     if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));

@@ -144,15 +144,7 @@ static void complete_metrics(wf_ctx *c) {
  * whole), the squared norm by dp rank 0 (replicas hold the same reduced
  * gradient), so one sum over all ranks gives both. */
 static void start_metrics(wf_ctx *c, double lr) {
-    const wf_program *p = c->p;
-    double sum = 0;
-    for (int k = 0; k < p->n_params; k++) {
-        const wf_param *q = &p->params[k];
-        if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
-        if (q->tied == 2) continue;  /* the LM head's copy of wte: counted on stage 0 */
-        const float *g = c->grads + q->offset;
-        for (long i = c->own_lo[k]; i < c->own_hi[k]; i++) sum += (double)g[i] * g[i];
-    }
+    double sum = wf_local_grad_sq(c);
     c->metrics_sum[0] = c->tp_rank == 0 ? c->loss_sum : 0.0;
     c->metrics_sum[1] = c->dp_rank == 0 ? sum : 0.0;
     c->metrics_lr = lr;
