@@ -225,10 +225,12 @@ static double device_peak(const Program *p) {
 }
 
 /* CPU backend: a rank gets the cores its node's other ranks do not use; what
- * they buy is interpolated from the calibrated lone-rank speedup in place. */
+ * they buy is interpolated from the calibrated lone-rank speedup in place.
+ * More ranks than cores share them. */
 static double thread_gain(const Program *p) {
     if (!calib) return 1;
     int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+    if (ranks > calib->cores) return (double)calib->cores / ranks;  /* oversubscribed: ranks share cores */
     int threads = calib->cores / (ranks > 0 ? ranks : 1);
     if (calib->cores <= 1 || threads <= 1) return 1;
     return 1 + (calib->inplace_threads - 1) * (threads - 1) / (calib->cores - 1);

@@ -625,14 +625,28 @@ static double span_of(const trace *t, const int *steps, int rank, int step)
     return hi >= lo ? hi - lo : NAN;
 }
 
-static void print_err(FILE *out, double pred, double meas)
+static void print_err(FILE *out, double pred, double meas, const char *end)
 {
     if (!isnan(pred)) fprintf(out, " %13.3f us", pred);
     else fprintf(out, " %16s", "-");
     if (!isnan(meas)) fprintf(out, " %13.3f us", meas);
     else fprintf(out, " %16s", "-");
-    if (!isnan(pred) && !isnan(meas) && pred > 0) fprintf(out, " %+9.2f%%\n", 100 * (meas - pred) / pred);
-    else fprintf(out, " %10s\n", "n/a");
+    if (!isnan(pred) && !isnan(meas) && pred > 0) fprintf(out, " %+9.2f%%%s", 100 * (meas - pred) / pred, end);
+    else fprintf(out, " %10s%s", "n/a", end);
+}
+
+/* Rank r's idle share of a step (or of everything, step -1): what its
+ * compute stream did not spend in forward, backward, weight or optimizer. */
+static double idle_of(const trace *t, const int *steps, int rank, int step)
+{
+    double busy = 0, span = span_of(t, steps, rank, step);
+    for (int i = 0; i < t->n; i++) {
+        const trace_event *e = &t->ev[i];
+        if (e->rank != rank || e->stream != 0 || (step >= 0 && steps[i] != step)) continue;
+        int k = kind_of(e->cat);
+        if (k >= 0 && k < NCATS && strcmp(e->cat, "comm") != 0) busy += e->end_us - e->start_us;
+    }
+    return span > 0 ? 1 - busy / span : NAN;
 }
 
 /* Per step (the slowest rank's span) and per rank (the median span over the
@@ -655,18 +669,28 @@ static void print_spans(const trace *p, const trace *m, const int *steps, int n_
             if (!isnan(sp) && (isnan(worst) || sp > worst)) worst = sp;
         }
         fprintf(out, "step %-2d%s", st, st < first ? "*" : " ");
-        print_err(out, pred, worst);
+        print_err(out, pred, worst, "\n");
     }
-    fprintf(out, "%-6s %16s %16s %10s\n", "rank", "predicted span", "measured span", "error");
+    fprintf(out, "%-6s %16s %16s %10s   %s\n", "rank", "predicted span", "measured span", "error",
+            "idle predicted / measured");
     for (int r = 0; r < ranks; r++) {
-        int n = 0;
+        int n = 0, ni = 0;
         for (int st = first; st < n_steps; st++) {
             double sp = span_of(m, steps, r, st);
             if (!isnan(sp)) v[n++] = sp;
         }
         fprintf(out, "%-6d", r);
         double sp = span_of(p, NULL, r, -1);
-        print_err(out, sp, median_of(v, n));
+        print_err(out, sp, median_of(v, n), "");
+        for (int st = first; st < n_steps; st++) {
+            double f = idle_of(m, steps, r, st);
+            if (!isnan(f)) v[ni++] = f;
+        }
+        double pi = idle_of(p, NULL, r, -1), mi = median_of(v, ni);
+        if (!isnan(pi)) fprintf(out, "   %5.1f%%", 100 * pi);
+        else fprintf(out, "   %6s", "-");
+        if (!isnan(mi)) fprintf(out, " / %5.1f%%\n", 100 * mi);
+        else fprintf(out, " / %6s\n", "-");
     }
     free(v);
 }
