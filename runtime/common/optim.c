@@ -104,12 +104,15 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
 
 /* bf16 / fp16: the weights as initialized or loaded (fp32) become the master
  * copy of the part this rank updates, and the working copy that the kernels
- * read is rounded to 16 bits. */
+ * read is rounded to 16 bits.  A PipeDream-2BW checkpoint loads two versions:
+ * the master is the newest (next_params), and both working copies are rounded. */
 void wf_master_setup(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->precision == WF_FP32) return;
+    int two = p->weight_delay && c->opt.resume;
     c->master = wf_alloc(c, sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1),
                          "fp32 master weights");
-    wf_moment_keep(c, c->params, c->master);
+    wf_moment_keep(c, two ? c->next_params : c->params, c->master);
     wf_round_copy(p->precision, c->params, c->params, p->param_numel);
+    if (two) wf_round_copy(p->precision, c->next_params, c->next_params, p->param_numel);
 }

@@ -45,10 +45,16 @@ done
 # pp = 2 matches the single-rank bf16 reference (tolerance as precision.sh's).
 build_plan pp2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set precision=bf16
 build_plan ref_bf16 "$PLAN" "${set[@]}" --set mesh.pp=1 --set precision=bf16
-run_plan pp2_bf16 --steps 10 --metrics "$WORK/pp2_bf16.jsonl" >/dev/null
+run_plan pp2_bf16 --steps 10 --metrics "$WORK/pp2_bf16.jsonl" --save "$WORK/bf16_straight" >/dev/null
 run_plan ref_bf16 --steps 10 --metrics "$WORK/ref_bf16.jsonl" >/dev/null
 check "bf16 pp2 matches the single-rank bf16 one-step-late reference: losses" \
   same_field loss "$WORK/ref_bf16.jsonl" "$WORK/pp2_bf16.jsonl" 1e-4
+# ... and a bf16 resume continues bit for bit: the fp32 master is the newest
+# version, both 16-bit working copies are restored.
+run_plan pp2_bf16 --steps 8 --save "$WORK/bf16_8" >/dev/null
+run_plan pp2_bf16 --steps 10 --resume "$WORK/bf16_8" --save "$WORK/bf16_resumed" >/dev/null
+check "bf16 resume from step 8 continues identically: weights" \
+  "$WEFT" ckpt diff "$WORK/bf16_straight/model.safetensors" "$WORK/bf16_resumed/model.safetensors"
 # The delay is real: step 2 still computes on the initial weights, so its
 # loss differs from the synchronous run's step 2 (which saw one update).
 step2() { sed -n 2p "$1" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
