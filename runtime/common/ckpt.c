@@ -40,7 +40,7 @@ static long whole_offsets(const wf_program *p, long *off) {
 
 /* rows x cols (row-major) -> cols x rows, in place through a copy. */
 static void transpose(wf_ctx *c, float *m, long rows, long cols) {
-    float *tmp = wf_alloc(c, sizeof(float) * (size_t)(rows * cols), "checkpoint transpose");
+    float *tmp = wf_host_alloc(c, sizeof(float) * (size_t)(rows * cols), "checkpoint transpose");
     memcpy(tmp, m, sizeof(float) * (size_t)(rows * cols));
     for (long r = 0; r < rows; r++)
         for (long k = 0; k < cols; k++) m[k * rows + r] = tmp[r * cols + k];
@@ -51,9 +51,9 @@ static void transpose(wf_ctx *c, float *m, long rows, long cols) {
  * this dp replica (the caller frees the result; NULL on other ranks). */
 static float *gather_whole(wf_ctx *c, const float *base, const long *off, long total) {
     const wf_program *p = c->p;
-    float *whole = c->tp_rank == 0 ? wf_alloc(c, sizeof(float) * (size_t)total, "checkpoint") : NULL;
+    float *whole = c->tp_rank == 0 ? wf_host_alloc(c, sizeof(float) * (size_t)total, "checkpoint") : NULL;
     float *parts = c->tp_rank == 0 && p->tp > 1
-                       ? wf_alloc(c, sizeof(float) * (size_t)p->param_numel * p->tp, "checkpoint shards")
+                       ? wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel * p->tp, "checkpoint shards")
                        : NULL;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
@@ -180,8 +180,8 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
     char path[1200], err[512];
     ckpt_meta meta;
     make_meta(c, &meta);
-    wf_st_tensor *t = wf_alloc(c, sizeof *t * 3 * (size_t)p->n_params, "checkpoint index");
-    char (*names)[128] = wf_alloc(c, 128 * 3 * (size_t)p->n_params, "checkpoint names");
+    wf_st_tensor *t = wf_host_alloc(c, sizeof *t * 3 * (size_t)p->n_params, "checkpoint index");
+    char (*names)[128] = wf_host_alloc(c, 128 * 3 * (size_t)p->n_params, "checkpoint names");
     fill_tensors(c, ww, off, t, names, "");
     int n = pack_owned(c, t, names, 0);
     snprintf(path, sizeof path, "%s/%s", dir, model_name);
@@ -203,7 +203,7 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
 static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
     char path[1200], err[512];
     int n = 0, cap = 64;
-    wf_st_tensor *t = wf_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
+    wf_st_tensor *t = wf_host_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
     for (int s = 0; s < c->p->pp; s++) {
         wf_st_file *f;
         snprintf(path, sizeof path, "%s/%s.stage%d.safetensors", dir, base, s);
@@ -219,7 +219,7 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
             t[n].ndim = wf_st_shape(f, name, t[n].shape, 4);
             long numel = 1;
             for (int d = 0; d < t[n].ndim; d++) numel *= t[n].shape[d];
-            float *data = wf_alloc(c, sizeof(float) * (size_t)(numel ? numel : 1), "checkpoint tensor");
+            float *data = wf_host_alloc(c, sizeof(float) * (size_t)(numel ? numel : 1), "checkpoint tensor");
             if (wf_st_read(f, name, t[n].ndim, t[n].shape, data, err, sizeof err) != 0)
                 wf_fatal(c, "wf_st_read", WF_WHERE, "%s", err);
             t[n++].data = data;
@@ -244,7 +244,7 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
  * them and swaps the folder in. */
 void wf_ckpt_save(wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
-    long *off = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
+    long *off = wf_host_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
     /* 16-bit modes save the fp32 masters, so that a resume is exact;
@@ -320,7 +320,7 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
     long most = 0;
     for (int k = 0; k < p->n_params; k++)
         if (whole_numel(&p->params[k]) > most) most = whole_numel(&p->params[k]);
-    float *whole = wf_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
+    float *whole = wf_host_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         snprintf(name, sizeof name, "%s%s", prefix, q->name);
@@ -362,7 +362,7 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
 
     snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    float *full = wf_alloc(c, sizeof(float) * (size_t)c->p->param_numel, "checkpoint moments");
+    float *full = wf_host_alloc(c, sizeof(float) * (size_t)c->p->param_numel, "checkpoint moments");
     read_all(c, f, path, full, "exp_avg.");
     wf_moment_keep(c, full, c->adam_m);
     read_all(c, f, path, full, "exp_avg_sq.");

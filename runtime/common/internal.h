@@ -95,7 +95,8 @@ void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *
     } while (0)
 void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc)
     __attribute__((noreturn));
-void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what);
+void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what);      /* arenas (device-visible) */
+void *wf_host_alloc(const wf_ctx *c, size_t bytes, const char *what); /* host temporaries, free() */
 /* The backend's allocator for wf_alloc (cpu/alloc.c: aligned host memory;
  * cuda/device.c: managed memory the host code here can also touch); NULL on failure. */
 void *wf_backend_alloc(size_t bytes);

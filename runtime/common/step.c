@@ -46,6 +46,15 @@ void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
     return q;
 }
 
+/* Host-only temporaries (checkpoint assembly, traces), released with free():
+ * never the backend's device-visible memory. */
+void *wf_host_alloc(const wf_ctx *c, size_t bytes, const char *what) {
+    void *q = calloc(1, bytes ? bytes : 64);
+    if (!q)
+        wf_fatal(c, "calloc", WF_WHERE, "cannot allocate %.1f MiB for %s", (double)bytes / 1048576.0, what);
+    return q;
+}
+
 /* ---- arenas ------------------------------------------------------------- */
 
 float *wf_param_ptr(wf_ctx *c, long off) { return c->params + off; }

@@ -25,7 +25,7 @@ static double t_zero;
 
 void wf_trace_begin(wf_ctx *c) {
     if (!c->opt.trace) return;
-    recs = wf_alloc(c, sizeof(trace_rec) * TRACE_CAPACITY, "trace buffer");
+    recs = wf_host_alloc(c, sizeof(trace_rec) * TRACE_CAPACITY, "trace buffer");
     t_zero = MPI_Wtime();
 }
 
@@ -65,8 +65,8 @@ void wf_trace_write(wf_ctx *c) {
     if (!recs) return;
     int bytes = n_recs * (int)sizeof(trace_rec), *counts = NULL, *displs = NULL, total = 0;
     if (wf_is_root(c)) {
-        counts = wf_alloc(c, sizeof(int) * (size_t)c->world, "trace counts");
-        displs = wf_alloc(c, sizeof(int) * (size_t)c->world, "trace offsets");
+        counts = wf_host_alloc(c, sizeof(int) * (size_t)c->world, "trace counts");
+        displs = wf_host_alloc(c, sizeof(int) * (size_t)c->world, "trace offsets");
     }
     WF_MPI(c, MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (wf_is_root(c))
@@ -74,7 +74,7 @@ void wf_trace_write(wf_ctx *c) {
             displs[r] = total;
             total += counts[r];
         }
-    char *all = wf_is_root(c) ? wf_alloc(c, (size_t)total, "trace") : NULL;
+    char *all = wf_is_root(c) ? wf_host_alloc(c, (size_t)total, "trace") : NULL;
     WF_MPI(c, MPI_Gatherv(recs, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD));
     if (wf_is_root(c)) {
         char tmp[1100];

@@ -320,7 +320,8 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     /* ZeRO-3: whole parameters exist only while they are made or read */
     float *gather = c->params;
-    if (p->zero >= 3) c->params = wf_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
+    if (p->zero >= 3)  /* host memory: initialised or loaded, then sharded and freed */
+        c->params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
     wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */

@@ -95,12 +95,16 @@ void wf_zero_gather_params(wf_ctx *c) {
  * checkpoints: with ZeRO each rank fills its shards and the dp group sums. */
 float *wf_moment_full(wf_ctx *c, const float *moment) {
     const wf_program *p = c->p;
-    float *full = wf_alloc(c, sizeof(float) * (size_t)p->param_numel, "checkpoint moments");
+    float *full = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "checkpoint moments");
     for (int k = 0; k < p->n_params; k++)
         memcpy(full + p->params[k].offset + c->own_lo[k], moment + c->moment_base[k],
                sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
-    if (p->zero)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, full, (int)p->param_numel, MPI_FLOAT, MPI_SUM, c->dp_comm));
+    /* MPI counts are ints: a rank may hold more than 2^31 floats */
+    const long piece = 1L << 30;
+    for (long at = 0; p->zero && at < p->param_numel; at += piece) {
+        long n = p->param_numel - at < piece ? p->param_numel - at : piece;
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, full + at, (int)n, MPI_FLOAT, MPI_SUM, c->dp_comm));
+    }
     return full;
 }
 
