@@ -904,6 +904,12 @@ local function make_plan(spec)
          "\"none\", or another pipeline.schedule")
   end
   s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
+  -- a 16-bit format the device has no arithmetic for (V100: no bf16)
+  if s.precision ~= "fp32" and (s.cluster.device[s.precision] or 0) <= 0 then
+    fail("plan.precision", show(s.precision) .. " on a " .. s.cluster.device.name .. ", which has no "
+         .. s.precision .. " arithmetic (its " .. s.precision .. " peak is 0)",
+         "\"fp32\"" .. ((s.cluster.device.fp16 or 0) > 0 and " or \"fp16\"" or ""))
+  end
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.
   local per_step = s.batch.micro * s.mesh.dp

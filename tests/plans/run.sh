@@ -28,7 +28,7 @@ if [ ! -x "$weft" ]; then
 fi
 cd "$(dirname "$0")/../.." || exit 2
 
-LIMIT_MS=5000
+LIMIT_MS=5000  # of CPU time (user + system): a loaded machine must not fail a good plan
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/weft-plan-tests.XXXXXX") || exit 2
 trap 'rm -rf "$scratch"' EXIT
 
@@ -36,7 +36,6 @@ passed=0
 failed=0
 pass() { printf 'ok   %s\n' "$1"; passed=$((passed + 1)); }
 fail() { printf 'FAIL %s: %s\n' "$1" "$2"; failed=$((failed + 1)); }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # One line of stderr for a failure message.
 first_line() { head -n 1 "$1" | cut -c 1-300; }
@@ -59,19 +58,21 @@ for plan in tests/plans/*.lua; do
 
     # (in a subshell whose stderr is dropped: bash's own "Aborted" notice for a
     # crashed weft would otherwise interleave with the report; the exit code says it)
-    start=$(now_ms)
-    rc=$( (timeout -k 2 10 "$weft" compile "$plan" -o "$out" \
-               > "$scratch/$name.stdout" 2> "$scratch/$name.stderr"; echo $?) 2> /dev/null)
-    elapsed=$(( $(now_ms) - start ))
+    # the wall-clock kill is only a safety net; the limit that counts is CPU time
+    rc=$( (TIMEFORMAT='%3U %3S'
+           { time timeout -k 2 120 "$weft" compile "$plan" -o "$out" \
+               > "$scratch/$name.stdout" 2> "$scratch/$name.stderr"; } 2> "$scratch/$name.time"
+           echo $?) 2> /dev/null)
+    elapsed=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$scratch/$name.time" 2>/dev/null || echo 0)
 
     problems=()
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        problems+=("did not finish within 10 s (killed)")
+        problems+=("did not finish within 120 s (killed)")
     elif [ "$rc" -ne 1 ]; then
         problems+=("exit code $rc, expected 1")
     fi
     if [ "$elapsed" -gt "$LIMIT_MS" ]; then
-        problems+=("took ${elapsed} ms, more than ${LIMIT_MS} ms")
+        problems+=("took ${elapsed} ms of CPU time, more than ${LIMIT_MS} ms")
     fi
     if [ -s "$scratch/$name.stdout" ]; then
         problems+=("stdout is not empty: $(first_line "$scratch/$name.stdout")")
