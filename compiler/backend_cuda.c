@@ -20,18 +20,18 @@ static int cuda_has_op(op_kind k) {
 
 int cuda_backend_check(const Program *p) {
     if (strcmp(p->precision, "fp32") != 0) {
-        wf_error("%s: precision: \"%s\" is not available with --backend cuda yet "
+        wf_error("%s: plan.precision: \"%s\" is not available with --backend cuda yet "
                  "(valid: \"fp32\"; or compile with --backend cpu)", p->plan_path, p->precision);
         return -1;
     }
     if (strcmp(p->family, "gpt2") != 0) {
-        wf_error("%s: model: the %s family is not available with --backend cuda yet "
+        wf_error("%s: plan.model: the %s family is not available with --backend cuda yet "
                  "(valid: weft.gpt2; or compile with --backend cpu)", p->plan_path, p->family);
         return -1;
     }
     for (int i = 0; i < p->n_ops; i++)
         if (!cuda_has_op(p->ops[i].kind)) {
-            wf_error("%s: model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",
+            wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",
                      p->plan_path, i, op_name(p->ops[i].kind));
             return -1;
         }

@@ -476,16 +476,23 @@ static int parse_precision(ctx *c, const cJSON *root, ds_plan *p) {
     warn_unknown(c, fp16, "fp16", known, "has no meaning here; ignored");
     double scale = 0, min_scale = 1;
     long long power = 16, window = 1000, hyst = 2;
-    if (get_num(c, fp16, "loss_scale", "fp16.loss_scale", 0, 0, 1e38,
-                "0 for dynamic loss scaling, or a static scale > 0", &scale) < 0 ||
-        get_int(c, fp16, "initial_scale_power", "fp16.initial_scale_power", 0, 127,
-                "an integer in 0 .. 127", &power) < 0 ||
+    /* weft scales by powers of two only (exact), up to 2^24 */
+    if (get_num(c, fp16, "loss_scale", "fp16.loss_scale", 0, 0, 16777216.0,
+                "0 for dynamic loss scaling, or a static power of two in 2^-24 .. 2^24", &scale) < 0 ||
+        get_int(c, fp16, "initial_scale_power", "fp16.initial_scale_power", 0, 24,
+                "an integer in 0 .. 24", &power) < 0 ||
         get_int(c, fp16, "loss_scale_window", "fp16.loss_scale_window", 1, INT_MAX,
                 "an integer >= 1", &window) < 0 ||
         get_int(c, fp16, "hysteresis", "fp16.hysteresis", 1, INT_MAX, "an integer >= 1", &hyst) < 0 ||
         get_num(c, fp16, "min_loss_scale", "fp16.min_loss_scale", 0, 1, 1e38, "a number > 0",
                 &min_scale) < 0)
         return -1;
+    int exponent;
+    if (scale > 0 && (frexp(scale, &exponent) != 0.5 || scale < 0x1p-24))
+        return FAIL(c, "fp16.loss_scale = %g is not a power of two (valid: 0 for dynamic loss scaling, "
+                       "or a static power of two in 2^-24 .. 2^24)", scale);
+    if (min_scale > 0 && frexp(min_scale, &exponent) != 0.5)
+        return FAIL(c, "fp16.min_loss_scale = %g is not a power of two (valid: 1, 2, 4, ...)", min_scale);
     char a[40], b[40];
     sbuf *s = &p->loss_comment;
     if (scale > 0) {

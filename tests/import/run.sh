@@ -120,6 +120,8 @@ fi
 bad bad_batch $dir/bad_batch.json \
   "train_batch_size = 30, but train_micro_batch_size_per_gpu * gradient_accumulation_steps * world = 8 * 2 * 2 = 32"
 bad bad_fp16_bf16 $dir/bad_fp16_bf16.json "fp16.enabled and bf16.enabled are both true"
+bad bad_fp16_scale $dir/bad_fp16_scale.json "fp16.loss_scale = 1000 is not a power of two"
+bad bad_fp16_power $dir/bad_fp16_power.json "fp16.initial_scale_power: 32 is out of range (valid: an integer in 0 .. 24)"
 bad bad_stage4 $dir/bad_stage4.json "zero_optimization.stage: 4 is out of range (valid: 0, 1, 2 or 3)"
 bad bad_optimizer $dir/bad_optimizer.json 'optimizer.type: "Lamb" is not supported (valid: "Adam" or "AdamW")'
 bad bad_malformed $dir/bad_malformed.json "malformed JSON at line 2"

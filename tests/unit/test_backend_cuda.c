@@ -47,14 +47,14 @@ int main(void) {
 
     p = gpt2();
     strcpy(p.precision, "bf16");
-    check(refused(p, "plans/x.lua: precision: \"bf16\" is not available with --backend cuda"),
+    check(refused(p, "plans/x.lua: plan.precision: \"bf16\" is not available with --backend cuda"),
           "bf16 refused, naming the plan and the field: %s", last_error);
     strcpy(p.precision, "fp16");
-    check(refused(p, "precision: \"fp16\""), "fp16 refused");
+    check(refused(p, "plan.precision: \"fp16\""), "fp16 refused");
 
     p = gpt2();
     strcpy(p.family, "llama");
-    check(refused(p, "plans/x.lua: model: the llama family is not available with --backend cuda"),
+    check(refused(p, "plans/x.lua: plan.model: the llama family is not available with --backend cuda"),
           "another model family refused: %s", last_error);
 
     p = gpt2();
