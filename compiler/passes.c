@@ -182,16 +182,18 @@ int pass_buckets(Program *p) {
     p->buckets = calloc((size_t)p->n_params, sizeof *p->buckets);
     p->param_numel = calloc((size_t)p->pp, sizeof(long));
     p->n_buckets = 0;
+    /* buckets.mb counts gradient bytes as the plan stores them: 16-bit modes 2 a value */
+    double el = strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
     for (int stage = 0; stage < p->pp; stage++) {
         long offset = 0;
         ir_bucket *cur = NULL;
         for (int r = 0; r < p->n_params; r++) {
             ir_param *q = &p->params[p->grad_order[r]];
             if (q->stage != stage) continue;
-            double bytes = 4.0 * (double)q->numel;
+            double bytes = el * (double)q->numel;
             /* a parameter larger than the cap gets a bucket of its own */
             int tied = alone_tied && is_tied(p, p->grad_order[r]);
-            int cut = !cur || 4.0 * (double)cur->numel + bytes > cap_bytes || tied ||
+            int cut = !cur || el * (double)cur->numel + bytes > cap_bytes || tied ||
                       (alone_tied && is_tied(p, p->grad_order[cur->last_param])) ||
                       (p->zero >= 2 && p->params[p->grad_order[cur->last_param]].chunk != q->chunk);
             if (cut) {
