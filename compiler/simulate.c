@@ -261,7 +261,14 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.head = stage == p->pp - 1;
     a.ffn_hidden = p->ffn_hidden;  /* 0 but for llama */
     a.kv_heads = p->kv_heads;
-    return cost_memory_per_rank(&a);
+    cost_memory m = cost_memory_per_rank(&a);
+    /* the plan's own choices the per-rank formula does not know: a second
+     * weight version (PipeDream-2BW), and what offload keeps in host memory
+     * (the optimizer state; under ZeRO-3 the parameter shard) */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.total += m.params, m.params *= 2;
+    if (p->offload_optimizer) m.total -= m.optimizer, m.optimizer = 0;
+    if (p->offload_params) m.total -= m.params, m.params = 0;
+    return m;
 }
 
 static void human(double bytes, char *out, size_t n) {
