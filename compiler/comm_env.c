@@ -23,7 +23,7 @@ void comm_report(const Program *p, FILE *out) {
 void emit_comm_env(writer *o, const Program *p) {
     if (strcmp(p->comm, "mpi") == 0) {
         emit(o, "# comm = \"mpi\": collectives go through host memory by MPI, so ranks may\n"
-                "# share a GPU (rank r uses device r mod the node's device count).\n");
+                "# share a GPU (a node's k-th rank uses device k mod its device count).\n");
         return;
     }
     if (p->n_nccl_env == 0) return;
