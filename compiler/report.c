@@ -182,6 +182,14 @@ void program_report(const Program *p, FILE *out) {
         fputc('\n', out);
     }
     human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
+    int devices = p->nodes * p->devices_per_node;
+    if (strcmp(p->comm, "mpi") == 0 && strcmp(p->device, "CPU") != 0 && p->world > devices) {
+        /* comm = "mpi": ranks share each device, so their memory adds up */
+        int share = p->world / devices;
+        fprintf(out, "  shared       %d ranks per device (comm = \"mpi\"): up to %d x the largest rank\n",
+                share, share);
+        worst *= share;
+    }
     fprintf(out, "  verdict      %s in the %s of a %s device\n",
             worst <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
 }

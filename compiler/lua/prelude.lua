@@ -1053,16 +1053,17 @@ local function make_plan(spec)
 
   local world = s.mesh.dp * s.mesh.tp * s.mesh.pp
   local devices = s.cluster.nodes * s.cluster.devices_per_node
-  if s.cluster.device.name ~= "CPU" and s.comm == "mpi" then
-    -- host-staged collectives: several ranks may share a device, evenly
-    if world % devices ~= 0 then
-      fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks do not share the cluster's "
-           .. devices .. " devices evenly (comm = \"mpi\")", "a mesh whose product is a multiple of " .. devices)
-    end
-  elseif s.cluster.device.name ~= "CPU" and world ~= devices then
+  -- comm = "mpi" stages collectives through host memory: ranks may then
+  -- share the devices, evenly; NCCL needs a device per rank
+  local shared = s.comm == "mpi"
+  if s.cluster.device.name ~= "CPU" and shared and world > devices and world % devices ~= 0 then
+    fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks do not share the cluster's "
+         .. devices .. " devices evenly (comm = \"mpi\")", "a mesh whose product is a multiple of " .. devices)
+  elseif s.cluster.device.name ~= "CPU" and (shared and world < devices or not shared and world ~= devices) then
     fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks, but the cluster has "
-         .. devices .. " devices", "a mesh whose product is " .. devices
-         .. (world > devices and ", or comm = \"mpi\" to let ranks share devices" or ""))
+         .. devices .. " devices", shared and "a mesh whose product is a multiple of " .. devices
+         or "a mesh whose product is " .. devices
+            .. (world > devices and ", or comm = \"mpi\" to let ranks share devices" or ""))
   end
   s.world = world
   s.__kind = "plan"
