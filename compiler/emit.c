@@ -321,6 +321,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
     program_fields(o, ".seed = %lluULL, .data_train = \"%s\", .log_every = %d, .ckpt_every = %d,",
       (unsigned long long)p->seed, c_text(p->data_train, data, sizeof data), p->log_every, p->ckpt_every);
     program_fields(o, ".flops_per_token = %.17g,", p->flops_per_token);
+    program_fields(o, ".peak_tflops = %.17g, .planned_bytes = %.17g,", program_peak_tflops(p),
+      program_planned_bytes(p, stage));
     program_fields(o, ".step = step,");
     if (p->sched && p->sched->pro) program_fields(o, ".prologue = prologue, .epilogue = epilogue,");
     if (cuda_backend) emit(o, "    return P;\n}\n\nstatic const wf_program PROGRAM = make_program();\n\n");
@@ -422,6 +424,7 @@ static int write_launch(const Program *p, const char *dir) {
         emit(&o, "# Arenas are CUDA managed memory, which a non-CUDA-aware Open MPI should\n"
              "# copy through its shared-memory buffers rather than map from the peer.\n"
              "export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}\n");
+    if (cuda_backend) emit_comm_env(&o, p);
     emit(&o, "exec mpirun $flags --bind-to none");
     if (p->pp == 1) {
         emit(&o, " -np %d \"$bin/stage0\" \"$@\"\n", p->world);

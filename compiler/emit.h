@@ -16,6 +16,10 @@ typedef struct {
 /* Appends formatted text to the file being written. */
 void emit(writer *wr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- comm_env.c ---- */
+/* launch.sh (--backend cuda): the plan's NCCL settings as exports. */
+void emit_comm_env(writer *o, const Program *p);
+
 /* ---- emit_ops.c ---- */
 #define NAMEBUF (WF_MAX_NAME + 16)
 

@@ -343,6 +343,15 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     }
     int buckets = push_sub(L, plan, "buckets");
     p->bucket_mb = get_num(L, buckets, "mb");
+    get_str(L, plan, "comm", p->comm, sizeof p->comm);
+    int nccl = push_sub(L, plan, "nccl");
+    int n_env = (int)lua_rawlen(L, nccl);
+    for (int i = 0; i < n_env && p->n_nccl_env < WF_MAX_NCCL_ENV; i++) {
+        lua_rawgeti(L, nccl, i + 1);
+        const char *e = lua_tostring(L, -1);
+        snprintf(p->nccl_env[p->n_nccl_env++], sizeof p->nccl_env[0], "%s", e ? e : "");
+        lua_pop(L, 1);
+    }
     sandbox_close(&sb);
     return bad_field ? -1 : 0;
 }

@@ -19,6 +19,7 @@
 #include "schedule.h"
 
 #define WF_MAX_NAME 96
+#define WF_MAX_NCCL_ENV 24   /* plan.nccl settings (the prelude knows fewer) */
 
 typedef enum {
     /* ops the model graph (the Lua prelude) is written in */
@@ -181,6 +182,10 @@ typedef struct Program {
     /* derived figures */
     long n_param_total;
     double flops_per_token;  /* 6N + 12 L h s */
+    /* --backend cuda's communication (plan.comm, plan.nccl; comm_env.c) */
+    char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
+    char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
+    int n_nccl_env;
 } Program;
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
@@ -209,6 +214,14 @@ void program_free(Program *p);
 int program_slots(const Program *p, int stage);   /* activation slots a stage reserves */
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
+/* The figures the runtime's metrics are measured against (report.c): the
+ * planned bytes of one rank of `stage` (device and host memory together), and
+ * the peak TFLOP/s of one device at the plan's precision. */
+double program_planned_bytes(const Program *p, int stage);
+double program_peak_tflops(const Program *p);
+/* `weft check`'s lines on plan.comm / plan.nccl (comm_env.c); none for a
+ * plan that leaves both at their defaults. */
+void comm_report(const Program *p, FILE *out);
 
 const char *op_name(op_kind k);
 long untied_embedding(const Program *p);  /* token embedding elements that are no matmul */

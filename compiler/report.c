@@ -73,6 +73,19 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     return m;
 }
 
+double program_planned_bytes(const Program *p, int stage) {
+    memory_split m = memory_per_rank(p, stage);
+    return m.total + m.host;
+}
+
+/* fp32 runs at the device's fp32 rate (no TF32: the kernels do not use it);
+ * bf16 / fp16 at theirs, or fp32's where the device description has none. */
+double program_peak_tflops(const Program *p) {
+    double peak = strcmp(p->precision, "bf16") == 0 ? p->device_bf16_tflops
+                : strcmp(p->precision, "fp16") == 0 ? p->device_fp16_tflops : 0;
+    return peak > 0 ? peak : p->device_fp32_tflops;
+}
+
 void program_report(const Program *p, FILE *out) {
     char a[32], b[32], c[32];
     fprintf(out, "plan      %s (%s)\n", p->plan_name, p->plan_path);
@@ -106,6 +119,7 @@ void program_report(const Program *p, FILE *out) {
                     p->loss_scale_initial, p->loss_scale_window, p->loss_scale_hysteresis, p->loss_scale_min);
         else fprintf(out, "; static loss scale %g\n", p->loss_scale_initial);
     }
+    comm_report(p, out);
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
     for (int k = 0; k < p->n_buckets; k++) {
         const ir_bucket *bk = &p->buckets[k];
@@ -168,6 +182,14 @@ void program_report(const Program *p, FILE *out) {
         fputc('\n', out);
     }
     human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
+    int devices = p->nodes * p->devices_per_node;
+    if (strcmp(p->comm, "mpi") == 0 && strcmp(p->device, "CPU") != 0 && p->world > devices) {
+        /* comm = "mpi": ranks share each device, so their memory adds up */
+        int share = p->world / devices;
+        fprintf(out, "  shared       %d ranks per device (comm = \"mpi\"): up to %d x the largest rank\n",
+                share, share);
+        worst *= share;
+    }
     fprintf(out, "  verdict      %s in the %s of a %s device\n",
             worst <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
 }

@@ -735,6 +735,79 @@ local function check_loss_scale(precision, v)
   return { dynamic = true, initial = initial, window = t.window, hysteresis = t.hysteresis, min = t.min }
 end
 
+-- NCCL's environment (plan.nccl, for comm = "nccl" on --backend cuda): each
+-- field is an NCCL_* variable named without its prefix, in lower case, whose
+-- value is checked against the values NCCL's documentation lists; launch.sh
+-- exports them.  Lists (algo, proto, debug_subsys) are comma-separated, not
+-- case-sensitive, and may start with "^" to exclude, as NCCL reads them.
+local function nccl_list(what, names)
+  local valid = concat(names, ", ") .. "; a comma-separated list, \"^\" first to exclude"
+  return function(v)
+    local items = v:gsub("^%^", "")
+    if items == "" then return "is empty", valid end
+    for item in (items .. ","):gmatch("([^,]*),") do
+      local known = false
+      for _, n in ipairs(names) do if n:lower() == item:lower() then known = true end end
+      if not known then return show(item) .. " is not " .. what, valid end
+    end
+  end
+end
+-- interface and HCA names: NCCL's "^" (exclude) and "=" (exact) prefixes, then
+-- names with optional ":port", comma-separated; nothing a shell would expand
+local function nccl_names(v)
+  local items = v:gsub("^[%^=]", "")
+  for item in (items .. ","):gmatch("([^,]*),") do
+    if not item:match("^[%w_.:%-]+$") then
+      return show(v) .. " is not a list of names",
+             "names like \"eth0\" or \"mlx5_0:1,mlx5_1\", \"^\" (exclude) or \"=\" (exact) first"
+    end
+  end
+end
+local NCCL_FIELDS = {
+  algo = { "string", check = nccl_list("an NCCL algorithm",
+           { "Ring", "Tree", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT" }) },
+  proto = { "string", check = nccl_list("an NCCL protocol", { "LL", "LL128", "Simple" }) },
+  debug = { "string", one_of = { "VERSION", "WARN", "INFO", "TRACE" } },
+  debug_subsys = { "string", check = nccl_list("an NCCL debug subsystem",
+                   { "INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC", "CALL",
+                     "PROXY", "NVLS", "BOOTSTRAP", "REG", "PROFILE", "RAS", "ALL" }) },
+  min_nchannels = { "integer", min = 1, max = 64 },
+  max_nchannels = { "integer", min = 1, max = 64 },
+  buffsize = { "integer", min = 1, max = LIMIT },  -- bytes per buffer; NCCL's default 4 MiB
+  nthreads = { "integer", one_of = { 64, 128, 256, 512 } },
+  p2p_level = { "string", one_of = { "LOC", "NVL", "PIX", "PXB", "PHB", "SYS" } },
+  net_gdr_level = { "string", one_of = { "LOC", "PIX", "PXB", "PHB", "SYS" } },
+  cross_nic = { "integer", one_of = { 0, 1, 2 } },
+  ib_hca = { "string", check = nccl_names },
+  socket_ifname = { "string", check = nccl_names },
+  ib_disable = { "boolean" },
+  p2p_disable = { "boolean" },
+  shm_disable = { "boolean" },
+  nvls_enable = { "boolean" },
+}
+-- The checked settings as { "NCCL_ALGO=Ring", ... }, sorted (launch.sh is
+-- byte-identical for the same plan).
+local function check_nccl(comm, v)
+  local t = check_fields("nccl", v, NCCL_FIELDS)
+  local env = {}
+  for _, k in ipairs(sorted_keys(NCCL_FIELDS)) do
+    local x = t[k]
+    if x ~= nil then
+      if type(x) == "boolean" then x = x and 1 or 0 end
+      env[#env + 1] = "NCCL_" .. k:upper() .. "=" .. tostring(x)
+    end
+  end
+  if t.min_nchannels and t.max_nchannels and t.min_nchannels > t.max_nchannels then
+    fail("nccl.min_nchannels", show(t.min_nchannels) .. " is above nccl.max_nchannels = "
+         .. show(t.max_nchannels), "1 .. " .. show(t.max_nchannels))
+  end
+  if comm == "mpi" and #env > 0 then
+    fail("plan.nccl", "is for comm = \"nccl\"; comm = \"mpi\" runs no NCCL",
+         "leave nccl out, or comm = \"nccl\"")
+  end
+  return env
+end
+
 local function make_plan(spec)
   -- Replace each constructed object by a copy of the spec it was made from;
   -- overrides such as --set model.layers=4 then edit that copy, and the
@@ -776,6 +849,10 @@ local function make_plan(spec)
     recompute = { "string", one_of = { "none", "selective", "full" }, default = "none" },
     offload = { "table", default = {} },
     pipeline = { "table", default = {} },
+    -- --backend cuda: collectives through NCCL, or staged through host memory
+    -- by MPI (ranks may then share a GPU); the CPU backend always uses MPI
+    comm = { "string", one_of = { "nccl", "mpi" }, default = "nccl" },
+    nccl = { "table", default = {} },
   })
 
   local function rebuild(field, v, kind, ctor)
@@ -910,6 +987,7 @@ local function make_plan(spec)
          .. s.precision .. " arithmetic (its " .. s.precision .. " peak is 0)",
          "\"fp32\"" .. ((s.cluster.device.fp16 or 0) > 0 and " or \"fp16\"" or ""))
   end
+  s.nccl = check_nccl(s.comm, s.nccl)
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.
   local per_step = s.batch.micro * s.mesh.dp
@@ -981,9 +1059,17 @@ local function make_plan(spec)
 
   local world = s.mesh.dp * s.mesh.tp * s.mesh.pp
   local devices = s.cluster.nodes * s.cluster.devices_per_node
-  if s.cluster.device.name ~= "CPU" and world ~= devices then
+  -- comm = "mpi" stages collectives through host memory: ranks may then
+  -- share the devices, evenly; NCCL needs a device per rank
+  local shared = s.comm == "mpi"
+  if s.cluster.device.name ~= "CPU" and shared and world > devices and world % devices ~= 0 then
+    fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks do not share the cluster's "
+         .. devices .. " devices evenly (comm = \"mpi\")", "a mesh whose product is a multiple of " .. devices)
+  elseif s.cluster.device.name ~= "CPU" and (shared and world < devices or not shared and world ~= devices) then
     fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks, but the cluster has "
-         .. devices .. " devices", "a mesh whose product is " .. devices)
+         .. devices .. " devices", shared and "a mesh whose product is a multiple of " .. devices
+         or "a mesh whose product is " .. devices
+            .. (world > devices and ", or comm = \"mpi\" to let ranks share devices" or ""))
   end
   s.world = world
   s.__kind = "plan"

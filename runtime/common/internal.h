@@ -80,6 +80,7 @@ struct wf_ctx {
     struct { long step; double loss, lr, norm; } ready[2]; /* reduced, not yet logged */
     int n_ready;
     double step_ms[2];             /* wall time of the call that optimized step t, at t % 2 */
+    double arena_bytes;            /* allocated for training (metrics.c), this rank */
 };
 
 /* Errors: print the rank, the call and the reason; bring the whole job down. */
@@ -100,6 +101,17 @@ void *wf_host_alloc(const wf_ctx *c, size_t bytes, const char *what); /* host te
 /* The backend's allocator for wf_alloc (cpu/alloc.c: aligned host memory;
  * cuda/device.c: managed memory the host code here can also touch); NULL on failure. */
 void *wf_backend_alloc(size_t bytes);
+size_t wf_alloc_total(void);   /* bytes wf_alloc has handed out in this process */
+/* The device's memory in use and its size (cuda/device.c: cudaMemGetInfo);
+ * -1 where the backend cannot tell (cpu/alloc.c). */
+int wf_backend_mem_info(size_t *used, size_t *total);
+/* metrics.c: per-step throughput, MFU and memory, for the log and --metrics. */
+typedef struct wf_step_metrics {
+    double tokens_per_s, mfu;     /* mfu: a fraction of the cluster's peak */
+} wf_step_metrics;
+wf_step_metrics wf_step_metrics_of(const wf_ctx *c, double ms);
+void wf_metrics_tail(const wf_ctx *c, double ms, char *out, size_t n);
+void wf_memory_report(wf_ctx *c);
 int wf_is_root(const wf_ctx *c);
 void wf_log(const wf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

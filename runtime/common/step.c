@@ -36,6 +36,11 @@ void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc) 
     wf_fatal(c, call, where, "%s", msg);
 }
 
+/* One process is one rank: a plain counter (metrics.c reads it around setup). */
+static size_t alloc_total;
+
+size_t wf_alloc_total(void) { return alloc_total; }
+
 void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
     void *q = NULL;
     if (bytes == 0) bytes = 64;
@@ -43,6 +48,7 @@ void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
         wf_fatal(c, "wf_backend_alloc", WF_WHERE, "cannot allocate %.1f MiB for %s",
                  (double)bytes / 1048576.0, what);
     memset(q, 0, bytes);
+    alloc_total += bytes;
     return q;
 }
 

@@ -153,17 +153,19 @@ static void log_step_fp16(wf_ctx *c, double ms, double tokens) {
         char norm[32];
         if (s->overflow) snprintf(norm, sizeof norm, "null");
         else snprintf(norm, sizeof norm, "%.9g", c->last_norm);
+        char tail[320];
+        wf_metrics_tail(c, ms, tail, sizeof tail);
         fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %s, "
-                "\"ms\": %.3f, \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_total\": %ld}\n",
+                "\"ms\": %.3f, \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_total\": %ld%s}\n",
                 c->step, c->last_loss, c->last_lr, norm, ms, s->used, s->overflow ? "true" : "false",
-                s->skipped);
+                s->skipped, tail);
         fflush(c->metrics);
     }
     if (c->step % p->log_every == 0 || c->step == c->opt.steps || s->overflow)
         wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | scale %g%s | skipped %ld | "
-               "%7.1f ms | %8.0f tok/s\n", c->step, c->opt.steps, c->last_loss, c->last_lr,
+               "%7.1f ms | %8.0f tok/s | MFU %.2f%%\n", c->step, c->opt.steps, c->last_loss, c->last_lr,
                c->last_norm, s->used, s->overflow ? " (overflow: step skipped)" : "", s->skipped, ms,
-               tokens / (ms / 1000.0));
+               tokens / (ms / 1000.0), 100.0 * wf_step_metrics_of(c, ms).mfu);
 }
 
 static void log_step(wf_ctx *c, double ms) {
@@ -175,14 +177,16 @@ static void log_step(wf_ctx *c, double ms) {
         return;
     }
     if (c->metrics && wf_is_root(c)) {
+        char tail[320];
+        wf_metrics_tail(c, ms, tail, sizeof tail);
         fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
-                "\"ms\": %.3f}\n", c->step, c->last_loss, c->last_lr, c->last_norm, ms);
+                "\"ms\": %.3f%s}\n", c->step, c->last_loss, c->last_lr, c->last_norm, ms, tail);
         fflush(c->metrics);
     }
     if (c->step % p->log_every == 0 || c->step == c->opt.steps)
-        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s\n",
-               c->step, c->opt.steps, c->last_loss, c->last_lr, c->last_norm, ms,
-               tokens / (ms / 1000.0));
+        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s"
+               " | MFU %.2f%%\n", c->step, c->opt.steps, c->last_loss, c->last_lr, c->last_norm, ms,
+               tokens / (ms / 1000.0), 100.0 * wf_step_metrics_of(c, ms).mfu);
 }
 
 /* PipeDream-2BW without flush: the metrics reduced since the last call, each
@@ -197,14 +201,16 @@ static void log_ready(wf_ctx *c, double *first_loss) {
         c->last_loss = c->ready[i].loss;
         c->last_norm = c->ready[i].norm;
         if (c->metrics && wf_is_root(c)) {
+            char tail[320];
+            wf_metrics_tail(c, ms, tail, sizeof tail);
             fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
-                    "\"ms\": %.3f}\n", step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, ms);
+                    "\"ms\": %.3f%s}\n", step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, ms, tail);
             fflush(c->metrics);
         }
         if (step % p->log_every == 0 || step == c->opt.steps)
-            wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s\n",
-                   step, c->opt.steps, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, ms,
-                   tokens / (ms / 1000.0));
+            wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s"
+                   " | MFU %.2f%%\n", step, c->opt.steps, c->ready[i].loss, c->ready[i].lr,
+                   c->ready[i].norm, ms, tokens / (ms / 1000.0), 100.0 * wf_step_metrics_of(c, ms).mfu);
     }
     c->n_ready = 0;
 }
@@ -241,8 +247,9 @@ static void summary(wf_ctx *c, int steps_run, double seconds, double first_loss)
     double tokens = (double)steps_run * p->global_batch * p->seq;
     double model_flops = p->flops_per_token * tokens;
     double ms = steps_run ? 1000.0 * seconds / steps_run : 0;
-    wf_log(c, "done: %d steps in %.2f s (%.1f ms/step), loss %.4f -> %.4f\n", steps_run, seconds,
-           ms, first_loss, c->last_loss);
+    wf_log(c, "done: %d steps in %.2f s (%.1f ms/step), loss %.4f -> %.4f; MFU %.2f%% of %d x %g "
+              "TFLOP/s\n", steps_run, seconds, ms, first_loss, c->last_loss,
+           100.0 * wf_step_metrics_of(c, ms).mfu, c->world, p->peak_tflops);
     wf_log(c, "throughput: %.0f tokens/s; model FLOPs %.2f GFLOP/s over %d rank(s) "
               "(%.2f GFLOP/s per rank); rank 0 GEMM: %.0f%% of step time at %.1f GFLOP/s\n",
            seconds > 0 ? tokens / seconds : 0, seconds > 0 ? model_flops / seconds / 1e9 : 0,
@@ -310,7 +317,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
                p->offload_optimizer ? ", in host memory (offload)" : "",
                p->offload_params ? ", parameter shard in host memory (offload)" : "");
 
+    /* the arenas training keeps (metrics.c); startup buffers (ZeRO-3's whole
+     * parameters, checkpoint reading) are not counted */
+    size_t before = wf_alloc_total();
     allocate(c);
+    c->arena_bytes = (double)(wf_alloc_total() - before);
     char err[512];
     if (wf_data_open(&c->data, c->opt.data, p->vocab, p->seq, err, sizeof err) != 0)
         wf_fatal(c, "wf_data_open", WF_WHERE, "%s", err);
@@ -324,7 +335,9 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         c->params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
+    before = wf_alloc_total();
     wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
+    c->arena_bytes += (double)(wf_alloc_total() - before);
     if (p->zero >= 3) {  /* keep this rank's shard; c->params becomes the gather arena */
         wf_params_adopt(c, c->params);
         free(c->params);
@@ -332,7 +345,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+    before = wf_alloc_total();
     if (p->prologue) wf_2bw_setup(c);
+    c->arena_bytes += (double)(wf_alloc_total() - before);
+    wf_memory_report(c);
     wf_log(c, "model %d layers, hidden %d, %d heads, seq %d, vocab %d | global batch %d "
               "(%d x %d ranks x %d accumulation) | data %s (%ld tokens)\n",
            p->layers, p->hidden, p->heads, p->seq, p->vocab, p->global_batch, p->micro, p->dp,

@@ -66,6 +66,20 @@ void *wf_backend_alloc(size_t bytes) {
     return q;
 }
 
+/* The whole device's memory in use (every process on it, the CUDA context
+ * included), next to what this rank's arenas take. */
+int wf_backend_mem_info(size_t *used, size_t *total) {
+    size_t free_bytes = 0, all = 0;
+    if (cudaMemGetInfo(&free_bytes, &all) != cudaSuccess) {
+        cudaGetLastError();
+        *used = *total = 0;
+        return -1;
+    }
+    *used = all - free_bytes;
+    *total = all;
+    return 0;
+}
+
 /* ---- the hooks train.c calls (CPU: OpenBLAS selection and threads) -------- */
 
 void wf_blas_select(int argc, char **argv) {

@@ -98,5 +98,11 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
   weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
             "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
   row "tiny $name: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
+  # metrics.c on a device: cudaMemGetInfo's figure is a number (the whole
+  # device, so only reported), MFU is above 0 against the H200's fp32 peak
+  mem=$(tail -n 1 "$OUT/$name-cuda.jsonl" | sed -n 's/.*"mem_bytes": \([0-9]*\).*"device_mem_used_bytes": \([0-9]*\)}$/arenas \1 B, device in use \2 B/p')
+  mfu=$(tail -n 1 "$OUT/$name-cuda.jsonl" | sed -n 's/.*"mfu": \([^,]*\),.*/\1/p')
+  row "tiny $name: memory (cudaMemGetInfo), MFU $mfu" "${mem:-no device figure}" \
+    "$([ -n "$mem" ] && awk -v m="$mfu" 'BEGIN { exit !(m > 0) }' && echo ok || echo FAIL)"
 done
 finish

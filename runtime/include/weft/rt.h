@@ -275,6 +275,9 @@ typedef struct wf_program {
      * (finishes its batch, starts none). NULL for every other schedule. */
     void (*prologue)(wf_ctx *c);
     void (*epilogue)(wf_ctx *c);
+    /* what the metrics are measured against (runtime/common/metrics.c) */
+    double peak_tflops;      /* one device's peak at the plan's precision (cluster) */
+    double planned_bytes;    /* the compiler's memory plan for one rank of this stage */
 } wf_program;
 
 /* Arena access for generated code. */
