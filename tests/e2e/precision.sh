@@ -53,6 +53,7 @@ build_plan f_ref "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=1 --set batch.
 build_plan f_dp2 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set batch.micro=8
 build_plan f_dp2z1 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set zero=1 --set batch.micro=8
 build_plan f_dp2pp2 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=4
+build_plan f_dp2z3 "$PLAN" "${small[@]}" "${fp16[@]}" --set mesh.dp=2 --set zero=3 --set batch.micro=8
 run_plan f_ref --inject-overflow 3:0 --metrics "$WORK/f_ref.jsonl" >/dev/null
 run_plan f_dp2 --inject-overflow 3:1 --metrics "$WORK/f_dp2.jsonl" --save "$WORK/f_dp2_8" >/dev/null
 run_plan f_dp2 --inject-overflow 3:1 --steps 2 --save "$WORK/f_dp2_2" >/dev/null
@@ -61,6 +62,10 @@ run_plan f_dp2 --inject-overflow 3:1 --steps 3 --save "$WORK/f_dp2_3" >/dev/null
 run_plan f_dp2pp2 --inject-overflow 3:3 --metrics "$WORK/f_dp2pp2.jsonl" >/dev/null
 # ZeRO-1: rank 1 checks (and here overflows in) only its shard of the gradients
 run_plan f_dp2z1 --inject-overflow 3:1 --metrics "$WORK/f_dp2z1.jsonl" >/dev/null
+# ZeRO-3: rank 1 holds only its shard of the gradients and of the masters
+run_plan f_dp2z3 --inject-overflow 3:1 --metrics "$WORK/f_dp2z3.jsonl" >/dev/null
+run_plan f_dp2z3 --inject-overflow 3:1 --steps 2 --save "$WORK/f_dp2z3_2" >/dev/null
+run_plan f_dp2z3 --inject-overflow 3:1 --steps 3 --save "$WORK/f_dp2z3_3" >/dev/null
 
 check "fp16 dp 2: only step 3 is skipped" \
   test "$(field skipped "$WORK/f_dp2.jsonl" | tr '\n' ' ')" = "false false true false false false false false "
@@ -77,7 +82,11 @@ check "fp16 dp 2: the step after the skip updates the weights" \
 check "fp16 dp 2: training continues (loss falls from step 1 to step 8)" \
   awk -v a="$(field loss "$WORK/f_dp2.jsonl" | head -1)" -v b="$(field loss "$WORK/f_dp2.jsonl" | tail -1)" \
   'BEGIN { exit !(b < a) }'
-for run in f_dp2 f_dp2z1 f_dp2pp2; do
+check "fp16 dp 2 ZeRO-3: weights after the skipped step equal those before it" \
+  "$WEFT" ckpt diff "$WORK/f_dp2z3_2/model.safetensors" "$WORK/f_dp2z3_3/model.safetensors"
+check "fp16 dp 2 ZeRO-3: AdamW moments after the skipped step equal those before it" \
+  "$WEFT" ckpt diff "$WORK/f_dp2z3_2/optimizer.safetensors" "$WORK/f_dp2z3_3/optimizer.safetensors"
+for run in f_dp2 f_dp2z1 f_dp2pp2 f_dp2z3; do
   check "fp16 $run: skips and scales equal the single-rank run's" \
     cmp -s <(field loss_scale "$WORK/f_ref.jsonl"; field skipped "$WORK/f_ref.jsonl") \
            <(field loss_scale "$WORK/$run.jsonl"; field skipped "$WORK/$run.jsonl")
@@ -128,7 +137,7 @@ check "fp16 never overflowed at the default scale" \
 bf=(--set precision=bf16 --set train.steps=10 --set model.layers=2)
 build_plan b_ref "$PLAN" "${small[@]}" "${bf[@]}" --set mesh.dp=1 --set batch.micro=16
 run_plan b_ref --metrics "$WORK/b_ref.jsonl" --save "$WORK/b_ref.ckpt" >/dev/null
-# name     dp tp pp micro zero sp    schedule
+# name     dp tp pp micro zero sp    schedule [offload: params and optimizer on the host]
 layouts=(
   "dp2       2  1  1  8    0    false 1f1b"
   "dp2_z1    2  1  1  8    1    false 1f1b"
@@ -136,12 +145,17 @@ layouts=(
   "tp2_sp    1  2  1  16   0    true  1f1b"
   "pp2       1  1  2  4    0    false 1f1b"
   "pp2_zbh1  1  1  2  4    0    false zb-h1"
+  "dp2_z2    2  1  1  8    2    false 1f1b"
+  "dp2_z3    2  1  1  8    3    false 1f1b"
+  "dp2_z3off 2  1  1  8    3    false 1f1b  cpu"
+  "dp2pp2_z3 2  1  2  4    3    false 1f1b"
+  "dp2tp2_z2 2  2  1  8    2    true  1f1b"
 )
 for row in "${layouts[@]}"; do
-  read -r name dp tp pp micro zero sp sched <<<"$row"
+  read -r name dp tp pp micro zero sp sched off <<<"$row"
   build_plan "b_$name" "$PLAN" "${small[@]}" "${bf[@]}" --set mesh.dp=$dp --set mesh.tp=$tp \
     --set mesh.pp=$pp --set batch.micro=$micro --set zero=$zero --set mesh.sp=$sp \
-    --set pipeline.schedule=$sched
+    --set pipeline.schedule=$sched --set offload.params=${off:-none} --set offload.optimizer=${off:-none}
   run_plan "b_$name" --metrics "$WORK/b_$name.jsonl" --save "$WORK/b_$name.ckpt" >/dev/null
   msg=$(same_field loss "$WORK/b_ref.jsonl" "$WORK/b_$name.jsonl" $LAYOUT_TOL) && ok=0 || ok=1
   nmsg=$(same_field grad_norm "$WORK/b_ref.jsonl" "$WORK/b_$name.jsonl" $LAYOUT_NORM_TOL) || ok=1
@@ -149,6 +163,20 @@ for row in "${layouts[@]}"; do
          --tol $LAYOUT_WEIGHT_TOL --atol $LAYOUT_WEIGHT_ATOL | tail -n 1) || ok=1
   check "bf16 $name matches the single-rank bf16 run: $msg, $nmsg; weights: $wmsg" test $ok = 0
 done
+
+
+# A resumed bf16 ZeRO-3 run is exact: the checkpoint carries the fp32 masters
+# (each rank's shard, gathered), not just the rounded bf16 weights.
+run_plan b_dp2_z3 --steps 5 --save "$WORK/b_dp2_z3_5" >/dev/null
+run_plan b_dp2_z3 --resume "$WORK/b_dp2_z3_5" --metrics "$WORK/b_z3_resumed.jsonl" \
+  --save "$WORK/b_z3_resumed" >/dev/null
+check "bf16 ZeRO-3 resume: weights (the fp32 masters) byte-identical to the straight run" \
+  "$WEFT" ckpt diff "$WORK/b_dp2_z3.ckpt/model.safetensors" "$WORK/b_z3_resumed/model.safetensors"
+check "bf16 ZeRO-3 resume: AdamW moments byte-identical to the straight run" \
+  "$WEFT" ckpt diff "$WORK/b_dp2_z3.ckpt/optimizer.safetensors" "$WORK/b_z3_resumed/optimizer.safetensors"
+check "bf16 ZeRO-3 resume: same losses at steps 6..10" \
+  cmp -s <(tail -n 5 "$WORK/b_dp2_z3.jsonl" | sed 's/, "ms": [^,]*//') \
+         <(sed 's/, "ms": [^,]*//' "$WORK/b_z3_resumed.jsonl")
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
