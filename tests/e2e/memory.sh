@@ -5,7 +5,7 @@
 # gradients, AdamW moments; K = 8 since the weights are their own master
 # copy), (2 + 2 + 12) Psi in bf16 / fp16 (16-bit parameters and gradients;
 # K = 12: fp32 master, m and v); the optimizer part divided by dp under ZeRO-1.
-# Then ZeRO-2 and ZeRO-3 in fp32 (below).
+# Then ZeRO-2 and ZeRO-3 in fp32, bf16 and fp16 (below).
 # Psi = 12 L h^2 + 13 L h + (V + s) h + 2 h for GPT-2 with a tied LM head.
 source "$(dirname "$0")/lib.sh"
 # bytes from "3.21 MiB" / "512 B" / "1.50 GiB"
@@ -99,6 +99,65 @@ out=$("$WEFT" check plans/tiny.lua --set mesh.dp=2 --set batch.micro=4 --set bat
 shard=$(sed -n 's/^  param shard *//p' <<<"$out" | to_bytes)
 check "offload.params: host holds the parameter shard" near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" "$shard"
 check "offload.params: parameters on the device are the gather buffers only" \
+  near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" "$(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes)"
+# ZeRO-2 and ZeRO-3 in bf16 / fp16: every row above in 16-bit bytes, 2 per
+# parameter or gradient element (shards, bucket and gather buffers), and the
+# optimizer 12 Psi / dp (fp32 master, m and v, all sharded).
+while read -r L h heads s V; do
+  psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h ))
+  for dp in 2 4; do
+    for zero in 2 3; do
+      for mb in 1000 0; do
+        for prec in bf16 fp16; do
+          out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
+                --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
+                --set batch.global=$((4 * dp)) --set zero=$zero --set buckets.mb=$mb --set precision=$prec)
+          field() { sed -n "s/^  $1 *//p" <<<"$out" | to_bytes; }
+          what="$prec L$L h$h s$s V$V dp $dp zero $zero buckets $mb MiB: Psi $psi"
+          check "$what: AdamW 12 Psi / dp ~ $(field optimizer)" near "$(field optimizer)" $((12 * psi / dp))
+          check "$what: gradient shard 2 Psi / dp ~ $(field 'grad shard')" near "$(field 'grad shard')" $((2 * psi / dp))
+          if [ $mb = 1000 ]; then
+            buf=$((2 * psi)) gat=$((2 * psi))
+            check "$what: bucket buffer 2 Psi" near "$(field 'bucket bufs')" $buf
+          else
+            buf=$((2 * (V * h + 8 * h * h))) gat=$((2 * (V * h > 8 * h * h ? V * h : 8 * h * h)))
+            check "$what: bucket buffers 2 (V h + 8 h^2) = $buf (+ vectors) ~ $(field 'bucket bufs')" \
+              between "$(field 'bucket bufs')" $buf $((buf + 128 * h))
+          fi
+          check "$what: gradients = shard + buffers ~ $(field gradients)" \
+            near "$(field gradients)" $((2 * psi / dp + $(field 'bucket bufs')))
+          if [ $zero = 3 ]; then
+            check "$what: parameter shard 2 Psi / dp" near "$(field 'param shard')" $((2 * psi / dp))
+            if [ $mb = 1000 ]; then
+              check "$what: gather buffer 2 Psi" near "$(field 'gather bufs')" $gat
+            else
+              check "$what: gather buffers 2 max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
+                between "$(field 'gather bufs')" $gat $((gat + 128 * h))
+            fi
+            check "$what: parameters = shard + gather buffers ~ $(field parameters)" \
+              near "$(field parameters)" $((2 * psi / dp + $(field 'gather bufs')))
+          else
+            check "$what: parameters 2 Psi (whole)" near "$(field parameters)" $((2 * psi))
+          fi
+        done
+      done
+    done
+  done
+done <<'MODELS'
+2 64 4 64 256
+6 96 6 32 1000
+MODELS
+# bf16 ZeRO-3 with both offloads: the host holds the 12 Psi / dp optimizer
+# and the 2 Psi / dp parameter shard; the device keeps the gather buffers.
+psi=$(( 12 * 2 * 64 * 64 + 13 * 2 * 64 + (256 + 64) * 64 + 2 * 64 ))
+out=$("$WEFT" check plans/tiny.lua --set model.layers=2 --set model.hidden=64 --set model.heads=4 \
+      --set model.seq=64 --set model.vocab=256 --set mesh.dp=2 --set batch.micro=4 --set batch.global=8 \
+      --set zero=3 --set precision=bf16 --set offload.params=cpu --set offload.optimizer=cpu)
+check "bf16 ZeRO-3 offload: host (12 + 2) Psi / dp = $((14 * psi / 2))" \
+  near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" $((14 * psi / 2))
+check "bf16 ZeRO-3 offload: no optimizer state on the device" \
+  test "$(sed -n 's/^  optimizer *//p' <<<"$out" | to_bytes)" = 0
+check "bf16 ZeRO-3 offload: parameters on the device are the gather buffers only" \
   near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" "$(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes)"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
