@@ -226,11 +226,11 @@ static double device_peak(const Program *p) {
 
 /* CPU backend: a rank gets the cores its node's other ranks do not use; what
  * they buy is interpolated from the calibrated lone-rank speedup in place.
- * More ranks than cores share them. */
+ * (More ranks than cores time-share them: see oversubscription.) */
 static double thread_gain(const Program *p) {
     if (!calib) return 1;
     int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
-    if (ranks > calib->cores) return (double)calib->cores / ranks;  /* oversubscribed: ranks share cores */
+    if (ranks > calib->cores) return 1;  /* oversubscribed: see oversubscription() */
     int threads = calib->cores / (ranks > 0 ? ranks : 1);
     if (calib->cores <= 1 || threads <= 1) return 1;
     return 1 + (calib->inplace_threads - 1) * (threads - 1) / (calib->cores - 1);
@@ -313,6 +313,16 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
     *f = tm.f[0], *b = tm.b[0], *optim = tm.optim[0];
     sim_times_free(&tm);
     return 0;
+}
+
+/* CPU backend with more ranks on a node than cores: the ranks computing at
+ * a time share the cores (ranks waiting in a pipeline bubble or a receive
+ * yield theirs), so the step stretches by (busy ranks) / cores when above 1. */
+static double oversubscription(const Program *p, double bubble) {
+    if (!calib) return 1;
+    int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+    double busy = ranks * (1.0 - (bubble > 0 ? bubble : 0));
+    return busy > calib->cores ? busy / calib->cores : 1;
 }
 
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
@@ -434,8 +444,11 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         if (e > exposed_dp) exposed_dp = e;
     }
     sim_times_free(&tm);
-    double iter = span + exposed_dp + optim;
     double bubble = span > 0 ? 1.0 - busy / span : 0, bubble_busiest = span > 0 ? 1.0 - busiest / span : 0;
+    double share = oversubscription(p, bubble);
+    span *= share;
+    optim *= oversubscription(p, 0);  /* every rank steps its optimizer at once */
+    double iter = span + exposed_dp + optim;
     double tokens = (double)p->global_batch * p->seq;
     double tflops = p->flops_per_token * tokens / iter / p->world / 1e12;
     int rc = 0;
@@ -474,6 +487,8 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         char title[256];
         snprintf(title, sizeof title, "%s (predicted): dp %d x tp %d x pp %d on %s", p->plan_name, p->dp,
                  p->tp, p->pp, p->device);
+        for (int i = 0; i < tr.n; i++)  /* ranks sharing cores stretch the timeline too */
+            tr.ev[i].start_us *= share, tr.ev[i].end_us *= share;
         rc = strcmp(format, "chrome") == 0 ? trace_write_chrome(&tr, title, out) : trace_write_svg(&tr, title, out);
     }
     trace_free(&tr);
