@@ -3,7 +3,7 @@
  *   1. weft-calibrate on two ranks: sgemm by shape, the runtime's kernels in
  *      isolation, memory copy, MPI latency and bandwidth;
  *   2. a reference GPT (fixed here, not the plan to be predicted) compiled,
- *      built and run for a few traced steps, on two ranks of one thread and
+ *      built and run for 12 traced steps, on two ranks of one thread and
  *      on one rank with every core.  Isolated kernels run hot in the caches
  *      and miss what happens between them in a real step, so the medians of
  *      the measured forward, backward and optimizer times over the predicted
@@ -113,7 +113,7 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
     snprintf(launch, sizeof launch, "%s/launch.sh", out);
     const char *configure[] = { "cmake", "-S", out, "-B", build, NULL };
     const char *compile[] = { "cmake", "--build", build, NULL };
-    const char *train[] = { launch, "--steps", "6", "--quiet", "--trace", tr, NULL };
+    const char *train[] = { launch, "--steps", "12", "--quiet", "--trace", tr, NULL };
     if (rc != 0 || run(configure, log) != 0 || run(compile, log) != 0 || run(train, log) != 0) {
         fprintf(stderr, "weft: error: the reference run on %d rank(s) failed (see %s)\n", dp, log);
         return -1;
