@@ -50,44 +50,47 @@ MODELS
 #   gather buffers: the larger of wte (alone at either end of the model) and
 #     an MLP matrix in use + the next one prefetched: 4 max(V h, 2 * 4 h^2).
 between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
+# zero_states L h heads s V dp zero mb PREC E K: one plan's rows against
+# hand-computed values, E bytes per parameter or gradient element and K bytes
+# of optimizer state per parameter (fp32: 4 and 8; bf16 / fp16: 2 and 12).
+zero_states() {
+  local L=$1 h=$2 heads=$3 s=$4 V=$5 dp=$6 zero=$7 mb=$8 prec=$9 E=${10} K=${11}
+  local psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h )) buf gat
+  out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
+        --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
+        --set batch.global=$((4 * dp)) --set zero=$zero --set buckets.mb=$mb --set precision=$prec)
+  field() { sed -n "s/^  $1 *//p" <<<"$out" | to_bytes; }
+  local what="$prec L$L h$h s$s V$V dp $dp zero $zero buckets $mb MiB: Psi $psi"
+  check "$what: AdamW $K Psi / dp ~ $(field optimizer)" near "$(field optimizer)" $((K * psi / dp))
+  check "$what: gradient shard $E Psi / dp ~ $(field 'grad shard')" near "$(field 'grad shard')" $((E * psi / dp))
+  if [ "$mb" = 1000 ]; then
+    buf=$((E * psi)) gat=$((E * psi))
+    check "$what: bucket buffer $E Psi" near "$(field 'bucket bufs')" $buf
+  else
+    buf=$((E * (V * h + 8 * h * h))) gat=$((E * (V * h > 8 * h * h ? V * h : 8 * h * h)))
+    check "$what: bucket buffers $E (V h + 8 h^2) = $buf (+ vectors) ~ $(field 'bucket bufs')" \
+      between "$(field 'bucket bufs')" $buf $((buf + 64 * E * h))
+  fi
+  check "$what: gradients = shard + buffers ~ $(field gradients)" \
+    near "$(field gradients)" $((E * psi / dp + $(field 'bucket bufs')))
+  if [ "$zero" = 3 ]; then
+    check "$what: parameter shard $E Psi / dp" near "$(field 'param shard')" $((E * psi / dp))
+    if [ "$mb" = 1000 ]; then
+      check "$what: gather buffer $E Psi" near "$(field 'gather bufs')" $gat
+    else
+      check "$what: gather buffers $E max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
+        between "$(field 'gather bufs')" $gat $((gat + 64 * E * h))
+    fi
+    check "$what: parameters = shard + gather buffers ~ $(field parameters)" \
+      near "$(field parameters)" $((E * psi / dp + $(field 'gather bufs')))
+  else
+    check "$what: parameters $E Psi (whole)" near "$(field parameters)" $((E * psi))
+  fi
+}
 while read -r L h heads s V; do
-  psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h ))
-  for dp in 2 4; do
-    for zero in 2 3; do
-      for mb in 1000 0; do
-        out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
-              --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
-              --set batch.global=$((4 * dp)) --set zero=$zero --set buckets.mb=$mb)
-        field() { sed -n "s/^  $1 *//p" <<<"$out" | to_bytes; }
-        what="L$L h$h s$s V$V dp $dp zero $zero buckets $mb MiB: Psi $psi"
-        check "$what: AdamW 8 Psi / dp ~ $(field optimizer)" near "$(field optimizer)" $((8 * psi / dp))
-        check "$what: gradient shard 4 Psi / dp ~ $(field 'grad shard')" near "$(field 'grad shard')" $((4 * psi / dp))
-        if [ $mb = 1000 ]; then
-          buf=$((4 * psi)) gat=$((4 * psi))
-          check "$what: bucket buffer 4 Psi" near "$(field 'bucket bufs')" $buf
-        else
-          buf=$((4 * (V * h + 8 * h * h))) gat=$((4 * (V * h > 8 * h * h ? V * h : 8 * h * h)))
-          check "$what: bucket buffers 4 (V h + 8 h^2) = $buf (+ vectors) ~ $(field 'bucket bufs')" \
-            between "$(field 'bucket bufs')" $buf $((buf + 256 * h))
-        fi
-        check "$what: gradients = shard + buffers ~ $(field gradients)" \
-          near "$(field gradients)" $((4 * psi / dp + $(field 'bucket bufs')))
-        if [ $zero = 3 ]; then
-          check "$what: parameter shard 4 Psi / dp" near "$(field 'param shard')" $((4 * psi / dp))
-          if [ $mb = 1000 ]; then
-            check "$what: gather buffer 4 Psi" near "$(field 'gather bufs')" $gat
-          else
-            check "$what: gather buffers 4 max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
-              between "$(field 'gather bufs')" $gat $((gat + 256 * h))
-          fi
-          check "$what: parameters = shard + gather buffers ~ $(field parameters)" \
-            near "$(field parameters)" $((4 * psi / dp + $(field 'gather bufs')))
-        else
-          check "$what: parameters 4 Psi (whole)" near "$(field parameters)" $((4 * psi))
-        fi
-      done
-    done
-  done
+  for dp in 2 4; do for zero in 2 3; do for mb in 1000 0; do
+    zero_states $L $h $heads $s $V $dp $zero $mb fp32 4 8
+  done; done; done
 done <<'MODELS'
 2 64 4 64 256
 4 128 4 128 256
@@ -104,45 +107,9 @@ check "offload.params: parameters on the device are the gather buffers only" \
 # parameter or gradient element (shards, bucket and gather buffers), and the
 # optimizer 12 Psi / dp (fp32 master, m and v, all sharded).
 while read -r L h heads s V; do
-  psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h ))
-  for dp in 2 4; do
-    for zero in 2 3; do
-      for mb in 1000 0; do
-        for prec in bf16 fp16; do
-          out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
-                --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
-                --set batch.global=$((4 * dp)) --set zero=$zero --set buckets.mb=$mb --set precision=$prec)
-          field() { sed -n "s/^  $1 *//p" <<<"$out" | to_bytes; }
-          what="$prec L$L h$h s$s V$V dp $dp zero $zero buckets $mb MiB: Psi $psi"
-          check "$what: AdamW 12 Psi / dp ~ $(field optimizer)" near "$(field optimizer)" $((12 * psi / dp))
-          check "$what: gradient shard 2 Psi / dp ~ $(field 'grad shard')" near "$(field 'grad shard')" $((2 * psi / dp))
-          if [ $mb = 1000 ]; then
-            buf=$((2 * psi)) gat=$((2 * psi))
-            check "$what: bucket buffer 2 Psi" near "$(field 'bucket bufs')" $buf
-          else
-            buf=$((2 * (V * h + 8 * h * h))) gat=$((2 * (V * h > 8 * h * h ? V * h : 8 * h * h)))
-            check "$what: bucket buffers 2 (V h + 8 h^2) = $buf (+ vectors) ~ $(field 'bucket bufs')" \
-              between "$(field 'bucket bufs')" $buf $((buf + 128 * h))
-          fi
-          check "$what: gradients = shard + buffers ~ $(field gradients)" \
-            near "$(field gradients)" $((2 * psi / dp + $(field 'bucket bufs')))
-          if [ $zero = 3 ]; then
-            check "$what: parameter shard 2 Psi / dp" near "$(field 'param shard')" $((2 * psi / dp))
-            if [ $mb = 1000 ]; then
-              check "$what: gather buffer 2 Psi" near "$(field 'gather bufs')" $gat
-            else
-              check "$what: gather buffers 2 max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
-                between "$(field 'gather bufs')" $gat $((gat + 128 * h))
-            fi
-            check "$what: parameters = shard + gather buffers ~ $(field parameters)" \
-              near "$(field parameters)" $((2 * psi / dp + $(field 'gather bufs')))
-          else
-            check "$what: parameters 2 Psi (whole)" near "$(field parameters)" $((2 * psi))
-          fi
-        done
-      done
-    done
-  done
+  for dp in 2 4; do for zero in 2 3; do for mb in 1000 0; do for prec in bf16 fp16; do
+    zero_states $L $h $heads $s $V $dp $zero $mb $prec 2 12
+  done; done; done; done
 done <<'MODELS'
 2 64 4 64 256
 6 96 6 32 1000
