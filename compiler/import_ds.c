@@ -19,9 +19,10 @@
  *  - WarmupLR -> min_lr = lr (constant after warmup); WarmupDecayLR ->
  *    min_lr = warmup_min_lr and train.steps = total_num_steps (weft decays
  *    by cosine, DeepSpeed linearly: a warning says so).
+ *  - stage3_prefetch_bucket_size (elements) becomes zero_prefetch_mb.
  *  - Other ZeRO knobs (overlap_comm, contiguous_gradients, bucket sizes
- *    other than reduce_bucket_size, ...) are accepted and written as
- *    comments: weft plans communication statically.
+ *    other than these two, ...) are accepted and written as comments: weft
+ *    plans communication statically.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "import_ds.h"
@@ -433,6 +434,8 @@ typedef struct {
     const char *off_opt, *off_params;
     int have_bucket;
     long long bucket_elems;
+    int have_prefetch;      /* stage3_prefetch_bucket_size -> zero_prefetch_mb */
+    long long prefetch_elems;
     double clip;
     double lr, min_lr, beta1, beta2, eps, wd;
     long long warmup, steps;
@@ -610,10 +613,14 @@ static int parse_zero(ctx *c, const cJSON *root, ds_plan *p) {
                      (long long)1 << 50, "an integer number of elements >= 1", &p->bucket_elems);
     if (hb < 0) return -1;
     p->have_bucket = hb;
+    int hp = get_int(c, z, "stage3_prefetch_bucket_size", "zero_optimization.stage3_prefetch_bucket_size", 0,
+                     (long long)1 << 50, "an integer number of elements >= 0", &p->prefetch_elems);
+    if (hp < 0) return -1;
+    p->have_prefetch = hp && p->zero == 3;
     const cJSON *it;
     cJSON_ArrayForEach(it, z) {
         static const char *const handled[] = {"stage", "offload_optimizer", "offload_param",
-                                              "reduce_bucket_size", NULL};
+                                              "reduce_bucket_size", "stage3_prefetch_bucket_size", NULL};
         if (!it->string || in_list(it->string, handled)) continue;
         sb_printf(&p->zero_comments, "  --   %s = ", it->string);
         sb_json(&p->zero_comments, it);
@@ -945,6 +952,12 @@ int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int 
     if (pp > 1 && rp > 0) sb_printf(&out, "  pipeline = %.*s,\n", (int)(pe - pb), plan_text + pb);
     sb_printf(&out, "  batch = { micro = %lld, global = %lld },  -- gradient_accumulation_steps = %lld\n",
               p.micro, p.global, p.accum);
+    if (p.have_prefetch) {
+        int bytes = strcmp(p.precision, "fp32") == 0 ? 4 : 2;
+        snprintf(a, sizeof a, "%.6g", (double)p.prefetch_elems * bytes / (1024.0 * 1024.0));
+        sb_printf(&out, "  zero_prefetch_mb = %s,  -- stage3_prefetch_bucket_size = %lld elements x %d bytes\n",
+                  a, p.prefetch_elems, bytes);
+    }
     if (p.have_bucket) {
         int bytes = strcmp(p.precision, "fp32") == 0 ? 4 : 2;
         double mib = (double)p.bucket_elems * bytes / (1024.0 * 1024.0);

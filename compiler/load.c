@@ -317,6 +317,9 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     lua_pop(L, 1);
     p->zero = (int)get_int(L, plan, "zero");
     p->zero_prefetch = (int)get_int(L, plan, "zero_prefetch");
+    lua_getfield(L, plan, "zero_prefetch_mb");
+    p->zero_prefetch_mb = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+    lua_pop(L, 1);
     int offload = push_sub(L, plan, "offload");
     char where[8];
     get_str(L, offload, "optimizer", where, sizeof where);

@@ -149,6 +149,7 @@ typedef struct Program {
     int offload_optimizer;  /* AdamW state and update in host memory */
     int offload_params;     /* ZeRO-3: the parameter shard in host memory */
     int zero_prefetch;      /* ZeRO-3: all-gathers started this many gathers ahead */
+    double zero_prefetch_mb;/* ... or as many as fit in this many MiB (< 0: not given) */
     int recompute;          /* RECOMPUTE_FULL: block by block; _SELECTIVE: attention core */
     double bucket_mb;
     /* pipeline */

@@ -179,13 +179,30 @@ static int collect_uses(const Program *p, int (*uses)[2]) {
 }
 
 /* Gather e starts when gather e - prefetch is waited, never before the
- * function it lies in: each chunk's forward and backward gather their own. */
+ * function it lies in: each chunk's forward and backward gather their own.
+ * With zero_prefetch_mb the depth is as many gathers as keep the parameters
+ * gathered ahead of use (gathers from+1 .. e) within that many MiB. */
+static int same_function(const Program *p, int a, int e) {
+    return a >= 0 && p->gathers[a].stage == p->gathers[e].stage && p->gathers[a].func == p->gathers[e].func;
+}
+
 static void set_issues(Program *p) {
+    double el = strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0, cap = p->zero_prefetch_mb * 1048576.0;
     for (int e = 0; e < p->n_gathers; e++) {
         zero_gather *g = &p->gathers[e];
-        int from = e - p->zero_prefetch;
-        while (from < e && (from < 0 || p->gathers[from].stage != g->stage || p->gathers[from].func != g->func))
-            from++;
+        int from = e;
+        if (p->zero_prefetch_mb >= 0) {
+            double ahead = 0;
+            while (same_function(p, from - 1, e)) {
+                double add = el * (double)p->buckets[p->gathers[from].bucket].numel;
+                if (ahead + add > cap) break;
+                ahead += add;
+                from--;
+            }
+        } else {
+            from = e - p->zero_prefetch;
+            while (from < e && !same_function(p, from, e)) from++;
+        }
         g->issue = p->gathers[from].start;
     }
 }

@@ -846,6 +846,9 @@ local function make_plan(spec)
     zero = { "integer", min = 0, max = 3, default = 0 },
     -- ZeRO-3: parameter all-gathers started this many gathers ahead of use
     zero_prefetch = { "integer", min = 0, max = 16, default = 1 },
+    -- ... or, as DeepSpeed's stage3_prefetch_bucket_size: as many gathers
+    -- ahead as fit in this many MiB of parameters (replaces zero_prefetch)
+    zero_prefetch_mb = { "number", min = 0, max = 1e6 },
     recompute = { "string", one_of = { "none", "selective", "full" }, default = "none" },
     offload = { "table", default = {} },
     pipeline = { "table", default = {} },

@@ -134,20 +134,22 @@ for row in "${layouts[@]}"; do
 done
 # ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
 # when parameters arrive, never the result.
-for pf in 0 3; do
+for pf in 0 3 mb; do
   name=z3_prefetch$pf
+  depth=(--set zero_prefetch=$pf)
+  [ $pf = mb ] && depth=(--set zero_prefetch_mb=0.05)  # DeepSpeed-style: as many as fit in 50 KiB
   if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ]; then continue; fi
   [ -f "$WORK/ref.jsonl" ] || { build_plan ref "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" \
     --set model.layers=2 --set batch.global=16 --set batch.micro=16; run_plan ref --metrics "$WORK/ref.jsonl" \
     --save "$WORK/ref.ckpt" >/dev/null; }
   build_plan $name "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" --set model.layers=2 \
     --set batch.global=16 --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.02 --set zero=3 \
-    --set zero_prefetch=$pf
+    "${depth[@]}"
   run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   loss_msg=$(same_field loss "$WORK/ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
   "$WEFT" ckpt diff "$WORK/ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
     --tol $WEIGHT_TOL --atol $WEIGHT_ATOL >/dev/null || ok=0
-  check "$name (dp 2, ZeRO-3, all-gathers $pf ahead): $loss_msg, final weights" test $ok = 1
+  check "$name (dp 2, ZeRO-3, all-gathers ahead: ${depth[1]}): $loss_msg, final weights" test $ok = 1
 done
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

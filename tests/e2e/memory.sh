@@ -96,6 +96,15 @@ done <<'MODELS'
 4 128 4 128 256
 6 96 6 32 1000
 MODELS
+# zero_prefetch_mb (DeepSpeed's stage3_prefetch_bucket_size): 0 MiB prefetches
+# nothing, like zero_prefetch = 0; more MiB gather further ahead, so the
+# gather buffers grow.
+gbufs() { "$WEFT" check plans/tiny.lua --set mesh.dp=2 --set zero=3 --set buckets.mb=0.02 "$@" |
+          sed -n 's/^  gather bufs *//p' | to_bytes; }
+check "zero_prefetch_mb = 0 keeps the buffers of zero_prefetch = 0" \
+  test "$(gbufs --set zero_prefetch_mb=0)" = "$(gbufs --set zero_prefetch=0)"
+check "zero_prefetch_mb = 1 gathers further ahead than 0.1 (larger gather buffers)" \
+  test "$(gbufs --set zero_prefetch_mb=1)" -gt "$(gbufs --set zero_prefetch_mb=0.1)"
 # Offloading the ZeRO-3 parameter shard moves it to the host line.
 out=$("$WEFT" check plans/tiny.lua --set mesh.dp=2 --set batch.micro=4 --set batch.global=8 --set zero=3 \
       --set offload.params=cpu)

@@ -89,7 +89,8 @@ good zero3_70b $dir/zero3_70b.json 64 plans/llama_70b.lua pass \
   'zero = 3,' 'precision = "fp16",' 'offload = { optimizer = "cpu", params = "cpu" }' \
   'batch = { micro = 1, global = 1024 }' 'buckets = { mb = 953.674 }' \
   'loss_scale = { initial_scale_power = 16, window = 1000, hysteresis = 2, min = 1 }' \
-  '--   stage3_prefetch_bucket_size = 450000000' 'train = { steps = 250000 }'
+  'zero_prefetch_mb = 858.307,  -- stage3_prefetch_bucket_size = 450000000 elements x 2 bytes' \
+  'train = { steps = 250000 }'
 # The 70B plan's memory verdict: fp16 model states (2 + 2 + 12) Psi sharded by
 # ZeRO-3 over dp 8 after tp 8, the optimizer and the parameter shard offloaded.
 if "$WEFT" check "$tmp/zero3_70b.lua" --set data.train=x >"$tmp/70b.check" 2>&1 &&
