@@ -285,6 +285,9 @@ static void emit_main(writer *o, const Program *p, int stage) {
       p->plan_hash);
     program_fields(o, ".stage = %d, .n_stages = %d, .dp = %d, .tp = %d, .pp = %d, .sp = %d, .world = %d,",
       stage, p->pp, p->dp, p->tp, p->pp, p->sp, p->world);
+    if (strcmp(p->order, "tp-dp-pp") != 0)  /* mesh.order */
+        program_fields(o, ".stride_tp = %d, .stride_dp = %d, .stride_pp = %d,", p->stride_tp, p->stride_dp,
+          p->stride_pp);
     program_fields(o, ".layers = %d, .hidden = C, .heads = NH, .seq = T, .vocab = V,", p->layers);
     if (strcmp(p->family, "llama") == 0)
         program_fields(o, ".family = \"llama\", .kv_heads = %d, .ffn_hidden = %d, .rope_theta = %.17g, "
@@ -354,11 +357,16 @@ static int write_stage(const Program *p, const char *dir, int stage) {
 static int write_ranks(const Program *p, const char *dir) {
     writer o;
     if (open_writer(&o, dir, "ranks.txt") != 0) return -1;
-    emit(&o, "# rank table for plan %s: dp %d x tp %d x pp %d; tp innermost\n", p->plan_name,
-      p->dp, p->tp, p->pp);
+    if (strcmp(p->order, "tp-dp-pp") == 0)
+        emit(&o, "# rank table for plan %s: dp %d x tp %d x pp %d; tp innermost\n", p->plan_name,
+          p->dp, p->tp, p->pp);
+    else
+        emit(&o, "# rank table for plan %s: dp %d x tp %d x pp %d; mesh.order %s (first fastest)\n",
+          p->plan_name, p->dp, p->tp, p->pp, p->order);
     emit(&o, "# rank  node  dp  tp  pp  stage  program  dp_group  tp_group  pp_group\n");
     for (int r = 0; r < p->world; r++) {
-        int tp = r % p->tp, dp = (r / p->tp) % p->dp, pp = r / (p->tp * p->dp);
+        int tp, dp, pp;
+        rank_coords(p, r, &tp, &dp, &pp);
         emit(&o, "%6d %5d %3d %3d %3d %6d  stage%d   %8d  %8d  %8d\n", r, r / p->devices_per_node,
           dp, tp, pp, pp, pp, pp * p->tp + tp, pp * p->dp + dp, dp * p->tp + tp);
     }
@@ -428,6 +436,11 @@ static int write_launch(const Program *p, const char *dir) {
     emit(&o, "exec mpirun $flags --bind-to none");
     if (p->pp == 1) {
         emit(&o, " -np %d \"$bin/stage0\" \"$@\"\n", p->world);
+    } else if (p->stride_pp != p->tp * p->dp) {
+        /* pp not outermost: a stage's ranks are not one block, so each rank
+         * picks its stage's program from its rank (as rank_coords does) */
+        emit(&o, " -np %d sh -c 'exec \"$0/stage$(( OMPI_COMM_WORLD_RANK / %d %% %d ))\" \"$@\"' \"$bin\" \"$@\"\n",
+          p->world, p->stride_pp, p->pp);
     } else {
         /* MPMD: each pipeline stage's ranks run that stage's program */
         for (int s = 0; s < p->pp; s++)

@@ -75,7 +75,8 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
     long bytes = boundary_bytes(p);
     for (int r = 0; r < p->world; r++) {
         if (only_rank >= 0 && r != only_rank) continue;
-        int tp = r % p->tp, dp = (r / p->tp) % p->dp, stage = r / (p->tp * p->dp);
+        int tp, dp, stage;
+        rank_coords(p, r, &tp, &dp, &stage);
         fprintf(out, "rank %d: stage %d, dp %d, tp %d; %d activation slot(s)", r, stage, dp, tp,
                 s->slots[stage]);
         if (p->pp > 1) {  /* the schedule names stages; these are the ranks behind them */

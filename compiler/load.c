@@ -260,6 +260,16 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     lua_getfield(L, mesh, "sp");
     p->sp = lua_toboolean(L, -1) && p->tp > 1;
     lua_pop(L, 1);
+    lua_getfield(L, mesh, "order");  /* checked by the prelude: a permutation of tp, dp, pp */
+    snprintf(p->order, sizeof p->order, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "tp-dp-pp");
+    lua_pop(L, 1);
+    int stride = 1;
+    for (const char *d = p->order; *d; d += d[2] ? 3 : 2) {
+        if (strncmp(d, "tp", 2) == 0) p->stride_tp = stride, stride *= p->tp;
+        else if (strncmp(d, "dp", 2) == 0) p->stride_dp = stride, stride *= p->dp;
+        else p->stride_pp = stride, stride *= p->pp;
+        if (!d[2]) break;
+    }
     p->world = (int)get_int(L, plan, "world");
     int cluster = push_sub(L, plan, "cluster");
     p->nodes = (int)get_int(L, cluster, "nodes");
@@ -357,4 +367,10 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     }
     sandbox_close(&sb);
     return bad_field ? -1 : 0;
+}
+
+void rank_coords(const Program *p, int r, int *tp, int *dp, int *pp) {
+    *tp = (r / p->stride_tp) % p->tp;
+    *dp = (r / p->stride_dp) % p->dp;
+    *pp = (r / p->stride_pp) % p->pp;
 }

@@ -107,6 +107,9 @@ void program_report(const Program *p, FILE *out) {
                 b, c, tokens);
     fprintf(out, "mesh      dp %d x tp %d x pp %d = %d ranks on %d node(s) of %d %s\n",
             p->dp, p->tp, p->pp, p->world, p->nodes, p->devices_per_node, p->device);
+    if (strcmp(p->order, "tp-dp-pp") != 0)
+        fprintf(out, "          ranks numbered in mesh.order %s (first fastest): tp stride %d, dp %d, pp %d\n",
+                p->order, p->stride_tp, p->stride_dp, p->stride_pp);
     fprintf(out, "batch     global %d = micro %d x dp %d x accumulation %d; %.0f tokens/step\n",
             p->global_batch, p->micro, p->dp, p->accum, tokens);
     fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",

@@ -364,7 +364,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
             const ir_tensor *t = &p->tensors[p->chunk_in[k]];
             boundary = 4.0 * p->micro * p->seq / t->rows_div * t->width;
         }
-    double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, p->dp * p->tp)) : 0;
+    double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, p->stride_pp)) : 0;
     double *us = malloc(sizeof(double) * (size_t)(3 * p->n_chunks + p->pp));
     if (!us) {
         sim_times_free(&tm);
@@ -425,9 +425,9 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {
                 double bytes = el * p->buckets[k].numel;
-                ar += cost_allreduce_ring(bytes, p->dp, inter_link(p, p->tp));
-                rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, p->tp));
-                ag += cost_allgather_ring(bytes, p->dp, inter_link(p, p->tp));
+                ar += cost_allreduce_ring(bytes, p->dp, inter_link(p, p->stride_dp));
+                rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, p->stride_dp));
+                ag += cost_allgather_ring(bytes, p->dp, inter_link(p, p->stride_dp));
             }
         double c = ar, e = ar > bs ? ar - bs : 0;
         if (p->zero == 1) {

@@ -922,16 +922,24 @@ local function make_plan(spec)
          .. " tokens, which tp = " .. s.mesh.tp .. " does not divide",
          "sp = false, or a batch.micro making micro * seq a multiple of tp")
   end
-  -- Ranks are numbered tp fastest, then dp, then pp (Megatron's order); the
-  -- generated launcher and rank table follow it.
-  if s.mesh.order ~= "tp-dp-pp" then
-    fail("mesh.order", show(s.mesh.order) .. " " .. SUPPORTED_LATER, "\"tp-dp-pp\"")
+  -- Ranks are numbered by mesh.order, its first dimension fastest: tp-dp-pp
+  -- (Megatron's) by default.  Tensor parallelism exchanges activations in
+  -- every layer: keep its group inside one node, which with tp not innermost
+  -- means its span (tp times the dimensions inside it) fits a node.
+  local inner = 1
+  for dim in s.mesh.order:gmatch("[a-z]+") do
+    if dim == "tp" then break end
+    inner = inner * s.mesh[dim]
   end
-  -- Tensor parallelism exchanges activations in every layer: keep its group
-  -- inside one node.
-  if s.cluster.device.name ~= "CPU" and s.mesh.tp > s.cluster.devices_per_node then
-    fail("mesh.tp", show(s.mesh.tp) .. " spans more than one node of " .. s.cluster.devices_per_node
-         .. " devices", "tp <= " .. s.cluster.devices_per_node)
+  local span, per_node = s.mesh.tp * inner, s.cluster.devices_per_node
+  if s.cluster.device.name ~= "CPU" and s.mesh.tp > per_node then
+    fail("mesh.tp", show(s.mesh.tp) .. " spans more than one node of " .. per_node
+         .. " devices", "tp <= " .. per_node)
+  end
+  if s.cluster.device.name ~= "CPU" and s.mesh.tp > 1 and inner > 1 and (span > per_node or per_node % span ~= 0) then
+    fail("mesh.order", show(s.mesh.order) .. " spreads each tp group over " .. s.mesh.tp * inner
+         .. " consecutive ranks, more than one node of " .. s.cluster.devices_per_node .. " devices",
+         "an order with tp innermost, e.g. \"tp-dp-pp\"")
   end
   -- Pipeline: pp * virtual chunks of whole transformer blocks.
   local pl, chunks = s.pipeline, s.mesh.pp * s.pipeline.virtual

@@ -283,9 +283,12 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     WF_MPI(c, MPI_Comm_size(MPI_COMM_WORLD, &c->world));
     parse_options(c, argc, argv);
     check_layout(c);
-    /* tp innermost, then dp, then pp: ranks of one dp group differ in the dp digit */
-    int tp_rank = c->rank % p->tp, pp_rank = c->rank / (p->tp * p->dp);
-    c->dp_rank = (c->rank / p->tp) % p->dp;
+    /* by mesh.order (default tp innermost, then dp, then pp): ranks of one dp
+     * group differ in the dp digit only */
+    int s_tp = p->stride_tp ? p->stride_tp : 1, s_dp = p->stride_dp ? p->stride_dp : p->tp;
+    int s_pp = p->stride_pp ? p->stride_pp : p->tp * p->dp;
+    int tp_rank = (c->rank / s_tp) % p->tp, pp_rank = (c->rank / s_pp) % p->pp;
+    c->dp_rank = (c->rank / s_dp) % p->dp;
     c->tp_rank = tp_rank;
     WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->tp + tp_rank, c->dp_rank, &c->dp_comm));
     MPI_Comm_set_errhandler(c->dp_comm, MPI_ERRORS_RETURN);

@@ -5,7 +5,7 @@
 # with and without sequence parallelism, composed with dp, and with a
 # vocabulary tp does not divide), under pipeline parallelism (pp = 2, 4 with
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
-# meshes (dp x tp x pp = 2 x 2 x 2), with full and selective activation recompute and with
+# meshes (dp x tp x pp = 2 x 2 x 2, also with ranks numbered in other mesh.orders), with full and selective activation recompute and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
 # tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
@@ -100,10 +100,13 @@ layouts=(
   "z3_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  3  0"
   "z3_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  1  3  2"
   "z3_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  3  0"
+  "3d_order1  ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25  0  0  0  dp-pp-tp"
+  "3d_order2  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  1  0  pp-tp-dp"
 )
 passed=0 failed=0
 for row in "${layouts[@]}"; do
-  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off <<<"$row"
+  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off order <<<"$row"
+  order=${order:-tp-dp-pp}
   if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && [ "$name" != "$ref" ]; then continue; fi
   data="$WORK/synth.bin"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
@@ -113,7 +116,7 @@ for row in "${layouts[@]}"; do
     --set pipeline.virtual="$virt" --set batch.micro="$micro" --set buckets.mb="$mb" \
     --set recompute="$(case $rc in 1) echo full ;; 2) echo selective ;; *) echo none ;; esac)" \
     --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
-    --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)"
+    --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   [ "$name" = "$ref" ] && continue
   what="dp $dp tp $tp sp $sp pp $pp $sched v$virt, $((global / micro / dp)) microbatches, buckets $mb MiB, vocab $vocab"
@@ -122,6 +125,7 @@ for row in "${layouts[@]}"; do
   [ "$zero" != 0 ] && what="$what, ZeRO-$zero"
   [ $((off & 1)) = 1 ] && what="$what, optimizer offload"
   [ $((off & 2)) = 2 ] && what="$what, parameter offload"
+  [ "$order" != tp-dp-pp ] && what="$what, ranks in mesh.order $order"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \

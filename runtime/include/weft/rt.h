@@ -224,6 +224,8 @@ typedef struct wf_program {
     int dp, tp, pp;
     int sp;                  /* sequence parallelism in the tp group */
     int world;               /* ranks in the job */
+    int stride_tp, stride_dp, stride_pp;  /* mesh.order: coordinate c of rank r is
+                                             (r / stride_c) % c; all 0: tp-dp-pp */
     /* model */
     int layers, hidden, heads, seq, vocab;
     const char *family;      /* "llama", or NULL: gpt2 */
