@@ -66,15 +66,19 @@ static int cmp_double(const void *a, const void *b) {
  * first optimizer step (the first step warms caches and pages in arenas). */
 static double median_after_first_step(const trace *t, const char *cat) {
     double *d = malloc(sizeof(double) * (size_t)(t->n ? t->n : 1));
+    double *warm = malloc(sizeof(double) * (size_t)(t->ranks > 0 ? t->ranks : 1));  /* per rank */
     int n = 0;
-    for (int i = 0; d && i < t->n; i++) {
+    for (int r = 0; warm && r < t->ranks; r++) warm[r] = -1;
+    for (int i = 0; warm && i < t->n; i++) {
         const trace_event *e = &t->ev[i];
-        double warm = -1;
-        for (int j = 0; j < t->n; j++)
-            if (t->ev[j].rank == e->rank && strcmp(t->ev[j].cat, "optimizer") == 0 &&
-                (warm < 0 || t->ev[j].end_us < warm))
-                warm = t->ev[j].end_us;
-        if (strcmp(e->cat, cat) == 0 && warm >= 0 && e->start_us >= warm)
+        if (e->rank >= 0 && e->rank < t->ranks && strcmp(e->cat, "optimizer") == 0 &&
+            (warm[e->rank] < 0 || e->end_us < warm[e->rank]))
+            warm[e->rank] = e->end_us;
+    }
+    for (int i = 0; d && warm && i < t->n; i++) {
+        const trace_event *e = &t->ev[i];
+        if (e->rank >= 0 && e->rank < t->ranks && strcmp(e->cat, cat) == 0 && warm[e->rank] >= 0 &&
+            e->start_us >= warm[e->rank])
             d[n++] = (e->end_us - e->start_us) * 1e-6;
     }
     double med = 0;
@@ -83,6 +87,7 @@ static double median_after_first_step(const trace *t, const char *cat) {
         med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
     }
     free(d);
+    free(warm);
     return med;
 }
 

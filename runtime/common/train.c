@@ -146,71 +146,50 @@ static void allocate(wf_ctx *c) {
 
 /* fp16: the scale the step ran with, whether it was skipped (its gradient
  * norm then is null in the metrics: it overflowed) and the skipped total. */
-static void log_step_fp16(wf_ctx *c, double ms, double tokens) {
+/* One step's --metrics line and, every log_every steps, its log line.  fp16
+ * adds the loss scale and the skipped steps (a skipped step's norm is null). */
+static void write_step(wf_ctx *c, long step, double loss, double lr, double norm, double ms) {
     const wf_program *p = c->p;
     const wf_scaler *s = &c->scaler;
+    int fp16 = p->precision == WF_FP16, skipped = fp16 && s->overflow;
+    wf_step_metrics m = wf_step_metrics_of(c, ms);
     if (c->metrics && wf_is_root(c)) {
-        char norm[32];
-        if (s->overflow) snprintf(norm, sizeof norm, "null");
-        else snprintf(norm, sizeof norm, "%.9g", c->last_norm);
-        char tail[320];
+        char norm_text[32], scale[160] = "", tail[320];
+        if (skipped) snprintf(norm_text, sizeof norm_text, "null");
+        else snprintf(norm_text, sizeof norm_text, "%.9g", norm);
+        if (fp16)
+            snprintf(scale, sizeof scale, ", \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_total\": %ld",
+                     s->used, s->overflow ? "true" : "false", s->skipped);
         wf_metrics_tail(c, ms, tail, sizeof tail);
         fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %s, "
-                "\"ms\": %.3f, \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_total\": %ld%s}\n",
-                c->step, c->last_loss, c->last_lr, norm, ms, s->used, s->overflow ? "true" : "false",
-                s->skipped, tail);
+                "\"ms\": %.3f%s%s}\n", step, loss, lr, norm_text, ms, scale, tail);
         fflush(c->metrics);
     }
-    if (c->step % p->log_every == 0 || c->step == c->opt.steps || s->overflow)
-        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | scale %g%s | skipped %ld | "
-               "%7.1f ms | %8.0f tok/s | MFU %.2f%%\n", c->step, c->opt.steps, c->last_loss, c->last_lr,
-               c->last_norm, s->used, s->overflow ? " (overflow: step skipped)" : "", s->skipped, ms,
-               tokens / (ms / 1000.0), 100.0 * wf_step_metrics_of(c, ms).mfu);
+    if (step % p->log_every == 0 || step == c->opt.steps || skipped) {
+        char scale[128] = "";
+        if (fp16)
+            snprintf(scale, sizeof scale, " | scale %g%s | skipped %ld", s->used,
+                     s->overflow ? " (overflow: step skipped)" : "", s->skipped);
+        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f%s | %7.1f ms | %8.0f tok/s"
+               " | MFU %.2f%%\n", step, c->opt.steps, loss, lr, norm, scale, ms, m.tokens_per_s,
+               100.0 * m.mfu);
+    }
 }
 
 static void log_step(wf_ctx *c, double ms) {
-    const wf_program *p = c->p;
-    if (p->prologue) return;  /* 2BW without flush: log_ready */
-    double tokens = (double)p->global_batch * p->seq;
-    if (p->precision == WF_FP16) {  /* fp16 adds the loss scale and the skipped steps */
-        log_step_fp16(c, ms, tokens);
-        return;
-    }
-    if (c->metrics && wf_is_root(c)) {
-        char tail[320];
-        wf_metrics_tail(c, ms, tail, sizeof tail);
-        fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
-                "\"ms\": %.3f%s}\n", c->step, c->last_loss, c->last_lr, c->last_norm, ms, tail);
-        fflush(c->metrics);
-    }
-    if (c->step % p->log_every == 0 || c->step == c->opt.steps)
-        wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s"
-               " | MFU %.2f%%\n", c->step, c->opt.steps, c->last_loss, c->last_lr, c->last_norm, ms,
-               tokens / (ms / 1000.0), 100.0 * wf_step_metrics_of(c, ms).mfu);
+    if (c->p->prologue) return;  /* 2BW without flush: log_ready */
+    write_step(c, c->step, c->last_loss, c->last_lr, c->last_norm, ms);
 }
 
 /* PipeDream-2BW without flush: the metrics reduced since the last call, each
  * with the wall time of the call that ran its OPTIM. */
 static void log_ready(wf_ctx *c, double *first_loss) {
-    const wf_program *p = c->p;
-    double tokens = (double)p->global_batch * p->seq;
     for (int i = 0; i < c->n_ready; i++) {
         long step = c->ready[i].step;
-        double ms = c->step_ms[(step - 1) % 2];
         if (isnan(*first_loss)) *first_loss = c->ready[i].loss;
         c->last_loss = c->ready[i].loss;
         c->last_norm = c->ready[i].norm;
-        if (c->metrics && wf_is_root(c)) {
-            char tail[320];
-            wf_metrics_tail(c, ms, tail, sizeof tail);
-            fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
-                    "\"ms\": %.3f%s}\n", step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, ms, tail);
-            fflush(c->metrics);
-        }
-        if (step % p->log_every == 0 || step == c->opt.steps)
-            wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f | %7.1f ms | %8.0f tok/s"
-                   " | MFU %.2f%%\n", step, c->opt.steps, c->ready[i].loss, c->ready[i].lr,
-                   c->ready[i].norm, ms, tokens / (ms / 1000.0), 100.0 * wf_step_metrics_of(c, ms).mfu);
+        write_step(c, step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, c->step_ms[(step - 1) % 2]);
     }
     c->n_ready = 0;
 }
