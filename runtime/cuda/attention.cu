@@ -53,7 +53,7 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
         float *o = out + (long)b * T * C;
         /* S = scale q k^T for every head (the upper triangle is discarded) */
         wf_cuda_sgemm(c, 0, 1, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, p, T, (long)T * T, H);
-        causal_softmax_kernel<<<H * T, WF_THREADS, 0, wf_cuda_stream(c)>>>(p, T);
+        WF_LAUNCH(causal_softmax_kernel, H * T, WF_THREADS, 0, wf_cuda_stream(c))(p, T);
         /* out = P v */
         wf_cuda_sgemm(c, 0, 0, T, hs, T, 1.0f, p, T, (long)T * T, v, ld, hs, 0.0f, o, C, hs, H);
     }
@@ -75,7 +75,7 @@ extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const f
             /* out = P v:  dv += P^T dout,  dP = dout v^T */
             wf_cuda_sgemm(c, 1, 0, T, hs, T, 1.0f, p, T, 0, dout_h, C, 0, 1.0f, dv, ld, 0, 1);
             wf_cuda_sgemm(c, 0, 1, T, T, hs, 1.0f, dout_h, C, 0, v, ld, 0, 0.0f, ds, T, 0, 1);
-            softmax_bwd_kernel<<<T, WF_THREADS, 0, wf_cuda_stream(c)>>>(ds, p, T);
+            WF_LAUNCH(softmax_bwd_kernel, T, WF_THREADS, 0, wf_cuda_stream(c))(ds, p, T);
             /* S = scale q k^T:  dq += scale dS k,  dk += scale dS^T q */
             wf_cuda_sgemm(c, 0, 0, T, hs, T, scale, ds, T, 0, k, ld, 0, 1.0f, dq, ld, 0, 1);
             wf_cuda_sgemm(c, 1, 0, T, hs, T, scale, ds, T, 0, q, ld, 0, 1.0f, dk, ld, 0, 1);

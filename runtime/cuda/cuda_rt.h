@@ -44,6 +44,13 @@ void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long
 }
 #endif
 
+/* Every kernel launch is written WF_LAUNCH(kernel, grid, block, smem, stream)(args):
+ * nvcc sees the usual triple chevrons, and tests/cuda_emu (which defines its
+ * own WF_LAUNCH first) runs the same kernel source on the CPU. */
+#ifndef WF_LAUNCH
+#define WF_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
+#endif
+
 #define WF_CUDA_STR2(x) #x
 #define WF_CUDA_STR(x) WF_CUDA_STR2(x)
 #define WF_CUDA_WHERE __FILE__ ":" WF_CUDA_STR(__LINE__)

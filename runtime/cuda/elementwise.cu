@@ -21,7 +21,7 @@ __global__ static void colsum_add_kernel(float *db, const float *dout, long rows
 }
 
 extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C) {
-    colsum_add_kernel<<<wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c)>>>(db, dout, rows, C);
+    WF_LAUNCH(colsum_add_kernel, wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c))(db, dout, rows, C);
 }
 
 /* ---- embedding --------------------------------------------------------- */
@@ -59,7 +59,7 @@ __global__ static void embed_dwpe_kernel(float *dwpe, const float *dout, int B, 
 extern "C" void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
                              const float *wpe, int B, int T, int C) {
     long N = (long)B * T;
-    embed_fwd_kernel<<<wf_blocks(N * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, tok, wte, wpe,
+    WF_LAUNCH(embed_fwd_kernel, wf_blocks(N * C), WF_THREADS, 0, wf_cuda_stream(c))(out, tok, wte, wpe,
                                                                             N, T, C);
     wf_cuda_sync(c, "wf_embed_fwd");
 }
@@ -67,9 +67,9 @@ extern "C" void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const fl
 extern "C" void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *dout,
                              const int32_t *tok, int B, int T, int C) {
     cudaStream_t s = wf_cuda_stream(c);
-    embed_dwte_kernel<<<wf_blocks(C), WF_THREADS, 0, s>>>(dwte, dout, tok, (long)B * T, C, 0,
+    WF_LAUNCH(embed_dwte_kernel, wf_blocks(C), WF_THREADS, 0, s)(dwte, dout, tok, (long)B * T, C, 0,
                                                           0x7fffffff);
-    embed_dwpe_kernel<<<wf_blocks((long)T * C), WF_THREADS, 0, s>>>(dwpe, dout, B, T, C);
+    WF_LAUNCH(embed_dwpe_kernel, wf_blocks((long)T * C), WF_THREADS, 0, s)(dwpe, dout, B, T, C);
     wf_cuda_sync(c, "wf_embed_bwd");
 }
 
@@ -86,14 +86,14 @@ __global__ static void vocab_embed_fwd_kernel(float *out, const int32_t *tok, co
 
 extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
                                    const float *wte_part, int v_begin, int VL, int N, int C) {
-    vocab_embed_fwd_kernel<<<wf_blocks((long)N * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+    WF_LAUNCH(vocab_embed_fwd_kernel, wf_blocks((long)N * C), WF_THREADS, 0, wf_cuda_stream(c))(
         out, tok, wte_part, v_begin, VL, N, C);
     wf_cuda_sync(c, "wf_vocab_embed_fwd");
 }
 
 extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout,
                                    const int32_t *tok, int v_begin, int VL, int N, int C) {
-    embed_dwte_kernel<<<wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c)>>>(dwte_part, dout, tok, N,
+    WF_LAUNCH(embed_dwte_kernel, wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c))(dwte_part, dout, tok, N,
                                                                           C, v_begin, VL);
     wf_cuda_sync(c, "wf_vocab_embed_bwd");
 }
@@ -122,12 +122,12 @@ __global__ static void gelu_bwd_kernel(float *dinp, const float *inp, const floa
 }
 
 extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {
-    gelu_fwd_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, inp, n);
+    WF_LAUNCH(gelu_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, inp, n);
     wf_cuda_sync(c, "wf_gelu_fwd");
 }
 
 extern "C" void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n) {
-    gelu_bwd_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(dinp, inp, dout, n);
+    WF_LAUNCH(gelu_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dinp, inp, dout, n);
     wf_cuda_sync(c, "wf_gelu_bwd");
 }
 
@@ -150,12 +150,12 @@ __global__ static void acc2_kernel(float *y0, float *y1, const float *x, long n)
 }
 
 extern "C" void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n) {
-    add_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, a, b, n);
+    WF_LAUNCH(add_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, a, b, n);
     wf_cuda_sync(c, "wf_add_fwd");
 }
 
 extern "C" void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n) {
-    acc2_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(da, db, dout, n);
+    WF_LAUNCH(acc2_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(da, db, dout, n);
     wf_cuda_sync(c, "wf_add_bwd");
 }
 
@@ -183,20 +183,20 @@ __global__ static void pos_add_dwpe_kernel(float *dwpe, const float *dout, long 
 
 extern "C" void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
                                int rows, int T, int C) {
-    pos_add_fwd_kernel<<<wf_blocks((long)rows * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+    WF_LAUNCH(pos_add_fwd_kernel, wf_blocks((long)rows * C), WF_THREADS, 0, wf_cuda_stream(c))(
         out, in, wpe, row0, rows, T, C);
     wf_cuda_sync(c, "wf_pos_add_fwd");
 }
 
 extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C) {
     long n = (long)rows * C;
-    acc_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(din, dout, n);
+    WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
     wf_cuda_sync(c, "wf_pos_add_bwd_input");
 }
 
 extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0,
                                       int rows, int T, int C) {
-    pos_add_dwpe_kernel<<<wf_blocks((long)T * C), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+    WF_LAUNCH(pos_add_dwpe_kernel, wf_blocks((long)T * C), WF_THREADS, 0, wf_cuda_stream(c))(
         dwpe, dout, row0, rows, T, C);
     wf_cuda_sync(c, "wf_pos_add_bwd_weight");
 }
@@ -217,7 +217,7 @@ __global__ static void bias_add_fwd_kernel(float *out, const float *in, const fl
 extern "C" void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows,
                                 long C) {
     long n = (long)rows * C;
-    bias_add_fwd_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, in, b, n, C);
+    WF_LAUNCH(bias_add_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, in, b, n, C);
     wf_cuda_sync(c, "wf_bias_add_fwd");
 }
 
@@ -229,7 +229,7 @@ extern "C" void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, 
 extern "C" void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows,
                                 long C) {
     long n = (long)rows * C;
-    acc_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(din, dout, n);
+    WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
     wf_cuda_colsum_add(c, db, dout, rows, C);
     wf_cuda_sync(c, "wf_bias_add_bwd");
 }

@@ -63,21 +63,21 @@ __global__ static void layernorm_dw_kernel(float *dw, float *db, const float *do
 
 extern "C" void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd, const float *inp,
                                  const float *w, const float *b, int N, int C) {
-    layernorm_fwd_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(c)>>>(out, mean, rstd, inp, w, b, C);
+    WF_LAUNCH(layernorm_fwd_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(out, mean, rstd, inp, w, b, C);
     wf_cuda_sync(c, "wf_layernorm_fwd");
 }
 
 extern "C" void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
                                        const float *w, const float *mean, const float *rstd, int N,
                                        int C) {
-    layernorm_dx_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(c)>>>(dinp, dout, inp, w, mean, rstd, C);
+    WF_LAUNCH(layernorm_dx_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(dinp, dout, inp, w, mean, rstd, C);
     wf_cuda_sync(c, "wf_layernorm_bwd_input");
 }
 
 extern "C" void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout,
                                         const float *inp, const float *mean, const float *rstd,
                                         int N, int C) {
-    layernorm_dw_kernel<<<wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c)>>>(dw, db, dout, inp, mean,
+    WF_LAUNCH(layernorm_dw_kernel, wf_blocks(C), WF_THREADS, 0, wf_cuda_stream(c))(dw, db, dout, inp, mean,
                                                                             rstd, N, C);
     wf_cuda_sync(c, "wf_layernorm_bwd_weight");
 }

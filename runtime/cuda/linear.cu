@@ -14,7 +14,7 @@ extern "C" void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const flo
     wf_cuda_sgemm(c, 0, 0, N, M, K, 1.0f, inp, K, 0, w, M, 0, 0.0f, out, M, 0, 1);
     if (b) {
         long n = (long)N * M;
-        add_bias_kernel<<<wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c)>>>(out, b, n, M);
+        WF_LAUNCH(add_bias_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, b, n, M);
     }
     wf_cuda_sync(c, "wf_linear_fwd");
 }

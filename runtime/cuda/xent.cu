@@ -42,7 +42,7 @@ extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, con
                                      const float *wte, const int32_t *targets, int N, int C,
                                      int V) {
     wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, probs, V, 0, 1);
-    softmax_xent_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(c)>>>(probs, losses, targets, V);
+    WF_LAUNCH(softmax_xent_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(probs, losses, targets, V);
     return host_sum(c, losses, N, "wf_lmhead_xent_fwd");
 }
 
@@ -62,7 +62,7 @@ __global__ static void dlogits_kernel(float *probs, const int32_t *targets, floa
 extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, float *probs, const float *wte,
                                          const int32_t *targets, float scale, int N, int C, int V,
                                          int v_begin) {
-    dlogits_kernel<<<wf_blocks((long)N * V), WF_THREADS, 0, wf_cuda_stream(c)>>>(
+    WF_LAUNCH(dlogits_kernel, wf_blocks((long)N * V), WF_THREADS, 0, wf_cuda_stream(c))(
         probs, targets, scale, N, V, v_begin);
     /* dx (N,C) += dlogits (N,V) @ wte (V,C) */
     wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, probs, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
@@ -101,7 +101,7 @@ __global__ static void vocab_rowmax_kernel(float *logits, float *rowmax, int VL,
 extern "C" void wf_vocab_logits(float *logits, float *rowmax, const float *x,
                                 const float *wte_part, int N, int C, int VL, int valid) {
     wf_cuda_sgemm(NULL, 0, 1, N, VL, C, 1.0f, x, C, 0, wte_part, C, 0, 0.0f, logits, VL, 0, 1);
-    vocab_rowmax_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(NULL)>>>(logits, rowmax, VL, valid);
+    WF_LAUNCH(vocab_rowmax_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, rowmax, VL, valid);
     wf_cuda_sync(NULL, "wf_vocab_logits");
 }
 
@@ -124,7 +124,7 @@ __global__ static void vocab_exp_kernel(float *logits, double *stats, const floa
 
 extern "C" void wf_vocab_exp(float *logits, double *stats, const float *rowmax,
                              const int32_t *targets, int N, int VL, int v_begin, int valid) {
-    vocab_exp_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(NULL)>>>(logits, stats, rowmax, targets, VL,
+    WF_LAUNCH(vocab_exp_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, stats, rowmax, targets, VL,
                                                                   v_begin, valid);
     wf_cuda_sync(NULL, "wf_vocab_exp");
 }
@@ -140,7 +140,7 @@ __global__ static void vocab_normalize_kernel(float *probs, float *losses, const
 
 extern "C" double wf_vocab_normalize(float *probs, float *losses, const double *stats, int N,
                                      int VL) {
-    vocab_normalize_kernel<<<N, WF_THREADS, 0, wf_cuda_stream(NULL)>>>(probs, losses, stats, VL);
+    WF_LAUNCH(vocab_normalize_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(probs, losses, stats, VL);
     return host_sum(NULL, losses, N, "wf_vocab_normalize");
 }
 
