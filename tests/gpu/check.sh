@@ -15,7 +15,9 @@
 #     norm within 1e-3, the final weights within 1e-3 relative / 1e-5 absolute
 #     (`weft ckpt diff`): the products of cuBLAS and OpenBLAS differ in rounding,
 #     and ten AdamW steps carry that along;
-#  5. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
+#  5. the benchmark, bench/gpu_gpt2.sh (GPT-2 124M, bf16, one GPU): tokens/s,
+#     MFU and GPU time by kernel class;
+#  6. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
 mkdir -p "$OUT"
@@ -105,4 +107,15 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
   row "tiny $name: memory (cudaMemGetInfo), MFU $mfu" "${mem:-no device figure}" \
     "$([ -n "$mem" ] && awk -v m="$mfu" 'BEGIN { exit !(m > 0) }' && echo ok || echo FAIL)"
 done
+
+# ---- benchmark: GPT-2 124M, bf16, one GPU (bench/gpu_gpt2.sh) --------------------
+echo "== benchmark: GPT-2 124M, bf16, micro-batch 16 =="
+if OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout 240 bash bench/gpu_gpt2.sh >"$OUT/bench.log" 2>&1; then
+  cat "$OUT/gpt2_bench.txt"
+  row "GPT-2 124M bf16 (target 500k tokens/s)" \
+      "$(sed -n 's/^tokens\/s *\([0-9]*\).*/\1 tokens\/s/p' "$OUT/gpt2_bench.txt"), MFU $(sed -n 's/^MFU *\([0-9.]*%\).*/\1/p' "$OUT/gpt2_bench.txt")" ok
+else
+  tail -20 "$OUT/bench.log" "$OUT"/gpt2_*.log 2>/dev/null
+  row "GPT-2 124M bf16 benchmark" "did not build or run (see bench.log)" FAIL
+fi
 finish
