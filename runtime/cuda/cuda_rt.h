@@ -1,6 +1,6 @@
 /* cuda_rt.h: what the CUDA backend's files share: the stream and cuBLAS
  * handle every kernel runs on, error checks that name the rank and the call,
- * and the row-major GEMM the kernels are written with.
+ * and the row-major GEMM the kernels are written with (cuBLASLt, gemm.cu).
  *
  * First step, on purpose: one stream per process, and every kernel wrapper
  * synchronizes before it returns, so the host code in runtime/common/ (MPI,
@@ -34,6 +34,11 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel);
 void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
                    const float *A, int lda, long sA, const float *B, int ldb, long sB,
                    float beta, float *C, int ldc, long sC, int batch);
+/* The same with cuBLASLt's bias epilogue: C[i] += bias broadcast over the
+ * rows (bias has N floats, one per column; NULL: none), in the same kernel. */
+void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                        const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                        float beta, float *C, int ldc, long sC, int batch, const float *bias);
 
 /* db[j] += column sums of dout (rows, C), launched on the stream (no sync):
  * one thread per column adds the rows in order, so the result does not
