@@ -46,6 +46,7 @@ struct Scheduler {
     std::map<const void *, size_t> smem_limit;  /* cudaFuncSetAttribute */
     cudaError_t last_error = cudaSuccess;
     const char *fault = nullptr;
+    bool reverse = false;  /* WF_EMU_ORDER=reverse: the last thread of a block runs first */
 } S;
 
 [[noreturn]] void fail(const char *fmt, ...) {
@@ -140,7 +141,8 @@ void run_block(dim3 block) {
     /* round robin: every ready thread runs until it finishes or waits */
     while (S.live > 0) {
         bool ran = false;
-        for (int i = 0; i < n; i++) {
+        for (int k = 0; k < n; k++) {
+            int i = S.reverse ? n - 1 - k : k;
             if (S.fibers[i].state != READY) continue;
             S.current = i;
             threadIdx = S.fibers[i].tid;
@@ -161,6 +163,8 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
     (void)stream; /* one sequential device: every stream is the same */
     S.fault = getenv("WF_EMU_FAULT");
     if (S.fault && !*S.fault) S.fault = nullptr;
+    const char *order = getenv("WF_EMU_ORDER");
+    S.reverse = order && strcmp(order, "reverse") == 0;
     if (S.current >= 0) fail("kernel %s launched from device code (not emulated)", name);
     long threads = (long)block.x * block.y * block.z;
     auto lim = S.smem_limit.find(kernel);
