@@ -34,6 +34,13 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel) {
 /* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
 
+/* runtime/common/precision_of.c reads the plan from the full context; the
+ * emulated kernel tests have none (c is NULL): fp32, as there */
+int wf_ctx_precision(wf_ctx *c) {
+    (void)c;
+    return WF_FP32;
+}
+
 int wf_backend_mem_info(size_t *used, size_t *total) {
     *used = *total = 0;
     return -1;

@@ -27,6 +27,16 @@ extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, i
     gemm_flops += 2.0 * M * N * K * batch;
 }
 
+/* gemm.cu's bias epilogue: the product, then bias[j] added to every row's column j */
+extern "C" void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                                   const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                                   float beta, float *C, int ldc, long sC, int batch, const float *bias) {
+    wf_cuda_sgemm(c, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
+    for (int b = 0; bias && b < batch; b++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[b * sC + (long)i * ldc + j] += bias[j];
+}
+
 extern "C" void wf_gemm_stats(double *seconds, double *flops) {
     *seconds = 0.0;
     *flops = gemm_flops;
