@@ -74,6 +74,17 @@ static unsigned alignment(const void *p) {
     return a > 256 ? 256 : (unsigned)a;
 }
 
+/* The alignment every matrix of a strided batch has: the first one's, or
+ * less where the stride is less aligned (an odd head size, say). */
+static unsigned batched_alignment(const float *p, int batch, long stride) {
+    unsigned a = alignment(p);
+    if (batch > 1) {
+        unsigned s = alignment((const void *)(uintptr_t)(stride * (long)sizeof(float)));
+        if (s < a) a = s;
+    }
+    return a;
+}
+
 static void ensure_lt(wf_ctx *c) {
     if (lt) return;
     (void)wf_cuda_stream(c);  /* picks this rank's device first */
@@ -210,8 +221,8 @@ void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, 
     key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.batch = batch, key.has_bias = bias != NULL;
     key.sA = batch > 1 ? sA : 0, key.sB = batch > 1 ? sB : 0, key.sC = batch > 1 ? sC : 0;
     key.compute = compute_type(c);
-    key.align[0] = alignment(A), key.align[1] = alignment(B), key.align[2] = alignment(C);
-    key.align[3] = alignment(bias);
+    key.align[0] = batched_alignment(A, batch, sA), key.align[1] = batched_alignment(B, batch, sB);
+    key.align[2] = batched_alignment(C, batch, sC), key.align[3] = alignment(bias);
     key.bias = bias;
     gemm_plan *g = plan_for(c, &key);
     if (bias && !g->separate_bias)
