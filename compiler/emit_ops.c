@@ -143,10 +143,53 @@ static void round_param_grads(writer *o, const Program *p, int i, const operands
         emit(o, "    %s(c, g + %s, %ldL);\n", fn, k ? x->g1 : x->g0, p->params[op->param[k]].numel);
 }
 
+/* ---- fused residual add + layernorm (fuse.c) --------------------------------
+ * The pair's add (op i - 1 of the layernorm i) emits nothing; the layernorm
+ * emits the fused call.  The kernel rounds the residual itself before
+ * normalizing it (and the residual's gradient before passing it on), so the
+ * 16-bit rounding calls are those of the unfused pair less the two on the
+ * residual stream, which the fused kernel never leaves unrounded. */
+static void emit_fused_comment(writer *o, const Program *p, int i, const char *what) {
+    operands ln;
+    get_operands(p, i + 1, &ln);
+    emit(o, "    /* %s: %s the fused residual + layernorm of %s */\n", op_name(p->ops[i].kind), what, ln.out);
+}
+
+static void emit_fused_fwd(writer *o, const Program *p, int i, const operands *x) {
+    operands add;
+    get_operands(p, i - 1, &add);
+    emit(o, "    wf_residual_layernorm_fwd(c, a + %s, a + %s, a + %s, a + %s + %s, a + %s, a + %s, w + %s, w + %s,\n"
+         "                              %s, %ld);\n", x->in0, x->out, x->s, x->s, x->rows, add.in0, add.in1,
+      x->w0, x->w1, x->rows, x->width);
+}
+
+/* weight: 1 for the whole backward, 0 for zero-bubble's B half */
+static void emit_fused_bwd(writer *o, const Program *p, int i, const operands *x, int weight) {
+    operands add;
+    get_operands(p, i - 1, &add);
+    if (weight)
+        emit(o, "    wf_residual_layernorm_bwd(c, d + %s, d + %s, g + %s, g + %s, d + %s, d + %s, a + %s, w + %s,\n"
+             "                              a + %s, a + %s + %s, %s, %ld);\n", add.in0, add.in1, x->g0, x->g1,
+          x->in0, x->out, x->in0, x->w0, x->s, x->s, x->rows, x->rows, x->width);
+    else
+        emit(o, "    wf_residual_layernorm_bwd_input(c, d + %s, d + %s, d + %s, d + %s, a + %s, w + %s,\n"
+             "                                    a + %s, a + %s + %s, %s, %ld);\n", add.in0, add.in1, x->in0,
+          x->out, x->in0, x->w0, x->s, x->s, x->rows, x->rows, x->width);
+}
+
 void emit_forward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
     get_operands(p, i, &x);
+    if (op->fused == FUSED_ADD_LN_ADD) {
+        emit_fused_comment(o, p, i, "computed by");
+        return;
+    }
+    if (op->fused == FUSED_ADD_LN_NORM) {
+        emit_fused_fwd(o, p, i, &x);
+        round_output(o, p, i, &x);
+        return;
+    }
     switch (op->kind) {
     case OP_EMBED:
         if (op->n_param == 1)  /* tokens only (llama): the whole vocabulary is this rank's */
@@ -232,6 +275,16 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
     get_operands(p, i, &x);
+    if (op->fused == FUSED_ADD_LN_ADD) {  /* its input gradients are final: round them */
+        emit_fused_comment(o, p, i, "backward in");
+        round_input_grads(o, p, i, &x);
+        return;
+    }
+    if (op->fused == FUSED_ADD_LN_NORM) {
+        emit_fused_bwd(o, p, i, &x, 1);
+        round_param_grads(o, p, i, &x);
+        return;
+    }
     switch (op->kind) {
     case OP_EMBED:
         if (op->n_param == 1)
@@ -344,6 +397,10 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
             emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, %ld);\n", x.in0, x.out, x.rows, x.width);
         break;
     case OP_LAYERNORM:
+        if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
+            emit_fused_bwd(o, p, i, &x, 0);
+            return 1;
+        }
         if (weight)
             emit(o, "    wf_layernorm_bwd_weight(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n",
               x.g0, x.g1, x.out, x.in0, x.s, x.s, x.rows, x.rows, x.width);

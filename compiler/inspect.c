@@ -144,6 +144,16 @@ int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out)
         fprintf(out, "plan %s: dp %d x tp %d x pp %d = %d ranks, %s schedule, %d microbatches\n",
                 p->plan_name, p->dp, p->tp, p->pp, p->world, p->pp > 1 ? p->schedule : "single-stage",
                 p->accum);
+        if (count_fused(p) > 0) {  /* fuse.c: which layernorms take their add along */
+            fprintf(out, "fused residual_layernorm (add + layernorm in one kernel), %d:", count_fused(p));
+            for (int i = 0; i < p->n_ops; i++) {
+                if (p->ops[i].fused != FUSED_ADD_LN_NORM) continue;
+                const char *w = p->params[p->ops[i].param[0]].name;  /* "h.0.ln_2.weight" */
+                const char *dot = strrchr(w, '.');
+                fprintf(out, " %.*s", dot ? (int)(dot - w) : (int)strlen(w), w);
+            }
+            fputc('\n', out);
+        }
         print_streams(p, s, only_rank, out);
         fprintf(out, "timeline (unit costs):\n");
         schedule_timeline(s, out);

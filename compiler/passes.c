@@ -156,6 +156,7 @@ int pass_graph(Program *p) {
      * untied token embedding (llama) is a lookup, not a matmul: left out. */
     p->flops_per_token = 6.0 * (double)(p->n_param_total - untied_embedding(p))
                        + 12.0 * p->layers * (double)p->hidden * p->seq;
+    fuse_residual_layernorm(p);
     return 0;
 }
 

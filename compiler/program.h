@@ -88,7 +88,17 @@ typedef struct {
     int chunk;             /* pipeline chunk (set by partition) */
     long saved_offset;     /* op-specific saved buffers (mean/rstd, att, probs) */
     long saved_numel;
+    int fused;             /* set by graph (fuse.c): FUSED_NONE, or which end of a pair */
 } ir_op;
+
+/* Fused pairs keep both ops (and their tensors, saved buffers and gradient
+ * completion points), so every pass after graph sees the same graph; only
+ * emit writes one kernel for the two.  FUSED_ADD_LN_ADD: an add whose output
+ * the next op, a FUSED_ADD_LN_NORM layernorm, normalizes: the add emits
+ * nothing and the layernorm emits wf_residual_layernorm_*, at the
+ * layernorm's place (where its parameters are gathered and its gradients
+ * become final). */
+enum { FUSED_NONE, FUSED_ADD_LN_ADD, FUSED_ADD_LN_NORM };
 
 typedef struct {
     long offset, numel;     /* in floats, into the gradient arena */
@@ -204,6 +214,8 @@ int pass_check(Program *p);
 int pass_shard(Program *p);
 int pass_partition(Program *p);
 int pass_graph(Program *p);
+void fuse_residual_layernorm(Program *p);   /* fuse.c, the end of pass_graph */
+int count_fused(const Program *p);         /* fused pairs, for reports */
 int pass_schedule(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);

@@ -211,6 +211,8 @@ static void dump_graph(const Program *p, FILE *out) {
         if (o->saved_numel) fprintf(out, "  saved @%ld+%ld", o->saved_offset, o->saved_numel);
         if (p->act_numel) fprintf(out, "  act @%ld", p->tensors[o->out].offset);
         if (p->pp > 1) fprintf(out, "  chunk %d", o->chunk);
+        if (o->fused == FUSED_ADD_LN_ADD) fprintf(out, "  fused with op %d", i + 1);
+        if (o->fused == FUSED_ADD_LN_NORM) fprintf(out, "  fused residual_layernorm with op %d", i - 1);
         fputc('\n', out);
     }
 }

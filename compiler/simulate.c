@@ -189,6 +189,15 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.b = elementwise(add, rows * width, 1, hbm);
         break;
     }
+    /* An add fused into the next layernorm (fuse.c) costs what the fused
+     * kernel moves beyond the layernorm's own traffic: forward, reading a
+     * and b (the residual it writes is the row the layernorm would read);
+     * backward, da and db's read-modify-write, the stream gradient no longer
+     * written and read back.  Calibrations time the kernels themselves. */
+    if (!calib && o->fused == FUSED_ADD_LN_ADD) {
+        t.f = cost_memory_bound_seconds(2.0 * 4 * rows * width, hbm);
+        t.b = cost_memory_bound_seconds(2.0 * 4 * rows * width, hbm);
+    }
     return t;
 }
 

@@ -1,6 +1,6 @@
 /* cuda_rt.h: what the CUDA backend's files share: the stream and cuBLAS
  * handle every kernel runs on, error checks that name the rank and the call,
- * and the row-major GEMM the kernels are written with.
+ * and the row-major GEMM the kernels are written with (cuBLASLt, gemm.cu).
  *
  * First step, on purpose: one stream per process, and every kernel wrapper
  * synchronizes before it returns, so the host code in runtime/common/ (MPI,
@@ -34,6 +34,11 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel);
 void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
                    const float *A, int lda, long sA, const float *B, int ldb, long sB,
                    float beta, float *C, int ldc, long sC, int batch);
+/* The same with cuBLASLt's bias epilogue: C[i] += bias broadcast over the
+ * rows (bias has N floats, one per column; NULL: none), in the same kernel. */
+void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                        const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                        float beta, float *C, int ldc, long sC, int batch, const float *bias);
 
 /* db[j] += column sums of dout (rows, C), launched on the stream (no sync):
  * one thread per column adds the rows in order, so the result does not
@@ -49,6 +54,16 @@ void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long
  * own WF_LAUNCH first) runs the same kernel source on the CPU. */
 #ifndef WF_LAUNCH
 #define WF_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
+#endif
+
+/* Dynamic shared memory (the launch's smem bytes) as `type *name`, written
+ * WF_DYNAMIC_SHARED(float, tile); in a kernel.  One untyped extern array
+ * under every name, so kernels of one file may use different types; the
+ * emulator defines its own (a per-launch buffer). */
+#ifndef WF_DYNAMIC_SHARED
+#define WF_DYNAMIC_SHARED(type, name)                                      \
+    extern __shared__ __align__(16) unsigned char wf_dynamic_smem_[];      \
+    type *name = reinterpret_cast<type *>(wf_dynamic_smem_)
 #endif
 
 #define WF_CUDA_STR2(x) #x

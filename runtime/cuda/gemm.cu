@@ -1,46 +1,254 @@
-/* gemm.cu: the row-major matrix products of the CUDA kernels, on cuBLAS.
+/* gemm.cu: the row-major matrix products of the CUDA kernels, on cuBLASLt.
  *
  * A row-major X (r, c) with leading dimension ld is, to column-major cuBLAS,
  * X^T (c, r) with the same ld.  So row-major C = op(A) op(B) is column-major
  * C^T = op(B)^T op(A)^T: swap the operands and the sizes M and N, keep the
- * transposes. */
-#include <time.h>
+ * transposes.  In that column-major view D has N rows (the row-major
+ * columns), which is what a bias epilogue broadcasts along: one bias value
+ * per row-major column, as nn.Linear's bias.
+ *
+ * Compute type, by the plan's precision:
+ *   fp32  CUBLAS_COMPUTE_32F: fp32 FMA, no TF32 (cuBLASLt uses reduced
+ *         precision only where the compute type asks for it), so the two
+ *         backends agree to fp32 reduction-order noise;
+ *   bf16  CUBLAS_COMPUTE_32F_FAST_16BF, fp16 CUBLAS_COMPUTE_32F_FAST_16F:
+ *         the operands stay fp32 in the arenas, but the generated code has
+ *         already rounded every 16-bit tensor to a bf16 / fp16 value, so the
+ *         library's down-conversion to 16 bits is exact and the product is a
+ *         true bf16 / fp16 tensor-core GEMM with fp32 accumulation.  The one
+ *         exception is an operand kept in fp32 on purpose (the attention
+ *         probabilities and the LM head's logit gradients are saved fp32):
+ *         that one is rounded by the conversion, as it would be by a
+ *         framework storing it in 16 bits.
+ *
+ * Each distinct call (sizes, strides, transposes, batch, bias or not,
+ * compute type, pointer alignments) gets its descriptors and the heuristic's
+ * best algorithm once, cached in a small table; later calls only set the
+ * bias pointer and launch.  The workspace (32 MiB) is allocated once.
+ *
+ * Timing: nothing here waits for the GPU any more (kernels are asynchronous),
+ * so wf_gemm_stats counts FLOPs only and reports 0 seconds; the per-kernel
+ * time is for a profiler (nsys) or CUDA events around a whole step. */
+#include <cublasLt.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "cuda_rt.h"
+#include "reduce.cuh"
 
-static double gemm_flops, gemm_seconds;
+#define WORKSPACE_BYTES (32u << 20)
+#define MAX_PLANS 256
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+typedef struct {
+    /* the key */
+    int transA, transB, M, N, K, lda, ldb, ldc, batch, has_bias;
+    long sA, sB, sC;
+    cublasComputeType_t compute;
+    unsigned align[4];  /* A, B, C, bias: the largest power of two (<= 256) dividing the address */
+    /* what the key gets */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    const float *bias;  /* the first call's: the heuristic reads its alignment */
+    int separate_bias;  /* no algorithm takes the epilogue here: bias_rows_kernel after */
+} gemm_plan;
+
+static cublasLtHandle_t lt;
+static void *workspace;
+static gemm_plan plans[MAX_PLANS];
+static int n_plans, next_evict;
+static double gemm_flops;
+
+static cublasComputeType_t compute_type(wf_ctx *c) {
+    switch (wf_ctx_precision(c)) {
+    case WF_BF16: return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case WF_FP16: return CUBLAS_COMPUTE_32F_FAST_16F;
+    default: return CUBLAS_COMPUTE_32F;
+    }
+}
+
+static unsigned alignment(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    if (!a) return 256;
+    a &= ~a + 1;  /* lowest set bit */
+    return a > 256 ? 256 : (unsigned)a;
+}
+
+/* The alignment every matrix of a strided batch has: the first one's, or
+ * less where the stride is less aligned (an odd head size, say). */
+static unsigned batched_alignment(const float *p, int batch, long stride) {
+    unsigned a = alignment(p);
+    if (batch > 1) {
+        unsigned s = alignment((const void *)(uintptr_t)(stride * (long)sizeof(float)));
+        if (s < a) a = s;
+    }
+    return a;
+}
+
+static void ensure_lt(wf_ctx *c) {
+    if (lt) return;
+    (void)wf_cuda_stream(c);  /* picks this rank's device first */
+    WF_CUBLAS(c, cublasLtCreate(&lt));
+    WF_CUDA(c, cudaMalloc(&workspace, WORKSPACE_BYTES));
+}
+
+/* A column-major rows x cols fp32 layout, batched with stride `stride`. */
+static cublasLtMatrixLayout_t layout(wf_ctx *c, int rows, int cols, int ld, int batch, long stride) {
+    cublasLtMatrixLayout_t l;
+    WF_CUBLAS(c, cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, (int64_t)ld));
+    if (batch > 1) {
+        int32_t count = batch;
+        int64_t offset = stride;
+        WF_CUBLAS(c, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                      sizeof count));
+        WF_CUBLAS(c, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                      &offset, sizeof offset));
+    }
+    return l;
+}
+
+static void plan_free(wf_ctx *c, gemm_plan *g) {
+    WF_CUBLAS(c, cublasLtMatrixLayoutDestroy(g->la));
+    WF_CUBLAS(c, cublasLtMatrixLayoutDestroy(g->lb));
+    WF_CUBLAS(c, cublasLtMatrixLayoutDestroy(g->lc));
+    WF_CUBLAS(c, cublasLtMatmulDescDestroy(g->op));
+}
+
+/* The operation descriptor; with_bias: cuBLASLt's bias epilogue. */
+static cublasLtMatmulDesc_t make_op(wf_ctx *c, const gemm_plan *g, int with_bias) {
+    cublasLtMatmulDesc_t op;
+    cublasOperation_t opA = g->transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opB = g->transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    WF_CUBLAS(c, cublasLtMatmulDescCreate(&op, g->compute, CUDA_R_32F));
+    /* the first operand is row-major B, the second row-major A (see the top) */
+    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof opB));
+    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof opA));
+    if (with_bias) {
+        /* D is fp32, so the bias is fp32 (the library's default, Dtype; said
+         * explicitly), one per row of column-major D, packed */
+        uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+        int32_t bias_type = CUDA_R_32F;
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                    sizeof epilogue));
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                    sizeof bias_type));
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
+                                                    sizeof g->bias));
+    }
+    return op;
+}
+
+/* The heuristic's best algorithm for g->op; 0 if it has none. */
+static int best_algo(wf_ctx *c, gemm_plan *g) {
+    cublasLtMatmulPreference_t pref;
+    uint64_t ws = WORKSPACE_BYTES;
+    WF_CUBLAS(c, cublasLtMatmulPreferenceCreate(&pref));
+    WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                      sizeof ws));
+    /* the algorithm must suit the pointers of every later call with this key */
+    static const cublasLtMatmulPreferenceAttributes_t aligns[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES };
+    const uint32_t values[4] = { g->align[1], g->align[0], g->align[2], g->align[2] };  /* Lt's A is our B */
+    for (int k = 0; k < 4; k++)
+        WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &values[k], sizeof values[k]));
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    WF_CUBLAS(c, cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result, &found));
+    WF_CUBLAS(c, cublasLtMatmulPreferenceDestroy(pref));
+    if (found > 0) g->algo = result.algo;
+    return found > 0;
+}
+
+/* Descriptors and algorithm for g's key (column-major:
+ * D (N, M) = op(B) (N, K) op(A) (K, M), see the top).  Should no algorithm
+ * take the bias epilogue for this shape, the plan is built without it and
+ * the bias is added by a kernel after the GEMM (separate_bias). */
+static void plan_build(wf_ctx *c, gemm_plan *g) {
+    g->la = g->transB ? layout(c, g->K, g->N, g->ldb, g->batch, g->sB) : layout(c, g->N, g->K, g->ldb, g->batch, g->sB);
+    g->lb = g->transA ? layout(c, g->M, g->K, g->lda, g->batch, g->sA) : layout(c, g->K, g->M, g->lda, g->batch, g->sA);
+    g->lc = layout(c, g->N, g->M, g->ldc, g->batch, g->sC);
+    g->op = make_op(c, g, g->has_bias);
+    if (best_algo(c, g)) return;
+    if (g->has_bias) {
+        WF_CUBLAS(c, cublasLtMatmulDescDestroy(g->op));
+        g->op = make_op(c, g, 0);
+        g->separate_bias = 1;
+        if (best_algo(c, g)) return;
+    }
+    char msg[200];
+    snprintf(msg, sizeof msg, "no cuBLASLt algorithm for M %d N %d K %d batch %d", g->M, g->N, g->K, g->batch);
+    wf_cuda_fail(c, "cublasLtMatmulAlgoGetHeuristic", WF_CUDA_WHERE, msg);
+}
+
+static int same_key(const gemm_plan *a, const gemm_plan *b) {
+    return a->transA == b->transA && a->transB == b->transB && a->M == b->M && a->N == b->N &&
+           a->K == b->K && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc &&
+           a->batch == b->batch && a->has_bias == b->has_bias && a->sA == b->sA && a->sB == b->sB &&
+           a->sC == b->sC && a->compute == b->compute && memcmp(a->align, b->align, sizeof a->align) == 0;
+}
+
+static gemm_plan *plan_for(wf_ctx *c, const gemm_plan *key) {
+    for (int i = 0; i < n_plans; i++)
+        if (same_key(&plans[i], key)) return &plans[i];
+    gemm_plan *g;
+    if (n_plans < MAX_PLANS) {
+        g = &plans[n_plans++];
+    } else {  /* more shapes than a program has: recycle, oldest first */
+        g = &plans[next_evict];
+        next_evict = (next_evict + 1) % MAX_PLANS;
+        plan_free(c, g);
+    }
+    *g = *key;
+    plan_build(c, g);
+    return g;
+}
+
+/* C (rows, cols) row-major with leading dimension ldc: C[r][j] += bias[j] */
+__global__ static void bias_rows_kernel(float *C, const float *bias, int rows, int cols, int ldc) {
+    long n = (long)rows * cols;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        C[(i / cols) * ldc + i % cols] += bias[i % cols];
+}
+
+void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                        const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                        float beta, float *C, int ldc, long sC, int batch, const float *bias) {
+    ensure_lt(c);
+    gemm_plan key;
+    memset(&key, 0, sizeof key);
+    key.transA = transA, key.transB = transB, key.M = M, key.N = N, key.K = K;
+    key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.batch = batch, key.has_bias = bias != NULL;
+    key.sA = batch > 1 ? sA : 0, key.sB = batch > 1 ? sB : 0, key.sC = batch > 1 ? sC : 0;
+    key.compute = compute_type(c);
+    key.align[0] = batched_alignment(A, batch, sA), key.align[1] = batched_alignment(B, batch, sB);
+    key.align[2] = batched_alignment(C, batch, sC), key.align[3] = alignment(bias);
+    key.bias = bias;
+    gemm_plan *g = plan_for(c, &key);
+    if (bias && !g->separate_bias)
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof bias));
+    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
+                                workspace, WORKSPACE_BYTES, wf_cuda_stream(c)));
+    if (bias && g->separate_bias) {
+        if (batch != 1) wf_cuda_fail(c, "wf_cuda_sgemm_bias", WF_CUDA_WHERE, "a bias needs batch 1");
+        WF_LAUNCH(bias_rows_kernel, wf_blocks((long)M * N), WF_THREADS, 0, wf_cuda_stream(c))(C, bias, M, N, ldc);
+        WF_CUDA(c, cudaGetLastError());
+    }
+    gemm_flops += 2.0 * M * N * K * batch;
 }
 
 void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
                    const float *A, int lda, long sA, const float *B, int ldb, long sB,
                    float beta, float *C, int ldc, long sC, int batch) {
-    cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasHandle_t h = wf_cuda_blas(c);
-    /* Timed from the host between two stream synchronizations: the kernels
-     * are synchronous anyway in this first step, so this costs little and
-     * the summary's GEMM share is measured, not guessed. */
-    WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
-    double t0 = now_s();
-    if (batch == 1)
-        WF_CUBLAS(c, cublasSgemm(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc));
-    else
-        WF_CUBLAS(c, cublasSgemmStridedBatched(h, opB, opA, N, M, K, &alpha, B, ldb, sB, A, lda,
-                                               sA, &beta, C, ldc, sC, batch));
-    WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
-    gemm_seconds += now_s() - t0;
-    gemm_flops += 2.0 * M * N * K * batch;
+    wf_cuda_sgemm_bias(c, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch,
+                       NULL);
 }
 
-/* train.c's summary reads these. */
+/* train.c's summary reads these: FLOPs counted, time not measured (see the top). */
 extern "C" void wf_gemm_stats(double *seconds, double *flops) {
-    *seconds = gemm_seconds;
+    *seconds = 0.0;
     *flops = gemm_flops;
 }
 
-extern "C" void wf_gemm_stats_reset(void) { gemm_flops = gemm_seconds = 0.0; }
+extern "C" void wf_gemm_stats_reset(void) { gemm_flops = 0.0; }

@@ -1,8 +1,10 @@
 /* layernorm.cu: LayerNorm forward and backward, one block per row (fused:
  * statistics and output in one kernel).  Statistics are summed in double as
- * in runtime/cpu/kernels.c; backward accumulates. */
+ * in runtime/cpu/kernels.c; backward accumulates.  The fused residual +
+ * layernorm (wf_residual_layernorm_*) is at the end. */
 #include "cuda_rt.h"
 #include "reduce.cuh"
+#include "round16.cuh"
 
 #define LN_EPS 1e-5
 
@@ -87,4 +89,83 @@ extern "C" void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db, c
                                  const float *rstd, int N, int C) {
     wf_layernorm_bwd_input(c, dinp, dout, inp, w, mean, rstd, N, C);
     wf_layernorm_bwd_weight(c, dw, db, dout, inp, mean, rstd, N, C);
+}
+
+/* ---- fused residual add + layernorm (rt.h; the compiler's fuse.c) -------
+ * One block per row, as layernorm_fwd_kernel: each thread forms, rounds and
+ * stores its own elements of the residual row and keeps reading them back
+ * from that store (no other thread touches them, so no barrier is needed
+ * beyond the reductions'), so the stream is written once and read from
+ * cache.  The arithmetic is the unfused kernels', so fusing changes no bit. */
+__global__ static void residual_layernorm_fwd_kernel(float *res, float *out, float *mean, float *rstd,
+                                                     const float *a, const float *b, const float *w,
+                                                     const float *bias, int C, int precision) {
+    long n = blockIdx.x;
+    const float *xa = a + n * C, *xb = b + n * C;
+    float *x = res + n * C, *y = out + n * C;
+    double s = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float v = wf_dev_stored(precision, xa[i] + xb[i]);
+        x[i] = v;
+        s += v;
+    }
+    double m = wf_block_sum(s) / C;
+    double v = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) v += (x[i] - m) * (x[i] - m);
+    v = wf_block_sum(v) / C;
+    double r = 1.0 / sqrt(v + LN_EPS);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) y[i] = (float)((x[i] - m) * r) * w[i] + bias[i];
+    if (threadIdx.x == 0) {
+        mean[n] = (float)m;
+        rstd[n] = (float)r;
+    }
+}
+
+/* t = dres + the layernorm's dx (as layernorm_dx_kernel), rounded; da += t, db += t */
+__global__ static void residual_layernorm_dx_kernel(float *da, float *db, const float *dres,
+                                                    const float *dln, const float *res, const float *w,
+                                                    const float *mean, const float *rstd, int C,
+                                                    int precision) {
+    long n = blockIdx.x;
+    const float *x = res + n * C, *d = dln + n * C, *r = dres + n * C;
+    float *ga = da + n * C, *gb = db + n * C, m = mean[n], s = rstd[n];
+    double g = 0.0, gx = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float xhat = (x[i] - m) * s, gi = d[i] * w[i];
+        g += gi;
+        gx += gi * xhat;
+    }
+    float g_mean = (float)(wf_block_sum(g) / C), gx_mean = (float)(wf_block_sum(gx) / C);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float xhat = (x[i] - m) * s;
+        float t = r[i];
+        t += s * (d[i] * w[i] - g_mean - xhat * gx_mean);
+        t = wf_dev_stored(precision, t);
+        ga[i] += t;
+        gb[i] += t;
+    }
+}
+
+extern "C" void wf_residual_layernorm_fwd(wf_ctx *c, float *res_out, float *ln_out, float *mean, float *rstd,
+                                          const float *a, const float *b, const float *w, const float *bias,
+                                          int N, int C) {
+    WF_LAUNCH(residual_layernorm_fwd_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(
+        res_out, ln_out, mean, rstd, a, b, w, bias, C, wf_ctx_precision(c));
+    wf_cuda_sync(c, "wf_residual_layernorm_fwd");
+}
+
+extern "C" void wf_residual_layernorm_bwd_input(wf_ctx *c, float *da, float *db, const float *dres,
+                                                const float *dln, const float *res, const float *w,
+                                                const float *mean, const float *rstd, int N, int C) {
+    WF_LAUNCH(residual_layernorm_dx_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(
+        da, db, dres, dln, res, w, mean, rstd, C, wf_ctx_precision(c));
+    wf_cuda_sync(c, "wf_residual_layernorm_bwd_input");
+}
+
+extern "C" void wf_residual_layernorm_bwd(wf_ctx *c, float *da, float *db, float *dw, float *dbias,
+                                          const float *dres, const float *dln, const float *res,
+                                          const float *w, const float *mean, const float *rstd, int N,
+                                          int C) {
+    wf_residual_layernorm_bwd_input(c, da, db, dres, dln, res, w, mean, rstd, N, C);
+    wf_layernorm_bwd_weight(c, dw, dbias, dln, res, mean, rstd, N, C);
 }

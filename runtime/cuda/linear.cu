@@ -1,21 +1,12 @@
-/* linear.cu: y = x @ W + b with row-major (in, out) weights, on cuBLAS fp32;
- * backward accumulates (beta = 1).  The bias is a separate kernel for now
- * (a cuBLASLt bias epilogue is the obvious next step). */
+/* linear.cu: y = x @ W + b with row-major (in, out) weights, on cuBLASLt
+ * (gemm.cu): the bias is the GEMM's epilogue, one kernel; backward
+ * accumulates (beta = 1). */
 #include "cuda_rt.h"
 #include "reduce.cuh"
 
-__global__ static void add_bias_kernel(float *out, const float *b, long n, int M) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        out[i] += b[i % M];
-}
-
 extern "C" void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
                               const float *b, int N, int K, int M) {
-    wf_cuda_sgemm(c, 0, 0, N, M, K, 1.0f, inp, K, 0, w, M, 0, 0.0f, out, M, 0, 1);
-    if (b) {
-        long n = (long)N * M;
-        WF_LAUNCH(add_bias_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, b, n, M);
-    }
+    wf_cuda_sgemm_bias(c, 0, 0, N, M, K, 1.0f, inp, K, 0, w, M, 0, 0.0f, out, M, 0, 1, b);
     wf_cuda_sync(c, "wf_linear_fwd");
 }
 

@@ -21,6 +21,20 @@ else
   check "svg is complete" grep -q "</svg>" "$WORK/t.svg"
 fi
 check "svg has the weight-gradient colour in its legend" grep -q "weight gradient" "$WORK/t.svg"
+# fused residual + layernorm (compiler/fuse.c): every layernorm after an add;
+# under full recompute only those inside a block (ln_2), and the pipeline
+# boundary (chunk 0 ends with block 1's last add) splits the pair there
+layers=$(sed -n 's/.*layers *= *\([0-9]*\).*/\1/p' "$PLAN" | head -1)
+check "text names the $((2 * layers)) fused residual_layernorm pairs, ln_f among them" \
+  grep -q "^fused residual_layernorm (add + layernorm in one kernel), $((2 * layers - 1)):.* ln_f\$" "$WORK/all.txt"
+"$WEFT" inspect "$PLAN" --set recompute=full >"$WORK/rc.txt"
+check "full recompute fuses only the pairs inside a block ($layers)" \
+  bash -c "grep '^fused residual_layernorm' '$WORK/rc.txt' | grep -q '), $layers: h.0.ln_2 ' && ! grep -q 'ln_1\|ln_f' <(grep '^fused' '$WORK/rc.txt')"
+"$WEFT" inspect "$PLAN" >"$WORK/one.txt"
+check "one stage fuses all $((2 * layers)) pairs" grep -q "^fused residual_layernorm (add + layernorm in one kernel), $((2 * layers)):" "$WORK/one.txt"
+"$WEFT" check "$PLAN" --dump=graph >"$WORK/graph.txt" 2>&1
+check "--dump=graph marks both ops of a pair" \
+  bash -c "grep -q 'add .*fused with op' '$WORK/graph.txt' && grep -q 'layernorm .*fused residual_layernorm with op' '$WORK/graph.txt'"
 rc=0; "$WEFT" inspect "$PLAN" "${mesh[@]}" --rank 9 2>/dev/null || rc=$?
 check "a rank outside the plan is a usage error" test $rc = 2
 echo "$passed passed, $failed failed"

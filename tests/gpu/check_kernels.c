@@ -210,6 +210,24 @@ static void run_all(void) {
     put("bias_add_bwd", "db", dbias, M);
     wf_bias_add_bwd_weight(NULL, dbias, dy, N, M);
     put("bias_add_bwd_weight", "db", dbias, M);
+
+    /* fused residual + layernorm: res = x + dout, then as the layernorm above
+     * (fp32: c is NULL, so no 16-bit rounding inside) */
+    float *res = buf((long)N * C), *dres = buf((long)N * C), *dln = buf((long)N * C);
+    float *dres_a = buf((long)N * C), *dres_b = buf((long)N * C);
+    wf_residual_layernorm_fwd(NULL, res, o, mean, rstd, x, dout, w, b, N, C);
+    put("residual_layernorm_fwd", "res", res, (long)N * C);
+    put("residual_layernorm_fwd", "out", o, (long)N * C);
+    put("residual_layernorm_fwd", "mean", mean, N);
+    put("residual_layernorm_fwd", "rstd", rstd, N);
+    wf_residual_layernorm_bwd(NULL, dres_a, dres_b, dw, db, dres, dln, res, w, mean, rstd, N, C);
+    put("residual_layernorm_bwd", "da", dres_a, (long)N * C);
+    put("residual_layernorm_bwd", "db", dres_b, (long)N * C);
+    put("residual_layernorm_bwd", "dw", dw, C);
+    put("residual_layernorm_bwd", "dbias", db, C);
+    wf_residual_layernorm_bwd_input(NULL, dres_a, dres_b, dres, dln, res, w, mean, rstd, N, C);
+    put("residual_layernorm_bwd_input", "da", dres_a, (long)N * C);
+    put("residual_layernorm_bwd_input", "db", dres_b, (long)N * C);
 }
 
 /* ---- compare ---------------------------------------------------------------- */

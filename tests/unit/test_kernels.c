@@ -543,6 +543,80 @@ static void test_add(void)
     tfree_all();
 }
 
+/* Fused residual + layernorm: outputs (res, ln) side by side, so that the
+ * finite differences of sum(R1 * res + R2 * ln) give the gradients the fused
+ * backward computes from dres = R1 and dln = R2. */
+static void ref_residual_layernorm(double *const *in, double *out)
+{
+    long n_x = (long)N * C;
+    for (long i = 0; i < n_x; i++)
+        out[i] = in[0][i] + in[1][i];
+    ref_layernorm_stats(out, out + n_x, NULL, NULL, in[2], in[3]);
+}
+
+static int same_bits(const float *x, const float *y, long n)
+{
+    return memcmp(x, y, sizeof(float) * (size_t)n) == 0;
+}
+
+static void test_residual_layernorm(void)
+{
+    long n_x = (long)N * C;
+    float *a = frand(n_x, -2, 2), *b = frand(n_x, -1, 1);
+    float *w = frand(C, -1.5, 1.5), *bias = frand(C, -1, 1);
+    double *in[] = {to_double(a, n_x), to_double(b, n_x), to_double(w, C), to_double(bias, C)};
+    result r = {0, 0, 0};
+
+    float *res = fbuf(n_x), *out = fbuf(n_x), *mean = fbuf(N), *rstd = fbuf(N);
+    double *ref = dbuf(2 * n_x), *ref_mean = dbuf(N), *ref_rstd = dbuf(N);
+    wf_residual_layernorm_fwd(NULL, res, out, mean, rstd, a, b, w, bias, N, C);
+    ref_residual_layernorm(in, ref);
+    ref_layernorm_stats(ref, ref + n_x, ref_mean, ref_rstd, in[2], in[3]);
+    r.fwd = worse(worse(rel_err(res, ref, n_x), rel_err(out, ref + n_x, n_x)),
+                  worse(rel_err(mean, ref_mean, N), rel_err(rstd, ref_rstd, N)));
+
+    /* the unfused pair, for bit-for-bit agreement (the compiler swaps one for the other) */
+    float *res2 = fbuf(n_x), *out2 = fbuf(n_x), *mean2 = fbuf(N), *rstd2 = fbuf(N);
+    wf_add_fwd(NULL, res2, a, b, n_x);
+    wf_layernorm_fwd(NULL, out2, mean2, rstd2, res2, w, bias, N, C);
+    int same = same_bits(res, res2, n_x) && same_bits(out, out2, n_x) && same_bits(mean, mean2, N) &&
+               same_bits(rstd, rstd2, N);
+
+    float *dres = frand(n_x, -1, 1), *dln = frand(n_x, -1, 1);
+    double *R = dbuf(2 * n_x);
+    for (long i = 0; i < n_x; i++) {
+        R[i] = dres[i];
+        R[n_x + i] = dln[i];
+    }
+    double *fd_a = fd_grad(ref_residual_layernorm, in, 0, n_x, R, 2 * n_x);
+    double *fd_b = fd_grad(ref_residual_layernorm, in, 1, n_x, R, 2 * n_x);
+    double *fd_w = fd_grad(ref_residual_layernorm, in, 2, C, R, 2 * n_x);
+    double *fd_bias = fd_grad(ref_residual_layernorm, in, 3, C, R, 2 * n_x);
+    grad da = grad_new(n_x), db = grad_new(n_x), dw = grad_new(C), dbias = grad_new(C);
+    float *da2 = copy(da.g, n_x), *db2 = copy(db.g, n_x), *dw2 = copy(dw.g, C), *dbias2 = copy(dbias.g, C);
+
+    for (int call = 1; call <= 2; call++) {
+        wf_residual_layernorm_bwd(NULL, da.g, db.g, dw.g, dbias.g, dres, dln, res, w, mean, rstd, N, C);
+        double e = worse(worse(grad_err(da.g, da.g0, call, fd_a, n_x), grad_err(db.g, db.g0, call, fd_b, n_x)),
+                         worse(grad_err(dw.g, dw.g0, call, fd_w, C), grad_err(dbias.g, dbias.g0, call, fd_bias, C)));
+        if (call == 1)
+            r.bwd = e;
+        else
+            r.acc = e;
+        /* unfused: the layernorm adds into the residual's gradient, the add passes it on */
+        float *dx = copy(dres, n_x);
+        wf_layernorm_bwd(NULL, dx, dw2, dbias2, dln, res2, w, mean2, rstd2, N, C);
+        wf_add_bwd(NULL, da2, db2, dx, n_x);
+    }
+    same = same && same_bits(da.g, da2, n_x) && same_bits(db.g, db2, n_x) && same_bits(dw.g, dw2, C) &&
+           same_bits(dbias.g, dbias2, C);
+    report("residual_ln", r);
+    printf("%-16s %-22s %s\n", "residual_ln", "== add + layernorm", same ? "ok" : "FAIL");
+    if (!same)
+        failures++;
+    tfree_all();
+}
+
 static void test_lmhead_xent(void)
 {
     long n_x = (long)N * C, n_w = (long)V * C, n_p = (long)N * V;
@@ -630,6 +704,7 @@ static void run_config(config cfg)
     test_attention();
     test_gelu();
     test_add();
+    test_residual_layernorm();
     test_lmhead_xent();
 
     free(g_tok);

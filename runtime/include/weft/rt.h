@@ -43,6 +43,27 @@ void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db,
                       const float *dout, const float *inp, const float *w,
                       const float *mean, const float *rstd, int N, int C);
 
+/* Fused residual add + layernorm (the compiler forms it from an add whose
+ * output a layernorm reads next, as GPT-2's x = x + attn(..); ln_2(x)):
+ *   res_out = a + b (rounded to the plan's 16-bit type, if any, before it is
+ *   normalized, exactly as the unfused pair rounds it), ln_out = layernorm(res_out).
+ * Backward, with t = dres + the layernorm's input gradient of dln (rounded as
+ * the unfused layernorm backward rounds its input gradient):
+ *   da += t, db += t (the _input half);  dw, dbias += as wf_layernorm_bwd_weight
+ *   on (dln, res).  dres is the residual stream's gradient from its other
+ *   readers, complete when this runs; it is read, not written. */
+void wf_residual_layernorm_fwd(wf_ctx *c, float *res_out, float *ln_out, float *mean, float *rstd,
+                               const float *a, const float *b, const float *w, const float *bias,
+                               int N, int C);
+void wf_residual_layernorm_bwd_input(wf_ctx *c, float *da, float *db, const float *dres,
+                                     const float *dln, const float *res, const float *w,
+                                     const float *mean, const float *rstd, int N, int C);
+void wf_residual_layernorm_bwd(wf_ctx *c, float *da, float *db, float *dw, float *dbias,
+                               const float *dres, const float *dln, const float *res,
+                               const float *w, const float *mean, const float *rstd, int N, int C);
+/* The plan's enum wf_precision (WF_FP32 when c is NULL, as in kernel tests). */
+int wf_ctx_precision(wf_ctx *c);
+
 /* out (N,M) = inp (N,K) @ w (K,M) + b (M); b may be NULL (then db is NULL). */
 void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
                    const float *b, int N, int K, int M);

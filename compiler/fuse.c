@@ -1,0 +1,47 @@
+/* fuse.c: the end of the graph pass: fused residual add + layernorm.
+ *
+ * GPT-2 normalizes the residual stream right after each add: x = x + attn(..)
+ * is followed by ln_2(x), and x = x + mlp(..) by the next block's ln_1 (or
+ * ln_f).  One kernel that forms the sum and normalizes it while the row is
+ * in registers saves a write and a read of the stream per pair, forward and
+ * backward (wf_residual_layernorm_*).
+ *
+ * A pair is fused when the layernorm is the op right after the add and reads
+ * its output: nothing (no tensor-parallel collective, no sequence-parallel
+ * scatter) lies between them, and they are in the same pipeline chunk.  The
+ * add's output stays the residual stream: the fused kernel still writes it.
+ * Under full recompute a block is rebuilt from its input alone, so a pair
+ * that straddles two blocks (the add ending one, the layernorm starting the
+ * next) stays unfused: rebuilding the next block would need the previous
+ * block's dropped activations.  LLaMA's RMSNorm is left unfused.
+ *
+ * The ops stay in the list (program.h's FUSED_*), so memory planning, the
+ * schedule, ZeRO gathers, simulate and inspect see the same graph; emit
+ * writes the fused call at the layernorm's place, in forward and backward
+ * and in zero-bubble's B half (the W half is the layernorm's own). */
+#include "program.h"
+
+static int fusable(const Program *p, int i) {
+    const ir_op *add = &p->ops[i], *ln = &p->ops[i + 1];
+    return add->kind == OP_ADD && ln->kind == OP_LAYERNORM && add->n_in == 2 &&
+           add->in[0] != add->in[1] && ln->n_in == 1 && ln->in[0] == add->out && ln->n_param == 2 &&
+           add->chunk == ln->chunk && add->fused == FUSED_NONE &&
+           p->tensors[add->out].rows_div == p->tensors[ln->out].rows_div &&
+           (p->recompute != RECOMPUTE_FULL || add->layer == ln->layer);
+}
+
+void fuse_residual_layernorm(Program *p) {
+    for (int i = 0; i < p->n_ops; i++) p->ops[i].fused = FUSED_NONE;
+    for (int i = 0; i + 1 < p->n_ops; i++) {
+        if (!fusable(p, i)) continue;
+        p->ops[i].fused = FUSED_ADD_LN_ADD;
+        p->ops[i + 1].fused = FUSED_ADD_LN_NORM;
+        i++;
+    }
+}
+
+int count_fused(const Program *p) {
+    int n = 0;
+    for (int i = 0; i < p->n_ops; i++) n += p->ops[i].fused == FUSED_ADD_LN_NORM;
+    return n;
+}

@@ -1,0 +1,92 @@
+/* test_fused_16bit.c: under bf16 and fp16 plans the fused residual +
+ * layernorm gives bit for bit what the unfused ops and the rounding calls the
+ * compiler emits between them give (compiler/emit_ops.c):
+ *   forward   add; round(res); layernorm
+ *   backward  layernorm input gradient into dres; round(dres); add backward
+ * The kernel reads the precision from the context (wf_ctx_precision), so the
+ * test builds a context holding only a plan. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { N = 37, C = 67 };  /* odd: no vector width divides them */
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static float *rand_buf(long n, float scale) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = scale * (float)((rng >> 40) / 8388608.0 - 1.0);
+    }
+    return x;
+}
+
+static float *dup(const float *x, long n) {
+    float *y = malloc(sizeof(float) * (size_t)n);
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    return y;
+}
+
+static int same(const float *x, const float *y, long n) { return memcmp(x, y, sizeof(float) * (size_t)n) == 0; }
+
+static void round_to(wf_ctx *c, int precision, float *x, long n) {
+    if (precision == WF_BF16) wf_to_bf16(c, x, n);
+    else wf_to_fp16(c, x, n);
+}
+
+/* Returns the number of failed checks. */
+static int check(int precision, const char *name) {
+    wf_program prog;
+    memset(&prog, 0, sizeof prog);
+    prog.precision = precision;
+    struct wf_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.p = &prog;
+    wf_ctx *c = &ctx;
+    long n = (long)N * C;
+    float *a = rand_buf(n, 3.0f), *b = rand_buf(n, 1.0f), *w = rand_buf(C, 1.5f), *bias = rand_buf(C, 0.5f);
+    round_to(c, precision, a, n);  /* 16-bit tensors, as the arenas hold them */
+    round_to(c, precision, b, n);
+
+    float *res = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n), *stats = malloc(sizeof(float) * 2 * N);
+    float *res2 = malloc(sizeof(float) * n), *out2 = malloc(sizeof(float) * n), *stats2 = malloc(sizeof(float) * 2 * N);
+    wf_residual_layernorm_fwd(c, res, out, stats, stats + N, a, b, w, bias, N, C);
+    wf_add_fwd(c, res2, a, b, n);
+    round_to(c, precision, res2, n);
+    wf_layernorm_fwd(c, out2, stats2, stats2 + N, res2, w, bias, N, C);
+    int fails = 0;
+    int fwd_ok = same(res, res2, n) && same(out, out2, n) && same(stats, stats2, 2 * N);
+    /* and the rounding is real: fp32 (no context) gives another residual */
+    float *res32 = malloc(sizeof(float) * n), *out32 = malloc(sizeof(float) * n), *stats32 = malloc(sizeof(float) * 2 * N);
+    wf_residual_layernorm_fwd(NULL, res32, out32, stats32, stats32 + N, a, b, w, bias, N, C);
+    int rounded = !same(res, res32, n);
+
+    float *dres = rand_buf(n, 1.0f), *dln = rand_buf(n, 1.0f);
+    round_to(c, precision, dres, n);
+    round_to(c, precision, dln, n);
+    float *da = rand_buf(n, 1.0f), *db = rand_buf(n, 1.0f), *dw = rand_buf(C, 1.0f), *dbias = rand_buf(C, 1.0f);
+    float *da2 = dup(da, n), *db2 = dup(db, n), *dw2 = dup(dw, C), *dbias2 = dup(dbias, C);
+    wf_residual_layernorm_bwd(c, da, db, dw, dbias, dres, dln, res, w, stats, stats + N, N, C);
+    float *dx = dup(dres, n);
+    wf_layernorm_bwd(c, dx, dw2, dbias2, dln, res2, w, stats2, stats2 + N, N, C);
+    round_to(c, precision, dx, n);
+    wf_add_bwd(c, da2, db2, dx, n);
+    int bwd_ok = same(da, da2, n) && same(db, db2, n) && same(dw, dw2, C) && same(dbias, dbias2, C);
+
+    printf("%-5s fused == add, round, layernorm (forward)      %s\n", name, fwd_ok ? "ok" : "FAIL");
+    printf("%-5s the residual is rounded (differs from fp32)   %s\n", name, rounded ? "ok" : "FAIL");
+    printf("%-5s fused == layernorm, round, add (backward)     %s\n", name, bwd_ok ? "ok" : "FAIL");
+    fails += !fwd_ok + !rounded + !bwd_ok;
+    free(a), free(b), free(w), free(bias), free(res), free(out), free(stats), free(res2), free(out2);
+    free(stats2), free(res32), free(out32), free(stats32), free(dres), free(dln), free(da), free(db);
+    free(dw), free(dbias), free(da2), free(db2), free(dw2), free(dbias2), free(dx);
+    return fails;
+}
+
+int main(void) {
+    int fails = check(WF_BF16, "bf16") + check(WF_FP16, "fp16");
+    printf("test_fused_16bit: %s\n", fails ? "FAILED" : "all passed");
+    return fails ? 1 : 0;
+}
