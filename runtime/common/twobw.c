@@ -163,7 +163,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     complete_metrics(c);
     wf_tp_partial_grads(c);
     if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits (as step.c) */
-        wf_round_copy(p->precision, c->grads, c->grads, p->param_numel);
+        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
     c->loss_sum = 0;
