@@ -31,7 +31,7 @@ typedef struct wf_opt_range {
 } wf_opt_range;
 
 typedef struct wf_opt_table {
-    const wf_opt_range *r;  /* device-visible (allocated with wf_alloc) */
+    const wf_opt_range *r;  /* host memory; fixed once built (the CUDA backend caches a copy) */
     int n;
     long total;             /* sum of the lengths */
 } wf_opt_table;

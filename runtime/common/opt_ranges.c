@@ -6,8 +6,9 @@
 
 void wf_opt_ranges_setup(wf_ctx *c) {
     const wf_program *p = c->p;
-    wf_opt_range *r = wf_alloc(c, sizeof(wf_opt_range) * (size_t)(p->n_params ? p->n_params : 1),
-                               "optimizer range table");
+    /* host memory: the CUDA backend keeps its own device copy (optim.cu) */
+    wf_opt_range *r = wf_host_alloc(c, sizeof(wf_opt_range) * (size_t)(p->n_params ? p->n_params : 1),
+                                    "optimizer range table");
     int n = 0;
     long total = 0;
     for (int k = 0; k < p->n_params; k++) {

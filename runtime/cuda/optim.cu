@@ -5,7 +5,8 @@
  *
  * The ranges lie end to end in one element space; a thread finds the range of
  * its element by binary search over their starts (the table is small and
- * every thread of a block reads the same few entries).  AdamW is the CPU
+ * every thread of a block reads the same few entries).  The table is copied
+ * to device memory on its first use and kept: it never changes after setup.  AdamW is the CPU
  * loop's formula in its order of operations, and this file is compiled with
  * --fmad=false (CMakeLists.txt), so no multiply-add is fused and the update
  * matches the CPU backend's bit for bit where the inputs do.
@@ -55,9 +56,32 @@ __global__ static void adamw_kernel(wf_adamw_args a) {
     }
 }
 
+/* The device copy of the table (one per process: the rank's, or a test's). */
+static const wf_opt_range *table_src;
+static wf_opt_range *table_dev;
+static int table_n;
+
+static wf_opt_table on_device(wf_ctx *c, const wf_opt_table *t) {
+    if (t->r != table_src || t->n != table_n) {
+        cudaStream_t s = wf_cuda_stream(c);
+        if (table_dev) WF_CUDA(c, cudaFree(table_dev));
+        WF_CUDA(c, cudaMalloc((void **)&table_dev, sizeof(wf_opt_range) * (size_t)t->n));
+        WF_CUDA(c, cudaMemcpyAsync(table_dev, t->r, sizeof(wf_opt_range) * (size_t)t->n,
+                                   cudaMemcpyDefault, s));
+        wf_cuda_sync(c, "cudaMemcpyAsync (optimizer range table)");
+        table_src = t->r;
+        table_n = t->n;
+    }
+    wf_opt_table d = *t;
+    d.r = table_dev;
+    return d;
+}
+
 extern "C" void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a) {
     if (a->t.total <= 0) return;
-    WF_LAUNCH(adamw_kernel, wf_blocks(a->t.total), WF_THREADS, 0, wf_cuda_stream(c))(*a);
+    wf_adamw_args d = *a;
+    d.t = on_device(c, &a->t);
+    WF_LAUNCH(adamw_kernel, wf_blocks(d.t.total), WF_THREADS, 0, wf_cuda_stream(c))(d);
     wf_cuda_sync(c, "adamw_kernel");
 }
 
@@ -92,7 +116,7 @@ extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float
         WF_CUDA(c, cudaMalloc((void **)&sumsq_scratch, sizeof(double) * (SUMSQ_BLOCKS + 1)));
     int blocks = wf_blocks(t->total);
     if (blocks > SUMSQ_BLOCKS) blocks = SUMSQ_BLOCKS;
-    WF_LAUNCH(sumsq_blocks_kernel, blocks, WF_THREADS, 0, s)(*t, grads, sumsq_scratch);
+    WF_LAUNCH(sumsq_blocks_kernel, blocks, WF_THREADS, 0, s)(on_device(c, t), grads, sumsq_scratch);
     WF_LAUNCH(sumsq_total_kernel, 1, WF_THREADS, 0, s)(sumsq_scratch, blocks, sumsq_scratch + SUMSQ_BLOCKS);
     double total = 0;
     WF_CUDA(c, cudaMemcpyAsync(&total, sumsq_scratch + SUMSQ_BLOCKS, sizeof total, cudaMemcpyDeviceToHost, s));
@@ -114,7 +138,7 @@ extern "C" int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const floa
     cudaStream_t s = wf_cuda_stream(c);
     if (!nonfinite_flag) WF_CUDA(c, cudaMalloc((void **)&nonfinite_flag, sizeof(int)));
     WF_CUDA(c, cudaMemsetAsync(nonfinite_flag, 0, sizeof(int), s));
-    WF_LAUNCH(nonfinite_kernel, wf_blocks(t->total), WF_THREADS, 0, s)(*t, grads, nonfinite_flag);
+    WF_LAUNCH(nonfinite_kernel, wf_blocks(t->total), WF_THREADS, 0, s)(on_device(c, t), grads, nonfinite_flag);
     int bad = 0;
     WF_CUDA(c, cudaMemcpyAsync(&bad, nonfinite_flag, sizeof bad, cudaMemcpyDeviceToHost, s));
     wf_cuda_sync(c, "nonfinite_kernel");
