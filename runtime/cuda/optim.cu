@@ -121,6 +121,7 @@ extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float
     double total = 0;
     WF_CUDA(c, cudaMemcpyAsync(&total, sumsq_scratch + SUMSQ_BLOCKS, sizeof total, cudaMemcpyDeviceToHost, s));
     wf_cuda_sync(c, "sumsq_blocks_kernel / sumsq_total_kernel");
+    WF_CUDA(c, cudaStreamSynchronize(s));  /* the host reads it now, whatever wf_cuda_sync waits for */
     return total;
 }
 
@@ -142,5 +143,6 @@ extern "C" int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const floa
     int bad = 0;
     WF_CUDA(c, cudaMemcpyAsync(&bad, nonfinite_flag, sizeof bad, cudaMemcpyDeviceToHost, s));
     wf_cuda_sync(c, "nonfinite_kernel");
+    WF_CUDA(c, cudaStreamSynchronize(s));  /* the host reads it now */
     return bad != 0;
 }
