@@ -1,6 +1,5 @@
 /* optim.c: learning-rate schedule, global gradient norm and AdamW. */
 #include <math.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -58,7 +57,8 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     const wf_program *p = c->p;
     float *weights = c->params;
     if (p->weight_delay) {
-        memcpy(c->params, c->next_params, sizeof(float) * (size_t)p->param_numel);
+        /* fp32: a plain copy, where the arenas live (on the device for CUDA) */
+        wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
         weights = c->next_params;
     }
     wf_adamw_into(c, weights, lr, grad_scale, 0);
