@@ -1,7 +1,8 @@
 /* backend_cuda.c: what `--backend cuda` can compile today.  The CUDA runtime
- * (runtime/cuda) implements the fp32 kernels of the GPT-2 family and the
- * tensor-parallel ops; anything else is refused here, by name, rather than
- * failing later when the generated program links. */
+ * (runtime/cuda) implements the kernels of the GPT-2 family and the
+ * tensor-parallel ops, in fp32, bf16 and fp16 (16-bit storage rounded on the
+ * device, fp32 master weights); anything else is refused here, by name,
+ * rather than failing later when the generated program links. */
 #include <string.h>
 
 #include "program.h"
@@ -19,11 +20,6 @@ static int cuda_has_op(op_kind k) {
 }
 
 int cuda_backend_check(const Program *p) {
-    if (strcmp(p->precision, "fp32") != 0) {
-        wf_error("%s: plan.precision: \"%s\" is not available with --backend cuda yet "
-                 "(valid: \"fp32\"; or compile with --backend cpu)", p->plan_path, p->precision);
-        return -1;
-    }
     if (strcmp(p->family, "gpt2") != 0) {
         wf_error("%s: plan.model: the %s family is not available with --backend cuda yet "
                  "(valid: weft.gpt2; or compile with --backend cpu)", p->plan_path, p->family);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "data.h"
+#include "opt_backend.h"
 #include "weft/rt.h"
 
 typedef struct wf_options {
@@ -56,6 +57,7 @@ struct wf_ctx {
     float *master;                 /* bf16 / fp16: the fp32 master weights this rank
                                       updates, laid out like the moments; else NULL */
     wf_scaler scaler;
+    wf_opt_table ranges;           /* the ranges AdamW, the norm and the overflow check cover */
     float *acts, *dacts, *scratch, *losses;
     int32_t *tokens, *targets;     /* the step's microbatches, accum x B*T each */
     int micro_index;               /* microbatch the single-stage step is on */
@@ -151,6 +153,9 @@ int wf_grads_overflow(wf_ctx *c);
 void wf_scaler_update(wf_ctx *c, int overflow);
 void wf_master_setup(wf_ctx *c);                        /* optim.c */
 void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy);
+void wf_opt_ranges_setup(wf_ctx *c);                    /* opt_ranges.c, after wf_zero_setup */
+float *wf_opt_weights_base(wf_ctx *c, float *weights);  /* what the table's offsets are from */
+float *wf_opt_grads_base(wf_ctx *c);
 void wf_2bw_setup(wf_ctx *c);                           /* twobw.c */
 void wf_2bw_use_micro(wf_ctx *c, int m);
 void wf_2bw_step_begin(wf_ctx *c);

@@ -41,18 +41,9 @@ static void inject(wf_ctx *c) {
 }
 
 int wf_grads_overflow(wf_ctx *c) {
-    const wf_program *p = c->p;
     for (int i = 0; i < c->opt.n_inject; i++)
         if (c->opt.inject_step[i] == c->step + 1 && c->opt.inject_rank[i] == c->rank) inject(c);
-    int bad = 0;
-    for (int k = 0; k < p->n_params && !bad; k++) {
-        const float *g = wf_own_grad(c, k);  /* ZeRO-2: this rank's reduced shard */
-        for (long i = c->own_lo[k]; i < c->own_hi[k]; i++)
-            if (!isfinite(g[i])) {
-                bad = 1;
-                break;
-            }
-    }
+    int bad = wf_backend_nonfinite(c, &c->ranges, wf_opt_grads_base(c));  /* ZeRO-2: this rank's shard */
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
     return bad;
 }

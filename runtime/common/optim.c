@@ -1,6 +1,5 @@
 /* optim.c: learning-rate schedule, global gradient norm and AdamW. */
 #include <math.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -18,16 +17,7 @@ double wf_lr_at(const wf_program *p, long step) {
  * once per tp group: parameters the tp group replicates by tp rank 0 only,
  * the LM head's copy of wte not at all (stage 0 counts wte). */
 double wf_local_grad_sq(wf_ctx *c) {
-    const wf_program *p = c->p;
-    double sum = 0;
-    for (int k = 0; k < p->n_params; k++) {
-        const wf_param *q = &p->params[k];
-        if (q->split == WF_SPLIT_NONE && c->tp_rank != 0) continue;
-        if (q->tied == 2) continue;
-        const float *g = wf_own_grad(c, k);
-        for (long i = c->own_lo[k]; i < c->own_hi[k]; i++) sum += (double)g[i] * g[i];
-    }
-    return sum;
+    return wf_backend_sumsq(c, &c->ranges, wf_opt_grads_base(c));  /* ranges marked in_norm */
 }
 
 /* Global gradient norm, each parameter counted exactly once: data-parallel
@@ -67,7 +57,8 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     const wf_program *p = c->p;
     float *weights = c->params;
     if (p->weight_delay) {
-        memcpy(c->params, c->next_params, sizeof(float) * (size_t)p->param_numel);
+        /* fp32: a plain copy, where the arenas live (on the device for CUDA) */
+        wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
         weights = c->next_params;
     }
     wf_adamw_into(c, weights, lr, grad_scale, 0);
@@ -79,27 +70,16 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
     const wf_program *p = c->p;
     long t = c->step + 1 - c->scaler.skipped;  /* updates, not steps (fp16 skips some) */
     double bc1 = 1.0 - pow(p->beta1, (double)t), bc2 = 1.0 - pow(p->beta2, (double)t);
-    float b1 = (float)p->beta1, b2 = (float)p->beta2, eps = (float)p->eps;
-    float step_size = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
-    for (int k = 0; k < p->n_params; k++) {
-        const wf_param *q = &p->params[k];
-        if (skip_tied_copy && q->tied == 2) continue;
-        float decay = q->decay ? (float)(lr * p->weight_decay) : 0.0f;
-        float *w = wf_own_weights(c, weights, k), *g = wf_own_grad(c, k);
-        /* the moments of element i are at [i - lo] from this parameter's base */
-        long lo = c->own_lo[k], hi = c->own_hi[k];
-        float *m = c->adam_m + c->moment_base[k] - lo, *v = c->adam_v + c->moment_base[k] - lo;
-        /* 16-bit modes update the fp32 master copy, then store it rounded */
-        float *x = c->master ? c->master + c->moment_base[k] - lo : w;
-        for (long i = lo; i < hi; i++) {
-            float gi = g[i] * grad_scale;
-            m[i] = b1 * m[i] + (1.0f - b1) * gi;
-            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-            float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
-            x[i] -= step_size * m[i] / denom + decay * x[i];
-        }
-        if (c->master) wf_round_copy(p->precision, w + lo, x + lo, hi - lo);
-    }
+    wf_adamw_args a = {
+        .t = c->ranges, .weights = wf_opt_weights_base(c, weights), .grads = wf_opt_grads_base(c),
+        .m = c->adam_m, .v = c->adam_v,
+        .master = c->master,  /* 16-bit modes update the fp32 master, then store it rounded */
+        .precision = p->precision, .skip_tied_copy = skip_tied_copy,
+        .b1 = (float)p->beta1, .b2 = (float)p->beta2, .eps = (float)p->eps,
+        .step_size = (float)(lr / bc1), .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)),
+        .grad_scale = grad_scale, .decay = (float)(lr * p->weight_decay),
+    };
+    wf_backend_adamw(c, &a);  /* every range in one call (one launch on CUDA) */
 }
 
 /* bf16 / fp16: the weights as initialized or loaded (fp32) become the master
@@ -113,6 +93,6 @@ void wf_master_setup(wf_ctx *c) {
     c->master = wf_alloc(c, sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1),
                          "fp32 master weights");
     wf_moment_keep(c, two ? c->next_params : c->params, c->master);
-    wf_round_copy(p->precision, c->params, c->params, p->param_numel);
-    if (two) wf_round_copy(p->precision, c->next_params, c->next_params, p->param_numel);
+    wf_backend_round_copy(c, p->precision, c->params, c->params, p->param_numel);
+    if (two) wf_backend_round_copy(c, p->precision, c->next_params, c->next_params, p->param_numel);
 }

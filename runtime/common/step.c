@@ -184,8 +184,8 @@ void wf_optimizer_step(wf_ctx *c) {
     wf_tied_grads(c);
     c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
     if (p->precision != WF_FP32) {  /* the reduced gradients, stored in 16 bits */
-        if (p->zero >= 2) wf_round_copy(p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
-        else wf_round_copy(p->precision, c->grads, c->grads, p->param_numel);
+        if (p->zero >= 2) wf_backend_round_copy(c, p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
+        else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
     }
     float unscale = 1.0f;  /* fp16: divides the loss scale out, before clipping */
     if (p->precision == WF_FP16) {

@@ -118,6 +118,7 @@ static void allocate(wf_ctx *c) {
     if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
     else c->grads = wf_alloc(c, np, "gradients");
     wf_zero_setup(c);
+    wf_opt_ranges_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
     /* offload: the moments live in the host arena and AdamW runs on the host.
      * On the CPU backend device and host memory are one, so this is the same

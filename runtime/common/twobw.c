@@ -163,13 +163,13 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     complete_metrics(c);
     wf_tp_partial_grads(c);
     if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits (as step.c) */
-        wf_round_copy(p->precision, c->grads, c->grads, p->param_numel);
+        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
     c->loss_sum = 0;
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
-    memcpy(dst, src, sizeof(float) * (size_t)p->param_numel);
+    wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
     wf_adamw_into(c, dst, lr, 1.0f, 1);
     memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
     c->last_lr = lr;

@@ -13,6 +13,8 @@ set(WEFT_EMU_KERNELS
   linear.cu
   attention.cu
   xent.cu
+  precision.cu
+  optim.cu
 )
 set(WEFT_EMU_NOT_EMULATED
   gemm.cu      # cuBLAS: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops)
@@ -34,7 +36,8 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>")
 
   # the kernels: each .cu compiled as C++ through a one-line wrapper
-  set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc)
+  set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc
+      ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c)  # rt.h's scalar conversions
   foreach(cu ${WEFT_EMU_KERNELS})
     get_filename_component(stem ${cu} NAME_WE)
     set(wrapper ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/${stem}_emu.cc)
@@ -45,7 +48,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   add_library(weftrt_cuda_emu STATIC ${emu_sources})
   set_target_properties(weftrt_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_include_directories(weftrt_cuda_emu PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include
-    PRIVATE ${cuda_dir} ${PROJECT_SOURCE_DIR}/runtime/cpu)
+    PRIVATE ${cuda_dir} ${PROJECT_SOURCE_DIR}/runtime/cpu ${PROJECT_SOURCE_DIR}/runtime/common)
   target_link_libraries(weftrt_cuda_emu PUBLIC weft_cuda_emu m)
 
   add_executable(test_cuda_emu ${emu_dir}/test_emu.cc)
@@ -55,7 +58,8 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   add_test(NAME cuda_emu COMMAND test_cuda_emu)
 
   add_executable(check_kernels_emu gpu/check_kernels.c)
-  target_include_directories(check_kernels_emu PRIVATE ${PROJECT_SOURCE_DIR}/runtime/cpu)
+  target_include_directories(check_kernels_emu PRIVATE ${PROJECT_SOURCE_DIR}/runtime/cpu
+                                                       ${PROJECT_SOURCE_DIR}/runtime/common)
   target_link_libraries(check_kernels_emu PRIVATE weftrt_cuda_emu)
   set_target_properties(check_kernels_emu PROPERTIES LINKER_LANGUAGE CXX)
   add_test(NAME cuda_emu_kernels COMMAND bash ${emu_dir}/kernels.sh

@@ -59,7 +59,8 @@ if command -v g++ >/dev/null 2>&1; then
   for v in "z1_off:--set mesh.dp=2 --set zero=1 --set offload.optimizer=cpu" \
            "rs_sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set recompute=selective" \
            "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0" \
-           "z3:--set mesh.dp=2 --set zero=3 --set offload.params=cpu"; do
+           "z3:--set mesh.dp=2 --set zero=3 --set offload.params=cpu" \
+           "fp16_z2:--set mesh.dp=2 --set zero=2 --set precision=fp16"; do
     read -r -a sets <<<"${v#*:}"
     "$WEFT" compile plans/tiny.lua -o "$WORK/${v%%:*}" --backend cuda "${sets[@]}" 2>/dev/null
     check "${v%%:*}: the .cu program text is valid C++" bash -c \
@@ -74,6 +75,12 @@ for name in tiny gpt2_3d; do
 done
 check "zb-h1: the split-backward CUDA program builds" \
   build_plan zb plans/gpt2_3d.lua --backend cuda --set pipeline.schedule=zb-h1 --set pipeline.virtual=1
+# bf16: rounding kernels after each op, AdamW with fp32 masters on the device
+check "bf16: the generated CUDA project builds" \
+  build_plan tiny_bf16 plans/tiny.lua --backend cuda --set precision=bf16
+check "bf16: the program rounds on the device (wf_to_bf16) and links the device optimizer" \
+  bash -c "grep -q 'wf_to_bf16(c, ' '$WORK/tiny_bf16/stage0.cu' && test -x '$WORK/tiny_bf16/build/stage0' &&
+           nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_adamw$'"
 check "both stage programs linked" test -x "$WORK/gpt2_3d/build/stage0" -a -x "$WORK/gpt2_3d/build/stage1"
 check "linked against cuBLAS" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libcublas"
 

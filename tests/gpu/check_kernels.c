@@ -8,7 +8,12 @@
  *
  * Inputs come from a fixed-seed generator, so both programs see the same
  * numbers; gradient outputs start from random values, so the accumulate (+=)
- * contract is checked too.  Buffers come from the backend's own allocator
+ * contract is checked too.  The optimizer hooks (runtime/common/opt_backend.h:
+ * AdamW, sum of squares, non-finite check) and the 16-bit rounding run here as
+ * well.  Thresholds per output: fp32 1e-5; outputs whose name ends "[16-bit]"
+ * (AdamW's rounded weights: a master one fp32 ulp apart may round to the next
+ * 16-bit value) 1e-2; "[exact]" (rounding, flags, counts) 0, compared bit by
+ * bit, NaN payloads included.  Buffers come from the backend's own allocator
  * (CUDA: managed memory, readable here once a kernel has returned). */
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +22,7 @@
 #include <string.h>
 
 #include "kernels_tp.h"
+#include "opt_backend.h"
 #include "weft/rt.h"
 
 void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
@@ -25,6 +31,7 @@ void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
  * an output is bounded by a few units of 2^-24 times the reduction length.
  * The sizes below keep every reduction under 400 terms. */
 #define THRESHOLD 1e-5
+#define THRESHOLD_16BIT 1e-2
 
 /* Shapes: small, but not multiples of each other or of a warp. */
 enum { B = 2, T = 48, C = 96, H = 4, N = B * T, M = 4 * C, V = 301, VL = 150, V0 = 100 };
@@ -230,6 +237,139 @@ static void run_all(void) {
     put("residual_layernorm_bwd_input", "db", dres_b, (long)N * C);
 }
 
+/* ---- optimizer hooks and 16-bit rounding ------------------------------------ */
+
+static uint32_t random_bits(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 32);
+}
+
+static float from_bits(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Five ranges with gaps between them in the weights and gradients, so a
+ * kernel writing outside its ranges shows: decay on some, one the LM head's
+ * tied copy, one outside the norm, lengths not multiples of a block. */
+enum { OPT_RANGES = 5, OPT_ARENA = 9000 };
+static const long opt_len[OPT_RANGES] = { 1000, 37, 3001, 1, 2500 };
+
+static wf_opt_table opt_table(void) {
+    wf_opt_range *r = wf_backend_alloc(sizeof(wf_opt_range) * OPT_RANGES);
+    if (!r) exit(2);
+    long start = 0, at = 11;
+    for (int k = 0; k < OPT_RANGES; k++) {
+        r[k].start = start;
+        r[k].n = opt_len[k];
+        r[k].w = at;
+        r[k].g = at + 5;  /* gradients at another offset than weights, as under ZeRO */
+        r[k].mom = start;
+        r[k].decay = k % 2 == 0;
+        r[k].tied_copy = k == 2;
+        r[k].in_norm = k != 3 && k != 2;
+        start += opt_len[k];
+        at += opt_len[k] + 7 * k + 3;
+    }
+    return (wf_opt_table){ r, OPT_RANGES, start };
+}
+
+static float *positive(long n) { /* second moments */
+    float *v = buf(n);
+    for (long i = 0; i < n; i++) v[i] = fabsf(v[i]) * 1e-3f;
+    return v;
+}
+
+static void adamw_case(const char *name, wf_opt_table t, int precision, int skip_tied_copy) {
+    float *w = buf(OPT_ARENA), *g = buf(OPT_ARENA), *m = buf(t.total), *v = positive(t.total);
+    float *master = precision != WF_FP32 ? buf(t.total) : NULL;
+    wf_adamw_args a = { .t = t, .weights = w, .grads = g, .m = m, .v = v, .master = master,
+                        .precision = precision, .skip_tied_copy = skip_tied_copy,
+                        .b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .step_size = 3e-3f,
+                        .inv_bc2_sqrt = 4.5f, .grad_scale = 0.7f, .decay = 6e-5f };
+    wf_backend_adamw(NULL, &a);
+    wf_backend_adamw(NULL, &a);  /* a second step from the first one's moments */
+    char what[48];
+    snprintf(what, sizeof what, "weights%s", master ? " [16-bit]" : "");
+    put(name, what, w, OPT_ARENA);
+    put(name, "m", m, t.total);
+    put(name, "v", v, t.total);
+    if (!master) return;
+    put(name, "master", master, t.total);
+    /* the working copy is the master rounded, bit for bit, on either backend */
+    float mismatches = 0;
+    for (int k = 0; k < t.n; k++)
+        for (long i = 0; i < t.r[k].n; i++) {
+            float want = precision == WF_BF16 ? wf_bf16(master[t.r[k].mom + i]) : wf_fp16(master[t.r[k].mom + i]);
+            if (!(skip_tied_copy && t.r[k].tied_copy) && memcmp(&want, &w[t.r[k].w + i], sizeof want) != 0)
+                mismatches++;
+        }
+    put(name, "weights != round(master) [exact]", &mismatches, 1);
+}
+
+/* Values where rounding is decided: ties either way, fp16 subnormals and
+ * their underflow, the overflow thresholds, inf, NaN with payloads, zeros;
+ * then random bit patterns (every exponent, NaNs included). */
+static float *rounding_inputs(long n) {
+    static const uint32_t edge[] = {
+        0x3f808000u, 0x3f818000u, 0x3f808001u, 0xbf808000u,  /* bf16: ties to even, just above */
+        0x3f801000u, 0x3f803000u, 0x3f801001u, 0x477fe000u,  /* fp16: ties, 65504 */
+        0x477fefffu, 0x477ff000u, 0x7f7fffffu, 0xff7fffffu,  /* 65519.99 / 65520: fp16 overflow, FLT_MAX */
+        0x7f7f8000u, 0x33000000u, 0x33000001u, 0x33400000u,  /* bf16 overflow tie, 2^-25, above it, 1.5 2^-25 */
+        0x33c00000u, 0x34200000u, 0x387fe000u, 0x387ff000u,  /* 1.5 2^-24, 2.5 2^-24, near 2^-14 */
+        0x38800000u, 0x00000001u, 0x80000000u, 0x00000000u,  /* 2^-14, fp32 subnormal, -0, 0 */
+        0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,  /* inf, -inf, NaN, signalling NaN */
+        0xffa12345u, 0x7fbfffffu, 0x32ffffffu, 0xb3400000u,  /* NaN payloads, just under 2^-25, -1.5 2^-25 */
+    };
+    float *x = buf(n);
+    long k = (long)(sizeof edge / sizeof edge[0]);
+    for (long i = 0; i < n; i++) x[i] = from_bits(i < k ? edge[i] : random_bits());
+    return x;
+}
+
+static void run_optimizer(void) {
+    wf_opt_table t = opt_table();
+    adamw_case("adamw fp32", t, WF_FP32, 0);
+    adamw_case("adamw fp32 skip tied", t, WF_FP32, 1);
+    adamw_case("adamw bf16", t, WF_BF16, 0);
+    adamw_case("adamw fp16 skip tied", t, WF_FP16, 1);
+
+    float *g = buf(OPT_ARENA);
+    put_double("sumsq", "sum of g^2 (in norm)", wf_backend_sumsq(NULL, &t, g));
+    float flags[4];
+    flags[0] = (float)wf_backend_nonfinite(NULL, &t, g);
+    g[t.r[0].w - 1] = INFINITY;                    /* in a gap: not checked */
+    g[t.r[1].g + t.r[1].n] = NAN;
+    flags[1] = (float)wf_backend_nonfinite(NULL, &t, g);
+    g[t.r[4].g + t.r[4].n - 1] = -INFINITY;         /* the last element of the last range */
+    flags[2] = (float)wf_backend_nonfinite(NULL, &t, g);
+    g[t.r[4].g + t.r[4].n - 1] = 0;
+    g[t.r[3].g] = NAN;                              /* the one-element range */
+    flags[3] = (float)wf_backend_nonfinite(NULL, &t, g);
+    put("nonfinite", "clean, gaps, -inf, nan [exact]", flags, 4);
+    if (flags[0] != 0 || flags[1] != 0 || flags[2] != 1 || flags[3] != 1) {
+        fprintf(stderr, "check_kernels: wf_backend_nonfinite gave %g %g %g %g, want 0 0 1 1\n",
+                flags[0], flags[1], flags[2], flags[3]);
+        exit(1);
+    }
+
+    long n = 20011;
+    float *x = rounding_inputs(n), *y = buf(n);
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    wf_to_bf16(NULL, y, n);
+    put("to_bf16", "in place [exact]", y, n);
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    wf_to_fp16(NULL, y, n);
+    put("to_fp16", "in place [exact]", y, n);
+    wf_round_copy(WF_BF16, y, x, n);
+    put("round_copy", "bf16 [exact]", y, n);
+    wf_round_copy(WF_FP16, y, x, n);
+    put("round_copy", "fp16 [exact]", y, n);
+    wf_round_copy(WF_FP32, y, x, n);
+    put("round_copy", "fp32 (a copy) [exact]", y, n);
+}
+
 /* ---- compare ---------------------------------------------------------------- */
 
 typedef struct { char name[64]; long n; float *x; } record;
@@ -240,6 +380,11 @@ static int read_record(FILE *f, record *r) {
     r->x = malloc(sizeof(float) * (size_t)(r->n ? r->n : 1));
     if (!r->x || fread(r->x, sizeof(float), (size_t)r->n, f) != (size_t)r->n) return -1;
     return 1;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
 static int compare(const char *ref_path, const char *got_path) {
@@ -265,8 +410,13 @@ static int compare(const char *ref_path, const char *got_path) {
             if (d > err) err = d;
         }
         double rel = scale > 0 ? err / scale : err;
-        int ok = rel <= THRESHOLD;
-        printf("%-48s %10ld %12.2e %10.0e %s\n", r.name, r.n, rel, THRESHOLD, ok ? "ok" : "FAIL");
+        double threshold = ends_with(r.name, "[16-bit]") ? THRESHOLD_16BIT : THRESHOLD;
+        if (ends_with(r.name, "[exact]")) { /* bit for bit: any differing float fails */
+            threshold = 0;
+            rel = memcmp(r.x, g.x, sizeof(float) * (size_t)r.n) == 0 ? 0 : INFINITY;
+        }
+        int ok = rel <= threshold;
+        printf("%-48s %10ld %12.2e %10.0e %s\n", r.name, r.n, rel, threshold, ok ? "ok" : "FAIL");
         bad += !ok;
         count++;
         free(r.x);
@@ -281,6 +431,7 @@ int main(int argc, char **argv) {
         out = fopen(argv[2], "wb");
         if (!out) { fprintf(stderr, "check_kernels: cannot write %s\n", argv[2]); return 2; }
         run_all();
+        run_optimizer();
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
