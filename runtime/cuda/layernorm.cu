@@ -4,7 +4,7 @@
  * layernorm (wf_residual_layernorm_*) is at the end. */
 #include "cuda_rt.h"
 #include "reduce.cuh"
-#include "round16.cuh"
+#include "precision_bits.h"
 
 #define LN_EPS 1e-5
 
@@ -105,7 +105,7 @@ __global__ static void residual_layernorm_fwd_kernel(float *res, float *out, flo
     float *x = res + n * C, *y = out + n * C;
     double s = 0.0;
     for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float v = wf_dev_stored(precision, xa[i] + xb[i]);
+        float v = wf_hd_round(precision, xa[i] + xb[i]);
         x[i] = v;
         s += v;
     }
@@ -140,7 +140,7 @@ __global__ static void residual_layernorm_dx_kernel(float *da, float *db, const 
         float xhat = (x[i] - m) * s;
         float t = r[i];
         t += s * (d[i] * w[i] - g_mean - xhat * gx_mean);
-        t = wf_dev_stored(precision, t);
+        t = wf_hd_round(precision, t);
         ga[i] += t;
         gb[i] += t;
     }
