@@ -1,15 +1,16 @@
 /* emu.cc: the emulator's scheduler (fibers, barriers, warp exchanges) and the
  * CPU versions of the CUDA runtime calls.  See emu.h for what is emulated. */
 #include "emu.h"
+#include "fiber.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace {
 enum State { READY, BLOCK_WAIT, WARP_WAIT, DONE };
 
 struct Fiber {
-    ucontext_t ctx;
+    Context ctx;
     char *stack = nullptr;  /* STACK bytes above a PROT_NONE guard page */
     State state = DONE;
     uint3 tid;
@@ -36,9 +37,9 @@ struct Warp {
 };
 
 struct Scheduler {
-    std::vector<Fiber> fibers;
+    std::deque<Fiber> fibers;  /* a deque: contexts must not move once saved */
     std::vector<Warp> warps;
-    ucontext_t main_ctx;
+    Context main_ctx;
     int current = -1, threads = 0, live = 0, block_waiting = 0, exited = 0;
     const char *kernel = "";
     const std::function<void()> *body = nullptr;
@@ -71,25 +72,30 @@ Fiber &me() {
 
 void yield() {
     Fiber &f = me();
-    if (swapcontext(&f.ctx, &S.main_ctx) != 0) fail("swapcontext failed");
+    context_switch(&f.ctx, &S.main_ctx);
 }
 
+/* A fiber runs one thread of the kernel after another (its own thread in each
+ * block of each launch): it never returns, so starting a thread costs one
+ * context switch, not a fresh context. */
 void fiber_main() {
-    (*S.body)();
-    Fiber &f = me();
-    Warp &w = S.warps[S.current / 32];
-    f.state = DONE;
-    S.live--;
-    S.exited++;
-    w.live--;
-    w.exited++;
-    if (S.block_waiting > 0)
-        fail("thread exited while %d thread(s) wait at __syncthreads (undefined in CUDA)",
-             S.block_waiting);
-    if (w.waiting > 0)
-        fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
-             w.waiting);
-    /* returning resumes main_ctx (uc_link) */
+    for (;;) {
+        (*S.body)();
+        Fiber &f = me();
+        Warp &w = S.warps[S.current / 32];
+        f.state = DONE;
+        S.live--;
+        S.exited++;
+        w.live--;
+        w.exited++;
+        if (S.block_waiting > 0)
+            fail("thread exited while %d thread(s) wait at __syncthreads (undefined in CUDA)",
+                 S.block_waiting);
+        if (w.waiting > 0)
+            fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
+                 w.waiting);
+        yield();
+    }
 }
 
 void grow_pool(int n) {
@@ -101,6 +107,8 @@ void grow_pool(int n) {
         mprotect(m, GUARD, PROT_NONE); /* a stack overflow faults instead of corrupting */
         f.stack = (char *)m + GUARD;
         S.fibers.push_back(f);
+        Fiber &g = S.fibers.back();
+        context_init(&g.ctx, g.stack, STACK, fiber_main);
     }
 }
 
@@ -132,11 +140,6 @@ void run_block(dim3 block) {
         Fiber &f = S.fibers[i];
         f.state = READY;
         f.tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack;
-        f.ctx.uc_stack.ss_size = STACK;
-        f.ctx.uc_link = &S.main_ctx;
-        makecontext(&f.ctx, fiber_main, 0);
     }
     /* round robin: every ready thread runs until it finishes or waits */
     while (S.live > 0) {
@@ -146,7 +149,7 @@ void run_block(dim3 block) {
             if (S.fibers[i].state != READY) continue;
             S.current = i;
             threadIdx = S.fibers[i].tid;
-            if (swapcontext(&S.main_ctx, &S.fibers[i].ctx) != 0) fail("swapcontext failed");
+            context_switch(&S.main_ctx, &S.fibers[i].ctx);
             ran = true;
         }
         S.current = -1;

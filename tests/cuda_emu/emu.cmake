@@ -28,7 +28,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   set(cuda_dir ${PROJECT_SOURCE_DIR}/runtime/cuda)
 
   # the emulator: every C++ file of a target that links it sees emu.h first
-  add_library(weft_cuda_emu STATIC ${emu_dir}/emu.cc)
+  add_library(weft_cuda_emu STATIC ${emu_dir}/emu.cc ${emu_dir}/fiber.cc)
   set_target_properties(weft_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_include_directories(weft_cuda_emu PUBLIC ${emu_dir} ${WEFT_EMU_CUDA_INCLUDE})
   target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>")
