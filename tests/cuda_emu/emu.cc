@@ -3,6 +3,7 @@
 #include "emu.h"
 #include "fiber.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,9 @@ struct Fiber {
     uint3 tid;
 };
 
-constexpr size_t STACK = 64 * 1024, GUARD = 4096;
+/* The guard is large so that a big local array cannot step over it into the
+ * next fiber's stack. */
+constexpr size_t STACK = 64 * 1024, GUARD = 64 * 1024;
 constexpr size_t SMEM_DEFAULT = 48 * 1024, SMEM_MAX = 227 * 1024; /* H100/H200 opt-in limit */
 
 struct Warp {
@@ -95,6 +98,42 @@ void fiber_main() {
             fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
                  w.waiting);
         yield();
+    }
+}
+
+/* A segmentation fault inside a kernel names the kernel, block and thread,
+ * and says whether it hit a fiber's stack guard (so a too-deep stack is not
+ * mistaken for a bad pointer).  Runs on its own stack: the fiber's may be
+ * the one that overflowed.  Not async-signal-safe, but the process ends. */
+void on_segv(int sig, siginfo_t *info, void *) {
+    const char *what = "an address the kernel may not touch (out of bounds?)";
+    char *addr = (char *)info->si_addr;
+    for (Fiber &f : S.fibers)
+        if (addr >= f.stack - GUARD && addr < f.stack)
+            what = "a fiber's stack guard: the thread used more than 64 KiB of stack";
+    if (S.current < 0) {
+        signal(sig, SIG_DFL);
+        return; /* not in a kernel: the default action */
+    }
+    fail("%s at %p: %s", sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr, what);
+}
+
+void catch_faults() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    static char alt[64 * 1024];
+    stack_t ss = {};
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    sigaltstack(&ss, nullptr);
+    for (int sig : {SIGSEGV, SIGBUS}) {
+        struct sigaction old = {}, sa = {};
+        if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue; /* keep others' */
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, nullptr);
     }
 }
 
@@ -185,6 +224,7 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
         S.last_error = smem > smem_max ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
         return;
     }
+    catch_faults();
     S.kernel = name;
     S.body = &body;
     S.threads = (int)threads;

@@ -19,6 +19,8 @@
  *     threads.  A barrier that cannot complete (threads waiting at different
  *     barriers, or after some threads of the block or warp exited, which CUDA
  *     leaves undefined) is reported and the program exits 1, never hangs;
+ *   - a segmentation fault in a kernel names the kernel, block and thread, and
+ *     whether the thread overflowed its stack (a guard page below each);
  *   - dynamic shared memory through WF_DYNAMIC_SHARED(type, name) (a per-launch
  *     buffer of the launch's smem bytes, filled with 0xff bytes (NaN floats)
  *     per block so reads before writes show), and the 48 KiB limit unless

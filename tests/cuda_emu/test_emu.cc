@@ -261,6 +261,15 @@ __global__ static void partial_mask_kernel(int *out) {
     out[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);
 }
 
+/* a thread that needs far more than its 64 KiB of stack */
+__device__ static int deep(int n) {
+    volatile char pad[512];
+    pad[0] = (char)n;
+    return n ? deep(n - 1) + pad[0] : 0;
+}
+
+__global__ static void deep_stack_kernel(int *out) { out[threadIdx.x] = deep(1000); }
+
 /* Runs launch() in a child; true if it exited 1 with `expect` on stderr. */
 static bool reported(void (*launch)(), const char *expect) {
     int fd[2];
@@ -289,6 +298,7 @@ static bool reported(void (*launch)(), const char *expect) {
 static int sink[256];
 static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
 static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
+static void launch_deep_stack() { WF_LAUNCH(deep_stack_kernel, 1, 32, 0, 0)(sink); }
 static void launch_partial_mask() { WF_LAUNCH(partial_mask_kernel, 1, 32, 0, 0)(sink); }
 
 int main() {
@@ -309,6 +319,8 @@ int main() {
           "threads split between __syncwarp and __syncthreads: deadlock reported, no hang");
     CHECK(reported(launch_partial_mask, "only masks naming every lane"),
           "a partial warp mask is reported as not emulated");
+    CHECK(reported(launch_deep_stack, "stack guard"),
+          "a thread overflowing its fiber stack is reported (kernel, block, thread), not silent");
     /* the barrier is real: without it, a block reduction comes out wrong */
     setenv("WF_EMU_FAULT", "syncthreads", 1);
     bool broken = !block_reduce_ok(256);
