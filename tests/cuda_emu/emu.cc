@@ -367,6 +367,21 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
 }
 cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+/* __constant__ and __device__ variables are host globals: copy in place */
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t offset,
+                               cudaMemcpyKind) {
+    memmove((char *)symbol + offset, src, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t n, size_t offset,
+                                    cudaMemcpyKind k, cudaStream_t) {
+    return cudaMemcpyToSymbol(symbol, src, n, offset, k);
+}
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t offset,
+                                 cudaMemcpyKind) {
+    memmove(dst, (const char *)symbol + offset, n);
+    return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     *free_bytes = *total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
     return cudaSuccess;
@@ -376,13 +391,35 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
 cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+/* an H100-like device with 2 multiprocessors (kernels that size their grid
+ * by the SM count still run several blocks, but few) */
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
+    if (d != 0) return cudaErrorInvalidDevice;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "cuda_emu (CPU)");
+    p->totalGlobalMem = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    p->sharedMemPerBlock = wf_emu::SMEM_DEFAULT;
+    p->sharedMemPerBlockOptin = wf_emu::SMEM_MAX;
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 2147483647;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->multiProcessorCount = 2;
+    p->major = 9;
+    p->minor = 0;
+    return cudaSuccess;
+}
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int) {
     switch (attr) {
     case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
     case cudaDevAttrWarpSize: *v = 32; break;
     case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)wf_emu::SMEM_DEFAULT; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)wf_emu::SMEM_MAX; break;
-    case cudaDevAttrMultiProcessorCount: *v = 1; break;
+    case cudaDevAttrMultiProcessorCount: *v = 2; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     default: *v = 0; return cudaErrorInvalidValue;
     }
     return cudaSuccess;
