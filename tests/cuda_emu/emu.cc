@@ -50,7 +50,7 @@ struct Scheduler {
     std::map<const void *, size_t> smem_limit;  /* cudaFuncSetAttribute */
     cudaError_t last_error = cudaSuccess;
     const char *fault = nullptr;
-    bool reverse = false;  /* WF_EMU_ORDER=reverse: the last thread of a block runs first */
+    bool reverse = false;  /* WF_EMU_ORDER=reverse: the last block, and a block's last thread, first */
 } S;
 
 [[noreturn]] void fail(const char *fmt, ...) {
@@ -232,12 +232,13 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
     grow_pool(S.threads);
     gridDim = grid;
     blockDim = block;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                blockIdx = make_uint3(x, y, z);
-                run_block(block);
-            }
+    long blocks = (long)grid.x * grid.y * grid.z;
+    for (long k = 0; k < blocks; k++) {
+        long b = S.reverse ? blocks - 1 - k : k;
+        blockIdx = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                              (unsigned)(b / ((long)grid.x * grid.y)));
+        run_block(block);
+    }
     S.kernel = "";
 }
 

@@ -10,10 +10,11 @@
  *   - WF_LAUNCH(kernel, grid, block, smem, stream)(args...): runs the whole grid
  *     before it returns, block after block; in a block every thread is a fiber
  *     (its own 64 KiB stack above a guard page; fiber.h switches them) that
- *     runs until it finishes or waits at a barrier, the block's threads in
- *     order (WF_EMU_ORDER=reverse: last to first, so a barrier missing
- *     between one thread's write and another's read shows in one of the two
- *     orders); threadIdx/blockIdx/blockDim/gridDim are set per fiber;
+ *     runs until it finishes or waits at a barrier, blocks and the block's
+ *     threads in order (WF_EMU_ORDER=reverse: last to first, so a barrier
+ *     missing between one thread's write and another's read, or a block
+ *     reading what another block of the same launch writes, shows in one of
+ *     the two orders); threadIdx/blockIdx/blockDim/gridDim are set per fiber;
  *   - __syncthreads, __syncwarp, __shfl{,_up,_down,_xor}_sync, __ballot_sync,
  *     __any_sync, __all_sync: real barriers among the block's / warp's
  *     threads.  A barrier that cannot complete (threads waiting at different

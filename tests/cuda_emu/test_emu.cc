@@ -216,6 +216,25 @@ static bool racy_shift_right(const char *order) {
     return true;
 }
 
+/* block b reads block b - 1's output of the same launch: no order between
+ * blocks is promised, so this is right only if block b - 1 ran first */
+__global__ static void racy_blocks_kernel(float *y, const float *x) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[i];
+    if (blockIdx.x > 0) y[i] += y[i - blockDim.x];
+}
+
+static bool racy_blocks_right(const char *order) {
+    std::vector<float> x(4 * 32), y(4 * 32, 0.0f);
+    for (float &v : x) v = uniform();
+    setenv("WF_EMU_ORDER", order, 1);
+    WF_LAUNCH(racy_blocks_kernel, 4, 32, 0, 0)(y.data(), x.data());
+    unsetenv("WF_EMU_ORDER");
+    for (int i = 32; i < 4 * 32; i++)  /* a running sum down the blocks */
+        if (fabsf(y[i] - (y[i - 32] + x[i])) > 1e-6f) return false;
+    return true;
+}
+
 /* ---- 16-bit types: the toolkit's host code under g++ ------------------------------ */
 
 __global__ static void bf16_round_kernel(__nv_bfloat16 *b, __half *h, const float *x, int n) {
@@ -312,6 +331,8 @@ int main() {
     CHECK(indices_ok(), "2D grid and block: threadIdx/blockIdx/blockDim/gridDim .x and .y");
     CHECK(racy_shift_right("forward") && !racy_shift_right("reverse"),
           "a missing __syncthreads (read of thread t-1's write): hidden in thread order, caught by WF_EMU_ORDER=reverse");
+    CHECK(racy_blocks_right("forward") && !racy_blocks_right("reverse"),
+          "a block reading another block's output of the same launch: caught by WF_EMU_ORDER=reverse");
     CHECK(sixteen_bit_ok(), "__nv_bfloat16 and __half conversions in a kernel (cuda_bf16.h / cuda_fp16.h on the host)");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
           "a __syncthreads after some threads returned is reported");
