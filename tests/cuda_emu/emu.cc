@@ -153,10 +153,9 @@ void grow_pool(int n) {
 
 const char *describe_waits() {
     static char buf[256];
-    int ready = 0, block = 0, warp = 0;
+    int block = 0, warp = 0;
     for (int i = 0; i < S.threads; i++) {
         State s = S.fibers[i].state;
-        ready += s == READY;
         block += s == BLOCK_WAIT;
         warp += s == WARP_WAIT;
     }
@@ -208,6 +207,9 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
     const char *order = getenv("WF_EMU_ORDER");
     S.reverse = order && strcmp(order, "reverse") == 0;
     if (S.current >= 0) fail("kernel %s launched from device code (not emulated)", name);
+    if (*S.kernel) /* the scheduler is one global: launches come from one host thread */
+        fail("kernel %s launched from a second host thread while %s runs (not emulated)", name,
+             S.kernel);
     long threads = (long)block.x * block.y * block.z;
     auto lim = S.smem_limit.find(kernel);
     size_t smem_max = lim == S.smem_limit.end() ? SMEM_DEFAULT : lim->second;

@@ -37,6 +37,8 @@
  * What is not:
  *   - warp operations with a partial mask (only masks naming every lane of
  *     the warp that exists; reported otherwise), warp-divergent shuffles;
+ *   - launches from several host threads at once (reported), device-side
+ *     launches (reported), cooperative groups;
  *   - timing, concurrency between streams or blocks, any memory model beyond
  *     sequential execution (so races that need real parallelism go unseen,
  *     although threads interleave at every barrier); CUDA graphs; cuBLAS and
