@@ -6,7 +6,8 @@
  * What is emulated:
  *   - the CUDA keywords (__global__ and __device__ are nothing, __shared__ is
  *     `static`: blocks run one after another in one OS thread, so a
- *     function-static is exactly one block's shared memory);
+ *     function-static is exactly one block's shared memory; it keeps the
+ *     previous block's values, where a GPU's would be undefined);
  *   - WF_LAUNCH(kernel, grid, block, smem, stream)(args...): runs the whole grid
  *     before it returns, block after block; in a block every thread is a fiber
  *     (its own 64 KiB stack above a guard page; fiber.h switches them) that
@@ -21,8 +22,9 @@
  *     barriers, or after some threads of the block or warp exited, which CUDA
  *     leaves undefined) is reported and the program exits 1, never hangs;
  *   - a segmentation fault in a kernel names the kernel, block and thread, and
- *     whether the thread overflowed its stack (a guard page below each);
- *   - dynamic shared memory through WF_DYNAMIC_SHARED(type, name) (a per-launch
+ *     whether the thread overflowed its stack (guard pages below each);
+ *   - dynamic shared memory through WF_DYNAMIC_SHARED(type, name) (kernels
+ *     must use it: `extern __shared__` cannot be emulated; a per-launch
  *     buffer of the launch's smem bytes, filled with 0xff bytes (NaN floats)
  *     per block so reads before writes show), and the 48 KiB limit unless
  *     cudaFuncSetAttribute(MaxDynamicSharedMemorySize) raised it;
@@ -42,7 +44,9 @@
  *   - timing, concurrency between streams or blocks, any memory model beyond
  *     sequential execution (so races that need real parallelism go unseen,
  *     although threads interleave at every barrier); CUDA graphs; cuBLAS and
- *     NCCL (the emulated build replaces gemm.cu with tests/cuda_emu/emu_gemm.cc).
+ *     NCCL (the emulated build replaces gemm.cu with tests/cuda_emu/emu_gemm.cc
+ *     and device.c with emu_device.cc: functions of those two that kernel
+ *     files call need an emulated version there).
  *
  * Fault injection for the tests that must fail: WF_EMU_FAULT=shfl_down makes
  * __shfl_down_sync return the caller's own value; WF_EMU_FAULT=syncthreads
