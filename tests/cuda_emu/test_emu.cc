@@ -216,6 +216,25 @@ static bool racy_shift_right(const char *order) {
     return true;
 }
 
+/* block b reads block b - 1's output of the same launch: no order between
+ * blocks is promised, so this is right only if block b - 1 ran first */
+__global__ static void racy_blocks_kernel(float *y, const float *x) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[i];
+    if (blockIdx.x > 0) y[i] += y[i - blockDim.x];
+}
+
+static bool racy_blocks_right(const char *order) {
+    std::vector<float> x(4 * 32), y(4 * 32, 0.0f);
+    for (float &v : x) v = uniform();
+    setenv("WF_EMU_ORDER", order, 1);
+    WF_LAUNCH(racy_blocks_kernel, 4, 32, 0, 0)(y.data(), x.data());
+    unsetenv("WF_EMU_ORDER");
+    for (int i = 32; i < 4 * 32; i++)  /* a running sum down the blocks */
+        if (fabsf(y[i] - (y[i - 32] + x[i])) > 1e-6f) return false;
+    return true;
+}
+
 /* ---- 16-bit types: the toolkit's host code under g++ ------------------------------ */
 
 __global__ static void bf16_round_kernel(__nv_bfloat16 *b, __half *h, const float *x, int n) {
@@ -261,6 +280,15 @@ __global__ static void partial_mask_kernel(int *out) {
     out[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);
 }
 
+/* a thread that needs far more than its 64 KiB of stack */
+__device__ static int deep(int n) {
+    volatile char pad[512];
+    pad[0] = (char)n;
+    return n ? deep(n - 1) + pad[0] : 0;
+}
+
+__global__ static void deep_stack_kernel(int *out) { out[threadIdx.x] = deep(1000); }
+
 /* Runs launch() in a child; true if it exited 1 with `expect` on stderr. */
 static bool reported(void (*launch)(), const char *expect) {
     int fd[2];
@@ -289,6 +317,7 @@ static bool reported(void (*launch)(), const char *expect) {
 static int sink[256];
 static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
 static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
+static void launch_deep_stack() { WF_LAUNCH(deep_stack_kernel, 1, 32, 0, 0)(sink); }
 static void launch_partial_mask() { WF_LAUNCH(partial_mask_kernel, 1, 32, 0, 0)(sink); }
 
 int main() {
@@ -302,6 +331,8 @@ int main() {
     CHECK(indices_ok(), "2D grid and block: threadIdx/blockIdx/blockDim/gridDim .x and .y");
     CHECK(racy_shift_right("forward") && !racy_shift_right("reverse"),
           "a missing __syncthreads (read of thread t-1's write): hidden in thread order, caught by WF_EMU_ORDER=reverse");
+    CHECK(racy_blocks_right("forward") && !racy_blocks_right("reverse"),
+          "a block reading another block's output of the same launch: caught by WF_EMU_ORDER=reverse");
     CHECK(sixteen_bit_ok(), "__nv_bfloat16 and __half conversions in a kernel (cuda_bf16.h / cuda_fp16.h on the host)");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
           "a __syncthreads after some threads returned is reported");
@@ -309,6 +340,8 @@ int main() {
           "threads split between __syncwarp and __syncthreads: deadlock reported, no hang");
     CHECK(reported(launch_partial_mask, "only masks naming every lane"),
           "a partial warp mask is reported as not emulated");
+    CHECK(reported(launch_deep_stack, "stack guard"),
+          "a thread overflowing its fiber stack is reported (kernel, block, thread), not silent");
     /* the barrier is real: without it, a block reduction comes out wrong */
     setenv("WF_EMU_FAULT", "syncthreads", 1);
     bool broken = !block_reduce_ok(256);
