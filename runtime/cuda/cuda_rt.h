@@ -51,6 +51,16 @@ void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long
 #define WF_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
 #endif
 
+/* Dynamic shared memory (the launch's smem bytes) as `type *name`, written
+ * WF_DYNAMIC_SHARED(float, tile); in a kernel.  One untyped extern array
+ * under every name, so kernels of one file may use different types; the
+ * emulator defines its own (a per-launch buffer). */
+#ifndef WF_DYNAMIC_SHARED
+#define WF_DYNAMIC_SHARED(type, name)                                      \
+    extern __shared__ __align__(16) unsigned char wf_dynamic_smem_[];      \
+    type *name = reinterpret_cast<type *>(wf_dynamic_smem_)
+#endif
+
 #define WF_CUDA_STR2(x) #x
 #define WF_CUDA_STR(x) WF_CUDA_STR2(x)
 #define WF_CUDA_WHERE __FILE__ ":" WF_CUDA_STR(__LINE__)

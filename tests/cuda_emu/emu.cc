@@ -1,0 +1,350 @@
+/* emu.cc: the emulator's scheduler (fibers, barriers, warp exchanges) and the
+ * CPU versions of the CUDA runtime calls.  See emu.h for what is emulated. */
+#include "emu.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <map>
+#include <vector>
+
+namespace wf_emu {
+namespace {
+
+enum State { READY, BLOCK_WAIT, WARP_WAIT, DONE };
+
+struct Fiber {
+    ucontext_t ctx;
+    char *stack = nullptr;  /* STACK bytes above a PROT_NONE guard page */
+    State state = DONE;
+    uint3 tid;
+};
+
+constexpr size_t STACK = 64 * 1024, GUARD = 4096;
+constexpr size_t SMEM_DEFAULT = 48 * 1024, SMEM_MAX = 227 * 1024; /* H100/H200 opt-in limit */
+
+struct Warp {
+    int lanes = 0, live = 0, waiting = 0, exited = 0;
+    unsigned gen = 0;        /* completed exchanges: picks the deposit buffer */
+    uint64_t slot[2][32];    /* double-buffered, so a fast lane's next deposit
+                                cannot overwrite what a slow lane has yet to read */
+};
+
+struct Scheduler {
+    std::vector<Fiber> fibers;
+    std::vector<Warp> warps;
+    ucontext_t main_ctx;
+    int current = -1, threads = 0, live = 0, block_waiting = 0, exited = 0;
+    const char *kernel = "";
+    const std::function<void()> *body = nullptr;
+    std::vector<unsigned char> smem;
+    std::map<const void *, size_t> smem_limit;  /* cudaFuncSetAttribute */
+    cudaError_t last_error = cudaSuccess;
+    const char *fault = nullptr;
+} S;
+
+[[noreturn]] void fail(const char *fmt, ...) {
+    fprintf(stderr, "cuda_emu: kernel %s, block (%u,%u,%u)", S.kernel, blockIdx.x, blockIdx.y,
+            blockIdx.z);
+    if (S.current >= 0)
+        fprintf(stderr, ", thread (%u,%u,%u)", threadIdx.x, threadIdx.y, threadIdx.z);
+    fprintf(stderr, ": ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+    exit(1);
+}
+
+Fiber &me() {
+    if (S.current < 0) fail("a device function was called outside a kernel launch");
+    return S.fibers[S.current];
+}
+
+void yield() {
+    Fiber &f = me();
+    if (swapcontext(&f.ctx, &S.main_ctx) != 0) fail("swapcontext failed");
+}
+
+void fiber_main() {
+    (*S.body)();
+    Fiber &f = me();
+    Warp &w = S.warps[S.current / 32];
+    f.state = DONE;
+    S.live--;
+    S.exited++;
+    w.live--;
+    w.exited++;
+    if (S.block_waiting > 0)
+        fail("thread exited while %d thread(s) wait at __syncthreads (undefined in CUDA)",
+             S.block_waiting);
+    if (w.waiting > 0)
+        fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
+             w.waiting);
+    /* returning resumes main_ctx (uc_link) */
+}
+
+void grow_pool(int n) {
+    while ((int)S.fibers.size() < n) {
+        Fiber f;
+        void *m = mmap(nullptr, STACK + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED) fail("cannot map a fiber stack");
+        mprotect(m, GUARD, PROT_NONE); /* a stack overflow faults instead of corrupting */
+        f.stack = (char *)m + GUARD;
+        S.fibers.push_back(f);
+    }
+}
+
+const char *describe_waits() {
+    static char buf[256];
+    int ready = 0, block = 0, warp = 0;
+    for (int i = 0; i < S.threads; i++) {
+        State s = S.fibers[i].state;
+        ready += s == READY;
+        block += s == BLOCK_WAIT;
+        warp += s == WARP_WAIT;
+    }
+    snprintf(buf, sizeof buf, "%d thread(s) at __syncthreads, %d at warp operations, %d exited",
+             block, warp, S.exited);
+    return buf;
+}
+
+void run_block(dim3 block) {
+    int n = S.threads;
+    S.live = n;
+    S.block_waiting = S.exited = 0;
+    S.warps.assign((n + 31) / 32, Warp());
+    for (int w = 0; w < (int)S.warps.size(); w++) {
+        int lanes = n - 32 * w < 32 ? n - 32 * w : 32;
+        S.warps[w].lanes = S.warps[w].live = lanes;
+    }
+    if (!S.smem.empty()) memset(S.smem.data(), 0xff, S.smem.size());
+    for (int i = 0; i < n; i++) {
+        Fiber &f = S.fibers[i];
+        f.state = READY;
+        f.tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack;
+        f.ctx.uc_stack.ss_size = STACK;
+        f.ctx.uc_link = &S.main_ctx;
+        makecontext(&f.ctx, fiber_main, 0);
+    }
+    /* round robin: every ready thread runs until it finishes or waits */
+    while (S.live > 0) {
+        bool ran = false;
+        for (int i = 0; i < n; i++) {
+            if (S.fibers[i].state != READY) continue;
+            S.current = i;
+            threadIdx = S.fibers[i].tid;
+            if (swapcontext(&S.main_ctx, &S.fibers[i].ctx) != 0) fail("swapcontext failed");
+            ran = true;
+        }
+        S.current = -1;
+        if (!ran) fail("deadlock: no thread can go on (%s)", describe_waits());
+    }
+}
+
+}  // namespace
+
+bool fault(const char *name) { return S.fault && strcmp(S.fault, name) == 0; }
+
+void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem,
+            cudaStream_t stream, const std::function<void()> &body) {
+    (void)stream; /* one sequential device: every stream is the same */
+    S.fault = getenv("WF_EMU_FAULT");
+    if (S.fault && !*S.fault) S.fault = nullptr;
+    if (S.current >= 0) fail("kernel %s launched from device code (not emulated)", name);
+    long threads = (long)block.x * block.y * block.z;
+    auto lim = S.smem_limit.find(kernel);
+    size_t smem_max = lim == S.smem_limit.end() ? SMEM_DEFAULT : lim->second;
+    const char *bad = nullptr;
+    if (threads < 1 || threads > 1024 || block.z > 64) bad = "block size out of range (1..1024 threads, z <= 64)";
+    else if (grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.y > 65535 || grid.z > 65535 ||
+             grid.x > 2147483647u)
+        bad = "grid size out of range";
+    else if (smem > smem_max)
+        bad = "dynamic shared memory over the kernel's limit (48 KiB unless cudaFuncSetAttribute raised it)";
+    if (bad) {
+        fprintf(stderr, "cuda_emu: launch of %s (grid %u,%u,%u; block %u,%u,%u; smem %zu): %s\n", name,
+                grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, bad);
+        S.last_error = smem > smem_max ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
+        return;
+    }
+    S.kernel = name;
+    S.body = &body;
+    S.threads = (int)threads;
+    S.smem.assign(smem, 0);
+    grow_pool(S.threads);
+    gridDim = grid;
+    blockDim = block;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                blockIdx = make_uint3(x, y, z);
+                run_block(block);
+            }
+    S.kernel = "";
+}
+
+void *dynamic_smem() {
+    me();
+    return S.smem.empty() ? nullptr : S.smem.data();
+}
+
+void syncthreads() {
+    Fiber &f = me();
+    if (fault("syncthreads")) return;
+    if (S.exited > 0)
+        fail("__syncthreads after %d thread(s) of the block exited (undefined in CUDA)", S.exited);
+    f.state = BLOCK_WAIT;
+    if (++S.block_waiting == S.live) { /* the last one in releases the block */
+        for (int i = 0; i < S.threads; i++)
+            if (S.fibers[i].state == BLOCK_WAIT) S.fibers[i].state = READY;
+        S.block_waiting = 0;
+    }
+    yield();
+}
+
+int lane() { return me(), S.current % 32; }
+int warp_lanes() { return S.warps[me(), S.current / 32].lanes; }
+
+const uint64_t *warp_exchange(unsigned mask, uint64_t mine, const char *op) {
+    Fiber &f = me();
+    Warp &w = S.warps[S.current / 32];
+    unsigned exist = w.lanes == 32 ? 0xffffffffu : (1u << w.lanes) - 1;
+    if ((mask & exist) != exist)
+        fail("%s with mask 0x%08x: only masks naming every lane of the warp are emulated", op, mask);
+    if (w.exited > 0)
+        fail("%s after %d lane(s) of the warp exited (undefined in CUDA)", op, w.exited);
+    unsigned buf = w.gen & 1;
+    w.slot[buf][S.current % 32] = mine;
+    f.state = WARP_WAIT;
+    if (++w.waiting == w.live) {
+        int first = S.current / 32 * 32;
+        for (int l = 0; l < w.lanes; l++)
+            if (S.fibers[first + l].state == WARP_WAIT) S.fibers[first + l].state = READY;
+        w.waiting = 0;
+        w.gen++;
+    }
+    yield();
+    return w.slot[buf];
+}
+
+}  // namespace wf_emu
+
+using wf_emu::S;
+
+/* ---- the CUDA runtime, on the CPU ------------------------------------------------ */
+extern "C" {
+
+cudaError_t cudaGetLastError(void) {
+    cudaError_t e = S.last_error;
+    S.last_error = cudaSuccess;
+    return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return S.last_error; }
+
+const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    default: return "unknown error (emulated)";
+    }
+}
+const char *cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    default: return "cudaErrorUnknown";
+    }
+}
+
+/* every launch and copy is complete when its call returns */
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+
+/* streams and events are distinct non-null handles; events hold a time */
+struct CUstream_st { int unused; };
+struct CUevent_st { double t; };
+cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = new CUstream_st(); return cudaSuccess; }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned, int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new CUevent_st(); return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    *ms = (float)(1e3 * (b->t - a->t));
+    return cudaSuccess;
+}
+
+/* memory: all of it is host memory, so every kind of copy is a memmove */
+static cudaError_t alloc(void **p, size_t bytes) {
+    *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    return *p || !bytes ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc(p, bytes); }
+cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
+cudaError_t cudaMallocHost(void **p, size_t bytes) { return alloc(p, bytes); }
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
+cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
+    memmove(dst, src, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind k, cudaStream_t) {
+    return cudaMemcpy(dst, src, n, k);
+}
+cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+    *free_bytes = *total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    return cudaSuccess;
+}
+
+/* one emulated device */
+cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int) {
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
+    case cudaDevAttrWarpSize: *v = 32; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)wf_emu::SMEM_DEFAULT; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)wf_emu::SMEM_MAX; break;
+    case cudaDevAttrMultiProcessorCount: *v = 1; break;
+    default: *v = 0; return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+    if (value < 0 || (size_t)value > wf_emu::SMEM_MAX) return cudaErrorInvalidValue;
+    S.smem_limit[func] = (size_t)value;
+    return cudaSuccess;
+}
+
+}  // extern "C"

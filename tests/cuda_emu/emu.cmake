@@ -1,0 +1,70 @@
+# emu.cmake (included by tests/CMakeLists.txt): the CUDA kernels of
+# runtime/cuda compiled with the host C++ compiler against tests/cuda_emu/emu.h,
+# so they run on the CPU: the emulator's self-test (cuda_emu) and every kernel
+# checked against the CPU backend (cuda_emu_kernels).  Needs only the CUDA
+# headers (no nvcc, no GPU, no libcudart); without them both tests are skipped.
+
+# THE list of kernel files the emulated build compiles: a new .cu file of
+# runtime/cuda goes here (one line), or into WEFT_EMU_NOT_EMULATED with the
+# reason; cuda_emu_kernels fails while a .cu file is in neither.
+set(WEFT_EMU_KERNELS
+  elementwise.cu
+  layernorm.cu
+  linear.cu
+  attention.cu
+  xent.cu
+)
+set(WEFT_EMU_NOT_EMULATED
+  gemm.cu      # cuBLAS: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops)
+)
+
+include(CheckLanguage)
+check_language(CXX)
+find_path(WEFT_EMU_CUDA_INCLUDE cuda_runtime.h
+          HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV CUDA_HOME PATHS /usr/local/cuda PATH_SUFFIXES include)
+if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLUDE}/cublas_v2.h)
+  enable_language(CXX)
+  set(emu_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda_emu)
+  set(cuda_dir ${PROJECT_SOURCE_DIR}/runtime/cuda)
+
+  # the emulator: every C++ file of a target that links it sees emu.h first
+  add_library(weft_cuda_emu STATIC ${emu_dir}/emu.cc)
+  set_target_properties(weft_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(weft_cuda_emu PUBLIC ${emu_dir} ${WEFT_EMU_CUDA_INCLUDE})
+  target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>")
+
+  # the kernels: each .cu compiled as C++ through a one-line wrapper
+  set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc)
+  foreach(cu ${WEFT_EMU_KERNELS})
+    get_filename_component(stem ${cu} NAME_WE)
+    set(wrapper ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/${stem}_emu.cc)
+    file(CONFIGURE OUTPUT ${wrapper} CONTENT "#include \"${cuda_dir}/${cu}\"\n")
+    set_property(SOURCE ${wrapper} APPEND PROPERTY OBJECT_DEPENDS ${cuda_dir}/${cu})
+    list(APPEND emu_sources ${wrapper})
+  endforeach()
+  add_library(weftrt_cuda_emu STATIC ${emu_sources})
+  set_target_properties(weftrt_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(weftrt_cuda_emu PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include
+    PRIVATE ${cuda_dir} ${PROJECT_SOURCE_DIR}/runtime/cpu)
+  target_link_libraries(weftrt_cuda_emu PUBLIC weft_cuda_emu m)
+
+  add_executable(test_cuda_emu ${emu_dir}/test_emu.cc)
+  set_target_properties(test_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_cuda_emu PRIVATE ${cuda_dir})
+  target_link_libraries(test_cuda_emu PRIVATE weft_cuda_emu m)
+  add_test(NAME cuda_emu COMMAND test_cuda_emu)
+
+  add_executable(check_kernels_emu gpu/check_kernels.c)
+  target_include_directories(check_kernels_emu PRIVATE ${PROJECT_SOURCE_DIR}/runtime/cpu)
+  target_link_libraries(check_kernels_emu PRIVATE weftrt_cuda_emu)
+  set_target_properties(check_kernels_emu PROPERTIES LINKER_LANGUAGE CXX)
+  add_test(NAME cuda_emu_kernels COMMAND bash ${emu_dir}/kernels.sh
+           $<TARGET_FILE:check_kernels_cpu> $<TARGET_FILE:check_kernels_emu> ${cuda_dir}
+           "${WEFT_EMU_KERNELS};${WEFT_EMU_NOT_EMULATED}")
+  set_tests_properties(cuda_emu_kernels PROPERTIES TIMEOUT 120)
+else()
+  foreach(t cuda_emu cuda_emu_kernels)
+    add_test(NAME ${t} COMMAND sh -c "echo 'skipped: no C++ compiler or no CUDA headers (cuda_runtime.h, cublas_v2.h)'; exit 77")
+    set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

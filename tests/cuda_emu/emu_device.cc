@@ -1,0 +1,42 @@
+/* emu_device.cc: runtime/cuda/device.c for the emulated build: one stream
+ * handle, no cuBLAS handle (emu_gemm.cc needs none), host memory for the
+ * arenas, and errors that name the call (the kernel tests run without a rank:
+ * c is NULL there). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_rt.h"
+
+extern "C" {
+
+cudaStream_t wf_cuda_stream(wf_ctx *c) {
+    static cudaStream_t stream;
+    if (!stream) WF_CUDA(c, cudaStreamCreate(&stream));
+    return stream;
+}
+
+cublasHandle_t wf_cuda_blas(wf_ctx *c) {
+    (void)c;
+    return nullptr;
+}
+
+void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg) {
+    fprintf(stderr, "rank %s: %s failed (%s): %s\n", c ? "?" : "0 (emulated)", call, where, msg);
+    exit(1);
+}
+
+void wf_cuda_sync(wf_ctx *c, const char *kernel) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(wf_cuda_stream(c));
+    if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
+}
+
+/* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
+void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
+
+int wf_backend_mem_info(size_t *used, size_t *total) {
+    *used = *total = 0;
+    return -1;
+}
+
+}  // extern "C"

@@ -1,0 +1,268 @@
+/* test_emu.cc: the CUDA emulator's own checks: block reductions through
+ * shared memory and shuffles (runtime/cuda/reduce.cuh), warp shuffles and
+ * votes, atomics, dynamic shared memory and its limit, a multi-block
+ * grid-stride loop, 2D indices, and that broken barriers and partial warp
+ * masks are reported (in a forked child, which must exit 1 naming them). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "reduce.cuh"
+
+static int failures;
+
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (cond) {                                               \
+            printf("ok   ");                                      \
+        } else {                                                  \
+            printf("FAIL ");                                      \
+            failures++;                                           \
+        }                                                         \
+        printf(__VA_ARGS__);                                      \
+        printf("\n");                                             \
+    } while (0)
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float uniform() {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) / 8388608.0 - 1.0);
+}
+
+/* ---- block reductions -------------------------------------------------------- */
+
+__global__ static void block_reduce_kernel(double *sums, float *maxes, const float *x, int n) {
+    const float *row = x + (long)blockIdx.x * n;
+    double s = 0.0;
+    float m = -INFINITY;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        s += row[i];
+        m = fmaxf(m, row[i]);
+    }
+    s = wf_block_sum(s);
+    m = wf_block_max(m);
+    if (threadIdx.x == 0) {
+        sums[blockIdx.x] = s;
+        maxes[blockIdx.x] = m;
+    }
+}
+
+static bool block_reduce_ok(int threads) {
+    const int rows = 5, n = 1000;
+    std::vector<float> x((size_t)rows * n);
+    for (float &v : x) v = uniform();
+    std::vector<double> sums(rows);
+    std::vector<float> maxes(rows);
+    WF_LAUNCH(block_reduce_kernel, rows, threads, 0, 0)(sums.data(), maxes.data(), x.data(), n);
+    for (int r = 0; r < rows; r++) {
+        double s = 0.0;
+        float m = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            s += x[(size_t)r * n + i];
+            m = fmaxf(m, x[(size_t)r * n + i]);
+        }
+        if (fabs(sums[r] - s) > 1e-9 * (fabs(s) + 1.0) || maxes[r] != m) return false;
+    }
+    return cudaGetLastError() == cudaSuccess;
+}
+
+/* ---- warp shuffles and votes --------------------------------------------------- */
+
+__global__ static void shuffle_kernel(int *out) {
+    int lane = threadIdx.x % 32, base = threadIdx.x * 6;
+    out[base + 0] = __shfl_sync(0xffffffffu, lane * 10, 3);          /* broadcast lane 3 */
+    out[base + 1] = __shfl_up_sync(0xffffffffu, lane, 1);            /* lane - 1, lane 0 keeps */
+    out[base + 2] = __shfl_down_sync(0xffffffffu, lane, 4, 16);      /* within halves of 16 */
+    int s = lane; /* butterfly: every lane gets the warp's sum */
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    out[base + 3] = s;
+    out[base + 4] = (int)__ballot_sync(0xffffffffu, lane % 3 == 0);
+    out[base + 5] = __all_sync(0xffffffffu, lane < 32) + 2 * __any_sync(0xffffffffu, lane == 7);
+}
+
+static bool shuffles_ok() {
+    std::vector<int> out(64 * 6);
+    WF_LAUNCH(shuffle_kernel, 1, 64, 0, 0)(out.data());
+    unsigned third = 0;
+    for (int l = 0; l < 32; l += 3) third |= 1u << l;
+    for (int t = 0; t < 64; t++) {
+        int lane = t % 32, *o = &out[t * 6];
+        int down = lane % 16 + 4 < 16 ? lane + 4 : lane;
+        if (o[0] != 30 || o[1] != (lane ? lane - 1 : 0) || o[2] != down || o[3] != 496 ||
+            (unsigned)o[4] != third || o[5] != 3)
+            return false;
+    }
+    return true;
+}
+
+/* ---- atomics --------------------------------------------------------------------- */
+
+__global__ static void atomic_kernel(int *count, float *fsum, double *dsum, int *best) {
+    int id = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(count, 1);
+    atomicAdd(fsum, 0.5f);
+    atomicAdd(dsum, (double)id);
+    atomicMax(best, (id * 37) % 1001);
+}
+
+static bool atomics_ok() {
+    int count = 0, best = -1;
+    float fsum = 0.0f;
+    double dsum = 0.0;
+    WF_LAUNCH(atomic_kernel, 8, 128, 0, 0)(&count, &fsum, &dsum, &best);
+    int expect_best = 0;
+    for (int id = 0; id < 1024; id++) expect_best = (id * 37) % 1001 > expect_best ? (id * 37) % 1001 : expect_best;
+    return count == 1024 && fsum == 512.0f && dsum == 1023.0 * 1024 / 2 && best == expect_best;
+}
+
+/* ---- dynamic shared memory ----------------------------------------------------- */
+
+/* each block reverses its slice of x through shared memory */
+__global__ static void reverse_kernel(float *y, const float *x) {
+    WF_DYNAMIC_SHARED(float, tile);
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    tile[threadIdx.x] = x[i];
+    __syncthreads();
+    y[i] = tile[blockDim.x - 1 - threadIdx.x];
+}
+
+static bool dynamic_smem_ok() {
+    const int threads = 96, blocks = 3;
+    std::vector<float> x(threads * blocks), y(threads * blocks);
+    for (float &v : x) v = uniform();
+    WF_LAUNCH(reverse_kernel, blocks, threads, threads * sizeof(float), 0)(y.data(), x.data());
+    for (int b = 0; b < blocks; b++)
+        for (int t = 0; t < threads; t++)
+            if (y[b * threads + t] != x[b * threads + threads - 1 - t]) return false;
+    return cudaGetLastError() == cudaSuccess;
+}
+
+/* 64 KiB needs cudaFuncSetAttribute first, as on a GPU */
+__global__ static void big_smem_kernel(float *out) {
+    WF_DYNAMIC_SHARED(float, big);
+    big[16383] = 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) *out = big[16383] + 1.0f;
+}
+
+static bool smem_limit_ok() {
+    float out = 0.0f;
+    size_t bytes = 64 * 1024;
+    WF_LAUNCH(big_smem_kernel, 1, 32, bytes, 0)(&out);
+    bool refused = cudaGetLastError() == cudaErrorInvalidValue && out == 0.0f;
+    bool set = cudaFuncSetAttribute((const void *)big_smem_kernel,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) == cudaSuccess;
+    WF_LAUNCH(big_smem_kernel, 1, 32, bytes, 0)(&out);
+    return refused && set && cudaGetLastError() == cudaSuccess && out == 2.0f;
+}
+
+/* ---- grid-stride loop over several blocks, 2D indices -------------------------------- */
+
+__global__ static void grid_stride_kernel(float *y, int *visits, const float *x, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        y[i] = 2.0f * x[i] + (float)i;
+        atomicAdd(&visits[i], 1);
+    }
+}
+
+static bool grid_stride_ok() {
+    const long n = 1000;
+    std::vector<float> x(n), y(n);
+    std::vector<int> visits(n, 0);
+    for (float &v : x) v = uniform();
+    WF_LAUNCH(grid_stride_kernel, 3, 64, 0, 0)(y.data(), visits.data(), x.data(), n);
+    for (long i = 0; i < n; i++)
+        if (visits[i] != 1 || y[i] != 2.0f * x[i] + (float)i) return false;
+    return true;
+}
+
+__global__ static void index_kernel(int *out, int width) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    out[row * width + col] = row * 1000 + col + (int)(gridDim.x * 100000 * (blockDim.y == 4));
+}
+
+static bool indices_ok() {
+    const int width = 16, height = 12;
+    std::vector<int> out(width * height, -1);
+    WF_LAUNCH(index_kernel, dim3(2, 3), dim3(8, 4), 0, 0)(out.data(), width);
+    for (int r = 0; r < height; r++)
+        for (int c = 0; c < width; c++)
+            if (out[r * width + c] != r * 1000 + c + 200000) return false;
+    return true;
+}
+
+/* ---- errors the emulator must report (in a child: they end the process) ----------- */
+
+__global__ static void early_exit_kernel(int *out) {
+    if (threadIdx.x >= 16) return;
+    __syncthreads(); /* only the first 16 threads come here */
+    out[threadIdx.x] = 1;
+}
+
+__global__ static void split_barrier_kernel(int *out) {
+    if (threadIdx.x < 16) __syncwarp(); /* half of warp 0 waits here ... */
+    else __syncthreads();                /* ... the rest of the block here */
+    out[threadIdx.x] = 1;
+}
+
+__global__ static void partial_mask_kernel(int *out) {
+    out[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);
+}
+
+/* Runs launch() in a child; true if it exited 1 with `expect` on stderr. */
+static bool reported(void (*launch)(), const char *expect) {
+    int fd[2];
+    if (pipe(fd) != 0) return false;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        alarm(20); /* a hang would be the bug this checks for */
+        launch();
+        _exit(0);
+    }
+    close(fd[1]);
+    std::string err;
+    char buf[512];
+    ssize_t got;
+    while ((got = read(fd[0], buf, sizeof buf)) > 0) err.append(buf, (size_t)got);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("     child said: %s", err.empty() ? "(nothing)\n" : err.c_str());
+    return WIFEXITED(status) && WEXITSTATUS(status) == 1 && err.find(expect) != std::string::npos;
+}
+
+static int sink[256];
+static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
+static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
+static void launch_partial_mask() { WF_LAUNCH(partial_mask_kernel, 1, 32, 0, 0)(sink); }
+
+int main() {
+    CHECK(block_reduce_ok(256), "wf_block_sum / wf_block_max, 256 threads (8 warps)");
+    CHECK(block_reduce_ok(96), "wf_block_sum / wf_block_max, 96 threads (3 warps)");
+    CHECK(shuffles_ok(), "__shfl_sync, __shfl_up/down/xor_sync (width 16 too), __ballot/__all/__any_sync");
+    CHECK(atomics_ok(), "atomicAdd int/float/double, atomicMax over 8 blocks x 128 threads");
+    CHECK(dynamic_smem_ok(), "dynamic shared memory (WF_DYNAMIC_SHARED), 3 blocks");
+    CHECK(smem_limit_ok(), "64 KiB of dynamic shared memory: refused, then allowed by cudaFuncSetAttribute");
+    CHECK(grid_stride_ok(), "grid-stride loop: 3 blocks x 64 threads cover 1000 elements once each");
+    CHECK(indices_ok(), "2D grid and block: threadIdx/blockIdx/blockDim/gridDim .x and .y");
+    CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
+          "a __syncthreads after some threads returned is reported");
+    CHECK(reported(launch_split_barrier, "deadlock"),
+          "threads split between __syncwarp and __syncthreads: deadlock reported, no hang");
+    CHECK(reported(launch_partial_mask, "only masks naming every lane"),
+          "a partial warp mask is reported as not emulated");
+    /* the barrier is real: without it, a block reduction comes out wrong */
+    setenv("WF_EMU_FAULT", "syncthreads", 1);
+    bool broken = !block_reduce_ok(256);
+    unsetenv("WF_EMU_FAULT");
+    CHECK(broken, "with __syncthreads disabled (WF_EMU_FAULT=syncthreads) the block sum is wrong");
+    if (failures) printf("%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}
