@@ -227,8 +227,8 @@ static void run_all(void) {
      * the tile, and a head size (20) that is not one of them */
     attention_case(" T=130 hs=20", 1, 130, 40, 2);
     attention_case(" T=300 hs=16", 1, 300, 32, 2);
-    attention_case(" T=150 hs=64", 1, 150, 128, 2);
-    attention_case(" T=100 hs=128", 1, 100, 256, 2);
+    attention_case(" T=140 hs=64", 1, 140, 64, 1);
+    attention_case(" T=70 hs=128", 1, 70, 128, 1);
 }
 
 /* ---- compare ---------------------------------------------------------------- */
