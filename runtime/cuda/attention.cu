@@ -106,6 +106,17 @@ __device__ __forceinline__ void load_tile(float4 *tile, const float *base, int r
     }
 }
 
+/* First and last row (in the tile) of this thread's warp: on the diagonal
+ * tile a warp skips the keys after its last query row (forward, dq) or the
+ * queries before its first key (dk/dv).  The bounds are warp-uniform, so the
+ * warp's shuffles stay converged. */
+template <int HS> __device__ __forceinline__ int warp_first_row() {
+    return (int)(threadIdx.x / 32) * (32 / flash_tile<HS>::G);
+}
+template <int HS> __device__ __forceinline__ int warp_last_row() {
+    return warp_first_row<HS>() + 32 / flash_tile<HS>::G - 1;
+}
+
 /* Keys per online-softmax update: scores of a chunk are kept in registers,
  * then the running max and the output are rescaled once per chunk. */
 #define FLASH_KC 16
@@ -135,7 +146,8 @@ flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, 
         load_tile<HS>(ks, k, kt * BT, T, ld, hs);
         load_tile<HS>(vs, v, kt * BT, T, ld, hs);
         __syncthreads();
-        for (int j0 = 0; j0 < BT; j0 += FLASH_KC) {
+        int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
+        for (int j0 = 0; j0 < jend; j0 += FLASH_KC) {
             float s[FLASH_KC], mc = -INFINITY;
 #pragma unroll
             for (int jj = 0; jj < FLASH_KC; jj++) {
@@ -202,8 +214,9 @@ flash_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qk
         load_tile<HS>(ks, k, kt * BT, T, ld, hs);
         load_tile<HS>(vs, v, kt * BT, T, ld, hs);
         __syncthreads();
-#pragma unroll 2
-        for (int jj = 0; jj < BT; jj++) {
+        int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
+#pragma unroll 1
+        for (int jj = 0; jj < jend; jj++) {
             float s = group_sum<G>(dot_part<HS>(qr, ks, jj, g)) * scale;
             float dp = group_sum<G>(dot_part<HS>(dyr, vs, jj, g));
             float p = kt * BT + jj <= i ? expf(s - li) : 0.0f;
@@ -257,8 +270,8 @@ flash_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const f
             Ds[r] = i < T ? dsum[(long)bh * T + i] : 0.0f;
         }
         __syncthreads();
-#pragma unroll 4
-        for (int ii = 0; ii < BT; ii++) {
+#pragma unroll 2
+        for (int ii = qt == kt ? warp_first_row<HS>() : 0; ii < BT; ii++) {
             int i = qt * BT + ii;
             float s = group_sum<G>(dot_part<HS>(kr, qs, ii, g)) * scale;
             float dp = group_sum<G>(dot_part<HS>(vr, dys, ii, g));
