@@ -299,11 +299,15 @@ flash_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const f
 /* The smallest instance that holds hs; 0 past FLASH_MAX_HS. */
 static int flash_hs(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0; }
 
-static void flash_check_shape(wf_ctx *c, const char *call, int C, int H) {
+static void flash_check_shape(wf_ctx *c, const char *call, int B, int C, int H) {
+    char msg[96];
     if (H < 1 || C % H != 0 || flash_hs(C / H) == 0) {
-        char msg[96];
         snprintf(msg, sizeof msg, "head size %d (C %d / H %d): the CUDA attention takes 1..%d",
                  H > 0 ? C / H : 0, C, H, FLASH_MAX_HS);
+        wf_cuda_fail(c, call, WF_CUDA_WHERE, msg);
+    }
+    if ((long)B * H > 65535) { /* the grid's y dimension */
+        snprintf(msg, sizeof msg, "B %d x H %d heads: the CUDA attention takes at most 65535", B, H);
         wf_cuda_fail(c, call, WF_CUDA_WHERE, msg);
     }
 }
@@ -335,7 +339,7 @@ static void flash_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, co
 /* att: the base-2 log-sum-exp of each (b, h, t) row's scaled scores, B*H*T floats. */
 extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T,
                                  int C, int H) {
-    flash_check_shape(c, "wf_attention_fwd", C, H);
+    flash_check_shape(c, "wf_attention_fwd", B, C, H);
     switch (flash_hs(C / H)) {
     case 16: flash_fwd<16>(c, out, att, qkv, B, T, C, H); break;
     case 32: flash_fwd<32>(c, out, att, qkv, B, T, C, H); break;
@@ -348,7 +352,7 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
 /* scratch: D = rowsum(P * dP) per (b, h, t), B*H*T floats. */
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
                                  const float *qkv, const float *att, int B, int T, int C, int H) {
-    flash_check_shape(c, "wf_attention_bwd", C, H);
+    flash_check_shape(c, "wf_attention_bwd", B, C, H);
     switch (flash_hs(C / H)) {
     case 16: flash_bwd<16>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
     case 32: flash_bwd<32>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
