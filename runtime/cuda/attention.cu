@@ -6,8 +6,10 @@
  * (B*H*T floats; the CPU backend keeps its (B, H, T, T) probabilities there,
  * so the compiler sizes that buffer per backend).  Exponentials are base 2
  * (exp2f is a few instructions cheaper than expf): scores are scaled by
- * log2(e) / sqrt(hs), and the saved log-sum-exp is in base 2 too.  Backward recomputes the
- * probabilities tile by tile from q, k and the log-sum-exp:
+ * log2(e) / sqrt(hs), and the saved log-sum-exp is in base 2 too.
+ *
+ * Backward recomputes the probabilities tile by tile from q, k and the
+ * log-sum-exp:
  *
  *   dq kernel    one block per query tile, over its key tiles: dq, and
  *                D_i = rowsum(P * dP) = dout_i . out_i, written to `scratch`
