@@ -192,7 +192,7 @@ typedef struct Program {
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
-     * memory pass, simulate and emit: the backends save different buffers */
+     * memory pass, check and simulate: the backends save different buffers */
     char backend[8];
 } Program;
 
