@@ -143,8 +143,14 @@ static void run_all(void) {
     wf_linear_bwd_weight(NULL, dW, NULL, dy, x, N, C, M);
     put("linear_bwd_weight", "dw (no bias)", dW, (long)C * M);
 
-    /* attention (more shapes at the end) */
+    /* attention; then over several of CUDA's tiles (a tile is 4096 / HS rows,
+     * HS the head size rounded up to 16, 32, 64 or 128), T not a multiple of
+     * the tile, and a head size (20) that is not one of them */
     attention_case("", B, T, C, H);
+    attention_case(" T=130 hs=20", 1, 130, 40, 2);
+    attention_case(" T=300 hs=16", 1, 300, 32, 2);
+    attention_case(" T=140 hs=64", 1, 140, 64, 1);
+    attention_case(" T=70 hs=128", 1, 70, 128, 1);
 
     /* gelu, add */
     wf_gelu_fwd(NULL, y, dy, (long)N * M);
@@ -221,14 +227,6 @@ static void run_all(void) {
     put("bias_add_bwd", "db", dbias, M);
     wf_bias_add_bwd_weight(NULL, dbias, dy, N, M);
     put("bias_add_bwd_weight", "db", dbias, M);
-
-    /* attention over several of CUDA's tiles (a tile is 4096 / HS rows, HS
-     * the head size rounded up to 16, 32, 64 or 128), T not a multiple of
-     * the tile, and a head size (20) that is not one of them */
-    attention_case(" T=130 hs=20", 1, 130, 40, 2);
-    attention_case(" T=300 hs=16", 1, 300, 32, 2);
-    attention_case(" T=140 hs=64", 1, 140, 64, 1);
-    attention_case(" T=70 hs=128", 1, 70, 128, 1);
 }
 
 /* ---- compare ---------------------------------------------------------------- */
