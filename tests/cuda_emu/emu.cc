@@ -1,15 +1,17 @@
 /* emu.cc: the emulator's scheduler (fibers, barriers, warp exchanges) and the
  * CPU versions of the CUDA runtime calls.  See emu.h for what is emulated. */
 #include "emu.h"
+#include "fiber.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -19,13 +21,15 @@ namespace {
 enum State { READY, BLOCK_WAIT, WARP_WAIT, DONE };
 
 struct Fiber {
-    ucontext_t ctx;
+    Context ctx;
     char *stack = nullptr;  /* STACK bytes above a PROT_NONE guard page */
     State state = DONE;
     uint3 tid;
 };
 
-constexpr size_t STACK = 64 * 1024, GUARD = 4096;
+/* The guard is large so that a big local array cannot step over it into the
+ * next fiber's stack. */
+constexpr size_t STACK = 64 * 1024, GUARD = 64 * 1024;
 constexpr size_t SMEM_DEFAULT = 48 * 1024, SMEM_MAX = 227 * 1024; /* H100/H200 opt-in limit */
 
 struct Warp {
@@ -36,9 +40,9 @@ struct Warp {
 };
 
 struct Scheduler {
-    std::vector<Fiber> fibers;
+    std::deque<Fiber> fibers;  /* a deque: contexts must not move once saved */
     std::vector<Warp> warps;
-    ucontext_t main_ctx;
+    Context main_ctx;
     int current = -1, threads = 0, live = 0, block_waiting = 0, exited = 0;
     const char *kernel = "";
     const std::function<void()> *body = nullptr;
@@ -46,6 +50,7 @@ struct Scheduler {
     std::map<const void *, size_t> smem_limit;  /* cudaFuncSetAttribute */
     cudaError_t last_error = cudaSuccess;
     const char *fault = nullptr;
+    bool reverse = false;  /* WF_EMU_ORDER=reverse: the last block, and a block's last thread, first */
 } S;
 
 [[noreturn]] void fail(const char *fmt, ...) {
@@ -70,25 +75,66 @@ Fiber &me() {
 
 void yield() {
     Fiber &f = me();
-    if (swapcontext(&f.ctx, &S.main_ctx) != 0) fail("swapcontext failed");
+    context_switch(&f.ctx, &S.main_ctx);
 }
 
+/* A fiber runs one thread of the kernel after another (its own thread in each
+ * block of each launch): it never returns, so starting a thread costs one
+ * context switch, not a fresh context. */
 void fiber_main() {
-    (*S.body)();
-    Fiber &f = me();
-    Warp &w = S.warps[S.current / 32];
-    f.state = DONE;
-    S.live--;
-    S.exited++;
-    w.live--;
-    w.exited++;
-    if (S.block_waiting > 0)
-        fail("thread exited while %d thread(s) wait at __syncthreads (undefined in CUDA)",
-             S.block_waiting);
-    if (w.waiting > 0)
-        fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
-             w.waiting);
-    /* returning resumes main_ctx (uc_link) */
+    for (;;) {
+        (*S.body)();
+        Fiber &f = me();
+        Warp &w = S.warps[S.current / 32];
+        f.state = DONE;
+        S.live--;
+        S.exited++;
+        w.live--;
+        w.exited++;
+        if (S.block_waiting > 0)
+            fail("thread exited while %d thread(s) wait at __syncthreads (undefined in CUDA)",
+                 S.block_waiting);
+        if (w.waiting > 0)
+            fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
+                 w.waiting);
+        yield();
+    }
+}
+
+/* A segmentation fault inside a kernel names the kernel, block and thread,
+ * and says whether it hit a fiber's stack guard (so a too-deep stack is not
+ * mistaken for a bad pointer).  Runs on its own stack: the fiber's may be
+ * the one that overflowed.  Not async-signal-safe, but the process ends. */
+void on_segv(int sig, siginfo_t *info, void *) {
+    const char *what = "an address the kernel may not touch (out of bounds?)";
+    char *addr = (char *)info->si_addr;
+    for (Fiber &f : S.fibers)
+        if (addr >= f.stack - GUARD && addr < f.stack)
+            what = "a fiber's stack guard: the thread used more than 64 KiB of stack";
+    if (S.current < 0) {
+        signal(sig, SIG_DFL);
+        return; /* not in a kernel: the default action */
+    }
+    fail("%s at %p: %s", sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr, what);
+}
+
+void catch_faults() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    static char alt[64 * 1024];
+    stack_t ss = {};
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    sigaltstack(&ss, nullptr);
+    for (int sig : {SIGSEGV, SIGBUS}) {
+        struct sigaction old = {}, sa = {};
+        if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue; /* keep others' */
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, nullptr);
+    }
 }
 
 void grow_pool(int n) {
@@ -100,15 +146,16 @@ void grow_pool(int n) {
         mprotect(m, GUARD, PROT_NONE); /* a stack overflow faults instead of corrupting */
         f.stack = (char *)m + GUARD;
         S.fibers.push_back(f);
+        Fiber &g = S.fibers.back();
+        context_init(&g.ctx, g.stack, STACK, fiber_main);
     }
 }
 
 const char *describe_waits() {
     static char buf[256];
-    int ready = 0, block = 0, warp = 0;
+    int block = 0, warp = 0;
     for (int i = 0; i < S.threads; i++) {
         State s = S.fibers[i].state;
-        ready += s == READY;
         block += s == BLOCK_WAIT;
         warp += s == WARP_WAIT;
     }
@@ -131,20 +178,16 @@ void run_block(dim3 block) {
         Fiber &f = S.fibers[i];
         f.state = READY;
         f.tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack;
-        f.ctx.uc_stack.ss_size = STACK;
-        f.ctx.uc_link = &S.main_ctx;
-        makecontext(&f.ctx, fiber_main, 0);
     }
     /* round robin: every ready thread runs until it finishes or waits */
     while (S.live > 0) {
         bool ran = false;
-        for (int i = 0; i < n; i++) {
+        for (int k = 0; k < n; k++) {
+            int i = S.reverse ? n - 1 - k : k;
             if (S.fibers[i].state != READY) continue;
             S.current = i;
             threadIdx = S.fibers[i].tid;
-            if (swapcontext(&S.main_ctx, &S.fibers[i].ctx) != 0) fail("swapcontext failed");
+            context_switch(&S.main_ctx, &S.fibers[i].ctx);
             ran = true;
         }
         S.current = -1;
@@ -161,7 +204,12 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
     (void)stream; /* one sequential device: every stream is the same */
     S.fault = getenv("WF_EMU_FAULT");
     if (S.fault && !*S.fault) S.fault = nullptr;
+    const char *order = getenv("WF_EMU_ORDER");
+    S.reverse = order && strcmp(order, "reverse") == 0;
     if (S.current >= 0) fail("kernel %s launched from device code (not emulated)", name);
+    if (*S.kernel) /* the scheduler is one global: launches come from one host thread */
+        fail("kernel %s launched from a second host thread while %s runs (not emulated)", name,
+             S.kernel);
     long threads = (long)block.x * block.y * block.z;
     auto lim = S.smem_limit.find(kernel);
     size_t smem_max = lim == S.smem_limit.end() ? SMEM_DEFAULT : lim->second;
@@ -178,6 +226,7 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
         S.last_error = smem > smem_max ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
         return;
     }
+    catch_faults();
     S.kernel = name;
     S.body = &body;
     S.threads = (int)threads;
@@ -185,12 +234,13 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
     grow_pool(S.threads);
     gridDim = grid;
     blockDim = block;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                blockIdx = make_uint3(x, y, z);
-                run_block(block);
-            }
+    long blocks = (long)grid.x * grid.y * grid.z;
+    for (long k = 0; k < blocks; k++) {
+        long b = S.reverse ? blocks - 1 - k : k;
+        blockIdx = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                              (unsigned)(b / ((long)grid.x * grid.y)));
+        run_block(block);
+    }
     S.kernel = "";
 }
 
@@ -283,6 +333,10 @@ cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = new CUstream_st(); return c
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned, int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *status) {
+    *status = cudaStreamCaptureStatusNone; /* CUDA graphs are not emulated */
+    return cudaSuccess;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new CUevent_st(); return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
@@ -320,6 +374,21 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
 }
 cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+/* __constant__ and __device__ variables are host globals: copy in place */
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t offset,
+                               cudaMemcpyKind) {
+    memmove((char *)symbol + offset, src, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t n, size_t offset,
+                                    cudaMemcpyKind k, cudaStream_t) {
+    return cudaMemcpyToSymbol(symbol, src, n, offset, k);
+}
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t offset,
+                                 cudaMemcpyKind) {
+    memmove(dst, (const char *)symbol + offset, n);
+    return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     *free_bytes = *total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
     return cudaSuccess;
@@ -329,13 +398,35 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
 cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+/* an H100-like device with 2 multiprocessors (kernels that size their grid
+ * by the SM count still run several blocks, but few) */
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
+    if (d != 0) return cudaErrorInvalidDevice;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "cuda_emu (CPU)");
+    p->totalGlobalMem = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    p->sharedMemPerBlock = wf_emu::SMEM_DEFAULT;
+    p->sharedMemPerBlockOptin = wf_emu::SMEM_MAX;
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 2147483647;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->multiProcessorCount = 2;
+    p->major = 9;
+    p->minor = 0;
+    return cudaSuccess;
+}
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int) {
     switch (attr) {
     case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
     case cudaDevAttrWarpSize: *v = 32; break;
     case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)wf_emu::SMEM_DEFAULT; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)wf_emu::SMEM_MAX; break;
-    case cudaDevAttrMultiProcessorCount: *v = 1; break;
+    case cudaDevAttrMultiProcessorCount: *v = 2; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     default: *v = 0; return cudaErrorInvalidValue;
     }
     return cudaSuccess;

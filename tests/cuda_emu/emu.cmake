@@ -28,10 +28,13 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   set(cuda_dir ${PROJECT_SOURCE_DIR}/runtime/cuda)
 
   # the emulator: every C++ file of a target that links it sees emu.h first
-  add_library(weft_cuda_emu STATIC ${emu_dir}/emu.cc)
+  add_library(weft_cuda_emu STATIC ${emu_dir}/emu.cc ${emu_dir}/fiber.cc)
   set_target_properties(weft_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_include_directories(weft_cuda_emu PUBLIC ${emu_dir} ${WEFT_EMU_CUDA_INCLUDE})
-  target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>")
+  # -ffp-contract=off: no fused multiply-adds the CPU backend does not make
+  # either; nvcc's `#pragma unroll` means nothing to g++
+  target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>"
+    "$<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off;-Wno-unknown-pragmas>")
 
   # the kernels: each .cu compiled as C++ through a one-line wrapper
   set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc)

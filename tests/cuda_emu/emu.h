@@ -6,17 +6,25 @@
  * What is emulated:
  *   - the CUDA keywords (__global__ and __device__ are nothing, __shared__ is
  *     `static`: blocks run one after another in one OS thread, so a
- *     function-static is exactly one block's shared memory);
+ *     function-static is exactly one block's shared memory; it keeps the
+ *     previous block's values, where a GPU's would be undefined);
  *   - WF_LAUNCH(kernel, grid, block, smem, stream)(args...): runs the whole grid
  *     before it returns, block after block; in a block every thread is a fiber
- *     (ucontext, its own guarded stack) that runs until it finishes or waits
- *     at a barrier; threadIdx/blockIdx/blockDim/gridDim are set per fiber;
+ *     (its own 64 KiB stack above a guard page; fiber.h switches them) that
+ *     runs until it finishes or waits at a barrier, blocks and the block's
+ *     threads in order (WF_EMU_ORDER=reverse: last to first, so a barrier
+ *     missing between one thread's write and another's read, or a block
+ *     reading what another block of the same launch writes, shows in one of
+ *     the two orders); threadIdx/blockIdx/blockDim/gridDim are set per fiber;
  *   - __syncthreads, __syncwarp, __shfl{,_up,_down,_xor}_sync, __ballot_sync,
  *     __any_sync, __all_sync: real barriers among the block's / warp's
  *     threads.  A barrier that cannot complete (threads waiting at different
  *     barriers, or after some threads of the block or warp exited, which CUDA
  *     leaves undefined) is reported and the program exits 1, never hangs;
- *   - dynamic shared memory through WF_DYNAMIC_SHARED(type, name) (a per-launch
+ *   - a segmentation fault in a kernel names the kernel, block and thread, and
+ *     whether the thread overflowed its stack (guard pages below each);
+ *   - dynamic shared memory through WF_DYNAMIC_SHARED(type, name) (kernels
+ *     must use it: `extern __shared__` cannot be emulated; a per-launch
  *     buffer of the launch's smem bytes, filled with 0xff bytes (NaN floats)
  *     per block so reads before writes show), and the 48 KiB limit unless
  *     cudaFuncSetAttribute(MaxDynamicSharedMemorySize) raised it;
@@ -31,10 +39,14 @@
  * What is not:
  *   - warp operations with a partial mask (only masks naming every lane of
  *     the warp that exists; reported otherwise), warp-divergent shuffles;
+ *   - launches from several host threads at once (reported), device-side
+ *     launches (reported), cooperative groups;
  *   - timing, concurrency between streams or blocks, any memory model beyond
  *     sequential execution (so races that need real parallelism go unseen,
  *     although threads interleave at every barrier); CUDA graphs; cuBLAS and
- *     NCCL (the emulated build replaces gemm.cu with tests/cuda_emu/emu_gemm.cc).
+ *     NCCL (the emulated build replaces gemm.cu with tests/cuda_emu/emu_gemm.cc
+ *     and device.c with emu_device.cc: functions of those two that kernel
+ *     files call need an emulated version there).
  *
  * Fault injection for the tests that must fail: WF_EMU_FAULT=shfl_down makes
  * __shfl_down_sync return the caller's own value; WF_EMU_FAULT=syncthreads

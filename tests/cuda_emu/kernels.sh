@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cuda_emu/kernels.sh CHECK_CPU CHECK_EMU CUDA_DIR LISTED: every CUDA
 # kernel, run by the CPU emulator, against the CPU backend on the same random
-# inputs (tests/gpu/check_kernels.c, 1e-5 norm-relative).  Also: every .cu
+# inputs (tests/gpu/check_kernels.c, 1e-5 norm-relative), with blocks and
+# their threads scheduled first to last and last to first.  Also: every .cu
 # file of CUDA_DIR is in LISTED (emu.cmake's kernel list or its exclusions),
 # and a broken warp shuffle in the emulator is caught by name.
 set -euo pipefail
@@ -33,6 +34,17 @@ fi
 grep -q " 0 over threshold" "$work/cmp.txt"
 cat "$work/cmp.txt"
 echo "ok   emulated CUDA kernels match the CPU backend (${ms} ms): $(tail -1 "$work/cmp.txt")"
+
+# the other order: a barrier missing between a write and another thread's
+# read, or a block reading another block's output, shows in one of the two
+# orders (see test_emu.cc)
+WF_EMU_ORDER=reverse "$emu" run "$work/rev.bin"
+if ! "$cpu" compare "$work/cpu.bin" "$work/rev.bin" >"$work/rev.txt"; then
+  grep FAIL "$work/rev.txt"
+  echo "FAIL emulated CUDA kernels, threads run last to first, differ from the CPU backend"
+  exit 1
+fi
+echo "ok   the same with blocks and threads run last to first: $(tail -1 "$work/rev.txt")"
 
 # must fail: __shfl_down_sync returning the caller's own value breaks every
 # block reduction (wf_block_sum), so layernorm's statistics go wrong

@@ -195,6 +195,73 @@ static bool indices_ok() {
     return true;
 }
 
+/* ---- a missing barrier: each scheduling order shows one direction of race ---- */
+
+/* y[t] = x[t - 1] through shared memory, WITHOUT the __syncthreads between the
+ * write and the read: correct only if thread t - 1 happens to run first */
+__global__ static void racy_shift_kernel(float *y, const float *x) {
+    __shared__ float tile[64];
+    tile[threadIdx.x] = x[threadIdx.x];
+    y[threadIdx.x] = threadIdx.x ? tile[threadIdx.x - 1] : 0.0f;
+}
+
+static bool racy_shift_right(const char *order) {
+    std::vector<float> x(64), y(64);
+    for (int i = 0; i < 64; i++) x[i] = uniform(); /* new values: tile keeps the last launch's */
+    setenv("WF_EMU_ORDER", order, 1);
+    WF_LAUNCH(racy_shift_kernel, 1, 64, 0, 0)(y.data(), x.data());
+    unsetenv("WF_EMU_ORDER");
+    for (int i = 1; i < 64; i++)
+        if (y[i] != x[i - 1]) return false;
+    return true;
+}
+
+/* block b reads block b - 1's output of the same launch: no order between
+ * blocks is promised, so this is right only if block b - 1 ran first */
+__global__ static void racy_blocks_kernel(float *y, const float *x) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[i];
+    if (blockIdx.x > 0) y[i] += y[i - blockDim.x];
+}
+
+static bool racy_blocks_right(const char *order) {
+    std::vector<float> x(4 * 32), y(4 * 32, 0.0f);
+    for (float &v : x) v = uniform();
+    setenv("WF_EMU_ORDER", order, 1);
+    WF_LAUNCH(racy_blocks_kernel, 4, 32, 0, 0)(y.data(), x.data());
+    unsetenv("WF_EMU_ORDER");
+    for (int i = 32; i < 4 * 32; i++)  /* a running sum down the blocks */
+        if (fabsf(y[i] - (y[i - 32] + x[i])) > 1e-6f) return false;
+    return true;
+}
+
+/* ---- 16-bit types: the toolkit's host code under g++ ------------------------------ */
+
+__global__ static void bf16_round_kernel(__nv_bfloat16 *b, __half *h, const float *x, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        b[i] = __float2bfloat16(x[i]);
+        h[i] = __float2half(x[i]);
+    }
+}
+
+static bool sixteen_bit_ok() {
+    const int n = 300;
+    std::vector<float> x(n);
+    for (float &v : x) v = 100.0f * uniform();
+    std::vector<__nv_bfloat16> b(n);
+    std::vector<__half> h(n);
+    WF_LAUNCH(bf16_round_kernel, 2, 64, 0, 0)(b.data(), h.data(), x.data(), n);
+    for (int i = 0; i < n; i++) {
+        float fb = __bfloat162float(b[i]), fh = __half2float(h[i]);
+        /* round to nearest: within half a unit of the last place (8 and 11 bits) */
+        if (fabsf(fb - x[i]) > fabsf(x[i]) * 0x1p-8f || fabsf(fh - x[i]) > fabsf(x[i]) * 0x1p-11f + 0x1p-24f)
+            return false;
+    }
+    /* bf16 keeps float's exponent: 2^100 survives, fp16 overflows to inf */
+    return __bfloat162float(__float2bfloat16(0x1p100f)) == 0x1p100f &&
+           isinf(__half2float(__float2half(0x1p100f)));
+}
+
 /* ---- errors the emulator must report (in a child: they end the process) ----------- */
 
 __global__ static void early_exit_kernel(int *out) {
@@ -212,6 +279,15 @@ __global__ static void split_barrier_kernel(int *out) {
 __global__ static void partial_mask_kernel(int *out) {
     out[threadIdx.x] = __shfl_sync(0x0000ffffu, (int)threadIdx.x, 0);
 }
+
+/* a thread that needs far more than its 64 KiB of stack */
+__device__ static int deep(int n) {
+    volatile char pad[512];
+    pad[0] = (char)n;
+    return n ? deep(n - 1) + pad[0] : 0;
+}
+
+__global__ static void deep_stack_kernel(int *out) { out[threadIdx.x] = deep(1000); }
 
 /* Runs launch() in a child; true if it exited 1 with `expect` on stderr. */
 static bool reported(void (*launch)(), const char *expect) {
@@ -241,6 +317,7 @@ static bool reported(void (*launch)(), const char *expect) {
 static int sink[256];
 static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
 static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
+static void launch_deep_stack() { WF_LAUNCH(deep_stack_kernel, 1, 32, 0, 0)(sink); }
 static void launch_partial_mask() { WF_LAUNCH(partial_mask_kernel, 1, 32, 0, 0)(sink); }
 
 int main() {
@@ -252,12 +329,19 @@ int main() {
     CHECK(smem_limit_ok(), "64 KiB of dynamic shared memory: refused, then allowed by cudaFuncSetAttribute");
     CHECK(grid_stride_ok(), "grid-stride loop: 3 blocks x 64 threads cover 1000 elements once each");
     CHECK(indices_ok(), "2D grid and block: threadIdx/blockIdx/blockDim/gridDim .x and .y");
+    CHECK(racy_shift_right("forward") && !racy_shift_right("reverse"),
+          "a missing __syncthreads (read of thread t-1's write): hidden in thread order, caught by WF_EMU_ORDER=reverse");
+    CHECK(racy_blocks_right("forward") && !racy_blocks_right("reverse"),
+          "a block reading another block's output of the same launch: caught by WF_EMU_ORDER=reverse");
+    CHECK(sixteen_bit_ok(), "__nv_bfloat16 and __half conversions in a kernel (cuda_bf16.h / cuda_fp16.h on the host)");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
           "a __syncthreads after some threads returned is reported");
     CHECK(reported(launch_split_barrier, "deadlock"),
           "threads split between __syncwarp and __syncthreads: deadlock reported, no hang");
     CHECK(reported(launch_partial_mask, "only masks naming every lane"),
           "a partial warp mask is reported as not emulated");
+    CHECK(reported(launch_deep_stack, "stack guard"),
+          "a thread overflowing its fiber stack is reported (kernel, block, thread), not silent");
     /* the barrier is real: without it, a block reduction comes out wrong */
     setenv("WF_EMU_FAULT", "syncthreads", 1);
     bool broken = !block_reduce_ok(256);
