@@ -25,6 +25,14 @@ int cuda_backend_check(const Program *p) {
                  "(valid: weft.gpt2; or compile with --backend cpu)", p->plan_path, p->family);
         return -1;
     }
+    /* runtime/cuda/attention.cu keeps a row's head in registers and tiles of
+     * 4096 / head size keys in shared memory: head sizes up to 128 */
+    if (p->heads > 0 && p->hidden / p->heads > 128) {
+        wf_error("%s: plan.model.heads: head size %d (hidden %d / %d heads) is over 128, the "
+                 "largest the CUDA attention takes (valid: heads >= hidden / 128; or compile with "
+                 "--backend cpu)", p->plan_path, p->hidden / p->heads, p->hidden, p->heads);
+        return -1;
+    }
     for (int i = 0; i < p->n_ops; i++)
         if (!cuda_has_op(p->ops[i].kind)) {
             wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",

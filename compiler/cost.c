@@ -259,7 +259,7 @@ static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
     double s = a->seq, b = a->micro_batch, h = a->hidden, heads = a->heads, t = a->tp;
     double sbh = s * b * h;
     if (a->ffn_hidden > 0) return llama_layer_bytes(a, rc) * (precision_bytes(a->precision) / 2.0);
-    double scores = 5.0 * heads * s / h; /* softmax input / output, dropout mask */
+    double scores = a->flash_attention ? 0.0 : 5.0 * heads * s / h; /* softmax input / output, dropout mask */
     double bytes;
     if (rc == RC_FULL)
         bytes = 2.0 * sbh / (a->sp ? t : 1.0); /* the checkpointed layer input */
@@ -267,7 +267,9 @@ static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
         bytes = a->sp ? sbh / t * 34.0 : sbh * (10.0 + 24.0 / t);
     else
         bytes = a->sp ? sbh / t * (34.0 + scores) : sbh * (10.0 + 24.0 / t + scores / t);
-    return bytes * (precision_bytes(a->precision) / 2.0);
+    /* flash attention's log-sum-exp is fp32 whatever the precision */
+    double lse = a->flash_attention && rc == RC_NONE ? 4.0 * heads * s * b / t : 0.0;
+    return bytes * (precision_bytes(a->precision) / 2.0) + lse;
 }
 
 double cost_activation_bytes_per_layer(const cost_memory_args *a)

@@ -126,6 +126,9 @@ typedef struct {
     int ffn_hidden;      /* > 0: a LLaMA layer (RMSNorm, GQA, SwiGLU of this width,
                             no dropout, no biases, untied head); 0: GPT */
     int kv_heads;        /* LLaMA: key/value heads (grouped-query attention) */
+    int flash_attention; /* 1: attention keeps an fp32 log-sum-exp per query row
+                            and head, 4asb/t bytes, instead of the scores
+                            (the 5as/h term; runtime/cuda/attention.cu) */
 } cost_memory_args;
 
 /* GPT-2 layout, biases, tied input / output embedding:
@@ -143,7 +146,9 @@ double cost_llama_params(double L, double h, double kvd, double f, double V);
  *   tp + sp              sbh/t (34 + 5as/h)
  *   selective recompute  the same without the 5as/h attention-score term
  *   full recompute       only the layer input, 2sbh (2sbh/t with sp)
- * times 2 when precision is fp32. -1 on invalid arguments (as below).
+ * times 2 when precision is fp32.  flash_attention drops the 5as/h term and,
+ * without recompute, adds the fp32 log-sum-exp, 4asb/t bytes.
+ * -1 on invalid arguments (as below).
  * A LLaMA layer (ffn_hidden > 0) keeps, in 16-bit: both RMSNorm inputs and
  * both projection inputs (8sbh, replicated over t without sp), the rotated q
  * and k, v and the o_proj input (2sb(2h + 2kvd)), gate, up and the down_proj

@@ -54,7 +54,8 @@ static const char USAGE[] =
     "                             graph, buckets, memory, zero) to stdout\n"
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
     "  --backend cpu|cuda         code generator: C for CPUs (default), or CUDA C++ for\n"
-    "                             NVIDIA GPUs (fp32 GPT-2 family; see README)\n"
+    "                             NVIDIA GPUs (fp32 GPT-2 family; see README); check and\n"
+    "                             simulate plan that backend's memory too\n"
     "  --help, --version\n"
     "\n"
     "exit codes: 0 ok, 1 plan or input error, 2 usage error\n";
@@ -156,6 +157,7 @@ int run_all_passes(Program *p, const char *plan, const char *const *overrides, i
 /* Runs load and every pass, dumping the IR after the one asked for. */
 static int run_passes(Program *p, const plan_args *a) {
     if (pass_load(p, a->plan, a->overrides, a->n_overrides) != 0) return EXIT_PLAN;
+    snprintf(p->backend, sizeof p->backend, "%s", a->backend);  /* memory sizes depend on it */
     if (a->dump && strcmp(a->dump, "load") == 0) program_dump(p, "load", stdout);
     for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++) {
         if (PASSES[i].run(p) != 0) return EXIT_PLAN;

@@ -238,12 +238,18 @@ static long tensor_numel(const Program *p, int t) {
     return align16((long)p->micro * p->seq / p->tensors[t].rows_div * p->tensors[t].width);
 }
 
+int attention_saves_lse(const Program *p, const ir_op *o) {
+    return o->kind == OP_ATTENTION && o->n_in == 1 && strcmp(p->backend, "cuda") == 0;
+}
+
 static long saved_numel(const Program *p, const ir_op *o) {
     long N = (long)p->micro * p->seq;
     switch (o->kind) {
     case OP_LAYERNORM: return 2 * N / p->tensors[o->out].rows_div;  /* mean, rstd */
     case OP_RMSNORM: return N / p->tensors[o->out].rows_div;        /* rstd */
-    case OP_ATTENTION: return (long)p->micro * o->heads * p->seq * p->seq;
+    case OP_ATTENTION:  /* log-sum-exp per query row, or the probabilities */
+        if (attention_saves_lse(p, o)) return (long)p->micro * o->heads * p->seq;
+        return (long)p->micro * o->heads * p->seq * p->seq;
     case OP_LMHEAD_XENT: return N * (p->vocab_padded / p->tp);      /* probs */
     default: return 0;
     }
@@ -318,7 +324,16 @@ int pass_memory(Program *p) {
         p->act_numel[stage] = off;
     }
     long N = (long)p->micro * p->seq;
-    p->scratch_numel = align16((long)p->seq * p->seq);
+    /* attention backward: one head's (T, T) dP on the CPU; on CUDA the
+     * rowsum(P * dP) of every query row (the largest layer's) */
+    long scratch = 16;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        long need = attention_saves_lse(p, o) ? o->saved_numel
+                  : o->kind == OP_ATTENTION ? (long)p->seq * p->seq : 0;
+        if (need > scratch) scratch = need;
+    }
+    p->scratch_numel = align16(scratch);
     /* tensor-parallel collectives stage a gathered or reduced tensor here, and
      * the vocabulary-parallel loss its per-token statistics */
     long widest = 0;

@@ -201,6 +201,9 @@ typedef struct Program {
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
+    /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
+     * memory pass, check and simulate: the backends save different buffers */
+    char backend[8];
 } Program;
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
@@ -219,6 +222,10 @@ int count_fused(const Program *p);         /* fused pairs, for reports */
 int pass_schedule(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);
+/* 1 where the backend's attention saves only the log-sum-exp per query row
+ * (runtime/cuda/attention.cu, flash style) instead of the (T, T) probabilities
+ * per head: --backend cuda, heads with their own keys (not GQA). */
+int attention_saves_lse(const Program *p, const ir_op *o);
 int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
 /* backend "cpu" (as pass_emit) or "cuda": stageN.cu and a CUDA build file

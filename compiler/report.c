@@ -55,8 +55,8 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     if (p->zero >= 2) m.grads = shard + bytes * (double)p->grad_buf_numel[stage];
     if (p->zero >= 3) m.params = shard + bytes * (double)p->gather_numel[stage];
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params *= 2;  /* two weight versions */
-    /* activations: what the CPU backend allocates (fp32, also when it
-     * emulates 16-bit storage) */
+    /* activations: what the backend allocates (fp32, also when the CPU
+     * emulates 16-bit storage; attention's saved buffer is per backend) */
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
@@ -179,6 +179,15 @@ void program_report(const Program *p, FILE *out) {
         }
         fputc('\n', out);
     }
+    for (int i = 0; i < p->n_ops; i++)  /* what the flash kernels save, once */
+        if (attention_saves_lse(p, &p->ops[i])) {
+            char tt[32];
+            const ir_op *o = &p->ops[i];
+            human_bytes(4.0 * (double)o->saved_numel, a, sizeof a);
+            human_bytes(4.0 * (double)o->saved_numel * p->seq, tt, sizeof tt);
+            fprintf(out, "  attention    %s per layer: log-sum-exp per row and head (T x T: %s)\n", a, tt);
+            break;
+        }
     if (p->pp > 1) {
         fprintf(out, "  %-12s", "act. slots");
         for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_slots(p, s));

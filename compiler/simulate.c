@@ -143,7 +143,13 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     }
     case OP_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
         double hd = width / o->heads, T = p->seq, n = (double)p->micro * o->heads;
-        if (calib) {
+        if (attention_saves_lse(p, o) && !calib) {
+            /* runtime/cuda's flash kernels: the causal half of QK^T and PV on
+             * the fp32 CUDA cores whatever the precision, nothing T x T through
+             * memory; backward recomputes: 8 such products to forward's 2 */
+            t.f = 2 * n * cost_gemm_seconds(T, T / 2, hd, p->device_fp32_tflops, efficiency(T, T, hd));
+            t.b = 4 * t.f;
+        } else if (calib) {
             t.f = calib->attention[0] * n * T * T * 1e-9;
             t.b = calib->attention[1] * n * T * T * 1e-9;
         } else {
@@ -270,6 +276,7 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.head = stage == p->pp - 1;
     a.ffn_hidden = p->ffn_hidden;  /* 0 but for llama */
     a.kv_heads = p->kv_heads;
+    a.flash_attention = strcmp(p->backend, "cuda") == 0 && p->ffn_hidden <= 0; /* GQA keeps T x T */
     cost_memory m = cost_memory_per_rank(&a);
     /* the plan's own choices the per-rank formula does not know: a second
      * weight version (PipeDream-2BW), and what offload keeps in host memory

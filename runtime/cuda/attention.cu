@@ -1,85 +1,365 @@
-/* attention.cu: causal self-attention with the CPU backend's API: the
- * (B, H, T, T) softmax probabilities are kept in `att` for backward, and
- * backward works one head at a time in a (T, T) scratch.  A flash-style
- * kernel that never materializes T x T needs an API change (no att, saved
- * log-sum-exp instead) and is left for later.
+/* attention.cu: causal self-attention that never materializes T x T
+ * (flash-attention style tiling, fp32 arithmetic).
+ *
+ * Forward walks the key tiles of each query tile with an online softmax and
+ * saves only the log-sum-exp of each query row's scaled scores in `att`
+ * (B*H*T floats; the CPU backend keeps its (B, H, T, T) probabilities there,
+ * so the compiler sizes that buffer per backend).  Exponentials are base 2
+ * (exp2f is a few instructions cheaper than expf): scores are scaled by
+ * log2(e) / sqrt(hs), and the saved log-sum-exp is in base 2 too.
+ *
+ * Backward recomputes the probabilities tile by tile from q, k and the
+ * log-sum-exp:
+ *
+ *   dq kernel    one block per query tile, over its key tiles: dq, and
+ *                D_i = rowsum(P * dP) = dout_i . out_i, written to `scratch`
+ *                (B*H*T floats): out is not an argument of wf_attention_bwd,
+ *                and this pass sees every key of row i anyway;
+ *   dk/dv kernel one block per key tile, over its query tiles: dk and dv,
+ *                with D from the dq kernel (same stream, so it is complete).
+ *
+ * Neither kernel needs atomics: every gradient element has one owner thread,
+ * which sums in a fixed order, so results do not depend on scheduling.
+ * Tiles wholly above the diagonal are never visited.
+ *
+ * Layout (HS = head size rounded up to 16, 32, 64 or 128): a block has 256
+ * threads, G = HS/16 of them per row (query row in forward and dq, key row
+ * in dk/dv), each owning four float4 chunks of the row (chunk c of thread g
+ * is floats [4(g + cG), 4(g + cG) + 4)): dot products are G partial sums
+ * and a butterfly over the G lanes.  The other operand's tile, BT = 4096/HS
+ * rows of HS floats, sits in shared memory (32 KiB for two tiles), read as
+ * float4: the lanes of a warp read one row, G consecutive chunks, so reads
+ * are broadcasts without bank conflicts.  Columns hs..HS are zero.
  *
  * qkv rows are 3C wide: head h of q is columns [h*hs, (h+1)*hs), k and v are
- * C and 2C further; cuBLAS reads them in place through the leading dimension,
- * batched over the heads of a sequence (head stride hs, att stride T*T). */
+ * C and 2C further; dqkv has the same layout. */
+#include <stdio.h>
+
 #include "cuda_rt.h"
 #include "reduce.cuh"
 
-/* Row r of the (rows, T) scores, at position t = r % T: softmax over keys
- * 0..t; the future keys become 0.  Exponentials in float, the sum in double,
- * as the CPU kernel. */
-__global__ static void causal_softmax_kernel(float *p, int T) {
-    long r = blockIdx.x;
-    int t = (int)(r % T);
-    float *row = p + r * T;
-    float m = -INFINITY;
-    for (int j = threadIdx.x; j <= t; j += blockDim.x) m = fmaxf(m, row[j]);
-    m = wf_block_max(m);
-    double s = 0.0;
-    for (int j = threadIdx.x; j <= t; j += blockDim.x) {
-        float e = expf(row[j] - m);
-        row[j] = e;
-        s += e;
+#define FLASH_THREADS 256
+#define FLASH_MAX_HS 128
+
+template <int HS> struct flash_tile {
+    static constexpr int G = HS / 16;                   /* threads per row */
+    static constexpr int BT = FLASH_THREADS / G;        /* rows per tile */
+    static constexpr int ROW4 = HS / 4;                 /* float4 per tile row */
+};
+
+/* Sum over the G lanes of a row group; every lane gets the same bits
+ * (each butterfly level adds the same two numbers, in either order). */
+template <int G> __device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int o = G / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* This thread's 16 floats of row `row` (T rows, `ld` apart) into r[], zeros
+ * past hs or past the last row. */
+template <int HS>
+__device__ __forceinline__ void load_row_part(float *r, const float *base, int row, int T, long ld,
+                                              int hs, int g) {
+    constexpr int G = flash_tile<HS>::G;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int d = 4 * (g + c * G) + e;
+            r[4 * c + e] = row < T && d < hs ? base[(long)row * ld + d] : 0.0f;
+        }
+}
+
+/* r[] . (tile row j), this thread's part */
+template <int HS>
+__device__ __forceinline__ float dot_part(const float *r, const float4 *tile, int j, int g) {
+    constexpr int G = flash_tile<HS>::G;
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        float4 t = tile[j * flash_tile<HS>::ROW4 + g + c * G];
+        s += r[4 * c] * t.x + r[4 * c + 1] * t.y + r[4 * c + 2] * t.z + r[4 * c + 3] * t.w;
     }
-    float inv = (float)(1.0 / wf_block_sum(s));
-    for (int j = threadIdx.x; j < T; j += blockDim.x) row[j] = j <= t ? row[j] * inv : 0.0f;
+    return s;
 }
 
-/* In place: dP becomes dS = P * (dP - rowsum(P * dP)); 0 above the diagonal. */
-__global__ static void softmax_bwd_kernel(float *dp, const float *p, int T) {
-    long r = blockIdx.x;
-    int t = (int)(r % T);
-    float *drow = dp + r * T;
-    const float *prow = p + r * T;
-    double dot = 0.0;
-    for (int j = threadIdx.x; j <= t; j += blockDim.x) dot += prow[j] * drow[j];
-    float d = (float)wf_block_sum(dot);
-    for (int j = threadIdx.x; j < T; j += blockDim.x)
-        drow[j] = j <= t ? prow[j] * (drow[j] - d) : 0.0f;
+/* acc[] += a * (tile row j), this thread's part */
+template <int HS>
+__device__ __forceinline__ void axpy_part(float *acc, float a, const float4 *tile, int j, int g) {
+    constexpr int G = flash_tile<HS>::G;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        float4 t = tile[j * flash_tile<HS>::ROW4 + g + c * G];
+        acc[4 * c] += a * t.x;
+        acc[4 * c + 1] += a * t.y;
+        acc[4 * c + 2] += a * t.z;
+        acc[4 * c + 3] += a * t.w;
+    }
 }
 
+/* Rows [row0, row0 + BT) of a (T, ld) matrix, hs wide, into a (BT, HS)
+ * shared tile; coalesced along the row, zeros outside. */
+template <int HS>
+__device__ __forceinline__ void load_tile(float4 *tile, const float *base, int row0, int T, long ld,
+                                          int hs) {
+    constexpr int BT = flash_tile<HS>::BT;
+    float *t = (float *)tile;
+    for (int idx = threadIdx.x; idx < BT * HS; idx += FLASH_THREADS) {
+        int r = idx / HS, d = idx % HS, row = row0 + r;
+        t[idx] = row < T && d < hs ? base[(long)row * ld + d] : 0.0f;
+    }
+}
+
+/* First and last row (in the tile) of this thread's warp: on the diagonal
+ * tile a warp skips the keys after its last query row (forward, dq) or the
+ * queries before its first key (dk/dv).  The bounds are warp-uniform, so the
+ * warp's shuffles stay converged. */
+template <int HS> __device__ __forceinline__ int warp_first_row() {
+    return (int)(threadIdx.x / 32) * (32 / flash_tile<HS>::G);
+}
+template <int HS> __device__ __forceinline__ int warp_last_row() {
+    return warp_first_row<HS>() + 32 / flash_tile<HS>::G - 1;
+}
+
+/* Keys per online-softmax update: scores of a chunk are kept in registers,
+ * then the running max and the output are rescaled once per chunk. */
+#define FLASH_KC 16
+
+/* grid (tiles, B*H); block FLASH_THREADS.  Query tile nT-1-blockIdx.x (the
+ * longest first), key tiles 0..diagonal. */
+template <int HS>
+__global__ void __launch_bounds__(FLASH_THREADS, 2)
+flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, float scale2) {
+    constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
+    __shared__ float4 ks[BT * HS / 4];
+    __shared__ float4 vs[BT * HS / 4];
+    int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
+    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
+    long ld = 3L * C;
+    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
+    int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
+
+    float qr[16], o[16];
+    load_row_part<HS>(qr, q, i, T, ld, hs, g);
+#pragma unroll
+    for (int d = 0; d < 16; d++) o[d] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+
+    for (int kt = 0; kt <= qt; kt++) {
+        __syncthreads(); /* the previous tiles are consumed */
+        load_tile<HS>(ks, k, kt * BT, T, ld, hs);
+        load_tile<HS>(vs, v, kt * BT, T, ld, hs);
+        __syncthreads();
+        int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
+        for (int j0 = 0; j0 < jend; j0 += FLASH_KC) {
+            float s[FLASH_KC], mc = -INFINITY;
+#pragma unroll
+            for (int jj = 0; jj < FLASH_KC; jj++) {
+                s[jj] = group_sum<G>(dot_part<HS>(qr, ks, j0 + jj, g)) * scale2;
+                if (kt * BT + j0 + jj > i) s[jj] = -INFINITY; /* the future */
+                mc = fmaxf(mc, s[jj]);
+            }
+            /* key 0 is in the first chunk of every row, so m is finite from
+             * then on; a chunk wholly in the future leaves it unchanged */
+            float mn = fmaxf(m, mc), alpha = exp2f(m - mn);
+            l *= alpha;
+#pragma unroll
+            for (int d = 0; d < 16; d++) o[d] *= alpha;
+#pragma unroll
+            for (int jj = 0; jj < FLASH_KC; jj++) {
+                float p = exp2f(s[jj] - mn);
+                l += p;
+                axpy_part<HS>(o, p, vs, j0 + jj, g);
+            }
+            m = mn;
+        }
+    }
+    if (i >= T) return;
+    float inv = 1.0f / l;
+    float *orow = out + ((long)b * T + i) * C + (long)h * hs;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int d = 4 * (g + c * G) + e;
+            if (d < hs) orow[d] = o[4 * c + e] * inv;
+        }
+    if (g == 0) lse[(long)bh * T + i] = m + log2f(l);
+}
+
+/* dq and D per query row, over the key tiles 0..diagonal (grid and order as
+ * forward).  With P = exp(S - lse) (in base 2 as forward) and dP_j = dout . v_j:
+ *   dq = scale sum_j P_j (dP_j - D) k_j = scale (sum_j P_j dP_j k_j - D sum_j P_j k_j),
+ *   D  = sum_j P_j dP_j,
+ * so one pass over the keys gives D and dq together. */
+template <int HS>
+__global__ void __launch_bounds__(FLASH_THREADS, 2)
+flash_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse,
+                    int T, int C, int H, float scale, float scale2) {
+    constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
+    __shared__ float4 ks[BT * HS / 4];
+    __shared__ float4 vs[BT * HS / 4];
+    int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
+    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
+    long ld = 3L * C;
+    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
+    const float *dy = dout + (long)b * T * C + (long)h * hs;
+    int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
+
+    float qr[16], dyr[16], pdk[16], pk[16];
+    load_row_part<HS>(qr, q, i, T, ld, hs, g);
+    load_row_part<HS>(dyr, dy, i, T, C, hs, g);
+#pragma unroll
+    for (int d = 0; d < 16; d++) pdk[d] = pk[d] = 0.0f;
+    float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = 0.0f;
+
+    for (int kt = 0; kt <= qt; kt++) {
+        __syncthreads();
+        load_tile<HS>(ks, k, kt * BT, T, ld, hs);
+        load_tile<HS>(vs, v, kt * BT, T, ld, hs);
+        __syncthreads();
+        int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
+#pragma unroll 1
+        for (int jj = 0; jj < jend; jj++) {
+            float s = group_sum<G>(dot_part<HS>(qr, ks, jj, g)) * scale2;
+            float dp = group_sum<G>(dot_part<HS>(dyr, vs, jj, g));
+            float p = kt * BT + jj <= i ? exp2f(s - li) : 0.0f;
+            D += p * dp;
+            axpy_part<HS>(pdk, p * dp, ks, jj, g);
+            axpy_part<HS>(pk, p, ks, jj, g);
+        }
+    }
+    if (i >= T) return;
+    float *dq = dqkv + ((long)b * T + i) * ld + (long)h * hs;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int d = 4 * (g + c * G) + e;
+            if (d < hs) dq[d] += scale * (pdk[4 * c + e] - D * pk[4 * c + e]);
+        }
+    if (g == 0) dsum[(long)bh * T + i] = D;
+}
+
+/* dk and dv per key row, over the query tiles diagonal..last.  grid (tiles,
+ * B*H): key tile blockIdx.x, so tile 0 (the most query tiles) starts first. */
+template <int HS>
+__global__ void __launch_bounds__(FLASH_THREADS, 2)
+flash_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const float *qkv,
+                      const float *lse, int T, int C, int H, float scale, float scale2) {
+    constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
+    __shared__ float4 qs[BT * HS / 4];
+    __shared__ float4 dys[BT * HS / 4];
+    __shared__ float ls[BT], Ds[BT];
+    int n_tiles = (T + BT - 1) / BT, kt = (int)blockIdx.x;
+    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
+    long ld = 3L * C;
+    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
+    const float *dy = dout + (long)b * T * C + (long)h * hs;
+    int g = threadIdx.x % G, j = kt * BT + (int)threadIdx.x / G;
+
+    float kr[16], vr[16], dk[16], dv[16];
+    load_row_part<HS>(kr, k, j, T, ld, hs, g);
+    load_row_part<HS>(vr, v, j, T, ld, hs, g);
+#pragma unroll
+    for (int d = 0; d < 16; d++) dk[d] = dv[d] = 0.0f;
+
+    for (int qt = kt; qt < n_tiles; qt++) {
+        __syncthreads();
+        load_tile<HS>(qs, q, qt * BT, T, ld, hs);
+        load_tile<HS>(dys, dy, qt * BT, T, C, hs);
+        for (int r = threadIdx.x; r < BT; r += FLASH_THREADS) {
+            int i = qt * BT + r;
+            ls[r] = i < T ? lse[(long)bh * T + i] : 0.0f;
+            Ds[r] = i < T ? dsum[(long)bh * T + i] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll 2
+        for (int ii = qt == kt ? warp_first_row<HS>() : 0; ii < BT; ii++) {
+            int i = qt * BT + ii;
+            float s = group_sum<G>(dot_part<HS>(kr, qs, ii, g)) * scale2;
+            float dp = group_sum<G>(dot_part<HS>(vr, dys, ii, g));
+            float p = j <= i && i < T ? exp2f(s - ls[ii]) : 0.0f;
+            axpy_part<HS>(dv, p, dys, ii, g);
+            axpy_part<HS>(dk, p * (dp - Ds[ii]), qs, ii, g);
+        }
+    }
+    if (j >= T) return;
+    float *dkrow = dqkv + ((long)b * T + j) * ld + (long)h * hs + C, *dvrow = dkrow + C;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int d = 4 * (g + c * G) + e;
+            if (d < hs) {
+                dkrow[d] += scale * dk[4 * c + e];
+                dvrow[d] += dv[4 * c + e];
+            }
+        }
+}
+
+/* The smallest instance that holds hs; 0 past FLASH_MAX_HS. */
+static int flash_hs(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0; }
+
+static void flash_check_shape(wf_ctx *c, const char *call, int B, int C, int H) {
+    char msg[96];
+    if (H < 1 || C % H != 0 || flash_hs(C / H) == 0) {
+        snprintf(msg, sizeof msg, "head size %d (C %d / H %d): the CUDA attention takes 1..%d",
+                 H > 0 ? C / H : 0, C, H, FLASH_MAX_HS);
+        wf_cuda_fail(c, call, WF_CUDA_WHERE, msg);
+    }
+    if ((long)B * H > 65535) { /* the grid's y dimension */
+        snprintf(msg, sizeof msg, "B %d x H %d heads: the CUDA attention takes at most 65535", B, H);
+        wf_cuda_fail(c, call, WF_CUDA_WHERE, msg);
+    }
+}
+
+#define FLASH_LOG2E 1.4426950408889634f
+
+template <int HS>
+static void flash_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
+    constexpr int BT = flash_tile<HS>::BT;
+    dim3 grid((T + BT - 1) / BT, B * H);
+    float scale2 = FLASH_LOG2E / sqrtf((float)(C / H));
+    WF_LAUNCH(flash_fwd_kernel<HS>, grid, FLASH_THREADS, 0, wf_cuda_stream(c))(out, lse, qkv, T, C, H,
+                                                                              scale2);
+}
+
+template <int HS>
+static void flash_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv,
+                      const float *lse, int B, int T, int C, int H) {
+    constexpr int BT = flash_tile<HS>::BT;
+    dim3 grid((T + BT - 1) / BT, B * H);
+    float scale = 1.0f / sqrtf((float)(C / H)), scale2 = FLASH_LOG2E / sqrtf((float)(C / H));
+    cudaStream_t s = wf_cuda_stream(c);
+    WF_LAUNCH(flash_bwd_dq_kernel<HS>, grid, FLASH_THREADS, 0, s)(dqkv, dsum, dout, qkv, lse, T, C,
+                                                                 H, scale, scale2);
+    WF_LAUNCH(flash_bwd_dkdv_kernel<HS>, grid, FLASH_THREADS, 0, s)(dqkv, dsum, dout, qkv, lse, T, C,
+                                                                   H, scale, scale2);
+}
+
+/* att: the base-2 log-sum-exp of each (b, h, t) row's scaled scores, B*H*T floats. */
 extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T,
                                  int C, int H) {
-    int hs = C / H, ld = 3 * C;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        const float *q = qkv + (long)b * T * ld, *k = q + C, *v = q + 2 * C;
-        float *p = att + (long)b * H * T * T;
-        float *o = out + (long)b * T * C;
-        /* S = scale q k^T for every head (the upper triangle is discarded) */
-        wf_cuda_sgemm(c, 0, 1, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, p, T, (long)T * T, H);
-        WF_LAUNCH(causal_softmax_kernel, H * T, WF_THREADS, 0, wf_cuda_stream(c))(p, T);
-        /* out = P v */
-        wf_cuda_sgemm(c, 0, 0, T, hs, T, 1.0f, p, T, (long)T * T, v, ld, hs, 0.0f, o, C, hs, H);
+    flash_check_shape(c, "wf_attention_fwd", B, C, H);
+    switch (flash_hs(C / H)) {
+    case 16: flash_fwd<16>(c, out, att, qkv, B, T, C, H); break;
+    case 32: flash_fwd<32>(c, out, att, qkv, B, T, C, H); break;
+    case 64: flash_fwd<64>(c, out, att, qkv, B, T, C, H); break;
+    default: flash_fwd<128>(c, out, att, qkv, B, T, C, H); break;
     }
     wf_cuda_sync(c, "wf_attention_fwd");
 }
 
+/* scratch: D = rowsum(P * dP) per (b, h, t), B*H*T floats. */
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
                                  const float *qkv, const float *att, int B, int T, int C, int H) {
-    int hs = C / H, ld = 3 * C;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            long qo = (long)b * T * ld + (long)h * hs;
-            const float *q = qkv + qo, *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + qo, *dk = dq + C, *dv = dq + 2 * C;
-            const float *p = att + ((long)b * H + h) * T * T;
-            const float *dout_h = dout + (long)b * T * C + (long)h * hs;
-            float *ds = scratch; /* (T, T): dP, then dS; the stream orders the heads */
-            /* out = P v:  dv += P^T dout,  dP = dout v^T */
-            wf_cuda_sgemm(c, 1, 0, T, hs, T, 1.0f, p, T, 0, dout_h, C, 0, 1.0f, dv, ld, 0, 1);
-            wf_cuda_sgemm(c, 0, 1, T, T, hs, 1.0f, dout_h, C, 0, v, ld, 0, 0.0f, ds, T, 0, 1);
-            WF_LAUNCH(softmax_bwd_kernel, T, WF_THREADS, 0, wf_cuda_stream(c))(ds, p, T);
-            /* S = scale q k^T:  dq += scale dS k,  dk += scale dS^T q */
-            wf_cuda_sgemm(c, 0, 0, T, hs, T, scale, ds, T, 0, k, ld, 0, 1.0f, dq, ld, 0, 1);
-            wf_cuda_sgemm(c, 1, 0, T, hs, T, scale, ds, T, 0, q, ld, 0, 1.0f, dk, ld, 0, 1);
-        }
+    flash_check_shape(c, "wf_attention_bwd", B, C, H);
+    switch (flash_hs(C / H)) {
+    case 16: flash_bwd<16>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
+    case 32: flash_bwd<32>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
+    case 64: flash_bwd<64>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
+    default: flash_bwd<128>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
     }
     wf_cuda_sync(c, "wf_attention_bwd");
 }

@@ -88,6 +88,23 @@ static void put_double(const char *kernel, const char *what, double v) {
     put(kernel, what, &f, 1);
 }
 
+/* Causal attention on one shape.  att is state private to each backend
+ * between forward and backward (the CPU keeps the (B, H, T, T) softmax
+ * probabilities, CUDA's flash kernels a log-sum-exp per query row), so only
+ * out and dqkv are compared; att and scratch are sized for either backend. */
+static void attention_case(const char *tag, int b, int t, int c, int h) {
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    float *qkv = buf(n * 3 * c), *o = buf(n * c), *dout = buf(n * c), *dqkv = buf(n * 3 * c);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    char name[40];
+    wf_attention_fwd(NULL, o, att, qkv, b, t, c, h);
+    snprintf(name, sizeof name, "attention_fwd%s", tag);
+    put(name, "out", o, n * c);
+    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, att, b, t, c, h);
+    snprintf(name, sizeof name, "attention_bwd%s", tag);
+    put(name, "dqkv", dqkv, n * 3 * c);
+}
+
 static void run_all(void) {
     /* embedding */
     int32_t *tok = tokens(N, V), *tgt = tokens(N, V);
@@ -133,14 +150,14 @@ static void run_all(void) {
     wf_linear_bwd_weight(NULL, dW, NULL, dy, x, N, C, M);
     put("linear_bwd_weight", "dw (no bias)", dW, (long)C * M);
 
-    /* attention */
-    float *qkv = buf((long)N * 3 * C), *att = buf((long)B * H * T * T), *scratch = buf((long)T * T);
-    float *dqkv = buf((long)N * 3 * C);
-    wf_attention_fwd(NULL, o, att, qkv, B, T, C, H);
-    put("attention_fwd", "out", o, (long)N * C);
-    put("attention_fwd", "att", att, (long)B * H * T * T);
-    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, att, B, T, C, H);
-    put("attention_bwd", "dqkv", dqkv, (long)N * 3 * C);
+    /* attention; then over several of CUDA's tiles (a tile is 4096 / HS rows,
+     * HS the head size rounded up to 16, 32, 64 or 128), T not a multiple of
+     * the tile, and a head size (20) that is not one of them */
+    attention_case("", B, T, C, H);
+    attention_case(" T=130 hs=20", 1, 130, 40, 2);
+    attention_case(" T=300 hs=16", 1, 300, 32, 2);
+    attention_case(" T=140 hs=64", 1, 140, 64, 1);
+    attention_case(" T=70 hs=128", 1, 70, 128, 1);
 
     /* gelu, add */
     wf_gelu_fwd(NULL, y, dy, (long)N * M);

@@ -27,6 +27,8 @@ static Program gpt2(void) {
     strcpy(p.plan_path, "plans/x.lua");
     strcpy(p.family, "gpt2");
     strcpy(p.precision, "fp32");
+    p.hidden = 768;
+    p.heads = 12;
     ops[0].kind = OP_EMBED;
     ops[1].kind = OP_ATTENTION;
     ops[2].kind = OP_TP_SCATTER;
@@ -61,6 +63,14 @@ int main(void) {
     strcpy(p.family, "llama");
     check(refused(p, "plans/x.lua: plan.model: the llama family is not available with --backend cuda"),
           "another model family refused: %s", last_error);
+
+    p = gpt2();
+    p.hidden = 1024, p.heads = 8; /* head size 128: the largest the flash kernels take */
+    last_error[0] = 0;
+    check(cuda_backend_check(&p) == 0 && !last_error[0], "head size 128 is accepted");
+    p.hidden = 2048;
+    check(refused(p, "plans/x.lua: plan.model.heads: head size 256 (hidden 2048 / 8 heads) is over 128"),
+          "head size 256 refused: %s", last_error);
 
     p = gpt2();
     ops[1].kind = OP__COUNT; /* an op kind added after this backend */

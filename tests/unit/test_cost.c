@@ -151,6 +151,17 @@ static void activations(void)
     a.precision = "fp32";
     check(same(cost_activation_bytes_per_layer(&a), 2.0 * both), "fp32 activations are 2x");
 
+    /* Flash attention (--backend cuda) keeps no scores, only an fp32
+     * log-sum-exp per query row and local head: 4 * 96/8 * 2048 bytes. */
+    a = gpt3(8, 0, "none");
+    a.flash_attention = 1;
+    check(same(cost_activation_bytes_per_layer(&a), 13.0 * sbh + 4.0 * 12 * 2048),
+          "t = 8 + flash attention: sbh (10 + 24/8) + 4as/t = %.0f B", cost_activation_bytes_per_layer(&a));
+    a = gpt3(8, 0, "selective");
+    a.flash_attention = 1;
+    check(same(cost_activation_bytes_per_layer(&a), 13.0 * sbh),
+          "selective recompute + flash attention: sbh (10 + 24/8), the log-sum-exp not counted per layer");
+
     /* On a rank: L layers times in-flight microbatches (1F1B stage 0 of 8
      * holds 8); 96 layers / 8 stages = 12 layers. */
     a = gpt3(8, 1, "selective");

@@ -71,8 +71,10 @@ void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *do
                    const float *inp, const float *w, int N, int K, int M);
 
 /* Causal self-attention. qkv is (N, 3C): q, k, v side by side, head h of q at
- * columns [h*C/H, (h+1)*C/H). att (B, H, T, T) keeps the softmax probabilities
- * for backward; out is (N, C). scratch must hold T*T floats. */
+ * columns [h*C/H, (h+1)*C/H); out is (N, C).  att is what forward keeps for
+ * backward, per backend (the compiler sizes it): the CPU's (B, H, T, T)
+ * softmax probabilities, CUDA's log-sum-exp per (b, h, t) row (B*H*T floats).
+ * scratch must hold T*T floats (CPU) or B*H*T (CUDA). */
 void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
                       int B, int T, int C, int H);
 void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
