@@ -10,6 +10,8 @@
 
 #include <math.h>
 
+#include "layernorm_row.h"
+
 #define LN_EPS 1e-5
 
 /* The value a 16-bit tensor of the plan would store. */
@@ -51,14 +53,8 @@ void wf_residual_layernorm_bwd_input(wf_ctx *c, float *da, float *db, const floa
     for (int n = 0; n < N; n++) {
         const float *x = res + (long)n * C, *d = dln + (long)n * C, *r = dres + (long)n * C;
         float *ga = da + (long)n * C, *gb = db + (long)n * C, m = mean[n], s = rstd[n];
-        float g_mean = 0.0f, gx_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s, g = d[i] * w[i];
-            g_mean += g;
-            gx_mean += g * xhat;
-        }
-        g_mean /= C;
-        gx_mean /= C;
+        float g_mean, gx_mean;
+        wf_ln_bwd_means(x, d, w, m, s, C, &g_mean, &gx_mean);
         for (int i = 0; i < C; i++) {
             float xhat = (x[i] - m) * s;
             float t = r[i];

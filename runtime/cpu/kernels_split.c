@@ -4,6 +4,7 @@
  * pair adds up to the combined kernel of the same name in kernels.c. */
 #include "blas.h"
 #include "kernels_tp.h"
+#include "layernorm_row.h"
 
 void wf_linear_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *w, int N, int K,
                          int M) {
@@ -26,14 +27,8 @@ void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const flo
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C, *d = dout + (long)n * C;
         float *dx = dinp + (long)n * C, m = mean[n], s = rstd[n];
-        float g_mean = 0.0f, gx_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s, g = d[i] * w[i];
-            g_mean += g;
-            gx_mean += g * xhat;
-        }
-        g_mean /= C;
-        gx_mean /= C;
+        float g_mean, gx_mean;
+        wf_ln_bwd_means(x, d, w, m, s, C, &g_mean, &gx_mean);
         for (int i = 0; i < C; i++) {
             float xhat = (x[i] - m) * s;
             dx[i] += s * (d[i] * w[i] - g_mean - xhat * gx_mean);
