@@ -27,6 +27,19 @@ __global__ static void layernorm_fwd_kernel(float *out, float *mean, float *rstd
     }
 }
 
+/* The block's row means of g = dout * w and of g * xhat (sums in double). */
+__device__ static void dx_means(const float *x, const float *d, const float *w, float m, float s,
+                                int C, float *g_mean, float *gx_mean) {
+    double g = 0.0, gx = 0.0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float xhat = (x[i] - m) * s, gi = d[i] * w[i];
+        g += gi;
+        gx += gi * xhat;
+    }
+    *g_mean = (float)(wf_block_sum(g) / C);
+    *gx_mean = (float)(wf_block_sum(gx) / C);
+}
+
 /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * w */
 __global__ static void layernorm_dx_kernel(float *dinp, const float *dout, const float *inp,
                                            const float *w, const float *mean, const float *rstd,
@@ -34,13 +47,8 @@ __global__ static void layernorm_dx_kernel(float *dinp, const float *dout, const
     long n = blockIdx.x;
     const float *x = inp + n * C, *d = dout + n * C;
     float *dx = dinp + n * C, m = mean[n], s = rstd[n];
-    double g = 0.0, gx = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float xhat = (x[i] - m) * s, gi = d[i] * w[i];
-        g += gi;
-        gx += gi * xhat;
-    }
-    float g_mean = (float)(wf_block_sum(g) / C), gx_mean = (float)(wf_block_sum(gx) / C);
+    float g_mean, gx_mean;
+    dx_means(x, d, w, m, s, C, &g_mean, &gx_mean);
     for (int i = threadIdx.x; i < C; i += blockDim.x) {
         float xhat = (x[i] - m) * s;
         dx[i] += s * (d[i] * w[i] - g_mean - xhat * gx_mean);
@@ -129,13 +137,8 @@ __global__ static void residual_layernorm_dx_kernel(float *da, float *db, const 
     long n = blockIdx.x;
     const float *x = res + n * C, *d = dln + n * C, *r = dres + n * C;
     float *ga = da + n * C, *gb = db + n * C, m = mean[n], s = rstd[n];
-    double g = 0.0, gx = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float xhat = (x[i] - m) * s, gi = d[i] * w[i];
-        g += gi;
-        gx += gi * xhat;
-    }
-    float g_mean = (float)(wf_block_sum(g) / C), gx_mean = (float)(wf_block_sum(gx) / C);
+    float g_mean, gx_mean;
+    dx_means(x, d, w, m, s, C, &g_mean, &gx_mean);
     for (int i = threadIdx.x; i < C; i += blockDim.x) {
         float xhat = (x[i] - m) * s;
         float t = r[i];
