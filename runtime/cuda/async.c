@@ -10,14 +10,8 @@
 extern const wf_coll_ops wf_coll_nccl;  /* coll_nccl.c */
 void wf_nccl_setup(wf_ctx *c);
 
-static double *loss_acc;  /* managed: token losses a captured step summed on the device */
-
-double *wf_cuda_loss_acc(void) { return loss_acc; }
-
 void wf_backend_setup(wf_ctx *c) {
-    /* allocated here, never inside a captured step */
-    WF_CUDA(c, cudaMallocManaged((void **)&loss_acc, sizeof(double), cudaMemAttachGlobal));
-    *loss_acc = 0.0;
+    wf_cuda_loss_acc(c);  /* allocated here, never inside a captured step */
     if (c->p->comm == WF_COMM_NCCL && c->world > 1) {
         wf_nccl_setup(c);
         c->coll = &wf_coll_nccl;
@@ -47,7 +41,7 @@ void wf_backend_zero(wf_ctx *c, void *dst, size_t bytes) {
 
 double wf_backend_loss_take(wf_ctx *c) {
     WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
-    double sum = *loss_acc;
-    *loss_acc = 0.0;
+    double *acc = wf_cuda_loss_acc(c), sum = *acc;
+    *acc = 0.0;
     return sum;
 }

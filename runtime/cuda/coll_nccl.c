@@ -206,7 +206,7 @@ static void nccl_reduce_scatterv(wf_ctx *c, wf_group g, const float *send, float
         WF_NCCL(c, ncclGroupEnd());
     }
     if (into != recv && mine > 0)
-        WF_CUDA(c, cudaMemcpyAsync(recv, into, sizeof(float) * (size_t)mine, cudaMemcpyDeviceToDevice, s->stream));
+        WF_CUDA(c, cudaMemcpyAsync(recv, into, sizeof(float) * (size_t)mine, cudaMemcpyDefault, s->stream));
     finish(c, s, r);
 }
 

@@ -40,6 +40,12 @@ void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float
  * depend on scheduling and matches the CPU's order of additions. */
 void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C);
 
+/* Token losses summed on the device (xent.cu) instead of returned to the
+ * host: graph.c turns this on while it captures a step; wf_backend_loss_take
+ * (async.c) reads and clears the sum. */
+double *wf_cuda_loss_acc(wf_ctx *c);
+void wf_cuda_loss_on_device(int on);
+
 #ifdef __cplusplus
 }
 #endif

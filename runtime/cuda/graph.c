@@ -38,11 +38,13 @@ static void capture(wf_ctx *c) {
     cudaStream_t s = wf_cuda_stream(c);
     cudaGraph_t graph;
     c->graph_capture = 1;
+    wf_cuda_loss_on_device(1);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     c->p->step(c);
     c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
     WF_CUDA(c, cudaStreamEndCapture(s, &graph));
     c->graph_capture = 0;
+    wf_cuda_loss_on_device(0);
     size_t nodes = 0;
     WF_CUDA(c, cudaGraphGetNodes(graph, NULL, &nodes));
     WF_CUDA(c, cudaGraphInstantiate(&exec, graph, 0));

@@ -12,7 +12,20 @@
 #include "kernels_tp.h"
 #include "reduce.cuh"
 
-extern "C" double *wf_cuda_loss_acc(void); /* async.c */
+static double *loss_acc; /* managed: the device's sum of token losses */
+static int loss_on_device;
+
+/* The accumulator is allocated before any capture (async.c's setup calls
+ * this); graph.c switches the device sum on around its capture. */
+extern "C" double *wf_cuda_loss_acc(wf_ctx *c) {
+    if (!loss_acc) {
+        WF_CUDA(c, cudaMallocManaged((void **)&loss_acc, sizeof(double), cudaMemAttachGlobal));
+        *loss_acc = 0.0;
+    }
+    return loss_acc;
+}
+
+extern "C" void wf_cuda_loss_on_device(int on) { loss_on_device = on; }
 
 /* one thread, row order: the host's additions, bit for bit */
 __global__ static void loss_sum_kernel(double *acc, const float *losses, int N) {
@@ -22,10 +35,8 @@ __global__ static void loss_sum_kernel(double *acc, const float *losses, int N) 
 }
 
 static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    WF_CUDA(c, cudaStreamIsCapturing(wf_cuda_stream(c), &capturing));
-    if (capturing != cudaStreamCaptureStatusNone) {
-        WF_LAUNCH(loss_sum_kernel, 1, 1, 0, wf_cuda_stream(c))(wf_cuda_loss_acc(), losses, N);
+    if (loss_on_device) {
+        WF_LAUNCH(loss_sum_kernel, 1, 1, 0, wf_cuda_stream(c))(wf_cuda_loss_acc(c), losses, N);
         wf_cuda_sync(c, kernel);
         return 0.0;  /* the sum is on the device */
     }
