@@ -100,7 +100,7 @@ static void load_micro(wf_ctx *c, int m) {
 /* A captured step (CUDA graph) loads nothing itself: wf_load_step did before
  * the replay, into the same buffers. */
 void wf_load_step(wf_ctx *c) {
-    if (!c->graph_capture) wf_load_step(c);
+    for (int m = 0; m < c->p->accum; m++) load_micro(c, m);
 }
 
 void wf_micro_begin(wf_ctx *c, int m) {
