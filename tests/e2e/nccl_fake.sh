@@ -4,7 +4,7 @@
 # (tests/nccl_fake: NCCL's semantics over MPI, synchronous streams).  Each
 # layout must give the single-rank losses and weights within the equivalence
 # tolerances (tests/e2e/equivalence.sh): bucket all-reduces, ZeRO-1/2/3 with
-# unequal shards (grouped reduces and broadcasts, in-place reduce-scatter
+# equal and (dp 3) unequal shards (grouped reduces and broadcasts, in-place reduce-scatter
 # through scratch), tensor parallelism with its max / fp64 all-reduces and
 # sequence-parallel gathers, and pipeline messages matched in issue order, as
 # NCCL matches them (the MPI path matches by tag).  Streams and events are not
@@ -30,6 +30,8 @@ build_plan ref "$PLAN" "${common[@]}" --set mesh.dp=1 --set batch.micro=16
 run_plan ref --metrics "$WORK/ref.jsonl" --save "$WORK/ref.ckpt" >/dev/null
 build_plan ref_l4 "$PLAN" "${common[@]}" --set mesh.dp=1 --set batch.micro=16 --set model.layers=4
 run_plan ref_l4 --metrics "$WORK/ref_l4.jsonl" --save "$WORK/ref_l4.ckpt" >/dev/null
+build_plan ref_g24 "$PLAN" "${common[@]}" --set mesh.dp=1 --set batch.micro=24 --set batch.global=24
+run_plan ref_g24 --metrics "$WORK/ref_g24.jsonl" --save "$WORK/ref_g24.ckpt" >/dev/null
 
 # name     reference  overrides
 rows=(
@@ -37,6 +39,9 @@ rows=(
   "dp2_z1    ref     --set mesh.dp=2 --set batch.micro=4 --set buckets.mb=0.05 --set zero=1"
   "dp2_z2    ref     --set mesh.dp=2 --set batch.micro=4 --set buckets.mb=0.05 --set zero=2"
   "dp2_z3    ref     --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.05 --set zero=3"
+  "dp3_z1    ref_g24 --set mesh.dp=3 --set batch.global=24 --set batch.micro=8 --set buckets.mb=0.05 --set zero=1"
+  "dp3_z2    ref_g24 --set mesh.dp=3 --set batch.global=24 --set batch.micro=4 --set buckets.mb=0.05 --set zero=2"
+  "dp3_z3    ref_g24 --set mesh.dp=3 --set batch.global=24 --set batch.micro=8 --set buckets.mb=0.05 --set zero=3"
   "tp2_sp    ref     --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set batch.micro=16"
   "dp2_tp2   ref     --set mesh.dp=2 --set mesh.tp=2 --set batch.micro=8"
   "pp2_1f1b  ref_l4  --set model.layers=4 --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4"
