@@ -9,6 +9,7 @@
 
 extern const wf_coll_ops wf_coll_nccl;  /* coll_nccl.c */
 void wf_nccl_setup(wf_ctx *c);
+void wf_cuda_graph_decide(wf_ctx *c);  /* graph.c */
 
 void wf_backend_setup(wf_ctx *c) {
     wf_cuda_loss_acc(c);  /* allocated here, never inside a captured step */
@@ -21,6 +22,7 @@ void wf_backend_setup(wf_ctx *c) {
         if (c->world > 1)
             wf_log(c, "comm: mpi (host-staged: the device is synchronized before each MPI call)\n");
     }
+    wf_cuda_graph_decide(c);
 }
 
 void wf_backend_sync(wf_ctx *c) {

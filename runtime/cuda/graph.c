@@ -21,7 +21,7 @@
 
 static cudaGraphExec_t exec;
 static const char *off;   /* why steps run eagerly; NULL: graphs on */
-static int decided, steps_run;
+static int steps_run;
 
 static const char *why_eager(const wf_ctx *c) {
     const wf_program *p = c->p;
@@ -52,12 +52,14 @@ static void capture(wf_ctx *c) {
     wf_log(c, "cuda graph: on (captured step %ld, %zu nodes)\n", c->step + 1, nodes);
 }
 
+/* At startup (async.c), so that every schedule's log says it, 2BW's too. */
+void wf_cuda_graph_decide(wf_ctx *c) {
+    off = why_eager(c);
+    if (off) wf_log(c, "cuda graph: off: %s\n", off);
+    else wf_log(c, "cuda graph: the step is captured after a warm-up step\n");
+}
+
 void wf_backend_run_step(wf_ctx *c) {
-    if (!decided) {
-        decided = 1;
-        off = why_eager(c);
-        if (off) wf_log(c, "cuda graph: off: %s\n", off);
-    }
     if (off || steps_run++ == 0) {  /* eager, or the warm-up step */
         c->p->step(c);
         return;
