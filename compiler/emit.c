@@ -326,6 +326,9 @@ static void emit_main(writer *o, const Program *p, int stage) {
     program_fields(o, ".flops_per_token = %.17g,", p->flops_per_token);
     program_fields(o, ".peak_tflops = %.17g, .planned_bytes = %.17g,", program_peak_tflops(p),
       program_planned_bytes(p, stage));
+    /* the CPU backend has MPI only, whatever plan.comm says (its output does
+     * not change with comm) */
+    program_fields(o, ".comm = %s,", cuda_backend && strcmp(p->comm, "nccl") == 0 ? "WF_COMM_NCCL" : "WF_COMM_MPI");
     program_fields(o, ".step = step,");
     if (p->sched && p->sched->pro) program_fields(o, ".prologue = prologue, .epilogue = epilogue,");
     if (cuda_backend) emit(o, "    return P;\n}\n\nstatic const wf_program PROGRAM = make_program();\n\n");

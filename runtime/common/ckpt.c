@@ -244,6 +244,7 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
  * them and swaps the folder in. */
 void wf_ckpt_save(wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
+    wf_backend_sync(c);  /* the host reads every arena */
     long *off = wf_host_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
+#include "coll.h"
 #include "data.h"
 #include "opt_backend.h"
 #include "weft/rt.h"
@@ -22,6 +23,7 @@ typedef struct wf_options {
     long inject_step[8];       /* --inject-overflow STEP[:RANK] (repeatable): an */
     int inject_rank[8];        /* inf in that rank's gradient at that step */
     int n_inject;
+    int no_graph;              /* --no-graph: CUDA runs each step eagerly (the CPU has no graphs) */
 } wf_options;
 
 /* fp16 dynamic loss scaling (loss_scale.c), DeepSpeed's semantics. */
@@ -49,7 +51,7 @@ struct wf_ctx {
     float *zero_buf;
     float *grad_shard;             /* ZeRO >= 2: this rank's gradients (compact, like the moments) */
     float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
-    MPI_Request *gather_req;       /* ZeRO-3: one all-gather per bucket */
+    wf_req *gather_req;            /* ZeRO-3: one all-gather per bucket */
     float *comm;                   /* staging for tensor-parallel collectives */
     float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
@@ -63,8 +65,10 @@ struct wf_ctx {
     int micro_index;               /* microbatch the single-stage step is on */
     wf_data *data;
     /* bucket all-reduces in flight */
-    MPI_Request *bucket_req;
+    wf_req *bucket_req;
     int n_inflight;
+    const wf_coll_ops *coll;       /* MPI or NCCL (coll.h), set by wf_backend_setup */
+    int graph_capture;             /* a CUDA graph is capturing the step (cuda/graph.c) */
     /* the step being run */
     long step;                     /* optimizer steps completed */
     double loss_sum;               /* this rank's sum of token losses this step */
@@ -116,6 +120,24 @@ void wf_metrics_tail(const wf_ctx *c, double ms, char *out, size_t n);
 void wf_memory_report(wf_ctx *c);
 int wf_is_root(const wf_ctx *c);
 void wf_log(const wf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The backend's hooks around the common code (cpu/backend.c; cuda/async.c,
+ * cuda/coll_nccl.c, cuda/graph.c). */
+void wf_backend_setup(wf_ctx *c);      /* after the MPI groups: picks c->coll, NCCL setup */
+/* Host code is about to read or write device data: wait for the device.  The
+ * CPU's is a no-op; on CUDA kernels run asynchronously. */
+void wf_backend_sync(wf_ctx *c);
+void wf_backend_copy(wf_ctx *c, void *dst, const void *src, size_t bytes);  /* in stream order */
+void wf_backend_zero(wf_ctx *c, void *dst, size_t bytes);
+/* Token losses the device summed itself (a captured step cannot hand them to
+ * the host); 0 on the CPU.  Takes them: the sum restarts from 0. */
+double wf_backend_loss_take(wf_ctx *c);
+/* Runs one training step: p->step on the CPU; on CUDA eagerly or as a
+ * replayed CUDA graph (cuda/graph.c). */
+void wf_backend_run_step(wf_ctx *c);
+void wf_load_step(wf_ctx *c);          /* step.c: every microbatch of the step, on the host */
+/* groups.c: the MPI_Comm_split colour and key of each group of the mesh. */
+void wf_group_of(const wf_program *p, int rank, wf_group g, int *color, int *key);
 
 /* Pieces of the runtime, one file each. */
 void wf_blas_select(int argc, char **argv);             /* blas_select.c, before MPI */

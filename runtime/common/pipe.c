@@ -1,36 +1,26 @@
 /* pipe.c: pipeline parallelism at run time: point-to-point messages between
- * neighbouring stages (blocking, in the order the verified schedule fixed),
+ * neighbouring stages (blocking, in the order the verified schedule fixed;
+ * coll.h: with NCCL blocking for the compute stream, not the host),
  * and the tied embedding shared by the first and last stage. */
 #include <string.h>
 
 #include "internal.h"
 
-static int count(const wf_ctx *c, long n, const char *call) {
-    if (n > 2147483647L) wf_fatal(c, call, WF_WHERE, "%ld floats exceed MPI's int count", n);
-    return (int)n;
-}
+void wf_send(wf_ctx *c, const float *buf, long n, int stage, int tag) { c->coll->send(c, buf, n, stage, tag); }
 
-void wf_send(wf_ctx *c, const float *buf, long n, int stage, int tag) {
-    WF_MPI(c, MPI_Send(buf, count(c, n, "MPI_Send"), MPI_FLOAT, stage, tag, c->pp_comm));
-}
-
-void wf_recv(wf_ctx *c, float *buf, long n, int stage, int tag) {
-    WF_MPI(c, MPI_Recv(buf, count(c, n, "MPI_Recv"), MPI_FLOAT, stage, tag, c->pp_comm,
-                       MPI_STATUS_IGNORE));
-}
+void wf_recv(wf_ctx *c, float *buf, long n, int stage, int tag) { c->coll->recv(c, buf, n, stage, tag); }
 
 void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
                  float *rbuf, long rn, int rstage, int rtag) {
-    WF_MPI(c, MPI_Sendrecv(sbuf, count(c, sn, "MPI_Sendrecv"), MPI_FLOAT, sstage, stag, rbuf,
-                           count(c, rn, "MPI_Sendrecv"), MPI_FLOAT, rstage, rtag, c->pp_comm,
-                           MPI_STATUS_IGNORE));
+    c->coll->sendrecv(c, sbuf, sn, sstage, stag, rbuf, rn, rstage, rtag);
 }
 
 float *wf_recv_buffer(wf_ctx *c, int i) { return c->recv + (long)i * c->p->recv_numel; }
 
-void wf_copy(float *dst, const float *src, long n) { memcpy(dst, src, sizeof(float) * (size_t)n); }
+/* rt.h gives these no context: the backend's stream is the process's one */
+void wf_copy(float *dst, const float *src, long n) { wf_backend_copy(NULL, dst, src, sizeof(float) * (size_t)n); }
 
-void wf_zero(float *dst, long n) { memset(dst, 0, sizeof(float) * (size_t)n); }
+void wf_zero(float *dst, long n) { wf_backend_zero(NULL, dst, sizeof(float) * (size_t)n); }
 
 /* The token embedding (first stage) and the LM head (last stage) are one
  * tied tensor: sum their gradients so both copies take the same step. */
@@ -44,7 +34,6 @@ void wf_tied_grads(wf_ctx *c) {
          * ZeRO >= 2 sums just this rank's shard */
         long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
         if (hi <= lo) continue;
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, wf_own_grad(c, k) + lo, count(c, hi - lo, "MPI_Allreduce"),
-                                MPI_FLOAT, MPI_SUM, c->tied_comm));
+        c->coll->allreduce(c, WF_GROUP_TIED, wf_own_grad(c, k) + lo, hi - lo, WF_F32, WF_SUM, NULL);
     }
 }

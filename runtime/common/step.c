@@ -97,9 +97,15 @@ static void load_micro(wf_ctx *c, int m) {
     }
 }
 
+/* A captured step (CUDA graph) loads nothing itself: wf_load_step did before
+ * the replay, into the same buffers. */
+void wf_load_step(wf_ctx *c) {
+    for (int m = 0; m < c->p->accum; m++) load_micro(c, m);
+}
+
 void wf_micro_begin(wf_ctx *c, int m) {
     c->micro_index = m;
-    load_micro(c, m);
+    if (!c->graph_capture) load_micro(c, m);
     wf_slot_begin(c, 0);
 }
 
@@ -113,12 +119,12 @@ void wf_step_begin(wf_ctx *c) {
         wf_2bw_step_begin(c);
         return;
     }
-    for (int m = 0; m < c->p->accum; m++) load_micro(c, m);
+    if (!c->graph_capture) wf_load_step(c);
 }
 
 /* backward accumulates into activation gradients: a slot starts from zero */
 void wf_slot_begin(wf_ctx *c, int slot) {
-    memset(wf_dact_slot(c, slot), 0, sizeof(float) * (size_t)c->p->dact_numel);
+    wf_backend_zero(c, wf_dact_slot(c, slot), sizeof(float) * (size_t)c->p->dact_numel);
 }
 
 float *wf_act_slot(wf_ctx *c, int slot) { return c->acts + (long)slot * c->p->act_numel; }
@@ -135,28 +141,22 @@ void wf_bucket_start(wf_ctx *c, int k) {
         return;
     }
     const wf_bucket *b = &p->buckets[k];
-    if (b->numel > 2147483647L)
-        wf_fatal(c, "MPI_Iallreduce", WF_WHERE, "bucket %d has %ld floats, more than MPI's int count",
-                 k, b->numel);
-    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->grads + b->offset, (int)b->numel, MPI_FLOAT,
-                             MPI_SUM, c->dp_comm, &c->bucket_req[k]));
+    c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
     c->n_inflight++;
 }
 
 /* Non-blocking collectives in Open MPI advance only inside MPI calls: poke
- * them between backward kernels so they overlap compute. */
+ * them between backward kernels so they overlap compute (NCCL needs none). */
 void wf_progress(wf_ctx *c) {
     if (c->n_inflight == 0 && c->p->zero < 3) return;
-    int done = 0;
-    WF_MPI(c, MPI_Testall(c->p->n_buckets, c->bucket_req, &done, MPI_STATUSES_IGNORE));
-    if (done) c->n_inflight = 0;
+    if (c->coll->test(c, c->bucket_req, c->p->n_buckets)) c->n_inflight = 0;
     if (c->p->zero >= 3)  /* parameter all-gathers in flight */
-        WF_MPI(c, MPI_Testall(c->p->n_buckets, c->gather_req, &done, MPI_STATUSES_IGNORE));
+        c->coll->test(c, c->gather_req, c->p->n_buckets);
 }
 
 void wf_buckets_wait(wf_ctx *c) {
     if (c->n_inflight == 0 && c->p->dp == 1) return;
-    WF_MPI(c, MPI_Waitall(c->p->n_buckets, c->bucket_req, MPI_STATUSES_IGNORE));
+    c->coll->wait(c, c->bucket_req, c->p->n_buckets);
     c->n_inflight = 0;
     wf_zero_after_reduce(c);
 }
@@ -169,7 +169,12 @@ void wf_optimizer_step(wf_ctx *c) {
         wf_2bw_optimizer_step(c);
         return;
     }
-    double loss = c->loss_sum;  /* nonzero on the last pipeline stage only */
+    /* A CUDA graph captures the step up to here; cuda/graph.c runs this
+     * host-side optimizer after each replay. */
+    if (c->graph_capture) return;
+    wf_backend_sync(c);  /* the host reads the gradients from here on */
+    /* nonzero on the last pipeline stage only */
+    double loss = c->loss_sum + wf_backend_loss_take(c);
     if (p->dp > 1)
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
     if (p->pp > 1)
@@ -182,6 +187,7 @@ void wf_optimizer_step(wf_ctx *c) {
 
     wf_tp_partial_grads(c);
     wf_tied_grads(c);
+    wf_backend_sync(c);  /* NCCL: the tied sum ran on a comm stream */
     c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
     if (p->precision != WF_FP32) {  /* the reduced gradients, stored in 16 bits */
         if (p->zero >= 2) wf_backend_round_copy(c, p->precision, c->grad_shard, c->grad_shard, c->moment_numel);

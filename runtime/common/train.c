@@ -39,6 +39,8 @@ static const char HELP[] =
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
     "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
     "  --quiet          no per-step log\n"
+    "  --no-graph       CUDA: run every step eagerly instead of replaying a captured\n"
+    "                   CUDA graph (the CPU backend has no graphs: accepted, no effect)\n"
     "  --inject-overflow STEP[:RANK]\n"
     "                   test hook (fp16 only): write an inf into world rank RANK's\n"
     "                   (default 0) gradient at step STEP (counted from 1), after the\n"
@@ -51,6 +53,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "resume", required_argument, 0, 'r' }, { "metrics", required_argument, 0, 'm' },
         { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
         { "trace", required_argument, 0, 't' }, { "inject-overflow", required_argument, 0, 'i' },
+        { "no-graph", no_argument, 0, 'G' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -73,6 +76,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 'm': c->opt.metrics = optarg; break;
         case 't': c->opt.trace = optarg; break;
         case 'q': c->opt.quiet = 1; break;
+        case 'G': c->opt.no_graph = 1; break;
         case 'i': {
             char *end;
             long v = strtol(optarg, &end, 10), r = 0;
@@ -137,8 +141,8 @@ static void allocate(wf_ctx *c) {
     size_t batches = p->prologue ? 2 : 1;  /* 2BW without flush: two batches in flight */
     c->tokens = wf_alloc(c, (size_t)N * (size_t)p->accum * batches * sizeof(int32_t), "tokens");
     c->targets = wf_alloc(c, (size_t)N * (size_t)p->accum * batches * sizeof(int32_t), "targets");
-    c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(MPI_Request), "bucket requests");
-    for (int k = 0; k < p->n_buckets; k++) c->bucket_req[k] = MPI_REQUEST_NULL;
+    c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(wf_req), "bucket requests");
+    wf_req_init(c->bucket_req, p->n_buckets);
     /* d(global mean loss)/d(one token's loss): each rank's gradients are
      * summed over dp ranks and microbatches, so no division afterwards. */
     c->loss_scale = (float)(1.0 / ((double)N * p->accum * p->dp));
@@ -240,6 +244,7 @@ static void summary(wf_ctx *c, int steps_run, double seconds, double first_loss)
 /* Replicas must hold the same weights; a mismatch means a broken reduction. */
 static void check_replicas(wf_ctx *c) {
     if (c->p->dp == 1 || c->p->zero >= 3) return;  /* ZeRO-3: no replicas, only shards */
+    wf_backend_sync(c);
     uint64_t d = wf_params_digest(c), lo = d, hi = d;
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, c->dp_comm));
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, c->dp_comm));
@@ -263,27 +268,29 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     WF_MPI(c, MPI_Comm_size(MPI_COMM_WORLD, &c->world));
     parse_options(c, argc, argv);
     check_layout(c);
-    /* by mesh.order (default tp innermost, then dp, then pp): ranks of one dp
-     * group differ in the dp digit only */
-    int s_tp = p->stride_tp ? p->stride_tp : 1, s_dp = p->stride_dp ? p->stride_dp : p->tp;
-    int s_pp = p->stride_pp ? p->stride_pp : p->tp * p->dp;
-    int tp_rank = (c->rank / s_tp) % p->tp, pp_rank = (c->rank / s_pp) % p->pp;
-    c->dp_rank = (c->rank / s_dp) % p->dp;
-    c->tp_rank = tp_rank;
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->tp + tp_rank, c->dp_rank, &c->dp_comm));
+    /* the groups of the mesh (groups.c): ranks of one dp group differ in the dp
+     * coordinate only, and so on */
+    int color, key;
+    wf_group_of(p, c->rank, WF_GROUP_DP, &color, &key);
+    c->dp_rank = key;
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->dp_comm));
     MPI_Comm_set_errhandler(c->dp_comm, MPI_ERRORS_RETURN);
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, pp_rank * p->dp + c->dp_rank, tp_rank, &c->tp_comm));
+    wf_group_of(p, c->rank, WF_GROUP_TP, &color, &key);
+    c->tp_rank = key;
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->tp_comm));
     MPI_Comm_set_errhandler(c->tp_comm, MPI_ERRORS_RETURN);
+    wf_group_of(p, c->rank, WF_GROUP_PP, &color, &key);
+    int pp_rank = key;
     c->stage = pp_rank;
     if (pp_rank != p->stage)
         wf_fatal(c, "check_layout", WF_WHERE, "rank %d belongs to pipeline stage %d but runs the program "
                  "of stage %d; use the launch.sh weft wrote", c->rank, pp_rank, p->stage);
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, c->dp_rank * p->tp + tp_rank, pp_rank, &c->pp_comm));
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->pp_comm));
     MPI_Comm_set_errhandler(c->pp_comm, MPI_ERRORS_RETURN);
-    int ends = pp_rank == 0 || pp_rank == p->pp - 1;
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, ends && p->pp > 1 ? c->dp_rank * p->tp + tp_rank
-                                                              : MPI_UNDEFINED, pp_rank, &c->tied_comm));
+    wf_group_of(p, c->rank, WF_GROUP_TIED, &color, &key);
+    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->tied_comm));
     wf_blas_threads(c);
+    wf_backend_setup(c);  /* the collectives: MPI, or NCCL communicators on the same groups */
 
     char blas[256];
     wf_blas_describe(blas, sizeof blas);
@@ -345,7 +352,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     if (p->prologue) steps_run = train_2bw(c, &first_loss);
     while (c->step < c->opt.steps) {
         double t0 = now_s();
-        p->step(c);   /* microbatches, bucket all-reduces, optimizer; step++ */
+        wf_backend_run_step(c);  /* microbatches, bucket all-reduces, optimizer; step++ */
         double ms = (now_s() - t0) * 1000.0;
         if (steps_run++ == 0) first_loss = c->last_loss;
         log_step(c, ms);

@@ -91,6 +91,7 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
 void wf_tied_send_grad(wf_ctx *c) {
     const wf_param *q = &c->p->params[tied_param(c)];
     wf_buckets_wait(c);  /* its dp reduction first */
+    wf_backend_sync(c);  /* host MPI and copies on the arenas below */
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
     memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
     WF_MPI(c, MPI_Isend(c->tied_buf, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
@@ -101,6 +102,7 @@ void wf_tied_send_grad(wf_ctx *c) {
 void wf_tied_recv_grad(wf_ctx *c) {
     const wf_param *q = &c->p->params[tied_param(c)];
     wf_buckets_wait(c);
+    wf_backend_sync(c);
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
                        c->tied_comm, MPI_STATUS_IGNORE));
     float *g = c->grads + q->offset;
@@ -110,6 +112,7 @@ void wf_tied_recv_grad(wf_ctx *c) {
 void wf_tied_send_weights(wf_ctx *c, int m) {
     const wf_param *q = &c->p->params[tied_param(c)];
     long r = real_batch(c, m);
+    wf_backend_sync(c);
     WF_MPI(c, MPI_Wait(&c->tied_w_req[r % 2], MPI_STATUS_IGNORE));
     WF_MPI(c, MPI_Isend(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 1,
                         TAG_TIED_WEIGHT, c->tied_comm, &c->tied_w_req[r % 2]));
@@ -118,6 +121,7 @@ void wf_tied_send_weights(wf_ctx *c, int m) {
 void wf_tied_recv_weights(wf_ctx *c, int m) {
     const wf_param *q = &c->p->params[tied_param(c)];
     long r = real_batch(c, m);
+    wf_backend_sync(c);  /* kernels may still read this version */
     WF_MPI(c, MPI_Recv(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 0,
                        TAG_TIED_WEIGHT, c->tied_comm, MPI_STATUS_IGNORE));
 }
@@ -160,6 +164,7 @@ static void start_metrics(wf_ctx *c, double lr) {
 void wf_2bw_optimizer_step(wf_ctx *c) {
     const wf_program *p = c->p;
     long b = c->step;
+    wf_backend_sync(c);  /* the optimizer runs on the host */
     complete_metrics(c);
     wf_tp_partial_grads(c);
     if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits (as step.c) */
@@ -180,6 +185,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
  * pending sends, and params / next_params naming the two versions as the
  * single-rank delayed update and the checkpoints see them. */
 void wf_2bw_finish(wf_ctx *c) {
+    wf_backend_sync(c);
     complete_metrics(c);
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
     c->params = c->wver[c->step % 2];

@@ -47,8 +47,8 @@ void wf_zero_setup(wf_ctx *c) {
          * CUDA backend keeps this arena pinned on the host */
         c->param_shard = wf_alloc(c, shard_bytes, p->offload_params ? "parameter shard (ZeRO-3, host)"
                                                                   : "parameter shard (ZeRO-3)");
-        c->gather_req = wf_alloc(c, sizeof(MPI_Request) * (size_t)p->n_buckets, "ZeRO-3 gathers");
-        for (int b = 0; b < p->n_buckets; b++) c->gather_req[b] = MPI_REQUEST_NULL;
+        c->gather_req = wf_alloc(c, sizeof(wf_req) * (size_t)p->n_buckets, "ZeRO-3 gathers");
+        wf_req_init(c->gather_req, p->n_buckets);
     }
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
@@ -65,9 +65,8 @@ void wf_zero_setup(wf_ctx *c) {
 
 void wf_zero_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    WF_MPI(c, MPI_Ireduce_scatter(c->grads + p->buckets[k].offset, c->zero_buf + c->zero_base[k],
-                                  c->zero_counts + (long)k * p->dp, MPI_FLOAT, MPI_SUM, c->dp_comm,
-                                  &c->bucket_req[k]));
+    c->coll->reduce_scatterv(c, WF_GROUP_DP, c->grads + p->buckets[k].offset, c->zero_buf + c->zero_base[k],
+                             c->zero_counts + (long)k * p->dp, &c->bucket_req[k]);
 }
 
 /* The reduced shards go back to their places in the gradient arena (the rest
@@ -76,8 +75,8 @@ void wf_zero_after_reduce(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->zero != 1) return;  /* ZeRO >= 2 reduces into its gradient shard directly */
     for (int b = 0; b < p->n_buckets; b++)
-        memcpy(c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank), c->zero_buf + c->zero_base[b],
-               sizeof(float) * (size_t)c->zero_counts[b * p->dp + c->dp_rank]);
+        wf_backend_copy(c, c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank),
+                        c->zero_buf + c->zero_base[b], sizeof(float) * (size_t)c->zero_counts[b * p->dp + c->dp_rank]);
 }
 
 /* Every rank updated its shards: gather the parameters, bucket by bucket. */
@@ -85,10 +84,9 @@ void wf_zero_gather_params(wf_ctx *c) {
     const wf_program *p = c->p;
     if (!p->zero || p->zero >= 3) return;  /* ZeRO-3 gathers a bucket when it is used */
     for (int b = 0; b < p->n_buckets; b++)
-        WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->params + p->buckets[b].offset,
-                                  c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,
-                                  MPI_FLOAT, c->dp_comm, &c->bucket_req[b]));
-    WF_MPI(c, MPI_Waitall(p->n_buckets, c->bucket_req, MPI_STATUSES_IGNORE));
+        c->coll->allgatherv(c, WF_GROUP_DP, NULL, c->params + p->buckets[b].offset, c->zero_counts + (long)b * p->dp,
+                            c->zero_displs + (long)b * p->dp, &c->bucket_req[b]);
+    c->coll->wait(c, c->bucket_req, p->n_buckets);
 }
 
 /* A moment (exp_avg or exp_avg_sq) laid out like the parameters, for

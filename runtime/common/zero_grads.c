@@ -12,20 +12,20 @@
 
 void wf_grad_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    WF_MPI(c, MPI_Ireduce_scatter(MPI_IN_PLACE, c->grads + p->buckets[k].buffer,
-                                  c->zero_counts + (long)k * p->dp, MPI_FLOAT, MPI_SUM, c->dp_comm,
-                                  &c->bucket_req[k]));
+    float *buf = c->grads + p->buckets[k].buffer;
+    c->coll->reduce_scatterv(c, WF_GROUP_DP, buf, buf, c->zero_counts + (long)k * p->dp, &c->bucket_req[k]);
     c->n_inflight = 1;
 }
 
 void wf_grad_bucket_wait(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    WF_MPI(c, MPI_Wait(&c->bucket_req[k], MPI_STATUS_IGNORE));
-    /* in place: this rank's reduced part is at the start of the buffer */
+    c->coll->wait(c, &c->bucket_req[k], 1);
+    /* in place: this rank's reduced part is at the start of the buffer; the
+     * add is rt.h's residual kernel, so it runs where the data lives */
     float *buf = c->grads + p->buckets[k].buffer, *shard = c->grad_shard + c->zero_base[k];
     int n = c->zero_counts[(long)k * p->dp + c->dp_rank];
-    for (int i = 0; i < n; i++) shard[i] += buf[i];
-    memset(buf, 0, sizeof(float) * (size_t)p->buckets[k].numel);
+    wf_add_fwd(c, shard, shard, buf, n);
+    wf_backend_zero(c, buf, sizeof(float) * (size_t)p->buckets[k].numel);
 }
 
 float *wf_own_grad(wf_ctx *c, int k) {
@@ -38,6 +38,6 @@ float *wf_own_grad(wf_ctx *c, int k) {
  * bucket buffers are zeroed by each wait already.) */
 void wf_zero_grads_clear(wf_ctx *c) {
     const wf_program *p = c->p;
-    if (p->zero >= 2) memset(c->grad_shard, 0, sizeof(float) * (size_t)c->moment_numel);
-    else memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    if (p->zero >= 2) wf_backend_zero(c, c->grad_shard, sizeof(float) * (size_t)c->moment_numel);
+    else wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->param_numel);
 }

@@ -13,13 +13,12 @@
 void wf_gather_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     const int *counts = c->zero_counts + (long)k * p->dp, *displs = c->zero_displs + (long)k * p->dp;
-    WF_MPI(c, MPI_Iallgatherv(c->param_shard + c->zero_base[k], counts[c->dp_rank], MPI_FLOAT,
-                              c->params + p->buckets[k].gather, counts, displs, MPI_FLOAT, c->dp_comm,
-                              &c->gather_req[k]));
+    c->coll->allgatherv(c, WF_GROUP_DP, c->param_shard + c->zero_base[k], c->params + p->buckets[k].gather,
+                        counts, displs, &c->gather_req[k]);
 }
 
 void wf_gather_wait(wf_ctx *c, int k) {
-    WF_MPI(c, MPI_Wait(&c->gather_req[k], MPI_STATUS_IGNORE));
+    c->coll->wait(c, &c->gather_req[k], 1);
 }
 
 float *wf_own_weights(wf_ctx *c, float *weights, int k) {

@@ -2,10 +2,10 @@
  * handle every kernel runs on, error checks that name the rank and the call,
  * and the row-major GEMM the kernels are written with (cuBLASLt, gemm.cu).
  *
- * First step, on purpose: one stream per process, and every kernel wrapper
- * synchronizes before it returns, so the host code in runtime/common/ (MPI,
- * optimizer, data) can touch the managed-memory arenas between calls.
- * Overlapping streams, CUDA graphs and NCCL come next. */
+ * Kernels run asynchronously on one compute stream per process; the host
+ * code in runtime/common/ waits for it (wf_backend_sync, async.c) before it
+ * touches the managed-memory arenas.  NCCL runs on comm streams ordered
+ * against it by events (coll_nccl.c); graph.c replays a captured step. */
 #ifndef WEFT_CUDA_RT_H
 #define WEFT_CUDA_RT_H
 
@@ -26,7 +26,7 @@ cublasHandle_t wf_cuda_blas(wf_ctx *c);
 /* Reports "rank R: CALL failed (WHERE): MSG" and brings the job down. */
 void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg)
     __attribute__((noreturn));
-/* End of every kernel wrapper: launch errors, then wait for the stream. */
+/* End of every kernel wrapper: launch errors (no wait: kernels are async). */
 void wf_cuda_sync(wf_ctx *c, const char *kernel);
 
 /* Row-major, as wf_sgemm on the CPU, batched with element strides sA, sB, sC:
@@ -44,6 +44,12 @@ void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, 
  * one thread per column adds the rows in order, so the result does not
  * depend on scheduling and matches the CPU's order of additions. */
 void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C);
+
+/* Token losses summed on the device (xent.cu) instead of returned to the
+ * host: graph.c turns this on while it captures a step; wf_backend_loss_take
+ * (async.c) reads and clears the sum. */
+double *wf_cuda_loss_acc(wf_ctx *c);
+void wf_cuda_loss_on_device(int on);
 
 #ifdef __cplusplus
 }

@@ -47,9 +47,10 @@ cublasHandle_t wf_cuda_blas(wf_ctx *c) {
     return blas;
 }
 
+/* Launch errors only: kernels stay asynchronous (the host waits in
+ * wf_backend_sync, async.c, where it touches device data). */
 void wf_cuda_sync(wf_ctx *c, const char *kernel) {
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaStreamSynchronize(wf_cuda_stream(c));
     if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
 }
 
@@ -117,7 +118,7 @@ void wf_blas_describe(char *out, size_t n) {
         return;
     }
     snprintf(out, n, "device: CUDA %d: %s (sm_%d%d, %.0f GiB); cuBLAS fp32 without TF32; "
-             "kernels synchronous on one stream, arenas in managed memory; %d OpenMP thread(s)",
+             "kernels asynchronous on one compute stream, arenas in managed memory; %d OpenMP thread(s)",
              dev, prop.name, prop.major, prop.minor, (double)prop.totalGlobalMem / 1073741824.0,
              omp_get_max_threads());
 }

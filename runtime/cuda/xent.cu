@@ -4,14 +4,45 @@
  *
  * Per row: the maximum in float, exponentials in float, their sum in double,
  * the loss from the log-sum-exp in double, as runtime/cpu/kernels.c.  The
- * token losses are summed on the host in row order, so the returned total
- * is the CPU's sum of the same floats. */
+ * token losses are summed in row order in double, so the total is the CPU's
+ * sum of the same floats: on the host for an eager step (the one place a
+ * step waits for the device), on the device into a managed accumulator while
+ * a CUDA graph captures the step (graph.c; wf_backend_loss_take reads it). */
 #include "cuda_rt.h"
 #include "kernels_tp.h"
 #include "reduce.cuh"
 
+static double *loss_acc; /* managed: the device's sum of token losses */
+static int loss_on_device;
+
+/* The accumulator is allocated before any capture (async.c's setup calls
+ * this); graph.c switches the device sum on around its capture. */
+extern "C" double *wf_cuda_loss_acc(wf_ctx *c) {
+    if (!loss_acc) {
+        WF_CUDA(c, cudaMallocManaged((void **)&loss_acc, sizeof(double), cudaMemAttachGlobal));
+        *loss_acc = 0.0;
+    }
+    return loss_acc;
+}
+
+extern "C" void wf_cuda_loss_on_device(int on) { loss_on_device = on; }
+
+/* one thread, row order: the host's additions, bit for bit */
+__global__ static void loss_sum_kernel(double *acc, const float *losses, int N) {
+    double total = 0.0;
+    for (int n = 0; n < N; n++) total += losses[n];
+    *acc += total;
+}
+
 static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
-    wf_cuda_sync(c, kernel); /* losses are managed memory: readable once the stream is done */
+    if (loss_on_device) {
+        WF_LAUNCH(loss_sum_kernel, 1, 1, 0, wf_cuda_stream(c))(wf_cuda_loss_acc(c), losses, N);
+        wf_cuda_sync(c, kernel);
+        return 0.0;  /* the sum is on the device */
+    }
+    wf_cuda_sync(c, kernel);
+    /* losses are managed memory: readable once the stream is done */
+    WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
     double total = 0.0;
     for (int n = 0; n < N; n++) total += losses[n];
     return total;

@@ -43,9 +43,10 @@ check "the build file targets sm_90 and links weft::runtime_cuda" \
 # declaration order): the same fields, the same values.  Saved buffers are
 # per backend (CUDA's attention keeps a log-sum-exp, not T x T: see
 # e2e/attention_memory.sh), so their offsets (S_*), the activation slot,
-# the scratch size and the planned bytes are left out here.
+# the scratch size and the planned bytes are left out here; so is .comm
+# (the CPU backend's is always WF_COMM_MPI, checked below).
 fields() { sed -n '/PROGRAM = {/,/^};/p; /make_program(void) {/,/^}/p' "$1" | grep -o '\.[a-z_0-9]* = [^,;]*' |
-           grep -v -e '^\.act_numel' -e '^\.scratch_numel' -e '^\.planned_bytes' | sort; }
+           grep -v -e '^\.act_numel' -e '^\.scratch_numel' -e '^\.planned_bytes' -e '^\.comm = ' | sort; }
 check "the program text is the CPU backend's (but for its own file name, PROGRAM's form, saved offsets)" \
   diff <(tail -n +2 "$WORK/tiny-cpu/stage0.c" | sed '/PROGRAM = {/,$d' | grep -v '^#define S_') \
        <(tail -n +2 "$WORK/tiny/stage0.cu" | sed '/make_program(void) {/,$d' | grep -v '^#define S_')
@@ -62,7 +63,7 @@ check "an unknown backend is a usage error (exit 2)" \
 if command -v g++ >/dev/null 2>&1; then
   for v in "z1_off:--set mesh.dp=2 --set zero=1 --set offload.optimizer=cpu" \
            "rs_sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set recompute=selective" \
-           "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0" \
+           "2bw:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set comm=mpi" \
            "z3:--set mesh.dp=2 --set zero=3 --set offload.params=cpu" \
            "fp16_z2:--set mesh.dp=2 --set zero=2 --set precision=fp16"; do
     read -r -a sets <<<"${v#*:}"
@@ -87,6 +88,20 @@ check "bf16: the program rounds on the device (wf_to_bf16) and links the device 
            nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_adamw$'"
 check "both stage programs linked" test -x "$WORK/gpt2_3d/build/stage0" -a -x "$WORK/gpt2_3d/build/stage1"
 check "linked against cuBLAS" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libcublas"
+check "linked against NCCL" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libnccl"
+
+# plan.comm reaches the program: NCCL on its own streams (the default) or the
+# host-staged MPI fallback; both link (a GPU chooses between them at run time)
+check "the program carries plan.comm (nccl by default)" grep -q 'P.comm = WF_COMM_NCCL;' "$WORK/tiny/stage0.cu"
+check "the CPU backend's program says MPI (its only one)" grep -q '\.comm = WF_COMM_MPI,' "$WORK/tiny-cpu/stage0.c"
+check "comm = mpi: the generated 3D CUDA project builds" \
+  build_plan gpt2_3d_mpi plans/gpt2_3d.lua --backend cuda --set comm=mpi
+check "comm = mpi: the program carries it" grep -q 'P.comm = WF_COMM_MPI;' "$WORK/gpt2_3d_mpi/stage1.cu"
+rc=0
+"$WEFT" compile plans/tiny.lua -o "$WORK/2bw_nccl" --backend cuda --set mesh.dp=1 --set mesh.pp=2 \
+  --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 >/dev/null 2>"$WORK/2bw_nccl.err" || rc=$?
+check "comm = nccl with PipeDream-2BW is refused for CUDA, naming plan.comm (exit 1)" \
+  bash -c "test $rc = 1 && grep -q 'plans/tiny.lua: plan.comm: \"nccl\" with pipeline.schedule = \"pipedream-2bw\"' '$WORK/2bw_nccl.err'"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
   data=$(make_data)

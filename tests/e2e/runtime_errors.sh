@@ -38,6 +38,13 @@ expect_failure "resume from a missing checkpoint" "rank [01]: wf_st_open failed.
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --resume "$WORK/nowhere"
 expect_failure "overflow injection into an fp32 program" "rank [01]: options failed.*--inject-overflow needs.*fp16" \
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --inject-overflow 2
+# --no-graph (CUDA: no step replayed as a CUDA graph) is accepted by the CPU
+# backend, which has no graphs, and changes nothing there
+"$WORK/run/launch.sh" --quiet --data "$WORK/good.bin" --steps 3 --metrics "$WORK/graph.jsonl" >/dev/null 2>&1
+"$WORK/run/launch.sh" --quiet --data "$WORK/good.bin" --steps 3 --no-graph --metrics "$WORK/nograph.jsonl" \
+  >"$WORK/nograph.log" 2>&1
+check "--no-graph: accepted on the CPU, the same losses" \
+  bash -c "test -s '$WORK/nograph.jsonl' && diff <(sed 's/, \"ms\".*//' '$WORK/graph.jsonl') <(sed 's/, \"ms\".*//' '$WORK/nograph.jsonl')"
 build_plan half "$PLAN" --set model.layers=1 --set model.hidden=32 --set model.seq=32 --set precision=fp16
 expect_failure "overflow injection on a rank that does not exist" "rank [01]: options failed.*RANK in 0 .. 1, got '2:5'" \
   "$WORK/half/launch.sh" --data "$WORK/good.bin" --inject-overflow 2:5

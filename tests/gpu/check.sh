@@ -18,9 +18,12 @@
 #     (`weft ckpt diff`): the products of cuBLAS and OpenBLAS differ in rounding,
 #     and ten AdamW steps carry that along; then the same plan in bf16 (one rank,
 #     dp 2; LAYOUTS names bf16-one-rank, bf16-dp2): losses within 1e-2 relative;
-#  5. the benchmark, bench/gpu_gpt2.sh (GPT-2 124M, bf16, one GPU): tokens/s,
+#  5. CUDA graphs: the one-rank run (a captured step replayed from step 2)
+#     against --no-graph: identical losses and norms; comm = "nccl" with two
+#     ranks on the one GPU stops with a clear message;
+#  6. the benchmark, bench/gpu_gpt2.sh (GPT-2 124M, bf16, one GPU): tokens/s,
 #     MFU and GPU time by kernel class;
-#  6. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
+#  7. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
 mkdir -p "$OUT"
@@ -76,10 +79,12 @@ export WEFT=$PWD/$BUILD/compiler/weft WEFT_RUNTIME=$PWD/$BUILD/runtime
 source tests/e2e/lib.sh
 set +e
 data=$(make_data)
-for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2" \
-              "tp2:--set mesh.dp=1 --set mesh.tp=2" "pp2:--set mesh.dp=1 --set mesh.pp=2" \
-              "tp2-sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true" \
-              "pp2-zb:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=zb-h1"; do
+# two ranks share the one GPU: NCCL refuses that, so those layouts run on the
+# host-staged MPI fallback (comm = "mpi"; the CPU backend ignores it)
+for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2 --set comm=mpi" \
+              "tp2:--set mesh.dp=1 --set mesh.tp=2 --set comm=mpi" "pp2:--set mesh.dp=1 --set mesh.pp=2 --set comm=mpi" \
+              "tp2-sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set comm=mpi" \
+              "pp2-zb:--set mesh.dp=1 --set mesh.pp=2 --set pipeline.schedule=zb-h1 --set comm=mpi"; do
   name=${layout%%:*}
   # LAYOUTS="one-rank dp2" runs only those (a short device session)
   case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
@@ -115,7 +120,7 @@ done
 # the two backends round the same values alike but their GEMMs differ in the
 # last fp32 bits, which bf16 rounding can widen to a bf16 unit: losses within 1e-2
 echo "== training: plans/tiny.lua in bf16, 10 steps, CPU vs CUDA =="
-for layout in "bf16-one-rank:--set mesh.dp=1" "bf16-dp2:--set mesh.dp=2"; do
+for layout in "bf16-one-rank:--set mesh.dp=1" "bf16-dp2:--set mesh.dp=2 --set comm=mpi"; do
   name=${layout%%:*}
   case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
   read -r -a sets <<<"${layout#*:} --set precision=bf16"
@@ -133,6 +138,41 @@ for layout in "bf16-one-rank:--set mesh.dp=1" "bf16-dp2:--set mesh.dp=2"; do
   loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-2); lrc=$?
   row "tiny $name: loss vs CPU (< 1e-2)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
 done
+
+# ---- CUDA graphs and communication -----------------------------------------------
+# One rank replays a captured step from step 2 on; --no-graph runs every step
+# eagerly.  Same kernels, same order, the loss summed on the device in the
+# host's order: the losses and norms must be identical, not just close.
+echo "== CUDA graph vs eager; comm checks =="
+case " ${LAYOUTS:-one-rank} " in *" one-rank "*)
+  if [ -f "$OUT/one-rank-cuda.jsonl" ] &&
+     timeout 300 "$WORK/one-rank-cuda/launch.sh" --steps 10 --data "$data" --no-graph \
+       --metrics "$OUT/one-rank-eager.jsonl" >"$OUT/one-rank-eager.log" 2>&1; then
+    on=$(grep -o 'cuda graph: on (captured step [0-9]*, [0-9]* nodes)' "$OUT/one-rank-cuda.log")
+    row "tiny one-rank: graph log" "${on:-no 'cuda graph: on' line}" "$([ -n "$on" ] && echo ok || echo FAIL)"
+    row "tiny one-rank: --no-graph log" "$(grep -o 'cuda graph: off: --no-graph' "$OUT/one-rank-eager.log")" \
+      "$(grep -q 'cuda graph: off: --no-graph' "$OUT/one-rank-eager.log" && echo ok || echo FAIL)"
+    loss=$(same_field loss "$OUT/one-rank-cuda.jsonl" "$OUT/one-rank-eager.jsonl" 0); lrc=$?
+    norm=$(same_field grad_norm "$OUT/one-rank-cuda.jsonl" "$OUT/one-rank-eager.jsonl" 0); nrc=$?
+    row "tiny one-rank: graph vs --no-graph loss (identical)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
+    row "tiny one-rank: graph vs --no-graph norm (identical)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
+  else
+    tail -5 "$OUT/one-rank-eager.log" 2>/dev/null
+    row "tiny one-rank: --no-graph run" "did not run (see one-rank-eager.log)" FAIL
+  fi ;;
+esac
+case " ${LAYOUTS:-dp2} " in *" dp2 "*)
+  row "tiny dp2 (comm = mpi): graph verdict logged" "$(grep -o 'cuda graph: off: comm = mpi' "$OUT/dp2-cuda.log" 2>/dev/null)" \
+    "$(grep -q 'cuda graph: off: comm = mpi' "$OUT/dp2-cuda.log" 2>/dev/null && echo ok || echo FAIL)"
+  # NCCL with two ranks of one communicator on one device: a clear refusal
+  if build_plan dp2-nccl plans/tiny.lua --backend cuda --set mesh.dp=2 >"$OUT/dp2-nccl.build.log" 2>&1; then
+    timeout 120 "$WORK/dp2-nccl/launch.sh" --steps 1 --data "$data" >"$OUT/dp2-nccl.log" 2>&1
+    row "comm = nccl, two ranks on one GPU: refused" "$(grep -o 'NCCL needs one device per rank' "$OUT/dp2-nccl.log" | head -1)" \
+      "$(grep -q 'rank [01]: ncclCommInitRank failed.*NCCL needs one device per rank' "$OUT/dp2-nccl.log" && echo ok || echo FAIL)"
+  else
+    row "comm = nccl, two ranks on one GPU" "did not build (see dp2-nccl.build.log)" FAIL
+  fi ;;
+esac
 
 # ---- benchmark: GPT-2 124M, bf16, one GPU (bench/gpu_gpt2.sh) --------------------
 echo "== benchmark: GPT-2 124M, bf16, micro-batch 16 =="

@@ -77,6 +77,19 @@ int main(void) {
     check(refused(p, "op 1 (future_op) has no CUDA kernel yet"), "an op without a CUDA kernel "
           "refused by index and name: %s", last_error);
 
+    p = gpt2();
+    strcpy(p.schedule, "pipedream-2bw");
+    p.pp = 2;
+    strcpy(p.comm, "nccl");
+    check(refused(p, "plans/x.lua: plan.comm: \"nccl\" with pipeline.schedule = \"pipedream-2bw\""),
+          "NCCL with PipeDream-2BW refused, naming plan.comm: %s", last_error);
+    strcpy(p.comm, "mpi");
+    last_error[0] = 0;
+    check(cuda_backend_check(&p) == 0 && !last_error[0], "PipeDream-2BW with comm = mpi is accepted");
+    p.pp = 1;
+    strcpy(p.comm, "nccl");
+    check(cuda_backend_check(&p) == 0, "NCCL with the 2BW schedule on one stage (no pipeline) is accepted");
+
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

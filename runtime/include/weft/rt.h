@@ -205,6 +205,9 @@ void wf_round_copy(int precision, float *dst, const float *src, long n);
 
 /* ---- the program the compiler emits ----------------------------------- */
 
+/* plan.comm: NCCL on its own streams, or host-staged MPI (ranks may share a GPU) */
+enum wf_comm { WF_COMM_NCCL, WF_COMM_MPI };
+
 enum wf_init { WF_INIT_ZEROS, WF_INIT_ONES, WF_INIT_NORMAL };
 enum wf_split { WF_SPLIT_NONE, WF_SPLIT_ROWS, WF_SPLIT_COLS };
 
@@ -303,6 +306,8 @@ typedef struct wf_program {
     /* what the metrics are measured against (runtime/common/metrics.c) */
     double peak_tflops;      /* one device's peak at the plan's precision (cluster) */
     double planned_bytes;    /* the compiler's memory plan for one rank of this stage */
+    /* plan.comm: how --backend cuda communicates (the CPU backend has MPI only) */
+    int comm;                /* enum wf_comm: WF_COMM_NCCL (0) or WF_COMM_MPI */
 } wf_program;
 
 /* Arena access for generated code. */

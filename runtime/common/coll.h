@@ -1,0 +1,66 @@
+/* coll.h: the communication seam.  runtime/common/ calls these backend-
+ * neutral collectives; the backend picks the implementation once at startup
+ * (wf_backend_setup): host MPI (coll_mpi.c; the CPU backend's only one, and
+ * the CUDA backend's comm = "mpi") or NCCL on dedicated streams
+ * (runtime/cuda/coll_nccl.c, comm = "nccl").
+ *
+ * Semantics every implementation keeps: an operation whose request is NULL is
+ * complete for everything that runs after the call (host code on the MPI
+ * path; later kernels on the compute stream for NCCL, without a host wait);
+ * with a request it is complete after wf_coll_wait on it.  Scalars the host
+ * reads (losses, norms) are not here: they stay host MPI. */
+#ifndef WEFT_COLL_H
+#define WEFT_COLL_H
+
+#include <mpi.h>
+
+typedef struct wf_ctx wf_ctx;
+
+/* The groups of the mesh (groups.c says which ranks share one). */
+typedef enum { WF_GROUP_DP, WF_GROUP_TP, WF_GROUP_PP, WF_GROUP_TIED, WF_GROUPS } wf_group;
+typedef enum { WF_F32, WF_F64 } wf_dtype;
+typedef enum { WF_SUM, WF_MAX } wf_redop;
+
+/* An operation in flight.  mpi: its MPI request (MPI_REQUEST_NULL when none);
+ * event: the NCCL path's completion event on its comm stream (created on
+ * first use), pending while the compute stream has not been told to wait. */
+typedef struct wf_req {
+    MPI_Request mpi;
+    void *event;
+    int pending;
+} wf_req;
+
+typedef struct wf_coll_ops {
+    const char *name;  /* "mpi" or "nccl", for the log */
+    /* buf (n values) summed or maximised over the group, in place */
+    void (*allreduce)(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, wf_redop op, wf_req *r);
+    /* send holds the group's whole vector (sum of counts); rank r receives
+     * the sum of its part (counts[r] floats, parts laid end to end) in recv.
+     * recv == send: in place, the result at the start of send */
+    void (*reduce_scatterv)(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
+                            wf_req *r);
+    /* recv + displs[r] receives rank r's counts[r] floats; send NULL: this
+     * rank's part is in recv already */
+    void (*allgatherv)(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
+                       const int *displs, wf_req *r);
+    /* equal parts of n floats: out holds group-size x n / receives n */
+    void (*allgather)(wf_ctx *c, wf_group g, float *out, const float *in, long n);
+    void (*reduce_scatter)(wf_ctx *c, wf_group g, float *out, const float *in, long n);
+    /* pipeline point-to-point over the pp group (peer: its stage) */
+    void (*send)(wf_ctx *c, const float *buf, long n, int peer, int tag);
+    void (*recv)(wf_ctx *c, float *buf, long n, int peer, int tag);
+    void (*sendrecv)(wf_ctx *c, const float *sbuf, long sn, int speer, int stag, float *rbuf, long rn,
+                     int rpeer, int rtag);
+    void (*wait)(wf_ctx *c, wf_req *r, int n);  /* the n requests from r on */
+    int (*test)(wf_ctx *c, wf_req *r, int n);   /* drives them; 1 when all are done */
+    /* every operation issued so far is complete for later kernels (a CUDA
+     * graph's capture must end with its comm streams joined) */
+    void (*join)(wf_ctx *c);
+} wf_coll_ops;
+
+extern const wf_coll_ops wf_coll_mpi;
+
+/* Requests start empty (MPI_REQUEST_NULL is not all zero bits). */
+void wf_req_init(wf_req *r, int n);
+
+#endif

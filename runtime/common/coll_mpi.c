@@ -1,0 +1,120 @@
+/* coll_mpi.c: the collectives by host MPI (the CPU backend's only
+ * implementation; comm = "mpi" on CUDA).  These are the calls step.c, zero*.c,
+ * tp.c and pipe.c made directly before the seam existed.  On CUDA the arenas
+ * are managed memory that MPI reads and writes from the host, so every call
+ * first waits for the device (wf_backend_sync, a no-op on the CPU). */
+#include "coll.h"
+#include "internal.h"
+
+static MPI_Comm group_comm(const wf_ctx *c, wf_group g) {
+    switch (g) {
+    case WF_GROUP_DP: return c->dp_comm;
+    case WF_GROUP_TP: return c->tp_comm;
+    case WF_GROUP_PP: return c->pp_comm;
+    default: return c->tied_comm;
+    }
+}
+
+/* MPI counts are ints */
+static int count(const wf_ctx *c, long n, const char *call) {
+    if (n > 2147483647L) wf_fatal(c, call, WF_WHERE, "%ld values exceed MPI's int count", n);
+    return (int)n;
+}
+
+void wf_req_init(wf_req *r, int n) {
+    for (int i = 0; i < n; i++) {
+        r[i].mpi = MPI_REQUEST_NULL;
+        r[i].event = NULL;
+        r[i].pending = 0;
+    }
+}
+
+static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, wf_redop op, wf_req *r) {
+    wf_backend_sync(c);
+    MPI_Datatype type = t == WF_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Op mop = op == WF_MAX ? MPI_MAX : MPI_SUM;
+    if (r)
+        WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Iallreduce"), type, mop,
+                                 group_comm(c, g), &r->mpi));
+    else
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Allreduce"), type, mop, group_comm(c, g)));
+}
+
+static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
+                                wf_req *r) {
+    wf_backend_sync(c);
+    MPI_Request ignored, *req = r ? &r->mpi : &ignored;
+    WF_MPI(c, MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, recv, counts, MPI_FLOAT, MPI_SUM,
+                                  group_comm(c, g), req));
+    if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
+}
+
+static void mpi_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
+                           const int *displs, wf_req *r) {
+    wf_backend_sync(c);
+    int me = 0;
+    WF_MPI(c, MPI_Comm_rank(group_comm(c, g), &me));
+    MPI_Request ignored, *req = r ? &r->mpi : &ignored;
+    if (send)
+        WF_MPI(c, MPI_Iallgatherv(send, counts[me], MPI_FLOAT, recv, counts, displs, MPI_FLOAT,
+                                  group_comm(c, g), req));
+    else
+        WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, MPI_FLOAT,
+                                  group_comm(c, g), req));
+    if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
+}
+
+static void mpi_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
+    wf_backend_sync(c);
+    int k = count(c, n, "MPI_Allgather");
+    WF_MPI(c, MPI_Allgather(in, k, MPI_FLOAT, out, k, MPI_FLOAT, group_comm(c, g)));
+}
+
+static void mpi_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
+    wf_backend_sync(c);
+    WF_MPI(c, MPI_Reduce_scatter_block(in, out, count(c, n, "MPI_Reduce_scatter_block"), MPI_FLOAT, MPI_SUM,
+                                       group_comm(c, g)));
+}
+
+static void mpi_send(wf_ctx *c, const float *buf, long n, int peer, int tag) {
+    wf_backend_sync(c);
+    WF_MPI(c, MPI_Send(buf, count(c, n, "MPI_Send"), MPI_FLOAT, peer, tag, c->pp_comm));
+}
+
+static void mpi_recv(wf_ctx *c, float *buf, long n, int peer, int tag) {
+    wf_backend_sync(c);
+    WF_MPI(c, MPI_Recv(buf, count(c, n, "MPI_Recv"), MPI_FLOAT, peer, tag, c->pp_comm, MPI_STATUS_IGNORE));
+}
+
+static void mpi_sendrecv(wf_ctx *c, const float *sbuf, long sn, int speer, int stag, float *rbuf, long rn,
+                         int rpeer, int rtag) {
+    wf_backend_sync(c);
+    WF_MPI(c, MPI_Sendrecv(sbuf, count(c, sn, "MPI_Sendrecv"), MPI_FLOAT, speer, stag, rbuf,
+                           count(c, rn, "MPI_Sendrecv"), MPI_FLOAT, rpeer, rtag, c->pp_comm,
+                           MPI_STATUS_IGNORE));
+}
+
+static void mpi_wait(wf_ctx *c, wf_req *r, int n) {
+    for (int i = 0; i < n; i++) WF_MPI(c, MPI_Wait(&r[i].mpi, MPI_STATUS_IGNORE));
+}
+
+/* Non-blocking collectives in Open MPI advance only inside MPI calls: the
+ * caller pokes them between kernels so that they overlap compute. */
+static int mpi_test(wf_ctx *c, wf_req *r, int n) {
+    int all = 1;
+    for (int i = 0; i < n; i++) {
+        int done = 1;
+        WF_MPI(c, MPI_Test(&r[i].mpi, &done, MPI_STATUS_IGNORE));
+        all = all && done;
+    }
+    return all;
+}
+
+static void mpi_join(wf_ctx *c) { (void)c; }  /* host MPI calls complete before they return */
+
+const wf_coll_ops wf_coll_mpi = {
+    .name = "mpi", .allreduce = mpi_allreduce, .reduce_scatterv = mpi_reduce_scatterv,
+    .allgatherv = mpi_allgatherv, .allgather = mpi_allgather, .reduce_scatter = mpi_reduce_scatter,
+    .send = mpi_send, .recv = mpi_recv, .sendrecv = mpi_sendrecv, .wait = mpi_wait, .test = mpi_test,
+    .join = mpi_join,
+};

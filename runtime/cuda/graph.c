@@ -1,0 +1,71 @@
+/* graph.c: a CUDA graph per training step.
+ *
+ * The first step this process runs is eager (warm-up: cuBLAS, NCCL and the
+ * comm events set themselves up).  The second is captured: the host loads
+ * the step's tokens first (wf_load_step), then the generated step runs with
+ * c->graph_capture set, so that
+ *   - microbatch loading is skipped (the tokens are in place already),
+ *   - the cross-entropy sums token losses on the device (xent.cu) instead of
+ *     handing each microbatch's sum to the host,
+ *   - wf_optimizer_step returns at once: the optimizer runs on the host
+ *     after every replay, so the learning rate and anything else that
+ *     changes per step is never baked into the graph;
+ * the comm streams are joined back (coll->join) and the capture ends.  From
+ * then on each step is: load tokens, launch the graph, run the optimizer
+ * (which waits for the device and takes the loss from the device sum).
+ *
+ * Only where nothing in the step needs the host: otherwise every step runs
+ * eagerly and the log says why. */
+#include "cuda_rt.h"
+#include "internal.h"
+
+static cudaGraphExec_t exec;
+static const char *off;   /* why steps run eagerly; NULL: graphs on */
+static int steps_run;
+
+static const char *why_eager(const wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (c->opt.no_graph) return "--no-graph";
+    if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
+    if (p->prologue) return "PipeDream-2BW (host MPI and copies between its steps' halves)";
+    if (c->opt.trace) return "--trace (host timestamps around every instruction)";
+    if (p->precision == WF_FP16) return "fp16 (the loss scale changes from step to step)";
+    if (p->precision != WF_FP32) return "16-bit precision (host rounding inside the step)";
+    return NULL;
+}
+
+static void capture(wf_ctx *c) {
+    cudaStream_t s = wf_cuda_stream(c);
+    cudaGraph_t graph;
+    c->graph_capture = 1;
+    wf_cuda_loss_on_device(1);
+    WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    c->p->step(c);
+    c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
+    WF_CUDA(c, cudaStreamEndCapture(s, &graph));
+    c->graph_capture = 0;
+    wf_cuda_loss_on_device(0);
+    size_t nodes = 0;
+    WF_CUDA(c, cudaGraphGetNodes(graph, NULL, &nodes));
+    WF_CUDA(c, cudaGraphInstantiate(&exec, graph, 0));
+    WF_CUDA(c, cudaGraphDestroy(graph));
+    wf_log(c, "cuda graph: on (captured step %ld, %zu nodes)\n", c->step + 1, nodes);
+}
+
+/* At startup (async.c), so that every schedule's log says it, 2BW's too. */
+void wf_cuda_graph_decide(wf_ctx *c) {
+    off = why_eager(c);
+    if (off) wf_log(c, "cuda graph: off: %s\n", off);
+    else wf_log(c, "cuda graph: the step is captured after a warm-up step\n");
+}
+
+void wf_backend_run_step(wf_ctx *c) {
+    if (off || steps_run++ == 0) {  /* eager, or the warm-up step */
+        c->p->step(c);
+        return;
+    }
+    wf_load_step(c);  /* the previous step's optimizer waited for the device */
+    if (!exec) capture(c);
+    WF_CUDA(c, cudaGraphLaunch(exec, wf_cuda_stream(c)));
+    wf_optimizer_step(c);
+}

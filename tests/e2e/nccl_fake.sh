@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# comm = "nccl" without a GPU: runtime/cuda/coll_nccl.c, unchanged, under the
+# CPU kernels, with NCCL and the CUDA runtime replaced by host test doubles
+# (tests/nccl_fake: NCCL's semantics over MPI, synchronous streams).  Each
+# layout must give the single-rank losses and weights within the equivalence
+# tolerances (tests/e2e/equivalence.sh): bucket all-reduces, ZeRO-1/2/3 with
+# equal and (dp 3) unequal shards (grouped reduces and broadcasts, in-place reduce-scatter
+# through scratch), tensor parallelism with its max / fp64 all-reduces and
+# sequence-parallel gathers, and pipeline messages matched in issue order, as
+# NCCL matches them (the MPI path matches by tag).  Streams and events are not
+# exercised here (tests/gpu/check.sh on a GPU).  Also: two ranks of one
+# communicator on one device stop with a message naming comm = "mpi".
+source "$(dirname "$0")/lib.sh"
+FAKE=${WEFT_NCCL_FAKE:?set WEFT_NCCL_FAKE to the folder of the fake-NCCL runtime (build/tests/nccl_fake)}
+PLAN=plans/tiny.lua
+DATA=$(make_data)
+common=(--set train.steps=10 --set model.hidden=64 --set model.seq=64 --set data.train="$DATA"
+        --set batch.global=16)
+
+# build_fake NAME [--set ...]: like build_plan, against the fake-NCCL runtime
+build_fake() {
+  local name=$1
+  shift
+  "$WEFT" compile "$PLAN" -o "$WORK/$name" "${common[@]}" "$@" 2>/dev/null
+  cmake -S "$WORK/$name" -B "$WORK/$name/build" -DWEFT_RUNTIME="$FAKE" >"$WORK/$name.cmake.log" 2>&1 &&
+    cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
+}
+
+build_plan ref "$PLAN" "${common[@]}" --set mesh.dp=1 --set batch.micro=16
+run_plan ref --metrics "$WORK/ref.jsonl" --save "$WORK/ref.ckpt" >/dev/null
+build_plan ref_l4 "$PLAN" "${common[@]}" --set mesh.dp=1 --set batch.micro=16 --set model.layers=4
+run_plan ref_l4 --metrics "$WORK/ref_l4.jsonl" --save "$WORK/ref_l4.ckpt" >/dev/null
+build_plan ref_g24 "$PLAN" "${common[@]}" --set mesh.dp=1 --set batch.micro=24 --set batch.global=24
+run_plan ref_g24 --metrics "$WORK/ref_g24.jsonl" --save "$WORK/ref_g24.ckpt" >/dev/null
+
+# name     reference  overrides
+rows=(
+  "dp2       ref     --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.05"
+  "dp2_z1    ref     --set mesh.dp=2 --set batch.micro=4 --set buckets.mb=0.05 --set zero=1"
+  "dp2_z2    ref     --set mesh.dp=2 --set batch.micro=4 --set buckets.mb=0.05 --set zero=2"
+  "dp2_z3    ref     --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.05 --set zero=3"
+  "dp3_z1    ref_g24 --set mesh.dp=3 --set batch.global=24 --set batch.micro=8 --set buckets.mb=0.05 --set zero=1"
+  "dp3_z2    ref_g24 --set mesh.dp=3 --set batch.global=24 --set batch.micro=4 --set buckets.mb=0.05 --set zero=2"
+  "dp3_z3    ref_g24 --set mesh.dp=3 --set batch.global=24 --set batch.micro=8 --set buckets.mb=0.05 --set zero=3"
+  "tp2_sp    ref     --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set batch.micro=16"
+  "dp2_tp2   ref     --set mesh.dp=2 --set mesh.tp=2 --set batch.micro=8"
+  "pp2_1f1b  ref_l4  --set model.layers=4 --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4"
+  "pp2_zbh1  ref_l4  --set model.layers=4 --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4 --set pipeline.schedule=zb-h1"
+  "pp2_inter ref_l4  --set model.layers=4 --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4 --set pipeline.schedule=interleaved --set pipeline.virtual=2"
+  "dp2_pp2   ref_l4  --set model.layers=4 --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=2 --set zero=1"
+)
+for row in "${rows[@]}"; do
+  read -r name ref sets <<<"$row"
+  read -r -a sets <<<"$sets"
+  if ! build_fake "$name" "${sets[@]}"; then
+    failed=$((failed + 1)); echo "FAIL $name: does not build against the fake-NCCL runtime"
+    tail -5 "$WORK/$name.build.log"; continue
+  fi
+  if ! timeout 300 "$WORK/$name/launch.sh" --quiet --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
+       >"$WORK/$name.log" 2>&1; then
+    failed=$((failed + 1)); echo "FAIL $name: did not run: $(tail -n 2 "$WORK/$name.log")"; continue
+  fi
+  loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 2e-6) && ok=1 || ok=0
+  norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-6) || ok=0
+  w=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+      --tol 5e-5 --atol 1e-5 | tail -n 1) || ok=0
+  if [ $ok = 1 ]; then passed=$((passed + 1)); echo "ok   $name (nccl): $loss, $norm; $w"
+  else failed=$((failed + 1)); echo "FAIL $name (nccl): $loss, $norm; $w"; fi
+done
+
+WEFT_FAKE_ONE_DEVICE=1 timeout 120 "$WORK/dp2/launch.sh" --quiet --steps 1 >"$WORK/one_device.log" 2>&1 || true
+check "two ranks of a communicator on one device: stopped, naming comm = \"mpi\"" \
+  grep -Eq "rank [01]: ncclCommInitRank failed .*ranks 0 and 1 of a dp group both use GPU 0 .*compile with comm = \"mpi\"" \
+  "$WORK/one_device.log"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

@@ -1,0 +1,140 @@
+/* fake_nccl.c (test double): NCCL's semantics over host MPI, so that
+ * runtime/cuda/coll_nccl.c runs unchanged with the CPU kernels (ctest
+ * e2e_nccl_fake).  What it checks: how coll_nccl.c maps the runtime's
+ * collectives onto NCCL's (unequal ZeRO shards as grouped reduces and
+ * broadcasts, in-place reduce-scatter through scratch, all-gather in place)
+ * and that pipeline messages, which NCCL matches by issue order and not by
+ * tag, arrive in the order the schedule expects (here MPI matches them in
+ * order too: one tag).  What it cannot check: streams and events, which the
+ * fake CUDA runtime (fake_cuda.c) makes synchronous.
+ *
+ * Operations run when called (a rank's calls are in program order, and every
+ * rank issues the same collectives in the same order); point-to-point calls
+ * inside ncclGroupStart/End are posted non-blocking and completed at the end,
+ * as NCCL does. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl.h"
+
+struct ncclComm {
+    MPI_Comm comm;
+    int rank, size;
+};
+
+static int group_depth;
+static MPI_Request pending[64];
+static int n_pending;
+
+const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "no error" : "fake NCCL error"; }
+const char *ncclGetLastError(ncclComm_t comm) {
+    (void)comm;
+    return "";
+}
+
+/* the id names the group's rank 0 (its world rank) and its how-manieth id */
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+    static int serial;
+    int world = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    memset(id, 0, sizeof *id);
+    snprintf(id->internal, sizeof id->internal, "%d %d", world, serial++);
+    return ncclSuccess;
+}
+
+/* NCCL's init is collective over the group only; MPI_Comm_split is over the
+ * world: the plans tested make every group kind span all ranks (pp <= 2). */
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+    int root = 0, serial = 0;
+    if (sscanf(id.internal, "%d %d", &root, &serial) != 2) return ncclInvalidArgument;
+    struct ncclComm *c = calloc(1, sizeof *c);
+    if (!c) return ncclSystemError;
+    if (MPI_Comm_split(MPI_COMM_WORLD, root * 64 + serial % 64, rank, &c->comm) != MPI_SUCCESS)
+        return ncclSystemError;
+    MPI_Comm_rank(c->comm, &c->rank);
+    MPI_Comm_size(c->comm, &c->size);
+    if (c->size != nranks || c->rank != rank) return ncclInvalidUsage;
+    *comm = c;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+    (void)comm;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart(void) {
+    group_depth++;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+    if (--group_depth > 0) return ncclSuccess;
+    int rc = MPI_Waitall(n_pending, pending, MPI_STATUSES_IGNORE);
+    n_pending = 0;
+    return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
+}
+
+static MPI_Datatype type_of(ncclDataType_t t) { return t == ncclFloat64 ? MPI_DOUBLE : MPI_FLOAT; }
+static size_t bytes_of(ncclDataType_t t) { return t == ncclFloat64 ? 8 : 4; }
+static MPI_Op op_of(ncclRedOp_t op) { return op == ncclMax ? MPI_MAX : MPI_SUM; }
+static ncclResult_t ok(int rc) { return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+    (void)stream;
+    return ok(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)n, type_of(t), op_of(op), comm->comm));
+}
+
+ncclResult_t ncclReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, int root,
+                        ncclComm_t comm, cudaStream_t stream) {
+    (void)stream;
+    const void *from = comm->rank == root && send == recv ? MPI_IN_PLACE : send;
+    return ok(MPI_Reduce(from, recv, (int)n, type_of(t), op_of(op), root, comm->comm));
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+    (void)stream;
+    if (comm->rank == root && send != recv) memmove(recv, send, n * bytes_of(t));
+    return ok(MPI_Bcast(recv, (int)n, type_of(t), root, comm->comm));
+}
+
+/* NCCL's result goes to recv (in place: at the rank's own offset), MPI's in
+ * place to the start: go through a temporary */
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t stream) {
+    (void)stream;
+    void *tmp = malloc(n * bytes_of(t) + 1);
+    if (!tmp) return ncclSystemError;
+    int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, type_of(t), op_of(op), comm->comm);
+    memcpy(recv, tmp, n * bytes_of(t));
+    free(tmp);
+    return ok(rc);
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t n, ncclDataType_t t, ncclComm_t comm,
+                           cudaStream_t stream) {
+    (void)stream;
+    int in_place = (const char *)send == (const char *)recv + (size_t)comm->rank * n * bytes_of(t);
+    return ok(MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)n, type_of(t), recv, (int)n, type_of(t),
+                            comm->comm));
+}
+
+ncclResult_t ncclSend(const void *send, size_t n, ncclDataType_t t, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+    (void)stream;
+    if (group_depth == 0) return ok(MPI_Send(send, (int)n, type_of(t), peer, 0, comm->comm));
+    if (n_pending == 64) return ncclInternalError;
+    return ok(MPI_Isend(send, (int)n, type_of(t), peer, 0, comm->comm, &pending[n_pending++]));
+}
+
+ncclResult_t ncclRecv(void *recv, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
+    (void)stream;
+    if (group_depth == 0) return ok(MPI_Recv(recv, (int)n, type_of(t), peer, 0, comm->comm, MPI_STATUS_IGNORE));
+    if (n_pending == 64) return ncclInternalError;
+    return ok(MPI_Irecv(recv, (int)n, type_of(t), peer, 0, comm->comm, &pending[n_pending++]));
+}
