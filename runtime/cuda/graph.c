@@ -29,8 +29,7 @@ static const char *why_eager(const wf_ctx *c) {
     if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
     if (p->prologue) return "PipeDream-2BW (host MPI and copies between its steps' halves)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
-    if (p->precision == WF_FP16) return "fp16 (the loss scale changes from step to step)";
-    if (p->precision != WF_FP32) return "16-bit precision (host rounding inside the step)";
+    if (p->precision == WF_FP16) return "fp16 (the loss scale, baked into a graph, changes between steps)";
     return NULL;
 }
 
