@@ -81,9 +81,9 @@ static kernel_ns measure_kernels(double gemm_gflops) {
     TIME(wf_attention_bwd(NULL, dx, scratch, d, x, att, B, T, C, H), t); k.att_b = t / att_elems * 1e9;
     /* the LM head less its GEMMs, per logit */
     double logits = (double)N * V, gemm = 2.0 * N * V * C / (gemm_gflops * 1e9);
-    TIME(wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, N, C, V), t);
+    TIME(wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, 1.0f, N, C, V), t);
     k.xent_f = (t - gemm > 0 ? t - gemm : 0) / logits * 1e9;
-    TIME(wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, tgt, 1.0f, N, C, V), t);
+    TIME(wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, N, C, V), t);
     k.xent_b = (t - 2 * gemm > 0 ? t - 2 * gemm : 0) / logits * 1e9;
     free(x); free(y); free(d); free(dx); free(w); free(b); free(mean); free(rstd); free(att);
     free(scratch); free(probs); free(losses); free(wte); free(dwte); free(tgt);
