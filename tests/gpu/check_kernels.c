@@ -193,12 +193,12 @@ static void run_all(void) {
     put("add_bwd", "db", da2, (long)N * C);
 
     /* tied LM head + cross-entropy: the forward writes dlogits */
-    float *probs = buf((long)N * V), *losses = buf(N);
-    double loss = wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, 1.0f / N, N, C, V);
-    put("lmhead_xent_fwd", "dlogits", probs, (long)N * V);
+    float *dlg = buf((long)N * V), *losses = buf(N);
+    double loss = wf_lmhead_xent_fwd(NULL, dlg, losses, x, wte, tgt, 1.0f / N, N, C, V);
+    put("lmhead_xent_fwd", "dlogits", dlg, (long)N * V);
     put("lmhead_xent_fwd", "losses", losses, N);
     put_double("lmhead_xent_fwd", "loss sum", loss);
-    wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, N, C, V);
+    wf_lmhead_xent_bwd(NULL, dx, dwte, dlg, x, wte, N, C, V);
     put("lmhead_xent_bwd", "dx", dx, (long)N * C);
     put("lmhead_xent_bwd", "dwte", dwte, (long)V * C);
     xent_wide_rows();
