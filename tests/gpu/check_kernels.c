@@ -105,12 +105,13 @@ static void attention_case(const char *tag, int b, int t, int c, int h) {
     put(name, "dqkv", dqkv, n * 3 * c);
 }
 
-/* The fused classifier on rows much wider than a block (5003 columns, 256
- * threads): row 0's logits rise along the row, so each thread's running
- * maximum grows at every element it reads (CUDA's online softmax rescales
- * its sum each time), row 1's fall, the rest are random. */
-static void xent_wide_rows(void) {
-    enum { NW = 6, CW = 8, VW = 5003 };
+/* The fused classifier on rows much wider than a block (256 threads), of
+ * VW columns: 5003 read one float at a time, 5004 as float4.  Row 0's logits
+ * rise along the row, so each thread's running maximum grows at every
+ * element it reads (CUDA's online softmax rescales its sum each time), row
+ * 1's fall, the rest are random. */
+static void xent_wide_rows(int VW) {
+    enum { NW = 6, CW = 8 };
     float *x = buf((long)NW * CW), *wte = buf((long)VW * CW);
     float *dlogits = buf((long)NW * VW), *losses = buf(NW);
     int32_t *tgt = tokens(NW, VW);
@@ -119,9 +120,11 @@ static void xent_wide_rows(void) {
     x[CW] = -1.0f;
     for (int j = 0; j < VW; j++) wte[(long)j * CW] = 8.0f * j / VW;
     double loss = wf_lmhead_xent_fwd(NULL, dlogits, losses, x, wte, tgt, 0.125f, NW, CW, VW);
-    put("lmhead_xent_fwd V=5003", "dlogits", dlogits, (long)NW * VW);
-    put("lmhead_xent_fwd V=5003", "losses", losses, NW);
-    put_double("lmhead_xent_fwd V=5003", "loss sum", loss);
+    char name[40];
+    snprintf(name, sizeof name, "lmhead_xent_fwd V=%d", VW);
+    put(name, "dlogits", dlogits, (long)NW * VW);
+    put(name, "losses", losses, NW);
+    put_double(name, "loss sum", loss);
 }
 
 static void run_all(void) {
@@ -201,7 +204,8 @@ static void run_all(void) {
     wf_lmhead_xent_bwd(NULL, dx, dwte, dlg, x, wte, N, C, V);
     put("lmhead_xent_bwd", "dx", dx, (long)N * C);
     put("lmhead_xent_bwd", "dwte", dwte, (long)V * C);
-    xent_wide_rows();
+    xent_wide_rows(5003);
+    xent_wide_rows(5004);
     float *pl = probs_rows(N, VL);
     wf_lmhead_xent_bwd_input(NULL, dx, pl, wte, N, C, VL);
     put("lmhead_xent_bwd_input", "dx", dx, (long)N * C);
