@@ -295,8 +295,7 @@ static double softmax_xent_row(float *row, int target, float scale, int V)
 }
 
 /* Each product rounded to float in this order: the probability first, then
- * the gradient (as the separate passes of old did, so the numbers are the
- * same). */
+ * the gradient, the numbers separate softmax and gradient passes would give. */
 void wf_dlogits_row(float *row, float inv, int target, float scale, int V)
 {
     float et = target >= 0 && target < V ? row[target] : 0.0f;
