@@ -104,7 +104,7 @@ void get_operands(const Program *p, int i, operands *x) {
 /* ---- 16-bit storage (bf16 / fp16) ----------------------------------------
  * Where values are rounded to 16 bits (runtime/cpu/precision.c), so that the
  * float arenas hold exactly what 16-bit tensors would:
- *   - after each forward op: its output (the loss head's fp32 logits and
+ *   - after each forward op: its output (the loss head's fp32 dlogits and
  *     losses excepted, as Megatron keeps the cross-entropy in fp32);
  *   - after each backward op (or B half): the gradients of its inputs, which
  *     it accumulated into;
@@ -259,11 +259,12 @@ void emit_forward_op(writer *o, const Program *p, int i) {
     case OP_LMHEAD_XENT:
         if (p->tp == 1)
             emit(o, "    wf_add_loss(c, wf_lmhead_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-                 "                                     wf_targets(c), N, %ld, V));\n",
+                 "                                     wf_targets(c), wf_loss_scale(c), N, %ld, V));\n",
               x.s, x.in0, x.w0, x.in_width);
         else
             emit(o, "    wf_add_loss(c, wf_vocab_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-                 "                                    wf_targets(c), N, %ld, VL, wf_tp_rank(c) * VL, V));\n",
+                 "                                    wf_targets(c), wf_loss_scale(c), N, %ld, VL,\n"
+                 "                                    wf_tp_rank(c) * VL, V));\n",
               x.s, x.in0, x.w0, x.in_width);
         break;
     default: break;
@@ -357,12 +358,10 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         break;
     case OP_LMHEAD_XENT:
         if (p->tp == 1)
-            emit(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
-                 "                       wf_loss_scale(c), N, %ld, V);\n",
+            emit(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, N, %ld, V);\n",
               x.in0, x.g0, x.s, x.in0, x.w0, x.in_width);
         else
-            emit(o, "    wf_vocab_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, wf_targets(c),\n"
-                 "                      wf_loss_scale(c), N, %ld, VL, wf_tp_rank(c) * VL);\n",
+            emit(o, "    wf_vocab_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, N, %ld, VL);\n",
               x.in0, x.g0, x.s, x.in0, x.w0, x.in_width);
         break;
     default: break;
@@ -378,7 +377,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     const ir_op *op = &p->ops[i];
     operands x;
     get_operands(p, i, &x);
-    const char *V = p->tp > 1 ? "VL" : "V", *v0 = p->tp > 1 ? "wf_tp_rank(c) * VL" : "0";
+    const char *V = p->tp > 1 ? "VL" : "V";
     switch (op->kind) {
     case OP_EMBED: case OP_VOCAB_EMBED:
         if (!weight) return 0;
@@ -429,8 +428,8 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
             emit(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.g0, x.s,
               x.in0, x.in_width, V);
         else
-            emit(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, wf_targets(c), wf_loss_scale(c),\n"
-                 "                             N, %ld, %s, %s);\n", x.in0, x.s, x.w0, x.in_width, V, v0);
+            emit(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, N, %ld, %s);\n", x.in0, x.s,
+              x.w0, x.in_width, V);
         break;
     default:  /* no parameters: all of it is B */
         if (weight) return 0;

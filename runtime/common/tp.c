@@ -51,17 +51,17 @@ void wf_tp_scatter_bwd(wf_ctx *c, float *din, float *dout, long n) {
     add_into(c, din, c->comm, n * c->p->tp);
 }
 
-double wf_vocab_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
-                         const float *wte_part, const int32_t *targets, int N, int C, int VL,
-                         int v_begin, int vocab) {
+double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
+                         const float *wte_part, const int32_t *targets, float scale, int N, int C,
+                         int VL, int v_begin, int vocab) {
     int valid = vocab - v_begin;
     valid = valid < 0 ? 0 : valid > VL ? VL : valid;
     /* comm holds N row maxima (floats), then 2N doubles of sums and target logits */
     float *rowmax = c->comm;
     double *stats = (double *)(c->comm + ((N + 1) & ~1));
-    wf_vocab_logits(probs, rowmax, x, wte_part, N, C, VL, valid);
+    wf_vocab_logits(dlogits, rowmax, x, wte_part, N, C, VL, valid);
     c->coll->allreduce(c, WF_GROUP_TP, rowmax, N, WF_F32, WF_MAX, NULL);
-    wf_vocab_exp(probs, stats, rowmax, targets, N, VL, v_begin, valid);
+    wf_vocab_exp(dlogits, stats, rowmax, targets, N, VL, v_begin, valid);
     c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * N, WF_F64, WF_SUM, NULL);
-    return wf_vocab_normalize(probs, losses, stats, N, VL);
+    return wf_vocab_dlogits(dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin);
 }

@@ -10,6 +10,7 @@
 #include "weft/rt.h"
 
 #include "blas.h"
+#include "dlogits_row.h"
 #include "softmax_rows.h"
 
 #include <math.h>
@@ -270,10 +271,11 @@ void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
 
 /* ---- tied LM head and cross-entropy ------------------------------------ */
 
-/* In place: the logits row becomes softmax probabilities.  Returns
- * -log p[target], computed from the log-sum-exp in double rather than as
- * -log of the rounded float probability, which may underflow to 0. */
-static double softmax_xent_row(float *row, int target, int V)
+/* In place: the logits row becomes dlogits = (softmax - onehot(target)) *
+ * scale, the loss gradient, so that backward needs no pass of its own over
+ * the row.  Returns -log p[target], computed from the log-sum-exp in double
+ * rather than as -log of the rounded float probability, which may underflow. */
+static double softmax_xent_row(float *row, int target, float scale, int V)
 {
     float max = row[0];
 #pragma omp simd reduction(max : max)
@@ -288,35 +290,49 @@ static double softmax_xent_row(float *row, int target, int V)
         row[j] = e;
         sum += e;
     }
-    float inv = (float)(1.0 / sum);
-    for (int j = 0; j < V; j++)
-        row[j] *= inv;
+    wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V);
     return log(sum) - target_logit;
 }
 
-double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
-                          const float *wte, const int32_t *targets, int N, int C, int V)
+/* Each product rounded to float in this order: the probability first, then
+ * the gradient, the numbers separate softmax and gradient passes would give. */
+void wf_dlogits_row(float *row, float inv, int target, float scale, int V)
+{
+    float et = target >= 0 && target < V ? row[target] : 0.0f;
+    for (int j = 0; j < V; j++) {
+        float p = row[j] * inv;
+        row[j] = p * scale;
+    }
+    if (target >= 0 && target < V) {
+        float p = et * inv;
+        p -= 1.0f;
+        row[target] = p * scale;
+    }
+}
+
+double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
+                          const float *wte, const int32_t *targets, float scale, int N, int C,
+                          int V)
 {
     (void)c;
-    /* logits (N,V) = x (N,C) @ wte^T, written straight into probs */
-    wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, probs, V);
+    /* logits (N,V) = x (N,C) @ wte^T, written straight into dlogits */
+    wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, dlogits, V);
     /* rows in parallel; the total is summed in a fixed order afterwards so that
      * it does not depend on the thread count */
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
-        losses[n] = (float)softmax_xent_row(probs + (long)n * V, targets[n], V);
+        losses[n] = (float)softmax_xent_row(dlogits + (long)n * V, targets[n], scale, V);
     double total = 0.0;
     for (int n = 0; n < N; n++)
         total += losses[n];
     return total;
 }
 
-/* dlogits = (probs - onehot) * scale in place; dx += dlogits @ wte;
- * dwte += dlogits^T @ x (the B and W halves in kernels_split.c). */
-void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
-                        const float *x, const float *wte, const int32_t *targets,
-                        float scale, int N, int C, int V)
+/* dx += dlogits @ wte; dwte += dlogits^T @ x (the B and W halves in
+ * kernels_split.c); the forward wrote dlogits. */
+void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
+                        const float *x, const float *wte, int N, int C, int V)
 {
-    wf_lmhead_xent_bwd_input(c, dx, probs, wte, targets, scale, N, C, V, 0);
-    wf_lmhead_xent_bwd_weight(c, dwte, probs, x, N, C, V);
+    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte, N, C, V);
+    wf_lmhead_xent_bwd_weight(c, dwte, dlogits, x, N, C, V);
 }

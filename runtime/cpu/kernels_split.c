@@ -48,18 +48,11 @@ void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout,
     }
 }
 
-/* B of the LM head: probs become dlogits in place (W reads them), dx += . */
-void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, float *probs, const float *wte,
-                              const int32_t *targets, float scale, int N, int C, int V, int v_begin) {
+/* B of the LM head: dx += dlogits @ wte (the forward wrote dlogits). */
+void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits, const float *wte, int N,
+                              int C, int V) {
     (void)c;
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        float *row = probs + (long)n * V;
-        int t = targets[n] - v_begin;
-        if (t >= 0 && t < V) row[t] -= 1.0f;
-        for (int j = 0; j < V; j++) row[j] *= scale;
-    }
-    wf_sgemm(0, 0, N, C, V, 1.0f, probs, V, wte, C, 1.0f, dx, C);
+    wf_sgemm(0, 0, N, C, V, 1.0f, dlogits, V, wte, C, 1.0f, dx, C);
 }
 
 void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, const float *x, int N,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "dlogits_row.h"
 #include "kernels_tp.h"
 
 void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte_part,
@@ -80,42 +81,41 @@ void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *
     }
 }
 
-/* In place: logits -> exp(logit - max); stats[2n] = local sum of exps,
+/* Reads the logits only: stats[2n] = local sum of exp(logit - max),
  * stats[2n+1] = the target's logit - max if this rank holds it, else 0. */
-void wf_vocab_exp(float *logits, double *stats, const float *rowmax, const int32_t *targets,
-                  int N, int VL, int v_begin, int valid) {
+void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
+                  const int32_t *targets, int N, int VL, int v_begin, int valid) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
-        float *row = logits + (long)n * VL;
+        const float *row = logits + (long)n * VL;
         int t = targets[n] - v_begin;
         stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
         double sum = 0.0;
-        for (int j = 0; j < VL; j++) {
-            float e = j < valid ? expf(row[j] - rowmax[n]) : 0.0f;
-            row[j] = e;
-            sum += e;
-        }
+        for (int j = 0; j < valid; j++) sum += expf(row[j] - rowmax[n]);
         stats[2 * n] = sum;
     }
 }
 
-/* probs = exps / global sum; returns the sum of the N token losses. */
-double wf_vocab_normalize(float *probs, float *losses, const double *stats, int N, int VL) {
-    double total = 0.0;
+/* In place: logits -> dlogits with the global max and sum (padding logits are
+ * -inf: their exponentials, so their dlogits, are 0); returns the sum of the
+ * N token losses. */
+double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax, const double *stats,
+                        const int32_t *targets, float scale, int N, int VL, int v_begin) {
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
-        float inv = (float)(1.0 / stats[2 * n]);
-        float *row = probs + (long)n * VL;
-        for (int j = 0; j < VL; j++) row[j] *= inv;
+        float *row = dlogits + (long)n * VL;
+        for (int j = 0; j < VL; j++) row[j] = expf(row[j] - rowmax[n]);
+        wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL);
         losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
     }
+    double total = 0.0;
     for (int n = 0; n < N; n++) total += losses[n];
     return total;
 }
 
-void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs, const float *x,
-                       const float *wte_part, const int32_t *targets, float scale, int N, int C,
-                       int VL, int v_begin) {
+void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
+                       const float *x, const float *wte_part, int N, int C, int VL) {
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
-    wf_lmhead_xent_bwd_input(c, dx, probs, wte_part, targets, scale, N, C, VL, v_begin);
-    wf_lmhead_xent_bwd_weight(c, dwte_part, probs, x, N, C, VL);
+    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
+    wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
 }

@@ -10,9 +10,14 @@ extern "C" {
 
 void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *wte_part,
                      int N, int C, int VL, int valid);
-void wf_vocab_exp(float *logits, double *stats, const float *rowmax, const int32_t *targets,
-                  int N, int VL, int v_begin, int valid);
-double wf_vocab_normalize(float *probs, float *losses, const double *stats, int N, int VL);
+/* reads the logits: per row the local sum of exp(logit - global max) and the
+ * target's logit - max where this rank holds the target (stats, 2N doubles) */
+void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
+                  const int32_t *targets, int N, int VL, int v_begin, int valid);
+/* logits -> dlogits = (softmax with the global max and sum - onehot) * scale,
+ * padding columns 0; losses from the global stats; returns their sum. */
+double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax, const double *stats,
+                        const int32_t *targets, float scale, int N, int VL, int v_begin);
 #ifdef __cplusplus
 }
 #endif

@@ -33,7 +33,7 @@ static const char *const CLASSES[][2] = {
     { "GEMM (cuBLAS/cuBLASLt)", "gemm|xmma|cutlass|sm90_|sm80_|cublas" },
     { "attention", "attention|flash|softmax_bwd|causal_softmax" },
     { "layernorm", "layernorm" },
-    { "classifier (softmax + cross-entropy)", "xent|dlogits|vocab_rowmax|vocab_exp|vocab_normalize" },
+    { "classifier (softmax + cross-entropy)", "xent|dlogits|vocab_rowmax|vocab_exp" },
     { "optimizer (AdamW, norm, overflow)", "adamw|sumsq|nonfinite|overflow" },
     { "casts (16-bit rounding)", "round|bf16|fp16|cast" },
     { "elementwise (GELU, residual, embedding, bias)", "" },

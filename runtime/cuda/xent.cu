@@ -1,13 +1,20 @@
-/* xent.cu: the tied LM head with softmax cross-entropy, whole and
- * vocabulary-parallel (the local pieces runtime/common/tp.c puts together
- * with all-reduces), and its split backward halves.
+/* xent.cu: the tied LM head with softmax cross-entropy fused with its
+ * gradient, whole and vocabulary-parallel (the local pieces
+ * runtime/common/tp.c puts together with all-reduces), and its split
+ * backward halves, which only multiply: the forward writes
+ * dlogits = (softmax - onehot(target)) * scale over the logits.
  *
- * Per row: the maximum in float, exponentials in float, their sum in double,
- * the loss from the log-sum-exp in double, as runtime/cpu/kernels.c.  The
- * token losses are summed in row order in double, so the total is the CPU's
- * sum of the same floats: on the host for an eager step (the one place a
- * step waits for the device), on the device into a managed accumulator while
- * a CUDA graph captures the step (graph.c; wf_backend_loss_take reads it). */
+ * One block per row.  The whole row: one read for the maximum and the sum of
+ * exponentials together (online softmax: each thread keeps a running maximum
+ * and rescales its sum when the maximum grows; the threads' pairs are then
+ * combined), one read and one write for dlogits.  Exponentials in float, sums
+ * in double, the loss from the log-sum-exp in double, as
+ * runtime/cpu/kernels.c (the rescaled sum differs from the CPU's in rounding
+ * only).  The token losses are summed in row order in double, so the
+ * total is the CPU's sum of the same floats: on the host for an eager step
+ * (the one place a step waits for the device), on the device into a managed
+ * accumulator while a CUDA graph captures the step (graph.c;
+ * wf_backend_loss_take reads it). */
 #include "cuda_rt.h"
 #include "kernels_tp.h"
 #include "reduce.cuh"
@@ -48,55 +55,91 @@ static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel
     return total;
 }
 
-__global__ static void softmax_xent_kernel(float *probs, float *losses, const int32_t *targets,
-                                           int V) {
-    long n = blockIdx.x;
-    float *row = probs + n * V;
-    float m = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, row[j]);
-    m = wf_block_max(m);
-    double target_logit = (double)row[targets[n]] - m;
-    __syncthreads(); /* every thread has read the target's logit before it is overwritten */
-    double s = 0.0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        float e = expf(row[j] - m);
-        row[j] = e;
-        s += e;
+/* Rows are read and written as float4 where they allow it (GPT-2's padded
+ * vocabulary 50304 does); the per-element arithmetic is the same either way. */
+__device__ static bool row_vec4(const float *row, int V) {
+    return V % 4 == 0 && ((unsigned long long)row & 15) == 0;
+}
+
+/* x into this thread's running maximum m and its sum s of exp(x - m) */
+__device__ static void online_add(float x, float &m, double &s) {
+    if (x > m) {
+        s = s * exp((double)m - (double)x) + 1.0; /* 0 * exp(-inf) = 0 at the first */
+        m = x;
+    } else {
+        s += expf(x - m);
     }
-    double sum = wf_block_sum(s);
-    float inv = (float)(1.0 / sum);
-    for (int j = threadIdx.x; j < V; j += blockDim.x) row[j] *= inv;
+}
+
+/* (expf(x - max) * inv - onehot) * scale, each product rounded to float in
+ * the CPU's order (wf_dlogits_row); j == t is the target */
+__device__ static float dlogit(float x, int j, float max, float inv, int t, float scale) {
+    float p = expf(x - max) * inv;
+    if (j == t) p -= 1.0f;
+    return p * scale;
+}
+
+/* The row's pass 2, in place; t outside [0, V) subtracts nothing. */
+__device__ static void dlogits_pass(float *row, float max, float inv, int t, float scale, int V) {
+    if (row_vec4(row, V)) {
+        float4 *r4 = (float4 *)row;
+        for (int q = threadIdx.x; q < V / 4; q += blockDim.x) {
+            float4 v = r4[q];
+            int j = 4 * q;
+            v.x = dlogit(v.x, j, max, inv, t, scale);
+            v.y = dlogit(v.y, j + 1, max, inv, t, scale);
+            v.z = dlogit(v.z, j + 2, max, inv, t, scale);
+            v.w = dlogit(v.w, j + 3, max, inv, t, scale);
+            r4[q] = v;
+        }
+        return;
+    }
+    for (int j = threadIdx.x; j < V; j += blockDim.x) row[j] = dlogit(row[j], j, max, inv, t, scale);
+}
+
+__global__ static void fused_xent_kernel(float *logits, float *losses, const int32_t *targets,
+                                         float scale, int V) {
+    long n = blockIdx.x;
+    float *row = logits + n * V;
+    /* pass 1: this thread's running maximum m and its sum of exp(x - m) */
+    float m = -INFINITY;
+    double s = 0.0;
+    if (row_vec4(row, V)) {
+        const float4 *r4 = (const float4 *)row;
+        for (int q = threadIdx.x; q < V / 4; q += blockDim.x) {
+            float4 v = r4[q];
+            online_add(v.x, m, s);
+            online_add(v.y, m, s);
+            online_add(v.z, m, s);
+            online_add(v.w, m, s);
+        }
+    } else {
+        for (int j = threadIdx.x; j < V; j += blockDim.x) online_add(row[j], m, s);
+    }
+    float max = wf_block_max(m);
+    /* a thread that saw no element has s = 0 and m = -inf: it adds nothing */
+    double sum = wf_block_sum(s == 0.0 ? 0.0 : s * exp((double)m - (double)max));
+    int t = targets[n];
+    double target_logit = (double)row[t] - max;
+    __syncthreads(); /* every thread has read the target's logit before it is overwritten */
+    dlogits_pass(row, max, (float)(1.0 / sum), t, scale, V);
     if (threadIdx.x == 0) losses[n] = (float)(log(sum) - target_logit);
 }
 
-extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
-                                     const float *wte, const int32_t *targets, int N, int C,
-                                     int V) {
-    wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, probs, V, 0, 1);
-    WF_LAUNCH(softmax_xent_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(probs, losses, targets, V);
+extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
+                                     const float *wte, const int32_t *targets, float scale, int N,
+                                     int C, int V) {
+    /* logits (N,V) = x @ wte^T, written into dlogits, which the kernel turns over in place */
+    wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, dlogits, V, 0, 1);
+    WF_LAUNCH(fused_xent_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(dlogits, losses, targets,
+                                                                      scale, V);
     return host_sum(c, losses, N, "wf_lmhead_xent_fwd");
 }
 
-/* probs -> dlogits = (probs - onehot) * scale, in place */
-__global__ static void dlogits_kernel(float *probs, const int32_t *targets, float scale, long N,
-                                      int V, int v_begin) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * V;
-         i += (long)gridDim.x * blockDim.x) {
-        long n = i / V;
-        int j = (int)(i % V);
-        float p = probs[i];
-        if (j == targets[n] - v_begin) p -= 1.0f;
-        probs[i] = p * scale;
-    }
-}
-
-extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, float *probs, const float *wte,
-                                         const int32_t *targets, float scale, int N, int C, int V,
-                                         int v_begin) {
-    WF_LAUNCH(dlogits_kernel, wf_blocks((long)N * V), WF_THREADS, 0, wf_cuda_stream(c))(
-        probs, targets, scale, N, V, v_begin);
+extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits,
+                                         const float *wte, int N, int C, int V) {
     /* dx (N,C) += dlogits (N,V) @ wte (V,C) */
-    wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, probs, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
+    wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_input");
 }
 
@@ -107,11 +150,10 @@ extern "C" void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *d
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_weight");
 }
 
-extern "C" void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs, const float *x,
-                                   const float *wte, const int32_t *targets, float scale, int N,
-                                   int C, int V) {
-    wf_lmhead_xent_bwd_input(c, dx, probs, wte, targets, scale, N, C, V, 0);
-    wf_lmhead_xent_bwd_weight(c, dwte, probs, x, N, C, V);
+extern "C" void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
+                                   const float *x, const float *wte, int N, int C, int V) {
+    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte, N, C, V);
+    wf_lmhead_xent_bwd_weight(c, dwte, dlogits, x, N, C, V);
 }
 
 /* ---- vocabulary-parallel pieces (kernels_tp.h) ---------------------------- */
@@ -136,49 +178,47 @@ extern "C" void wf_vocab_logits(float *logits, float *rowmax, const float *x,
     wf_cuda_sync(NULL, "wf_vocab_logits");
 }
 
-__global__ static void vocab_exp_kernel(float *logits, double *stats, const float *rowmax,
+/* reads the row only: the local sum of exponentials with the global maximum */
+__global__ static void vocab_exp_kernel(const float *logits, double *stats, const float *rowmax,
                                         const int32_t *targets, int VL, int v_begin, int valid) {
     long n = blockIdx.x;
-    float *row = logits + n * VL;
+    const float *row = logits + n * VL;
     int t = targets[n] - v_begin;
     if (threadIdx.x == 0) stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
-    __syncthreads(); /* the target's logit is read before it becomes an exponential */
     double s = 0.0;
-    for (int j = threadIdx.x; j < VL; j += blockDim.x) {
-        float e = j < valid ? expf(row[j] - rowmax[n]) : 0.0f;
-        row[j] = e;
-        s += e;
-    }
+    for (int j = threadIdx.x; j < valid; j += blockDim.x) s += expf(row[j] - rowmax[n]);
     s = wf_block_sum(s);
     if (threadIdx.x == 0) stats[2 * n] = s;
 }
 
-extern "C" void wf_vocab_exp(float *logits, double *stats, const float *rowmax,
+extern "C" void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
                              const int32_t *targets, int N, int VL, int v_begin, int valid) {
-    WF_LAUNCH(vocab_exp_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, stats, rowmax, targets, VL,
-                                                                  v_begin, valid);
+    WF_LAUNCH(vocab_exp_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, stats, rowmax,
+                                                                       targets, VL, v_begin, valid);
     wf_cuda_sync(NULL, "wf_vocab_exp");
 }
 
-__global__ static void vocab_normalize_kernel(float *probs, float *losses, const double *stats,
-                                              int VL) {
+/* padding logits are -inf: expf gives 0, so their dlogits are 0 */
+__global__ static void vocab_dlogits_kernel(float *logits, float *losses, const float *rowmax,
+                                            const double *stats, const int32_t *targets,
+                                            float scale, int VL, int v_begin) {
     long n = blockIdx.x;
-    float inv = (float)(1.0 / stats[2 * n]);
-    float *row = probs + n * VL;
-    for (int j = threadIdx.x; j < VL; j += blockDim.x) row[j] *= inv;
+    dlogits_pass(logits + n * VL, rowmax[n], (float)(1.0 / stats[2 * n]), targets[n] - v_begin,
+                 scale, VL);
     if (threadIdx.x == 0) losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
 }
 
-extern "C" double wf_vocab_normalize(float *probs, float *losses, const double *stats, int N,
-                                     int VL) {
-    WF_LAUNCH(vocab_normalize_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(probs, losses, stats, VL);
-    return host_sum(NULL, losses, N, "wf_vocab_normalize");
+extern "C" double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax,
+                                   const double *stats, const int32_t *targets, float scale, int N,
+                                   int VL, int v_begin) {
+    WF_LAUNCH(vocab_dlogits_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(
+        dlogits, losses, rowmax, stats, targets, scale, VL, v_begin);
+    return host_sum(NULL, losses, N, "wf_vocab_dlogits");
 }
 
-extern "C" void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs,
-                                  const float *x, const float *wte_part, const int32_t *targets,
-                                  float scale, int N, int C, int VL, int v_begin) {
+extern "C" void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
+                                  const float *x, const float *wte_part, int N, int C, int VL) {
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
-    wf_lmhead_xent_bwd_input(c, dx, probs, wte_part, targets, scale, N, C, VL, v_begin);
-    wf_lmhead_xent_bwd_weight(c, dwte_part, probs, x, N, C, VL);
+    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
+    wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
 }

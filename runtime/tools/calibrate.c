@@ -60,7 +60,7 @@ static kernel_ns measure_kernels(double gemm_gflops) {
     float *x = calloc((size_t)N * 4 * C, 4), *y = calloc((size_t)N * 4 * C, 4), *d = calloc((size_t)N * 4 * C, 4);
     float *dx = calloc((size_t)N * 4 * C, 4), *w = calloc(4 * C, 4), *b = calloc(4 * C, 4);
     float *mean = calloc(N, 4), *rstd = calloc(N, 4), *att = calloc((size_t)B * H * T * T, 4);
-    float *scratch = calloc((size_t)T * T, 4), *probs = calloc((size_t)N * V, 4), *losses = calloc(N, 4);
+    float *scratch = calloc((size_t)T * T, 4), *dlogits = calloc((size_t)N * V, 4), *losses = calloc(N, 4);
     float *wte = calloc((size_t)V * C, 4), *dwte = calloc((size_t)V * C, 4);
     int32_t *tgt = calloc(N, 4);
     for (long i = 0; i < (long)N * 4 * C; i++) x[i] = (float)(i % 17) * 0.01f;
@@ -81,12 +81,12 @@ static kernel_ns measure_kernels(double gemm_gflops) {
     TIME(wf_attention_bwd(NULL, dx, scratch, d, x, att, B, T, C, H), t); k.att_b = t / att_elems * 1e9;
     /* the LM head less its GEMMs, per logit */
     double logits = (double)N * V, gemm = 2.0 * N * V * C / (gemm_gflops * 1e9);
-    TIME(wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, N, C, V), t);
+    TIME(wf_lmhead_xent_fwd(NULL, dlogits, losses, x, wte, tgt, 1.0f, N, C, V), t);
     k.xent_f = (t - gemm > 0 ? t - gemm : 0) / logits * 1e9;
-    TIME(wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, tgt, 1.0f, N, C, V), t);
+    TIME(wf_lmhead_xent_bwd(NULL, dx, dwte, dlogits, x, wte, N, C, V), t);
     k.xent_b = (t - 2 * gemm > 0 ? t - 2 * gemm : 0) / logits * 1e9;
     free(x); free(y); free(d); free(dx); free(w); free(b); free(mean); free(rstd); free(att);
-    free(scratch); free(probs); free(losses); free(wte); free(dwte); free(tgt);
+    free(scratch); free(dlogits); free(losses); free(wte); free(dwte); free(tgt);
     return k;
 }
 

@@ -16,9 +16,10 @@ fi
 # CPU-only ones named here.  A kernel added to runtime/cpu/ without a CUDA
 # version shows up here by name: write it in runtime/cuda/, or list it and
 # refuse its op for --backend cuda in compiler/backend_cuda.c.
-# CPU-only: BLAS plumbing, the CPU attention's softmax rows, and the LLaMA
-# family's kernels (compiler/backend_cuda.c refuses that family on CUDA).
-CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_causal_softmax_rows wf_softmax_bwd_rows
+# CPU-only: BLAS plumbing, the CPU attention's softmax rows and classifier's
+# dlogits row, and the LLaMA family's kernels (compiler/backend_cuda.c refuses
+# that family on CUDA).
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_causal_softmax_rows wf_softmax_bwd_rows wf_dlogits_row
 wf_gqa_attention_fwd wf_gqa_attention_bwd wf_rmsnorm_fwd wf_rmsnorm_bwd wf_rmsnorm_bwd_input
 wf_rmsnorm_bwd_weight wf_rope_fwd wf_rope_bwd wf_swiglu_fwd wf_swiglu_bwd"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }

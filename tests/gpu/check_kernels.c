@@ -105,6 +105,28 @@ static void attention_case(const char *tag, int b, int t, int c, int h) {
     put(name, "dqkv", dqkv, n * 3 * c);
 }
 
+/* The fused classifier on rows much wider than a block (256 threads), of
+ * VW columns: 5003 read one float at a time, 5004 as float4.  Row 0's logits
+ * rise along the row, so each thread's running maximum grows at every
+ * element it reads (CUDA's online softmax rescales its sum each time), row
+ * 1's fall, the rest are random. */
+static void xent_wide_rows(int VW) {
+    enum { NW = 6, CW = 8 };
+    float *x = buf((long)NW * CW), *wte = buf((long)VW * CW);
+    float *dlogits = buf((long)NW * VW), *losses = buf(NW);
+    int32_t *tgt = tokens(NW, VW);
+    for (int k = 1; k < CW; k++) x[k] = x[CW + k] = 0.0f;
+    x[0] = 1.0f;
+    x[CW] = -1.0f;
+    for (int j = 0; j < VW; j++) wte[(long)j * CW] = 8.0f * j / VW;
+    double loss = wf_lmhead_xent_fwd(NULL, dlogits, losses, x, wte, tgt, 0.125f, NW, CW, VW);
+    char name[40];
+    snprintf(name, sizeof name, "lmhead_xent_fwd V=%d", VW);
+    put(name, "dlogits", dlogits, (long)NW * VW);
+    put(name, "losses", losses, NW);
+    put_double(name, "loss sum", loss);
+}
+
 static void run_all(void) {
     /* embedding */
     int32_t *tok = tokens(N, V), *tgt = tokens(N, V);
@@ -173,19 +195,19 @@ static void run_all(void) {
     put("add_bwd", "da", da, (long)N * C);
     put("add_bwd", "db", da2, (long)N * C);
 
-    /* tied LM head + cross-entropy */
-    float *probs = buf((long)N * V), *losses = buf(N);
-    double loss = wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, tgt, N, C, V);
-    put("lmhead_xent_fwd", "probs", probs, (long)N * V);
+    /* tied LM head + cross-entropy: the forward writes dlogits */
+    float *dlg = buf((long)N * V), *losses = buf(N);
+    double loss = wf_lmhead_xent_fwd(NULL, dlg, losses, x, wte, tgt, 1.0f / N, N, C, V);
+    put("lmhead_xent_fwd", "dlogits", dlg, (long)N * V);
     put("lmhead_xent_fwd", "losses", losses, N);
     put_double("lmhead_xent_fwd", "loss sum", loss);
-    wf_lmhead_xent_bwd(NULL, dx, dwte, probs, x, wte, tgt, 1.0f / N, N, C, V);
-    put("lmhead_xent_bwd", "dlogits", probs, (long)N * V);
+    wf_lmhead_xent_bwd(NULL, dx, dwte, dlg, x, wte, N, C, V);
     put("lmhead_xent_bwd", "dx", dx, (long)N * C);
     put("lmhead_xent_bwd", "dwte", dwte, (long)V * C);
+    xent_wide_rows(5003);
+    xent_wide_rows(5004);
     float *pl = probs_rows(N, VL);
-    wf_lmhead_xent_bwd_input(NULL, dx, pl, wte, tgt, 0.5f, N, C, VL, V0);
-    put("lmhead_xent_bwd_input", "dlogits (v_begin 100)", pl, (long)N * VL);
+    wf_lmhead_xent_bwd_input(NULL, dx, pl, wte, N, C, VL);
     put("lmhead_xent_bwd_input", "dx", dx, (long)N * C);
     wf_lmhead_xent_bwd_weight(NULL, dwte, pl, x, N, C, VL);
     put("lmhead_xent_bwd_weight", "dwte", dwte, (long)VL * C);
@@ -202,15 +224,14 @@ static void run_all(void) {
     put("vocab_logits", "logits", logits, (long)N * VL);
     put("vocab_logits", "rowmax", rowmax, N);
     wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
-    put("vocab_exp", "exps", logits, (long)N * VL);
     float *sf = buf(2 * N);
     for (int i = 0; i < 2 * N; i++) sf[i] = (float)stats[i];
     put("vocab_exp", "stats", sf, 2 * N);
-    loss = wf_vocab_normalize(logits, losses, stats, N, VL);
-    put("vocab_normalize", "probs", logits, (long)N * VL);
-    put("vocab_normalize", "losses", losses, N);
-    put_double("vocab_normalize", "loss sum", loss);
-    wf_vocab_xent_bwd(NULL, dx, dwte, logits, x, wte, tgt, 0.25f, N, C, VL, V0);
+    loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, 0.25f, N, VL, V0);
+    put("vocab_dlogits", "dlogits", logits, (long)N * VL);
+    put("vocab_dlogits", "losses", losses, N);
+    put_double("vocab_dlogits", "loss sum", loss);
+    wf_vocab_xent_bwd(NULL, dx, dwte, logits, x, wte, N, C, VL);
     put("vocab_xent_bwd", "dx", dx, (long)N * C);
     put("vocab_xent_bwd", "dwte", dwte, (long)VL * C);
 

@@ -25,6 +25,7 @@
 #include "weft/rt.h"
 
 #include "blas.h"
+#include "kernels_tp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -624,15 +625,21 @@ static void test_lmhead_xent(void)
     double *in[] = {to_double(x, n_x), to_double(wte, n_w)};
     result r;
 
-    float *probs = fbuf(n_p), *losses = fbuf(N);
-    double *ref_probs = dbuf(n_p), *ref_losses = dbuf(N);
-    double total = wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, g_tgt, N, C, V);
-    ref_lmhead_impl(in[0], in[1], ref_losses, ref_probs);
+    /* the forward writes the loss gradient: dlogits = (probs - onehot) * scale */
+    float *dlogits = fbuf(n_p), *losses = fbuf(N);
+    double *ref_dlogits = dbuf(n_p), *ref_losses = dbuf(N);
+    double total = wf_lmhead_xent_fwd(NULL, dlogits, losses, x, wte, g_tgt, g_scale, N, C, V);
+    ref_lmhead_impl(in[0], in[1], ref_losses, ref_dlogits);
+    for (int n = 0; n < N; n++) {
+        ref_dlogits[(long)n * V + g_tgt[n]] -= 1.0;
+        for (int j = 0; j < V; j++)
+            ref_dlogits[(long)n * V + j] *= g_scale;
+    }
     double ref_total = 0.0;
     for (int n = 0; n < N; n++)
         ref_total += ref_losses[n];
     float total_f = (float)total;
-    r.fwd = worse(rel_err(probs, ref_probs, n_p),
+    r.fwd = worse(rel_err(dlogits, ref_dlogits, n_p),
                   worse(rel_err(losses, ref_losses, N), rel_err(&total_f, &ref_total, 1)));
 
     /* L = scale * sum of losses: the reference output is the losses, R = scale. */
@@ -644,9 +651,8 @@ static void test_lmhead_xent(void)
     grad dx = grad_new(n_x), dw = grad_new(n_w);
 
     for (int call = 1; call <= 2; call++) {
-        if (call == 2) /* backward consumed probs; recompute them */
-            wf_lmhead_xent_fwd(NULL, probs, losses, x, wte, g_tgt, N, C, V);
-        wf_lmhead_xent_bwd(NULL, dx.g, dw.g, probs, x, wte, g_tgt, g_scale, N, C, V);
+        /* backward only reads dlogits: the second call accumulates the same again */
+        wf_lmhead_xent_bwd(NULL, dx.g, dw.g, dlogits, x, wte, N, C, V);
         double e = worse(grad_err(dx.g, dx.g0, call, fd_x, n_x),
                          grad_err(dw.g, dw.g0, call, fd_w, n_w));
         if (call == 1)
@@ -655,6 +661,58 @@ static void test_lmhead_xent(void)
             r.acc = e;
     }
     report("lmhead_xent", r);
+    tfree_all();
+}
+
+/* The vocabulary-parallel pieces (kernels_tp.h), put together here as
+ * runtime/common/tp.c does over two tp ranks (the all-reduces written out),
+ * against the whole head: the same dlogits and losses, and 0 in the padding
+ * column where V is odd.  The padding row of wte is random: it must not count. */
+static void test_vocab_xent_pieces(void)
+{
+    int VL = (V + 1) / 2;
+    float *x = frand((long)N * C, -1, 1), *wte = frand(2L * VL * C, -1, 1);
+    float *whole = fbuf((long)N * V), *losses = fbuf(N);
+    wf_lmhead_xent_fwd(NULL, whole, losses, x, wte, g_tgt, g_scale, N, C, V);
+
+    float *part[2] = {fbuf((long)N * VL), fbuf((long)N * VL)};
+    float *rowmax[2] = {fbuf(N), fbuf(N)}, *plosses = fbuf(N);
+    double *stats[2] = {dbuf(2L * N), dbuf(2L * N)};
+    for (int r = 0; r < 2; r++) {
+        int valid = V - r * VL < VL ? V - r * VL : VL;
+        wf_vocab_logits(part[r], rowmax[r], x, wte + (long)r * VL * C, N, C, VL, valid);
+    }
+    for (int n = 0; n < N; n++) /* MPI_MAX */
+        rowmax[0][n] = rowmax[1][n] = fmaxf(rowmax[0][n], rowmax[1][n]);
+    for (int r = 0; r < 2; r++) {
+        int valid = V - r * VL < VL ? V - r * VL : VL;
+        wf_vocab_exp(part[r], stats[r], rowmax[r], g_tgt, N, VL, r * VL, valid);
+    }
+    for (long i = 0; i < 2L * N; i++) /* MPI_SUM */
+        stats[0][i] = stats[1][i] = stats[0][i] + stats[1][i];
+    double total = 0.0;
+    for (int r = 0; r < 2; r++)
+        total = wf_vocab_dlogits(part[r], plosses, rowmax[r], stats[r], g_tgt, g_scale, N, VL, r * VL);
+
+    double worst = 0.0, loss_total = 0.0;
+    int padding_zero = 1;
+    for (int n = 0; n < N; n++) {
+        loss_total += losses[n];
+        worst = fmax(worst, fabs(plosses[n] - losses[n]) / fmax(fabs(losses[n]), 1e-3));
+        for (int j = 0; j < 2 * VL; j++) {
+            float got = part[j / VL][(long)n * VL + j % VL];
+            if (j >= V)
+                padding_zero = padding_zero && got == 0.0f;
+            else
+                worst = fmax(worst, fabs(got - whole[(long)n * V + j]) / fmax(fabs(whole[(long)n * V + j]), 1e-4 * g_scale));
+        }
+    }
+    worst = fmax(worst, fabs(total - loss_total) / fabs(loss_total));
+    int ok = worst <= 1e-5 && padding_zero;
+    printf("%-16s %-22s err %.2e padding %s  %s\n", "vocab_xent", cfg_name, worst,
+           padding_zero ? "0" : "NONZERO", ok ? "ok" : "FAIL");
+    if (!ok)
+        failures++;
     tfree_all();
 }
 
@@ -706,6 +764,7 @@ static void run_config(config cfg)
     test_add();
     test_residual_layernorm();
     test_lmhead_xent();
+    test_vocab_xent_pieces();
 
     free(g_tok);
     free(g_tgt);

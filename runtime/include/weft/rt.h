@@ -88,15 +88,17 @@ void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, lo
 void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n);
 void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n);
 
-/* Tied LM head and cross-entropy.  probs (N, V) receives softmax(x @ wte^T);
- * losses[i] = -log probs[i, targets[i]].  Returns the sum of the N losses. */
-double wf_lmhead_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
-                          const float *wte, const int32_t *targets, int N, int C, int V);
-/* Turns probs into dlogits = (probs - onehot) * scale in place, then
- * dx += dlogits @ wte and dwte += dlogits^T @ x. */
-void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, float *probs,
-                        const float *x, const float *wte, const int32_t *targets,
-                        float scale, int N, int C, int V);
+/* Tied LM head and cross-entropy, fused with the loss gradient: with
+ * probs = softmax(x @ wte^T), dlogits (N, V) receives
+ * (probs - onehot(targets)) * scale and losses[i] = -log probs[i, targets[i]].
+ * scale is d(loss)/d(token loss) (wf_loss_scale), fixed between optimizer
+ * steps.  Returns the sum of the N losses. */
+double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
+                          const float *wte, const int32_t *targets, float scale, int N, int C,
+                          int V);
+/* dx += dlogits @ wte and dwte += dlogits^T @ x. */
+void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
+                        const float *x, const float *wte, int N, int C, int V);
 
 /* ---- the LLaMA family (runtime/cpu/kernels_llama.c) ------------------- */
 
@@ -153,14 +155,14 @@ void wf_tp_gather_bwd(wf_ctx *c, float *din, float *dout, long n);
 void wf_tp_scatter_fwd(wf_ctx *c, float *out, const float *in, long n);
 void wf_tp_scatter_bwd(wf_ctx *c, float *din, float *dout, long n);
 int wf_tp_rank(wf_ctx *c);
-/* Vocabulary-parallel LM head and cross-entropy: logits (N, VL) stay local;
- * row maxima and sums are all-reduced.  Columns past `vocab` are padding. */
-double wf_vocab_xent_fwd(wf_ctx *c, float *probs, float *losses, const float *x,
-                         const float *wte_part, const int32_t *targets, int N, int C, int VL,
-                         int v_begin, int vocab);
-void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, float *probs, const float *x,
-                       const float *wte_part, const int32_t *targets, float scale, int N, int C,
-                       int VL, int v_begin);
+/* Vocabulary-parallel LM head and cross-entropy: dlogits (N, VL) of this
+ * rank's slice stay local (as wf_lmhead_xent_fwd's); row maxima and sums are
+ * all-reduced.  Columns past `vocab` are padding: their dlogits are 0. */
+double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
+                         const float *wte_part, const int32_t *targets, float scale, int N, int C,
+                         int VL, int v_begin, int vocab);
+void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
+                       const float *x, const float *wte_part, int N, int C, int VL);
 
 /* ---- split backward for zero-bubble schedules (runtime/cpu/kernels_split.c):
  * *_bwd_input ("B") and *_bwd_weight ("W") add up to the combined kernel.
@@ -173,10 +175,10 @@ void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const flo
                             const float *w, const float *mean, const float *rstd, int N, int C);
 void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, const float *inp,
                              const float *mean, const float *rstd, int N, int C);
-/* V here is the rows of wte this rank holds and v_begin the first (0, V
- * without tensor parallelism). */
-void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, float *probs, const float *wte,
-                              const int32_t *targets, float scale, int N, int C, int V, int v_begin);
+/* V here is the rows of wte this rank holds (V without tensor parallelism);
+ * dlogits come from the forward. */
+void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits, const float *wte, int N,
+                              int C, int V);
 void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, const float *x, int N,
                                int C, int V);
 void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C);

@@ -1,0 +1,11 @@
+/* dlogits_row.h: the last step of the CPU's fused classifier, shared by the
+ * whole (kernels.c) and the vocabulary-parallel (kernels_tp.c) LM head. */
+#ifndef WEFT_CPU_DLOGITS_ROW_H
+#define WEFT_CPU_DLOGITS_ROW_H
+
+/* In place: exponentials e -> (e * inv - onehot(target)) * scale, where inv
+ * is 1 / (the row's sum of exponentials); a target outside [0, V) (another
+ * rank's vocabulary slice) subtracts nothing. */
+void wf_dlogits_row(float *row, float inv, int target, float scale, int V);
+
+#endif
