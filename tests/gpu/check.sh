@@ -79,6 +79,24 @@ export WEFT=$PWD/$BUILD/compiler/weft WEFT_RUNTIME=$PWD/$BUILD/runtime
 source tests/e2e/lib.sh
 set +e
 data=$(make_data)
+# train_both NAME --set ...: builds and runs plans/tiny.lua for 10 steps on each
+# backend (metrics in $OUT/NAME-BACKEND.jsonl, final checkpoint in
+# $WORK/NAME-BACKEND.ckpt); 0 if both ran, else a FAIL row and 1.
+train_both() {
+  local name=$1 backend ok=0
+  shift
+  for backend in cpu cuda; do
+    if ! build_plan "$name-$backend" plans/tiny.lua --backend $backend "$@" >"$OUT/$name-$backend.build.log" 2>&1 ||
+       ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
+           --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
+           >"$OUT/$name-$backend.log" 2>&1; then
+      tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
+      row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
+      ok=1
+    fi
+  done
+  return $ok
+}
 # two ranks share the one GPU: NCCL refuses that, so those layouts run on the
 # host-staged MPI fallback (comm = "mpi"; the CPU backend ignores it)
 for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2 --set comm=mpi" \
@@ -89,18 +107,7 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2 --set comm=mpi" \
   # LAYOUTS="one-rank dp2" runs only those (a short device session)
   case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
   read -r -a sets <<<"${layout#*:}"
-  ok=1
-  for backend in cpu cuda; do
-    if ! build_plan "$name-$backend" plans/tiny.lua --backend $backend "${sets[@]}" >"$OUT/$name-$backend.build.log" 2>&1 ||
-       ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
-           --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
-           >"$OUT/$name-$backend.log" 2>&1; then
-      tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
-      row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
-      ok=0
-    fi
-  done
-  [ $ok = 1 ] || continue
+  train_both "$name" "${sets[@]}" || continue
   loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-4); lrc=$?
   norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
   row "tiny $name: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
@@ -124,17 +131,7 @@ for layout in "bf16-one-rank:--set mesh.dp=1" "bf16-dp2:--set mesh.dp=2 --set co
   name=${layout%%:*}
   case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
   read -r -a sets <<<"${layout#*:} --set precision=bf16"
-  ok=1
-  for backend in cpu cuda; do
-    if ! build_plan "$name-$backend" plans/tiny.lua --backend $backend "${sets[@]}" >"$OUT/$name-$backend.build.log" 2>&1 ||
-       ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
-           --metrics "$OUT/$name-$backend.jsonl" >"$OUT/$name-$backend.log" 2>&1; then
-      tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
-      row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
-      ok=0
-    fi
-  done
-  [ $ok = 1 ] || continue
+  train_both "$name" "${sets[@]}" || continue
   loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-2); lrc=$?
   row "tiny $name: loss vs CPU (< 1e-2)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
 done
