@@ -107,6 +107,11 @@ void *wf_host_alloc(const wf_ctx *c, size_t bytes, const char *what); /* host te
 /* The backend's allocator for wf_alloc (cpu/alloc.c: aligned host memory;
  * cuda/device.c: managed memory the host code here can also touch); NULL on failure. */
 void *wf_backend_alloc(size_t bytes);
+/* Offloaded state (optimizer.offload = "cpu"): memory that stays on the host
+ * (cpu: the same as wf_backend_alloc; cuda: pinned host memory, which only
+ * host code touches).  wf_alloc_host_arena is wf_alloc on it. */
+void *wf_backend_alloc_host(size_t bytes);
+void *wf_alloc_host_arena(const wf_ctx *c, size_t bytes, const char *what);
 size_t wf_alloc_total(void);   /* bytes wf_alloc has handed out in this process */
 /* The device's memory in use and its size (cuda/device.c: cudaMemGetInfo);
  * -1 where the backend cannot tell (cpu/alloc.c). */

@@ -48,10 +48,15 @@ typedef struct wf_adamw_args {
     int skip_tied_copy;      /* leave ranges marked tied_copy alone */
     float b1, b2, eps, step_size, inv_bc2_sqrt, grad_scale;
     float decay;             /* lr * weight_decay, for ranges marked decay */
+    int on_host;             /* offloaded optimizer: moments and masters are host memory,
+                                so the update runs on the host on every backend */
 } wf_adamw_args;
 
 /* The hooks.  c may be NULL (kernel checks); it only names the rank in errors. */
 void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a);
+/* The same update as a host loop (opt_host.c): the CPU backend's hook, and
+ * the CUDA backend's when the optimizer is offloaded to host memory. */
+void wf_adamw_host(const wf_adamw_args *a);
 /* Sum of g^2 over the ranges marked in_norm, in double. */
 double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float *grads);
 /* 1 if any gradient of any range is inf or NaN, else 0. */

@@ -78,6 +78,7 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
         .b1 = (float)p->beta1, .b2 = (float)p->beta2, .eps = (float)p->eps,
         .step_size = (float)(lr / bc1), .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)),
         .grad_scale = grad_scale, .decay = (float)(lr * p->weight_decay),
+        .on_host = p->offload_optimizer,
     };
     wf_backend_adamw(c, &a);  /* every range in one call (one launch on CUDA) */
 }
@@ -90,8 +91,10 @@ void wf_master_setup(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->precision == WF_FP32) return;
     int two = p->weight_delay && c->opt.resume;
-    c->master = wf_alloc(c, sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1),
-                         "fp32 master weights");
+    size_t bytes = sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1);
+    /* an offloaded optimizer keeps its masters with the moments, on the host */
+    c->master = p->offload_optimizer ? wf_alloc_host_arena(c, bytes, "fp32 master weights (host)")
+                                     : wf_alloc(c, bytes, "fp32 master weights");
     wf_moment_keep(c, two ? c->next_params : c->params, c->master);
     wf_backend_round_copy(c, p->precision, c->params, c->params, p->param_numel);
     if (two) wf_backend_round_copy(c, p->precision, c->next_params, c->next_params, p->param_numel);

@@ -41,15 +41,25 @@ static size_t alloc_total;
 
 size_t wf_alloc_total(void) { return alloc_total; }
 
-void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
+static void *arena(const wf_ctx *c, size_t bytes, const char *what, void *(*get)(size_t),
+                   const char *call) {
     void *q = NULL;
     if (bytes == 0) bytes = 64;
-    if (!(q = wf_backend_alloc(bytes)))  /* host memory, or CUDA managed memory */
-        wf_fatal(c, "wf_backend_alloc", WF_WHERE, "cannot allocate %.1f MiB for %s",
-                 (double)bytes / 1048576.0, what);
+    if (!(q = get(bytes)))
+        wf_fatal(c, call, WF_WHERE, "cannot allocate %.1f MiB for %s", (double)bytes / 1048576.0, what);
     memset(q, 0, bytes);
     alloc_total += bytes;
     return q;
+}
+
+/* host memory, or CUDA managed memory */
+void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
+    return arena(c, bytes, what, wf_backend_alloc, "wf_backend_alloc");
+}
+
+/* offloaded state: host memory on every backend (CUDA: pinned) */
+void *wf_alloc_host_arena(const wf_ctx *c, size_t bytes, const char *what) {
+    return arena(c, bytes, what, wf_backend_alloc_host, "wf_backend_alloc_host");
 }
 
 /* Host-only temporaries (checkpoint assembly, traces), released with free():

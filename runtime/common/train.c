@@ -124,11 +124,16 @@ static void allocate(wf_ctx *c) {
     wf_zero_setup(c);
     wf_opt_ranges_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
-    /* offload: the moments live in the host arena and AdamW runs on the host.
-     * On the CPU backend device and host memory are one, so this is the same
-     * allocation path, named for what it holds; the CUDA backend pins it. */
-    c->adam_m = wf_alloc(c, nm, p->offload_optimizer ? "AdamW first moment (host)" : "AdamW first moment");
-    c->adam_v = wf_alloc(c, nm, p->offload_optimizer ? "AdamW second moment (host)" : "AdamW second moment");
+    /* offload: the moments live in host memory and AdamW runs on the host
+     * (the CUDA backend pins them and runs its AdamW hook on the host; on
+     * the CPU backend host and device memory are one) */
+    if (p->offload_optimizer) {
+        c->adam_m = wf_alloc_host_arena(c, nm, "AdamW first moment (host)");
+        c->adam_v = wf_alloc_host_arena(c, nm, "AdamW second moment (host)");
+    } else {
+        c->adam_m = wf_alloc(c, nm, "AdamW first moment");
+        c->adam_v = wf_alloc(c, nm, "AdamW second moment");
+    }
     int slots = p->slots > 0 ? p->slots : 1;
     c->acts = wf_alloc(c, (size_t)p->act_numel * (size_t)slots * sizeof(float), "activations");
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)slots * sizeof(float), "activation gradients");

@@ -44,7 +44,8 @@ void wf_zero_setup(wf_ctx *c) {
     if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
     if (p->zero >= 3) {
         /* offload: on the CPU backend host and device memory are one; the
-         * CUDA backend keeps this arena pinned on the host */
+         * CUDA backend keeps this arena in managed memory for now, since the
+         * shard is the source of NCCL's all-gathers (not pinned yet) */
         c->param_shard = wf_alloc(c, shard_bytes, p->offload_params ? "parameter shard (ZeRO-3, host)"
                                                                   : "parameter shard (ZeRO-3)");
         c->gather_req = wf_alloc(c, sizeof(wf_req) * (size_t)p->n_buckets, "ZeRO-3 gathers");

@@ -67,6 +67,19 @@ void *wf_backend_alloc(size_t bytes) {
     return q;
 }
 
+/* Offloaded state: pinned host memory (page-locked, so copies to and from
+ * the device run at full speed), touched only by host code (the offloaded
+ * AdamW); NULL on failure, as wf_backend_alloc. */
+void *wf_backend_alloc_host(size_t bytes) {
+    ensure_device(NULL);
+    void *q = NULL;
+    if (cudaMallocHost(&q, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return q;
+}
+
 /* The whole device's memory in use (every process on it, the CUDA context
  * included), next to what this rank's arenas take. */
 int wf_backend_mem_info(size_t *used, size_t *total) {

@@ -77,8 +77,17 @@ static wf_opt_table on_device(wf_ctx *c, const wf_opt_table *t) {
     return d;
 }
 
+extern "C" void wf_backend_sync(wf_ctx *c); /* async.c: the host waits for the stream */
+
 extern "C" void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a) {
     if (a->t.total <= 0) return;
+    if (a->on_host) {
+        /* offload (DeepSpeed's CPU Adam): moments and masters are pinned host
+         * memory; the host waits for the gradients and updates there */
+        wf_backend_sync(c);
+        wf_adamw_host(a);
+        return;
+    }
     wf_adamw_args d = *a;
     d.t = on_device(c, &a->t);
     WF_LAUNCH(adamw_kernel, wf_blocks(d.t.total), WF_THREADS, 0, wf_cuda_stream(c))(d);

@@ -40,7 +40,8 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
 
   # the kernels: each .cu compiled as C++ through a one-line wrapper
   set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc
-      ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c)  # rt.h's scalar conversions
+      ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c   # rt.h's scalar conversions
+      ${PROJECT_SOURCE_DIR}/runtime/common/opt_host.c)          # the offloaded AdamW
   foreach(cu ${WEFT_EMU_KERNELS})
     get_filename_component(stem ${cu} NAME_WE)
     set(wrapper ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/${stem}_emu.cc)

@@ -31,6 +31,10 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel) {
     if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
 }
 
+/* async.c: the host waits for the stream; the emulator's kernels are done
+ * when their launch returns */
+void wf_backend_sync(wf_ctx *c) { (void)c; }
+
 /* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
 

@@ -1,0 +1,32 @@
+/* opt_host.c: AdamW's per-element loop on the host, range by range in
+ * parameter order.  The CPU backend's optimizer hook is this loop; the CUDA
+ * backend runs it too when the optimizer is offloaded (its moments and
+ * masters then live in pinned host memory, as DeepSpeed's CPU Adam). */
+#include <math.h>
+
+#include "opt_backend.h"
+#include "precision_bits.h"
+
+void wf_adamw_host(const wf_adamw_args *a) {
+    float b1 = a->b1, b2 = a->b2, eps = a->eps, step_size = a->step_size;
+    float inv_bc2_sqrt = a->inv_bc2_sqrt, grad_scale = a->grad_scale;
+    for (int k = 0; k < a->t.n; k++) {
+        const wf_opt_range *r = &a->t.r[k];
+        if (a->skip_tied_copy && r->tied_copy) continue;
+        float decay = r->decay ? a->decay : 0.0f;
+        float *w = a->weights + r->w, *m = a->m + r->mom, *v = a->v + r->mom;
+        const float *g = a->grads + r->g;
+        /* 16-bit modes update the fp32 master copy, then store it rounded */
+        float *x = a->master ? a->master + r->mom : w;
+        for (long i = 0; i < r->n; i++) {
+            float gi = g[i] * grad_scale;
+            m[i] = b1 * m[i] + (1.0f - b1) * gi;
+            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+            float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
+            x[i] -= step_size * m[i] / denom + decay * x[i];
+        }
+        if (a->master)
+            for (long i = 0; i < r->n; i++) w[i] = wf_hd_round(a->precision, x[i]);
+    }
+}
+
