@@ -107,7 +107,7 @@ void *wf_host_alloc(const wf_ctx *c, size_t bytes, const char *what); /* host te
 /* The backend's allocator for wf_alloc (cpu/alloc.c: aligned host memory;
  * cuda/device.c: managed memory the host code here can also touch); NULL on failure. */
 void *wf_backend_alloc(size_t bytes);
-/* Offloaded state (optimizer.offload = "cpu"): memory that stays on the host
+/* Offloaded state (offload.optimizer = "cpu"): memory that stays on the host
  * (cpu: the same as wf_backend_alloc; cuda: pinned host memory, which only
  * host code touches).  wf_alloc_host_arena is wf_alloc on it. */
 void *wf_backend_alloc_host(size_t bytes);
