@@ -1,5 +1,5 @@
-/* cuda_rt.h: what the CUDA backend's files share: the stream and cuBLAS
- * handle every kernel runs on, error checks that name the rank and the call,
+/* cuda_rt.h: what the CUDA backend's files share: the stream every kernel
+ * runs on, error checks that name the rank and the call,
  * and the row-major GEMM the kernels are written with (cuBLASLt, gemm.cu).
  *
  * Kernels run asynchronously on one compute stream per process; the host
@@ -18,10 +18,9 @@
 extern "C" {
 #endif
 
-/* The stream and cuBLAS handle (created on first use, on the device
- * wf_blas_threads chose for this rank).  c may be NULL (kernel tests). */
+/* The compute stream (created on first use, on the device wf_blas_threads
+ * chose for this rank).  c may be NULL (kernel tests). */
 cudaStream_t wf_cuda_stream(wf_ctx *c);
-cublasHandle_t wf_cuda_blas(wf_ctx *c);
 
 /* Reports "rank R: CALL failed (WHERE): MSG" and brings the job down. */
 void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg)

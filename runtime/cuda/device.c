@@ -1,5 +1,5 @@
-/* device.c: the CUDA backend's host glue: which GPU a rank uses, the stream
- * and cuBLAS handle, managed-memory arenas, errors, and the CPU backend's
+/* device.c: the CUDA backend's host glue: which GPU a rank uses, the compute
+ * stream, managed-memory arenas and pinned host arenas, errors, and the CPU backend's
  * BLAS hooks that train.c calls (here they pick and describe the device). */
 #include <omp.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "internal.h"
 
 static cudaStream_t stream;
-static cublasHandle_t blas;
 static int device = -1;
 
 /* The rank's context, for the calls made without one (the vocabulary-parallel
@@ -34,17 +33,6 @@ cudaStream_t wf_cuda_stream(wf_ctx *c) {
         WF_CUDA(c, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     }
     return stream;
-}
-
-cublasHandle_t wf_cuda_blas(wf_ctx *c) {
-    if (!blas) {
-        cudaStream_t s = wf_cuda_stream(c);
-        WF_CUBLAS(c, cublasCreate(&blas));
-        WF_CUBLAS(c, cublasSetStream(blas, s));
-        /* plain fp32 products (no TF32), so the backends agree to fp32 noise */
-        WF_CUBLAS(c, cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
-    }
-    return blas;
 }
 
 /* Launch errors only: kernels stay asynchronous (the host waits in
@@ -130,7 +118,7 @@ void wf_blas_describe(char *out, size_t n) {
         snprintf(out, n, "device: CUDA device %d (properties unavailable)", dev);
         return;
     }
-    snprintf(out, n, "device: CUDA %d: %s (sm_%d%d, %.0f GiB); cuBLAS fp32 without TF32; "
+    snprintf(out, n, "device: CUDA %d: %s (sm_%d%d, %.0f GiB); cuBLASLt (fp32 plans without TF32); "
              "kernels asynchronous on one compute stream, arenas in managed memory; %d OpenMP thread(s)",
              dev, prop.name, prop.major, prop.minor, (double)prop.totalGlobalMem / 1073741824.0,
              omp_get_max_threads());

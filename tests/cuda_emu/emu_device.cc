@@ -1,7 +1,6 @@
 /* emu_device.cc: runtime/cuda/device.c for the emulated build: one stream
- * handle, no cuBLAS handle (emu_gemm.cc needs none), host memory for the
- * arenas, and errors that name the call (the kernel tests run without a rank:
- * c is NULL there). */
+ * handle, host memory for the arenas, and errors that name the call (the
+ * kernel tests run without a rank: c is NULL there). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,11 +12,6 @@ cudaStream_t wf_cuda_stream(wf_ctx *c) {
     static cudaStream_t stream;
     if (!stream) WF_CUDA(c, cudaStreamCreate(&stream));
     return stream;
-}
-
-cublasHandle_t wf_cuda_blas(wf_ctx *c) {
-    (void)c;
-    return nullptr;
 }
 
 void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg) {
