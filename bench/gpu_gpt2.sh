@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${WEFT_GPU_BUILD:-build-gpu}
 [ "${BACKEND:-cuda}" = cuda ] || BUILD=${WEFT_BUILD:-build}
-WEFT=$PWD/$BUILD/compiler/weft
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac  # relative to the repository, or absolute
+unset WEFT_BUILD  # launch.sh reads WEFT_BUILD as the generated program's own build folder
+WEFT=$BUILD/compiler/weft
 STEPS=${STEPS:-30}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-bench.XXXXXX")}
 mkdir -p "$OUT"
@@ -38,14 +40,18 @@ tps=$(median tokens_per_s)
 mfu=$(median mfu)
 kprof=$BUILD/runtime/cuda/libweft_kprof.so
 if [ -f "$kprof" ]; then
-  CUDA_INJECTION64_PATH=$PWD/$kprof WEFT_KPROF="$OUT/gpt2_kernels.txt" \
+  CUDA_INJECTION64_PATH=$kprof WEFT_KPROF="$OUT/gpt2_kernels.txt" \
     "$WORK/gpt2/launch.sh" --steps 6 --quiet >"$OUT/gpt2_profile.log" 2>&1 || true
 fi
 {
   echo "== plans/gpt2_124m.lua (GPT-2 124M, bf16, micro-batch 16 x 1024 tokens, one GPU) $* ($STEPS steps) =="
   grep -E "^(device|blas|cuda graph|precision|memory|done|throughput)" "$OUT/gpt2_run.log" || true
   printf 'tokens/s  %.0f (median, steps 4..%d); target 500000\n' "$tps" "$STEPS"
-  printf 'MFU       %.1f%% of the device's peak at the plan's precision (cluster file)\n' "$(awk -v m="$mfu" 'BEGIN { print 100 * m }')"
+  # (no apostrophes inside these single quotes: one ended the format string,
+  # printf failed on the words after it, and set -e -o pipefail failed the run)
+  printf 'MFU       %.1f%% of the peak of the device at the precision of the plan (cluster file)\n' \
+    "$(awk -v m="$mfu" 'BEGIN { print 100 * m }')"
   tail -n 1 "$OUT/gpt2_metrics.jsonl" | grep -o '"mem_bytes.*' || true
-  [ -f "$OUT/gpt2_kernels.txt" ] && cat "$OUT/gpt2_kernels.txt"
+  # an if, not `[ -f ] && cat`: a missing profile must not be the group's status
+  if [ -f "$OUT/gpt2_kernels.txt" ]; then cat "$OUT/gpt2_kernels.txt"; fi
 } | tee "$OUT/gpt2_bench.txt"
