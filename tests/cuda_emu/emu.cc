@@ -199,6 +199,32 @@ void run_block(dim3 block) {
 
 bool fault(const char *name) { return S.fault && strcmp(S.fault, name) == 0; }
 
+/* WF_EMU_ASYNC=1: launches and asynchronous copies and memsets queue up and
+ * run, in issue order, at the next host wait (a stream, event or device
+ * synchronize, a synchronous copy or memset, cudaFree), as on a GPU, where a
+ * launch returns before its kernel has run: host code that reads a result
+ * without waiting for the device reads stale data here too. */
+static std::deque<std::function<void()>> pending;
+static void run_grid(const char *name, dim3 grid, dim3 block, size_t smem, const std::function<void()> &body);
+
+static bool async_mode() {
+    const char *a = getenv("WF_EMU_ASYNC");
+    return a && *a && strcmp(a, "0") != 0;
+}
+
+void drain() {
+    while (!pending.empty()) {
+        std::function<void()> op = std::move(pending.front());
+        pending.pop_front();
+        op();
+    }
+}
+
+void enqueue(std::function<void()> op) {
+    if (async_mode()) pending.push_back(std::move(op));
+    else op();
+}
+
 void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem,
             cudaStream_t stream, const std::function<void()> &body) {
     (void)stream; /* one sequential device: every stream is the same */
@@ -226,6 +252,17 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
         S.last_error = smem > smem_max ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
         return;
     }
+    if (async_mode()) { /* runs at the next host wait, in issue order */
+        std::function<void()> held = body;
+        pending.push_back([name, grid, block, smem, held] { run_grid(name, grid, block, smem, held); });
+        return;
+    }
+    run_grid(name, grid, block, smem, body);
+}
+
+/* One launch's grid, now. */
+static void run_grid(const char *name, dim3 grid, dim3 block, size_t smem, const std::function<void()> &body) {
+    long threads = (long)block.x * block.y * block.z;
     catch_faults();
     S.kernel = name;
     S.body = &body;
@@ -321,10 +358,11 @@ const char *cudaGetErrorName(cudaError_t e) {
     }
 }
 
-/* every launch and copy is complete when its call returns */
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+/* every launch and copy is complete when its call returns (WF_EMU_ASYNC:
+ * when the host next waits, here) */
+cudaError_t cudaDeviceSynchronize(void) { wf_emu::drain(); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { wf_emu::drain(); return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { wf_emu::drain(); return cudaSuccess; }
 
 /* streams and events are distinct non-null handles; events hold a time */
 struct CUstream_st { int unused; };
@@ -347,8 +385,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
     e->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { wf_emu::drain(); return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { wf_emu::drain(); return cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     *ms = (float)(1e3 * (b->t - a->t));
     return cudaSuccess;
@@ -363,20 +401,26 @@ cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc(p, bytes); }
 cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
 cudaError_t cudaMallocHost(void **p, size_t bytes) { return alloc(p, bytes); }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
-cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
-cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaFree(void *p) { wf_emu::drain(); free(p); return cudaSuccess; }
+cudaError_t cudaFreeHost(void *p) { wf_emu::drain(); free(p); return cudaSuccess; }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
+    wf_emu::drain();
     memmove(dst, src, n);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind k, cudaStream_t) {
-    return cudaMemcpy(dst, src, n, k);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t) {
+    wf_emu::enqueue([dst, src, n] { memmove(dst, src, n); });
+    return cudaSuccess;
 }
-cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+cudaError_t cudaMemset(void *p, int v, size_t n) { wf_emu::drain(); memset(p, v, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
+    wf_emu::enqueue([p, v, n] { memset(p, v, n); });
+    return cudaSuccess;
+}
 /* __constant__ and __device__ variables are host globals: copy in place */
 cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t offset,
                                cudaMemcpyKind) {
+    wf_emu::drain();
     memmove((char *)symbol + offset, src, n);
     return cudaSuccess;
 }

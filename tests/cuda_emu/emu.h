@@ -64,6 +64,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -106,6 +107,9 @@ const uint64_t *warp_exchange(unsigned mask, uint64_t mine, const char *op);
 int lane();            /* the calling thread's lane in its warp */
 int warp_lanes();      /* lanes that exist in the calling thread's warp */
 bool fault(const char *name);  /* WF_EMU_FAULT names this fault */
+/* WF_EMU_ASYNC (emu.cc): run what is queued; queue op (or run it now) */
+void drain();
+void enqueue(std::function<void()> op);
 
 template <class... P>
 struct Launch {
@@ -117,11 +121,13 @@ struct Launch {
     template <class... A>
     void operator()(A &&...a) const {
         static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong argument count");
-        /* the kernel's parameters, converted once; each thread gets its own copies */
-        std::tuple<std::decay_t<P>...> args(static_cast<std::decay_t<P>>(std::forward<A>(a))...);
+        /* the kernel's parameters, converted once; each thread gets its own
+         * copies.  Held by the closure: under WF_EMU_ASYNC the grid runs later */
+        auto args = std::make_shared<std::tuple<std::decay_t<P>...>>(
+            static_cast<std::decay_t<P>>(std::forward<A>(a))...);
         auto k = kernel;
         launch(name, (const void *)kernel, grid, block, smem, stream,
-               [&args, k] { std::apply(k, args); });
+               [args, k] { std::apply(k, *args); });
     }
 };
 

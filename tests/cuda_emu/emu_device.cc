@@ -19,15 +19,19 @@ void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *ms
     exit(1);
 }
 
+/* launch errors only, as device.c: the host does not wait (under
+ * WF_EMU_ASYNC the kernel has not run yet when this returns) */
 void wf_cuda_sync(wf_ctx *c, const char *kernel) {
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaStreamSynchronize(wf_cuda_stream(c));
     if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
 }
 
-/* async.c: the host waits for the stream; the emulator's kernels are done
- * when their launch returns */
-void wf_backend_sync(wf_ctx *c) { (void)c; }
+/* the host and the emulated kernels share memory like a Linux GPU does */
+int wf_cuda_concurrent_managed(void) { return 1; }
+
+/* async.c: the host waits for the stream (the emulator's kernels are done
+ * when their launch returns, unless WF_EMU_ASYNC queued them) */
+void wf_backend_sync(wf_ctx *c) { WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c))); }
 
 /* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }

@@ -46,6 +46,16 @@ if ! "$cpu" compare "$work/cpu.bin" "$work/rev.bin" >"$work/rev.txt"; then
 fi
 echo "ok   the same with blocks and threads run last to first: $(tail -1 "$work/rev.txt")"
 
+# kernels that run when the host next waits, as on a GPU (a launch returns
+# first): a result read on the host without waiting for the device is stale
+WF_EMU_ASYNC=1 "$emu" run "$work/async.bin"
+if ! "$cpu" compare "$work/cpu.bin" "$work/async.bin" >"$work/async.txt"; then
+  grep FAIL "$work/async.txt" | head -20
+  echo "FAIL with launches deferred to the next host wait (WF_EMU_ASYNC), results differ: a host read without a wait"
+  exit 1
+fi
+echo "ok   the same with launches deferred to the next host wait: $(tail -1 "$work/async.txt")"
+
 # must fail: __shfl_down_sync returning the caller's own value breaks every
 # block reduction (wf_block_sum), so layernorm's statistics go wrong
 WF_EMU_FAULT=shfl_down "$emu" run "$work/bad.bin"

@@ -14,7 +14,9 @@
  * (AdamW's rounded weights: a master one fp32 ulp apart may round to the next
  * 16-bit value) 1e-2; "[exact]" (rounding, flags, counts) 0, compared bit by
  * bit, NaN payloads included.  Buffers come from the backend's own allocator
- * (CUDA: managed memory, readable here once a kernel has returned). */
+ * (CUDA: managed memory).  CUDA kernels are asynchronous: a launch returns
+ * before the kernel has run, so the host waits for the device (settle)
+ * before it reads a result. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +28,9 @@
 #include "weft/rt.h"
 
 void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
+void wf_backend_sync(wf_ctx *c);      /* the same: the host waits for the device */
+
+static void settle(void) { wf_backend_sync(NULL); }
 
 /* fp32 results of the same math in another order: the norm-relative error of
  * an output is bounded by a few units of 2^-24 times the reduction length.
@@ -76,6 +81,7 @@ static FILE *out;
 
 static void put(const char *kernel, const char *what, const float *x, long n) {
     char name[64] = { 0 };
+    settle();  /* x may be a kernel's output still being written */
     snprintf(name, sizeof name, "%s %s", kernel, what);
     fwrite(name, 1, sizeof name, out);
     fwrite(&n, sizeof n, 1, out);
@@ -225,6 +231,7 @@ static void run_all(void) {
     put("vocab_logits", "rowmax", rowmax, N);
     wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
     float *sf = buf(2 * N);
+    settle();  /* stats is wf_vocab_exp's output */
     for (int i = 0; i < 2 * N; i++) sf[i] = (float)stats[i];
     put("vocab_exp", "stats", sf, 2 * N);
     loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, 0.25f, N, VL, V0);
@@ -255,6 +262,13 @@ static void run_all(void) {
     put("bias_add_bwd", "db", dbias, M);
     wf_bias_add_bwd_weight(NULL, dbias, dy, N, M);
     put("bias_add_bwd_weight", "db", dbias, M);
+    /* column counts that CUDA's 32-column blocks do not divide (C and M do) */
+    float *dwide = buf((long)N * V), *dbw = buf(V);
+    wf_bias_add_bwd_weight(NULL, dbw, dwide, N, V);
+    put("bias_add_bwd_weight", "db (301 columns)", dbw, V);
+    wf_layernorm_bwd_weight(NULL, dw, db, dout, x, mean, rstd, N, 50);
+    put("layernorm_bwd_weight", "dw (50 columns)", dw, 50);
+    put("layernorm_bwd_weight", "db (50 columns)", db, 50);
 
     /* fused residual + layernorm: res = x + dout, then as the layernorm above
      * (fp32: c is NULL, so no 16-bit rounding inside) */
