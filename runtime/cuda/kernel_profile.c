@@ -30,7 +30,8 @@ static unsigned long long first_start = ~0ull, last_end;
 static const char *const CLASSES[][2] = {
     /* class, substrings (|-separated), first match wins */
     { "communication (NCCL)", "nccl" },
-    { "GEMM (cuBLAS/cuBLASLt)", "gemm|xmma|cutlass|sm90_|sm80_|cublas" },
+    /* nvjet: the GEMM kernels cuBLAS(Lt) 12.8 and later run on Hopper */
+    { "GEMM (cuBLAS/cuBLASLt)", "gemm|xmma|cutlass|nvjet|sm90_|sm80_|cublas" },
     { "attention", "attention|flash|softmax_bwd|causal_softmax" },
     { "layernorm", "layernorm" },
     { "classifier (softmax + cross-entropy)", "xent|dlogits|vocab_rowmax|vocab_exp" },
