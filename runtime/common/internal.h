@@ -134,6 +134,11 @@ void wf_backend_setup(wf_ctx *c);      /* after the MPI groups: picks c->coll, N
 void wf_backend_sync(wf_ctx *c);
 void wf_backend_copy(wf_ctx *c, void *dst, const void *src, size_t bytes);  /* in stream order */
 void wf_backend_zero(wf_ctx *c, void *dst, size_t bytes);
+/* Host code is about to write arena memory that no kernel in flight reads
+ * (the next microbatch's tokens).  Nothing on the CPU, nor on CUDA devices
+ * that share managed memory with running kernels; on one that cannot
+ * (cudaDevAttrConcurrentManagedAccess 0) the write would fault: it waits. */
+void wf_backend_host_write(wf_ctx *c);
 /* Token losses the device summed itself (a captured step cannot hand them to
  * the host); 0 on the CPU.  Takes them: the sum restarts from 0. */
 double wf_backend_loss_take(wf_ctx *c);

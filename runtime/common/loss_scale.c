@@ -33,6 +33,9 @@ void wf_scaler_init(wf_ctx *c) {
 /* The test hook: an inf in the first gradient element this rank owns. */
 static void inject(wf_ctx *c) {
     const wf_program *p = c->p;
+    /* CUDA: the 16-bit rounding of these gradients may still be running on
+     * the device, and would write the old value back over the inf */
+    wf_backend_sync(c);
     for (int k = 0; k < p->n_params; k++)
         if (c->own_hi[k] > c->own_lo[k]) {
             wf_own_grad(c, k)[c->own_lo[k]] = INFINITY;

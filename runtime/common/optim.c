@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "precision_bits.h"
 
 /* Linear warmup to lr over `warmup` steps, then cosine decay to min_lr at the
  * plan's last step. `step` counts completed steps (0 for the first). */
@@ -83,6 +84,15 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
     wf_backend_adamw(c, &a);  /* every range in one call (one launch on CUDA) */
 }
 
+/* x[i] rounded to the precision in place, on the host.  Startup only: the
+ * weights were just made or loaded here, and host code reads them next (2BW's
+ * copy, ZeRO-3's sharding).  The backend's round (a kernel on CUDA) would run
+ * asynchronously, so those reads could see unrounded values, and under ZeRO-3
+ * x is a plain host buffer (train.c) that a device kernel must not touch. */
+static void round_on_host(int precision, float *x, long n) {
+    for (long i = 0; i < n; i++) x[i] = wf_hd_round(precision, x[i]);
+}
+
 /* bf16 / fp16: the weights as initialized or loaded (fp32) become the master
  * copy of the part this rank updates, and the working copy that the kernels
  * read is rounded to 16 bits.  A PipeDream-2BW checkpoint loads two versions:
@@ -96,6 +106,6 @@ void wf_master_setup(wf_ctx *c) {
     c->master = p->offload_optimizer ? wf_alloc_host_arena(c, bytes, "fp32 master weights (host)")
                                      : wf_alloc(c, bytes, "fp32 master weights");
     wf_moment_keep(c, two ? c->next_params : c->params, c->master);
-    wf_backend_round_copy(c, p->precision, c->params, c->params, p->param_numel);
-    if (two) wf_backend_round_copy(c, p->precision, c->next_params, c->next_params, p->param_numel);
+    round_on_host(p->precision, c->params, p->param_numel);
+    if (two) round_on_host(p->precision, c->next_params, p->param_numel);
 }

@@ -42,24 +42,33 @@ static size_t alloc_total;
 size_t wf_alloc_total(void) { return alloc_total; }
 
 static void *arena(const wf_ctx *c, size_t bytes, const char *what, void *(*get)(size_t),
-                   const char *call) {
+                   const char *call, int on_device) {
     void *q = NULL;
     if (bytes == 0) bytes = 64;
     if (!(q = get(bytes)))
         wf_fatal(c, call, WF_WHERE, "cannot allocate %.1f MiB for %s", (double)bytes / 1048576.0, what);
-    memset(q, 0, bytes);
+    if (on_device) {
+        /* zeroed where the kernels run: a host memset would first place every
+         * page of CUDA's managed arenas (activations: tens of GiB) on the
+         * host, for the first step to fault them all back; the host waits,
+         * since host code may write the arena next (initialization) */
+        wf_backend_zero((wf_ctx *)c, q, bytes);
+        wf_backend_sync((wf_ctx *)c);
+    } else {
+        memset(q, 0, bytes);
+    }
     alloc_total += bytes;
     return q;
 }
 
 /* host memory, or CUDA managed memory */
 void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what) {
-    return arena(c, bytes, what, wf_backend_alloc, "wf_backend_alloc");
+    return arena(c, bytes, what, wf_backend_alloc, "wf_backend_alloc", 1);
 }
 
 /* offloaded state: host memory on every backend (CUDA: pinned) */
 void *wf_alloc_host_arena(const wf_ctx *c, size_t bytes, const char *what) {
-    return arena(c, bytes, what, wf_backend_alloc_host, "wf_backend_alloc_host");
+    return arena(c, bytes, what, wf_backend_alloc_host, "wf_backend_alloc_host", 0);
 }
 
 /* Host-only temporaries (checkpoint assembly, traces), released with free():
@@ -100,6 +109,7 @@ static void load_micro(wf_ctx *c, int m) {
                   + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;
     int32_t *tok = c->tokens + (long)m * p->micro * p->seq;
     int32_t *tgt = c->targets + (long)m * p->micro * p->seq;
+    wf_backend_host_write(c);
     for (int j = 0; j < p->micro; j++) {
         if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, tok + (long)j * p->seq,
                            tgt + (long)j * p->seq, err, sizeof err) != 0)

@@ -56,6 +56,7 @@ int wf_2bw_real_micro(const wf_ctx *c, int m) {
 static void load_batch(wf_ctx *c, long r) {
     const wf_program *p = c->p;
     char err[512];
+    wf_backend_host_write(c);
     for (int m = 0; m < p->accum; m++) {
         uint64_t base = (uint64_t)r * (uint64_t)p->global_batch
                       + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;

@@ -28,6 +28,10 @@ void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *ms
 /* End of every kernel wrapper: launch errors (no wait: kernels are async). */
 void wf_cuda_sync(wf_ctx *c, const char *kernel);
 
+/* cudaDevAttrConcurrentManagedAccess of the rank's device (device.c): 0
+ * where host code may not touch managed memory while any kernel runs. */
+int wf_cuda_concurrent_managed(void);
+
 /* Row-major, as wf_sgemm on the CPU, batched with element strides sA, sB, sC:
  *   C[i] (M,N) = alpha * op(A[i]) (M,K) @ op(B[i]) (K,N) + beta * C[i]. */
 void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,

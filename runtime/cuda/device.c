@@ -11,6 +11,10 @@
 
 static cudaStream_t stream;
 static int device = -1;
+/* cudaDevAttrConcurrentManagedAccess of the device: 1 on Linux with a
+ * Pascal or newer GPU; 0 where the host may not touch managed memory while
+ * any kernel runs (it would fault), so host writes wait for the device. */
+static int concurrent_managed = 1;
 
 /* The rank's context, for the calls made without one (the vocabulary-parallel
  * pieces tp.c calls), so their errors still name the rank. */
@@ -42,11 +46,29 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel) {
     if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
 }
 
+/* Kept free beside the arenas: the CUDA context's own growth, cuBLASLt's
+ * workspace, NCCL's buffers, the optimizer's scratch. */
+#define DEVICE_RESERVE_BYTES ((size_t)512 << 20)
+
 /* Managed memory: the kernels and the host code in common/ share the arenas.
  * cudaMallocManaged returns memory aligned far beyond the 64 bytes wf_alloc
- * promises. */
+ * promises.  Managed memory can be asked for beyond what the device holds
+ * (pages then migrate to and fro, and oversubscribing can stall the whole
+ * GPU), so a request past the device's free memory is refused here; wf_alloc
+ * zeroes each arena on the device at once, which places its pages there, so
+ * the next request sees them gone from the free memory. */
 void *wf_backend_alloc(size_t bytes) {
     ensure_device(NULL);
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess &&
+        (free_bytes < DEVICE_RESERVE_BYTES || bytes > free_bytes - DEVICE_RESERVE_BYTES)) {
+        fprintf(stderr, "weft: CUDA device %d has %.1f MiB free; an arena of %.1f MiB (and %.0f MiB "
+                "kept for the CUDA context, cuBLASLt and NCCL) does not fit: refused rather than "
+                "oversubscribing managed memory\n", device, free_bytes / 1048576.0, bytes / 1048576.0,
+                DEVICE_RESERVE_BYTES / 1048576.0);
+        return NULL;
+    }
+    cudaGetLastError();
     void *q = NULL;
     if (cudaMallocManaged(&q, bytes, cudaMemAttachGlobal) != cudaSuccess) {
         cudaGetLastError(); /* clear it: wf_alloc reports the failure */
@@ -54,6 +76,15 @@ void *wf_backend_alloc(size_t bytes) {
     }
     return q;
 }
+
+/* See concurrent_managed: common/ calls this before host code writes managed
+ * memory that kernels issued earlier do not read (the next microbatch's
+ * tokens).  Waits for every stream (NCCL's too) where the device cannot
+ * share managed memory with running kernels; elsewhere nothing. */
+void wf_backend_host_write(wf_ctx *c) {
+    if (!concurrent_managed) WF_CUDA(c, cudaDeviceSynchronize());
+}
+int wf_cuda_concurrent_managed(void) { return concurrent_managed; }
 
 /* Offloaded state: pinned host memory (page-locked, so copies to and from
  * the device run at full speed), touched only by host code (the offloaded
@@ -105,6 +136,7 @@ void wf_blas_threads(const wf_ctx *c) {
     if (count < 1) wf_fatal(c, "cudaGetDeviceCount", WF_WHERE, "no CUDA device on this node");
     device = local % count;
     WF_CUDA((wf_ctx *)c, cudaSetDevice(device));
+    WF_CUDA((wf_ctx *)c, cudaDeviceGetAttribute(&concurrent_managed, cudaDevAttrConcurrentManagedAccess, device));
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = (int)(cores / local_n);
     if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads < 1 ? 1 : threads);
@@ -119,7 +151,8 @@ void wf_blas_describe(char *out, size_t n) {
         return;
     }
     snprintf(out, n, "device: CUDA %d: %s (sm_%d%d, %.0f GiB); cuBLASLt (fp32 plans without TF32); "
-             "kernels asynchronous on one compute stream, arenas in managed memory; %d OpenMP thread(s)",
+             "kernels asynchronous on one compute stream, arenas in managed memory%s; %d OpenMP thread(s)",
              dev, prop.name, prop.major, prop.minor, (double)prop.totalGlobalMem / 1073741824.0,
+             concurrent_managed ? "" : " (no concurrent managed access: host writes wait for the device)",
              omp_get_max_threads());
 }

@@ -63,7 +63,11 @@ void wf_backend_run_step(wf_ctx *c) {
         c->p->step(c);
         return;
     }
-    wf_load_step(c);  /* the previous step's optimizer waited for the device */
+    /* the host writes the tokens while the previous step's optimizer kernels
+     * may still run: they do not read them (wf_backend_host_write waits where
+     * the device cannot share managed memory with running kernels); every
+     * reader of the old tokens finished before that optimizer's host wait */
+    wf_load_step(c);
     if (!exec) capture(c);
     WF_CUDA(c, cudaGraphLaunch(exec, wf_cuda_stream(c)));
     wf_optimizer_step(c);

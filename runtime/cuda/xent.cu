@@ -48,8 +48,11 @@ static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel
         return 0.0;  /* the sum is on the device */
     }
     wf_cuda_sync(c, kernel);
-    /* losses are managed memory: readable once the stream is done */
-    WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
+    /* losses are managed memory: readable once the stream is done (or,
+     * where managed memory cannot be shared with running kernels, once the
+     * whole device is: NCCL's streams may be busy) */
+    if (wf_cuda_concurrent_managed()) WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
+    else WF_CUDA(c, cudaDeviceSynchronize());
     double total = 0.0;
     for (int n = 0; n < N; n++) total += losses[n];
     return total;
