@@ -30,6 +30,9 @@ static const char *why_eager(const wf_ctx *c) {
     if (p->prologue) return "PipeDream-2BW (host MPI and copies between its steps' halves)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
     if (p->precision == WF_FP16) return "fp16 (the loss scale, baked into a graph, changes between steps)";
+    /* the CUDA graph API restricts captured copies of managed memory there
+     * (cudaGraphAddMemcpyNode), and the host writes tokens between replays */
+    if (!wf_cuda_concurrent_managed()) return "the device has no concurrent managed access";
     return NULL;
 }
 

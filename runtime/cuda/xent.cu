@@ -34,28 +34,40 @@ extern "C" double *wf_cuda_loss_acc(wf_ctx *c) {
 
 extern "C" void wf_cuda_loss_on_device(int on) { loss_on_device = on; }
 
-/* one thread, row order: the host's additions, bit for bit */
-__global__ static void loss_sum_kernel(double *acc, const float *losses, int N) {
-    double total = 0.0;
-    for (int n = 0; n < N; n++) total += losses[n];
-    *acc += total;
+/* The microbatch's token losses summed in double by one block in a fixed
+ * order (each thread a fixed strided share, then wf_block_sum's tree), into
+ * *out, or added to it (add: the captured step's running sum).  The eager
+ * path sums with this same kernel, so a replayed graph and --no-graph give
+ * the same bits.  (One thread adding the N losses in row order, as before,
+ * took a dependent L2 round trip per loss: ~1 ms per GPT-2 microbatch.) */
+enum { LOSS_SUM_THREADS = 1024 };
+
+__global__ static void loss_sum_kernel(double *out, const float *losses, int N, int add) {
+    double s = 0.0;
+    for (int n = threadIdx.x; n < N; n += blockDim.x) s += losses[n];
+    s = wf_block_sum(s);
+    if (threadIdx.x == 0) *out = add ? *out + s : s;
 }
+
+static double *eager_sum; /* managed: one eager microbatch's sum, read by the host */
 
 static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
     if (loss_on_device) {
-        WF_LAUNCH(loss_sum_kernel, 1, 1, 0, wf_cuda_stream(c))(wf_cuda_loss_acc(c), losses, N);
+        WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(wf_cuda_loss_acc(c), losses,
+                                                                              N, 1);
         wf_cuda_sync(c, kernel);
         return 0.0;  /* the sum is on the device */
     }
+    if (!eager_sum)  /* eager steps only: never inside a capture */
+        WF_CUDA(c, cudaMallocManaged((void **)&eager_sum, sizeof(double), cudaMemAttachGlobal));
+    WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(eager_sum, losses, N, 0);
     wf_cuda_sync(c, kernel);
-    /* losses are managed memory: readable once the stream is done (or,
-     * where managed memory cannot be shared with running kernels, once the
-     * whole device is: NCCL's streams may be busy) */
+    /* managed memory: readable once the stream is done (or, where managed
+     * memory cannot be shared with running kernels, once the whole device
+     * is: NCCL's streams may be busy) */
     if (wf_cuda_concurrent_managed()) WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
     else WF_CUDA(c, cudaDeviceSynchronize());
-    double total = 0.0;
-    for (int n = 0; n < N; n++) total += losses[n];
-    return total;
+    return *eager_sum;
 }
 
 /* Rows are read and written as float4 where they allow it (GPT-2's padded
