@@ -36,22 +36,41 @@ static const char *why_eager(const wf_ctx *c) {
     return NULL;
 }
 
-static void capture(wf_ctx *c) {
+/* 1 if the step is captured and instantiated.  A capture that CUDA
+ * rejects at its end (invalidated by something the step did) leaves a
+ * single-rank run eager, with the reason in the log, rather than losing the
+ * run: nothing of the captured step ran, and the caller runs it eagerly.
+ * With several ranks it stays fatal: their NCCL captures must match. */
+static int capture(wf_ctx *c) {
     cudaStream_t s = wf_cuda_stream(c);
-    cudaGraph_t graph;
+    cudaGraph_t graph = NULL;
     c->graph_capture = 1;
     wf_cuda_loss_on_device(1);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     c->p->step(c);
     c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
-    WF_CUDA(c, cudaStreamEndCapture(s, &graph));
+    cudaError_t e = cudaStreamEndCapture(s, &graph);
     c->graph_capture = 0;
     wf_cuda_loss_on_device(0);
+    const char *call = "cudaStreamEndCapture";
     size_t nodes = 0;
-    WF_CUDA(c, cudaGraphGetNodes(graph, NULL, &nodes));
-    WF_CUDA(c, cudaGraphInstantiate(&exec, graph, 0));
-    WF_CUDA(c, cudaGraphDestroy(graph));
+    if (e == cudaSuccess) {
+        WF_CUDA(c, cudaGraphGetNodes(graph, NULL, &nodes));
+        call = "cudaGraphInstantiate";
+        e = cudaGraphInstantiate(&exec, graph, 0);
+        WF_CUDA(c, cudaGraphDestroy(graph));
+    }
+    if (e != cudaSuccess) {
+        if (c->world > 1) wf_cuda_fail(c, call, WF_CUDA_WHERE, cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        exec = NULL;
+        off = "the capture failed";
+        wf_log(c, "cuda graph: off: %s failed at step %ld (%s); every step runs eagerly\n", call,
+               c->step + 1, cudaGetErrorString(e));
+        return 0;
+    }
     wf_log(c, "cuda graph: on (captured step %ld, %zu nodes)\n", c->step + 1, nodes);
+    return 1;
 }
 
 /* At startup (async.c), so that every schedule's log says it, 2BW's too. */
@@ -71,7 +90,10 @@ void wf_backend_run_step(wf_ctx *c) {
      * the device cannot share managed memory with running kernels); every
      * reader of the old tokens finished before that optimizer's host wait */
     wf_load_step(c);
-    if (!exec) capture(c);
+    if (!exec && !capture(c)) {
+        c->p->step(c);  /* loads the same tokens again */
+        return;
+    }
     WF_CUDA(c, cudaGraphLaunch(exec, wf_cuda_stream(c)));
     wf_optimizer_step(c);
 }
