@@ -189,7 +189,13 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
         WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &values[k], sizeof values[k]));
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    WF_CUBLAS(c, cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result, &found));
+    /* NOT_SUPPORTED: no algorithm for this configuration (an epilogue the
+     * library does not offer here): as found == 0, the caller falls back */
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result,
+                                                       &found);
+    if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+        wf_cuda_fail(c, "cublasLtMatmulAlgoGetHeuristic", WF_CUDA_WHERE, cublasGetStatusString(st));
+    if (st != CUBLAS_STATUS_SUCCESS) found = 0;
     WF_CUBLAS(c, cublasLtMatmulPreferenceDestroy(pref));
     if (found > 0) g->algo = result.algo;
     return found > 0;
