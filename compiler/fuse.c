@@ -1,4 +1,5 @@
-/* fuse.c: the end of the graph pass: fused residual add + layernorm.
+/* fuse.c: the end of the graph pass: fused residual add + layernorm, and
+ * fused linear + GELU (below).
  *
  * GPT-2 normalizes the residual stream right after each add: x = x + attn(..)
  * is followed by ln_2(x), and x = x + mlp(..) by the next block's ln_1 (or

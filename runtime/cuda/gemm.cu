@@ -41,8 +41,8 @@
  * BIAS epilogue and one elementwise kernel (round pre, gelu, round out).
  *
  * Each distinct call (sizes, strides, transposes, batch, bias or not, GELU
- * or not, compute type, pointer alignments) gets its descriptors and the heuristic's
- * best algorithm once, cached in a small table; later calls only set the
+ * or not, compute type, pointer alignments) gets its descriptors and the
+ * heuristic's best algorithm once, cached in a small table; later calls only set the
  * bias pointer and launch.  The workspace (32 MiB) is allocated once.
  *
  * Timing: nothing here waits for the GPU (kernels are asynchronous): each
@@ -229,8 +229,8 @@ static void plan_build(wf_ctx *c, gemm_plan *g) {
 static int same_key(const gemm_plan *a, const gemm_plan *b) {
     return a->transA == b->transA && a->transB == b->transB && a->M == b->M && a->N == b->N &&
            a->K == b->K && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc &&
-           a->batch == b->batch && a->has_bias == b->has_bias && a->gelu == b->gelu && a->sA == b->sA && a->sB == b->sB &&
-           a->sC == b->sC && a->compute == b->compute && memcmp(a->align, b->align, sizeof a->align) == 0;
+           a->batch == b->batch && a->has_bias == b->has_bias && a->sA == b->sA && a->sB == b->sB &&
+           a->sC == b->sC && a->gelu == b->gelu && a->compute == b->compute && memcmp(a->align, b->align, sizeof a->align) == 0;
 }
 
 static gemm_plan *plan_for(wf_ctx *c, const gemm_plan *key) {
