@@ -42,8 +42,8 @@
  *
  * Each distinct call (sizes, strides, transposes, batch, bias or not, GELU
  * or not, compute type, pointer alignments) gets its descriptors and the
- * heuristic's best algorithm once, cached in a small table; later calls only set the
- * bias pointer and launch.  The workspace (32 MiB) is allocated once.
+ * heuristic's best algorithm once, cached in a small table; later calls
+ * only set the bias (and aux) pointer and launch.  The workspace (32 MiB) is allocated once.
  *
  * Timing: nothing here waits for the GPU (kernels are asynchronous): each
  * eager GEMM is bracketed by a pair of CUDA events, kept in a ring and read
