@@ -177,6 +177,38 @@ static void emit_fused_bwd(writer *o, const Program *p, int i, const operands *x
           x->out, x->in0, x->w0, x->s, x->s, x->rows, x->rows, x->width);
 }
 
+/* ---- fused linear + GELU (fuse.c) -----------------------------------------
+ * The linear (op i) emits the fused call at its place, forward and backward;
+ * its gelu (op i + 1) emits only a comment.  The fused kernels store pre and
+ * out rounded to the plan's 16-bit type and round d(pre) themselves, so of
+ * the unfused pair's rounding calls only the linear's backward ones remain
+ * (its input and parameter gradients). */
+static void emit_linear_gelu_comment(writer *o, const Program *p, int i, const char *what) {
+    operands lin;
+    get_operands(p, i - 1, &lin);
+    emit(o, "    /* gelu: %s the fused linear + gelu of %s */\n", what, lin.out);
+}
+
+static void emit_linear_gelu_fwd(writer *o, const Program *p, int i, const operands *x) {
+    operands g;
+    get_operands(p, i + 1, &g);
+    emit(o, "    wf_linear_gelu_fwd(c, a + %s, a + %s, a + %s, w + %s, %s%s, N, %ld, %ld);\n", x->out, g.out,
+         x->in0, x->w0, p->ops[i].n_param > 1 ? "w + " : "NULL", x->w1, x->in_width, x->width);
+}
+
+/* the B half: the gelu's backward into d(pre), then the linear's input gradient */
+static void emit_linear_gelu_bwd_input(writer *o, const Program *p, int i, const operands *x) {
+    operands g;
+    get_operands(p, i + 1, &g);
+    emit(o, "    wf_linear_gelu_bwd_input(c, d + %s, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", x->in0,
+         x->out, g.out, x->out, x->w0, x->in_width, x->width);
+}
+
+static void emit_linear_bwd_weight(writer *o, const Program *p, int i, const operands *x) {
+    emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x->g0,
+         p->ops[i].n_param > 1 ? "g + " : "NULL", x->g1, x->out, x->in0, x->in_width, x->width);
+}
+
 void emit_forward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
@@ -188,6 +220,14 @@ void emit_forward_op(writer *o, const Program *p, int i) {
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_fwd(o, p, i, &x);
         round_output(o, p, i, &x);
+        return;
+    }
+    if (op->fused == FUSED_LIN_GELU_LINEAR) {  /* pre and out come rounded */
+        emit_linear_gelu_fwd(o, p, i, &x);
+        return;
+    }
+    if (op->fused == FUSED_LIN_GELU_GELU) {
+        emit_linear_gelu_comment(o, p, i, "computed by");
         return;
     }
     switch (op->kind) {
@@ -283,6 +323,17 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     }
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_bwd(o, p, i, &x, 1);
+        round_param_grads(o, p, i, &x);
+        return;
+    }
+    if (op->fused == FUSED_LIN_GELU_GELU) {  /* its d(pre) is rounded in the fused call */
+        emit_linear_gelu_comment(o, p, i, "backward in");
+        return;
+    }
+    if (op->fused == FUSED_LIN_GELU_LINEAR) {
+        emit_linear_gelu_bwd_input(o, p, i, &x);
+        emit_linear_bwd_weight(o, p, i, &x);
+        round_input_grads(o, p, i, &x);
         round_param_grads(o, p, i, &x);
         return;
     }
@@ -417,8 +468,9 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         break;
     case OP_LINEAR:
         if (weight)
-            emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x.g0,
-              op->n_param > 1 ? "g + " : "NULL", x.g1, x.out, x.in0, x.in_width, x.width);
+            emit_linear_bwd_weight(o, p, i, &x);
+        else if (op->fused == FUSED_LIN_GELU_LINEAR)  /* the gelu's B half is in it */
+            emit_linear_gelu_bwd_input(o, p, i, &x);
         else
             emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x.in0, x.out,
               x.w0, x.in_width, x.width);

@@ -1,4 +1,5 @@
-/* fuse.c: the end of the graph pass: fused residual add + layernorm.
+/* fuse.c: the end of the graph pass: fused residual add + layernorm, and
+ * fused linear + GELU (below).
  *
  * GPT-2 normalizes the residual stream right after each add: x = x + attn(..)
  * is followed by ln_2(x), and x = x + mlp(..) by the next block's ln_1 (or
@@ -43,5 +44,44 @@ void fuse_residual_layernorm(Program *p) {
 int count_fused(const Program *p) {
     int n = 0;
     for (int i = 0; i < p->n_ops; i++) n += p->ops[i].fused == FUSED_ADD_LN_NORM;
+    return n;
+}
+
+/* ---- fused linear + GELU ---------------------------------------------------
+ * GPT-2's MLP: c_fc (a column-parallel linear) and the GELU of its output.
+ * One call computes both (wf_linear_gelu_*): on CUDA the GELU is cuBLASLt's
+ * epilogue of the GEMM (fp32 plans) or one elementwise kernel that also does
+ * the 16-bit rounding (bf16 / fp16); on the CPU one pass adds the bias and
+ * applies the GELU.  The pre-activation (the gelu's input tensor) is still
+ * written: backward reads it.
+ *
+ * A pair is fused when the gelu is the op right after the linear and reads
+ * its output, in the same pipeline chunk, on all N rows (the fused call,
+ * like wf_linear_fwd, covers the whole microbatch); under full
+ * recompute also in the same block (always so for c_fc; said for the rule's
+ * sake, as for the pairs above).  With or without the linear's bias.
+ * LLaMA's swiglu is left alone. */
+static int fusable_linear_gelu(const Program *p, int i) {
+    const ir_op *lin = &p->ops[i], *g = &p->ops[i + 1];
+    return lin->kind == OP_LINEAR && g->kind == OP_GELU && lin->n_in == 1 && g->n_in == 1 &&
+           g->in[0] == lin->out && lin->chunk == g->chunk && lin->fused == FUSED_NONE &&
+           g->fused == FUSED_NONE && p->tensors[lin->out].rows_div == 1 && p->tensors[g->out].rows_div == 1 &&
+           p->tensors[lin->out].width == p->tensors[g->out].width &&
+           (p->recompute != RECOMPUTE_FULL || lin->layer == g->layer);
+}
+
+/* Runs after fuse_residual_layernorm (which clears every mark first). */
+void fuse_linear_gelu(Program *p) {
+    for (int i = 0; i + 1 < p->n_ops; i++) {
+        if (!fusable_linear_gelu(p, i)) continue;
+        p->ops[i].fused = FUSED_LIN_GELU_LINEAR;
+        p->ops[i + 1].fused = FUSED_LIN_GELU_GELU;
+        i++;
+    }
+}
+
+int count_fused_linear_gelu(const Program *p) {
+    int n = 0;
+    for (int i = 0; i < p->n_ops; i++) n += p->ops[i].fused == FUSED_LIN_GELU_LINEAR;
     return n;
 }

@@ -157,6 +157,7 @@ int pass_graph(Program *p) {
     p->flops_per_token = 6.0 * (double)(p->n_param_total - untied_embedding(p))
                        + 12.0 * p->layers * (double)p->hidden * p->seq;
     fuse_residual_layernorm(p);
+    fuse_linear_gelu(p);
     return 0;
 }
 

@@ -98,7 +98,11 @@ typedef struct {
  * nothing and the layernorm emits wf_residual_layernorm_*, at the
  * layernorm's place (where its parameters are gathered and its gradients
  * become final). */
-enum { FUSED_NONE, FUSED_ADD_LN_ADD, FUSED_ADD_LN_NORM };
+enum { FUSED_NONE, FUSED_ADD_LN_ADD, FUSED_ADD_LN_NORM, FUSED_LIN_GELU_LINEAR, FUSED_LIN_GELU_GELU };
+/* FUSED_LIN_GELU_LINEAR: a linear whose output the next op, a
+ * FUSED_LIN_GELU_GELU gelu, reads: the linear emits wf_linear_gelu_* at its
+ * own place (where its weights are gathered and its gradients become final),
+ * forward and backward; the gelu emits nothing. */
 
 typedef struct {
     long offset, numel;     /* in floats, into the gradient arena */
@@ -219,6 +223,8 @@ int pass_partition(Program *p);
 int pass_graph(Program *p);
 void fuse_residual_layernorm(Program *p);   /* fuse.c, the end of pass_graph */
 int count_fused(const Program *p);         /* fused pairs, for reports */
+void fuse_linear_gelu(Program *p);          /* fuse.c, after fuse_residual_layernorm */
+int count_fused_linear_gelu(const Program *p);
 int pass_schedule(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);

@@ -222,6 +222,8 @@ static void dump_graph(const Program *p, FILE *out) {
         if (p->pp > 1) fprintf(out, "  chunk %d", o->chunk);
         if (o->fused == FUSED_ADD_LN_ADD) fprintf(out, "  fused with op %d", i + 1);
         if (o->fused == FUSED_ADD_LN_NORM) fprintf(out, "  fused residual_layernorm with op %d", i - 1);
+        if (o->fused == FUSED_LIN_GELU_LINEAR) fprintf(out, "  fused linear_gelu with op %d", i + 1);
+        if (o->fused == FUSED_LIN_GELU_GELU) fprintf(out, "  fused with op %d", i - 1);
         fputc('\n', out);
     }
 }

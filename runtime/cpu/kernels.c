@@ -11,6 +11,7 @@
 
 #include "blas.h"
 #include "dlogits_row.h"
+#include "gelu_value.h"
 #include "softmax_rows.h"
 
 #include <math.h>
@@ -222,32 +223,23 @@ void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
 
 /* ---- GELU -------------------------------------------------------------- */
 
-#define GELU_A 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_B 0.044715f
+/* the formula is gelu_value.h's, shared with the fused linear + GELU */
 
 void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
 {
     (void)c;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_A * (x + GELU_B * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
+        out[i] = wf_gelu_value(inp[i]);
     }
 }
 
-/* d/dx [0.5 x (1 + tanh u)] = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
- * with du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
 void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
 {
     (void)c;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
-        float x = inp[i];
-        float th = tanhf(GELU_A * (x + GELU_B * x * x * x));
-        float du = GELU_A * (1.0f + 3.0f * GELU_B * x * x);
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dinp[i] += grad * dout[i];
+        dinp[i] += wf_gelu_grad(inp[i]) * dout[i];
     }
 }
 

@@ -43,6 +43,15 @@ void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, 
                         const float *A, int lda, long sA, const float *B, int ldb, long sB,
                         float beta, float *C, int ldc, long sC, int batch, const float *bias);
 
+/* The fused linear + GELU's GEMM (gemm.cu, cuBLASLt's GELU_AUX(_BIAS)
+ * epilogue), row-major, no transposes, batch 1:
+ *   aux (M,N) = A (M,K) @ B (K,N) + bias (NULL: none), C = gelu(aux),
+ * both with leading dimension ldc.  Returns 0, having launched nothing, where
+ * the epilogue cannot serve (bf16 / fp16 plans, ldc not a multiple of 8, no
+ * algorithm for it): the caller then computes the two another way. */
+int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda, const float *B,
+                            int ldb, float *C, int ldc, const float *bias, float *aux);
+
 /* db[j] += column sums of dout (rows, C), launched on the stream (no sync):
  * one thread per column adds the rows in order, so the result does not
  * depend on scheduling and matches the CPU's order of additions. */

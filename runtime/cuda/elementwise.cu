@@ -1,12 +1,16 @@
-/* elementwise.cu: the embedding lookups, GELU, residual, position and bias
- * adds (and the W halves of the last two) on the GPU.  Same semantics as
+/* elementwise.cu: the embedding lookups, GELU (and the fused linear + GELU's
+ * elementwise half), residual, position and bias adds (and the W halves of
+ * the last two) on the GPU.  Same semantics as
  * runtime/cpu/kernels.c and kernels_tp.c: backward kernels accumulate.
  *
  * Gradients that several rows add into (dwte, dwpe, biases) are summed by one
  * thread per output element walking the rows in order: no atomics, the same
  * result every run, in the CPU's order of additions. */
 #include "cuda_rt.h"
+#include "gelu_value.h"
 #include "kernels_tp.h"
+#include "linear_gelu.h"
+#include "precision_bits.h"
 #include "reduce.cuh"
 
 #define GRID_STRIDE(i, n) \
@@ -131,25 +135,44 @@ extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dou
 
 /* ---- GELU (tanh approximation) ------------------------------------------- */
 
-#define GELU_A 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_B 0.044715f
+/* the formula is runtime/cpu/gelu_value.h's, the CPU backend's */
 
 __global__ static void gelu_fwd_kernel(float *out, const float *inp, long n) {
-    GRID_STRIDE(i, n) {
-        float x = inp[i];
-        float u = GELU_A * (x + GELU_B * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
-    }
+    GRID_STRIDE(i, n) out[i] = wf_gelu_value(inp[i]);
 }
 
 __global__ static void gelu_bwd_kernel(float *dinp, const float *inp, const float *dout, long n) {
+    GRID_STRIDE(i, n) dinp[i] += wf_gelu_grad(inp[i]) * dout[i];
+}
+
+/* The fused linear + GELU's elementwise half (linear_gelu.h): in 16 bits the
+ * pre-activation is rounded before the GELU reads it and the output after,
+ * one launch where the unfused ops take three (gelu and two roundings);
+ * under fp32 the rounding is the identity and this is gelu_fwd_kernel with
+ * pre read back in place. */
+__global__ static void gelu_round_fwd_kernel(int precision, float *pre, float *out, long n) {
     GRID_STRIDE(i, n) {
-        float x = inp[i];
-        float th = tanhf(GELU_A * (x + GELU_B * x * x * x));
-        float du = GELU_A * (1.0f + 3.0f * GELU_B * x * x);
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dinp[i] += grad * dout[i];
+        float x = wf_hd_round(precision, pre[i]);
+        pre[i] = x;
+        out[i] = wf_hd_round(precision, wf_gelu_value(x));
     }
+}
+
+__global__ static void gelu_round_bwd_kernel(int precision, float *dpre, const float *pre,
+                                             const float *dout, long n) {
+    GRID_STRIDE(i, n) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
+}
+
+extern "C" void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
+    WF_LAUNCH(gelu_round_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(precision, pre, out, n);
+    wf_cuda_sync(c, "wf_gelu_round_fwd");
+}
+
+extern "C" void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre,
+                                  const float *dout, long n) {
+    WF_LAUNCH(gelu_round_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(precision, dpre, pre,
+                                                                                     dout, n);
+    wf_cuda_sync(c, "wf_gelu_round_bwd");
 }
 
 extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {

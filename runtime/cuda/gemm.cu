@@ -21,10 +21,29 @@
  *         that one is rounded by the conversion, as it would be by a
  *         framework storing it in 16 bits.
  *
- * Each distinct call (sizes, strides, transposes, batch, bias or not,
- * compute type, pointer alignments) gets its descriptors and the heuristic's
- * best algorithm once, cached in a small table; later calls only set the
- * bias pointer and launch.  The workspace (32 MiB) is allocated once.
+ * GELU epilogue (wf_cuda_sgemm_bias_gelu, for the fused linear + GELU of
+ * compiler/fuse.c): CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a
+ * bias) writes D = gelu(op(A) op(B) + bias) and the pre-activation, the
+ * GELU's input that backward needs, to the aux matrix
+ * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, same type as D: fp32 here).
+ * Its GELU is the tanh approximation GPT-2 uses (PyTorch's fallback for this
+ * epilogue is gelu(approximate="tanh")), evaluated with the library's own
+ * tanh: agreement with runtime/cpu's tanhf is to fp32 rounding, not bit for
+ * bit.  cublasLt.h's rules for the aux matrix: its leading dimension
+ * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, in elements) is a multiple of 8 and
+ * at least D's rows; the heuristic reads the aux pointer's alignment (so it
+ * is part of the key below).  Used for fp32 plans only: under bf16 / fp16
+ * the pre-activation must be rounded to 16 bits BEFORE the GELU reads it (the
+ * CPU backend and the unfused ops do so), which no epilogue can; those
+ * plans, and any call where the aux LD rule fails or the heuristic has no
+ * algorithm for the epilogue (the FAST_16BF / FAST_16F compute types and
+ * some shapes may have none), return 0 and the caller (linear.cu) runs the
+ * BIAS epilogue and one elementwise kernel (round pre, gelu, round out).
+ *
+ * Each distinct call (sizes, strides, transposes, batch, bias or not, GELU
+ * or not, compute type, pointer alignments) gets its descriptors and the
+ * heuristic's best algorithm once, cached in a small table; later calls
+ * only set the bias (and aux) pointer and launch.  The workspace (32 MiB) is allocated once.
  *
  * Timing: nothing here waits for the GPU (kernels are asynchronous): each
  * eager GEMM is bracketed by a pair of CUDA events, kept in a ring and read
@@ -44,15 +63,18 @@
 typedef struct {
     /* the key */
     int transA, transB, M, N, K, lda, ldb, ldc, batch, has_bias;
+    int gelu;           /* GELU_AUX(_BIAS) epilogue, the pre-activation to aux (ld ldc) */
     long sA, sB, sC;
     cublasComputeType_t compute;
-    unsigned align[4];  /* A, B, C, bias: the largest power of two (<= 256) dividing the address */
+    unsigned align[5];  /* A, B, C, bias, aux: the largest power of two (<= 256) dividing the address */
     /* what the key gets */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     const float *bias;  /* the first call's: the heuristic reads its alignment */
+    float *aux;         /* the same for the GELU epilogue's aux matrix */
     int separate_bias;  /* no algorithm takes the epilogue here: bias_rows_kernel after */
+    int no_gelu;        /* no algorithm takes the GELU epilogue here: the caller falls back */
 } gemm_plan;
 
 static cublasLtHandle_t lt;
@@ -116,7 +138,8 @@ static void plan_free(wf_ctx *c, gemm_plan *g) {
     WF_CUBLAS(c, cublasLtMatmulDescDestroy(g->op));
 }
 
-/* The operation descriptor; with_bias: cuBLASLt's bias epilogue. */
+/* The operation descriptor; with_bias: cuBLASLt's bias epilogue; g->gelu:
+ * the GELU one (with the bias if with_bias), aux at g->aux. */
 static cublasLtMatmulDesc_t make_op(wf_ctx *c, const gemm_plan *g, int with_bias) {
     cublasLtMatmulDesc_t op;
     cublasOperation_t opA = g->transA ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -125,13 +148,23 @@ static cublasLtMatmulDesc_t make_op(wf_ctx *c, const gemm_plan *g, int with_bias
     /* the first operand is row-major B, the second row-major A (see the top) */
     WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof opB));
     WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof opA));
+    if (g->gelu || with_bias) {
+        uint32_t epilogue = !g->gelu ? CUBLASLT_EPILOGUE_BIAS
+                            : with_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                    sizeof epilogue));
+    }
+    if (g->gelu) {
+        int64_t aux_ld = g->ldc;  /* aux is laid out as D (see the top for the rules) */
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
+                                                    sizeof g->aux));
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                                    sizeof aux_ld));
+    }
     if (with_bias) {
         /* D is fp32, so the bias is fp32 (the library's default, Dtype; said
          * explicitly), one per row of column-major D, packed */
-        uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
         int32_t bias_type = CUDA_R_32F;
-        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                    sizeof epilogue));
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                     sizeof bias_type));
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
@@ -156,7 +189,13 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
         WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &values[k], sizeof values[k]));
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    WF_CUBLAS(c, cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result, &found));
+    /* NOT_SUPPORTED: no algorithm for this configuration (an epilogue the
+     * library does not offer here): as found == 0, the caller falls back */
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result,
+                                                       &found);
+    if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+        wf_cuda_fail(c, "cublasLtMatmulAlgoGetHeuristic", WF_CUDA_WHERE, cublasGetStatusString(st));
+    if (st != CUBLAS_STATUS_SUCCESS) found = 0;
     WF_CUBLAS(c, cublasLtMatmulPreferenceDestroy(pref));
     if (found > 0) g->algo = result.algo;
     return found > 0;
@@ -172,6 +211,10 @@ static void plan_build(wf_ctx *c, gemm_plan *g) {
     g->lc = layout(c, g->N, g->M, g->ldc, g->batch, g->sC);
     g->op = make_op(c, g, g->has_bias);
     if (best_algo(c, g)) return;
+    if (g->gelu) {  /* the caller computes it another way (see the top) */
+        g->no_gelu = 1;
+        return;
+    }
     if (g->has_bias) {
         WF_CUBLAS(c, cublasLtMatmulDescDestroy(g->op));
         g->op = make_op(c, g, 0);
@@ -187,7 +230,7 @@ static int same_key(const gemm_plan *a, const gemm_plan *b) {
     return a->transA == b->transA && a->transB == b->transB && a->M == b->M && a->N == b->N &&
            a->K == b->K && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc &&
            a->batch == b->batch && a->has_bias == b->has_bias && a->sA == b->sA && a->sB == b->sB &&
-           a->sC == b->sC && a->compute == b->compute && memcmp(a->align, b->align, sizeof a->align) == 0;
+           a->sC == b->sC && a->gelu == b->gelu && a->compute == b->compute && memcmp(a->align, b->align, sizeof a->align) == 0;
 }
 
 static gemm_plan *plan_for(wf_ctx *c, const gemm_plan *key) {
@@ -278,6 +321,37 @@ void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, 
     if (!timed) return;
     timing_end(c, s);
     gemm_flops += 2.0 * M * N * K * batch;
+}
+
+int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda, const float *B,
+                            int ldb, float *C, int ldc, const float *bias, float *aux) {
+    if (compute_type(c) != CUBLAS_COMPUTE_32F || ldc % 8 != 0) return 0;  /* see the top */
+    ensure_lt(c);
+    gemm_plan key;
+    memset(&key, 0, sizeof key);
+    key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.batch = 1;
+    key.has_bias = bias != NULL, key.gelu = 1;
+    key.compute = CUBLAS_COMPUTE_32F;
+    key.align[0] = alignment(A), key.align[1] = alignment(B), key.align[2] = alignment(C);
+    key.align[3] = alignment(bias), key.align[4] = alignment(aux);
+    key.bias = bias, key.aux = aux;
+    gemm_plan *g = plan_for(c, &key);
+    if (g->no_gelu) return 0;
+    if (bias)
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof bias));
+    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                                sizeof aux));
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaStream_t s = wf_cuda_stream(c);
+    int timed = timing_begin(c, s);
+    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
+                                workspace, WORKSPACE_BYTES, s));
+    if (timed) {
+        timing_end(c, s);
+        gemm_flops += 2.0 * M * N * K;
+    }
+    return 1;
 }
 
 void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,

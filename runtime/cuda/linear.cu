@@ -2,6 +2,7 @@
  * (gemm.cu): the bias is the GEMM's epilogue, one kernel; backward
  * accumulates (beta = 1). */
 #include "cuda_rt.h"
+#include "linear_gelu.h"
 #include "reduce.cuh"
 
 extern "C" void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
@@ -29,4 +30,27 @@ extern "C" void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, cons
                               const float *inp, const float *w, int N, int K, int M) {
     wf_linear_bwd_input(c, dinp, dout, w, N, K, M);
     wf_linear_bwd_weight(c, dw, db, dout, inp, N, K, M);
+}
+
+/* Fused linear + GELU (weft/rt.h).  fp32: one GEMM whose epilogue adds the
+ * bias, applies the GELU and writes the pre-activation to `pre` as well
+ * (gemm.cu explains the epilogue and when it cannot serve).  bf16 / fp16, or
+ * where it cannot: the bias epilogue into `pre`, then one kernel rounds pre,
+ * applies the GELU and rounds out (elementwise.cu). */
+extern "C" void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, const float *w,
+                                   const float *b, int N, int K, int M) {
+    int precision = wf_ctx_precision(c);
+    if (precision == WF_FP32 && wf_cuda_sgemm_bias_gelu(c, N, M, K, inp, K, w, M, out, M, b, pre)) {
+        wf_cuda_sync(c, "wf_linear_gelu_fwd");
+        return;
+    }
+    wf_cuda_sgemm_bias(c, 0, 0, N, M, K, 1.0f, inp, K, 0, w, M, 0, 0.0f, pre, M, 0, 1, b);
+    wf_gelu_round_fwd(c, precision, pre, out, (long)N * M);
+}
+
+/* d(pre) from the gelu's backward (rounded in 16 bits), then dinp += d(pre) @ w^T */
+extern "C" void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *dout,
+                                         const float *pre, const float *w, int N, int K, int M) {
+    wf_gelu_round_bwd(c, wf_ctx_precision(c), dpre, pre, dout, (long)N * M);
+    wf_linear_bwd_input(c, dinp, dpre, w, N, K, M);
 }

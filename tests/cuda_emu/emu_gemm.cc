@@ -2,6 +2,7 @@
  * row-major, batched contract as cuda_rt.h states, as a plain loop summed in
  * double (no cuBLAS on the CPU).  beta == 0 ignores C, as cuBLAS does. */
 #include "cuda_rt.h"
+#include "gelu_value.h"
 
 static double gemm_flops;
 
@@ -35,6 +36,20 @@ extern "C" void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int
     for (int b = 0; bias && b < batch; b++)
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) C[b * sC + (long)i * ldc + j] += bias[j];
+}
+
+/* gemm.cu's GELU_AUX_BIAS epilogue: aux = the product plus the bias, C its
+ * GELU in the CPU backend's formula.  Always available here, as on the GPU
+ * for fp32 plans with ldc a multiple of 8; the bf16 / fp16 path (0) is
+ * taken where the real one takes it. */
+extern "C" int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda,
+                                       const float *B, int ldb, float *C, int ldc, const float *bias,
+                                       float *aux) {
+    if (wf_ctx_precision(c) != WF_FP32 || ldc % 8 != 0) return 0;
+    wf_cuda_sgemm_bias(c, 0, 0, M, N, K, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, aux, ldc, 0, 1, bias);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) C[(long)i * ldc + j] = wf_gelu_value(aux[(long)i * ldc + j]);
+    return 1;
 }
 
 extern "C" void wf_gemm_stats(double *seconds, double *flops) {

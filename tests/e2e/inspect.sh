@@ -35,6 +35,15 @@ check "one stage fuses all $((2 * layers)) pairs" grep -q "^fused residual_layer
 "$WEFT" check "$PLAN" --dump=graph >"$WORK/graph.txt" 2>&1
 check "--dump=graph marks both ops of a pair" \
   bash -c "grep -q 'add .*fused with op' '$WORK/graph.txt' && grep -q 'layernorm .*fused residual_layernorm with op' '$WORK/graph.txt'"
+# fused linear + gelu (compiler/fuse.c): every block's c_fc, across the
+# pipeline boundary too (the pair never straddles it); LLaMA's swiglu is not
+check "text names the $layers fused linear_gelu pairs (pp 2)" \
+  grep -q "^fused linear_gelu (linear + gelu in one call), $layers: h.0.mlp.c_fc .*h.$((layers - 1)).mlp.c_fc\$" "$WORK/all.txt"
+check "full recompute keeps them ($layers)" grep -q "^fused linear_gelu (linear + gelu in one call), $layers:" "$WORK/rc.txt"
+check "--dump=graph marks the linear and its gelu" \
+  bash -c "grep -q 'linear .*fused linear_gelu with op' '$WORK/graph.txt' && grep -q 'gelu .*fused with op' '$WORK/graph.txt'"
+"$WEFT" inspect plans/llama_tiny.lua >"$WORK/llama.txt" 2>&1 || true
+check "LLaMA: no linear_gelu pairs" bash -c "grep -q '^rank 0' '$WORK/llama.txt' && ! grep -q '^fused linear_gelu' '$WORK/llama.txt'"
 rc=0; "$WEFT" inspect "$PLAN" "${mesh[@]}" --rank 9 2>/dev/null || rc=$?
 check "a rank outside the plan is a usage error" test $rc = 2
 echo "$passed passed, $failed failed"

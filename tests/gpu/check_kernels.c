@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels_tp.h"
+#include "linear_gelu.h"
 #include "opt_backend.h"
 #include "weft/rt.h"
 
@@ -177,6 +178,39 @@ static void run_all(void) {
     put("linear_bwd_input", "dinp", dx, (long)N * C);
     wf_linear_bwd_weight(NULL, dW, NULL, dy, x, N, C, M);
     put("linear_bwd_weight", "dw (no bias)", dW, (long)C * M);
+
+    /* fused linear + GELU, fp32 (c is NULL): on CUDA M = 4C (a multiple of
+     * 8) takes cuBLASLt's GELU epilogue, MO (not one) the fallback, the bias
+     * epilogue and the elementwise kernel */
+    float *pre = buf((long)N * M), *dpre = buf((long)N * M);
+    wf_linear_gelu_fwd(NULL, pre, y, x, W, bias, N, C, M);
+    put("linear_gelu_fwd", "pre", pre, (long)N * M);
+    put("linear_gelu_fwd", "out", y, (long)N * M);
+    wf_linear_gelu_fwd(NULL, pre, y, x, W, NULL, N, C, M);
+    put("linear_gelu_fwd", "out (no bias)", y, (long)N * M);
+    enum { MO = 100 };
+    wf_linear_gelu_fwd(NULL, pre, y, x, W, bias, N, C, MO);
+    put("linear_gelu_fwd M=100", "pre", pre, (long)N * MO);
+    put("linear_gelu_fwd M=100", "out", y, (long)N * MO);
+    wf_linear_gelu_fwd(NULL, pre, y, x, W, bias, N, C, M);
+    wf_linear_gelu_bwd_input(NULL, dx, dpre, dy, pre, W, N, C, M);
+    put("linear_gelu_bwd_input", "dpre", dpre, (long)N * M);
+    put("linear_gelu_bwd_input", "dinp", dx, (long)N * C);
+    /* the bf16 / fp16 path: the bias GEMM, then round pre, gelu, round out in
+     * one kernel (and its backward); a value a few fp32 ulps off may round to
+     * the next 16-bit one, hence the 16-bit threshold */
+    static const int prec[2] = { WF_BF16, WF_FP16 };
+    for (int k = 0; k < 2; k++) {
+        char name[40];
+        snprintf(name, sizeof name, "gelu_round_fwd %s", k ? "fp16" : "bf16");
+        wf_linear_fwd(NULL, pre, x, W, bias, N, C, M);
+        wf_gelu_round_fwd(NULL, prec[k], pre, y, (long)N * M);
+        put(name, "pre [16-bit]", pre, (long)N * M);
+        put(name, "out [16-bit]", y, (long)N * M);
+        snprintf(name, sizeof name, "gelu_round_bwd %s", k ? "fp16" : "bf16");
+        wf_gelu_round_bwd(NULL, prec[k], dpre, pre, dy, (long)N * M);
+        put(name, "dpre [16-bit]", dpre, (long)N * M);
+    }
 
     /* attention; then over several of CUDA's tiles (a tile is 4096 / HS rows,
      * HS the head size rounded up to 16, 32, 64 or 128), T not a multiple of

@@ -1,6 +1,7 @@
 /* test_fused_16bit.c: under bf16 and fp16 plans the fused residual +
- * layernorm gives bit for bit what the unfused ops and the rounding calls the
- * compiler emits between them give (compiler/emit_ops.c):
+ * layernorm (and the fused linear + GELU, check_linear_gelu) gives bit for
+ * bit what the unfused ops and the rounding calls the compiler emits between
+ * them give (compiler/emit_ops.c):
  *   forward   add; round(res); layernorm
  *   backward  layernorm input gradient into dres; round(dres); add backward
  * The kernel reads the precision from the context (wf_ctx_precision), so the
@@ -85,8 +86,68 @@ static int check(int precision, const char *name) {
     return fails;
 }
 
+/* The fused linear + GELU against what the compiler emits for the unfused
+ * pair (emit_ops.c):
+ *   forward   linear; round(pre); gelu; round(out)
+ *   backward  gelu backward into dpre; round(dpre); linear backward;
+ *             round(dinp), round(dw), round(db)
+ * and for the fused one: the fused forward; the fused B half, the linear's W
+ * half and the same three roundings.  Returns the number of failed checks. */
+static int check_linear_gelu(int precision, const char *name) {
+    enum { M = 29 };
+    wf_program prog;
+    memset(&prog, 0, sizeof prog);
+    prog.precision = precision;
+    struct wf_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.p = &prog;
+    wf_ctx *c = &ctx;
+    long nx = (long)N * C, nw = (long)C * M, no = (long)N * M;
+    float *x = rand_buf(nx, 2.0f), *w = rand_buf(nw, 0.5f), *b = rand_buf(M, 0.5f);
+    round_to(c, precision, x, nx);
+    round_to(c, precision, w, nw);
+    round_to(c, precision, b, M);
+
+    float *pre = malloc(sizeof(float) * no), *out = malloc(sizeof(float) * no);
+    float *pre2 = malloc(sizeof(float) * no), *out2 = malloc(sizeof(float) * no);
+    wf_linear_gelu_fwd(c, pre, out, x, w, b, N, C, M);
+    wf_linear_fwd(c, pre2, x, w, b, N, C, M);
+    round_to(c, precision, pre2, no);
+    wf_gelu_fwd(c, out2, pre2, no);
+    round_to(c, precision, out2, no);
+    int fwd_ok = same(pre, pre2, no) && same(out, out2, no);
+    /* and the rounding is real: fp32 (no context) gives other values */
+    float *pre32 = malloc(sizeof(float) * no), *out32 = malloc(sizeof(float) * no);
+    wf_linear_gelu_fwd(NULL, pre32, out32, x, w, b, N, C, M);
+    int rounded = !same(pre, pre32, no) && !same(out, out32, no);
+
+    float *dout = rand_buf(no, 1.0f), *dpre = rand_buf(no, 1.0f);
+    round_to(c, precision, dout, no);
+    round_to(c, precision, dpre, no);
+    float *dx = rand_buf(nx, 1.0f), *dw = rand_buf(nw, 1.0f), *db = rand_buf(M, 1.0f);
+    float *dpre2 = dup(dpre, no), *dx2 = dup(dx, nx), *dw2 = dup(dw, nw), *db2 = dup(db, M);
+    wf_linear_gelu_bwd_input(c, dx, dpre, dout, pre, w, N, C, M);
+    wf_linear_bwd_weight(c, dw, db, dpre, x, N, C, M);
+    wf_gelu_bwd(c, dpre2, pre2, dout, no);
+    round_to(c, precision, dpre2, no);
+    wf_linear_bwd(c, dx2, dw2, db2, dpre2, x, w, N, C, M);
+    float *grads[2][3] = { { dx, dw, db }, { dx2, dw2, db2 } };
+    long lens[3] = { nx, nw, M };
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 3; j++) round_to(c, precision, grads[k][j], lens[j]);
+    int bwd_ok = same(dpre, dpre2, no) && same(dx, dx2, nx) && same(dw, dw2, nw) && same(db, db2, M);
+
+    printf("%-5s fused == linear, round, gelu, round (forward) %s\n", name, fwd_ok ? "ok" : "FAIL");
+    printf("%-5s pre and out are rounded (differ from fp32)    %s\n", name, rounded ? "ok" : "FAIL");
+    printf("%-5s fused == gelu, round, linear (backward)       %s\n", name, bwd_ok ? "ok" : "FAIL");
+    free(x), free(w), free(b), free(pre), free(out), free(pre2), free(out2), free(pre32), free(out32);
+    free(dout), free(dpre), free(dx), free(dw), free(db), free(dpre2), free(dx2), free(dw2), free(db2);
+    return !fwd_ok + !rounded + !bwd_ok;
+}
+
 int main(void) {
     int fails = check(WF_BF16, "bf16") + check(WF_FP16, "fp16");
+    fails += check_linear_gelu(WF_BF16, "bf16") + check_linear_gelu(WF_FP16, "fp16");
     printf("test_fused_16bit: %s\n", fails ? "FAILED" : "all passed");
     return fails ? 1 : 0;
 }

@@ -210,13 +210,25 @@ static void ref_attention_impl(const double *qkv, double *out, double *att)
 
 static void ref_attention(double *const *in, double *out) { ref_attention_impl(in[0], out, NULL); }
 
-static void ref_gelu(double *const *in, double *out)
+static void ref_gelu_n(double *const *in, double *out, long n)
 {
-    for (long i = 0; i < NE; i++) {
+    for (long i = 0; i < n; i++) {
         double x = in[0][i];
         out[i] = 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
     }
 }
+
+static void ref_gelu(double *const *in, double *out) { ref_gelu_n(in, out, NE); }
+
+/* gelu(linear(x)), the pair the compiler fuses: out (N, M) */
+static void ref_linear_gelu_impl(double *const *in, double *out, int with_bias)
+{
+    ref_linear_impl(in[0], in[1], with_bias ? in[2] : NULL, out);
+    double *pre[] = {out};
+    ref_gelu_n(pre, out, (long)N * M); /* elementwise: in place is fine */
+}
+static void ref_linear_gelu(double *const *in, double *out) { ref_linear_gelu_impl(in, out, 1); }
+static void ref_linear_gelu_nobias(double *const *in, double *out) { ref_linear_gelu_impl(in, out, 0); }
 
 static void ref_add(double *const *in, double *out)
 {
@@ -463,6 +475,73 @@ static void test_linear(int with_bias)
         if (!wrong_gradient_caught(&once, fd_w))
             failures++;
     }
+    tfree_all();
+}
+
+static int same_bits(const float *x, const float *y, long n);
+
+/* The fused linear + GELU (the compiler swaps it for the pair c_fc, gelu):
+ * forward against the float64 composition, and forward and backward (the B
+ * half, then the W half on the same d(pre)) bit for bit against the unfused
+ * calls, twice, so the accumulation is compared too. */
+static void test_linear_gelu(int with_bias)
+{
+    long n_x = (long)N * C, n_w = (long)C * M, n_out = (long)N * M;
+    float *x = frand(n_x, -1, 1), *w = frand(n_w, -1, 1);
+    float *b = with_bias ? frand(M, -1, 1) : NULL;
+    double *in[] = {to_double(x, n_x), to_double(w, n_w), b ? to_double(b, M) : NULL};
+    result r = {0, 0, 0};
+
+    float *pre = fbuf(n_out), *out = fbuf(n_out);
+    double *ref_pre = dbuf(n_out), *ref = dbuf(n_out);
+    wf_linear_gelu_fwd(NULL, pre, out, x, w, b, N, C, M);
+    ref_linear_impl(in[0], in[1], in[2], ref_pre);
+    double *gin[] = {ref_pre};
+    ref_gelu_n(gin, ref, n_out);
+    r.fwd = worse(rel_err(pre, ref_pre, n_out), rel_err(out, ref, n_out));
+
+    float *pre2 = fbuf(n_out), *out2 = fbuf(n_out);
+    wf_linear_fwd(NULL, pre2, x, w, b, N, C, M);
+    wf_gelu_fwd(NULL, out2, pre2, n_out);
+    int same = same_bits(pre, pre2, n_out) && same_bits(out, out2, n_out);
+
+    /* against finite differences: d(pre) is a fresh (zeroed) buffer per
+     * backward, as the gelu's input gradient is in a step */
+    float *dout = frand(n_out, -1, 1), *dpre = fbuf(n_out);
+    double *R = to_double(dout, n_out);
+    ref_fn f = with_bias ? ref_linear_gelu : ref_linear_gelu_nobias;
+    double *fd_x = fd_grad(f, in, 0, n_x, R, n_out), *fd_w = fd_grad(f, in, 1, n_w, R, n_out);
+    double *fd_b = with_bias ? fd_grad(f, in, 2, M, R, n_out) : NULL;
+    grad dx = grad_new(n_x), dw = grad_new(n_w), db = grad_new(M);
+    for (int call = 1; call <= 2; call++) {
+        memset(dpre, 0, sizeof(float) * (size_t)n_out);
+        wf_linear_gelu_bwd_input(NULL, dx.g, dpre, dout, pre, w, N, C, M);
+        wf_linear_bwd_weight(NULL, dw.g, with_bias ? db.g : NULL, dpre, x, N, C, M);
+        double e = worse(grad_err(dx.g, dx.g0, call, fd_x, n_x), grad_err(dw.g, dw.g0, call, fd_w, n_w));
+        if (with_bias)
+            e = worse(e, grad_err(db.g, db.g0, call, fd_b, M));
+        if (call == 1)
+            r.bwd = e;
+        else
+            r.acc = e;
+    }
+
+    /* bit for bit against the unfused calls, d(pre) accumulated into as well */
+    float *dpre1 = frand(n_out, -1, 1), *dpre2 = copy(dpre1, n_out);
+    float *dx2 = copy(dx.g, n_x), *dw2 = copy(dw.g, n_w), *db2 = copy(db.g, M);
+    for (int call = 1; call <= 2; call++) {
+        wf_linear_gelu_bwd_input(NULL, dx.g, dpre1, dout, pre, w, N, C, M);
+        wf_linear_bwd_weight(NULL, dw.g, with_bias ? db.g : NULL, dpre1, x, N, C, M);
+        wf_gelu_bwd(NULL, dpre2, pre2, dout, n_out);
+        wf_linear_bwd(NULL, dx2, dw2, with_bias ? db2 : NULL, dpre2, x, w, N, C, M);
+    }
+    same = same && same_bits(dpre1, dpre2, n_out) && same_bits(dx.g, dx2, n_x) && same_bits(dw.g, dw2, n_w) &&
+           same_bits(db.g, db2, M);
+    const char *name = with_bias ? "linear_gelu" : "linear_gelu (no b)";
+    report(name, r);
+    printf("%-16s %-22s %s\n", name, "== linear + gelu", same ? "ok" : "FAIL");
+    if (!same)
+        failures++;
     tfree_all();
 }
 
@@ -759,6 +838,8 @@ static void run_config(config cfg)
     test_layernorm();
     test_linear(1);
     test_linear(0);
+    test_linear_gelu(1);
+    test_linear_gelu(0);
     test_attention();
     test_gelu();
     test_add();

@@ -70,6 +70,20 @@ void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
 void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *dout,
                    const float *inp, const float *w, int N, int K, int M);
 
+/* Fused linear + GELU (the compiler forms it from a linear whose output a
+ * gelu reads next, as GPT-2's c_fc; compiler/fuse.c):
+ *   pre (N,M) = inp (N,K) @ w (K,M) + b (b may be NULL), out = gelu(pre);
+ * pre is the gelu's input, kept for backward.  Under a bf16 / fp16 plan both
+ * are stored rounded to it, pre before the gelu reads it, exactly as the
+ * unfused pair and its rounding calls store them.  Backward, the B half:
+ *   dpre = round(dpre + gelu'(pre) * dout) (the gelu's backward), then
+ *   dinp += dpre @ w^T;
+ * the W half is wf_linear_bwd_weight on dpre. */
+void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, const float *w,
+                        const float *b, int N, int K, int M);
+void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *dout,
+                              const float *pre, const float *w, int N, int K, int M);
+
 /* Causal self-attention. qkv is (N, 3C): q, k, v side by side, head h of q at
  * columns [h*C/H, (h+1)*C/H); out is (N, C).  att is what forward keeps for
  * backward, per backend (the compiler sizes it): the CPU's (B, H, T, T)

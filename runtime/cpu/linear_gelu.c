@@ -1,0 +1,56 @@
+/* linear_gelu.c: the fused linear + GELU of weft/rt.h on the CPU.
+ *
+ * Forward: the sgemm, then one pass over the rows that adds the bias, rounds
+ * the pre-activation to the plan's 16-bit type (if any), applies GELU and
+ * rounds its output; the unfused pair makes three or five passes (bias, gelu,
+ * and the rounding calls).  Each value goes through the same float
+ * operations as in wf_linear_fwd, wf_gelu_fwd and wf_to_bf16 / wf_to_fp16, so
+ * the results are bit for bit those of the unfused pair (test_kernels and
+ * test_fused_16bit check it).  Backward: the gelu's backward with its
+ * rounding in one pass, then the linear's input gradient; the weight
+ * gradient is wf_linear_bwd_weight on the rounded d(pre). */
+#include "weft/rt.h"
+
+#include "blas.h"
+#include "gelu_value.h"
+#include "linear_gelu.h"
+#include "precision_bits.h"
+
+void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, const float *w,
+                        const float *b, int N, int K, int M) {
+    int precision = wf_ctx_precision(c);
+    wf_sgemm(0, 0, N, M, K, 1.0f, inp, K, w, M, 0.0f, pre, M);
+#pragma omp parallel for schedule(static) if ((long)N * M > 65536)
+    for (int n = 0; n < N; n++) {
+        float *p = pre + (long)n * M, *o = out + (long)n * M;
+        for (int j = 0; j < M; j++) {
+            float x = b ? p[j] + b[j] : p[j];
+            x = wf_hd_round(precision, x);
+            p[j] = x;
+            o[j] = wf_hd_round(precision, wf_gelu_value(x));
+        }
+    }
+}
+
+void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *dout,
+                              const float *pre, const float *w, int N, int K, int M) {
+    wf_gelu_round_bwd(c, wf_ctx_precision(c), dpre, pre, dout, (long)N * M);
+    wf_linear_bwd_input(c, dinp, dpre, w, N, K, M);
+}
+
+void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        float x = wf_hd_round(precision, pre[i]);
+        pre[i] = x;
+        out[i] = wf_hd_round(precision, wf_gelu_value(x));
+    }
+}
+
+void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, const float *dout,
+                       long n) {
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
+}
