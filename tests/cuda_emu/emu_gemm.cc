@@ -1,15 +1,17 @@
 /* emu_gemm.cc: runtime/cuda/gemm.cu for the emulated build: the same
  * row-major, batched contract as cuda_rt.h states, as a plain loop summed in
- * double (no cuBLAS on the CPU).  beta == 0 ignores C, as cuBLAS does. */
+ * double (no cuBLAS on the CPU).  beta == 0 ignores C, as cuBLAS does.
+ * Each call is a device operation like a kernel launch: under WF_EMU_ASYNC it
+ * is queued behind the kernels before it (wf_emu::enqueue), so it reads what
+ * they wrote and a host read without a wait still shows. */
 #include "cuda_rt.h"
 #include "gelu_value.h"
 
 static double gemm_flops;
 
-extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
-                              const float *A, int lda, long sA, const float *B, int ldb, long sB,
-                              float beta, float *C, int ldc, long sC, int batch) {
-    (void)c;
+static void sgemm_now(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                      long sA, const float *B, int ldb, long sB, float beta, float *C, int ldc, long sC,
+                      int batch) {
     for (int b = 0; b < batch; b++) {
         const float *a = A + b * sA, *bm = B + b * sB;
         float *cm = C + b * sC;
@@ -25,6 +27,19 @@ extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, i
                 *out = beta == 0.0f ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *out);
             }
     }
+}
+
+static void bias_now(int M, int N, float *C, int ldc, long sC, int batch, const float *bias) {
+    for (int b = 0; bias && b < batch; b++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[b * sC + (long)i * ldc + j] += bias[j];
+}
+
+extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                              const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                              float beta, float *C, int ldc, long sC, int batch) {
+    (void)c;
+    wf_emu::enqueue([=] { sgemm_now(transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch); });
     gemm_flops += 2.0 * M * N * K * batch;
 }
 
@@ -33,9 +48,7 @@ extern "C" void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int
                                    const float *A, int lda, long sA, const float *B, int ldb, long sB,
                                    float beta, float *C, int ldc, long sC, int batch, const float *bias) {
     wf_cuda_sgemm(c, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
-    for (int b = 0; bias && b < batch; b++)
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[b * sC + (long)i * ldc + j] += bias[j];
+    wf_emu::enqueue([=] { bias_now(M, N, C, ldc, sC, batch, bias); });
 }
 
 /* gemm.cu's GELU_AUX_BIAS epilogue: aux = the product plus the bias, C its
@@ -47,8 +60,10 @@ extern "C" int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const flo
                                        float *aux) {
     if (wf_ctx_precision(c) != WF_FP32 || ldc % 8 != 0) return 0;
     wf_cuda_sgemm_bias(c, 0, 0, M, N, K, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, aux, ldc, 0, 1, bias);
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) C[(long)i * ldc + j] = wf_gelu_value(aux[(long)i * ldc + j]);
+    wf_emu::enqueue([=] {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(long)i * ldc + j] = wf_gelu_value(aux[(long)i * ldc + j]);
+    });
     return 1;
 }
 
