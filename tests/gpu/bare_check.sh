@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# tests/gpu/bare_check.sh [ROOT]: tries tests/gpu/check.sh the way the bare GPU
+# machine will run it, on a Debian 12 machine without a GPU.  Needs root and
+# the network (debootstrap, apt-get download): not part of ctest.
+#
+#  1. bundles the dependencies (tests/gpu/bundle.sh) unless .gpu-deps exists;
+#  2. makes a minimal Debian 12 chroot in ROOT (default /tmp/weft-bare) with
+#     only gcc, g++, make and cmake, as the GPU image has (checks that it holds
+#     none of weft's dependencies), and mounts the CUDA toolkit read-only in it;
+#  3. copies the working tree and .gpu-deps in, runs check.sh there: it must
+#     configure, build the CPU and CUDA runtimes and stop at its "no GPU" row;
+#  4. in the same environment (deps_env.sh), trains plans/tiny.lua for 3 steps
+#     on 2 ranks (the relocated Open MPI, as root) and checks that the loss of
+#     both ranks' run matches a 1-rank run's (tests/e2e/lib.sh's same_field).
+# Output: the chroot's check.sh results in ROOT/weft-out; exit 0 if all passed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=${1:-/tmp/weft-bare}
+CUDA=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}")
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+[ "$(id -u)" = 0 ] || { echo "bare_check.sh: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
+
+[ -f .gpu-deps/manifest.txt ] || bash tests/gpu/bundle.sh
+if [ ! -x "$ROOT/usr/bin/cmake" ]; then
+  command -v debootstrap >/dev/null || apt-get install -y debootstrap
+  debootstrap --variant=minbase --include=gcc,g++,make,cmake bookworm "$ROOT" "$MIRROR"
+fi
+in_root() {  # a clean environment, like a fresh login on the GPU machine
+  chroot "$ROOT" /usr/bin/env -i HOME=/root TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
+}
+# the point: none of weft's dependencies in the chroot
+if in_root 'command -v pkg-config || command -v mpirun || command -v mpicc ||
+            ls /usr/include/lua5.4 /usr/include/cjson /usr/include/x86_64-linux-gnu/openblas* 2>/dev/null'; then
+  echo "bare_check.sh: $ROOT is not bare (it has one of weft's dependencies)" >&2; exit 1
+fi
+
+mounted=()
+cleanup() {
+  local m
+  for m in "${mounted[@]}"; do umount "$m" 2>/dev/null || umount -l "$m"; done
+}
+trap cleanup EXIT
+mount_in() {  # mount_in SRC DEST [OPTIONS]
+  mkdir -p "$ROOT$2"
+  mount --bind "$1" "$ROOT$2"
+  [ -z "${3:-}" ] || mount -o remount,bind,"$3" "$ROOT$2"
+  mounted=("$ROOT$2" "${mounted[@]}")
+}
+mount_in /proc /proc
+mount_in /dev /dev
+mount_in "$CUDA" /usr/local/cuda ro
+
+# the working tree as the device tool sends it: tracked and untracked-not-ignored
+# files, plus the carried folder
+rm -rf "$ROOT/weft" "$ROOT/weft-out" "$ROOT/tmp/weft-deps"
+mkdir -p "$ROOT/weft"
+{ git ls-files -z; git ls-files -z --others --exclude-standard; } |
+  tar -cf - --null -T - .gpu-deps | tar -xf - -C "$ROOT/weft"
+
+echo "== check.sh in the bare chroot $ROOT =="
+rc=0
+in_root 'cd /weft && OUT=/weft-out bash tests/gpu/check.sh' || rc=$?
+grep -q '^GPU checks .*skipped: no GPU.* ok$' "$ROOT/weft-out/summary.txt" ||
+  { echo "bare_check.sh: check.sh did not reach its 'no GPU' row"; rc=1; }
+
+echo "== 2 ranks on the relocated MPI: plans/tiny.lua, 3 steps, vs 1 rank =="
+in_root 'cd /weft && source tests/gpu/deps_env.sh >/dev/null &&
+  export WEFT=$PWD/build-gpu/compiler/weft WEFT_RUNTIME=$PWD/build-gpu/runtime &&
+  source tests/e2e/lib.sh && data=$(make_data) &&
+  echo "mpirun: $(command -v mpirun), $(mpirun --version | head -1)" &&
+  build_plan one plans/tiny.lua --set mesh.dp=1 &&
+  build_plan dp2 plans/tiny.lua --set mesh.dp=2 &&
+  run_plan one --steps 3 --data "$data" --metrics $WORK/one.jsonl &&
+  run_plan dp2 --steps 3 --data "$data" --metrics $WORK/dp2.jsonl &&
+  same_field loss $WORK/one.jsonl $WORK/dp2.jsonl 1e-4 && echo &&
+  ldd build-gpu/compiler/weft $WORK/dp2/build/stage0 | grep -E "not found|weft-deps" | sort -u' || rc=$?
+echo "bare_check.sh: $([ $rc = 0 ] && echo passed || echo FAILED) (check.sh results in $ROOT/weft-out)"
+exit $rc
