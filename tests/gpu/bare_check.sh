@@ -48,6 +48,7 @@ mount_in() {  # mount_in SRC DEST [OPTIONS]
   mounted=("$ROOT$2" "${mounted[@]}")
 }
 mount_in /proc /proc
+mount_in /sys /sys
 mount_in /dev /dev
 mount_in "$CUDA" /usr/local/cuda ro
 
@@ -68,12 +69,46 @@ echo "== 2 ranks on the relocated MPI: plans/tiny.lua, 3 steps, vs 1 rank =="
 in_root 'cd /weft && source tests/gpu/deps_env.sh >/dev/null &&
   export WEFT=$PWD/build-gpu/compiler/weft WEFT_RUNTIME=$PWD/build-gpu/runtime &&
   source tests/e2e/lib.sh && data=$(make_data) &&
-  echo "mpirun: $(command -v mpirun), $(mpirun --version | head -1)" &&
+  echo "mpirun: $(command -v mpirun), $(mpirun --version 2>&1 | head -1)" &&
   build_plan one plans/tiny.lua --set mesh.dp=1 &&
   build_plan dp2 plans/tiny.lua --set mesh.dp=2 &&
   run_plan one --steps 3 --data "$data" --metrics $WORK/one.jsonl &&
   run_plan dp2 --steps 3 --data "$data" --metrics $WORK/dp2.jsonl &&
   same_field loss $WORK/one.jsonl $WORK/dp2.jsonl 1e-4 && echo &&
   ldd build-gpu/compiler/weft $WORK/dp2/build/stage0 | grep -E "not found|weft-deps" | sort -u' || rc=$?
+
+# NCCL only in the venv (as the GPU image may have it): a toolkit made of links
+# to the real one without NCCL's files, nvidia/nccl/{include,lib} in a venv's
+# site-packages, and a stand-in python3 there that names it (the chroot has no
+# Python); deps_env.sh must find it, cmake/cuda.cmake take it, and a generated
+# CUDA program link it
+echo "== NCCL from a Python wheel (a toolkit without NCCL) =="
+in_root 'set -e
+  real=/usr/local/cuda fake=/opt/cuda-nonccl t=targets/x86_64-linux
+  rm -rf $fake /opt/torch && mkdir -p $fake/bin $fake/$t
+  for e in $real/*; do case ${e##*/} in bin|targets|include|lib|lib64) ;; *) ln -s $e $fake/ ;; esac; done
+  for e in $real/bin/*; do ln -s $e $fake/bin/; done
+  for e in $real/$t/*; do
+    case ${e##*/} in
+      include|lib) mkdir $fake/$t/${e##*/}
+        for f in $e/*; do case ${f##*/} in nccl*|libnccl*) ;; *) ln -s $f $fake/$t/${e##*/}/ ;; esac; done ;;
+      *) ln -s $e $fake/$t/ ;;
+    esac
+  done
+  ln -s $t/include $fake/include; ln -s $t/lib $fake/lib64; ln -s $t/lib $fake/lib
+  sp=/opt/torch/.venv/lib/python3.12/site-packages
+  mkdir -p $sp/nvidia/nccl/include $sp/nvidia/nccl/lib /opt/torch/.venv/bin
+  cp $real/include/nccl.h $sp/nvidia/nccl/include/
+  cp -L $real/lib64/libnccl.so.2 $sp/nvidia/nccl/lib/
+  printf "#!/bin/sh\necho $sp\n" >/opt/torch/.venv/bin/python3 && chmod +x /opt/torch/.venv/bin/python3
+  cd /weft && export PATH=$fake/bin:$PATH
+  DEPS_LOG=/weft-out/deps-wheel.txt source tests/gpu/deps_env.sh >/dev/null
+  grep "^nccl: Python wheel: $sp/nvidia/nccl" /weft-out/deps-wheel.txt
+  cmake -S . -B build-wheel -DCMAKE_BUILD_TYPE=Release $WEFT_CMAKE_ARGS >/weft-out/wheel-configure.log
+  grep -o "CUDA backend on.*" /weft-out/wheel-configure.log | grep "NCCL $sp/nvidia/nccl/lib/libnccl.so.2"
+  cmake --build build-wheel -j2 --target weft weftrt_cuda >/weft-out/wheel-build.log
+  build-wheel/compiler/weft compile plans/tiny.lua --backend cuda -o /tmp/tiny-cuda >/dev/null
+  cmake -S /tmp/tiny-cuda -B /tmp/tiny-cuda/build >/dev/null && cmake --build /tmp/tiny-cuda/build -j2 >/dev/null
+  ldd /tmp/tiny-cuda/build/stage0 | grep libnccl | grep "$sp"' || rc=$?
 echo "bare_check.sh: $([ $rc = 0 ] && echo passed || echo FAILED) (check.sh results in $ROOT/weft-out)"
 exit $rc

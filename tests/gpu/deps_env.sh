@@ -60,7 +60,11 @@ deps_unpack() {
       for s in $sonames; do deps_host_has_lib "$s" || need=1; done
     fi
     [ -n "$need" ] || continue
-    deps_unpack_deb "$WEFT_DEPS_BUNDLE/$deb" || return 1
+    # a stamp per package: a second run (the benchmark alone) unpacks nothing
+    if [ ! -f "$WEFT_DEPS/.unpacked/$deb" ]; then
+      deps_unpack_deb "$WEFT_DEPS_BUNDLE/$deb" || return 1
+      mkdir -p "$WEFT_DEPS/.unpacked" && : >"$WEFT_DEPS/.unpacked/$deb"
+    fi
     used="$used $pkg"
   done <"$WEFT_DEPS_BUNDLE/manifest.txt"
   [ -n "$used" ] || return 1
@@ -76,10 +80,22 @@ deps_fix_prefix() {
     grep -q "$WEFT_DEPS/usr" "$pc" ||
       sed -i -e "s|=/usr\\b|=$WEFT_DEPS/usr|g" -e "s|\\([ =]\\)-\\([IL]\\)/usr\\b|\\1-\\2$WEFT_DEPS/usr|g" "$pc"
   done
+  for pc in $(find "$WEFT_DEPS" -name '*mca-params.conf' -type f); do
+    grep -q "$WEFT_DEPS/usr" "$pc" || sed -i -e "s|= */usr/|= $WEFT_DEPS/usr/|" "$pc"
+  done
   find "$WEFT_DEPS" -type l | while read -r l; do
     t=$(readlink "$l")
     case $t in /*) case $t in "$WEFT_DEPS"/*) ;; *) ln -sfn "$WEFT_DEPS$t" "$l" ;; esac ;; esac
   done
+}
+
+# is this path in the prefix (unpacked by an earlier run, not the machine's own)?
+deps_ours() { case $1 in "$WEFT_DEPS"/*) return 0 ;; esac; return 1; }
+
+deps_any() {  # deps_any FILE...: true if one of them exists
+  local f
+  for f in "$@"; do [ -e "$f" ] && return 0; done
+  return 1
 }
 
 deps_prepend() {  # deps_prepend VAR DIR: DIR first in the colon list VAR, once
@@ -102,6 +118,7 @@ deps_use_prefix() {
   deps_prepend PKG_CONFIG_PATH "$u/lib/$deps_arch/pkgconfig"
   # headers under the multiarch folder (cblas.h), where a non-Debian gcc does not look
   deps_prepend CPATH "$u/include/$deps_arch/openblas-pthread"
+  deps_prepend CPATH "$u/include/$deps_arch"
   deps_prepend CPATH "$u/include"
   deps_prepend LIBRARY_PATH "$u/lib/$deps_arch"
   # CMake's find_* look under these too (FindMPI, FindOpenMP, find_library)
@@ -145,7 +162,7 @@ fi
 rm -rf "$deps_t"
 
 # ---- pkg-config, then what the build looks up through it ---------------------
-if command -v pkg-config >/dev/null 2>&1; then
+if command -v pkg-config >/dev/null 2>&1 && ! deps_ours "$(command -v pkg-config)"; then
   deps_note pkg-config "machine: $(command -v pkg-config)"
 else
   deps_from_bundle pkg-config pkgconf
@@ -153,7 +170,8 @@ else
 fi
 export PKG_CONFIG=$(command -v pkg-config || true)
 for dep in lua5.4:lua openblas:openblas libcjson:cjson; do
-  if pkg-config --exists "${dep%%:*}" 2>/dev/null; then
+  if pkg-config --exists "${dep%%:*}" 2>/dev/null &&
+     ! deps_ours "$(pkg-config --variable=libdir "${dep%%:*}")"; then
     deps_note "${dep%%:*}" "machine: $(pkg-config --variable=libdir "${dep%%:*}")"
   else
     deps_from_bundle "${dep%%:*}" "${dep#*:}"
@@ -163,7 +181,8 @@ for dep in lua5.4:lua openblas:openblas libcjson:cjson; do
 done
 
 # ---- MPI: mpicc (FindMPI) and mpirun (launch.sh) ------------------------------
-if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 &&
+   ! deps_ours "$(command -v mpirun)"; then
   deps_note mpi "machine: $(command -v mpirun) ($(mpirun --version 2>&1 | head -1))"
 else
   deps_from_bundle mpi mpi
@@ -178,9 +197,19 @@ else
       OPAL_DATAROOTDIR=$u/share OPAL_DATADIR=$u/share OPAL_PKGDATADIR=$u/share/openmpi \
       OPAL_SYSCONFDIR=$WEFT_DEPS/etc/openmpi OPAL_LOCALSTATEDIR=$WEFT_DEPS/var \
       OPAL_MANDIR=$u/share/man OPAL_INFODIR=$u/share/info
-    # PMIx (libpmix2) looks for its plugins and help files under its own prefix
-    export PMIX_INSTALL_PREFIX=$u/lib/$deps_arch/pmix2
+    # PMIx (libpmix2) has a prefix of its own, for its plugins, help files and
+    # pmix-mca-params.conf (in share/; deps_fix_prefix repoints the plugin path in it)
+    p=$u/lib/$deps_arch/pmix2
+    export PMIX_PREFIX=$p PMIX_EXEC_PREFIX=$p PMIX_LIBDIR=$p/lib PMIX_PKGLIBDIR=$p/lib/pmix \
+      PMIX_DATAROOTDIR=$p/share PMIX_DATADIR=$p/share PMIX_PKGDATADIR=$p/share/pmix \
+      PMIX_SYSCONFDIR=$p/share
+    # what dpkg -x leaves out: the soname link of PSM (ldconfig makes it) and ssh
+    # (one node: ORTE's isolated launcher starts the ranks itself)
+    [ -e "$u/lib/libpsm1/libpsm_infinipath.so.1" ] ||
+      ln -sfn "$(cd "$u/lib/libpsm1" 2>/dev/null && ls libpsm_infinipath.so.1.* | head -1)" "$u/lib/libpsm1/libpsm_infinipath.so.1"
+    deps_prepend LD_LIBRARY_PATH "$u/lib/libpsm1"
     deps_prepend LD_LIBRARY_PATH "$u/lib/$deps_arch/openmpi/lib"
+    unset p
     unset u
     if mpicc -showme:version >/dev/null 2>&1 && mpirun --version >/dev/null 2>&1; then
       deps_note mpi "relocated Open MPI: $(mpirun --version 2>&1 | head -1)"
@@ -190,12 +219,26 @@ else
     fi
   fi
 fi
-# root, a shared node, no ssh: what a one-node Open MPI run here needs
+# root, a shared node, no ssh: what a one-node Open MPI run here needs.  Without
+# ssh Open MPI 4's launcher refuses to start even on one node; its isolated
+# launcher starts the ranks itself
+if ! command -v ssh >/dev/null 2>&1 && ! command -v rsh >/dev/null 2>&1 &&
+   mpirun --version 2>&1 | grep -q 'Open MPI) [1-4]\.'; then
+  export OMPI_MCA_plm=${OMPI_MCA_plm:-isolated}
+  deps_note ssh "none: OMPI_MCA_plm=$OMPI_MCA_plm"
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# shared memory without cross-process reads (CMA), which sandboxes may refuse:
+# copies through the shared buffers (Open MPI 4's vader, 5's sm)
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+export OMPI_MCA_btl_sm_single_copy_mechanism=${OMPI_MCA_btl_sm_single_copy_mechanism:-none}
 
 # ---- CUDA: nvcc, NCCL, CUPTI ------------------------------------------------------
-deps_nvcc=$(command -v nvcc || ls "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" /usr/local/cuda/bin/nvcc 2>/dev/null | head -1)
+deps_nvcc=$(command -v nvcc || true)
+for deps_f in "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
+  [ -z "$deps_nvcc" ] && [ -x "$deps_f" ] && deps_nvcc=$deps_f
+done
 if [ -n "$deps_nvcc" ]; then
   deps_note nvcc "machine: $deps_nvcc ($("$deps_nvcc" --version | grep -o 'release [0-9.]*'))"
   deps_cuda=$(cd "$(dirname "$deps_nvcc")/.." && pwd)
@@ -219,7 +262,7 @@ deps_in_wheels() {  # deps_in_wheels NAME-GLOB: the first such file under nvidia
   local w
   for w in $(deps_wheels); do find "$w" -name "$1" \( -type f -o -type l \) 2>/dev/null; done | sort | head -1
 }
-if ls "$deps_cuda"/lib64/libnccl.so* "$deps_cuda"/lib/libnccl.so* >/dev/null 2>&1 &&
+if deps_any "$deps_cuda"/lib64/libnccl.so* "$deps_cuda"/lib/libnccl.so* &&
    [ -f "$deps_cuda/include/nccl.h" ]; then
   deps_note nccl "next to nvcc: $deps_cuda"
 elif deps_host_has_lib libnccl.so.2 && [ -f /usr/include/nccl.h ]; then
@@ -236,7 +279,7 @@ else
   fi
 fi
 # CUPTI only serves the benchmark's kernel profile (libweft_kprof.so)
-if ls "$deps_cuda"/extras/CUPTI/lib64/libcupti.so "$deps_cuda"/lib64/libcupti.so "$deps_cuda"/lib/libcupti.so >/dev/null 2>&1; then
+if deps_any "$deps_cuda"/extras/CUPTI/lib64/libcupti.so "$deps_cuda"/lib64/libcupti.so "$deps_cuda"/lib/libcupti.so; then
   deps_note cupti "next to nvcc: $deps_cuda"
 else
   deps_h=$(deps_in_wheels cupti.h); deps_l=$(deps_in_wheels 'libcupti.so*')
@@ -248,7 +291,7 @@ else
     deps_note cupti "none (the benchmark runs without its kernel-class profile)"
   fi
 fi
-unset deps_h deps_l deps_nvcc
+unset deps_h deps_l deps_nvcc deps_f
 export WEFT_CMAKE_ARGS
 export WEFT_DEPS_READY=1
 [ "$deps_missing" = 0 ]
