@@ -9,9 +9,14 @@
 #     none of weft's dependencies), and mounts the CUDA toolkit read-only in it;
 #  3. copies the working tree and .gpu-deps in, runs check.sh there: it must
 #     configure, build the CPU and CUDA runtimes and stop at its "no GPU" row;
-#  4. in the same environment (deps_env.sh), trains plans/tiny.lua for 3 steps
+#  4. runs check.sh again past its GPU line (a stand-in nvidia-smi): the CPU
+#     halves train through the relocated MPI, the CUDA programs load their
+#     libraries and stop at the driver, $OUT holds at most 8 files;
+#  5. in the same environment (deps_env.sh), trains plans/tiny.lua for 3 steps
 #     on 2 ranks (the relocated Open MPI, as root) and checks that the loss of
-#     both ranks' run matches a 1-rank run's (tests/e2e/lib.sh's same_field).
+#     both ranks' run matches a 1-rank run's (tests/e2e/lib.sh's same_field);
+#  6. NCCL from a Python wheel: a toolkit without NCCL (links to the real one),
+#     nvidia/nccl in a venv: found, configured, linked into a CUDA program.
 # Output: the chroot's check.sh results in ROOT/weft-out; exit 0 if all passed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -54,7 +59,7 @@ mount_in "$CUDA" /usr/local/cuda ro
 
 # the working tree as the device tool sends it: tracked and untracked-not-ignored
 # files, plus the carried folder
-rm -rf "$ROOT/weft" "$ROOT/weft-out" "$ROOT/tmp/weft-deps"
+rm -rf "$ROOT/weft" "$ROOT"/weft-out* "$ROOT/tmp/weft-deps"
 mkdir -p "$ROOT/weft"
 { git ls-files -z; git ls-files -z --others --exclude-standard; } |
   tar -cf - --null -T - .gpu-deps | tar -xf - -C "$ROOT/weft"
@@ -64,6 +69,20 @@ rc=0
 in_root 'cd /weft && OUT=/weft-out bash tests/gpu/check.sh' || rc=$?
 grep -q '^GPU checks .*skipped: no GPU.* ok$' "$ROOT/weft-out/summary.txt" ||
   { echo "bare_check.sh: check.sh did not reach its 'no GPU' row"; rc=1; }
+
+# past the GPU line, with a stand-in nvidia-smi: the CPU halves of two layouts
+# train (10 steps each, through the relocated MPI), the CUDA programs load all
+# their libraries and stop at the driver, and $OUT holds at most 8 files
+echo "== check.sh past its GPU line (a stand-in nvidia-smi; LAYOUTS=\"one-rank dp2\") =="
+printf '#!/bin/sh\necho "GPU 0: stand-in (bare_check.sh)"\n' >"$ROOT/usr/local/bin/nvidia-smi"
+chmod +x "$ROOT/usr/local/bin/nvidia-smi"
+in_root 'cd /weft && OUT=/weft-out-fake LAYOUTS="one-rank dp2" bash tests/gpu/check.sh >/weft-out-fake.log 2>&1' || true
+rm -f "$ROOT/usr/local/bin/nvidia-smi"
+in_root 'set -e; cd /weft-out-fake; ls; n=$(ls | wc -l); echo "$n files in \$OUT"; [ "$n" -le 8 ]
+  rm -rf /tmp/fake-logs && mkdir /tmp/fake-logs && tar -xzf logs.tar.gz -C /tmp/fake-logs && cd /tmp/fake-logs
+  for f in one-rank-cpu.jsonl dp2-cpu.jsonl; do echo "$f: $(wc -l <$f) steps"; [ "$(wc -l <$f)" = 10 ]; done
+  ! grep -l "error while loading shared libraries" *.log
+  grep -h -m1 -o "CUDA driver version is insufficient.*\|no CUDA-capable device.*" dp2-cuda.log' || rc=$?
 
 echo "== 2 ranks on the relocated MPI: plans/tiny.lua, 3 steps, vs 1 rank =="
 in_root 'cd /weft && source tests/gpu/deps_env.sh >/dev/null &&

@@ -56,7 +56,8 @@ pack() {
   [ $? -le 1 ] && mv -f "$RESULTS/.logs.tar.gz" "$RESULTS/logs.tar.gz"
   return 0
 }
-(while sleep 20; do pack; done) &
+# (tests/e2e/lib.sh replaces the EXIT trap: the loop also ends with this script)
+(while sleep 20; do kill -0 $$ 2>/dev/null || exit 0; pack; done) &
 packer=$!
 trap 'kill $packer 2>/dev/null' EXIT
 finish() {
@@ -130,7 +131,7 @@ train_both() {
        ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
            --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
            >"$OUT/$name-$backend.log" 2>&1; then
-      tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
+      tail -n 5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
       row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
       ok=1
     fi
@@ -194,7 +195,7 @@ case " ${LAYOUTS:-one-rank} " in *" one-rank "*)
     row "tiny one-rank: graph vs --no-graph loss (identical)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
     row "tiny one-rank: graph vs --no-graph norm (identical)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
   else
-    tail -5 "$OUT/one-rank-eager.log" 2>/dev/null
+    tail -n 5 "$OUT/one-rank-eager.log" 2>/dev/null
     row "tiny one-rank: --no-graph run" "did not run (see one-rank-eager.log)" FAIL
   fi ;;
 esac
@@ -218,7 +219,7 @@ if OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout 240 bash bench/gpu_gpt2.sh >"
   row "GPT-2 124M bf16 (target 500k tokens/s)" \
       "$(sed -n 's/^tokens\/s *\([0-9]*\).*/\1 tokens\/s/p' "$OUT/gpt2_bench.txt"), MFU $(sed -n 's/^MFU *\([0-9.]*%\).*/\1/p' "$OUT/gpt2_bench.txt")" ok
 else
-  tail -20 "$OUT/bench.log" "$OUT"/gpt2_*.log 2>/dev/null
+  tail -n 20 "$OUT/bench.log" "$OUT"/gpt2_*.log 2>/dev/null
   row "GPT-2 124M bf16 benchmark" "did not build or run (see bench.log)" FAIL
 fi
 finish

@@ -244,6 +244,17 @@ if [ -n "$deps_nvcc" ]; then
   deps_cuda=$(cd "$(dirname "$deps_nvcc")/.." && pwd)
   export CUDA_HOME=${CUDA_HOME:-$deps_cuda}
   deps_prepend PATH "$deps_cuda/bin"
+  # programs link the toolkit's shared cudart/cuBLAS without an rpath (CMake
+  # counts its folder as implicit): the loader must know it
+  if ! deps_host_has_lib libcudart.so.13 && ! deps_host_has_lib libcudart.so.12; then
+    for deps_f in "$deps_cuda/lib64" "$deps_cuda/lib"; do
+      if deps_any "$deps_f"/libcudart.so.*; then
+        deps_prepend LD_LIBRARY_PATH "$deps_f"
+        deps_note cudart "not known to the loader: LD_LIBRARY_PATH += $deps_f"
+        break
+      fi
+    done
+  fi
 else
   deps_note nvcc "MISSING (no CUDA toolkit: the CUDA runtime will not build)"; deps_missing=1
   deps_cuda=/nonexistent
