@@ -60,6 +60,7 @@ deps_unpack() {
       for s in $sonames; do deps_host_has_lib "$s" || need=1; done
     fi
     [ -n "$need" ] || continue
+    [ -f "$WEFT_DEPS_BUNDLE/$deb" ] || return 1
     # a stamp per package: a second run (the benchmark alone) unpacks nothing
     if [ ! -f "$WEFT_DEPS/.unpacked/$deb" ]; then
       deps_unpack_deb "$WEFT_DEPS_BUNDLE/$deb" || return 1
@@ -137,9 +138,9 @@ deps_from_bundle() {  # deps_from_bundle NAME GROUP: unpack, or count it missing
 }
 
 # ---- compilers and build tools: the image's own, nothing to carry -----------
-for tool in cc c++ cmake ar; do
-  if command -v $tool >/dev/null 2>&1; then deps_note "$tool" "machine: $(command -v $tool)"
-  else deps_note "$tool" MISSING; deps_missing=1; fi
+for deps_f in cc c++ cmake ar; do
+  if command -v $deps_f >/dev/null 2>&1; then deps_note "$deps_f" "machine: $(command -v $deps_f)"
+  else deps_note "$deps_f" MISSING; deps_missing=1; fi
 done
 if command -v make >/dev/null 2>&1; then
   deps_note make "machine: $(command -v make)"
@@ -169,14 +170,15 @@ else
   [ -x "$WEFT_DEPS/usr/bin/pkgconf" ] && ln -sfn ../usr/bin/pkgconf "$WEFT_DEPS/bin/pkg-config"
 fi
 export PKG_CONFIG=$(command -v pkg-config || true)
-for dep in lua5.4:lua openblas:openblas libcjson:cjson; do
-  if pkg-config --exists "${dep%%:*}" 2>/dev/null &&
-     ! deps_ours "$(pkg-config --variable=libdir "${dep%%:*}")"; then
-    deps_note "${dep%%:*}" "machine: $(pkg-config --variable=libdir "${dep%%:*}")"
+# MODULE:GROUP (the pkg-config module, its group in the bundle's manifest)
+for deps_f in lua5.4:lua openblas:openblas libcjson:cjson; do
+  deps_m=${deps_f%%:*}
+  if pkg-config --exists "$deps_m" 2>/dev/null && ! deps_ours "$(pkg-config --variable=libdir "$deps_m")"; then
+    deps_note "$deps_m" "machine: $(pkg-config --variable=libdir "$deps_m")"
   else
-    deps_from_bundle "${dep%%:*}" "${dep#*:}"
-    pkg-config --exists "${dep%%:*}" 2>/dev/null ||
-      { deps_note "${dep%%:*}" "MISSING: pkg-config still does not find it"; deps_missing=1; }
+    deps_from_bundle "$deps_m" "${deps_f#*:}"
+    pkg-config --exists "$deps_m" 2>/dev/null ||
+      { deps_note "$deps_m" "MISSING: pkg-config still does not find it"; deps_missing=1; }
   fi
 done
 
@@ -188,7 +190,7 @@ else
   deps_from_bundle mpi mpi
   if [ -x "$WEFT_DEPS/usr/bin/orterun" ]; then
     # Debian names them through alternatives, which dpkg -x does not make
-    for t in mpirun mpiexec mpicc; do ln -sfn "../usr/bin/$t.openmpi" "$WEFT_DEPS/bin/$t"; done
+    for deps_f in mpirun mpiexec mpicc; do ln -sfn "../usr/bin/$deps_f.openmpi" "$WEFT_DEPS/bin/$deps_f"; done
     # Open MPI relocated: each folder it was built with (ompi_info --path all)
     u=$WEFT_DEPS/usr
     export OPAL_PREFIX=$u OPAL_EXEC_PREFIX=$u OPAL_BINDIR=$u/bin OPAL_SBINDIR=$u/sbin \
@@ -302,7 +304,7 @@ else
     deps_note cupti "none (the benchmark runs without its kernel-class profile)"
   fi
 fi
-unset deps_h deps_l deps_nvcc deps_f
+unset deps_h deps_l deps_m deps_nvcc deps_f
 export WEFT_CMAKE_ARGS
 export WEFT_DEPS_READY=1
 [ "$deps_missing" = 0 ]
