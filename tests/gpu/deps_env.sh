@@ -183,8 +183,9 @@ for deps_f in lua5.4:lua openblas:openblas libcjson:cjson; do
 done
 
 # ---- MPI: mpicc (FindMPI) and mpirun (launch.sh) ------------------------------
+# an Open MPI one: launch.sh passes mpirun Open MPI's options (MPICH's would refuse them)
 if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 &&
-   ! deps_ours "$(command -v mpirun)"; then
+   ! deps_ours "$(command -v mpirun)" && mpirun --version 2>&1 | grep -q 'Open MPI\|Open RTE'; then
   deps_note mpi "machine: $(command -v mpirun) ($(mpirun --version 2>&1 | head -1))"
 else
   deps_from_bundle mpi mpi
