@@ -33,6 +33,9 @@ CUT="libc6 libgcc-s1 libstdc++6 gcc-12-base libgomp1 libatomic1 debconf
 
 command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
   { echo "bundle.sh: needs a Debian machine (apt-get, dpkg-deb)" >&2; exit 2; }
+# the sonames in the manifest decide what the GPU machine unpacks: without
+# them every library would be unpacked and shadow the machine's own
+command -v readelf >/dev/null || { echo "bundle.sh: needs readelf (binutils)" >&2; exit 2; }
 [ "$(dpkg --print-architecture)" = amd64 ] ||
   { echo "bundle.sh: the GPU machine is amd64; this machine is $(dpkg --print-architecture)" >&2; exit 2; }
 
@@ -89,7 +92,7 @@ for spec in "${GROUPS_SPEC[@]}"; do
 done
 
 echo "bundle.sh: downloading $(cut -d' ' -f3 "$manifest" | sort -u | wc -l) packages into $DEST"
-(cd "$DEST" && apt-get download -q $(cut -d' ' -f3 "$manifest" | sort -u)) >/dev/null
+(cd "$DEST" && apt-get download -q -o APT::Sandbox::User=root $(cut -d' ' -f3 "$manifest" | sort -u)) >/dev/null
 
 # manifest.txt: GROUP ROLE PACKAGE FILE [SONAME...] (the sonames of the shared
 # libraries the package holds, read from the libraries themselves)
