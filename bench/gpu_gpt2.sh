@@ -12,6 +12,11 @@
 # --set, to try the script itself where there is no GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the build and run dependencies: the machine's own, else the carried .debs
+# (a no-op under tests/gpu/check.sh, which has set them up)
+set +euo pipefail
+source tests/gpu/deps_env.sh >/dev/null || echo "gpu_gpt2.sh: dependencies missing (bash tests/gpu/bundle.sh, carry .gpu-deps)" >&2
+set -euo pipefail
 BUILD=${WEFT_GPU_BUILD:-build-gpu}
 [ "${BACKEND:-cuda}" = cuda ] || BUILD=${WEFT_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac  # relative to the repository, or absolute

@@ -17,9 +17,14 @@ if(WEFT_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     get_filename_component(WEFT_CUDA_BIN ${CMAKE_CUDA_COMPILER} DIRECTORY)
-    find_library(WEFT_NCCL nccl HINTS ${WEFT_CUDA_BIN}/../lib ${WEFT_CUDA_BIN}/../lib64 ENV CUDA_HOME
+    # WEFT_NCCL_ROOT (variable or environment): an NCCL outside the toolkit,
+    # e.g. a Python wheel's nvidia/nccl, which ships libnccl.so.2 alone
+    find_library(WEFT_NCCL NAMES nccl libnccl.so.2
+                 HINTS ${WEFT_CUDA_BIN}/../lib ${WEFT_CUDA_BIN}/../lib64 ENV CUDA_HOME
+                       ${WEFT_NCCL_ROOT} ENV WEFT_NCCL_ROOT
                  PATH_SUFFIXES lib lib64)
     find_path(WEFT_NCCL_INCLUDE nccl.h HINTS ${WEFT_CUDA_BIN}/../include ENV CUDA_HOME
+              ${WEFT_NCCL_ROOT} ENV WEFT_NCCL_ROOT
               PATH_SUFFIXES include)
   endif()
   if(CMAKE_CUDA_COMPILER AND WEFT_NCCL AND WEFT_NCCL_INCLUDE)

@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # tests/gpu/check.sh: the one script a machine with an NVIDIA GPU runs
-# (`bash tests/gpu/check.sh`; logs and the summary go to $OUT when it is set).
+# (`bash tests/gpu/check.sh`; the summary and logs go to $OUT when it is set).
 #
+# On the bare GPU machine (no network, no weft dependencies installed), from a
+# Debian 12 machine with apt:
+#   bash tests/gpu/bundle.sh        # the .debs it may lack, into .gpu-deps/
+#   run(command="OUT=$OUT bash tests/gpu/check.sh", carry=[".gpu-deps"], timeout_s=540)
+# tests/gpu/deps_env.sh takes each dependency from the machine when it has it,
+# else from the carried .debs (unpacked under /tmp/weft-deps); $OUT/deps.txt
+# says which.  $OUT gets at most 8 files: summary.txt, deps.txt, kernels.txt,
+# gpt2_bench.txt, build_tail.txt (a failed build) and logs.tar.gz (every log,
+# refreshed every 20 s, so a run cut short still brings its logs back).
+#
+#  0. dependencies (tests/gpu/deps_env.sh);
 #  1. configures and builds everything with CUDA (folder $WEFT_GPU_BUILD,
 #     default build-gpu); fails if the CUDA runtime was not built;
 #  2. without a GPU (no working nvidia-smi) it stops there: the build is the check;
@@ -25,27 +36,58 @@
 #     MFU and GPU time by kernel class;
 #  7. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
 cd "$(dirname "$0")/../.." || exit 2
-OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
-mkdir -p "$OUT"
+set -o pipefail
+# the steps below write their logs into a scratch folder ($OUT from here on);
+# pack copies what matters into the results folder ($RESULTS, the caller's $OUT)
+RESULTS=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
+mkdir -p "$RESULTS"
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu-logs.XXXXXX")
 BUILD=${WEFT_GPU_BUILD:-build-gpu}
 TABLE=$OUT/summary.txt
 : >"$TABLE"
 row() { printf '%-44s %-40s %s\n' "$1" "$2" "$3" | tee -a "$TABLE"; }
+pack() {  # pack [snapshot]: a snapshot's summary says the script was still running
+  local f
+  for f in summary.txt deps.txt kernels.txt gpt2_bench.txt build_tail.txt; do
+    [ -f "$OUT/$f" ] && cp "$OUT/$f" "$RESULTS/.$f" && mv -f "$RESULTS/.$f" "$RESULTS/$f"
+  done
+  [ -z "${1:-}" ] || echo "(snapshot at ${SECONDS} s: check.sh was still running)" >>"$RESULTS/summary.txt"
+  # logs change while tar reads them (its exit 1): still a good snapshot
+  tar -czf "$RESULTS/.logs.tar.gz" -C "$OUT" --exclude='*.bin' . 2>/dev/null
+  [ $? -le 1 ] && mv -f "$RESULTS/.logs.tar.gz" "$RESULTS/logs.tar.gz"
+  return 0
+}
+# (tests/e2e/lib.sh replaces the EXIT trap: the loop also ends with this script)
+(while sleep 20; do kill -0 $$ 2>/dev/null || exit 0; pack snapshot; done) &
+packer=$!
+trap 'kill $packer 2>/dev/null' EXIT
 finish() {
   echo
-  echo "== summary ($(grep -c ' ok$' "$TABLE") ok, $(grep -c ' FAIL$' "$TABLE") failed) =="
+  echo "== summary ($(grep -c ' ok$' "$TABLE") ok, $(grep -c ' FAIL$' "$TABLE") failed, ${SECONDS} s) =="
   cat "$TABLE"
+  kill $packer 2>/dev/null
+  wait $packer 2>/dev/null
+  pack
+  echo "results in $RESULTS: $(cd "$RESULTS" && ls | tr '\n' ' ')"
   ! grep -q ' FAIL$' "$TABLE"
   exit $?
 }
 
-echo "== build ($BUILD) =="
-if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 &&
-   cmake --build "$BUILD" -j"$(nproc)" >"$OUT/build.log" 2>&1; then
-  row "build" "$(grep -o 'CUDA backend o[nf]*' "$OUT/configure.log")" ok
+echo "== dependencies =="
+if DEPS_LOG=$OUT/deps.txt source tests/gpu/deps_env.sh; then
+  row "dependencies" "$(grep -c -E 'carried|wheel' "$OUT/deps.txt") carried or from wheels (deps.txt)" ok
 else
-  tail -30 "$OUT/configure.log" "$OUT/build.log" 2>/dev/null
-  row "build" "failed (see build.log)" FAIL
+  row "dependencies" "$(grep MISSING "$OUT/deps.txt" | cut -d: -f1 | tr '\n' ' ')missing (deps.txt)" FAIL
+fi
+
+echo "== build ($BUILD) =="
+# shellcheck disable=SC2086 # WEFT_CMAKE_ARGS: words from deps_env.sh (CUPTI from a wheel)
+if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release $WEFT_CMAKE_ARGS >"$OUT/configure.log" 2>&1 &&
+   cmake --build "$BUILD" -j"$(nproc)" >"$OUT/build.log" 2>&1; then
+  row "build" "$(grep -o 'CUDA backend o[nf]*' "$OUT/configure.log") (${SECONDS} s)" ok
+else
+  tail -n 60 "$OUT/configure.log" "$OUT/build.log" 2>/dev/null | tee "$OUT/build_tail.txt"
+  row "build" "failed (see build_tail.txt)" FAIL
   finish
 fi
 if [ ! -f "$BUILD/runtime/weft-runtime-cuda.cmake" ]; then
@@ -90,7 +132,7 @@ train_both() {
        ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
            --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
            >"$OUT/$name-$backend.log" 2>&1; then
-      tail -5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
+      tail -n 5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
       row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
       ok=1
     fi
@@ -154,7 +196,7 @@ case " ${LAYOUTS:-one-rank} " in *" one-rank "*)
     row "tiny one-rank: graph vs --no-graph loss (identical)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
     row "tiny one-rank: graph vs --no-graph norm (identical)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
   else
-    tail -5 "$OUT/one-rank-eager.log" 2>/dev/null
+    tail -n 5 "$OUT/one-rank-eager.log" 2>/dev/null
     row "tiny one-rank: --no-graph run" "did not run (see one-rank-eager.log)" FAIL
   fi ;;
 esac
@@ -178,7 +220,7 @@ if OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout 240 bash bench/gpu_gpt2.sh >"
   row "GPT-2 124M bf16 (target 500k tokens/s)" \
       "$(sed -n 's/^tokens\/s *\([0-9]*\).*/\1 tokens\/s/p' "$OUT/gpt2_bench.txt"), MFU $(sed -n 's/^MFU *\([0-9.]*%\).*/\1/p' "$OUT/gpt2_bench.txt")" ok
 else
-  tail -20 "$OUT/bench.log" "$OUT"/gpt2_*.log 2>/dev/null
+  tail -n 20 "$OUT/bench.log" "$OUT"/gpt2_*.log 2>/dev/null
   row "GPT-2 124M bf16 benchmark" "did not build or run (see bench.log)" FAIL
 fi
 finish
