@@ -199,6 +199,8 @@ void run_block(dim3 block) {
 
 bool fault(const char *name) { return S.fault && strcmp(S.fault, name) == 0; }
 
+void kernel_error(const char *what) { fail("%s", what); }
+
 void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem,
             cudaStream_t stream, const std::function<void()> &body) {
     (void)stream; /* one sequential device: every stream is the same */

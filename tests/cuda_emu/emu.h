@@ -106,6 +106,7 @@ const uint64_t *warp_exchange(unsigned mask, uint64_t mine, const char *op);
 int lane();            /* the calling thread's lane in its warp */
 int warp_lanes();      /* lanes that exist in the calling thread's warp */
 bool fault(const char *name);  /* WF_EMU_FAULT names this fault */
+[[noreturn]] void kernel_error(const char *what);  /* names the kernel, block, thread; exits 1 */
 
 template <class... P>
 struct Launch {
@@ -245,5 +246,8 @@ inline float __uint_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x;
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
 inline int __ffs(int x) { return __builtin_ffs(x); }
+
+/* ---- tensor cores: nvcuda::wmma (emu_wmma.h) ----------------------------------- */
+#include "emu_wmma.h"
 
 #endif
