@@ -30,6 +30,9 @@
  *     cudaFuncSetAttribute(MaxDynamicSharedMemorySize) raised it;
  *   - launch checks (threads per block, grid and block sizes, shared memory):
  *     a bad launch sets the error cudaGetLastError returns, as CUDA does;
+ *   - tensor cores: nvcuda::wmma's 16x16x16 fragments of __half /
+ *     __nv_bfloat16 with float accumulators (emu_wmma.h: every lane holds the
+ *     whole tile; misaligned pointers and bad ldm are reported);
  *   - atomics (trivially atomic: fibers switch only at barriers), __ldg, the
  *     fast-math intrinsics as their exact libm versions, bf16/fp16 through
  *     the toolkit's own <cuda_bf16.h>/<cuda_fp16.h> host code;
