@@ -391,16 +391,21 @@ int wf_attention_tc_takes(wf_ctx *c, int C, int H) {
     return H >= 1 && C % H == 0 && (C / H) % 16 == 0 && C / H <= 128;
 }
 
-/* The kernels take more than the default 48 KiB of dynamic shared memory. */
-static void tc_allow_smem(wf_ctx *c, const void *kernel, size_t bytes) {
+/* The kernels take more than the default 48 KiB of dynamic shared memory.
+ * Once per kernel (its size is fixed): the first call of a step runs eagerly,
+ * so the attribute is set before a CUDA graph captures the launches. */
+static void tc_allow_smem(wf_ctx *c, bool *done, const void *kernel, size_t bytes) {
+    if (*done) return;
     WF_CUDA(c, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    *done = true;
 }
 
 template <int HS, class T16>
 static void tc_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
     typedef tc_smem<HS, T16> L; /* the kernels' one template argument */
     size_t smem = L::bytes(3);
-    tc_allow_smem(c, (const void *)tc_fwd_kernel<L>, smem);
+    static bool allowed;
+    tc_allow_smem(c, &allowed, (const void *)tc_fwd_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
     float scale2 = TC_LOG2E / sqrtf((float)(C / H));
     WF_LAUNCH(tc_fwd_kernel<L>, grid, TC_THREADS, smem, wf_cuda_stream(c))(out, lse, qkv, T, C, H, scale2);
@@ -411,8 +416,9 @@ static void tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const
                    int B, int T, int C, int H) {
     typedef tc_smem<HS, T16> L;
     size_t smem = L::bytes(4);
-    tc_allow_smem(c, (const void *)tc_bwd_dq_kernel<L>, smem);
-    tc_allow_smem(c, (const void *)tc_bwd_dkdv_kernel<L>, smem);
+    static bool allowed_dq, allowed_dkdv;
+    tc_allow_smem(c, &allowed_dq, (const void *)tc_bwd_dq_kernel<L>, smem);
+    tc_allow_smem(c, &allowed_dkdv, (const void *)tc_bwd_dkdv_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
     float scale = 1.0f / sqrtf((float)(C / H)), scale2 = TC_LOG2E * scale;
     cudaStream_t s = wf_cuda_stream(c);
