@@ -47,6 +47,8 @@
 
 using namespace nvcuda;
 
+/* Kernel names start flash_: libweft_kprof.so's "attention" class
+ * (kernel_profile.c) matches them by that. */
 #define TC_WARPS 4
 #define TC_THREADS (32 * TC_WARPS)
 #define TC_ROWS 64 /* rows of a tile: 16 per warp */
@@ -163,7 +165,7 @@ __device__ __forceinline__ void tc_stage_out(float *stage, const tc_frag_acc *ac
  * longest first), key tiles 0..diagonal. */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, float scale2) {
+flash_tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
@@ -245,7 +247,7 @@ __device__ __forceinline__ void tc_scores(float *stage, const T16 *a, const T16 
 /* dq and D per query row (grid and order as forward). */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse, int T,
+flash_tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse, int T,
                  int C, int H, float scale, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
@@ -319,7 +321,7 @@ tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qkv, 
  * query tiles, first), query tiles diagonal..last. */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-tc_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const float *qkv, const float *lse,
+flash_tc_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const float *qkv, const float *lse,
                    int T, int C, int H, float scale, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
@@ -405,10 +407,10 @@ static void tc_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, i
     typedef tc_smem<HS, T16> L; /* the kernels' one template argument */
     size_t smem = L::bytes(3);
     static bool allowed;
-    tc_allow_smem(c, &allowed, (const void *)tc_fwd_kernel<L>, smem);
+    tc_allow_smem(c, &allowed, (const void *)flash_tc_fwd_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
     float scale2 = TC_LOG2E / sqrtf((float)(C / H));
-    WF_LAUNCH(tc_fwd_kernel<L>, grid, TC_THREADS, smem, wf_cuda_stream(c))(out, lse, qkv, T, C, H, scale2);
+    WF_LAUNCH(flash_tc_fwd_kernel<L>, grid, TC_THREADS, smem, wf_cuda_stream(c))(out, lse, qkv, T, C, H, scale2);
 }
 
 template <int HS, class T16>
@@ -417,14 +419,14 @@ static void tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const
     typedef tc_smem<HS, T16> L;
     size_t smem = L::bytes(4);
     static bool allowed_dq, allowed_dkdv;
-    tc_allow_smem(c, &allowed_dq, (const void *)tc_bwd_dq_kernel<L>, smem);
-    tc_allow_smem(c, &allowed_dkdv, (const void *)tc_bwd_dkdv_kernel<L>, smem);
+    tc_allow_smem(c, &allowed_dq, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
+    tc_allow_smem(c, &allowed_dkdv, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
     float scale = 1.0f / sqrtf((float)(C / H)), scale2 = TC_LOG2E * scale;
     cudaStream_t s = wf_cuda_stream(c);
-    WF_LAUNCH(tc_bwd_dq_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H, scale,
+    WF_LAUNCH(flash_tc_bwd_dq_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H, scale,
                                                                    scale2);
-    WF_LAUNCH(tc_bwd_dkdv_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H,
+    WF_LAUNCH(flash_tc_bwd_dkdv_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H,
                                                                      scale, scale2);
 }
 
