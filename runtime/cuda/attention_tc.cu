@@ -115,22 +115,31 @@ __device__ __forceinline__ void tc_load_tile(T16 *dst, const float *src, int row
     }
 }
 
-/* dst (16 x 16, fp32, stride ldd) = A X^T: A and X 16 rows of a tile each,
- * over the HS columns. */
+/* dst (16 x 64 fp32, stride LDS) = A X^T: A 16 rows, X a tile (64 rows),
+ * over the HS columns; only the 16-column blocks [f0, f1) of dst.  Each
+ * fragment of A is loaded once for the four blocks (a warp-uniform guard, so
+ * the accumulators keep compile-time indices). */
 template <int HS, class T16>
-__device__ __forceinline__ void tc_abt(float *dst, int ldd, const T16 *a, const T16 *x) {
+__device__ __forceinline__ void tc_abt(float *dst, const T16 *a, const T16 *x, int f0, int f1) {
     constexpr int LD = tc_smem<HS, T16>::LD;
-    tc_frag_acc acc;
-    wmma::fill_fragment(acc, 0.0f);
+    tc_frag_acc acc[4];
+#pragma unroll
+    for (int f = 0; f < 4; f++) wmma::fill_fragment(acc[f], 0.0f);
 #pragma unroll
     for (int d = 0; d < HS / 16; d++) {
         tc_frag_a<T16> fa;
-        tc_frag_bt<T16> fb;
         wmma::load_matrix_sync(fa, a + 16 * d, LD);
-        wmma::load_matrix_sync(fb, x + 16 * d, LD);
-        wmma::mma_sync(acc, fa, fb, acc);
+#pragma unroll
+        for (int f = 0; f < 4; f++)
+            if (f >= f0 && f < f1) {
+                tc_frag_bt<T16> fb;
+                wmma::load_matrix_sync(fb, x + 16 * f * LD + 16 * d, LD);
+                wmma::mma_sync(acc[f], fa, fb, acc[f]);
+            }
     }
-    wmma::store_matrix_sync(dst, acc, ldd, wmma::mem_row_major);
+#pragma unroll
+    for (int f = 0; f < 4; f++)
+        if (f >= f0 && f < f1) wmma::store_matrix_sync(dst + 16 * f, acc[f], tc_smem<HS, T16>::LDS, wmma::mem_row_major);
 }
 
 /* acc[0..HS/16) += P X: P a warp's 16 x 64 (stride LDP), X a tile (64 x HS),
@@ -190,7 +199,7 @@ flash_tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int 
         tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, ld, hs);
         __syncthreads();
         int nf = kt == qt ? w + 1 : 4; /* key fragments with a key not after the warp's rows */
-        for (int f = 0; f < nf; f++) tc_abt<HS, T16>(sh.stage + 16 * f, L::LDS, qw, ks + 16 * f * L::LD);
+        tc_abt<HS, T16>(sh.stage, qw, ks, 0, nf);
         __syncwarp();
 
         /* online softmax of this row's 64 scores; key 0 is in the first
@@ -236,11 +245,8 @@ flash_tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int 
 template <int HS, class T16>
 __device__ __forceinline__ void tc_scores(float *stage, const T16 *a, const T16 *x, const T16 *da,
                                           const T16 *dx, int f0, int f1) {
-    typedef tc_smem<HS, T16> L;
-    for (int f = f0; f < f1; f++) {
-        tc_abt<HS, T16>(stage + 16 * f, L::LDS, a, x + 16 * f * L::LD);
-        tc_abt<HS, T16>(stage + 16 * L::LDS + 16 * f, L::LDS, da, dx + 16 * f * L::LD);
-    }
+    tc_abt<HS, T16>(stage, a, x, f0, f1);
+    tc_abt<HS, T16>(stage + 16 * tc_smem<HS, T16>::LDS, da, dx, f0, f1);
     __syncwarp();
 }
 
