@@ -105,10 +105,25 @@ template <class T16> using tc_frag_bt = wmma::fragment<wmma::matrix_b, 16, 16, 1
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> tc_frag_acc;
 
 /* Rows [row0, row0 + 64) of a (T, ld) fp32 matrix, hs wide, into a 16-bit
- * tile; zeros past T and past hs.  Exact for values of the 16-bit type. */
+ * tile; zeros past T and past hs.  Exact for values of the 16-bit type.
+ * As float4 where src is 16-byte aligned (hs and ld are multiples of 4, so
+ * then every row's chunks are; the test is block-uniform). */
 template <int HS, class T16>
 __device__ __forceinline__ void tc_load_tile(T16 *dst, const float *src, int row0, int T, long ld, int hs) {
     constexpr int LD = tc_smem<HS, T16>::LD;
+    if (((uintptr_t)src & 15) == 0) {
+        for (int idx = threadIdx.x; idx < TC_ROWS * HS / 4; idx += TC_THREADS) {
+            int r = idx / (HS / 4), d = 4 * (idx % (HS / 4)), row = row0 + r;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (row < T && d < hs) v = *(const float4 *)(src + (long)row * ld + d);
+            T16 *o = dst + r * LD + d;
+            o[0] = tc_to16<T16>(v.x);
+            o[1] = tc_to16<T16>(v.y);
+            o[2] = tc_to16<T16>(v.z);
+            o[3] = tc_to16<T16>(v.w);
+        }
+        return;
+    }
     for (int idx = threadIdx.x; idx < TC_ROWS * HS; idx += TC_THREADS) {
         int r = idx / HS, d = idx % HS, row = row0 + r;
         dst[r * LD + d] = tc_to16<T16>(row < T && d < hs ? src[(long)row * ld + d] : 0.0f);
