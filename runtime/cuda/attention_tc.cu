@@ -8,8 +8,8 @@
  * Rounding.  The arenas are fp32, but in a bf16 / fp16 plan q, k, v and dout
  * already hold values of the 16-bit type (the generated code rounds every
  * op's output), so converting them when a tile is loaded into shared memory
- * is exact.  Products are exact in fp32 and summed in fp32 (S = Q K^T,
- * dP = dO V^T).  The softmax (max, exponentials, row sums, the running
+ * is exact.  Products are exact in fp32 and summed in fp32 by the tensor
+ * cores (S = Q K^T, dP = dO V^T; their order of additions is the hardware's).  The softmax (max, exponentials, row sums, the running
  * rescale) is fp32.  What is rounded to the 16-bit type: P before P V and
  * P^T dO, and dS = P * (dP - D) before dS K and dS^T Q, as flash attention
  * does; D itself is summed in fp32 from fp32 P and dP.
@@ -32,7 +32,13 @@
  *   dq kernel   block per query tile: a first sweep over its key tiles sums
  *               D from fp32 P and dP (out is not an argument of the
  *               backward; D = rowsum(P * dP) equals dout . out), a second
- *               sweep forms dS with that D and sums dq = scale dS K;
+ *               sweep forms dS with that D and sums dq = scale dS K.  (The
+ *               fp32 kernel's one pass, sum P dP k - D sum P k, would round
+ *               P dP and P to 16 bits apart and subtract two large sums:
+ *               where dP has a large common part across keys, the
+ *               difference drowns in their rounding.  With `out` passed to
+ *               the backward, D would be one dot product per row and this
+ *               first sweep would go: 2 of the backward's 9 tile products);
  *   dk/dv       block per key tile, query tiles diagonal..last: dv = P^T dO,
  *               dk = scale dS^T Q, D from the dq kernel (same stream).
  *
