@@ -72,29 +72,34 @@ template <int HS_, class T16_> struct tc_smem {
     static constexpr int LDO = HS + 4;         /* fp32 output staging stride */
     static constexpr int LDP = TC_ROWS + 8;    /* 16-bit P / dS stride */
     static constexpr int TILE = TC_ROWS * LD;  /* elements of a tile */
-    static constexpr int STAGE = 2 * 16 * LDS; /* floats of a warp's staging: S and dP */
     static constexpr int P16 = 16 * LDP;       /* elements of a warp's P (or dS) */
-    static_assert(16 * LDO <= STAGE, "a warp's 16 output rows fit its staging");
-    static constexpr size_t bytes(int n) {
-        return 128 + (size_t)n * TILE * sizeof(T16) + TC_WARPS * (STAGE * sizeof(float) + 2 * P16 * sizeof(T16)) +
+    /* floats of a warp's staging: backward S and dP (16 x 64 each), forward S
+     * only; either holds the warp's 16 output rows (stride LDO) too */
+    __host__ __device__ static constexpr int stage_floats(bool bwd) { return bwd ? 2 * 16 * LDS : 16 * (LDS > LDO ? LDS : LDO); }
+    static_assert(16 * LDO <= 2 * 16 * LDS, "a warp's 16 output rows fit its backward staging");
+    /* n tiles; the backward's staging and dS (the forward's is smaller, so
+     * more of its blocks fit an SM) */
+    static constexpr size_t bytes(int n, bool bwd) {
+        return 128 + (size_t)n * TILE * sizeof(T16) +
+               TC_WARPS * (stage_floats(bwd) * sizeof(float) + (bwd ? 2 : 1) * P16 * sizeof(T16)) +
                2 * TC_ROWS * sizeof(float);
     }
 
     T16 *tile[4];
     float *stage; /* this warp's: S at [0, 16 LDS), dP after it; outputs (stride LDO) at 0 */
-    T16 *p, *ds;  /* this warp's P and dS, 16 x 64 */
+    T16 *p, *ds;  /* this warp's P and (backward) dS, 16 x 64 */
     float *row_lse, *row_d;
 
-    __device__ tc_smem(unsigned char *raw, int n) {
+    __device__ tc_smem(unsigned char *raw, int n, bool bwd) {
         unsigned char *at = (unsigned char *)(((uintptr_t)raw + 127) & ~(uintptr_t)127);
         for (int k = 0; k < 4; k++) tile[k] = k < n ? (T16 *)at + k * TILE : nullptr;
         at += (size_t)n * TILE * sizeof(T16);
-        int w = (int)threadIdx.x / 32;
-        stage = (float *)at + w * STAGE;
-        at += TC_WARPS * STAGE * sizeof(float);
-        p = (T16 *)at + 2 * w * P16;
-        ds = p + P16;
-        at += TC_WARPS * 2 * P16 * sizeof(T16);
+        int w = (int)threadIdx.x / 32, np = bwd ? 2 : 1;
+        stage = (float *)at + w * stage_floats(bwd);
+        at += TC_WARPS * stage_floats(bwd) * sizeof(float);
+        p = (T16 *)at + np * w * P16;
+        ds = bwd ? p + P16 : nullptr;
+        at += TC_WARPS * np * P16 * sizeof(T16);
         row_lse = (float *)at;
         row_d = row_lse + TC_ROWS;
     }
@@ -199,7 +204,7 @@ flash_tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int 
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
-    L sh(raw, 3);
+    L sh(raw, 3, false);
     T16 *qs = sh.tile[0], *ks = sh.tile[1], *vs = sh.tile[2];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
@@ -279,7 +284,7 @@ flash_tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float 
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
-    L sh(raw, 4);
+    L sh(raw, 4, true);
     T16 *qs = sh.tile[0], *dys = sh.tile[1], *ks = sh.tile[2], *vs = sh.tile[3];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
@@ -353,7 +358,7 @@ flash_tc_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, cons
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
-    L sh(raw, 4);
+    L sh(raw, 4, true);
     T16 *ks = sh.tile[0], *vs = sh.tile[1], *qs = sh.tile[2], *dys = sh.tile[3];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, kt = (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
@@ -432,7 +437,7 @@ static void tc_allow_smem(wf_ctx *c, bool *done, const void *kernel, size_t byte
 template <int HS, class T16>
 static void tc_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
     typedef tc_smem<HS, T16> L; /* the kernels' one template argument */
-    size_t smem = L::bytes(3);
+    size_t smem = L::bytes(3, false);
     static bool allowed;
     tc_allow_smem(c, &allowed, (const void *)flash_tc_fwd_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
@@ -444,7 +449,7 @@ template <int HS, class T16>
 static void tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse,
                    int B, int T, int C, int H) {
     typedef tc_smem<HS, T16> L;
-    size_t smem = L::bytes(4);
+    size_t smem = L::bytes(4, true);
     static bool allowed_dq, allowed_dkdv;
     tc_allow_smem(c, &allowed_dq, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
     tc_allow_smem(c, &allowed_dkdv, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
