@@ -12,7 +12,10 @@
  * cores (S = Q K^T, dP = dO V^T; their order of additions is the hardware's).  The softmax (max, exponentials, row sums, the running
  * rescale) is fp32.  What is rounded to the 16-bit type: P before P V and
  * P^T dO, and dS = P * (dP - D) before dS K and dS^T Q, as flash attention
- * does; D itself is summed in fp32 from fp32 P and dP.
+ * does; D itself is summed in fp32 from fp32 P and dP.  In fp16, P <= 1
+ * always fits; dS carries dout's scale (loss scaling), and where it
+ * overflows the gradient comes out inf, which the loss scaler's overflow
+ * check catches as it does any other.
  *
  * Layout.  A block is 4 warps (128 threads) over a tile of 64 rows (query
  * rows forward and in the dq kernel, key rows in the dk/dv kernel); warp w
