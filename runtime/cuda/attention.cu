@@ -31,10 +31,14 @@
  * float4: the lanes of a warp read one row, G consecutive chunks, so reads
  * are broadcasts without bank conflicts.  Columns hs..HS are zero.
  *
+ * bf16 and fp16 plans with a head size that is a multiple of 16 (at most
+ * 128) run the tensor-core kernels of attention_tc.cu instead, same contract.
+ *
  * qkv rows are 3C wide: head h of q is columns [h*hs, (h+1)*hs), k and v are
  * C and 2C further; dqkv has the same layout. */
 #include <stdio.h>
 
+#include "attention_tc.h"
 #include "cuda_rt.h"
 #include "reduce.cuh"
 
@@ -342,6 +346,11 @@ static void flash_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, co
 extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T,
                                  int C, int H) {
     flash_check_shape(c, "wf_attention_fwd", B, C, H);
+    if (wf_attention_tc_takes(c, C, H)) { /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
+        wf_attention_tc_fwd(c, out, att, qkv, B, T, C, H);
+        wf_cuda_sync(c, "wf_attention_fwd");
+        return;
+    }
     switch (flash_hs(C / H)) {
     case 16: flash_fwd<16>(c, out, att, qkv, B, T, C, H); break;
     case 32: flash_fwd<32>(c, out, att, qkv, B, T, C, H); break;
@@ -355,6 +364,11 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
                                  const float *qkv, const float *att, int B, int T, int C, int H) {
     flash_check_shape(c, "wf_attention_bwd", B, C, H);
+    if (wf_attention_tc_takes(c, C, H)) {
+        wf_attention_tc_bwd(c, dqkv, scratch, dout, qkv, att, B, T, C, H);
+        wf_cuda_sync(c, "wf_attention_bwd");
+        return;
+    }
     switch (flash_hs(C / H)) {
     case 16: flash_bwd<16>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
     case 32: flash_bwd<32>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;

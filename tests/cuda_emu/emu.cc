@@ -225,6 +225,8 @@ void enqueue(std::function<void()> op) {
     else op();
 }
 
+void kernel_error(const char *what) { fail("%s", what); }
+
 void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem,
             cudaStream_t stream, const std::function<void()> &body) {
     (void)stream; /* one sequential device: every stream is the same */

@@ -12,6 +12,7 @@ set(WEFT_EMU_KERNELS
   layernorm.cu
   linear.cu
   attention.cu
+  attention_tc.cu
   xent.cu
   precision.cu
   optim.cu

@@ -30,6 +30,9 @@
  *     cudaFuncSetAttribute(MaxDynamicSharedMemorySize) raised it;
  *   - launch checks (threads per block, grid and block sizes, shared memory):
  *     a bad launch sets the error cudaGetLastError returns, as CUDA does;
+ *   - tensor cores: nvcuda::wmma's 16x16x16 fragments of __half /
+ *     __nv_bfloat16 with float accumulators (emu_wmma.h: every lane holds the
+ *     whole tile; misaligned pointers and bad ldm are reported);
  *   - atomics (trivially atomic: fibers switch only at barriers), __ldg, the
  *     fast-math intrinsics as their exact libm versions, bf16/fp16 through
  *     the toolkit's own <cuda_bf16.h>/<cuda_fp16.h> host code;
@@ -110,6 +113,7 @@ bool fault(const char *name);  /* WF_EMU_FAULT names this fault */
 /* WF_EMU_ASYNC (emu.cc): run what is queued; queue op (or run it now) */
 void drain();
 void enqueue(std::function<void()> op);
+[[noreturn]] void kernel_error(const char *what);  /* names the kernel, block, thread; exits 1 */
 
 template <class... P>
 struct Launch {
@@ -251,5 +255,8 @@ inline float __uint_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x;
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
 inline int __ffs(int x) { return __builtin_ffs(x); }
+
+/* ---- tensor cores: nvcuda::wmma (emu_wmma.h) ----------------------------------- */
+#include "emu_wmma.h"
 
 #endif

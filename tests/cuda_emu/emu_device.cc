@@ -1,6 +1,7 @@
 /* emu_device.cc: runtime/cuda/device.c for the emulated build: one stream
  * handle, host memory for the arenas, and errors that name the call (the
  * kernel tests run without a rank: c is NULL there). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,10 +38,22 @@ void wf_backend_sync(wf_ctx *c) { WF_CUDA(c, cudaStreamSynchronize(wf_cuda_strea
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
 
 /* runtime/common/precision_of.c reads the plan from the full context; the
- * emulated kernel tests have none (c is NULL): fp32, as there */
+ * emulated build has no wf_ctx layout, so wf_precision_ctx's contexts are
+ * the addresses of three bytes, the offset being the precision.  c NULL
+ * (most kernel tests): fp32, as there. */
+static char precision_ctx[3];
+
+wf_ctx *wf_precision_ctx(int precision) {
+    if (precision < WF_FP32 || precision > WF_FP16) return NULL;
+    return (wf_ctx *)&precision_ctx[precision];
+}
+
 int wf_ctx_precision(wf_ctx *c) {
-    (void)c;
-    return WF_FP32;
+    if (!c) return WF_FP32;
+    uintptr_t at = (uintptr_t)c, base = (uintptr_t)precision_ctx;
+    if (at < base || at > base + WF_FP16)
+        wf_cuda_fail(c, "wf_ctx_precision", WF_CUDA_WHERE, "not a wf_precision_ctx context");
+    return (int)(at - base);
 }
 
 int wf_backend_mem_info(size_t *used, size_t *total) {

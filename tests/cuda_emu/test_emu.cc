@@ -1,8 +1,10 @@
 /* test_emu.cc: the CUDA emulator's own checks: block reductions through
  * shared memory and shuffles (runtime/cuda/reduce.cuh), warp shuffles and
  * votes, atomics, dynamic shared memory and its limit, a multi-block
- * grid-stride loop, 2D indices, and that broken barriers and partial warp
- * masks are reported (in a forked child, which must exit 1 naming them). */
+ * grid-stride loop, 2D indices, 16-bit conversions, WMMA (tensor-core)
+ * fragments against a plain loop, and that broken barriers, partial warp
+ * masks and WMMA memory the hardware refuses are reported (in a forked child,
+ * which must exit 1 naming them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -262,6 +264,96 @@ static bool sixteen_bit_ok() {
            isinf(__half2float(__float2half(0x1p100f)));
 }
 
+/* ---- tensor cores (nvcuda::wmma, emu_wmma.h) ------------------------------------- */
+
+/* One warp per block: D (16 x 32) = A (16 x 48) B (48 x 32) + C.  Block 0
+ * reads B row-major and stores D row-major, block 1 reads the same B stored
+ * column-major (bt) and stores D column-major (into dt). */
+template <class T16>
+__global__ static void wmma_kernel(float *d, float *dt, const T16 *a, const T16 *b, const T16 *bt,
+                                   const float *c) {
+    using namespace nvcuda;
+    for (int n0 = 0; n0 < 32; n0 += 16) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::load_matrix_sync(acc, c + n0, 32, wmma::mem_row_major);
+        for (int k0 = 0; k0 < 48; k0 += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T16, wmma::row_major> fa;
+            wmma::load_matrix_sync(fa, a + k0, 48);
+            if (blockIdx.x == 0) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T16, wmma::row_major> fb;
+                wmma::load_matrix_sync(fb, b + k0 * 32 + n0, 32);
+                wmma::mma_sync(acc, fa, fb, acc);
+            } else {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T16, wmma::col_major> fb;
+                wmma::load_matrix_sync(fb, bt + n0 * 48 + k0, 48);
+                wmma::mma_sync(acc, fa, fb, acc);
+            }
+        }
+        if (blockIdx.x == 0) wmma::store_matrix_sync(d + n0, acc, 32, wmma::mem_row_major);
+        else wmma::store_matrix_sync(dt + n0 * 16, acc, 16, wmma::mem_col_major);
+    }
+}
+
+template <class T>
+static T *aligned(size_t n) { return (T *)aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256); }
+
+/* against a plain loop in double: the products are exact, the fp32 sums
+ * within a few ulps */
+template <class T16>
+static bool wmma_ok(T16 (*round16)(float)) {
+    T16 *a = aligned<T16>(16 * 48), *b = aligned<T16>(48 * 32), *bt = aligned<T16>(48 * 32);
+    float *c = aligned<float>(16 * 32), *d = aligned<float>(16 * 32), *dt = aligned<float>(16 * 32);
+    for (int i = 0; i < 16 * 48; i++) a[i] = round16(uniform());
+    for (int k = 0; k < 48; k++)
+        for (int n = 0; n < 32; n++) bt[n * 48 + k] = b[k * 32 + n] = round16(uniform());
+    for (int i = 0; i < 16 * 32; i++) c[i] = uniform();
+    WF_LAUNCH(wmma_kernel<T16>, 2, 32, 0, 0)(d, dt, a, b, bt, c);
+    bool ok = true;
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 32; n++) {
+            double want = c[m * 32 + n];
+            for (int k = 0; k < 48; k++) want += (double)(float)a[m * 48 + k] * (double)(float)b[k * 32 + n];
+            ok = ok && fabs(d[m * 32 + n] - want) < 1e-5 && fabs(dt[n * 16 + m] - want) < 1e-5;
+        }
+    free(a), free(b), free(bt), free(c), free(d), free(dt);
+    return ok;
+}
+
+static __nv_bfloat16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+static __half to_fp16(float x) { return __float2half_rn(x); }
+
+/* Lane 0 reads an element lane 1 stored: without __syncwarp it is not there
+ * yet (store_matrix_sync writes a lane's share only, and does not wait). */
+__global__ static void wmma_store_race_kernel(float *out, int sync) {
+    using namespace nvcuda;
+    WF_DYNAMIC_SHARED(float, tile);
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 2.0f);
+    wmma::store_matrix_sync(tile, acc, 16, wmma::mem_row_major);
+    if (sync) __syncwarp();
+    out[threadIdx.x] = tile[(threadIdx.x + 1) % 32];
+}
+
+static bool wmma_store_race(int sync) {
+    static float out[32];
+    WF_LAUNCH(wmma_store_race_kernel, 1, 32, 256 * sizeof(float), 0)(out, sync);
+    return out[0] == 2.0f;
+}
+
+/* what the hardware does not take: misaligned fragment pointers, ldm not a
+ * multiple of 16 bytes */
+__global__ static void wmma_misaligned_kernel(const __nv_bfloat16 *a) {
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __nv_bfloat16, nvcuda::wmma::row_major> fa;
+    nvcuda::wmma::load_matrix_sync(fa, a + 8, 16); /* 16 bytes past a 256-byte boundary */
+}
+__global__ static void wmma_bad_ldm_kernel(const __nv_bfloat16 *a) {
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __nv_bfloat16, nvcuda::wmma::row_major> fa;
+    nvcuda::wmma::load_matrix_sync(fa, a, 20); /* 40 bytes */
+}
+static __nv_bfloat16 *wmma_input() { return aligned<__nv_bfloat16>(16 * 64); }
+static void launch_wmma_misaligned() { WF_LAUNCH(wmma_misaligned_kernel, 1, 32, 0, 0)(wmma_input()); }
+static void launch_wmma_bad_ldm() { WF_LAUNCH(wmma_bad_ldm_kernel, 1, 32, 0, 0)(wmma_input()); }
+
 /* ---- errors the emulator must report (in a child: they end the process) ----------- */
 
 __global__ static void early_exit_kernel(int *out) {
@@ -334,6 +426,17 @@ int main() {
     CHECK(racy_blocks_right("forward") && !racy_blocks_right("reverse"),
           "a block reading another block's output of the same launch: caught by WF_EMU_ORDER=reverse");
     CHECK(sixteen_bit_ok(), "__nv_bfloat16 and __half conversions in a kernel (cuda_bf16.h / cuda_fp16.h on the host)");
+    CHECK(__bfloat162float(to_bf16(1.0f + 0x1p-8f)) == 1.0f &&
+              __bfloat162float(to_bf16(1.0f + 3 * 0x1p-8f)) == 1.0f + 0x1p-6f &&
+              __half2float(to_fp16(1.0f + 0x1p-11f)) == 1.0f,
+          "__float2bfloat16_rn / __float2half_rn round ties to even");
+    CHECK(wmma_ok<__nv_bfloat16>(to_bf16), "wmma 16x16x16 bf16: A row-major, B row- and col-major, C loaded, "
+                                           "D stored row- and col-major, against a loop");
+    CHECK(wmma_ok<__half>(to_fp16), "wmma 16x16x16 fp16, the same");
+    CHECK(!wmma_store_race(0) && wmma_store_race(1),
+          "wmma::store_matrix_sync then another lane's element: stale without __syncwarp, right with it");
+    CHECK(reported(launch_wmma_misaligned, "not 256-bit"), "a wmma fragment load from a misaligned pointer is reported");
+    CHECK(reported(launch_wmma_bad_ldm, "ldm 20"), "a wmma ldm that is not a multiple of 16 bytes is reported");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
           "a __syncthreads after some threads returned is reported");
     CHECK(reported(launch_split_barrier, "deadlock"),

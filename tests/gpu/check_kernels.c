@@ -12,7 +12,8 @@
  * AdamW, sum of squares, non-finite check) and the 16-bit rounding run here as
  * well.  Thresholds per output: fp32 1e-5; outputs whose name ends "[16-bit]"
  * (AdamW's rounded weights: a master one fp32 ulp apart may round to the next
- * 16-bit value) 1e-2; "[exact]" (rounding, flags, counts) 0, compared bit by
+ * 16-bit value; the bf16 / fp16 attention, whose CUDA kernels round P and dS)
+ * 1e-2; "[exact]" (rounding, flags, counts) 0, compared bit by
  * bit, NaN payloads included.  Buffers come from the backend's own allocator
  * (CUDA: managed memory).  CUDA kernels are asynchronous: a launch returns
  * before the kernel has run, so the host waits for the device (settle)
@@ -32,6 +33,11 @@ void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
 void wf_backend_sync(wf_ctx *c);      /* the same: the host waits for the device */
 
 static void settle(void) { wf_backend_sync(NULL); }
+
+/* A context carrying only a plan precision (runtime/common/precision_of.c;
+ * the emulator's in tests/cuda_emu/emu_device.cc), for the kernels whose
+ * CUDA arithmetic depends on it: the tensor-core attention. */
+wf_ctx *wf_precision_ctx(int precision);
 
 /* fp32 results of the same math in another order: the norm-relative error of
  * an output is bounded by a few units of 2^-24 times the reduction length.
@@ -110,6 +116,44 @@ static void attention_case(const char *tag, int b, int t, int c, int h) {
     wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, att, b, t, c, h);
     snprintf(name, sizeof name, "attention_bwd%s", tag);
     put(name, "dqkv", dqkv, n * 3 * c);
+}
+
+/* Columns [col0, col0 + w) of each of n rows, ld apart, as a compact copy. */
+static float *columns(const float *x, long n, long ld, long col0, long w) {
+    float *y = buf(n * w);
+    for (long i = 0; i < n; i++) memcpy(y + i * w, x + i * ld + col0, sizeof(float) * (size_t)w);
+    return y;
+}
+
+/* Causal attention in a bf16 or fp16 plan: q, k, v and dout hold values of
+ * the 16-bit type (the generated code rounds every op's output), so they are
+ * rounded first; qkv doubled so the softmax is far from uniform (scores of
+ * standard deviation about 1.3).  The CPU computes in fp32 on those inputs;
+ * CUDA's tensor-core kernels round P and dS to the 16-bit type before their
+ * products, hence the 16-bit threshold (1e-2 norm-relative), per gradient
+ * (dq is much smaller than dv, and dqkv starts from 0 so the sums are not
+ * hidden under the accumulate contract, which the fp32 cases check). */
+static void attention_16bit_case(const char *tag, int precision, int b, int t, int c, int h, int misalign) {
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    /* misalign: qkv and dout 4 bytes past the allocator's alignment (CUDA
+     * loads them as float4 only where they are 16-byte aligned) */
+    float *qkv = buf(n * 3 * c + misalign) + misalign, *o = buf(n * c);
+    float *dout = buf(n * c + misalign) + misalign, *dqkv = buf(n * 3 * c);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    for (long i = 0; i < n * 3 * c; i++) qkv[i] *= 2.0f;
+    memset(dqkv, 0, sizeof(float) * (size_t)(n * 3 * c));
+    wf_round_copy(precision, qkv, qkv, n * 3 * c);
+    wf_round_copy(precision, dout, dout, n * c);
+    wf_ctx *ctx = wf_precision_ctx(precision);
+    char name[48];
+    wf_attention_fwd(ctx, o, att, qkv, b, t, c, h);
+    snprintf(name, sizeof name, "attention_fwd%s", tag);
+    put(name, "out [16-bit]", o, n * c);
+    wf_attention_bwd(ctx, dqkv, scratch, dout, qkv, att, b, t, c, h);
+    snprintf(name, sizeof name, "attention_bwd%s", tag);
+    static const char *what[3] = { "dq [16-bit]", "dk [16-bit]", "dv [16-bit]" };
+    settle();  /* columns() reads dqkv on the host */
+    for (int part = 0; part < 3; part++) put(name, what[part], columns(dqkv, n, 3L * c, (long)part * c, c), n * c);
 }
 
 /* The fused classifier on rows much wider than a block (256 threads), of
@@ -220,6 +264,17 @@ static void run_all(void) {
     attention_case(" T=300 hs=16", 1, 300, 32, 2);
     attention_case(" T=140 hs=64", 1, 140, 64, 1);
     attention_case(" T=70 hs=128", 1, 70, 128, 1);
+    /* bf16 / fp16 plans: CUDA's tensor-core kernels (64-row tiles; head
+     * sizes multiples of 16 up to 128, rounded up to 32, 64 or 128 inside):
+     * GPT-2's head size over several tiles, T not a multiple of 64; 32, 48
+     * (zero-padded to 64) and 128; fp16 on unaligned inputs; and a head size (20) that falls back
+     * to the fp32 kernels */
+    attention_16bit_case(" bf16 T=200 hs=64", WF_BF16, 1, 200, 128, 2, 0);
+    attention_16bit_case(" bf16 T=100 hs=32", WF_BF16, 2, 100, 64, 2, 0);
+    attention_16bit_case(" bf16 T=90 hs=128", WF_BF16, 1, 90, 128, 1, 0);
+    attention_16bit_case(" bf16 T=70 hs=48", WF_BF16, 1, 70, 48, 1, 0);
+    attention_16bit_case(" fp16 T=130 hs=64 misaligned", WF_FP16, 1, 130, 64, 1, 1);
+    attention_16bit_case(" bf16 T=50 hs=20", WF_BF16, 1, 50, 40, 2, 0);
 
     /* gelu, add */
     wf_gelu_fwd(NULL, y, dy, (long)N * M);
