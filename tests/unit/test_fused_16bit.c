@@ -37,15 +37,20 @@ static void round_to(wf_ctx *c, int precision, float *x, long n) {
     else wf_to_fp16(c, x, n);
 }
 
+/* A context whose plan has only a precision: what the kernels read of it. */
+static wf_ctx *context_of(struct wf_ctx *ctx, wf_program *prog, int precision) {
+    memset(prog, 0, sizeof *prog);
+    prog->precision = precision;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->p = prog;
+    return ctx;
+}
+
 /* Returns the number of failed checks. */
 static int check(int precision, const char *name) {
     wf_program prog;
-    memset(&prog, 0, sizeof prog);
-    prog.precision = precision;
     struct wf_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.p = &prog;
-    wf_ctx *c = &ctx;
+    wf_ctx *c = context_of(&ctx, &prog, precision);
     long n = (long)N * C;
     float *a = rand_buf(n, 3.0f), *b = rand_buf(n, 1.0f), *w = rand_buf(C, 1.5f), *bias = rand_buf(C, 0.5f);
     round_to(c, precision, a, n);  /* 16-bit tensors, as the arenas hold them */
@@ -96,12 +101,8 @@ static int check(int precision, const char *name) {
 static int check_linear_gelu(int precision, const char *name) {
     enum { M = 29 };
     wf_program prog;
-    memset(&prog, 0, sizeof prog);
-    prog.precision = precision;
     struct wf_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.p = &prog;
-    wf_ctx *c = &ctx;
+    wf_ctx *c = context_of(&ctx, &prog, precision);
     long nx = (long)N * C, nw = (long)C * M, no = (long)N * M;
     float *x = rand_buf(nx, 2.0f), *w = rand_buf(nw, 0.5f), *b = rand_buf(M, 0.5f);
     round_to(c, precision, x, nx);
