@@ -1,6 +1,7 @@
 /* backend_cuda.c: what `--backend cuda` can compile today.  The CUDA runtime
  * (runtime/cuda) implements the kernels of the GPT-2 and LLaMA families
- * (llama.cu; grouped-query attention on attention.cu's fp32 flash kernels)
+ * (llama.cu; grouped-query attention on the flash kernels of attention.cu and
+ * attention_tc.cu)
  * and the tensor-parallel ops, in fp32, bf16 and fp16 (16-bit storage rounded
  * on the device, fp32 master weights); anything else is refused here, by
  * name, rather than failing later when the generated program links. */

@@ -133,18 +133,7 @@ template <int HS> __device__ __forceinline__ int warp_last_row() {
  * then the running max and the output are rescaled once per chunk. */
 #define FLASH_KC 16
 
-/* Where the heads are: GPT-2's packed qkv and LLaMA's grouped-query layout
- * in one form.  Head h of q (b's rows start b*T*ldq floats after q) is
- * columns [h*hs, (h+1)*hs) of its rows; query head h reads key/value head
- * h / group, columns [kv*hs, (kv+1)*hs) of k's and v's rows.  The gradients
- * dq, dk, dv have the layouts (and row strides) of q, k, v; out and dout are
- * (B*T, H*hs).  GPT-2: k = q + C, v = q + 2C, strides 3C, group 1. */
-struct flash_heads {
-    const float *q, *k, *v;
-    float *dq, *dk, *dv;
-    long ldq, ldk, ldv;
-    int H, group, hs;
-};
+/* The heads' places: struct flash_heads (attention_tc.h). */
 
 /* grid (tiles, B*H); block FLASH_THREADS.  Query tile nT-1-blockIdx.x (the
  * longest first), key tiles 0..diagonal. */
@@ -437,12 +426,11 @@ static flash_heads gqa_heads(const float *qk, const float *v, float *dqk, float 
 extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T,
                                  int C, int H) {
     flash_check_shape(c, "wf_attention_fwd", B, C, H);
-    if (wf_attention_tc_takes(c, C, H)) { /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
-        wf_attention_tc_fwd(c, out, att, qkv, B, T, C, H);
-        wf_cuda_sync(c, "wf_attention_fwd");
-        return;
-    }
-    flash_fwd_hs(c, out, att, packed_heads(qkv, NULL, C, H), B, T);
+    flash_heads a = packed_heads(qkv, NULL, C, H);
+    if (wf_attention_tc_takes(c, a.hs)) /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
+        wf_attention_tc_fwd(c, out, att, a, B, T);
+    else
+        flash_fwd_hs(c, out, att, a, B, T);
     wf_cuda_sync(c, "wf_attention_fwd");
 }
 
@@ -450,24 +438,26 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
                                  const float *qkv, const float *att, int B, int T, int C, int H) {
     flash_check_shape(c, "wf_attention_bwd", B, C, H);
-    if (wf_attention_tc_takes(c, C, H)) {
-        wf_attention_tc_bwd(c, dqkv, scratch, dout, qkv, att, B, T, C, H);
-        wf_cuda_sync(c, "wf_attention_bwd");
-        return;
-    }
-    flash_bwd_hs(c, scratch, dout, att, packed_heads(qkv, dqkv, C, H), B, T);
+    flash_heads a = packed_heads(qkv, dqkv, C, H);
+    if (wf_attention_tc_takes(c, a.hs))
+        wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
+    else
+        flash_bwd_hs(c, scratch, dout, att, a, B, T);
     wf_cuda_sync(c, "wf_attention_bwd");
 }
 
-/* Grouped-query attention (the LLaMA family), the same flash kernels and the
- * same contract: att holds the base-2 log-sum-exp per (b, query head, t),
- * scratch D per (b, query head, t), B*H*T floats each.  fp32 arithmetic in
- * every plan precision: the tensor-core kernels of attention_tc.cu read
- * GPT-2's packed layout only, so bf16 / fp16 LLaMA plans run these. */
+/* Grouped-query attention (the LLaMA family), the same kernels and the same
+ * contract: att holds the base-2 log-sum-exp per (b, query head, t), scratch
+ * D per (b, query head, t), B*H*T floats each; bf16 / fp16 plans on tensor
+ * cores as GPT-2's. */
 extern "C" void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
                                      int B, int T, int H, int KVH, int hd) {
     flash_check_heads(c, "wf_gqa_attention_fwd", B, H, KVH, hd);
-    flash_fwd_hs(c, out, att, gqa_heads(qk, v, NULL, NULL, H, KVH, hd), B, T);
+    flash_heads a = gqa_heads(qk, v, NULL, NULL, H, KVH, hd);
+    if (wf_attention_tc_takes(c, hd))
+        wf_attention_tc_fwd(c, out, att, a, B, T);
+    else
+        flash_fwd_hs(c, out, att, a, B, T);
     wf_cuda_sync(c, "wf_gqa_attention_fwd");
 }
 
@@ -475,6 +465,10 @@ extern "C" void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *sc
                                      const float *qk, const float *v, const float *att, int B, int T, int H,
                                      int KVH, int hd) {
     flash_check_heads(c, "wf_gqa_attention_bwd", B, H, KVH, hd);
-    flash_bwd_hs(c, scratch, dout, att, gqa_heads(qk, v, dqk, dv, H, KVH, hd), B, T);
+    flash_heads a = gqa_heads(qk, v, dqk, dv, H, KVH, hd);
+    if (wf_attention_tc_takes(c, hd))
+        wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
+    else
+        flash_bwd_hs(c, scratch, dout, att, a, B, T);
     wf_cuda_sync(c, "wf_gqa_attention_bwd");
 }

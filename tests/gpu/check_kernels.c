@@ -399,6 +399,36 @@ static void gqa_case(const char *tag, int b, int t, int h, int kvh, int hd) {
     put(name, "dv", dv, n * wv);
 }
 
+/* Grouped-query attention in a bf16 or fp16 plan, as attention_16bit_case:
+ * inputs rounded to the 16-bit type (q and k doubled first), gradients from
+ * 0, the 16-bit threshold (CUDA's tensor-core kernels round P and dS); dq and
+ * dk (the two column ranges of dqk) compared apart. */
+static void gqa_16bit_case(const char *tag, int precision, int b, int t, int h, int kvh, int hd, int misalign) {
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    long wq = (long)h * hd, wqk = (long)(h + kvh) * hd, wv = (long)kvh * hd;
+    float *qk = buf(n * wqk + misalign) + misalign, *v = buf(n * wv + misalign) + misalign;
+    float *dout = buf(n * wq + misalign) + misalign, *o = buf(n * wq);
+    float *dqk = buf(n * wqk), *dv = buf(n * wv);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    for (long i = 0; i < n * wqk; i++) qk[i] *= 2.0f;
+    memset(dqk, 0, sizeof(float) * (size_t)(n * wqk));
+    memset(dv, 0, sizeof(float) * (size_t)(n * wv));
+    wf_round_copy(precision, qk, qk, n * wqk);
+    wf_round_copy(precision, v, v, n * wv);
+    wf_round_copy(precision, dout, dout, n * wq);
+    wf_ctx *ctx = wf_precision_ctx(precision);
+    char name[48];
+    wf_gqa_attention_fwd(ctx, o, att, qk, v, b, t, h, kvh, hd);
+    snprintf(name, sizeof name, "gqa_attention_fwd%s", tag);
+    put(name, "out [16-bit]", o, n * wq);
+    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    snprintf(name, sizeof name, "gqa_attention_bwd%s", tag);
+    settle();  /* columns() reads dqk on the host */
+    put(name, "dq [16-bit]", columns(dqk, n, wqk, 0, wq), n * wq);
+    put(name, "dk [16-bit]", columns(dqk, n, wqk, wq, wv), n * wv);
+    put(name, "dv [16-bit]", dv, n * wv);
+}
+
 /* RoPE as the generated code calls it: the query heads from a (N, H*hd)
  * tensor and the key heads from a (N, KVH*hd) one into one (N, (H+KVH)*hd)
  * row, then backward from that row into both (accumulating). */
@@ -463,6 +493,14 @@ static void run_llama(void) {
     gqa_case(" T=300 hd=16 group=2", 1, 300, 2, 1, 16);
     gqa_case(" T=140 hd=64 group=4", 2, 140, 4, 1, 64);
     gqa_case(" T=70 hd=128 group=1", 1, 70, 2, 2, 128);
+    /* bf16 / fp16 plans: the tensor-core kernels (64-row tiles) with groups
+     * of 2 and 3 over several tiles, head sizes 32, 64 and 48 (zero-padded),
+     * fp16 on unaligned inputs; head size 20 falls back to the fp32 kernels */
+    gqa_16bit_case(" bf16 T=200 hd=64 group=2", WF_BF16, 1, 200, 4, 2, 64, 0);
+    gqa_16bit_case(" bf16 T=100 hd=32 group=3", WF_BF16, 2, 100, 6, 2, 32, 0);
+    gqa_16bit_case(" bf16 T=70 hd=48 group=4", WF_BF16, 1, 70, 4, 1, 48, 0);
+    gqa_16bit_case(" fp16 T=130 hd=64 misaligned", WF_FP16, 1, 130, 2, 1, 64, 1);
+    gqa_16bit_case(" bf16 T=50 hd=20 group=2", WF_BF16, 1, 50, 4, 2, 20, 0);
 }
 
 /* ---- optimizer hooks and 16-bit rounding ------------------------------------ */
