@@ -1,8 +1,10 @@
 /* backend_cuda.c: what `--backend cuda` can compile today.  The CUDA runtime
- * (runtime/cuda) implements the kernels of the GPT-2 family and the
- * tensor-parallel ops, in fp32, bf16 and fp16 (16-bit storage rounded on the
- * device, fp32 master weights); anything else is refused here, by name,
- * rather than failing later when the generated program links. */
+ * (runtime/cuda) implements the kernels of the GPT-2 and LLaMA families
+ * (llama.cu; grouped-query attention on the flash kernels of attention.cu and
+ * attention_tc.cu)
+ * and the tensor-parallel ops, in fp32, bf16 and fp16 (16-bit storage rounded
+ * on the device, fp32 master weights); anything else is refused here, by
+ * name, rather than failing later when the generated program links. */
 #include <string.h>
 
 #include "program.h"
@@ -13,6 +15,7 @@ static int cuda_has_op(op_kind k) {
     case OP_EMBED: case OP_LAYERNORM: case OP_LINEAR: case OP_ATTENTION: case OP_GELU:
     case OP_ADD: case OP_LMHEAD_XENT: case OP_VOCAB_EMBED: case OP_POS_ADD: case OP_BIAS_ADD:
     case OP_TP_COPY: case OP_TP_REDUCE: case OP_TP_GATHER: case OP_TP_SCATTER:
+    case OP_RMSNORM: case OP_ROPE: case OP_SWIGLU:
         return 1;
     default:
         return 0;
@@ -20,9 +23,9 @@ static int cuda_has_op(op_kind k) {
 }
 
 int cuda_backend_check(const Program *p) {
-    if (strcmp(p->family, "gpt2") != 0) {
+    if (strcmp(p->family, "gpt2") != 0 && strcmp(p->family, "llama") != 0) {
         wf_error("%s: plan.model: the %s family is not available with --backend cuda yet "
-                 "(valid: weft.gpt2; or compile with --backend cpu)", p->plan_path, p->family);
+                 "(valid: weft.gpt2, weft.llama; or compile with --backend cpu)", p->plan_path, p->family);
         return -1;
     }
     /* runtime/cuda/attention.cu keeps a row's head in registers and tiles of

@@ -248,7 +248,7 @@ static double llama_layer_bytes(const cost_memory_args *a, recompute_kind rc)
 {
     double s = a->seq, b = a->micro_batch, h = a->hidden, t = a->tp, f = a->ffn_hidden;
     double kvd = a->heads > 0 && a->kv_heads > 0 ? h / a->heads * a->kv_heads : h;
-    double scores = rc == RC_SELECTIVE ? 0.0 : 2.0 * a->heads * s;
+    double scores = rc == RC_SELECTIVE || a->flash_attention ? 0.0 : 2.0 * a->heads * s;
     if (rc == RC_FULL) return 2.0 * s * b * h / (a->sp ? t : 1.0);
     double split = 4.0 * h + 4.0 * kvd + 6.0 * f + scores;
     return a->sp ? s * b * (8.0 * h + split) / t : s * b * (8.0 * h + split / t);
@@ -258,7 +258,9 @@ static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
 {
     double s = a->seq, b = a->micro_batch, h = a->hidden, heads = a->heads, t = a->tp;
     double sbh = s * b * h;
-    if (a->ffn_hidden > 0) return llama_layer_bytes(a, rc) * (precision_bytes(a->precision) / 2.0);
+    /* flash attention's log-sum-exp is fp32 whatever the precision */
+    double lse = a->flash_attention && rc == RC_NONE ? 4.0 * heads * s * b / t : 0.0;
+    if (a->ffn_hidden > 0) return llama_layer_bytes(a, rc) * (precision_bytes(a->precision) / 2.0) + lse;
     double scores = a->flash_attention ? 0.0 : 5.0 * heads * s / h; /* softmax input / output, dropout mask */
     double bytes;
     if (rc == RC_FULL)
@@ -267,8 +269,6 @@ static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
         bytes = a->sp ? sbh / t * 34.0 : sbh * (10.0 + 24.0 / t);
     else
         bytes = a->sp ? sbh / t * (34.0 + scores) : sbh * (10.0 + 24.0 / t + scores / t);
-    /* flash attention's log-sum-exp is fp32 whatever the precision */
-    double lse = a->flash_attention && rc == RC_NONE ? 4.0 * heads * s * b / t : 0.0;
     return bytes * (precision_bytes(a->precision) / 2.0) + lse;
 }
 

@@ -155,7 +155,8 @@ double cost_llama_params(double L, double h, double kvd, double f, double V);
  * input (6sbf), and the softmax output (2as^2b; no dropout anywhere):
  *   no sp   sb (8h + (4h + 4kvd + 6f + 2as) / t)
  *   sp      sb (12h + 4kvd + 6f + 2as) / t
- * with the same selective (no 2as term) and full recompute cases. */
+ * with the same selective (no 2as term) and full recompute cases;
+ * flash_attention drops the 2as term and adds the log-sum-exp as for GPT. */
 double cost_activation_bytes_per_layer(const cost_memory_args *a);
 
 /* Everything the rank holds at its peak, bytes:

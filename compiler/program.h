@@ -230,7 +230,8 @@ int pass_buckets(Program *p);
 int pass_memory(Program *p);
 /* 1 where the backend's attention saves only the log-sum-exp per query row
  * (runtime/cuda/attention.cu, flash style) instead of the (T, T) probabilities
- * per head: --backend cuda, heads with their own keys (not GQA). */
+ * per head: --backend cuda, for GPT-2's attention and LLaMA's grouped-query
+ * attention alike (B*H*T floats, H the query heads; its scratch the same). */
 int attention_saves_lse(const Program *p, const ir_op *o);
 int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);

@@ -286,7 +286,7 @@ static cost_memory stage_memory(const Program *p, int stage) {
     a.head = stage == p->pp - 1;
     a.ffn_hidden = p->ffn_hidden;  /* 0 but for llama */
     a.kv_heads = p->kv_heads;
-    a.flash_attention = strcmp(p->backend, "cuda") == 0 && p->ffn_hidden <= 0; /* GQA keeps T x T */
+    a.flash_attention = strcmp(p->backend, "cuda") == 0;  /* GPT-2 and GQA alike */
     cost_memory m = cost_memory_per_rank(&a);
     /* the plan's own choices the per-rank formula does not know: a second
      * weight version (PipeDream-2BW), and what offload keeps in host memory

@@ -35,7 +35,11 @@
  * 128) run the tensor-core kernels of attention_tc.cu instead, same contract.
  *
  * qkv rows are 3C wide: head h of q is columns [h*hs, (h+1)*hs), k and v are
- * C and 2C further; dqkv has the same layout. */
+ * C and 2C further; dqkv has the same layout.  The kernels take the heads'
+ * places as a flash_heads (separate q, k, v, strides, and query head h
+ * reading key/value head h / group), so the LLaMA family's grouped-query
+ * attention (wf_gqa_attention_*, at the end) runs on them too: its dk/dv
+ * kernel sums over the group's query heads in a fixed order. */
 #include <stdio.h>
 
 #include "attention_tc.h"
@@ -129,30 +133,33 @@ template <int HS> __device__ __forceinline__ int warp_last_row() {
  * then the running max and the output are rescaled once per chunk. */
 #define FLASH_KC 16
 
+/* The heads' places: struct flash_heads (attention_tc.h). */
+
 /* grid (tiles, B*H); block FLASH_THREADS.  Query tile nT-1-blockIdx.x (the
  * longest first), key tiles 0..diagonal. */
 template <int HS>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, float scale2) {
+flash_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 ks[BT * HS / 4];
     __shared__ float4 vs[BT * HS / 4];
     int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
-    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
-    long ld = 3L * C;
-    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
+    int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
+    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
+    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
+    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
     float qr[16], o[16];
-    load_row_part<HS>(qr, q, i, T, ld, hs, g);
+    load_row_part<HS>(qr, q, i, T, a.ldq, hs, g);
 #pragma unroll
     for (int d = 0; d < 16; d++) o[d] = 0.0f;
     float m = -INFINITY, l = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads(); /* the previous tiles are consumed */
-        load_tile<HS>(ks, k, kt * BT, T, ld, hs);
-        load_tile<HS>(vs, v, kt * BT, T, ld, hs);
+        load_tile<HS>(ks, k, kt * BT, T, a.ldk, hs);
+        load_tile<HS>(vs, v, kt * BT, T, a.ldv, hs);
         __syncthreads();
         int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
         for (int j0 = 0; j0 < jend; j0 += FLASH_KC) {
@@ -180,7 +187,8 @@ flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, 
     }
     if (i >= T) return;
     float inv = 1.0f / l;
-    float *orow = out + ((long)b * T + i) * C + (long)h * hs;
+    long ldo = (long)a.H * hs;
+    float *orow = out + ((long)b * T + i) * ldo + (long)h * hs;
 #pragma unroll
     for (int c = 0; c < 4; c++)
 #pragma unroll
@@ -198,29 +206,31 @@ flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, 
  * so one pass over the keys gives D and dq together. */
 template <int HS>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse,
-                    int T, int C, int H, float scale, float scale2) {
+flash_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_heads a, int T, float scale,
+                    float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 ks[BT * HS / 4];
     __shared__ float4 vs[BT * HS / 4];
     int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
-    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
-    long ld = 3L * C;
-    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
-    const float *dy = dout + (long)b * T * C + (long)h * hs;
+    int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
+    long ldo = (long)a.H * hs;
+    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
+    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
+    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
+    const float *dy = dout + (long)b * T * ldo + (long)h * hs;
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
     float qr[16], dyr[16], pdk[16], pk[16];
-    load_row_part<HS>(qr, q, i, T, ld, hs, g);
-    load_row_part<HS>(dyr, dy, i, T, C, hs, g);
+    load_row_part<HS>(qr, q, i, T, a.ldq, hs, g);
+    load_row_part<HS>(dyr, dy, i, T, ldo, hs, g);
 #pragma unroll
     for (int d = 0; d < 16; d++) pdk[d] = pk[d] = 0.0f;
     float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        load_tile<HS>(ks, k, kt * BT, T, ld, hs);
-        load_tile<HS>(vs, v, kt * BT, T, ld, hs);
+        load_tile<HS>(ks, k, kt * BT, T, a.ldk, hs);
+        load_tile<HS>(vs, v, kt * BT, T, a.ldv, hs);
         __syncthreads();
         int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
 #pragma unroll 1
@@ -234,7 +244,7 @@ flash_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qk
         }
     }
     if (i >= T) return;
-    float *dq = dqkv + ((long)b * T + i) * ld + (long)h * hs;
+    float *dq = a.dq + ((long)b * T + i) * a.ldq + (long)h * hs;
 #pragma unroll
     for (int c = 0; c < 4; c++)
 #pragma unroll
@@ -245,51 +255,60 @@ flash_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qk
     if (g == 0) dsum[(long)bh * T + i] = D;
 }
 
-/* dk and dv per key row, over the query tiles diagonal..last.  grid (tiles,
- * B*H): key tile blockIdx.x, so tile 0 (the most query tiles) starts first. */
+/* dk and dv per key row of one key/value head, over the `group` query heads
+ * that read it (in order) and for each over the query tiles diagonal..last.
+ * grid (tiles, B*KVH): key tile blockIdx.x, so tile 0 (the most query tiles)
+ * starts first.  A thread owns its key row's gradients across the whole
+ * group: the group's sum needs no atomics and has a fixed order. */
 template <int HS>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const float *qkv,
-                      const float *lse, int T, int C, int H, float scale, float scale2) {
+flash_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, flash_heads a, int T,
+                      float scale, float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 qs[BT * HS / 4];
     __shared__ float4 dys[BT * HS / 4];
     __shared__ float ls[BT], Ds[BT];
     int n_tiles = (T + BT - 1) / BT, kt = (int)blockIdx.x;
-    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
-    long ld = 3L * C;
-    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
-    const float *dy = dout + (long)b * T * C + (long)h * hs;
+    int KVH = a.H / a.group, b = blockIdx.y / KVH, kv = blockIdx.y % KVH, hs = a.hs;
+    long ldo = (long)a.H * hs;
+    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
+    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
     int g = threadIdx.x % G, j = kt * BT + (int)threadIdx.x / G;
 
     float kr[16], vr[16], dk[16], dv[16];
-    load_row_part<HS>(kr, k, j, T, ld, hs, g);
-    load_row_part<HS>(vr, v, j, T, ld, hs, g);
+    load_row_part<HS>(kr, k, j, T, a.ldk, hs, g);
+    load_row_part<HS>(vr, v, j, T, a.ldv, hs, g);
 #pragma unroll
     for (int d = 0; d < 16; d++) dk[d] = dv[d] = 0.0f;
 
-    for (int qt = kt; qt < n_tiles; qt++) {
-        __syncthreads();
-        load_tile<HS>(qs, q, qt * BT, T, ld, hs);
-        load_tile<HS>(dys, dy, qt * BT, T, C, hs);
-        for (int r = threadIdx.x; r < BT; r += FLASH_THREADS) {
-            int i = qt * BT + r;
-            ls[r] = i < T ? lse[(long)bh * T + i] : 0.0f;
-            Ds[r] = i < T ? dsum[(long)bh * T + i] : 0.0f;
-        }
-        __syncthreads();
+    for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
+        long bh = (long)b * a.H + h;
+        const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
+        const float *dy = dout + (long)b * T * ldo + (long)h * hs;
+        for (int qt = kt; qt < n_tiles; qt++) {
+            __syncthreads();
+            load_tile<HS>(qs, q, qt * BT, T, a.ldq, hs);
+            load_tile<HS>(dys, dy, qt * BT, T, ldo, hs);
+            for (int r = threadIdx.x; r < BT; r += FLASH_THREADS) {
+                int i = qt * BT + r;
+                ls[r] = i < T ? lse[bh * T + i] : 0.0f;
+                Ds[r] = i < T ? dsum[bh * T + i] : 0.0f;
+            }
+            __syncthreads();
 #pragma unroll 2
-        for (int ii = qt == kt ? warp_first_row<HS>() : 0; ii < BT; ii++) {
-            int i = qt * BT + ii;
-            float s = group_sum<G>(dot_part<HS>(kr, qs, ii, g)) * scale2;
-            float dp = group_sum<G>(dot_part<HS>(vr, dys, ii, g));
-            float p = j <= i && i < T ? exp2f(s - ls[ii]) : 0.0f;
-            axpy_part<HS>(dv, p, dys, ii, g);
-            axpy_part<HS>(dk, p * (dp - Ds[ii]), qs, ii, g);
+            for (int ii = qt == kt ? warp_first_row<HS>() : 0; ii < BT; ii++) {
+                int i = qt * BT + ii;
+                float s = group_sum<G>(dot_part<HS>(kr, qs, ii, g)) * scale2;
+                float dp = group_sum<G>(dot_part<HS>(vr, dys, ii, g));
+                float p = j <= i && i < T ? exp2f(s - ls[ii]) : 0.0f;
+                axpy_part<HS>(dv, p, dys, ii, g);
+                axpy_part<HS>(dk, p * (dp - Ds[ii]), qs, ii, g);
+            }
         }
     }
     if (j >= T) return;
-    float *dkrow = dqkv + ((long)b * T + j) * ld + (long)h * hs + C, *dvrow = dkrow + C;
+    float *dkrow = a.dk + ((long)b * T + j) * a.ldk + (long)kv * hs;
+    float *dvrow = a.dv + ((long)b * T + j) * a.ldv + (long)kv * hs;
 #pragma unroll
     for (int c = 0; c < 4; c++)
 #pragma unroll
@@ -305,11 +324,11 @@ flash_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const f
 /* The smallest instance that holds hs; 0 past FLASH_MAX_HS. */
 static int flash_hs(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0; }
 
-static void flash_check_shape(wf_ctx *c, const char *call, int B, int C, int H) {
-    char msg[96];
-    if (H < 1 || C % H != 0 || flash_hs(C / H) == 0) {
-        snprintf(msg, sizeof msg, "head size %d (C %d / H %d): the CUDA attention takes 1..%d",
-                 H > 0 ? C / H : 0, C, H, FLASH_MAX_HS);
+static void flash_check_heads(wf_ctx *c, const char *call, int B, int H, int KVH, int hs) {
+    char msg[112];
+    if (H < 1 || KVH < 1 || H % KVH != 0 || hs < 1 || flash_hs(hs) == 0) {
+        snprintf(msg, sizeof msg, "head size %d, %d query heads on %d key/value heads: the CUDA "
+                 "attention takes head sizes 1..%d and KVH dividing H", hs, H, KVH, FLASH_MAX_HS);
         wf_cuda_fail(c, call, WF_CUDA_WHERE, msg);
     }
     if ((long)B * H > 65535) { /* the grid's y dimension */
@@ -318,45 +337,100 @@ static void flash_check_shape(wf_ctx *c, const char *call, int B, int C, int H) 
     }
 }
 
+static void flash_check_shape(wf_ctx *c, const char *call, int B, int C, int H) {
+    char msg[96];
+    if (H < 1 || C % H != 0) {
+        snprintf(msg, sizeof msg, "C %d is not a multiple of H %d heads", C, H);
+        wf_cuda_fail(c, call, WF_CUDA_WHERE, msg);
+    }
+    flash_check_heads(c, call, B, H, H, C / H);
+}
+
 #define FLASH_LOG2E 1.4426950408889634f
 
 template <int HS>
-static void flash_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
+static void flash_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
     constexpr int BT = flash_tile<HS>::BT;
-    dim3 grid((T + BT - 1) / BT, B * H);
-    float scale2 = FLASH_LOG2E / sqrtf((float)(C / H));
-    WF_LAUNCH(flash_fwd_kernel<HS>, grid, FLASH_THREADS, 0, wf_cuda_stream(c))(out, lse, qkv, T, C, H,
-                                                                              scale2);
+    dim3 grid((T + BT - 1) / BT, B * a.H);
+    float scale2 = FLASH_LOG2E / sqrtf((float)a.hs);
+    WF_LAUNCH(flash_fwd_kernel<HS>, grid, FLASH_THREADS, 0, wf_cuda_stream(c))(out, lse, a, T, scale2);
 }
 
 template <int HS>
-static void flash_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv,
-                      const float *lse, int B, int T, int C, int H) {
+static void flash_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+                      int B, int T) {
     constexpr int BT = flash_tile<HS>::BT;
-    dim3 grid((T + BT - 1) / BT, B * H);
-    float scale = 1.0f / sqrtf((float)(C / H)), scale2 = FLASH_LOG2E / sqrtf((float)(C / H));
+    dim3 grid((T + BT - 1) / BT, B * a.H), grid_kv((T + BT - 1) / BT, B * (a.H / a.group));
+    float scale = 1.0f / sqrtf((float)a.hs), scale2 = FLASH_LOG2E / sqrtf((float)a.hs);
     cudaStream_t s = wf_cuda_stream(c);
-    WF_LAUNCH(flash_bwd_dq_kernel<HS>, grid, FLASH_THREADS, 0, s)(dqkv, dsum, dout, qkv, lse, T, C,
-                                                                 H, scale, scale2);
-    WF_LAUNCH(flash_bwd_dkdv_kernel<HS>, grid, FLASH_THREADS, 0, s)(dqkv, dsum, dout, qkv, lse, T, C,
-                                                                   H, scale, scale2);
+    WF_LAUNCH(flash_bwd_dq_kernel<HS>, grid, FLASH_THREADS, 0, s)(dsum, dout, lse, a, T, scale, scale2);
+    WF_LAUNCH(flash_bwd_dkdv_kernel<HS>, grid_kv, FLASH_THREADS, 0, s)(dsum, dout, lse, a, T, scale,
+                                                                      scale2);
+}
+
+static void flash_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
+    switch (flash_hs(a.hs)) {
+    case 16: flash_fwd<16>(c, out, lse, a, B, T); break;
+    case 32: flash_fwd<32>(c, out, lse, a, B, T); break;
+    case 64: flash_fwd<64>(c, out, lse, a, B, T); break;
+    default: flash_fwd<128>(c, out, lse, a, B, T); break;
+    }
+}
+
+static void flash_bwd_hs(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+                         int B, int T) {
+    switch (flash_hs(a.hs)) {
+    case 16: flash_bwd<16>(c, dsum, dout, lse, a, B, T); break;
+    case 32: flash_bwd<32>(c, dsum, dout, lse, a, B, T); break;
+    case 64: flash_bwd<64>(c, dsum, dout, lse, a, B, T); break;
+    default: flash_bwd<128>(c, dsum, dout, lse, a, B, T); break;
+    }
+}
+
+/* GPT-2's packed (B*T, 3C) rows: q, k, v and their gradients C apart. */
+static flash_heads packed_heads(const float *qkv, float *dqkv, int C, int H) {
+    flash_heads a;
+    a.q = qkv;
+    a.k = qkv + C;
+    a.v = qkv + 2 * C;
+    a.dq = dqkv;
+    a.dk = dqkv ? dqkv + C : NULL;
+    a.dv = dqkv ? dqkv + 2 * C : NULL;
+    a.ldq = a.ldk = a.ldv = 3L * C;
+    a.H = H;
+    a.group = 1;
+    a.hs = C / H;
+    return a;
+}
+
+/* LLaMA's grouped-query layout (rt.h): qk rows hold the H query heads then
+ * the KVH key heads, v rows the KVH value heads. */
+static flash_heads gqa_heads(const float *qk, const float *v, float *dqk, float *dv, int H, int KVH,
+                             int hd) {
+    flash_heads a;
+    a.q = qk;
+    a.k = qk + (long)H * hd;
+    a.v = v;
+    a.dq = dqk;
+    a.dk = dqk ? dqk + (long)H * hd : NULL;
+    a.dv = dv;
+    a.ldq = a.ldk = (long)(H + KVH) * hd;
+    a.ldv = (long)KVH * hd;
+    a.H = H;
+    a.group = H / KVH;
+    a.hs = hd;
+    return a;
 }
 
 /* att: the base-2 log-sum-exp of each (b, h, t) row's scaled scores, B*H*T floats. */
 extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T,
                                  int C, int H) {
     flash_check_shape(c, "wf_attention_fwd", B, C, H);
-    if (wf_attention_tc_takes(c, C, H)) { /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
-        wf_attention_tc_fwd(c, out, att, qkv, B, T, C, H);
-        wf_cuda_sync(c, "wf_attention_fwd");
-        return;
-    }
-    switch (flash_hs(C / H)) {
-    case 16: flash_fwd<16>(c, out, att, qkv, B, T, C, H); break;
-    case 32: flash_fwd<32>(c, out, att, qkv, B, T, C, H); break;
-    case 64: flash_fwd<64>(c, out, att, qkv, B, T, C, H); break;
-    default: flash_fwd<128>(c, out, att, qkv, B, T, C, H); break;
-    }
+    flash_heads a = packed_heads(qkv, NULL, C, H);
+    if (wf_attention_tc_takes(c, a.hs)) /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
+        wf_attention_tc_fwd(c, out, att, a, B, T);
+    else
+        flash_fwd_hs(c, out, att, a, B, T);
     wf_cuda_sync(c, "wf_attention_fwd");
 }
 
@@ -364,16 +438,37 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
                                  const float *qkv, const float *att, int B, int T, int C, int H) {
     flash_check_shape(c, "wf_attention_bwd", B, C, H);
-    if (wf_attention_tc_takes(c, C, H)) {
-        wf_attention_tc_bwd(c, dqkv, scratch, dout, qkv, att, B, T, C, H);
-        wf_cuda_sync(c, "wf_attention_bwd");
-        return;
-    }
-    switch (flash_hs(C / H)) {
-    case 16: flash_bwd<16>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
-    case 32: flash_bwd<32>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
-    case 64: flash_bwd<64>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
-    default: flash_bwd<128>(c, dqkv, scratch, dout, qkv, att, B, T, C, H); break;
-    }
+    flash_heads a = packed_heads(qkv, dqkv, C, H);
+    if (wf_attention_tc_takes(c, a.hs))
+        wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
+    else
+        flash_bwd_hs(c, scratch, dout, att, a, B, T);
     wf_cuda_sync(c, "wf_attention_bwd");
+}
+
+/* Grouped-query attention (the LLaMA family), the same kernels and the same
+ * contract: att holds the base-2 log-sum-exp per (b, query head, t), scratch
+ * D per (b, query head, t), B*H*T floats each; bf16 / fp16 plans on tensor
+ * cores as GPT-2's. */
+extern "C" void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
+                                     int B, int T, int H, int KVH, int hd) {
+    flash_check_heads(c, "wf_gqa_attention_fwd", B, H, KVH, hd);
+    flash_heads a = gqa_heads(qk, v, NULL, NULL, H, KVH, hd);
+    if (wf_attention_tc_takes(c, hd))
+        wf_attention_tc_fwd(c, out, att, a, B, T);
+    else
+        flash_fwd_hs(c, out, att, a, B, T);
+    wf_cuda_sync(c, "wf_gqa_attention_fwd");
+}
+
+extern "C" void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
+                                     const float *qk, const float *v, const float *att, int B, int T, int H,
+                                     int KVH, int hd) {
+    flash_check_heads(c, "wf_gqa_attention_bwd", B, H, KVH, hd);
+    flash_heads a = gqa_heads(qk, v, dqk, dv, H, KVH, hd);
+    if (wf_attention_tc_takes(c, hd))
+        wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
+    else
+        flash_bwd_hs(c, scratch, dout, att, a, B, T);
+    wf_cuda_sync(c, "wf_gqa_attention_bwd");
 }

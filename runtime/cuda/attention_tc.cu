@@ -2,8 +2,11 @@
  * plans (WMMA, 16x16x16 fragments of the plan's 16-bit type, float
  * accumulators), the same contract as the fp32 kernels of attention.cu: out
  * and the base-2 log-sum-exp of each query row (`att`, B*H*T floats)
- * forward; dqkv (+=) and D_i = rowsum(P * dP) (`scratch`, B*H*T floats)
- * backward; the T x T matrix never in memory; no atomics.
+ * forward; dq, dk, dv (+=) and D_i = rowsum(P * dP) (`scratch`, B*H*T
+ * floats) backward; the T x T matrix never in memory; no atomics.  The heads'
+ * places come as a flash_heads (attention_tc.h): GPT-2's packed qkv, or
+ * LLaMA's grouped-query layout, whose dk/dv kernel sums over the query heads
+ * of its key/value head.
  *
  * Rounding.  The arenas are fp32, but in a bf16 / fp16 plan q, k, v and dout
  * already hold values of the 16-bit type (the generated code rounds every
@@ -203,29 +206,30 @@ __device__ __forceinline__ void tc_stage_out(float *stage, const tc_frag_acc *ac
  * longest first), key tiles 0..diagonal. */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-flash_tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H, float scale2) {
+flash_tc_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
     L sh(raw, 3, false);
     T16 *qs = sh.tile[0], *ks = sh.tile[1], *vs = sh.tile[2];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
-    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
-    long ld = 3L * C;
-    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
+    int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
+    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
+    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
+    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int i = qt * TC_ROWS + 16 * w + r;
     const T16 *qw = qs + 16 * w * L::LD;
 
-    tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, ld, hs);
+    tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, a.ldq, hs);
     float o[HS / 2], m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int e = 0; e < HS / 2; e++) o[e] = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads(); /* the previous tiles are consumed */
-        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, ld, hs);
-        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, ld, hs);
+        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
+        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
         __syncthreads();
         int nf = kt == qt ? w + 1 : 4; /* key fragments with a key not after the warp's rows */
         tc_abt<HS, T16>(sh.stage, qw, ks, 0, nf);
@@ -262,7 +266,7 @@ flash_tc_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int 
         for (int e = 0; e < HS / 2; e++) o[e] = o[e] * alpha + sh.stage[r * L::LDO + 2 * e + par];
     }
     if (i >= T) return;
-    float inv = 1.0f / l, *orow = out + ((long)b * T + i) * C + (long)h * hs;
+    float inv = 1.0f / l, *orow = out + ((long)b * T + i) * ((long)a.H * hs) + (long)h * hs;
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
         if (2 * e + par < hs) orow[2 * e + par] = o[e] * inv;
@@ -282,33 +286,35 @@ __device__ __forceinline__ void tc_scores(float *stage, const T16 *a, const T16 
 /* dq and D per query row (grid and order as forward). */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-flash_tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse, int T,
-                 int C, int H, float scale, float scale2) {
+flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_heads a, int T, float scale,
+                       float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
     L sh(raw, 4, true);
     T16 *qs = sh.tile[0], *dys = sh.tile[1], *ks = sh.tile[2], *vs = sh.tile[3];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
-    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
-    long ld = 3L * C;
-    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
-    const float *dy = dout + (long)b * T * C + (long)h * hs;
+    int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
+    long ldo = (long)a.H * hs;
+    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
+    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
+    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
+    const float *dy = dout + (long)b * T * ldo + (long)h * hs;
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int i = qt * TC_ROWS + 16 * w + r;
     const T16 *qw = qs + 16 * w * L::LD, *dyw = dys + 16 * w * L::LD;
     const float *S = sh.stage, *dP = sh.stage + 16 * L::LDS;
 
-    tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, ld, hs);
-    tc_load_tile<HS, T16>(dys, dy, qt * TC_ROWS, T, C, hs);
+    tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, a.ldq, hs);
+    tc_load_tile<HS, T16>(dys, dy, qt * TC_ROWS, T, ldo, hs);
     float li = i < T ? lse[(long)bh * T + i] : 0.0f;
 
     /* sweep 1: D = sum_j P_j dP_j, in fp32 */
     float D = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, ld, hs);
-        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, ld, hs);
+        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
+        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
         __syncthreads();
         int nf = kt == qt ? w + 1 : 4;
         tc_scores<HS, T16>(sh.stage, qw, ks, dyw, vs, 0, nf);
@@ -327,8 +333,8 @@ flash_tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float 
     for (int d = 0; d < HS / 16; d++) wmma::fill_fragment(acc[d], 0.0f);
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, ld, hs);
-        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, ld, hs);
+        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
+        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
         __syncthreads();
         int nf = kt == qt ? w + 1 : 4;
         tc_scores<HS, T16>(sh.stage, qw, ks, dyw, vs, 0, nf);
@@ -345,36 +351,39 @@ flash_tc_bwd_dq_kernel(float *dqkv, float *dsum, const float *dout, const float 
     }
     tc_stage_out<HS, T16>(sh.stage, acc);
     if (i >= T) return;
-    float *dq = dqkv + ((long)b * T + i) * ld + (long)h * hs;
+    float *dq = a.dq + ((long)b * T + i) * a.ldq + (long)h * hs;
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
         if (2 * e + par < hs) dq[2 * e + par] += scale * sh.stage[r * L::LDO + 2 * e + par];
     if (par == 0) dsum[(long)bh * T + i] = D;
 }
 
-/* dk and dv per key row: block per key tile blockIdx.x (tile 0, the most
- * query tiles, first), query tiles diagonal..last. */
+/* dk and dv per key row of one key/value head: block per key tile
+ * blockIdx.x (tile 0, the most query tiles, first) and (b, kv head)
+ * blockIdx.y; over the group's query heads in order, and for each the query
+ * tiles diagonal..last, into the same accumulator fragments (the group's sum
+ * has one owner and a fixed order, no atomics). */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-flash_tc_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, const float *qkv, const float *lse,
-                   int T, int C, int H, float scale, float scale2) {
+flash_tc_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, flash_heads a, int T,
+                         float scale, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
     WF_DYNAMIC_SHARED(unsigned char, raw);
     L sh(raw, 4, true);
     T16 *ks = sh.tile[0], *vs = sh.tile[1], *qs = sh.tile[2], *dys = sh.tile[3];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, kt = (int)blockIdx.x;
-    int bh = blockIdx.y, b = bh / H, h = bh % H, hs = C / H;
-    long ld = 3L * C;
-    const float *q = qkv + (long)b * T * ld + (long)h * hs, *k = q + C, *v = q + 2 * C;
-    const float *dy = dout + (long)b * T * C + (long)h * hs;
+    int KVH = a.H / a.group, b = blockIdx.y / KVH, kv = blockIdx.y % KVH, hs = a.hs;
+    long ldo = (long)a.H * hs;
+    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
+    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int j = kt * TC_ROWS + 16 * w + r;
     const T16 *kw = ks + 16 * w * L::LD, *vw = vs + 16 * w * L::LD;
     const float *St = sh.stage, *dPt = sh.stage + 16 * L::LDS; /* transposed: key rows, query columns */
 
-    tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, ld, hs);
-    tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, ld, hs);
+    tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
+    tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
     tc_frag_acc dk[HS / 16], dv[HS / 16];
 #pragma unroll
     for (int d = 0; d < HS / 16; d++) {
@@ -382,34 +391,40 @@ flash_tc_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, cons
         wmma::fill_fragment(dv[d], 0.0f);
     }
 
-    for (int qt = kt; qt < n_tiles; qt++) {
-        __syncthreads();
-        tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, ld, hs);
-        tc_load_tile<HS, T16>(dys, dy, qt * TC_ROWS, T, C, hs);
-        for (int rr = threadIdx.x; rr < TC_ROWS; rr += TC_THREADS) {
-            int ii = qt * TC_ROWS + rr;
-            sh.row_lse[rr] = ii < T ? lse[(long)bh * T + ii] : 0.0f;
-            sh.row_d[rr] = ii < T ? dsum[(long)bh * T + ii] : 0.0f;
-        }
-        __syncthreads();
-        int f0 = qt == kt ? w : 0; /* query fragments with a query not before the warp's keys */
-        tc_scores<HS, T16>(sh.stage, kw, qs, vw, dys, f0, 4);
-#pragma unroll 8
-        for (int e = 0; e < 32; e++) {
-            int col = 2 * e + par, ii = qt * TC_ROWS + col;
-            float p = 0.0f, ds = 0.0f;
-            if (col >= 16 * f0 && j <= ii && ii < T) {
-                p = exp2f(St[r * L::LDS + col] * scale2 - sh.row_lse[col]);
-                ds = p * (dPt[r * L::LDS + col] - sh.row_d[col]);
+    for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
+        long bh = (long)b * a.H + h;
+        const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
+        const float *dy = dout + (long)b * T * ldo + (long)h * hs;
+        for (int qt = kt; qt < n_tiles; qt++) {
+            __syncthreads();
+            tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, a.ldq, hs);
+            tc_load_tile<HS, T16>(dys, dy, qt * TC_ROWS, T, ldo, hs);
+            for (int rr = threadIdx.x; rr < TC_ROWS; rr += TC_THREADS) {
+                int ii = qt * TC_ROWS + rr;
+                sh.row_lse[rr] = ii < T ? lse[bh * T + ii] : 0.0f;
+                sh.row_d[rr] = ii < T ? dsum[bh * T + ii] : 0.0f;
             }
-            sh.p[r * L::LDP + col] = tc_to16<T16>(p);
-            sh.ds[r * L::LDP + col] = tc_to16<T16>(ds);
+            __syncthreads();
+            int f0 = qt == kt ? w : 0; /* query fragments with a query not before the warp's keys */
+            tc_scores<HS, T16>(sh.stage, kw, qs, vw, dys, f0, 4);
+#pragma unroll 8
+            for (int e = 0; e < 32; e++) {
+                int col = 2 * e + par, ii = qt * TC_ROWS + col;
+                float p = 0.0f, ds = 0.0f;
+                if (col >= 16 * f0 && j <= ii && ii < T) {
+                    p = exp2f(St[r * L::LDS + col] * scale2 - sh.row_lse[col]);
+                    ds = p * (dPt[r * L::LDS + col] - sh.row_d[col]);
+                }
+                sh.p[r * L::LDP + col] = tc_to16<T16>(p);
+                sh.ds[r * L::LDP + col] = tc_to16<T16>(ds);
+            }
+            __syncwarp(); /* P^T and dS^T complete */
+            tc_pv<HS, T16>(dv, sh.p, dys, f0, 4);
+            tc_pv<HS, T16>(dk, sh.ds, qs, f0, 4);
         }
-        __syncwarp(); /* P^T and dS^T complete */
-        tc_pv<HS, T16>(dv, sh.p, dys, f0, 4);
-        tc_pv<HS, T16>(dk, sh.ds, qs, f0, 4);
     }
-    float *dkrow = dqkv + ((long)b * T + j) * ld + (long)h * hs + C, *dvrow = dkrow + C;
+    float *dkrow = a.dk + ((long)b * T + j) * a.ldk + (long)kv * hs;
+    float *dvrow = a.dv + ((long)b * T + j) * a.ldv + (long)kv * hs;
     tc_stage_out<HS, T16>(sh.stage, dk);
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
@@ -422,10 +437,10 @@ flash_tc_bwd_dkdv_kernel(float *dqkv, const float *dsum, const float *dout, cons
 
 /* ---- host side ------------------------------------------------------------------ */
 
-int wf_attention_tc_takes(wf_ctx *c, int C, int H) {
+int wf_attention_tc_takes(wf_ctx *c, int hs) {
     int p = wf_ctx_precision(c);
     if (p != WF_BF16 && p != WF_FP16) return 0;
-    return H >= 1 && C % H == 0 && (C / H) % 16 == 0 && C / H <= 128;
+    return hs >= 16 && hs % 16 == 0 && hs <= 128;
 }
 
 /* The kernels take more than the default 48 KiB of dynamic shared memory.
@@ -438,58 +453,56 @@ static void tc_allow_smem(wf_ctx *c, bool *done, const void *kernel, size_t byte
 }
 
 template <int HS, class T16>
-static void tc_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
+static void tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
     typedef tc_smem<HS, T16> L; /* the kernels' one template argument */
     size_t smem = L::bytes(3, false);
     static bool allowed;
     tc_allow_smem(c, &allowed, (const void *)flash_tc_fwd_kernel<L>, smem);
-    dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
-    float scale2 = TC_LOG2E / sqrtf((float)(C / H));
-    WF_LAUNCH(flash_tc_fwd_kernel<L>, grid, TC_THREADS, smem, wf_cuda_stream(c))(out, lse, qkv, T, C, H, scale2);
+    dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * a.H);
+    float scale2 = TC_LOG2E / sqrtf((float)a.hs);
+    WF_LAUNCH(flash_tc_fwd_kernel<L>, grid, TC_THREADS, smem, wf_cuda_stream(c))(out, lse, a, T, scale2);
 }
 
+/* dq over (query tile, b, query head); dk/dv over (key tile, b, kv head) */
 template <int HS, class T16>
-static void tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv, const float *lse,
-                   int B, int T, int C, int H) {
+static void tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
+                   int T) {
     typedef tc_smem<HS, T16> L;
     size_t smem = L::bytes(4, true);
     static bool allowed_dq, allowed_dkdv;
     tc_allow_smem(c, &allowed_dq, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
     tc_allow_smem(c, &allowed_dkdv, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
-    dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
-    float scale = 1.0f / sqrtf((float)(C / H)), scale2 = TC_LOG2E * scale;
+    int tiles = (T + TC_ROWS - 1) / TC_ROWS;
+    dim3 grid(tiles, B * a.H), grid_kv(tiles, B * (a.H / a.group));
+    float scale = 1.0f / sqrtf((float)a.hs), scale2 = TC_LOG2E * scale;
     cudaStream_t s = wf_cuda_stream(c);
-    WF_LAUNCH(flash_tc_bwd_dq_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H, scale,
-                                                                   scale2);
-    WF_LAUNCH(flash_tc_bwd_dkdv_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H,
-                                                                     scale, scale2);
+    WF_LAUNCH(flash_tc_bwd_dq_kernel<L>, grid, TC_THREADS, smem, s)(dsum, dout, lse, a, T, scale, scale2);
+    WF_LAUNCH(flash_tc_bwd_dkdv_kernel<L>, grid_kv, TC_THREADS, smem, s)(dsum, dout, lse, a, T, scale, scale2);
 }
 
 /* the instance for the head size (rounded up to 32, 64 or 128) and type */
 template <class T16>
-static void tc_fwd_hs(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
-    int hs = C / H;
-    if (hs <= 32) tc_fwd<32, T16>(c, out, lse, qkv, B, T, C, H);
-    else if (hs <= 64) tc_fwd<64, T16>(c, out, lse, qkv, B, T, C, H);
-    else tc_fwd<128, T16>(c, out, lse, qkv, B, T, C, H);
+static void tc_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
+    if (a.hs <= 32) tc_fwd<32, T16>(c, out, lse, a, B, T);
+    else if (a.hs <= 64) tc_fwd<64, T16>(c, out, lse, a, B, T);
+    else tc_fwd<128, T16>(c, out, lse, a, B, T);
 }
 
 template <class T16>
-static void tc_bwd_hs(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv,
-                      const float *lse, int B, int T, int C, int H) {
-    int hs = C / H;
-    if (hs <= 32) tc_bwd<32, T16>(c, dqkv, dsum, dout, qkv, lse, B, T, C, H);
-    else if (hs <= 64) tc_bwd<64, T16>(c, dqkv, dsum, dout, qkv, lse, B, T, C, H);
-    else tc_bwd<128, T16>(c, dqkv, dsum, dout, qkv, lse, B, T, C, H);
+static void tc_bwd_hs(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
+                      int T) {
+    if (a.hs <= 32) tc_bwd<32, T16>(c, dsum, dout, lse, a, B, T);
+    else if (a.hs <= 64) tc_bwd<64, T16>(c, dsum, dout, lse, a, B, T);
+    else tc_bwd<128, T16>(c, dsum, dout, lse, a, B, T);
 }
 
-void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H) {
-    if (wf_ctx_precision(c) == WF_BF16) tc_fwd_hs<__nv_bfloat16>(c, out, lse, qkv, B, T, C, H);
-    else tc_fwd_hs<__half>(c, out, lse, qkv, B, T, C, H);
+void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
+    if (wf_ctx_precision(c) == WF_BF16) tc_fwd_hs<__nv_bfloat16>(c, out, lse, a, B, T);
+    else tc_fwd_hs<__half>(c, out, lse, a, B, T);
 }
 
-void wf_attention_tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv,
-                         const float *lse, int B, int T, int C, int H) {
-    if (wf_ctx_precision(c) == WF_BF16) tc_bwd_hs<__nv_bfloat16>(c, dqkv, dsum, dout, qkv, lse, B, T, C, H);
-    else tc_bwd_hs<__half>(c, dqkv, dsum, dout, qkv, lse, B, T, C, H);
+void wf_attention_tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+                         int B, int T) {
+    if (wf_ctx_precision(c) == WF_BF16) tc_bwd_hs<__nv_bfloat16>(c, dsum, dout, lse, a, B, T);
+    else tc_bwd_hs<__half>(c, dsum, dout, lse, a, B, T);
 }

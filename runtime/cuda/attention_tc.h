@@ -1,20 +1,35 @@
 /* attention_tc.h: the tensor-core causal attention (attention_tc.cu), which
- * attention.cu's wf_attention_fwd / wf_attention_bwd try first. */
+ * attention.cu's wf_attention_* and wf_gqa_attention_* try first, and the
+ * description of where the heads are that both files' kernels take. */
 #ifndef WEFT_ATTENTION_TC_H
 #define WEFT_ATTENTION_TC_H
 
 #include "weft/rt.h"
 
+/* Where the heads are: GPT-2's packed qkv and LLaMA's grouped-query layout
+ * in one form.  Head h of q (b's rows start b*T*ldq floats after q) is
+ * columns [h*hs, (h+1)*hs) of its rows; query head h reads key/value head
+ * h / group, columns [kv*hs, (kv+1)*hs) of k's and v's rows.  The gradients
+ * dq, dk, dv have the layouts (and row strides) of q, k, v; out and dout are
+ * (B*T, H*hs).  GPT-2: k = q + C, v = q + 2C, strides 3C, group 1. */
+struct flash_heads {
+    const float *q, *k, *v;
+    float *dq, *dk, *dv;
+    long ldq, ldk, ldv;
+    int H, group, hs;
+};
+
 /* Whether the tensor-core kernels take this call: a bf16 or fp16 plan
- * (wf_ctx_precision) and a head size C / H that is a multiple of 16, at
- * most 128.  Otherwise the fp32 kernels of attention.cu run. */
-int wf_attention_tc_takes(wf_ctx *c, int C, int H);
+ * (wf_ctx_precision) and a head size hs that is a multiple of 16, at most
+ * 128.  Otherwise the fp32 kernels of attention.cu run. */
+int wf_attention_tc_takes(wf_ctx *c, int hs);
 
 /* The contracts of wf_attention_fwd / wf_attention_bwd (the same base-2
- * log-sum-exp in att, the same D in scratch), launched on the stream; the
- * caller checks the shape and the launch. */
-void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const float *qkv, int B, int T, int C, int H);
-void wf_attention_tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const float *qkv,
-                         const float *lse, int B, int T, int C, int H);
+ * log-sum-exp per query row and head in lse, the same D in dsum, B*H*T
+ * floats each; dq, dk, dv accumulate), launched on the stream; the caller
+ * checks the shape and the launch. */
+void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T);
+void wf_attention_tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+                         int B, int T);
 
 #endif

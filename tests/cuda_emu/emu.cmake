@@ -16,6 +16,7 @@ set(WEFT_EMU_KERNELS
   xent.cu
   precision.cu
   optim.cu
+  llama.cu
 )
 set(WEFT_EMU_NOT_EMULATED
   gemm.cu      # cuBLAS: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops)

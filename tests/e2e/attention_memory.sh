@@ -3,6 +3,8 @@
 # GPU): the CPU kernels keep each head's (T, T) softmax probabilities and use
 # one head's (T, T) scratch; the CUDA flash kernels (runtime/cuda/attention.cu)
 # keep a log-sum-exp per query row and head and use B*H*T floats of scratch.
+# LLaMA's grouped-query attention likewise, H being its query heads (the
+# dk/dv kernel reads the log-sum-exp and D of every query head of a group).
 # The expected sizes are computed from the plan's numbers as the IR dump
 # prints them (micro, heads, seq, tp), and check, simulate and the generated
 # program must all agree with the memory pass.
@@ -14,7 +16,9 @@ field() { sed -n "s/^plan .* $1=\([0-9]*\).*/\1/p" "$2" | head -1; }
 for v in "tiny:plans/tiny.lua" \
          "tp2:plans/tiny.lua --set mesh.dp=1 --set mesh.tp=2" \
          "selective:plans/tiny.lua --set recompute=selective" \
-         "3d:plans/gpt2_3d.lua"; do
+         "3d:plans/gpt2_3d.lua" \
+         "llama:plans/llama_tiny.lua" \
+         "llama_tp2:plans/llama_tiny.lua --set mesh.dp=1 --set mesh.tp=2"; do
   name=${v%%:*}
   read -r -a args <<<"${v#*:}"
   for backend in cpu cuda; do
@@ -45,24 +49,28 @@ done
 
 # weft check and weft simulate report the smaller activation memory
 mib() { awk -v k="$1" '$1 == k && $3 == "MiB" { print $2; exit }' "$2"; }
-"$WEFT" check plans/tiny.lua >"$WORK/check.cpu"
-"$WEFT" check plans/tiny.lua --backend cuda >"$WORK/check.cuda"
-check "check --backend cuda: less activation memory ($(mib activations "$WORK/check.cuda") < $(mib activations "$WORK/check.cpu") MiB)" \
-  awk -v a="$(mib activations "$WORK/check.cuda")" -v b="$(mib activations "$WORK/check.cpu")" 'BEGIN { exit !(a > 0 && a < b) }'
-check "check --backend cuda: says what attention saves" grep -q "^  attention .* log-sum-exp" "$WORK/check.cuda"
-check "check (cpu): no such line" bash -c "! grep -q log-sum-exp '$WORK/check.cpu'"
 acts() { awk '$1 == "stage" && $2 == "0" { print $9; exit }' "$1"; }  # activations, MiB
-"$WEFT" simulate plans/tiny.lua >"$WORK/sim.cpu"
-"$WEFT" simulate plans/tiny.lua --backend cuda >"$WORK/sim.cuda"
-check "simulate --backend cuda: less activation memory ($(acts "$WORK/sim.cuda") < $(acts "$WORK/sim.cpu") MiB)" \
-  awk -v a="$(acts "$WORK/sim.cuda")" -v b="$(acts "$WORK/sim.cpu")" 'BEGIN { exit !(a > 0 && a < b) }'
+for plan in tiny llama_tiny; do
+  "$WEFT" check plans/$plan.lua >"$WORK/check.cpu"
+  "$WEFT" check plans/$plan.lua --backend cuda >"$WORK/check.cuda"
+  check "$plan: check --backend cuda: less activation memory ($(mib activations "$WORK/check.cuda") < $(mib activations "$WORK/check.cpu") MiB)" \
+    awk -v a="$(mib activations "$WORK/check.cuda")" -v b="$(mib activations "$WORK/check.cpu")" 'BEGIN { exit !(a > 0 && a < b) }'
+  check "$plan: check --backend cuda: says what attention saves" grep -q "^  attention .* log-sum-exp" "$WORK/check.cuda"
+  check "$plan: check (cpu): no such line" bash -c "! grep -q log-sum-exp '$WORK/check.cpu'"
+  "$WEFT" simulate plans/$plan.lua >"$WORK/sim.cpu"
+  "$WEFT" simulate plans/$plan.lua --backend cuda >"$WORK/sim.cuda"
+  check "$plan: simulate --backend cuda: less activation memory ($(acts "$WORK/sim.cuda") < $(acts "$WORK/sim.cpu") MiB)" \
+    awk -v a="$(acts "$WORK/sim.cuda")" -v b="$(acts "$WORK/sim.cpu")" 'BEGIN { exit !(a > 0 && a < b) }'
+done
 
 # the generated program uses the memory pass's sizes
-"$WEFT" compile plans/tiny.lua -o "$WORK/cu" --backend cuda 2>/dev/null
-d=$WORK/tiny.cuda.dump
-rows=$(( $(field micro "$d") * $(field heads "$d") * $(field seq "$d") ))
-check "compile --backend cuda: S_H0_ATTENTION_1 holds $rows floats" \
-  grep -q "^#define S_H0_ATTENTION_1 .*saved for backward: $rows floats" "$WORK/cu/stage0.cu"
-check "compile --backend cuda: scratch_numel = $rows" grep -q "\.scratch_numel = ${rows}L" "$WORK/cu/stage0.cu"
+for v in tiny:tiny llama:llama_tiny; do
+  "$WEFT" compile plans/${v#*:}.lua -o "$WORK/cu-${v%%:*}" --backend cuda 2>/dev/null
+  d=$WORK/${v%%:*}.cuda.dump
+  rows=$(( $(field micro "$d") * $(field heads "$d") * $(field seq "$d") ))
+  check "${v#*:}: compile --backend cuda: S_H0_ATTENTION_1 holds $rows floats" \
+    grep -q "^#define S_H0_ATTENTION_1 .*saved for backward: $rows floats" "$WORK/cu-${v%%:*}/stage0.cu"
+  check "${v#*:}: compile --backend cuda: scratch_numel = $rows" grep -q "\.scratch_numel = ${rows}L" "$WORK/cu-${v%%:*}/stage0.cu"
+done
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

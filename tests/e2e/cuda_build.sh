@@ -17,18 +17,16 @@ fi
 # version shows up here by name: write it in runtime/cuda/, or list it and
 # refuse its op for --backend cuda in compiler/backend_cuda.c.
 # CPU-only: BLAS plumbing, the CPU attention's softmax rows and classifier's
-# dlogits row, and the LLaMA family's kernels (compiler/backend_cuda.c refuses
-# that family on CUDA).
-CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_causal_softmax_rows wf_softmax_bwd_rows wf_dlogits_row
-wf_gqa_attention_fwd wf_gqa_attention_bwd wf_rmsnorm_fwd wf_rmsnorm_bwd wf_rmsnorm_bwd_input
-wf_rmsnorm_bwd_weight wf_rope_fwd wf_rope_bwd wf_swiglu_fwd wf_swiglu_bwd"
+# dlogits row.  (The LLaMA family's kernels are runtime/cuda/llama.cu and
+# attention.cu's wf_gqa_attention_*.)
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_causal_softmax_rows wf_softmax_bwd_rows wf_dlogits_row"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
 missing=$(comm -23 <(symbols "$RT/libweftrt.a") <(symbols "$RT/cuda/libweftrt_cuda.a") |
           grep -vxF -f <(tr ' ' '\n' <<<"$CPU_ONLY") || true)
 check "libweftrt_cuda has every runtime function${missing:+ (missing: $(echo $missing))}" \
   test -z "$missing" -a -n "$(symbols "$RT/cuda/libweftrt_cuda.a")"
 
-for plan in tiny gpt2_3d; do
+for plan in tiny gpt2_3d llama_tiny; do
   "$WEFT" compile plans/$plan.lua -o "$WORK/$plan" --backend cuda 2>/dev/null
   "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-again" --backend cuda 2>/dev/null
   check "$plan: two CUDA compiles are byte-identical" diff -r "$WORK/$plan" "$WORK/$plan-again"
@@ -72,6 +70,11 @@ if command -v g++ >/dev/null 2>&1; then
     check "${v%%:*}: the .cu program text is valid C++" bash -c \
       "for f in '$WORK/${v%%:*}'/*.cu; do g++ -std=c++17 -fsyntax-only -x c++ -Iruntime/include \"\$f\" || exit 1; done"
   done
+  # LLaMA under tensor and pipeline parallelism, in bf16
+  "$WEFT" compile plans/llama_tiny.lua -o "$WORK/llama_3d" --backend cuda --set mesh.dp=1 --set mesh.tp=2 \
+    --set mesh.pp=2 --set precision=bf16 --set cluster.devices_per_node=4 2>/dev/null
+  check "llama tp 2 x pp 2, bf16: the .cu program text is valid C++" bash -c \
+    "ls '$WORK/llama_3d'/stage1.cu >/dev/null && for f in '$WORK/llama_3d'/*.cu; do g++ -std=c++17 -fsyntax-only -x c++ -Iruntime/include \"\$f\" || exit 1; done"
 fi
 
 # Build: the single-stage plan, the 3D plan (tp collectives, pipeline, two
@@ -79,6 +82,13 @@ fi
 for name in tiny gpt2_3d; do
   check "$name: the generated CUDA project builds" build_plan "$name" plans/$name.lua --backend cuda
 done
+# the LLaMA family: RMSNorm, RoPE, SwiGLU (llama.cu), grouped-query attention
+# (attention.cu's flash kernels), the untied head
+check "llama_tiny: the generated CUDA project builds" \
+  build_plan llama_tiny plans/llama_tiny.lua --backend cuda
+check "llama_tiny: the program calls the LLaMA kernels" \
+  bash -c "for f in wf_rmsnorm_fwd wf_rope_bwd wf_swiglu_bwd wf_gqa_attention_fwd wf_gqa_attention_bwd; do
+             grep -q \"\$f(c, \" '$WORK/llama_tiny/stage0.cu' || exit 1; done && test -x '$WORK/llama_tiny/build/stage0'"
 check "zb-h1: the split-backward CUDA program builds" \
   build_plan zb plans/gpt2_3d.lua --backend cuda --set pipeline.schedule=zb-h1 --set pipeline.virtual=1
 # bf16: rounding kernels after each op, AdamW with fp32 masters on the device

@@ -28,7 +28,10 @@
 #     picks some); each step's loss must agree within 1e-4 relative and the gradient
 #     norm within 1e-3, the final weights within 1e-3 relative / 1e-5 absolute
 #     (`weft ckpt diff`): the products of cuBLAS and OpenBLAS differ in rounding,
-#     and ten AdamW steps carry that along; then the same plan in bf16 (one rank,
+#     and ten AdamW steps carry that along; plans/llama_tiny.lua (RMSNorm, RoPE,
+#     grouped-query attention, SwiGLU: runtime/cuda/llama.cu and attention.cu's
+#     flash kernels) on one rank with the same tolerances (LAYOUTS name
+#     llama-one-rank); then the same plan in bf16 (one rank,
 #     dp 2; LAYOUTS names bf16-one-rank, bf16-dp2): losses within 1e-2 relative
 #     (the tensor-core attention's bf16 P and dS included, see below);
 #  5. CUDA graphs: the one-rank run (a captured step replayed from step 2)
@@ -123,19 +126,19 @@ export WEFT=$PWD/$BUILD/compiler/weft WEFT_RUNTIME=$PWD/$BUILD/runtime
 source tests/e2e/lib.sh
 set +e
 data=$(make_data)
-# train_both NAME --set ...: builds and runs plans/tiny.lua for 10 steps on each
-# backend (metrics in $OUT/NAME-BACKEND.jsonl, final checkpoint in
-# $WORK/NAME-BACKEND.ckpt); 0 if both ran, else a FAIL row and 1.
+# train_both NAME --set ...: builds and runs plans/tiny.lua (or $TRAIN_PLAN) for
+# 10 steps on each backend (metrics in $OUT/NAME-BACKEND.jsonl, final checkpoint
+# in $WORK/NAME-BACKEND.ckpt); 0 if both ran, else a FAIL row and 1.
 train_both() {
-  local name=$1 backend ok=0
+  local name=$1 backend ok=0 plan=${TRAIN_PLAN:-plans/tiny.lua}
   shift
   for backend in cpu cuda; do
-    if ! build_plan "$name-$backend" plans/tiny.lua --backend $backend "$@" >"$OUT/$name-$backend.build.log" 2>&1 ||
+    if ! build_plan "$name-$backend" "$plan" --backend $backend "$@" >"$OUT/$name-$backend.build.log" 2>&1 ||
        ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
            --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
            >"$OUT/$name-$backend.log" 2>&1; then
       tail -n 5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
-      row "tiny $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
+      row "$(basename "$plan" .lua) $name ($backend)" "did not build or run (see $name-$backend.log)" FAIL
       ok=1
     fi
   done
@@ -166,6 +169,23 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2 --set comm=mpi" \
   row "tiny $name: memory (cudaMemGetInfo), MFU $mfu" "${mem:-no device figure}" \
     "$([ -n "$mem" ] && awk -v m="$mfu" 'BEGIN { exit !(m > 0) }' && echo ok || echo FAIL)"
 done
+
+# The LLaMA family on one rank, fp32: RMSNorm, RoPE and SwiGLU (llama.cu), the
+# grouped-query attention on the flash kernels (4 query heads on 2 key/value
+# heads), the untied head; the tolerances of tiny's one-rank rows.
+echo "== training: plans/llama_tiny.lua, 10 steps, CPU vs CUDA =="
+name=llama-one-rank
+case " ${LAYOUTS:-$name} " in *" $name "*)
+  if TRAIN_PLAN=plans/llama_tiny.lua train_both "$name" --set mesh.dp=1; then
+    loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-4); lrc=$?
+    norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
+    row "llama_tiny one-rank: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
+    row "llama_tiny one-rank: grad norm vs CPU (< 1e-3)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
+    weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
+              "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
+    row "llama_tiny one-rank: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
+  fi ;;
+esac
 
 # bf16: 16-bit rounding after every op, AdamW with fp32 masters, on the device;
 # the two backends round the same values alike but their GEMMs differ in the

@@ -378,6 +378,131 @@ static void run_all(void) {
     put("residual_layernorm_bwd_input", "db", dres_b, (long)N * C);
 }
 
+/* Grouped-query causal attention on one shape: H query heads, KVH key/value
+ * heads, head size hd; qk rows hold the H query heads then the KVH key heads,
+ * v rows the KVH value heads.  As attention_case, att and scratch are each
+ * backend's private state (sized for either), so out, dqk and dv are
+ * compared; the gradients start random (the += contract). */
+static void gqa_case(const char *tag, int b, int t, int h, int kvh, int hd) {
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    long wqk = (long)(h + kvh) * hd, wv = (long)kvh * hd, wo = (long)h * hd;
+    float *qk = buf(n * wqk), *v = buf(n * wv), *o = buf(n * wo), *dout = buf(n * wo);
+    float *dqk = buf(n * wqk), *dv = buf(n * wv);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    char name[48];
+    wf_gqa_attention_fwd(NULL, o, att, qk, v, b, t, h, kvh, hd);
+    snprintf(name, sizeof name, "gqa_attention_fwd%s", tag);
+    put(name, "out", o, n * wo);
+    wf_gqa_attention_bwd(NULL, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    snprintf(name, sizeof name, "gqa_attention_bwd%s", tag);
+    put(name, "dqk", dqk, n * wqk);
+    put(name, "dv", dv, n * wv);
+}
+
+/* Grouped-query attention in a bf16 or fp16 plan, as attention_16bit_case:
+ * inputs rounded to the 16-bit type (q and k doubled first), gradients from
+ * 0, the 16-bit threshold (CUDA's tensor-core kernels round P and dS); dq and
+ * dk (the two column ranges of dqk) compared apart. */
+static void gqa_16bit_case(const char *tag, int precision, int b, int t, int h, int kvh, int hd, int misalign) {
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    long wq = (long)h * hd, wqk = (long)(h + kvh) * hd, wv = (long)kvh * hd;
+    float *qk = buf(n * wqk + misalign) + misalign, *v = buf(n * wv + misalign) + misalign;
+    float *dout = buf(n * wq + misalign) + misalign, *o = buf(n * wq);
+    float *dqk = buf(n * wqk), *dv = buf(n * wv);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    for (long i = 0; i < n * wqk; i++) qk[i] *= 2.0f;
+    memset(dqk, 0, sizeof(float) * (size_t)(n * wqk));
+    memset(dv, 0, sizeof(float) * (size_t)(n * wv));
+    wf_round_copy(precision, qk, qk, n * wqk);
+    wf_round_copy(precision, v, v, n * wv);
+    wf_round_copy(precision, dout, dout, n * wq);
+    wf_ctx *ctx = wf_precision_ctx(precision);
+    char name[48];
+    wf_gqa_attention_fwd(ctx, o, att, qk, v, b, t, h, kvh, hd);
+    snprintf(name, sizeof name, "gqa_attention_fwd%s", tag);
+    put(name, "out [16-bit]", o, n * wq);
+    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    snprintf(name, sizeof name, "gqa_attention_bwd%s", tag);
+    settle();  /* columns() reads dqk on the host */
+    put(name, "dq [16-bit]", columns(dqk, n, wqk, 0, wq), n * wq);
+    put(name, "dk [16-bit]", columns(dqk, n, wqk, wq, wv), n * wv);
+    put(name, "dv [16-bit]", dv, n * wv);
+}
+
+/* RoPE as the generated code calls it: the query heads from a (N, H*hd)
+ * tensor and the key heads from a (N, KVH*hd) one into one (N, (H+KVH)*hd)
+ * row, then backward from that row into both (accumulating). */
+static void rope_case(const char *tag, int n, int t, int h, int kvh, int hd, float theta) {
+    long wq = (long)h * hd, wk = (long)kvh * hd, wqk = wq + wk;
+    float *q = buf(n * wq), *k = buf(n * wk), *qk = buf(n * wqk), *dqk = buf(n * wqk);
+    float *dq = buf(n * wq), *dk = buf(n * wk);
+    char name[48];
+    wf_rope_fwd(NULL, qk, (int)wqk, q, (int)wq, n, t, h, hd, theta);
+    wf_rope_fwd(NULL, qk + wq, (int)wqk, k, (int)wk, n, t, kvh, hd, theta);
+    snprintf(name, sizeof name, "rope_fwd%s", tag);
+    put(name, "qk", qk, n * wqk);
+    wf_rope_bwd(NULL, dq, (int)wq, dqk, (int)wqk, n, t, h, hd, theta);
+    wf_rope_bwd(NULL, dk, (int)wk, dqk + wq, (int)wqk, n, t, kvh, hd, theta);
+    snprintf(name, sizeof name, "rope_bwd%s", tag);
+    put(name, "dq", dq, n * wq);
+    put(name, "dk", dk, n * wk);
+}
+
+/* The LLaMA family's kernels (runtime/cpu/kernels_llama.c, runtime/cuda/llama.cu
+ * and attention.cu): RMSNorm on C and on an odd width, RoPE with positions
+ * wrapping at T, SwiGLU on a length no block size divides, grouped-query
+ * attention over several of CUDA's tiles, groups of 1, 2, 3 and 4 query heads
+ * per key/value head, and head sizes that are not 16, 32, 64 or 128. */
+static void run_llama(void) {
+    static const int widths[2] = { C, 77 };
+    for (int k = 0; k < 2; k++) {
+        int cw = widths[k];
+        char name[48];
+        float *x = buf((long)N * cw), *w = buf(cw), *y = buf((long)N * cw), *rstd = buf(N);
+        float *dout = buf((long)N * cw), *dx = buf((long)N * cw), *dw = buf(cw);
+        snprintf(name, sizeof name, "rmsnorm_fwd C=%d", cw);
+        wf_rmsnorm_fwd(NULL, y, rstd, x, w, N, cw, 1e-5f);
+        put(name, "out", y, (long)N * cw);
+        put(name, "rstd", rstd, N);
+        snprintf(name, sizeof name, "rmsnorm_bwd C=%d", cw);
+        wf_rmsnorm_bwd(NULL, dx, dw, dout, x, w, rstd, N, cw);
+        put(name, "dinp", dx, (long)N * cw);
+        put(name, "dw", dw, cw);
+        snprintf(name, sizeof name, "rmsnorm_bwd_input C=%d", cw);
+        wf_rmsnorm_bwd_input(NULL, dx, dout, x, w, rstd, N, cw);
+        put(name, "dinp", dx, (long)N * cw);
+        snprintf(name, sizeof name, "rmsnorm_bwd_weight C=%d", cw);
+        wf_rmsnorm_bwd_weight(NULL, dw, dout, x, rstd, N, cw);
+        put(name, "dw", dw, cw);
+    }
+
+    rope_case(" hd=16", N, T, 4, 2, 16, 10000.0f);
+    rope_case(" hd=10 theta=500", N, T, 3, 1, 10, 500.0f);
+
+    long ns = (long)N * M + 13;
+    float *gate = buf(ns), *up = buf(ns), *o = buf(ns), *dout = buf(ns), *dgate = buf(ns), *dup = buf(ns);
+    for (long i = 0; i < ns; i++) gate[i] *= 6.0f;  /* both tails of the sigmoid */
+    wf_swiglu_fwd(NULL, o, gate, up, ns);
+    put("swiglu_fwd", "out", o, ns);
+    wf_swiglu_bwd(NULL, dgate, dup, gate, up, dout, ns);
+    put("swiglu_bwd", "dgate", dgate, ns);
+    put("swiglu_bwd", "dup", dup, ns);
+
+    gqa_case("", B, T, 4, 2, 24);
+    gqa_case(" T=130 hd=20 group=3", 1, 130, 6, 2, 20);
+    gqa_case(" T=300 hd=16 group=2", 1, 300, 2, 1, 16);
+    gqa_case(" T=140 hd=64 group=4", 2, 140, 4, 1, 64);
+    gqa_case(" T=70 hd=128 group=1", 1, 70, 2, 2, 128);
+    /* bf16 / fp16 plans: the tensor-core kernels (64-row tiles) with groups
+     * of 2 and 3 over several tiles, head sizes 32, 64 and 48 (zero-padded),
+     * fp16 on unaligned inputs; head size 20 falls back to the fp32 kernels */
+    gqa_16bit_case(" bf16 T=200 hd=64 group=2", WF_BF16, 1, 200, 4, 2, 64, 0);
+    gqa_16bit_case(" bf16 T=100 hd=32 group=3", WF_BF16, 2, 100, 6, 2, 32, 0);
+    gqa_16bit_case(" bf16 T=70 hd=48 group=4", WF_BF16, 1, 70, 4, 1, 48, 0);
+    gqa_16bit_case(" fp16 T=130 hd=64 misaligned", WF_FP16, 1, 130, 2, 1, 64, 1);
+    gqa_16bit_case(" bf16 T=50 hd=20 group=2", WF_BF16, 1, 50, 4, 2, 20, 0);
+}
+
 /* ---- optimizer hooks and 16-bit rounding ------------------------------------ */
 
 static uint32_t random_bits(void) {
@@ -572,6 +697,7 @@ int main(int argc, char **argv) {
         out = fopen(argv[2], "wb");
         if (!out) { fprintf(stderr, "check_kernels: cannot write %s\n", argv[2]); return 2; }
         run_all();
+        run_llama();
         run_optimizer();
         return fclose(out) == 0 ? 0 : 2;
     }

@@ -1,6 +1,6 @@
 /* test_backend_cuda.c: `--backend cuda` refuses, by field and name, what the
  * CUDA runtime does not implement yet (compiler/backend_cuda.c), and accepts
- * the GPT-2 programs it does, in every precision. */
+ * the GPT-2 and LLaMA programs it does, in every precision. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +19,7 @@ void wf_error(const char *fmt, ...) {
 }
 const char *op_name(op_kind k) { return k == OP__COUNT ? "future_op" : "known_op"; }
 
-static ir_op ops[3];
+static ir_op ops[5];
 
 static Program gpt2(void) {
     static Program p;
@@ -34,6 +34,21 @@ static Program gpt2(void) {
     ops[2].kind = OP_TP_SCATTER;
     p.ops = ops;
     p.n_ops = 3;
+    return p;
+}
+
+/* LLaMA's ops: RMSNorm, RoPE, grouped-query attention, SwiGLU */
+static Program llama(void) {
+    Program p = gpt2();
+    strcpy(p.family, "llama");
+    p.hidden = 4096, p.heads = 32;
+    ops[0].kind = OP_RMSNORM;
+    ops[1].kind = OP_ROPE;
+    ops[2].kind = OP_ATTENTION;
+    ops[2].n_in = 2;
+    ops[3].kind = OP_SWIGLU;
+    ops[4].kind = OP_LMHEAD_XENT;
+    p.n_ops = 5;
     return p;
 }
 
@@ -54,14 +69,23 @@ int main(void) {
         last_error[0] = 0;
         check(cuda_backend_check(&p) == 0 && !last_error[0], "%s GPT-2 is accepted: %s", sixteen[i],
               last_error);
-        strcpy(p.family, "llama");
-        check(refused(p, "the llama family is not available with --backend cuda"),
-              "%s LLaMA is still refused, by family: %s", sixteen[i], last_error);
+        p = llama();
+        strcpy(p.precision, sixteen[i]);
+        last_error[0] = 0;
+        check(cuda_backend_check(&p) == 0 && !last_error[0], "%s LLaMA is accepted: %s", sixteen[i],
+              last_error);
     }
+    p = llama();
+    last_error[0] = 0;
+    check(cuda_backend_check(&p) == 0 && !last_error[0], "fp32 LLaMA (RMSNorm, RoPE, GQA, SwiGLU) is "
+          "accepted: %s", last_error);
+    p.hidden = 8192, p.heads = 32; /* LLaMA's head size is hidden / heads too */
+    check(refused(p, "plans/x.lua: plan.model.heads: head size 256 (hidden 8192 / 32 heads) is over 128"),
+          "LLaMA head size 256 refused: %s", last_error);
 
     p = gpt2();
-    strcpy(p.family, "llama");
-    check(refused(p, "plans/x.lua: plan.model: the llama family is not available with --backend cuda"),
+    strcpy(p.family, "mamba");
+    check(refused(p, "plans/x.lua: plan.model: the mamba family is not available with --backend cuda"),
           "another model family refused: %s", last_error);
 
     p = gpt2();

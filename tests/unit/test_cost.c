@@ -338,6 +338,13 @@ static void llama(void)
     double sp = cost_activation_bytes_per_layer(&a);
     check(same(sp, sb * (12 * h + 4 * kvd + 6 * f + 2 * as) / 8), "... with sp: %.3f GiB, all / t",
           sp / 1073741824.0);
+    /* --backend cuda's flash kernels run GQA too: no scores, an fp32
+     * log-sum-exp per query row and local head, 4asb/t bytes */
+    a.flash_attention = 1;
+    double flash = cost_activation_bytes_per_layer(&a);
+    check(same(flash, sp - sb * 2 * as / 8 + 4.0 * 64 / 8 * 4096),
+          "... flash attention: no 2as^2b/t scores, + 4asb/t of log-sum-exp (%.3f GiB)", flash / 1073741824.0);
+    a.flash_attention = 0;
     a.recompute = "selective";
     double sel = cost_activation_bytes_per_layer(&a);
     check(same(sp - sel, sb * 2 * as / 8), "... selective recompute drops the 2as^2b/t scores");
