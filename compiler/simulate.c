@@ -144,11 +144,16 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     case OP_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
         double hd = width / o->heads, T = p->seq, n = (double)p->micro * o->heads;
         if (attention_saves_lse(p, o) && !calib) {
-            /* runtime/cuda's flash kernels: the causal half of QK^T and PV on
-             * the fp32 CUDA cores whatever the precision, nothing T x T through
-             * memory; backward recomputes: 8 such products to forward's 2 */
-            t.f = 2 * n * cost_gemm_seconds(T, T / 2, hd, p->device_fp32_tflops, efficiency(T, T, hd));
-            t.b = 4 * t.f;
+            /* runtime/cuda's flash kernels: the causal half of QK^T and PV,
+             * nothing T x T through memory.  bf16 / fp16 plans with a head size
+             * a multiple of 16 up to 128 run them on tensor cores
+             * (attention_tc.cu: backward does 9 such products to forward's 2,
+             * its dq kernel sweeping twice), the rest on the fp32 CUDA cores
+             * (attention.cu: 8 to 2) */
+            int tensor_cores = strcmp(p->precision, "fp32") != 0 && (int)hd % 16 == 0 && hd <= 128;
+            double rate = tensor_cores ? peak : p->device_fp32_tflops;
+            t.f = 2 * n * cost_gemm_seconds(T, T / 2, hd, rate, efficiency(T, T, hd));
+            t.b = (tensor_cores ? 4.5 : 4.0) * t.f;
         } else if (calib) {
             t.f = calib->attention[0] * n * T * T * 1e-9;
             t.b = calib->attention[1] * n * T * T * 1e-9;
