@@ -201,15 +201,23 @@ else
       OPAL_SYSCONFDIR=$WEFT_DEPS/etc/openmpi OPAL_LOCALSTATEDIR=$WEFT_DEPS/var \
       OPAL_MANDIR=$u/share/man OPAL_INFODIR=$u/share/info
     # PMIx (libpmix2) has a prefix of its own, for its plugins, help files and
-    # pmix-mca-params.conf (in share/; deps_fix_prefix repoints the plugin path in it)
+    # pmix-mca-params.conf (in share/; deps_fix_prefix repoints the plugin path in it).
+    # Only where the bundle's libpmix2 was unpacked: a machine with its own
+    # libpmix.so.2 keeps it (deps_unpack), and that one knows its folders; sent
+    # to these empty ones it would find neither its plugins nor its parameters.
+    # PMIx 4 (Debian 12's) reads the prefix as PMIX_INSTALL_PREFIX, 2 and 3 as PMIX_PREFIX
     p=$u/lib/$deps_arch/pmix2
-    export PMIX_PREFIX=$p PMIX_EXEC_PREFIX=$p PMIX_LIBDIR=$p/lib PMIX_PKGLIBDIR=$p/lib/pmix \
-      PMIX_DATAROOTDIR=$p/share PMIX_DATADIR=$p/share PMIX_PKGDATADIR=$p/share/pmix \
-      PMIX_SYSCONFDIR=$p/share
-    # what dpkg -x leaves out: the soname link of PSM (ldconfig makes it) and ssh
-    # (one node: ORTE's isolated launcher starts the ranks itself)
-    [ -e "$u/lib/libpsm1/libpsm_infinipath.so.1" ] ||
-      ln -sfn "$(cd "$u/lib/libpsm1" 2>/dev/null && ls libpsm_infinipath.so.1.* | head -1)" "$u/lib/libpsm1/libpsm_infinipath.so.1"
+    if [ -d "$p/lib" ]; then
+      export PMIX_INSTALL_PREFIX=$p PMIX_PREFIX=$p PMIX_EXEC_PREFIX=$p PMIX_LIBDIR=$p/lib \
+        PMIX_PKGLIBDIR=$p/lib/pmix PMIX_DATAROOTDIR=$p/share PMIX_DATADIR=$p/share \
+        PMIX_PKGDATADIR=$p/share/pmix PMIX_SYSCONFDIR=$p/share
+    fi
+    # what dpkg -x leaves out: the soname link of PSM (ldconfig makes it; only
+    # where the bundle's libpsm-infinipath1 was unpacked) and ssh (one node:
+    # ORTE's isolated launcher starts the ranks itself)
+    if [ -d "$u/lib/libpsm1" ] && [ ! -e "$u/lib/libpsm1/libpsm_infinipath.so.1" ]; then
+      ln -sfn "$(cd "$u/lib/libpsm1" && ls libpsm_infinipath.so.1.* | head -1)" "$u/lib/libpsm1/libpsm_infinipath.so.1"
+    fi
     deps_prepend LD_LIBRARY_PATH "$u/lib/libpsm1"
     deps_prepend LD_LIBRARY_PATH "$u/lib/$deps_arch/openmpi/lib"
     unset p
