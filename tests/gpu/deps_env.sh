@@ -256,12 +256,17 @@ if [ -n "$deps_nvcc" ]; then
   export CUDA_HOME=${CUDA_HOME:-$deps_cuda}
   deps_prepend PATH "$deps_cuda/bin"
   # programs link the toolkit's shared cudart/cuBLAS without an rpath (CMake
-  # counts its folder as implicit): the loader must know it
-  if ! deps_host_has_lib libcudart.so.13 && ! deps_host_has_lib libcudart.so.12; then
+  # counts its folder as implicit): the loader must know that toolkit's soname
+  # (a machine that knows only another CUDA's cudart would not run them)
+  for deps_f in "$deps_cuda/lib64" "$deps_cuda/lib"; do
+    deps_m=$(cd "$deps_f" 2>/dev/null && ls libcudart.so.* 2>/dev/null | grep -x 'libcudart\.so\.[0-9]*' | head -1)
+    [ -n "$deps_m" ] && break
+  done
+  if [ -n "$deps_m" ] && ! deps_host_has_lib "$deps_m"; then
     for deps_f in "$deps_cuda/lib64" "$deps_cuda/lib"; do
-      if deps_any "$deps_f"/libcudart.so.*; then
+      if deps_any "$deps_f/$deps_m"; then
         deps_prepend LD_LIBRARY_PATH "$deps_f"
-        deps_note cudart "not known to the loader: LD_LIBRARY_PATH += $deps_f"
+        deps_note cudart "$deps_m not known to the loader: LD_LIBRARY_PATH += $deps_f"
         break
       fi
     done

@@ -83,5 +83,28 @@ check "no error from an absent PSM folder" test ! -s "$work/no-pmix/stderr.txt"
 pmix=$work/pmix/prefix/usr/lib/x86_64-linux-gnu/pmix2
 log=$work/pmix/deps.txt
 check "libpmix unpacked: PMIx pointed at it" test "$(mpi_case pmix pmix)" = "$pmix:$pmix/lib/pmix"
+
+# a toolkit whose cudart soname the loader does not know (the machine may know
+# another CUDA's): its lib folder goes on LD_LIBRARY_PATH; a known one does not
+# cudart_case SONAME: LD_LIBRARY_PATH as deps_env.sh left it
+cudart_case() {
+  local cuda=$work/cuda-$1
+  mkdir -p "$cuda/bin" "$cuda/lib64"
+  printf '#!/bin/sh\necho "Cuda compilation tools, release 13.0, V13.0.0"\n' >"$cuda/bin/nvcc"
+  chmod +x "$cuda/bin/nvcc"
+  : >"$cuda/lib64/$1"
+  (
+    export PATH=$cuda/bin:$PATH WEFT_DEPS=$work/cuda-prefix WEFT_DEPS_BUNDLE=$work/bundle DEPS_LOG=/dev/null
+    unset WEFT_DEPS_READY
+    source tests/gpu/deps_env.sh >/dev/null 2>&1
+    echo "${LD_LIBRARY_PATH:-}"
+  )
+}
+check "an unknown cudart soname: the toolkit's lib folder on LD_LIBRARY_PATH" \
+  grep -q "$work/cuda-libcudart.so.99/lib64" <<<"$(cudart_case libcudart.so.99)"
+if ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*libcudart\.so\.13 "; then  # this machine's loader knows it
+  check "a cudart soname the loader knows: LD_LIBRARY_PATH left alone" \
+    eval '! grep -q "$work/cuda-libcudart.so.13/lib64" <<<"$(cudart_case libcudart.so.13)"'
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
