@@ -457,7 +457,8 @@ static void tc_bwd(wf_ctx *c, float *dqkv, float *dsum, const float *dout, const
     tc_allow_smem(c, &allowed_dq, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
     tc_allow_smem(c, &allowed_dkdv, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * H);
-    float scale = 1.0f / sqrtf((float)(C / H)), scale2 = TC_LOG2E * scale;
+    /* scale2 as the forward computes it: P is recomputed against its lse */
+    float scale = 1.0f / sqrtf((float)(C / H)), scale2 = TC_LOG2E / sqrtf((float)(C / H));
     cudaStream_t s = wf_cuda_stream(c);
     WF_LAUNCH(flash_tc_bwd_dq_kernel<L>, grid, TC_THREADS, smem, s)(dqkv, dsum, dout, qkv, lse, T, C, H, scale,
                                                                    scale2);
