@@ -474,7 +474,8 @@ static void tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, 
     tc_allow_smem(c, &allowed_dkdv, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
     int tiles = (T + TC_ROWS - 1) / TC_ROWS;
     dim3 grid(tiles, B * a.H), grid_kv(tiles, B * (a.H / a.group));
-    float scale = 1.0f / sqrtf((float)a.hs), scale2 = TC_LOG2E * scale;
+    /* scale2 as the forward computes it: P is recomputed against its lse */
+    float scale = 1.0f / sqrtf((float)a.hs), scale2 = TC_LOG2E / sqrtf((float)a.hs);
     cudaStream_t s = wf_cuda_stream(c);
     WF_LAUNCH(flash_tc_bwd_dq_kernel<L>, grid, TC_THREADS, smem, s)(dsum, dout, lse, a, T, scale, scale2);
     WF_LAUNCH(flash_tc_bwd_dkdv_kernel<L>, grid_kv, TC_THREADS, smem, s)(dsum, dout, lse, a, T, scale, scale2);

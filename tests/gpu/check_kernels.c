@@ -376,6 +376,13 @@ static void run_all(void) {
     wf_residual_layernorm_bwd_input(NULL, dres_a, dres_b, dres, dln, res, w, mean, rstd, N, C);
     put("residual_layernorm_bwd_input", "da", dres_a, (long)N * C);
     put("residual_layernorm_bwd_input", "db", dres_b, (long)N * C);
+
+    /* more tensor-core attention edges: T an exact multiple of 64 over
+     * batches and heads (no padded rows), fp16 at head size 128, and T under
+     * 16 (three of the tile's four warps hold only padded rows) */
+    attention_16bit_case(" fp16 T=128 hs=64 B=2 H=2", WF_FP16, 2, 128, 128, 2, 0);
+    attention_16bit_case(" fp16 T=70 hs=128", WF_FP16, 1, 70, 128, 1, 0);
+    attention_16bit_case(" bf16 T=5 hs=16", WF_BF16, 1, 5, 32, 2, 0);
 }
 
 /* Grouped-query causal attention on one shape: H query heads, KVH key/value

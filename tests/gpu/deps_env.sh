@@ -201,15 +201,23 @@ else
       OPAL_SYSCONFDIR=$WEFT_DEPS/etc/openmpi OPAL_LOCALSTATEDIR=$WEFT_DEPS/var \
       OPAL_MANDIR=$u/share/man OPAL_INFODIR=$u/share/info
     # PMIx (libpmix2) has a prefix of its own, for its plugins, help files and
-    # pmix-mca-params.conf (in share/; deps_fix_prefix repoints the plugin path in it)
+    # pmix-mca-params.conf (in share/; deps_fix_prefix repoints the plugin path in it).
+    # Only where the bundle's libpmix2 was unpacked: a machine with its own
+    # libpmix.so.2 keeps it (deps_unpack), and that one knows its folders; sent
+    # to these empty ones it would find neither its plugins nor its parameters.
+    # PMIx 4 (Debian 12's) reads the prefix as PMIX_INSTALL_PREFIX, 2 and 3 as PMIX_PREFIX
     p=$u/lib/$deps_arch/pmix2
-    export PMIX_PREFIX=$p PMIX_EXEC_PREFIX=$p PMIX_LIBDIR=$p/lib PMIX_PKGLIBDIR=$p/lib/pmix \
-      PMIX_DATAROOTDIR=$p/share PMIX_DATADIR=$p/share PMIX_PKGDATADIR=$p/share/pmix \
-      PMIX_SYSCONFDIR=$p/share
-    # what dpkg -x leaves out: the soname link of PSM (ldconfig makes it) and ssh
-    # (one node: ORTE's isolated launcher starts the ranks itself)
-    [ -e "$u/lib/libpsm1/libpsm_infinipath.so.1" ] ||
-      ln -sfn "$(cd "$u/lib/libpsm1" 2>/dev/null && ls libpsm_infinipath.so.1.* | head -1)" "$u/lib/libpsm1/libpsm_infinipath.so.1"
+    if [ -d "$p/lib" ]; then
+      export PMIX_INSTALL_PREFIX=$p PMIX_PREFIX=$p PMIX_EXEC_PREFIX=$p PMIX_LIBDIR=$p/lib \
+        PMIX_PKGLIBDIR=$p/lib/pmix PMIX_DATAROOTDIR=$p/share PMIX_DATADIR=$p/share \
+        PMIX_PKGDATADIR=$p/share/pmix PMIX_SYSCONFDIR=$p/share
+    fi
+    # what dpkg -x leaves out: the soname link of PSM (ldconfig makes it; only
+    # where the bundle's libpsm-infinipath1 was unpacked) and ssh (one node:
+    # ORTE's isolated launcher starts the ranks itself)
+    if [ -d "$u/lib/libpsm1" ] && [ ! -e "$u/lib/libpsm1/libpsm_infinipath.so.1" ]; then
+      ln -sfn "$(cd "$u/lib/libpsm1" && ls libpsm_infinipath.so.1.* | head -1)" "$u/lib/libpsm1/libpsm_infinipath.so.1"
+    fi
     deps_prepend LD_LIBRARY_PATH "$u/lib/libpsm1"
     deps_prepend LD_LIBRARY_PATH "$u/lib/$deps_arch/openmpi/lib"
     unset p
@@ -248,12 +256,17 @@ if [ -n "$deps_nvcc" ]; then
   export CUDA_HOME=${CUDA_HOME:-$deps_cuda}
   deps_prepend PATH "$deps_cuda/bin"
   # programs link the toolkit's shared cudart/cuBLAS without an rpath (CMake
-  # counts its folder as implicit): the loader must know it
-  if ! deps_host_has_lib libcudart.so.13 && ! deps_host_has_lib libcudart.so.12; then
+  # counts its folder as implicit): the loader must know that toolkit's soname
+  # (a machine that knows only another CUDA's cudart would not run them)
+  for deps_f in "$deps_cuda/lib64" "$deps_cuda/lib"; do
+    deps_m=$(cd "$deps_f" 2>/dev/null && ls libcudart.so.* 2>/dev/null | grep -x 'libcudart\.so\.[0-9]*' | head -1 || true)
+    [ -n "$deps_m" ] && break
+  done
+  if [ -n "$deps_m" ] && ! deps_host_has_lib "$deps_m"; then
     for deps_f in "$deps_cuda/lib64" "$deps_cuda/lib"; do
-      if deps_any "$deps_f"/libcudart.so.*; then
+      if deps_any "$deps_f/$deps_m"; then
         deps_prepend LD_LIBRARY_PATH "$deps_f"
-        deps_note cudart "not known to the loader: LD_LIBRARY_PATH += $deps_f"
+        deps_note cudart "$deps_m not known to the loader: LD_LIBRARY_PATH += $deps_f"
         break
       fi
     done
