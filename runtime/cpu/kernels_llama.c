@@ -7,6 +7,7 @@
 #include "weft/rt.h"
 
 #include "blas.h"
+#include "rope_value.h"
 #include "softmax_rows.h"
 
 #include <math.h>
@@ -67,10 +68,8 @@ void wf_rmsnorm_bwd(wf_ctx *c, float *dinp, float *dw, const float *dout, const 
 }
 
 /* ---- rotary position embedding -------------------------------------------
- * Hugging Face LLaMA's "rotate half" pairing: in each head of width hd,
- * element i (< hd/2) turns with element i + hd/2 by the angle t * theta^(-2i/hd),
- * t being the token's position (row n of the microbatch is position n % T).
- * The angles are computed in double, so every layout gets the same floats. */
+ * Row n of the microbatch is position n % T; the pairing and the angles are
+ * rope_value.h's, shared with the CUDA kernel. */
 static void rope_rows(float *out, int ld_out, const float *in, int ld_in, int N, int T,
                       int heads, int hd, float theta, int inverse, int accumulate)
 {
@@ -80,19 +79,9 @@ static void rope_rows(float *out, int ld_out, const float *in, int ld_in, int N,
         const float *x = in + (long)n * ld_in;
         float *y = out + (long)n * ld_out;
         for (int i = 0; i < half; i++) {
-            double angle = t * pow((double)theta, -2.0 * i / hd);
-            float cs = (float)cos(angle), sn = (float)(inverse ? -sin(angle) : sin(angle));
-            for (int h = 0; h < heads; h++) {
-                float a = x[h * hd + i], b = x[h * hd + i + half];
-                float ra = a * cs - b * sn, rb = b * cs + a * sn;
-                if (accumulate) {
-                    y[h * hd + i] += ra;
-                    y[h * hd + i + half] += rb;
-                } else {
-                    y[h * hd + i] = ra;
-                    y[h * hd + i + half] = rb;
-                }
-            }
+            float cs, sn;
+            wf_rope_angle(t, i, hd, theta, inverse, &cs, &sn);
+            wf_rope_pair(y, x, heads, hd, i, cs, sn, accumulate);
         }
     }
 }

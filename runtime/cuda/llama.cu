@@ -5,6 +5,7 @@
  * attention is in attention.cu, beside the flash kernels it shares. */
 #include "cuda_rt.h"
 #include "reduce.cuh"
+#include "rope_value.h"
 
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
@@ -82,34 +83,19 @@ extern "C" void wf_rmsnorm_bwd(wf_ctx *c, float *dinp, float *dw, const float *d
     wf_rmsnorm_bwd_weight(c, dw, dout, inp, rstd, N, C);
 }
 
-/* ---- rotary position embedding --------------------------------------------
- * One thread per (row n, pair i < hd/2), over every head of the row: element
- * i of a head turns with element i + hd/2 by t * theta^(-2i/hd), t = n % T.
- * The angle, its cosine and sine are computed in double and then rounded, as
- * on the CPU, so both backends turn by the same floats (up to the last ulp
- * of the double library functions, which rounding to float almost always
- * hides).  inverse turns by -angle (the backward); accumulate adds. */
+/* ---- rotary position embedding ---------------------------------------------
+ * One thread per (row n, pair i < hd/2), over every head of the row, t = n % T:
+ * rope_value.h's angles and rotation, the CPU's own.  inverse turns by -angle
+ * (the backward); accumulate adds. */
 __global__ static void rope_kernel(float *out, int ld_out, const float *in, int ld_in, long N, int T,
                                    int heads, int hd, float theta, int inverse, int accumulate) {
     int half = hd / 2;
     GRID_STRIDE(idx, N * half) {
         long n = idx / half;
         int i = (int)(idx % half), t = (int)(n % T);
-        double angle = t * pow((double)theta, -2.0 * i / hd);
-        float cs = (float)cos(angle), sn = (float)(inverse ? -sin(angle) : sin(angle));
-        const float *x = in + n * ld_in;
-        float *y = out + n * ld_out;
-        for (int h = 0; h < heads; h++) {
-            float a = x[h * hd + i], b = x[h * hd + i + half];
-            float ra = a * cs - b * sn, rb = b * cs + a * sn;
-            if (accumulate) {
-                y[h * hd + i] += ra;
-                y[h * hd + i + half] += rb;
-            } else {
-                y[h * hd + i] = ra;
-                y[h * hd + i + half] = rb;
-            }
-        }
+        float cs, sn;
+        wf_rope_angle(t, i, hd, theta, inverse, &cs, &sn);
+        wf_rope_pair(out + n * ld_out, in + n * ld_in, heads, hd, i, cs, sn, accumulate);
     }
 }
 
