@@ -283,6 +283,23 @@ __device__ __forceinline__ void tc_scores(float *stage, const T16 *a, const T16 
     __syncwarp();
 }
 
+/* One key tile of the dq kernel's sweeps: k and v rows [kt*64, kt*64+64)
+ * into shared memory, then this warp's S = q k^T and dP = dout v^T staged
+ * for its lanes.  Returns how many 16-key fragments the warp needs (on the
+ * diagonal tile, those not wholly after its queries). */
+template <int HS, class T16>
+__device__ static int dq_key_tile(float *stage, T16 *ks, T16 *vs, const T16 *qw, const T16 *dyw,
+                                  const flash_heads &a, const float *k, const float *v, int kt, int qt, int w,
+                                  int T, int hs) {
+    __syncthreads();
+    tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
+    tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
+    __syncthreads();
+    int nf = kt == qt ? w + 1 : 4;
+    tc_scores<HS, T16>(stage, qw, ks, dyw, vs, 0, nf);
+    return nf;
+}
+
 /* dq and D per query row (grid and order as forward). */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
@@ -312,12 +329,7 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
     /* sweep 1: D = sum_j P_j dP_j, in fp32 */
     float D = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
-        __syncthreads();
-        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
-        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
-        __syncthreads();
-        int nf = kt == qt ? w + 1 : 4;
-        tc_scores<HS, T16>(sh.stage, qw, ks, dyw, vs, 0, nf);
+        int nf = dq_key_tile<HS, T16>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
 #pragma unroll 8
         for (int e = 0; e < 32; e++) {
             int col = 2 * e + par;
@@ -332,12 +344,7 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
 #pragma unroll
     for (int d = 0; d < HS / 16; d++) wmma::fill_fragment(acc[d], 0.0f);
     for (int kt = 0; kt <= qt; kt++) {
-        __syncthreads();
-        tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
-        tc_load_tile<HS, T16>(vs, v, kt * TC_ROWS, T, a.ldv, hs);
-        __syncthreads();
-        int nf = kt == qt ? w + 1 : 4;
-        tc_scores<HS, T16>(sh.stage, qw, ks, dyw, vs, 0, nf);
+        int nf = dq_key_tile<HS, T16>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
 #pragma unroll 8
         for (int e = 0; e < 32; e++) {
             int col = 2 * e + par;
