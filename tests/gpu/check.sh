@@ -146,6 +146,20 @@ train_both() {
 }
 # two ranks share the one GPU: NCCL refuses that, so those layouts run on the
 # host-staged MPI fallback (comm = "mpi"; the CPU backend ignores it)
+# fp32_rows LABEL NAME: the rows of an fp32 CPU-vs-CUDA run NAME: each step's
+# loss within 1e-4 relative, the gradient norm within 1e-3, the final weights
+# within 1e-3 relative / 1e-5 absolute
+fp32_rows() {
+  local label=$1 name=$2 loss norm weights lrc nrc wrc
+  loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-4); lrc=$?
+  norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
+  row "$label: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
+  row "$label: grad norm vs CPU (< 1e-3)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
+  weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
+            "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
+  row "$label: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
+}
+
 for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2 --set comm=mpi" \
               "tp2:--set mesh.dp=1 --set mesh.tp=2 --set comm=mpi" "pp2:--set mesh.dp=1 --set mesh.pp=2 --set comm=mpi" \
               "tp2-sp:--set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set comm=mpi" \
@@ -155,13 +169,7 @@ for layout in "one-rank:--set mesh.dp=1" "dp2:--set mesh.dp=2 --set comm=mpi" \
   case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
   read -r -a sets <<<"${layout#*:}"
   train_both "$name" "${sets[@]}" || continue
-  loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-4); lrc=$?
-  norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
-  row "tiny $name: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
-  row "tiny $name: grad norm vs CPU (< 1e-3)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
-  weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
-            "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
-  row "tiny $name: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
+  fp32_rows "tiny $name" "$name"
   # metrics.c on a device: cudaMemGetInfo's figure is a number (the whole
   # device, so only reported), MFU is above 0 against the H200's fp32 peak
   mem=$(tail -n 1 "$OUT/$name-cuda.jsonl" | sed -n 's/.*"mem_bytes": \([0-9]*\).*"device_mem_used_bytes": \([0-9]*\)}$/arenas \1 B, device in use \2 B/p')
@@ -177,13 +185,7 @@ echo "== training: plans/llama_tiny.lua, 10 steps, CPU vs CUDA =="
 name=llama-one-rank
 case " ${LAYOUTS:-$name} " in *" $name "*)
   if TRAIN_PLAN=plans/llama_tiny.lua train_both "$name" --set mesh.dp=1; then
-    loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-4); lrc=$?
-    norm=$(same_field grad_norm "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-3); nrc=$?
-    row "llama_tiny one-rank: loss vs CPU (< 1e-4)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
-    row "llama_tiny one-rank: grad norm vs CPU (< 1e-3)" "$norm" "$([ $nrc = 0 ] && echo ok || echo FAIL)"
-    weights=$("$WEFT" ckpt diff "$WORK/$name-cpu.ckpt/model.safetensors" \
-              "$WORK/$name-cuda.ckpt/model.safetensors" --tol 1e-3 --atol 1e-5 | tail -n 1); wrc=$?
-    row "llama_tiny one-rank: final weights vs CPU (< 1e-3)" "$weights" "$([ $wrc = 0 ] && echo ok || echo FAIL)"
+    fp32_rows "llama_tiny one-rank" "$name"
   fi ;;
 esac
 
