@@ -5,8 +5,8 @@
  * the step's tokens first (wf_load_step), then the generated step runs with
  * c->graph_capture set, so that
  *   - microbatch loading is skipped (the tokens are in place already),
- *   - the cross-entropy sums token losses on the device (xent.cu) instead of
- *     handing each microbatch's sum to the host,
+ *   - the cross-entropy sums token losses on the device (xent.cu), as it
+ *     does in eager steps too (async.c), never handing a sum to the host,
  *   - wf_optimizer_step returns at once: the optimizer runs on the host
  *     after every replay, so the learning rate and anything else that
  *     changes per step is never baked into the graph;
@@ -45,13 +45,11 @@ static int capture(wf_ctx *c) {
     cudaStream_t s = wf_cuda_stream(c);
     cudaGraph_t graph = NULL;
     c->graph_capture = 1;
-    wf_cuda_loss_on_device(1);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     c->p->step(c);
     c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
     cudaError_t e = cudaStreamEndCapture(s, &graph);
     c->graph_capture = 0;
-    wf_cuda_loss_on_device(0);
     const char *call = "cudaStreamEndCapture";
     size_t nodes = 0;
     if (e == cudaSuccess) {

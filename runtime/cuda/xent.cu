@@ -11,10 +11,10 @@
  * in double, the loss from the log-sum-exp in double, as
  * runtime/cpu/kernels.c (the rescaled sum differs from the CPU's in rounding
  * only).  The token losses are summed in row order in double, so the
- * total is the CPU's sum of the same floats: on the host for an eager step
- * (the one place a step waits for the device), on the device into a managed
- * accumulator while a CUDA graph captures the step (graph.c;
- * wf_backend_loss_take reads it). */
+ * total is the CPU's sum of the same floats, into a managed accumulator
+ * on the device that wf_backend_loss_take reads once per step (eager and
+ * captured steps alike: async.c switches it on), or for the host (2BW, and
+ * kernel tests, which have no backend). */
 #include "cuda_rt.h"
 #include "kernels_tp.h"
 #include "reduce.cuh"
@@ -23,7 +23,7 @@ static double *loss_acc; /* managed: the device's sum of token losses */
 static int loss_on_device;
 
 /* The accumulator is allocated before any capture (async.c's setup calls
- * this); graph.c switches the device sum on around its capture. */
+ * this, and switches the device sum on). */
 extern "C" double *wf_cuda_loss_acc(wf_ctx *c) {
     if (!loss_acc) {
         WF_CUDA(c, cudaMallocManaged((void **)&loss_acc, sizeof(double), cudaMemAttachGlobal));
@@ -36,9 +36,9 @@ extern "C" void wf_cuda_loss_on_device(int on) { loss_on_device = on; }
 
 /* The microbatch's token losses summed in double by one block in a fixed
  * order (each thread a fixed strided share, then wf_block_sum's tree), into
- * *out, or added to it (add: the captured step's running sum).  The eager
- * path sums with this same kernel, so a replayed graph and --no-graph give
- * the same bits.  (One thread adding the N losses in row order, as before,
+ * *out, or added to it (add: the step's running sum on the device).  The
+ * host path sums with this same kernel, and a replayed graph and --no-graph
+ * add the same microbatch sums in the same order: the same bits.  (One thread adding the N losses in row order, as before,
  * took a dependent L2 round trip per loss: ~1 ms per GPT-2 microbatch.) */
 enum { LOSS_SUM_THREADS = 1024 };
 
@@ -49,7 +49,7 @@ __global__ static void loss_sum_kernel(double *out, const float *losses, int N, 
     if (threadIdx.x == 0) *out = add ? *out + s : s;
 }
 
-static double *eager_sum; /* managed: one eager microbatch's sum, read by the host */
+static double *eager_sum; /* managed: one microbatch's sum for the host (2BW, kernel tests) */
 
 static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
     if (loss_on_device) {
@@ -58,7 +58,7 @@ static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel
         wf_cuda_sync(c, kernel);
         return 0.0;  /* the sum is on the device */
     }
-    if (!eager_sum)  /* eager steps only: never inside a capture */
+    if (!eager_sum)  /* 2BW never captures a step */
         WF_CUDA(c, cudaMallocManaged((void **)&eager_sum, sizeof(double), cudaMemAttachGlobal));
     WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(eager_sum, losses, N, 0);
     wf_cuda_sync(c, kernel);
