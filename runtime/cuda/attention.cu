@@ -145,9 +145,9 @@ flash_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
     __shared__ float4 vs[BT * HS / 4];
     int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
-    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
-    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
-    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
+    const float *q = flash_q(a, b, h, T);
+    const float *k = flash_k(a, b, kv, T);
+    const float *v = flash_v(a, b, kv, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
     float qr[16], o[16];
@@ -214,10 +214,10 @@ flash_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_head
     int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
-    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
-    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
-    const float *dy = dout + (long)b * T * ldo + (long)h * hs;
+    const float *q = flash_q(a, b, h, T);
+    const float *k = flash_k(a, b, kv, T);
+    const float *v = flash_v(a, b, kv, T);
+    const float *dy = flash_dout(a, dout, b, h, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
     float qr[16], dyr[16], pdk[16], pk[16];
@@ -271,8 +271,8 @@ flash_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, fl
     int n_tiles = (T + BT - 1) / BT, kt = (int)blockIdx.x;
     int KVH = a.H / a.group, b = blockIdx.y / KVH, kv = blockIdx.y % KVH, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
-    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
+    const float *k = flash_k(a, b, kv, T);
+    const float *v = flash_v(a, b, kv, T);
     int g = threadIdx.x % G, j = kt * BT + (int)threadIdx.x / G;
 
     float kr[16], vr[16], dk[16], dv[16];
@@ -283,8 +283,8 @@ flash_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, fl
 
     for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
         long bh = (long)b * a.H + h;
-        const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
-        const float *dy = dout + (long)b * T * ldo + (long)h * hs;
+        const float *q = flash_q(a, b, h, T);
+        const float *dy = flash_dout(a, dout, b, h, T);
         for (int qt = kt; qt < n_tiles; qt++) {
             __syncthreads();
             load_tile<HS>(qs, q, qt * BT, T, a.ldq, hs);

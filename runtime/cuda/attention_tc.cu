@@ -214,9 +214,9 @@ flash_tc_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) 
     T16 *qs = sh.tile[0], *ks = sh.tile[1], *vs = sh.tile[2];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
-    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
-    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
-    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
+    const float *q = flash_q(a, b, h, T);
+    const float *k = flash_k(a, b, kv, T);
+    const float *v = flash_v(a, b, kv, T);
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int i = qt * TC_ROWS + 16 * w + r;
     const T16 *qw = qs + 16 * w * L::LD;
@@ -313,10 +313,10 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
-    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
-    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
-    const float *dy = dout + (long)b * T * ldo + (long)h * hs;
+    const float *q = flash_q(a, b, h, T);
+    const float *k = flash_k(a, b, kv, T);
+    const float *v = flash_v(a, b, kv, T);
+    const float *dy = flash_dout(a, dout, b, h, T);
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int i = qt * TC_ROWS + 16 * w + r;
     const T16 *qw = qs + 16 * w * L::LD, *dyw = dys + 16 * w * L::LD;
@@ -382,8 +382,8 @@ flash_tc_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse,
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, kt = (int)blockIdx.x;
     int KVH = a.H / a.group, b = blockIdx.y / KVH, kv = blockIdx.y % KVH, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *k = a.k + (long)b * T * a.ldk + (long)kv * hs;
-    const float *v = a.v + (long)b * T * a.ldv + (long)kv * hs;
+    const float *k = flash_k(a, b, kv, T);
+    const float *v = flash_v(a, b, kv, T);
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int j = kt * TC_ROWS + 16 * w + r;
     const T16 *kw = ks + 16 * w * L::LD, *vw = vs + 16 * w * L::LD;
@@ -400,8 +400,8 @@ flash_tc_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse,
 
     for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
         long bh = (long)b * a.H + h;
-        const float *q = a.q + (long)b * T * a.ldq + (long)h * hs;
-        const float *dy = dout + (long)b * T * ldo + (long)h * hs;
+        const float *q = flash_q(a, b, h, T);
+        const float *dy = flash_dout(a, dout, b, h, T);
         for (int qt = kt; qt < n_tiles; qt++) {
             __syncthreads();
             tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, a.ldq, hs);

@@ -19,6 +19,21 @@ struct flash_heads {
     int H, group, hs;
 };
 
+/* Batch b's T rows of query head h in q and dout, and of key/value head kv
+ * in k and v: where a kernel's rows start (both files' kernels). */
+__device__ __forceinline__ const float *flash_q(const flash_heads &a, int b, int h, int T) {
+    return a.q + (long)b * T * a.ldq + (long)h * a.hs;
+}
+__device__ __forceinline__ const float *flash_k(const flash_heads &a, int b, int kv, int T) {
+    return a.k + (long)b * T * a.ldk + (long)kv * a.hs;
+}
+__device__ __forceinline__ const float *flash_v(const flash_heads &a, int b, int kv, int T) {
+    return a.v + (long)b * T * a.ldv + (long)kv * a.hs;
+}
+__device__ __forceinline__ const float *flash_dout(const flash_heads &a, const float *dout, int b, int h, int T) {
+    return dout + (long)b * T * ((long)a.H * a.hs) + (long)h * a.hs;
+}
+
 /* Whether the tensor-core kernels take this call: a bf16 or fp16 plan
  * (wf_ctx_precision) and a head size hs that is a multiple of 16, at most
  * 128.  Otherwise the fp32 kernels of attention.cu run. */
