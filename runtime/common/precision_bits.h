@@ -17,11 +17,7 @@
 
 #include "weft/rt.h"
 
-#if defined(__CUDACC__)
-#define WF_HD __host__ __device__
-#else
-#define WF_HD
-#endif
+#include "host_device.h"
 
 static inline WF_HD uint32_t wf_hd_f32_bits(float x) {
 #if defined(__CUDA_ARCH__)

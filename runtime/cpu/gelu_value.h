@@ -10,24 +10,20 @@
 
 #include <math.h>
 
-#if defined(__CUDACC__)
-#define WF_GELU_HD __host__ __device__
-#else
-#define WF_GELU_HD
-#endif
+#include "host_device.h"
 
 #define WF_GELU_A 0.7978845608028654f /* sqrt(2 / pi) */
 #define WF_GELU_B 0.044715f
 
 /* 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3) */
-static inline WF_GELU_HD float wf_gelu_value(float x) {
+static inline WF_HD float wf_gelu_value(float x) {
     float u = WF_GELU_A * (x + WF_GELU_B * x * x * x);
     return 0.5f * x * (1.0f + tanhf(u));
 }
 
 /* d/dx [0.5 x (1 + tanh u)] = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
  * with du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
-static inline WF_GELU_HD float wf_gelu_grad(float x) {
+static inline WF_HD float wf_gelu_grad(float x) {
     float th = tanhf(WF_GELU_A * (x + WF_GELU_B * x * x * x));
     float du = WF_GELU_A * (1.0f + 3.0f * WF_GELU_B * x * x);
     return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;

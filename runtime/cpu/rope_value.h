@@ -14,14 +14,10 @@
 
 #include <math.h>
 
-#if defined(__CUDACC__)
-#define WF_ROPE_HD __host__ __device__
-#else
-#define WF_ROPE_HD
-#endif
+#include "host_device.h"
 
 /* cos and sin of pair i's angle at position t; inverse turns by -angle */
-static inline WF_ROPE_HD void wf_rope_angle(int t, int i, int hd, float theta, int inverse, float *cs,
+static inline WF_HD void wf_rope_angle(int t, int i, int hd, float theta, int inverse, float *cs,
                                             float *sn) {
     double angle = t * pow((double)theta, -2.0 * i / hd);
     *cs = (float)cos(angle);
@@ -29,7 +25,7 @@ static inline WF_ROPE_HD void wf_rope_angle(int t, int i, int hd, float theta, i
 }
 
 /* pair i of every head of one row x, into row y (written, or added to) */
-static inline WF_ROPE_HD void wf_rope_pair(float *y, const float *x, int heads, int hd, int i, float cs,
+static inline WF_HD void wf_rope_pair(float *y, const float *x, int heads, int hd, int i, float cs,
                                            float sn, int accumulate) {
     int half = hd / 2;
     for (int h = 0; h < heads; h++) {
