@@ -5,13 +5,20 @@
 
 int wf_ctx_precision(wf_ctx *c) { return c ? c->p->precision : WF_FP32; }
 
+int wf_ctx_act16(wf_ctx *c) { return c ? c->p->act16 : 0; }
+
 /* For kernel tests (tests/gpu/check_kernels.c), which have no plan: a
- * context that carries only a precision (rank 0, everything else zero). */
-wf_ctx *wf_precision_ctx(int precision) {
-    static wf_program prog[3];
-    static wf_ctx ctx[3];
-    if (precision < WF_FP32 || precision > WF_FP16) return NULL;
-    prog[precision].precision = precision;
-    ctx[precision].p = &prog[precision];
-    return &ctx[precision];
+ * context that carries only a precision and the activation storage (rank 0,
+ * everything else zero).  act16 needs a 16-bit precision. */
+wf_ctx *wf_storage_ctx(int precision, int act16) {
+    static wf_program prog[3][2];
+    static wf_ctx ctx[3][2];
+    if (precision < WF_FP32 || precision > WF_FP16 || (act16 && precision == WF_FP32)) return NULL;
+    act16 = act16 != 0;
+    prog[precision][act16].precision = precision;
+    prog[precision][act16].act16 = act16;
+    ctx[precision][act16].p = &prog[precision][act16];
+    return &ctx[precision][act16];
 }
+
+wf_ctx *wf_precision_ctx(int precision) { return wf_storage_ctx(precision, 0); }

@@ -67,6 +67,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   target_include_directories(check_kernels_emu PRIVATE ${PROJECT_SOURCE_DIR}/runtime/cpu
                                                        ${PROJECT_SOURCE_DIR}/runtime/common)
   target_link_libraries(check_kernels_emu PRIVATE weftrt_cuda_emu)
+  target_compile_definitions(check_kernels_emu PRIVATE CHECK_ACT16_PACKED)  # check_act16.h
   set_target_properties(check_kernels_emu PROPERTIES LINKER_LANGUAGE CXX)
   add_test(NAME cuda_emu_kernels COMMAND bash ${emu_dir}/kernels.sh
            $<TARGET_FILE:check_kernels_cpu> $<TARGET_FILE:check_kernels_emu> ${cuda_dir}

@@ -38,23 +38,28 @@ void wf_backend_sync(wf_ctx *c) { WF_CUDA(c, cudaStreamSynchronize(wf_cuda_strea
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
 
 /* runtime/common/precision_of.c reads the plan from the full context; the
- * emulated build has no wf_ctx layout, so wf_precision_ctx's contexts are
- * the addresses of three bytes, the offset being the precision.  c NULL
- * (most kernel tests): fp32, as there. */
-static char precision_ctx[3];
+ * emulated build has no wf_ctx layout, so wf_storage_ctx's contexts are the
+ * addresses of six bytes, the offset being precision + 3 * act16.  c NULL
+ * (most kernel tests): fp32 floats, as there. */
+static char storage_ctx[6];
 
-wf_ctx *wf_precision_ctx(int precision) {
-    if (precision < WF_FP32 || precision > WF_FP16) return NULL;
-    return (wf_ctx *)&precision_ctx[precision];
+wf_ctx *wf_storage_ctx(int precision, int act16) {
+    if (precision < WF_FP32 || precision > WF_FP16 || (act16 && precision == WF_FP32)) return NULL;
+    return (wf_ctx *)&storage_ctx[precision + 3 * (act16 != 0)];
 }
 
-int wf_ctx_precision(wf_ctx *c) {
-    if (!c) return WF_FP32;
-    uintptr_t at = (uintptr_t)c, base = (uintptr_t)precision_ctx;
-    if (at < base || at > base + WF_FP16)
-        wf_cuda_fail(c, "wf_ctx_precision", WF_CUDA_WHERE, "not a wf_precision_ctx context");
+wf_ctx *wf_precision_ctx(int precision) { return wf_storage_ctx(precision, 0); }
+
+static int storage_of(wf_ctx *c) {
+    uintptr_t at = (uintptr_t)c, base = (uintptr_t)storage_ctx;
+    if (at < base || at >= base + sizeof storage_ctx)
+        wf_cuda_fail(c, "wf_ctx_precision", WF_CUDA_WHERE, "not a wf_storage_ctx context");
     return (int)(at - base);
 }
+
+int wf_ctx_precision(wf_ctx *c) { return c ? storage_of(c) % 3 : WF_FP32; }
+
+int wf_ctx_act16(wf_ctx *c) { return c ? storage_of(c) / 3 : 0; }
 
 int wf_backend_mem_info(size_t *used, size_t *total) {
     *used = *total = 0;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_act16.h"
 #include "kernels_tp.h"
 #include "linear_gelu.h"
 #include "opt_backend.h"

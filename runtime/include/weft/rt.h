@@ -324,7 +324,27 @@ typedef struct wf_program {
     double planned_bytes;    /* the compiler's memory plan for one rank of this stage */
     /* plan.comm: how --backend cuda communicates (the CPU backend has MPI only) */
     int comm;                /* enum wf_comm: WF_COMM_NCCL (0) or WF_COMM_MPI */
+    /* 16-bit activation storage (--backend cuda, bf16 / fp16, tp 1; see
+     * "Activation storage" below): 1 stores activations as 16-bit values */
+    int act16;
+    long cast_numel;         /* act16: the cast buffer (wf_cuda_cast_buffer), floats */
 } wf_program;
+
+/* Activation storage.  Under act16 every activation tensor and activation
+ * gradient (a kernel argument pointing into the activation or activation-
+ * gradient arena, a received pipeline buffer or a recompute copy, except the
+ * saved state below) holds n values of the plan's 16-bit type packed two per
+ * float: it takes (n + 1) / 2 floats of its arena, and kernels read and write
+ * it as bf16 / fp16 bits (runtime/cuda/storage.cuh), rounding each value
+ * they store (ties to even), so the generated code calls no wf_to_bf16 /
+ * wf_to_fp16 on activations.  The `float *` of the kernel signatures then
+ * only carries the address.  What stays float: the state a forward saves for
+ * its backward (layernorm mean and rstd, RMSNorm rstd, attention's att /
+ * log-sum-exp, the LM head's dlogits), per-token losses, kernel scratch,
+ * parameters, gradients and optimizer state.  Without act16 (every CPU
+ * program, fp32 plans, tensor parallelism) activations are floats whose
+ * values the generated code rounds to the 16-bit type after each kernel. */
+int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
 
 /* Arena access for generated code. */
 float *wf_param_ptr(wf_ctx *c, long off);
