@@ -212,6 +212,9 @@ static void emit_activations(writer *o, const Program *p, int stage) {
     char label[WF_MAX_NAME + 8];
     emit(o, "/* Activation arena%s: offsets in floats (activation gradients use the same). */\n",
       p->pp > 1 ? ", one slot per microbatch in flight" : "");
+    if (p->act16)
+        emit(o, "/* act16: activations and their gradients are %s values, two a float; saved\n"
+             " * buffers (S_*) are floats. */\n", p->precision);
     for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp)
         if (p->chunk_in[k])
             emit(o, "#define A_IN_C%-23d %ldL /* chunk %d's input, received from stage %d */\n", k,
@@ -231,15 +234,15 @@ static void emit_activations(writer *o, const Program *p, int stage) {
     emit(o, "\n");
 }
 
-/* The staging buffers for received activations: count and floats in one. */
+/* The staging buffers for received activations: count and floats in one
+ * (storage floats: half under act16). */
 static int recv_buffers(const Program *p, int stage, long *numel) {
     int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
     int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
     long biggest = 0;
     for (int k = stage; k < p->n_chunks; k += p->pp)
         if (p->chunk_in[k]) {
-            const ir_tensor *t = &p->tensors[p->chunk_in[k]];
-            long n = (long)p->micro * p->seq / t->rows_div * t->width;
+            long n = tensor_storage(p, p->chunk_in[k]);
             if (n > biggest) biggest = n;
         }
     int n = assign_staging(p->sched, stage, staging, staging_recv);
@@ -317,6 +320,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
         program_fields(o, ".recv_buffers = %d, .recv_numel = %ldL,", n, numel);
     }
     if (p->comm_numel) program_fields(o, ".comm_numel = %ldL,", p->comm_numel);
+    /* 16-bit activation storage (act16.c): CUDA, bf16 / fp16, tp 1 only */
+    program_fields(o, ".act16 = %d, .cast_numel = %ldL,", p->act16, p->cast_numel[stage]);
     program_fields(o, ".lr = %.9g, .min_lr = %.9g, .beta1 = %.9g, .beta2 = %.9g, .eps = %.9g,",
       p->lr, p->min_lr, p->beta1, p->beta2, p->eps);
     program_fields(o, ".weight_decay = %.9g, .clip = %.9g, .warmup = %d, .steps = %d,",

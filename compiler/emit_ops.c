@@ -111,21 +111,29 @@ void get_operands(const Program *p, int i, operands *x) {
  *   - after each backward op (or W half): its parameters' gradients, so that
  *     accumulation over microbatches is in 16 bits;
  * saved buffers (layernorm statistics, attention probabilities) stay fp32.
- * Nothing is emitted under fp32, whose programs are unchanged. */
+ * Nothing is emitted under fp32, whose programs are unchanged.  Under act16
+ * (act16.c: --backend cuda, tp 1) the kernels store activations and their
+ * gradients as rounded 16-bit values themselves: only parameter gradients
+ * are rounded here. */
 static const char *round_fn(const Program *p) {
     if (strcmp(p->precision, "bf16") == 0) return "wf_to_bf16";
     if (strcmp(p->precision, "fp16") == 0) return "wf_to_fp16";
     return NULL;
 }
 
+/* The rounding call for activations and their gradients, or NULL. */
+static const char *act_round_fn(const Program *p) {
+    return p->act16 ? NULL : round_fn(p);
+}
+
 static void round_output(writer *o, const Program *p, int i, const operands *x) {
-    const char *fn = round_fn(p);
+    const char *fn = act_round_fn(p);
     if (!fn || p->ops[i].kind == OP_LMHEAD_XENT) return;
     emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
 }
 
 static void round_input_grads(writer *o, const Program *p, int i, const operands *x) {
-    const char *fn = round_fn(p);
+    const char *fn = act_round_fn(p);
     const ir_op *op = &p->ops[i];
     if (!fn) return;
     for (int k = 0; k < op->n_in; k++) {
@@ -241,12 +249,12 @@ void emit_forward_op(writer *o, const Program *p, int i) {
         emit(o, "    wf_rmsnorm_fwd(c, a + %s, a + %s, a + %s, w + %s, %s, %ld, %.9g);\n", x.out, x.s, x.in0,
           x.w0, x.rows, x.width, op->eps);
         break;
-    case OP_ROPE: {
+    case OP_ROPE: {  /* k after q in each output row: in_width values on (storage floats) */
         long hd = x.in_width / op->heads;
         emit(o, "    wf_rope_fwd(c, a + %s, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out, x.width, x.in0,
           x.in_width, op->heads, hd, op->theta);
-        emit(o, "    wf_rope_fwd(c, a + %s + %ld, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out, x.in_width,
-          x.width, x.in1, hd * op->kv_heads, op->kv_heads, hd, op->theta);
+        emit(o, "    wf_rope_fwd(c, a + %s + %ld, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out,
+          act_storage(p, x.in_width), x.width, x.in1, hd * op->kv_heads, op->kv_heads, hd, op->theta);
         break;
     }
     case OP_SWIGLU:
@@ -353,7 +361,7 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         emit(o, "    wf_rope_bwd(c, d + %s, %ld, d + %s, %ld, N, T, %d, %ld, %.9g);\n", x.in0, x.in_width,
           x.out, x.width, op->heads, hd, op->theta);
         emit(o, "    wf_rope_bwd(c, d + %s, %ld, d + %s + %ld, %ld, N, T, %d, %ld, %.9g);\n", x.in1,
-          hd * op->kv_heads, x.out, x.in_width, x.width, op->kv_heads, hd, op->theta);
+          hd * op->kv_heads, x.out, act_storage(p, x.in_width), x.width, op->kv_heads, hd, op->theta);
         break;
     }
     case OP_SWIGLU:

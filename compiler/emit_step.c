@@ -254,14 +254,14 @@ static int slot_of(const schedule *s, int stage, int m, int chunk) {
 }
 
 /* The buffer a message of (m, consumer chunk) is sent from or received into,
- * and its size in floats.  Activations: the output of chunk-1, received as
- * chunk's input.  Gradients: of chunk+1's input, received for chunk's output. */
+ * and its size in floats (storage floats: half under act16).  Activations:
+ * the output of chunk-1, received as chunk's input.  Gradients: of chunk+1's
+ * input, received for chunk's output. */
 static void msg_buffer(const Program *p, int stage, sched_msg_kind kind, int m, int chunk,
                        int sending, int staging, char *buf, size_t n, long *numel) {
     const schedule *s = p->sched;
-    long N = (long)p->micro * p->seq;
     int t = kind == MSG_ACT ? p->chunk_in[chunk] : p->chunk_in[chunk + 1];
-    *numel = N / p->tensors[t].rows_div * p->tensors[t].width;
+    *numel = tensor_storage(p, t);
     char label[NAMEBUF];
     if (kind == MSG_ACT) {
         int owner = sending ? chunk - 1 : chunk;
@@ -307,9 +307,8 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
         case SI_FWD:
             emit(o, "    wf_slot_begin(c, %d);", in->slot);
             if (p->chunk_in[in->chunk]) {
-                const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
                 emit(o, " wf_copy(wf_act_slot(c, %d) + A_IN_C%d, wf_recv_buffer(c, %d), %ldL);", in->slot,
-                  in->chunk, staging[i], (long)p->micro * p->seq / t->rows_div * t->width);
+                  in->chunk, staging[i], tensor_storage(p, p->chunk_in[in->chunk]));
             }
             emit(o, "\n    WF_TRACED(c, 'F', %d, %d, fwd_c%d(c, %d, %d));\n", in->m, in->chunk, in->chunk,
                  in->m, in->slot);
@@ -323,9 +322,8 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
                 emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_input_c%d(c, %d, %d));", in->m, in->chunk,
                      in->chunk, in->m, in->slot);
             if (staging[i] >= 0) {
-                const ir_tensor *t = &p->tensors[p->chunk_in[in->chunk]];
                 emit(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + A_IN_C%d, %ldL);",
-                  staging[i], in->slot, in->chunk, (long)p->micro * p->seq / t->rows_div * t->width);
+                  staging[i], in->slot, in->chunk, tensor_storage(p, p->chunk_in[in->chunk]));
             }
             emit(o, "\n");
             break;

@@ -26,10 +26,7 @@ static double chunk_flops(const Program *p, int k) {
 
 static long boundary_bytes(const Program *p) {
     for (int k = 1; k < p->n_chunks; k++)
-        if (p->chunk_in[k]) {
-            const ir_tensor *t = &p->tensors[p->chunk_in[k]];
-            return 4L * p->micro * p->seq / t->rows_div * t->width;
-        }
+        if (p->chunk_in[k]) return 4L * tensor_storage(p, p->chunk_in[k]);  /* act16: half */
     return 0;
 }
 
@@ -144,6 +141,8 @@ int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out)
         fprintf(out, "plan %s: dp %d x tp %d x pp %d = %d ranks, %s schedule, %d microbatches\n",
                 p->plan_name, p->dp, p->tp, p->pp, p->world, p->pp > 1 ? p->schedule : "single-stage",
                 p->accum);
+        if (p->act16)  /* act16.c: --backend cuda, bf16 / fp16, tp 1 */
+            fprintf(out, "activations: %s (16-bit storage)\n", p->precision);
         if (count_fused(p) > 0) {  /* fuse.c: which layernorms take their add along */
             fprintf(out, "fused residual_layernorm (add + layernorm in one kernel), %d:", count_fused(p));
             for (int i = 0; i < p->n_ops; i++) {

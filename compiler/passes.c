@@ -235,8 +235,10 @@ static int block_internal(const Program *p, int t) {
     return 1;
 }
 
+/* A tensor's place in its arena: its storage floats (half under act16),
+ * aligned to 16 floats (64 bytes: vector loads and cuBLASLt like it). */
 static long tensor_numel(const Program *p, int t) {
-    return align16((long)p->micro * p->seq / p->tensors[t].rows_div * p->tensors[t].width);
+    return align16(tensor_storage(p, t));
 }
 
 int attention_saves_lse(const Program *p, const ir_op *o) {
@@ -279,6 +281,7 @@ static long lay_out_shared(Program *p, int stage, long base, int saved) {
 }
 
 int pass_memory(Program *p) {
+    p->act16 = act16_decide(p);  /* before any size: it halves the activations */
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
     p->dact_numel = calloc((size_t)p->pp, sizeof(long));
     p->shared_offset = calloc((size_t)p->pp, sizeof(long));
@@ -341,6 +344,8 @@ int pass_memory(Program *p) {
     for (int t = 1; t < p->n_tensors; t++)
         if (p->tensors[t].width > widest) widest = p->tensors[t].width;
     p->comm_numel = p->tp > 1 ? align16(N * (widest > 6 ? widest : 6)) : 0;
+    p->cast_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int stage = 0; stage < p->pp; stage++) p->cast_numel[stage] = act16_cast_numel(p, stage);
     return 0;
 }
 
@@ -365,6 +370,7 @@ void program_free(Program *p) {
     free(p->grad_buf_numel);
     free(p->gather_numel);
     free(p->gathers);
+    free(p->cast_numel);
     if (p->sched) schedule_free(p->sched);
     free(p->sched);
     memset(p, 0, sizeof *p);

@@ -208,6 +208,11 @@ typedef struct Program {
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
      * memory pass, check and simulate: the backends save different buffers */
     char backend[8];
+    /* 16-bit activation storage (act16.c, decided by the memory pass): 1
+     * stores activations and their gradients as the plan's 16-bit type, two
+     * values a float (weft/rt.h, "Activation storage") */
+    int act16;
+    long *cast_numel;        /* per stage, act16: the CUDA cast buffer, floats (else 0) */
 } Program;
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
@@ -234,6 +239,15 @@ int pass_memory(Program *p);
  * attention alike (B*H*T floats, H the query heads; its scratch the same). */
 int attention_saves_lse(const Program *p, const ir_op *o);
 int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
+/* act16.c: whether this plan stores activations in 16 bits (--backend cuda,
+ * bf16 / fp16, tp 1, only audited ops), set by pass_memory before it sizes
+ * anything; the floats n activation values take in storage (n, or (n + 1) / 2
+ * under act16); tensor t's storage floats for one microbatch (unaligned: what
+ * messages and copies move); the cast buffer of a stage (act16, else 0). */
+int act16_decide(const Program *p);
+long act_storage(const Program *p, long n);
+long tensor_storage(const Program *p, int t);
+long act16_cast_numel(const Program *p, int stage);
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
 /* backend "cpu" (as pass_emit) or "cuda": stageN.cu and a CUDA build file
  * (emit.c); cuda_backend_check refuses what runtime/cuda lacks (backend_cuda.c). */

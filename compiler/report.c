@@ -34,8 +34,8 @@ static void human_count(double v, char *out, size_t n) {
 }
 
 /* Per-rank memory: parameters, gradients, AdamW's two moments, activations and
- * their gradients, kernel scratch. */
-typedef struct { double params, grads, optim, acts, dacts, scratch, total, host; } memory_split;
+ * their gradients, kernel scratch, the act16 cast buffer. */
+typedef struct { double params, grads, optim, acts, dacts, scratch, cast, total, host; } memory_split;
 
 static memory_split memory_per_rank(const Program *p, int stage) {
     memory_split m;
@@ -56,10 +56,12 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     if (p->zero >= 3) m.params = shard + bytes * (double)p->gather_numel[stage];
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params *= 2;  /* two weight versions */
     /* activations: what the backend allocates (fp32, also when the CPU
-     * emulates 16-bit storage; attention's saved buffer is per backend) */
+     * emulates 16-bit storage, but 16-bit values two a float under act16;
+     * attention's saved buffer is per backend) */
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
+    m.cast = p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;  /* act16 only */
     m.host = 0;
     if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
         m.host = m.optim;
@@ -69,7 +71,7 @@ static memory_split memory_per_rank(const Program *p, int stage) {
         m.host += shard;
         m.params -= shard;
     }
-    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch;
+    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast;
     return m;
 }
 
@@ -121,6 +123,9 @@ void program_report(const Program *p, FILE *out) {
             fprintf(out, "; dynamic loss scale %g (window %d, hysteresis %d, min %g)\n",
                     p->loss_scale_initial, p->loss_scale_window, p->loss_scale_hysteresis, p->loss_scale_min);
         else fprintf(out, "; static loss scale %g\n", p->loss_scale_initial);
+        if (p->act16)
+            fprintf(out, "          activations and their gradients stored as %s (16-bit storage; "
+                         "saved statistics fp32)\n", p->precision);
     }
     comm_report(p, out);
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
@@ -146,13 +151,14 @@ void program_report(const Program *p, FILE *out) {
     }
     fprintf(out, "memory per rank%s:\n", p->pp > 1 ? " (by pipeline stage)" : "");
     const char *names[] = { "parameters", "gradients", "optimizer", "activations",
-                            "act. grads", "scratch", "total" };
+                            "act. grads", "scratch", "cast buffer", "total" };
     double worst = 0;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
+        if (i == 6 && !p->act16) continue;  /* the cast buffer exists under act16 only */
         fprintf(out, "  %-12s", names[i]);
         for (int s = 0; s < p->pp; s++) {
             memory_split m = memory_per_rank(p, s);
-            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.total };
+            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.cast, m.total };
             if (m.total > worst) worst = m.total;
             human_bytes(vals[i], a, sizeof a);
             fprintf(out, " %12s", a);
@@ -268,6 +274,10 @@ void program_dump(const Program *p, const char *after, FILE *out) {
             fprintf(out, "stage %d arenas: params %ld, activation slot %ld x %d, activation grads %ld, "
                          "scratch %ld floats\n", s, p->param_numel[s], p->act_numel[s],
                     program_slots(p, s), p->dact_numel[s], p->scratch_numel);
+    if (p->act16 && p->cast_numel)
+        for (int s = 0; s < p->pp; s++)
+            fprintf(out, "stage %d act16: activations stored as 16-bit values, two a float; "
+                         "cast buffer %ld floats\n", s, p->cast_numel[s]);
     /* the instruction lists (2BW: prologue, steady step and epilogue) */
     if (p->sched && strcmp(after, "schedule") == 0) schedule_dump(p->sched, out);
 }

@@ -117,10 +117,11 @@ static double efficiency(double M, double N, double K) {
 typedef struct { double f, b, w, comm; } op_time;
 
 /* Elementwise work: calibrated ns per element on the CPU backend ([0]
- * forward, [1] backward), else bytes at HBM bandwidth. */
-static double elementwise(const double *ns, double elems, int backward, double hbm) {
+ * forward, [1] backward), else bytes at HBM bandwidth, `el` bytes a value:
+ * 4, or 2 for activations stored in 16 bits (act16). */
+static double elementwise(const double *ns, double elems, int backward, double hbm, double el) {
     if (calib) return ns[backward] * elems * 1e-9;
-    return cost_memory_bound_seconds((backward ? 4.0 : 3.0) * 4 * elems, hbm);
+    return cost_memory_bound_seconds((backward ? 4.0 : 3.0) * el * elems, hbm);
 }
 
 static op_time op_seconds(const Program *p, const ir_op *o, double peak, double hbm) {
@@ -129,6 +130,7 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     double rows = tokens / p->tensors[o->out].rows_div, width = (double)p->tensors[o->out].width;
     op_time t = { 0, 0, 0, 0 };
     const double *add = calib ? calib->add : none;
+    double el = p->act16 ? 2.0 : 4.0;  /* bytes of an activation value (the logits are floats) */
     switch (o->kind) {
     case OP_LINEAR: {
         double K = (double)p->tensors[o->in[0]].width;
@@ -167,22 +169,22 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     case OP_LMHEAD_XENT: {
         double K = (double)p->tensors[o->in[0]].width, V = (double)p->vocab_padded / p->tp;
         double gemm = cost_gemm_seconds(tokens, V, K, peak, efficiency(tokens, V, K));
-        t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm);
+        t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, 4.0);
         t.w = gemm;
-        t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm);
+        t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, 4.0);
         break;
     }
     case OP_LAYERNORM:
     case OP_RMSNORM:
-        t.f = elementwise(calib ? calib->layernorm : none, rows * width, 0, hbm);
-        t.b = elementwise(calib ? calib->layernorm : none, rows * width, 1, hbm);
+        t.f = elementwise(calib ? calib->layernorm : none, rows * width, 0, hbm, el);
+        t.b = elementwise(calib ? calib->layernorm : none, rows * width, 1, hbm, el);
         t.w = t.b / 3;
         break;
     case OP_GELU:
     case OP_SWIGLU:
     case OP_ROPE:
-        t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm);
-        t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm);
+        t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm, el);
+        t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm, el);
         break;
     case OP_TP_COPY:
         t.b = t.comm = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
@@ -196,8 +198,8 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.b = t.f;
         break;
     default:  /* adds, embedding lookups */
-        t.f = elementwise(add, rows * width, 0, hbm);
-        t.b = elementwise(add, rows * width, 1, hbm);
+        t.f = elementwise(add, rows * width, 0, hbm, el);
+        t.b = elementwise(add, rows * width, 1, hbm, el);
         break;
     }
     /* An add fused into the next layernorm (fuse.c) costs what the fused
@@ -206,8 +208,8 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
      * backward, da and db's read-modify-write, the stream gradient no longer
      * written and read back.  Calibrations time the kernels themselves. */
     if (!calib && o->fused == FUSED_ADD_LN_ADD) {
-        t.f = cost_memory_bound_seconds(2.0 * 4 * rows * width, hbm);
-        t.b = cost_memory_bound_seconds(2.0 * 4 * rows * width, hbm);
+        t.f = cost_memory_bound_seconds(2.0 * el * rows * width, hbm);
+        t.b = cost_memory_bound_seconds(2.0 * el * rows * width, hbm);
     }
     /* A gelu fused into the linear before it (fuse.c), fp32 plans: on the
      * GPU it is the GEMM's epilogue, applied while the tile is in registers,
@@ -391,10 +393,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     }
     double boundary = 0;
     for (int k = 1; k < p->n_chunks; k++)
-        if (p->chunk_in[k]) {
-            const ir_tensor *t = &p->tensors[p->chunk_in[k]];
-            boundary = 4.0 * p->micro * p->seq / t->rows_div * t->width;
-        }
+        if (p->chunk_in[k]) boundary = 4.0 * tensor_storage(p, p->chunk_in[k]);  /* act16: half */
     double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, p->stride_pp)) : 0;
     double *us = malloc(sizeof(double) * (size_t)(3 * p->n_chunks + p->pp));
     if (!us) {

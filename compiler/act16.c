@@ -1,0 +1,76 @@
+/* act16.c: 16-bit activation storage (weft/rt.h, "Activation storage").
+ *
+ * Under bf16 / fp16 the CPU backend keeps activations in float arenas and the
+ * generated code rounds each one to the 16-bit type after the kernel that
+ * wrote it (emit_ops.c).  On the CUDA backend that rounding pass doubles the
+ * memory traffic of every elementwise kernel, so there activations and their
+ * gradients are stored as 16-bit values, two a float, and the kernels store
+ * rounded bits themselves: the arenas, messages and copies shrink to half.
+ *
+ * The audit behind it: storing 16 bits changes no number only if every
+ * activation (and activation gradient) a kernel writes is one the CPU emitter
+ * rounds right after.  emit_ops.c rounds every forward output (the fused
+ * residual + layernorm and linear + gelu kernels round theirs inside), every
+ * input gradient after each backward op or B half, and keeps the saved state
+ * (norm statistics, attention's log-sum-exp, dlogits) in floats, as act16
+ * does.  The one unrounded output is the loss head's (A_LOSS, width 1), which
+ * no kernel writes or reads: losses go to wf_losses.  So every op of the
+ * model graph qualifies; the list below names them, so that an op added later
+ * keeps activations in floats until someone audits its rounding. */
+#include <string.h>
+
+#include "program.h"
+
+static long align16(long n) { return (n + 15) & ~15L; }
+
+/* Op kinds whose activation outputs and input gradients the CPU emitter
+ * rounds (see above).  The tensor-parallel ops are not among them: act16
+ * needs tp 1, where the shard pass adds none. */
+static int op_audited(op_kind k) {
+    switch (k) {
+    case OP_EMBED: case OP_LAYERNORM: case OP_LINEAR: case OP_ATTENTION: case OP_GELU: case OP_ADD:
+    case OP_LMHEAD_XENT: case OP_RMSNORM: case OP_ROPE: case OP_SWIGLU:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* act16 exactly for --backend cuda at bf16 / fp16 with tp 1.  Tensor
+ * parallelism keeps float activations for now: its collectives (all-reduce,
+ * reduce-scatter) sum activations and their gradients in fp32.  The CPU
+ * backend never uses it (its generated .c must not change), nor fp32. */
+int act16_decide(const Program *p) {
+    if (strcmp(p->backend, "cuda") != 0 || p->tp != 1) return 0;
+    if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (!op_audited(o->kind)) return 0;
+        /* rope writes k after q inside its output row: the offset must be a
+         * whole number of floats (check's even head size guarantees it) */
+        if (o->kind == OP_ROPE && p->tensors[o->in[0]].width % 2) return 0;
+    }
+    return 1;
+}
+
+long act_storage(const Program *p, long n) {
+    return p->act16 ? (n + 1) / 2 : n;
+}
+
+long tensor_storage(const Program *p, int t) {
+    return act_storage(p, (long)p->micro * p->seq / p->tensors[t].rows_div * p->tensors[t].width);
+}
+
+/* The runtime converts one operand at a time into this buffer: a weight to
+ * 16 bits before a GEMM with 16-bit activations ((numel + 1) / 2 floats; the
+ * stage's largest parameter), or an (N, hidden) activation to floats for a
+ * GEMM with float operands (the LM head). */
+long act16_cast_numel(const Program *p, int stage) {
+    if (!p->act16) return 0;
+    long widest = 0;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].stage == stage && (p->params[k].numel + 1) / 2 > widest)
+            widest = (p->params[k].numel + 1) / 2;
+    long rows = (long)p->micro * p->seq * p->hidden;
+    return align16(widest > rows ? widest : rows);
+}
