@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# 16-bit activation storage in the compiler (compiler/act16.c; weft/rt.h,
+# "Activation storage"), no CUDA needed: --backend cuda at bf16 / fp16 with
+# tp 1 plans act16, the CUDA program rounds no activation (its kernels store
+# 16-bit values) but still rounds parameter gradients, and everything that
+# sizes or moves activations counts storage floats, half of fp32's; fp32, tp 2
+# and the CPU backend keep float activations and their rounding calls.
+source "$(dirname "$0")/lib.sh"
+
+# bytes NAME FILE: a row of `weft check`'s memory table in bytes (stage 0)
+bytes() {
+  awk -v k="$1" 'substr($0, 3, 12) == sprintf("%-12s", k) {
+      split(substr($0, 15), f, " "); u = f[2]
+      m = u == "B" ? 1 : u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 0
+      print f[1] * m; exit }' "$2"
+}
+# ratio A B LO HI: LO <= A / B <= HI
+ratio() { awk -v a="$1" -v b="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(b > 0 && a / b >= lo && a / b <= hi) }'; }
+# counts FILE: the float counts of every message and copy, in program order
+counts() { grep -o 'wf_\(send\|recv\|sendrecv\|copy\)(.*' "$1" | grep -o '[0-9][0-9]*L' | tr -d L; }
+# the cast buffer a stage program must plan: align16(max((largest param + 1) / 2, N * C))
+expected_cast() {
+  awk '/^#define B / { B = $3 } /^#define T / { T = $3 } /^#define C / { C = $3 }
+       /^    \{ "/ { n = $4 + 0; if (int((n + 1) / 2) > w) w = int((n + 1) / 2) }
+       END { r = B * T * C; if (w > r) r = w; print int((r + 15) / 16) * 16 }' "$1"
+}
+
+for plan in tiny llama_tiny; do
+  for pr in fp32 bf16 fp16; do
+    "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-$pr" --backend cuda --set precision=$pr 2>/dev/null
+    "$WEFT" check plans/$plan.lua --backend cuda --set precision=$pr >"$WORK/$plan-$pr.check"
+  done
+  cu=$WORK/$plan-bf16/stage0.cu
+  check "$plan bf16 --backend cuda: P.act16 = 1" grep -q 'P\.act16 = 1;' "$cu"
+  check "$plan bf16 --backend cuda: no rounding call on activations or their gradients" \
+    bash -c "! grep -q 'wf_to_bf16(c, [ad] +' '$cu'"
+  check "$plan bf16 --backend cuda: parameter gradients still rounded" grep -q 'wf_to_bf16(c, g + ' "$cu"
+  check "$plan fp16 --backend cuda: act16, parameter gradients rounded only" \
+    bash -c "grep -q 'P\.act16 = 1;' '$WORK/$plan-fp16/stage0.cu' && grep -q 'wf_to_fp16(c, g + ' '$WORK/$plan-fp16/stage0.cu' &&
+             ! grep -q 'wf_to_fp16(c, [ad] +' '$WORK/$plan-fp16/stage0.cu'"
+  want=$(expected_cast "$cu")
+  check "$plan bf16: cast_numel = align16(max((largest param + 1) / 2, N * C)) = $want" \
+    grep -q "P\.cast_numel = ${want}L;" "$cu"
+  check "$plan fp32 --backend cuda: act16 = 0, no cast buffer" \
+    grep -q 'P\.act16 = 0; P\.cast_numel = 0L;' "$WORK/$plan-fp32/stage0.cu"
+  # memory: activation gradients are exactly half (alignment aside), the
+  # activation slot a little more (its saved state stays float)
+  a32=$(bytes activations "$WORK/$plan-fp32.check") a16=$(bytes activations "$WORK/$plan-bf16.check")
+  d32=$(bytes "act. grads" "$WORK/$plan-fp32.check") d16=$(bytes "act. grads" "$WORK/$plan-bf16.check")
+  check "$plan: check --backend cuda: bf16 activations about half of fp32 ($a16 / $a32 bytes)" ratio "$a16" "$a32" 0.45 0.6
+  check "$plan: check --backend cuda: bf16 activation gradients half of fp32 ($d16 / $d32 bytes)" ratio "$d16" "$d32" 0.45 0.55
+  cast=$(bytes "cast buffer" "$WORK/$plan-bf16.check")
+  check "$plan: check --backend cuda bf16 counts the cast buffer (4 x $want bytes), fp32 has none" \
+    bash -c "test '$cast' = $((4 * want)) && ! grep -q '^  cast buffer' '$WORK/$plan-fp32.check'"
+  # tensor parallelism keeps float activations (its collectives sum in fp32)
+  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-tp2" --backend cuda --set precision=bf16 \
+    --set mesh.dp=1 --set mesh.tp=2 2>/dev/null
+  check "$plan bf16 tp 2 --backend cuda: act16 = 0, activations rounded" \
+    bash -c "grep -q 'P\.act16 = 0;' '$WORK/$plan-tp2/stage0.cu' && grep -q 'wf_to_bf16(c, a + ' '$WORK/$plan-tp2/stage0.cu'"
+  # the CPU backend never stores 16-bit activations
+  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-cpu" --set precision=bf16 2>/dev/null
+  c=$WORK/$plan-cpu/stage0.c
+  check "$plan bf16 --backend cpu: act16 = 0, activations and their gradients rounded" \
+    bash -c "grep -q '\.act16 = 0, \.cast_numel = 0L,' '$c' && grep -q 'wf_to_bf16(c, a + ' '$c' && grep -q 'wf_to_bf16(c, d + ' '$c'"
+done
+
+# LLaMA's rope writes k after q inside a row: that offset is in storage floats too
+q=$(sed -n 's/.*wf_rope_fwd(c, a + A_H0_ROPE_1, [0-9]*, a + [A-Z0-9_]*, \([0-9]*\),.*/\1/p' "$WORK/llama_tiny-bf16/stage0.cu")
+check "llama bf16: rope's k half starts q's $q values = $((q / 2)) floats on (fp32: $q)" \
+  bash -c "grep -q 'wf_rope_fwd(c, a + A_H0_ROPE_1 + $((q / 2)), ' '$WORK/llama_tiny-bf16/stage0.cu' &&
+           grep -q 'wf_rope_bwd(c, d + [A-Z0-9_]*, [0-9]*, d + A_H0_ROPE_1 + $((q / 2)), ' '$WORK/llama_tiny-bf16/stage0.cu' &&
+           grep -q 'wf_rope_fwd(c, a + A_H0_ROPE_1 + $q, ' '$WORK/llama_tiny-fp32/stage0.cu'"
+
+# pp 2: every message, staging copy and receive buffer of bf16 is half of fp32's
+for pr in fp32 bf16; do
+  "$WEFT" compile plans/tiny.lua -o "$WORK/pp-$pr" --backend cuda --set precision=$pr --set mesh.dp=1 \
+    --set mesh.pp=2 2>/dev/null
+  "$WEFT" inspect plans/tiny.lua --backend cuda --set precision=$pr --set mesh.dp=1 --set mesh.pp=2 >"$WORK/pp-$pr.inspect"
+done
+for s in 0 1; do
+  n32=$(counts "$WORK/pp-fp32/stage$s.cu" | tr '\n' ' ') n16=$(counts "$WORK/pp-bf16/stage$s.cu" | tr '\n' ' ')
+  half=$(for n in $n32; do echo $(((n + 1) / 2)); done | tr '\n' ' ')
+  check "pp 2 stage $s: bf16 sends, receives and copies move half the floats of fp32 ($n16 vs $n32)" \
+    test -n "$n32" -a "$n16" = "$half"
+done
+r32=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-fp32/stage1.cu" | grep -o '[0-9]*$')
+r16=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-bf16/stage1.cu" | grep -o '[0-9]*$')
+check "pp 2 stage 1: receive buffers of $r16 floats (fp32 $r32)" test "$r16" = $(((r32 + 1) / 2)) -a "$r32" -gt 0
+b32=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-fp32.inspect" | head -1 | tr -dc 0-9)
+b16=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-bf16.inspect" | head -1 | tr -dc 0-9)
+check "inspect --backend cuda: bf16 messages of $b16 bytes, half of fp32's $b32" test "$b16" = $((b32 / 2))
+check "inspect --backend cuda bf16 says the activations are 16-bit, fp32 does not" \
+  bash -c "grep -q '^activations: bf16 (16-bit storage)' '$WORK/pp-bf16.inspect' && ! grep -q '^activations:' '$WORK/pp-fp32.inspect'"
+
+# simulate: the pipeline messages of gpt2_124m (the benchmark plan) split in
+# two stages take half the time in bf16 on CUDA (act16) as on the CPU backend,
+# whose bf16 activations travel as floats (the same link, latency aside)
+for b in cpu cuda; do
+  "$WEFT" simulate plans/gpt2_124m.lua --backend $b --set mesh.pp=2 --set cluster.devices_per_node=2 >"$WORK/sim.$b"
+done
+p2p() { sed -n 's/.*pp p2p \([0-9.]*\) ms per message.*/\1/p' "$1"; }
+check "simulate --backend cuda bf16: pp messages take half the CPU backend's ($(p2p "$WORK/sim.cuda") vs $(p2p "$WORK/sim.cpu") ms)" \
+  ratio "$(p2p "$WORK/sim.cuda")" "$(p2p "$WORK/sim.cpu")" 0.45 0.55
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
