@@ -64,6 +64,13 @@ for plan in tiny llama_tiny; do
     bash -c "grep -q '\.act16 = 0, \.cast_numel = 0L,' '$c' && grep -q 'wf_to_bf16(c, a + ' '$c' && grep -q 'wf_to_bf16(c, d + ' '$c'"
 done
 
+# gpt2_124m (the benchmark plan, bf16): its 50304 x 768 embedding is larger
+# than an (N, C) activation in 16 bits, so it sizes the cast buffer
+"$WEFT" compile plans/gpt2_124m.lua -o "$WORK/g124" --backend cuda 2>/dev/null
+want=$(expected_cast "$WORK/g124/stage0.cu")
+check "gpt2_124m: cast_numel = $want, the 16-bit copy of wte" \
+  bash -c "grep -q 'P\.cast_numel = ${want}L;' '$WORK/g124/stage0.cu' && test $want = $(((50304 * 768 / 2 + 15) / 16 * 16))"
+
 # LLaMA's rope writes k after q inside a row: that offset is in storage floats too
 q=$(sed -n 's/.*wf_rope_fwd(c, a + A_H0_ROPE_1, [0-9]*, a + [A-Z0-9_]*, \([0-9]*\),.*/\1/p' "$WORK/llama_tiny-bf16/stage0.cu")
 check "llama bf16: rope's k half starts q's $q values = $((q / 2)) floats on (fp32: $q)" \
