@@ -99,6 +99,13 @@ check "inspect --backend cuda: bf16 messages of $b16 bytes, half of fp32's $b32"
 check "inspect --backend cuda bf16 says the activations are 16-bit, fp32 does not" \
   bash -c "grep -q '^activations: bf16 (16-bit storage)' '$WORK/pp-bf16.inspect' && ! grep -q '^activations:' '$WORK/pp-fp32.inspect'"
 
+# the act16 programs are valid C++ (e2e_cuda_build builds one with nvcc)
+if command -v g++ >/dev/null 2>&1; then
+  check "act16 programs (tiny, llama_tiny, pp 2) are valid C++" bash -c \
+    "for f in '$WORK'/tiny-bf16/*.cu '$WORK'/llama_tiny-bf16/*.cu '$WORK'/pp-bf16/*.cu; do
+       g++ -std=c++17 -fsyntax-only -x c++ -Iruntime/include \"\$f\" || exit 1; done"
+fi
+
 # simulate: the pipeline messages of gpt2_124m (the benchmark plan) split in
 # two stages take half the time in bf16 on CUDA (act16) as on the CPU backend,
 # whose bf16 activations travel as floats (the same link, latency aside)
