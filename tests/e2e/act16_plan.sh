@@ -64,6 +64,22 @@ for plan in tiny llama_tiny; do
     bash -c "grep -q '\.act16 = 0, \.cast_numel = 0L,' '$c' && grep -q 'wf_to_bf16(c, a + ' '$c' && grep -q 'wf_to_bf16(c, d + ' '$c'"
 done
 
+# The audit act16 rests on (compiler/act16.c): in the CPU backend's bf16
+# program every activation is rounded after the kernel that writes it, by a
+# rounding call or inside a fused kernel (residual + layernorm: its residual;
+# linear + gelu: pre and out), but for the loss head's A_LOSS, which no kernel
+# writes.  An op whose output escapes rounding would show up here by name.
+for plan in tiny llama_tiny; do
+  c=$WORK/$plan-cpu/stage0.c
+  unrounded=$(comm -23 <(sed -n 's/^#define \(A_[A-Z0-9_]*\) .*(N, [0-9]*).*/\1/p' "$c" | sort -u) \
+    <({ grep -o 'wf_to_bf16(c, a + A_[A-Z0-9_]*' "$c" | sed 's/.*a + //'
+        sed -n 's/.*wf_residual_layernorm_fwd(c, a + \(A_[A-Z0-9_]*\),.*/\1/p' "$c"
+        sed -n 's/.*wf_linear_gelu_fwd(c, a + \(A_[A-Z0-9_]*\), a + \(A_[A-Z0-9_]*\),.*/\1\n\2/p' "$c"
+        echo A_LOSS; } | sort -u) | tr '\n' ' ')
+  check "$plan bf16 --backend cpu: every activation is rounded where it is written${unrounded:+ (not: $unrounded)}" \
+    test -z "$unrounded" -a "$(grep -c '^#define A_' "$c")" -gt 10
+done
+
 # gpt2_124m (the benchmark plan, bf16): its 50304 x 768 embedding is larger
 # than an (N, C) activation in 16 bits, so it sizes the cast buffer
 "$WEFT" compile plans/gpt2_124m.lua -o "$WORK/g124" --backend cuda 2>/dev/null

@@ -91,9 +91,11 @@ check "llama_tiny: the program calls the LLaMA kernels" \
              grep -q \"\$f(c, \" '$WORK/llama_tiny/stage0.cu' || exit 1; done && test -x '$WORK/llama_tiny/build/stage0'"
 check "zb-h1: the split-backward CUDA program builds" \
   build_plan zb plans/gpt2_3d.lua --backend cuda --set pipeline.schedule=zb-h1 --set pipeline.virtual=1
-# bf16: rounding kernels after each op, AdamW with fp32 masters on the device
+# bf16: 16-bit activations (act16: the kernels round them), rounding kernels for the
+# parameter gradients, AdamW with fp32 masters on the device
 check "bf16: the generated CUDA project builds" \
   build_plan tiny_bf16 plans/tiny.lua --backend cuda --set precision=bf16
+check "bf16: the built program stores 16-bit activations (act16)" grep -q 'P\.act16 = 1;' "$WORK/tiny_bf16/stage0.cu"
 check "bf16: the program rounds on the device (wf_to_bf16) and links the device optimizer" \
   bash -c "grep -q 'wf_to_bf16(c, ' '$WORK/tiny_bf16/stage0.cu' && test -x '$WORK/tiny_bf16/build/stage0' &&
            nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_adamw$'"
