@@ -43,6 +43,12 @@ for plan in tiny llama_tiny; do
     grep -q "P\.cast_numel = ${want}L;" "$cu"
   check "$plan fp32 --backend cuda: act16 = 0, no cast buffer" \
     grep -q 'P\.act16 = 0; P\.cast_numel = 0L;' "$WORK/$plan-fp32/stage0.cu"
+  "$WEFT" check plans/$plan.lua --backend cuda --set precision=bf16 --dump=memory >"$WORK/$plan-bf16.dump"
+  offs=$(grep -o '\(act\|saved\) @[0-9]*' "$WORK/$plan-bf16.dump" | grep -o '[0-9]*$')
+  check "$plan bf16: every activation and saved buffer starts on 16 floats ($(echo $offs | wc -w) offsets)" \
+    bash -c "test $(echo $offs | wc -w) -gt 20 && for o in $(echo $offs); do [ \$((o % 16)) = 0 ] || exit 1; done"
+  check "$plan bf16 --dump=memory says act16 and the cast buffer" \
+    grep -q "^stage 0 act16: .* cast buffer ${want} floats" "$WORK/$plan-bf16.dump"
   # memory: activation gradients are exactly half (alignment aside), the
   # activation slot a little more (its saved state stays float)
   a32=$(bytes activations "$WORK/$plan-fp32.check") a16=$(bytes activations "$WORK/$plan-bf16.check")
