@@ -124,6 +124,14 @@ done
 r32=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-fp32/stage1.cu" | grep -o '[0-9]*$')
 r16=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-bf16/stage1.cu" | grep -o '[0-9]*$')
 check "pp 2 stage 1: receive buffers of $r16 floats (fp32 $r32)" test "$r16" = $(((r32 + 1) / 2)) -a "$r32" -gt 0
+# full recompute: each block's shared region (zeroed before it is rebuilt) halves too
+for pr in fp32 bf16; do
+  "$WEFT" compile plans/tiny.lua -o "$WORK/rc-$pr" --backend cuda --set precision=$pr --set recompute=full 2>/dev/null
+done
+z32=$(grep -o 'wf_zero(d + [0-9]*L, [0-9]*L)' "$WORK/rc-fp32/stage0.cu" | sort -u | grep -o '[0-9]*L)' | tr -dc 0-9)
+z16=$(grep -o 'wf_zero(d + [0-9]*L, [0-9]*L)' "$WORK/rc-bf16/stage0.cu" | sort -u | grep -o '[0-9]*L)' | tr -dc 0-9)
+check "full recompute: the shared region zeroed before each block is $z16 floats (fp32 $z32)" \
+  test -n "$z32" -a "$z16" = $((z32 / 2))
 b32=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-fp32.inspect" | head -1 | tr -dc 0-9)
 b16=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-bf16.inspect" | head -1 | tr -dc 0-9)
 check "inspect --backend cuda: bf16 messages of $b16 bytes, half of fp32's $b32" test "$b16" = $((b32 / 2))
