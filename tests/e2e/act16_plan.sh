@@ -17,7 +17,11 @@ bytes() {
 # ratio A B LO HI: LO <= A / B <= HI
 ratio() { awk -v a="$1" -v b="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(b > 0 && a / b >= lo && a / b <= hi) }'; }
 # counts FILE: the float counts of every message and copy, in program order
-counts() { grep -o 'wf_\(send\|recv\|sendrecv\|copy\)(.*' "$1" | grep -o '[0-9][0-9]*L' | tr -d L; }
+# (a wf_sendrecv's receive is on its next line)
+counts() {
+  sed -n '/wf_\(send\|recv\|sendrecv\|copy\)(/{s/.*wf_\(send\|recv\|sendrecv\|copy\)(//p; /wf_sendrecv(/{n;p}}' "$1" |
+    grep -o '[0-9][0-9]*L' | tr -d L
+}
 # the cast buffer a stage program must plan: align16(max((largest param + 1) / 2, N * C))
 expected_cast() {
   awk '/^#define B / { B = $3 } /^#define T / { T = $3 } /^#define C / { C = $3 }
@@ -109,16 +113,19 @@ check "llama bf16: rope's k half starts q's $q values = $((q / 2)) floats on (fp
            grep -q 'wf_rope_bwd(c, d + [A-Z0-9_]*, [0-9]*, d + A_H0_ROPE_1 + $((q / 2)), ' '$WORK/llama_tiny-bf16/stage0.cu' &&
            grep -q 'wf_rope_fwd(c, a + A_H0_ROPE_1 + $q, ' '$WORK/llama_tiny-fp32/stage0.cu'"
 
-# pp 2: every message, staging copy and receive buffer of bf16 is half of fp32's
+# pp 2 (1F1B over 8 microbatches: sends, receives and send-receives): every
+# message, staging copy and receive buffer of bf16 is half of fp32's
+pp=(--set mesh.dp=1 --set mesh.pp=2 --set batch.micro=2)
 for pr in fp32 bf16; do
-  "$WEFT" compile plans/tiny.lua -o "$WORK/pp-$pr" --backend cuda --set precision=$pr --set mesh.dp=1 \
-    --set mesh.pp=2 2>/dev/null
-  "$WEFT" inspect plans/tiny.lua --backend cuda --set precision=$pr --set mesh.dp=1 --set mesh.pp=2 >"$WORK/pp-$pr.inspect"
+  "$WEFT" compile plans/tiny.lua -o "$WORK/pp-$pr" --backend cuda --set precision=$pr "${pp[@]}" 2>/dev/null
+  "$WEFT" inspect plans/tiny.lua --backend cuda --set precision=$pr "${pp[@]}" >"$WORK/pp-$pr.inspect"
 done
+check "pp 2: the programs send, receive, send-receive and copy" bash -c \
+  "for f in wf_send wf_recv wf_sendrecv wf_copy; do grep -q \"\$f(\" '$WORK'/pp-bf16/stage*.cu || exit 1; done"
 for s in 0 1; do
   n32=$(counts "$WORK/pp-fp32/stage$s.cu" | tr '\n' ' ') n16=$(counts "$WORK/pp-bf16/stage$s.cu" | tr '\n' ' ')
   half=$(for n in $n32; do echo $(((n + 1) / 2)); done | tr '\n' ' ')
-  check "pp 2 stage $s: bf16 sends, receives and copies move half the floats of fp32 ($n16 vs $n32)" \
+  check "pp 2 stage $s: bf16's $(echo $n16 | wc -w) sends, receives and copies move half the floats of fp32's (${n16%% *} vs ${n32%% *})" \
     test -n "$n32" -a "$n16" = "$half"
 done
 r32=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-fp32/stage1.cu" | grep -o '[0-9]*$')
