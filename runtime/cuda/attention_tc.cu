@@ -297,7 +297,8 @@ flash_tc_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) 
     }
     if (i >= T) return;
     float inv = 1.0f / l;
-    typename Act::raw *orow = reinterpret_cast<typename Act::raw *>(out) + ((long)b * T + i) * ((long)a.H * hs) + (long)h * hs;
+    typename Act::raw *orow =
+        reinterpret_cast<typename Act::raw *>(out) + ((long)b * T + i) * ((long)a.H * hs) + (long)h * hs;
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
         if (2 * e + par < hs) Act::store(orow, 2 * e + par, o[e] * inv);

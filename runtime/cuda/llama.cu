@@ -55,7 +55,8 @@ __global__ static void rmsnorm_dw_kernel(float *dw, const typename S::raw *dout,
     int i = blockIdx.x * 32 + threadIdx.x;
     float acc = 0.0f;
     if (i < C)
-        for (long n = threadIdx.y; n < N; n += DW_ROWS) acc += S::load(dout, n * C + i) * S::load(inp, n * C + i) * rstd[n];
+        for (long n = threadIdx.y; n < N; n += DW_ROWS)
+            acc += S::load(dout, n * C + i) * S::load(inp, n * C + i) * rstd[n];
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     for (int h = DW_ROWS / 2; h > 0; h /= 2) {
