@@ -5,6 +5,8 @@
  *   check_kernels run FILE           runs each kernel, writes its outputs to FILE
  *   check_kernels compare REF GOT    per kernel output: max |got - ref| / max |ref|,
  *                                    against the threshold; exit 1 if any is over
+ *   check_kernels refuse KERNEL      a tensor-parallel kernel under act16 (CUDA
+ *                                    builds stop there, naming it)
  *
  * Inputs come from a fixed-seed generator, so both programs see the same
  * numbers; gradient outputs start from random values, so the accumulate (+=)
@@ -904,6 +906,28 @@ static void run_act16_kernels(void) {
     }
 }
 
+/* check_kernels refuse KERNEL: one tensor-parallel kernel called under act16,
+ * which never happens (act16 is off when tp > 1): the CUDA builds must stop
+ * there naming the call (tests/cuda_emu/kernels.sh); returns 3 if it ran. */
+static int refuse_act16_case(const char *kernel) {
+    wf_ctx *ctx = act16_ctx(WF_BF16);
+    int32_t *tok = tokens(N, V);
+    float *x = buf((long)N * M), *y = buf((long)N * M), *w = buf((long)V * C), *db = buf(M);
+    if (strcmp(kernel, "wf_vocab_embed_fwd") == 0) wf_vocab_embed_fwd(ctx, y, tok, w, V0, VL, N, C);
+    else if (strcmp(kernel, "wf_vocab_embed_bwd") == 0) wf_vocab_embed_bwd(ctx, w, x, tok, V0, VL, N, C);
+    else if (strcmp(kernel, "wf_pos_add_fwd") == 0) wf_pos_add_fwd(ctx, y, x, w, 0, N, T, C);
+    else if (strcmp(kernel, "wf_pos_add_bwd") == 0) wf_pos_add_bwd(ctx, y, w, x, 0, N, T, C);
+    else if (strcmp(kernel, "wf_pos_add_bwd_input") == 0) wf_pos_add_bwd_input(ctx, y, x, N, C);
+    else if (strcmp(kernel, "wf_pos_add_bwd_weight") == 0) wf_pos_add_bwd_weight(ctx, w, x, 0, N, T, C);
+    else if (strcmp(kernel, "wf_bias_add_fwd") == 0) wf_bias_add_fwd(ctx, y, x, db, N, M);
+    else if (strcmp(kernel, "wf_bias_add_bwd") == 0) wf_bias_add_bwd(ctx, y, db, x, N, M);
+    else if (strcmp(kernel, "wf_bias_add_bwd_weight") == 0) wf_bias_add_bwd_weight(ctx, db, x, N, M);
+    else { fprintf(stderr, "check_kernels: no kernel %s\n", kernel); return 2; }
+    settle();
+    fprintf(stderr, "check_kernels: %s ran under act16\n", kernel);
+    return 3;
+}
+
 /* ---- compare ---------------------------------------------------------------- */
 
 typedef struct { char name[64]; long n; float *x; } record;
@@ -971,6 +995,7 @@ int main(int argc, char **argv) {
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
-    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT\n");
+    if (argc == 3 && strcmp(argv[1], "refuse") == 0) return refuse_act16_case(argv[2]);
+    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT | refuse KERNEL\n");
     return 2;
 }
