@@ -52,12 +52,14 @@ extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long
                                   wf_cuda_stream(c))(db, wf_act<S>(dout), rows, C));
 }
 
-/* The tensor-parallel kernels' refusal of 16-bit activation storage. */
-static void refuse_act16(wf_ctx *c, const char *call) {
-    if (wf_ctx_act16(c))
-        wf_cuda_fail(c, call, WF_CUDA_WHERE, "a tensor-parallel kernel called under act16 (16-bit "
-                     "activation storage is off when tp > 1)");
-}
+/* The tensor-parallel kernels' refusal of 16-bit activation storage (a
+ * macro: the message names the calling line). */
+#define REFUSE_ACT16(c, call)                                                                          \
+    do {                                                                                               \
+        if (wf_ctx_act16(c))                                                                           \
+            wf_cuda_fail((c), (call), WF_CUDA_WHERE, "a tensor-parallel kernel called under act16 "    \
+                         "(16-bit activation storage is off when tp > 1)");                            \
+    } while (0)
 
 /* ---- embedding --------------------------------------------------------- */
 
@@ -142,7 +144,7 @@ __global__ static void vocab_embed_fwd_kernel(float *out, const int32_t *tok, co
 
 extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
                                    const float *wte_part, int v_begin, int VL, int N, int C) {
-    refuse_act16(c, "wf_vocab_embed_fwd");
+    REFUSE_ACT16(c, "wf_vocab_embed_fwd");
     WF_LAUNCH(vocab_embed_fwd_kernel, wf_blocks((long)N * C), WF_THREADS, 0, wf_cuda_stream(c))(
         out, tok, wte_part, v_begin, VL, N, C);
     wf_cuda_sync(c, "wf_vocab_embed_fwd");
@@ -150,7 +152,7 @@ extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
 
 extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout,
                                    const int32_t *tok, int v_begin, int VL, int N, int C) {
-    refuse_act16(c, "wf_vocab_embed_bwd");
+    REFUSE_ACT16(c, "wf_vocab_embed_bwd");
     embed_dwte<wf_st_f32>(wf_cuda_stream(c), dwte_part, dout, tok, N, C, v_begin, VL);
     wf_cuda_sync(c, "wf_vocab_embed_bwd");
 }
@@ -274,14 +276,14 @@ __global__ static void pos_add_dwpe_kernel(float *dwpe, const float *dout, long 
 
 extern "C" void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
                                int rows, int T, int C) {
-    refuse_act16(c, "wf_pos_add_fwd");
+    REFUSE_ACT16(c, "wf_pos_add_fwd");
     WF_LAUNCH(pos_add_fwd_kernel, wf_blocks((long)rows * C), WF_THREADS, 0, wf_cuda_stream(c))(
         out, in, wpe, row0, rows, T, C);
     wf_cuda_sync(c, "wf_pos_add_fwd");
 }
 
 extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C) {
-    refuse_act16(c, "wf_pos_add_bwd_input");
+    REFUSE_ACT16(c, "wf_pos_add_bwd_input");
     long n = (long)rows * C;
     WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
     wf_cuda_sync(c, "wf_pos_add_bwd_input");
@@ -289,7 +291,7 @@ extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, i
 
 extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0,
                                       int rows, int T, int C) {
-    refuse_act16(c, "wf_pos_add_bwd_weight");
+    REFUSE_ACT16(c, "wf_pos_add_bwd_weight");
     WF_LAUNCH(pos_add_dwpe_kernel, wf_blocks((long)T * C), WF_THREADS, 0, wf_cuda_stream(c))(
         dwpe, dout, row0, rows, T, C);
     wf_cuda_sync(c, "wf_pos_add_bwd_weight");
@@ -297,7 +299,7 @@ extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout,
 
 extern "C" void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
                                int rows, int T, int C) {
-    refuse_act16(c, "wf_pos_add_bwd");
+    REFUSE_ACT16(c, "wf_pos_add_bwd");
     wf_pos_add_bwd_input(c, din, dout, rows, C);
     wf_pos_add_bwd_weight(c, dwpe, dout, row0, rows, T, C);
 }
@@ -311,21 +313,21 @@ __global__ static void bias_add_fwd_kernel(float *out, const float *in, const fl
 
 extern "C" void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows,
                                 long C) {
-    refuse_act16(c, "wf_bias_add_fwd");
+    REFUSE_ACT16(c, "wf_bias_add_fwd");
     long n = (long)rows * C;
     WF_LAUNCH(bias_add_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, in, b, n, C);
     wf_cuda_sync(c, "wf_bias_add_fwd");
 }
 
 extern "C" void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C) {
-    refuse_act16(c, "wf_bias_add_bwd_weight");
+    REFUSE_ACT16(c, "wf_bias_add_bwd_weight");
     wf_cuda_colsum_add(c, db, dout, rows, C);
     wf_cuda_sync(c, "wf_bias_add_bwd_weight");
 }
 
 extern "C" void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows,
                                 long C) {
-    refuse_act16(c, "wf_bias_add_bwd");
+    REFUSE_ACT16(c, "wf_bias_add_bwd");
     long n = (long)rows * C;
     WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
     wf_cuda_colsum_add(c, db, dout, rows, C);
