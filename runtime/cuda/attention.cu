@@ -39,7 +39,14 @@
  * places as a flash_heads (separate q, k, v, strides, and query head h
  * reading key/value head h / group), so the LLaMA family's grouped-query
  * attention (wf_gqa_attention_*, at the end) runs on them too: its dk/dv
- * kernel sums over the group's query heads in a fixed order. */
+ * kernel sums over the group's query heads in a fixed order.
+ *
+ * Activation storage (storage.cuh): q, k, v, out, dout and dq, dk, dv are
+ * in c's storage, a template argument S of every kernel (16-bit values are
+ * loaded as floats into the same registers and tiles, stored rounded, the
+ * gradients read, added to in fp32 and stored rounded); lse and D stay
+ * float.  A 16-bit plan reaches these kernels only with a head size the
+ * tensor-core kernels refuse. */
 #include <stdio.h>
 
 #include "attention_tc.h"
@@ -65,8 +72,8 @@ template <int G> __device__ __forceinline__ float group_sum(float v) {
 
 /* This thread's 16 floats of row `row` (T rows, `ld` apart) into r[], zeros
  * past hs or past the last row. */
-template <int HS>
-__device__ __forceinline__ void load_row_part(float *r, const float *base, int row, int T, long ld,
+template <int HS, class S>
+__device__ __forceinline__ void load_row_part(float *r, const typename S::raw *base, int row, int T, long ld,
                                               int hs, int g) {
     constexpr int G = flash_tile<HS>::G;
 #pragma unroll
@@ -74,7 +81,7 @@ __device__ __forceinline__ void load_row_part(float *r, const float *base, int r
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
-            r[4 * c + e] = row < T && d < hs ? base[(long)row * ld + d] : 0.0f;
+            r[4 * c + e] = row < T && d < hs ? S::load(base, (long)row * ld + d) : 0.0f;
         }
 }
 
@@ -107,14 +114,14 @@ __device__ __forceinline__ void axpy_part(float *acc, float a, const float4 *til
 
 /* Rows [row0, row0 + BT) of a (T, ld) matrix, hs wide, into a (BT, HS)
  * shared tile; coalesced along the row, zeros outside. */
-template <int HS>
-__device__ __forceinline__ void load_tile(float4 *tile, const float *base, int row0, int T, long ld,
+template <int HS, class S>
+__device__ __forceinline__ void load_tile(float4 *tile, const typename S::raw *base, int row0, int T, long ld,
                                           int hs) {
     constexpr int BT = flash_tile<HS>::BT;
     float *t = (float *)tile;
     for (int idx = threadIdx.x; idx < BT * HS; idx += FLASH_THREADS) {
         int r = idx / HS, d = idx % HS, row = row0 + r;
-        t[idx] = row < T && d < hs ? base[(long)row * ld + d] : 0.0f;
+        t[idx] = row < T && d < hs ? S::load(base, (long)row * ld + d) : 0.0f;
     }
 }
 
@@ -137,29 +144,29 @@ template <int HS> __device__ __forceinline__ int warp_last_row() {
 
 /* grid (tiles, B*H); block FLASH_THREADS.  Query tile nT-1-blockIdx.x (the
  * longest first), key tiles 0..diagonal. */
-template <int HS>
+template <int HS, class S>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
+flash_fwd_kernel(typename S::raw *out, float *lse, flash_heads a, int T, float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 ks[BT * HS / 4];
     __shared__ float4 vs[BT * HS / 4];
     int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
-    const float *q = flash_q(a, b, h, T);
-    const float *k = flash_k(a, b, kv, T);
-    const float *v = flash_v(a, b, kv, T);
+    const typename S::raw *q = flash_q<S>(a, b, h, T);
+    const typename S::raw *k = flash_k<S>(a, b, kv, T);
+    const typename S::raw *v = flash_v<S>(a, b, kv, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
     float qr[16], o[16];
-    load_row_part<HS>(qr, q, i, T, a.ldq, hs, g);
+    load_row_part<HS, S>(qr, q, i, T, a.ldq, hs, g);
 #pragma unroll
     for (int d = 0; d < 16; d++) o[d] = 0.0f;
     float m = -INFINITY, l = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads(); /* the previous tiles are consumed */
-        load_tile<HS>(ks, k, kt * BT, T, a.ldk, hs);
-        load_tile<HS>(vs, v, kt * BT, T, a.ldv, hs);
+        load_tile<HS, S>(ks, k, kt * BT, T, a.ldk, hs);
+        load_tile<HS, S>(vs, v, kt * BT, T, a.ldv, hs);
         __syncthreads();
         int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
         for (int j0 = 0; j0 < jend; j0 += FLASH_KC) {
@@ -188,13 +195,13 @@ flash_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
     if (i >= T) return;
     float inv = 1.0f / l;
     long ldo = (long)a.H * hs;
-    float *orow = out + ((long)b * T + i) * ldo + (long)h * hs;
+    typename S::raw *orow = out + ((long)b * T + i) * ldo + (long)h * hs;
 #pragma unroll
     for (int c = 0; c < 4; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
-            if (d < hs) orow[d] = o[4 * c + e] * inv;
+            if (d < hs) S::store(orow, d, o[4 * c + e] * inv);
         }
     if (g == 0) lse[(long)bh * T + i] = m + log2f(l);
 }
@@ -204,9 +211,9 @@ flash_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
  *   dq = scale sum_j P_j (dP_j - D) k_j = scale (sum_j P_j dP_j k_j - D sum_j P_j k_j),
  *   D  = sum_j P_j dP_j,
  * so one pass over the keys gives D and dq together. */
-template <int HS>
+template <int HS, class S>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_heads a, int T, float scale,
+flash_bwd_dq_kernel(float *dsum, const typename S::raw *dout, const float *lse, flash_heads a, int T, float scale,
                     float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 ks[BT * HS / 4];
@@ -214,23 +221,23 @@ flash_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_head
     int n_tiles = (T + BT - 1) / BT, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *q = flash_q(a, b, h, T);
-    const float *k = flash_k(a, b, kv, T);
-    const float *v = flash_v(a, b, kv, T);
-    const float *dy = flash_dout(a, dout, b, h, T);
+    const typename S::raw *q = flash_q<S>(a, b, h, T);
+    const typename S::raw *k = flash_k<S>(a, b, kv, T);
+    const typename S::raw *v = flash_v<S>(a, b, kv, T);
+    const typename S::raw *dy = flash_dout<S>(a, dout, b, h, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
     float qr[16], dyr[16], pdk[16], pk[16];
-    load_row_part<HS>(qr, q, i, T, a.ldq, hs, g);
-    load_row_part<HS>(dyr, dy, i, T, ldo, hs, g);
+    load_row_part<HS, S>(qr, q, i, T, a.ldq, hs, g);
+    load_row_part<HS, S>(dyr, dy, i, T, ldo, hs, g);
 #pragma unroll
     for (int d = 0; d < 16; d++) pdk[d] = pk[d] = 0.0f;
     float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        load_tile<HS>(ks, k, kt * BT, T, a.ldk, hs);
-        load_tile<HS>(vs, v, kt * BT, T, a.ldv, hs);
+        load_tile<HS, S>(ks, k, kt * BT, T, a.ldk, hs);
+        load_tile<HS, S>(vs, v, kt * BT, T, a.ldv, hs);
         __syncthreads();
         int jend = kt == qt ? warp_last_row<HS>() + 1 : BT;
 #pragma unroll 1
@@ -244,13 +251,13 @@ flash_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_head
         }
     }
     if (i >= T) return;
-    float *dq = a.dq + ((long)b * T + i) * a.ldq + (long)h * hs;
+    typename S::raw *dq = reinterpret_cast<typename S::raw *>(a.dq) + ((long)b * T + i) * a.ldq + (long)h * hs;
 #pragma unroll
     for (int c = 0; c < 4; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
-            if (d < hs) dq[d] += scale * (pdk[4 * c + e] - D * pk[4 * c + e]);
+            if (d < hs) S::store(dq, d, S::load(dq, d) + scale * (pdk[4 * c + e] - D * pk[4 * c + e]));
         }
     if (g == 0) dsum[(long)bh * T + i] = D;
 }
@@ -260,9 +267,9 @@ flash_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_head
  * grid (tiles, B*KVH): key tile blockIdx.x, so tile 0 (the most query tiles)
  * starts first.  A thread owns its key row's gradients across the whole
  * group: the group's sum needs no atomics and has a fixed order. */
-template <int HS>
+template <int HS, class S>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, flash_heads a, int T,
+flash_bwd_dkdv_kernel(const float *dsum, const typename S::raw *dout, const float *lse, flash_heads a, int T,
                       float scale, float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 qs[BT * HS / 4];
@@ -271,24 +278,24 @@ flash_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, fl
     int n_tiles = (T + BT - 1) / BT, kt = (int)blockIdx.x;
     int KVH = a.H / a.group, b = blockIdx.y / KVH, kv = blockIdx.y % KVH, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *k = flash_k(a, b, kv, T);
-    const float *v = flash_v(a, b, kv, T);
+    const typename S::raw *k = flash_k<S>(a, b, kv, T);
+    const typename S::raw *v = flash_v<S>(a, b, kv, T);
     int g = threadIdx.x % G, j = kt * BT + (int)threadIdx.x / G;
 
     float kr[16], vr[16], dk[16], dv[16];
-    load_row_part<HS>(kr, k, j, T, a.ldk, hs, g);
-    load_row_part<HS>(vr, v, j, T, a.ldv, hs, g);
+    load_row_part<HS, S>(kr, k, j, T, a.ldk, hs, g);
+    load_row_part<HS, S>(vr, v, j, T, a.ldv, hs, g);
 #pragma unroll
     for (int d = 0; d < 16; d++) dk[d] = dv[d] = 0.0f;
 
     for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
         long bh = (long)b * a.H + h;
-        const float *q = flash_q(a, b, h, T);
-        const float *dy = flash_dout(a, dout, b, h, T);
+        const typename S::raw *q = flash_q<S>(a, b, h, T);
+        const typename S::raw *dy = flash_dout<S>(a, dout, b, h, T);
         for (int qt = kt; qt < n_tiles; qt++) {
             __syncthreads();
-            load_tile<HS>(qs, q, qt * BT, T, a.ldq, hs);
-            load_tile<HS>(dys, dy, qt * BT, T, ldo, hs);
+            load_tile<HS, S>(qs, q, qt * BT, T, a.ldq, hs);
+            load_tile<HS, S>(dys, dy, qt * BT, T, ldo, hs);
             for (int r = threadIdx.x; r < BT; r += FLASH_THREADS) {
                 int i = qt * BT + r;
                 ls[r] = i < T ? lse[bh * T + i] : 0.0f;
@@ -307,16 +314,16 @@ flash_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse, fl
         }
     }
     if (j >= T) return;
-    float *dkrow = a.dk + ((long)b * T + j) * a.ldk + (long)kv * hs;
-    float *dvrow = a.dv + ((long)b * T + j) * a.ldv + (long)kv * hs;
+    typename S::raw *dkrow = reinterpret_cast<typename S::raw *>(a.dk) + ((long)b * T + j) * a.ldk + (long)kv * hs;
+    typename S::raw *dvrow = reinterpret_cast<typename S::raw *>(a.dv) + ((long)b * T + j) * a.ldv + (long)kv * hs;
 #pragma unroll
     for (int c = 0; c < 4; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
             if (d < hs) {
-                dkrow[d] += scale * dk[4 * c + e];
-                dvrow[d] += dv[4 * c + e];
+                S::store(dkrow, d, S::load(dkrow, d) + scale * dk[4 * c + e]);
+                S::store(dvrow, d, S::load(dvrow, d) + dv[4 * c + e]);
             }
         }
 }
@@ -348,54 +355,71 @@ static void flash_check_shape(wf_ctx *c, const char *call, int B, int C, int H) 
 
 #define FLASH_LOG2E 1.4426950408889634f
 
-template <int HS>
+/* A kernel's instance for the head size and storage (WF_LAUNCH takes one
+ * macro argument, so the two template arguments come through a macro) */
+#define FLASH_INSTANCE(kernel) kernel<HS, S>
+
+template <int HS, class S>
 static void flash_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
     constexpr int BT = flash_tile<HS>::BT;
     dim3 grid((T + BT - 1) / BT, B * a.H);
     float scale2 = FLASH_LOG2E / sqrtf((float)a.hs);
-    WF_LAUNCH(flash_fwd_kernel<HS>, grid, FLASH_THREADS, 0, wf_cuda_stream(c))(out, lse, a, T, scale2);
+    WF_LAUNCH(FLASH_INSTANCE(flash_fwd_kernel), grid, FLASH_THREADS, 0, wf_cuda_stream(c))(wf_act<S>(out), lse,
+                                                                                         a, T, scale2);
 }
 
-template <int HS>
+template <int HS, class S>
 static void flash_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
                       int B, int T) {
     constexpr int BT = flash_tile<HS>::BT;
     dim3 grid((T + BT - 1) / BT, B * a.H), grid_kv((T + BT - 1) / BT, B * (a.H / a.group));
     float scale = 1.0f / sqrtf((float)a.hs), scale2 = FLASH_LOG2E / sqrtf((float)a.hs);
     cudaStream_t s = wf_cuda_stream(c);
-    WF_LAUNCH(flash_bwd_dq_kernel<HS>, grid, FLASH_THREADS, 0, s)(dsum, dout, lse, a, T, scale, scale2);
-    WF_LAUNCH(flash_bwd_dkdv_kernel<HS>, grid_kv, FLASH_THREADS, 0, s)(dsum, dout, lse, a, T, scale,
-                                                                      scale2);
+    WF_LAUNCH(FLASH_INSTANCE(flash_bwd_dq_kernel), grid, FLASH_THREADS, 0, s)(dsum, wf_act<S>(dout), lse, a, T,
+                                                                             scale, scale2);
+    WF_LAUNCH(FLASH_INSTANCE(flash_bwd_dkdv_kernel), grid_kv, FLASH_THREADS, 0, s)(dsum, wf_act<S>(dout), lse, a,
+                                                                                  T, scale, scale2);
 }
 
+template <class S>
 static void flash_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
     switch (flash_hs(a.hs)) {
-    case 16: flash_fwd<16>(c, out, lse, a, B, T); break;
-    case 32: flash_fwd<32>(c, out, lse, a, B, T); break;
-    case 64: flash_fwd<64>(c, out, lse, a, B, T); break;
-    default: flash_fwd<128>(c, out, lse, a, B, T); break;
+    case 16: flash_fwd<16, S>(c, out, lse, a, B, T); break;
+    case 32: flash_fwd<32, S>(c, out, lse, a, B, T); break;
+    case 64: flash_fwd<64, S>(c, out, lse, a, B, T); break;
+    default: flash_fwd<128, S>(c, out, lse, a, B, T); break;
     }
 }
 
+template <class S>
 static void flash_bwd_hs(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
                          int B, int T) {
     switch (flash_hs(a.hs)) {
-    case 16: flash_bwd<16>(c, dsum, dout, lse, a, B, T); break;
-    case 32: flash_bwd<32>(c, dsum, dout, lse, a, B, T); break;
-    case 64: flash_bwd<64>(c, dsum, dout, lse, a, B, T); break;
-    default: flash_bwd<128>(c, dsum, dout, lse, a, B, T); break;
+    case 16: flash_bwd<16, S>(c, dsum, dout, lse, a, B, T); break;
+    case 32: flash_bwd<32, S>(c, dsum, dout, lse, a, B, T); break;
+    case 64: flash_bwd<64, S>(c, dsum, dout, lse, a, B, T); break;
+    default: flash_bwd<128, S>(c, dsum, dout, lse, a, B, T); break;
     }
 }
 
+/* p moved by n elements of the storage S (an activation's address as rt.h's float *) */
+template <class S> static const float *storage_at(const float *p, long n) {
+    return reinterpret_cast<const float *>(wf_act<S>(p) + n);
+}
+template <class S> static float *storage_at(float *p, long n) {
+    return reinterpret_cast<float *>(wf_act<S>(p) + n);
+}
+
 /* GPT-2's packed (B*T, 3C) rows: q, k, v and their gradients C apart. */
+template <class S>
 static flash_heads packed_heads(const float *qkv, float *dqkv, int C, int H) {
     flash_heads a;
     a.q = qkv;
-    a.k = qkv + C;
-    a.v = qkv + 2 * C;
+    a.k = storage_at<S>(qkv, C);
+    a.v = storage_at<S>(qkv, 2L * C);
     a.dq = dqkv;
-    a.dk = dqkv ? dqkv + C : NULL;
-    a.dv = dqkv ? dqkv + 2 * C : NULL;
+    a.dk = dqkv ? storage_at<S>(dqkv, C) : NULL;
+    a.dv = dqkv ? storage_at<S>(dqkv, 2L * C) : NULL;
     a.ldq = a.ldk = a.ldv = 3L * C;
     a.H = H;
     a.group = 1;
@@ -405,14 +429,15 @@ static flash_heads packed_heads(const float *qkv, float *dqkv, int C, int H) {
 
 /* LLaMA's grouped-query layout (rt.h): qk rows hold the H query heads then
  * the KVH key heads, v rows the KVH value heads. */
+template <class S>
 static flash_heads gqa_heads(const float *qk, const float *v, float *dqk, float *dv, int H, int KVH,
                              int hd) {
     flash_heads a;
     a.q = qk;
-    a.k = qk + (long)H * hd;
+    a.k = storage_at<S>(qk, (long)H * hd);
     a.v = v;
     a.dq = dqk;
-    a.dk = dqk ? dqk + (long)H * hd : NULL;
+    a.dk = dqk ? storage_at<S>(dqk, (long)H * hd) : NULL;
     a.dv = dv;
     a.ldq = a.ldk = (long)(H + KVH) * hd;
     a.ldv = (long)KVH * hd;
@@ -426,11 +451,13 @@ static flash_heads gqa_heads(const float *qk, const float *v, float *dqk, float 
 extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T,
                                  int C, int H) {
     flash_check_shape(c, "wf_attention_fwd", B, C, H);
-    flash_heads a = packed_heads(qkv, NULL, C, H);
-    if (wf_attention_tc_takes(c, a.hs)) /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
-        wf_attention_tc_fwd(c, out, att, a, B, T);
-    else
-        flash_fwd_hs(c, out, att, a, B, T);
+    WF_BY_STORAGE(c, S, {
+        flash_heads a = packed_heads<S>(qkv, NULL, C, H);
+        if (wf_attention_tc_takes(c, a.hs)) /* bf16 / fp16 plans: tensor cores (attention_tc.cu) */
+            wf_attention_tc_fwd(c, out, att, a, B, T);
+        else
+            flash_fwd_hs<S>(c, out, att, a, B, T);
+    });
     wf_cuda_sync(c, "wf_attention_fwd");
 }
 
@@ -438,11 +465,13 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
                                  const float *qkv, const float *att, int B, int T, int C, int H) {
     flash_check_shape(c, "wf_attention_bwd", B, C, H);
-    flash_heads a = packed_heads(qkv, dqkv, C, H);
-    if (wf_attention_tc_takes(c, a.hs))
-        wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
-    else
-        flash_bwd_hs(c, scratch, dout, att, a, B, T);
+    WF_BY_STORAGE(c, S, {
+        flash_heads a = packed_heads<S>(qkv, dqkv, C, H);
+        if (wf_attention_tc_takes(c, a.hs))
+            wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
+        else
+            flash_bwd_hs<S>(c, scratch, dout, att, a, B, T);
+    });
     wf_cuda_sync(c, "wf_attention_bwd");
 }
 
@@ -453,11 +482,13 @@ extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const f
 extern "C" void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
                                      int B, int T, int H, int KVH, int hd) {
     flash_check_heads(c, "wf_gqa_attention_fwd", B, H, KVH, hd);
-    flash_heads a = gqa_heads(qk, v, NULL, NULL, H, KVH, hd);
-    if (wf_attention_tc_takes(c, hd))
-        wf_attention_tc_fwd(c, out, att, a, B, T);
-    else
-        flash_fwd_hs(c, out, att, a, B, T);
+    WF_BY_STORAGE(c, S, {
+        flash_heads a = gqa_heads<S>(qk, v, NULL, NULL, H, KVH, hd);
+        if (wf_attention_tc_takes(c, hd))
+            wf_attention_tc_fwd(c, out, att, a, B, T);
+        else
+            flash_fwd_hs<S>(c, out, att, a, B, T);
+    });
     wf_cuda_sync(c, "wf_gqa_attention_fwd");
 }
 
@@ -465,10 +496,12 @@ extern "C" void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *sc
                                      const float *qk, const float *v, const float *att, int B, int T, int H,
                                      int KVH, int hd) {
     flash_check_heads(c, "wf_gqa_attention_bwd", B, H, KVH, hd);
-    flash_heads a = gqa_heads(qk, v, dqk, dv, H, KVH, hd);
-    if (wf_attention_tc_takes(c, hd))
-        wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
-    else
-        flash_bwd_hs(c, scratch, dout, att, a, B, T);
+    WF_BY_STORAGE(c, S, {
+        flash_heads a = gqa_heads<S>(qk, v, dqk, dv, H, KVH, hd);
+        if (wf_attention_tc_takes(c, hd))
+            wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
+        else
+            flash_bwd_hs<S>(c, scratch, dout, att, a, B, T);
+    });
     wf_cuda_sync(c, "wf_gqa_attention_bwd");
 }

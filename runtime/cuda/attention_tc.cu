@@ -50,7 +50,12 @@
  *
  * On the diagonal tile a warp skips the 16-column fragments wholly in the
  * future of its rows (forward, dq) or wholly before its keys (dk/dv); tiles
- * above the diagonal are never visited. */
+ * above the diagonal are never visited.
+ *
+ * Under act16 (storage.cuh) q, k, v, dout, out and dq, dk, dv hold the plan's
+ * 16-bit bits: tiles are loaded into shared memory as they are (no
+ * conversion), out is stored rounded and the gradients are read, added to in
+ * fp32 and stored rounded; the layout's storage type S says which. */
 #include <mma.h>
 #include <stdint.h>
 
@@ -70,9 +75,10 @@ using namespace nvcuda;
 /* Shared memory of a kernel with n 64-row 16-bit tiles, carved from the
  * dynamic buffer rounded up to 128 bytes (WMMA wants 256-bit aligned
  * fragments: every offset below is a multiple of 32 bytes). */
-template <int HS_, class T16_> struct tc_smem {
+template <int HS_, class T16_, class S_ = wf_st_f32> struct tc_smem {
     static constexpr int HS = HS_;
     typedef T16_ T16;
+    typedef S_ S; /* the activations' storage: floats, or T16's bits under act16 */
     static constexpr int LD = HS + 8;          /* 16-bit tile row stride (elements) */
     static constexpr int LDS = TC_ROWS + 4;    /* fp32 score staging stride */
     static constexpr int LDO = HS + 4;         /* fp32 output staging stride */
@@ -147,6 +153,29 @@ __device__ __forceinline__ void tc_load_tile(T16 *dst, const float *src, int row
     }
 }
 
+/* The same from a 16-bit activation (act16) holding T16's bits: copied as
+ * they are, 8 at a time where src is 16-byte aligned (hs and ld are then
+ * multiples of 8, so every row's chunks are; a tile row is LD elements, a
+ * multiple of 8, so the shared side is aligned too). */
+template <int HS, class T16>
+__device__ __forceinline__ void tc_load_tile(T16 *dst, const uint16_t *src, int row0, int T, long ld, int hs) {
+    constexpr int LD = tc_smem<HS, T16>::LD;
+    uint16_t *d16 = reinterpret_cast<uint16_t *>(dst);
+    if (((uintptr_t)src & 15) == 0 && ld % 8 == 0 && hs % 8 == 0) {
+        for (int idx = threadIdx.x; idx < TC_ROWS * HS / 8; idx += TC_THREADS) {
+            int r = idx / (HS / 8), d = 8 * (idx % (HS / 8)), row = row0 + r;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (row < T && d < hs) v = *(const uint4 *)(src + (long)row * ld + d);
+            *(uint4 *)(d16 + r * LD + d) = v;
+        }
+        return;
+    }
+    for (int idx = threadIdx.x; idx < TC_ROWS * HS; idx += TC_THREADS) {
+        int r = idx / HS, d = idx % HS, row = row0 + r;
+        d16[r * LD + d] = row < T && d < hs ? src[(long)row * ld + d] : (uint16_t)0;
+    }
+}
+
 /* dst (16 x 64 fp32, stride LDS) = A X^T: A 16 rows, X a tile (64 rows),
  * over the HS columns; only the 16-column blocks [f0, f1) of dst.  Each
  * fragment of A is loaded once for the four blocks (a warp-uniform guard, so
@@ -209,14 +238,15 @@ __global__ void __launch_bounds__(TC_THREADS)
 flash_tc_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
+    typedef typename L::S Act; /* the activations' storage */
     WF_DYNAMIC_SHARED(unsigned char, raw);
     L sh(raw, 3, false);
     T16 *qs = sh.tile[0], *ks = sh.tile[1], *vs = sh.tile[2];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
-    const float *q = flash_q(a, b, h, T);
-    const float *k = flash_k(a, b, kv, T);
-    const float *v = flash_v(a, b, kv, T);
+    const typename Act::raw *q = flash_q<Act>(a, b, h, T);
+    const typename Act::raw *k = flash_k<Act>(a, b, kv, T);
+    const typename Act::raw *v = flash_v<Act>(a, b, kv, T);
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int i = qt * TC_ROWS + 16 * w + r;
     const T16 *qw = qs + 16 * w * L::LD;
@@ -266,10 +296,12 @@ flash_tc_fwd_kernel(float *out, float *lse, flash_heads a, int T, float scale2) 
         for (int e = 0; e < HS / 2; e++) o[e] = o[e] * alpha + sh.stage[r * L::LDO + 2 * e + par];
     }
     if (i >= T) return;
-    float inv = 1.0f / l, *orow = out + ((long)b * T + i) * ((long)a.H * hs) + (long)h * hs;
+    float inv = 1.0f / l;
+    typename Act::raw *orow =
+        reinterpret_cast<typename Act::raw *>(out) + ((long)b * T + i) * ((long)a.H * hs) + (long)h * hs;
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
-        if (2 * e + par < hs) orow[2 * e + par] = o[e] * inv;
+        if (2 * e + par < hs) Act::store(orow, 2 * e + par, o[e] * inv);
     if (par == 0) lse[(long)bh * T + i] = m + log2f(l);
 }
 
@@ -287,9 +319,9 @@ __device__ __forceinline__ void tc_scores(float *stage, const T16 *a, const T16 
  * into shared memory, then this warp's S = q k^T and dP = dout v^T staged
  * for its lanes.  Returns how many 16-key fragments the warp needs (on the
  * diagonal tile, those not wholly after its queries). */
-template <int HS, class T16>
+template <int HS, class T16, class R>
 __device__ static int dq_key_tile(float *stage, T16 *ks, T16 *vs, const T16 *qw, const T16 *dyw,
-                                  const flash_heads &a, const float *k, const float *v, int kt, int qt, int w,
+                                  const flash_heads &a, const R *k, const R *v, int kt, int qt, int w,
                                   int T, int hs) {
     __syncthreads();
     tc_load_tile<HS, T16>(ks, k, kt * TC_ROWS, T, a.ldk, hs);
@@ -307,16 +339,17 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
                        float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
+    typedef typename L::S Act; /* the activations' storage */
     WF_DYNAMIC_SHARED(unsigned char, raw);
     L sh(raw, 4, true);
     T16 *qs = sh.tile[0], *dys = sh.tile[1], *ks = sh.tile[2], *vs = sh.tile[3];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, qt = n_tiles - 1 - (int)blockIdx.x;
     int bh = blockIdx.y, b = bh / a.H, h = bh % a.H, kv = h / a.group, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *q = flash_q(a, b, h, T);
-    const float *k = flash_k(a, b, kv, T);
-    const float *v = flash_v(a, b, kv, T);
-    const float *dy = flash_dout(a, dout, b, h, T);
+    const typename Act::raw *q = flash_q<Act>(a, b, h, T);
+    const typename Act::raw *k = flash_k<Act>(a, b, kv, T);
+    const typename Act::raw *v = flash_v<Act>(a, b, kv, T);
+    const typename Act::raw *dy = flash_dout<Act>(a, reinterpret_cast<const typename Act::raw *>(dout), b, h, T);
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int i = qt * TC_ROWS + 16 * w + r;
     const T16 *qw = qs + 16 * w * L::LD, *dyw = dys + 16 * w * L::LD;
@@ -329,7 +362,7 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
     /* sweep 1: D = sum_j P_j dP_j, in fp32 */
     float D = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
-        int nf = dq_key_tile<HS, T16>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
+        int nf = dq_key_tile<HS, T16, typename Act::raw>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
 #pragma unroll 8
         for (int e = 0; e < 32; e++) {
             int col = 2 * e + par;
@@ -344,7 +377,7 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
 #pragma unroll
     for (int d = 0; d < HS / 16; d++) wmma::fill_fragment(acc[d], 0.0f);
     for (int kt = 0; kt <= qt; kt++) {
-        int nf = dq_key_tile<HS, T16>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
+        int nf = dq_key_tile<HS, T16, typename Act::raw>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
 #pragma unroll 8
         for (int e = 0; e < 32; e++) {
             int col = 2 * e + par;
@@ -358,10 +391,11 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
     }
     tc_stage_out<HS, T16>(sh.stage, acc);
     if (i >= T) return;
-    float *dq = a.dq + ((long)b * T + i) * a.ldq + (long)h * hs;
+    typename Act::raw *dq = reinterpret_cast<typename Act::raw *>(a.dq) + ((long)b * T + i) * a.ldq + (long)h * hs;
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
-        if (2 * e + par < hs) dq[2 * e + par] += scale * sh.stage[r * L::LDO + 2 * e + par];
+        if (2 * e + par < hs)
+            Act::store(dq, 2 * e + par, Act::load(dq, 2 * e + par) + scale * sh.stage[r * L::LDO + 2 * e + par]);
     if (par == 0) dsum[(long)bh * T + i] = D;
 }
 
@@ -376,14 +410,15 @@ flash_tc_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse,
                          float scale, float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
+    typedef typename L::S Act; /* the activations' storage */
     WF_DYNAMIC_SHARED(unsigned char, raw);
     L sh(raw, 4, true);
     T16 *ks = sh.tile[0], *vs = sh.tile[1], *qs = sh.tile[2], *dys = sh.tile[3];
     int n_tiles = (T + TC_ROWS - 1) / TC_ROWS, kt = (int)blockIdx.x;
     int KVH = a.H / a.group, b = blockIdx.y / KVH, kv = blockIdx.y % KVH, hs = a.hs;
     long ldo = (long)a.H * hs;
-    const float *k = flash_k(a, b, kv, T);
-    const float *v = flash_v(a, b, kv, T);
+    const typename Act::raw *k = flash_k<Act>(a, b, kv, T);
+    const typename Act::raw *v = flash_v<Act>(a, b, kv, T);
     int w = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, r = lane >> 1, par = lane & 1;
     int j = kt * TC_ROWS + 16 * w + r;
     const T16 *kw = ks + 16 * w * L::LD, *vw = vs + 16 * w * L::LD;
@@ -400,8 +435,8 @@ flash_tc_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse,
 
     for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
         long bh = (long)b * a.H + h;
-        const float *q = flash_q(a, b, h, T);
-        const float *dy = flash_dout(a, dout, b, h, T);
+        const typename Act::raw *q = flash_q<Act>(a, b, h, T);
+        const typename Act::raw *dy = flash_dout<Act>(a, reinterpret_cast<const typename Act::raw *>(dout), b, h, T);
         for (int qt = kt; qt < n_tiles; qt++) {
             __syncthreads();
             tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, a.ldq, hs);
@@ -430,16 +465,18 @@ flash_tc_bwd_dkdv_kernel(const float *dsum, const float *dout, const float *lse,
             tc_pv<HS, T16>(dk, sh.ds, qs, f0, 4);
         }
     }
-    float *dkrow = a.dk + ((long)b * T + j) * a.ldk + (long)kv * hs;
-    float *dvrow = a.dv + ((long)b * T + j) * a.ldv + (long)kv * hs;
+    typename Act::raw *dkrow = reinterpret_cast<typename Act::raw *>(a.dk) + ((long)b * T + j) * a.ldk + (long)kv * hs;
+    typename Act::raw *dvrow = reinterpret_cast<typename Act::raw *>(a.dv) + ((long)b * T + j) * a.ldv + (long)kv * hs;
     tc_stage_out<HS, T16>(sh.stage, dk);
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
-        if (j < T && 2 * e + par < hs) dkrow[2 * e + par] += scale * sh.stage[r * L::LDO + 2 * e + par];
+        if (j < T && 2 * e + par < hs)
+            Act::store(dkrow, 2 * e + par, Act::load(dkrow, 2 * e + par) + scale * sh.stage[r * L::LDO + 2 * e + par]);
     tc_stage_out<HS, T16>(sh.stage, dv);
 #pragma unroll
     for (int e = 0; e < HS / 2; e++)
-        if (j < T && 2 * e + par < hs) dvrow[2 * e + par] += sh.stage[r * L::LDO + 2 * e + par];
+        if (j < T && 2 * e + par < hs)
+            Act::store(dvrow, 2 * e + par, Act::load(dvrow, 2 * e + par) + sh.stage[r * L::LDO + 2 * e + par]);
 }
 
 /* ---- host side ------------------------------------------------------------------ */
@@ -459,9 +496,9 @@ static void tc_allow_smem(wf_ctx *c, bool *done, const void *kernel, size_t byte
     *done = true;
 }
 
-template <int HS, class T16>
+template <int HS, class T16, class S>
 static void tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
-    typedef tc_smem<HS, T16> L; /* the kernels' one template argument */
+    typedef tc_smem<HS, T16, S> L; /* the kernels' one template argument */
     size_t smem = L::bytes(3, false);
     static bool allowed;
     tc_allow_smem(c, &allowed, (const void *)flash_tc_fwd_kernel<L>, smem);
@@ -471,10 +508,10 @@ static void tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int 
 }
 
 /* dq over (query tile, b, query head); dk/dv over (key tile, b, kv head) */
-template <int HS, class T16>
+template <int HS, class T16, class S>
 static void tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
                    int T) {
-    typedef tc_smem<HS, T16> L;
+    typedef tc_smem<HS, T16, S> L;
     size_t smem = L::bytes(4, true);
     static bool allowed_dq, allowed_dkdv;
     tc_allow_smem(c, &allowed_dq, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
@@ -488,29 +525,42 @@ static void tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, 
     WF_LAUNCH(flash_tc_bwd_dkdv_kernel<L>, grid_kv, TC_THREADS, smem, s)(dsum, dout, lse, a, T, scale, scale2);
 }
 
-/* the instance for the head size (rounded up to 32, 64 or 128) and type */
-template <class T16>
+/* the instance for the head size (rounded up to 32, 64 or 128), type and storage */
+template <class T16, class S>
 static void tc_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
-    if (a.hs <= 32) tc_fwd<32, T16>(c, out, lse, a, B, T);
-    else if (a.hs <= 64) tc_fwd<64, T16>(c, out, lse, a, B, T);
-    else tc_fwd<128, T16>(c, out, lse, a, B, T);
+    if (a.hs <= 32) tc_fwd<32, T16, S>(c, out, lse, a, B, T);
+    else if (a.hs <= 64) tc_fwd<64, T16, S>(c, out, lse, a, B, T);
+    else tc_fwd<128, T16, S>(c, out, lse, a, B, T);
 }
 
-template <class T16>
+template <class T16, class S>
 static void tc_bwd_hs(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
                       int T) {
-    if (a.hs <= 32) tc_bwd<32, T16>(c, dsum, dout, lse, a, B, T);
-    else if (a.hs <= 64) tc_bwd<64, T16>(c, dsum, dout, lse, a, B, T);
-    else tc_bwd<128, T16>(c, dsum, dout, lse, a, B, T);
+    if (a.hs <= 32) tc_bwd<32, T16, S>(c, dsum, dout, lse, a, B, T);
+    else if (a.hs <= 64) tc_bwd<64, T16, S>(c, dsum, dout, lse, a, B, T);
+    else tc_bwd<128, T16, S>(c, dsum, dout, lse, a, B, T);
 }
 
+/* Under act16 the activations hold the plan's type, whose bits the tiles take */
 void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
-    if (wf_ctx_precision(c) == WF_BF16) tc_fwd_hs<__nv_bfloat16>(c, out, lse, a, B, T);
-    else tc_fwd_hs<__half>(c, out, lse, a, B, T);
+    bool act16 = wf_ctx_act16(c) != 0;
+    if (wf_ctx_precision(c) == WF_BF16) {
+        if (act16) tc_fwd_hs<__nv_bfloat16, wf_st_bf16>(c, out, lse, a, B, T);
+        else tc_fwd_hs<__nv_bfloat16, wf_st_f32>(c, out, lse, a, B, T);
+    } else {
+        if (act16) tc_fwd_hs<__half, wf_st_fp16>(c, out, lse, a, B, T);
+        else tc_fwd_hs<__half, wf_st_f32>(c, out, lse, a, B, T);
+    }
 }
 
 void wf_attention_tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
                          int B, int T) {
-    if (wf_ctx_precision(c) == WF_BF16) tc_bwd_hs<__nv_bfloat16>(c, dsum, dout, lse, a, B, T);
-    else tc_bwd_hs<__half>(c, dsum, dout, lse, a, B, T);
+    bool act16 = wf_ctx_act16(c) != 0;
+    if (wf_ctx_precision(c) == WF_BF16) {
+        if (act16) tc_bwd_hs<__nv_bfloat16, wf_st_bf16>(c, dsum, dout, lse, a, B, T);
+        else tc_bwd_hs<__nv_bfloat16, wf_st_f32>(c, dsum, dout, lse, a, B, T);
+    } else {
+        if (act16) tc_bwd_hs<__half, wf_st_fp16>(c, dsum, dout, lse, a, B, T);
+        else tc_bwd_hs<__half, wf_st_f32>(c, dsum, dout, lse, a, B, T);
+    }
 }

@@ -4,6 +4,7 @@
 #ifndef WEFT_ATTENTION_TC_H
 #define WEFT_ATTENTION_TC_H
 
+#include "storage.cuh"
 #include "weft/rt.h"
 
 /* Where the heads are: GPT-2's packed qkv and LLaMA's grouped-query layout
@@ -11,7 +12,9 @@
  * columns [h*hs, (h+1)*hs) of its rows; query head h reads key/value head
  * h / group, columns [kv*hs, (kv+1)*hs) of k's and v's rows.  The gradients
  * dq, dk, dv have the layouts (and row strides) of q, k, v; out and dout are
- * (B*T, H*hs).  GPT-2: k = q + C, v = q + 2C, strides 3C, group 1. */
+ * (B*T, H*hs).  GPT-2: k = q + C, v = q + 2C, strides 3C, group 1.
+ * Under act16 the pointers carry the addresses of 16-bit tensors (storage.cuh)
+ * and every offset and stride counts their elements, not floats. */
 struct flash_heads {
     const float *q, *k, *v;
     float *dq, *dk, *dv;
@@ -20,17 +23,23 @@ struct flash_heads {
 };
 
 /* Batch b's T rows of query head h in q and dout, and of key/value head kv
- * in k and v: where a kernel's rows start (both files' kernels). */
-__device__ __forceinline__ const float *flash_q(const flash_heads &a, int b, int h, int T) {
-    return a.q + (long)b * T * a.ldq + (long)h * a.hs;
+ * in k and v: where a kernel's rows start (both files' kernels), as elements
+ * of the activation storage S. */
+template <class S = wf_st_f32>
+__device__ __forceinline__ const typename S::raw *flash_q(const flash_heads &a, int b, int h, int T) {
+    return reinterpret_cast<const typename S::raw *>(a.q) + (long)b * T * a.ldq + (long)h * a.hs;
 }
-__device__ __forceinline__ const float *flash_k(const flash_heads &a, int b, int kv, int T) {
-    return a.k + (long)b * T * a.ldk + (long)kv * a.hs;
+template <class S = wf_st_f32>
+__device__ __forceinline__ const typename S::raw *flash_k(const flash_heads &a, int b, int kv, int T) {
+    return reinterpret_cast<const typename S::raw *>(a.k) + (long)b * T * a.ldk + (long)kv * a.hs;
 }
-__device__ __forceinline__ const float *flash_v(const flash_heads &a, int b, int kv, int T) {
-    return a.v + (long)b * T * a.ldv + (long)kv * a.hs;
+template <class S = wf_st_f32>
+__device__ __forceinline__ const typename S::raw *flash_v(const flash_heads &a, int b, int kv, int T) {
+    return reinterpret_cast<const typename S::raw *>(a.v) + (long)b * T * a.ldv + (long)kv * a.hs;
 }
-__device__ __forceinline__ const float *flash_dout(const flash_heads &a, const float *dout, int b, int h, int T) {
+template <class S = wf_st_f32>
+__device__ __forceinline__ const typename S::raw *flash_dout(const flash_heads &a, const typename S::raw *dout,
+                                                             int b, int h, int T) {
     return dout + (long)b * T * ((long)a.H * a.hs) + (long)h * a.hs;
 }
 

@@ -5,13 +5,19 @@
  *
  * Gradients that several rows add into (dwte, dwpe, biases) are summed by one
  * thread per output element walking the rows in order: no atomics, the same
- * result every run, in the CPU's order of additions. */
+ * result every run, in the CPU's order of additions.
+ *
+ * Activations and their gradients are in c's storage (storage.cuh): each
+ * kernel is a template on it; the tensor-parallel kernels (vocabulary
+ * embedding, position and bias adds) never run under act16 (rt.h: act16 is
+ * off when tp > 1) and refuse it. */
 #include "cuda_rt.h"
 #include "gelu_value.h"
 #include "kernels_tp.h"
 #include "linear_gelu.h"
 #include "precision_bits.h"
 #include "reduce.cuh"
+#include "storage.cuh"
 
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
@@ -24,12 +30,13 @@
  * GPT-2's 16384-row bias gradients, 48 of them per microbatch.) */
 #define COLSUM_ROWS 32
 
-__global__ static void colsum_add_kernel(float *db, const float *dout, long rows, long C) {
+template <class S>
+__global__ static void colsum_add_kernel(float *db, const typename S::raw *dout, long rows, long C) {
     __shared__ float part[COLSUM_ROWS][33];  /* padded: no bank conflicts */
     long j = blockIdx.x * 32L + threadIdx.x;
     float acc = 0.0f;
     if (j < C)
-        for (long r = threadIdx.y; r < rows; r += COLSUM_ROWS) acc += dout[r * C + j];
+        for (long r = threadIdx.y; r < rows; r += COLSUM_ROWS) acc += S::load(dout, r * C + j);
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     for (int h = COLSUM_ROWS / 2; h > 0; h /= 2) {
@@ -39,19 +46,30 @@ __global__ static void colsum_add_kernel(float *db, const float *dout, long rows
     if (threadIdx.y == 0 && j < C) db[j] += part[0][threadIdx.x];
 }
 
+/* dout in c's activation storage (the GEMM helper's bias gradients), db float */
 extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C) {
-    WF_LAUNCH(colsum_add_kernel, dim3((unsigned)((C + 31) / 32)), dim3(32, COLSUM_ROWS), 0,
-              wf_cuda_stream(c))(db, dout, rows, C);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(colsum_add_kernel<S>, dim3((unsigned)((C + 31) / 32)), dim3(32, COLSUM_ROWS), 0,
+                                  wf_cuda_stream(c))(db, wf_act<S>(dout), rows, C));
 }
+
+/* The tensor-parallel kernels' refusal of 16-bit activation storage (a
+ * macro: the message names the calling line). */
+#define REFUSE_ACT16(c, call)                                                                          \
+    do {                                                                                               \
+        if (wf_ctx_act16(c))                                                                           \
+            wf_cuda_fail((c), (call), WF_CUDA_WHERE, "a tensor-parallel kernel called under act16 "    \
+                         "(16-bit activation storage is off when tp > 1)");                            \
+    } while (0)
 
 /* ---- embedding --------------------------------------------------------- */
 
-__global__ static void embed_fwd_kernel(float *out, const int32_t *tok, const float *wte,
+template <class S>
+__global__ static void embed_fwd_kernel(typename S::raw *out, const int32_t *tok, const float *wte,
                                         const float *wpe, long N, int T, int C) {
     GRID_STRIDE(i, N * C) {
         long n = i / C;
         int k = (int)(i % C), t = (int)(n % T);
-        out[i] = wte[(long)tok[n] * C + k] + wpe[(long)t * C + k];
+        S::store(out, i, wte[(long)tok[n] * C + k] + wpe[(long)t * C + k]);
     }
 }
 
@@ -66,29 +84,32 @@ __global__ static void embed_fwd_kernel(float *out, const int32_t *tok, const fl
 #define DWTE_GROUPS 64
 #define DWTE_GROUPS_PER_BLOCK 8
 
-__global__ static void embed_dwte_kernel(float *dwte, const float *dout, const int32_t *tok,
+template <class S>
+__global__ static void embed_dwte_kernel(float *dwte, const typename S::raw *dout, const int32_t *tok,
                                          long N, int C, int v_begin, int VL) {
     int k = blockIdx.x * 32 + threadIdx.x;
     int g = blockIdx.y * DWTE_GROUPS_PER_BLOCK + threadIdx.y;
     if (k >= C) return;  /* no barriers or shuffles below */
     for (long n = 0; n < N; n++) {
         int row = tok[n] - v_begin;
-        if (row >= 0 && row < VL && row % DWTE_GROUPS == g) dwte[(long)row * C + k] += dout[n * C + k];
+        if (row >= 0 && row < VL && row % DWTE_GROUPS == g) dwte[(long)row * C + k] += S::load(dout, n * C + k);
     }
 }
 
+template <class S>
 static void embed_dwte(cudaStream_t s, float *dwte, const float *dout, const int32_t *tok, long N, int C,
                        int v_begin, int VL) {
     dim3 grid((unsigned)((C + 31) / 32), DWTE_GROUPS / DWTE_GROUPS_PER_BLOCK), block(32, DWTE_GROUPS_PER_BLOCK);
-    WF_LAUNCH(embed_dwte_kernel, grid, block, 0, s)(dwte, dout, tok, N, C, v_begin, VL);
+    WF_LAUNCH(embed_dwte_kernel<S>, grid, block, 0, s)(dwte, wf_act<S>(dout), tok, N, C, v_begin, VL);
 }
 
 /* one thread per (t, k): dwpe[t, k] += dout[b, t, k] for b in order */
-__global__ static void embed_dwpe_kernel(float *dwpe, const float *dout, int B, int T, int C) {
+template <class S>
+__global__ static void embed_dwpe_kernel(float *dwpe, const typename S::raw *dout, int B, int T, int C) {
     GRID_STRIDE(i, (long)T * C) {
         long t = i / C, k = i % C;
         float acc = dwpe[i];
-        for (int b = 0; b < B; b++) acc += dout[((long)b * T + t) * C + k];
+        for (int b = 0; b < B; b++) acc += S::load(dout, ((long)b * T + t) * C + k);
         dwpe[i] = acc;
     }
 }
@@ -96,16 +117,17 @@ __global__ static void embed_dwpe_kernel(float *dwpe, const float *dout, int B, 
 extern "C" void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
                              const float *wpe, int B, int T, int C) {
     long N = (long)B * T;
-    WF_LAUNCH(embed_fwd_kernel, wf_blocks(N * C), WF_THREADS, 0, wf_cuda_stream(c))(out, tok, wte, wpe,
-                                                                            N, T, C);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(embed_fwd_kernel<S>, wf_blocks(N * C), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(out), tok, wte, wpe, N, T, C));
     wf_cuda_sync(c, "wf_embed_fwd");
 }
 
 extern "C" void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *dout,
                              const int32_t *tok, int B, int T, int C) {
     cudaStream_t s = wf_cuda_stream(c);
-    embed_dwte(s, dwte, dout, tok, (long)B * T, C, 0, 0x7fffffff);
-    WF_LAUNCH(embed_dwpe_kernel, wf_blocks((long)T * C), WF_THREADS, 0, s)(dwpe, dout, B, T, C);
+    WF_BY_STORAGE(c, S, embed_dwte<S>(s, dwte, dout, tok, (long)B * T, C, 0, 0x7fffffff);
+                  WF_LAUNCH(embed_dwpe_kernel<S>, wf_blocks((long)T * C), WF_THREADS, 0, s)(
+                      dwpe, wf_act<S>(dout), B, T, C));
     wf_cuda_sync(c, "wf_embed_bwd");
 }
 
@@ -122,6 +144,7 @@ __global__ static void vocab_embed_fwd_kernel(float *out, const int32_t *tok, co
 
 extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
                                    const float *wte_part, int v_begin, int VL, int N, int C) {
+    REFUSE_ACT16(c, "wf_vocab_embed_fwd");
     WF_LAUNCH(vocab_embed_fwd_kernel, wf_blocks((long)N * C), WF_THREADS, 0, wf_cuda_stream(c))(
         out, tok, wte_part, v_begin, VL, N, C);
     wf_cuda_sync(c, "wf_vocab_embed_fwd");
@@ -129,7 +152,8 @@ extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
 
 extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout,
                                    const int32_t *tok, int v_begin, int VL, int N, int C) {
-    embed_dwte(wf_cuda_stream(c), dwte_part, dout, tok, N, C, v_begin, VL);
+    REFUSE_ACT16(c, "wf_vocab_embed_bwd");
+    embed_dwte<wf_st_f32>(wf_cuda_stream(c), dwte_part, dout, tok, N, C, v_begin, VL);
     wf_cuda_sync(c, "wf_vocab_embed_bwd");
 }
 
@@ -137,12 +161,15 @@ extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dou
 
 /* the formula is runtime/cpu/gelu_value.h's, the CPU backend's */
 
-__global__ static void gelu_fwd_kernel(float *out, const float *inp, long n) {
-    GRID_STRIDE(i, n) out[i] = wf_gelu_value(inp[i]);
+template <class S>
+__global__ static void gelu_fwd_kernel(typename S::raw *out, const typename S::raw *inp, long n) {
+    GRID_STRIDE(i, n) S::store(out, i, wf_gelu_value(S::load(inp, i)));
 }
 
-__global__ static void gelu_bwd_kernel(float *dinp, const float *inp, const float *dout, long n) {
-    GRID_STRIDE(i, n) dinp[i] += wf_gelu_grad(inp[i]) * dout[i];
+template <class S>
+__global__ static void gelu_bwd_kernel(typename S::raw *dinp, const typename S::raw *inp,
+                                       const typename S::raw *dout, long n) {
+    GRID_STRIDE(i, n) S::store(dinp, i, S::load(dinp, i) + wf_gelu_grad(S::load(inp, i)) * S::load(dout, i));
 }
 
 /* The fused linear + GELU's elementwise half (linear_gelu.h): in 16 bits the
@@ -150,45 +177,53 @@ __global__ static void gelu_bwd_kernel(float *dinp, const float *inp, const floa
  * one launch where the unfused ops take three (gelu and two roundings);
  * under fp32 the rounding is the identity and this is gelu_fwd_kernel with
  * pre read back in place. */
-__global__ static void gelu_round_fwd_kernel(int precision, float *pre, float *out, long n) {
+template <class S>
+__global__ static void gelu_round_fwd_kernel(int precision, typename S::raw *pre, typename S::raw *out, long n) {
     GRID_STRIDE(i, n) {
-        float x = wf_hd_round(precision, pre[i]);
-        pre[i] = x;
-        out[i] = wf_hd_round(precision, wf_gelu_value(x));
+        float x = wf_hd_round(precision, S::load(pre, i));
+        S::store(pre, i, x);
+        S::store(out, i, wf_hd_round(precision, wf_gelu_value(x)));
     }
 }
 
-__global__ static void gelu_round_bwd_kernel(int precision, float *dpre, const float *pre,
-                                             const float *dout, long n) {
-    GRID_STRIDE(i, n) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
+template <class S>
+__global__ static void gelu_round_bwd_kernel(int precision, typename S::raw *dpre, const typename S::raw *pre,
+                                             const typename S::raw *dout, long n) {
+    GRID_STRIDE(i, n) S::store(dpre, i, wf_hd_round(precision, S::load(dpre, i) + wf_gelu_grad(S::load(pre, i)) *
+                                                                                     S::load(dout, i)));
 }
 
 extern "C" void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
-    WF_LAUNCH(gelu_round_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(precision, pre, out, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_round_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            precision, wf_act<S>(pre), wf_act<S>(out), n));
     wf_cuda_sync(c, "wf_gelu_round_fwd");
 }
 
 extern "C" void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre,
                                   const float *dout, long n) {
-    WF_LAUNCH(gelu_round_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(precision, dpre, pre,
-                                                                                     dout, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_round_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            precision, wf_act<S>(dpre), wf_act<S>(pre), wf_act<S>(dout), n));
     wf_cuda_sync(c, "wf_gelu_round_bwd");
 }
 
 extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {
-    WF_LAUNCH(gelu_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, inp, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(out), wf_act<S>(inp), n));
     wf_cuda_sync(c, "wf_gelu_fwd");
 }
 
 extern "C" void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n) {
-    WF_LAUNCH(gelu_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dinp, inp, dout, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(dinp), wf_act<S>(inp), wf_act<S>(dout), n));
     wf_cuda_sync(c, "wf_gelu_bwd");
 }
 
 /* ---- residual add ------------------------------------------------------- */
 
-__global__ static void add_kernel(float *out, const float *a, const float *b, long n) {
-    GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+template <class S>
+__global__ static void add_kernel(typename S::raw *out, const typename S::raw *a, const typename S::raw *b,
+                                  long n) {
+    GRID_STRIDE(i, n) S::store(out, i, S::load(a, i) + S::load(b, i));
 }
 
 /* y += x (one input gradient) */
@@ -196,20 +231,24 @@ __global__ static void acc_kernel(float *y, const float *x, long n) {
     GRID_STRIDE(i, n) y[i] += x[i];
 }
 
-__global__ static void acc2_kernel(float *y0, float *y1, const float *x, long n) {
+template <class S>
+__global__ static void acc2_kernel(typename S::raw *y0, typename S::raw *y1, const typename S::raw *x, long n) {
     GRID_STRIDE(i, n) {
-        y0[i] += x[i];
-        y1[i] += x[i];
+        float v = S::load(x, i);
+        S::store(y0, i, S::load(y0, i) + v);
+        S::store(y1, i, S::load(y1, i) + v);
     }
 }
 
 extern "C" void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n) {
-    WF_LAUNCH(add_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, a, b, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(add_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(out), wf_act<S>(a), wf_act<S>(b), n));
     wf_cuda_sync(c, "wf_add_fwd");
 }
 
 extern "C" void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n) {
-    WF_LAUNCH(acc2_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(da, db, dout, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(acc2_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(da), wf_act<S>(db), wf_act<S>(dout), n));
     wf_cuda_sync(c, "wf_add_bwd");
 }
 
@@ -237,12 +276,14 @@ __global__ static void pos_add_dwpe_kernel(float *dwpe, const float *dout, long 
 
 extern "C" void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
                                int rows, int T, int C) {
+    REFUSE_ACT16(c, "wf_pos_add_fwd");
     WF_LAUNCH(pos_add_fwd_kernel, wf_blocks((long)rows * C), WF_THREADS, 0, wf_cuda_stream(c))(
         out, in, wpe, row0, rows, T, C);
     wf_cuda_sync(c, "wf_pos_add_fwd");
 }
 
 extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C) {
+    REFUSE_ACT16(c, "wf_pos_add_bwd_input");
     long n = (long)rows * C;
     WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
     wf_cuda_sync(c, "wf_pos_add_bwd_input");
@@ -250,6 +291,7 @@ extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, i
 
 extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0,
                                       int rows, int T, int C) {
+    REFUSE_ACT16(c, "wf_pos_add_bwd_weight");
     WF_LAUNCH(pos_add_dwpe_kernel, wf_blocks((long)T * C), WF_THREADS, 0, wf_cuda_stream(c))(
         dwpe, dout, row0, rows, T, C);
     wf_cuda_sync(c, "wf_pos_add_bwd_weight");
@@ -257,6 +299,7 @@ extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout,
 
 extern "C" void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
                                int rows, int T, int C) {
+    REFUSE_ACT16(c, "wf_pos_add_bwd");
     wf_pos_add_bwd_input(c, din, dout, rows, C);
     wf_pos_add_bwd_weight(c, dwpe, dout, row0, rows, T, C);
 }
@@ -270,18 +313,21 @@ __global__ static void bias_add_fwd_kernel(float *out, const float *in, const fl
 
 extern "C" void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows,
                                 long C) {
+    REFUSE_ACT16(c, "wf_bias_add_fwd");
     long n = (long)rows * C;
     WF_LAUNCH(bias_add_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, in, b, n, C);
     wf_cuda_sync(c, "wf_bias_add_fwd");
 }
 
 extern "C" void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C) {
+    REFUSE_ACT16(c, "wf_bias_add_bwd_weight");
     wf_cuda_colsum_add(c, db, dout, rows, C);
     wf_cuda_sync(c, "wf_bias_add_bwd_weight");
 }
 
 extern "C" void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows,
                                 long C) {
+    REFUSE_ACT16(c, "wf_bias_add_bwd");
     long n = (long)rows * C;
     WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
     wf_cuda_colsum_add(c, db, dout, rows, C);

@@ -2,38 +2,44 @@
  * rotary position embedding and SwiGLU.  Same semantics and formulas as
  * runtime/cpu/kernels_llama.c: forwards write, backwards accumulate (+=);
  * RMSNorm's row statistics are summed in double as there.  Grouped-query
- * attention is in attention.cu, beside the flash kernels it shares. */
+ * attention is in attention.cu, beside the flash kernels it shares.
+ * Activations and their gradients are in c's storage (storage.cuh: each
+ * kernel is a template on it); rstd, weights and their gradients are floats. */
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "rope_value.h"
+#include "storage.cuh"
 
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
 
 /* ---- RMSNorm: one block per row ------------------------------------------ */
 
-__global__ static void rmsnorm_fwd_kernel(float *out, float *rstd, const float *inp, const float *w,
-                                          int C, float eps) {
+template <class S>
+__global__ static void rmsnorm_fwd_kernel(typename S::raw *out, float *rstd, const typename S::raw *inp,
+                                          const float *w, int C, float eps) {
     long n = blockIdx.x;
-    const float *x = inp + n * C;
-    float *y = out + n * C;
+    const typename S::raw *x = inp + n * C;
+    typename S::raw *y = out + n * C;
     double ms = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) ms += (double)x[i] * x[i];
+    for (int i = threadIdx.x; i < C; i += blockDim.x) ms += (double)S::load(x, i) * S::load(x, i);
     double r = 1.0 / sqrt(wf_block_sum(ms) / C + eps);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) y[i] = (float)(x[i] * r) * w[i];
+    for (int i = threadIdx.x; i < C; i += blockDim.x) S::store(y, i, (float)(S::load(x, i) * r) * w[i]);
     if (threadIdx.x == 0) rstd[n] = (float)r;
 }
 
 /* dx += r * g - x * r^3 * mean(g * x), g = dout * w (kernels_llama.c) */
-__global__ static void rmsnorm_dx_kernel(float *dinp, const float *dout, const float *inp,
-                                         const float *w, const float *rstd, int C) {
+template <class S>
+__global__ static void rmsnorm_dx_kernel(typename S::raw *dinp, const typename S::raw *dout,
+                                         const typename S::raw *inp, const float *w, const float *rstd, int C) {
     long n = blockIdx.x;
-    const float *x = inp + n * C, *dy = dout + n * C;
-    float *dx = dinp + n * C;
+    const typename S::raw *x = inp + n * C, *dy = dout + n * C;
+    typename S::raw *dx = dinp + n * C;
     double r = rstd[n], gx = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) gx += (double)dy[i] * w[i] * x[i];
+    for (int i = threadIdx.x; i < C; i += blockDim.x) gx += (double)S::load(dy, i) * w[i] * S::load(x, i);
     double k = r * r * r * wf_block_sum(gx) / C;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) dx[i] += (float)(r * dy[i] * w[i] - k * x[i]);
+    for (int i = threadIdx.x; i < C; i += blockDim.x)
+        S::store(dx, i, S::load(dx, i) + (float)(r * S::load(dy, i) * w[i] - k * S::load(x, i)));
 }
 
 /* dw[i] += sum_n dout[n, i] * x[n, i] * rstd[n]: as layernorm.cu's dw, a
@@ -42,13 +48,15 @@ __global__ static void rmsnorm_dx_kernel(float *dinp, const float *dout, const f
  * tree (deterministic, no atomics). */
 #define DW_ROWS 32
 
-__global__ static void rmsnorm_dw_kernel(float *dw, const float *dout, const float *inp,
+template <class S>
+__global__ static void rmsnorm_dw_kernel(float *dw, const typename S::raw *dout, const typename S::raw *inp,
                                          const float *rstd, long N, int C) {
     __shared__ float part[DW_ROWS][33];  /* padded: no bank conflicts */
     int i = blockIdx.x * 32 + threadIdx.x;
     float acc = 0.0f;
     if (i < C)
-        for (long n = threadIdx.y; n < N; n += DW_ROWS) acc += dout[n * C + i] * inp[n * C + i] * rstd[n];
+        for (long n = threadIdx.y; n < N; n += DW_ROWS)
+            acc += S::load(dout, n * C + i) * S::load(inp, n * C + i) * rstd[n];
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     for (int h = DW_ROWS / 2; h > 0; h /= 2) {
@@ -60,20 +68,22 @@ __global__ static void rmsnorm_dw_kernel(float *dw, const float *dout, const flo
 
 extern "C" void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
                                int N, int C, float eps) {
-    WF_LAUNCH(rmsnorm_fwd_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(out, rstd, inp, w, C, eps);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(rmsnorm_fwd_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(out), rstd, wf_act<S>(inp), w, C, eps));
     wf_cuda_sync(c, "wf_rmsnorm_fwd");
 }
 
 extern "C" void wf_rmsnorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
                                      const float *w, const float *rstd, int N, int C) {
-    WF_LAUNCH(rmsnorm_dx_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(dinp, dout, inp, w, rstd, C);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(rmsnorm_dx_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(dinp), wf_act<S>(dout), wf_act<S>(inp), w, rstd, C));
     wf_cuda_sync(c, "wf_rmsnorm_bwd_input");
 }
 
 extern "C" void wf_rmsnorm_bwd_weight(wf_ctx *c, float *dw, const float *dout, const float *inp,
                                       const float *rstd, int N, int C) {
-    WF_LAUNCH(rmsnorm_dw_kernel, dim3((unsigned)((C + 31) / 32)), dim3(32, DW_ROWS), 0,
-              wf_cuda_stream(c))(dw, dout, inp, rstd, N, C);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(rmsnorm_dw_kernel<S>, dim3((unsigned)((C + 31) / 32)), dim3(32, DW_ROWS), 0,
+                                  wf_cuda_stream(c))(dw, wf_act<S>(dout), wf_act<S>(inp), rstd, N, C));
     wf_cuda_sync(c, "wf_rmsnorm_bwd_weight");
 }
 
@@ -87,30 +97,56 @@ extern "C" void wf_rmsnorm_bwd(wf_ctx *c, float *dinp, float *dw, const float *d
  * One thread per (row n, pair i < hd/2), over every head of the row, t = n % T:
  * rope_value.h's angles and rotation, the CPU's own.  inverse turns by -angle
  * (the backward); accumulate adds. */
-__global__ static void rope_kernel(float *out, int ld_out, const float *in, int ld_in, long N, int T,
-                                   int heads, int hd, float theta, int inverse, int accumulate) {
+
+/* rope_value.h's pair i of every head of one row: on the floats in place,
+ * or in 16 bits through a two-element copy of each head's pair (the same
+ * arithmetic), stored rounded. */
+template <class S>
+__device__ static void rope_pair_stored(typename S::raw *y, const typename S::raw *x, int heads, int hd, int i,
+                                        float cs, float sn, int accumulate) {
+    if (S::bits == 32) {
+        wf_rope_pair((float *)y, (const float *)x, heads, hd, i, cs, sn, accumulate);
+        return;
+    }
+    int half = hd / 2;
+    for (int h = 0; h < heads; h++) {
+        float xp[2] = { S::load(x, h * hd + i), S::load(x, h * hd + i + half) };
+        float yp[2] = { 0.0f, 0.0f };
+        if (accumulate) {
+            yp[0] = S::load(y, h * hd + i);
+            yp[1] = S::load(y, h * hd + i + half);
+        }
+        wf_rope_pair(yp, xp, 1, 2, 0, cs, sn, accumulate);
+        S::store(y, h * hd + i, yp[0]);
+        S::store(y, h * hd + i + half, yp[1]);
+    }
+}
+
+template <class S>
+__global__ static void rope_kernel(typename S::raw *out, int ld_out, const typename S::raw *in, int ld_in, long N,
+                                   int T, int heads, int hd, float theta, int inverse, int accumulate) {
     int half = hd / 2;
     GRID_STRIDE(idx, N * half) {
         long n = idx / half;
         int i = (int)(idx % half), t = (int)(n % T);
         float cs, sn;
         wf_rope_angle(t, i, hd, theta, inverse, &cs, &sn);
-        wf_rope_pair(out + n * ld_out, in + n * ld_in, heads, hd, i, cs, sn, accumulate);
+        rope_pair_stored<S>(out + n * ld_out, in + n * ld_in, heads, hd, i, cs, sn, accumulate);
     }
 }
 
 extern "C" void wf_rope_fwd(wf_ctx *c, float *out, int ld_out, const float *in, int ld_in, int N, int T,
                             int heads, int hd, float theta) {
-    WF_LAUNCH(rope_kernel, wf_blocks((long)N * (hd / 2)), WF_THREADS, 0, wf_cuda_stream(c))(
-        out, ld_out, in, ld_in, N, T, heads, hd, theta, 0, 0);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(rope_kernel<S>, wf_blocks((long)N * (hd / 2)), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(out), ld_out, wf_act<S>(in), ld_in, N, T, heads, hd, theta, 0, 0));
     wf_cuda_sync(c, "wf_rope_fwd");
 }
 
 /* A rotation's transpose is its inverse: din += R(-angle) dout. */
 extern "C" void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout, int ld_out, int N, int T,
                             int heads, int hd, float theta) {
-    WF_LAUNCH(rope_kernel, wf_blocks((long)N * (hd / 2)), WF_THREADS, 0, wf_cuda_stream(c))(
-        din, ld_in, dout, ld_out, N, T, heads, hd, theta, 1, 1);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(rope_kernel<S>, wf_blocks((long)N * (hd / 2)), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(din), ld_in, wf_act<S>(dout), ld_out, N, T, heads, hd, theta, 1, 1));
     wf_cuda_sync(c, "wf_rope_bwd");
 }
 
@@ -118,28 +154,35 @@ extern "C" void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout,
 
 __device__ static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-__global__ static void swiglu_fwd_kernel(float *out, const float *gate, const float *up, long n) {
-    GRID_STRIDE(i, n) out[i] = gate[i] * sigmoidf(gate[i]) * up[i];
+template <class S>
+__global__ static void swiglu_fwd_kernel(typename S::raw *out, const typename S::raw *gate,
+                                         const typename S::raw *up, long n) {
+    GRID_STRIDE(i, n) {
+        float g = S::load(gate, i);
+        S::store(out, i, g * sigmoidf(g) * S::load(up, i));
+    }
 }
 
 /* silu'(g) = s (1 + g (1 - s)) with s = sigmoid(g) */
-__global__ static void swiglu_bwd_kernel(float *dgate, float *dup, const float *gate, const float *up,
-                                         const float *dout, long n) {
+template <class S>
+__global__ static void swiglu_bwd_kernel(typename S::raw *dgate, typename S::raw *dup, const typename S::raw *gate,
+                                         const typename S::raw *up, const typename S::raw *dout, long n) {
     GRID_STRIDE(i, n) {
-        float g = gate[i], s = sigmoidf(g);
-        dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
-        dup[i] += dout[i] * g * s;
+        float g = S::load(gate, i), s = sigmoidf(g), d = S::load(dout, i);
+        S::store(dgate, i, S::load(dgate, i) + d * S::load(up, i) * s * (1.0f + g * (1.0f - s)));
+        S::store(dup, i, S::load(dup, i) + d * g * s);
     }
 }
 
 extern "C" void wf_swiglu_fwd(wf_ctx *c, float *out, const float *gate, const float *up, long n) {
-    WF_LAUNCH(swiglu_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, gate, up, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(swiglu_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(out), wf_act<S>(gate), wf_act<S>(up), n));
     wf_cuda_sync(c, "wf_swiglu_fwd");
 }
 
 extern "C" void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const float *up,
                               const float *dout, long n) {
-    WF_LAUNCH(swiglu_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dgate, dup, gate, up,
-                                                                                dout, n);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(swiglu_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(dgate), wf_act<S>(dup), wf_act<S>(gate), wf_act<S>(up), wf_act<S>(dout), n));
     wf_cuda_sync(c, "wf_swiglu_bwd");
 }

@@ -5,6 +5,8 @@
  *   check_kernels run FILE           runs each kernel, writes its outputs to FILE
  *   check_kernels compare REF GOT    per kernel output: max |got - ref| / max |ref|,
  *                                    against the threshold; exit 1 if any is over
+ *   check_kernels refuse KERNEL      a tensor-parallel kernel under act16 (CUDA
+ *                                    builds stop there, naming it)
  *
  * Inputs come from a fixed-seed generator, so both programs see the same
  * numbers; gradient outputs start from random values, so the accumulate (+=)
@@ -644,6 +646,288 @@ static void run_optimizer(void) {
     put("round_copy", "fp32 (a copy) [exact]", y, n);
 }
 
+/* ---- 16-bit activation storage (weft/rt.h "Activation storage") --------------
+ * The non-GEMM kernels under act16 (check_act16.h): activations and their
+ * gradients go in as the plan's 16-bit values and come out rounded; saved
+ * state (mean, rstd), parameters and their gradients stay float (1e-5).
+ * Gradient outputs start from random rounded values: the accumulate
+ * contract, read in 16 bits, added in fp32, stored rounded.  Each call gets
+ * fresh gradient buffers: the CPU build rounds only the copy act16_out
+ * reads, so a second call on the same buffer would start there from the
+ * unrounded sum.  Outputs whose arithmetic is fp32 additions only (the
+ * embedding, the adds, the residual sum) are the same floats on every
+ * backend, so their 16-bit values are compared bit for bit ("[exact]"):
+ * a store that truncates instead of rounding shows there (the 1e-2 of the
+ * 16-bit threshold is more than a bf16 ulp). */
+
+/* x moved by n activation elements (16-bit ones in the packed build) */
+static float *act16_at(float *x, long n) {
+#ifdef CHECK_ACT16_PACKED
+    return (float *)((uint16_t *)x + n);
+#else
+    return x + n;
+#endif
+}
+
+/* n random values as a 16-bit activation argument (scaled by k) */
+static float *act16_buf(int p, long n, float k) {
+    float *x = buf(n);
+    for (long i = 0; i < n; i++) x[i] *= k;
+    return act16_in(p, x, n);
+}
+
+/* a 16-bit activation argument's n values, as put() takes them */
+static void put16(const char *kernel, const char *what, int p, const float *arg, long n) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!x) exit(2);
+    act16_out(p, x, arg, n);
+    put(kernel, what, x, n);
+    free(x);
+}
+
+static void act16_name(char *name, size_t size, const char *kernel, int p, const char *tag) {
+    snprintf(name, size, "%s act16 %s%s", kernel, p == WF_BF16 ? "bf16" : "fp16", tag);
+}
+
+static void act16_elementwise(int p) {
+    wf_ctx *ctx = act16_ctx(p);
+    char name[48];
+    long nc = (long)N * C, nm = (long)N * M;
+    int32_t *tok = tokens(N, V);
+    float *wte = buf((long)V * C), *wpe = buf((long)T * C);
+    float *o = act16_buf(p, nc, 1.0f), *dout = act16_buf(p, nc, 1.0f);
+    act16_name(name, sizeof name, "embed_fwd", p, "");
+    wf_embed_fwd(ctx, o, tok, wte, wpe, B, T, C);
+    put16(name, "out [exact]", p, o, nc);
+    float *dwte = buf((long)V * C), *dwpe = buf((long)T * C);
+    act16_name(name, sizeof name, "embed_bwd", p, "");
+    wf_embed_bwd(ctx, dwte, dwpe, dout, tok, B, T, C);
+    put(name, "dwte", dwte, (long)V * C);
+    put(name, "dwpe", dwpe, (long)T * C);
+
+    float *x = act16_buf(p, nm, 3.0f), *y = act16_buf(p, nm, 1.0f), *dy = act16_buf(p, nm, 1.0f);
+    float *dx = act16_buf(p, nm, 1.0f);
+    act16_name(name, sizeof name, "gelu_fwd", p, "");
+    wf_gelu_fwd(ctx, y, x, nm);
+    put16(name, "out [16-bit]", p, y, nm);
+    act16_name(name, sizeof name, "gelu_bwd", p, "");
+    wf_gelu_bwd(ctx, dx, x, dy, nm);
+    put16(name, "dinp [16-bit]", p, dx, nm);
+
+    float *a = act16_buf(p, nc, 1.0f), *b = act16_buf(p, nc, 1.0f);
+    float *da = act16_buf(p, nc, 1.0f), *db = act16_buf(p, nc, 1.0f);
+    act16_name(name, sizeof name, "add_fwd", p, "");
+    wf_add_fwd(ctx, o, a, b, nc);
+    put16(name, "out [exact]", p, o, nc);
+    act16_name(name, sizeof name, "add_bwd", p, "");
+    wf_add_bwd(ctx, da, db, dout, nc);
+    put16(name, "da [exact]", p, da, nc);
+    put16(name, "db [exact]", p, db, nc);
+
+    /* the fused linear + GELU's elementwise half: pre a GEMM's output (not
+     * yet rounded in fp32 plans; under act16 already 16-bit) */
+    float *pre = act16_buf(p, nm, 3.0f), *dpre = act16_buf(p, nm, 1.0f);
+    act16_name(name, sizeof name, "gelu_round_fwd", p, "");
+    wf_gelu_round_fwd(ctx, p, pre, y, nm);
+    put16(name, "pre [16-bit]", p, pre, nm);
+    put16(name, "out [16-bit]", p, y, nm);
+    act16_name(name, sizeof name, "gelu_round_bwd", p, "");
+    wf_gelu_round_bwd(ctx, p, dpre, pre, dy, nm);
+    put16(name, "dpre [16-bit]", p, dpre, nm);
+}
+
+static void act16_layernorm(int p) {
+    wf_ctx *ctx = act16_ctx(p);
+    char name[48];
+    long nc = (long)N * C;
+    float *x = act16_buf(p, nc, 1.0f), *o = act16_buf(p, nc, 1.0f), *dout = act16_buf(p, nc, 1.0f);
+    float *dx = act16_buf(p, nc, 1.0f);
+    float *w = buf(C), *bias = buf(C), *mean = buf(N), *rstd = buf(N), *dw = buf(C), *db = buf(C);
+    act16_name(name, sizeof name, "layernorm_fwd", p, "");
+    wf_layernorm_fwd(ctx, o, mean, rstd, x, w, bias, N, C);
+    put16(name, "out [16-bit]", p, o, nc);
+    put(name, "mean", mean, N);
+    put(name, "rstd", rstd, N);
+    act16_name(name, sizeof name, "layernorm_bwd", p, "");
+    wf_layernorm_bwd(ctx, dx, dw, db, dout, x, w, mean, rstd, N, C);
+    put16(name, "dinp [16-bit]", p, dx, nc);
+    put(name, "dw", dw, C);
+    put(name, "db", db, C);
+    act16_name(name, sizeof name, "layernorm_bwd_input", p, "");
+    dx = act16_buf(p, nc, 1.0f);
+    wf_layernorm_bwd_input(ctx, dx, dout, x, w, mean, rstd, N, C);
+    put16(name, "dinp [16-bit]", p, dx, nc);
+    act16_name(name, sizeof name, "layernorm_bwd_weight", p, "");
+    wf_layernorm_bwd_weight(ctx, dw, db, dout, x, mean, rstd, N, C);
+    put(name, "dw", dw, C);
+    put(name, "db", db, C);
+
+    /* fused residual + layernorm: res = round(a + b) inside, then as above */
+    float *a = act16_buf(p, nc, 1.0f), *res = act16_buf(p, nc, 1.0f), *dres = act16_buf(p, nc, 1.0f);
+    float *dln = act16_buf(p, nc, 1.0f), *ga = act16_buf(p, nc, 1.0f), *gb = act16_buf(p, nc, 1.0f);
+    act16_name(name, sizeof name, "residual_layernorm_fwd", p, "");
+    wf_residual_layernorm_fwd(ctx, res, o, mean, rstd, a, x, w, bias, N, C);
+    put16(name, "res [exact]", p, res, nc);
+    put16(name, "out [16-bit]", p, o, nc);
+    put(name, "mean", mean, N);
+    put(name, "rstd", rstd, N);
+    act16_name(name, sizeof name, "residual_layernorm_bwd", p, "");
+    wf_residual_layernorm_bwd(ctx, ga, gb, dw, db, dres, dln, res, w, mean, rstd, N, C);
+    put16(name, "da [16-bit]", p, ga, nc);
+    put16(name, "db [16-bit]", p, gb, nc);
+    put(name, "dw", dw, C);
+    put(name, "dbias", db, C);
+    act16_name(name, sizeof name, "residual_layernorm_bwd_input", p, "");
+    ga = act16_buf(p, nc, 1.0f);
+    gb = act16_buf(p, nc, 1.0f);
+    wf_residual_layernorm_bwd_input(ctx, ga, gb, dres, dln, res, w, mean, rstd, N, C);
+    put16(name, "da [16-bit]", p, ga, nc);
+    put16(name, "db [16-bit]", p, gb, nc);
+}
+
+/* The first w of each row's ld values of a 16-bit argument, from column col0 */
+static void put16_columns(const char *kernel, const char *what, int p, const float *arg, long n, long ld,
+                          long col0, long w) {
+    float *all = malloc(sizeof(float) * (size_t)(n * ld));
+    if (!all) exit(2);
+    act16_out(p, all, arg, n * ld);
+    put(kernel, what, columns(all, n, ld, col0, w), n * w);
+    free(all);
+}
+
+/* GPT-2's attention under act16: qkv (doubled, as attention_16bit_case),
+ * dout and dqkv 16-bit; dqkv starts from small random values (the
+ * accumulate contract, without hiding the gradients under them).  misalign:
+ * qkv and dout one 16-bit element past the allocation (the tensor-core
+ * kernels copy 8 elements at a time only where 16-byte aligned). */
+static void act16_attention(int p, const char *tag, int b, int t, int c, int h, int misalign) {
+    wf_ctx *ctx = act16_ctx(p);
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    float *qkv = act16_at(act16_buf(p, n * 3 * c + misalign, 2.0f), misalign);
+    float *dout = act16_at(act16_buf(p, n * c + misalign, 1.0f), misalign);
+    float *o = act16_buf(p, n * c, 1.0f), *dqkv = act16_buf(p, n * 3 * c, 0.01f);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    char name[48];
+    act16_name(name, sizeof name, "attention_fwd", p, tag);
+    wf_attention_fwd(ctx, o, att, qkv, b, t, c, h);
+    put16(name, "out [16-bit]", p, o, n * c);
+    act16_name(name, sizeof name, "attention_bwd", p, tag);
+    wf_attention_bwd(ctx, dqkv, scratch, dout, qkv, att, b, t, c, h);
+    static const char *what[3] = { "dq [16-bit]", "dk [16-bit]", "dv [16-bit]" };
+    for (int part = 0; part < 3; part++) put16_columns(name, what[part], p, dqkv, n, 3L * c, (long)part * c, c);
+}
+
+/* LLaMA's grouped-query attention under act16, as act16_attention */
+static void act16_gqa(int p, const char *tag, int b, int t, int h, int kvh, int hd) {
+    wf_ctx *ctx = act16_ctx(p);
+    long n = (long)b * t, rows = (long)b * h * t, tt = (long)t * t;
+    long wq = (long)h * hd, wqk = (long)(h + kvh) * hd, wv = (long)kvh * hd;
+    float *qk = act16_buf(p, n * wqk, 2.0f), *v = act16_buf(p, n * wv, 1.0f), *dout = act16_buf(p, n * wq, 1.0f);
+    float *o = act16_buf(p, n * wq, 1.0f), *dqk = act16_buf(p, n * wqk, 0.01f), *dv = act16_buf(p, n * wv, 0.01f);
+    float *att = buf(rows * t), *scratch = buf(tt > rows ? tt : rows);
+    char name[48];
+    act16_name(name, sizeof name, "gqa_attention_fwd", p, tag);
+    wf_gqa_attention_fwd(ctx, o, att, qk, v, b, t, h, kvh, hd);
+    put16(name, "out [16-bit]", p, o, n * wq);
+    act16_name(name, sizeof name, "gqa_attention_bwd", p, tag);
+    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    put16_columns(name, "dq [16-bit]", p, dqk, n, wqk, 0, wq);
+    put16_columns(name, "dk [16-bit]", p, dqk, n, wqk, wq, wv);
+    put16(name, "dv [16-bit]", p, dv, n * wv);
+}
+
+static void act16_llama(int p) {
+    wf_ctx *ctx = act16_ctx(p);
+    char name[48];
+    long nc = (long)N * C;
+    float *x = act16_buf(p, nc, 1.0f), *y = act16_buf(p, nc, 1.0f), *dout = act16_buf(p, nc, 1.0f);
+    float *dx = act16_buf(p, nc, 1.0f), *w = buf(C), *rstd = buf(N), *dw = buf(C);
+    act16_name(name, sizeof name, "rmsnorm_fwd", p, "");
+    wf_rmsnorm_fwd(ctx, y, rstd, x, w, N, C, 1e-5f);
+    put16(name, "out [16-bit]", p, y, nc);
+    put(name, "rstd", rstd, N);
+    act16_name(name, sizeof name, "rmsnorm_bwd", p, "");
+    wf_rmsnorm_bwd(ctx, dx, dw, dout, x, w, rstd, N, C);
+    put16(name, "dinp [16-bit]", p, dx, nc);
+    put(name, "dw", dw, C);
+    act16_name(name, sizeof name, "rmsnorm_bwd_input", p, "");
+    dx = act16_buf(p, nc, 1.0f);
+    wf_rmsnorm_bwd_input(ctx, dx, dout, x, w, rstd, N, C);
+    put16(name, "dinp [16-bit]", p, dx, nc);
+    act16_name(name, sizeof name, "rmsnorm_bwd_weight", p, "");
+    wf_rmsnorm_bwd_weight(ctx, dw, dout, x, rstd, N, C);
+    put(name, "dw", dw, C);
+
+    /* RoPE as rope_case: query and key heads into one row and back, the
+     * row strides and the key heads' offset in 16-bit elements */
+    enum { RH = 4, RKV = 2, RD = 16 };
+    long wq = RH * RD, wk = RKV * RD, wqk = wq + wk;
+    float *q = act16_buf(p, N * wq, 1.0f), *k = act16_buf(p, N * wk, 1.0f), *qk = act16_buf(p, N * wqk, 1.0f);
+    float *dqk = act16_buf(p, N * wqk, 1.0f), *dq = act16_buf(p, N * wq, 1.0f), *dk = act16_buf(p, N * wk, 1.0f);
+    wf_rope_fwd(ctx, qk, (int)wqk, q, (int)wq, N, T, RH, RD, 10000.0f);
+    wf_rope_fwd(ctx, act16_at(qk, wq), (int)wqk, k, (int)wk, N, T, RKV, RD, 10000.0f);
+    act16_name(name, sizeof name, "rope_fwd", p, "");
+    put16(name, "qk [16-bit]", p, qk, N * wqk);
+    wf_rope_bwd(ctx, dq, (int)wq, dqk, (int)wqk, N, T, RH, RD, 10000.0f);
+    wf_rope_bwd(ctx, dk, (int)wk, act16_at(dqk, wq), (int)wqk, N, T, RKV, RD, 10000.0f);
+    act16_name(name, sizeof name, "rope_bwd", p, "");
+    put16(name, "dq [16-bit]", p, dq, N * wq);
+    put16(name, "dk [16-bit]", p, dk, N * wk);
+
+    long ns = (long)N * M + 13;
+    float *gate = act16_buf(p, ns, 6.0f), *up = act16_buf(p, ns, 1.0f), *o = act16_buf(p, ns, 1.0f);
+    float *dy = act16_buf(p, ns, 1.0f), *dgate = act16_buf(p, ns, 1.0f), *dup = act16_buf(p, ns, 1.0f);
+    act16_name(name, sizeof name, "swiglu_fwd", p, "");
+    wf_swiglu_fwd(ctx, o, gate, up, ns);
+    put16(name, "out [16-bit]", p, o, ns);
+    act16_name(name, sizeof name, "swiglu_bwd", p, "");
+    wf_swiglu_bwd(ctx, dgate, dup, gate, up, dy, ns);
+    put16(name, "dgate [16-bit]", p, dgate, ns);
+    put16(name, "dup [16-bit]", p, dup, ns);
+}
+
+/* Every non-GEMM kernel under act16, bf16 and fp16.  Attention on
+ * tensor-core shapes (head sizes 32, 64, 48: several 64-row tiles, T not a
+ * multiple of 64, one misaligned) and on head size 20, which the tensor-core
+ * kernels refuse (the fp32 flash kernels on 16-bit storage). */
+static void run_act16_kernels(void) {
+    static const int prec[2] = { WF_BF16, WF_FP16 };
+    for (int k = 0; k < 2; k++) {
+        int p = prec[k];
+        act16_elementwise(p);
+        act16_layernorm(p);
+        act16_llama(p);
+        act16_attention(p, " T=100 hs=32", 2, 100, 64, 2, 0);
+        act16_attention(p, " T=130 hs=64 misaligned", 1, 130, 64, 1, 1);
+        act16_attention(p, " T=50 hs=20", 1, 50, 40, 2, 0);
+        act16_gqa(p, " T=100 hd=32 g=3", 1, 100, 6, 2, 32);
+        act16_gqa(p, " T=70 hd=48 g=2", 1, 70, 4, 2, 48);
+        act16_gqa(p, " T=50 hd=20 g=2", 1, 50, 4, 2, 20);
+    }
+}
+
+/* check_kernels refuse KERNEL: one tensor-parallel kernel called under act16,
+ * which never happens (act16 is off when tp > 1): the CUDA builds must stop
+ * there naming the call (tests/cuda_emu/kernels.sh); returns 3 if it ran. */
+static int refuse_act16_case(const char *kernel) {
+    wf_ctx *ctx = act16_ctx(WF_BF16);
+    int32_t *tok = tokens(N, V);
+    float *x = buf((long)N * M), *y = buf((long)N * M), *w = buf((long)V * C), *db = buf(M);
+    if (strcmp(kernel, "wf_vocab_embed_fwd") == 0) wf_vocab_embed_fwd(ctx, y, tok, w, V0, VL, N, C);
+    else if (strcmp(kernel, "wf_vocab_embed_bwd") == 0) wf_vocab_embed_bwd(ctx, w, x, tok, V0, VL, N, C);
+    else if (strcmp(kernel, "wf_pos_add_fwd") == 0) wf_pos_add_fwd(ctx, y, x, w, 0, N, T, C);
+    else if (strcmp(kernel, "wf_pos_add_bwd") == 0) wf_pos_add_bwd(ctx, y, w, x, 0, N, T, C);
+    else if (strcmp(kernel, "wf_pos_add_bwd_input") == 0) wf_pos_add_bwd_input(ctx, y, x, N, C);
+    else if (strcmp(kernel, "wf_pos_add_bwd_weight") == 0) wf_pos_add_bwd_weight(ctx, w, x, 0, N, T, C);
+    else if (strcmp(kernel, "wf_bias_add_fwd") == 0) wf_bias_add_fwd(ctx, y, x, db, N, M);
+    else if (strcmp(kernel, "wf_bias_add_bwd") == 0) wf_bias_add_bwd(ctx, y, db, x, N, M);
+    else if (strcmp(kernel, "wf_bias_add_bwd_weight") == 0) wf_bias_add_bwd_weight(ctx, db, x, N, M);
+    else { fprintf(stderr, "check_kernels: no kernel %s\n", kernel); return 2; }
+    settle();
+    fprintf(stderr, "check_kernels: %s ran under act16\n", kernel);
+    return 3;
+}
+
 /* ---- compare ---------------------------------------------------------------- */
 
 typedef struct { char name[64]; long n; float *x; } record;
@@ -707,9 +991,11 @@ int main(int argc, char **argv) {
         run_all();
         run_llama();
         run_optimizer();
+        run_act16_kernels();
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
-    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT\n");
+    if (argc == 3 && strcmp(argv[1], "refuse") == 0) return refuse_act16_case(argv[2]);
+    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT | refuse KERNEL\n");
     return 2;
 }
