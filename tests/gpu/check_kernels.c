@@ -515,17 +515,17 @@ static void run_llama(void) {
 
 /* n random values of the 16-bit type, as floats: a parameter of a bf16 /
  * fp16 plan (weights and biases hold rounded values) */
-static float *rounded(int precision, long n) {
+static float *gemm16_param(int precision, long n) {
     float *x = buf(n);
     for (long i = 0; i < n; i++) x[i] = act16_round(precision, x[i]);
     return x;
 }
 
 /* A 16-bit gradient argument holding random values (check_act16.h). */
-static float *grad16(int precision, long n) { return act16_in(precision, buf(n), n); }
+static float *gemm16_grad(int precision, long n) { return act16_in(precision, buf(n), n); }
 
 /* Puts the n values of an act16 kernel argument (check_act16.h). */
-static void put16(int precision, const char *kernel, const char *what, const float *arg, long n) {
+static void gemm16_put(int precision, const char *kernel, const char *what, const float *arg, long n) {
     float *h = buf(n);
     act16_out(precision, h, arg, n);
     put(kernel, what, h, n);
@@ -547,25 +547,25 @@ static void gemm_act16_case(int p) {
     const char *tag = p == WF_BF16 ? "bf16" : "fp16";
     long nx = (long)N * C, ny = (long)N * M;
     char k[48];
-    float *W = rounded(p, (long)C * M), *bias = rounded(p, M);
+    float *W = gemm16_param(p, (long)C * M), *bias = gemm16_param(p, M);
     float *x = act16_in(p, buf(nx), nx), *y = act16_in(p, buf(ny), ny);
-    float *dy = act16_in(p, buf(ny), ny), *dx = grad16(p, nx);
+    float *dy = act16_in(p, buf(ny), ny), *dx = gemm16_grad(p, nx);
     float *dW = buf((long)C * M), *db = buf(M);
 
     snprintf(k, sizeof k, "linear_fwd %s act16", tag);
     wf_linear_fwd(c, y, x, W, bias, N, C, M);
-    put16(p, k, "out [16-bit]", y, ny);
+    gemm16_put(p, k, "out [16-bit]", y, ny);
     wf_linear_fwd(c, y, x, W, NULL, N, C, M);
-    put16(p, k, "out (no bias) [16-bit]", y, ny);
+    gemm16_put(p, k, "out (no bias) [16-bit]", y, ny);
     snprintf(k, sizeof k, "linear_bwd %s act16", tag);
     wf_linear_bwd(c, dx, dW, db, dy, x, W, N, C, M);
-    put16(p, k, "dinp [16-bit]", dx, nx);
+    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
     put(k, "dw", dW, (long)C * M);
     put(k, "db", db, M);
     snprintf(k, sizeof k, "linear_bwd_input %s act16", tag);
-    dx = grad16(p, nx);
+    dx = gemm16_grad(p, nx);
     wf_linear_bwd_input(c, dx, dy, W, N, C, M);
-    put16(p, k, "dinp [16-bit]", dx, nx);
+    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
     snprintf(k, sizeof k, "linear_bwd_weight %s act16", tag);
     wf_linear_bwd_weight(c, dW, db, dy, x, N, C, M);
     put(k, "dw", dW, (long)C * M);
@@ -574,20 +574,20 @@ static void gemm_act16_case(int p) {
     put(k, "dw (no bias)", dW, (long)C * M);
 
     /* fused linear + GELU: the bias GEMM into 16-bit pre, the gelu kernel */
-    float *pre = act16_in(p, buf(ny), ny), *dpre = grad16(p, ny);
+    float *pre = act16_in(p, buf(ny), ny), *dpre = gemm16_grad(p, ny);
     snprintf(k, sizeof k, "linear_gelu_fwd %s act16", tag);
     wf_linear_gelu_fwd(c, pre, y, x, W, bias, N, C, M);
-    put16(p, k, "pre [16-bit]", pre, ny);
-    put16(p, k, "out [16-bit]", y, ny);
+    gemm16_put(p, k, "pre [16-bit]", pre, ny);
+    gemm16_put(p, k, "out [16-bit]", y, ny);
     snprintf(k, sizeof k, "linear_gelu_bwd_input %s act16", tag);
-    dx = grad16(p, nx);
+    dx = gemm16_grad(p, nx);
     wf_linear_gelu_bwd_input(c, dx, dpre, dy, pre, W, N, C, M);
-    put16(p, k, "dpre [16-bit]", dpre, ny);
-    put16(p, k, "dinp [16-bit]", dx, nx);
+    gemm16_put(p, k, "dpre [16-bit]", dpre, ny);
+    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
 
     /* tied LM head + cross-entropy */
     int32_t *tgt = tokens(N, V);
-    float *wte = rounded(p, (long)V * C), *dwte = buf((long)V * C);
+    float *wte = gemm16_param(p, (long)V * C), *dwte = buf((long)V * C);
     float *dlg = buf((long)N * V), *losses = buf(N);
     snprintf(k, sizeof k, "lmhead_xent_fwd %s act16", tag);
     double loss = wf_lmhead_xent_fwd(c, dlg, losses, x, wte, tgt, 1.0f / N, N, C, V);
@@ -595,15 +595,15 @@ static void gemm_act16_case(int p) {
     put(k, "losses", losses, N);
     put_double(k, "loss sum", loss);
     snprintf(k, sizeof k, "lmhead_xent_bwd %s act16", tag);
-    dx = grad16(p, nx);
+    dx = gemm16_grad(p, nx);
     wf_lmhead_xent_bwd(c, dx, dwte, dlg, x, wte, N, C, V);
-    put16(p, k, "dx [16-bit]", dx, nx);
+    gemm16_put(p, k, "dx [16-bit]", dx, nx);
     put(k, "dwte [16-bit]", dwte, (long)V * C);
     float *pl = probs_rows(N, VL);
     snprintf(k, sizeof k, "lmhead_xent_bwd_input %s act16", tag);
-    dx = grad16(p, nx);
+    dx = gemm16_grad(p, nx);
     wf_lmhead_xent_bwd_input(c, dx, pl, wte, N, C, VL);
-    put16(p, k, "dx [16-bit]", dx, nx);
+    gemm16_put(p, k, "dx [16-bit]", dx, nx);
     snprintf(k, sizeof k, "lmhead_xent_bwd_weight %s act16", tag);
     wf_lmhead_xent_bwd_weight(c, dwte, pl, x, N, C, VL);
     put(k, "dwte [16-bit]", dwte, (long)VL * C);
