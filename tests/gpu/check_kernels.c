@@ -609,9 +609,40 @@ static void gemm_act16_case(int p) {
     put(k, "dwte [16-bit]", dwte, (long)VL * C);
 }
 
+/* n random multiples of 1/16 in [-1, 1]: five significant bits, exact in
+ * either 16-bit type */
+static float *gemm16_grid(long n) {
+    float *x = buf(n);
+    for (long i = 0; i < n; i++) x[i] = roundf(x[i] * 16.0f) / 16.0f;
+    return x;
+}
+
+/* The rounding of a GEMM's 16-bit output, bit for bit: on multiples of 1/16
+ * every product is a multiple of 2^-8 and every sum below 2^9 (K and M at
+ * most 384 terms), so each backend's fp32 sum is exact in any order, and
+ * the stored value is that sum rounded to nearest even (ties occur) in
+ * both, or the comparison shows which rounds otherwise. */
+static void gemm_act16_exact_case(int p) {
+    wf_ctx *c = act16_ctx(p);
+    const char *tag = p == WF_BF16 ? "bf16" : "fp16";
+    long nx = (long)N * C, ny = (long)N * M;
+    char k[48];
+    float *W = gemm16_grid((long)C * M), *bias = gemm16_grid(M);
+    float *x = act16_in(p, gemm16_grid(nx), nx), *y = act16_in(p, buf(ny), ny);
+    float *dy = act16_in(p, gemm16_grid(ny), ny), *dx = act16_in(p, gemm16_grid(nx), nx);
+    snprintf(k, sizeof k, "linear_fwd %s act16 grid", tag);
+    wf_linear_fwd(c, y, x, W, bias, N, C, M);
+    gemm16_put(p, k, "out [exact]", y, ny);
+    snprintf(k, sizeof k, "linear_bwd_input %s act16 grid", tag);
+    wf_linear_bwd_input(c, dx, dy, W, N, C, M);
+    gemm16_put(p, k, "dinp [exact]", dx, nx);
+}
+
 static void run_gemm_act16(void) {
     gemm_act16_case(WF_BF16);
     gemm_act16_case(WF_FP16);
+    gemm_act16_exact_case(WF_BF16);
+    gemm_act16_exact_case(WF_FP16);
 }
 
 /* ---- optimizer hooks and 16-bit rounding ------------------------------------ */
