@@ -317,8 +317,9 @@ static long type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 
 /* bias (n floats, values of `type`) as `type` for the epilogue of a GEMM
  * with 16-bit D (the bias must be of D's type, see make_op): converted into
- * a buffer of its own (the cast buffer holds the weight then), which grows
- * in the eager steps before any capture, as every size recurs each step. */
+ * a buffer of its own (the cast buffer holds the weight then).  It grows in
+ * the eager steps before any capture, as every size recurs each step; a
+ * smaller one is kept, not freed, as a captured graph may still read it. */
 __global__ static void bias16_kernel(uint16_t *dst, const float *bias, int n, int bf16) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
         dst[i] = bf16 ? wf_hd_bf16_bits(bias[i]) : wf_hd_fp16_bits(bias[i]);
@@ -329,7 +330,6 @@ static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, in
     static int cap;
     if (!bias || type == CUDA_R_32F) return bias;
     if (n > cap) {
-        if (buf) WF_CUDA(c, cudaFree(buf));
         WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
         cap = n;
     }
