@@ -43,6 +43,28 @@ void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, 
                         const float *A, int lda, long sA, const float *B, int ldb, long sB,
                         float beta, float *C, int ldc, long sC, int batch, const float *bias);
 
+/* The typed GEMM (gemm.cu), row-major, batch 1, fp32 accumulation:
+ *   C (M,N) = alpha * op(A) (M,K) @ op(B) (K,N) + beta * C + bias,
+ * each matrix of its own cuBLASLt type: CUDA_R_32F, CUDA_R_16BF or
+ * CUDA_R_16F, A and B of one type (cuBLASLt's rule), C fp32 or A's type.
+ * A 16-bit C is read, and written rounded to nearest even, once.  bias (N
+ * floats, NULL: none) holds values of C's type where C is 16-bit (a
+ * parameter of a 16-bit plan: the conversion is exact).  All fp32: the
+ * same as wf_cuda_sgemm_bias, bit for bit. */
+void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                  const void *A, cudaDataType_t typeA, int lda, const void *B, cudaDataType_t typeB,
+                  int ldb, float beta, void *C, cudaDataType_t typeC, int ldc, const float *bias);
+
+/* The cuBLASLt type of c's activations (weft/rt.h, "Activation storage"):
+ * CUDA_R_32F, or under act16 CUDA_R_16BF / CUDA_R_16F (convert.cu). */
+cudaDataType_t wf_cuda_act_type(wf_ctx *c);
+/* act16 (convert.cu): w's n floats, values of c's 16-bit type (parameters
+ * are rounded), as that type in the cast buffer (exact); and an activation
+ * x of n 16-bit values as floats in the cast buffer.  On the stream; the
+ * buffer is reused by the next conversion. */
+const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
+const float *wf_cuda_act_floats(wf_ctx *c, const float *x, long n);
+
 /* The fused linear + GELU's GEMM (gemm.cu, cuBLASLt's GELU_AUX(_BIAS)
  * epilogue), row-major, no transposes, batch 1:
  *   aux (M,N) = A (M,K) @ B (K,N) + bias (NULL: none), C = gelu(aux),

@@ -21,6 +21,19 @@
  *         that one is rounded by the conversion, as it would be by a
  *         framework storing it in 16 bits.
  *
+ * Typed operands (wf_cuda_gemm, for 16-bit activation storage: weft/rt.h):
+ * A and B bf16 or fp16 (one type), C/D that type or fp32, CUBLAS_COMPUTE_32F
+ * with fp32 scale type: exact products, fp32 accumulation, and a 16-bit D
+ * rounded once (to nearest even), after alpha, beta * C and the bias, as
+ * the CPU backend's sgemm and rounding call.  These are rows of
+ * cublasLtMatmul's table of supported types (cuBLAS documentation,
+ * docs.nvidia.com/cuda/cublas, "cublasLtMatmul()": computeType
+ * CUBLAS_COMPUTE_32F, scaleType CUDA_R_32F, Atype/Btype CUDA_R_16BF with
+ * Ctype CUDA_R_16BF or CUDA_R_32F, and the same with CUDA_R_16F); the
+ * heuristic refuses any other (a clear failure below).  The bias epilogue
+ * takes a bias of D's type, so a 16-bit D gets its float bias converted
+ * (exactly: it is a parameter of a 16-bit plan, rounded) by a small kernel.
+ *
  * GELU epilogue (wf_cuda_sgemm_bias_gelu, for the fused linear + GELU of
  * compiler/fuse.c): CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a
  * bias) writes D = gelu(op(A) op(B) + bias) and the pre-activation, the
@@ -55,6 +68,7 @@
 #include <string.h>
 
 #include "cuda_rt.h"
+#include "precision_bits.h"
 #include "reduce.cuh"
 
 #define WORKSPACE_BYTES (32u << 20)
@@ -66,6 +80,7 @@ typedef struct {
     int gelu;           /* GELU_AUX(_BIAS) epilogue, the pre-activation to aux (ld ldc) */
     long sA, sB, sC;
     cublasComputeType_t compute;
+    cudaDataType_t ta, tb, tc;  /* row-major A's, B's and C's (= D's) types */
     unsigned align[5];  /* A, B, C, bias, aux: the largest power of two (<= 256) dividing the address */
     /* what the key gets */
     cublasLtMatmulDesc_t op;
@@ -100,10 +115,10 @@ static unsigned alignment(const void *p) {
 
 /* The alignment every matrix of a strided batch has: the first one's, or
  * less where the stride is less aligned (an odd head size, say). */
-static unsigned batched_alignment(const float *p, int batch, long stride) {
+static unsigned batched_alignment(const void *p, int batch, long stride, long elem_bytes) {
     unsigned a = alignment(p);
     if (batch > 1) {
-        unsigned s = alignment((const void *)(uintptr_t)(stride * (long)sizeof(float)));
+        unsigned s = alignment((const void *)(uintptr_t)(stride * elem_bytes));
         if (s < a) a = s;
     }
     return a;
@@ -116,10 +131,11 @@ static void ensure_lt(wf_ctx *c) {
     WF_CUDA(c, cudaMalloc(&workspace, WORKSPACE_BYTES));
 }
 
-/* A column-major rows x cols fp32 layout, batched with stride `stride`. */
-static cublasLtMatrixLayout_t layout(wf_ctx *c, int rows, int cols, int ld, int batch, long stride) {
+/* A column-major rows x cols layout of `type`, batched with stride `stride`. */
+static cublasLtMatrixLayout_t layout(wf_ctx *c, cudaDataType_t type, int rows, int cols, int ld, int batch,
+                                     long stride) {
     cublasLtMatrixLayout_t l;
-    WF_CUBLAS(c, cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, (int64_t)ld));
+    WF_CUBLAS(c, cublasLtMatrixLayoutCreate(&l, type, (uint64_t)rows, (uint64_t)cols, (int64_t)ld));
     if (batch > 1) {
         int32_t count = batch;
         int64_t offset = stride;
@@ -162,9 +178,11 @@ static cublasLtMatmulDesc_t make_op(wf_ctx *c, const gemm_plan *g, int with_bias
                                                     sizeof aux_ld));
     }
     if (with_bias) {
-        /* D is fp32, so the bias is fp32 (the library's default, Dtype; said
+        /* the bias is of D's type (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+         * "the same type as the elements of output matrix (Dtype)", the
+         * exceptions being integer and fp8 kernels; the default, said
          * explicitly), one per row of column-major D, packed */
-        int32_t bias_type = CUDA_R_32F;
+        int32_t bias_type = g->tc;
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                     sizeof bias_type));
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
@@ -206,9 +224,11 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
  * take the bias epilogue for this shape, the plan is built without it and
  * the bias is added by a kernel after the GEMM (separate_bias). */
 static void plan_build(wf_ctx *c, gemm_plan *g) {
-    g->la = g->transB ? layout(c, g->K, g->N, g->ldb, g->batch, g->sB) : layout(c, g->N, g->K, g->ldb, g->batch, g->sB);
-    g->lb = g->transA ? layout(c, g->M, g->K, g->lda, g->batch, g->sA) : layout(c, g->K, g->M, g->lda, g->batch, g->sA);
-    g->lc = layout(c, g->N, g->M, g->ldc, g->batch, g->sC);
+    g->la = g->transB ? layout(c, g->tb, g->K, g->N, g->ldb, g->batch, g->sB)
+                      : layout(c, g->tb, g->N, g->K, g->ldb, g->batch, g->sB);
+    g->lb = g->transA ? layout(c, g->ta, g->M, g->K, g->lda, g->batch, g->sA)
+                      : layout(c, g->ta, g->K, g->M, g->lda, g->batch, g->sA);
+    g->lc = layout(c, g->tc, g->N, g->M, g->ldc, g->batch, g->sC);
     g->op = make_op(c, g, g->has_bias);
     if (best_algo(c, g)) return;
     if (g->gelu) {  /* the caller computes it another way (see the top) */
@@ -230,7 +250,8 @@ static int same_key(const gemm_plan *a, const gemm_plan *b) {
     return a->transA == b->transA && a->transB == b->transB && a->M == b->M && a->N == b->N &&
            a->K == b->K && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc &&
            a->batch == b->batch && a->has_bias == b->has_bias && a->sA == b->sA && a->sB == b->sB &&
-           a->sC == b->sC && a->gelu == b->gelu && a->compute == b->compute && memcmp(a->align, b->align, sizeof a->align) == 0;
+           a->sC == b->sC && a->gelu == b->gelu && a->compute == b->compute && a->ta == b->ta &&
+           a->tb == b->tb && a->tc == b->tc && memcmp(a->align, b->align, sizeof a->align) == 0;
 }
 
 static gemm_plan *plan_for(wf_ctx *c, const gemm_plan *key) {
@@ -292,35 +313,87 @@ __global__ static void bias_rows_kernel(float *C, const float *bias, int rows, i
         C[(i / cols) * ldc + i % cols] += bias[i % cols];
 }
 
-void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
-                        const float *A, int lda, long sA, const float *B, int ldb, long sB,
-                        float beta, float *C, int ldc, long sC, int batch, const float *bias) {
+static long type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+
+/* bias (n floats, values of `type`) as `type` for the epilogue of a GEMM
+ * with 16-bit D (the bias must be of D's type, see make_op): converted into
+ * a buffer of its own (the cast buffer holds the weight then).  It grows in
+ * the eager steps before any capture, as every size recurs each step; a
+ * smaller one is kept, not freed, as a captured graph may still read it. */
+__global__ static void bias16_kernel(uint16_t *dst, const float *bias, int n, int bf16) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        dst[i] = bf16 ? wf_hd_bf16_bits(bias[i]) : wf_hd_fp16_bits(bias[i]);
+}
+
+static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, int n, cudaStream_t s) {
+    static uint16_t *buf;
+    static int cap;
+    if (!bias || type == CUDA_R_32F) return bias;
+    if (n > cap) {
+        WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
+        cap = n;
+    }
+    WF_LAUNCH(bias16_kernel, wf_blocks(n), WF_THREADS, 0, s)(buf, bias, n, type == CUDA_R_16BF);
+    WF_CUDA(c, cudaGetLastError());
+    return buf;
+}
+
+/* Every GEMM of this file but the GELU one: batched, typed, bias optional.
+ * All fp32 takes the plan's compute type (see the top); 16-bit operands
+ * CUBLAS_COMPUTE_32F, fp32 accumulation of exact products (cuBLASLt's
+ * table of cublasLtMatmul's types: COMPUTE_32F with scale type fp32 takes
+ * A/B bf16 or fp16 with C/D of the same type or fp32). */
+static void gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha, const void *A,
+                 cudaDataType_t ta, int lda, long sA, const void *B, cudaDataType_t tb, int ldb, long sB,
+                 float beta, void *C, cudaDataType_t tc, int ldc, long sC, int batch, const float *bias) {
+    if (ta != tb || (tc != CUDA_R_32F && tc != ta))
+        wf_cuda_fail(c, "wf_cuda_gemm", WF_CUDA_WHERE,
+                     "A and B must have one type, and C fp32 or theirs (cuBLASLt's supported types)");
     ensure_lt(c);
+    cudaStream_t s = wf_cuda_stream(c);
+    const void *bias_d = bias_as(c, tc, bias, N, s);
     gemm_plan key;
     memset(&key, 0, sizeof key);
     key.transA = transA, key.transB = transB, key.M = M, key.N = N, key.K = K;
     key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.batch = batch, key.has_bias = bias != NULL;
     key.sA = batch > 1 ? sA : 0, key.sB = batch > 1 ? sB : 0, key.sC = batch > 1 ? sC : 0;
-    key.compute = compute_type(c);
-    key.align[0] = batched_alignment(A, batch, sA), key.align[1] = batched_alignment(B, batch, sB);
-    key.align[2] = batched_alignment(C, batch, sC), key.align[3] = alignment(bias);
-    key.bias = bias;
+    key.ta = ta, key.tb = tb, key.tc = tc;
+    key.compute = ta == CUDA_R_32F && tc == CUDA_R_32F ? compute_type(c) : CUBLAS_COMPUTE_32F;
+    key.align[0] = batched_alignment(A, batch, sA, type_bytes(ta));
+    key.align[1] = batched_alignment(B, batch, sB, type_bytes(tb));
+    key.align[2] = batched_alignment(C, batch, sC, type_bytes(tc)), key.align[3] = alignment(bias_d);
+    key.bias = (const float *)bias_d;
     gemm_plan *g = plan_for(c, &key);
+    if (bias && g->separate_bias && tc != CUDA_R_32F)  /* the kernel after would round twice */
+        wf_cuda_fail(c, "wf_cuda_gemm", WF_CUDA_WHERE, "no cuBLASLt algorithm takes the bias epilogue with 16-bit D");
     if (bias && !g->separate_bias)
-        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                    sizeof bias));
-    cudaStream_t s = wf_cuda_stream(c);
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_d,
+                                                    sizeof bias_d));
     int timed = timing_begin(c, s);
     WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
                                 workspace, WORKSPACE_BYTES, s));
     if (bias && g->separate_bias) {
         if (batch != 1) wf_cuda_fail(c, "wf_cuda_sgemm_bias", WF_CUDA_WHERE, "a bias needs batch 1");
-        WF_LAUNCH(bias_rows_kernel, wf_blocks((long)M * N), WF_THREADS, 0, s)(C, bias, M, N, ldc);
+        WF_LAUNCH(bias_rows_kernel, wf_blocks((long)M * N), WF_THREADS, 0, s)((float *)C, bias, M, N, ldc);
         WF_CUDA(c, cudaGetLastError());
     }
     if (!timed) return;
     timing_end(c, s);
     gemm_flops += 2.0 * M * N * K * batch;
+}
+
+void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                        const float *A, int lda, long sA, const float *B, int ldb, long sB,
+                        float beta, float *C, int ldc, long sC, int batch, const float *bias) {
+    gemm(c, transA, transB, M, N, K, alpha, A, CUDA_R_32F, lda, sA, B, CUDA_R_32F, ldb, sB, beta, C, CUDA_R_32F,
+         ldc, sC, batch, bias);
+}
+
+void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                  const void *A, cudaDataType_t typeA, int lda, const void *B, cudaDataType_t typeB,
+                  int ldb, float beta, void *C, cudaDataType_t typeC, int ldc, const float *bias) {
+    gemm(c, transA, transB, M, N, K, alpha, A, typeA, lda, 0, B, typeB, ldb, 0, beta, C, typeC, ldc, 0, 1,
+         bias);
 }
 
 int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda, const float *B,
@@ -332,6 +405,7 @@ int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int 
     key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.batch = 1;
     key.has_bias = bias != NULL, key.gelu = 1;
     key.compute = CUBLAS_COMPUTE_32F;
+    key.ta = key.tb = key.tc = CUDA_R_32F;
     key.align[0] = alignment(A), key.align[1] = alignment(B), key.align[2] = alignment(C);
     key.align[3] = alignment(bias), key.align[4] = alignment(aux);
     key.bias = bias, key.aux = aux;

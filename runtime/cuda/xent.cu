@@ -14,10 +14,20 @@
  * total is the CPU's sum of the same floats, into a managed accumulator
  * on the device that wf_backend_loss_take reads once per step (eager and
  * captured steps alike: async.c switches it on), or for the host (2BW, and
- * kernel tests, which have no backend). */
+ * kernel tests, which have no backend).
+ *
+ * 16-bit activation storage (weft/rt.h; tp 1 only): x and dx are bf16 /
+ * fp16, wte, dlogits and the losses float.  The logits come from 16-bit x and
+ * wte converted into the cast buffer (exact: wte holds values of the type),
+ * fp32 accumulation into float dlogits.  The backward GEMMs meet float
+ * dlogits, so they run in floats: dx's product into the cast buffer, then
+ * one kernel dx = round(dx + product); x converted to floats in the cast
+ * buffer for dwte.  The vocabulary-parallel pieces (tp > 1) keep float
+ * activations and refuse 16-bit storage. */
 #include "cuda_rt.h"
 #include "kernels_tp.h"
 #include "reduce.cuh"
+#include "storage.cuh"
 
 static double *loss_acc; /* managed: the device's sum of token losses */
 static int loss_on_device;
@@ -145,22 +155,44 @@ extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, c
                                      const float *wte, const int32_t *targets, float scale, int N,
                                      int C, int V) {
     /* logits (N,V) = x @ wte^T, written into dlogits, which the kernel turns over in place */
-    wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, dlogits, V, 0, 1);
+    if (wf_ctx_act16(c)) {
+        cudaDataType_t t = wf_cuda_act_type(c);
+        wf_cuda_gemm(c, 0, 1, N, V, C, 1.0f, x, t, C, wf_cuda_weight16(c, wte, (long)V * C), t, C, 0.0f,
+                     dlogits, CUDA_R_32F, V, NULL);
+    } else {
+        wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, dlogits, V, 0, 1);
+    }
     WF_LAUNCH(fused_xent_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(dlogits, losses, targets,
                                                                       scale, V);
     return host_sum(c, losses, N, "wf_lmhead_xent_fwd");
 }
 
+/* dx = round(dx + t), dx in storage S: the CPU's sgemm with beta 1, then its
+ * rounding call */
+template <class S> __global__ static void add_rounded_kernel(typename S::raw *dx, const float *t, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        S::store(dx, i, S::load(dx, i) + t[i]);
+}
+
 extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits,
                                          const float *wte, int N, int C, int V) {
     /* dx (N,C) += dlogits (N,V) @ wte (V,C) */
-    wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
+    if (wf_ctx_act16(c)) {
+        long n = (long)N * C;
+        float *t = wf_cuda_cast_buffer(c, n);
+        wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 0.0f, t, C, 0, 1);
+        cudaStream_t s = wf_cuda_stream(c);
+        WF_BY_STORAGE(c, S, WF_LAUNCH(add_rounded_kernel<S>, wf_blocks(n), WF_THREADS, 0, s)(wf_act<S>(dx), t, n));
+    } else {
+        wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
+    }
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_input");
 }
 
 extern "C" void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits,
                                           const float *x, int N, int C, int V) {
     /* dwte (V,C) += dlogits^T @ x */
+    if (wf_ctx_act16(c)) x = wf_cuda_act_floats(c, x, (long)N * C);
     wf_cuda_sgemm(c, 1, 0, V, C, N, 1.0f, dlogits, V, 0, x, C, 0, 1.0f, dwte, C, 0, 1);
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_weight");
 }
@@ -233,6 +265,8 @@ extern "C" double wf_vocab_dlogits(float *dlogits, float *losses, const float *r
 
 extern "C" void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
                                   const float *x, const float *wte_part, int N, int C, int VL) {
+    if (wf_ctx_act16(c))  /* the compiler keeps act16 off with tp > 1 (rt.h) */
+        wf_cuda_fail(c, "wf_vocab_xent_bwd", WF_CUDA_WHERE, "vocabulary-parallel pieces keep float activations");
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
     wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);

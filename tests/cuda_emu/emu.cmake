@@ -17,6 +17,7 @@ set(WEFT_EMU_KERNELS
   precision.cu
   optim.cu
   llama.cu
+  convert.cu
 )
 set(WEFT_EMU_NOT_EMULATED
   gemm.cu      # cuBLAS: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops)
@@ -43,7 +44,8 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   # the kernels: each .cu compiled as C++ through a one-line wrapper
   set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc
       ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c   # rt.h's scalar conversions
-      ${PROJECT_SOURCE_DIR}/runtime/common/opt_host.c)          # the offloaded AdamW
+      ${PROJECT_SOURCE_DIR}/runtime/common/opt_host.c          # the offloaded AdamW
+      ${cuda_dir}/cast.c)                                        # the cast buffer (act16)
   foreach(cu ${WEFT_EMU_KERNELS})
     get_filename_component(stem ${cu} NAME_WE)
     set(wrapper ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/${stem}_emu.cc)
@@ -56,6 +58,9 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   target_include_directories(weftrt_cuda_emu PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include
     PRIVATE ${cuda_dir} ${PROJECT_SOURCE_DIR}/runtime/cpu ${PROJECT_SOURCE_DIR}/runtime/common)
   target_link_libraries(weftrt_cuda_emu PUBLIC weft_cuda_emu m)
+  # emu_device.cc's contexts have no wf_ctx layout: cast.c treats every
+  # request as a kernel test's (a buffer that grows)
+  target_compile_definitions(weftrt_cuda_emu PRIVATE WF_CAST_NO_PLAN)
 
   add_executable(test_cuda_emu ${emu_dir}/test_emu.cc)
   set_target_properties(test_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)

@@ -4,8 +4,11 @@
  * Each call is a device operation like a kernel launch: under WF_EMU_ASYNC it
  * is queued behind the kernels before it (wf_emu::enqueue), so it reads what
  * they wrote and a host read without a wait still shows. */
+#include <stdint.h>
+
 #include "cuda_rt.h"
 #include "gelu_value.h"
+#include "precision_bits.h"
 
 static double gemm_flops;
 
@@ -49,6 +52,50 @@ extern "C" void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int
                                    float beta, float *C, int ldc, long sC, int batch, const float *bias) {
     wf_cuda_sgemm(c, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
     wf_emu::enqueue([=] { bias_now(M, N, C, ldc, sC, batch, bias); });
+}
+
+/* gemm.cu's typed GEMM (cuBLASLt with 16-bit operands, CUBLAS_COMPUTE_32F):
+ * the elements read as floats, the products summed in double, alpha and
+ * beta * C applied and the result made a float, then the bias added in
+ * float and the value stored in C's type, a 16-bit one rounded to nearest
+ * even (precision_bits.h) once, as the library rounds D. */
+static float load_typed(const void *p, cudaDataType_t t, long i) {
+    if (t == CUDA_R_32F) return static_cast<const float *>(p)[i];
+    uint16_t h = static_cast<const uint16_t *>(p)[i];
+    return t == CUDA_R_16BF ? wf_hd_bf16_value(h) : wf_hd_fp16_value(h);
+}
+
+static void store_typed(void *p, cudaDataType_t t, long i, float v) {
+    if (t == CUDA_R_32F) static_cast<float *>(p)[i] = v;
+    else static_cast<uint16_t *>(p)[i] = t == CUDA_R_16BF ? wf_hd_bf16_bits(v) : wf_hd_fp16_bits(v);
+}
+
+static bool known_type(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F; }
+
+extern "C" void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
+                             const void *A, cudaDataType_t typeA, int lda, const void *B, cudaDataType_t typeB,
+                             int ldb, float beta, void *C, cudaDataType_t typeC, int ldc, const float *bias) {
+    /* the combinations gemm.cu (and cuBLASLt) take */
+    if (!known_type(typeA) || typeA != typeB || (typeC != CUDA_R_32F && typeC != typeA))
+        wf_cuda_fail(c, "wf_cuda_gemm", WF_CUDA_WHERE,
+                     "A and B must have one type, and C fp32 or theirs (cuBLASLt's supported types)");
+    wf_emu::enqueue([=] {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int k = 0; k < K; k++) {
+                    float x = load_typed(A, typeA, transA ? (long)k * lda + i : (long)i * lda + k);
+                    float y = load_typed(B, typeB, transB ? (long)j * ldb + k : (long)k * ldb + j);
+                    s += (double)x * y;
+                }
+                long at = (long)i * ldc + j;
+                float v = beta == 0.0f ? (float)(alpha * s)
+                                       : (float)(alpha * s + (double)beta * load_typed(C, typeC, at));
+                if (bias) v += bias[j];
+                store_typed(C, typeC, at, v);
+            }
+    });
+    gemm_flops += 2.0 * M * N * K;
 }
 
 /* gemm.cu's GELU_AUX_BIAS epilogue: aux = the product plus the bias, C its

@@ -513,6 +513,140 @@ static void run_llama(void) {
     gqa_16bit_case(" bf16 T=50 hd=20 group=2", WF_BF16, 1, 50, 4, 2, 20, 0);
 }
 
+/* ---- 16-bit activation storage: the GEMM kernels ---------------------------- */
+
+/* n random values of the 16-bit type, as floats: a parameter of a bf16 /
+ * fp16 plan (weights and biases hold rounded values) */
+static float *gemm16_param(int precision, long n) {
+    float *x = buf(n);
+    for (long i = 0; i < n; i++) x[i] = act16_round(precision, x[i]);
+    return x;
+}
+
+/* A 16-bit gradient argument holding random values (check_act16.h). */
+static float *gemm16_grad(int precision, long n) { return act16_in(precision, buf(n), n); }
+
+/* Puts the n values of an act16 kernel argument (check_act16.h). */
+static void gemm16_put(int precision, const char *kernel, const char *what, const float *arg, long n) {
+    float *h = buf(n);
+    act16_out(precision, h, arg, n);
+    put(kernel, what, h, n);
+}
+
+/* The linear layers and the LM head under act16: inputs and 16-bit
+ * gradients random rounded values (the += contract), weights rounded.
+ * Each call accumulates into a fresh 16-bit gradient (grad16): the CPU
+ * build rounds only the copy act16_out reads, so a second call on the same
+ * buffer would start there from the unrounded sum.
+ * "[16-bit]": a 16-bit output, which may round to the neighbouring value
+ * where the two backends' fp32 sums differ in the last bit.  Float outputs
+ * (dw, db, dlogits, losses) come from exact products of 16-bit values
+ * summed in fp32, as the CPU's, so they keep 1e-5; except dwte: its GEMM
+ * is a float one (dlogits is float), which a GPU runs with the plan's
+ * FAST_16BF / FAST_16F compute type, rounding dlogits to 16 bits inside. */
+static void gemm_act16_case(int p) {
+    wf_ctx *c = act16_ctx(p);
+    const char *tag = p == WF_BF16 ? "bf16" : "fp16";
+    long nx = (long)N * C, ny = (long)N * M;
+    char k[48];
+    float *W = gemm16_param(p, (long)C * M), *bias = gemm16_param(p, M);
+    float *x = act16_in(p, buf(nx), nx), *y = act16_in(p, buf(ny), ny);
+    float *dy = act16_in(p, buf(ny), ny), *dx = gemm16_grad(p, nx);
+    float *dW = buf((long)C * M), *db = buf(M);
+
+    snprintf(k, sizeof k, "linear_fwd %s act16", tag);
+    wf_linear_fwd(c, y, x, W, bias, N, C, M);
+    gemm16_put(p, k, "out [16-bit]", y, ny);
+    wf_linear_fwd(c, y, x, W, NULL, N, C, M);
+    gemm16_put(p, k, "out (no bias) [16-bit]", y, ny);
+    snprintf(k, sizeof k, "linear_bwd %s act16", tag);
+    wf_linear_bwd(c, dx, dW, db, dy, x, W, N, C, M);
+    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
+    put(k, "dw", dW, (long)C * M);
+    put(k, "db", db, M);
+    snprintf(k, sizeof k, "linear_bwd_input %s act16", tag);
+    dx = gemm16_grad(p, nx);
+    wf_linear_bwd_input(c, dx, dy, W, N, C, M);
+    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
+    snprintf(k, sizeof k, "linear_bwd_weight %s act16", tag);
+    wf_linear_bwd_weight(c, dW, db, dy, x, N, C, M);
+    put(k, "dw", dW, (long)C * M);
+    put(k, "db", db, M);
+    wf_linear_bwd_weight(c, dW, NULL, dy, x, N, C, M);
+    put(k, "dw (no bias)", dW, (long)C * M);
+
+    /* fused linear + GELU: the bias GEMM into 16-bit pre, the gelu kernel */
+    float *pre = act16_in(p, buf(ny), ny), *dpre = gemm16_grad(p, ny);
+    snprintf(k, sizeof k, "linear_gelu_fwd %s act16", tag);
+    wf_linear_gelu_fwd(c, pre, y, x, W, bias, N, C, M);
+    gemm16_put(p, k, "pre [16-bit]", pre, ny);
+    gemm16_put(p, k, "out [16-bit]", y, ny);
+    snprintf(k, sizeof k, "linear_gelu_bwd_input %s act16", tag);
+    dx = gemm16_grad(p, nx);
+    wf_linear_gelu_bwd_input(c, dx, dpre, dy, pre, W, N, C, M);
+    gemm16_put(p, k, "dpre [16-bit]", dpre, ny);
+    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
+
+    /* tied LM head + cross-entropy */
+    int32_t *tgt = tokens(N, V);
+    float *wte = gemm16_param(p, (long)V * C), *dwte = buf((long)V * C);
+    float *dlg = buf((long)N * V), *losses = buf(N);
+    snprintf(k, sizeof k, "lmhead_xent_fwd %s act16", tag);
+    double loss = wf_lmhead_xent_fwd(c, dlg, losses, x, wte, tgt, 1.0f / N, N, C, V);
+    put(k, "dlogits", dlg, (long)N * V);
+    put(k, "losses", losses, N);
+    put_double(k, "loss sum", loss);
+    snprintf(k, sizeof k, "lmhead_xent_bwd %s act16", tag);
+    dx = gemm16_grad(p, nx);
+    wf_lmhead_xent_bwd(c, dx, dwte, dlg, x, wte, N, C, V);
+    gemm16_put(p, k, "dx [16-bit]", dx, nx);
+    put(k, "dwte [16-bit]", dwte, (long)V * C);
+    float *pl = probs_rows(N, VL);
+    snprintf(k, sizeof k, "lmhead_xent_bwd_input %s act16", tag);
+    dx = gemm16_grad(p, nx);
+    wf_lmhead_xent_bwd_input(c, dx, pl, wte, N, C, VL);
+    gemm16_put(p, k, "dx [16-bit]", dx, nx);
+    snprintf(k, sizeof k, "lmhead_xent_bwd_weight %s act16", tag);
+    wf_lmhead_xent_bwd_weight(c, dwte, pl, x, N, C, VL);
+    put(k, "dwte [16-bit]", dwte, (long)VL * C);
+}
+
+/* n random multiples of 1/16 in [-1, 1]: five significant bits, exact in
+ * either 16-bit type */
+static float *gemm16_grid(long n) {
+    float *x = buf(n);
+    for (long i = 0; i < n; i++) x[i] = roundf(x[i] * 16.0f) / 16.0f;
+    return x;
+}
+
+/* The rounding of a GEMM's 16-bit output, bit for bit: on multiples of 1/16
+ * every product is a multiple of 2^-8 and every sum below 2^9 (K and M at
+ * most 384 terms), so each backend's fp32 sum is exact in any order, and
+ * the stored value is that sum rounded to nearest even (ties occur) in
+ * both, or the comparison shows which rounds otherwise. */
+static void gemm_act16_exact_case(int p) {
+    wf_ctx *c = act16_ctx(p);
+    const char *tag = p == WF_BF16 ? "bf16" : "fp16";
+    long nx = (long)N * C, ny = (long)N * M;
+    char k[48];
+    float *W = gemm16_grid((long)C * M), *bias = gemm16_grid(M);
+    float *x = act16_in(p, gemm16_grid(nx), nx), *y = act16_in(p, buf(ny), ny);
+    float *dy = act16_in(p, gemm16_grid(ny), ny), *dx = act16_in(p, gemm16_grid(nx), nx);
+    snprintf(k, sizeof k, "linear_fwd %s act16 grid", tag);
+    wf_linear_fwd(c, y, x, W, bias, N, C, M);
+    gemm16_put(p, k, "out [exact]", y, ny);
+    snprintf(k, sizeof k, "linear_bwd_input %s act16 grid", tag);
+    wf_linear_bwd_input(c, dx, dy, W, N, C, M);
+    gemm16_put(p, k, "dinp [exact]", dx, nx);
+}
+
+static void run_gemm_act16(void) {
+    gemm_act16_case(WF_BF16);
+    gemm_act16_case(WF_FP16);
+    gemm_act16_exact_case(WF_BF16);
+    gemm_act16_exact_case(WF_FP16);
+}
+
 /* ---- optimizer hooks and 16-bit rounding ------------------------------------ */
 
 static uint32_t random_bits(void) {
@@ -990,6 +1124,7 @@ int main(int argc, char **argv) {
         if (!out) { fprintf(stderr, "check_kernels: cannot write %s\n", argv[2]); return 2; }
         run_all();
         run_llama();
+        run_gemm_act16();
         run_optimizer();
         run_act16_kernels();
         return fclose(out) == 0 ? 0 : 2;
