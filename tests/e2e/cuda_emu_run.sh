@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Whole generated CUDA programs without a GPU: `weft compile --backend cuda`'s
+# stage*.cu built as C++ on the CPU emulator (tests/cuda_emu/program) against
+# the emulated runtime (tests/cuda_emu/emu_runtime.cmake: runtime/common and
+# runtime/cuda's host files unchanged, the .cu kernels on the emulator, fake
+# cuBLASLt), run with WF_EMU_ASYNC=1 (kernels and copies run at the host's
+# next wait, so host code that reads device data without waiting reads stale
+# data, as on a GPU).  Each row trains a shrunk plan (tiny; llama_tiny) and
+# compares it with the CPU backend's single-rank run of the same plan, with
+# tests/gpu/check.sh's tolerances on one rank (fp32: losses within 1e-4
+# relative, gradient norms within 1e-3, final weights within 1e-3 relative /
+# 1e-5 absolute; bf16: losses within 1e-2) and equivalence.sh's for dp 2 and
+# pp 2 (losses 2e-6, norms 1e-6, weights 5e-5 / 1e-5; tp 2 moves a weight by
+# 3.4e-4 relative, 1.2e-5 absolute, from the CPU's single rank, so it has
+# check.sh's fp32 tolerances, as there).  One rank
+# replays a captured CUDA graph from step 2 (graph.c; emu.cc records the
+# capture), so the same program with --no-graph must give identical losses.
+# Layouts on two ranks use comm = "mpi" (host-staged: one emulated device per
+# process, which NCCL would refuse as two ranks on one GPU).  Finally a broken
+# warp shuffle (WF_EMU_FAULT=shfl_down) must make the fp32 row fail.
+# Add a row: one line in `rows` (name, CPU reference, kind, --set overrides);
+# a new reference: one build_ref line.
+source "$(dirname "$0")/lib.sh"
+RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
+PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
+export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1
+DATA=$(make_data)
+small=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set train.steps=4
+       --set data.train="$DATA" --set batch.global=4)
+
+# build_ref NAME PLAN [--set ...]: the CPU backend's single-rank run, the reference
+build_ref() {
+  local name=$1 plan=$2
+  shift 2
+  build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" >/dev/null &&
+    run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1
+}
+build_ref ref plans/tiny.lua
+build_ref ref_bf16 plans/tiny.lua --set precision=bf16
+build_ref ref_llama plans/llama_tiny.lua
+
+# build_emu NAME PLAN [--set ...]: compiled for CUDA, built on the emulator
+build_emu() {
+  local name=$1 plan=$2
+  shift 2
+  "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${small[@]}" "$@" 2>"$WORK/$name.compile.log" &&
+    cmake -S "$PROG" -B "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
+      >"$WORK/$name.cmake.log" 2>&1 &&
+    cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
+}
+
+# compare NAME REF KIND: prints the differences; 0 within KIND's tolerances
+compare() {
+  local name=$1 ref=$2 kind=$3 loss norm w ok=0
+  # fp32: check.sh's CPU-vs-CUDA tolerances; equiv: equivalence.sh's (a
+  # layout against the single-rank losses and weights); bf16: check.sh's
+  local tl=1e-4 tn=1e-3 tw=1e-3
+  [ "$kind" = equiv ] && tl=2e-6 tn=1e-6 tw=5e-5
+  if [ "$kind" = bf16 ]; then
+    loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-2) || ok=1
+    echo "$loss"
+    return $ok
+  fi
+  loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $tl) || ok=1
+  norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $tn) || ok=1
+  w=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+      --tol $tw --atol 1e-5 | tail -n 1) || ok=1
+  echo "$loss, $norm; $w"
+  return $ok
+}
+
+# run_row NAME REF KIND [--set ...]: builds, runs and compares one layout
+run_row() {
+  local name=$1 ref=$2 kind=$3 start=$SECONDS out
+  shift 3
+  if ! build_emu "$name" "$@"; then
+    echo "FAIL $name: does not build on the emulator: $(tail -n 3 "$WORK/$name.compile.log" "$WORK/$name.build.log")"
+    return 1
+  fi
+  if ! timeout 120 "$WORK/$name/launch.sh" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
+       >"$WORK/$name.log" 2>&1; then
+    echo "FAIL $name: did not run: $(grep -v '^\[' "$WORK/$name.log" | tail -n 3)"
+    return 1
+  fi
+  if out=$(compare "$name" "$ref" "$kind"); then
+    echo "ok   $name (emulated CUDA vs CPU, $((SECONDS - start)) s): $out"
+  else
+    echo "FAIL $name (emulated CUDA vs CPU, $((SECONDS - start)) s): $out"
+    return 1
+  fi
+}
+
+# name       reference  kind plan                 overrides
+rows=(
+  "one       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2"
+  "bf16      ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
+  "dp2       ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=mpi"
+  "pp2       ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi"
+  "tp2       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
+  "bf16_dp2  ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
+  "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
+)
+for row in "${rows[@]}"; do
+  read -r name ref kind plan sets <<<"$row"
+  read -r -a sets <<<"$sets"
+  if run_row "$name" "$ref" "$kind" "$plan" "${sets[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
+# the one-rank row replayed a captured graph; eager steps must give the same losses
+if [ -f "$WORK/one.jsonl" ] &&
+   timeout 120 "$WORK/one/launch.sh" --no-graph --metrics "$WORK/one_eager.jsonl" >"$WORK/one_eager.log" 2>&1; then
+  check "one: the step was captured ($(grep -o 'cuda graph: on[^)]*)' "$WORK/one.log"))" \
+    grep -q 'cuda graph: on (captured step 2' "$WORK/one.log"
+  same=$(same_field loss "$WORK/one.jsonl" "$WORK/one_eager.jsonl" 0) && rc=0 || rc=1
+  check "one: graph replay vs --no-graph (identical): $same" test $rc = 0
+else
+  failed=$((failed + 1)); echo "FAIL one --no-graph: did not run: $(tail -n 2 "$WORK/one_eager.log")"
+fi
+
+# a broken kernel must show: every warp reduction's shuffle returns the lane's own value
+if [ -x "$WORK/one/build/stage0" ]; then
+  WF_EMU_FAULT=shfl_down timeout 120 "$WORK/one/launch.sh" --metrics "$WORK/fault.jsonl" \
+    --save "$WORK/fault.ckpt" >"$WORK/fault.log" 2>&1 || true
+  if out=$(compare fault ref fp32 2>&1); then
+    failed=$((failed + 1)); echo "FAIL WF_EMU_FAULT=shfl_down went unnoticed: $out"
+  else
+    passed=$((passed + 1)); echo "ok   WF_EMU_FAULT=shfl_down fails the fp32 row: $out"
+  fi
+fi
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
