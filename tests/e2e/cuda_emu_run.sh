@@ -5,19 +5,20 @@
 # runtime/cuda's host files unchanged, the .cu kernels on the emulator, fake
 # cuBLASLt), run with WF_EMU_ASYNC=1 (kernels and copies run at the host's
 # next wait, so host code that reads device data without waiting reads stale
-# data, as on a GPU).  Each row trains a shrunk plan (tiny; llama_tiny) and
-# compares it with the CPU backend's single-rank run of the same plan, with
-# tests/gpu/check.sh's tolerances on one rank (fp32: losses within 1e-4
-# relative, gradient norms within 1e-3, final weights within 1e-3 relative /
-# 1e-5 absolute; bf16: losses within 1e-2) and equivalence.sh's for dp 2 and
-# pp 2 (losses 2e-6, norms 1e-6, weights 5e-5 / 1e-5; tp 2 moves a weight by
-# 3.4e-4 relative, 1.2e-5 absolute, from the CPU's single rank, so it has
-# check.sh's fp32 tolerances, as there).  One rank
-# replays a captured CUDA graph from step 2 (graph.c; emu.cc records the
-# capture), so the same program with --no-graph must give identical losses.
+# data, as on a GPU).
+# Each row trains a shrunk plan (tiny; llama_tiny) and compares it with the CPU
+# backend's single-rank run of the same plan:
+#   fp32  check.sh's CPU-vs-CUDA tolerances: losses within 1e-4 relative,
+#         gradient norms within 1e-3, final weights within 1e-3 / 1e-5 absolute
+#         (tp 2 too: it moves a weight by 3.4e-4 relative from the CPU's run);
+#   equiv equivalence.sh's, for dp 2 and pp 2: 2e-6, 1e-6, 5e-5 / 1e-5;
+#   bf16  check.sh's: losses within 1e-2.
 # Layouts on two ranks use comm = "mpi" (host-staged: one emulated device per
-# process, which NCCL would refuse as two ranks on one GPU).  Finally a broken
-# warp shuffle (WF_EMU_FAULT=shfl_down) must make the fp32 row fail.
+# process, which NCCL refuses as two ranks on one GPU: checked last).  The
+# one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
+# records the capture): with --no-graph, and resumed from its own checkpoint
+# after step 2, the program must give identical losses.  A broken warp shuffle
+# (WF_EMU_FAULT=shfl_down) must make that row fail.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -122,6 +123,21 @@ else
   failed=$((failed + 1)); echo "FAIL one --no-graph: did not run: $(tail -n 2 "$WORK/one_eager.log")"
 fi
 
+# a checkpoint written by the CUDA program after step 2 and resumed (the host
+# loads the arenas, the graph is captured again): the same last two steps, bit
+# for bit, and the same final weights
+if timeout 120 "$WORK/one/launch.sh" --steps 2 --save "$WORK/half.ckpt" >"$WORK/half.log" 2>&1 &&
+   timeout 120 "$WORK/one/launch.sh" --resume "$WORK/half.ckpt" --metrics "$WORK/resumed.jsonl" \
+     --save "$WORK/resumed.ckpt" >"$WORK/resumed.log" 2>&1; then
+  tail -n 2 "$WORK/one.jsonl" >"$WORK/one_last2.jsonl"
+  same=$(same_field loss "$WORK/one_last2.jsonl" "$WORK/resumed.jsonl" 0) && rc=0 || rc=1
+  w=$("$WEFT" ckpt diff "$WORK/one.ckpt/model.safetensors" "$WORK/resumed.ckpt/model.safetensors" \
+      --tol 0 --atol 0 | tail -n 1) || rc=1
+  check "one: resumed after step 2 (identical): $same; $w" test $rc = 0
+else
+  failed=$((failed + 1)); echo "FAIL one resumed: did not run: $(tail -n 2 "$WORK/half.log" "$WORK/resumed.log")"
+fi
+
 # a broken kernel must show: every warp reduction's shuffle returns the lane's own value
 if [ -x "$WORK/one/build/stage0" ]; then
   WF_EMU_FAULT=shfl_down timeout 120 "$WORK/one/launch.sh" --metrics "$WORK/fault.jsonl" \
@@ -131,6 +147,15 @@ if [ -x "$WORK/one/build/stage0" ]; then
   else
     passed=$((passed + 1)); echo "ok   WF_EMU_FAULT=shfl_down fails the fp32 row: $out"
   fi
+fi
+# comm = "nccl" on two ranks: coll_nccl.c's setup runs and refuses, as on one
+# GPU (every emulated rank has device 0)
+if build_emu nccl plans/tiny.lua --set mesh.dp=2 --set batch.micro=1; then
+  timeout 60 "$WORK/nccl/launch.sh" --steps 1 >"$WORK/nccl.log" 2>&1 || true
+  check "comm = nccl, two ranks on one emulated device: refused, naming comm = \"mpi\"" \
+    grep -Eq "rank [01]: ncclCommInitRank failed .*both use GPU 0 .*compile with comm = \"mpi\"" "$WORK/nccl.log"
+else
+  failed=$((failed + 1)); echo "FAIL nccl: does not build on the emulator"
 fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
