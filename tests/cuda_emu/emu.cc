@@ -507,11 +507,19 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     return cudaSuccess;
 }
 
-/* one emulated device */
-cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+/* one emulated device, or WF_EMU_DEVICES of them (1..8): names only, so that
+ * the ranks of a node pick different devices (runtime/cuda/device.c) and
+ * comm = "nccl" accepts them; every device is this process's one CPU */
+static int devices() {
+    const char *n = getenv("WF_EMU_DEVICES");
+    int d = n ? atoi(n) : 1;
+    return d < 1 ? 1 : d > 8 ? 8 : d;
+}
+static int current_device;
+cudaError_t cudaGetDeviceCount(int *n) { *n = devices(); return cudaSuccess; }
 cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d) {
-    if (d != 0) return cudaErrorInvalidDevice;
-    snprintf(bus, (size_t)len, "0000:00:00.0");
+    if (d < 0 || d >= devices()) return cudaErrorInvalidDevice;
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", d);
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
@@ -519,12 +527,16 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
     *greatest = -5; /* an H100's */
     return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
-cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) {
+    if (d < 0 || d >= devices()) return cudaErrorInvalidDevice;
+    current_device = d;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *d) { *d = current_device; return cudaSuccess; }
 /* an H100-like device with 2 multiprocessors (kernels that size their grid
  * by the SM count still run several blocks, but few) */
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
-    if (d != 0) return cudaErrorInvalidDevice;
+    if (d < 0 || d >= devices()) return cudaErrorInvalidDevice;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cuda_emu (CPU)");
     p->totalGlobalMem = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);

@@ -6,8 +6,9 @@
 #     the rank's context, not emu_device.cc's fake contexts);
 #   - runtime/cuda's host files unchanged: device.c, async.c, graph.c (over
 #     emu.cc's CUDA runtime calls, CUDA graphs included) and coll_nccl.c (over
-#     tests/nccl_fake's NCCL-over-MPI, only linked: every emulated rank sees
-#     device 0, so comm = "nccl" with two ranks stops as on one GPU);
+#     tests/nccl_fake's NCCL-over-MPI, its operations queued on the emulated
+#     device by emu_nccl.cc; ranks see one device each only under
+#     WF_EMU_DEVICES=N: with one, comm = "nccl" stops as on one GPU);
 #   - the emulated kernels and fake cuBLASLt of emu.cmake.
 # Generated programs build against it with tests/cuda_emu/program/ (their
 # stage*.cu as C++, through emu.h), which includes the import file written
@@ -23,7 +24,7 @@ endforeach()
 add_library(weftrt_cuda_emu_full STATIC ${emu_common_sources}
   $<TARGET_OBJECTS:weft_cuda_emu_kernels>
   ${cuda_dir}/device.c ${cuda_dir}/async.c ${cuda_dir}/graph.c ${cuda_dir}/coll_nccl.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/nccl_fake/fake_nccl.c)
+  ${emu_dir}/emu_nccl_ops.c ${emu_dir}/emu_nccl.cc)
 set_target_properties(weftrt_cuda_emu_full PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
 # the fake nccl.h before the toolkit's
 target_include_directories(weftrt_cuda_emu_full PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include

@@ -11,10 +11,13 @@
 #   fp32  check.sh's CPU-vs-CUDA tolerances: losses within 1e-4 relative,
 #         gradient norms within 1e-3, final weights within 1e-3 / 1e-5 absolute
 #         (tp 2 too: it moves a weight by 3.4e-4 relative from the CPU's run);
-#   equiv equivalence.sh's, for dp 2 and pp 2: 2e-6, 1e-6, 5e-5 / 1e-5;
+#   equiv equivalence.sh's, for dp 2 and pp 2 (mpi, nccl): 2e-6, 1e-6, 5e-5 / 1e-5;
 #   bf16  check.sh's: losses within 1e-2.
-# Layouts on two ranks use comm = "mpi" (host-staged: one emulated device per
-# process, which NCCL refuses as two ranks on one GPU: checked last).  The
+# Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
+# GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
+# over tests/nccl_fake, its operations queued in stream order and captured
+# into the CUDA graph with the kernels (emu_nccl.cc); on one device NCCL is
+# refused (checked last).  The
 # one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
 # records the capture): with --no-graph, and resumed from its own checkpoint
 # after step 2, the program must give identical losses.  A broken warp shuffle
@@ -25,7 +28,8 @@
 source "$(dirname "$0")/lib.sh"
 RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
 PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
-export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1
+# two emulated devices: the ranks of a two-rank layout use one each (device.c)
+export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=2
 DATA=$(make_data)
 small=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set train.steps=4
        --set data.train="$DATA" --set batch.global=4)
@@ -100,6 +104,8 @@ rows=(
   "dp2       ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=mpi"
   "pp2       ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi"
   "tp2       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
+  "z3_nccl   ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05"
+  "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
   "bf16_dp2  ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
@@ -110,6 +116,13 @@ for row in "${rows[@]}"; do
   read -r -a sets <<<"$sets"
   if run_row "$name" "$ref" "$kind" "$plan" "${sets[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
+
+# two ranks over NCCL capture their steps too (graph.c: only comm = "mpi" and
+# host work keep steps eager), NCCL operations included
+case " ${ROWS:-z3_nccl} " in *" z3_nccl "*)
+  check "z3_nccl: the step was captured, NCCL calls and all ($(grep -o 'cuda graph: on[^)]*)' "$WORK/z3_nccl.log" | head -1))" \
+    grep -q 'cuda graph: on (captured step 2' "$WORK/z3_nccl.log" ;;
+esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
 case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac
@@ -148,10 +161,9 @@ if [ -x "$WORK/one/build/stage0" ]; then
     passed=$((passed + 1)); echo "ok   WF_EMU_FAULT=shfl_down fails the fp32 row: $out"
   fi
 fi
-# comm = "nccl" on two ranks: coll_nccl.c's setup runs and refuses, as on one
-# GPU (every emulated rank has device 0)
+# comm = "nccl", two ranks on one emulated device: refused, as on one GPU
 if build_emu nccl plans/tiny.lua --set mesh.dp=2 --set batch.micro=1; then
-  timeout 60 "$WORK/nccl/launch.sh" --steps 1 >"$WORK/nccl.log" 2>&1 || true
+  WF_EMU_DEVICES=1 timeout 60 "$WORK/nccl/launch.sh" --steps 1 >"$WORK/nccl.log" 2>&1 || true
   check "comm = nccl, two ranks on one emulated device: refused, naming comm = \"mpi\"" \
     grep -Eq "rank [01]: ncclCommInitRank failed .*both use GPU 0 .*compile with comm = \"mpi\"" "$WORK/nccl.log"
 else
