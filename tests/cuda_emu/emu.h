@@ -37,8 +37,8 @@
  *     fast-math intrinsics as their exact libm versions, bf16/fp16 through
  *     the toolkit's own <cuda_bf16.h>/<cuda_fp16.h> host code;
  *   - the CUDA runtime calls the host wrappers make (errors, streams, events,
- *     memory, memcpy/memset, device queries), in emu.cc, synchronous: no
- *     libcudart is linked;
+ *     memory, memcpy/memset, device queries: one device, or WF_EMU_DEVICES
+ *     of them, names only), in emu.cc, synchronous: no libcudart is linked;
  *   - CUDA graphs as graph.c uses them: a stream capture records launches,
  *     asynchronous copies and memsets (a host wait during it is refused and
  *     invalidates it), a graph launch issues them again in order.
