@@ -86,7 +86,9 @@ run_row() {
   fi
   if ! timeout 120 "$WORK/$name/launch.sh" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
        >"$WORK/$name.log" 2>&1; then
-    echo "FAIL $name: did not run: $(grep -v '^\[' "$WORK/$name.log" | tail -n 3)"
+    # the rank's own error, not mpirun's closing words
+    echo "FAIL $name: did not run: $(grep -E '^(weft: |cuda_emu|emulated NCCL)' "$WORK/$name.log" | head -n 2 ||
+                                      tail -n 3 "$WORK/$name.log")"
     return 1
   fi
   if out=$(compare "$name" "$ref" "$kind"); then
