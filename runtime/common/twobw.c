@@ -177,7 +177,10 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
     wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
     wf_adamw_into(c, dst, lr, 1.0f, 1);
-    memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    /* in stream order: a host memset here raced the CUDA backend's AdamW,
+     * still queued on the stream, which then read zeroed gradients (every
+     * 2BW step left the weights as they were; found by tests/e2e/cuda_emu_run.sh) */
+    wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->param_numel);
     c->last_lr = lr;
     c->step++;
 }

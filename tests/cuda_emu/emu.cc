@@ -220,9 +220,30 @@ void drain() {
     }
 }
 
+/* CUDA graphs: between cudaStreamBeginCapture and cudaStreamEndCapture
+ * launches, asynchronous copies and memsets are recorded, not run (one
+ * capture at a time: there is one sequential device); a graph launch issues
+ * the recorded operations again, in order, with the arguments they were
+ * captured with.  A host wait during a capture (stream or device
+ * synchronize, a synchronous copy or memset) is refused and invalidates it,
+ * as in CUDA's thread-local capture mode. */
+static std::vector<std::function<void()>> *capturing;
+static bool capture_invalid;
+
 void enqueue(std::function<void()> op) {
-    if (async_mode()) pending.push_back(std::move(op));
+    if (capturing) capturing->push_back(std::move(op));
+    else if (async_mode()) pending.push_back(std::move(op));
     else op();
+}
+
+/* a call that waits for the host: refused while capturing */
+static cudaError_t host_wait() {
+    if (capturing) {
+        capture_invalid = true;
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    drain();
+    return cudaSuccess;
 }
 
 void kernel_error(const char *what) { fail("%s", what); }
@@ -254,9 +275,9 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
         S.last_error = smem > smem_max ? cudaErrorInvalidValue : cudaErrorInvalidConfiguration;
         return;
     }
-    if (async_mode()) { /* runs at the next host wait, in issue order */
+    if (async_mode() || capturing) { /* runs at the next host wait, in issue order, or per graph launch */
         std::function<void()> held = body;
-        pending.push_back([name, grid, block, smem, held] { run_grid(name, grid, block, smem, held); });
+        enqueue([name, grid, block, smem, held] { run_grid(name, grid, block, smem, held); });
         return;
     }
     run_grid(name, grid, block, smem, body);
@@ -347,6 +368,9 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     default: return "unknown error (emulated)";
     }
 }
@@ -356,15 +380,18 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
     default: return "cudaErrorUnknown";
     }
 }
 
 /* every launch and copy is complete when its call returns (WF_EMU_ASYNC:
  * when the host next waits, here) */
-cudaError_t cudaDeviceSynchronize(void) { wf_emu::drain(); return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { wf_emu::drain(); return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) { wf_emu::drain(); return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return wf_emu::host_wait(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return wf_emu::host_wait(); }
+cudaError_t cudaStreamQuery(cudaStream_t) { return wf_emu::host_wait(); }
 
 /* streams and events are distinct non-null handles; events hold a time */
 struct CUstream_st { int unused; };
@@ -374,7 +401,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaSt
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned, int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
 cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *status) {
-    *status = cudaStreamCaptureStatusNone; /* CUDA graphs are not emulated */
+    *status = wf_emu::capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
@@ -394,6 +421,42 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     return cudaSuccess;
 }
 
+/* CUDA graphs (see wf_emu::capturing): a graph and its executable are the
+ * recorded operations */
+struct CUgraph_st { std::vector<std::function<void()>> ops; };
+struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+    if (wf_emu::capturing) return cudaErrorIllegalState;
+    wf_emu::capturing = new std::vector<std::function<void()>>();
+    wf_emu::capture_invalid = false;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *graph) {
+    if (!wf_emu::capturing) return cudaErrorIllegalState;
+    std::unique_ptr<std::vector<std::function<void()>>> ops(wf_emu::capturing);
+    wf_emu::capturing = nullptr;
+    *graph = nullptr;
+    if (wf_emu::capture_invalid) return cudaErrorStreamCaptureInvalidated;
+    *graph = new CUgraph_st{std::move(*ops)};
+    return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count) {
+    if (nodes) return cudaErrorInvalidValue; /* only the count is emulated */
+    *count = graph->ops.size();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long) {
+    *exec = new CUgraphExec_st{graph->ops};
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+    if (wf_emu::capturing) return cudaErrorStreamCaptureUnsupported;
+    for (const auto &op : exec->ops) wf_emu::enqueue(op);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { delete graph; return cudaSuccess; }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { delete exec; return cudaSuccess; }
+
 /* memory: all of it is host memory, so every kind of copy is a memmove */
 static cudaError_t alloc(void **p, size_t bytes) {
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
@@ -406,7 +469,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc(p, by
 cudaError_t cudaFree(void *p) { wf_emu::drain(); free(p); return cudaSuccess; }
 cudaError_t cudaFreeHost(void *p) { wf_emu::drain(); free(p); return cudaSuccess; }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
-    wf_emu::drain();
+    if (cudaError_t e = wf_emu::host_wait()) return e;
     memmove(dst, src, n);
     return cudaSuccess;
 }
@@ -414,7 +477,11 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
     wf_emu::enqueue([dst, src, n] { memmove(dst, src, n); });
     return cudaSuccess;
 }
-cudaError_t cudaMemset(void *p, int v, size_t n) { wf_emu::drain(); memset(p, v, n); return cudaSuccess; }
+cudaError_t cudaMemset(void *p, int v, size_t n) {
+    if (cudaError_t e = wf_emu::host_wait()) return e;
+    memset(p, v, n);
+    return cudaSuccess;
+}
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
     wf_emu::enqueue([p, v, n] { memset(p, v, n); });
     return cudaSuccess;
@@ -440,14 +507,36 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     return cudaSuccess;
 }
 
-/* one emulated device */
-cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
-cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+/* one emulated device, or WF_EMU_DEVICES of them (1..8): names only, so that
+ * the ranks of a node pick different devices (runtime/cuda/device.c) and
+ * comm = "nccl" accepts them; every device is this process's one CPU */
+static int devices() {
+    const char *n = getenv("WF_EMU_DEVICES");
+    int d = n ? atoi(n) : 1;
+    return d < 1 ? 1 : d > 8 ? 8 : d;
+}
+static int current_device;
+cudaError_t cudaGetDeviceCount(int *n) { *n = devices(); return cudaSuccess; }
+cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d) {
+    if (d < 0 || d >= devices()) return cudaErrorInvalidDevice;
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", d);
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+    *least = 0;
+    *greatest = -5; /* an H100's */
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) {
+    if (d < 0 || d >= devices()) return cudaErrorInvalidDevice;
+    current_device = d;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *d) { *d = current_device; return cudaSuccess; }
 /* an H100-like device with 2 multiprocessors (kernels that size their grid
  * by the SM count still run several blocks, but few) */
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
-    if (d != 0) return cudaErrorInvalidDevice;
+    if (d < 0 || d >= devices()) return cudaErrorInvalidDevice;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cuda_emu (CPU)");
     p->totalGlobalMem = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
@@ -473,6 +562,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int) {
     case cudaDevAttrMultiProcessorCount: *v = 2; break;
     case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
     case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
+    /* the host and the emulated kernels share memory like a Linux GPU does */
+    case cudaDevAttrConcurrentManagedAccess: *v = 1; break;
     default: *v = 0; return cudaErrorInvalidValue;
     }
     return cudaSuccess;

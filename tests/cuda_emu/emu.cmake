@@ -41,19 +41,29 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>"
     "$<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off;-Wno-unknown-pragmas>")
 
-  # the kernels: each .cu compiled as C++ through a one-line wrapper
-  set(emu_sources ${emu_dir}/emu_device.cc ${emu_dir}/emu_gemm.cc
-      ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c   # rt.h's scalar conversions
-      ${PROJECT_SOURCE_DIR}/runtime/common/opt_host.c          # the offloaded AdamW
-      ${cuda_dir}/cast.c)                                        # the cast buffer (act16)
+  # the kernels: each .cu compiled as C++ through a one-line wrapper, and the
+  # fake cuBLASLt; compiled once, for the kernel tests' library below and the
+  # whole emulated runtime (emu_runtime.cmake)
+  set(emu_kernel_sources ${emu_dir}/emu_gemm.cc)
   foreach(cu ${WEFT_EMU_KERNELS})
     get_filename_component(stem ${cu} NAME_WE)
     set(wrapper ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/${stem}_emu.cc)
     file(CONFIGURE OUTPUT ${wrapper} CONTENT "#include \"${cuda_dir}/${cu}\"\n")
     set_property(SOURCE ${wrapper} APPEND PROPERTY OBJECT_DEPENDS ${cuda_dir}/${cu})
-    list(APPEND emu_sources ${wrapper})
+    list(APPEND emu_kernel_sources ${wrapper})
   endforeach()
-  add_library(weftrt_cuda_emu STATIC ${emu_sources})
+  add_library(weft_cuda_emu_kernels OBJECT ${emu_kernel_sources})
+  set_target_properties(weft_cuda_emu_kernels PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(weft_cuda_emu_kernels PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include
+    PRIVATE ${cuda_dir} ${PROJECT_SOURCE_DIR}/runtime/cpu ${PROJECT_SOURCE_DIR}/runtime/common)
+  target_link_libraries(weft_cuda_emu_kernels PUBLIC weft_cuda_emu)
+
+  # the kernel tests' library: the kernels with emu_device.cc's stand-ins for
+  # device.c / async.c and its fake plan contexts (wf_storage_ctx)
+  add_library(weftrt_cuda_emu STATIC $<TARGET_OBJECTS:weft_cuda_emu_kernels> ${emu_dir}/emu_device.cc
+      ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c   # rt.h's scalar conversions
+      ${PROJECT_SOURCE_DIR}/runtime/common/opt_host.c           # the offloaded AdamW
+      ${cuda_dir}/cast.c)                                        # the cast buffer (act16)
   set_target_properties(weftrt_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_include_directories(weftrt_cuda_emu PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include
     PRIVATE ${cuda_dir} ${PROJECT_SOURCE_DIR}/runtime/cpu ${PROJECT_SOURCE_DIR}/runtime/common)
@@ -61,6 +71,9 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   # emu_device.cc's contexts have no wf_ctx layout: cast.c treats every
   # request as a kernel test's (a buffer that grows)
   target_compile_definitions(weftrt_cuda_emu PRIVATE WF_CAST_NO_PLAN)
+
+  # the whole CUDA runtime on the emulator, for generated programs (e2e_cuda_emu)
+  include(${emu_dir}/emu_runtime.cmake)
 
   add_executable(test_cuda_emu ${emu_dir}/test_emu.cc)
   set_target_properties(test_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
@@ -79,7 +92,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
            "${WEFT_EMU_KERNELS};${WEFT_EMU_NOT_EMULATED}")
   set_tests_properties(cuda_emu_kernels PROPERTIES TIMEOUT 120)
 else()
-  foreach(t cuda_emu cuda_emu_kernels)
+  foreach(t cuda_emu cuda_emu_kernels e2e_cuda_emu)
     add_test(NAME ${t} COMMAND sh -c "echo 'skipped: no C++ compiler or no CUDA headers (cuda_runtime.h, cublas_v2.h)'; exit 77")
     set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()

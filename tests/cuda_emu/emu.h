@@ -37,8 +37,11 @@
  *     fast-math intrinsics as their exact libm versions, bf16/fp16 through
  *     the toolkit's own <cuda_bf16.h>/<cuda_fp16.h> host code;
  *   - the CUDA runtime calls the host wrappers make (errors, streams, events,
- *     memory, memcpy/memset, device queries), in emu.cc, synchronous: no
- *     libcudart is linked.
+ *     memory, memcpy/memset, device queries: one device, or WF_EMU_DEVICES
+ *     of them, names only), in emu.cc, synchronous: no libcudart is linked;
+ *   - CUDA graphs as graph.c uses them: a stream capture records launches,
+ *     asynchronous copies and memsets (a host wait during it is refused and
+ *     invalidates it), a graph launch issues them again in order.
  * What is not:
  *   - warp operations with a partial mask (only masks naming every lane of
  *     the warp that exists; reported otherwise), warp-divergent shuffles;
@@ -46,10 +49,12 @@
  *     launches (reported), cooperative groups;
  *   - timing, concurrency between streams or blocks, any memory model beyond
  *     sequential execution (so races that need real parallelism go unseen,
- *     although threads interleave at every barrier); CUDA graphs; cuBLAS and
- *     NCCL (the emulated build replaces gemm.cu with tests/cuda_emu/emu_gemm.cc
- *     and device.c with emu_device.cc: functions of those two that kernel
- *     files call need an emulated version there).
+ *     although threads interleave at every barrier); graph nodes other than
+ *     captured ones; cuBLAS and NCCL (the emulated build replaces gemm.cu with
+ *     tests/cuda_emu/emu_gemm.cc, and the kernel tests' library device.c with
+ *     emu_device.cc: functions of those two that kernel files call need an
+ *     emulated version there; the whole runtime, emu_runtime.cmake, runs
+ *     device.c itself and NCCL as tests/nccl_fake's).
  *
  * Fault injection for the tests that must fail: WF_EMU_FAULT=shfl_down makes
  * __shfl_down_sync return the caller's own value; WF_EMU_FAULT=syncthreads

@@ -1,6 +1,8 @@
-/* emu_device.cc: runtime/cuda/device.c for the emulated build: one stream
- * handle, host memory for the arenas, and errors that name the call (the
- * kernel tests run without a rank: c is NULL there). */
+/* emu_device.cc: runtime/cuda/device.c for the kernel tests' emulated
+ * library (weftrt_cuda_emu): one stream handle, host memory for the arenas,
+ * and errors that name the call (the kernel tests run without a rank: c is
+ * NULL there), and fake plan contexts.  The whole emulated runtime
+ * (emu_runtime.cmake) has device.c, async.c and precision_of.c instead. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,9 +2,9 @@
  * shared memory and shuffles (runtime/cuda/reduce.cuh), warp shuffles and
  * votes, atomics, dynamic shared memory and its limit, a multi-block
  * grid-stride loop, 2D indices, 16-bit conversions, WMMA (tensor-core)
- * fragments against a plain loop, and that broken barriers, partial warp
- * masks and WMMA memory the hardware refuses are reported (in a forked child,
- * which must exit 1 naming them). */
+ * fragments against a plain loop, a captured and replayed CUDA graph, and
+ * that broken barriers, partial warp masks and WMMA memory the hardware
+ * refuses are reported (in a forked child, which must exit 1 naming them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -406,6 +406,45 @@ static bool reported(void (*launch)(), const char *expect) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 1 && err.find(expect) != std::string::npos;
 }
 
+/* ---- CUDA graphs: a capture records, a graph launch replays ------------------ */
+
+__global__ static void add_one_kernel(int *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1;
+}
+
+/* memset to 0, then +1, captured: nothing runs during the capture; each of
+ * two launches gives 1; a host wait inside a capture is refused and the
+ * capture comes back invalidated */
+static bool graph_ok() {
+    int x[100];
+    for (int &v : x) v = -1;
+    cudaStream_t s;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    bool ok = cudaStreamCreate(&s) == cudaSuccess && cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess &&
+              cudaStreamIsCapturing(s, &status) == cudaSuccess && status == cudaStreamCaptureStatusActive &&
+              cudaMemsetAsync(x, 0, sizeof x, s) == cudaSuccess;
+    WF_LAUNCH(add_one_kernel, 2, 64, 0, s)(x, 100);
+    size_t nodes = 0;
+    ok = ok && x[0] == -1 && x[99] == -1 && cudaStreamEndCapture(s, &g) == cudaSuccess &&
+         cudaGraphGetNodes(g, nullptr, &nodes) == cudaSuccess && nodes == 2 &&
+         cudaGraphInstantiate(&exec, g, 0) == cudaSuccess && x[0] == -1;
+    for (int launch = 0; ok && launch < 2; launch++) {
+        ok = cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+        for (int v : x) ok = ok && v == 1;
+    }
+    cudaGraph_t bad = nullptr;
+    ok = ok && cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess &&
+         cudaStreamSynchronize(s) == cudaErrorStreamCaptureUnsupported &&
+         cudaStreamEndCapture(s, &bad) == cudaErrorStreamCaptureInvalidated && bad == nullptr;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+    return ok;
+}
+
 static int sink[256];
 static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
 static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
@@ -435,6 +474,8 @@ int main() {
     CHECK(wmma_ok<__half>(to_fp16), "wmma 16x16x16 fp16, the same");
     CHECK(!wmma_store_race(0) && wmma_store_race(1),
           "wmma::store_matrix_sync then another lane's element: stale without __syncwarp, right with it");
+    CHECK(graph_ok(), "a CUDA graph: capture records a memset and a launch without running them, two "
+                      "launches replay them; a host wait while capturing invalidates the capture");
     CHECK(reported(launch_wmma_misaligned, "not 256-bit"), "a wmma fragment load from a misaligned pointer is reported");
     CHECK(reported(launch_wmma_bad_ldm, "ldm 20"), "a wmma ldm that is not a multiple of 16 bytes is reported");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Whole generated CUDA programs without a GPU: `weft compile --backend cuda`'s
+# stage*.cu built as C++ on the CPU emulator (tests/cuda_emu/program) against
+# the emulated runtime (tests/cuda_emu/emu_runtime.cmake: runtime/common and
+# runtime/cuda's host files unchanged, the .cu kernels on the emulator, fake
+# cuBLASLt), run with WF_EMU_ASYNC=1 (kernels and copies run at the host's
+# next wait, so host code that reads device data without waiting reads stale
+# data, as on a GPU).
+# Each row trains a shrunk plan (tiny; llama_tiny) and compares it with the CPU
+# backend's single-rank run of the same plan:
+#   fp32  check.sh's CPU-vs-CUDA tolerances: losses within 1e-4 relative,
+#         gradient norms within 1e-3, final weights within 1e-3 / 1e-5 absolute
+#         (tp 2 too: it moves a weight by 3.4e-4 relative from the CPU's run);
+#   equiv equivalence.sh's, for dp 2 and pp 2 (mpi, nccl): 2e-6, 1e-6, 5e-5 / 1e-5;
+#   bf16  check.sh's: losses within 1e-2.
+# Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
+# GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
+# over tests/nccl_fake, its operations queued in stream order and captured
+# into the CUDA graph with the kernels (emu_nccl.cc); on one device NCCL is
+# refused (checked last).  The
+# one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
+# records the capture): with --no-graph, and resumed from its own checkpoint
+# after step 2, the program must give identical losses.  A broken warp shuffle
+# (WF_EMU_FAULT=shfl_down) must make that row fail.
+# Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
+# overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
+# those rows (the graph and fault checks run with the row `one`).
+source "$(dirname "$0")/lib.sh"
+RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
+PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
+# two emulated devices: the ranks of a two-rank layout use one each (device.c)
+export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=2
+DATA=$(make_data)
+small=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set train.steps=4
+       --set data.train="$DATA" --set batch.global=4)
+
+# build_ref NAME PLAN [--set ...]: the CPU backend's single-rank run, the reference
+build_ref() {
+  local name=$1 plan=$2
+  shift 2
+  build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" >/dev/null &&
+    run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1
+}
+build_ref ref plans/tiny.lua
+build_ref ref_bf16 plans/tiny.lua --set precision=bf16
+build_ref ref_llama plans/llama_tiny.lua
+build_ref ref_2bw plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0
+
+# build_emu NAME PLAN [--set ...]: compiled for CUDA, built on the emulator
+build_emu() {
+  local name=$1 plan=$2
+  shift 2
+  "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${small[@]}" "$@" 2>"$WORK/$name.compile.log" &&
+    cmake -S "$PROG" -B "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
+      >"$WORK/$name.cmake.log" 2>&1 &&
+    cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
+}
+
+# compare NAME REF KIND: prints the differences; 0 within KIND's tolerances
+compare() {
+  local name=$1 ref=$2 kind=$3 loss norm w ok=0
+  # fp32: check.sh's CPU-vs-CUDA tolerances; equiv: equivalence.sh's (a
+  # layout against the single-rank losses and weights); bf16: check.sh's
+  local tl=1e-4 tn=1e-3 tw=1e-3
+  [ "$kind" = equiv ] && tl=2e-6 tn=1e-6 tw=5e-5
+  if [ "$kind" = bf16 ]; then
+    loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-2) || ok=1
+    echo "$loss"
+    return $ok
+  fi
+  loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $tl) || ok=1
+  norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $tn) || ok=1
+  w=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+      --tol $tw --atol 1e-5 | tail -n 1) || ok=1
+  echo "$loss, $norm; $w"
+  return $ok
+}
+
+# run_row NAME REF KIND [--set ...]: builds, runs and compares one layout
+run_row() {
+  local name=$1 ref=$2 kind=$3 start=$SECONDS out
+  shift 3
+  if ! build_emu "$name" "$@"; then
+    echo "FAIL $name: does not build on the emulator: $(tail -n 3 "$WORK/$name.compile.log" "$WORK/$name.build.log")"
+    return 1
+  fi
+  if ! timeout 120 "$WORK/$name/launch.sh" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
+       >"$WORK/$name.log" 2>&1; then
+    # the rank's own error, not mpirun's closing words
+    echo "FAIL $name: did not run: $(grep -E '^(weft: |cuda_emu|emulated NCCL)' "$WORK/$name.log" | head -n 2 ||
+                                      tail -n 3 "$WORK/$name.log")"
+    return 1
+  fi
+  if out=$(compare "$name" "$ref" "$kind"); then
+    echo "ok   $name (emulated CUDA vs CPU, $((SECONDS - start)) s): $out"
+  else
+    echo "FAIL $name (emulated CUDA vs CPU, $((SECONDS - start)) s): $out"
+    return 1
+  fi
+}
+
+# name       reference  kind plan                 overrides
+rows=(
+  "one       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2"
+  "bf16      ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
+  "dp2       ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=mpi"
+  "pp2       ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi"
+  "tp2       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
+  "z3_nccl   ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05"
+  "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
+  "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
+  "bf16_dp2  ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
+  "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
+)
+for row in "${rows[@]}"; do
+  read -r name ref kind plan sets <<<"$row"
+  case " ${ROWS:-$name} " in *" $name "*) ;; *) continue ;; esac  # ROWS="one dp2": only those
+  read -r -a sets <<<"$sets"
+  if run_row "$name" "$ref" "$kind" "$plan" "${sets[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
+# two ranks over NCCL capture their steps too (graph.c: only comm = "mpi" and
+# host work keep steps eager), NCCL operations included
+case " ${ROWS:-z3_nccl} " in *" z3_nccl "*)
+  check "z3_nccl: the step was captured, NCCL calls and all ($(grep -o 'cuda graph: on[^)]*)' "$WORK/z3_nccl.log" | head -1))" \
+    grep -q 'cuda graph: on (captured step 2' "$WORK/z3_nccl.log" ;;
+esac
+
+# the one-rank row replayed a captured graph; eager steps must give the same losses
+case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac
+if [ -f "$WORK/one.jsonl" ] &&
+   timeout 120 "$WORK/one/launch.sh" --no-graph --metrics "$WORK/one_eager.jsonl" >"$WORK/one_eager.log" 2>&1; then
+  check "one: the step was captured ($(grep -o 'cuda graph: on[^)]*)' "$WORK/one.log"))" \
+    grep -q 'cuda graph: on (captured step 2' "$WORK/one.log"
+  same=$(same_field loss "$WORK/one.jsonl" "$WORK/one_eager.jsonl" 0) && rc=0 || rc=1
+  check "one: graph replay vs --no-graph (identical): $same" test $rc = 0
+else
+  failed=$((failed + 1)); echo "FAIL one --no-graph: did not run: $(tail -n 2 "$WORK/one_eager.log")"
+fi
+
+# a checkpoint written by the CUDA program after step 2 and resumed (the host
+# loads the arenas, the graph is captured again): the same last two steps, bit
+# for bit, and the same final weights
+if timeout 120 "$WORK/one/launch.sh" --steps 2 --save "$WORK/half.ckpt" >"$WORK/half.log" 2>&1 &&
+   timeout 120 "$WORK/one/launch.sh" --resume "$WORK/half.ckpt" --metrics "$WORK/resumed.jsonl" \
+     --save "$WORK/resumed.ckpt" >"$WORK/resumed.log" 2>&1; then
+  tail -n 2 "$WORK/one.jsonl" >"$WORK/one_last2.jsonl"
+  same=$(same_field loss "$WORK/one_last2.jsonl" "$WORK/resumed.jsonl" 0) && rc=0 || rc=1
+  w=$("$WEFT" ckpt diff "$WORK/one.ckpt/model.safetensors" "$WORK/resumed.ckpt/model.safetensors" \
+      --tol 0 --atol 0 | tail -n 1) || rc=1
+  check "one: resumed after step 2 (identical): $same; $w" test $rc = 0
+else
+  failed=$((failed + 1)); echo "FAIL one resumed: did not run: $(tail -n 2 "$WORK/half.log" "$WORK/resumed.log")"
+fi
+
+# a broken kernel must show: every warp reduction's shuffle returns the lane's own value
+if [ -x "$WORK/one/build/stage0" ]; then
+  WF_EMU_FAULT=shfl_down timeout 120 "$WORK/one/launch.sh" --metrics "$WORK/fault.jsonl" \
+    --save "$WORK/fault.ckpt" >"$WORK/fault.log" 2>&1 || true
+  if out=$(compare fault ref fp32 2>&1); then
+    failed=$((failed + 1)); echo "FAIL WF_EMU_FAULT=shfl_down went unnoticed: $out"
+  else
+    passed=$((passed + 1)); echo "ok   WF_EMU_FAULT=shfl_down fails the fp32 row: $out"
+  fi
+fi
+# comm = "nccl", two ranks on one emulated device: refused, as on one GPU
+if build_emu nccl plans/tiny.lua --set mesh.dp=2 --set batch.micro=1; then
+  WF_EMU_DEVICES=1 timeout 60 "$WORK/nccl/launch.sh" --steps 1 >"$WORK/nccl.log" 2>&1 || true
+  check "comm = nccl, two ranks on one emulated device: refused, naming comm = \"mpi\"" \
+    grep -Eq "rank [01]: ncclCommInitRank failed .*both use GPU 0 .*compile with comm = \"mpi\"" "$WORK/nccl.log"
+else
+  failed=$((failed + 1)); echo "FAIL nccl: does not build on the emulator"
+fi
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
