@@ -132,28 +132,29 @@ extern "C" void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *d
 }
 
 /* ---- vocabulary-parallel embedding -------------------------------------- */
+/* Also the LLaMA family's embedding on one rank (the whole vocabulary, no
+ * position table), so it takes the activation storage of c. */
 
-__global__ static void vocab_embed_fwd_kernel(float *out, const int32_t *tok, const float *wte_part,
+template <class S>
+__global__ static void vocab_embed_fwd_kernel(typename S::raw *out, const int32_t *tok, const float *wte_part,
                                               int v_begin, int VL, long N, int C) {
     GRID_STRIDE(i, N * C) {
         long n = i / C;
         int row = tok[n] - v_begin;
-        out[i] = (row >= 0 && row < VL) ? wte_part[(long)row * C + i % C] : 0.0f;
+        S::store(out, i, (row >= 0 && row < VL) ? wte_part[(long)row * C + i % C] : 0.0f);
     }
 }
 
 extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
                                    const float *wte_part, int v_begin, int VL, int N, int C) {
-    REFUSE_ACT16(c, "wf_vocab_embed_fwd");
-    WF_LAUNCH(vocab_embed_fwd_kernel, wf_blocks((long)N * C), WF_THREADS, 0, wf_cuda_stream(c))(
-        out, tok, wte_part, v_begin, VL, N, C);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(vocab_embed_fwd_kernel<S>, wf_blocks((long)N * C), WF_THREADS, 0,
+                                  wf_cuda_stream(c))(wf_act<S>(out), tok, wte_part, v_begin, VL, N, C));
     wf_cuda_sync(c, "wf_vocab_embed_fwd");
 }
 
 extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout,
                                    const int32_t *tok, int v_begin, int VL, int N, int C) {
-    REFUSE_ACT16(c, "wf_vocab_embed_bwd");
-    embed_dwte<wf_st_f32>(wf_cuda_stream(c), dwte_part, dout, tok, N, C, v_begin, VL);
+    WF_BY_STORAGE(c, S, embed_dwte<S>(wf_cuda_stream(c), dwte_part, dout, tok, N, C, v_begin, VL));
     wf_cuda_sync(c, "wf_vocab_embed_bwd");
 }
 

@@ -838,6 +838,14 @@ static void act16_elementwise(int p) {
     wf_embed_bwd(ctx, dwte, dwpe, dout, tok, B, T, C);
     put(name, "dwte", dwte, (long)V * C);
     put(name, "dwpe", dwpe, (long)T * C);
+    /* the LLaMA family's embedding on one rank (no position table) */
+    float *dwte_part = buf((long)VL * C);
+    act16_name(name, sizeof name, "vocab_embed_fwd", p, "");
+    wf_vocab_embed_fwd(ctx, o, tok, wte, V0, VL, N, C);
+    put16(name, "out [exact]", p, o, nc);
+    act16_name(name, sizeof name, "vocab_embed_bwd", p, "");
+    wf_vocab_embed_bwd(ctx, dwte_part, dout, tok, V0, VL, N, C);
+    put(name, "dwte", dwte_part, (long)VL * C);
 
     float *x = act16_buf(p, nm, 3.0f), *y = act16_buf(p, nm, 1.0f), *dy = act16_buf(p, nm, 1.0f);
     float *dx = act16_buf(p, nm, 1.0f);
@@ -1045,11 +1053,8 @@ static void run_act16_kernels(void) {
  * there naming the call (tests/cuda_emu/kernels.sh); returns 3 if it ran. */
 static int refuse_act16_case(const char *kernel) {
     wf_ctx *ctx = act16_ctx(WF_BF16);
-    int32_t *tok = tokens(N, V);
     float *x = buf((long)N * M), *y = buf((long)N * M), *w = buf((long)V * C), *db = buf(M);
-    if (strcmp(kernel, "wf_vocab_embed_fwd") == 0) wf_vocab_embed_fwd(ctx, y, tok, w, V0, VL, N, C);
-    else if (strcmp(kernel, "wf_vocab_embed_bwd") == 0) wf_vocab_embed_bwd(ctx, w, x, tok, V0, VL, N, C);
-    else if (strcmp(kernel, "wf_pos_add_fwd") == 0) wf_pos_add_fwd(ctx, y, x, w, 0, N, T, C);
+    if (strcmp(kernel, "wf_pos_add_fwd") == 0) wf_pos_add_fwd(ctx, y, x, w, 0, N, T, C);
     else if (strcmp(kernel, "wf_pos_add_bwd") == 0) wf_pos_add_bwd(ctx, y, w, x, 0, N, T, C);
     else if (strcmp(kernel, "wf_pos_add_bwd_input") == 0) wf_pos_add_bwd_input(ctx, y, x, N, C);
     else if (strcmp(kernel, "wf_pos_add_bwd_weight") == 0) wf_pos_add_bwd_weight(ctx, w, x, 0, N, T, C);
