@@ -10,7 +10,14 @@
  * Activations and their gradients are in c's storage (storage.cuh): each
  * kernel is a template on it; the tensor-parallel kernels (vocabulary
  * embedding, position and bias adds) never run under act16 (rt.h: act16 is
- * off when tp > 1) and refuse it. */
+ * off when tp > 1) and refuse it.
+ *
+ * The elementwise kernels, the embedding's forward and its position
+ * gradient are templates on an access A (storage_vec.cuh): 16 bytes of
+ * activations per load and store where the host wrapper finds every
+ * activation pointer 16-byte aligned and the count (or C) a multiple of the
+ * vector width, one element at a time otherwise; each element's arithmetic
+ * is the same on both paths, so are the results, bit for bit. */
 #include "cuda_rt.h"
 #include "gelu_value.h"
 #include "kernels_tp.h"
@@ -18,6 +25,7 @@
 #include "precision_bits.h"
 #include "reduce.cuh"
 #include "storage.cuh"
+#include "storage_vec.cuh"
 
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
@@ -63,13 +71,18 @@ extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long
 
 /* ---- embedding --------------------------------------------------------- */
 
-template <class S>
-__global__ static void embed_fwd_kernel(typename S::raw *out, const int32_t *tok, const float *wte,
+/* a chunk of A::width elements lies in one row (C is a multiple of it) */
+template <class A>
+__global__ static void embed_fwd_kernel(typename A::raw *out, const int32_t *tok, const float *wte,
                                         const float *wpe, long N, int T, int C) {
-    GRID_STRIDE(i, N * C) {
+    WF_GRID_CHUNKS(i, N * C, A::width) {
         long n = i / C;
         int k = (int)(i % C), t = (int)(n % T);
-        S::store(out, i, wte[(long)tok[n] * C + k] + wpe[(long)t * C + k]);
+        const float *we = wte + (long)tok[n] * C + k, *pe = wpe + (long)t * C + k;
+        float v[A::width];
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = we[e] + pe[e];
+        A::store(out, i, v);
     }
 }
 
@@ -103,22 +116,31 @@ static void embed_dwte(cudaStream_t s, float *dwte, const float *dout, const int
     WF_LAUNCH(embed_dwte_kernel<S>, grid, block, 0, s)(dwte, wf_act<S>(dout), tok, N, C, v_begin, VL);
 }
 
-/* one thread per (t, k): dwpe[t, k] += dout[b, t, k] for b in order */
-template <class S>
-__global__ static void embed_dwpe_kernel(float *dwpe, const typename S::raw *dout, int B, int T, int C) {
-    GRID_STRIDE(i, (long)T * C) {
+/* one thread per (t, chunk of A::width columns k): dwpe[t, k] += dout[b, t, k]
+ * for b in order */
+template <class A>
+__global__ static void embed_dwpe_kernel(float *dwpe, const typename A::raw *dout, int B, int T, int C) {
+    WF_GRID_CHUNKS(i, (long)T * C, A::width) {
         long t = i / C, k = i % C;
-        float acc = dwpe[i];
-        for (int b = 0; b < B; b++) acc += S::load(dout, ((long)b * T + t) * C + k);
-        dwpe[i] = acc;
+        float acc[A::width], d[A::width];
+#pragma unroll
+        for (int e = 0; e < A::width; e++) acc[e] = dwpe[i + e];
+        for (int b = 0; b < B; b++) {
+            A::load(dout, ((long)b * T + t) * C + k, d);
+#pragma unroll
+            for (int e = 0; e < A::width; e++) acc[e] += d[e];
+        }
+#pragma unroll
+        for (int e = 0; e < A::width; e++) dwpe[i + e] = acc[e];
     }
 }
 
 extern "C" void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
                              const float *wpe, int B, int T, int C) {
     long N = (long)B * T;
-    WF_BY_STORAGE(c, S, WF_LAUNCH(embed_fwd_kernel<S>, wf_blocks(N * C), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), tok, wte, wpe, N, T, C));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, out),
+                                    WF_LAUNCH(embed_fwd_kernel<A>, wf_blocks(N * C / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), tok, wte, wpe, N, T, C)));
     wf_cuda_sync(c, "wf_embed_fwd");
 }
 
@@ -126,8 +148,9 @@ extern "C" void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *d
                              const int32_t *tok, int B, int T, int C) {
     cudaStream_t s = wf_cuda_stream(c);
     WF_BY_STORAGE(c, S, embed_dwte<S>(s, dwte, dout, tok, (long)B * T, C, 0, 0x7fffffff);
-                  WF_LAUNCH(embed_dwpe_kernel<S>, wf_blocks((long)T * C), WF_THREADS, 0, s)(
-                      dwpe, wf_act<S>(dout), B, T, C));
+                  WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dout),
+                              WF_LAUNCH(embed_dwpe_kernel<A>, wf_blocks((long)T * C / A::width), WF_THREADS, 0, s)(
+                                  dwpe, wf_act<S>(dout), B, T, C)));
     wf_cuda_sync(c, "wf_embed_bwd");
 }
 
@@ -135,20 +158,26 @@ extern "C" void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *d
 /* Also the LLaMA family's embedding on one rank (the whole vocabulary, no
  * position table), so it takes the activation storage of c. */
 
-template <class S>
-__global__ static void vocab_embed_fwd_kernel(typename S::raw *out, const int32_t *tok, const float *wte_part,
+template <class A>
+__global__ static void vocab_embed_fwd_kernel(typename A::raw *out, const int32_t *tok, const float *wte_part,
                                               int v_begin, int VL, long N, int C) {
-    GRID_STRIDE(i, N * C) {
+    WF_GRID_CHUNKS(i, N * C, A::width) {
         long n = i / C;
         int row = tok[n] - v_begin;
-        S::store(out, i, (row >= 0 && row < VL) ? wte_part[(long)row * C + i % C] : 0.0f);
+        const float *we = wte_part + (long)row * C + i % C;
+        float v[A::width];
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = (row >= 0 && row < VL) ? we[e] : 0.0f;
+        A::store(out, i, v);
     }
 }
 
 extern "C" void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok,
                                    const float *wte_part, int v_begin, int VL, int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(vocab_embed_fwd_kernel<S>, wf_blocks((long)N * C), WF_THREADS, 0,
-                                  wf_cuda_stream(c))(wf_act<S>(out), tok, wte_part, v_begin, VL, N, C));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, out),
+                                    WF_LAUNCH(vocab_embed_fwd_kernel<A>, wf_blocks((long)N * C / A::width),
+                                              WF_THREADS, 0, wf_cuda_stream(c))(wf_act<S>(out), tok, wte_part,
+                                                                                v_begin, VL, N, C)));
     wf_cuda_sync(c, "wf_vocab_embed_fwd");
 }
 
@@ -162,15 +191,29 @@ extern "C" void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dou
 
 /* the formula is runtime/cpu/gelu_value.h's, the CPU backend's */
 
-template <class S>
-__global__ static void gelu_fwd_kernel(typename S::raw *out, const typename S::raw *inp, long n) {
-    GRID_STRIDE(i, n) S::store(out, i, wf_gelu_value(S::load(inp, i)));
+template <class A>
+__global__ static void gelu_fwd_kernel(typename A::raw *out, const typename A::raw *inp, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float x[A::width];
+        A::load(inp, i, x);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) x[e] = wf_gelu_value(x[e]);
+        A::store(out, i, x);
+    }
 }
 
-template <class S>
-__global__ static void gelu_bwd_kernel(typename S::raw *dinp, const typename S::raw *inp,
-                                       const typename S::raw *dout, long n) {
-    GRID_STRIDE(i, n) S::store(dinp, i, S::load(dinp, i) + wf_gelu_grad(S::load(inp, i)) * S::load(dout, i));
+template <class A>
+__global__ static void gelu_bwd_kernel(typename A::raw *dinp, const typename A::raw *inp,
+                                       const typename A::raw *dout, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float dx[A::width], x[A::width], d[A::width];
+        A::load(dinp, i, dx);
+        A::load(inp, i, x);
+        A::load(dout, i, d);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) dx[e] = dx[e] + wf_gelu_grad(x[e]) * d[e];
+        A::store(dinp, i, dx);
+    }
 }
 
 /* The fused linear + GELU's elementwise half (linear_gelu.h): in 16 bits the
@@ -178,53 +221,79 @@ __global__ static void gelu_bwd_kernel(typename S::raw *dinp, const typename S::
  * one launch where the unfused ops take three (gelu and two roundings);
  * under fp32 the rounding is the identity and this is gelu_fwd_kernel with
  * pre read back in place. */
-template <class S>
-__global__ static void gelu_round_fwd_kernel(int precision, typename S::raw *pre, typename S::raw *out, long n) {
-    GRID_STRIDE(i, n) {
-        float x = wf_hd_round(precision, S::load(pre, i));
-        S::store(pre, i, x);
-        S::store(out, i, wf_hd_round(precision, wf_gelu_value(x)));
+template <class A>
+__global__ static void gelu_round_fwd_kernel(int precision, typename A::raw *pre, typename A::raw *out, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float x[A::width], y[A::width];
+        A::load(pre, i, x);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) {
+            x[e] = wf_hd_round(precision, x[e]);
+            y[e] = wf_hd_round(precision, wf_gelu_value(x[e]));
+        }
+        A::store(pre, i, x);
+        A::store(out, i, y);
     }
 }
 
-template <class S>
-__global__ static void gelu_round_bwd_kernel(int precision, typename S::raw *dpre, const typename S::raw *pre,
-                                             const typename S::raw *dout, long n) {
-    GRID_STRIDE(i, n) S::store(dpre, i, wf_hd_round(precision, S::load(dpre, i) + wf_gelu_grad(S::load(pre, i)) *
-                                                                                     S::load(dout, i)));
+template <class A>
+__global__ static void gelu_round_bwd_kernel(int precision, typename A::raw *dpre, const typename A::raw *pre,
+                                             const typename A::raw *dout, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float dx[A::width], x[A::width], d[A::width];
+        A::load(dpre, i, dx);
+        A::load(pre, i, x);
+        A::load(dout, i, d);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) dx[e] = wf_hd_round(precision, dx[e] + wf_gelu_grad(x[e]) * d[e]);
+        A::store(dpre, i, dx);
+    }
 }
 
 extern "C" void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_round_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            precision, wf_act<S>(pre), wf_act<S>(out), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, pre, out),
+                                    WF_LAUNCH(gelu_round_fwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(precision, wf_act<S>(pre), wf_act<S>(out), n)));
     wf_cuda_sync(c, "wf_gelu_round_fwd");
 }
 
 extern "C" void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre,
                                   const float *dout, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_round_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            precision, wf_act<S>(dpre), wf_act<S>(pre), wf_act<S>(dout), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dpre, pre, dout),
+                                    WF_LAUNCH(gelu_round_bwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(precision, wf_act<S>(dpre), wf_act<S>(pre),
+                                                                 wf_act<S>(dout), n)));
     wf_cuda_sync(c, "wf_gelu_round_bwd");
 }
 
 extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), wf_act<S>(inp), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, out, inp),
+                                    WF_LAUNCH(gelu_fwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), wf_act<S>(inp), n)));
     wf_cuda_sync(c, "wf_gelu_fwd");
 }
 
 extern "C" void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(gelu_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(dinp), wf_act<S>(inp), wf_act<S>(dout), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dinp, inp, dout),
+                                    WF_LAUNCH(gelu_bwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dinp), wf_act<S>(inp), wf_act<S>(dout),
+                                                                 n)));
     wf_cuda_sync(c, "wf_gelu_bwd");
 }
 
 /* ---- residual add ------------------------------------------------------- */
 
-template <class S>
-__global__ static void add_kernel(typename S::raw *out, const typename S::raw *a, const typename S::raw *b,
+template <class A>
+__global__ static void add_kernel(typename A::raw *out, const typename A::raw *a, const typename A::raw *b,
                                   long n) {
-    GRID_STRIDE(i, n) S::store(out, i, S::load(a, i) + S::load(b, i));
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float x[A::width], y[A::width];
+        A::load(a, i, x);
+        A::load(b, i, y);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) x[e] = x[e] + y[e];
+        A::store(out, i, x);
+    }
 }
 
 /* y += x (one input gradient) */
@@ -232,24 +301,34 @@ __global__ static void acc_kernel(float *y, const float *x, long n) {
     GRID_STRIDE(i, n) y[i] += x[i];
 }
 
-template <class S>
-__global__ static void acc2_kernel(typename S::raw *y0, typename S::raw *y1, const typename S::raw *x, long n) {
-    GRID_STRIDE(i, n) {
-        float v = S::load(x, i);
-        S::store(y0, i, S::load(y0, i) + v);
-        S::store(y1, i, S::load(y1, i) + v);
+/* y0 stored before y1 is read, in the scalar path's order */
+template <class A>
+__global__ static void acc2_kernel(typename A::raw *y0, typename A::raw *y1, const typename A::raw *x, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float v[A::width], y[A::width];
+        A::load(x, i, v);
+        A::load(y0, i, y);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) y[e] = y[e] + v[e];
+        A::store(y0, i, y);
+        A::load(y1, i, y);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) y[e] = y[e] + v[e];
+        A::store(y1, i, y);
     }
 }
 
 extern "C" void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(add_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), wf_act<S>(a), wf_act<S>(b), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, out, a, b),
+                                    WF_LAUNCH(add_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), wf_act<S>(a), wf_act<S>(b), n)));
     wf_cuda_sync(c, "wf_add_fwd");
 }
 
 extern "C" void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(acc2_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(da), wf_act<S>(db), wf_act<S>(dout), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, da, db, dout),
+                                    WF_LAUNCH(acc2_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(da), wf_act<S>(db), wf_act<S>(dout), n)));
     wf_cuda_sync(c, "wf_add_bwd");
 }
 

@@ -3,29 +3,69 @@
  * in runtime/cpu/kernels.c; backward accumulates.  The fused residual +
  * layernorm (wf_residual_layernorm_*) is at the end.  Activations and their
  * gradients are in c's storage (storage.cuh: a template argument S of each
- * kernel); mean, rstd, weights and their gradients are floats. */
+ * kernel); mean, rstd, weights and their gradients are floats.
+ *
+ * The row kernels (forward, dx, and their residual versions) are templates
+ * on an access A (storage_vec.cuh): each thread takes chunks of A::width
+ * consecutive elements of the row, 16 bytes per load and store where the
+ * wrappers find C a multiple of the vector width and the activation pointers
+ * 16-byte aligned, single elements otherwise.  The per-element arithmetic is
+ * the same on both paths; the double row sums add the same terms with
+ * another split over the threads (they never followed the CPU's order). */
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "precision_bits.h"
 #include "storage.cuh"
+#include "storage_vec.cuh"
 
 #define LN_EPS 1e-5
 
-template <class S>
-__global__ static void layernorm_fwd_kernel(typename S::raw *out, float *mean, float *rstd,
-                                            const typename S::raw *inp, const float *w, const float *b, int C) {
-    long n = blockIdx.x;
-    const typename S::raw *x = inp + n * C;
-    typename S::raw *y = out + n * C;
+/* the row's sum and sum of squared deviations (in double) to mean and rstd */
+template <class A>
+__device__ static void row_stats(const typename A::raw *x, int C, double *m_out, double *r_out) {
+    enum { W = A::width };
+    float xv[W];
     double s = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) s += S::load(x, i);
+    WF_ROW_CHUNKS(i, C, W) {
+        A::load(x, i, xv);
+#pragma unroll
+        for (int e = 0; e < W; e++) s += xv[e];
+    }
     double m = wf_block_sum(s) / C;
     double v = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) v += (S::load(x, i) - m) * (S::load(x, i) - m);
+    WF_ROW_CHUNKS(i, C, W) {
+        A::load(x, i, xv);
+#pragma unroll
+        for (int e = 0; e < W; e++) v += (xv[e] - m) * (xv[e] - m);
+    }
     v = wf_block_sum(v) / C; /* biased, as PyTorch */
-    double r = 1.0 / sqrt(v + LN_EPS);
-    for (int i = threadIdx.x; i < C; i += blockDim.x)
-        S::store(y, i, (float)((S::load(x, i) - m) * r) * w[i] + b[i]);
+    *m_out = m;
+    *r_out = 1.0 / sqrt(v + LN_EPS);
+}
+
+/* y = xhat * w + b for the row x (mean m, rstd r) */
+template <class A>
+__device__ static void row_normalize(typename A::raw *y, const typename A::raw *x, const float *w, const float *b,
+                                     double m, double r, int C) {
+    enum { W = A::width };
+    WF_ROW_CHUNKS(i, C, W) {
+        float xv[W], yv[W];
+        A::load(x, i, xv);
+#pragma unroll
+        for (int e = 0; e < W; e++) yv[e] = (float)((xv[e] - m) * r) * w[i + e] + b[i + e];
+        A::store(y, i, yv);
+    }
+}
+
+template <class A>
+__global__ static void layernorm_fwd_kernel(typename A::raw *out, float *mean, float *rstd,
+                                            const typename A::raw *inp, const float *w, const float *b, int C) {
+    long n = blockIdx.x;
+    const typename A::raw *x = inp + n * C;
+    typename A::raw *y = out + n * C;
+    double m, r;
+    row_stats<A>(x, C, &m, &r);
+    row_normalize<A>(y, x, w, b, m, r, C);
     if (threadIdx.x == 0) {
         mean[n] = (float)m;
         rstd[n] = (float)r;
@@ -33,33 +73,49 @@ __global__ static void layernorm_fwd_kernel(typename S::raw *out, float *mean, f
 }
 
 /* The block's row means of g = dout * w and of g * xhat (sums in double). */
-template <class S>
-__device__ static void dx_means(const typename S::raw *x, const typename S::raw *d, const float *w, float m,
+template <class A>
+__device__ static void dx_means(const typename A::raw *x, const typename A::raw *d, const float *w, float m,
                                 float s, int C, float *g_mean, float *gx_mean) {
+    enum { W = A::width };
     double g = 0.0, gx = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float xhat = (S::load(x, i) - m) * s, gi = S::load(d, i) * w[i];
-        g += gi;
-        gx += gi * xhat;
+    WF_ROW_CHUNKS(i, C, W) {
+        float xv[W], dv[W];
+        A::load(x, i, xv);
+        A::load(d, i, dv);
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            float xhat = (xv[e] - m) * s, gi = dv[e] * w[i + e];
+            g += gi;
+            gx += gi * xhat;
+        }
     }
     *g_mean = (float)(wf_block_sum(g) / C);
     *gx_mean = (float)(wf_block_sum(gx) / C);
 }
 
 /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * w */
-template <class S>
-__global__ static void layernorm_dx_kernel(typename S::raw *dinp, const typename S::raw *dout,
-                                           const typename S::raw *inp, const float *w, const float *mean,
+template <class A>
+__global__ static void layernorm_dx_kernel(typename A::raw *dinp, const typename A::raw *dout,
+                                           const typename A::raw *inp, const float *w, const float *mean,
                                            const float *rstd, int C) {
+    enum { W = A::width };
     long n = blockIdx.x;
-    const typename S::raw *x = inp + n * C, *d = dout + n * C;
-    typename S::raw *dx = dinp + n * C;
+    const typename A::raw *x = inp + n * C, *d = dout + n * C;
+    typename A::raw *dx = dinp + n * C;
     float m = mean[n], s = rstd[n];
     float g_mean, gx_mean;
-    dx_means<S>(x, d, w, m, s, C, &g_mean, &gx_mean);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float xhat = (S::load(x, i) - m) * s;
-        S::store(dx, i, S::load(dx, i) + s * (S::load(d, i) * w[i] - g_mean - xhat * gx_mean));
+    dx_means<A>(x, d, w, m, s, C, &g_mean, &gx_mean);
+    WF_ROW_CHUNKS(i, C, W) {
+        float xv[W], dv[W], gv[W];
+        A::load(x, i, xv);
+        A::load(d, i, dv);
+        A::load(dx, i, gv);
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            float xhat = (xv[e] - m) * s;
+            gv[e] = gv[e] + s * (dv[e] * w[i + e] - g_mean - xhat * gx_mean);
+        }
+        A::store(dx, i, gv);
     }
 }
 
@@ -100,16 +156,20 @@ __global__ static void layernorm_dw_kernel(float *dw, float *db, const typename 
 
 extern "C" void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd, const float *inp,
                                  const float *w, const float *b, int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(layernorm_fwd_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), mean, rstd, wf_act<S>(inp), w, b, C));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, out, inp),
+                                    WF_LAUNCH(layernorm_fwd_kernel<A>, N, wf_row_threads(C, A::width), 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), mean, rstd, wf_act<S>(inp), w, b,
+                                                                 C)));
     wf_cuda_sync(c, "wf_layernorm_fwd");
 }
 
 extern "C" void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
                                        const float *w, const float *mean, const float *rstd, int N,
                                        int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(layernorm_dx_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(dinp), wf_act<S>(dout), wf_act<S>(inp), w, mean, rstd, C));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dinp, dout, inp),
+                                    WF_LAUNCH(layernorm_dx_kernel<A>, N, wf_row_threads(C, A::width), 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dinp), wf_act<S>(dout), wf_act<S>(inp), w,
+                                                                 mean, rstd, C)));
     wf_cuda_sync(c, "wf_layernorm_bwd_input");
 }
 
@@ -134,27 +194,28 @@ extern "C" void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db, c
  * from that store (no other thread touches them, so no barrier is needed
  * beyond the reductions'), so the stream is written once and read from
  * cache.  The arithmetic is the unfused kernels', so fusing changes no bit. */
-template <class S>
-__global__ static void residual_layernorm_fwd_kernel(typename S::raw *res, typename S::raw *out, float *mean,
-                                                     float *rstd, const typename S::raw *a,
-                                                     const typename S::raw *b, const float *w,
+template <class A>
+__global__ static void residual_layernorm_fwd_kernel(typename A::raw *res, typename A::raw *out, float *mean,
+                                                     float *rstd, const typename A::raw *a,
+                                                     const typename A::raw *b, const float *w,
                                                      const float *bias, int C, int precision) {
+    enum { W = A::width };
     long n = blockIdx.x;
-    const typename S::raw *xa = a + n * C, *xb = b + n * C;
-    typename S::raw *x = res + n * C, *y = out + n * C;
-    double s = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float v = wf_hd_round(precision, S::load(xa, i) + S::load(xb, i));
-        S::store(x, i, v);
-        s += v;
+    const typename A::raw *xa = a + n * C, *xb = b + n * C;
+    typename A::raw *x = res + n * C, *y = out + n * C;
+    WF_ROW_CHUNKS(i, C, W) {
+        float va[W], vb[W];
+        A::load(xa, i, va);
+        A::load(xb, i, vb);
+#pragma unroll
+        for (int e = 0; e < W; e++) va[e] = wf_hd_round(precision, va[e] + vb[e]);
+        A::store(x, i, va);
     }
-    double m = wf_block_sum(s) / C;
-    double v = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) v += (S::load(x, i) - m) * (S::load(x, i) - m);
-    v = wf_block_sum(v) / C;
-    double r = 1.0 / sqrt(v + LN_EPS);
-    for (int i = threadIdx.x; i < C; i += blockDim.x)
-        S::store(y, i, (float)((S::load(x, i) - m) * r) * w[i] + bias[i]);
+    /* the statistics read back this thread's own chunks (the same split of
+     * the row over the threads), so no barrier is needed before them */
+    double m, r;
+    row_stats<A>(x, C, &m, &r);
+    row_normalize<A>(y, x, w, bias, m, r, C);
     if (threadIdx.x == 0) {
         mean[n] = (float)m;
         rstd[n] = (float)r;
@@ -162,43 +223,60 @@ __global__ static void residual_layernorm_fwd_kernel(typename S::raw *res, typen
 }
 
 /* t = dres + the layernorm's dx (as layernorm_dx_kernel), rounded; da += t, db += t */
-template <class S>
-__global__ static void residual_layernorm_dx_kernel(typename S::raw *da, typename S::raw *db,
-                                                    const typename S::raw *dres, const typename S::raw *dln,
-                                                    const typename S::raw *res, const float *w,
+template <class A>
+__global__ static void residual_layernorm_dx_kernel(typename A::raw *da, typename A::raw *db,
+                                                    const typename A::raw *dres, const typename A::raw *dln,
+                                                    const typename A::raw *res, const float *w,
                                                     const float *mean, const float *rstd, int C,
                                                     int precision) {
+    enum { W = A::width };
     long n = blockIdx.x;
-    const typename S::raw *x = res + n * C, *d = dln + n * C, *r = dres + n * C;
-    typename S::raw *ga = da + n * C, *gb = db + n * C;
+    const typename A::raw *x = res + n * C, *d = dln + n * C, *r = dres + n * C;
+    typename A::raw *ga = da + n * C, *gb = db + n * C;
     float m = mean[n], s = rstd[n];
     float g_mean, gx_mean;
-    dx_means<S>(x, d, w, m, s, C, &g_mean, &gx_mean);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float xhat = (S::load(x, i) - m) * s;
-        float t = S::load(r, i);
-        t += s * (S::load(d, i) * w[i] - g_mean - xhat * gx_mean);
-        t = wf_hd_round(precision, t);
-        S::store(ga, i, S::load(ga, i) + t);
-        S::store(gb, i, S::load(gb, i) + t);
+    dx_means<A>(x, d, w, m, s, C, &g_mean, &gx_mean);
+    WF_ROW_CHUNKS(i, C, W) {
+        float xv[W], dv[W], t[W], g[W];
+        A::load(x, i, xv);
+        A::load(d, i, dv);
+        A::load(r, i, t);
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+            float xhat = (xv[e] - m) * s;
+            t[e] += s * (dv[e] * w[i + e] - g_mean - xhat * gx_mean);
+            t[e] = wf_hd_round(precision, t[e]);
+        }
+        A::load(ga, i, g);
+#pragma unroll
+        for (int e = 0; e < W; e++) g[e] = g[e] + t[e];
+        A::store(ga, i, g);
+        A::load(gb, i, g);
+#pragma unroll
+        for (int e = 0; e < W; e++) g[e] = g[e] + t[e];
+        A::store(gb, i, g);
     }
 }
 
 extern "C" void wf_residual_layernorm_fwd(wf_ctx *c, float *res_out, float *ln_out, float *mean, float *rstd,
                                           const float *a, const float *b, const float *w, const float *bias,
                                           int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(residual_layernorm_fwd_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(res_out), wf_act<S>(ln_out), mean, rstd, wf_act<S>(a), wf_act<S>(b), w,
-                            bias, C, wf_ctx_precision(c)));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, res_out, ln_out, a, b),
+                                    WF_LAUNCH(residual_layernorm_fwd_kernel<A>, N, wf_row_threads(C, A::width), 0,
+                                              wf_cuda_stream(c))(wf_act<S>(res_out), wf_act<S>(ln_out), mean, rstd,
+                                                                 wf_act<S>(a), wf_act<S>(b), w, bias, C,
+                                                                 wf_ctx_precision(c))));
     wf_cuda_sync(c, "wf_residual_layernorm_fwd");
 }
 
 extern "C" void wf_residual_layernorm_bwd_input(wf_ctx *c, float *da, float *db, const float *dres,
                                                 const float *dln, const float *res, const float *w,
                                                 const float *mean, const float *rstd, int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(residual_layernorm_dx_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(da), wf_act<S>(db), wf_act<S>(dres), wf_act<S>(dln), wf_act<S>(res), w,
-                            mean, rstd, C, wf_ctx_precision(c)));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, da, db, dres, dln, res),
+                                    WF_LAUNCH(residual_layernorm_dx_kernel<A>, N, wf_row_threads(C, A::width), 0,
+                                              wf_cuda_stream(c))(wf_act<S>(da), wf_act<S>(db), wf_act<S>(dres),
+                                                                 wf_act<S>(dln), wf_act<S>(res), w, mean, rstd, C,
+                                                                 wf_ctx_precision(c))));
     wf_cuda_sync(c, "wf_residual_layernorm_bwd_input");
 }
 

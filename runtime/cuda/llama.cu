@@ -4,42 +4,73 @@
  * RMSNorm's row statistics are summed in double as there.  Grouped-query
  * attention is in attention.cu, beside the flash kernels it shares.
  * Activations and their gradients are in c's storage (storage.cuh: each
- * kernel is a template on it); rstd, weights and their gradients are floats. */
+ * kernel is a template on it); rstd, weights and their gradients are floats.
+ * RMSNorm's row kernels and SwiGLU are templates on an access A instead
+ * (storage_vec.cuh): 16-byte loads and stores where the wrappers find the
+ * activation pointers aligned and the row width (or count) a multiple of
+ * the vector width, single elements otherwise; the same per-element
+ * arithmetic either way (the row sums add the same terms over another split
+ * of the row between the threads). */
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "rope_value.h"
 #include "storage.cuh"
+#include "storage_vec.cuh"
 
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
 
 /* ---- RMSNorm: one block per row ------------------------------------------ */
 
-template <class S>
-__global__ static void rmsnorm_fwd_kernel(typename S::raw *out, float *rstd, const typename S::raw *inp,
+template <class A>
+__global__ static void rmsnorm_fwd_kernel(typename A::raw *out, float *rstd, const typename A::raw *inp,
                                           const float *w, int C, float eps) {
+    enum { W = A::width };
     long n = blockIdx.x;
-    const typename S::raw *x = inp + n * C;
-    typename S::raw *y = out + n * C;
+    const typename A::raw *x = inp + n * C;
+    typename A::raw *y = out + n * C;
+    float xv[W], yv[W];
     double ms = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) ms += (double)S::load(x, i) * S::load(x, i);
+    WF_ROW_CHUNKS(i, C, W) {
+        A::load(x, i, xv);
+#pragma unroll
+        for (int e = 0; e < W; e++) ms += (double)xv[e] * xv[e];
+    }
     double r = 1.0 / sqrt(wf_block_sum(ms) / C + eps);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) S::store(y, i, (float)(S::load(x, i) * r) * w[i]);
+    WF_ROW_CHUNKS(i, C, W) {
+        A::load(x, i, xv);
+#pragma unroll
+        for (int e = 0; e < W; e++) yv[e] = (float)(xv[e] * r) * w[i + e];
+        A::store(y, i, yv);
+    }
     if (threadIdx.x == 0) rstd[n] = (float)r;
 }
 
 /* dx += r * g - x * r^3 * mean(g * x), g = dout * w (kernels_llama.c) */
-template <class S>
-__global__ static void rmsnorm_dx_kernel(typename S::raw *dinp, const typename S::raw *dout,
-                                         const typename S::raw *inp, const float *w, const float *rstd, int C) {
+template <class A>
+__global__ static void rmsnorm_dx_kernel(typename A::raw *dinp, const typename A::raw *dout,
+                                         const typename A::raw *inp, const float *w, const float *rstd, int C) {
+    enum { W = A::width };
     long n = blockIdx.x;
-    const typename S::raw *x = inp + n * C, *dy = dout + n * C;
-    typename S::raw *dx = dinp + n * C;
+    const typename A::raw *x = inp + n * C, *dy = dout + n * C;
+    typename A::raw *dx = dinp + n * C;
+    float xv[W], dv[W], gv[W];
     double r = rstd[n], gx = 0.0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) gx += (double)S::load(dy, i) * w[i] * S::load(x, i);
+    WF_ROW_CHUNKS(i, C, W) {
+        A::load(dy, i, dv);
+        A::load(x, i, xv);
+#pragma unroll
+        for (int e = 0; e < W; e++) gx += (double)dv[e] * w[i + e] * xv[e];
+    }
     double k = r * r * r * wf_block_sum(gx) / C;
-    for (int i = threadIdx.x; i < C; i += blockDim.x)
-        S::store(dx, i, S::load(dx, i) + (float)(r * S::load(dy, i) * w[i] - k * S::load(x, i)));
+    WF_ROW_CHUNKS(i, C, W) {
+        A::load(dy, i, dv);
+        A::load(x, i, xv);
+        A::load(dx, i, gv);
+#pragma unroll
+        for (int e = 0; e < W; e++) gv[e] = gv[e] + (float)(r * dv[e] * w[i + e] - k * xv[e]);
+        A::store(dx, i, gv);
+    }
 }
 
 /* dw[i] += sum_n dout[n, i] * x[n, i] * rstd[n]: as layernorm.cu's dw, a
@@ -68,15 +99,18 @@ __global__ static void rmsnorm_dw_kernel(float *dw, const typename S::raw *dout,
 
 extern "C" void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
                                int N, int C, float eps) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(rmsnorm_fwd_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), rstd, wf_act<S>(inp), w, C, eps));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, out, inp),
+                                    WF_LAUNCH(rmsnorm_fwd_kernel<A>, N, wf_row_threads(C, A::width), 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), rstd, wf_act<S>(inp), w, C, eps)));
     wf_cuda_sync(c, "wf_rmsnorm_fwd");
 }
 
 extern "C" void wf_rmsnorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
                                      const float *w, const float *rstd, int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(rmsnorm_dx_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(dinp), wf_act<S>(dout), wf_act<S>(inp), w, rstd, C));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dinp, dout, inp),
+                                    WF_LAUNCH(rmsnorm_dx_kernel<A>, N, wf_row_threads(C, A::width), 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dinp), wf_act<S>(dout), wf_act<S>(inp), w,
+                                                                 rstd, C)));
     wf_cuda_sync(c, "wf_rmsnorm_bwd_input");
 }
 
@@ -154,35 +188,54 @@ extern "C" void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout,
 
 __device__ static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-template <class S>
-__global__ static void swiglu_fwd_kernel(typename S::raw *out, const typename S::raw *gate,
-                                         const typename S::raw *up, long n) {
-    GRID_STRIDE(i, n) {
-        float g = S::load(gate, i);
-        S::store(out, i, g * sigmoidf(g) * S::load(up, i));
+template <class A>
+__global__ static void swiglu_fwd_kernel(typename A::raw *out, const typename A::raw *gate,
+                                         const typename A::raw *up, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float g[A::width], u[A::width];
+        A::load(gate, i, g);
+        A::load(up, i, u);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) u[e] = g[e] * sigmoidf(g[e]) * u[e];
+        A::store(out, i, u);
     }
 }
 
 /* silu'(g) = s (1 + g (1 - s)) with s = sigmoid(g) */
-template <class S>
-__global__ static void swiglu_bwd_kernel(typename S::raw *dgate, typename S::raw *dup, const typename S::raw *gate,
-                                         const typename S::raw *up, const typename S::raw *dout, long n) {
-    GRID_STRIDE(i, n) {
-        float g = S::load(gate, i), s = sigmoidf(g), d = S::load(dout, i);
-        S::store(dgate, i, S::load(dgate, i) + d * S::load(up, i) * s * (1.0f + g * (1.0f - s)));
-        S::store(dup, i, S::load(dup, i) + d * g * s);
+template <class A>
+__global__ static void swiglu_bwd_kernel(typename A::raw *dgate, typename A::raw *dup, const typename A::raw *gate,
+                                         const typename A::raw *up, const typename A::raw *dout, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float g[A::width], u[A::width], d[A::width], dg[A::width];
+        A::load(gate, i, g);
+        A::load(up, i, u);
+        A::load(dout, i, d);
+        A::load(dgate, i, dg);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) {
+            float s = sigmoidf(g[e]);
+            dg[e] = dg[e] + d[e] * u[e] * s * (1.0f + g[e] * (1.0f - s));
+        }
+        A::store(dgate, i, dg);
+        A::load(dup, i, u);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) u[e] = u[e] + d[e] * g[e] * sigmoidf(g[e]);
+        A::store(dup, i, u);
     }
 }
 
 extern "C" void wf_swiglu_fwd(wf_ctx *c, float *out, const float *gate, const float *up, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(swiglu_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), wf_act<S>(gate), wf_act<S>(up), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, out, gate, up),
+                                    WF_LAUNCH(swiglu_fwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), wf_act<S>(gate), wf_act<S>(up), n)));
     wf_cuda_sync(c, "wf_swiglu_fwd");
 }
 
 extern "C" void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const float *up,
                               const float *dout, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(swiglu_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(dgate), wf_act<S>(dup), wf_act<S>(gate), wf_act<S>(up), wf_act<S>(dout), n));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dgate, dup, gate, up, dout),
+                                    WF_LAUNCH(swiglu_bwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dgate), wf_act<S>(dup), wf_act<S>(gate),
+                                                                 wf_act<S>(up), wf_act<S>(dout), n)));
     wf_cuda_sync(c, "wf_swiglu_bwd");
 }

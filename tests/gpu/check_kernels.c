@@ -1048,6 +1048,146 @@ static void run_act16_kernels(void) {
     }
 }
 
+/* ---- the memory-bound kernels' two paths (runtime/cuda/storage_vec.cuh) -----
+ * CUDA moves activations 16 bytes at a time (8 bf16 / fp16 values, 4 floats)
+ * where every activation pointer is 16-byte aligned and the count or row
+ * width is a multiple of that; the cases above (C = 96, counts N * C and
+ * N * M, buffers from the allocator) take that path, except SwiGLU's count
+ * N * M + 13.  These take the element-at-a-time one, for floats (c NULL)
+ * and both 16-bit storages: rows of CO = 90 (a multiple of neither 4 nor
+ * 8), counts not a multiple of 4, and aligned counts on pointers one
+ * element past an aligned address. */
+
+enum { CO = 90 };
+
+/* n random values (scaled by k) as an activation argument of storage p,
+ * `off` elements past the allocation's start */
+static float *path_buf(int p, long n, float k, long off) {
+    if (p != WF_FP32) return act16_at(act16_buf(p, n + off, k), off);
+    float *x = buf(n + off);
+    for (long i = 0; i < n + off; i++) x[i] *= k;
+    return x + off;
+}
+
+static void path_put(const char *kernel, const char *what, int p, const float *arg, long n) {
+    if (p == WF_FP32) put(kernel, what, arg, n);
+    else put16(kernel, what, p, arg, n);
+}
+
+/* the output's name: the kernel, storage, the shape's tag; what: an
+ * output's name, "[16-bit]" (16-bit storages' rounding) added for p != fp32
+ * when round is set */
+static void path_name(char *name, size_t size, const char *kernel, int p, const char *tag) {
+    snprintf(name, size, "%s %s %s", kernel, p == WF_FP32 ? "fp32" : p == WF_BF16 ? "bf16" : "fp16", tag);
+}
+#define PATH_WHAT(p, what, round) ((p) != WF_FP32 && (round) ? what " [16-bit]" : what)
+
+/* the elementwise kernels on n elements, every activation `off` elements in */
+static void path_elementwise(int p, const char *tag, long n, long off) {
+    wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
+    char name[48];
+    float *x = path_buf(p, n, 3.0f, off), *y = path_buf(p, n, 1.0f, off), *dy = path_buf(p, n, 1.0f, off);
+    float *dx = path_buf(p, n, 1.0f, off);
+    path_name(name, sizeof name, "gelu_fwd", p, tag);
+    wf_gelu_fwd(ctx, y, x, n);
+    path_put(name, PATH_WHAT(p, "out", 1), p, y, n);
+    path_name(name, sizeof name, "gelu_bwd", p, tag);
+    wf_gelu_bwd(ctx, dx, x, dy, n);
+    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, n);
+    float *a = path_buf(p, n, 1.0f, off), *b = path_buf(p, n, 1.0f, off), *o = path_buf(p, n, 1.0f, off);
+    float *da = path_buf(p, n, 1.0f, off), *db = path_buf(p, n, 1.0f, off);
+    path_name(name, sizeof name, "add_fwd", p, tag);
+    wf_add_fwd(ctx, o, a, b, n);
+    path_put(name, "out [exact]", p, o, n);
+    path_name(name, sizeof name, "add_bwd", p, tag);
+    wf_add_bwd(ctx, da, db, dy, n);
+    path_put(name, "da [exact]", p, da, n);
+    path_put(name, "db [exact]", p, db, n);
+    if (p != WF_FP32) {  /* the fused linear + GELU's half, in the plan's precision */
+        float *pre = path_buf(p, n, 3.0f, off), *dpre = path_buf(p, n, 1.0f, off);
+        path_name(name, sizeof name, "gelu_round_fwd", p, tag);
+        wf_gelu_round_fwd(ctx, p, pre, y, n);
+        path_put(name, "pre [16-bit]", p, pre, n);
+        path_put(name, "out [16-bit]", p, y, n);
+        path_name(name, sizeof name, "gelu_round_bwd", p, tag);
+        wf_gelu_round_bwd(ctx, p, dpre, pre, dy, n);
+        path_put(name, "dpre [16-bit]", p, dpre, n);
+    }
+    float *gate = path_buf(p, n, 6.0f, off), *dgate = path_buf(p, n, 1.0f, off), *dup = path_buf(p, n, 1.0f, off);
+    path_name(name, sizeof name, "swiglu_fwd", p, tag);
+    wf_swiglu_fwd(ctx, o, gate, a, n);
+    path_put(name, PATH_WHAT(p, "out", 1), p, o, n);
+    path_name(name, sizeof name, "swiglu_bwd", p, tag);
+    wf_swiglu_bwd(ctx, dgate, dup, gate, a, dy, n);
+    path_put(name, PATH_WHAT(p, "dgate", 1), p, dgate, n);
+    path_put(name, PATH_WHAT(p, "dup", 1), p, dup, n);
+}
+
+/* the row kernels and the embedding on rows of c, activations `off` in */
+static void path_rows(int p, const char *tag, int c, long off) {
+    wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
+    char name[48];
+    long nc = (long)N * c;
+    int32_t *tok = tokens(N, V);
+    float *wte = buf((long)V * c), *wpe = buf((long)T * c), *dwte = buf((long)V * c), *dwpe = buf((long)T * c);
+    float *o = path_buf(p, nc, 1.0f, off), *dout = path_buf(p, nc, 1.0f, off);
+    path_name(name, sizeof name, "embed_fwd", p, tag);
+    wf_embed_fwd(ctx, o, tok, wte, wpe, B, T, c);
+    path_put(name, "out [exact]", p, o, nc);
+    path_name(name, sizeof name, "embed_bwd", p, tag);
+    wf_embed_bwd(ctx, dwte, dwpe, dout, tok, B, T, c);
+    put(name, "dwte", dwte, (long)V * c);
+    put(name, "dwpe", dwpe, (long)T * c);
+    path_name(name, sizeof name, "vocab_embed_fwd", p, tag);
+    wf_vocab_embed_fwd(ctx, o, tok, wte, V0, VL, N, c);
+    path_put(name, "out [exact]", p, o, nc);
+
+    float *x = path_buf(p, nc, 1.0f, off), *dx = path_buf(p, nc, 1.0f, off);
+    float *w = buf(c), *bias = buf(c), *mean = buf(N), *rstd = buf(N);
+    path_name(name, sizeof name, "layernorm_fwd", p, tag);
+    wf_layernorm_fwd(ctx, o, mean, rstd, x, w, bias, N, c);
+    path_put(name, PATH_WHAT(p, "out", 1), p, o, nc);
+    put(name, "mean", mean, N);
+    put(name, "rstd", rstd, N);
+    path_name(name, sizeof name, "layernorm_bwd_input", p, tag);
+    wf_layernorm_bwd_input(ctx, dx, dout, x, w, mean, rstd, N, c);
+    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, nc);
+
+    float *a = path_buf(p, nc, 1.0f, off), *res = path_buf(p, nc, 1.0f, off), *dres = path_buf(p, nc, 1.0f, off);
+    float *ga = path_buf(p, nc, 1.0f, off), *gb = path_buf(p, nc, 1.0f, off);
+    path_name(name, sizeof name, "residual_layernorm_fwd", p, tag);
+    wf_residual_layernorm_fwd(ctx, res, o, mean, rstd, a, x, w, bias, N, c);
+    path_put(name, "res [exact]", p, res, nc);
+    path_put(name, PATH_WHAT(p, "out", 1), p, o, nc);
+    put(name, "mean", mean, N);
+    put(name, "rstd", rstd, N);
+    path_name(name, sizeof name, "residual_layernorm_bwd_input", p, tag);
+    wf_residual_layernorm_bwd_input(ctx, ga, gb, dres, dout, res, w, mean, rstd, N, c);
+    path_put(name, PATH_WHAT(p, "da", 1), p, ga, nc);
+    path_put(name, PATH_WHAT(p, "db", 1), p, gb, nc);
+
+    dx = path_buf(p, nc, 1.0f, off);
+    path_name(name, sizeof name, "rmsnorm_fwd", p, tag);
+    wf_rmsnorm_fwd(ctx, o, rstd, x, w, N, c, 1e-5f);
+    path_put(name, PATH_WHAT(p, "out", 1), p, o, nc);
+    put(name, "rstd", rstd, N);
+    path_name(name, sizeof name, "rmsnorm_bwd_input", p, tag);
+    wf_rmsnorm_bwd_input(ctx, dx, dout, x, w, rstd, N, c);
+    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, nc);
+}
+
+static void run_width_paths(void) {
+    static const int prec[3] = { WF_FP32, WF_BF16, WF_FP16 };
+    for (int k = 0; k < 3; k++) {
+        int p = prec[k];
+        path_rows(p, "C=90", CO, 0);
+        path_rows(p, "C=96 off1", C, 1);
+        path_elementwise(p, "n+3", (long)N * C + 3, 0);
+        path_elementwise(p, "n off1", (long)N * C, 1);
+        path_elementwise(p, "n", (long)N * C, 0);  /* the vector path, swiglu and fp32 included */
+    }
+}
+
 /* check_kernels refuse KERNEL: one tensor-parallel kernel called under act16,
  * which never happens (act16 is off when tp > 1): the CUDA builds must stop
  * there naming the call (tests/cuda_emu/kernels.sh); returns 3 if it ran. */
@@ -1132,6 +1272,7 @@ int main(int argc, char **argv) {
         run_gemm_act16();
         run_optimizer();
         run_act16_kernels();
+        run_width_paths();
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
