@@ -1061,11 +1061,12 @@ static void run_act16_kernels(void) {
 enum { CO = 90 };
 
 /* n random values (scaled by k) as an activation argument of storage p,
- * `off` elements past the allocation's start */
+ * `off` elements past the allocation's start, and 8 more after them (a
+ * guard: path_elementwise reads the first back, which no kernel may write) */
 static float *path_buf(int p, long n, float k, long off) {
-    if (p != WF_FP32) return act16_at(act16_buf(p, n + off, k), off);
-    float *x = buf(n + off);
-    for (long i = 0; i < n + off; i++) x[i] *= k;
+    if (p != WF_FP32) return act16_at(act16_buf(p, n + off + 8, k), off);
+    float *x = buf(n + off + 8);
+    for (long i = 0; i < n + off + 8; i++) x[i] *= k;
     return x + off;
 }
 
@@ -1086,41 +1087,44 @@ static void path_name(char *name, size_t size, const char *kernel, int p, const 
 static void path_elementwise(int p, const char *tag, long n, long off) {
     wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
     char name[48];
+    /* the outputs read back with the guard after them: a vector path on a
+     * count it does not divide would write there */
+    long g = n + 1;
     float *x = path_buf(p, n, 3.0f, off), *y = path_buf(p, n, 1.0f, off), *dy = path_buf(p, n, 1.0f, off);
     float *dx = path_buf(p, n, 1.0f, off);
     path_name(name, sizeof name, "gelu_fwd", p, tag);
     wf_gelu_fwd(ctx, y, x, n);
-    path_put(name, PATH_WHAT(p, "out", 1), p, y, n);
+    path_put(name, PATH_WHAT(p, "out", 1), p, y, g);
     path_name(name, sizeof name, "gelu_bwd", p, tag);
     wf_gelu_bwd(ctx, dx, x, dy, n);
-    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, n);
+    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, g);
     float *a = path_buf(p, n, 1.0f, off), *b = path_buf(p, n, 1.0f, off), *o = path_buf(p, n, 1.0f, off);
     float *da = path_buf(p, n, 1.0f, off), *db = path_buf(p, n, 1.0f, off);
     path_name(name, sizeof name, "add_fwd", p, tag);
     wf_add_fwd(ctx, o, a, b, n);
-    path_put(name, "out [exact]", p, o, n);
+    path_put(name, "out [exact]", p, o, g);
     path_name(name, sizeof name, "add_bwd", p, tag);
     wf_add_bwd(ctx, da, db, dy, n);
-    path_put(name, "da [exact]", p, da, n);
-    path_put(name, "db [exact]", p, db, n);
+    path_put(name, "da [exact]", p, da, g);
+    path_put(name, "db [exact]", p, db, g);
     if (p != WF_FP32) {  /* the fused linear + GELU's half, in the plan's precision */
         float *pre = path_buf(p, n, 3.0f, off), *dpre = path_buf(p, n, 1.0f, off);
         path_name(name, sizeof name, "gelu_round_fwd", p, tag);
         wf_gelu_round_fwd(ctx, p, pre, y, n);
-        path_put(name, "pre [16-bit]", p, pre, n);
-        path_put(name, "out [16-bit]", p, y, n);
+        path_put(name, "pre [16-bit]", p, pre, g);
+        path_put(name, "out [16-bit]", p, y, g);
         path_name(name, sizeof name, "gelu_round_bwd", p, tag);
         wf_gelu_round_bwd(ctx, p, dpre, pre, dy, n);
-        path_put(name, "dpre [16-bit]", p, dpre, n);
+        path_put(name, "dpre [16-bit]", p, dpre, g);
     }
     float *gate = path_buf(p, n, 6.0f, off), *dgate = path_buf(p, n, 1.0f, off), *dup = path_buf(p, n, 1.0f, off);
     path_name(name, sizeof name, "swiglu_fwd", p, tag);
     wf_swiglu_fwd(ctx, o, gate, a, n);
-    path_put(name, PATH_WHAT(p, "out", 1), p, o, n);
+    path_put(name, PATH_WHAT(p, "out", 1), p, o, g);
     path_name(name, sizeof name, "swiglu_bwd", p, tag);
     wf_swiglu_bwd(ctx, dgate, dup, gate, a, dy, n);
-    path_put(name, PATH_WHAT(p, "dgate", 1), p, dgate, n);
-    path_put(name, PATH_WHAT(p, "dup", 1), p, dup, n);
+    path_put(name, PATH_WHAT(p, "dgate", 1), p, dgate, g);
+    path_put(name, PATH_WHAT(p, "dup", 1), p, dup, g);
 }
 
 /* the row kernels and the embedding on rows of c, activations `off` in */
