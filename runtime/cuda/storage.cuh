@@ -10,6 +10,8 @@
  *       wf_act<S>(out), wf_act<S>(inp), n));
  *
  * and the kernel reads S::load(inp, i) and writes S::store(out, i, v).
+ * The memory-bound kernels move 16 bytes at a time instead where they can
+ * (storage_vec.cuh: 8 16-bit values or 4 floats, the same conversions).
  * Saved state, parameters, gradients and scratch stay plain floats. */
 #ifndef WEFT_STORAGE_CUH
 #define WEFT_STORAGE_CUH
