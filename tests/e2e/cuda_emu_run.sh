@@ -18,8 +18,10 @@
 #         its kernels round each stored value as the CPU's rounding calls do,
 #         losses within 1e-4 and gradient norms within 1e-2 of the CPU's run.
 # The CUDA attention backward forms D = dout . out from the forward's output:
-# bf16_full, bf16_sel, pp2_zbh1 and pp2_2bw run it where that output is
-# recomputed (full, selective) or kept in a pipeline slot (split B/W, 2BW).
+# sel, full, pp2_zbh1 and pp2_2bw run it where that output is recomputed
+# (selective, full recompute) or kept in a pipeline slot (split B/W, 2BW),
+# fp32 rows because their weight check catches a wrong D (the act16 rows'
+# loss and norm tolerances do not).
 # Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
@@ -123,7 +125,8 @@ rows=(
   "fp16      ref_fp16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=fp16"
   "bf16_pp2  ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_full ref_bf16_full act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set recompute=full"
-  "bf16_sel  ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set recompute=selective"
+  "sel       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=selective"
+  "full      ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=full"
   "bf16_tp2  ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi"
   "llama_bf16 ref_llama_bf16 act16 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
   "dp2       ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=mpi"
