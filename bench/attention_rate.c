@@ -45,11 +45,11 @@ int main(int argc, char **argv) {
     float *lse = random_buf((long)B * H * T, &seed), *scratch = random_buf((long)B * H * T, &seed);
 
     wf_attention_fwd(NULL, out, lse, qkv, B, T, C, H); /* warm-up */
-    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, lse, B, T, C, H);
+    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, out, lse, B, T, C, H);
     double t0 = now();
     for (int r = 0; r < reps; r++) wf_attention_fwd(NULL, out, lse, qkv, B, T, C, H);
     double t1 = now();
-    for (int r = 0; r < reps; r++) wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, lse, B, T, C, H);
+    for (int r = 0; r < reps; r++) wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, out, lse, B, T, C, H);
     double t2 = now();
 
     double fwd = (t1 - t0) / reps, bwd = (t2 - t1) / reps;

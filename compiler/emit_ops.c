@@ -393,11 +393,11 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     case OP_ATTENTION:
         if (op->n_in == 2)
             emit(o, "    wf_gqa_attention_bwd(c, d + %s, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s,\n"
-                 "                         B, T, %d, %d, %ld);\n", x.in0, x.in1, x.out, x.in0, x.in1, x.s,
-              op->heads, op->kv_heads, x.width / op->heads);
-        else
-            emit(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, B, T, %ld, %d);\n",
-              x.in0, x.out, x.in0, x.s, x.width, op->heads);
+                 "                         a + %s, B, T, %d, %d, %ld);\n", x.in0, x.in1, x.out, x.in0, x.in1,
+              x.out, x.s, op->heads, op->kv_heads, x.width / op->heads);
+        else  /* out: the forward's output (recomputed with its block under full recompute) */
+            emit(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s, B, T, %ld, %d);\n",
+              x.in0, x.out, x.in0, x.out, x.s, x.width, op->heads);
         break;
     case OP_GELU:
         emit(o, "    wf_gelu_bwd(c, d + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in0, x.out, x.rows,

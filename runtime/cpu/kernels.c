@@ -195,10 +195,13 @@ void wf_softmax_bwd_rows(float *dp, const float *p, int T)
     }
 }
 
+/* out is unused: D = rowsum(P * dP) comes from the saved probabilities */
 void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
-                      const float *qkv, const float *att, int B, int T, int C, int H)
+                      const float *qkv, const float *out, const float *att, int B, int T, int C,
+                      int H)
 {
     (void)c;
+    (void)out;
     int hs = C / H, ld = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {

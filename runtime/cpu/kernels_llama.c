@@ -151,10 +151,11 @@ void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, co
 /* Each query head adds its share into the gradient of the key and value head
  * its group reads: the sum over the group falls out of the accumulation. */
 void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
-                          const float *qk, const float *v, const float *att, int B, int T, int H,
-                          int KVH, int hd)
+                          const float *qk, const float *v, const float *out, const float *att, int B,
+                          int T, int H, int KVH, int hd)
 {
     (void)c;
+    (void)out; /* D comes from the saved probabilities, as wf_attention_bwd's */
     int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
     float scale = 1.0f / sqrtf((float)hd);
     for (int b = 0; b < B; b++)

@@ -9,14 +9,24 @@
  * log2(e) / sqrt(hs), and the saved log-sum-exp is in base 2 too.
  *
  * Backward recomputes the probabilities tile by tile from q, k and the
- * log-sum-exp:
+ * log-sum-exp.  Both gradient kernels need D_i = rowsum(P * dP) per query
+ * row, which equals dout_i . out_i (out_i = sum_j P_j v_j), so, as
+ * FlashAttention-2 does, it comes from the forward's output:
  *
- *   dq kernel    one block per query tile, over its key tiles: dq, and
- *                D_i = rowsum(P * dP) = dout_i . out_i, written to `scratch`
- *                (B*H*T floats): out is not an argument of wf_attention_bwd,
- *                and this pass sees every key of row i anyway;
+ *   D kernel     a warp per (b, t, h) row: D = dout . out in fp32 from the
+ *                stored values (rounded to 16 bits in bf16 / fp16 plans, so
+ *                D carries that rounding), lanes over the columns and a
+ *                butterfly, a fixed order; into `scratch` (B*H*T floats).
+ *                It runs before the tensor-core kernels too;
+ *   dq kernel    one block per query tile, over its key tiles:
+ *                dq = scale sum_j P_j (dP_j - D) k_j;
  *   dk/dv kernel one block per key tile, over its query tiles: dk and dv,
- *                with D from the dq kernel (same stream, so it is complete).
+ *                with the same D (same stream, so it is complete).
+ *
+ * (Before out was an argument, the dq kernel summed D = sum_j P_j dP_j in
+ * the same pass and formed dq as scale (sum_j P_j dP_j k_j - D sum_j P_j k_j):
+ * two running sums of 16 floats per thread instead of one; ptxas (sm_90)
+ * gave it 121-128 registers and spills at HS 32..128, now 105-119 and none.)
  *
  * Neither kernel needs atomics: every gradient element has one owner thread,
  * which sums in a fixed order, so results do not depend on scheduling.
@@ -206,15 +216,36 @@ flash_fwd_kernel(typename S::raw *out, float *lse, flash_heads a, int T, float s
     if (g == 0) lse[(long)bh * T + i] = m + log2f(l);
 }
 
-/* dq and D per query row, over the key tiles 0..diagonal (grid and order as
- * forward).  With P = exp(S - lse) (in base 2 as forward) and dP_j = dout . v_j:
- *   dq = scale sum_j P_j (dP_j - D) k_j = scale (sum_j P_j dP_j k_j - D sum_j P_j k_j),
- *   D  = sum_j P_j dP_j,
- * so one pass over the keys gives D and dq together. */
+/* D_i = dout_i . out_i per (b, query head, t) row into dsum ((b*H + h)*T + t):
+ * one warp per row, lane l summing columns l, l + 32, ... in order, then a
+ * butterfly (every lane the same bits).  grid ceil(rows / 8), block 256. */
+#define FLASH_D_ROWS (FLASH_THREADS / 32)
+template <class S>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_bwd_d_kernel(float *dsum, const typename S::raw *dout, const typename S::raw *out, int H, int hs, int T,
+                   long rows) {
+    long row = (long)blockIdx.x * FLASH_D_ROWS + (long)threadIdx.x / 32; /* (b*T + t)*H + h */
+    if (row >= rows) return; /* warp-uniform */
+    int lane = (int)threadIdx.x % 32;
+    long bt = row / H, at = bt * ((long)H * hs) + (row % H) * (long)hs;
+    float s = 0.0f;
+    for (int d = lane; d < hs; d += 32) s += S::load(dout, at + d) * S::load(out, at + d);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) {
+        long b = bt / T, t = bt % T;
+        dsum[(b * H + row % H) * T + t] = s;
+    }
+}
+
+/* dq per query row, over the key tiles 0..diagonal (grid and order as
+ * forward).  With P = exp(S - lse) (in base 2 as forward), dP_j = dout . v_j
+ * and D from flash_bwd_d_kernel:
+ *   dq = scale sum_j P_j (dP_j - D) k_j. */
 template <int HS, class S>
 __global__ void __launch_bounds__(FLASH_THREADS, 2)
-flash_bwd_dq_kernel(float *dsum, const typename S::raw *dout, const float *lse, flash_heads a, int T, float scale,
-                    float scale2) {
+flash_bwd_dq_kernel(const float *dsum, const typename S::raw *dout, const float *lse, flash_heads a, int T,
+                    float scale, float scale2) {
     constexpr int G = flash_tile<HS>::G, BT = flash_tile<HS>::BT;
     __shared__ float4 ks[BT * HS / 4];
     __shared__ float4 vs[BT * HS / 4];
@@ -227,12 +258,12 @@ flash_bwd_dq_kernel(float *dsum, const typename S::raw *dout, const float *lse, 
     const typename S::raw *dy = flash_dout<S>(a, dout, b, h, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
-    float qr[16], dyr[16], pdk[16], pk[16];
+    float qr[16], dyr[16], dqr[16];
     load_row_part<HS, S>(qr, q, i, T, a.ldq, hs, g);
     load_row_part<HS, S>(dyr, dy, i, T, ldo, hs, g);
 #pragma unroll
-    for (int d = 0; d < 16; d++) pdk[d] = pk[d] = 0.0f;
-    float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = 0.0f;
+    for (int d = 0; d < 16; d++) dqr[d] = 0.0f;
+    float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = i < T ? dsum[(long)bh * T + i] : 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
@@ -245,9 +276,7 @@ flash_bwd_dq_kernel(float *dsum, const typename S::raw *dout, const float *lse, 
             float s = group_sum<G>(dot_part<HS>(qr, ks, jj, g)) * scale2;
             float dp = group_sum<G>(dot_part<HS>(dyr, vs, jj, g));
             float p = kt * BT + jj <= i ? exp2f(s - li) : 0.0f;
-            D += p * dp;
-            axpy_part<HS>(pdk, p * dp, ks, jj, g);
-            axpy_part<HS>(pk, p, ks, jj, g);
+            axpy_part<HS>(dqr, p * (dp - D), ks, jj, g);
         }
     }
     if (i >= T) return;
@@ -257,9 +286,8 @@ flash_bwd_dq_kernel(float *dsum, const typename S::raw *dout, const float *lse, 
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
-            if (d < hs) S::store(dq, d, S::load(dq, d) + scale * (pdk[4 * c + e] - D * pk[4 * c + e]));
+            if (d < hs) S::store(dq, d, S::load(dq, d) + scale * dqr[4 * c + e]);
         }
-    if (g == 0) dsum[(long)bh * T + i] = D;
 }
 
 /* dk and dv per key row of one key/value head, over the `group` query heads
@@ -368,8 +396,18 @@ static void flash_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, i
                                                                                          a, T, scale2);
 }
 
+/* D = dout . out per (b, query head, t) into dsum, before either backward's
+ * gradient kernels (same stream) */
+template <class S>
+static void flash_bwd_d(wf_ctx *c, float *dsum, const float *dout, const float *out, const flash_heads &a,
+                        int B, int T) {
+    long rows = (long)B * T * a.H;
+    WF_LAUNCH(flash_bwd_d_kernel<S>, (unsigned)((rows + FLASH_D_ROWS - 1) / FLASH_D_ROWS), FLASH_THREADS, 0,
+              wf_cuda_stream(c))(dsum, wf_act<S>(dout), wf_act<S>(out), a.H, a.hs, T, rows);
+}
+
 template <int HS, class S>
-static void flash_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+static void flash_bwd(wf_ctx *c, const float *dsum, const float *dout, const float *lse, const flash_heads &a,
                       int B, int T) {
     constexpr int BT = flash_tile<HS>::BT;
     dim3 grid((T + BT - 1) / BT, B * a.H), grid_kv((T + BT - 1) / BT, B * (a.H / a.group));
@@ -392,7 +430,7 @@ static void flash_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a
 }
 
 template <class S>
-static void flash_bwd_hs(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+static void flash_bwd_hs(wf_ctx *c, const float *dsum, const float *dout, const float *lse, const flash_heads &a,
                          int B, int T) {
     switch (flash_hs(a.hs)) {
     case 16: flash_bwd<16, S>(c, dsum, dout, lse, a, B, T); break;
@@ -461,12 +499,14 @@ extern "C" void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float 
     wf_cuda_sync(c, "wf_attention_fwd");
 }
 
-/* scratch: D = rowsum(P * dP) per (b, h, t), B*H*T floats. */
+/* scratch: D = rowsum(P * dP) = dout . out per (b, h, t), B*H*T floats. */
 extern "C" void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
-                                 const float *qkv, const float *att, int B, int T, int C, int H) {
+                                 const float *qkv, const float *out, const float *att, int B, int T, int C,
+                                 int H) {
     flash_check_shape(c, "wf_attention_bwd", B, C, H);
     WF_BY_STORAGE(c, S, {
         flash_heads a = packed_heads<S>(qkv, dqkv, C, H);
+        flash_bwd_d<S>(c, scratch, dout, out, a, B, T);
         if (wf_attention_tc_takes(c, a.hs))
             wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
         else
@@ -493,11 +533,12 @@ extern "C" void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const fl
 }
 
 extern "C" void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
-                                     const float *qk, const float *v, const float *att, int B, int T, int H,
-                                     int KVH, int hd) {
+                                     const float *qk, const float *v, const float *out, const float *att, int B,
+                                     int T, int H, int KVH, int hd) {
     flash_check_heads(c, "wf_gqa_attention_bwd", B, H, KVH, hd);
     WF_BY_STORAGE(c, S, {
         flash_heads a = gqa_heads<S>(qk, v, dqk, dv, H, KVH, hd);
+        flash_bwd_d<S>(c, scratch, dout, out, a, B, T);
         if (wf_attention_tc_takes(c, hd))
             wf_attention_tc_bwd(c, scratch, dout, att, a, B, T);
         else

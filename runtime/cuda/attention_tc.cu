@@ -2,8 +2,9 @@
  * plans (WMMA, 16x16x16 fragments of the plan's 16-bit type, float
  * accumulators), the same contract as the fp32 kernels of attention.cu: out
  * and the base-2 log-sum-exp of each query row (`att`, B*H*T floats)
- * forward; dq, dk, dv (+=) and D_i = rowsum(P * dP) (`scratch`, B*H*T
- * floats) backward; the T x T matrix never in memory; no atomics.  The heads'
+ * forward; dq, dk, dv (+=) backward, from D_i = rowsum(P * dP) = dout_i .
+ * out_i, which attention.cu's D kernel writes to `scratch` (B*H*T floats)
+ * before these kernels run; the T x T matrix never in memory; no atomics.  The heads'
  * places come as a flash_heads (attention_tc.h): GPT-2's packed qkv, or
  * LLaMA's grouped-query layout, whose dk/dv kernel sums over the query heads
  * of its key/value head.
@@ -15,7 +16,11 @@
  * cores (S = Q K^T, dP = dO V^T; their order of additions is the hardware's).  The softmax (max, exponentials, row sums, the running
  * rescale) is fp32.  What is rounded to the 16-bit type: P before P V and
  * P^T dO, and dS = P * (dP - D) before dS K and dS^T Q, as flash attention
- * does; D itself is summed in fp32 from fp32 P and dP.  In fp16, P <= 1
+ * does.  D is summed in fp32 from the stored dout and out, and out is the
+ * forward's output rounded to the 16-bit type (the plan rounds it, or it is
+ * stored in 16 bits under act16), so D carries that rounding, as in
+ * FlashAttention-2 (|D - rowsum(P dP)| <= about 2^-8 |dout_i| |out_i| in
+ * bf16, the same order as rounding dS).  In fp16, P <= 1
  * always fits; dS carries dout's scale (loss scaling), and where it
  * overflows the gradient comes out inf, which the loss scaler's overflow
  * check catches as it does any other.
@@ -35,18 +40,14 @@
  *
  *   forward     block per query tile (the last first), key tiles 0..diagonal:
  *               S, online softmax, O = O * alpha + P V;
- *   dq kernel   block per query tile: a first sweep over its key tiles sums
- *               D from fp32 P and dP (out is not an argument of the
- *               backward; D = rowsum(P * dP) equals dout . out), a second
- *               sweep forms dS with that D and sums dq = scale dS K.  (The
- *               fp32 kernel's one pass, sum P dP k - D sum P k, would round
- *               P dP and P to 16 bits apart and subtract two large sums:
- *               where dP has a large common part across keys, the
- *               difference drowns in their rounding.  With `out` passed to
- *               the backward, D would be one dot product per row and this
- *               first sweep would go: 2 of the backward's 9 tile products);
+ *   (D)         attention.cu's flash_bwd_d_kernel: D = dout . out per row;
+ *   dq kernel   block per query tile, one sweep over its key tiles: S, dP,
+ *               dS = P (dP - D) with D read from scratch, dq = scale dS K
+ *               (3 tile products per key tile; before `out` was an
+ *               argument, a first sweep recomputed S and dP only to sum D,
+ *               2 more: the backward is now 7 tile products, not 9);
  *   dk/dv       block per key tile, query tiles diagonal..last: dv = P^T dO,
- *               dk = scale dS^T Q, D from the dq kernel (same stream).
+ *               dk = scale dS^T Q, the same D (same stream).
  *
  * On the diagonal tile a warp skips the 16-column fragments wholly in the
  * future of its rows (forward, dq) or wholly before its keys (dk/dv); tiles
@@ -315,7 +316,7 @@ __device__ __forceinline__ void tc_scores(float *stage, const T16 *a, const T16 
     __syncwarp();
 }
 
-/* One key tile of the dq kernel's sweeps: k and v rows [kt*64, kt*64+64)
+/* One key tile of the dq kernel's sweep: k and v rows [kt*64, kt*64+64)
  * into shared memory, then this warp's S = q k^T and dP = dout v^T staged
  * for its lanes.  Returns how many 16-key fragments the warp needs (on the
  * diagonal tile, those not wholly after its queries). */
@@ -332,10 +333,10 @@ __device__ static int dq_key_tile(float *stage, T16 *ks, T16 *vs, const T16 *qw,
     return nf;
 }
 
-/* dq and D per query row (grid and order as forward). */
+/* dq per query row (grid and order as forward), D from dsum. */
 template <class L>
 __global__ void __launch_bounds__(TC_THREADS)
-flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_heads a, int T, float scale,
+flash_tc_bwd_dq_kernel(const float *dsum, const float *dout, const float *lse, flash_heads a, int T, float scale,
                        float scale2) {
     constexpr int HS = L::HS;
     typedef typename L::T16 T16;
@@ -357,22 +358,9 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
 
     tc_load_tile<HS, T16>(qs, q, qt * TC_ROWS, T, a.ldq, hs);
     tc_load_tile<HS, T16>(dys, dy, qt * TC_ROWS, T, ldo, hs);
-    float li = i < T ? lse[(long)bh * T + i] : 0.0f;
+    float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = i < T ? dsum[(long)bh * T + i] : 0.0f;
 
-    /* sweep 1: D = sum_j P_j dP_j, in fp32 */
-    float D = 0.0f;
-    for (int kt = 0; kt <= qt; kt++) {
-        int nf = dq_key_tile<HS, T16, typename Act::raw>(sh.stage, ks, vs, qw, dyw, a, k, v, kt, qt, w, T, hs);
-#pragma unroll 8
-        for (int e = 0; e < 32; e++) {
-            int col = 2 * e + par;
-            if (col < 16 * nf && kt * TC_ROWS + col <= i)
-                D += exp2f(S[r * L::LDS + col] * scale2 - li) * dP[r * L::LDS + col];
-        }
-    }
-    D += __shfl_xor_sync(TC_FULL, D, 1);
-
-    /* sweep 2: dq = scale sum_j dS_j k_j, dS = P (dP - D) */
+    /* dq = scale sum_j dS_j k_j, dS = P (dP - D) */
     tc_frag_acc acc[HS / 16];
 #pragma unroll
     for (int d = 0; d < HS / 16; d++) wmma::fill_fragment(acc[d], 0.0f);
@@ -396,7 +384,6 @@ flash_tc_bwd_dq_kernel(float *dsum, const float *dout, const float *lse, flash_h
     for (int e = 0; e < HS / 2; e++)
         if (2 * e + par < hs)
             Act::store(dq, 2 * e + par, Act::load(dq, 2 * e + par) + scale * sh.stage[r * L::LDO + 2 * e + par]);
-    if (par == 0) dsum[(long)bh * T + i] = D;
 }
 
 /* dk and dv per key row of one key/value head: block per key tile
@@ -509,7 +496,7 @@ static void tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int 
 
 /* dq over (query tile, b, query head); dk/dv over (key tile, b, kv head) */
 template <int HS, class T16, class S>
-static void tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
+static void tc_bwd(wf_ctx *c, const float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
                    int T) {
     typedef tc_smem<HS, T16, S> L;
     size_t smem = L::bytes(4, true);
@@ -534,7 +521,7 @@ static void tc_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a, i
 }
 
 template <class T16, class S>
-static void tc_bwd_hs(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
+static void tc_bwd_hs(wf_ctx *c, const float *dsum, const float *dout, const float *lse, const flash_heads &a, int B,
                       int T) {
     if (a.hs <= 32) tc_bwd<32, T16, S>(c, dsum, dout, lse, a, B, T);
     else if (a.hs <= 64) tc_bwd<64, T16, S>(c, dsum, dout, lse, a, B, T);
@@ -553,7 +540,7 @@ void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a
     }
 }
 
-void wf_attention_tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+void wf_attention_tc_bwd(wf_ctx *c, const float *dsum, const float *dout, const float *lse, const flash_heads &a,
                          int B, int T) {
     bool act16 = wf_ctx_act16(c) != 0;
     if (wf_ctx_precision(c) == WF_BF16) {

@@ -49,11 +49,13 @@ __device__ __forceinline__ const typename S::raw *flash_dout(const flash_heads &
 int wf_attention_tc_takes(wf_ctx *c, int hs);
 
 /* The contracts of wf_attention_fwd / wf_attention_bwd (the same base-2
- * log-sum-exp per query row and head in lse, the same D in dsum, B*H*T
- * floats each; dq, dk, dv accumulate), launched on the stream; the caller
- * checks the shape and the launch. */
+ * log-sum-exp per query row and head in lse, B*H*T floats; dq, dk, dv
+ * accumulate), launched on the stream; backward reads D = dout . out per
+ * (b, query head, t) from dsum (B*H*T floats), which attention.cu's D kernel
+ * writes before it on the same stream.  The caller checks the shape and the
+ * launch. */
 void wf_attention_tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T);
-void wf_attention_tc_bwd(wf_ctx *c, float *dsum, const float *dout, const float *lse, const flash_heads &a,
+void wf_attention_tc_bwd(wf_ctx *c, const float *dsum, const float *dout, const float *lse, const flash_heads &a,
                          int B, int T);
 
 #endif

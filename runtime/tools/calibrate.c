@@ -78,7 +78,7 @@ static kernel_ns measure_kernels(double gemm_gflops) {
     TIME(wf_add_bwd(NULL, dx, y, d, (long)n), t); k.add_b = t / n * 1e9;
     double att_elems = (double)B * H * T * T;
     TIME(wf_attention_fwd(NULL, y, att, x, B, T, C, H), t); k.att_f = t / att_elems * 1e9;
-    TIME(wf_attention_bwd(NULL, dx, scratch, d, x, att, B, T, C, H), t); k.att_b = t / att_elems * 1e9;
+    TIME(wf_attention_bwd(NULL, dx, scratch, d, x, y, att, B, T, C, H), t); k.att_b = t / att_elems * 1e9;
     /* the LM head less its GEMMs, per logit */
     double logits = (double)N * V, gemm = 2.0 * N * V * C / (gemm_gflops * 1e9);
     TIME(wf_lmhead_xent_fwd(NULL, dlogits, losses, x, wte, tgt, 1.0f, N, C, V), t);

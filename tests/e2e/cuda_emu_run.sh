@@ -17,6 +17,11 @@
 #         bits (weft/rt.h, act16): the program must say `.act16 = 1`, and since
 #         its kernels round each stored value as the CPU's rounding calls do,
 #         losses within 1e-4 and gradient norms within 1e-2 of the CPU's run.
+# The CUDA attention backward forms D = dout . out from the forward's output:
+# sel, full, pp2_zbh1 and pp2_2bw run it where that output is recomputed
+# (selective, full recompute) or kept in a pipeline slot (split B/W, 2BW),
+# fp32 rows because their weight check catches a wrong D (the act16 rows'
+# loss and norm tolerances do not).
 # Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
@@ -120,6 +125,8 @@ rows=(
   "fp16      ref_fp16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=fp16"
   "bf16_pp2  ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_full ref_bf16_full act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set recompute=full"
+  "sel       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=selective"
+  "full      ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=full"
   "bf16_tp2  ref_bf16   bf16 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi"
   "llama_bf16 ref_llama_bf16 act16 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
   "dp2       ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=mpi"
@@ -127,6 +134,7 @@ rows=(
   "tp2       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
   "z3_nccl   ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05"
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
+  "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
   "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"

@@ -116,7 +116,7 @@ static void attention_case(const char *tag, int b, int t, int c, int h) {
     wf_attention_fwd(NULL, o, att, qkv, b, t, c, h);
     snprintf(name, sizeof name, "attention_fwd%s", tag);
     put(name, "out", o, n * c);
-    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, att, b, t, c, h);
+    wf_attention_bwd(NULL, dqkv, scratch, dout, qkv, o, att, b, t, c, h);
     snprintf(name, sizeof name, "attention_bwd%s", tag);
     put(name, "dqkv", dqkv, n * 3 * c);
 }
@@ -152,7 +152,8 @@ static void attention_16bit_case(const char *tag, int precision, int b, int t, i
     wf_attention_fwd(ctx, o, att, qkv, b, t, c, h);
     snprintf(name, sizeof name, "attention_fwd%s", tag);
     put(name, "out [16-bit]", o, n * c);
-    wf_attention_bwd(ctx, dqkv, scratch, dout, qkv, att, b, t, c, h);
+    wf_round_copy(precision, o, o, n * c); /* as the plan rounds it; CUDA's backward forms D from it */
+    wf_attention_bwd(ctx, dqkv, scratch, dout, qkv, o, att, b, t, c, h);
     snprintf(name, sizeof name, "attention_bwd%s", tag);
     static const char *what[3] = { "dq [16-bit]", "dk [16-bit]", "dv [16-bit]" };
     settle();  /* columns() reads dqkv on the host */
@@ -403,7 +404,7 @@ static void gqa_case(const char *tag, int b, int t, int h, int kvh, int hd) {
     wf_gqa_attention_fwd(NULL, o, att, qk, v, b, t, h, kvh, hd);
     snprintf(name, sizeof name, "gqa_attention_fwd%s", tag);
     put(name, "out", o, n * wo);
-    wf_gqa_attention_bwd(NULL, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    wf_gqa_attention_bwd(NULL, dqk, dv, scratch, dout, qk, v, o, att, b, t, h, kvh, hd);
     snprintf(name, sizeof name, "gqa_attention_bwd%s", tag);
     put(name, "dqk", dqk, n * wqk);
     put(name, "dv", dv, n * wv);
@@ -431,7 +432,8 @@ static void gqa_16bit_case(const char *tag, int precision, int b, int t, int h, 
     wf_gqa_attention_fwd(ctx, o, att, qk, v, b, t, h, kvh, hd);
     snprintf(name, sizeof name, "gqa_attention_fwd%s", tag);
     put(name, "out [16-bit]", o, n * wq);
-    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    wf_round_copy(precision, o, o, n * wq); /* as the plan rounds it */
+    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, o, att, b, t, h, kvh, hd);
     snprintf(name, sizeof name, "gqa_attention_bwd%s", tag);
     settle();  /* columns() reads dqk on the host */
     put(name, "dq [16-bit]", columns(dqk, n, wqk, 0, wq), n * wq);
@@ -954,7 +956,7 @@ static void act16_attention(int p, const char *tag, int b, int t, int c, int h, 
     wf_attention_fwd(ctx, o, att, qkv, b, t, c, h);
     put16(name, "out [16-bit]", p, o, n * c);
     act16_name(name, sizeof name, "attention_bwd", p, tag);
-    wf_attention_bwd(ctx, dqkv, scratch, dout, qkv, att, b, t, c, h);
+    wf_attention_bwd(ctx, dqkv, scratch, dout, qkv, o, att, b, t, c, h);
     static const char *what[3] = { "dq [16-bit]", "dk [16-bit]", "dv [16-bit]" };
     for (int part = 0; part < 3; part++) put16_columns(name, what[part], p, dqkv, n, 3L * c, (long)part * c, c);
 }
@@ -972,7 +974,7 @@ static void act16_gqa(int p, const char *tag, int b, int t, int h, int kvh, int 
     wf_gqa_attention_fwd(ctx, o, att, qk, v, b, t, h, kvh, hd);
     put16(name, "out [16-bit]", p, o, n * wq);
     act16_name(name, sizeof name, "gqa_attention_bwd", p, tag);
-    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, att, b, t, h, kvh, hd);
+    wf_gqa_attention_bwd(ctx, dqk, dv, scratch, dout, qk, v, o, att, b, t, h, kvh, hd);
     put16_columns(name, "dq [16-bit]", p, dqk, n, wqk, 0, wq);
     put16_columns(name, "dk [16-bit]", p, dqk, n, wqk, wq, wv);
     put16(name, "dv [16-bit]", p, dv, n * wv);

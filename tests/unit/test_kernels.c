@@ -564,9 +564,9 @@ static void test_attention(void)
     grad dqkv = grad_new(n_qkv);
     float *scratch = fbuf((long)T * T);
 
-    wf_attention_bwd(NULL, dqkv.g, scratch, dout, qkv, att, B, T, C, H);
+    wf_attention_bwd(NULL, dqkv.g, scratch, dout, qkv, out, att, B, T, C, H);
     r.bwd = grad_err(dqkv.g, dqkv.g0, 1, fd_qkv, n_qkv);
-    wf_attention_bwd(NULL, dqkv.g, scratch, dout, qkv, att, B, T, C, H);
+    wf_attention_bwd(NULL, dqkv.g, scratch, dout, qkv, out, att, B, T, C, H);
     r.acc = grad_err(dqkv.g, dqkv.g0, 2, fd_qkv, n_qkv);
     report("attention", r);
     tfree_all();

@@ -203,7 +203,7 @@ static void check(kernel *k, const char *cfg, float scale_grad, int expect_fail)
 
 /* ---- the kernels, wrapped ------------------------------------------------ */
 
-static float *g_rstd, *g_att;
+static float *g_rstd, *g_att, *g_out; /* what the forward saved; the output it wrote */
 static int g_split, g_wrong_rope;
 
 static void rms_fwd(float *const *x, float *out) { wf_rmsnorm_fwd(NULL, out, g_rstd, x[0], x[1], N, C, EPS); }
@@ -232,11 +232,15 @@ static void swiglu_bwd(float *const *x, float *const *g, const float *dout)
     wf_swiglu_bwd(NULL, g[0], g[1], x[0], x[1], dout, (long)N * C);
 }
 
-static void gqa_fwd(float *const *x, float *out) { wf_gqa_attention_fwd(NULL, out, g_att, x[0], x[1], B, T, H, KVH, HD); }
+static void gqa_fwd(float *const *x, float *out)
+{
+    wf_gqa_attention_fwd(NULL, out, g_att, x[0], x[1], B, T, H, KVH, HD);
+    memcpy(g_out, out, sizeof(float) * (size_t)N * H * HD); /* backward takes it */
+}
 static void gqa_bwd(float *const *x, float *const *g, const float *dout)
 {
     float *scratch = xmalloc(sizeof(float) * (size_t)T * T);
-    wf_gqa_attention_bwd(NULL, g[0], g[1], scratch, dout, x[0], x[1], g_att, B, T, H, KVH, HD);
+    wf_gqa_attention_bwd(NULL, g[0], g[1], scratch, dout, x[0], x[1], g_out, g_att, B, T, H, KVH, HD);
     free(scratch);
 }
 
@@ -264,6 +268,7 @@ static void run_config(int b, int t, int c, int h, int kvh, int hd)
     snprintf(cfg, sizeof cfg, "B%d T%d C%d H%d KV%d hd%d", B, T, C, H, KVH, HD);
     g_rstd = xmalloc(sizeof(float) * (size_t)N);
     g_att = xmalloc(sizeof(float) * (size_t)B * H * T * T);
+    g_out = xmalloc(sizeof(float) * (size_t)N * H * HD);
 
     long rl[] = { (long)N * C, C };
     kernel k = make("rmsnorm", 2, rl, (long)N * C, ref_rmsnorm, rms_fwd, rms_bwd);
@@ -296,6 +301,7 @@ static void run_config(int b, int t, int c, int h, int kvh, int hd)
     drop(&k);
     free(g_rstd);
     free(g_att);
+    free(g_out);
 }
 
 int main(void)

@@ -88,11 +88,15 @@ void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *
  * columns [h*C/H, (h+1)*C/H); out is (N, C).  att is what forward keeps for
  * backward, per backend (the compiler sizes it): the CPU's (B, H, T, T)
  * softmax probabilities, CUDA's log-sum-exp per (b, h, t) row (B*H*T floats).
- * scratch must hold T*T floats (CPU) or B*H*T (CUDA). */
+ * scratch must hold T*T floats (CPU) or B*H*T (CUDA).  Backward also takes
+ * the forward's output `out` (an activation: 16-bit under act16), unchanged
+ * since: CUDA forms D = rowsum(P * dP) = dout . out per query row from it
+ * (FlashAttention-2); the CPU, which keeps P, ignores it. */
 void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
                       int B, int T, int C, int H);
 void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
-                      const float *qkv, const float *att, int B, int T, int C, int H);
+                      const float *qkv, const float *out, const float *att, int B, int T, int C,
+                      int H);
 
 /* GELU, tanh approximation (as GPT-2). */
 void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n);
@@ -135,12 +139,13 @@ void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const
 /* Grouped-query causal attention.  qk is (N, (H + KVH) * hd): H query heads,
  * then KVH key heads (RoPE already applied); v is (N, KVH * hd); query head h
  * reads key and value head h / (H / KVH).  att (B, H, T, T) keeps the softmax
- * probabilities; out is (N, H * hd); scratch holds T*T floats. */
+ * probabilities; out is (N, H * hd); scratch holds T*T floats.  Backward
+ * takes the forward's output `out` as wf_attention_bwd does. */
 void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
                           int B, int T, int H, int KVH, int hd);
 void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
-                          const float *qk, const float *v, const float *att, int B, int T, int H,
-                          int KVH, int hd);
+                          const float *qk, const float *v, const float *out, const float *att, int B,
+                          int T, int H, int KVH, int hd);
 
 /* ---- tensor parallelism (runtime/cpu/kernels_tp.c, runtime/common/tp.c) -- */
 
