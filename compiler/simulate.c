@@ -149,13 +149,13 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
             /* runtime/cuda's flash kernels: the causal half of QK^T and PV,
              * nothing T x T through memory.  bf16 / fp16 plans with a head size
              * a multiple of 16 up to 128 run them on tensor cores
-             * (attention_tc.cu: backward does 9 such products to forward's 2,
-             * its dq kernel sweeping twice), the rest on the fp32 CUDA cores
-             * (attention.cu: 8 to 2) */
+             * (attention_tc.cu), the rest on the fp32 CUDA cores (attention.cu);
+             * either way backward does 7 such products to forward's 2 (D comes
+             * from the forward's output, not from a sweep of its own) */
             int tensor_cores = strcmp(p->precision, "fp32") != 0 && (int)hd % 16 == 0 && hd <= 128;
             double rate = tensor_cores ? peak : p->device_fp32_tflops;
             t.f = 2 * n * cost_gemm_seconds(T, T / 2, hd, rate, efficiency(T, T, hd));
-            t.b = (tensor_cores ? 4.5 : 4.0) * t.f;
+            t.b = 3.5 * t.f;
         } else if (calib) {
             t.f = calib->attention[0] * n * T * T * 1e-9;
             t.b = calib->attention[1] * n * T * T * 1e-9;
