@@ -16,7 +16,13 @@
 #   act16 bf16 / fp16 plans, whose activations the CUDA program stores in 16
 #         bits (weft/rt.h, act16): the program must say `.act16 = 1`, and since
 #         its kernels round each stored value as the CPU's rounding calls do,
-#         losses within 1e-4 and gradient norms within 1e-2 of the CPU's run.
+#         losses within 1e-4 and gradient norms within 2e-3 of the CPU's run
+#         (measured: 1.5e-5 and 5.7e-4 at most).  These rows catch a storage or
+#         layout error (a wrong count, offset or width garbles the run); a subtle
+#         gradient error is for the kernel checks (cuda_emu_kernels) and the
+#         fp32 rows, which compare weights: in 4 steps of this small model even
+#         an attention backward fed the wrong tensor moved the bf16 losses by
+#         only 3e-5 and the norms by 1e-3.
 # The CUDA attention backward forms D = dout . out from the forward's output:
 # sel, full, pp2_zbh1 and pp2_2bw run it where that output is recomputed
 # (selective, full recompute) or kept in a pipeline slot (split B/W, 2BW),
@@ -78,7 +84,7 @@ compare() {
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
     loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-4) || ok=1
-    norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-2) || ok=1
+    norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 2e-3) || ok=1
     echo "$loss, $norm"
     return $ok
   fi
