@@ -202,20 +202,6 @@ __global__ static void gelu_fwd_kernel(typename A::raw *out, const typename A::r
     }
 }
 
-template <class A>
-__global__ static void gelu_bwd_kernel(typename A::raw *dinp, const typename A::raw *inp,
-                                       const typename A::raw *dout, long n) {
-    WF_GRID_CHUNKS(i, n, A::width) {
-        float dx[A::width], x[A::width], d[A::width];
-        A::load(dinp, i, dx);
-        A::load(inp, i, x);
-        A::load(dout, i, d);
-#pragma unroll
-        for (int e = 0; e < A::width; e++) dx[e] = dx[e] + wf_gelu_grad(x[e]) * d[e];
-        A::store(dinp, i, dx);
-    }
-}
-
 /* The fused linear + GELU's elementwise half (linear_gelu.h): in 16 bits the
  * pre-activation is rounded before the GELU reads it and the output after,
  * one launch where the unfused ops take three (gelu and two roundings);
@@ -273,11 +259,13 @@ extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {
     wf_cuda_sync(c, "wf_gelu_fwd");
 }
 
+/* the unfused backward: the fused one's kernel, rounding nothing (the
+ * program rounds dinp itself where activations are floats) */
 extern "C" void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n) {
     WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dinp, inp, dout),
-                                    WF_LAUNCH(gelu_bwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
-                                              wf_cuda_stream(c))(wf_act<S>(dinp), wf_act<S>(inp), wf_act<S>(dout),
-                                                                 n)));
+                                    WF_LAUNCH(gelu_round_bwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(WF_FP32, wf_act<S>(dinp), wf_act<S>(inp),
+                                                                 wf_act<S>(dout), n)));
     wf_cuda_sync(c, "wf_gelu_bwd");
 }
 
