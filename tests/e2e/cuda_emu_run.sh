@@ -16,7 +16,11 @@
 #   act16 bf16 / fp16 plans, whose activations the CUDA program stores in 16
 #         bits (weft/rt.h, act16): the program must say `.act16 = 1`, and since
 #         its kernels round each stored value as the CPU's rounding calls do,
-#         losses within 1e-4 and gradient norms within 1e-2 of the CPU's run.
+#         losses within 1e-4 and gradient norms within 1e-3 of the CPU's run.
+#         The gradient norm is the sharp one: with every bf16 store truncating
+#         instead of rounding to nearest even, the bf16 and llama_bf16 rows
+#         stayed within 3.3e-5 in loss but moved the norm by 1.6e-3 to 5.7e-3
+#         at every step (2.2e-4 at most when right; fp16 5e-5).
 # Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
@@ -73,7 +77,7 @@ compare() {
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
     loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-4) || ok=1
-    norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-2) || ok=1
+    norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-3) || ok=1
     echo "$loss, $norm"
     return $ok
   fi
