@@ -20,7 +20,7 @@
 #         The gradient norm is the sharp one: with every bf16 store truncating
 #         instead of rounding to nearest even, the bf16 and llama_bf16 rows
 #         stayed within 3.3e-5 in loss but moved the norm by 1.6e-3 to 5.7e-3
-#         at every step (2.2e-4 at most when right; fp16 5e-5).
+#         at every step (4.2e-4 at most when right; fp16 4e-5).
 # Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
