@@ -133,6 +133,7 @@ rows=(
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
+  "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
 )
 for row in "${rows[@]}"; do
@@ -147,6 +148,13 @@ done
 case " ${ROWS:-z3_nccl} " in *" z3_nccl "*)
   check "z3_nccl: the step was captured, NCCL calls and all ($(grep -o 'cuda graph: on[^)]*)' "$WORK/z3_nccl.log" | head -1))" \
     grep -q 'cuda graph: on (captured step 2' "$WORK/z3_nccl.log" ;;
+esac
+
+# act16 through NCCL: the 16-bit activations and gradients sent between
+# stages (storage floats) inside the captured step
+case " ${ROWS:-bf16_pp2_nccl} " in *" bf16_pp2_nccl "*)
+  check "bf16_pp2_nccl: the act16 step was captured, sends and receives too" \
+    grep -q 'cuda graph: on (captured step 2' "$WORK/bf16_pp2_nccl.log" ;;
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
