@@ -205,6 +205,14 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
     const uint32_t values[4] = { g->align[1], g->align[0], g->align[2], g->align[2] };  /* Lt's A is our B */
     for (int k = 0; k < 4; k++)
         WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &values[k], sizeof values[k]));
+    if (g->tc != CUDA_R_32F) {
+        /* a 16-bit D is rounded once: no split-K that sums its partial
+         * products in D's type (the INPLACE and OUTPUT_TYPE reduction
+         * schemes would round each partial sum to 16 bits first) */
+        uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                          &schemes, sizeof schemes));
+    }
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     /* NOT_SUPPORTED: no algorithm for this configuration (an epilogue the
