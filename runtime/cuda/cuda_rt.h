@@ -83,9 +83,10 @@ void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long
  * conversions (a weight as 16-bit values for a GEMM with 16-bit activations,
  * an activation as floats for one with float operands), reused call after
  * call on the compute stream, so one conversion at a time.  The program's
- * cast_numel (planned by the compiler) is allocated at start; kernel tests
- * (c NULL) get a buffer that grows.  A request past the plan fails naming
- * the call. */
+ * cast_numel (planned by the compiler) is allocated at the first request,
+ * in the eager warm-up step (graph.c captures later steps: no cudaMalloc
+ * inside a capture); kernel tests (c NULL) get a buffer that grows.  A
+ * request past the plan fails naming the call. */
 float *wf_cuda_cast_buffer(wf_ctx *c, long floats);
 
 /* Token losses summed on the device (xent.cu) instead of returned to the

@@ -205,6 +205,14 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
     const uint32_t values[4] = { g->align[1], g->align[0], g->align[2], g->align[2] };  /* Lt's A is our B */
     for (int k = 0; k < 4; k++)
         WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &values[k], sizeof values[k]));
+    if (g->tc != CUDA_R_32F) {
+        /* a 16-bit D is rounded once: no split-K that sums its partial
+         * products in D's type (the INPLACE and OUTPUT_TYPE reduction
+         * schemes would round each partial sum to 16 bits first) */
+        uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        WF_CUBLAS(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                          &schemes, sizeof schemes));
+    }
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     /* NOT_SUPPORTED: no algorithm for this configuration (an epilogue the
@@ -325,6 +333,14 @@ __global__ static void bias16_kernel(uint16_t *dst, const float *bias, int n, in
         dst[i] = bf16 ? wf_hd_bf16_bits(bias[i]) : wf_hd_fp16_bits(bias[i]);
 }
 
+/* C (rows, cols) 16-bit, row-major with leading dimension ldc: every row
+ * the bias's bits (the 16-bit D's fallback below: C = bias, then beta 1) */
+__global__ static void bias_fill16_kernel(uint16_t *C, const uint16_t *bias, int rows, int cols, int ldc) {
+    long n = (long)rows * cols;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        C[(i / cols) * ldc + i % cols] = bias[i % cols];
+}
+
 static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, int n, cudaStream_t s) {
     static uint16_t *buf;
     static int cap;
@@ -364,8 +380,19 @@ static void gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float a
     key.align[2] = batched_alignment(C, batch, sC, type_bytes(tc)), key.align[3] = alignment(bias_d);
     key.bias = (const float *)bias_d;
     gemm_plan *g = plan_for(c, &key);
-    if (bias && g->separate_bias && tc != CUDA_R_32F)  /* the kernel after would round twice */
-        wf_cuda_fail(c, "wf_cuda_gemm", WF_CUDA_WHERE, "no cuBLASLt algorithm takes the bias epilogue with 16-bit D");
+    if (bias && g->separate_bias && tc != CUDA_R_32F) {
+        /* a bias kernel after the GEMM would round twice; instead C = the
+         * bias (exact: its values are of C's type) and beta 1, which the
+         * library rounds once after adding, as the epilogue would */
+        if (beta != 0.0f || batch != 1)
+            wf_cuda_fail(c, "wf_cuda_gemm", WF_CUDA_WHERE,
+                         "no cuBLASLt algorithm takes the bias epilogue with 16-bit D, and C is not free (beta != 0)");
+        WF_LAUNCH(bias_fill16_kernel, wf_blocks((long)M * N), WF_THREADS, 0, s)((uint16_t *)C,
+                                                                               (const uint16_t *)bias_d, M, N, ldc);
+        WF_CUDA(c, cudaGetLastError());
+        beta = 1.0f;
+        bias = NULL;  /* added by the product's beta C */
+    }
     if (bias && !g->separate_bias)
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_d,
                                                     sizeof bias_d));

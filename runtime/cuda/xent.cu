@@ -20,9 +20,11 @@
  * fp16, wte, dlogits and the losses float.  The logits come from 16-bit x and
  * wte converted into the cast buffer (exact: wte holds values of the type),
  * fp32 accumulation into float dlogits.  The backward GEMMs meet float
- * dlogits, so they run in floats: dx's product into the cast buffer, then
- * one kernel dx = round(dx + product); x converted to floats in the cast
- * buffer for dwte.  The vocabulary-parallel pieces (tp > 1) keep float
+ * dlogits, so they are float GEMMs (which gemm.cu runs with the plan's
+ * FAST_16BF / FAST_16F compute type: dlogits is rounded to 16 bits inside,
+ * as without act16): dx's product into the cast buffer, then one kernel
+ * dx = round(dx + product); x converted to floats in the cast buffer for
+ * dwte.  The vocabulary-parallel pieces (tp > 1) keep float
  * activations and refuse 16-bit storage. */
 #include "cuda_rt.h"
 #include "kernels_tp.h"

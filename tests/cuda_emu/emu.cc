@@ -457,8 +457,18 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) { delete graph; return cudaSuccess; }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { delete exec; return cudaSuccess; }
 
-/* memory: all of it is host memory, so every kind of copy is a memmove */
+/* memory: all of it is host memory, so every kind of copy is a memmove.
+ * Allocating or freeing while a stream is captured is refused and
+ * invalidates the capture, as CUDA does in the thread-local and global
+ * capture modes (cudaMalloc is not a stream operation: a replayed graph
+ * would not allocate again). */
+static cudaError_t refused_in_capture() {
+    if (!wf_emu::capturing) return cudaSuccess;
+    wf_emu::capture_invalid = true;
+    return cudaErrorStreamCaptureUnsupported;
+}
 static cudaError_t alloc(void **p, size_t bytes) {
+    if (cudaError_t e = refused_in_capture()) return e;
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
     return *p || !bytes ? cudaSuccess : cudaErrorMemoryAllocation;
 }
@@ -466,8 +476,16 @@ cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc(p, bytes); }
 cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
 cudaError_t cudaMallocHost(void **p, size_t bytes) { return alloc(p, bytes); }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
-cudaError_t cudaFree(void *p) { wf_emu::drain(); free(p); return cudaSuccess; }
-cudaError_t cudaFreeHost(void *p) { wf_emu::drain(); free(p); return cudaSuccess; }
+cudaError_t cudaFree(void *p) {
+    if (cudaError_t e = wf_emu::host_wait()) return e;
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) {
+    if (cudaError_t e = wf_emu::host_wait()) return e;
+    free(p);
+    return cudaSuccess;
+}
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
     if (cudaError_t e = wf_emu::host_wait()) return e;
     memmove(dst, src, n);

@@ -40,6 +40,13 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   # either; nvcc's `#pragma unroll` means nothing to g++
   target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${emu_dir}/emu.h>"
     "$<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off;-Wno-unknown-pragmas>")
+  # A GPU faults on a misaligned vector access (a uint4 / float4 / bf16x2
+  # load or store off its 16-, 16- or 4-byte boundary); the CPU does not.
+  # UBSan's alignment check stops the emulated kernel there instead, naming
+  # the line (the vector types carry their CUDA alignment on the host too).
+  set(WEFT_EMU_ALIGN_CHECK -fsanitize=alignment -fno-sanitize-recover=alignment)
+  target_compile_options(weft_cuda_emu PUBLIC "$<$<COMPILE_LANGUAGE:CXX>:${WEFT_EMU_ALIGN_CHECK}>")
+  target_link_options(weft_cuda_emu PUBLIC -fsanitize=alignment)
 
   # the kernels: each .cu compiled as C++ through a one-line wrapper, and the
   # fake cuBLASLt; compiled once, for the kernel tests' library below and the

@@ -40,8 +40,12 @@
  *     memory, memcpy/memset, device queries: one device, or WF_EMU_DEVICES
  *     of them, names only), in emu.cc, synchronous: no libcudart is linked;
  *   - CUDA graphs as graph.c uses them: a stream capture records launches,
- *     asynchronous copies and memsets (a host wait during it is refused and
- *     invalidates it), a graph launch issues them again in order.
+ *     asynchronous copies and memsets (a host wait, cudaMalloc or cudaFree
+ *     during it is refused and invalidates it), a graph launch issues them
+ *     again in order;
+ *   - misaligned vector accesses (uint4, float4, bf16x2 ... off their
+ *     alignment), which fault on a GPU: emu.cmake builds the kernels with
+ *     UBSan's alignment check, which stops the process naming the line.
  * What is not:
  *   - warp operations with a partial mask (only masks naming every lane of
  *     the warp that exists; reported otherwise), warp-divergent shuffles;
@@ -49,8 +53,10 @@
  *     launches (reported), cooperative groups;
  *   - timing, concurrency between streams or blocks, any memory model beyond
  *     sequential execution (so races that need real parallelism go unseen,
- *     although threads interleave at every barrier); graph nodes other than
- *     captured ones; cuBLAS and NCCL (the emulated build replaces gemm.cu with
+ *     although threads interleave at every barrier); which streams joined a
+ *     capture (every operation issued while capturing is recorded, whatever
+ *     its stream: a comm stream that never waited on the capture's event
+ *     goes unseen); graph nodes other than captured ones; cuBLAS and NCCL (the emulated build replaces gemm.cu with
  *     tests/cuda_emu/emu_gemm.cc, and the kernel tests' library device.c with
  *     emu_device.cc: functions of those two that kernel files call need an
  *     emulated version there; the whole runtime, emu_runtime.cmake, runs

@@ -12,8 +12,19 @@
 
 static double gemm_flops;
 
-static void sgemm_now(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
-                      long sA, const float *B, int ldb, long sB, float beta, float *C, int ldc, long sC,
+/* gemm.cu runs an fp32 GEMM of a bf16 / fp16 plan with the compute type
+ * CUBLAS_COMPUTE_32F_FAST_16BF / _16F: the library converts A and B to the
+ * 16-bit type (round to nearest even) and sums exact products in fp32.  So
+ * here too: exact for operands the plan already rounded, a rounding for the
+ * fp32 ones (the LM head's dlogits); identity for fp32 plans. */
+static float operand(int precision, float x) {
+    if (precision == WF_BF16) return wf_hd_bf16_value(wf_hd_bf16_bits(x));
+    if (precision == WF_FP16) return wf_hd_fp16_value(wf_hd_fp16_bits(x));
+    return x;
+}
+
+static void sgemm_now(int precision, int transA, int transB, int M, int N, int K, float alpha, const float *A,
+                      int lda, long sA, const float *B, int ldb, long sB, float beta, float *C, int ldc, long sC,
                       int batch) {
     for (int b = 0; b < batch; b++) {
         const float *a = A + b * sA, *bm = B + b * sB;
@@ -22,8 +33,8 @@ static void sgemm_now(int transA, int transB, int M, int N, int K, float alpha, 
             for (int j = 0; j < N; j++) {
                 double s = 0.0;
                 for (int k = 0; k < K; k++) {
-                    float x = transA ? a[(long)k * lda + i] : a[(long)i * lda + k];
-                    float y = transB ? bm[(long)j * ldb + k] : bm[(long)k * ldb + j];
+                    float x = operand(precision, transA ? a[(long)k * lda + i] : a[(long)i * lda + k]);
+                    float y = operand(precision, transB ? bm[(long)j * ldb + k] : bm[(long)k * ldb + j]);
                     s += (double)x * y;
                 }
                 float *out = &cm[(long)i * ldc + j];
@@ -41,8 +52,10 @@ static void bias_now(int M, int N, float *C, int ldc, long sC, int batch, const 
 extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
                               const float *A, int lda, long sA, const float *B, int ldb, long sB,
                               float beta, float *C, int ldc, long sC, int batch) {
-    (void)c;
-    wf_emu::enqueue([=] { sgemm_now(transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch); });
+    int precision = wf_ctx_precision(c);
+    wf_emu::enqueue([=] {
+        sgemm_now(precision, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
+    });
     gemm_flops += 2.0 * M * N * K * batch;
 }
 

@@ -356,6 +356,16 @@ static void launch_wmma_bad_ldm() { WF_LAUNCH(wmma_bad_ldm_kernel, 1, 32, 0, 0)(
 
 /* ---- errors the emulator must report (in a child: they end the process) ----------- */
 
+/* eight 16-bit values as one uint4, 2 bytes past a 16-byte boundary: a GPU
+ * faults (misaligned address); the emulated build's alignment check stops */
+__global__ static void misaligned_uint4_kernel(const uint16_t *x, uint4 *out) {
+    out[threadIdx.x] = *reinterpret_cast<const uint4 *>(x + 1 + 8 * threadIdx.x);
+}
+static void launch_misaligned_uint4() {
+    static uint4 buf[8], out[2];
+    WF_LAUNCH(misaligned_uint4_kernel, 1, 2, 0, 0)(reinterpret_cast<const uint16_t *>(buf), out);
+}
+
 __global__ static void early_exit_kernel(int *out) {
     if (threadIdx.x >= 16) return;
     __syncthreads(); /* only the first 16 threads come here */
@@ -445,6 +455,23 @@ static bool graph_ok() {
     return ok;
 }
 
+/* cudaMalloc and cudaFree while a stream is captured: refused, and the
+ * capture comes back invalidated (CUDA's thread-local mode); before and
+ * after the capture both work */
+static bool alloc_in_capture_refused() {
+    cudaStream_t s;
+    cudaGraph_t g = nullptr;
+    void *before = nullptr, *during = nullptr;
+    bool ok = cudaStreamCreate(&s) == cudaSuccess && cudaMalloc(&before, 64) == cudaSuccess &&
+              cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess &&
+              cudaMalloc(&during, 64) == cudaErrorStreamCaptureUnsupported && during == nullptr &&
+              cudaFree(before) == cudaErrorStreamCaptureUnsupported &&
+              cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated && g == nullptr &&
+              cudaFree(before) == cudaSuccess;
+    cudaStreamDestroy(s);
+    return ok;
+}
+
 static int sink[256];
 static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
 static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
@@ -476,6 +503,10 @@ int main() {
           "wmma::store_matrix_sync then another lane's element: stale without __syncwarp, right with it");
     CHECK(graph_ok(), "a CUDA graph: capture records a memset and a launch without running them, two "
                       "launches replay them; a host wait while capturing invalidates the capture");
+    CHECK(reported(launch_misaligned_uint4, "misaligned address"),
+          "a uint4 load from a 16-bit array off its 16-byte boundary is reported (the build's alignment check)");
+    CHECK(alloc_in_capture_refused(), "cudaMalloc / cudaFree while a stream is captured: refused, the capture "
+                                       "invalidated");
     CHECK(reported(launch_wmma_misaligned, "not 256-bit"), "a wmma fragment load from a misaligned pointer is reported");
     CHECK(reported(launch_wmma_bad_ldm, "ldm 20"), "a wmma ldm that is not a multiple of 16 bytes is reported");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
