@@ -9,10 +9,10 @@
  * LLaMA's grouped-query layout, whose dk/dv kernel sums over the query heads
  * of its key/value head.
  *
- * Rounding.  The arenas are fp32, but in a bf16 / fp16 plan q, k, v and dout
- * already hold values of the 16-bit type (the generated code rounds every
- * op's output), so converting them when a tile is loaded into shared memory
- * is exact.  Products are exact in fp32 and summed in fp32 by the tensor
+ * Rounding.  In a bf16 / fp16 plan q, k, v and dout hold values of the
+ * 16-bit type: stored in 16 bits under act16 (weft/rt.h), or fp32 values the
+ * generated code has rounded, so loading a tile into shared memory as 16-bit
+ * values is exact either way.  Products are exact in fp32 and summed in fp32 by the tensor
  * cores (S = Q K^T, dP = dO V^T; their order of additions is the hardware's).  The softmax (max, exponentials, row sums, the running
  * rescale) is fp32.  What is rounded to the 16-bit type: P before P V and
  * P^T dO, and dS = P * (dP - D) before dS K and dS^T Q, as flash attention

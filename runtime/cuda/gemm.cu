@@ -11,7 +11,9 @@
  *   fp32  CUBLAS_COMPUTE_32F: fp32 FMA, no TF32 (cuBLASLt uses reduced
  *         precision only where the compute type asks for it), so the two
  *         backends agree to fp32 reduction-order noise;
- *   bf16  CUBLAS_COMPUTE_32F_FAST_16BF, fp16 CUBLAS_COMPUTE_32F_FAST_16F:
+ *   bf16  CUBLAS_COMPUTE_32F_FAST_16BF, fp16 CUBLAS_COMPUTE_32F_FAST_16F
+ *         (float activations: tensor parallelism; with act16, the typed
+ *         GEMM below serves the linears and the LM head's forward):
  *         the operands stay fp32 in the arenas, but the generated code has
  *         already rounded every 16-bit tensor to a bf16 / fp16 value, so the
  *         library's down-conversion to 16 bits is exact and the product is a

@@ -23,21 +23,21 @@
 
 struct wf_st_f32 {
     typedef float raw;
-    enum { bits = 32, precision = WF_FP32 };
+    enum { bits = 32 };
     static __device__ __forceinline__ float load(const raw *p, long i) { return p[i]; }
     static __device__ __forceinline__ void store(raw *p, long i, float v) { p[i] = v; }
 };
 
 struct wf_st_bf16 {
     typedef uint16_t raw;
-    enum { bits = 16, precision = WF_BF16 };
+    enum { bits = 16 };
     static __device__ __forceinline__ float load(const raw *p, long i) { return wf_hd_bf16_value(p[i]); }
     static __device__ __forceinline__ void store(raw *p, long i, float v) { p[i] = wf_hd_bf16_bits(v); }
 };
 
 struct wf_st_fp16 {
     typedef uint16_t raw;
-    enum { bits = 16, precision = WF_FP16 };
+    enum { bits = 16 };
     static __device__ __forceinline__ float load(const raw *p, long i) { return wf_hd_fp16_value(p[i]); }
     static __device__ __forceinline__ void store(raw *p, long i, float v) { p[i] = wf_hd_fp16_bits(v); }
 };

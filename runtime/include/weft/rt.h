@@ -337,8 +337,8 @@ typedef struct wf_program {
 
 /* Activation storage.  Under act16 every activation tensor and activation
  * gradient (a kernel argument pointing into the activation or activation-
- * gradient arena, a received pipeline buffer or a recompute copy, except the
- * saved state below) holds n values of the plan's 16-bit type packed two per
+ * gradient arena, or a received pipeline buffer, except the saved state
+ * below) holds n values of the plan's 16-bit type packed two per
  * float: it takes (n + 1) / 2 floats of its arena, and kernels read and write
  * it as bf16 / fp16 bits (runtime/cuda/storage.cuh), rounding each value
  * they store (ties to even), so the generated code calls no wf_to_bf16 /
