@@ -97,10 +97,6 @@ template <class S> __device__ static bool row_vec(const typename S::raw *row, in
     return V % wf_vec<S>::width == 0 && ((unsigned long long)row & 15) == 0;
 }
 
-/* prec: the type a float row holds in a 16-bit plan without act16 (the
- * kernel rounds each logit it reads and each dlogit it writes to it), else
- * WF_FP32 (fp32 plans; 16-bit storage, which rounds as it stores). */
-
 /* x into this thread's running maximum m and its sum s of exp(x - m) */
 __device__ static void online_add(float x, float &m, double &s) {
     if (x > m) {
@@ -112,7 +108,10 @@ __device__ static void online_add(float x, float &m, double &s) {
 }
 
 /* (expf(x - max) * inv - onehot) * scale, each product rounded to float in
- * the CPU's order (wf_dlogits_row); j == t is the target */
+ * the CPU's order (wf_dlogits_row); j == t is the target.  prec (here and
+ * below): the 16-bit type a float row holds in a 16-bit plan without act16
+ * (the logit x is rounded to it as read, the dlogit as written), else
+ * WF_FP32 (fp32 plans; 16-bit storage, which rounds as it stores). */
 __device__ static float dlogit(float x, int j, float max, float inv, int t, float scale, int prec) {
     float p = expf(wf_hd_round(prec, x) - max) * inv;
     if (j == t) p -= 1.0f;
