@@ -12,8 +12,9 @@
  * rounds right after.  emit_ops.c rounds every forward output (the fused
  * residual + layernorm and linear + gelu kernels round theirs inside), every
  * input gradient after each backward op or B half, and keeps the saved state
- * (norm statistics, attention's log-sum-exp, dlogits) in floats, as act16
- * does.  The one unrounded output is the loss head's (A_LOSS, width 1), which
+ * (norm statistics, attention's log-sum-exp) in floats, as act16 does; the
+ * LM head's kernel rounds its dlogits to the 16-bit type itself on both
+ * backends, so act16 stores them in 16 bits.  The one unrounded output is the loss head's (A_LOSS, width 1), which
  * no kernel writes or reads: losses go to wf_losses.  So every op of the
  * model graph qualifies; the list below names them, so that an op added later
  * keeps activations in floats until someone audits its rounding. */
@@ -63,14 +64,14 @@ long tensor_storage(const Program *p, int t) {
 
 /* The runtime converts one operand at a time into this buffer: a weight to
  * 16 bits before a GEMM with 16-bit activations ((numel + 1) / 2 floats; the
- * stage's largest parameter), or an (N, hidden) activation to floats for a
- * GEMM with float operands (the LM head). */
+ * stage's largest parameter).  Every GEMM with an activation operand is a
+ * 16-bit one (the LM head's too: its dlogits are 16-bit), so no activation
+ * is ever converted to floats here. */
 long act16_cast_numel(const Program *p, int stage) {
     if (!p->act16) return 0;
     long widest = 0;
     for (int k = 0; k < p->n_params; k++)
         if (p->params[k].stage == stage && (p->params[k].numel + 1) / 2 > widest)
             widest = (p->params[k].numel + 1) / 2;
-    long rows = (long)p->micro * p->seq * p->hidden;
-    return align16(widest > rows ? widest : rows);
+    return align16(widest);
 }

@@ -253,7 +253,8 @@ static long saved_numel(const Program *p, const ir_op *o) {
     case OP_ATTENTION:  /* log-sum-exp per query row, or the probabilities */
         if (attention_saves_lse(p, o)) return (long)p->micro * o->heads * p->seq;
         return (long)p->micro * o->heads * p->seq * p->seq;
-    case OP_LMHEAD_XENT: return N * (p->vocab_padded / p->tp);      /* dlogits */
+    case OP_LMHEAD_XENT:  /* dlogits: the plan's 16-bit type under act16 */
+        return act_storage(p, N * (p->vocab_padded / p->tp));
     default: return 0;
     }
 }

@@ -59,9 +59,10 @@ double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *
     /* comm holds N row maxima (floats), then 2N doubles of sums and target logits */
     float *rowmax = c->comm;
     double *stats = (double *)(c->comm + ((N + 1) & ~1));
-    wf_vocab_logits(dlogits, rowmax, x, wte_part, N, C, VL, valid);
+    int precision = wf_ctx_precision(c);  /* 16-bit plans: rounded logits and dlogits */
+    wf_vocab_logits(dlogits, rowmax, x, wte_part, N, C, VL, valid, precision);
     c->coll->allreduce(c, WF_GROUP_TP, rowmax, N, WF_F32, WF_MAX, NULL);
     wf_vocab_exp(dlogits, stats, rowmax, targets, N, VL, v_begin, valid);
     c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * N, WF_F64, WF_SUM, NULL);
-    return wf_vocab_dlogits(dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin);
+    return wf_vocab_dlogits(dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin, precision);
 }

@@ -5,7 +5,8 @@
 
 /* In place: exponentials e -> (e * inv - onehot(target)) * scale, where inv
  * is 1 / (the row's sum of exponentials); a target outside [0, V) (another
- * rank's vocabulary slice) subtracts nothing. */
-void wf_dlogits_row(float *row, float inv, int target, float scale, int V);
+ * rank's vocabulary slice) subtracts nothing.  Under precision WF_BF16 /
+ * WF_FP16 each gradient is then rounded to that type (stored 16-bit). */
+void wf_dlogits_row(float *row, float inv, int target, float scale, int V, int precision);
 
 #endif

@@ -12,6 +12,7 @@
 #include "blas.h"
 #include "dlogits_row.h"
 #include "gelu_value.h"
+#include "precision_bits.h"
 #include "softmax_rows.h"
 
 #include <math.h>
@@ -269,9 +270,16 @@ void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
 /* In place: the logits row becomes dlogits = (softmax - onehot(target)) *
  * scale, the loss gradient, so that backward needs no pass of its own over
  * the row.  Returns -log p[target], computed from the log-sum-exp in double
- * rather than as -log of the rounded float probability, which may underflow. */
-static double softmax_xent_row(float *row, int target, float scale, int V)
+ * rather than as -log of the rounded float probability, which may underflow.
+ * Under a bf16 / fp16 plan the logits are first rounded to the 16-bit type
+ * (they are stored in it, as Megatron-LM and llm.c keep them), the softmax
+ * arithmetic stays fp32 / double, and dlogits are rounded again
+ * (wf_dlogits_row). */
+static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
 {
+    if (precision != WF_FP32)
+        for (int j = 0; j < V; j++)
+            row[j] = wf_hd_round(precision, row[j]);
     float max = row[0];
 #pragma omp simd reduction(max : max)
     for (int j = 1; j < V; j++)
@@ -285,23 +293,26 @@ static double softmax_xent_row(float *row, int target, float scale, int V)
         row[j] = e;
         sum += e;
     }
-    wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V);
+    wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
     return log(sum) - target_logit;
 }
 
 /* Each product rounded to float in this order: the probability first, then
- * the gradient, the numbers separate softmax and gradient passes would give. */
-void wf_dlogits_row(float *row, float inv, int target, float scale, int V)
+ * the gradient, the numbers separate softmax and gradient passes would give;
+ * then, under a 16-bit plan, the gradient to the 16-bit type.  fp16: the
+ * gradients of tiny probabilities (scale is the loss scale over the token
+ * count) may become fp16 subnormals or 0, as they do in Megatron-LM. */
+void wf_dlogits_row(float *row, float inv, int target, float scale, int V, int precision)
 {
     float et = target >= 0 && target < V ? row[target] : 0.0f;
     for (int j = 0; j < V; j++) {
         float p = row[j] * inv;
-        row[j] = p * scale;
+        row[j] = wf_hd_round(precision, p * scale);
     }
     if (target >= 0 && target < V) {
         float p = et * inv;
         p -= 1.0f;
-        row[target] = p * scale;
+        row[target] = wf_hd_round(precision, p * scale);
     }
 }
 
@@ -309,14 +320,14 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
                           const float *wte, const int32_t *targets, float scale, int N, int C,
                           int V)
 {
-    (void)c;
+    int precision = wf_ctx_precision(c);
     /* logits (N,V) = x (N,C) @ wte^T, written straight into dlogits */
     wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, dlogits, V);
     /* rows in parallel; the total is summed in a fixed order afterwards so that
      * it does not depend on the thread count */
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
-        losses[n] = (float)softmax_xent_row(dlogits + (long)n * V, targets[n], scale, V);
+        losses[n] = (float)softmax_xent_row(dlogits + (long)n * V, targets[n], scale, V, precision);
     double total = 0.0;
     for (int n = 0; n < N; n++)
         total += losses[n];

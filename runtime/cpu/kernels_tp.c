@@ -7,6 +7,7 @@
 #include "blas.h"
 #include "dlogits_row.h"
 #include "kernels_tp.h"
+#include "precision_bits.h"
 
 void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte_part,
                         int v_begin, int VL, int N, int C) {
@@ -70,10 +71,12 @@ void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int ro
 /* logits (N, VL) = x @ wte_part^T, padding columns set to -inf; rowmax[n] is
  * the local maximum (-inf when the whole shard is padding). */
 void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *wte_part,
-                     int N, int C, int VL, int valid) {
+                     int N, int C, int VL, int valid, int precision) {
     wf_sgemm(0, 1, N, VL, C, 1.0f, x, C, wte_part, C, 0.0f, logits, VL);
     for (int n = 0; n < N; n++) {
         float *row = logits + (long)n * VL;
+        if (precision != WF_FP32)  /* stored in the plan's 16-bit type */
+            for (int j = 0; j < valid; j++) row[j] = wf_hd_round(precision, row[j]);
         for (int j = valid; j < VL; j++) row[j] = -INFINITY;
         float m = -INFINITY;
         for (int j = 0; j < valid; j++) m = row[j] > m ? row[j] : m;
@@ -100,12 +103,14 @@ void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
  * -inf: their exponentials, so their dlogits, are 0); returns the sum of the
  * N token losses. */
 double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax, const double *stats,
-                        const int32_t *targets, float scale, int N, int VL, int v_begin) {
+                        const int32_t *targets, float scale, int N, int VL, int v_begin,
+                        int precision) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *row = dlogits + (long)n * VL;
         for (int j = 0; j < VL; j++) row[j] = expf(row[j] - rowmax[n]);
-        wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL);
+        wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
+                       precision);
         losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
     }
     double total = 0.0;

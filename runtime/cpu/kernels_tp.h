@@ -8,8 +8,12 @@
 extern "C" {
 #endif
 
+/* precision (enum wf_precision, wf_ctx_precision): under WF_BF16 / WF_FP16
+ * the logits are rounded to that type before the maximum, and the dlogits
+ * after, in the places the whole head (wf_lmhead_xent_fwd) rounds them, so
+ * that every tensor-parallel layout gives the single-rank numbers. */
 void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *wte_part,
-                     int N, int C, int VL, int valid);
+                     int N, int C, int VL, int valid, int precision);
 /* reads the logits: per row the local sum of exp(logit - global max) and the
  * target's logit - max where this rank holds the target (stats, 2N doubles) */
 void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
@@ -17,7 +21,8 @@ void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
 /* logits -> dlogits = (softmax with the global max and sum - onehot) * scale,
  * padding columns 0; losses from the global stats; returns their sum. */
 double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax, const double *stats,
-                        const int32_t *targets, float scale, int N, int VL, int v_begin);
+                        const int32_t *targets, float scale, int N, int VL, int v_begin,
+                        int precision);
 #ifdef __cplusplus
 }
 #endif

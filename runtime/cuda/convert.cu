@@ -2,8 +2,9 @@
  * buffer (cast.c) around the GEMMs of linear.cu and xent.cu (cuda_rt.h).
  * cuBLASLt takes A and B of one type: a float weight meets a 16-bit
  * activation as the activation's type (the weight holds values of that
- * type, so the conversion is exact), and a 16-bit activation meets a float
- * operand (the LM head's dlogits) as floats. */
+ * type, so the conversion is exact).  Activations are never converted to
+ * floats: every GEMM operand that is not a weight is 16-bit (the LM head's
+ * dlogits too). */
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "storage.cuh"
@@ -19,12 +20,6 @@ template <class S> __global__ static void to_storage_kernel(typename S::raw *dst
         S::store(dst, i, src[i]);
 }
 
-/* storage S to floats */
-template <class S> __global__ static void to_float_kernel(float *dst, const typename S::raw *src, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        dst[i] = S::load(src, i);
-}
-
 static void require_act16(wf_ctx *c, const char *call) {
     if (!wf_ctx_act16(c)) wf_cuda_fail(c, call, WF_CUDA_WHERE, "called without 16-bit activation storage");
 }
@@ -36,15 +31,5 @@ extern "C" const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n) {
     WF_BY_STORAGE(c, S, WF_LAUNCH(to_storage_kernel<S>, wf_blocks(n), WF_THREADS, 0, s)(
                             wf_act<S>(buf), w, n));
     wf_cuda_sync(c, "wf_cuda_weight16");
-    return buf;
-}
-
-extern "C" const float *wf_cuda_act_floats(wf_ctx *c, const float *x, long n) {
-    require_act16(c, "wf_cuda_act_floats");
-    float *buf = wf_cuda_cast_buffer(c, n);
-    cudaStream_t s = wf_cuda_stream(c);
-    WF_BY_STORAGE(c, S, WF_LAUNCH(to_float_kernel<S>, wf_blocks(n), WF_THREADS, 0, s)(
-                            buf, wf_act<S>(x), n));
-    wf_cuda_sync(c, "wf_cuda_act_floats");
     return buf;
 }

@@ -59,11 +59,9 @@ void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float 
  * CUDA_R_32F, or under act16 CUDA_R_16BF / CUDA_R_16F (convert.cu). */
 cudaDataType_t wf_cuda_act_type(wf_ctx *c);
 /* act16 (convert.cu): w's n floats, values of c's 16-bit type (parameters
- * are rounded), as that type in the cast buffer (exact); and an activation
- * x of n 16-bit values as floats in the cast buffer.  On the stream; the
- * buffer is reused by the next conversion. */
+ * are rounded), as that type in the cast buffer (exact).  On the stream;
+ * the buffer is reused by the next conversion. */
 const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
-const float *wf_cuda_act_floats(wf_ctx *c, const float *x, long n);
 
 /* The fused linear + GELU's GEMM (gemm.cu, cuBLASLt's GELU_AUX(_BIAS)
  * epilogue), row-major, no transposes, batch 1:

@@ -17,11 +17,11 @@
  *         the operands stay fp32 in the arenas, but the generated code has
  *         already rounded every 16-bit tensor to a bf16 / fp16 value, so the
  *         library's down-conversion to 16 bits is exact and the product is a
- *         true bf16 / fp16 tensor-core GEMM with fp32 accumulation.  The one
- *         exception is an operand kept in fp32 on purpose (the attention
- *         probabilities and the LM head's logit gradients are saved fp32):
- *         that one is rounded by the conversion, as it would be by a
- *         framework storing it in 16 bits.
+ *         true bf16 / fp16 tensor-core GEMM with fp32 accumulation (the
+ *         LM head's float dlogits included: its kernel rounds them).  The
+ *         one exception is an operand kept in fp32 on purpose (the
+ *         attention probabilities): that one is rounded by the conversion,
+ *         as it would be by a framework storing it in 16 bits.
  *
  * Typed operands (wf_cuda_gemm, for 16-bit activation storage: weft/rt.h):
  * A and B bf16 or fp16 (one type), C/D that type or fp32, CUBLAS_COMPUTE_32F

@@ -16,20 +16,28 @@
  * captured steps alike: async.c switches it on), or for the host (2BW, and
  * kernel tests, which have no backend).
  *
- * 16-bit activation storage (weft/rt.h; tp 1 only): x and dx are bf16 /
- * fp16, wte, dlogits and the losses float.  The logits come from 16-bit x and
- * wte converted into the cast buffer (exact: wte holds values of the type),
- * fp32 accumulation into float dlogits.  The backward GEMMs meet float
- * dlogits, so they are float GEMMs (which gemm.cu runs with the plan's
- * FAST_16BF / FAST_16F compute type: dlogits is rounded to 16 bits inside,
- * as without act16): dx's product into the cast buffer, then one kernel
- * dx = round(dx + product); x converted to floats in the cast buffer for
- * dwte.  The vocabulary-parallel pieces (tp > 1) keep float
+ * bf16 / fp16 plans keep the logits and dlogits in the plan's 16-bit type,
+ * as Megatron-LM and llm.c do (and as runtime/cpu rounds them): logits =
+ * round16(x @ wte^T), the softmax and loss arithmetic in fp32 / double from
+ * those, dlogits = round16((p - onehot) * scale).  fp16: the dlogits of tiny
+ * probabilities may become subnormals or 0, as in Megatron-LM.
+ *
+ * 16-bit activation storage (weft/rt.h; tp 1 only): x, dx and dlogits are
+ * bf16 / fp16, wte and the losses float.  The forward GEMM takes x and wte
+ * converted to 16 bits in the cast buffer (exact: wte holds values of the
+ * type) and writes 16-bit logits (fp32 accumulation, one rounding); the
+ * backward GEMMs are native 16-bit ones: dx = round(dx + dlogits @ wte16)
+ * (beta 1, 16-bit C/D) and dwte (float) += dlogits^T @ x.  Without act16
+ * (fp32 plans, tp > 1) dlogits are floats, holding 16-bit values in 16-bit
+ * plans: the kernels round the logits as they read them and the dlogits as
+ * they write them (the vocabulary-parallel pieces: the logits once, in
+ * vocab_rowmax_kernel).  The vocabulary-parallel pieces keep float
  * activations and refuse 16-bit storage. */
 #include "cuda_rt.h"
 #include "kernels_tp.h"
 #include "reduce.cuh"
 #include "storage.cuh"
+#include "storage_vec.cuh"
 
 static double *loss_acc; /* managed: the device's sum of token losses */
 static int loss_on_device;
@@ -82,10 +90,11 @@ static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel
     return *eager_sum;
 }
 
-/* Rows are read and written as float4 where they allow it (GPT-2's padded
- * vocabulary 50304 does); the per-element arithmetic is the same either way. */
-__device__ static bool row_vec4(const float *row, int V) {
-    return V % 4 == 0 && ((unsigned long long)row & 15) == 0;
+/* Rows are read and written 16 bytes at a time (wf_vec: 4 floats or 8
+ * 16-bit values) where they allow it (GPT-2's padded vocabulary 50304 does);
+ * the per-element arithmetic is the same either way. */
+template <class S> __device__ static bool row_vec(const typename S::raw *row, int V) {
+    return V % wf_vec<S>::width == 0 && ((unsigned long long)row & 15) == 0;
 }
 
 /* x into this thread's running maximum m and its sum s of exp(x - m) */
@@ -99,92 +108,93 @@ __device__ static void online_add(float x, float &m, double &s) {
 }
 
 /* (expf(x - max) * inv - onehot) * scale, each product rounded to float in
- * the CPU's order (wf_dlogits_row); j == t is the target */
-__device__ static float dlogit(float x, int j, float max, float inv, int t, float scale) {
-    float p = expf(x - max) * inv;
+ * the CPU's order (wf_dlogits_row); j == t is the target.  prec (here and
+ * below): the 16-bit type a float row holds in a 16-bit plan without act16
+ * (the logit x is rounded to it as read, the dlogit as written), else
+ * WF_FP32 (fp32 plans; 16-bit storage, which rounds as it stores). */
+__device__ static float dlogit(float x, int j, float max, float inv, int t, float scale, int prec) {
+    float p = expf(wf_hd_round(prec, x) - max) * inv;
     if (j == t) p -= 1.0f;
-    return p * scale;
+    return wf_hd_round(prec, p * scale);
 }
 
 /* The row's pass 2, in place; t outside [0, V) subtracts nothing. */
-__device__ static void dlogits_pass(float *row, float max, float inv, int t, float scale, int V) {
-    if (row_vec4(row, V)) {
-        float4 *r4 = (float4 *)row;
-        for (int q = threadIdx.x; q < V / 4; q += blockDim.x) {
-            float4 v = r4[q];
-            int j = 4 * q;
-            v.x = dlogit(v.x, j, max, inv, t, scale);
-            v.y = dlogit(v.y, j + 1, max, inv, t, scale);
-            v.z = dlogit(v.z, j + 2, max, inv, t, scale);
-            v.w = dlogit(v.w, j + 3, max, inv, t, scale);
-            r4[q] = v;
+template <class S>
+__device__ static void dlogits_pass(typename S::raw *row, float max, float inv, int t, float scale, int V,
+                                    int prec) {
+    enum { W = wf_vec<S>::width };
+    if (row_vec<S>(row, V)) {
+        for (int q = threadIdx.x; q < V / W; q += blockDim.x) {
+            float v[W];
+            wf_vec<S>::load(row, (long)q * W, v);
+#pragma unroll
+            for (int k = 0; k < W; k++) v[k] = dlogit(v[k], q * W + k, max, inv, t, scale, prec);
+            wf_vec<S>::store(row, (long)q * W, v);
         }
         return;
     }
-    for (int j = threadIdx.x; j < V; j += blockDim.x) row[j] = dlogit(row[j], j, max, inv, t, scale);
+    for (int j = threadIdx.x; j < V; j += blockDim.x)
+        S::store(row, j, dlogit(S::load(row, j), j, max, inv, t, scale, prec));
 }
 
-__global__ static void fused_xent_kernel(float *logits, float *losses, const int32_t *targets,
-                                         float scale, int V) {
+template <class S>
+__global__ static void fused_xent_kernel(typename S::raw *logits, float *losses, const int32_t *targets,
+                                         float scale, int V, int prec) {
+    enum { W = wf_vec<S>::width };
     long n = blockIdx.x;
-    float *row = logits + n * V;
+    typename S::raw *row = logits + n * V;
     /* pass 1: this thread's running maximum m and its sum of exp(x - m) */
     float m = -INFINITY;
     double s = 0.0;
-    if (row_vec4(row, V)) {
-        const float4 *r4 = (const float4 *)row;
-        for (int q = threadIdx.x; q < V / 4; q += blockDim.x) {
-            float4 v = r4[q];
-            online_add(v.x, m, s);
-            online_add(v.y, m, s);
-            online_add(v.z, m, s);
-            online_add(v.w, m, s);
+    if (row_vec<S>(row, V)) {
+        for (int q = threadIdx.x; q < V / W; q += blockDim.x) {
+            float v[W];
+            wf_vec<S>::load(row, (long)q * W, v);
+#pragma unroll
+            for (int k = 0; k < W; k++) online_add(wf_hd_round(prec, v[k]), m, s);
         }
     } else {
-        for (int j = threadIdx.x; j < V; j += blockDim.x) online_add(row[j], m, s);
+        for (int j = threadIdx.x; j < V; j += blockDim.x) online_add(wf_hd_round(prec, S::load(row, j)), m, s);
     }
     float max = wf_block_max(m);
     /* a thread that saw no element has s = 0 and m = -inf: it adds nothing */
     double sum = wf_block_sum(s == 0.0 ? 0.0 : s * exp((double)m - (double)max));
     int t = targets[n];
-    double target_logit = (double)row[t] - max;
+    double target_logit = (double)wf_hd_round(prec, S::load(row, t)) - max;
     __syncthreads(); /* every thread has read the target's logit before it is overwritten */
-    dlogits_pass(row, max, (float)(1.0 / sum), t, scale, V);
+    dlogits_pass<S>(row, max, (float)(1.0 / sum), t, scale, V, prec);
     if (threadIdx.x == 0) losses[n] = (float)(log(sum) - target_logit);
 }
+
+/* The precision the kernels round a float row to (see prec above). */
+static int row_prec(wf_ctx *c) { return wf_ctx_act16(c) ? WF_FP32 : wf_ctx_precision(c); }
 
 extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
                                      const float *wte, const int32_t *targets, float scale, int N,
                                      int C, int V) {
     /* logits (N,V) = x @ wte^T, written into dlogits, which the kernel turns over in place */
-    if (wf_ctx_act16(c)) {
+    if (wf_ctx_act16(c)) {  /* 16-bit logits straight from the GEMM */
         cudaDataType_t t = wf_cuda_act_type(c);
         wf_cuda_gemm(c, 0, 1, N, V, C, 1.0f, x, t, C, wf_cuda_weight16(c, wte, (long)V * C), t, C, 0.0f,
-                     dlogits, CUDA_R_32F, V, NULL);
+                     dlogits, t, V, NULL);
     } else {
         wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, dlogits, V, 0, 1);
     }
-    WF_LAUNCH(fused_xent_kernel, N, WF_THREADS, 0, wf_cuda_stream(c))(dlogits, losses, targets,
-                                                                      scale, V);
+    int prec = row_prec(c);
+    cudaStream_t st = wf_cuda_stream(c);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(fused_xent_kernel<S>, N, WF_THREADS, 0, st)(wf_act<S>(dlogits), losses,
+                                                                                targets, scale, V, prec));
     return host_sum(c, losses, N, "wf_lmhead_xent_fwd");
-}
-
-/* dx = round(dx + t), dx in storage S: the CPU's sgemm with beta 1, then its
- * rounding call */
-template <class S> __global__ static void add_rounded_kernel(typename S::raw *dx, const float *t, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        S::store(dx, i, S::load(dx, i) + t[i]);
 }
 
 extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits,
                                          const float *wte, int N, int C, int V) {
-    /* dx (N,C) += dlogits (N,V) @ wte (V,C) */
+    /* dx (N,C) += dlogits (N,V) @ wte (V,C); act16: all three 16-bit, one
+     * rounding of dx + product (the CPU's sgemm with beta 1, then its rounding call) */
     if (wf_ctx_act16(c)) {
-        long n = (long)N * C;
-        float *t = wf_cuda_cast_buffer(c, n);
-        wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 0.0f, t, C, 0, 1);
-        cudaStream_t s = wf_cuda_stream(c);
-        WF_BY_STORAGE(c, S, WF_LAUNCH(add_rounded_kernel<S>, wf_blocks(n), WF_THREADS, 0, s)(wf_act<S>(dx), t, n));
+        cudaDataType_t t = wf_cuda_act_type(c);
+        wf_cuda_gemm(c, 0, 0, N, C, V, 1.0f, dlogits, t, V, wf_cuda_weight16(c, wte, (long)V * C), t, C, 1.0f,
+                     dx, t, C, NULL);
     } else {
         wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
     }
@@ -193,9 +203,13 @@ extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlog
 
 extern "C" void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits,
                                           const float *x, int N, int C, int V) {
-    /* dwte (V,C) += dlogits^T @ x */
-    if (wf_ctx_act16(c)) x = wf_cuda_act_floats(c, x, (long)N * C);
-    wf_cuda_sgemm(c, 1, 0, V, C, N, 1.0f, dlogits, V, 0, x, C, 0, 1.0f, dwte, C, 0, 1);
+    /* dwte (V,C) += dlogits^T @ x; act16: 16-bit dlogits and x, float dwte */
+    if (wf_ctx_act16(c)) {
+        cudaDataType_t t = wf_cuda_act_type(c);
+        wf_cuda_gemm(c, 1, 0, V, C, N, 1.0f, dlogits, t, V, x, t, C, 1.0f, dwte, CUDA_R_32F, C, NULL);
+    } else {
+        wf_cuda_sgemm(c, 1, 0, V, C, N, 1.0f, dlogits, V, 0, x, C, 0, 1.0f, dwte, C, 0, 1);
+    }
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_weight");
 }
 
@@ -207,23 +221,30 @@ extern "C" void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const floa
 
 /* ---- vocabulary-parallel pieces (kernels_tp.h) ---------------------------- */
 
-/* padding columns (j >= valid) -> -inf; rowmax = local maximum */
-__global__ static void vocab_rowmax_kernel(float *logits, float *rowmax, int VL, int valid) {
+/* padding columns (j >= valid) -> -inf, the others rounded to prec (a
+ * 16-bit plan's logits); rowmax = local maximum */
+__global__ static void vocab_rowmax_kernel(float *logits, float *rowmax, int VL, int valid, int prec) {
     long n = blockIdx.x;
     float *row = logits + n * VL;
     float m = -INFINITY;
     for (int j = threadIdx.x; j < VL; j += blockDim.x) {
-        if (j >= valid) row[j] = -INFINITY;
-        else m = fmaxf(m, row[j]);
+        if (j >= valid) {
+            row[j] = -INFINITY;
+        } else {
+            float x = wf_hd_round(prec, row[j]);
+            if (prec != WF_FP32) row[j] = x;
+            m = fmaxf(m, x);
+        }
     }
     m = wf_block_max(m);
     if (threadIdx.x == 0) rowmax[n] = m;
 }
 
 extern "C" void wf_vocab_logits(float *logits, float *rowmax, const float *x,
-                                const float *wte_part, int N, int C, int VL, int valid) {
+                                const float *wte_part, int N, int C, int VL, int valid, int precision) {
     wf_cuda_sgemm(NULL, 0, 1, N, VL, C, 1.0f, x, C, 0, wte_part, C, 0, 0.0f, logits, VL, 0, 1);
-    WF_LAUNCH(vocab_rowmax_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, rowmax, VL, valid);
+    WF_LAUNCH(vocab_rowmax_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, rowmax, VL, valid,
+                                                                                precision);
     wf_cuda_sync(NULL, "wf_vocab_logits");
 }
 
@@ -250,18 +271,18 @@ extern "C" void wf_vocab_exp(const float *logits, double *stats, const float *ro
 /* padding logits are -inf: expf gives 0, so their dlogits are 0 */
 __global__ static void vocab_dlogits_kernel(float *logits, float *losses, const float *rowmax,
                                             const double *stats, const int32_t *targets,
-                                            float scale, int VL, int v_begin) {
+                                            float scale, int VL, int v_begin, int prec) {
     long n = blockIdx.x;
-    dlogits_pass(logits + n * VL, rowmax[n], (float)(1.0 / stats[2 * n]), targets[n] - v_begin,
-                 scale, VL);
+    dlogits_pass<wf_st_f32>(logits + n * VL, rowmax[n], (float)(1.0 / stats[2 * n]), targets[n] - v_begin,
+                            scale, VL, prec);
     if (threadIdx.x == 0) losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
 }
 
 extern "C" double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax,
                                    const double *stats, const int32_t *targets, float scale, int N,
-                                   int VL, int v_begin) {
+                                   int VL, int v_begin, int precision) {
     WF_LAUNCH(vocab_dlogits_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(
-        dlogits, losses, rowmax, stats, targets, scale, VL, v_begin);
+        dlogits, losses, rowmax, stats, targets, scale, VL, v_begin, precision);
     return host_sum(NULL, losses, N, "wf_vocab_dlogits");
 }
 

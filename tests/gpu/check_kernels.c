@@ -319,7 +319,7 @@ static void run_all(void) {
     int valid = VL - 20; /* the last 20 columns are vocabulary padding */
     float *logits = buf((long)N * VL), *rowmax = buf(N);
     double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
-    wf_vocab_logits(logits, rowmax, x, wte, N, C, VL, valid);
+    wf_vocab_logits(logits, rowmax, x, wte, N, C, VL, valid, WF_FP32);
     put("vocab_logits", "logits", logits, (long)N * VL);
     put("vocab_logits", "rowmax", rowmax, N);
     wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
@@ -327,7 +327,7 @@ static void run_all(void) {
     settle();  /* stats is wf_vocab_exp's output */
     for (int i = 0; i < 2 * N; i++) sf[i] = (float)stats[i];
     put("vocab_exp", "stats", sf, 2 * N);
-    loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, 0.25f, N, VL, V0);
+    loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, 0.25f, N, VL, V0, WF_FP32);
     put("vocab_dlogits", "dlogits", logits, (long)N * VL);
     put("vocab_dlogits", "losses", losses, N);
     put_double("vocab_dlogits", "loss sum", loss);
@@ -542,10 +542,12 @@ static void gemm16_put(int precision, const char *kernel, const char *what, cons
  * buffer would start there from the unrounded sum.
  * "[16-bit]": a 16-bit output, which may round to the neighbouring value
  * where the two backends' fp32 sums differ in the last bit.  Float outputs
- * (dw, db, dlogits, losses) come from exact products of 16-bit values
- * summed in fp32, as the CPU's, so they keep 1e-5; except dwte: its GEMM
- * is a float one (dlogits is float), which a GPU runs with the plan's
- * FAST_16BF / FAST_16F compute type, rounding dlogits to 16 bits inside. */
+ * (dw, db, dwte) come from exact products of 16-bit values summed in fp32,
+ * as the CPU's, so they keep 1e-5.  The LM head's dlogits are 16-bit
+ * storage too; its losses come from the 16-bit logits, which (like any
+ * 16-bit output) may round differently where the fp32 sums differ: "[16-bit]".
+ * Its backward reads 16-bit dlogits given here (the same on both backends),
+ * not the forward's. */
 static void gemm_act16_case(int p) {
     wf_ctx *c = act16_ctx(p);
     const char *tag = p == WF_BF16 ? "bf16" : "fp16";
@@ -592,25 +594,26 @@ static void gemm_act16_case(int p) {
     /* tied LM head + cross-entropy */
     int32_t *tgt = tokens(N, V);
     float *wte = gemm16_param(p, (long)V * C), *dwte = buf((long)V * C);
-    float *dlg = buf((long)N * V), *losses = buf(N);
+    long nl = (long)N * V;
+    float *dlg = act16_in(p, buf(nl), nl), *losses = buf(N);
     snprintf(k, sizeof k, "lmhead_xent_fwd %s act16", tag);
     double loss = wf_lmhead_xent_fwd(c, dlg, losses, x, wte, tgt, 1.0f / N, N, C, V);
-    put(k, "dlogits", dlg, (long)N * V);
-    put(k, "losses", losses, N);
-    put_double(k, "loss sum", loss);
+    gemm16_put(p, k, "dlogits [16-bit]", dlg, nl);
+    put(k, "losses [16-bit]", losses, N);
+    put_double(k, "loss sum [16-bit]", loss);
     snprintf(k, sizeof k, "lmhead_xent_bwd %s act16", tag);
     dx = gemm16_grad(p, nx);
-    wf_lmhead_xent_bwd(c, dx, dwte, dlg, x, wte, N, C, V);
+    wf_lmhead_xent_bwd(c, dx, dwte, act16_in(p, probs_rows(N, V), nl), x, wte, N, C, V);
     gemm16_put(p, k, "dx [16-bit]", dx, nx);
-    put(k, "dwte [16-bit]", dwte, (long)V * C);
-    float *pl = probs_rows(N, VL);
+    put(k, "dwte", dwte, (long)V * C);
+    float *pl = act16_in(p, probs_rows(N, VL), (long)N * VL);
     snprintf(k, sizeof k, "lmhead_xent_bwd_input %s act16", tag);
     dx = gemm16_grad(p, nx);
     wf_lmhead_xent_bwd_input(c, dx, pl, wte, N, C, VL);
     gemm16_put(p, k, "dx [16-bit]", dx, nx);
     snprintf(k, sizeof k, "lmhead_xent_bwd_weight %s act16", tag);
     wf_lmhead_xent_bwd_weight(c, dwte, pl, x, N, C, VL);
-    put(k, "dwte [16-bit]", dwte, (long)VL * C);
+    put(k, "dwte", dwte, (long)VL * C);
 }
 
 /* n random multiples of 1/16 in [-1, 1]: five significant bits, exact in
@@ -642,9 +645,74 @@ static void gemm_act16_exact_case(int p) {
     gemm16_put(p, k, "dinp [exact]", dx, nx);
 }
 
+static float *gemm16_grid(long n);
+
+/* How many of the n values are not values of the 16-bit type: 0 where a
+ * kernel rounds them (a float count, compared "[exact]"). */
+static float count_unrounded(int precision, const float *x, long n) {
+    settle();
+    long bad = 0;
+    for (long i = 0; i < n; i++) bad += act16_round(precision, x[i]) != x[i];
+    return (float)bad;
+}
+
+/* The LM head under a bf16 / fp16 plan: 16-bit logits and dlogits (weft/rt.h,
+ * wf_lmhead_xent_fwd), on a row width the 16-byte paths take (vw 304: 8
+ * 16-bit values or 4 floats divide it) and one they do not (301).  act16:
+ * dlogits are 16-bit storage; else floats holding 16-bit values, rounded by
+ * the kernel itself (the count of unrounded ones must be 0 on both
+ * backends).  With act16 off, the vocabulary-parallel pieces too (once).
+ * x and wte are multiples of 1/16 (gemm16_grid): the fp32 logits are exact,
+ * so both backends round the same logits and the losses keep 1e-5 (a logit
+ * left unrounded moves them by ~1e-3); dlogits, from expf, may still round
+ * to neighbouring 16-bit values. */
+static void xent16_case(int p, int vw, int act16) {
+    wf_ctx *c = act16 ? act16_ctx(p) : wf_precision_ctx(p);
+    char k[36];
+    snprintf(k, sizeof k, "lmhead_xent_fwd %s V=%d%s", p == WF_BF16 ? "bf16" : "fp16", vw,
+             act16 ? " act16" : " float");
+    long nl = (long)N * vw, nx = (long)N * C;
+    int32_t *tgt = tokens(N, vw);
+    float *x = gemm16_grid(nx), *wte = gemm16_grid((long)vw * C);
+    if (act16) x = act16_in(p, x, nx);
+    float *dlg = act16 ? act16_in(p, buf(nl), nl) : buf(nl), *losses = buf(N);
+    float scale = p == WF_FP16 ? 512.0f / N : 1.0f / N;  /* fp16: a loss scale */
+    double loss = wf_lmhead_xent_fwd(c, dlg, losses, x, wte, tgt, scale, N, C, vw);
+    float *got = buf(nl);
+    if (act16) act16_out(p, got, dlg, nl);
+    else settle(), memcpy(got, dlg, sizeof(float) * (size_t)nl);
+    put(k, "dlogits [16-bit]", got, nl);
+    float unrounded = count_unrounded(p, got, nl);
+    put(k, "unrounded dlogits [exact]", &unrounded, 1);
+    put(k, "losses", losses, N);
+    put_double(k, "loss sum", loss);
+    if (act16 || vw != 301) return;
+    /* vocabulary-parallel: this rank's slice [V0, V0 + VL), 20 padding columns */
+    int valid = VL - 20;
+    float *logits = buf((long)N * VL), *rowmax = buf(N);
+    double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
+    snprintf(k, sizeof k, "vocab_xent %s", p == WF_BF16 ? "bf16" : "fp16");
+    wf_vocab_logits(logits, rowmax, x, wte, N, C, VL, valid, p);
+    put(k, "logits [exact]", logits, (long)N * VL);
+    unrounded = count_unrounded(p, logits, (long)N * VL);
+    put(k, "unrounded logits [exact]", &unrounded, 1);
+    wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
+    loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, scale, N, VL, V0, p);
+    put(k, "dlogits [16-bit]", logits, (long)N * VL);
+    unrounded = count_unrounded(p, logits, (long)N * VL);
+    put(k, "unrounded dlogits [exact]", &unrounded, 1);
+    put(k, "losses", losses, N);
+    put_double(k, "loss sum", loss);
+}
+
 static void run_gemm_act16(void) {
     gemm_act16_case(WF_BF16);
     gemm_act16_case(WF_FP16);
+    for (int act16 = 0; act16 < 2; act16++)
+        for (int vw = 301; vw <= 304; vw += 3) {
+            xent16_case(WF_BF16, vw, act16);
+            xent16_case(WF_FP16, vw, act16);
+        }
     gemm_act16_exact_case(WF_BF16);
     gemm_act16_exact_case(WF_FP16);
 }

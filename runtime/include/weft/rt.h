@@ -110,7 +110,10 @@ void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n);
  * probs = softmax(x @ wte^T), dlogits (N, V) receives
  * (probs - onehot(targets)) * scale and losses[i] = -log probs[i, targets[i]].
  * scale is d(loss)/d(token loss) (wf_loss_scale), fixed between optimizer
- * steps.  Returns the sum of the N losses. */
+ * steps.  Returns the sum of the N losses.  Under a bf16 / fp16 plan
+ * (wf_ctx_precision) the logits are rounded to the 16-bit type, the softmax
+ * and loss computed from them in fp32 / double, and dlogits rounded to it
+ * (stored as 16-bit values under act16, else as floats holding them). */
 double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
                           const float *wte, const int32_t *targets, float scale, int N, int C,
                           int V);
@@ -343,10 +346,12 @@ typedef struct wf_program {
  * it as bf16 / fp16 bits (runtime/cuda/storage.cuh), rounding each value
  * they store (ties to even), so the generated code calls no wf_to_bf16 /
  * wf_to_fp16 on activations.  The `float *` of the kernel signatures then
- * only carries the address.  What stays float: the state a forward saves for
- * its backward (layernorm mean and rstd, RMSNorm rstd, attention's att /
- * log-sum-exp, the LM head's dlogits), per-token losses, kernel scratch,
- * parameters, gradients and optimizer state.  Without act16 (every CPU
+ * only carries the address.  The LM head's saved dlogits are 16-bit too
+ * ((N * V + 1) / 2 floats; the kernel writes its logits and dlogits in the
+ * 16-bit type on every backend, see wf_lmhead_xent_fwd).  What stays float:
+ * the other state a forward saves for its backward (layernorm mean and rstd,
+ * RMSNorm rstd, attention's att / log-sum-exp), per-token losses, kernel
+ * scratch, parameters, gradients and optimizer state.  Without act16 (every CPU
  * program, fp32 plans, tensor parallelism) activations are floats whose
  * values the generated code rounds to the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
