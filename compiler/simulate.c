@@ -130,7 +130,7 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     double rows = tokens / p->tensors[o->out].rows_div, width = (double)p->tensors[o->out].width;
     op_time t = { 0, 0, 0, 0 };
     const double *add = calib ? calib->add : none;
-    double el = p->act16 ? 2.0 : 4.0;  /* bytes of an activation value (the logits are floats) */
+    double el = p->act16 ? 2.0 : 4.0;  /* bytes of an activation value (the logits too) */
     switch (o->kind) {
     case OP_LINEAR: {
         double K = (double)p->tensors[o->in[0]].width;
@@ -169,9 +169,9 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     case OP_LMHEAD_XENT: {
         double K = (double)p->tensors[o->in[0]].width, V = (double)p->vocab_padded / p->tp;
         double gemm = cost_gemm_seconds(tokens, V, K, peak, efficiency(tokens, V, K));
-        t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, 4.0);
+        t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, el);
         t.w = gemm;
-        t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, 4.0);
+        t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, el);
         break;
     }
     case OP_LAYERNORM:

@@ -1,5 +1,6 @@
-/* convert.cu: the conversions of 16-bit activation storage into the cast
- * buffer (cast.c) around the GEMMs of linear.cu and xent.cu (cuda_rt.h).
+/* convert.cu: the GEMMs on activations of linear.cu and xent.cu
+ * (wf_cuda_act_gemm, cuda_rt.h) and, under 16-bit activation storage, the
+ * conversion of their weight into the cast buffer (cast.c).
  * cuBLASLt takes A and B of one type: a float weight meets a 16-bit
  * activation as the activation's type (the weight holds values of that
  * type, so the conversion is exact).  Activations are never converted to
@@ -9,8 +10,7 @@
 #include "reduce.cuh"
 #include "storage.cuh"
 
-extern "C" cudaDataType_t wf_cuda_act_type(wf_ctx *c) {
-    if (!wf_ctx_act16(c)) return CUDA_R_32F;
+static cudaDataType_t act_type(wf_ctx *c) {
     return wf_ctx_precision(c) == WF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
 }
 
@@ -20,16 +20,31 @@ template <class S> __global__ static void to_storage_kernel(typename S::raw *dst
         S::store(dst, i, src[i]);
 }
 
-static void require_act16(wf_ctx *c, const char *call) {
-    if (!wf_ctx_act16(c)) wf_cuda_fail(c, call, WF_CUDA_WHERE, "called without 16-bit activation storage");
+/* w's n floats as c's 16-bit type in the cast buffer, on the stream; the
+ * buffer is reused by the next conversion */
+static const void *weight16(wf_ctx *c, const float *w, long n) {
+    float *buf = wf_cuda_cast_buffer(c, (n + 1) / 2);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(to_storage_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(buf), w, n));
+    wf_cuda_sync(c, "wf_cuda_act_gemm (weight conversion)");
+    return buf;
 }
 
-extern "C" const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n) {
-    require_act16(c, "wf_cuda_weight16");
-    float *buf = wf_cuda_cast_buffer(c, (n + 1) / 2);
-    cudaStream_t s = wf_cuda_stream(c);
-    WF_BY_STORAGE(c, S, WF_LAUNCH(to_storage_kernel<S>, wf_blocks(n), WF_THREADS, 0, s)(
-                            wf_act<S>(buf), w, n));
-    wf_cuda_sync(c, "wf_cuda_weight16");
-    return buf;
+extern "C" void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, const float *A,
+                                 enum wf_gemm_role roleA, int lda, const float *B, enum wf_gemm_role roleB,
+                                 int ldb, float beta, float *C, enum wf_gemm_role roleC, int ldc,
+                                 const float *bias) {
+    if (!wf_ctx_act16(c)) {
+        wf_cuda_sgemm_bias(c, transA, transB, M, N, K, 1.0f, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, bias);
+        return;
+    }
+    if ((roleA == WF_WEIGHT && roleB == WF_WEIGHT) || roleA == WF_GRAD || roleB == WF_GRAD ||
+        roleC == WF_WEIGHT)
+        wf_cuda_fail(c, "wf_cuda_act_gemm", WF_CUDA_WHERE,
+                     "under act16 A and B are activations or one weight, C an activation or a gradient");
+    cudaDataType_t t = act_type(c);
+    const void *a = roleA == WF_WEIGHT ? weight16(c, A, (long)M * K) : A;
+    const void *b = roleB == WF_WEIGHT ? weight16(c, B, (long)K * N) : B;
+    wf_cuda_gemm(c, transA, transB, M, N, K, 1.0f, a, t, lda, b, t, ldb, beta, C,
+                 roleC == WF_GRAD ? CUDA_R_32F : t, ldc, bias);
 }

@@ -55,13 +55,18 @@ void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float 
                   const void *A, cudaDataType_t typeA, int lda, const void *B, cudaDataType_t typeB,
                   int ldb, float beta, void *C, cudaDataType_t typeC, int ldc, const float *bias);
 
-/* The cuBLASLt type of c's activations (weft/rt.h, "Activation storage"):
- * CUDA_R_32F, or under act16 CUDA_R_16BF / CUDA_R_16F (convert.cu). */
-cudaDataType_t wf_cuda_act_type(wf_ctx *c);
-/* act16 (convert.cu): w's n floats, values of c's 16-bit type (parameters
- * are rounded), as that type in the cast buffer (exact).  On the stream;
- * the buffer is reused by the next conversion. */
-const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
+/* A GEMM on activations (linear.cu, xent.cu; convert.cu), row-major, batch 1:
+ *   C (M,N) = op(A) (M,K) @ op(B) (K,N) + beta * C + bias,
+ * each matrix named by its role: WF_ACT, in c's activation storage (weft/rt.h);
+ * WF_WEIGHT, a float parameter; WF_GRAD, a float gradient.  Without act16
+ * every matrix is float: wf_cuda_sgemm_bias.  Under act16 a typed GEMM: a
+ * weight is converted to c's 16-bit type in the cast buffer first (exact:
+ * parameters are rounded; one weight per call), so A and B are 16-bit and C
+ * 16-bit (an activation) or float (a gradient). */
+enum wf_gemm_role { WF_ACT, WF_WEIGHT, WF_GRAD };
+void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, const float *A,
+                      enum wf_gemm_role roleA, int lda, const float *B, enum wf_gemm_role roleB, int ldb,
+                      float beta, float *C, enum wf_gemm_role roleC, int ldc, const float *bias);
 
 /* The fused linear + GELU's GEMM (gemm.cu, cuBLASLt's GELU_AUX(_BIAS)
  * epilogue), row-major, no transposes, batch 1:

@@ -15,13 +15,7 @@
 /* out (N,M) = inp (N,K) @ w (K,M) + b, out and inp in c's activation storage */
 static void linear_gemm(wf_ctx *c, float *out, const float *inp, const float *w, const float *b, int N,
                         int K, int M) {
-    if (!wf_ctx_act16(c)) {
-        wf_cuda_sgemm_bias(c, 0, 0, N, M, K, 1.0f, inp, K, 0, w, M, 0, 0.0f, out, M, 0, 1, b);
-        return;
-    }
-    cudaDataType_t t = wf_cuda_act_type(c);
-    wf_cuda_gemm(c, 0, 0, N, M, K, 1.0f, inp, t, K, wf_cuda_weight16(c, w, (long)K * M), t, M, 0.0f, out, t,
-                 M, b);
+    wf_cuda_act_gemm(c, 0, 0, N, M, K, inp, WF_ACT, K, w, WF_WEIGHT, M, 0.0f, out, WF_ACT, M, b);
 }
 
 extern "C" void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
@@ -33,25 +27,14 @@ extern "C" void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const flo
 /* dinp (N,K) += dout (N,M) @ w^T */
 extern "C" void wf_linear_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *w,
                                     int N, int K, int M) {
-    if (wf_ctx_act16(c)) {
-        cudaDataType_t t = wf_cuda_act_type(c);
-        wf_cuda_gemm(c, 0, 1, N, K, M, 1.0f, dout, t, M, wf_cuda_weight16(c, w, (long)K * M), t, M, 1.0f,
-                     dinp, t, K, NULL);
-    } else {
-        wf_cuda_sgemm(c, 0, 1, N, K, M, 1.0f, dout, M, 0, w, M, 0, 1.0f, dinp, K, 0, 1);
-    }
+    wf_cuda_act_gemm(c, 0, 1, N, K, M, dout, WF_ACT, M, w, WF_WEIGHT, M, 1.0f, dinp, WF_ACT, K, NULL);
     wf_cuda_sync(c, "wf_linear_bwd_input");
 }
 
 /* dw (K,M) += inp^T @ dout;  db += column sums of dout */
 extern "C" void wf_linear_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout,
                                      const float *inp, int N, int K, int M) {
-    if (wf_ctx_act16(c)) {
-        cudaDataType_t t = wf_cuda_act_type(c);
-        wf_cuda_gemm(c, 1, 0, K, M, N, 1.0f, inp, t, K, dout, t, M, 1.0f, dw, CUDA_R_32F, M, NULL);
-    } else {
-        wf_cuda_sgemm(c, 1, 0, K, M, N, 1.0f, inp, K, 0, dout, M, 0, 1.0f, dw, M, 0, 1);
-    }
+    wf_cuda_act_gemm(c, 1, 0, K, M, N, inp, WF_ACT, K, dout, WF_ACT, M, 1.0f, dw, WF_GRAD, M, NULL);
     if (db) wf_cuda_colsum_add(c, db, dout, N, M);  /* dout in c's storage (elementwise.cu) */
     wf_cuda_sync(c, "wf_linear_bwd_weight");
 }

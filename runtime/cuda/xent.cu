@@ -173,13 +173,8 @@ extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, c
                                      const float *wte, const int32_t *targets, float scale, int N,
                                      int C, int V) {
     /* logits (N,V) = x @ wte^T, written into dlogits, which the kernel turns over in place */
-    if (wf_ctx_act16(c)) {  /* 16-bit logits straight from the GEMM */
-        cudaDataType_t t = wf_cuda_act_type(c);
-        wf_cuda_gemm(c, 0, 1, N, V, C, 1.0f, x, t, C, wf_cuda_weight16(c, wte, (long)V * C), t, C, 0.0f,
-                     dlogits, t, V, NULL);
-    } else {
-        wf_cuda_sgemm(c, 0, 1, N, V, C, 1.0f, x, C, 0, wte, C, 0, 0.0f, dlogits, V, 0, 1);
-    }
+    /* under act16, 16-bit logits straight from the GEMM */
+    wf_cuda_act_gemm(c, 0, 1, N, V, C, x, WF_ACT, C, wte, WF_WEIGHT, C, 0.0f, dlogits, WF_ACT, V, NULL);
     int prec = row_prec(c);
     cudaStream_t st = wf_cuda_stream(c);
     WF_BY_STORAGE(c, S, WF_LAUNCH(fused_xent_kernel<S>, N, WF_THREADS, 0, st)(wf_act<S>(dlogits), losses,
@@ -191,25 +186,14 @@ extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlog
                                          const float *wte, int N, int C, int V) {
     /* dx (N,C) += dlogits (N,V) @ wte (V,C); act16: all three 16-bit, one
      * rounding of dx + product (the CPU's sgemm with beta 1, then its rounding call) */
-    if (wf_ctx_act16(c)) {
-        cudaDataType_t t = wf_cuda_act_type(c);
-        wf_cuda_gemm(c, 0, 0, N, C, V, 1.0f, dlogits, t, V, wf_cuda_weight16(c, wte, (long)V * C), t, C, 1.0f,
-                     dx, t, C, NULL);
-    } else {
-        wf_cuda_sgemm(c, 0, 0, N, C, V, 1.0f, dlogits, V, 0, wte, C, 0, 1.0f, dx, C, 0, 1);
-    }
+    wf_cuda_act_gemm(c, 0, 0, N, C, V, dlogits, WF_ACT, V, wte, WF_WEIGHT, C, 1.0f, dx, WF_ACT, C, NULL);
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_input");
 }
 
 extern "C" void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits,
                                           const float *x, int N, int C, int V) {
     /* dwte (V,C) += dlogits^T @ x; act16: 16-bit dlogits and x, float dwte */
-    if (wf_ctx_act16(c)) {
-        cudaDataType_t t = wf_cuda_act_type(c);
-        wf_cuda_gemm(c, 1, 0, V, C, N, 1.0f, dlogits, t, V, x, t, C, 1.0f, dwte, CUDA_R_32F, C, NULL);
-    } else {
-        wf_cuda_sgemm(c, 1, 0, V, C, N, 1.0f, dlogits, V, 0, x, C, 0, 1.0f, dwte, C, 0, 1);
-    }
+    wf_cuda_act_gemm(c, 1, 0, V, C, N, dlogits, WF_ACT, V, x, WF_ACT, C, 1.0f, dwte, WF_GRAD, C, NULL);
     wf_cuda_sync(c, "wf_lmhead_xent_bwd_weight");
 }
 
