@@ -14,8 +14,9 @@
  * input gradient after each backward op or B half, and keeps the saved state
  * (norm statistics, attention's log-sum-exp) in floats, as act16 does; the
  * LM head's kernel rounds its dlogits to the 16-bit type itself on both
- * backends, so act16 stores them in 16 bits.  The one unrounded output is the loss head's (A_LOSS, width 1), which
- * no kernel writes or reads: losses go to wf_losses.  So every op of the
+ * backends, so act16 stores them in 16 bits.  The one unrounded output is
+ * the loss head's (A_LOSS, width 1), which no kernel writes or reads: losses
+ * go to wf_losses.  So every op of the
  * model graph qualifies; the list below names them, so that an op added later
  * keeps activations in floats until someone audits its rounding. */
 #include <string.h>

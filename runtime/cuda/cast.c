@@ -1,7 +1,7 @@
 /* cast.c: the cast buffer of 16-bit activation storage (cuda_rt.h,
  * wf_cuda_cast_buffer): device memory for one conversion at a time (a
- * weight as 16-bit values before a GEMM on 16-bit activations, an
- * activation as floats before a float GEMM), reused in stream order.
+ * weight as 16-bit values before a GEMM on 16-bit activations), reused in
+ * stream order.
  *
  * A program allocates its plan's cast_numel floats at the first request
  * (an eager step: graph.c captures only after a warm-up step, so no

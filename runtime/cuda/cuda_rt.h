@@ -82,10 +82,9 @@ int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int 
  * depend on scheduling and matches the CPU's order of additions. */
 void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C);
 
-/* act16: device memory of at least `floats` floats for a kernel's
- * conversions (a weight as 16-bit values for a GEMM with 16-bit activations,
- * an activation as floats for one with float operands), reused call after
- * call on the compute stream, so one conversion at a time.  The program's
+/* act16: device memory of at least `floats` floats for a weight converted
+ * to 16-bit values before a GEMM with 16-bit activations (convert.cu),
+ * reused call after call on the compute stream, so one conversion at a time.  The program's
  * cast_numel (planned by the compiler) is allocated at the first request,
  * in the eager warm-up step (graph.c captures later steps: no cudaMalloc
  * inside a capture); kernel tests (c NULL) get a buffer that grows.  A
