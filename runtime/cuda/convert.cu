@@ -20,13 +20,17 @@ template <class S> __global__ static void to_storage_kernel(typename S::raw *dst
         S::store(dst, i, src[i]);
 }
 
+extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, const float *src, long n) {
+    WF_BY_STORAGE(c, S, WF_LAUNCH(to_storage_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            reinterpret_cast<typename S::raw *>(dst), src, n));
+    wf_cuda_sync(c, "wf_cuda_to16");
+}
+
 /* w's n floats as c's 16-bit type in the cast buffer, on the stream; the
  * buffer is reused by the next conversion */
 static const void *weight16(wf_ctx *c, const float *w, long n) {
     float *buf = wf_cuda_cast_buffer(c, (n + 1) / 2);
-    WF_BY_STORAGE(c, S, WF_LAUNCH(to_storage_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(buf), w, n));
-    wf_cuda_sync(c, "wf_cuda_act_gemm (weight conversion)");
+    wf_cuda_to16(c, buf, w, n);
     return buf;
 }
 

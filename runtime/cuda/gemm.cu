@@ -326,15 +326,11 @@ __global__ static void bias_rows_kernel(float *C, const float *bias, int rows, i
 static long type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 
 /* bias (n floats, values of `type`) as `type` for the epilogue of a GEMM
- * with 16-bit D (the bias must be of D's type, see make_op): converted into
- * a buffer of its own (the cast buffer holds the weight then).  It grows in
- * the eager steps before any capture, as every size recurs each step; a
- * smaller one is kept, not freed, as a captured graph may still read it. */
-__global__ static void bias16_kernel(uint16_t *dst, const float *bias, int n, int bf16) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        dst[i] = bf16 ? wf_hd_bf16_bits(bias[i]) : wf_hd_fp16_bits(bias[i]);
-}
-
+ * with 16-bit D (the bias must be of D's type, see make_op; 16-bit D only
+ * under act16, so `type` is c's: wf_cuda_to16), converted into a buffer of
+ * its own (the cast buffer holds the weight then).  It grows in the eager
+ * steps before any capture, as every size recurs each step; a smaller one
+ * is kept, not freed, as a captured graph may still read it. */
 /* C (rows, cols) 16-bit, row-major with leading dimension ldc: every row
  * the bias's bits (the 16-bit D's fallback below: C = bias, then beta 1) */
 __global__ static void bias_fill16_kernel(uint16_t *C, const uint16_t *bias, int rows, int cols, int ldc) {
@@ -343,7 +339,7 @@ __global__ static void bias_fill16_kernel(uint16_t *C, const uint16_t *bias, int
         C[(i / cols) * ldc + i % cols] = bias[i % cols];
 }
 
-static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, int n, cudaStream_t s) {
+static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, int n) {
     static uint16_t *buf;
     static int cap;
     if (!bias || type == CUDA_R_32F) return bias;
@@ -351,8 +347,7 @@ static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, in
         WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
         cap = n;
     }
-    WF_LAUNCH(bias16_kernel, wf_blocks(n), WF_THREADS, 0, s)(buf, bias, n, type == CUDA_R_16BF);
-    WF_CUDA(c, cudaGetLastError());
+    wf_cuda_to16(c, buf, bias, n);
     return buf;
 }
 
@@ -369,7 +364,7 @@ static void gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float a
                      "A and B must have one type, and C fp32 or theirs (cuBLASLt's supported types)");
     ensure_lt(c);
     cudaStream_t s = wf_cuda_stream(c);
-    const void *bias_d = bias_as(c, tc, bias, N, s);
+    const void *bias_d = bias_as(c, tc, bias, N);
     gemm_plan key;
     memset(&key, 0, sizeof key);
     key.transA = transA, key.transB = transB, key.M = M, key.N = N, key.K = K;
