@@ -517,22 +517,37 @@ static void run_llama(void) {
 
 /* ---- 16-bit activation storage: the GEMM kernels ---------------------------- */
 
+/* x moved by n activation elements (16-bit ones in the packed build) */
+static float *act16_at(float *x, long n) {
+#ifdef CHECK_ACT16_PACKED
+    return (float *)((uint16_t *)x + n);
+#else
+    return x + n;
+#endif
+}
+
+/* n random values as a 16-bit activation argument (scaled by k) */
+static float *act16_buf(int p, long n, float k) {
+    float *x = buf(n);
+    for (long i = 0; i < n; i++) x[i] *= k;
+    return act16_in(p, x, n);
+}
+
+/* a 16-bit activation argument's n values, as put() takes them */
+static void put16(const char *kernel, const char *what, int p, const float *arg, long n) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!x) exit(2);
+    act16_out(p, x, arg, n);
+    put(kernel, what, x, n);
+    free(x);
+}
+
 /* n random values of the 16-bit type, as floats: a parameter of a bf16 /
  * fp16 plan (weights and biases hold rounded values) */
 static float *gemm16_param(int precision, long n) {
     float *x = buf(n);
     for (long i = 0; i < n; i++) x[i] = act16_round(precision, x[i]);
     return x;
-}
-
-/* A 16-bit gradient argument holding random values (check_act16.h). */
-static float *gemm16_grad(int precision, long n) { return act16_in(precision, buf(n), n); }
-
-/* Puts the n values of an act16 kernel argument (check_act16.h). */
-static void gemm16_put(int precision, const char *kernel, const char *what, const float *arg, long n) {
-    float *h = buf(n);
-    act16_out(precision, h, arg, n);
-    put(kernel, what, h, n);
 }
 
 /* The linear layers and the LM head under act16: inputs and 16-bit
@@ -555,23 +570,23 @@ static void gemm_act16_case(int p) {
     char k[48];
     float *W = gemm16_param(p, (long)C * M), *bias = gemm16_param(p, M);
     float *x = act16_in(p, buf(nx), nx), *y = act16_in(p, buf(ny), ny);
-    float *dy = act16_in(p, buf(ny), ny), *dx = gemm16_grad(p, nx);
+    float *dy = act16_in(p, buf(ny), ny), *dx = act16_buf(p, nx, 1.0f);
     float *dW = buf((long)C * M), *db = buf(M);
 
     snprintf(k, sizeof k, "linear_fwd %s act16", tag);
     wf_linear_fwd(c, y, x, W, bias, N, C, M);
-    gemm16_put(p, k, "out [16-bit]", y, ny);
+    put16(k, "out [16-bit]", p, y, ny);
     wf_linear_fwd(c, y, x, W, NULL, N, C, M);
-    gemm16_put(p, k, "out (no bias) [16-bit]", y, ny);
+    put16(k, "out (no bias) [16-bit]", p, y, ny);
     snprintf(k, sizeof k, "linear_bwd %s act16", tag);
     wf_linear_bwd(c, dx, dW, db, dy, x, W, N, C, M);
-    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
+    put16(k, "dinp [16-bit]", p, dx, nx);
     put(k, "dw", dW, (long)C * M);
     put(k, "db", db, M);
     snprintf(k, sizeof k, "linear_bwd_input %s act16", tag);
-    dx = gemm16_grad(p, nx);
+    dx = act16_buf(p, nx, 1.0f);
     wf_linear_bwd_input(c, dx, dy, W, N, C, M);
-    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
+    put16(k, "dinp [16-bit]", p, dx, nx);
     snprintf(k, sizeof k, "linear_bwd_weight %s act16", tag);
     wf_linear_bwd_weight(c, dW, db, dy, x, N, C, M);
     put(k, "dw", dW, (long)C * M);
@@ -580,16 +595,16 @@ static void gemm_act16_case(int p) {
     put(k, "dw (no bias)", dW, (long)C * M);
 
     /* fused linear + GELU: the bias GEMM into 16-bit pre, the gelu kernel */
-    float *pre = act16_in(p, buf(ny), ny), *dpre = gemm16_grad(p, ny);
+    float *pre = act16_in(p, buf(ny), ny), *dpre = act16_buf(p, ny, 1.0f);
     snprintf(k, sizeof k, "linear_gelu_fwd %s act16", tag);
     wf_linear_gelu_fwd(c, pre, y, x, W, bias, N, C, M);
-    gemm16_put(p, k, "pre [16-bit]", pre, ny);
-    gemm16_put(p, k, "out [16-bit]", y, ny);
+    put16(k, "pre [16-bit]", p, pre, ny);
+    put16(k, "out [16-bit]", p, y, ny);
     snprintf(k, sizeof k, "linear_gelu_bwd_input %s act16", tag);
-    dx = gemm16_grad(p, nx);
+    dx = act16_buf(p, nx, 1.0f);
     wf_linear_gelu_bwd_input(c, dx, dpre, dy, pre, W, N, C, M);
-    gemm16_put(p, k, "dpre [16-bit]", dpre, ny);
-    gemm16_put(p, k, "dinp [16-bit]", dx, nx);
+    put16(k, "dpre [16-bit]", p, dpre, ny);
+    put16(k, "dinp [16-bit]", p, dx, nx);
 
     /* tied LM head + cross-entropy */
     int32_t *tgt = tokens(N, V);
@@ -598,19 +613,19 @@ static void gemm_act16_case(int p) {
     float *dlg = act16_in(p, buf(nl), nl), *losses = buf(N);
     snprintf(k, sizeof k, "lmhead_xent_fwd %s act16", tag);
     double loss = wf_lmhead_xent_fwd(c, dlg, losses, x, wte, tgt, 1.0f / N, N, C, V);
-    gemm16_put(p, k, "dlogits [16-bit]", dlg, nl);
+    put16(k, "dlogits [16-bit]", p, dlg, nl);
     put(k, "losses [16-bit]", losses, N);
     put_double(k, "loss sum [16-bit]", loss);
     snprintf(k, sizeof k, "lmhead_xent_bwd %s act16", tag);
-    dx = gemm16_grad(p, nx);
+    dx = act16_buf(p, nx, 1.0f);
     wf_lmhead_xent_bwd(c, dx, dwte, act16_in(p, probs_rows(N, V), nl), x, wte, N, C, V);
-    gemm16_put(p, k, "dx [16-bit]", dx, nx);
+    put16(k, "dx [16-bit]", p, dx, nx);
     put(k, "dwte", dwte, (long)V * C);
     float *pl = act16_in(p, probs_rows(N, VL), (long)N * VL);
     snprintf(k, sizeof k, "lmhead_xent_bwd_input %s act16", tag);
-    dx = gemm16_grad(p, nx);
+    dx = act16_buf(p, nx, 1.0f);
     wf_lmhead_xent_bwd_input(c, dx, pl, wte, N, C, VL);
-    gemm16_put(p, k, "dx [16-bit]", dx, nx);
+    put16(k, "dx [16-bit]", p, dx, nx);
     snprintf(k, sizeof k, "lmhead_xent_bwd_weight %s act16", tag);
     wf_lmhead_xent_bwd_weight(c, dwte, pl, x, N, C, VL);
     put(k, "dwte", dwte, (long)VL * C);
@@ -639,10 +654,10 @@ static void gemm_act16_exact_case(int p) {
     float *dy = act16_in(p, gemm16_grid(ny), ny), *dx = act16_in(p, gemm16_grid(nx), nx);
     snprintf(k, sizeof k, "linear_fwd %s act16 grid", tag);
     wf_linear_fwd(c, y, x, W, bias, N, C, M);
-    gemm16_put(p, k, "out [exact]", y, ny);
+    put16(k, "out [exact]", p, y, ny);
     snprintf(k, sizeof k, "linear_bwd_input %s act16 grid", tag);
     wf_linear_bwd_input(c, dx, dy, W, N, C, M);
-    gemm16_put(p, k, "dinp [exact]", dx, nx);
+    put16(k, "dinp [exact]", p, dx, nx);
 }
 
 static float *gemm16_grid(long n);
@@ -863,31 +878,6 @@ static void run_optimizer(void) {
  * backend, so their 16-bit values are compared bit for bit ("[exact]"):
  * a store that truncates instead of rounding shows there (the 1e-2 of the
  * 16-bit threshold is more than a bf16 ulp). */
-
-/* x moved by n activation elements (16-bit ones in the packed build) */
-static float *act16_at(float *x, long n) {
-#ifdef CHECK_ACT16_PACKED
-    return (float *)((uint16_t *)x + n);
-#else
-    return x + n;
-#endif
-}
-
-/* n random values as a 16-bit activation argument (scaled by k) */
-static float *act16_buf(int p, long n, float k) {
-    float *x = buf(n);
-    for (long i = 0; i < n; i++) x[i] *= k;
-    return act16_in(p, x, n);
-}
-
-/* a 16-bit activation argument's n values, as put() takes them */
-static void put16(const char *kernel, const char *what, int p, const float *arg, long n) {
-    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    if (!x) exit(2);
-    act16_out(p, x, arg, n);
-    put(kernel, what, x, n);
-    free(x);
-}
 
 static void act16_name(char *name, size_t size, const char *kernel, int p, const char *tag) {
     snprintf(name, size, "%s act16 %s%s", kernel, p == WF_BF16 ? "bf16" : "fp16", tag);
