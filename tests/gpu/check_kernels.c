@@ -552,7 +552,7 @@ static float *gemm16_param(int precision, long n) {
 
 /* The linear layers and the LM head under act16: inputs and 16-bit
  * gradients random rounded values (the += contract), weights rounded.
- * Each call accumulates into a fresh 16-bit gradient (grad16): the CPU
+ * Each call accumulates into a fresh 16-bit gradient (act16_buf): the CPU
  * build rounds only the copy act16_out reads, so a second call on the same
  * buffer would start there from the unrounded sum.
  * "[16-bit]": a 16-bit output, which may round to the neighbouring value
