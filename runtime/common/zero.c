@@ -43,11 +43,10 @@ void wf_zero_setup(wf_ctx *c) {
     if (p->zero == 1) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
     if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
     if (p->zero >= 3) {
-        /* offload: on the CPU backend host and device memory are one; the
-         * CUDA backend keeps this arena in managed memory for now, since the
-         * shard is the source of NCCL's all-gathers (not pinned yet) */
-        c->param_shard = wf_alloc(c, shard_bytes, p->offload_params ? "parameter shard (ZeRO-3, host)"
-                                                                  : "parameter shard (ZeRO-3)");
+        /* offload: pinned host memory on CUDA (zero_params.c copies it to
+         * the device before each gather); one memory on the CPU backend */
+        c->param_shard = p->offload_params ? wf_alloc_host_arena(c, shard_bytes, "parameter shard (ZeRO-3, host)")
+                                           : wf_alloc(c, shard_bytes, "parameter shard (ZeRO-3)");
         c->gather_req = wf_alloc(c, sizeof(wf_req) * (size_t)p->n_buckets, "ZeRO-3 gathers");
         wf_req_init(c->gather_req, p->n_buckets);
     }

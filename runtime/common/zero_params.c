@@ -13,8 +13,17 @@
 void wf_gather_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     const int *counts = c->zero_counts + (long)k * p->dp, *displs = c->zero_displs + (long)k * p->dp;
-    c->coll->allgatherv(c, WF_GROUP_DP, c->param_shard + c->zero_base[k], c->params + p->buckets[k].gather,
-                        counts, displs, &c->gather_req[k]);
+    const float *mine = c->param_shard + c->zero_base[k];
+    float *whole = c->params + p->buckets[k].gather;
+    if (p->offload_params) {
+        /* an offloaded shard is host memory, which NCCL does not read: it
+         * goes to its place in the gather buffer first (in stream order,
+         * before the collective), and the gather runs in place */
+        int me = c->dp_rank;
+        wf_backend_copy(c, whole + displs[me], mine, sizeof(float) * (size_t)counts[me]);
+        mine = NULL;
+    }
+    c->coll->allgatherv(c, WF_GROUP_DP, mine, whole, counts, displs, &c->gather_req[k]);
 }
 
 void wf_gather_wait(wf_ctx *c, int k) {

@@ -353,6 +353,14 @@ const uint64_t *warp_exchange(unsigned mask, uint64_t mine, const char *op) {
 using wf_emu::S;
 
 /* ---- the CUDA runtime, on the CPU ------------------------------------------------ */
+/* pinned host blocks (start -> bytes): NCCL reads and writes device memory
+ * only, so the emulated NCCL asks whether a buffer lies in one */
+static std::map<uintptr_t, size_t> pinned;
+bool wf_emu::pinned_host(const void *p) {
+    auto it = pinned.upper_bound((uintptr_t)p);
+    return it != pinned.begin() && (uintptr_t)p < std::prev(it)->first + std::prev(it)->second;
+}
+
 extern "C" {
 
 cudaError_t cudaGetLastError(void) {
@@ -472,10 +480,15 @@ static cudaError_t alloc(void **p, size_t bytes) {
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
     return *p || !bytes ? cudaSuccess : cudaErrorMemoryAllocation;
 }
+static cudaError_t alloc_pinned(void **p, size_t bytes) {
+    cudaError_t e = alloc(p, bytes);
+    if (e == cudaSuccess && *p) pinned[(uintptr_t)*p] = bytes;
+    return e;
+}
 cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc(p, bytes); }
 cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
-cudaError_t cudaMallocHost(void **p, size_t bytes) { return alloc(p, bytes); }
-cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
+cudaError_t cudaMallocHost(void **p, size_t bytes) { return alloc_pinned(p, bytes); }
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc_pinned(p, bytes); }
 cudaError_t cudaFree(void *p) {
     if (cudaError_t e = wf_emu::host_wait()) return e;
     free(p);
@@ -483,6 +496,7 @@ cudaError_t cudaFree(void *p) {
 }
 cudaError_t cudaFreeHost(void *p) {
     if (cudaError_t e = wf_emu::host_wait()) return e;
+    pinned.erase((uintptr_t)p);
     free(p);
     return cudaSuccess;
 }

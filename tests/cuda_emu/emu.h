@@ -125,6 +125,7 @@ bool fault(const char *name);  /* WF_EMU_FAULT names this fault */
 void drain();
 void enqueue(std::function<void()> op);
 [[noreturn]] void kernel_error(const char *what);  /* names the kernel, block, thread; exits 1 */
+bool pinned_host(const void *p);  /* p lies in a cudaMallocHost / cudaHostAlloc block */
 
 template <class... P>
 struct Launch {

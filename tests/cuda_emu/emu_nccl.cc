@@ -29,6 +29,17 @@ ncclResult_t wf_fake_ncclRecv(void *, size_t, ncclDataType_t, int, ncclComm_t, c
 
 /* a queued operation has no caller left to return its error to: it ends the
  * rank, naming the call, as an asynchronous NCCL error would */
+/* NCCL's buffers are device memory: pinned host memory (an offloaded
+ * parameter shard, say) is refused when the call is made, naming it */
+static void device_buffers(const char *call, const void *send, const void *recv) {
+    for (const void *b : {send, recv})
+        if (b && wf_emu::pinned_host(b)) {
+            fprintf(stderr, "emulated NCCL: %s given a buffer in pinned host memory (%p): NCCL reads and "
+                            "writes device memory only\n", call, b);
+            exit(1);
+        }
+}
+
 template <class F>
 static ncclResult_t queue(const char *call, F op) {
     wf_emu::enqueue([call, op] {
@@ -48,28 +59,35 @@ ncclResult_t ncclGroupEnd(void) { return queue("ncclGroupEnd", [] { return wf_fa
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t s) {
+    device_buffers("ncclAllReduce", send, recv);
     return queue("ncclAllReduce", [=] { return wf_fake_ncclAllReduce(send, recv, n, t, op, comm, s); });
 }
 ncclResult_t ncclReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t s) {
+    device_buffers("ncclReduce", send, recv);
     return queue("ncclReduce", [=] { return wf_fake_ncclReduce(send, recv, n, t, op, root, comm, s); });
 }
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t s) {
+    device_buffers("ncclBroadcast", send, recv);
     return queue("ncclBroadcast", [=] { return wf_fake_ncclBroadcast(send, recv, n, t, root, comm, s); });
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t s) {
+    device_buffers("ncclReduceScatter", send, recv);
     return queue("ncclReduceScatter", [=] { return wf_fake_ncclReduceScatter(send, recv, n, t, op, comm, s); });
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t n, ncclDataType_t t, ncclComm_t comm,
                            cudaStream_t s) {
+    device_buffers("ncclAllGather", send, recv);
     return queue("ncclAllGather", [=] { return wf_fake_ncclAllGather(send, recv, n, t, comm, s); });
 }
 ncclResult_t ncclSend(const void *send, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
+    device_buffers("ncclSend", send, nullptr);
     return queue("ncclSend", [=] { return wf_fake_ncclSend(send, n, t, peer, comm, s); });
 }
 ncclResult_t ncclRecv(void *recv, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
+    device_buffers("ncclRecv", nullptr, recv);
     return queue("ncclRecv", [=] { return wf_fake_ncclRecv(recv, n, t, peer, comm, s); });
 }
 
