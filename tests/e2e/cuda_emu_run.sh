@@ -212,6 +212,11 @@ case " ${ROWS:-fp16} " in *" fp16 "*)
   fi ;;
 esac
 
+# 2BW runs eagerly (graph.c says why): the log must give its reason
+case " ${ROWS:-pp2_2bw} " in *" pp2_2bw "*)
+  check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: PipeDream-2BW' "$WORK/pp2_2bw.log" ;;
+esac
+
 # the one-rank row replayed a captured graph; eager steps must give the same losses
 case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac
 if [ -f "$WORK/one.jsonl" ] &&
