@@ -14,22 +14,42 @@
  * then on each step is: load tokens, launch the graph, run the optimizer
  * (which waits for the device and takes the loss from the device sum).
  *
+ * One host value is baked into the graph: the loss scale the classifier
+ * kernels multiply the loss gradient by (wf_loss_scale, a kernel argument).
+ * It is fixed in bf16 and fp32; fp16's dynamic scale (loss_scale.c) halves
+ * on an overflow and doubles after `window` clean steps.  So the step is
+ * captured again whenever the scale differs from the captured one (logged).
+ * Every rank changes it at the same step, since the overflow verdict is
+ * OR-reduced over all ranks, so NCCL captures still match.  The rest of an
+ * fp16 step that depends on the host (the 16-bit rounding of the reduced
+ * gradients, the overflow check, the skip, the scale update) is in
+ * wf_optimizer_step, which runs after the replay exactly as in eager steps.
+ * Re-capturing, rather than reading the scale from device memory, keeps
+ * the kernels' API: the scale changes every `window` (DeepSpeed: 1000)
+ * steps or on a rare overflow, and a capture costs the host's launches of
+ * one step plus cudaGraphInstantiate.
+ *
  * Only where nothing in the step needs the host: otherwise every step runs
  * eagerly and the log says why. */
 #include "cuda_rt.h"
 #include "internal.h"
 
 static cudaGraphExec_t exec;
+static float captured_scale;  /* wf_loss_scale when exec was captured */
 static const char *off;   /* why steps run eagerly; NULL: graphs on */
 static int steps_run;
 
 static const char *why_eager(const wf_ctx *c) {
     const wf_program *p = c->p;
     if (c->opt.no_graph) return "--no-graph";
+    /* 2BW (train.c's train_2bw runs its calls directly): the compiler allows
+     * it with comm = "mpi" only on CUDA, so its stage sends are host MPI, and
+     * each step ends with the tied wte's exchange (host MPI, a host sum) and
+     * the optimizer; its kernels read one of two weight versions by the
+     * step's parity (wf_use_micro), whose pointer a graph would bake in */
+    if (p->prologue) return "PipeDream-2BW (comm = mpi only: host MPI sends and the tied wte exchange)";
     if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
-    if (p->prologue) return "PipeDream-2BW (host MPI and copies between its steps' halves)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
-    if (p->precision == WF_FP16) return "fp16 (the loss scale, baked into a graph, changes between steps)";
     /* the CUDA graph API restricts captured copies of managed memory there
      * (cudaGraphAddMemcpyNode), and the host writes tokens between replays */
     if (!wf_cuda_concurrent_managed()) return "the device has no concurrent managed access";
@@ -41,9 +61,10 @@ static const char *why_eager(const wf_ctx *c) {
  * single-rank run eager, with the reason in the log, rather than losing the
  * run: nothing of the captured step ran, and the caller runs it eagerly.
  * With several ranks it stays fatal: their NCCL captures must match. */
-static int capture(wf_ctx *c) {
+static int capture(wf_ctx *c, int again) {
     cudaStream_t s = wf_cuda_stream(c);
     cudaGraph_t graph = NULL;
+    captured_scale = wf_loss_scale(c);
     c->graph_capture = 1;
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     c->p->step(c);
@@ -67,7 +88,9 @@ static int capture(wf_ctx *c) {
                c->step + 1, cudaGetErrorString(e));
         return 0;
     }
-    wf_log(c, "cuda graph: on (captured step %ld, %zu nodes)\n", c->step + 1, nodes);
+    if (!again) wf_log(c, "cuda graph: on (captured step %ld, %zu nodes)\n", c->step + 1, nodes);
+    else wf_log(c, "cuda graph: captured again at step %ld (the loss scale is now %g)\n", c->step + 1,
+                c->scaler.scale);
     return 1;
 }
 
@@ -88,7 +111,12 @@ void wf_backend_run_step(wf_ctx *c) {
      * the device cannot share managed memory with running kernels); every
      * reader of the old tokens finished before that optimizer's host wait */
     wf_load_step(c);
-    if (!exec && !capture(c)) {
+    int again = exec && wf_loss_scale(c) != captured_scale;  /* fp16's scale changed */
+    if (again) {
+        WF_CUDA(c, cudaGraphExecDestroy(exec));
+        exec = NULL;
+    }
+    if (!exec && !capture(c, again)) {
         c->p->step(c);  /* loads the same tokens again */
         return;
     }

@@ -40,7 +40,9 @@
 # one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
 # records the capture): with --no-graph, and resumed from its own checkpoint
 # after step 2, the program must give identical losses.  A broken warp shuffle
-# (WF_EMU_FAULT=shfl_down) must make that row fail.
+# (WF_EMU_FAULT=shfl_down) must make that row fail.  The fp16 row's dynamic loss
+# scale doubles at step 3, so its graph is captured again (graph.c); with an
+# overflow injected at step 2, the graph run and --no-graph must agree bit for bit.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -63,7 +65,10 @@ build_ref() {
 build_ref ref plans/tiny.lua
 build_ref ref_bf16 plans/tiny.lua --set precision=bf16
 build_ref ref_llama plans/llama_tiny.lua
-build_ref ref_fp16 plans/tiny.lua --set precision=fp16
+# fp16: a scale that doubles every 2 clean steps, so that it changes inside the
+# run and the CUDA graph captured at step 2 is captured again at step 3
+fp16_scale=(--set precision=fp16 --set loss_scale.window=2 --set loss_scale.hysteresis=1)
+build_ref ref_fp16 plans/tiny.lua "${fp16_scale[@]}"
 build_ref ref_llama_bf16 plans/llama_tiny.lua --set precision=bf16
 build_ref ref_bf16_full plans/tiny.lua --set precision=bf16 --set recompute=full
 build_ref ref_2bw plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0
@@ -132,7 +137,7 @@ run_row() {
 rows=(
   "one       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2"
   "bf16      ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
-  "fp16      ref_fp16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=fp16"
+  "fp16      ref_fp16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]}"
   "bf16_pp2  ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_full ref_bf16_full act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set recompute=full"
   "sel       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=selective"
@@ -170,6 +175,49 @@ esac
 case " ${ROWS:-bf16_pp2_nccl} " in *" bf16_pp2_nccl "*)
   check "bf16_pp2_nccl: the act16 step was captured, sends and receives too" \
     grep -q 'cuda graph: on (captured step 2' "$WORK/bf16_pp2_nccl.log" ;;
+esac
+
+# fp16 under a CUDA graph (graph.c): captured at step 2 with the initial scale,
+# captured again at step 3 for the doubled one (the row above matched the CPU
+# with it), replayed at step 4.  With an overflow injected at step 2 (the
+# first replay: skipped, the scale halves, captured again at step 3), three
+# steps of the graph run and of --no-graph give the same losses, norms, scales
+# and skips, bit for bit (a graph that kept the old scale at step 3 doubles
+# its gradients: the norm differs).
+fp16_fields() {  # the metrics that must not differ: everything but timings
+  grep -Eo '"(loss|grad_norm|loss_scale|skipped|skipped_total)": [^,}]*' "$1"
+}
+fp16_same() {  # fp16_same A B: 3 steps each, the same fields
+  [ "$(grep -c '"skipped": ' "$1")" = 3 ] && cmp -s <(fp16_fields "$1") <(fp16_fields "$2")
+}
+fp16_captures() {  # fp16_captures LOG STEP...: captured at step 2, again at each STEP only
+  local log=$1 again
+  shift
+  grep -q 'cuda graph: on (captured step 2' "$log" || return 1
+  again=$(grep -o 'cuda graph: captured again at step [0-9]*' "$log" | grep -o '[0-9]*$' | xargs)
+  [ "$again" = "$*" ]
+}
+case " ${ROWS:-fp16} " in *" fp16 "*)
+  check "fp16: captured at step 2, again at step 3 for the doubled loss scale, replayed at step 4" \
+    fp16_captures "$WORK/fp16.log" 3
+  if timeout 120 "$WORK/fp16/launch.sh" --steps 3 --inject-overflow 2 --metrics "$WORK/fp16_inj.jsonl" \
+       >"$WORK/fp16_inj.log" 2>&1 &&
+     timeout 120 "$WORK/fp16/launch.sh" --steps 3 --inject-overflow 2 --no-graph \
+       --metrics "$WORK/fp16_inj_eager.jsonl" >"$WORK/fp16_inj_eager.log" 2>&1; then
+    check "fp16 with an overflow at step 2: skipped, the graph captured again at step 3 for the halved scale" \
+      fp16_captures "$WORK/fp16_inj.log" 3
+    check "fp16 with an overflow at step 2: step 2 skipped" \
+      grep -q '"step": 2, .*"skipped": true' "$WORK/fp16_inj.jsonl"
+    check "fp16 with an overflow at step 2: graph replay vs --no-graph (identical loss, norm, scale, skips)" \
+      fp16_same "$WORK/fp16_inj.jsonl" "$WORK/fp16_inj_eager.jsonl"
+  else
+    failed=$((failed + 1)); echo "FAIL fp16 --inject-overflow: did not run: $(tail -n 2 "$WORK/fp16_inj.log")"
+  fi ;;
+esac
+
+# 2BW runs eagerly (graph.c says why): the log must give its reason
+case " ${ROWS:-pp2_2bw} " in *" pp2_2bw "*)
+  check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: PipeDream-2BW' "$WORK/pp2_2bw.log" ;;
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
