@@ -7,7 +7,8 @@
  *     dimensions, beta, bias, a strided batch; a bf16 plan's fp32 GEMM
  *     (FAST_16BF: the operands rounded to bf16);
  *   - the typed GEMM (act16): bf16 / fp16 A and B, C of their type or fp32,
- *     with the bias converted to C's type;
+ *     with the bias converted to C's type, with c NULL too (cuda_rt.h allows
+ *     any c: the conversion must follow typeC, not c's plan);
  *   - the same call first with aligned then with 2-byte-aligned operands
  *     (a plan per alignment: the fake refuses pointers less aligned than
  *     the heuristic was told);
@@ -202,7 +203,11 @@ static void typed_cases() {
         typed_case(c, t16, t16, 0, 1, 1.0f, false, 0, EPILOGUE, "act16 dx += dy W");
         typed_case(c, t16, CUDA_R_32F, 1, 0, 1.0f, false, 0, EPILOGUE, "act16 dW += x^T dy");
         typed_case(c, t16, t16, 0, 0, 0.0f, true, 1, EPILOGUE, "act16 linear, less aligned");
+        typed_case(NULL, t16, t16, 0, 0, 0.0f, true, 0, EPILOGUE, "typed GEMM with c NULL");
     }
+    /* the other 16-bit type than the context's plan: the bias follows typeC */
+    typed_case(wf_storage_ctx(WF_FP16, 1), CUDA_R_16BF, CUDA_R_16BF, 0, 0, 0.0f, true, 0, EPILOGUE,
+               "bf16 GEMM under an fp16 context");
 }
 
 static void gelu_cases() {
