@@ -32,7 +32,7 @@
  * epilogue, =gelu: none for the GELU ones (as for some shapes and compute
  * types on a GPU), so the tests reach gemm.cu's fallbacks.
  *
- * The product runs on the emulated device (wf_emu::enqueue: stream order,
+ * The product runs on the emulated device (wf_emu::enqueue_on: stream order,
  * captured by a CUDA graph capture): products of the operands read as floats
  * (rounded to bf16 / fp16 under the FAST_16BF / FAST_16F compute types, as
  * the library's down-conversion) summed in double, alpha and beta * C made a
@@ -294,7 +294,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t md, const v
                               cublasLtMatrixLayout_t mla, const void *B, cublasLtMatrixLayout_t mlb,
                               const void *beta_p, const void *C, cublasLtMatrixLayout_t mlc, void *D,
                               cublasLtMatrixLayout_t mld, const cublasLtMatmulAlgo_t *algo, void *, size_t,
-                              cudaStream_t) {
+                              cudaStream_t stream) {
     const Desc d = *desc_of(md); /* the values of this call: a capture keeps them */
     const Layout a = *layout_of(mla), b = *layout_of(mlb), c = *layout_of(mlc), dl = *layout_of(mld);
     if (!algo || algo->data[ALGO_MAGIC] != MAGIC || algo->data[ALGO_EPILOGUE] != d.epilogue)
@@ -305,7 +305,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t md, const v
     for (int k = 0; k < 6; k++)
         if (ptr[k] && alignment_of(ptr[k]) < algo->data[ALGO_A + k]) return CUBLAS_STATUS_INVALID_VALUE;
     float alpha = *static_cast<const float *>(alpha_p), beta = *static_cast<const float *>(beta_p);
-    wf_emu::enqueue([=] {
+    wf_emu::enqueue_on(stream, [=] {
         uint64_t m = dl.rows, n = dl.cols, k = d.transa == CUBLAS_OP_N ? a.cols : a.rows;
         cudaDataType_t bias_type = d.bias_type == -1 ? dl.type : (cudaDataType_t)d.bias_type;
         for (long q = 0; q < dl.batch; q++)
