@@ -28,6 +28,9 @@
  *     on its value to determine expected pointer alignment"), or with another
  *     epilogue than the algorithm's: INVALID_VALUE, where a GPU would fault
  *     or compute garbage.
+ * Where the preference allows it, a 16-bit D gets a split-K algorithm that
+ * rounds its partial sums to D's type (split_in_output_type), as the INPLACE
+ * and OUTPUT_TYPE reduction schemes do.
  * WF_EMU_LT_REFUSE=bias: the heuristic finds no algorithm for any bias
  * epilogue, =gelu: none for the GELU ones (as for some shapes and compute
  * types on a GPU), so the tests reach gemm.cu's fallbacks.
@@ -70,10 +73,13 @@ struct Layout {
 struct Pref {
     uint64_t workspace = 0;
     uint32_t align[4] = { 256, 256, 256, 256 }; /* A, B, C, D */
+    uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_MASK;
 };
 
-/* what an algorithm of this fake records (cublasLtMatmulAlgo_t's 8 words) */
+/* what an algorithm of this fake records (cublasLtMatmulAlgo_t's 8 words);
+ * ALGO_EPILOGUE's high half: split-K in D's type (see split_in_output_type) */
 enum { ALGO_MAGIC, ALGO_EPILOGUE, ALGO_A, ALGO_B, ALGO_C, ALGO_D, ALGO_BIAS, ALGO_AUX };
+const uint64_t SPLIT = 1ull << 32;
 const uint64_t MAGIC = 0x6c74656d75ull; /* "ltemu" */
 
 Desc *desc_of(cublasLtMatmulDesc_t d) { return reinterpret_cast<Desc *>(d); }
@@ -151,6 +157,25 @@ float load(const void *p, cudaDataType_t t, long i) {
 void store(void *p, cudaDataType_t t, long i, float v) {
     if (t == CUDA_R_32F) static_cast<float *>(p)[i] = v;
     else static_cast<uint16_t *>(p)[i] = t == CUDA_R_16BF ? wf_hd_bf16_bits(v) : wf_hd_fp16_bits(v);
+}
+
+/* x rounded to a value of type t */
+float round_to(cudaDataType_t t, float x) {
+    if (t == CUDA_R_16BF) return wf_hd_bf16_value(wf_hd_bf16_bits(x));
+    if (t == CUDA_R_16F) return wf_hd_fp16_value(wf_hd_fp16_bits(x));
+    return x;
+}
+
+/* Whether the heuristic answers with a split-K algorithm that adds its two
+ * partial products in D's type (cublasLt.h: REDUCTION_SCHEME_INPLACE reduces
+ * "using the output buffer (and output data type)", OUTPUT_TYPE stores
+ * "intermediate results in output type"): wherever the preference's
+ * CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK lets it (the default lets
+ * every scheme) and D is 16-bit, with the default epilogue (the worst case
+ * a GPU's heuristic may pick; here the two halves of K). */
+bool split_in_output_type(const Pref &p, const Layout &dl, const Desc &d) {
+    uint32_t rounding = CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+    return (p.reductions & rounding) != 0 && is16(dl.type) && d.epilogue == CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 /* an fp32 operand as the FAST_16BF / FAST_16F compute types take it */
@@ -250,14 +275,13 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t m
                                                     cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
                                                     size_t bytes) {
     Pref *p = pref_of(mp);
-    uint32_t mask;
     switch (attr) {
     case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return take(&p->workspace, buf, bytes);
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: return take(&p->align[0], buf, bytes);
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: return take(&p->align[1], buf, bytes);
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: return take(&p->align[2], buf, bytes);
     case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: return take(&p->align[3], buf, bytes);
-    case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK: return take(&mask, buf, bytes); /* no split-K here */
+    case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK: return take(&p->reductions, buf, bytes);
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
     }
 }
@@ -279,7 +303,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     const Pref &p = *pref_of(mp);
     uint64_t *w = r.algo.data;
     w[ALGO_MAGIC] = MAGIC;
-    w[ALGO_EPILOGUE] = d.epilogue;
+    w[ALGO_EPILOGUE] = d.epilogue | (split_in_output_type(p, *layout_of(ld), d) ? SPLIT : 0);
     for (int k = 0; k < 4; k++) w[ALGO_A + k] = p.align[k];
     w[ALGO_BIAS] = has_bias(d.epilogue) ? alignment_of(d.bias) : 1;
     w[ALGO_AUX] = has_gelu(d.epilogue) ? alignment_of(d.aux) : 1;
@@ -297,7 +321,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t md, const v
                               cudaStream_t stream) {
     const Desc d = *desc_of(md); /* the values of this call: a capture keeps them */
     const Layout a = *layout_of(mla), b = *layout_of(mlb), c = *layout_of(mlc), dl = *layout_of(mld);
-    if (!algo || algo->data[ALGO_MAGIC] != MAGIC || algo->data[ALGO_EPILOGUE] != d.epilogue)
+    if (!algo || algo->data[ALGO_MAGIC] != MAGIC || (uint32_t)algo->data[ALGO_EPILOGUE] != d.epilogue)
         return CUBLAS_STATUS_INVALID_VALUE;
     if (check_problem(d, a, b, c, dl) != CUBLAS_STATUS_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
     if (C == D && (c.ld != dl.ld || c.stride != dl.stride)) return CUBLAS_STATUS_INVALID_VALUE;
@@ -305,16 +329,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t md, const v
     for (int k = 0; k < 6; k++)
         if (ptr[k] && alignment_of(ptr[k]) < algo->data[ALGO_A + k]) return CUBLAS_STATUS_INVALID_VALUE;
     float alpha = *static_cast<const float *>(alpha_p), beta = *static_cast<const float *>(beta_p);
+    bool split = algo->data[ALGO_EPILOGUE] & SPLIT;
     wf_emu::enqueue_on(stream, [=] {
         uint64_t m = dl.rows, n = dl.cols, k = d.transa == CUBLAS_OP_N ? a.cols : a.rows;
         cudaDataType_t bias_type = d.bias_type == -1 ? dl.type : (cudaDataType_t)d.bias_type;
         for (long q = 0; q < dl.batch; q++)
             for (uint64_t i = 0; i < m; i++)
                 for (uint64_t j = 0; j < n; j++) {
-                    double s = 0.0;
-                    for (uint64_t e = 0; e < k; e++)
-                        s += (double)operand(d.compute, load(A, a.type, at(a, d.transa, q, i, e))) *
-                             operand(d.compute, load(B, b.type, at(b, d.transb, q, e, j)));
+                    double s = 0.0, part = 0.0;
+                    for (uint64_t e = 0; e < k; e++) {
+                        part += (double)operand(d.compute, load(A, a.type, at(a, d.transa, q, i, e))) *
+                                operand(d.compute, load(B, b.type, at(b, d.transb, q, e, j)));
+                        if (split && (e == k / 2 - 1 || e == k - 1)) { /* a partial sum, in D's type */
+                            s = round_to(dl.type, (float)(s + round_to(dl.type, (float)part)));
+                            part = 0.0;
+                        }
+                    }
+                    s += part;
                     long out = at(dl, CUBLAS_OP_N, q, i, j);
                     float v = beta == 0.0f ? (float)(alpha * s)
                                            : (float)(alpha * s + (double)beta * load(C, c.type, at(c, CUBLAS_OP_N, q, i, j)));

@@ -6,7 +6,9 @@
  *   - fp32 (CUBLAS_COMPUTE_32F), all four transposes, padded leading
  *     dimensions, beta, bias, a strided batch; a bf16 plan's fp32 GEMM
  *     (FAST_16BF: the operands rounded to bf16);
- *   - the typed GEMM (act16): bf16 / fp16 A and B, C of their type or fp32,
+ *   - the typed GEMM (act16): bf16 / fp16 A and B, C of their type or fp32
+ *     (a 16-bit C rounded once: the fake splits K, rounding the halves to
+ *     C's type, unless gemm.cu's reduction scheme mask forbids it),
  *     with the bias converted to C's type, with c NULL too (cuda_rt.h allows
  *     any c: the conversion must follow typeC, not c's plan);
  *   - the same call first with aligned then with 2-byte-aligned operands
