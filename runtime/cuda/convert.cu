@@ -20,9 +20,12 @@ template <class S> __global__ static void to_storage_kernel(typename S::raw *dst
         S::store(dst, i, src[i]);
 }
 
-extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, const float *src, long n) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(to_storage_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            reinterpret_cast<typename S::raw *>(dst), src, n));
+extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, cudaDataType_t type, const float *src, long n) {
+    uint16_t *d = static_cast<uint16_t *>(dst);
+    cudaStream_t s = wf_cuda_stream(c);
+    if (type == CUDA_R_16BF) WF_LAUNCH(to_storage_kernel<wf_st_bf16>, wf_blocks(n), WF_THREADS, 0, s)(d, src, n);
+    else if (type == CUDA_R_16F) WF_LAUNCH(to_storage_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(d, src, n);
+    else wf_cuda_fail(c, "wf_cuda_to16", WF_CUDA_WHERE, "the type must be CUDA_R_16BF or CUDA_R_16F");
     wf_cuda_sync(c, "wf_cuda_to16");
 }
 
@@ -30,7 +33,7 @@ extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, const float *src, long n) {
  * buffer is reused by the next conversion */
 static const void *weight16(wf_ctx *c, const float *w, long n) {
     float *buf = wf_cuda_cast_buffer(c, (n + 1) / 2);
-    wf_cuda_to16(c, buf, w, n);
+    wf_cuda_to16(c, buf, act_type(c), w, n);
     return buf;
 }
 

@@ -64,9 +64,10 @@ void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float 
  * parameters are rounded; one weight per call), so A and B are 16-bit and C
  * 16-bit (an activation) or float (a gradient). */
 enum wf_gemm_role { WF_ACT, WF_WEIGHT, WF_GRAD };
-/* act16: n floats (values of c's 16-bit type: parameters are rounded) as
- * that type at dst, on the stream (convert.cu; weights and biases). */
-void wf_cuda_to16(wf_ctx *c, void *dst, const float *src, long n);
+/* n floats (values of `type`, CUDA_R_16BF or CUDA_R_16F: parameters of a
+ * 16-bit plan are rounded) as that type at dst, on the stream (convert.cu;
+ * act16's weights, and the biases of GEMMs with 16-bit D). */
+void wf_cuda_to16(wf_ctx *c, void *dst, cudaDataType_t type, const float *src, long n);
 void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, const float *A,
                       enum wf_gemm_role roleA, int lda, const float *B, enum wf_gemm_role roleB, int ldb,
                       float beta, float *C, enum wf_gemm_role roleC, int ldc, const float *bias);

@@ -325,12 +325,6 @@ __global__ static void bias_rows_kernel(float *C, const float *bias, int rows, i
 
 static long type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 
-/* bias (n floats, values of `type`) as `type` for the epilogue of a GEMM
- * with 16-bit D (the bias must be of D's type, see make_op; 16-bit D only
- * under act16, so `type` is c's: wf_cuda_to16), converted into a buffer of
- * its own (the cast buffer holds the weight then).  It grows in the eager
- * steps before any capture, as every size recurs each step; a smaller one
- * is kept, not freed, as a captured graph may still read it. */
 /* C (rows, cols) 16-bit, row-major with leading dimension ldc: every row
  * the bias's bits (the 16-bit D's fallback below: C = bias, then beta 1) */
 __global__ static void bias_fill16_kernel(uint16_t *C, const uint16_t *bias, int rows, int cols, int ldc) {
@@ -339,6 +333,12 @@ __global__ static void bias_fill16_kernel(uint16_t *C, const uint16_t *bias, int
         C[(i / cols) * ldc + i % cols] = bias[i % cols];
 }
 
+/* bias (n floats, values of `type`) as `type` for the epilogue of a GEMM
+ * with 16-bit D (the bias must be of D's type, see make_op), converted by
+ * D's type, which need not be c's plan's (cuda_rt.h: c may be NULL), into a
+ * buffer of its own (the cast buffer holds the weight then).  It grows in
+ * the eager steps before any capture, as every size recurs each step; a
+ * smaller one is kept, not freed, as a captured graph may still read it. */
 static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, int n) {
     static uint16_t *buf;
     static int cap;
@@ -347,7 +347,7 @@ static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, in
         WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
         cap = n;
     }
-    wf_cuda_to16(c, buf, bias, n);
+    wf_cuda_to16(c, buf, type, bias, n);
     return buf;
 }
 

@@ -230,10 +230,41 @@ void drain() {
 static std::vector<std::function<void()>> *capturing;
 static bool capture_invalid;
 
+/* Which streams a capture holds, by CUDA's rules for cross-stream capture:
+ * the origin (cudaStreamBeginCapture's stream), and every stream that waited
+ * on an event recorded in the capture (a fork).  Each forked stream must be
+ * joined back before cudaStreamEndCapture: the origin waits on an event
+ * recorded on it after its last operation (the emulator takes direct joins
+ * only, the form coll_nccl.c uses), else cudaErrorStreamCaptureUnjoined.  An
+ * operation issued during a capture on a stream that never joined it runs at
+ * once on a GPU, outside the graph (in thread-local mode, legally): here it
+ * is reported, as it is always a missing cudaStreamWaitEvent in weft. */
+struct capture_streams {
+    cudaStream_t origin = nullptr;
+    std::map<cudaStream_t, long> issued; /* the members: operations issued on each */
+    std::map<cudaStream_t, long> joined; /* how many of them the origin has waited for */
+    int id = 0;                          /* of this capture, for its events */
+};
+static capture_streams cap;
+
 void enqueue(std::function<void()> op) {
     if (capturing) capturing->push_back(std::move(op));
     else if (async_mode()) pending.push_back(std::move(op));
     else op();
+}
+
+void enqueue_on(cudaStream_t stream, std::function<void()> op) {
+    if (capturing) {
+        auto member = cap.issued.find(stream);
+        if (member == cap.issued.end()) {
+            fprintf(stderr, "cuda_emu: an operation on stream %p while stream %p is captured, which that stream "
+                    "never joined (no cudaStreamWaitEvent on an event recorded in the capture): a GPU runs it "
+                    "at once, outside the graph\n", (void *)stream, (void *)cap.origin);
+            exit(1);
+        }
+        member->second++;
+    }
+    enqueue(std::move(op));
 }
 
 /* a call that waits for the host: refused while capturing */
@@ -250,7 +281,7 @@ void kernel_error(const char *what) { fail("%s", what); }
 
 void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem,
             cudaStream_t stream, const std::function<void()> &body) {
-    (void)stream; /* one sequential device: every stream is the same */
+    /* one sequential device: every stream is the same (but see enqueue_on) */
     S.fault = getenv("WF_EMU_FAULT");
     if (S.fault && !*S.fault) S.fault = nullptr;
     const char *order = getenv("WF_EMU_ORDER");
@@ -277,7 +308,7 @@ void launch(const char *name, const void *kernel, dim3 grid, dim3 block, size_t 
     }
     if (async_mode() || capturing) { /* runs at the next host wait, in issue order, or per graph launch */
         std::function<void()> held = body;
-        enqueue([name, grid, block, smem, held] { run_grid(name, grid, block, smem, held); });
+        enqueue_on(stream, [name, grid, block, smem, held] { run_grid(name, grid, block, smem, held); });
         return;
     }
     run_grid(name, grid, block, smem, body);
@@ -378,6 +409,8 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnjoined: return "capture sequence contains a fork that was not joined to the primary stream";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
     case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     default: return "unknown error (emulated)";
     }
@@ -390,6 +423,8 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
     case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
     case cudaErrorIllegalState: return "cudaErrorIllegalState";
     default: return "cudaErrorUnknown";
     }
@@ -403,23 +438,43 @@ cudaError_t cudaStreamQuery(cudaStream_t) { return wf_emu::host_wait(); }
 
 /* streams and events are distinct non-null handles; events hold a time */
 struct CUstream_st { int unused; };
-struct CUevent_st { double t; };
+struct CUevent_st {
+    double t;
+    int capture;          /* the capture it was recorded in (wf_emu::cap.id), or 0 */
+    cudaStream_t stream;  /* and on which stream, after how many of its operations */
+    long seq;
+};
 cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = new CUstream_st(); return cudaSuccess; }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned, int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
-cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *status) {
-    *status = wf_emu::capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *status) {
+    bool member = wf_emu::capturing && wf_emu::cap.issued.count(s);
+    *status = member ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+/* during a capture (wf_emu::cap): waiting on an event recorded in it joins
+ * the stream to the capture; the origin waiting joins the event's stream
+ * back, up to the operations before the record */
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+    wf_emu::capture_streams &cap = wf_emu::cap;
+    if (!wf_emu::capturing || e->capture != cap.id) return cudaSuccess;
+    if (!cap.issued.count(s)) cap.issued[s] = cap.joined[s] = 0;
+    if (s == cap.origin && e->seq > cap.joined[e->stream]) cap.joined[e->stream] = e->seq;
+    return cudaSuccess;
+}
 cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new CUevent_st(); return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     e->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    auto member = wf_emu::cap.issued.find(s);
+    bool captured = wf_emu::capturing && member != wf_emu::cap.issued.end();
+    e->capture = captured ? wf_emu::cap.id : 0;
+    e->stream = s;
+    e->seq = captured ? member->second : 0;
     return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) { wf_emu::drain(); return cudaSuccess; }
@@ -433,18 +488,34 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
  * recorded operations */
 struct CUgraph_st { std::vector<std::function<void()>> ops; };
 struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
-cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
     if (wf_emu::capturing) return cudaErrorIllegalState;
     wf_emu::capturing = new std::vector<std::function<void()>>();
     wf_emu::capture_invalid = false;
+    int id = wf_emu::cap.id + 1;
+    wf_emu::cap = wf_emu::capture_streams();
+    wf_emu::cap.id = id;
+    wf_emu::cap.origin = s;
+    wf_emu::cap.issued[s] = 0;
     return cudaSuccess;
 }
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *graph) {
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
     if (!wf_emu::capturing) return cudaErrorIllegalState;
+    if (s != wf_emu::cap.origin) return cudaErrorStreamCaptureUnmatched;
     std::unique_ptr<std::vector<std::function<void()>>> ops(wf_emu::capturing);
     wf_emu::capturing = nullptr;
     *graph = nullptr;
+    bool unjoined = false;
+    for (const auto &m : wf_emu::cap.issued)
+        if (m.first != s && m.second > wf_emu::cap.joined[m.first]) {
+            fprintf(stderr, "cuda_emu: stream %p forked from the capture of stream %p has %ld operation(s), of "
+                    "which the origin waited for %ld\n", (void *)m.first, (void *)s, m.second,
+                    wf_emu::cap.joined[m.first]);
+            unjoined = true;
+        }
+    wf_emu::cap.issued.clear();
     if (wf_emu::capture_invalid) return cudaErrorStreamCaptureInvalidated;
+    if (unjoined) return cudaErrorStreamCaptureUnjoined;
     *graph = new CUgraph_st{std::move(*ops)};
     return cudaSuccess;
 }
@@ -505,8 +576,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
     memmove(dst, src, n);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t) {
-    wf_emu::enqueue([dst, src, n] { memmove(dst, src, n); });
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t s) {
+    wf_emu::enqueue_on(s, [dst, src, n] { memmove(dst, src, n); });
     return cudaSuccess;
 }
 cudaError_t cudaMemset(void *p, int v, size_t n) {
@@ -514,8 +585,8 @@ cudaError_t cudaMemset(void *p, int v, size_t n) {
     memset(p, v, n);
     return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
-    wf_emu::enqueue([p, v, n] { memset(p, v, n); });
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+    wf_emu::enqueue_on(s, [p, v, n] { memset(p, v, n); });
     return cudaSuccess;
 }
 /* __constant__ and __device__ variables are host globals: copy in place */

@@ -20,7 +20,8 @@ set(WEFT_EMU_KERNELS
   convert.cu
 )
 set(WEFT_EMU_NOT_EMULATED
-  gemm.cu      # cuBLAS: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops)
+  gemm.cu      # cuBLASLt: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops);
+               # cuda_emu_gemm runs it over a fake cuBLASLt (emu_cublaslt.cc)
 )
 
 include(CheckLanguage)
@@ -87,6 +88,20 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   target_include_directories(test_cuda_emu PRIVATE ${cuda_dir})
   target_link_libraries(test_cuda_emu PRIVATE weft_cuda_emu m)
   add_test(NAME cuda_emu COMMAND test_cuda_emu)
+
+  # gemm.cu itself, over the fake cuBLASLt of emu_cublaslt.cc (the kernel
+  # library above has emu_gemm.cc in its place)
+  set(gemm_wrapper ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/gemm_emu.cc)
+  file(CONFIGURE OUTPUT ${gemm_wrapper} CONTENT "#include \"${cuda_dir}/gemm.cu\"\n")
+  set_property(SOURCE ${gemm_wrapper} APPEND PROPERTY OBJECT_DEPENDS ${cuda_dir}/gemm.cu)
+  add_executable(test_cuda_emu_gemm ${emu_dir}/test_gemm.cc ${emu_dir}/emu_cublaslt.cc ${gemm_wrapper}
+    ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/convert_emu.cc ${emu_dir}/emu_device.cc ${cuda_dir}/cast.c)
+  set_target_properties(test_cuda_emu_gemm PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_cuda_emu_gemm PRIVATE ${PROJECT_SOURCE_DIR}/runtime/include ${cuda_dir}
+    ${PROJECT_SOURCE_DIR}/runtime/cpu ${PROJECT_SOURCE_DIR}/runtime/common)
+  target_compile_definitions(test_cuda_emu_gemm PRIVATE WF_CAST_NO_PLAN)
+  target_link_libraries(test_cuda_emu_gemm PRIVATE weft_cuda_emu m)
+  add_test(NAME cuda_emu_gemm COMMAND test_cuda_emu_gemm)
 
   add_executable(check_kernels_emu gpu/check_kernels.c)
   target_include_directories(check_kernels_emu PRIVATE ${PROJECT_SOURCE_DIR}/runtime/cpu

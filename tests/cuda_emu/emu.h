@@ -42,7 +42,10 @@
  *   - CUDA graphs as graph.c uses them: a stream capture records launches,
  *     asynchronous copies and memsets (a host wait, cudaMalloc or cudaFree
  *     during it is refused and invalidates it), a graph launch issues them
- *     again in order;
+ *     again in order; which streams the capture holds (a stream joins by
+ *     waiting on an event recorded in the capture; an operation on a stream
+ *     that did not is reported; one that joined and was not joined back
+ *     makes cudaStreamEndCapture return cudaErrorStreamCaptureUnjoined);
  *   - misaligned vector accesses (uint4, float4, bf16x2 ... off their
  *     alignment), which fault on a GPU: emu.cmake builds the kernels with
  *     UBSan's alignment check, which stops the process naming the line.
@@ -53,11 +56,12 @@
  *     launches (reported), cooperative groups;
  *   - timing, concurrency between streams or blocks, any memory model beyond
  *     sequential execution (so races that need real parallelism go unseen,
- *     although threads interleave at every barrier); which streams joined a
- *     capture (every operation issued while capturing is recorded, whatever
- *     its stream: a comm stream that never waited on the capture's event
- *     goes unseen); graph nodes other than captured ones; cuBLAS and NCCL (the emulated build replaces gemm.cu with
- *     tests/cuda_emu/emu_gemm.cc, and the kernel tests' library device.c with
+ *     although threads interleave at every barrier; a missing
+ *     cudaStreamWaitEvent between two streams goes unseen unless it breaks
+ *     a capture's stream rules above); graph
+ *     nodes other than captured ones; cuBLAS and NCCL (the emulated build
+ *     replaces gemm.cu with tests/cuda_emu/emu_gemm.cc, cuda_emu_gemm runs
+ *     gemm.cu over emu_cublaslt.cc, and the kernel tests' library device.c with
  *     emu_device.cc: functions of those two that kernel files call need an
  *     emulated version there; the whole runtime, emu_runtime.cmake, runs
  *     device.c itself and NCCL as tests/nccl_fake's).
@@ -124,6 +128,9 @@ bool fault(const char *name);  /* WF_EMU_FAULT names this fault */
 /* WF_EMU_ASYNC (emu.cc): run what is queued; queue op (or run it now) */
 void drain();
 void enqueue(std::function<void()> op);
+/* the same for an operation issued on `stream`: during a capture the stream
+ * must be one the capture holds (emu.cc, "which streams a capture holds") */
+void enqueue_on(cudaStream_t stream, std::function<void()> op);
 [[noreturn]] void kernel_error(const char *what);  /* names the kernel, block, thread; exits 1 */
 bool pinned_host(const void *p);  /* p lies in a cudaMallocHost / cudaHostAlloc block */
 

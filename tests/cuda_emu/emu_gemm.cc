@@ -3,7 +3,8 @@
  * double (no cuBLAS on the CPU).  beta == 0 ignores C, as cuBLAS does.
  * Each call is a device operation like a kernel launch: under WF_EMU_ASYNC it
  * is queued behind the kernels before it (wf_emu::enqueue), so it reads what
- * they wrote and a host read without a wait still shows. */
+ * they wrote and a host read without a wait still shows.  gemm.cu itself
+ * runs in the test cuda_emu_gemm, over emu_cublaslt.cc's fake cuBLASLt. */
 #include <stdint.h>
 
 #include "cuda_rt.h"

@@ -27,8 +27,6 @@ ncclResult_t wf_fake_ncclSend(const void *, size_t, ncclDataType_t, int, ncclCom
 ncclResult_t wf_fake_ncclRecv(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
 }
 
-/* a queued operation has no caller left to return its error to: it ends the
- * rank, naming the call, as an asynchronous NCCL error would */
 /* NCCL's buffers are device memory: pinned host memory (an offloaded
  * parameter shard, say) is refused when the call is made, naming it */
 static void device_buffers(const char *call, const void *send, const void *recv) {
@@ -40,55 +38,62 @@ static void device_buffers(const char *call, const void *send, const void *recv)
         }
 }
 
+/* a queued operation has no caller left to return its error to: it ends the
+ * rank, naming the call, as an asynchronous NCCL error would.  Issued on
+ * stream s (a capture checks that s joined it); group calls have none. */
 template <class F>
-static ncclResult_t queue(const char *call, F op) {
-    wf_emu::enqueue([call, op] {
+static ncclResult_t queue(const char *call, cudaStream_t s, F op) {
+    auto run = [call, op] {
         ncclResult_t r = op();
         if (r != ncclSuccess) {
             fprintf(stderr, "emulated NCCL: %s failed: %s\n", call, ncclGetErrorString(r));
             exit(1);
         }
-    });
+    };
+    if (s) wf_emu::enqueue_on(s, run);
+    else wf_emu::enqueue(run);
     return ncclSuccess;
 }
 
 extern "C" {
 
-ncclResult_t ncclGroupStart(void) { return queue("ncclGroupStart", [] { return wf_fake_ncclGroupStart(); }); }
-ncclResult_t ncclGroupEnd(void) { return queue("ncclGroupEnd", [] { return wf_fake_ncclGroupEnd(); }); }
+ncclResult_t ncclGroupStart(void) {
+    return queue("ncclGroupStart", nullptr, [] { return wf_fake_ncclGroupStart(); });
+}
+ncclResult_t ncclGroupEnd(void) { return queue("ncclGroupEnd", nullptr, [] { return wf_fake_ncclGroupEnd(); }); }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t s) {
     device_buffers("ncclAllReduce", send, recv);
-    return queue("ncclAllReduce", [=] { return wf_fake_ncclAllReduce(send, recv, n, t, op, comm, s); });
+    return queue("ncclAllReduce", s, [=] { return wf_fake_ncclAllReduce(send, recv, n, t, op, comm, s); });
 }
 ncclResult_t ncclReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t s) {
     device_buffers("ncclReduce", send, recv);
-    return queue("ncclReduce", [=] { return wf_fake_ncclReduce(send, recv, n, t, op, root, comm, s); });
+    return queue("ncclReduce", s, [=] { return wf_fake_ncclReduce(send, recv, n, t, op, root, comm, s); });
 }
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t s) {
     device_buffers("ncclBroadcast", send, recv);
-    return queue("ncclBroadcast", [=] { return wf_fake_ncclBroadcast(send, recv, n, t, root, comm, s); });
+    return queue("ncclBroadcast", s, [=] { return wf_fake_ncclBroadcast(send, recv, n, t, root, comm, s); });
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t s) {
     device_buffers("ncclReduceScatter", send, recv);
-    return queue("ncclReduceScatter", [=] { return wf_fake_ncclReduceScatter(send, recv, n, t, op, comm, s); });
+    return queue("ncclReduceScatter", s, [=] { return wf_fake_ncclReduceScatter(send, recv, n, t, op, comm, s); });
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t n, ncclDataType_t t, ncclComm_t comm,
                            cudaStream_t s) {
     device_buffers("ncclAllGather", send, recv);
-    return queue("ncclAllGather", [=] { return wf_fake_ncclAllGather(send, recv, n, t, comm, s); });
+    return queue("ncclAllGather", s, [=] { return wf_fake_ncclAllGather(send, recv, n, t, comm, s); });
 }
 ncclResult_t ncclSend(const void *send, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
     device_buffers("ncclSend", send, nullptr);
-    return queue("ncclSend", [=] { return wf_fake_ncclSend(send, n, t, peer, comm, s); });
+    return queue("ncclSend", s, [=] { return wf_fake_ncclSend(send, n, t, peer, comm, s); });
 }
 ncclResult_t ncclRecv(void *recv, size_t n, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
     device_buffers("ncclRecv", nullptr, recv);
-    return queue("ncclRecv", [=] { return wf_fake_ncclRecv(recv, n, t, peer, comm, s); });
+    return queue("ncclRecv", s, [=] { return wf_fake_ncclRecv(recv, n, t, peer, comm, s); });
 }
 
 }  // extern "C"

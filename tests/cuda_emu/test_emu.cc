@@ -2,7 +2,8 @@
  * shared memory and shuffles (runtime/cuda/reduce.cuh), warp shuffles and
  * votes, atomics, dynamic shared memory and its limit, a multi-block
  * grid-stride loop, 2D indices, 16-bit conversions, WMMA (tensor-core)
- * fragments against a plain loop, a captured and replayed CUDA graph, and
+ * fragments against a plain loop, a captured and replayed CUDA graph (with
+ * a fork to a second stream and its join, and the stream rules), and
  * that broken barriers, partial warp masks and WMMA memory the hardware
  * refuses are reported (in a forked child, which must exit 1 naming them). */
 #include <stdio.h>
@@ -472,6 +473,44 @@ static bool alloc_in_capture_refused() {
     return ok;
 }
 
+/* A fork and a join inside a capture, as coll_nccl.c makes them: the side
+ * stream joins by waiting on an event the origin recorded, the origin waits
+ * on one the side recorded after its work; the replay runs both kernels.
+ * Without that last wait the capture ends cudaErrorStreamCaptureUnjoined. */
+static bool fork_join_ok(bool join_back) {
+    int x[64] = { 0 };
+    cudaStream_t s, side;
+    cudaEvent_t fork, join;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaStreamCaptureStatus before = cudaStreamCaptureStatusActive, after = cudaStreamCaptureStatusNone;
+    bool ok = cudaStreamCreate(&s) == cudaSuccess && cudaStreamCreate(&side) == cudaSuccess &&
+              cudaEventCreate(&fork) == cudaSuccess && cudaEventCreate(&join) == cudaSuccess &&
+              cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess &&
+              cudaStreamIsCapturing(side, &before) == cudaSuccess && before == cudaStreamCaptureStatusNone;
+    WF_LAUNCH(add_one_kernel, 1, 64, 0, s)(x, 64);
+    ok = ok && cudaEventRecord(fork, s) == cudaSuccess && cudaStreamWaitEvent(side, fork, 0) == cudaSuccess &&
+         cudaStreamIsCapturing(side, &after) == cudaSuccess && after == cudaStreamCaptureStatusActive;
+    WF_LAUNCH(add_one_kernel, 1, 64, 0, side)(x, 64);
+    if (join_back) ok = ok && cudaEventRecord(join, side) == cudaSuccess && cudaStreamWaitEvent(s, join, 0) == cudaSuccess;
+    cudaError_t e = cudaStreamEndCapture(s, &g);
+    if (!join_back) return ok && e == cudaErrorStreamCaptureUnjoined && g == nullptr && x[0] == 0;
+    ok = ok && e == cudaSuccess && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess && x[0] == 0 &&
+         cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+    for (int v : x) ok = ok && v == 2;
+    return ok;
+}
+
+/* a launch during a capture on a stream that never joined it */
+static void launch_outside_capture() {
+    static int x[64];
+    cudaStream_t s, other;
+    cudaStreamCreate(&s);
+    cudaStreamCreate(&other);
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    WF_LAUNCH(add_one_kernel, 1, 64, 0, other)(x, 64);
+}
+
 static int sink[256];
 static void launch_early_exit() { WF_LAUNCH(early_exit_kernel, 1, 64, 0, 0)(sink); }
 static void launch_split_barrier() { WF_LAUNCH(split_barrier_kernel, 1, 64, 0, 0)(sink); }
@@ -507,6 +546,11 @@ int main() {
           "a uint4 load from a 16-bit array off its 16-byte boundary is reported (the build's alignment check)");
     CHECK(alloc_in_capture_refused(), "cudaMalloc / cudaFree while a stream is captured: refused, the capture "
                                        "invalidated");
+    CHECK(fork_join_ok(true), "a capture forked to a second stream (an event wait) and joined back: the replay "
+                              "runs both streams' kernels");
+    CHECK(fork_join_ok(false), "a fork not joined back before cudaStreamEndCapture: cudaErrorStreamCaptureUnjoined");
+    CHECK(reported(launch_outside_capture, "never joined"),
+          "a launch during a capture on a stream that never joined it (a GPU runs it outside the graph) is reported");
     CHECK(reported(launch_wmma_misaligned, "not 256-bit"), "a wmma fragment load from a misaligned pointer is reported");
     CHECK(reported(launch_wmma_bad_ldm, "ldm 20"), "a wmma ldm that is not a multiple of 16 bytes is reported");
     CHECK(reported(launch_early_exit, "(undefined in CUDA)"),
