@@ -1252,6 +1252,44 @@ static void run_width_paths(void) {
     }
 }
 
+/* ---- column sums over many rows (runtime/cuda/colsum.cuh) ------------------
+ * The bias and norm weight gradients: CUDA sums chunks of at least 64 rows
+ * into partials, then adds each column's partials.  NR = 299 rows are 5
+ * chunks, the last one short (and keep the reductions under 400 terms, as
+ * above); 50 rows one chunk (no partials).  Widths 77
+ * (one element at a time, three 32-column tiles, the last partly used) and
+ * 200 (the vector path: tiles of 128 floats or 256 16-bit values, the last
+ * partly used).  The bias gradient through the linear layer's backward, the
+ * caller that takes c's storage (K = 8 inputs keeps its GEMM small). */
+enum { NR = 299, NR_K = 8 };
+
+static void colsum_case(int p, const char *tag, long rows, int c) {
+    wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
+    char name[48];
+    float *x = path_buf(p, rows * c, 1.0f, 0), *dout = path_buf(p, rows * c, 1.0f, 0);
+    float *mean = buf(rows), *rstd = buf(rows), *dw = buf(c), *db = buf(c);
+    path_name(name, sizeof name, "layernorm_bwd_weight", p, tag);
+    wf_layernorm_bwd_weight(ctx, dw, db, dout, x, mean, rstd, (int)rows, c);
+    put(name, "dw", dw, c);
+    put(name, "db", db, c);
+    path_name(name, sizeof name, "rmsnorm_bwd_weight", p, tag);
+    wf_rmsnorm_bwd_weight(ctx, dw, dout, x, rstd, (int)rows, c);
+    put(name, "dw", dw, c);
+    float *in = path_buf(p, rows * NR_K, 1.0f, 0), *dW = buf((long)NR_K * c);
+    path_name(name, sizeof name, "linear_bwd_weight", p, tag);
+    wf_linear_bwd_weight(ctx, dW, db, dout, in, (int)rows, NR_K, c);
+    put(name, "db", db, c);
+}
+
+static void run_colsums(void) {
+    static const int prec[3] = { WF_FP32, WF_BF16, WF_FP16 };
+    for (int k = 0; k < 3; k++) {
+        colsum_case(prec[k], "N=299 C=77", NR, 77);
+        colsum_case(prec[k], "N=299 C=200", NR, 200);
+        colsum_case(prec[k], "N=50 C=77", 50, 77);
+    }
+}
+
 /* check_kernels refuse KERNEL: one tensor-parallel kernel called under act16,
  * which never happens (act16 is off when tp > 1): the CUDA builds must stop
  * there naming the call (tests/cuda_emu/kernels.sh); returns 3 if it ran. */
@@ -1337,6 +1375,7 @@ int main(int argc, char **argv) {
         run_optimizer();
         run_act16_kernels();
         run_width_paths();
+        run_colsums();
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
