@@ -1115,8 +1115,8 @@ static void run_act16_kernels(void) {
  * N * M, buffers from the allocator) take that path, except SwiGLU's count
  * N * M + 13.  These take the element-at-a-time one, for floats (c NULL)
  * and both 16-bit storages: rows of CO = 90 (a multiple of neither 4 nor
- * 8), counts not a multiple of 4, and aligned counts on pointers one
- * element past an aligned address. */
+ * 8), counts not a multiple of 4, RoPE heads of 10 (pairs 5 apart), and
+ * aligned counts on pointers one element past an aligned address. */
 
 enum { CO = 90 };
 
@@ -1240,6 +1240,23 @@ static void path_rows(int p, const char *tag, int c, long off) {
     path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, nc);
 }
 
+/* RoPE on heads of hd, rows `off` elements in: the vector path needs half
+ * a head a multiple of the vector width and the rows aligned */
+static void path_rope(int p, const char *tag, int hd, long off) {
+    wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
+    char name[48];
+    int heads = 3;
+    long w = (long)heads * hd, n = (long)N * w;
+    float *x = path_buf(p, n, 1.0f, off), *y = path_buf(p, n, 1.0f, off);
+    float *dy = path_buf(p, n, 1.0f, off), *dx = path_buf(p, n, 1.0f, off);
+    path_name(name, sizeof name, "rope_fwd", p, tag);
+    wf_rope_fwd(ctx, y, (int)w, x, (int)w, N, T, heads, hd, 10000.0f);
+    path_put(name, PATH_WHAT(p, "out", 1), p, y, n);
+    path_name(name, sizeof name, "rope_bwd", p, tag);
+    wf_rope_bwd(ctx, dx, (int)w, dy, (int)w, N, T, heads, hd, 10000.0f);
+    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, n);
+}
+
 static void run_width_paths(void) {
     static const int prec[3] = { WF_FP32, WF_BF16, WF_FP16 };
     for (int k = 0; k < 3; k++) {
@@ -1249,6 +1266,8 @@ static void run_width_paths(void) {
         path_elementwise(p, "n+3", (long)N * C + 3, 0);
         path_elementwise(p, "n off1", (long)N * C, 1);
         path_elementwise(p, "n", (long)N * C, 0);  /* the vector path, swiglu and fp32 included */
+        path_rope(p, "hd=10", 10, 0);
+        path_rope(p, "hd=16 off1", 16, 1);
     }
 }
 
