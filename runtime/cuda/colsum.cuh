@@ -67,8 +67,10 @@ __global__ static void colsum_rows_kernel(T terms, wf_colsum_out out, float *par
     for (int k = 0; k < K; k++)
 #pragma unroll
         for (int e = 0; e < W; e++) acc[k][e] = 0.0f;
-    if (j < C)
+    if (j < C) {
+#pragma unroll 4 /* several rows' loads in flight; the additions keep their order */
         for (long n = n0 + threadIdx.y; n < n1; n += COLSUM_Y) terms.add(n, n * C + j, acc);
+    }
 #pragma unroll
     for (int k = 0; k < K; k++)
 #pragma unroll
