@@ -20,9 +20,9 @@
  * sums each chunk's rows in order per thread and the block's threads in a
  * fixed order, writing one partial row per chunk to a float scratch
  * [K][R][C]; pass 2 (colsum.cu) adds each column's R partials in a fixed
- * order, in double, into out.  R depends on N and C only (not on the
- * device), so every GPU gives the same bits; with R = 1 pass 1 adds into out
- * itself.  One block per 32 columns walking all N rows left most of an H200
+ * order, in double, into out.  R depends on the call's shape only (N, C,
+ * the sums, the access width), not on the device, so every GPU gives the
+ * same bits; with R = 1 pass 1 adds into out itself.  One block per 32 columns walking all N rows left most of an H200
  * idle: GPT-2's C = 768 is 24 blocks for 132 multiprocessors. */
 #ifndef WEFT_CUDA_COLSUM_CUH
 #define WEFT_CUDA_COLSUM_CUH
@@ -32,7 +32,7 @@
 
 #define COLSUM_Y 8                /* rows of threads per pass-1 block (x: 32 column chunks) */
 #define COLSUM_TARGET_BLOCKS 1024 /* pass-1 blocks to aim for: several per SM of a large GPU */
-#define COLSUM_MIN_CHUNK 64       /* rows per chunk at least: 8 per thread row */
+#define COLSUM_MIN_CHUNK 64       /* rows per chunk at least: 8 rows per thread */
 
 /* The K output vectors (floats, added to). */
 struct wf_colsum_out {
@@ -97,8 +97,9 @@ static void wf_colsum(wf_ctx *c, const T &terms, wf_colsum_out out, long N, long
     long tiles = (C + 32 * A::width - 1) / (32 * A::width);
     long rows = wf_cuda_colsum_chunk(N, tiles, T::sums, C), R = (N + rows - 1) / rows;
     float *part = R > 1 ? wf_cuda_colsum_scratch(c) : NULL;
-    void (*kernel)(T, wf_colsum_out, float *, long, long, long) = colsum_rows_kernel<A, T>;
-    WF_LAUNCH(kernel, dim3((unsigned)tiles, (unsigned)R), dim3(32, COLSUM_Y), 0,
+    /* a pointer: WF_LAUNCH takes no comma in the kernel's name */
+    void (*colsum_rows)(T, wf_colsum_out, float *, long, long, long) = colsum_rows_kernel<A, T>;
+    WF_LAUNCH(colsum_rows, dim3((unsigned)tiles, (unsigned)R), dim3(32, COLSUM_Y), 0,
               wf_cuda_stream(c))(terms, out, part, N, C, rows);
     if (R > 1) wf_cuda_colsum_partials(c, out, T::sums, part, R, C);
 }
