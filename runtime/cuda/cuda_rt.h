@@ -82,8 +82,8 @@ int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int 
                             int ldb, float *C, int ldc, const float *bias, float *aux);
 
 /* db[j] += column sums of dout (rows, C), launched on the stream (no sync):
- * one thread per column adds the rows in order, so the result does not
- * depend on scheduling and matches the CPU's order of additions. */
+ * colsum.cuh's two passes over chunks of rows, in a fixed order, so the
+ * result does not depend on scheduling. */
 void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C);
 
 /* act16: device memory of at least `floats` floats for a weight converted

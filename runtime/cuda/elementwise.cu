@@ -3,9 +3,10 @@
  * the last two) on the GPU.  Same semantics as
  * runtime/cpu/kernels.c and kernels_tp.c: backward kernels accumulate.
  *
- * Gradients that several rows add into (dwte, dwpe, biases) are summed by one
- * thread per output element walking the rows in order: no atomics, the same
- * result every run, in the CPU's order of additions.
+ * Gradients that several rows add into are summed in a fixed order, no
+ * atomics, the same result every run: dwte and dwpe by threads walking the
+ * rows in order (the CPU's order of additions), the biases in colsum.cuh's
+ * two passes over chunks of rows.
  *
  * Activations and their gradients are in c's storage (storage.cuh): each
  * kernel is a template on it; the tensor-parallel kernels (vocabulary
@@ -18,6 +19,7 @@
  * activation pointer 16-byte aligned and the count (or C) a multiple of the
  * vector width, one element at a time otherwise; each element's arithmetic
  * is the same on both paths, so are the results, bit for bit. */
+#include "colsum.cuh"
 #include "cuda_rt.h"
 #include "gelu_value.h"
 #include "kernels_tp.h"
@@ -30,34 +32,23 @@
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
 
-/* A block of 32 x COLSUM_ROWS threads owns 32 columns: thread (x, y) adds
- * rows y, y + COLSUM_ROWS, ... of column x in order, then the block adds a
- * column's partial sums in a fixed tree, and the total into db: the same
- * result every run.  (One thread per column walking every row kept only C/32
- * warps busy, each with one load in flight: about 2.5 ms for one of
- * GPT-2's 16384-row bias gradients, 48 of them per microbatch.) */
-#define COLSUM_ROWS 32
-
-template <class S>
-__global__ static void colsum_add_kernel(float *db, const typename S::raw *dout, long rows, long C) {
-    __shared__ float part[COLSUM_ROWS][33];  /* padded: no bank conflicts */
-    long j = blockIdx.x * 32L + threadIdx.x;
-    float acc = 0.0f;
-    if (j < C)
-        for (long r = threadIdx.y; r < rows; r += COLSUM_ROWS) acc += S::load(dout, r * C + j);
-    part[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    for (int h = COLSUM_ROWS / 2; h > 0; h /= 2) {
-        if ((int)threadIdx.y < h) part[threadIdx.y][threadIdx.x] += part[threadIdx.y + h][threadIdx.x];
-        __syncthreads();
+/* the bias gradient's term: dout itself (colsum.cuh sums it over the rows) */
+template <class A> struct colsum_terms {
+    enum { sums = 1 };
+    const typename A::raw *dout;
+    __device__ void add(long, long at, float (*acc)[A::width]) const {
+        float d[A::width];
+        A::load(dout, at, d);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) acc[0][e] += d[e];
     }
-    if (threadIdx.y == 0 && j < C) db[j] += part[0][threadIdx.x];
-}
+};
 
 /* dout in c's activation storage (the GEMM helper's bias gradients), db float */
 extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(colsum_add_kernel<S>, dim3((unsigned)((C + 31) / 32)), dim3(32, COLSUM_ROWS), 0,
-                                  wf_cuda_stream(c))(db, wf_act<S>(dout), rows, C));
+    wf_colsum_out out = { { db, NULL } };
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dout),
+                                    wf_colsum<A>(c, colsum_terms<A>{ wf_act<S>(dout) }, out, rows, C)));
 }
 
 /* The tensor-parallel kernels' refusal of 16-bit activation storage (a

@@ -12,6 +12,7 @@
  * 16-byte aligned, single elements otherwise.  The per-element arithmetic is
  * the same on both paths; the double row sums add the same terms with
  * another split over the threads (they never followed the CPU's order). */
+#include "colsum.cuh"
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "precision_bits.h"
@@ -119,40 +120,22 @@ __global__ static void layernorm_dx_kernel(typename A::raw *dinp, const typename
     }
 }
 
-/* A block of 32 x DW_ROWS threads owns 32 columns: thread (x, y) adds rows
- * y, y + DW_ROWS, ... of column x in order, the block adds the partial sums
- * in a fixed tree (deterministic).  One thread per column walking all N rows
- * kept only C/32 warps busy: milliseconds per layernorm at GPT-2's sizes. */
-#define DW_ROWS 32
-
-template <class S>
-__global__ static void layernorm_dw_kernel(float *dw, float *db, const typename S::raw *dout,
-                                           const typename S::raw *inp, const float *mean, const float *rstd,
-                                           long N, int C) {
-    __shared__ float pw[DW_ROWS][33], pb[DW_ROWS][33];  /* padded: no bank conflicts */
-    int i = blockIdx.x * 32 + threadIdx.x;
-    float aw = 0.0f, ab = 0.0f;
-    if (i < C)
-        for (long n = threadIdx.y; n < N; n += DW_ROWS) {
-            float d = S::load(dout, n * C + i);
-            ab += d;
-            aw += d * (S::load(inp, n * C + i) - mean[n]) * rstd[n];
+/* dw and db's terms, colsum.cuh sums them over the rows: dout * xhat and dout */
+template <class A> struct layernorm_dw_terms {
+    enum { sums = 2 };
+    const typename A::raw *dout, *inp;
+    const float *mean, *rstd;
+    __device__ void add(long n, long at, float (*acc)[A::width]) const {
+        float d[A::width], x[A::width], m = mean[n], r = rstd[n];
+        A::load(dout, at, d);
+        A::load(inp, at, x);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) {
+            acc[0][e] += d[e] * (x[e] - m) * r;
+            acc[1][e] += d[e];
         }
-    pw[threadIdx.y][threadIdx.x] = aw;
-    pb[threadIdx.y][threadIdx.x] = ab;
-    __syncthreads();
-    for (int h = DW_ROWS / 2; h > 0; h /= 2) {
-        if ((int)threadIdx.y < h) {
-            pw[threadIdx.y][threadIdx.x] += pw[threadIdx.y + h][threadIdx.x];
-            pb[threadIdx.y][threadIdx.x] += pb[threadIdx.y + h][threadIdx.x];
-        }
-        __syncthreads();
     }
-    if (threadIdx.y == 0 && i < C) {
-        dw[i] += pw[0][threadIdx.x];
-        db[i] += pb[0][threadIdx.x];
-    }
-}
+};
 
 extern "C" void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd, const float *inp,
                                  const float *w, const float *b, int N, int C) {
@@ -176,8 +159,10 @@ extern "C" void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout
 extern "C" void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout,
                                         const float *inp, const float *mean, const float *rstd,
                                         int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(layernorm_dw_kernel<S>, dim3((unsigned)((C + 31) / 32)), dim3(32, DW_ROWS), 0,
-                                  wf_cuda_stream(c))(dw, db, wf_act<S>(dout), wf_act<S>(inp), mean, rstd, N, C));
+    wf_colsum_out out = { { dw, db } };
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dout, inp),
+                                    wf_colsum<A>(c, layernorm_dw_terms<A>{ wf_act<S>(dout), wf_act<S>(inp), mean, rstd },
+                                                 out, N, C)));
     wf_cuda_sync(c, "wf_layernorm_bwd_weight");
 }
 

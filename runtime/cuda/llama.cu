@@ -5,12 +5,13 @@
  * attention is in attention.cu, beside the flash kernels it shares.
  * Activations and their gradients are in c's storage (storage.cuh: each
  * kernel is a template on it); rstd, weights and their gradients are floats.
- * RMSNorm's row kernels and SwiGLU are templates on an access A instead
+ * RMSNorm's row kernels, RoPE and SwiGLU are templates on an access A instead
  * (storage_vec.cuh): 16-byte loads and stores where the wrappers find the
  * activation pointers aligned and the row width (or count) a multiple of
  * the vector width, single elements otherwise; the same per-element
  * arithmetic either way (the row sums add the same terms over another split
  * of the row between the threads). */
+#include "colsum.cuh"
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "rope_value.h"
@@ -73,29 +74,20 @@ __global__ static void rmsnorm_dx_kernel(typename A::raw *dinp, const typename A
     }
 }
 
-/* dw[i] += sum_n dout[n, i] * x[n, i] * rstd[n]: as layernorm.cu's dw, a
- * block of 32 x DW_ROWS threads owns 32 columns, each thread sums every
- * DW_ROWS-th row in order and the block adds the partial sums in a fixed
- * tree (deterministic, no atomics). */
-#define DW_ROWS 32
-
-template <class S>
-__global__ static void rmsnorm_dw_kernel(float *dw, const typename S::raw *dout, const typename S::raw *inp,
-                                         const float *rstd, long N, int C) {
-    __shared__ float part[DW_ROWS][33];  /* padded: no bank conflicts */
-    int i = blockIdx.x * 32 + threadIdx.x;
-    float acc = 0.0f;
-    if (i < C)
-        for (long n = threadIdx.y; n < N; n += DW_ROWS)
-            acc += S::load(dout, n * C + i) * S::load(inp, n * C + i) * rstd[n];
-    part[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    for (int h = DW_ROWS / 2; h > 0; h /= 2) {
-        if ((int)threadIdx.y < h) part[threadIdx.y][threadIdx.x] += part[threadIdx.y + h][threadIdx.x];
-        __syncthreads();
+/* dw[i] += sum_n dout[n, i] * x[n, i] * rstd[n]: the term, which colsum.cuh
+ * sums over the rows (deterministic, no atomics) */
+template <class A> struct rmsnorm_dw_terms {
+    enum { sums = 1 };
+    const typename A::raw *dout, *inp;
+    const float *rstd;
+    __device__ void add(long n, long at, float (*acc)[A::width]) const {
+        float d[A::width], x[A::width], r = rstd[n];
+        A::load(dout, at, d);
+        A::load(inp, at, x);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) acc[0][e] += d[e] * x[e] * r;
     }
-    if (threadIdx.y == 0 && i < C) dw[i] += part[0][threadIdx.x];
-}
+};
 
 extern "C" void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
                                int N, int C, float eps) {
@@ -116,8 +108,10 @@ extern "C" void wf_rmsnorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, 
 
 extern "C" void wf_rmsnorm_bwd_weight(wf_ctx *c, float *dw, const float *dout, const float *inp,
                                       const float *rstd, int N, int C) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(rmsnorm_dw_kernel<S>, dim3((unsigned)((C + 31) / 32)), dim3(32, DW_ROWS), 0,
-                                  wf_cuda_stream(c))(dw, wf_act<S>(dout), wf_act<S>(inp), rstd, N, C));
+    wf_colsum_out out = { { dw, NULL } };
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dout, inp),
+                                    wf_colsum<A>(c, rmsnorm_dw_terms<A>{ wf_act<S>(dout), wf_act<S>(inp), rstd },
+                                                 out, N, C)));
     wf_cuda_sync(c, "wf_rmsnorm_bwd_weight");
 }
 
@@ -128,59 +122,80 @@ extern "C" void wf_rmsnorm_bwd(wf_ctx *c, float *dinp, float *dw, const float *d
 }
 
 /* ---- rotary position embedding ---------------------------------------------
- * One thread per (row n, pair i < hd/2), over every head of the row, t = n % T:
- * rope_value.h's angles and rotation, the CPU's own.  inverse turns by -angle
- * (the backward); accumulate adds. */
+ * One thread per (row n, chunk of A::width pairs i < hd/2), over every head of
+ * the row, t = n % T: rope_value.h's angles and rotation, the CPU's own,
+ * through a two-element copy of each pair.  inverse turns by -angle (the
+ * backward); accumulate adds.  A pair's two elements are half a head apart,
+ * so a chunk is two accesses of A::width elements: 16 bytes each where
+ * half the head size and the row strides are multiples of the vector width
+ * and the rows aligned (rope_vec_ok). */
 
-/* rope_value.h's pair i of every head of one row: on the floats in place,
- * or in 16 bits through a two-element copy of each head's pair (the same
- * arithmetic), stored rounded. */
-template <class S>
-__device__ static void rope_pair_stored(typename S::raw *y, const typename S::raw *x, int heads, int hd, int i,
-                                        float cs, float sn, int accumulate) {
-    if (S::bits == 32) {
-        wf_rope_pair((float *)y, (const float *)x, heads, hd, i, cs, sn, accumulate);
-        return;
-    }
-    int half = hd / 2;
-    for (int h = 0; h < heads; h++) {
-        float xp[2] = { S::load(x, h * hd + i), S::load(x, h * hd + i + half) };
-        float yp[2] = { 0.0f, 0.0f };
-        if (accumulate) {
-            yp[0] = S::load(y, h * hd + i);
-            yp[1] = S::load(y, h * hd + i + half);
+template <class A>
+__global__ static void rope_kernel(typename A::raw *out, int ld_out, const typename A::raw *in, int ld_in, long N,
+                                   int T, int heads, int hd, float theta, int inverse, int accumulate) {
+    enum { W = A::width };
+    int half = hd / 2, chunks = half / W;
+    GRID_STRIDE(idx, N * chunks) {
+        long n = idx / chunks;
+        int i0 = (int)(idx % chunks) * W, t = (int)(n % T);
+        float cs[W], sn[W];
+#pragma unroll
+        for (int e = 0; e < W; e++) wf_rope_angle(t, i0 + e, hd, theta, inverse, &cs[e], &sn[e]);
+        typename A::raw *y = out + n * ld_out;
+        const typename A::raw *x = in + n * ld_in;
+        for (int h = 0; h < heads; h++) {
+            long a = (long)h * hd + i0, b = a + half;
+            float xa[W], xb[W], ya[W], yb[W];
+            A::load(x, a, xa);
+            A::load(x, b, xb);
+            if (accumulate) {
+                A::load(y, a, ya);
+                A::load(y, b, yb);
+            }
+#pragma unroll
+            for (int e = 0; e < W; e++) {
+                float xp[2] = { xa[e], xb[e] }, yp[2] = { 0.0f, 0.0f };
+                if (accumulate) {
+                    yp[0] = ya[e];
+                    yp[1] = yb[e];
+                }
+                wf_rope_pair(yp, xp, 1, 2, 0, cs[e], sn[e], accumulate);
+                ya[e] = yp[0];
+                yb[e] = yp[1];
+            }
+            A::store(y, a, ya);
+            A::store(y, b, yb);
         }
-        wf_rope_pair(yp, xp, 1, 2, 0, cs, sn, accumulate);
-        S::store(y, h * hd + i, yp[0]);
-        S::store(y, h * hd + i + half, yp[1]);
     }
 }
 
+/* the vector path: every chunk's two accesses 16-byte aligned in every row */
 template <class S>
-__global__ static void rope_kernel(typename S::raw *out, int ld_out, const typename S::raw *in, int ld_in, long N,
-                                   int T, int heads, int hd, float theta, int inverse, int accumulate) {
-    int half = hd / 2;
-    GRID_STRIDE(idx, N * half) {
-        long n = idx / half;
-        int i = (int)(idx % half), t = (int)(n % T);
-        float cs, sn;
-        wf_rope_angle(t, i, hd, theta, inverse, &cs, &sn);
-        rope_pair_stored<S>(out + n * ld_out, in + n * ld_in, heads, hd, i, cs, sn, accumulate);
-    }
+static bool rope_vec_ok(int hd, int ld_out, int ld_in, const float *out, const float *in) {
+    int w = wf_vec<S>::width;
+    return wf_vec_ok<S>(hd / 2, out, in) && ld_out % w == 0 && ld_in % w == 0;
+}
+
+template <class A>
+static void rope_launch(wf_ctx *c, float *out, int ld_out, const float *in, int ld_in, int N, int T, int heads,
+                        int hd, float theta, int inverse, int accumulate) {
+    typedef typename A::storage S;
+    WF_LAUNCH(rope_kernel<A>, wf_blocks((long)N * (hd / 2) / A::width), WF_THREADS, 0, wf_cuda_stream(c))(
+        wf_act<S>(out), ld_out, wf_act<S>(in), ld_in, N, T, heads, hd, theta, inverse, accumulate);
 }
 
 extern "C" void wf_rope_fwd(wf_ctx *c, float *out, int ld_out, const float *in, int ld_in, int N, int T,
                             int heads, int hd, float theta) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(rope_kernel<S>, wf_blocks((long)N * (hd / 2)), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), ld_out, wf_act<S>(in), ld_in, N, T, heads, hd, theta, 0, 0));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, rope_vec_ok<S>(hd, ld_out, ld_in, out, in),
+                                    rope_launch<A>(c, out, ld_out, in, ld_in, N, T, heads, hd, theta, 0, 0)));
     wf_cuda_sync(c, "wf_rope_fwd");
 }
 
 /* A rotation's transpose is its inverse: din += R(-angle) dout. */
 extern "C" void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout, int ld_out, int N, int T,
                             int heads, int hd, float theta) {
-    WF_BY_STORAGE(c, S, WF_LAUNCH(rope_kernel<S>, wf_blocks((long)N * (hd / 2)), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(din), ld_in, wf_act<S>(dout), ld_out, N, T, heads, hd, theta, 1, 1));
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, rope_vec_ok<S>(hd, ld_in, ld_out, din, dout),
+                                    rope_launch<A>(c, din, ld_in, dout, ld_out, N, T, heads, hd, theta, 1, 1)));
     wf_cuda_sync(c, "wf_rope_bwd");
 }
 

@@ -9,6 +9,7 @@
 # reason; cuda_emu_kernels fails while a .cu file is in neither.
 set(WEFT_EMU_KERNELS
   elementwise.cu
+  colsum.cu
   layernorm.cu
   linear.cu
   attention.cu

@@ -1115,8 +1115,8 @@ static void run_act16_kernels(void) {
  * N * M, buffers from the allocator) take that path, except SwiGLU's count
  * N * M + 13.  These take the element-at-a-time one, for floats (c NULL)
  * and both 16-bit storages: rows of CO = 90 (a multiple of neither 4 nor
- * 8), counts not a multiple of 4, and aligned counts on pointers one
- * element past an aligned address. */
+ * 8), counts not a multiple of 4, RoPE heads of 10 (pairs 5 apart), and
+ * aligned counts on pointers one element past an aligned address. */
 
 enum { CO = 90 };
 
@@ -1240,6 +1240,23 @@ static void path_rows(int p, const char *tag, int c, long off) {
     path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, nc);
 }
 
+/* RoPE on heads of hd, rows `off` elements in: the vector path needs half
+ * a head a multiple of the vector width and the rows aligned */
+static void path_rope(int p, const char *tag, int hd, long off) {
+    wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
+    char name[48];
+    int heads = 3;
+    long w = (long)heads * hd, n = (long)N * w;
+    float *x = path_buf(p, n, 1.0f, off), *y = path_buf(p, n, 1.0f, off);
+    float *dy = path_buf(p, n, 1.0f, off), *dx = path_buf(p, n, 1.0f, off);
+    path_name(name, sizeof name, "rope_fwd", p, tag);
+    wf_rope_fwd(ctx, y, (int)w, x, (int)w, N, T, heads, hd, 10000.0f);
+    path_put(name, PATH_WHAT(p, "out", 1), p, y, n);
+    path_name(name, sizeof name, "rope_bwd", p, tag);
+    wf_rope_bwd(ctx, dx, (int)w, dy, (int)w, N, T, heads, hd, 10000.0f);
+    path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, n);
+}
+
 static void run_width_paths(void) {
     static const int prec[3] = { WF_FP32, WF_BF16, WF_FP16 };
     for (int k = 0; k < 3; k++) {
@@ -1249,6 +1266,46 @@ static void run_width_paths(void) {
         path_elementwise(p, "n+3", (long)N * C + 3, 0);
         path_elementwise(p, "n off1", (long)N * C, 1);
         path_elementwise(p, "n", (long)N * C, 0);  /* the vector path, swiglu and fp32 included */
+        path_rope(p, "hd=10", 10, 0);
+        path_rope(p, "hd=16 off1", 16, 1);
+    }
+}
+
+/* ---- column sums over many rows (runtime/cuda/colsum.cuh) ------------------
+ * The bias and norm weight gradients: CUDA sums chunks of at least 64 rows
+ * into partials, then adds each column's partials.  NR = 299 rows are 5
+ * chunks, the last one short (and keep the reductions under 400 terms, as
+ * above); 50 rows one chunk (no partials).  Widths 77
+ * (one element at a time, three 32-column tiles, the last partly used) and
+ * 200 (the vector path: tiles of 128 floats or 256 16-bit values, the last
+ * partly used).  The bias gradient through the linear layer's backward, the
+ * caller that takes c's storage (K = 8 inputs keeps its GEMM small). */
+enum { NR = 299, NR_K = 8 };
+
+static void colsum_case(int p, const char *tag, long rows, int c) {
+    wf_ctx *ctx = p == WF_FP32 ? NULL : act16_ctx(p);
+    char name[48];
+    float *x = path_buf(p, rows * c, 1.0f, 0), *dout = path_buf(p, rows * c, 1.0f, 0);
+    float *mean = buf(rows), *rstd = buf(rows), *dw = buf(c), *db = buf(c);
+    path_name(name, sizeof name, "layernorm_bwd_weight", p, tag);
+    wf_layernorm_bwd_weight(ctx, dw, db, dout, x, mean, rstd, (int)rows, c);
+    put(name, "dw", dw, c);
+    put(name, "db", db, c);
+    path_name(name, sizeof name, "rmsnorm_bwd_weight", p, tag);
+    wf_rmsnorm_bwd_weight(ctx, dw, dout, x, rstd, (int)rows, c);
+    put(name, "dw", dw, c);
+    float *in = path_buf(p, rows * NR_K, 1.0f, 0), *dW = buf((long)NR_K * c);
+    path_name(name, sizeof name, "linear_bwd_weight", p, tag);
+    wf_linear_bwd_weight(ctx, dW, db, dout, in, (int)rows, NR_K, c);
+    put(name, "db", db, c);
+}
+
+static void run_colsums(void) {
+    static const int prec[3] = { WF_FP32, WF_BF16, WF_FP16 };
+    for (int k = 0; k < 3; k++) {
+        colsum_case(prec[k], "N=299 C=77", NR, 77);
+        colsum_case(prec[k], "N=299 C=200", NR, 200);
+        colsum_case(prec[k], "N=50 C=77", 50, 77);
     }
 }
 
@@ -1337,6 +1394,7 @@ int main(int argc, char **argv) {
         run_optimizer();
         run_act16_kernels();
         run_width_paths();
+        run_colsums();
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
