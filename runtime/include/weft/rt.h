@@ -332,7 +332,7 @@ typedef struct wf_program {
     double planned_bytes;    /* the compiler's memory plan for one rank of this stage */
     /* plan.comm: how --backend cuda communicates (the CPU backend has MPI only) */
     int comm;                /* enum wf_comm: WF_COMM_NCCL (0) or WF_COMM_MPI */
-    /* 16-bit activation storage (--backend cuda, bf16 / fp16, tp 1; see
+    /* 16-bit activation storage (--backend cuda, bf16 / fp16; see
      * "Activation storage" below): 1 stores activations as 16-bit values */
     int act16;
     long cast_numel;         /* act16: the cast buffer (wf_cuda_cast_buffer), floats */
@@ -351,8 +351,9 @@ typedef struct wf_program {
  * 16-bit type on every backend, see wf_lmhead_xent_fwd).  What stays float:
  * the other state a forward saves for its backward (layernorm mean and rstd,
  * RMSNorm rstd, attention's att / log-sum-exp), per-token losses, kernel
- * scratch, parameters, gradients and optimizer state.  Without act16 (every CPU
- * program, fp32 plans, tensor parallelism) activations are floats whose
+ * scratch, parameters, gradients and optimizer state (and the tensor-
+ * parallel collectives' staging: their sums are fp32, runtime/common/tp.c).
+ * Without act16 (every CPU program, fp32 plans) activations are floats whose
  * values the generated code rounds to the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
 
