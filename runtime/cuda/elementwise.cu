@@ -12,11 +12,12 @@
  * embedding, position and bias adds, the collectives' conversions) too.
  *
  * The elementwise kernels, the embeddings' forwards, the position and bias
- * adds and the position gradient are templates on an access A (storage_vec.cuh): 16 bytes of
- * activations per load and store where the host wrapper finds every
- * activation pointer 16-byte aligned and the count (or C) a multiple of the
- * vector width, one element at a time otherwise; each element's arithmetic
- * is the same on both paths, so are the results, bit for bit. */
+ * adds and the position gradient are templates on an access A
+ * (storage_vec.cuh): 16 bytes of activations per load and store where the
+ * host wrapper finds every activation pointer 16-byte aligned and the count
+ * (or C) a multiple of the vector width, one element at a time otherwise;
+ * each element's arithmetic is the same on both paths, so are the results,
+ * bit for bit. */
 #include "cuda_rt.h"
 #include "gelu_value.h"
 #include "kernels_tp.h"

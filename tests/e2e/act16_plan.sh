@@ -158,7 +158,7 @@ check "inspect --backend cuda bf16 says the activations are 16-bit, fp32 does no
 
 # the 3D plan (dp 2 x tp 2 x pp 2, sequence parallel) on CUDA: bf16 halves
 # the activations and their gradients; the tensor-parallel staging is a whole
-# (N, widest) tensor in floats (the collectives sum in fp32), and under act16
+# (N, C) tensor in floats (the collectives sum in fp32), and under act16
 # with sequence parallelism one rank's piece after it (runtime/common/tp.c)
 for pr in fp32 bf16; do
   "$WEFT" compile plans/gpt2_3d.lua -o "$WORK/3d-$pr" --backend cuda --set precision=$pr 2>/dev/null
@@ -170,7 +170,7 @@ a32=$(bytes activations "$WORK/3d-fp32.check") a16=$(bytes activations "$WORK/3d
 d32=$(bytes "act. grads" "$WORK/3d-fp32.check") d16=$(bytes "act. grads" "$WORK/3d-bf16.check")
 check "gpt2_3d: check --backend cuda: bf16 activations about half of fp32 ($a16 / $a32 bytes)" ratio "$a16" "$a32" 0.45 0.6
 check "gpt2_3d: check --backend cuda: bf16 activation gradients half of fp32 ($d16 / $d32 bytes)" ratio "$d16" "$d32" 0.45 0.55
-# (micro 2 x seq 64 tokens x c_fc's 4 x 64 / 2 columns = 16384 floats, the whole)
+# (micro 2 x seq 64 tokens x the collectives' 64 columns = 8192 floats, the whole)
 comm() { grep -o 'P\.comm_numel = [0-9]*' "$1" | grep -o '[0-9]*$'; }
 c32=$(comm "$WORK/3d-fp32/stage0.cu") c16=$(comm "$WORK/3d-bf16/stage0.cu")
 check "gpt2_3d: tp staging fp32 $c32 floats, bf16 (act16, sp) $c16 = 1.5 x (one rank's piece after the whole)" \

@@ -1311,6 +1311,19 @@ static void path_rows(int p, const char *tag, int c, long off) {
     path_name(name, sizeof name, "rmsnorm_bwd_input", p, tag);
     wf_rmsnorm_bwd_input(ctx, dx, dout, x, w, rstd, N, c);
     path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, nc);
+
+    /* the tensor-parallel adds: rows [37, 87) after a position table */
+    long nr = 50L * c;
+    float *pos = path_buf(p, nr, 1.0f, off), *din = path_buf(p, nc, 1.0f, off);
+    path_name(name, sizeof name, "pos_add_fwd", p, tag);
+    wf_pos_add_fwd(ctx, pos, x, wpe, 37, 50, T, c);
+    path_put(name, "out [exact]", p, pos, nr);
+    path_name(name, sizeof name, "bias_add_fwd", p, tag);
+    wf_bias_add_fwd(ctx, o, x, bias, N, c);
+    path_put(name, "out [exact]", p, o, nc);
+    path_name(name, sizeof name, "pos_add_bwd_input", p, tag);
+    wf_pos_add_bwd_input(ctx, din, dout, N, c);
+    path_put(name, "din [exact]", p, din, nc);
 }
 
 static void run_width_paths(void) {
