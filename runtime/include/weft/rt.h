@@ -166,8 +166,10 @@ void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long 
 /* out = in + b per row. */
 void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows, long C);
 void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows, long C);
-/* The conjugate collectives of the tp group.  n counts floats: for copy and
- * reduce the whole tensor, for gather and scatter this rank's share. */
+/* The conjugate collectives of the tp group.  n counts activation values
+ * (floats, or 16-bit values under act16): for copy and reduce the whole
+ * tensor, for gather and scatter this rank's share.  Sums are fp32 either
+ * way (under act16 through the float staging buffer, then rounded once). */
 void wf_tp_copy_fwd(wf_ctx *c, float *out, const float *in, long n);
 void wf_tp_copy_bwd(wf_ctx *c, float *din, float *dout, long n);
 void wf_tp_reduce_fwd(wf_ctx *c, float *out, const float *in, long n);
