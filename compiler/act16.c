@@ -16,8 +16,20 @@
  * LM head's kernel rounds its dlogits to the 16-bit type itself on both
  * backends, so act16 stores them in 16 bits.  The one unrounded output is
  * the loss head's (A_LOSS, width 1), which no kernel writes or reads: losses
- * go to wf_losses.  So every op of the
- * model graph qualifies; the list below names them, so that an op added later
+ * go to wf_losses.
+ *
+ * Tensor parallelism (shard.c) adds ops the emitter rounds the same way:
+ * the vocabulary-parallel lookup's partial embedding, the position and bias
+ * adds' outputs and input gradients, and the collectives' outputs and input
+ * gradients.  A row-parallel linear's partial output is rounded (it is a
+ * linear's output), the all-reduce or reduce-scatter sums those rounded
+ * partials in fp32, and the sum is rounded once; a copy's or gather's input
+ * gradient is its old value plus an fp32 sum of rounded gradients, rounded
+ * once.  Under act16 runtime/common/tp.c does the same: it widens the 16-bit
+ * values into a float staging buffer, runs the collective in fp32 and
+ * rounds once into 16-bit storage.  The vocabulary-parallel LM head rounds
+ * its logits and dlogits as the whole head does.  So every op of the model
+ * graph qualifies; the list below names them, so that an op added later
  * keeps activations in floats until someone audits its rounding. */
 #include <string.h>
 
@@ -26,24 +38,23 @@
 static long align16(long n) { return (n + 15) & ~15L; }
 
 /* Op kinds whose activation outputs and input gradients the CPU emitter
- * rounds (see above).  The tensor-parallel ops are not among them: act16
- * needs tp 1, where the shard pass adds none. */
+ * rounds (see above). */
 static int op_audited(op_kind k) {
     switch (k) {
     case OP_EMBED: case OP_LAYERNORM: case OP_LINEAR: case OP_ATTENTION: case OP_GELU: case OP_ADD:
     case OP_LMHEAD_XENT: case OP_RMSNORM: case OP_ROPE: case OP_SWIGLU:
+    case OP_VOCAB_EMBED: case OP_POS_ADD: case OP_BIAS_ADD:
+    case OP_TP_COPY: case OP_TP_REDUCE: case OP_TP_GATHER: case OP_TP_SCATTER:
         return 1;
     default:
         return 0;
     }
 }
 
-/* act16 exactly for --backend cuda at bf16 / fp16 with tp 1.  Tensor
- * parallelism keeps float activations for now: its collectives (all-reduce,
- * reduce-scatter) sum activations and their gradients in fp32.  The CPU
- * backend never uses it (its generated .c must not change), nor fp32. */
+/* act16 exactly for --backend cuda at bf16 / fp16, any tp.  The CPU backend
+ * never uses it (its generated .c must not change), nor fp32. */
 int act16_decide(const Program *p) {
-    if (strcmp(p->backend, "cuda") != 0 || p->tp != 1) return 0;
+    if (strcmp(p->backend, "cuda") != 0) return 0;
     if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];

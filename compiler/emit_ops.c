@@ -112,7 +112,7 @@ void get_operands(const Program *p, int i, operands *x) {
  *     accumulation over microbatches is in 16 bits;
  * saved buffers (layernorm statistics, attention probabilities) stay fp32.
  * Nothing is emitted under fp32, whose programs are unchanged.  Under act16
- * (act16.c: --backend cuda, tp 1) the kernels store activations and their
+ * (act16.c: --backend cuda) the kernels store activations and their
  * gradients as rounded 16-bit values themselves: only parameter gradients
  * are rounded here. */
 static const char *round_fn(const Program *p) {

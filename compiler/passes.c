@@ -339,12 +339,21 @@ int pass_memory(Program *p) {
         if (need > scratch) scratch = need;
     }
     p->scratch_numel = align16(scratch);
-    /* tensor-parallel collectives stage a gathered or reduced tensor here, and
-     * the vocabulary-parallel loss its per-token statistics */
-    long widest = 0;
-    for (int t = 1; t < p->n_tensors; t++)
-        if (p->tensors[t].width > widest) widest = p->tensors[t].width;
-    p->comm_numel = p->tp > 1 ? align16(N * (widest > 6 ? widest : 6)) : 0;
+    /* tensor-parallel collectives stage a whole (N, width) tensor here (in
+     * floats; under act16 the widened 16-bit values), and the vocabulary-
+     * parallel loss its per-token statistics; under act16 a sequence-parallel
+     * gather or reduce-scatter also stages one rank's piece after the whole
+     * (runtime/common/tp.c) */
+    long widest = 6;
+    for (int i = 0; i < p->n_ops; i++) {
+        op_kind k = p->ops[i].kind;
+        long width = p->tensors[p->ops[i].out].width;
+        if ((k == OP_TP_COPY || k == OP_TP_REDUCE || k == OP_TP_GATHER || k == OP_TP_SCATTER) && width > widest)
+            widest = width;
+    }
+    long whole = N * widest;
+    p->comm_numel = p->tp > 1 ? align16(whole) : 0;
+    if (p->tp > 1 && p->act16 && p->sp) p->comm_numel += align16((whole + p->tp - 1) / p->tp);
     p->cast_numel = calloc((size_t)p->pp, sizeof(long));
     for (int stage = 0; stage < p->pp; stage++) p->cast_numel[stage] = act16_cast_numel(p, stage);
     return 0;

@@ -240,7 +240,7 @@ int pass_memory(Program *p);
 int attention_saves_lse(const Program *p, const ir_op *o);
 int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
 /* act16.c: whether this plan stores activations in 16 bits (--backend cuda,
- * bf16 / fp16, tp 1, only audited ops), set by pass_memory before it sizes
+ * bf16 / fp16, only audited ops), set by pass_memory before it sizes
  * anything; the floats n activation values take in storage (n, or (n + 1) / 2
  * under act16); tensor t's storage floats for one microbatch (unaligned: what
  * messages and copies move); the cast buffer of a stage (act16, else 0). */

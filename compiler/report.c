@@ -34,7 +34,8 @@ static void human_count(double v, char *out, size_t n) {
 }
 
 /* Per-rank memory: parameters, gradients, AdamW's two moments, activations and
- * their gradients, kernel scratch, the act16 cast buffer. */
+ * their gradients, kernel scratch (tensor-parallel staging included), the
+ * act16 cast buffer. */
 typedef struct { double params, grads, optim, acts, dacts, scratch, cast, total, host; } memory_split;
 
 static memory_split memory_per_rank(const Program *p, int stage) {
@@ -60,7 +61,8 @@ static memory_split memory_per_rank(const Program *p, int stage) {
      * attention's saved buffer is per backend) */
     m.acts = 4.0 * (double)p->act_numel[stage] * slots;
     m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
-    m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3;
+    /* kernel scratch, the loss buffers, the tensor-parallel staging */
+    m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3 + 4.0 * (double)p->comm_numel;
     m.cast = p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;  /* act16 only */
     m.host = 0;
     if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */

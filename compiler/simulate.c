@@ -193,10 +193,14 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.f = t.comm = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
         break;
     case OP_TP_GATHER:
-    case OP_TP_SCATTER:
-        t.f = t.comm = cost_allgather_ring(4 * tokens * width, p->tp, intra_link(p));
-        t.b = t.f;
+    case OP_TP_SCATTER: {  /* a ring reduce-scatter moves what an all-gather does */
+        /* sums in fp32 (act16 too: runtime/common/tp.c), gathers `el` a value */
+        double gather = cost_allgather_ring(el * tokens * width, p->tp, intra_link(p));
+        double sum = cost_allgather_ring(4 * tokens * width, p->tp, intra_link(p));
+        t.f = t.comm = o->kind == OP_TP_GATHER ? gather : sum;
+        t.b = o->kind == OP_TP_GATHER ? sum : gather;
         break;
+    }
     default:  /* adds, embedding lookups */
         t.f = elementwise(add, rows * width, 0, hbm, el);
         t.b = elementwise(add, rows * width, 1, hbm, el);

@@ -1,6 +1,7 @@
 /* kernels_tp.c: the kernels tensor parallelism adds: vocabulary-parallel
- * embedding lookup, position and bias adds that follow a reduction, and the
- * local halves of the vocabulary-parallel cross-entropy. */
+ * embedding lookup, position and bias adds that follow a reduction, the
+ * local halves of the vocabulary-parallel cross-entropy, and the
+ * collectives' conversions (floats here: the CPU never stores 16 bits). */
 #include <math.h>
 #include <string.h>
 
@@ -70,8 +71,9 @@ void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int ro
 
 /* logits (N, VL) = x @ wte_part^T, padding columns set to -inf; rowmax[n] is
  * the local maximum (-inf when the whole shard is padding). */
-void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *wte_part,
+void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x, const float *wte_part,
                      int N, int C, int VL, int valid, int precision) {
+    (void)c;
     wf_sgemm(0, 1, N, VL, C, 1.0f, x, C, wte_part, C, 0.0f, logits, VL);
     for (int n = 0; n < N; n++) {
         float *row = logits + (long)n * VL;
@@ -86,8 +88,9 @@ void wf_vocab_logits(float *logits, float *rowmax, const float *x, const float *
 
 /* Reads the logits only: stats[2n] = local sum of exp(logit - max),
  * stats[2n+1] = the target's logit - max if this rank holds it, else 0. */
-void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
+void wf_vocab_exp(wf_ctx *c, const float *logits, double *stats, const float *rowmax,
                   const int32_t *targets, int N, int VL, int v_begin, int valid) {
+    (void)c;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *row = logits + (long)n * VL;
@@ -102,9 +105,10 @@ void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
 /* In place: logits -> dlogits with the global max and sum (padding logits are
  * -inf: their exponentials, so their dlogits, are 0); returns the sum of the
  * N token losses. */
-double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax, const double *stats,
+double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *rowmax, const double *stats,
                         const int32_t *targets, float scale, int N, int VL, int v_begin,
                         int precision) {
+    (void)c;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *row = dlogits + (long)n * VL;
@@ -123,4 +127,21 @@ void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlog
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
     wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
+}
+
+/* Activations are floats on the CPU: the conversions are copies (the
+ * generated code rounds after the collective, as after every op). */
+void wf_tp_widen(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    memmove(dst, src, sizeof(float) * (size_t)n);
+}
+
+void wf_tp_narrow(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    memmove(dst, src, sizeof(float) * (size_t)n);
+}
+
+void wf_tp_add_floats(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    for (long i = 0; i < n; i++) dst[i] += src[i];
 }

@@ -9,16 +9,16 @@
  * two passes over chunks of rows.
  *
  * Activations and their gradients are in c's storage (storage.cuh): each
- * kernel is a template on it; the tensor-parallel kernels (vocabulary
- * embedding, position and bias adds) never run under act16 (rt.h: act16 is
- * off when tp > 1) and refuse it.
+ * kernel is a template on it, the tensor-parallel ones (vocabulary
+ * embedding, position and bias adds, the collectives' conversions) too.
  *
- * The elementwise kernels, the embedding's forward and its position
- * gradient are templates on an access A (storage_vec.cuh): 16 bytes of
- * activations per load and store where the host wrapper finds every
- * activation pointer 16-byte aligned and the count (or C) a multiple of the
- * vector width, one element at a time otherwise; each element's arithmetic
- * is the same on both paths, so are the results, bit for bit. */
+ * The elementwise kernels, the embeddings' forwards, the position and bias
+ * adds and the position gradient are templates on an access A
+ * (storage_vec.cuh): 16 bytes of activations per load and store where the
+ * host wrapper finds every activation pointer 16-byte aligned and the count
+ * (or C) a multiple of the vector width, one element at a time otherwise;
+ * each element's arithmetic is the same on both paths, so are the results,
+ * bit for bit. */
 #include "colsum.cuh"
 #include "cuda_rt.h"
 #include "gelu_value.h"
@@ -50,15 +50,6 @@ extern "C" void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long
     WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, dout),
                                     wf_colsum<A>(c, colsum_terms<A>{ wf_act<S>(dout) }, out, rows, C)));
 }
-
-/* The tensor-parallel kernels' refusal of 16-bit activation storage (a
- * macro: the message names the calling line). */
-#define REFUSE_ACT16(c, call)                                                                          \
-    do {                                                                                               \
-        if (wf_ctx_act16(c))                                                                           \
-            wf_cuda_fail((c), (call), WF_CUDA_WHERE, "a tensor-parallel kernel called under act16 "    \
-                         "(16-bit activation storage is off when tp > 1)");                            \
-    } while (0)
 
 /* ---- embedding --------------------------------------------------------- */
 
@@ -276,8 +267,22 @@ __global__ static void add_kernel(typename A::raw *out, const typename A::raw *a
 }
 
 /* y += x (one input gradient) */
-__global__ static void acc_kernel(float *y, const float *x, long n) {
-    GRID_STRIDE(i, n) y[i] += x[i];
+template <class A>
+__global__ static void acc_kernel(typename A::raw *y, const typename A::raw *x, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float u[A::width], v[A::width];
+        A::load(y, i, u);
+        A::load(x, i, v);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) u[e] = u[e] + v[e];
+        A::store(y, i, u);
+    }
+}
+
+static void acc(wf_ctx *c, float *y, const float *x, long n) {
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, y, x),
+                                    WF_LAUNCH(acc_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(y), wf_act<S>(x), n)));
 }
 
 /* y0 stored before y1 is read, in the scalar path's order */
@@ -313,82 +318,149 @@ extern "C" void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, l
 
 /* ---- position add (after a vocabulary-parallel lookup) ------------------- */
 
-__global__ static void pos_add_fwd_kernel(float *out, const float *in, const float *wpe, long row0,
-                                          int rows, int T, int C) {
-    GRID_STRIDE(i, (long)rows * C) {
+/* a chunk of A::width elements lies in one row (C is a multiple of it) */
+template <class A>
+__global__ static void pos_add_fwd_kernel(typename A::raw *out, const typename A::raw *in, const float *wpe,
+                                          long row0, int rows, int T, int C) {
+    WF_GRID_CHUNKS(i, (long)rows * C, A::width) {
         long r = i / C;
-        out[i] = in[i] + wpe[((row0 + r) % T) * C + i % C];
+        const float *pos = wpe + ((row0 + r) % T) * C + i % C;
+        float v[A::width];
+        A::load(in, i, v);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = v[e] + pos[e];
+        A::store(out, i, v);
     }
 }
 
 /* one thread per (position p, column k): the rows at that position, in order */
-__global__ static void pos_add_dwpe_kernel(float *dwpe, const float *dout, long row0, int rows,
+template <class S>
+__global__ static void pos_add_dwpe_kernel(float *dwpe, const typename S::raw *dout, long row0, int rows,
                                            int T, int C) {
     GRID_STRIDE(i, (long)T * C) {
         long p = i / C, k = i % C;
         long first = ((p - row0) % T + T) % T;  /* first row r with (row0 + r) % T == p */
         float acc = dwpe[i];
-        for (long r = first; r < rows; r += T) acc += dout[r * C + k];
+        for (long r = first; r < rows; r += T) acc += S::load(dout, r * C + k);
         dwpe[i] = acc;
     }
 }
 
 extern "C" void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
                                int rows, int T, int C) {
-    REFUSE_ACT16(c, "wf_pos_add_fwd");
-    WF_LAUNCH(pos_add_fwd_kernel, wf_blocks((long)rows * C), WF_THREADS, 0, wf_cuda_stream(c))(
-        out, in, wpe, row0, rows, T, C);
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, out, in),
+                                    WF_LAUNCH(pos_add_fwd_kernel<A>, wf_blocks((long)rows * C / A::width),
+                                              WF_THREADS, 0, wf_cuda_stream(c))(wf_act<S>(out), wf_act<S>(in),
+                                                                                wpe, row0, rows, T, C)));
     wf_cuda_sync(c, "wf_pos_add_fwd");
 }
 
 extern "C" void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C) {
-    REFUSE_ACT16(c, "wf_pos_add_bwd_input");
-    long n = (long)rows * C;
-    WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
+    acc(c, din, dout, (long)rows * C);
     wf_cuda_sync(c, "wf_pos_add_bwd_input");
 }
 
 extern "C" void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0,
                                       int rows, int T, int C) {
-    REFUSE_ACT16(c, "wf_pos_add_bwd_weight");
-    WF_LAUNCH(pos_add_dwpe_kernel, wf_blocks((long)T * C), WF_THREADS, 0, wf_cuda_stream(c))(
-        dwpe, dout, row0, rows, T, C);
+    WF_BY_STORAGE(c, S, WF_LAUNCH(pos_add_dwpe_kernel<S>, wf_blocks((long)T * C), WF_THREADS, 0,
+                                  wf_cuda_stream(c))(dwpe, wf_act<S>(dout), row0, rows, T, C));
     wf_cuda_sync(c, "wf_pos_add_bwd_weight");
 }
 
 extern "C" void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
                                int rows, int T, int C) {
-    REFUSE_ACT16(c, "wf_pos_add_bwd");
     wf_pos_add_bwd_input(c, din, dout, rows, C);
     wf_pos_add_bwd_weight(c, dwpe, dout, row0, rows, T, C);
 }
 
 /* ---- bias add (after a row-parallel reduction) ---------------------------- */
 
-__global__ static void bias_add_fwd_kernel(float *out, const float *in, const float *b, long n,
-                                           long C) {
-    GRID_STRIDE(i, n) out[i] = in[i] + b[i % C];
+/* a chunk of A::width elements lies in one row (C is a multiple of it) */
+template <class A>
+__global__ static void bias_add_fwd_kernel(typename A::raw *out, const typename A::raw *in, const float *b,
+                                           long n, long C) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        const float *bias = b + i % C;
+        float v[A::width];
+        A::load(in, i, v);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = v[e] + bias[e];
+        A::store(out, i, v);
+    }
 }
 
 extern "C" void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows,
                                 long C) {
-    REFUSE_ACT16(c, "wf_bias_add_fwd");
     long n = (long)rows * C;
-    WF_LAUNCH(bias_add_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, in, b, n, C);
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(C, out, in),
+                                    WF_LAUNCH(bias_add_fwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), wf_act<S>(in), b, n, C)));
     wf_cuda_sync(c, "wf_bias_add_fwd");
 }
 
 extern "C" void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C) {
-    REFUSE_ACT16(c, "wf_bias_add_bwd_weight");
     wf_cuda_colsum_add(c, db, dout, rows, C);
     wf_cuda_sync(c, "wf_bias_add_bwd_weight");
 }
 
 extern "C" void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows,
                                 long C) {
-    REFUSE_ACT16(c, "wf_bias_add_bwd");
-    long n = (long)rows * C;
-    WF_LAUNCH(acc_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(din, dout, n);
+    acc(c, din, dout, (long)rows * C);
     wf_cuda_colsum_add(c, db, dout, rows, C);
     wf_cuda_sync(c, "wf_bias_add_bwd");
+}
+
+/* ---- the tensor-parallel collectives' conversions (kernels_tp.h) ---------- */
+/* Storage values to floats and back around an fp32 collective; float
+ * pointers carry no alignment promise here beyond the allocator's, so only
+ * the storage side takes 16-byte accesses. */
+
+template <class A> __global__ static void widen_kernel(float *dst, const typename A::raw *src, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float v[A::width];
+        A::load(src, i, v);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) dst[i + e] = v[e];
+    }
+}
+
+template <class A> __global__ static void narrow_kernel(typename A::raw *dst, const float *src, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float v[A::width];
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = src[i + e];
+        A::store(dst, i, v);
+    }
+}
+
+/* dst = round(dst + src): the CPU's float add, then its rounding call */
+template <class A> __global__ static void add_floats_kernel(typename A::raw *dst, const float *src, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float v[A::width];
+        A::load(dst, i, v);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = v[e] + src[i + e];
+        A::store(dst, i, v);
+    }
+}
+
+extern "C" void wf_tp_widen(wf_ctx *c, float *dst, const float *src, long n) {
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, src),
+                                    WF_LAUNCH(widen_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(dst, wf_act<S>(src), n)));
+    wf_cuda_sync(c, "wf_tp_widen");
+}
+
+extern "C" void wf_tp_narrow(wf_ctx *c, float *dst, const float *src, long n) {
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dst),
+                                    WF_LAUNCH(narrow_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dst), src, n)));
+    wf_cuda_sync(c, "wf_tp_narrow");
+}
+
+extern "C" void wf_tp_add_floats(wf_ctx *c, float *dst, const float *src, long n) {
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dst),
+                                    WF_LAUNCH(add_floats_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dst), src, n)));
+    wf_cuda_sync(c, "wf_tp_add_floats");
 }

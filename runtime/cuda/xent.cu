@@ -22,17 +22,17 @@
  * those, dlogits = round16((p - onehot) * scale).  fp16: the dlogits of tiny
  * probabilities may become subnormals or 0, as in Megatron-LM.
  *
- * 16-bit activation storage (weft/rt.h; tp 1 only): x, dx and dlogits are
+ * 16-bit activation storage (weft/rt.h): x, dx and dlogits are
  * bf16 / fp16, wte and the losses float.  The forward GEMM takes x and wte
  * converted to 16 bits in the cast buffer (exact: wte holds values of the
  * type) and writes 16-bit logits (fp32 accumulation, one rounding); the
  * backward GEMMs are native 16-bit ones: dx = round(dx + dlogits @ wte16)
- * (beta 1, 16-bit C/D) and dwte (float) += dlogits^T @ x.  Without act16
- * (fp32 plans, tp > 1) dlogits are floats, holding 16-bit values in 16-bit
- * plans: the kernels round the logits as they read them and the dlogits as
- * they write them (the vocabulary-parallel pieces: the logits once, in
- * vocab_rowmax_kernel).  The vocabulary-parallel pieces keep float
- * activations and refuse 16-bit storage. */
+ * (beta 1, 16-bit C/D) and dwte (float) += dlogits^T @ x; the
+ * vocabulary-parallel pieces alike, on this rank's slice.  Without act16
+ * (fp32 plans, the CPU's layouts) dlogits are floats, holding 16-bit values
+ * in 16-bit plans: the kernels round the logits as they read them and the
+ * dlogits as they write them (the vocabulary-parallel pieces: the logits
+ * once, in vocab_rowmax_kernel). */
 #include "cuda_rt.h"
 #include "kernels_tp.h"
 #include "reduce.cuh"
@@ -204,19 +204,22 @@ extern "C" void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const floa
 }
 
 /* ---- vocabulary-parallel pieces (kernels_tp.h) ---------------------------- */
+/* The rows are this rank's VL logits, in c's activation storage like the
+ * whole head's (16-bit under act16, where prec is WF_FP32). */
 
 /* padding columns (j >= valid) -> -inf, the others rounded to prec (a
- * 16-bit plan's logits); rowmax = local maximum */
-__global__ static void vocab_rowmax_kernel(float *logits, float *rowmax, int VL, int valid, int prec) {
+ * 16-bit plan's float logits); rowmax = local maximum */
+template <class S>
+__global__ static void vocab_rowmax_kernel(typename S::raw *logits, float *rowmax, int VL, int valid, int prec) {
     long n = blockIdx.x;
-    float *row = logits + n * VL;
+    typename S::raw *row = logits + n * VL;
     float m = -INFINITY;
     for (int j = threadIdx.x; j < VL; j += blockDim.x) {
         if (j >= valid) {
-            row[j] = -INFINITY;
+            S::store(row, j, -INFINITY);
         } else {
-            float x = wf_hd_round(prec, row[j]);
-            if (prec != WF_FP32) row[j] = x;
+            float x = wf_hd_round(prec, S::load(row, j));
+            if (prec != WF_FP32) S::store(row, j, x);
             m = fmaxf(m, x);
         }
     }
@@ -224,56 +227,59 @@ __global__ static void vocab_rowmax_kernel(float *logits, float *rowmax, int VL,
     if (threadIdx.x == 0) rowmax[n] = m;
 }
 
-extern "C" void wf_vocab_logits(float *logits, float *rowmax, const float *x,
+extern "C" void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x,
                                 const float *wte_part, int N, int C, int VL, int valid, int precision) {
-    wf_cuda_sgemm(NULL, 0, 1, N, VL, C, 1.0f, x, C, 0, wte_part, C, 0, 0.0f, logits, VL, 0, 1);
-    WF_LAUNCH(vocab_rowmax_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, rowmax, VL, valid,
-                                                                                precision);
-    wf_cuda_sync(NULL, "wf_vocab_logits");
+    /* under act16 16-bit logits straight from the GEMM (one rounding) */
+    wf_cuda_act_gemm(c, 0, 1, N, VL, C, x, WF_ACT, C, wte_part, WF_WEIGHT, C, 0.0f, logits, WF_ACT, VL, NULL);
+    int prec = wf_ctx_act16(c) ? WF_FP32 : precision;
+    WF_BY_STORAGE(c, S, WF_LAUNCH(vocab_rowmax_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(logits), rowmax, VL, valid, prec));
+    wf_cuda_sync(c, "wf_vocab_logits");
 }
 
 /* reads the row only: the local sum of exponentials with the global maximum */
-__global__ static void vocab_exp_kernel(const float *logits, double *stats, const float *rowmax,
+template <class S>
+__global__ static void vocab_exp_kernel(const typename S::raw *logits, double *stats, const float *rowmax,
                                         const int32_t *targets, int VL, int v_begin, int valid) {
     long n = blockIdx.x;
-    const float *row = logits + n * VL;
+    const typename S::raw *row = logits + n * VL;
     int t = targets[n] - v_begin;
-    if (threadIdx.x == 0) stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
+    if (threadIdx.x == 0) stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)S::load(row, t) - rowmax[n] : 0.0;
     double s = 0.0;
-    for (int j = threadIdx.x; j < valid; j += blockDim.x) s += expf(row[j] - rowmax[n]);
+    for (int j = threadIdx.x; j < valid; j += blockDim.x) s += expf(S::load(row, j) - rowmax[n]);
     s = wf_block_sum(s);
     if (threadIdx.x == 0) stats[2 * n] = s;
 }
 
-extern "C" void wf_vocab_exp(const float *logits, double *stats, const float *rowmax,
+extern "C" void wf_vocab_exp(wf_ctx *c, const float *logits, double *stats, const float *rowmax,
                              const int32_t *targets, int N, int VL, int v_begin, int valid) {
-    WF_LAUNCH(vocab_exp_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(logits, stats, rowmax,
-                                                                       targets, VL, v_begin, valid);
-    wf_cuda_sync(NULL, "wf_vocab_exp");
+    WF_BY_STORAGE(c, S, WF_LAUNCH(vocab_exp_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(logits), stats, rowmax, targets, VL, v_begin, valid));
+    wf_cuda_sync(c, "wf_vocab_exp");
 }
 
 /* padding logits are -inf: expf gives 0, so their dlogits are 0 */
-__global__ static void vocab_dlogits_kernel(float *logits, float *losses, const float *rowmax,
+template <class S>
+__global__ static void vocab_dlogits_kernel(typename S::raw *logits, float *losses, const float *rowmax,
                                             const double *stats, const int32_t *targets,
                                             float scale, int VL, int v_begin, int prec) {
     long n = blockIdx.x;
-    dlogits_pass<wf_st_f32>(logits + n * VL, rowmax[n], (float)(1.0 / stats[2 * n]), targets[n] - v_begin,
-                            scale, VL, prec);
+    dlogits_pass<S>(logits + n * VL, rowmax[n], (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
+                    prec);
     if (threadIdx.x == 0) losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
 }
 
-extern "C" double wf_vocab_dlogits(float *dlogits, float *losses, const float *rowmax,
+extern "C" double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *rowmax,
                                    const double *stats, const int32_t *targets, float scale, int N,
                                    int VL, int v_begin, int precision) {
-    WF_LAUNCH(vocab_dlogits_kernel, N, WF_THREADS, 0, wf_cuda_stream(NULL))(
-        dlogits, losses, rowmax, stats, targets, scale, VL, v_begin, precision);
-    return host_sum(NULL, losses, N, "wf_vocab_dlogits");
+    int prec = wf_ctx_act16(c) ? WF_FP32 : precision;
+    WF_BY_STORAGE(c, S, WF_LAUNCH(vocab_dlogits_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
+                            wf_act<S>(dlogits), losses, rowmax, stats, targets, scale, VL, v_begin, prec));
+    return host_sum(c, losses, N, "wf_vocab_dlogits");
 }
 
 extern "C" void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
                                   const float *x, const float *wte_part, int N, int C, int VL) {
-    if (wf_ctx_act16(c))  /* the compiler keeps act16 off with tp > 1 (rt.h) */
-        wf_cuda_fail(c, "wf_vocab_xent_bwd", WF_CUDA_WHERE, "vocabulary-parallel pieces keep float activations");
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
     wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # 16-bit activation storage in the compiler (compiler/act16.c; weft/rt.h,
 # "Activation storage"), no CUDA needed: --backend cuda at bf16 / fp16 with
-# tp 1 plans act16, the CUDA program rounds no activation (its kernels store
+# any tp plans act16, the CUDA program rounds no activation (its kernels store
 # 16-bit values) but still rounds parameter gradients, and everything that
-# sizes or moves activations counts storage floats, half of fp32's; fp32, tp 2
-# and the CPU backend keep float activations and their rounding calls.
+# sizes or moves activations counts storage floats, half of fp32's; fp32 and
+# the CPU backend keep float activations and their rounding calls.
 source "$(dirname "$0")/lib.sh"
 
 # bytes NAME FILE: a row of `weft check`'s memory table in bytes (stage 0)
@@ -68,11 +68,16 @@ for plan in tiny llama_tiny; do
   cast=$(bytes "cast buffer" "$WORK/$plan-bf16.check")
   check "$plan: check --backend cuda bf16 counts the cast buffer (4 x $want bytes), fp32 has none" \
     bash -c "test '$cast' = $((4 * want)) && ! grep -q '^  cast buffer' '$WORK/$plan-fp32.check'"
-  # tensor parallelism keeps float activations (its collectives sum in fp32)
-  "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-tp2" --backend cuda --set precision=bf16 \
-    --set mesh.dp=1 --set mesh.tp=2 2>/dev/null
-  check "$plan bf16 tp 2 --backend cuda: act16 = 0, activations rounded" \
-    bash -c "grep -q 'P\.act16 = 0;' '$WORK/$plan-tp2/stage0.cu' && grep -q 'wf_to_bf16(c, a + ' '$WORK/$plan-tp2/stage0.cu'"
+  # tensor parallelism too (its collectives sum in fp32 through the staging
+  # buffer, runtime/common/tp.c), with and without sequence parallelism
+  for sp in false true; do
+    "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-tp2-$sp" --backend cuda --set precision=bf16 \
+      --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=$sp 2>/dev/null
+    cu=$WORK/$plan-tp2-$sp/stage0.cu
+    check "$plan bf16 tp 2 sp $sp --backend cuda: act16 = 1, no rounding call on activations, tp collectives" \
+      bash -c "grep -q 'P\.act16 = 1;' '$cu' && ! grep -q 'wf_to_bf16(c, [ad] + ' '$cu' &&
+               grep -q 'wf_tp_\(reduce\|scatter\)_fwd(' '$cu' && grep -q 'wf_vocab_xent_fwd(' '$cu'"
+  done
   # the CPU backend never stores 16-bit activations
   "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-cpu" --set precision=bf16 2>/dev/null
   c=$WORK/$plan-cpu/stage0.c
@@ -150,6 +155,26 @@ b16=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-bf16.inspect" | head -1 | t
 check "inspect --backend cuda: bf16 messages of $b16 bytes, half of fp32's $b32" test "$b16" = $((b32 / 2))
 check "inspect --backend cuda bf16 says the activations are 16-bit, fp32 does not" \
   bash -c "grep -q '^activations: bf16 (16-bit storage)' '$WORK/pp-bf16.inspect' && ! grep -q '^activations:' '$WORK/pp-fp32.inspect'"
+
+# the 3D plan (dp 2 x tp 2 x pp 2, sequence parallel) on CUDA: bf16 halves
+# the activations and their gradients; the tensor-parallel staging is a whole
+# (N, C) tensor in floats (the collectives sum in fp32), and under act16
+# with sequence parallelism one rank's piece after it (runtime/common/tp.c)
+for pr in fp32 bf16; do
+  "$WEFT" compile plans/gpt2_3d.lua -o "$WORK/3d-$pr" --backend cuda --set precision=$pr 2>/dev/null
+  "$WEFT" check plans/gpt2_3d.lua --backend cuda --set precision=$pr >"$WORK/3d-$pr.check"
+done
+check "gpt2_3d bf16 --backend cuda: act16 = 1 on both stages" \
+  bash -c "grep -q 'P\.act16 = 1;' '$WORK/3d-bf16/stage0.cu' && grep -q 'P\.act16 = 1;' '$WORK/3d-bf16/stage1.cu'"
+a32=$(bytes activations "$WORK/3d-fp32.check") a16=$(bytes activations "$WORK/3d-bf16.check")
+d32=$(bytes "act. grads" "$WORK/3d-fp32.check") d16=$(bytes "act. grads" "$WORK/3d-bf16.check")
+check "gpt2_3d: check --backend cuda: bf16 activations about half of fp32 ($a16 / $a32 bytes)" ratio "$a16" "$a32" 0.45 0.6
+check "gpt2_3d: check --backend cuda: bf16 activation gradients half of fp32 ($d16 / $d32 bytes)" ratio "$d16" "$d32" 0.45 0.55
+# (micro 2 x seq 64 tokens x the collectives' 64 columns = 8192 floats, the whole)
+comm() { grep -o 'P\.comm_numel = [0-9]*' "$1" | grep -o '[0-9]*$'; }
+c32=$(comm "$WORK/3d-fp32/stage0.cu") c16=$(comm "$WORK/3d-bf16/stage0.cu")
+check "gpt2_3d: tp staging fp32 $c32 floats, bf16 (act16, sp) $c16 = 1.5 x (one rank's piece after the whole)" \
+  test -n "$c32" -a "$c16" = $((c32 + c32 / 2))
 
 # the act16 programs are valid C++ (e2e_cuda_build builds one with nvcc)
 if command -v g++ >/dev/null 2>&1; then

@@ -5,8 +5,6 @@
  *   check_kernels run FILE           runs each kernel, writes its outputs to FILE
  *   check_kernels compare REF GOT    per kernel output: max |got - ref| / max |ref|,
  *                                    against the threshold; exit 1 if any is over
- *   check_kernels refuse KERNEL      a tensor-parallel kernel under act16 (CUDA
- *                                    builds stop there, naming it)
  *
  * Inputs come from a fixed-seed generator, so both programs see the same
  * numbers; gradient outputs start from random values, so the accumulate (+=)
@@ -319,15 +317,15 @@ static void run_all(void) {
     int valid = VL - 20; /* the last 20 columns are vocabulary padding */
     float *logits = buf((long)N * VL), *rowmax = buf(N);
     double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
-    wf_vocab_logits(logits, rowmax, x, wte, N, C, VL, valid, WF_FP32);
+    wf_vocab_logits(NULL, logits, rowmax, x, wte, N, C, VL, valid, WF_FP32);
     put("vocab_logits", "logits", logits, (long)N * VL);
     put("vocab_logits", "rowmax", rowmax, N);
-    wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
+    wf_vocab_exp(NULL, logits, stats, rowmax, tgt, N, VL, V0, valid);
     float *sf = buf(2 * N);
     settle();  /* stats is wf_vocab_exp's output */
     for (int i = 0; i < 2 * N; i++) sf[i] = (float)stats[i];
     put("vocab_exp", "stats", sf, 2 * N);
-    loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, 0.25f, N, VL, V0, WF_FP32);
+    loss = wf_vocab_dlogits(NULL, logits, losses, rowmax, stats, tgt, 0.25f, N, VL, V0, WF_FP32);
     put("vocab_dlogits", "dlogits", logits, (long)N * VL);
     put("vocab_dlogits", "losses", losses, N);
     put_double("vocab_dlogits", "loss sum", loss);
@@ -701,23 +699,36 @@ static void xent16_case(int p, int vw, int act16) {
     put(k, "unrounded dlogits [exact]", &unrounded, 1);
     put(k, "losses", losses, N);
     put_double(k, "loss sum", loss);
-    if (act16 || vw != 301) return;
-    /* vocabulary-parallel: this rank's slice [V0, V0 + VL), 20 padding columns */
+    if (vw != 301) return;
+    /* vocabulary-parallel: this rank's slice [V0, V0 + VL), 20 padding
+     * columns; its logits in c's storage like the whole head's */
     int valid = VL - 20;
-    float *logits = buf((long)N * VL), *rowmax = buf(N);
+    long nvl = (long)N * VL;
+    float *logits = act16 ? act16_in(p, buf(nvl), nvl) : buf(nvl), *rowmax = buf(N);
+    float *vgot = buf(nvl);
     double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
-    snprintf(k, sizeof k, "vocab_xent %s", p == WF_BF16 ? "bf16" : "fp16");
-    wf_vocab_logits(logits, rowmax, x, wte, N, C, VL, valid, p);
-    put(k, "logits [exact]", logits, (long)N * VL);
-    unrounded = count_unrounded(p, logits, (long)N * VL);
+    snprintf(k, sizeof k, "vocab_xent %s%s", p == WF_BF16 ? "bf16" : "fp16", act16 ? " act16" : "");
+    wf_vocab_logits(c, logits, rowmax, x, wte, N, C, VL, valid, p);
+    if (act16) act16_out(p, vgot, logits, nvl);
+    else settle(), memcpy(vgot, logits, sizeof(float) * (size_t)nvl);
+    put(k, "logits [exact]", vgot, nvl);
+    unrounded = count_unrounded(p, vgot, nvl);
     put(k, "unrounded logits [exact]", &unrounded, 1);
-    wf_vocab_exp(logits, stats, rowmax, tgt, N, VL, V0, valid);
-    loss = wf_vocab_dlogits(logits, losses, rowmax, stats, tgt, scale, N, VL, V0, p);
-    put(k, "dlogits [16-bit]", logits, (long)N * VL);
-    unrounded = count_unrounded(p, logits, (long)N * VL);
+    wf_vocab_exp(c, logits, stats, rowmax, tgt, N, VL, V0, valid);
+    loss = wf_vocab_dlogits(c, logits, losses, rowmax, stats, tgt, scale, N, VL, V0, p);
+    if (act16) act16_out(p, vgot, logits, nvl);
+    else settle(), memcpy(vgot, logits, sizeof(float) * (size_t)nvl);
+    put(k, "dlogits [16-bit]", vgot, nvl);
+    unrounded = count_unrounded(p, vgot, nvl);
     put(k, "unrounded dlogits [exact]", &unrounded, 1);
     put(k, "losses", losses, N);
     put_double(k, "loss sum", loss);
+    if (!act16) return;
+    /* the backward's two GEMMs on the slice: dx partial over the vocabulary */
+    float *dx = act16_buf(p, nx, 1.0f), *dwte = buf((long)VL * C);
+    wf_vocab_xent_bwd(c, dx, dwte, logits, x, wte, N, C, VL);
+    put16(k, "dx [16-bit]", p, dx, nx);
+    put(k, "dwte", dwte, (long)VL * C);
 }
 
 static void run_gemm_act16(void) {
@@ -938,6 +949,67 @@ static void act16_elementwise(int p) {
     put16(name, "dpre [16-bit]", p, dpre, nm);
 }
 
+/* The tensor-parallel kernels under act16: the position and bias adds
+ * (rows [37, 87) of the microbatch, as above), and the conversions around
+ * the fp32 collectives (runtime/common/tp.c) on a count the 16-byte path
+ * takes and an odd one it does not: widening is exact, narrowing and adding
+ * floats into storage round once to nearest even on both backends. */
+static void act16_tp(int p) {
+    wf_ctx *ctx = act16_ctx(p);
+    char name[48];
+    long row0 = 37, nc = (long)N * C, nm = (long)N * M;
+    int rows = 50;
+    long nr = (long)rows * C;
+    float *wpe = buf((long)T * C), *dwpe = buf((long)T * C), *bias = buf(M), *db = buf(M);
+    float *x = act16_buf(p, nr, 1.0f), *o = act16_buf(p, nr, 1.0f), *dout = act16_buf(p, nr, 1.0f);
+    float *dx = act16_buf(p, nr, 1.0f);
+    act16_name(name, sizeof name, "pos_add_fwd", p, "");
+    wf_pos_add_fwd(ctx, o, x, wpe, row0, rows, T, C);
+    put16(name, "out [exact]", p, o, nr);
+    act16_name(name, sizeof name, "pos_add_bwd", p, "");
+    wf_pos_add_bwd(ctx, dx, dwpe, dout, row0, rows, T, C);
+    put16(name, "din [exact]", p, dx, nr);
+    put(name, "dwpe", dwpe, (long)T * C);
+    act16_name(name, sizeof name, "pos_add_bwd_input", p, "");
+    dx = act16_buf(p, nr, 1.0f);  /* fresh: the CPU build rounds only what put16 reads */
+    wf_pos_add_bwd_input(ctx, dx, dout, rows, C);
+    put16(name, "din [exact]", p, dx, nr);
+    act16_name(name, sizeof name, "pos_add_bwd_weight", p, "");
+    wf_pos_add_bwd_weight(ctx, dwpe, dout, row0, rows, T, C);
+    put(name, "dwpe", dwpe, (long)T * C);
+
+    float *y = act16_buf(p, nm, 1.0f), *dy = act16_buf(p, nm, 1.0f), *din = act16_buf(p, nm, 1.0f);
+    float *out = act16_buf(p, nm, 1.0f);
+    act16_name(name, sizeof name, "bias_add_fwd", p, "");
+    wf_bias_add_fwd(ctx, out, y, bias, N, M);
+    put16(name, "out [exact]", p, out, nm);
+    act16_name(name, sizeof name, "bias_add_bwd", p, "");
+    wf_bias_add_bwd(ctx, din, db, dy, N, M);
+    put16(name, "din [exact]", p, din, nm);
+    put(name, "db", db, M);
+    act16_name(name, sizeof name, "bias_add_bwd_weight", p, "");
+    wf_bias_add_bwd_weight(ctx, db, dy, N, M);
+    put(name, "db", db, M);
+
+    for (long n = nc; n <= nc + 3; n += 3) {
+        const char *tag = n == nc ? "" : " odd";
+        float *act = act16_buf(p, n, 3.0f), *f = buf(n), *sum = buf(n);
+        for (long i = 0; i < n; i++) sum[i] *= 4.0f;
+        act16_name(name, sizeof name, "tp_widen", p, tag);
+        wf_tp_widen(ctx, f, act, n);
+        settle();
+        put(name, "floats [exact]", f, n);
+        act16_name(name, sizeof name, "tp_narrow", p, tag);
+        wf_tp_narrow(ctx, act, sum, n);
+        put16(name, "values [exact]", p, act, n);
+        /* a fresh argument: the CPU build rounds only the copy put16 reads */
+        float *grad = act16_buf(p, n, 1.0f);
+        act16_name(name, sizeof name, "tp_add_floats", p, tag);
+        wf_tp_add_floats(ctx, grad, sum, n);
+        put16(name, "values [exact]", p, grad, n);
+    }
+}
+
 static void act16_layernorm(int p) {
     wf_ctx *ctx = act16_ctx(p);
     char name[48];
@@ -1097,6 +1169,7 @@ static void run_act16_kernels(void) {
     for (int k = 0; k < 2; k++) {
         int p = prec[k];
         act16_elementwise(p);
+        act16_tp(p);
         act16_layernorm(p);
         act16_llama(p);
         act16_attention(p, " T=100 hs=32", 2, 100, 64, 2, 0);
@@ -1238,6 +1311,19 @@ static void path_rows(int p, const char *tag, int c, long off) {
     path_name(name, sizeof name, "rmsnorm_bwd_input", p, tag);
     wf_rmsnorm_bwd_input(ctx, dx, dout, x, w, rstd, N, c);
     path_put(name, PATH_WHAT(p, "dinp", 1), p, dx, nc);
+
+    /* the tensor-parallel adds: rows [37, 87) after a position table */
+    long nr = 50L * c;
+    float *pos = path_buf(p, nr, 1.0f, off), *din = path_buf(p, nc, 1.0f, off);
+    path_name(name, sizeof name, "pos_add_fwd", p, tag);
+    wf_pos_add_fwd(ctx, pos, x, wpe, 37, 50, T, c);
+    path_put(name, "out [exact]", p, pos, nr);
+    path_name(name, sizeof name, "bias_add_fwd", p, tag);
+    wf_bias_add_fwd(ctx, o, x, bias, N, c);
+    path_put(name, "out [exact]", p, o, nc);
+    path_name(name, sizeof name, "pos_add_bwd_input", p, tag);
+    wf_pos_add_bwd_input(ctx, din, dout, N, c);
+    path_put(name, "din [exact]", p, din, nc);
 }
 
 /* RoPE on heads of hd, rows `off` elements in: the vector path needs half
@@ -1307,25 +1393,6 @@ static void run_colsums(void) {
         colsum_case(prec[k], "N=299 C=200", NR, 200);
         colsum_case(prec[k], "N=50 C=77", 50, 77);
     }
-}
-
-/* check_kernels refuse KERNEL: one tensor-parallel kernel called under act16,
- * which never happens (act16 is off when tp > 1): the CUDA builds must stop
- * there naming the call (tests/cuda_emu/kernels.sh); returns 3 if it ran. */
-static int refuse_act16_case(const char *kernel) {
-    wf_ctx *ctx = act16_ctx(WF_BF16);
-    float *x = buf((long)N * M), *y = buf((long)N * M), *w = buf((long)V * C), *db = buf(M);
-    if (strcmp(kernel, "wf_pos_add_fwd") == 0) wf_pos_add_fwd(ctx, y, x, w, 0, N, T, C);
-    else if (strcmp(kernel, "wf_pos_add_bwd") == 0) wf_pos_add_bwd(ctx, y, w, x, 0, N, T, C);
-    else if (strcmp(kernel, "wf_pos_add_bwd_input") == 0) wf_pos_add_bwd_input(ctx, y, x, N, C);
-    else if (strcmp(kernel, "wf_pos_add_bwd_weight") == 0) wf_pos_add_bwd_weight(ctx, w, x, 0, N, T, C);
-    else if (strcmp(kernel, "wf_bias_add_fwd") == 0) wf_bias_add_fwd(ctx, y, x, db, N, M);
-    else if (strcmp(kernel, "wf_bias_add_bwd") == 0) wf_bias_add_bwd(ctx, y, db, x, N, M);
-    else if (strcmp(kernel, "wf_bias_add_bwd_weight") == 0) wf_bias_add_bwd_weight(ctx, db, x, N, M);
-    else { fprintf(stderr, "check_kernels: no kernel %s\n", kernel); return 2; }
-    settle();
-    fprintf(stderr, "check_kernels: %s ran under act16\n", kernel);
-    return 3;
 }
 
 /* ---- compare ---------------------------------------------------------------- */
@@ -1398,7 +1465,6 @@ int main(int argc, char **argv) {
         return fclose(out) == 0 ? 0 : 2;
     }
     if (argc == 4 && strcmp(argv[1], "compare") == 0) return compare(argv[2], argv[3]);
-    if (argc == 3 && strcmp(argv[1], "refuse") == 0) return refuse_act16_case(argv[2]);
-    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT | refuse KERNEL\n");
+    fprintf(stderr, "usage: check_kernels run FILE | compare REF GOT\n");
     return 2;
 }

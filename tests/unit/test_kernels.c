@@ -759,19 +759,19 @@ static void test_vocab_xent_pieces(void)
     double *stats[2] = {dbuf(2L * N), dbuf(2L * N)};
     for (int r = 0; r < 2; r++) {
         int valid = V - r * VL < VL ? V - r * VL : VL;
-        wf_vocab_logits(part[r], rowmax[r], x, wte + (long)r * VL * C, N, C, VL, valid, WF_FP32);
+        wf_vocab_logits(NULL, part[r], rowmax[r], x, wte + (long)r * VL * C, N, C, VL, valid, WF_FP32);
     }
     for (int n = 0; n < N; n++) /* MPI_MAX */
         rowmax[0][n] = rowmax[1][n] = fmaxf(rowmax[0][n], rowmax[1][n]);
     for (int r = 0; r < 2; r++) {
         int valid = V - r * VL < VL ? V - r * VL : VL;
-        wf_vocab_exp(part[r], stats[r], rowmax[r], g_tgt, N, VL, r * VL, valid);
+        wf_vocab_exp(NULL, part[r], stats[r], rowmax[r], g_tgt, N, VL, r * VL, valid);
     }
     for (long i = 0; i < 2L * N; i++) /* MPI_SUM */
         stats[0][i] = stats[1][i] = stats[0][i] + stats[1][i];
     double total = 0.0;
     for (int r = 0; r < 2; r++)
-        total = wf_vocab_dlogits(part[r], plosses, rowmax[r], stats[r], g_tgt, g_scale, N, VL, r * VL, WF_FP32);
+        total = wf_vocab_dlogits(NULL, part[r], plosses, rowmax[r], stats[r], g_tgt, g_scale, N, VL, r * VL, WF_FP32);
 
     double worst = 0.0, loss_total = 0.0;
     int padding_zero = 1;

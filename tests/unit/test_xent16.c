@@ -95,16 +95,16 @@ static int check(int precision, float scale) {
     for (int r = 0; r < 2; r++) {
         int valid = V - r * VL < VL ? V - r * VL : VL;
         part[r] = malloc(sizeof(float) * (size_t)N * VL);
-        wf_vocab_logits(part[r], rowmax[r], x, wte + (long)r * VL * C, N, C, VL, valid, precision);
+        wf_vocab_logits(NULL, part[r], rowmax[r], x, wte + (long)r * VL * C, N, C, VL, valid, precision);
     }
     for (int n = 0; n < N; n++) rowmax[0][n] = rowmax[1][n] = fmaxf(rowmax[0][n], rowmax[1][n]);
     for (int r = 0; r < 2; r++) {
         int valid = V - r * VL < VL ? V - r * VL : VL;
-        wf_vocab_exp(part[r], stats[r], rowmax[r], targets, N, VL, r * VL, valid);
+        wf_vocab_exp(NULL, part[r], stats[r], rowmax[r], targets, N, VL, r * VL, valid);
     }
     for (int i = 0; i < 2 * N; i++) stats[0][i] = stats[1][i] = stats[0][i] + stats[1][i];
     for (int r = 0; r < 2; r++)
-        ptotal = wf_vocab_dlogits(part[r], plosses, rowmax[r], stats[r], targets, scale, N, VL, r * VL, precision);
+        ptotal = wf_vocab_dlogits(NULL, part[r], plosses, rowmax[r], stats[r], targets, scale, N, VL, r * VL, precision);
     float *joined = malloc(sizeof(float) * (size_t)N * V);
     for (int n = 0; n < N; n++)
         for (int j = 0; j < V; j++) joined[(long)n * V + j] = part[j / VL][(long)n * VL + j % VL];

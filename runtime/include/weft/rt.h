@@ -166,8 +166,10 @@ void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long 
 /* out = in + b per row. */
 void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows, long C);
 void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows, long C);
-/* The conjugate collectives of the tp group.  n counts floats: for copy and
- * reduce the whole tensor, for gather and scatter this rank's share. */
+/* The conjugate collectives of the tp group.  n counts activation values
+ * (floats, or 16-bit values under act16): for copy and reduce the whole
+ * tensor, for gather and scatter this rank's share.  Sums are fp32 either
+ * way (under act16 through the float staging buffer, then rounded once). */
 void wf_tp_copy_fwd(wf_ctx *c, float *out, const float *in, long n);
 void wf_tp_copy_bwd(wf_ctx *c, float *din, float *dout, long n);
 void wf_tp_reduce_fwd(wf_ctx *c, float *out, const float *in, long n);
@@ -332,7 +334,7 @@ typedef struct wf_program {
     double planned_bytes;    /* the compiler's memory plan for one rank of this stage */
     /* plan.comm: how --backend cuda communicates (the CPU backend has MPI only) */
     int comm;                /* enum wf_comm: WF_COMM_NCCL (0) or WF_COMM_MPI */
-    /* 16-bit activation storage (--backend cuda, bf16 / fp16, tp 1; see
+    /* 16-bit activation storage (--backend cuda, bf16 / fp16; see
      * "Activation storage" below): 1 stores activations as 16-bit values */
     int act16;
     long cast_numel;         /* act16: the cast buffer (wf_cuda_cast_buffer), floats */
@@ -351,8 +353,9 @@ typedef struct wf_program {
  * 16-bit type on every backend, see wf_lmhead_xent_fwd).  What stays float:
  * the other state a forward saves for its backward (layernorm mean and rstd,
  * RMSNorm rstd, attention's att / log-sum-exp), per-token losses, kernel
- * scratch, parameters, gradients and optimizer state.  Without act16 (every CPU
- * program, fp32 plans, tensor parallelism) activations are floats whose
+ * scratch, parameters, gradients and optimizer state (and the tensor-
+ * parallel collectives' staging: their sums are fp32, runtime/common/tp.c).
+ * Without act16 (every CPU program, fp32 plans) activations are floats whose
  * values the generated code rounds to the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
 
