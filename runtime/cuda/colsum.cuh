@@ -22,8 +22,9 @@
  * [K][R][C]; pass 2 (colsum.cu) adds each column's R partials in a fixed
  * order, in double, into out.  R depends on the call's shape only (N, C,
  * the sums, the access width), not on the device, so every GPU gives the
- * same bits; with R = 1 pass 1 adds into out itself.  One block per 32 columns walking all N rows left most of an H200
- * idle: GPT-2's C = 768 is 24 blocks for 132 multiprocessors. */
+ * same bits; with R = 1 pass 1 adds into out itself.  (One block per 32
+ * columns walking all N rows left most of an H200 idle: GPT-2's C = 768 is
+ * 24 blocks for 132 multiprocessors.) */
 #ifndef WEFT_CUDA_COLSUM_CUH
 #define WEFT_CUDA_COLSUM_CUH
 

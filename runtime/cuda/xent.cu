@@ -23,9 +23,9 @@
  * probabilities may become subnormals or 0, as in Megatron-LM.
  *
  * 16-bit activation storage (weft/rt.h): x, dx and dlogits are
- * bf16 / fp16, wte and the losses float.  The forward GEMM takes x and wte
- * converted to 16 bits in the cast buffer (exact: wte holds values of the
- * type) and writes 16-bit logits (fp32 accumulation, one rounding); the
+ * bf16 / fp16, wte and the losses float.  The forward GEMM takes x as it
+ * is and wte converted to 16 bits in the cast buffer (exact: wte holds
+ * values of the type) and writes 16-bit logits (fp32 accumulation, one rounding); the
  * backward GEMMs are native 16-bit ones: dx = round(dx + dlogits @ wte16)
  * (beta 1, 16-bit C/D) and dwte (float) += dlogits^T @ x; the
  * vocabulary-parallel pieces alike, on this rank's slice.  Without act16
