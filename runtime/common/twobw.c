@@ -11,7 +11,20 @@
  * point-to-point messages the compiler placed in the verified lists, and the
  * logged loss and gradient norm are one non-blocking all-reduce per step,
  * started at OPTIM and completed at the next one (or when the pipeline drains),
- * so a step's metrics line is written one step late, in order. */
+ * so a step's metrics line is written one step late, in order.
+ *
+ * On CUDA those are host MPI on device (managed) memory, with comm = "nccl"
+ * as well, beside stage sends and dp reductions on NCCL's streams.  Each call
+ * below that reads or writes device data from the host calls wf_backend_sync
+ * first, which joins every comm stream into the compute stream and waits for
+ * it: the host reads finished results and overwrites nothing a kernel or an
+ * NCCL operation still reads; what it writes (the tied sum, the received tied
+ * weights, the next batch's tokens) is in place before the operations issued
+ * after it.  A version's tied weights are sent from wver itself: the next
+ * writer of that version (its OPTIM) waits for the send first.  An NCCL stage
+ * send completes at the next such wait, later than a host-staged MPI_Send; the
+ * verifier's rendezvous semantics (verify.c) let a send block where it is
+ * issued, so no rank waits earlier than the verified order allows. */
 #include <math.h>
 #include <string.h>
 
