@@ -42,12 +42,12 @@ static int steps_run;
 static const char *why_eager(const wf_ctx *c) {
     const wf_program *p = c->p;
     if (c->opt.no_graph) return "--no-graph";
-    /* 2BW (train.c's train_2bw runs its calls directly): the compiler allows
-     * it with comm = "mpi" only on CUDA, so its stage sends are host MPI, and
-     * each step ends with the tied wte's exchange (host MPI, a host sum) and
-     * the optimizer; its kernels read one of two weight versions by the
-     * step's parity (wf_use_micro), whose pointer a graph would bake in */
-    if (p->prologue) return "PipeDream-2BW (comm = mpi only: host MPI sends and the tied wte exchange)";
+    /* 2BW (train.c's train_2bw runs its calls directly): each step has the
+     * tied wte's exchange (host MPI, a host sum) and the optimizer (a host
+     * wait) between its kernels, and its kernels read one of two weight
+     * versions by the step's parity (wf_2bw_use_micro), a pointer a graph
+     * would bake in */
+    if (p->prologue) return "PipeDream-2BW (host MPI for the tied wte and the optimizer inside each step)";
     if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
     /* the CUDA graph API restricts captured copies of managed memory there

@@ -34,9 +34,11 @@
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
 # into the CUDA graph with the kernels (emu_nccl.cc); on one device NCCL is
-# refused (checked last).  ZeRO-3's offloaded parameter shard is pinned host
-# memory, which the emulated NCCL refuses as a buffer, as NCCL reads device
-# memory only (z3_off: each gather copies the shard to the device first).  The
+# refused (checked last).  PipeDream-2BW runs over both (pp2_2bw, pp2_2bw_nccl):
+# the tied wte and the metrics stay host MPI beside NCCL's streams (twobw.c).
+# ZeRO-3's offloaded parameter shard is pinned host memory, which the emulated
+# NCCL refuses as a buffer, as NCCL reads device memory only (z3_off: each
+# gather copies the shard to the device first).  The
 # one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
 # records the capture): with --no-graph, and resumed from its own checkpoint
 # after step 2, the program must give identical losses.  A broken warp shuffle
@@ -152,6 +154,7 @@ rows=(
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
   "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
+  "pp2_2bw_nccl ref_2bw fp32 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
@@ -218,6 +221,13 @@ esac
 # 2BW runs eagerly (graph.c says why): the log must give its reason
 case " ${ROWS:-pp2_2bw} " in *" pp2_2bw "*)
   check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: PipeDream-2BW' "$WORK/pp2_2bw.log" ;;
+esac
+# 2BW over NCCL: its stage sends on the pipeline stream, the tied wte and
+# the metrics by host MPI beside them (twobw.c: every host access waits for
+# the comm streams too)
+case " ${ROWS:-pp2_2bw_nccl} " in *" pp2_2bw_nccl "*)
+  check "pp2_2bw_nccl: ran over NCCL, eager" bash -c "grep -q 'comm: nccl' '$WORK/pp2_2bw_nccl.log' &&
+    grep -q 'cuda graph: off: PipeDream-2BW' '$WORK/pp2_2bw_nccl.log'" ;;
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
