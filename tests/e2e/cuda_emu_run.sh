@@ -218,16 +218,34 @@ case " ${ROWS:-fp16} " in *" fp16 "*)
   fi ;;
 esac
 
-# 2BW runs eagerly (graph.c says why): the log must give its reason
+# 2BW over host-staged MPI runs eagerly (graph.c says why)
 case " ${ROWS:-pp2_2bw} " in *" pp2_2bw "*)
-  check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: PipeDream-2BW' "$WORK/pp2_2bw.log" ;;
+  check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: comm = mpi' "$WORK/pp2_2bw.log" ;;
 esac
-# 2BW over NCCL: its stage sends on the pipeline stream, the tied wte and
-# the metrics by host MPI beside them (twobw.c: every host access waits for
-# the comm streams too)
+
+# 2BW over NCCL: its stage sends on the pipeline stream, the tied wte and the
+# metrics by host MPI beside them (twobw.c: every host access waits for the
+# comm streams too).  Its steps are captured, one graph per weight version
+# (steps 2 and 3), the tied wte's exchange and the optimizer run after each
+# replay (graph.c); the prologue and epilogue are eager.  Five steps (step 4
+# replays the graph of step 2) against --no-graph: the same losses, norms and
+# final weights, bit for bit.
 case " ${ROWS:-pp2_2bw_nccl} " in *" pp2_2bw_nccl "*)
-  check "pp2_2bw_nccl: ran over NCCL, eager" bash -c "grep -q 'comm: nccl' '$WORK/pp2_2bw_nccl.log' &&
-    grep -q 'cuda graph: off: PipeDream-2BW' '$WORK/pp2_2bw_nccl.log'" ;;
+  check "pp2_2bw_nccl: ran over NCCL, both weight versions' steps captured" bash -c "
+    grep -q 'comm: nccl' '$WORK/pp2_2bw_nccl.log' && grep -q 'cuda graph: on (captured step 2' '$WORK/pp2_2bw_nccl.log' &&
+    grep -q 'cuda graph: on (captured step 3' '$WORK/pp2_2bw_nccl.log'"
+  if timeout 120 "$WORK/pp2_2bw_nccl/launch.sh" --steps 5 --metrics "$WORK/2bw_graph.jsonl" \
+       --save "$WORK/2bw_graph.ckpt" >"$WORK/2bw_graph.log" 2>&1 &&
+     timeout 120 "$WORK/pp2_2bw_nccl/launch.sh" --steps 5 --no-graph --metrics "$WORK/2bw_eager.jsonl" \
+       --save "$WORK/2bw_eager.ckpt" >"$WORK/2bw_eager.log" 2>&1; then
+    loss=$(same_field loss "$WORK/2bw_eager.jsonl" "$WORK/2bw_graph.jsonl" 0) && rc=0 || rc=1
+    norm=$(same_field grad_norm "$WORK/2bw_eager.jsonl" "$WORK/2bw_graph.jsonl" 0) || rc=1
+    w=$("$WEFT" ckpt diff "$WORK/2bw_eager.ckpt/model.safetensors" "$WORK/2bw_graph.ckpt/model.safetensors" \
+        --tol 0 --atol 0 | tail -n 1) || rc=1
+    check "pp2_2bw_nccl: 5 steps, graph replay vs --no-graph (identical): $loss, $norm; $w" test $rc = 0
+  else
+    failed=$((failed + 1)); echo "FAIL pp2_2bw_nccl --steps 5: did not run: $(tail -n 2 "$WORK/2bw_graph.log" "$WORK/2bw_eager.log")"
+  fi ;;
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
