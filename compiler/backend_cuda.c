@@ -36,14 +36,6 @@ int cuda_backend_check(const Program *p) {
                  "--backend cpu)", p->plan_path, p->hidden / p->heads, p->hidden, p->heads);
         return -1;
     }
-    /* 2BW's tied-weight traffic and lagged metrics are host MPI between the
-     * halves of its steps (twobw.c); with NCCL streams beside them that
-     * ordering is untested, so it runs on the host-staged path only */
-    if (strcmp(p->comm, "nccl") == 0 && strcmp(p->schedule, "pipedream-2bw") == 0 && p->pp > 1) {
-        wf_error("%s: plan.comm: \"nccl\" with pipeline.schedule = \"pipedream-2bw\" is not available "
-                 "with --backend cuda yet (valid: comm = \"mpi\"; or another schedule)", p->plan_path);
-        return -1;
-    }
     for (int i = 0; i < p->n_ops; i++)
         if (!cuda_has_op(p->ops[i].kind)) {
             wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",

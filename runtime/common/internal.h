@@ -191,6 +191,9 @@ float *wf_opt_grads_base(wf_ctx *c);
 void wf_2bw_setup(wf_ctx *c);                           /* twobw.c */
 void wf_2bw_use_micro(wf_ctx *c, int m);
 void wf_2bw_step_begin(wf_ctx *c);
+void wf_2bw_load_step(wf_ctx *c);                       /* a captured step: before its replay */
+void wf_2bw_capture_begin(wf_ctx *c);                   /* a captured step records its tail */
+void wf_2bw_run_tail(wf_ctx *c);                        /* after the replay: the tail recorded */
 void wf_2bw_optimizer_step(wf_ctx *c);
 void wf_2bw_finish(wf_ctx *c);                          /* after the epilogue: drained */
 int wf_2bw_real_micro(const wf_ctx *c, int m);

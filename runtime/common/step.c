@@ -120,6 +120,10 @@ static void load_micro(wf_ctx *c, int m) {
 /* A captured step (CUDA graph) loads nothing itself: wf_load_step did before
  * the replay, into the same buffers. */
 void wf_load_step(wf_ctx *c) {
+    if (c->p->prologue) {  /* 2BW: the step's frame and the next batch */
+        wf_2bw_load_step(c);
+        return;
+    }
     for (int m = 0; m < c->p->accum; m++) load_micro(c, m);
 }
 

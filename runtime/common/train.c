@@ -218,7 +218,7 @@ static int train_2bw(wf_ctx *c, double *first_loss) {
             p->epilogue(c);
             wf_2bw_finish(c);
         } else {
-            p->step(c);  /* finishes batch step, starts the next; step++ */
+            wf_backend_run_step(c);  /* finishes batch step, starts the next; step++ */
         }
         drained = last;
         c->step_ms[(c->step - 1) % 2] = (now_s() - t0) * 1000.0;

@@ -11,13 +11,52 @@
  * point-to-point messages the compiler placed in the verified lists, and the
  * logged loss and gradient norm are one non-blocking all-reduce per step,
  * started at OPTIM and completed at the next one (or when the pipeline drains),
- * so a step's metrics line is written one step late, in order. */
+ * so a step's metrics line is written one step late, in order.
+ *
+ * On CUDA those are host MPI on device (managed) memory, with comm = "nccl"
+ * as well, beside stage sends and dp reductions on NCCL's streams.  Each call
+ * below that reads or writes device data from the host calls wf_backend_sync
+ * first, which joins every comm stream into the compute stream and waits for
+ * it: the host reads finished results and overwrites nothing a kernel or an
+ * NCCL operation still reads; what it writes (the tied sum, the received tied
+ * weights, the next batch's tokens) is in place before the operations issued
+ * after it.  A version's tied weights are sent from wver itself: the next
+ * writer of that version (its OPTIM) waits for the send first.  An NCCL stage
+ * send completes at the next such wait, later than a host-staged MPI_Send; the
+ * verifier's rendezvous semantics (verify.c) let a send block where it is
+ * issued, so no rank waits earlier than the verified order allows. */
 #include <math.h>
 #include <string.h>
 
 #include "internal.h"
 
 enum { TAG_TIED_GRAD = 1, TAG_TIED_WEIGHT = 2 }; /* on tied_comm: stage 0 is 0, the last 1 */
+
+/* ---- a step under CUDA graph capture (cuda/graph.c) -------------------------
+ * Each step ends with host work: the tied wte's exchange and the optimizer.
+ * While a step is captured those calls are recorded, not run, and
+ * wf_2bw_run_tail runs them after each replay of that graph, in order.  That
+ * moves them after the whole step, so no kernel may follow them in the step
+ * (wf_2bw_use_micro checks: the verified lists end with them). */
+enum tail_call { TAIL_SEND_GRAD, TAIL_RECV_GRAD, TAIL_SEND_WEIGHTS, TAIL_RECV_WEIGHTS, TAIL_OPTIM };
+enum { TAIL_MAX = 8 };
+static struct {
+    int n;
+    struct { enum tail_call call; int m; } calls[TAIL_MAX];
+} tails[2];  /* per graph: the step's parity */
+
+static int deferred(wf_ctx *c, enum tail_call call, int m) {
+    if (!c->graph_capture) return 0;
+    int k = (int)(c->step % 2);
+    if (tails[k].n == TAIL_MAX)
+        wf_fatal(c, "wf_2bw_tail", WF_WHERE, "more than %d tied-wte and optimizer calls in a captured step", TAIL_MAX);
+    tails[k].calls[tails[k].n].call = call;
+    tails[k].calls[tails[k].n].m = m;
+    tails[k].n++;
+    return 1;
+}
+
+void wf_2bw_capture_begin(wf_ctx *c) { tails[c->step % 2].n = 0; }
 
 void wf_2bw_setup(wf_ctx *c) {
     const wf_program *p = c->p;
@@ -74,14 +113,25 @@ void wf_prologue_begin(wf_ctx *c) {
     load_batch(c, c->step);
 }
 
-void wf_2bw_step_begin(wf_ctx *c) {
+/* The step's frame, and the next batch, whose first forwards run in this
+ * step: from wf_2bw_step_begin, or before a captured step's replay. */
+void wf_2bw_load_step(wf_ctx *c) {
     c->frame_base = c->step - 1;
-    load_batch(c, c->step + 1);  /* its first forwards run in this step */
+    load_batch(c, c->step + 1);
+}
+
+void wf_2bw_step_begin(wf_ctx *c) {
+    if (c->graph_capture) c->frame_base = c->step - 1;  /* graph.c loaded the batch */
+    else wf_2bw_load_step(c);
 }
 
 void wf_epilogue_begin(wf_ctx *c) { c->frame_base = c->step - 1; }
 
 void wf_2bw_use_micro(wf_ctx *c, int m) {
+    if (c->graph_capture && tails[c->step % 2].n > 0)
+        wf_fatal(c, "wf_2bw_use_micro", WF_WHERE, "microbatch %d computes after the step's tied-wte exchange "
+                 "or optimizer, which a CUDA graph runs after the replay (run with --no-graph, and report "
+                 "this plan)", m);
     long r = real_batch(c, m);
     c->micro_index = (int)((r % 2) * c->p->accum + m % c->p->accum);
     c->params = c->wver[r % 2];
@@ -90,6 +140,7 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
 /* ---- the tied wte -------------------------------------------------------- */
 
 void wf_tied_send_grad(wf_ctx *c) {
+    if (deferred(c, TAIL_SEND_GRAD, 0)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
     wf_buckets_wait(c);  /* its dp reduction first */
     wf_backend_sync(c);  /* host MPI and copies on the arenas below */
@@ -101,6 +152,7 @@ void wf_tied_send_grad(wf_ctx *c) {
 
 /* The sum is the tied all-reduce of the synchronous schedules: a + b. */
 void wf_tied_recv_grad(wf_ctx *c) {
+    if (deferred(c, TAIL_RECV_GRAD, 0)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
     wf_buckets_wait(c);
     wf_backend_sync(c);
@@ -111,6 +163,7 @@ void wf_tied_recv_grad(wf_ctx *c) {
 }
 
 void wf_tied_send_weights(wf_ctx *c, int m) {
+    if (deferred(c, TAIL_SEND_WEIGHTS, m)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
     long r = real_batch(c, m);
     wf_backend_sync(c);
@@ -120,6 +173,7 @@ void wf_tied_send_weights(wf_ctx *c, int m) {
 }
 
 void wf_tied_recv_weights(wf_ctx *c, int m) {
+    if (deferred(c, TAIL_RECV_WEIGHTS, m)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
     long r = real_batch(c, m);
     wf_backend_sync(c);  /* kernels may still read this version */
@@ -163,9 +217,11 @@ static void start_metrics(wf_ctx *c, double lr) {
 /* OPTIM after batch b = c->step: V(b+2) = V(b+1) - lr * update(grad of b)
  * into wver[b % 2]. */
 void wf_2bw_optimizer_step(wf_ctx *c) {
+    if (deferred(c, TAIL_OPTIM, 0)) return;
     const wf_program *p = c->p;
     long b = c->step;
     wf_backend_sync(c);  /* the optimizer runs on the host */
+    c->loss_sum += wf_backend_loss_take(c);  /* CUDA: this batch's losses, summed on the device */
     complete_metrics(c);
     wf_tp_partial_grads(c);
     if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits (as step.c) */
@@ -183,6 +239,22 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->param_numel);
     c->last_lr = lr;
     c->step++;
+}
+
+/* After a replay of the graph captured for this step's parity: its tail, as
+ * the step would have run it (frame_base is the step's, as wf_load_step set). */
+void wf_2bw_run_tail(wf_ctx *c) {
+    int k = (int)(c->step % 2), n = tails[k].n;
+    for (int i = 0; i < n; i++) {
+        int m = tails[k].calls[i].m;
+        switch (tails[k].calls[i].call) {
+        case TAIL_SEND_GRAD: wf_tied_send_grad(c); break;
+        case TAIL_RECV_GRAD: wf_tied_recv_grad(c); break;
+        case TAIL_SEND_WEIGHTS: wf_tied_send_weights(c, m); break;
+        case TAIL_RECV_WEIGHTS: wf_tied_recv_weights(c, m); break;
+        case TAIL_OPTIM: wf_2bw_optimizer_step(c); break;  /* step++: k is read once above */
+        }
+    }
 }
 
 /* The pipeline has drained (after the epilogue): the last metrics, the

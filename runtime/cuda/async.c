@@ -1,7 +1,7 @@
 /* async.c: the CUDA backend's hooks around the common code (internal.h).
  * Kernels are asynchronous on the compute stream (wf_cuda_stream); the host
  * waits only where it reads or writes device data itself (wf_backend_sync:
- * the host-side optimizer, checkpoints, 2BW's losses, host MPI
+ * the host-side optimizer, checkpoints, 2BW's tied wte, host MPI
  * under comm = "mpi"); copies and zeroing the common code does on the arenas
  * go on the stream, in order with the kernels. */
 #include "cuda_rt.h"
@@ -14,9 +14,9 @@ void wf_cuda_graph_decide(wf_ctx *c);  /* graph.c */
 void wf_backend_setup(wf_ctx *c) {
     wf_cuda_loss_acc(c);  /* allocated here, never inside a captured step */
     /* token losses summed on the device, eager steps and captured ones alike,
-     * and read once per step (wf_backend_loss_take): no host wait per
-     * microbatch.  2BW reads each step half's loss on the host (twobw.c). */
-    wf_cuda_loss_on_device(!c->p->prologue);
+     * and read once per step (wf_backend_loss_take, by the optimizer): no
+     * host wait per microbatch */
+    wf_cuda_loss_on_device(1);
     if (c->p->comm == WF_COMM_NCCL && c->world > 1) {
         wf_nccl_setup(c);
         c->coll = &wf_coll_nccl;

@@ -34,7 +34,13 @@
 #include "cuda_rt.h"
 #include "internal.h"
 
-static cudaGraphExec_t exec;
+/* PipeDream-2BW: one graph per weight-version parity (the step's kernels
+ * read the version of its batches, wf_2bw_use_micro: a pointer baked in);
+ * captured at the second and third steps.  Its steps end with host work,
+ * the tied wte's exchange and the optimizer: recorded while capturing and
+ * run after each replay, in order (twobw.c).  The prologue and epilogue
+ * (filling and draining the pipeline) stay eager. */
+static cudaGraphExec_t execs[2];
 static float captured_scale;  /* wf_loss_scale when exec was captured */
 static const char *off;   /* why steps run eagerly; NULL: graphs on */
 static int steps_run;
@@ -42,12 +48,6 @@ static int steps_run;
 static const char *why_eager(const wf_ctx *c) {
     const wf_program *p = c->p;
     if (c->opt.no_graph) return "--no-graph";
-    /* 2BW (train.c's train_2bw runs its calls directly): the compiler allows
-     * it with comm = "mpi" only on CUDA, so its stage sends are host MPI, and
-     * each step ends with the tied wte's exchange (host MPI, a host sum) and
-     * the optimizer; its kernels read one of two weight versions by the
-     * step's parity (wf_use_micro), whose pointer a graph would bake in */
-    if (p->prologue) return "PipeDream-2BW (comm = mpi only: host MPI sends and the tied wte exchange)";
     if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
     /* the CUDA graph API restricts captured copies of managed memory there
@@ -61,11 +61,12 @@ static const char *why_eager(const wf_ctx *c) {
  * single-rank run eager, with the reason in the log, rather than losing the
  * run: nothing of the captured step ran, and the caller runs it eagerly.
  * With several ranks it stays fatal: their NCCL captures must match. */
-static int capture(wf_ctx *c, int again) {
+static int capture(wf_ctx *c, cudaGraphExec_t *exec, int again) {
     cudaStream_t s = wf_cuda_stream(c);
     cudaGraph_t graph = NULL;
     captured_scale = wf_loss_scale(c);
     c->graph_capture = 1;
+    if (c->p->prologue) wf_2bw_capture_begin(c);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     c->p->step(c);
     c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
@@ -76,19 +77,20 @@ static int capture(wf_ctx *c, int again) {
     if (e == cudaSuccess) {
         WF_CUDA(c, cudaGraphGetNodes(graph, NULL, &nodes));
         call = "cudaGraphInstantiate";
-        e = cudaGraphInstantiate(&exec, graph, 0);
+        e = cudaGraphInstantiate(exec, graph, 0);
         WF_CUDA(c, cudaGraphDestroy(graph));
     }
     if (e != cudaSuccess) {
         if (c->world > 1) wf_cuda_fail(c, call, WF_CUDA_WHERE, cudaGetErrorString(e));
         (void)cudaGetLastError();
-        exec = NULL;
+        *exec = NULL;
         off = "the capture failed";
         wf_log(c, "cuda graph: off: %s failed at step %ld (%s); every step runs eagerly\n", call,
                c->step + 1, cudaGetErrorString(e));
         return 0;
     }
-    if (!again) wf_log(c, "cuda graph: on (captured step %ld, %zu nodes)\n", c->step + 1, nodes);
+    if (!again) wf_log(c, "cuda graph: on (captured step %ld, %zu nodes%s)\n", c->step + 1, nodes,
+                       c->p->prologue ? "; 2BW: one graph per weight version" : "");
     else wf_log(c, "cuda graph: captured again at step %ld (the loss scale is now %g)\n", c->step + 1,
                 c->scaler.scale);
     return 1;
@@ -111,15 +113,17 @@ void wf_backend_run_step(wf_ctx *c) {
      * the device cannot share managed memory with running kernels); every
      * reader of the old tokens finished before that optimizer's host wait */
     wf_load_step(c);
-    int again = exec && wf_loss_scale(c) != captured_scale;  /* fp16's scale changed */
+    cudaGraphExec_t *exec = &execs[c->p->prologue ? c->step % 2 : 0];
+    int again = *exec && wf_loss_scale(c) != captured_scale;  /* fp16's scale changed */
     if (again) {
-        WF_CUDA(c, cudaGraphExecDestroy(exec));
-        exec = NULL;
+        WF_CUDA(c, cudaGraphExecDestroy(*exec));
+        *exec = NULL;
     }
-    if (!exec && !capture(c, again)) {
+    if (!*exec && !capture(c, exec, again)) {
         c->p->step(c);  /* loads the same tokens again */
         return;
     }
-    WF_CUDA(c, cudaGraphLaunch(exec, wf_cuda_stream(c)));
-    wf_optimizer_step(c);
+    WF_CUDA(c, cudaGraphLaunch(*exec, wf_cuda_stream(c)));
+    if (c->p->prologue) wf_2bw_run_tail(c);  /* the tied wte's exchange and the optimizer */
+    else wf_optimizer_step(c);
 }

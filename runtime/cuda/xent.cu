@@ -13,8 +13,8 @@
  * only).  The token losses are summed in row order in double, so the
  * total is the CPU's sum of the same floats, into a managed accumulator
  * on the device that wf_backend_loss_take reads once per step (eager and
- * captured steps alike: async.c switches it on), or for the host (2BW, and
- * kernel tests, which have no backend).
+ * captured steps alike, 2BW's too: async.c switches it on), or for the
+ * host (kernel tests, which have no backend).
  *
  * bf16 / fp16 plans keep the logits and dlogits in the plan's 16-bit type,
  * as Megatron-LM and llm.c do (and as runtime/cpu rounds them): logits =
@@ -69,7 +69,7 @@ __global__ static void loss_sum_kernel(double *out, const float *losses, int N, 
     if (threadIdx.x == 0) *out = add ? *out + s : s;
 }
 
-static double *eager_sum; /* managed: one microbatch's sum for the host (2BW, kernel tests) */
+static double *eager_sum; /* managed: one microbatch's sum for the host (kernel tests) */
 
 static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
     if (loss_on_device) {
@@ -78,7 +78,7 @@ static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel
         wf_cuda_sync(c, kernel);
         return 0.0;  /* the sum is on the device */
     }
-    if (!eager_sum)  /* 2BW never captures a step */
+    if (!eager_sum)  /* only without a backend: never inside a captured step */
         WF_CUDA(c, cudaMallocManaged((void **)&eager_sum, sizeof(double), cudaMemAttachGlobal));
     WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(eager_sum, losses, N, 0);
     wf_cuda_sync(c, kernel);

@@ -42,9 +42,11 @@
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
 # into the CUDA graph with the kernels (emu_nccl.cc); on one device NCCL is
-# refused (checked last).  ZeRO-3's offloaded parameter shard is pinned host
-# memory, which the emulated NCCL refuses as a buffer, as NCCL reads device
-# memory only (z3_off: each gather copies the shard to the device first).  The
+# refused (checked last).  PipeDream-2BW runs over both (pp2_2bw, pp2_2bw_nccl):
+# the tied wte and the metrics stay host MPI beside NCCL's streams (twobw.c).
+# ZeRO-3's offloaded parameter shard is pinned host memory, which the emulated
+# NCCL refuses as a buffer, as NCCL reads device memory only (z3_off: each
+# gather copies the shard to the device first).  The
 # one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
 # records the capture): with --no-graph, and resumed from its own checkpoint
 # after step 2, the program must give identical losses.  A broken warp shuffle
@@ -79,7 +81,8 @@ fp16_scale=(--set precision=fp16 --set loss_scale.window=2 --set loss_scale.hyst
 build_ref ref_fp16 plans/tiny.lua "${fp16_scale[@]}"
 build_ref ref_llama_bf16 plans/llama_tiny.lua --set precision=bf16
 build_ref ref_bf16_full plans/tiny.lua --set precision=bf16 --set recompute=full
-build_ref ref_2bw plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0
+# 2BW: five steps, so that its NCCL row replays a graph captured earlier (step 4)
+build_ref ref_2bw plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5
 # tensor parallelism in 16 bits: the CPU backend's run of the same layout (its
 # row-parallel partials are rounded before the sum, unlike tp 1's outputs)
 build_ref ref_bf16_tp2 plans/tiny.lua --set precision=bf16 --set mesh.tp=2
@@ -166,7 +169,8 @@ rows=(
   "z3_off    ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05 --set offload.params=cpu"
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
-  "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0"
+  "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
+  "pp2_2bw_nccl ref_2bw fp32 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
@@ -237,9 +241,33 @@ case " ${ROWS:-fp16} " in *" fp16 "*)
   fi ;;
 esac
 
-# 2BW runs eagerly (graph.c says why): the log must give its reason
+# 2BW over host-staged MPI runs eagerly (graph.c says why)
 case " ${ROWS:-pp2_2bw} " in *" pp2_2bw "*)
-  check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: PipeDream-2BW' "$WORK/pp2_2bw.log" ;;
+  check "pp2_2bw: eager, the log says why" grep -q 'cuda graph: off: comm = mpi' "$WORK/pp2_2bw.log" ;;
+esac
+
+# 2BW over NCCL: its stage sends on the pipeline stream, the tied wte and the
+# metrics by host MPI beside them (twobw.c: every host access waits for the
+# comm streams too).  Its steps are captured, one graph per weight version
+# (steps 2 and 3), the tied wte's exchange and the optimizer run after each
+# replay (graph.c); the prologue and epilogue are eager.  Five steps (step 4
+# replays the graph of step 2) against --no-graph: the same losses, norms and
+# final weights, bit for bit.
+case " ${ROWS:-pp2_2bw_nccl} " in *" pp2_2bw_nccl "*)
+  check "pp2_2bw_nccl: ran over NCCL, both weight versions' steps captured" bash -c "
+    grep -q 'comm: nccl' '$WORK/pp2_2bw_nccl.log' && grep -q 'cuda graph: on (captured step 2' '$WORK/pp2_2bw_nccl.log' &&
+    grep -q 'cuda graph: on (captured step 3' '$WORK/pp2_2bw_nccl.log'"
+  if [ -f "$WORK/pp2_2bw_nccl.jsonl" ] &&
+     timeout 120 "$WORK/pp2_2bw_nccl/launch.sh" --no-graph --metrics "$WORK/2bw_eager.jsonl" \
+       --save "$WORK/2bw_eager.ckpt" >"$WORK/2bw_eager.log" 2>&1; then
+    loss=$(same_field loss "$WORK/2bw_eager.jsonl" "$WORK/pp2_2bw_nccl.jsonl" 0) && rc=0 || rc=1
+    norm=$(same_field grad_norm "$WORK/2bw_eager.jsonl" "$WORK/pp2_2bw_nccl.jsonl" 0) || rc=1
+    w=$("$WEFT" ckpt diff "$WORK/2bw_eager.ckpt/model.safetensors" "$WORK/pp2_2bw_nccl.ckpt/model.safetensors" \
+        --tol 0 --atol 0 | tail -n 1) || rc=1
+    check "pp2_2bw_nccl: graph replay vs --no-graph (identical): $loss, $norm; $w" test $rc = 0
+  else
+    failed=$((failed + 1)); echo "FAIL pp2_2bw_nccl --no-graph: did not run: $(tail -n 2 "$WORK/2bw_eager.log")"
+  fi ;;
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
