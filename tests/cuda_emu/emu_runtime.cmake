@@ -60,4 +60,4 @@ add_test(NAME e2e_cuda_emu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cuda_emu
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(e2e_cuda_emu PROPERTIES
   ENVIRONMENT "WEFT=$<TARGET_FILE:weft>;WEFT_RUNTIME=${PROJECT_BINARY_DIR}/runtime;WEFT_CUDA_EMU_RUNTIME=${emu_runtime_dir};WEFT_CUDA_EMU_PROGRAM=${emu_dir}/program"
-  DEPENDS cuda_emu_kernels TIMEOUT 300)
+  DEPENDS cuda_emu_kernels TIMEOUT 400)

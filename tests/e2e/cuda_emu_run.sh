@@ -65,13 +65,26 @@ DATA=$(make_data)
 small=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set train.steps=4
        --set data.train="$DATA" --set batch.global=4)
 
-# build_ref NAME PLAN [--set ...]: the CPU backend's single-rank run, the reference
-build_ref() {
+# Two jobs at a time (EMU_JOBS): each build and each emulated rank is one
+# single-threaded process, and CI has two cores.  A job's status goes to
+# $WORK/NAME.rc, its output to $WORK/NAME.out.
+JOBS=${EMU_JOBS:-2}
+spawn() {  # spawn NAME COMMAND...: runs COMMAND in the background
+  local name=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  { if "$@" >"$WORK/$name.out" 2>&1; then echo 0; else echo 1; fi >"$WORK/$name.rc"; } &
+}
+
+# build_ref NAME PLAN [--set ...]: the CPU backend's single-rank run, the
+# reference (in the background: the references are awaited below)
+ref_job() {
   local name=$1 plan=$2
   shift 2
-  build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" >/dev/null &&
+  build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" &&
     run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1
 }
+build_ref() { spawn "$1" ref_job "$@"; }
 build_ref ref plans/tiny.lua
 build_ref ref_bf16 plans/tiny.lua --set precision=bf16
 build_ref ref_llama plans/llama_tiny.lua
@@ -88,6 +101,10 @@ build_ref ref_2bw plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set cli
 build_ref ref_bf16_tp2 plans/tiny.lua --set precision=bf16 --set mesh.tp=2
 build_ref ref_bf16_sp2 plans/tiny.lua --set precision=bf16 --set mesh.tp=2 --set mesh.sp=true
 build_ref ref_llama_bf16_tp2 plans/llama_tiny.lua --set precision=bf16 --set mesh.tp=2
+wait
+for r in "$WORK"/ref*.rc; do
+  [ "$(cat "$r")" = 0 ] || { echo "FAIL the CPU reference $(basename "$r" .rc): $(tail -n 3 "${r%.rc}.out")"; exit 1; }
+done
 
 # build_emu NAME PLAN [--set ...]: compiled for CUDA, built on the emulator
 build_emu() {
@@ -175,11 +192,18 @@ rows=(
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
 )
+selected=()
 for row in "${rows[@]}"; do
   read -r name ref kind plan sets <<<"$row"
   case " ${ROWS:-$name} " in *" $name "*) ;; *) continue ;; esac  # ROWS="one dp2": only those
   read -r -a sets <<<"$sets"
-  if run_row "$name" "$ref" "$kind" "$plan" "${sets[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  spawn "row_$name" run_row "$name" "$ref" "$kind" "$plan" "${sets[@]}"
+  selected+=("$name")
+done
+wait
+for name in "${selected[@]}"; do  # in the table's order
+  cat "$WORK/row_$name.out"
+  if [ "$(cat "$WORK/row_$name.rc")" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
 # two ranks over NCCL capture their steps too (graph.c: only comm = "mpi" and
