@@ -31,8 +31,9 @@
 #     and ten AdamW steps carry that along; plans/llama_tiny.lua (RMSNorm, RoPE,
 #     grouped-query attention, SwiGLU: runtime/cuda/llama.cu and attention.cu's
 #     flash kernels) on one rank with the same tolerances (LAYOUTS name
-#     llama-one-rank); then the same plan in bf16 (one rank,
-#     dp 2; LAYOUTS names bf16-one-rank, bf16-dp2): losses within 1e-2 relative
+#     llama-one-rank); then the same plan in bf16 (one rank, dp 2, tp 2) and
+#     fp16 (one rank, its loss scale changing; LAYOUTS names bf16-one-rank,
+#     bf16-dp2, bf16-tp2, fp16-one-rank): losses within 1e-2 relative
 #     (the tensor-core attention's bf16 P and dS included, see below);
 #  5. CUDA graphs: the one-rank run (a captured step replayed from step 2)
 #     against --no-graph: identical losses and norms; comm = "nccl" with two
@@ -199,16 +200,27 @@ esac
 # P and dS to bf16 before its products, which the CPU does not: the CPU backend
 # made to round them too moved tiny's 10 bf16 losses by at most 3.3e-5 relative,
 # so 1e-2 still holds that with a wide margin.
-echo "== training: plans/tiny.lua in bf16, 10 steps, CPU vs CUDA =="
-for layout in "bf16-one-rank:--set mesh.dp=1" "bf16-dp2:--set mesh.dp=2 --set comm=mpi"; do
+# bf16-tp2: the tensor-parallel collectives under 16-bit storage (sums widened
+# to fp32, runtime/common/tp.c); fp16-one-rank: fp16 storage and a loss scale
+# that doubles every 2 steps, so the CUDA graph is captured again (graph.c).
+echo "== training: plans/tiny.lua in bf16 and fp16, 10 steps, CPU vs CUDA =="
+for layout in "bf16-one-rank:--set mesh.dp=1 --set precision=bf16" \
+              "bf16-dp2:--set mesh.dp=2 --set comm=mpi --set precision=bf16" \
+              "bf16-tp2:--set mesh.dp=1 --set mesh.tp=2 --set comm=mpi --set precision=bf16" \
+              "fp16-one-rank:--set mesh.dp=1 --set precision=fp16 --set loss_scale.window=2 --set loss_scale.hysteresis=1"; do
   name=${layout%%:*}
   case " ${LAYOUTS:-$name} " in *" $name "*) ;; *) continue ;; esac
-  read -r -a sets <<<"${layout#*:} --set precision=bf16"
+  read -r -a sets <<<"${layout#*:}"
   train_both "$name" "${sets[@]}" || continue
   row "tiny $name: 16-bit activation storage" "$(grep -o '\.act16 = [01]' "$WORK/$name-cuda/stage0.cu")" \
     "$(grep -q '\.act16 = 1' "$WORK/$name-cuda/stage0.cu" && echo ok || echo FAIL)"
   loss=$(same_field loss "$OUT/$name-cpu.jsonl" "$OUT/$name-cuda.jsonl" 1e-2); lrc=$?
   row "tiny $name: loss vs CPU (< 1e-2)" "$loss" "$([ $lrc = 0 ] && echo ok || echo FAIL)"
+  if [ "$name" = fp16-one-rank ]; then  # the scale doubled at least once in 10 steps
+    again=$(grep -c 'cuda graph: captured again' "$OUT/$name-cuda.log")
+    row "tiny $name: graph captured again for a new loss scale" "$again time(s)" \
+      "$([ "$again" -gt 0 ] && echo ok || echo FAIL)"
+  fi
 done
 
 # ---- CUDA graphs and communication -----------------------------------------------
