@@ -71,7 +71,7 @@
  * of float operands, the aux LD rule, no algorithm): linear.cu falls back.
  *
  * Each distinct call (sizes, strides, transposes, batch, bias or not, GELU
- * or not, compute type, pointer alignments) gets its descriptors and the
+ * / DGELU or not, compute type, types, pointer alignments) gets its descriptors and the
  * heuristic's best algorithm once, cached in a small table; later calls
  * only set the bias (and aux) pointer and launch.  The workspace (32 MiB) is allocated once.
  *

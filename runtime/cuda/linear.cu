@@ -1,6 +1,7 @@
 /* linear.cu: y = x @ W + b with row-major (in, out) weights, on cuBLASLt
  * (gemm.cu): the bias is the GEMM's epilogue, one kernel; backward
- * accumulates (beta = 1).
+ * accumulates (beta = 1), but for the input gradient that takes the gelu's
+ * backward along (wf_linear_dgelu_bwd_input, at the end), which writes.
  *
  * 16-bit activation storage (weft/rt.h): inp, out, dinp, dout and pre are
  * bf16 / fp16, weights float holding values of that type.  The weight is
