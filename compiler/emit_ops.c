@@ -204,12 +204,36 @@ static void emit_linear_gelu_fwd(writer *o, const Program *p, int i, const opera
          x->in0, x->w0, p->ops[i].n_param > 1 ? "w + " : "NULL", x->w1, x->in_width, x->width);
 }
 
-/* the B half: the gelu's backward into d(pre), then the linear's input gradient */
+/* the B half: the gelu's backward into d(pre), then the linear's input
+ * gradient; only the latter where the next linear's input gradient did the
+ * gelu's backward already (fuse_linear_dgelu, below) */
 static void emit_linear_gelu_bwd_input(writer *o, const Program *p, int i, const operands *x) {
     operands g;
     get_operands(p, i + 1, &g);
-    emit(o, "    wf_linear_gelu_bwd_input(c, d + %s, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", x->in0,
-         x->out, g.out, x->out, x->w0, x->in_width, x->width);
+    if (p->ops[i + 1].dgelu == DGELU_GELU)
+        emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x->in0, x->out, x->w0,
+             x->in_width, x->width);
+    else
+        emit(o, "    wf_linear_gelu_bwd_input(c, d + %s, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", x->in0,
+             x->out, g.out, x->out, x->w0, x->in_width, x->width);
+}
+
+/* ---- backward: a linear's input gradient with the gelu's (fuse.c) ---------
+ * The linear (op i, DGELU_LINEAR) writes d(pre) in its B half, gelu' applied
+ * and rounded to the plan's 16-bit type in the call: no rounding call for
+ * d(gelu out), which is never written, nor for d(pre).  The gelu (op i - 1)
+ * emits a comment. */
+static void emit_linear_dgelu_bwd_input(writer *o, const Program *p, int i, const operands *x) {
+    operands g;
+    get_operands(p, i - 1, &g);
+    emit(o, "    wf_linear_dgelu_bwd_input(c, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", g.in0, x->out,
+         g.in0, x->w0, x->in_width, x->width);
+}
+
+static void emit_linear_dgelu_comment(writer *o, const Program *p, int i) {
+    operands lin;
+    get_operands(p, i + 1, &lin);
+    emit(o, "    /* gelu: backward in the input gradient of the linear making %s */\n", lin.out);
 }
 
 static void emit_linear_bwd_weight(writer *o, const Program *p, int i, const operands *x) {
@@ -331,6 +355,16 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     }
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_bwd(o, p, i, &x, 1);
+        round_param_grads(o, p, i, &x);
+        return;
+    }
+    if (op->dgelu == DGELU_GELU) {  /* before the forward pair's: it is in both */
+        emit_linear_dgelu_comment(o, p, i);
+        return;
+    }
+    if (op->dgelu == DGELU_LINEAR) {
+        emit_linear_dgelu_bwd_input(o, p, i, &x);
+        emit_linear_bwd_weight(o, p, i, &x);
         round_param_grads(o, p, i, &x);
         return;
     }
@@ -475,6 +509,10 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
               x.out, x.in0, x.w0, x.s, x.rows, x.width);
         break;
     case OP_LINEAR:
+        if (!weight && op->dgelu == DGELU_LINEAR) {  /* the gelu's B half is in it, d(pre) rounded */
+            emit_linear_dgelu_bwd_input(o, p, i, &x);
+            return 1;
+        }
         if (weight)
             emit_linear_bwd_weight(o, p, i, &x);
         else if (op->fused == FUSED_LIN_GELU_LINEAR)  /* the gelu's B half is in it */

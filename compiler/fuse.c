@@ -85,3 +85,57 @@ int count_fused_linear_gelu(const Program *p) {
     for (int i = 0; i < p->n_ops; i++) n += p->ops[i].fused == FUSED_LIN_GELU_LINEAR;
     return n;
 }
+
+/* ---- backward: a linear's input gradient with the gelu's before it ----------
+ * GPT-2's c_proj reads the gelu's output.  Its input gradient d(gelu out)
+ * is a GEMM whose result the gelu's backward only multiplies by gelu'(pre):
+ * one call (wf_linear_dgelu_bwd_input; on CUDA cuBLASLt's DGELU epilogue)
+ * writes d(pre) straight from the GEMM, and d(gelu out) is never stored.
+ *
+ * The fused call writes d(pre) rather than adding to it (the epilogue
+ * applies gelu' to the whole sum), so it must be d(pre)'s only contribution,
+ * made while d(pre) is still the zero each microbatch's backward starts from
+ * (step.c zeroes the gradient slot; a recomputed block's shared gradients are
+ * zeroed with it): pre is read by the gelu alone and made in the same chunk.
+ * And the gelu's backward needs all of d(gelu out) from this one GEMM: the
+ * gelu's output is read by the linear alone, the op right after it, so in
+ * backward (and in zero-bubble's B halves, where the pair stays in the
+ * linear's B half) nothing lies between the two, no tensor-parallel
+ * collective either (c_proj is row-parallel: its input gradient is local).
+ * All N rows, as the linear's kernels take them; under full recompute one
+ * block, as the pairs above. */
+static int readers(const Program *p, int t) {
+    int n = 0;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_in; k++) n += p->ops[i].in[k] == t;
+    return n;
+}
+
+static int fusable_linear_dgelu(const Program *p, int i) {
+    const ir_op *g = &p->ops[i], *lin = &p->ops[i + 1];
+    if (g->kind != OP_GELU || lin->kind != OP_LINEAR || g->n_in != 1 || lin->n_in != 1 ||
+        lin->in[0] != g->out || lin->fused != FUSED_NONE || g->chunk != lin->chunk)
+        return 0;
+    int pre = g->in[0];
+    if (pre <= 0 || p->ops[p->tensors[pre].producer].chunk != g->chunk) return 0;
+    return readers(p, pre) == 1 && readers(p, g->out) == 1 && p->tensors[pre].rows_div == 1 &&
+           p->tensors[g->out].rows_div == 1 && p->tensors[pre].width == p->tensors[g->out].width &&
+           (p->recompute != RECOMPUTE_FULL || g->layer == lin->layer);
+}
+
+/* Runs after fuse_linear_gelu (c_proj is in no forward pair). */
+void fuse_linear_dgelu(Program *p) {
+    for (int i = 0; i < p->n_ops; i++) p->ops[i].dgelu = DGELU_NONE;
+    for (int i = 0; i + 1 < p->n_ops; i++) {
+        if (!fusable_linear_dgelu(p, i)) continue;
+        p->ops[i].dgelu = DGELU_GELU;
+        p->ops[i + 1].dgelu = DGELU_LINEAR;
+        i++;
+    }
+}
+
+int count_fused_linear_dgelu(const Program *p) {
+    int n = 0;
+    for (int i = 0; i < p->n_ops; i++) n += p->ops[i].dgelu == DGELU_LINEAR;
+    return n;
+}

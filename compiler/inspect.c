@@ -164,6 +164,17 @@ int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out)
             }
             fputc('\n', out);
         }
+        if (count_fused_linear_dgelu(p) > 0) {  /* fuse.c: which linears' input gradients take the gelu's */
+            fprintf(out, "fused linear_dgelu (input gradient + gelu backward in one call), %d:",
+                    count_fused_linear_dgelu(p));
+            for (int i = 0; i < p->n_ops; i++) {
+                if (p->ops[i].dgelu != DGELU_LINEAR) continue;
+                const char *w = p->params[p->ops[i].param[0]].name;  /* "h.0.mlp.c_proj.weight" */
+                const char *dot = strrchr(w, '.');
+                fprintf(out, " %.*s", dot ? (int)(dot - w) : (int)strlen(w), w);
+            }
+            fputc('\n', out);
+        }
         print_streams(p, s, only_rank, out);
         fprintf(out, "timeline (unit costs):\n");
         schedule_timeline(s, out);

@@ -158,6 +158,7 @@ int pass_graph(Program *p) {
                        + 12.0 * p->layers * (double)p->hidden * p->seq;
     fuse_residual_layernorm(p);
     fuse_linear_gelu(p);
+    fuse_linear_dgelu(p);
     return 0;
 }
 

@@ -89,6 +89,7 @@ typedef struct {
     long saved_offset;     /* op-specific saved buffers (mean/rstd, att, probs) */
     long saved_numel;
     int fused;             /* set by graph (fuse.c): FUSED_NONE, or which end of a pair */
+    int dgelu;             /* set by graph (fuse.c): DGELU_NONE, or which end of a backward pair */
 } ir_op;
 
 /* Fused pairs keep both ops (and their tensors, saved buffers and gradient
@@ -103,6 +104,14 @@ enum { FUSED_NONE, FUSED_ADD_LN_ADD, FUSED_ADD_LN_NORM, FUSED_LIN_GELU_LINEAR, F
  * FUSED_LIN_GELU_GELU gelu, reads: the linear emits wf_linear_gelu_* at its
  * own place (where its weights are gathered and its gradients become final),
  * forward and backward; the gelu emits nothing. */
+
+/* Backward pairs, independent of the forward ones above (GPT-2's gelu is in
+ * both): DGELU_LINEAR, a linear whose input is the output of the op before
+ * it, a DGELU_GELU gelu, and that output's only reader: the linear's B half
+ * emits wf_linear_dgelu_bwd_input, its input gradient with the gelu's
+ * backward, straight into d(pre); the gelu's backward emits nothing, and the
+ * linear that made pre (if FUSED_LIN_GELU_LINEAR) its plain input gradient. */
+enum { DGELU_NONE, DGELU_LINEAR, DGELU_GELU };
 
 typedef struct {
     long offset, numel;     /* in floats, into the gradient arena */
@@ -230,6 +239,8 @@ void fuse_residual_layernorm(Program *p);   /* fuse.c, the end of pass_graph */
 int count_fused(const Program *p);         /* fused pairs, for reports */
 void fuse_linear_gelu(Program *p);          /* fuse.c, after fuse_residual_layernorm */
 int count_fused_linear_gelu(const Program *p);
+void fuse_linear_dgelu(Program *p);         /* fuse.c, after fuse_linear_gelu */
+int count_fused_linear_dgelu(const Program *p);
 int pass_schedule(Program *p);
 int pass_buckets(Program *p);
 int pass_memory(Program *p);

@@ -232,6 +232,8 @@ static void dump_graph(const Program *p, FILE *out) {
         if (o->fused == FUSED_ADD_LN_NORM) fprintf(out, "  fused residual_layernorm with op %d", i - 1);
         if (o->fused == FUSED_LIN_GELU_LINEAR) fprintf(out, "  fused linear_gelu with op %d", i + 1);
         if (o->fused == FUSED_LIN_GELU_GELU) fprintf(out, "  fused with op %d", i - 1);
+        if (o->dgelu == DGELU_LINEAR) fprintf(out, "  backward fused linear_dgelu with op %d", i - 1);
+        if (o->dgelu == DGELU_GELU) fprintf(out, "  backward fused with op %d", i + 1);
         fputc('\n', out);
     }
 }

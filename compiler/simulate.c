@@ -225,6 +225,11 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
      * (the CPU backend) keeps the measured time: the CPU's fused pass still
      * evaluates a tanh per value. */
     if (!calib && o->fused == FUSED_LIN_GELU_GELU && strcmp(p->precision, "fp32") == 0) t.f = 0;
+    /* A gelu whose backward the next linear's input gradient does (fuse.c,
+     * DGELU): on the GPU cuBLASLt's DGELU epilogue in fp32 plans and under
+     * act16, so no backward time of its own; a 16-bit plan with float
+     * activations keeps one elementwise pass after the GEMM (linear.cu). */
+    if (!calib && o->dgelu == DGELU_GELU && (strcmp(p->precision, "fp32") == 0 || p->act16)) t.b = 0;
     return t;
 }
 

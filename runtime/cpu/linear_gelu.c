@@ -8,7 +8,14 @@
  * the results are bit for bit those of the unfused pair (test_kernels and
  * test_fused_16bit check it).  Backward: the gelu's backward with its
  * rounding in one pass, then the linear's input gradient; the weight
- * gradient is wf_linear_bwd_weight on the rounded d(pre). */
+ * gradient is wf_linear_bwd_weight on the rounded d(pre).
+ *
+ * The next linear's input gradient with the gelu's backward
+ * (wf_linear_dgelu_bwd_input): the sgemm into dpre itself (beta 0), then one
+ * pass applies gelu' and rounds, as cuBLASLt's DGELU epilogue does from its
+ * fp32 accumulator.  Under fp32 this is the unfused pair's arithmetic (its
+ * sgemm adds into a zero d(gelu out), the gelu's backward into a zero d(pre)),
+ * so the results are the same bits. */
 #include "weft/rt.h"
 
 #include "blas.h"
@@ -38,6 +45,12 @@ void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *
     wf_linear_bwd_input(c, dinp, dpre, w, N, K, M);
 }
 
+void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *dout, const float *pre,
+                               const float *w, int N, int K, int M) {
+    wf_sgemm(0, 1, N, K, M, 1.0f, dout, M, w, M, 0.0f, dpre, K);
+    wf_dgelu_round(c, wf_ctx_precision(c), dpre, pre, dpre, (long)N * K);
+}
+
 void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
     (void)c;
 #pragma omp parallel for schedule(static) if (n > 65536)
@@ -53,4 +66,10 @@ void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, 
     (void)c;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
+}
+
+void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n) {
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, wf_gelu_grad(pre[i]) * acc[i]);
 }

@@ -19,6 +19,10 @@ void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n)
  * rounding of its input gradient the compiler emits after it. */
 void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, const float *dout,
                        long n);
+/* dpre = round(gelu'(pre) * acc), acc a float matrix product (n values):
+ * the elementwise half of wf_linear_dgelu_bwd_input where the GEMM cannot
+ * apply gelu' itself (acc == dpre in place where activations are floats). */
+void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n);
 
 #ifdef __cplusplus
 }

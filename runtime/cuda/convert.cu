@@ -31,7 +31,7 @@ extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, cudaDataType_t type, const fl
 
 /* w's n floats as c's 16-bit type in the cast buffer, on the stream; the
  * buffer is reused by the next conversion */
-static const void *weight16(wf_ctx *c, const float *w, long n) {
+extern "C" const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n) {
     float *buf = wf_cuda_cast_buffer(c, (n + 1) / 2);
     wf_cuda_to16(c, buf, act_type(c), w, n);
     return buf;
@@ -50,8 +50,8 @@ extern "C" void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N
         wf_cuda_fail(c, "wf_cuda_act_gemm", WF_CUDA_WHERE,
                      "under act16 A and B are activations or one weight, C an activation or a gradient");
     cudaDataType_t t = act_type(c);
-    const void *a = roleA == WF_WEIGHT ? weight16(c, A, (long)M * K) : A;
-    const void *b = roleB == WF_WEIGHT ? weight16(c, B, (long)K * N) : B;
+    const void *a = roleA == WF_WEIGHT ? wf_cuda_weight16(c, A, (long)M * K) : A;
+    const void *b = roleB == WF_WEIGHT ? wf_cuda_weight16(c, B, (long)K * N) : B;
     wf_cuda_gemm(c, transA, transB, M, N, K, 1.0f, a, t, lda, b, t, ldb, beta, C,
                  roleC == WF_GRAD ? CUDA_R_32F : t, ldc, bias);
 }

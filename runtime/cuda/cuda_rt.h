@@ -81,6 +81,17 @@ void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, co
 int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda, const float *B,
                             int ldb, float *C, int ldc, const float *bias, float *aux);
 
+/* The input gradient with the gelu's backward (gemm.cu, cuBLASLt's DGELU
+ * epilogue), row-major, batch 1, B transposed:
+ *   D (M,N) = gelu'(aux) * (A (M,K) @ B (N,K)^T),
+ * A, B, D and aux of one type (fp32, or bf16 / fp16 with fp32 accumulation
+ * and D rounded once), D and aux with leading dimension ldd; D is written,
+ * not accumulated.  Returns 0, having launched nothing, where the epilogue
+ * cannot serve (float operands of a bf16 / fp16 plan, ldd not a multiple of
+ * 8, no algorithm for it): the caller then computes it another way. */
+int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A, int lda, const void *B, int ldb,
+                       cudaDataType_t typeAB, void *D, cudaDataType_t typeD, int ldd, const void *aux);
+
 /* db[j] += column sums of dout (rows, C), launched on the stream (no sync):
  * colsum.cuh's two passes over chunks of rows, in a fixed order, so the
  * result does not depend on scheduling. */
@@ -94,6 +105,10 @@ void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long
  * inside a capture); kernel tests (c NULL) get a buffer that grows.  A
  * request past the plan fails naming the call. */
 float *wf_cuda_cast_buffer(wf_ctx *c, long floats);
+/* act16: the float weight w (n values of c's 16-bit type) as that type in
+ * the cast buffer, converted on the stream (convert.cu); valid until the
+ * next conversion. */
+const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
 
 /* Token losses summed on the device (xent.cu) instead of returned to the
  * host: graph.c turns this on while it captures a step; wf_backend_loss_take

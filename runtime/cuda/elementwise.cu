@@ -234,6 +234,22 @@ extern "C" void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const f
     wf_cuda_sync(c, "wf_gelu_round_bwd");
 }
 
+/* The elementwise half of wf_linear_dgelu_bwd_input where cuBLASLt's DGELU
+ * epilogue does not serve (linear.cu): acc the GEMM's float result, dpre and
+ * pre in c's storage; one value per thread (acc is float whatever the
+ * storage; in place, acc == dpre, where that is float too). */
+template <class S>
+__global__ static void dgelu_round_kernel(int precision, typename S::raw *dpre, const typename S::raw *pre,
+                                          const float *acc, long n) {
+    GRID_STRIDE(i, n) S::store(dpre, i, wf_hd_round(precision, wf_gelu_grad(S::load(pre, i)) * acc[i]));
+}
+
+extern "C" void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n) {
+    WF_BY_STORAGE(c, S, WF_LAUNCH(dgelu_round_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
+                            precision, wf_act<S>(dpre), wf_act<S>(pre), acc, n));
+    wf_cuda_sync(c, "wf_dgelu_round");
+}
+
 extern "C" void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n) {
     WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, out, inp),
                                     WF_LAUNCH(gelu_fwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,

@@ -55,8 +55,23 @@
  * some shapes may have none), return 0 and the caller (linear.cu) runs the
  * BIAS epilogue and one elementwise kernel (round pre, gelu, round out).
  *
+ * DGELU epilogue (wf_cuda_gemm_dgelu, for the linear input gradient that
+ * takes the gelu's backward along, compiler/fuse.c): CUBLASLT_EPILOGUE_DGELU
+ * writes D = gelu'(aux) * (alpha op(A) op(B) + beta C), aux the GELU's input
+ * (the pre-activation), read with the same layout rules as the forward's aux
+ * (an LD a multiple of 8, at least D's rows) and of D's type
+ * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, said explicitly): fp32 for
+ * fp32 plans, bf16 / fp16 under act16, where the 16-bit D is rounded once,
+ * after gelu', from the fp32 accumulator, which is the CPU backend's
+ * arithmetic (runtime/cpu/linear_gelu.c).  beta is 0 (gelu' would scale
+ * C too): D is written, not accumulated.  Its derivative is that of the
+ * tanh approximation (the forward epilogue's GELU), evaluated with the
+ * library's own tanh: agreement with wf_gelu_grad is to fp32 rounding.
+ * Returns 0 where it cannot serve (the FAST_16BF / FAST_16F compute types
+ * of float operands, the aux LD rule, no algorithm): linear.cu falls back.
+ *
  * Each distinct call (sizes, strides, transposes, batch, bias or not, GELU
- * or not, compute type, pointer alignments) gets its descriptors and the
+ * / DGELU or not, compute type, types, pointer alignments) gets its descriptors and the
  * heuristic's best algorithm once, cached in a small table; later calls
  * only set the bias (and aux) pointer and launch.  The workspace (32 MiB) is allocated once.
  *
@@ -80,6 +95,7 @@ typedef struct {
     /* the key */
     int transA, transB, M, N, K, lda, ldb, ldc, batch, has_bias;
     int gelu;           /* GELU_AUX(_BIAS) epilogue, the pre-activation to aux (ld ldc) */
+    int dgelu;          /* DGELU epilogue, gelu' of aux (ld ldc, D's type) times the product */
     long sA, sB, sC;
     cublasComputeType_t compute;
     cudaDataType_t ta, tb, tc;  /* row-major A's, B's and C's (= D's) types */
@@ -89,9 +105,9 @@ typedef struct {
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     const float *bias;  /* the first call's: the heuristic reads its alignment */
-    float *aux;         /* the same for the GELU epilogue's aux matrix */
+    float *aux;         /* the same for the GELU / DGELU epilogues' aux matrix */
     int separate_bias;  /* no algorithm takes the epilogue here: bias_rows_kernel after */
-    int no_gelu;        /* no algorithm takes the GELU epilogue here: the caller falls back */
+    int no_gelu;        /* no algorithm takes the GELU / DGELU epilogue here: the caller falls back */
 } gemm_plan;
 
 static cublasLtHandle_t lt;
@@ -157,7 +173,8 @@ static void plan_free(wf_ctx *c, gemm_plan *g) {
 }
 
 /* The operation descriptor; with_bias: cuBLASLt's bias epilogue; g->gelu:
- * the GELU one (with the bias if with_bias), aux at g->aux. */
+ * the GELU one (with the bias if with_bias), g->dgelu the DGELU one, aux at
+ * g->aux. */
 static cublasLtMatmulDesc_t make_op(wf_ctx *c, const gemm_plan *g, int with_bias) {
     cublasLtMatmulDesc_t op;
     cublasOperation_t opA = g->transA ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -166,18 +183,24 @@ static cublasLtMatmulDesc_t make_op(wf_ctx *c, const gemm_plan *g, int with_bias
     /* the first operand is row-major B, the second row-major A (see the top) */
     WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof opB));
     WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof opA));
-    if (g->gelu || with_bias) {
-        uint32_t epilogue = !g->gelu ? CUBLASLT_EPILOGUE_BIAS
+    if (g->gelu || g->dgelu || with_bias) {
+        uint32_t epilogue = g->dgelu ? CUBLASLT_EPILOGUE_DGELU
+                            : !g->gelu ? CUBLASLT_EPILOGUE_BIAS
                             : with_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                     sizeof epilogue));
     }
-    if (g->gelu) {
+    if (g->gelu || g->dgelu) {
         int64_t aux_ld = g->ldc;  /* aux is laid out as D (see the top for the rules) */
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
                                                     sizeof g->aux));
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
                                                     sizeof aux_ld));
+    }
+    if (g->dgelu) {  /* D's type, the default, said explicitly */
+        int32_t aux_type = g->tc;
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
+                                                    sizeof aux_type));
     }
     if (with_bias) {
         /* the bias is of D's type (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
@@ -241,7 +264,7 @@ static void plan_build(wf_ctx *c, gemm_plan *g) {
     g->lc = layout(c, g->tc, g->N, g->M, g->ldc, g->batch, g->sC);
     g->op = make_op(c, g, g->has_bias);
     if (best_algo(c, g)) return;
-    if (g->gelu) {  /* the caller computes it another way (see the top) */
+    if (g->gelu || g->dgelu) {  /* the caller computes it another way (see the top) */
         g->no_gelu = 1;
         return;
     }
@@ -260,7 +283,7 @@ static int same_key(const gemm_plan *a, const gemm_plan *b) {
     return a->transA == b->transA && a->transB == b->transB && a->M == b->M && a->N == b->N &&
            a->K == b->K && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc &&
            a->batch == b->batch && a->has_bias == b->has_bias && a->sA == b->sA && a->sB == b->sB &&
-           a->sC == b->sC && a->gelu == b->gelu && a->compute == b->compute && a->ta == b->ta &&
+           a->sC == b->sC && a->gelu == b->gelu && a->dgelu == b->dgelu && a->compute == b->compute && a->ta == b->ta &&
            a->tb == b->tb && a->tc == b->tc && memcmp(a->align, b->align, sizeof a->align) == 0;
 }
 
@@ -444,6 +467,38 @@ int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int 
     cudaStream_t s = wf_cuda_stream(c);
     int timed = timing_begin(c, s);
     WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
+                                workspace, WORKSPACE_BYTES, s));
+    if (timed) {
+        timing_end(c, s);
+        gemm_flops += 2.0 * M * N * K;
+    }
+    return 1;
+}
+
+int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A, int lda, const void *B, int ldb,
+                       cudaDataType_t typeAB, void *D, cudaDataType_t typeD, int ldd, const void *aux) {
+    if (typeAB != typeD)
+        wf_cuda_fail(c, "wf_cuda_gemm_dgelu", WF_CUDA_WHERE, "A, B, D and aux must have one type");
+    cublasComputeType_t compute = typeAB == CUDA_R_32F ? compute_type(c) : CUBLAS_COMPUTE_32F;
+    if (compute != CUBLAS_COMPUTE_32F || ldd % 8 != 0) return 0;  /* see the top */
+    ensure_lt(c);
+    gemm_plan key;
+    memset(&key, 0, sizeof key);
+    key.transA = 0, key.transB = 1, key.M = M, key.N = N, key.K = K;
+    key.lda = lda, key.ldb = ldb, key.ldc = ldd, key.batch = 1, key.dgelu = 1;
+    key.compute = compute;
+    key.ta = key.tb = key.tc = typeAB;
+    key.align[0] = alignment(A), key.align[1] = alignment(B), key.align[2] = alignment(D);
+    key.align[3] = alignment(NULL), key.align[4] = alignment(aux);
+    key.aux = (float *)aux;
+    gemm_plan *g = plan_for(c, &key);
+    if (g->no_gelu) return 0;
+    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                                sizeof aux));
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaStream_t s = wf_cuda_stream(c);
+    int timed = timing_begin(c, s);
+    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, D, g->lc, D, g->lc, &g->algo,
                                 workspace, WORKSPACE_BYTES, s));
     if (timed) {
         timing_end(c, s);

@@ -1,6 +1,7 @@
 /* linear.cu: y = x @ W + b with row-major (in, out) weights, on cuBLASLt
  * (gemm.cu): the bias is the GEMM's epilogue, one kernel; backward
- * accumulates (beta = 1).
+ * accumulates (beta = 1), but for the input gradient that takes the gelu's
+ * backward along (wf_linear_dgelu_bwd_input, at the end), which writes.
  *
  * 16-bit activation storage (weft/rt.h): inp, out, dinp, dout and pre are
  * bf16 / fp16, weights float holding values of that type.  The weight is
@@ -67,4 +68,62 @@ extern "C" void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, co
                                          const float *pre, const float *w, int N, int K, int M) {
     wf_gelu_round_bwd(c, wf_ctx_precision(c), dpre, pre, dout, (long)N * M);
     wf_linear_bwd_input(c, dinp, dpre, w, N, K, M);
+}
+
+/* dpre = round(gelu'(pre) * (dout @ w^T)) (weft/rt.h): cuBLASLt's DGELU
+ * epilogue (gemm.cu) where it serves, fp32 plans and act16, whose 16-bit D
+ * the library rounds once, after gelu', from its fp32 accumulator.  Where it
+ * does not, the same numbers in two steps: the GEMM into fp32, then
+ * wf_dgelu_round (elementwise.cu).  Activations in floats (fp32, or bf16 /
+ * fp16 without act16): the GEMM into dpre itself, rounded in place.  Under
+ * act16 dpre holds 16 bits: the GEMM goes into a float buffer a block of rows
+ * at a time (at most FALLBACK_FLOATS, allocated at the first call, in the
+ * eager warm-up step: a captured step allocates nothing), then the kernel
+ * rounds each block into dpre. */
+enum { FALLBACK_FLOATS = 1 << 22 };
+
+/* x moved by n activation elements of c's storage */
+static const float *act_at(wf_ctx *c, const float *x, long n) {
+    return wf_ctx_act16(c) ? (const float *)((const uint16_t *)x + n) : x + n;
+}
+
+static float *fallback_buffer(wf_ctx *c, long floats) {
+    static float *buf;
+    static long cap;
+    if (floats > cap) {  /* a smaller one is kept, not freed: a captured graph may read it */
+        WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(float) * (size_t)floats));
+        cap = floats;
+    }
+    return buf;
+}
+
+extern "C" void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *dout, const float *pre,
+                                          const float *w, int N, int K, int M) {
+    int precision = wf_ctx_precision(c);
+    if (!wf_ctx_act16(c)) {
+        if (precision == WF_FP32 &&
+            wf_cuda_gemm_dgelu(c, N, K, M, dout, M, w, M, CUDA_R_32F, dpre, CUDA_R_32F, K, pre)) {
+            wf_cuda_sync(c, "wf_linear_dgelu_bwd_input");
+            return;
+        }
+        wf_cuda_act_gemm(c, 0, 1, N, K, M, dout, WF_ACT, M, w, WF_WEIGHT, M, 0.0f, dpre, WF_ACT, K, NULL);
+        wf_dgelu_round(c, precision, dpre, pre, dpre, (long)N * K);
+        return;
+    }
+    cudaDataType_t t = precision == WF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const void *w16 = wf_cuda_weight16(c, w, (long)K * M);
+    if (wf_cuda_gemm_dgelu(c, N, K, M, dout, M, w16, M, t, dpre, t, K, pre)) {
+        wf_cuda_sync(c, "wf_linear_dgelu_bwd_input");
+        return;
+    }
+    int rows = K >= FALLBACK_FLOATS ? 1 : FALLBACK_FLOATS / K;
+    if (rows > N) rows = N;
+    float *acc = fallback_buffer(c, (long)rows * K);
+    for (int r0 = 0; r0 < N; r0 += rows) {
+        int r = N - r0 < rows ? N - r0 : rows;
+        wf_cuda_gemm(c, 0, 1, r, K, M, 1.0f, act_at(c, dout, (long)r0 * M), t, M, w16, t, M, 0.0f, acc,
+                     CUDA_R_32F, K, NULL);
+        wf_dgelu_round(c, precision, (float *)act_at(c, dpre, (long)r0 * K), act_at(c, pre, (long)r0 * K), acc,
+                       (long)r * K);
+    }
 }

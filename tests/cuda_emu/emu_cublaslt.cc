@@ -15,9 +15,12 @@
  *     compute types with everything fp32): the heuristic says NOT_SUPPORTED;
  *   - a bias whose CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE is not D's type
  *     ("the same type as the elements of output matrix (Dtype)" outside the
- *     integer and fp8 kernels), a GELU aux leading dimension not a multiple
- *     of 8 or under D's rows (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD), an
- *     epilogue's pointer missing: INVALID_VALUE;
+ *     integer and fp8 kernels), a GELU / DGELU aux leading dimension not a
+ *     multiple of 8 or under D's rows (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD),
+ *     an aux type (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE) other than
+ *     D's ("the same as the type of elements of the output matrix", the
+ *     exceptions being fp8 kernels), an epilogue's pointer missing:
+ *     INVALID_VALUE;
  *   - operand shapes that do not chain, a leading dimension under the rows,
  *     a batch count that differs, or C == D (in place) with another leading
  *     dimension or batch stride for C than for D: INVALID_VALUE;
@@ -32,15 +35,17 @@
  * rounds its partial sums to D's type (split_in_output_type), as the INPLACE
  * and OUTPUT_TYPE reduction schemes do.
  * WF_EMU_LT_REFUSE=bias: the heuristic finds no algorithm for any bias
- * epilogue, =gelu: none for the GELU ones (as for some shapes and compute
- * types on a GPU), so the tests reach gemm.cu's fallbacks.
+ * epilogue, =gelu: none for the GELU ones, =dgelu: none for DGELU (as for
+ * some shapes and compute types on a GPU), so the tests reach gemm.cu's
+ * fallbacks.
  *
  * The product runs on the emulated device (wf_emu::enqueue_on: stream order,
  * captured by a CUDA graph capture): products of the operands read as floats
  * (rounded to bf16 / fp16 under the FAST_16BF / FAST_16F compute types, as
  * the library's down-conversion) summed in double, alpha and beta * C made a
  * float, the bias added in float, then the GELU (the aux matrix gets its
- * input), stored in D's type rounded to nearest even: emu_gemm.cc's formula. */
+ * input) or DGELU's gelu'(aux) times the value, stored in D's type rounded
+ * to nearest even: emu_gemm.cc's formula. */
 #include <cublasLt.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +65,7 @@ struct Desc {
     int32_t bias_type = -1; /* -1: D's type */
     void *aux = nullptr;
     int64_t aux_ld = 0;
+    int32_t aux_type = -1; /* -1: D's type */
 };
 
 struct Layout {
@@ -103,6 +109,8 @@ template <class T> cublasStatus_t take(T *into, const void *buf, size_t bytes) {
 
 bool has_bias(uint32_t e) { return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
 bool has_gelu(uint32_t e) { return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS; }
+bool has_dgelu(uint32_t e) { return e == CUBLASLT_EPILOGUE_DGELU; }
+bool has_aux(uint32_t e) { return has_gelu(e) || has_dgelu(e); }
 bool is16(cudaDataType_t t) { return t == CUDA_R_16BF || t == CUDA_R_16F; }
 
 /* the cublasLtMatmul() type table's rows that gemm.cu uses */
@@ -139,11 +147,12 @@ cublasStatus_t check_problem(const Desc &d, const Layout &a, const Layout &b, co
     if (c.rows != dd.rows || c.cols != dd.cols) return CUBLAS_STATUS_INVALID_VALUE;
     for (const Layout *l : { &a, &b, &c, &dd })
         if (l->ld < (int64_t)l->rows || l->batch != dd.batch) return CUBLAS_STATUS_INVALID_VALUE;
-    if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !has_bias(d.epilogue) && !has_gelu(d.epilogue))
+    if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !has_bias(d.epilogue) && !has_aux(d.epilogue))
         return CUBLAS_STATUS_NOT_SUPPORTED; /* not emulated */
     if (has_bias(d.epilogue) && (!d.bias || (d.bias_type != -1 && d.bias_type != (int32_t)dd.type)))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (has_gelu(d.epilogue) && (!d.aux || d.aux_ld % 8 != 0 || d.aux_ld < (int64_t)dd.rows))
+    if (has_aux(d.epilogue) && (!d.aux || d.aux_ld % 8 != 0 || d.aux_ld < (int64_t)dd.rows ||
+                                (d.aux_type != -1 && d.aux_type != (int32_t)dd.type)))
         return CUBLAS_STATUS_INVALID_VALUE;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -234,6 +243,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t md, cublasLtM
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return take(&d->bias_type, buf, bytes);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return take(&d->aux, buf, bytes);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return take(&d->aux_ld, buf, bytes);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return take(&d->aux_type, buf, bytes);
     default: return CUBLAS_STATUS_NOT_SUPPORTED; /* not emulated */
     }
 }
@@ -296,7 +306,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
     cublasStatus_t st = check_problem(d, *layout_of(la), *layout_of(lb), *layout_of(lc), *layout_of(ld));
     if (st != CUBLAS_STATUS_SUCCESS) return st;
-    if ((has_bias(d.epilogue) && refused("bias")) || (has_gelu(d.epilogue) && refused("gelu")))
+    if ((has_bias(d.epilogue) && refused("bias")) || (has_gelu(d.epilogue) && refused("gelu")) ||
+        (has_dgelu(d.epilogue) && refused("dgelu")))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     cublasLtMatmulHeuristicResult_t &r = results[0];
     memset(&r, 0, sizeof r);
@@ -306,7 +317,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     w[ALGO_EPILOGUE] = d.epilogue | (split_in_output_type(p, *layout_of(ld), d) ? SPLIT : 0);
     for (int k = 0; k < 4; k++) w[ALGO_A + k] = p.align[k];
     w[ALGO_BIAS] = has_bias(d.epilogue) ? alignment_of(d.bias) : 1;
-    w[ALGO_AUX] = has_gelu(d.epilogue) ? alignment_of(d.aux) : 1;
+    w[ALGO_AUX] = has_aux(d.epilogue) ? alignment_of(d.aux) : 1;
     r.workspaceSize = 0;
     r.state = CUBLAS_STATUS_SUCCESS;
     r.wavesCount = 1.0f;
@@ -325,7 +336,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t md, const v
         return CUBLAS_STATUS_INVALID_VALUE;
     if (check_problem(d, a, b, c, dl) != CUBLAS_STATUS_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
     if (C == D && (c.ld != dl.ld || c.stride != dl.stride)) return CUBLAS_STATUS_INVALID_VALUE;
-    const void *ptr[6] = { A, B, C, D, has_bias(d.epilogue) ? d.bias : nullptr, has_gelu(d.epilogue) ? d.aux : nullptr };
+    const void *ptr[6] = { A, B, C, D, has_bias(d.epilogue) ? d.bias : nullptr, has_aux(d.epilogue) ? d.aux : nullptr };
     for (int k = 0; k < 6; k++)
         if (ptr[k] && alignment_of(ptr[k]) < algo->data[ALGO_A + k]) return CUBLAS_STATUS_INVALID_VALUE;
     float alpha = *static_cast<const float *>(alpha_p), beta = *static_cast<const float *>(beta_p);
@@ -350,10 +361,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t md, const v
                     float v = beta == 0.0f ? (float)(alpha * s)
                                            : (float)(alpha * s + (double)beta * load(C, c.type, at(c, CUBLAS_OP_N, q, i, j)));
                     if (has_bias(d.epilogue)) v += load(d.bias, bias_type, (long)i);
+                    long aux_at = q * dl.stride + (long)i + (long)j * d.aux_ld;
                     if (has_gelu(d.epilogue)) {
-                        store(d.aux, dl.type, q * dl.stride + (long)i + (long)j * d.aux_ld, v);
+                        store(d.aux, dl.type, aux_at, v);
                         v = wf_gelu_value(v);
                     }
+                    if (has_dgelu(d.epilogue)) v = wf_gelu_grad(load(d.aux, dl.type, aux_at)) * v;
                     store(D, dl.type, out, v);
                 }
     });

@@ -128,6 +128,30 @@ extern "C" int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const flo
     return 1;
 }
 
+/* gemm.cu's DGELU epilogue: D = gelu'(aux) times the product (summed in
+ * double, made a float, as wf_cuda_gemm's), stored in D's type, rounded
+ * once.  Refused (0) where gemm.cu refuses before asking the library: float
+ * operands of a bf16 / fp16 plan, ldd not a multiple of 8. */
+extern "C" int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A, int lda, const void *B,
+                                  int ldb, cudaDataType_t typeAB, void *D, cudaDataType_t typeD, int ldd,
+                                  const void *aux) {
+    if (!known_type(typeAB) || typeAB != typeD)
+        wf_cuda_fail(c, "wf_cuda_gemm_dgelu", WF_CUDA_WHERE, "A, B, D and aux must have one type");
+    if ((typeAB == CUDA_R_32F && wf_ctx_precision(c) != WF_FP32) || ldd % 8 != 0) return 0;
+    wf_emu::enqueue([=] {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int k = 0; k < K; k++)
+                    s += (double)load_typed(A, typeAB, (long)i * lda + k) * load_typed(B, typeAB, (long)j * ldb + k);
+                long at = (long)i * ldd + j;
+                store_typed(D, typeD, at, wf_gelu_grad(load_typed(aux, typeD, at)) * (float)s);
+            }
+    });
+    gemm_flops += 2.0 * M * N * K;
+    return 1;
+}
+
 extern "C" void wf_gemm_stats(double *seconds, double *flops) {
     *seconds = 0.0;
     *flops = gemm_flops;

@@ -15,9 +15,11 @@
  *     (a plan per alignment: the fake refuses pointers less aligned than
  *     the heuristic was told);
  *   - the GELU_AUX_BIAS epilogue (aux and C), and its refusals;
- *   - WF_EMU_LT_REFUSE=bias / gelu: gemm.cu's fallbacks (a bias kernel after
- *     an fp32 GEMM; C = bias with beta 1 for a 16-bit one; 0 from the GELU
- *     entry point);
+ *   - the DGELU epilogue (D = gelu'(aux) times the product, D's prior
+ *     contents ignored) in fp32, bf16 and fp16, and its refusals;
+ *   - WF_EMU_LT_REFUSE=bias / gelu / dgelu: gemm.cu's fallbacks (a bias
+ *     kernel after an fp32 GEMM; C = bias with beta 1 for a 16-bit one; 0
+ *     from the GELU and DGELU entry points);
  *   - a typed GEMM with bias captured into a CUDA graph after a warm-up call
  *     (nothing the capture refuses, cudaMalloc included) and replayed. */
 #include <stdio.h>
@@ -237,6 +239,35 @@ static void gelu_cases() {
           "GELU epilogue in a bf16 plan: 0");
 }
 
+/* D (M, ldd) = gelu'(aux) * (A @ B^T), rounded once to D's type, whatever D
+ * held before; A, B, D and aux of type t (fp32 under c NULL, an fp32 plan) */
+static void dgelu_case(wf_ctx *c, cudaDataType_t t, const char *what) {
+    Shape s = shape(0, 1, 5, 8, 6, 0); /* ldc 8 */
+    Mat A(t, (long)s.M * s.lda), B(t, (long)s.N * s.ldb), D(t, (long)s.M * s.ldc), aux(t, (long)s.M * s.ldc);
+    Mat acc0(CUDA_R_32F, (long)s.M * s.ldc);
+    std::vector<float> acc = expected(s, 1.0f, A, B, 0.0f, acc0, std::vector<float>(), EPILOGUE, 0), want(acc);
+    for (size_t i = 0; i < want.size(); i++) want[i] = D.round(wf_gelu_grad(aux.v[i]) * acc[i]);
+    int took = wf_cuda_gemm_dgelu(c, s.M, s.N, s.K, A.ptr(), s.lda, B.ptr(), s.ldb, t, D.ptr(), t, s.ldc, aux.ptr());
+    sync();
+    CHECK(took == 1 && same(D, want), "DGELU epilogue, %s: D = gelu'(aux) times the product", what);
+}
+
+static void dgelu_cases() {
+    dgelu_case(NULL, CUDA_R_32F, "fp32");
+    dgelu_case(wf_storage_ctx(WF_BF16, 1), CUDA_R_16BF, "bf16");
+    dgelu_case(wf_storage_ctx(WF_FP16, 1), CUDA_R_16F, "fp16");
+    Shape odd = shape(0, 1, 5, 7, 6, 0); /* ldd 7: the aux LD rule fails, nothing launched */
+    Mat A(CUDA_R_32F, 5L * 6), B(CUDA_R_32F, 7L * 6), D(CUDA_R_32F, 5L * 8), aux(CUDA_R_32F, 5L * 8);
+    std::vector<float> before(D.v);
+    CHECK(wf_cuda_gemm_dgelu(NULL, odd.M, odd.N, odd.K, A.ptr(), odd.lda, B.ptr(), odd.ldb, CUDA_R_32F, D.ptr(),
+                             CUDA_R_32F, odd.ldc, aux.ptr()) == 0 && (sync(), same(D, before)),
+          "DGELU epilogue with ldd 7 (not a multiple of 8): 0, D untouched");
+    Shape s = shape(0, 1, 5, 8, 6, 0);
+    CHECK(wf_cuda_gemm_dgelu(wf_storage_ctx(WF_BF16, 0), s.M, s.N, s.K, A.ptr(), s.lda, B.ptr(), s.ldb, CUDA_R_32F,
+                             D.ptr(), CUDA_R_32F, s.ldc, aux.ptr()) == 0,
+          "DGELU epilogue on float operands of a bf16 plan (FAST_16BF): 0");
+}
+
 /* the heuristic refuses the bias (GELU) epilogues: new shapes (the plan
  * cache keeps the old ones' algorithms) reach gemm.cu's fallbacks */
 static void fallback_cases() {
@@ -258,6 +289,12 @@ static void fallback_cases() {
     CHECK(wf_cuda_sgemm_bias_gelu(NULL, g.M, g.N, g.K, (float *)A2.ptr(), g.lda, (float *)B2.ptr(), g.ldb,
                                   (float *)C2.ptr(), g.ldc, bias.data(), (float *)aux.ptr()) == 0,
           "no GELU epilogue algorithm: 0, the caller's fallback");
+    setenv("WF_EMU_LT_REFUSE", "dgelu", 1);
+    Shape d = shape(0, 1, 3, 16, 4, 0);
+    Mat A3(CUDA_R_16BF, 3L * 4), B3(CUDA_R_16BF, 16L * 4), D3(CUDA_R_16BF, 3L * 16), aux3(CUDA_R_16BF, 3L * 16);
+    CHECK(wf_cuda_gemm_dgelu(wf_storage_ctx(WF_BF16, 1), d.M, d.N, d.K, A3.ptr(), d.lda, B3.ptr(), d.ldb, CUDA_R_16BF,
+                             D3.ptr(), CUDA_R_16BF, d.ldc, aux3.ptr()) == 0,
+          "no DGELU epilogue algorithm: 0, the caller's fallback");
     unsetenv("WF_EMU_LT_REFUSE");
 }
 
@@ -292,6 +329,7 @@ int main() {
     fp32_cases();
     typed_cases();
     gelu_cases();
+    dgelu_cases();
     fallback_cases();
     capture_case();
     printf("%s\n", failures ? "FAILED" : "all passed");

@@ -42,8 +42,19 @@ check "text names the $layers fused linear_gelu pairs (pp 2)" \
 check "full recompute keeps them ($layers)" grep -q "^fused linear_gelu (linear + gelu in one call), $layers:" "$WORK/rc.txt"
 check "--dump=graph marks the linear and its gelu" \
   bash -c "grep -q 'linear .*fused linear_gelu with op' '$WORK/graph.txt' && grep -q 'gelu .*fused with op' '$WORK/graph.txt'"
+# c_proj's input gradient with the gelu's backward (compiler/fuse.c): every
+# block's, across the pipeline boundary, under full recompute and under
+# tensor parallelism (c_proj row-parallel: its input gradient is local)
+check "text names the $layers fused linear_dgelu pairs (pp 2)" \
+  grep -q "^fused linear_dgelu (input gradient + gelu backward in one call), $layers: h.0.mlp.c_proj .*h.$((layers - 1)).mlp.c_proj\$" "$WORK/all.txt"
+check "full recompute keeps them ($layers)" grep -q "^fused linear_dgelu (input gradient + gelu backward in one call), $layers:" "$WORK/rc.txt"
+"$WEFT" inspect "$PLAN" --set mesh.dp=1 --set mesh.tp=2 >"$WORK/tp.txt"
+check "tp 2 keeps them ($layers)" grep -q "^fused linear_dgelu (input gradient + gelu backward in one call), $layers:" "$WORK/tp.txt"
+check "--dump=graph marks c_proj and its gelu" \
+  bash -c "grep -q 'linear .*backward fused linear_dgelu with op' '$WORK/graph.txt' && grep -q 'gelu .*backward fused with op' '$WORK/graph.txt'"
 "$WEFT" inspect plans/llama_tiny.lua >"$WORK/llama.txt" 2>&1 || true
-check "LLaMA: no linear_gelu pairs" bash -c "grep -q '^rank 0' '$WORK/llama.txt' && ! grep -q '^fused linear_gelu' '$WORK/llama.txt'"
+check "LLaMA: no linear_gelu or linear_dgelu pairs" \
+  bash -c "grep -q '^rank 0' '$WORK/llama.txt' && ! grep -q '^fused linear_d\?gelu' '$WORK/llama.txt'"
 rc=0; "$WEFT" inspect "$PLAN" "${mesh[@]}" --rank 9 2>/dev/null || rc=$?
 check "a rank outside the plan is a usage error" test $rc = 2
 echo "$passed passed, $failed failed"

@@ -242,6 +242,15 @@ static void run_all(void) {
     wf_linear_gelu_bwd_input(NULL, dx, dpre, dy, pre, W, N, C, M);
     put("linear_gelu_bwd_input", "dpre", dpre, (long)N * M);
     put("linear_gelu_bwd_input", "dinp", dx, (long)N * C);
+    /* c_proj's input gradient with the gelu's backward, K = 4C (a multiple
+     * of 8: on CUDA cuBLASLt's DGELU epilogue) and K = MO (the fallback: the
+     * GEMM into dpre, then the kernel); dpre starts random: it is written,
+     * not accumulated */
+    float *dyc = buf((long)N * C);
+    wf_linear_dgelu_bwd_input(NULL, dpre, dyc, pre, W, N, M, C);
+    put("linear_dgelu_bwd_input", "dpre", dpre, (long)N * M);
+    wf_linear_dgelu_bwd_input(NULL, dpre, dyc, pre, W, N, MO, C);
+    put("linear_dgelu_bwd_input K=100", "dpre", dpre, (long)N * MO);
     /* the bf16 / fp16 path: the bias GEMM, then round pre, gelu, round out in
      * one kernel (and its backward); a value a few fp32 ulps off may round to
      * the next 16-bit one, hence the 16-bit threshold */
@@ -603,6 +612,26 @@ static void gemm_act16_case(int p) {
     wf_linear_gelu_bwd_input(c, dx, dpre, dy, pre, W, N, C, M);
     put16(k, "dpre [16-bit]", p, dpre, ny);
     put16(k, "dinp [16-bit]", p, dx, nx);
+    /* c_proj's input gradient with the gelu's backward: K = 4C takes the
+     * DGELU epilogue (the 16-bit D rounded once, after gelu'), K = 100 the
+     * fallback (the GEMM into a float buffer, then the kernel); dpre random
+     * before: written, not accumulated */
+    float *dyc = act16_in(p, buf(nx), nx);
+    snprintf(k, sizeof k, "linear_dgelu_bwd_input %s act16", tag);
+    dpre = act16_buf(p, ny, 1.0f);
+    wf_linear_dgelu_bwd_input(c, dpre, dyc, pre, W, N, M, C);
+    put16(k, "dpre [16-bit]", p, dpre, ny);
+    snprintf(k, sizeof k, "linear_dgelu_bwd_input K=100 %s act16", tag);
+    wf_linear_dgelu_bwd_input(c, dpre, dyc, pre, W, N, 100, C);
+    put16(k, "dpre [16-bit]", p, dpre, (long)N * 100);
+    /* the same where a 16-bit plan keeps float activations: on CUDA the
+     * FAST_16BF / 16F GEMM into dpre, then the kernel rounds it in place
+     * (wf_dgelu_round; NF rows: the emulator's time) */
+    enum { NF = N / 4 };
+    float *dyf = gemm16_param(p, (long)NF * C), *pref = gemm16_param(p, (long)NF * M), *dpref = buf((long)NF * M);
+    snprintf(k, sizeof k, "linear_dgelu_bwd_input %s floats", tag);
+    wf_linear_dgelu_bwd_input(wf_storage_ctx(p, 0), dpref, dyf, pref, W, NF, M, C);
+    put(k, "dpre [16-bit]", dpref, (long)NF * M);
 
     /* tied LM head + cross-entropy */
     int32_t *tgt = tokens(N, V);

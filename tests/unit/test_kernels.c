@@ -545,6 +545,56 @@ static void test_linear_gelu(int with_bias)
     tfree_all();
 }
 
+/* linear(gelu(pre)) without bias, the pair whose backward the compiler
+ * fuses (gelu, c_proj): pre (N, M), w (M, C), out (N, C) */
+static void ref_gelu_linear(double *const *in, double *out)
+{
+    long n_pre = (long)N * M;
+    double *g = malloc(sizeof(double) * (size_t)n_pre);
+    ref_gelu_n(in, g, n_pre);
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < C; j++) {
+            double s = 0.0;
+            for (int k = 0; k < M; k++)
+                s += g[(long)n * M + k] * in[1][(long)k * C + j];
+            out[(long)n * C + j] = s;
+        }
+    free(g);
+}
+
+/* c_proj's input gradient with the gelu's backward (wf_linear_dgelu_bwd_input):
+ * d(pre) against finite differences of linear(gelu(pre)); written, not
+ * accumulated (d(pre) starts random, and a second call must give the same
+ * error, "accum"); and bit for bit the unfused calls of an fp32 plan (the
+ * linear's input gradient into a zero d(gelu out), the gelu's backward into
+ * a zero d(pre)). */
+static void test_linear_dgelu(void)
+{
+    long n_pre = (long)N * M, n_w = (long)M * C, n_out = (long)N * C;
+    float *pre = frand(n_pre, -2, 2), *w = frand(n_w, -1, 1), *dout = frand(n_out, -1, 1);
+    double *in[] = {to_double(pre, n_pre), to_double(w, n_w)};
+    double *fd_pre = fd_grad(ref_gelu_linear, in, 0, n_pre, to_double(dout, n_out), n_out);
+    result r = {0, 0, 0};
+
+    float *dpre = frand(n_pre, -1, 1);
+    wf_linear_dgelu_bwd_input(NULL, dpre, dout, pre, w, N, M, C);
+    r.bwd = rel_err(dpre, fd_pre, n_pre);
+    wf_linear_dgelu_bwd_input(NULL, dpre, dout, pre, w, N, M, C);
+    r.acc = rel_err(dpre, fd_pre, n_pre);
+
+    float *dg = fbuf(n_pre), *dpre2 = fbuf(n_pre);
+    memset(dg, 0, sizeof(float) * (size_t)n_pre);
+    memset(dpre2, 0, sizeof(float) * (size_t)n_pre);
+    wf_linear_bwd_input(NULL, dg, dout, w, N, M, C);
+    wf_gelu_bwd(NULL, dpre2, pre, dg, n_pre);
+    int same = same_bits(dpre, dpre2, n_pre);
+    report("linear_dgelu", r);
+    printf("%-16s %-22s %s\n", "linear_dgelu", "== linear + gelu bwd", same ? "ok" : "FAIL");
+    if (!same)
+        failures++;
+    tfree_all();
+}
+
 static void test_attention(void)
 {
     long n_qkv = (long)N * 3 * C, n_out = (long)N * C, n_att = (long)B * H * T * T;
@@ -840,6 +890,7 @@ static void run_config(config cfg)
     test_linear(0);
     test_linear_gelu(1);
     test_linear_gelu(0);
+    test_linear_dgelu();
     test_attention();
     test_gelu();
     test_add();

@@ -84,6 +84,18 @@ void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, con
 void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *dout,
                               const float *pre, const float *w, int N, int K, int M);
 
+/* The input gradient of a linear whose input is a gelu's output, with the
+ * gelu's backward (the compiler pairs GPT-2's c_proj with the gelu before it;
+ * compiler/fuse.c):
+ *   dpre (N,K) = round(gelu'(pre) * (dout (N,M) @ w^T)),  w (K,M),
+ * gelu' applied to the product's fp32 value, d(gelu out) never stored, one
+ * rounding to the plan's 16-bit type (none under fp32).  dpre is written,
+ * not accumulated (cuBLASLt's DGELU epilogue applies gelu' to the whole sum):
+ * the compiler emits it only where dpre is still the zero the step's
+ * backward starts from.  The linear's W half is wf_linear_bwd_weight on dout. */
+void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *dout, const float *pre,
+                               const float *w, int N, int K, int M);
+
 /* Causal self-attention. qkv is (N, 3C): q, k, v side by side, head h of q at
  * columns [h*C/H, (h+1)*C/H); out is (N, C).  att is what forward keeps for
  * backward, per backend (the compiler sizes it): the CPU's (B, H, T, T)
