@@ -282,6 +282,13 @@ static long lay_out_shared(Program *p, int stage, long base, int saved) {
     return size;
 }
 
+/* The output of a gelu whose backward is in c_proj's input gradient (fuse.c,
+ * DGELU pair) has no gradient: nothing forms or reads it, so it is laid out
+ * after the prefix the activation-gradient slot mirrors. */
+static int carries_grad(const Program *p, int t) {
+    return p->ops[p->tensors[t].producer].dgelu != DGELU_GELU;
+}
+
 int pass_memory(Program *p) {
     p->act16 = act16_decide(p);  /* before any size: it halves the activations */
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
@@ -294,7 +301,7 @@ int pass_memory(Program *p) {
         /* activations that carry gradients come first: the activation-gradient
          * slot mirrors exactly this prefix; a chunk's received input too */
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t)) continue;
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || !carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
@@ -308,6 +315,11 @@ int pass_memory(Program *p) {
             off += tensor_numel(p, t);
         }
         p->dact_numel[stage] = off;
+        for (int t = 1; t < p->n_tensors; t++) {
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || carries_grad(p, t)) continue;
+            p->tensors[t].offset = off;
+            off += tensor_numel(p, t);
+        }
         /* selective recompute: the attention probabilities of every layer
          * share one buffer, refilled just before each attention's backward */
         long att_shared = 0;
