@@ -443,6 +443,26 @@ void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float 
          bias);
 }
 
+/* The GELU and DGELU epilogue GEMMs' launch: D = epilogue(A @ B (+ bias)),
+ * alpha 1, beta 0, the aux operand (pre-activation) at aux. */
+static void matmul_with_aux(wf_ctx *c, gemm_plan *g, int M, int N, int K, const void *A, const void *B,
+                            void *D, const float *bias, const void *aux) {
+    if (bias)
+        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof bias));
+    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                                sizeof aux));
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaStream_t s = wf_cuda_stream(c);
+    int timed = timing_begin(c, s);
+    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, D, g->lc, D, g->lc, &g->algo,
+                                workspace, WORKSPACE_BYTES, s));
+    if (timed) {
+        timing_end(c, s);
+        gemm_flops += 2.0 * M * N * K;
+    }
+}
+
 int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda, const float *B,
                             int ldb, float *C, int ldc, const float *bias, float *aux) {
     if (compute_type(c) != CUBLAS_COMPUTE_32F || ldc % 8 != 0) return 0;  /* see the top */
@@ -458,20 +478,7 @@ int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int 
     key.bias = bias, key.aux = aux;
     gemm_plan *g = plan_for(c, &key);
     if (g->no_gelu) return 0;
-    if (bias)
-        WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                    sizeof bias));
-    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
-                                                sizeof aux));
-    const float alpha = 1.0f, beta = 0.0f;
-    cudaStream_t s = wf_cuda_stream(c);
-    int timed = timing_begin(c, s);
-    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
-                                workspace, WORKSPACE_BYTES, s));
-    if (timed) {
-        timing_end(c, s);
-        gemm_flops += 2.0 * M * N * K;
-    }
+    matmul_with_aux(c, g, M, N, K, A, B, C, bias, aux);
     return 1;
 }
 
@@ -493,17 +500,7 @@ int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A, int lda, c
     key.aux = (float *)aux;
     gemm_plan *g = plan_for(c, &key);
     if (g->no_gelu) return 0;
-    WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
-                                                sizeof aux));
-    const float alpha = 1.0f, beta = 0.0f;
-    cudaStream_t s = wf_cuda_stream(c);
-    int timed = timing_begin(c, s);
-    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, D, g->lc, D, g->lc, &g->algo,
-                                workspace, WORKSPACE_BYTES, s));
-    if (timed) {
-        timing_end(c, s);
-        gemm_flops += 2.0 * M * N * K;
-    }
+    matmul_with_aux(c, g, M, N, K, A, B, D, NULL, aux);
     return 1;
 }
 
