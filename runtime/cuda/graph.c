@@ -40,8 +40,11 @@
  * the tied wte's exchange and the optimizer: recorded while capturing and
  * run after each replay, in order (twobw.c).  The prologue and epilogue
  * (filling and draining the pipeline) stay eager. */
-static cudaGraphExec_t execs[2];
-static float captured_scale;  /* wf_loss_scale when exec was captured */
+typedef struct {
+    cudaGraphExec_t exec;
+    float scale;  /* wf_loss_scale when it was captured */
+} step_graph;
+static step_graph graphs[2];
 static const char *off;   /* why steps run eagerly; NULL: graphs on */
 static int steps_run;
 
@@ -61,10 +64,10 @@ static const char *why_eager(const wf_ctx *c) {
  * single-rank run eager, with the reason in the log, rather than losing the
  * run: nothing of the captured step ran, and the caller runs it eagerly.
  * With several ranks it stays fatal: their NCCL captures must match. */
-static int capture(wf_ctx *c, cudaGraphExec_t *exec, int again) {
+static int capture(wf_ctx *c, step_graph *g, int again) {
     cudaStream_t s = wf_cuda_stream(c);
     cudaGraph_t graph = NULL;
-    captured_scale = wf_loss_scale(c);
+    g->scale = wf_loss_scale(c);
     c->graph_capture = 1;
     if (c->p->prologue) wf_2bw_capture_begin(c);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -77,13 +80,13 @@ static int capture(wf_ctx *c, cudaGraphExec_t *exec, int again) {
     if (e == cudaSuccess) {
         WF_CUDA(c, cudaGraphGetNodes(graph, NULL, &nodes));
         call = "cudaGraphInstantiate";
-        e = cudaGraphInstantiate(exec, graph, 0);
+        e = cudaGraphInstantiate(&g->exec, graph, 0);
         WF_CUDA(c, cudaGraphDestroy(graph));
     }
     if (e != cudaSuccess) {
         if (c->world > 1) wf_cuda_fail(c, call, WF_CUDA_WHERE, cudaGetErrorString(e));
         (void)cudaGetLastError();
-        *exec = NULL;
+        g->exec = NULL;
         off = "the capture failed";
         wf_log(c, "cuda graph: off: %s failed at step %ld (%s); every step runs eagerly\n", call,
                c->step + 1, cudaGetErrorString(e));
@@ -113,17 +116,17 @@ void wf_backend_run_step(wf_ctx *c) {
      * the device cannot share managed memory with running kernels); every
      * reader of the old tokens finished before that optimizer's host wait */
     wf_load_step(c);
-    cudaGraphExec_t *exec = &execs[c->p->prologue ? c->step % 2 : 0];
-    int again = *exec && wf_loss_scale(c) != captured_scale;  /* fp16's scale changed */
+    step_graph *g = &graphs[c->p->prologue ? c->step % 2 : 0];
+    int again = g->exec && wf_loss_scale(c) != g->scale;  /* fp16's scale changed */
     if (again) {
-        WF_CUDA(c, cudaGraphExecDestroy(*exec));
-        *exec = NULL;
+        WF_CUDA(c, cudaGraphExecDestroy(g->exec));
+        g->exec = NULL;
     }
-    if (!*exec && !capture(c, exec, again)) {
+    if (!g->exec && !capture(c, g, again)) {
         c->p->step(c);  /* loads the same tokens again */
         return;
     }
-    WF_CUDA(c, cudaGraphLaunch(*exec, wf_cuda_stream(c)));
+    WF_CUDA(c, cudaGraphLaunch(g->exec, wf_cuda_stream(c)));
     if (c->p->prologue) wf_2bw_run_tail(c);  /* the tied wte's exchange and the optimizer */
     else wf_optimizer_step(c);
 }
