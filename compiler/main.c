@@ -54,7 +54,7 @@ static const char USAGE[] =
     "                             graph, buckets, memory, zero) to stdout\n"
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
     "  --backend cpu|cuda         code generator: C for CPUs (default), or CUDA C++ for\n"
-    "                             NVIDIA GPUs (fp32 GPT-2 family; see README); check and\n"
+    "                             NVIDIA GPUs (cuBLASLt, NCCL; see README); check and\n"
     "                             simulate plan that backend's memory too\n"
     "  --help, --version\n"
     "\n"
