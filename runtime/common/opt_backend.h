@@ -63,6 +63,10 @@ double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float *grads);
 int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const float *grads);
 /* dst[i] = src[i] rounded to the precision (fp32: a copy); dst may be src. */
 void wf_backend_round_copy(wf_ctx *c, int precision, float *dst, const float *src, long n);
+/* dst[i] += src[i] in fp32 where the data lives.  For float state such as
+ * gradients: rt.h's wf_add_fwd is an activation kernel, which under 16-bit
+ * activation storage (act16) reads and writes 16-bit values. */
+void wf_backend_add_floats(wf_ctx *c, float *dst, const float *src, long n);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "opt_backend.h"
 
 void wf_grad_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
@@ -20,11 +21,12 @@ void wf_grad_bucket_start(wf_ctx *c, int k) {
 void wf_grad_bucket_wait(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     c->coll->wait(c, &c->bucket_req[k], 1);
-    /* in place: this rank's reduced part is at the start of the buffer; the
-     * add is rt.h's residual kernel, so it runs where the data lives */
+    /* in place: this rank's reduced part is at the start of the buffer; a
+     * float add where the data lives (not rt.h's residual add, which works
+     * on 16-bit activation storage under act16) */
     float *buf = c->grads + p->buckets[k].buffer, *shard = c->grad_shard + c->zero_base[k];
     int n = c->zero_counts[(long)k * p->dp + c->dp_rank];
-    wf_add_fwd(c, shard, shard, buf, n);
+    wf_backend_add_floats(c, shard, buf, n);
     wf_backend_zero(c, buf, sizeof(float) * (size_t)p->buckets[k].numel);
 }
 

@@ -32,6 +32,11 @@ void wf_backend_round_copy(wf_ctx *c, int precision, float *dst, const float *sr
         memcpy(dst, src, sizeof(float) * (size_t)n);
 }
 
+void wf_backend_add_floats(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    for (long i = 0; i < n; i++) dst[i] += src[i];
+}
+
 void wf_round_copy(int precision, float *dst, const float *src, long n) {
     wf_backend_round_copy(NULL, precision, dst, src, n);
 }

@@ -25,6 +25,17 @@ extern "C" void wf_backend_round_copy(wf_ctx *c, int precision, float *dst, cons
     }
 }
 
+__global__ static void add_floats_kernel(float *dst, const float *src, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+
+extern "C" void wf_backend_add_floats(wf_ctx *c, float *dst, const float *src, long n) {
+    if (n <= 0) return;
+    WF_LAUNCH(add_floats_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dst, src, n);
+    wf_cuda_sync(c, "add_floats_kernel");
+}
+
 extern "C" void wf_to_bf16(wf_ctx *c, float *x, long n) { wf_backend_round_copy(c, WF_BF16, x, x, n); }
 extern "C" void wf_to_fp16(wf_ctx *c, float *x, long n) { wf_backend_round_copy(c, WF_FP16, x, x, n); }
 

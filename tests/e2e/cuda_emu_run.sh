@@ -190,6 +190,7 @@ rows=(
   "pp2_2bw_nccl ref_2bw fp32 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
+  "bf16_z3   ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set zero=3 --set buckets.mb=0.05"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
 )
 selected=()
