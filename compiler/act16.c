@@ -74,13 +74,38 @@ long tensor_storage(const Program *p, int t) {
     return act_storage(p, (long)p->micro * p->seq / p->tensors[t].rows_div * p->tensors[t].width);
 }
 
-/* The runtime converts one operand at a time into this buffer: a weight to
- * 16 bits before a GEMM with 16-bit activations ((numel + 1) / 2 floats; the
- * stage's largest parameter).  Every GEMM with an activation operand is a
- * 16-bit one (the LM head's too: its dlogits are 16-bit), so no activation
- * is ever converted to floats here. */
+/* Whether parameter k is a GEMM's weight on the CUDA backend: a linear's
+ * weight or the LM head's wte (runtime/cuda/convert.cu converts it to 16
+ * bits under act16). */
+static int gemm_weight(const Program *p, int k) {
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if ((o->kind == OP_LINEAR || o->kind == OP_LMHEAD_XENT) && o->n_param > 0 && o->param[0] == k)
+            return 1;
+    }
+    return 0;
+}
+
+/* The runtime keeps each GEMM weight's 16-bit copy (runtime/cuda/cast.c,
+ * wf_cuda_weight16): converted at its first use after the parameters were
+ * written, reused by the other microbatches and the backward.  One slot of
+ * align16((numel + 1) / 2) floats per GEMM weight of the stage.  ZeRO-3 has
+ * none: its gather buffers hold different parameters in turn. */
+long act16_weight16_numel(const Program *p, int stage) {
+    if (!p->act16 || p->zero >= 3) return 0;
+    long total = 0;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].stage == stage && gemm_weight(p, k)) total += align16((p->params[k].numel + 1) / 2);
+    return total;
+}
+
+/* ZeRO-3 converts one weight at a time into this buffer instead, before each
+ * GEMM with 16-bit activations ((numel + 1) / 2 floats; the stage's largest
+ * parameter).  Every GEMM with an activation operand is a 16-bit one (the LM
+ * head's too: its dlogits are 16-bit), so no activation is ever converted to
+ * floats here. */
 long act16_cast_numel(const Program *p, int stage) {
-    if (!p->act16) return 0;
+    if (!p->act16 || p->zero < 3) return 0;
     long widest = 0;
     for (int k = 0; k < p->n_params; k++)
         if (p->params[k].stage == stage && (p->params[k].numel + 1) / 2 > widest)

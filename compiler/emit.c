@@ -321,7 +321,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
     }
     if (p->comm_numel) program_fields(o, ".comm_numel = %ldL,", p->comm_numel);
     /* 16-bit activation storage (act16.c): CUDA, bf16 / fp16 */
-    program_fields(o, ".act16 = %d, .cast_numel = %ldL,", p->act16, p->cast_numel[stage]);
+    program_fields(o, ".act16 = %d, .cast_numel = %ldL, .weight16_numel = %ldL,", p->act16, p->cast_numel[stage],
+      p->weight16_numel[stage]);
     program_fields(o, ".lr = %.9g, .min_lr = %.9g, .beta1 = %.9g, .beta2 = %.9g, .eps = %.9g,",
       p->lr, p->min_lr, p->beta1, p->beta2, p->eps);
     program_fields(o, ".weight_decay = %.9g, .clip = %.9g, .warmup = %d, .steps = %d,",

@@ -368,7 +368,11 @@ int pass_memory(Program *p) {
     p->comm_numel = p->tp > 1 ? align16(whole) : 0;
     if (p->tp > 1 && p->act16 && p->sp) p->comm_numel += align16((whole + p->tp - 1) / p->tp);
     p->cast_numel = calloc((size_t)p->pp, sizeof(long));
-    for (int stage = 0; stage < p->pp; stage++) p->cast_numel[stage] = act16_cast_numel(p, stage);
+    p->weight16_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int stage = 0; stage < p->pp; stage++) {
+        p->cast_numel[stage] = act16_cast_numel(p, stage);
+        p->weight16_numel[stage] = act16_weight16_numel(p, stage);
+    }
     return 0;
 }
 
@@ -394,6 +398,7 @@ void program_free(Program *p) {
     free(p->gather_numel);
     free(p->gathers);
     free(p->cast_numel);
+    free(p->weight16_numel);
     if (p->sched) schedule_free(p->sched);
     free(p->sched);
     memset(p, 0, sizeof *p);

@@ -221,7 +221,8 @@ typedef struct Program {
      * stores activations and their gradients as the plan's 16-bit type, two
      * values a float (weft/rt.h, "Activation storage") */
     int act16;
-    long *cast_numel;        /* per stage, act16: the CUDA cast buffer, floats (else 0) */
+    long *cast_numel;        /* per stage, act16 under ZeRO-3: the CUDA cast buffer, floats (else 0) */
+    long *weight16_numel;    /* per stage, act16 without ZeRO-3: the 16-bit weight copies, floats */
 } Program;
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
@@ -254,10 +255,12 @@ int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
  * bf16 / fp16, only audited ops), set by pass_memory before it sizes
  * anything; the floats n activation values take in storage (n, or (n + 1) / 2
  * under act16); tensor t's storage floats for one microbatch (unaligned: what
- * messages and copies move); the cast buffer of a stage (act16, else 0). */
+ * messages and copies move); a stage's 16-bit weight copies (act16 without
+ * ZeRO-3, else 0) and its cast buffer (act16 under ZeRO-3, else 0). */
 int act16_decide(const Program *p);
 long act_storage(const Program *p, long n);
 long tensor_storage(const Program *p, int t);
+long act16_weight16_numel(const Program *p, int stage);
 long act16_cast_numel(const Program *p, int stage);
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
 /* backend "cpu" (as pass_emit) or "cuda": stageN.cu and a CUDA build file

@@ -35,8 +35,8 @@ static void human_count(double v, char *out, size_t n) {
 
 /* Per-rank memory: parameters, gradients, AdamW's two moments, activations and
  * their gradients, kernel scratch (tensor-parallel staging included), the
- * act16 cast buffer. */
-typedef struct { double params, grads, optim, acts, dacts, scratch, cast, total, host; } memory_split;
+ * act16's cast buffer (ZeRO-3) or 16-bit weight copies. */
+typedef struct { double params, grads, optim, acts, dacts, scratch, cast, w16, total, host; } memory_split;
 
 static memory_split memory_per_rank(const Program *p, int stage) {
     memory_split m;
@@ -64,6 +64,7 @@ static memory_split memory_per_rank(const Program *p, int stage) {
     /* kernel scratch, the loss buffers, the tensor-parallel staging */
     m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3 + 4.0 * (double)p->comm_numel;
     m.cast = p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;  /* act16 only */
+    m.w16 = p->weight16_numel ? 4.0 * (double)p->weight16_numel[stage] : 0;
     m.host = 0;
     if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
         m.host = m.optim;
@@ -73,7 +74,7 @@ static memory_split memory_per_rank(const Program *p, int stage) {
         m.host += shard;
         m.params -= shard;
     }
-    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast;
+    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast + m.w16;
     return m;
 }
 
@@ -153,14 +154,14 @@ void program_report(const Program *p, FILE *out) {
     }
     fprintf(out, "memory per rank%s:\n", p->pp > 1 ? " (by pipeline stage)" : "");
     const char *names[] = { "parameters", "gradients", "optimizer", "activations",
-                            "act. grads", "scratch", "cast buffer", "total" };
+                            "act. grads", "scratch", "cast buffer", "16b weights", "total" };
     double worst = 0;
-    for (int i = 0; i < 8; i++) {
-        if (i == 6 && !p->act16) continue;  /* the cast buffer exists under act16 only */
+    for (int i = 0; i < 9; i++) {
+        if ((i == 6 || i == 7) && !p->act16) continue;  /* act16 only */
         fprintf(out, "  %-12s", names[i]);
         for (int s = 0; s < p->pp; s++) {
             memory_split m = memory_per_rank(p, s);
-            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.cast, m.total };
+            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.cast, m.w16, m.total };
             if (m.total > worst) worst = m.total;
             human_bytes(vals[i], a, sizeof a);
             fprintf(out, " %12s", a);
@@ -281,7 +282,8 @@ void program_dump(const Program *p, const char *after, FILE *out) {
     if (p->act16 && p->cast_numel)
         for (int s = 0; s < p->pp; s++)
             fprintf(out, "stage %d act16: activations stored as 16-bit values, two a float; "
-                         "cast buffer %ld floats\n", s, p->cast_numel[s]);
+                         "cast buffer %ld floats, 16-bit weights %ld floats\n", s, p->cast_numel[s],
+                    p->weight16_numel[s]);
     /* the instruction lists (2BW: prologue, steady step and epilogue) */
     if (p->sched && strcmp(after, "schedule") == 0) schedule_dump(p->sched, out);
 }

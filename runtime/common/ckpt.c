@@ -379,5 +379,6 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
         if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, "delayed.");
     }
     wf_st_close(f);
+    wf_params_changed(c);
     wf_log(c, "checkpoint: resumed from %s at step %ld\n", dir, c->step);
 }

@@ -62,6 +62,7 @@ void wf_init_params(wf_ctx *c) {
             }
         }
     }
+    wf_params_changed(c);
 }
 
 /* A digest of the parameters, to check that data-parallel replicas agree. */

@@ -87,7 +87,15 @@ struct wf_ctx {
     int n_ready;
     double step_ms[2];             /* wall time of the call that optimized step t, at t % 2 */
     double arena_bytes;            /* allocated for training (metrics.c), this rank */
+    unsigned long params_version;  /* bumped by every write of parameter values (wf_params_changed) */
 };
+
+/* Every writer of parameter values calls this once it has written them (or
+ * queued the writes on the device): the optimizer, ZeRO's parameter
+ * all-gathers, 2BW's tied wte, initialization and checkpoint loading.  The
+ * CUDA backend's 16-bit weight copies made before are stale from then on
+ * (cuda/cast.c); the CPU backend keeps none. */
+static inline void wf_params_changed(wf_ctx *c) { c->params_version++; }
 
 /* Errors: print the rank, the call and the reason; bring the whole job down. */
 void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *fmt, ...)

@@ -60,6 +60,7 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     if (p->weight_delay) {
         /* fp32: a plain copy, where the arenas live (on the device for CUDA) */
         wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
+        wf_params_changed(c);
         weights = c->next_params;
     }
     wf_adamw_into(c, weights, lr, grad_scale, 0);
@@ -82,6 +83,7 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
         .on_host = p->offload_optimizer,
     };
     wf_backend_adamw(c, &a);  /* every range in one call (one launch on CUDA) */
+    wf_params_changed(c);     /* the device's AdamW is queued: later conversions follow it */
 }
 
 /* x[i] rounded to the precision in place, on the host.  Startup only: the
@@ -108,4 +110,5 @@ void wf_master_setup(wf_ctx *c) {
     wf_moment_keep(c, two ? c->next_params : c->params, c->master);
     round_on_host(p->precision, c->params, p->param_numel);
     if (two) round_on_host(p->precision, c->next_params, p->param_numel);
+    wf_params_changed(c);
 }

@@ -340,6 +340,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+    wf_params_changed(c);
     before = wf_alloc_total();
     if (p->prologue) wf_2bw_setup(c);
     c->arena_bytes += (double)(wf_alloc_total() - before);

@@ -179,6 +179,7 @@ void wf_tied_recv_weights(wf_ctx *c, int m) {
     wf_backend_sync(c);  /* kernels may still read this version */
     WF_MPI(c, MPI_Recv(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 0,
                        TAG_TIED_WEIGHT, c->tied_comm, MPI_STATUS_IGNORE));
+    wf_params_changed(c);
 }
 
 /* ---- metrics, one step late ------------------------------------------------ */
@@ -232,6 +233,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
     wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
+    wf_params_changed(c);
     wf_adamw_into(c, dst, lr, 1.0f, 1);
     /* in stream order: a host memset here raced the CUDA backend's AdamW,
      * still queued on the stream, which then read zeroed gradients (every

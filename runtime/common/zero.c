@@ -87,6 +87,7 @@ void wf_zero_gather_params(wf_ctx *c) {
         c->coll->allgatherv(c, WF_GROUP_DP, NULL, c->params + p->buckets[b].offset, c->zero_counts + (long)b * p->dp,
                             c->zero_displs + (long)b * p->dp, &c->bucket_req[b]);
     c->coll->wait(c, c->bucket_req, p->n_buckets);
+    wf_params_changed(c);
 }
 
 /* A moment (exp_avg or exp_avg_sq) laid out like the parameters, for

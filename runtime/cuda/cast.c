@@ -10,8 +10,13 @@
  * cast_numel is 0, get a buffer that grows (cudaFree waits for the device,
  * so no kernel still reads the old one).  The emulated kernel build
  * (WF_CAST_NO_PLAN, tests/cuda_emu/emu.cmake) has no wf_ctx layout: there
- * every request is unplanned. */
+ * every request is unplanned.
+ *
+ * Without ZeRO-3 the plan has no cast buffer: each GEMM weight keeps its
+ * 16-bit copy instead (below). */
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cuda_rt.h"
 #ifndef WF_CAST_NO_PLAN
@@ -48,4 +53,98 @@ float *wf_cuda_cast_buffer(wf_ctx *c, long floats) {
         grown_floats = floats;
     }
     return grown;
+}
+
+/* ---- act16's 16-bit weight copies (wf_cuda_weight16_slot) ----------------
+ * Each GEMM weight has its own slot in one buffer of the plan's
+ * weight16_numel floats, laid out in the order of first use (the compiler
+ * sums the same align16((numel + 1) / 2) over the same weights: a request
+ * past the plan fails).  A slot remembers what it holds: the values of w
+ * (which 2BW's weight versions tell apart) as of c->params_version, which
+ * every writer of the parameters bumps (wf_params_changed, internal.h); a
+ * GEMM that finds them current reuses the copy, any other converts it. */
+typedef struct {
+    long offset;           /* the parameter's offset in the arena: the key */
+    long at;               /* the slot's first float in the buffer */
+    long n;                /* values converted into it */
+    const float *src;      /* from where (NULL: nothing valid) */
+    unsigned long version; /* c->params_version at that conversion */
+} weight16_slot;
+
+static weight16_slot *slots;
+static int n_slots;
+
+#ifndef WF_CAST_NO_PLAN
+static float *copies;
+static long copies_used;
+static int log_conversions = -1;  /* WEFT_WEIGHT16_LOG set: one stderr line per conversion */
+
+static void weight16_fail(wf_ctx *c, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void weight16_fail(wf_ctx *c, const char *fmt, ...) {
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wf_cuda_fail(c, "wf_cuda_weight16", WF_CUDA_WHERE, msg);
+}
+
+/* The parameter starting at arena offset `off`, or -1. */
+static int param_at(const wf_program *p, long off) {
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].offset == off) return k;
+    return -1;
+}
+
+static weight16_slot *slot_of(wf_ctx *c, long off, long n) {
+    const wf_program *p = c->p;
+    for (int i = 0; i < n_slots; i++)
+        if (slots[i].offset == off) return &slots[i];
+    int k = param_at(p, off);
+    if (k < 0 || n > p->params[k].numel)
+        weight16_fail(c, "a GEMM weight of %ld values at arena offset %ld is not a parameter", n, off);
+    long floats = ((p->params[k].numel + 1) / 2 + 15) & ~15L;
+    if (copies_used + floats > p->weight16_numel)
+        weight16_fail(c, "%ld floats of 16-bit weights requested, the plan's weight16_numel is %ld",
+                      copies_used + floats, p->weight16_numel);
+    if (!slots) {  /* the first request: in the eager warm-up step (graph.c), never in a capture */
+        slots = calloc((size_t)p->n_params, sizeof *slots);
+        if (!slots) weight16_fail(c, "cannot allocate %d slots", p->n_params);
+        WF_CUDA(c, cudaMalloc((void **)&copies, sizeof(float) * (size_t)p->weight16_numel));
+    }
+    weight16_slot *s = &slots[n_slots++];
+    *s = (weight16_slot){ .offset = off, .at = copies_used };
+    copies_used += floats;
+    return s;
+}
+#endif
+
+void *wf_cuda_weight16_slot(wf_ctx *c, const float *w, long n, int *convert) {
+    *convert = 1;
+#ifdef WF_CAST_NO_PLAN
+    (void)c, (void)w, (void)n;
+    return NULL;
+#else
+    if (!c || c->p->weight16_numel == 0) return NULL;  /* kernel tests; ZeRO-3 */
+    long off = (long)(w - c->params);
+    if (w < c->params || off >= c->p->param_numel)
+        weight16_fail(c, "a GEMM weight of %ld values at %ld floats from the parameter arena", n, off);
+    weight16_slot *s = slot_of(c, off, n);
+    *convert = s->src != w || s->n != n || s->version != c->params_version;
+    if (*convert) {
+        s->src = w;
+        s->n = n;
+        s->version = c->params_version;
+        if (log_conversions < 0) log_conversions = getenv("WEFT_WEIGHT16_LOG") != NULL;
+        if (log_conversions)
+            fprintf(stderr, "weft: rank %d: weight16: step %ld converts %s (%ld values)%s\n", c->rank,
+                    c->step + 1, c->p->params[param_at(c->p, off)].name, n,
+                    c->graph_capture ? " while capturing" : "");
+    }
+    return copies + s->at;
+#endif
+}
+
+void wf_cuda_weight16_forget(void) {
+    for (int i = 0; i < n_slots; i++) slots[i].src = NULL;
 }

@@ -1,6 +1,7 @@
 /* convert.cu: the GEMMs on activations of linear.cu and xent.cu
  * (wf_cuda_act_gemm, cuda_rt.h) and, under 16-bit activation storage, the
- * conversion of their weight into the cast buffer (cast.c).
+ * conversion of their weight to 16 bits (the weight's own copy, or under
+ * ZeRO-3 the cast buffer: cast.c).
  * cuBLASLt takes A and B of one type: a float weight meets a 16-bit
  * activation as the activation's type (the weight holds values of that
  * type, so the conversion is exact).  Activations are never converted to
@@ -29,12 +30,15 @@ extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, cudaDataType_t type, const fl
     wf_cuda_sync(c, "wf_cuda_to16");
 }
 
-/* w's n floats as c's 16-bit type in the cast buffer, on the stream; the
- * buffer is reused by the next conversion */
+/* w's n floats as c's 16-bit type: its copy, converted on the stream unless
+ * it is current; without copies (ZeRO-3, kernel tests) in the cast buffer,
+ * which the next conversion reuses */
 extern "C" const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n) {
-    float *buf = wf_cuda_cast_buffer(c, (n + 1) / 2);
-    wf_cuda_to16(c, buf, act_type(c), w, n);
-    return buf;
+    int convert;
+    void *dst = wf_cuda_weight16_slot(c, w, n, &convert);
+    if (!dst) dst = wf_cuda_cast_buffer(c, (n + 1) / 2);
+    if (convert) wf_cuda_to16(c, dst, act_type(c), w, n);
+    return dst;
 }
 
 extern "C" void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, const float *A,

@@ -60,9 +60,9 @@ void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float 
  * each matrix named by its role: WF_ACT, in c's activation storage (weft/rt.h);
  * WF_WEIGHT, a float parameter; WF_GRAD, a float gradient.  Without act16
  * every matrix is float: wf_cuda_sgemm_bias.  Under act16 a typed GEMM: a
- * weight is converted to c's 16-bit type in the cast buffer first (exact:
- * parameters are rounded; one weight per call), so A and B are 16-bit and C
- * 16-bit (an activation) or float (a gradient). */
+ * weight is taken as c's 16-bit type (wf_cuda_weight16; exact: parameters
+ * are rounded; one weight per call), so A and B are 16-bit and C 16-bit (an
+ * activation) or float (a gradient). */
 enum wf_gemm_role { WF_ACT, WF_WEIGHT, WF_GRAD };
 /* n floats (values of `type`, CUDA_R_16BF or CUDA_R_16F: parameters of a
  * 16-bit plan are rounded) as that type at dst, on the stream (convert.cu;
@@ -97,17 +97,32 @@ int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A, int lda, c
  * result does not depend on scheduling. */
 void wf_cuda_colsum_add(wf_ctx *c, float *db, const float *dout, long rows, long C);
 
-/* act16: device memory of at least `floats` floats for a weight converted
- * to 16-bit values before a GEMM with 16-bit activations (convert.cu),
- * reused call after call on the compute stream, so one conversion at a time.  The program's
- * cast_numel (planned by the compiler) is allocated at the first request,
- * in the eager warm-up step (graph.c captures later steps: no cudaMalloc
- * inside a capture); kernel tests (c NULL) get a buffer that grows.  A
- * request past the plan fails naming the call. */
+/* act16 under ZeRO-3 (and kernel tests): device memory of at least
+ * `floats` floats for a weight converted to 16-bit values before a GEMM with
+ * 16-bit activations (convert.cu), reused call after call on the compute
+ * stream, so one conversion at a time.  The program's cast_numel (planned
+ * by the compiler) is allocated at the first request, in the eager warm-up
+ * step (graph.c captures later steps: no cudaMalloc inside a capture);
+ * kernel tests (c NULL) get a buffer that grows.  A request past the plan
+ * fails naming the call. */
 float *wf_cuda_cast_buffer(wf_ctx *c, long floats);
-/* act16: the float weight w (n values of c's 16-bit type) as that type in
- * the cast buffer, converted on the stream (convert.cu); valid until the
- * next conversion. */
+/* act16 otherwise: the 16-bit copy of the GEMM weight w (n values, a whole
+ * parameter's or its first n) in the plan's weight16_numel floats (cast.c),
+ * allocated at the first request (the warm-up step, as above).  *convert
+ * is 1 where the copy must be converted first: the parameters were written
+ * since its last conversion (wf_params_changed, runtime/common/internal.h),
+ * or it held another version of w (PipeDream-2BW).  NULL (and *convert 1)
+ * where the plan keeps no copies: ZeRO-3, kernel tests.  A weight that is
+ * not a parameter of the arena, or a layout past the plan, fails. */
+void *wf_cuda_weight16_slot(wf_ctx *c, const float *w, long n, int *convert);
+/* Every copy is stale from here on (graph.c: a captured step converts each
+ * weight at its first use, whatever the host recorded before; a replay's
+ * conversions are not the host's record). */
+void wf_cuda_weight16_forget(void);
+/* act16: the float weight w (n values of c's 16-bit type) as that type,
+ * converted on the stream where needed (convert.cu): its copy, valid until
+ * the parameters are written, or under ZeRO-3 the cast buffer, valid until
+ * the next conversion. */
 const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
 
 /* Token losses summed on the device (xent.cu) instead of returned to the

@@ -68,6 +68,9 @@ static int capture(wf_ctx *c, step_graph *g, int again) {
     cudaStream_t s = wf_cuda_stream(c);
     cudaGraph_t graph = NULL;
     g->scale = wf_loss_scale(c);
+    /* act16: the graph converts each weight at its first use in the step
+     * (cast.c), whatever the steps before left in the 16-bit copies */
+    wf_cuda_weight16_forget();
     c->graph_capture = 1;
     if (c->p->prologue) wf_2bw_capture_begin(c);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -75,6 +78,7 @@ static int capture(wf_ctx *c, step_graph *g, int again) {
     c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
     cudaError_t e = cudaStreamEndCapture(s, &graph);
     c->graph_capture = 0;
+    wf_cuda_weight16_forget();  /* the captured conversions have not run (and may never) */
     const char *call = "cudaStreamEndCapture";
     size_t nodes = 0;
     if (e == cudaSuccess) {
@@ -127,6 +131,7 @@ void wf_backend_run_step(wf_ctx *c) {
         return;
     }
     WF_CUDA(c, cudaGraphLaunch(g->exec, wf_cuda_stream(c)));
+    wf_cuda_weight16_forget();  /* the host kept no record of the replay's conversions */
     if (c->p->prologue) wf_2bw_run_tail(c);  /* the tied wte's exchange and the optimizer */
     else wf_optimizer_step(c);
 }

@@ -22,8 +22,20 @@ counts() {
   sed -n '/wf_\(send\|recv\|sendrecv\|copy\)(/{s/.*wf_\(send\|recv\|sendrecv\|copy\)(//p; /wf_sendrecv(/{n;p}}' "$1" |
     grep -o '[0-9][0-9]*L' | tr -d L
 }
-# the cast buffer a stage program must plan: align16((largest param + 1) / 2)
-# (no activation is converted to floats: the LM head's GEMMs are 16-bit too)
+# the 16-bit weight copies a stage program must plan (runtime/cuda/cast.c):
+# align16((numel + 1) / 2) for each GEMM weight, the first parameter of each
+# linear's and the LM head's forward call
+expected_weight16() {
+  awk '/^#define P_/ { off[$2] = $3 + 0 }
+       /(wf_linear_fwd|wf_linear_gelu_fwd|xent_fwd)\(/ && match($0, /w \+ P_[A-Z0-9_]*/) {
+         used[substr($0, RSTART + 4, RLENGTH - 4)] = 1 }
+       /^    \{ "/ { numel[$3 + 0] = $4 + 0 }
+       END { for (q in used) { n = numel[off[q]]; t += int((int((n + 1) / 2) + 15) / 16) * 16 }
+             print t }' "$1"
+}
+# the cast buffer a ZeRO-3 stage program plans instead: align16((largest
+# param + 1) / 2) (no activation is converted to floats: the LM head's GEMMs
+# are 16-bit too)
 expected_cast() {
   awk '/^    \{ "/ { n = $4 + 0; if (int((n + 1) / 2) > w) w = int((n + 1) / 2) }
        END { print int((w + 15) / 16) * 16 }' "$1"
@@ -44,17 +56,17 @@ for plan in tiny llama_tiny; do
   check "$plan fp16 --backend cuda: act16, parameter gradients rounded only" \
     bash -c "grep -q 'P\.act16 = 1;' '$WORK/$plan-fp16/stage0.cu' && grep -q 'wf_to_fp16(c, g + ' '$WORK/$plan-fp16/stage0.cu' &&
              ! grep -q 'wf_to_fp16(c, [ad] +' '$WORK/$plan-fp16/stage0.cu'"
-  want=$(expected_cast "$cu")
-  check "$plan bf16: cast_numel = align16((largest param + 1) / 2) = $want" \
-    grep -q "P\.cast_numel = ${want}L;" "$cu"
-  check "$plan fp32 --backend cuda: act16 = 0, no cast buffer" \
-    grep -q 'P\.act16 = 0; P\.cast_numel = 0L;' "$WORK/$plan-fp32/stage0.cu"
+  want=$(expected_weight16 "$cu")
+  check "$plan bf16: weight16_numel = the GEMM weights' align16((numel + 1) / 2) = $want, no cast buffer" \
+    grep -q "P\.cast_numel = 0L; P\.weight16_numel = ${want}L;" "$cu"
+  check "$plan fp32 --backend cuda: act16 = 0, no cast buffer, no 16-bit weights" \
+    grep -q 'P\.act16 = 0; P\.cast_numel = 0L; P\.weight16_numel = 0L;' "$WORK/$plan-fp32/stage0.cu"
   "$WEFT" check plans/$plan.lua --backend cuda --set precision=bf16 --dump=memory >"$WORK/$plan-bf16.dump"
   offs=$(grep -o '\(act\|saved\) @[0-9]*' "$WORK/$plan-bf16.dump" | grep -o '[0-9]*$')
   check "$plan bf16: every activation and saved buffer starts on 16 floats ($(echo $offs | wc -w) offsets)" \
     bash -c "test $(echo $offs | wc -w) -gt 20 && for o in $(echo $offs); do [ \$((o % 16)) = 0 ] || exit 1; done"
-  check "$plan bf16 --dump=memory says act16 and the cast buffer" \
-    grep -q "^stage 0 act16: .* cast buffer ${want} floats" "$WORK/$plan-bf16.dump"
+  check "$plan bf16 --dump=memory says act16 and the 16-bit weights" \
+    grep -q "^stage 0 act16: .* cast buffer 0 floats, 16-bit weights ${want} floats" "$WORK/$plan-bf16.dump"
   "$WEFT" check plans/$plan.lua --backend cuda --set precision=fp32 --dump=memory >"$WORK/$plan-fp32.dump"
   s32=$(lmhead_saved "$WORK/$plan-fp32.dump") s16=$(lmhead_saved "$WORK/$plan-bf16.dump")
   check "$plan bf16: the LM head's saved dlogits are 16-bit storage ($s16 of fp32's $s32 floats)" \
@@ -65,9 +77,9 @@ for plan in tiny llama_tiny; do
   d32=$(bytes "act. grads" "$WORK/$plan-fp32.check") d16=$(bytes "act. grads" "$WORK/$plan-bf16.check")
   check "$plan: check --backend cuda: bf16 activations about half of fp32 ($a16 / $a32 bytes)" ratio "$a16" "$a32" 0.45 0.6
   check "$plan: check --backend cuda: bf16 activation gradients half of fp32 ($d16 / $d32 bytes)" ratio "$d16" "$d32" 0.45 0.55
-  cast=$(bytes "cast buffer" "$WORK/$plan-bf16.check")
-  check "$plan: check --backend cuda bf16 counts the cast buffer (4 x $want bytes), fp32 has none" \
-    bash -c "test '$cast' = $((4 * want)) && ! grep -q '^  cast buffer' '$WORK/$plan-fp32.check'"
+  w16=$(bytes "16b weights" "$WORK/$plan-bf16.check")
+  check "$plan: check --backend cuda bf16 counts the 16-bit weights (4 x $want bytes, printed $w16), fp32 has none" \
+    bash -c "$(declare -f ratio); ratio '$w16' $((4 * want)) 0.995 1.005 && ! grep -q '^  16b weights' '$WORK/$plan-fp32.check'"
   # tensor parallelism too (its collectives sum in fp32 through the staging
   # buffer, runtime/common/tp.c), with and without sequence parallelism
   for sp in false true; do
@@ -112,12 +124,19 @@ for plan in tiny llama_tiny; do
     test -z "$unrounded" -a "$(grep -c 'wf_to_bf16(c, d + ' "$c")" -gt 10
 done
 
-# gpt2_124m (the benchmark plan, bf16): its 50304 x 768 embedding is larger
-# than an (N, C) activation in 16 bits, so it sizes the cast buffer
+# gpt2_124m (the benchmark plan, bf16): a 16-bit copy of wte and of the 48
+# linear weights, 124M - wpe - norms and biases
 "$WEFT" compile plans/gpt2_124m.lua -o "$WORK/g124" --backend cuda 2>/dev/null
-want=$(expected_cast "$WORK/g124/stage0.cu")
-check "gpt2_124m: cast_numel = $want, the 16-bit copy of wte" \
-  bash -c "grep -q 'P\.cast_numel = ${want}L;' '$WORK/g124/stage0.cu' && test $want = $(((50304 * 768 / 2 + 15) / 16 * 16))"
+want=$(expected_weight16 "$WORK/g124/stage0.cu")
+check "gpt2_124m: weight16_numel = $want, the 16-bit copies of wte and the linear weights" \
+  bash -c "grep -q 'P\.weight16_numel = ${want}L;' '$WORK/g124/stage0.cu' &&
+           test $want = $(((50304 * 768 + 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072)) / 2))"
+# ZeRO-3 keeps no copies (its gather buffers hold different parameters in
+# turn): one cast buffer for the stage's largest parameter
+"$WEFT" compile plans/tiny.lua -o "$WORK/z3" --backend cuda --set precision=bf16 --set mesh.dp=2 --set zero=3 2>/dev/null
+want=$(expected_cast "$WORK/z3/stage0.cu")
+check "tiny bf16 ZeRO-3: cast_numel = align16((largest param + 1) / 2) = $want, no 16-bit weights" \
+  grep -q "P\.cast_numel = ${want}L; P\.weight16_numel = 0L;" "$WORK/z3/stage0.cu"
 
 # LLaMA's rope writes k after q inside a row: that offset is in storage floats too
 q=$(sed -n 's/.*wf_rope_fwd(c, a + A_H0_ROPE_1, [0-9]*, a + [A-Z0-9_]*, \([0-9]*\),.*/\1/p' "$WORK/llama_tiny-bf16/stage0.cu")

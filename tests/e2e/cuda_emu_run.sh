@@ -96,6 +96,7 @@ build_ref ref_llama_bf16 plans/llama_tiny.lua --set precision=bf16
 build_ref ref_bf16_full plans/tiny.lua --set precision=bf16 --set recompute=full
 # 2BW: five steps, so that its NCCL row replays a graph captured earlier (step 4)
 build_ref ref_2bw plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5
+build_ref ref_2bw_bf16 plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16
 # tensor parallelism in 16 bits: the CPU backend's run of the same layout (its
 # row-parallel partials are rounded before the sum, unlike tp 1's outputs)
 build_ref ref_bf16_tp2 plans/tiny.lua --set precision=bf16 --set mesh.tp=2
@@ -188,6 +189,7 @@ rows=(
   "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
   "pp2_2bw   ref_2bw    fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
   "pp2_2bw_nccl ref_2bw fp32 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
+  "bf16_2bw_nccl ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "bf16_z3   ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set zero=3 --set buckets.mb=0.05"
@@ -228,18 +230,50 @@ case " ${ROWS:-bf16_sp2_nccl} " in *" bf16_sp2_nccl "*)
     grep -q 'cuda graph: on (captured step 2' "$WORK/bf16_sp2_nccl.log" ;;
 esac
 
+# act16 under 2BW's two graphs: each converts the weights it reads at their
+# first use in the step (a copy holds one version at a time, cast.c)
+case " ${ROWS:-bf16_2bw_nccl} " in *" bf16_2bw_nccl "*)
+  check "bf16_2bw_nccl: both weight versions' act16 steps captured" bash -c "
+    grep -q 'cuda graph: on (captured step 2' '$WORK/bf16_2bw_nccl.log' &&
+    grep -q 'cuda graph: on (captured step 3' '$WORK/bf16_2bw_nccl.log'" ;;
+esac
+
+# act16's 16-bit weight copies (runtime/cuda/cast.c): the bf16 row (2
+# microbatches a step) converts each GEMM weight (a linear's, the LM head's
+# wte) once a step, not before each of the 4 GEMMs that read it (forward and
+# input gradient of each microbatch), and again after every optimizer step.
+# Eager steps (--no-graph), so that every conversion is the host's decision.
+weight16_log() {  # weight16_log LOG STEP: the weights step STEP converts, one a line
+  grep -o "weight16: step $2 converts [^ ]*" "$1" | awk '{ print $5 }'
+}
+case " ${ROWS:-bf16} " in *" bf16 "*)
+  gemm_weights=$(awk '/(wf_linear_fwd|wf_linear_gelu_fwd|xent_fwd)\(/ && match($0, /w \+ P_[A-Z0-9_]*/) {
+                        print substr($0, RSTART, RLENGTH) }' "$WORK/bf16/stage0.cu" | sort -u | wc -l)
+  if WEFT_WEIGHT16_LOG=1 timeout 120 "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
+    for step in 1 2; do
+      n=$(weight16_log "$WORK/bf16_w16.log" $step | wc -l) u=$(weight16_log "$WORK/bf16_w16.log" $step | sort -u | wc -l)
+      check "bf16: step $step converts each of the $gemm_weights GEMM weights once ($n conversions, $u weights)" \
+        test "$n" = "$gemm_weights" -a "$u" = "$gemm_weights" -a "$gemm_weights" -gt 4
+    done
+  else
+    failed=$((failed + 1)); echo "FAIL bf16 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_w16.log")"
+  fi ;;
+esac
+
 # fp16 under a CUDA graph (graph.c): captured at step 2 with the initial scale,
 # captured again at step 3 for the doubled one (the row above matched the CPU
 # with it), replayed at step 4.  With an overflow injected at step 2 (the
-# first replay: skipped, the scale halves, captured again at step 3), three
+# first replay: skipped, the scale halves, captured again at step 3), four
 # steps of the graph run and of --no-graph give the same losses, norms, scales
 # and skips, bit for bit (a graph that kept the old scale at step 3 doubles
-# its gradients: the norm differs).
+# its gradients: the norm differs; act16's capture at step 3 that trusted the
+# 16-bit weight copies of step 2, whose optimizer step was skipped, converted
+# none, and step 4's replay computed on step 3's weights: the loss differs).
 fp16_fields() {  # the metrics that must not differ: everything but timings
   grep -Eo '"(loss|grad_norm|loss_scale|skipped|skipped_total)": [^,}]*' "$1"
 }
-fp16_same() {  # fp16_same A B: 3 steps each, the same fields
-  [ "$(grep -c '"skipped": ' "$1")" = 3 ] && cmp -s <(fp16_fields "$1") <(fp16_fields "$2")
+fp16_same() {  # fp16_same A B: 4 steps each, the same fields
+  [ "$(grep -c '"skipped": ' "$1")" = 4 ] && cmp -s <(fp16_fields "$1") <(fp16_fields "$2")
 }
 fp16_captures() {  # fp16_captures LOG STEP...: captured at step 2, again at each STEP only
   local log=$1 again
@@ -251,9 +285,9 @@ fp16_captures() {  # fp16_captures LOG STEP...: captured at step 2, again at eac
 case " ${ROWS:-fp16} " in *" fp16 "*)
   check "fp16: captured at step 2, again at step 3 for the doubled loss scale, replayed at step 4" \
     fp16_captures "$WORK/fp16.log" 3
-  if timeout 120 "$WORK/fp16/launch.sh" --steps 3 --inject-overflow 2 --metrics "$WORK/fp16_inj.jsonl" \
+  if timeout 120 "$WORK/fp16/launch.sh" --steps 4 --inject-overflow 2 --metrics "$WORK/fp16_inj.jsonl" \
        >"$WORK/fp16_inj.log" 2>&1 &&
-     timeout 120 "$WORK/fp16/launch.sh" --steps 3 --inject-overflow 2 --no-graph \
+     timeout 120 "$WORK/fp16/launch.sh" --steps 4 --inject-overflow 2 --no-graph \
        --metrics "$WORK/fp16_inj_eager.jsonl" >"$WORK/fp16_inj_eager.log" 2>&1; then
     check "fp16 with an overflow at step 2: skipped, the graph captured again at step 3 for the halved scale" \
       fp16_captures "$WORK/fp16_inj.log" 3

@@ -349,7 +349,9 @@ typedef struct wf_program {
     /* 16-bit activation storage (--backend cuda, bf16 / fp16; see
      * "Activation storage" below): 1 stores activations as 16-bit values */
     int act16;
-    long cast_numel;         /* act16: the cast buffer (wf_cuda_cast_buffer), floats */
+    long cast_numel;         /* act16 under ZeRO-3: the cast buffer (wf_cuda_cast_buffer), floats */
+    long weight16_numel;     /* act16 otherwise: the GEMM weights' 16-bit copies
+                                (wf_cuda_weight16_slot), floats */
 } wf_program;
 
 /* Activation storage.  Under act16 every activation tensor and activation
