@@ -38,13 +38,13 @@ float *wf_cuda_cast_buffer(wf_ctx *c, long floats) {
             snprintf(msg, sizeof msg, "%ld floats requested, the plan's cast_numel is %ld", floats, plan);
             wf_cuda_fail(c, "wf_cuda_cast_buffer", WF_CUDA_WHERE, msg);
         }
-        if (!planned) WF_CUDA(c, cudaMalloc((void **)&planned, sizeof(float) * (size_t)plan));
+        if (!planned) WF_CUDA(c, wf_cuda_malloc((void **)&planned, sizeof(float) * (size_t)plan));
         return planned;
     }
     if (floats > grown_floats) {
-        if (grown) WF_CUDA(c, cudaFree(grown));
+        if (grown) WF_CUDA(c, wf_cuda_free(grown));
         grown = NULL;
-        WF_CUDA(c, cudaMalloc((void **)&grown, sizeof(float) * (size_t)(floats > 0 ? floats : 1)));
+        WF_CUDA(c, wf_cuda_malloc((void **)&grown, sizeof(float) * (size_t)(floats > 0 ? floats : 1)));
         grown_floats = floats;
     }
     return grown;
