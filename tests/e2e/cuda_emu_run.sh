@@ -53,6 +53,8 @@
 # (WF_EMU_FAULT=shfl_down) must make that row fail.  The fp16 row's dynamic loss
 # scale doubles at step 3, so its graph is captured again (graph.c); with an
 # overflow injected at step 2, the graph run and --no-graph must agree bit for bit.
+# Every row also checks the memory plan: weft's own allocations after the
+# warm-up step at most the plan and within 0.5% of it (within_plan below).
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
