@@ -235,8 +235,8 @@ static void emit_activations(writer *o, const Program *p, int stage) {
 }
 
 /* The staging buffers for received activations: count and floats in one
- * (storage floats: half under act16). */
-static int recv_buffers(const Program *p, int stage, long *numel) {
+ * (storage floats: half under act16); memory.c counts them too. */
+int stage_recv_buffers(const Program *p, int stage, long *numel) {
     int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
     int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
     long biggest = 0;
@@ -316,7 +316,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
     }
     if (p->pp > 1) {
         long numel;
-        int n = recv_buffers(p, stage, &numel);
+        int n = stage_recv_buffers(p, stage, &numel);
         program_fields(o, ".recv_buffers = %d, .recv_numel = %ldL,", n, numel);
     }
     if (p->comm_numel) program_fields(o, ".comm_numel = %ldL,", p->comm_numel);

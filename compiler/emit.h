@@ -52,5 +52,7 @@ int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv
 /* ---- emit.c ---- */
 int stage_first_bucket(const Program *p, int stage);
 int stage_count(const Program *p, int stage, int buckets);
+/* pp > 1: the stage's receive staging buffers, their count, and floats in one */
+int stage_recv_buffers(const Program *p, int stage, long *numel);
 
 #endif

@@ -278,6 +278,17 @@ void program_report(const Program *p, FILE *out);   /* `weft check` */
  * planned bytes of one rank of `stage` (device and host memory together), and
  * the peak TFLOP/s of one device at the plan's precision. */
 double program_planned_bytes(const Program *p, int stage);
+/* memory.c: one rank of `stage`, bytes: parameters, gradients, optimizer
+ * state, activations and their gradients, scratch (kernel scratch, losses,
+ * tokens, tp staging, pp receive buffers), act16's cast buffer (ZeRO-3) or
+ * 16-bit weight copies (w16), the runtime's own buffers (tables; on CUDA weft/runtime_buffers.h's), their
+ * device total, and what offload keeps in host memory. */
+typedef struct {
+    double params, grads, optim, acts, dacts, scratch, cast, w16, runtime, total, host;
+} program_memory;
+program_memory program_memory_of(const Program *p, int stage);
+/* report.c: "12.57 GiB", "960.00 KiB", "64 B" */
+void program_human_bytes(double bytes, char *out, size_t n);
 double program_peak_tflops(const Program *p);
 /* `weft check`'s lines on plan.comm / plan.nccl (comm_env.c); none for a
  * plan that leaves both at their defaults. */

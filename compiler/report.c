@@ -15,7 +15,7 @@ void wf_error(const char *fmt, ...) {
     va_end(ap);
 }
 
-static void human_bytes(double bytes, char *out, size_t n) {
+void program_human_bytes(double bytes, char *out, size_t n) {
     const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
     int u = 0;
     while (bytes >= 1024.0 && u < 4) {
@@ -31,56 +31,6 @@ static void human_count(double v, char *out, size_t n) {
     else if (v >= 1e6) snprintf(out, n, "%.2f M", v / 1e6);
     else if (v >= 1e3) snprintf(out, n, "%.2f K", v / 1e3);
     else snprintf(out, n, "%.0f", v);
-}
-
-/* Per-rank memory: parameters, gradients, AdamW's two moments, activations and
- * their gradients, kernel scratch (tensor-parallel staging included), the
- * act16's cast buffer (ZeRO-3) or 16-bit weight copies. */
-typedef struct { double params, grads, optim, acts, dacts, scratch, cast, w16, total, host; } memory_split;
-
-static memory_split memory_per_rank(const Program *p, int stage) {
-    memory_split m;
-    int slots = program_slots(p, stage);
-    /* Model states, (2 + 2 + K) Psi in 16-bit modes (16-bit weights and
-     * gradients; K = 12: fp32 master, m and v), (4 + 4 + 8) Psi in fp32
-     * (the weights are their own master).  ZeRO-1 divides the optimizer part
-     * by dp.  ZeRO-2 keeps this rank's gradient shard + the bucket buffers
-     * backward writes; ZeRO-3 its parameter shard + the gather buffers of the
-     * buckets in use. */
-    int wide = strcmp(p->precision, "fp32") == 0;
-    double bytes = wide ? 4.0 : 2.0, psi = (double)p->param_numel[stage];
-    double shard = bytes * (double)p->shard_numel[stage];
-    m.params = bytes * psi;
-    m.grads = m.params;
-    m.optim = (wide ? 8.0 : 12.0) * psi / (p->zero ? p->dp : 1);
-    if (p->zero >= 2) m.grads = shard + bytes * (double)p->grad_buf_numel[stage];
-    if (p->zero >= 3) m.params = shard + bytes * (double)p->gather_numel[stage];
-    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params *= 2;  /* two weight versions */
-    /* activations: what the backend allocates (fp32, also when the CPU
-     * emulates 16-bit storage, but 16-bit values two a float under act16;
-     * attention's saved buffer is per backend) */
-    m.acts = 4.0 * (double)p->act_numel[stage] * slots;
-    m.dacts = 4.0 * (double)p->dact_numel[stage] * slots;
-    /* kernel scratch, the loss buffers, the tensor-parallel staging */
-    m.scratch = 4.0 * (double)p->scratch_numel + 4.0 * p->micro * p->seq * 3 + 4.0 * (double)p->comm_numel;
-    m.cast = p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;  /* act16 only */
-    m.w16 = p->weight16_numel ? 4.0 * (double)p->weight16_numel[stage] : 0;
-    m.host = 0;
-    if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
-        m.host = m.optim;
-        m.optim = 0;
-    }
-    if (p->offload_params) {     /* so is an offloaded parameter shard */
-        m.host += shard;
-        m.params -= shard;
-    }
-    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast + m.w16;
-    return m;
-}
-
-double program_planned_bytes(const Program *p, int stage) {
-    memory_split m = memory_per_rank(p, stage);
-    return m.total + m.host;
 }
 
 /* fp32 runs at the device's fp32 rate (no TF32: the kernels do not use it);
@@ -134,7 +84,7 @@ void program_report(const Program *p, FILE *out) {
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
     for (int k = 0; k < p->n_buckets; k++) {
         const ir_bucket *bk = &p->buckets[k];
-        human_bytes((strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0) * (double)bk->numel, a, sizeof a);
+        program_human_bytes((strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0) * (double)bk->numel, a, sizeof a);
         fprintf(out, "  bucket %-3d %10s  %s .. %s (ready after backward op %d)\n", k, a,
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
@@ -154,16 +104,17 @@ void program_report(const Program *p, FILE *out) {
     }
     fprintf(out, "memory per rank%s:\n", p->pp > 1 ? " (by pipeline stage)" : "");
     const char *names[] = { "parameters", "gradients", "optimizer", "activations",
-                            "act. grads", "scratch", "cast buffer", "16b weights", "total" };
+                            "act. grads", "scratch", "cast buffer", "16b weights", "runtime bufs", "total" };
     double worst = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         if ((i == 6 || i == 7) && !p->act16) continue;  /* act16 only */
         fprintf(out, "  %-12s", names[i]);
         for (int s = 0; s < p->pp; s++) {
-            memory_split m = memory_per_rank(p, s);
-            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.cast, m.w16, m.total };
+            program_memory m = program_memory_of(p, s);
+            double vals[] = { m.params, m.grads, m.optim, m.acts, m.dacts, m.scratch, m.cast, m.w16,
+                              m.runtime, m.total };
             if (m.total > worst) worst = m.total;
-            human_bytes(vals[i], a, sizeof a);
+            program_human_bytes(vals[i], a, sizeof a);
             fprintf(out, " %12s", a);
         }
         fputc('\n', out);
@@ -174,7 +125,7 @@ void program_report(const Program *p, FILE *out) {
             fprintf(out, "  %-12s", what[i]);
             for (int s = 0; s < p->pp; s++) {
                 long n = i == 1 ? p->gather_numel[s] : i == 3 ? p->grad_buf_numel[s] : p->shard_numel[s];
-                human_bytes((strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0) * (double)n, a, sizeof a);
+                program_human_bytes(4.0 * (double)n, a, sizeof a);  /* floats, as memory.c */
                 fprintf(out, " %12s", a);
             }
             fputc('\n', out);
@@ -183,7 +134,7 @@ void program_report(const Program *p, FILE *out) {
     if (p->offload_optimizer || p->offload_params) {
         fprintf(out, "  %-12s", "host (offload)");
         for (int s = 0; s < p->pp; s++) {
-            human_bytes(memory_per_rank(p, s).host, a, sizeof a);
+            program_human_bytes(program_memory_of(p, s).host, a, sizeof a);
             fprintf(out, " %12s", a);
         }
         fputc('\n', out);
@@ -192,8 +143,8 @@ void program_report(const Program *p, FILE *out) {
         if (attention_saves_lse(p, &p->ops[i])) {
             char tt[32];
             const ir_op *o = &p->ops[i];
-            human_bytes(4.0 * (double)o->saved_numel, a, sizeof a);
-            human_bytes(4.0 * (double)o->saved_numel * p->seq, tt, sizeof tt);
+            program_human_bytes(4.0 * (double)o->saved_numel, a, sizeof a);
+            program_human_bytes(4.0 * (double)o->saved_numel * p->seq, tt, sizeof tt);
             fprintf(out, "  attention    %s per layer: log-sum-exp per row and head (T x T: %s)\n", a, tt);
             break;
         }
@@ -202,7 +153,7 @@ void program_report(const Program *p, FILE *out) {
         for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_slots(p, s));
         fputc('\n', out);
     }
-    human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
+    program_human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
     int devices = p->nodes * p->devices_per_node;
     if (strcmp(p->comm, "mpi") == 0 && strcmp(p->device, "CPU") != 0 && p->world > devices) {
         /* comm = "mpi": ranks share each device, so their memory adds up */

@@ -6,7 +6,7 @@
  *   pp       activations and gradients point-to-point between stages;
  *   dp       bucket all-reduces (ring) overlapping the last backward;
  * then iteration time, tokens/s, TFLOP/s per device, MFU, bubble, exposed
- * communication, and memory per rank by the standard per-layer accounting.
+ * communication, and memory per rank as `weft check` counts it (memory.c).
  * Nothing is emitted: the 1T-parameter, 3072-GPU plan simulates in well under
  * a second. */
 #include <math.h>
@@ -277,47 +277,6 @@ static double thread_gain(const Program *p) {
     return 1 + (calib->inplace_threads - 1) * (threads - 1) / (calib->cores - 1);
 }
 
-static cost_memory stage_memory(const Program *p, int stage) {
-    cost_memory_args a = { 0 };
-    int layers = 0;
-    for (int k = stage; k < p->n_chunks; k += p->pp) layers += p->chunk_layers[k];
-    a.layers = layers;
-    a.hidden = p->hidden;
-    a.heads = p->heads;
-    a.seq = p->seq;
-    a.micro_batch = p->micro;
-    a.vocab = p->vocab;
-    a.tp = p->tp;
-    a.pp = p->pp;
-    a.dp = p->dp;
-    a.sp = p->sp;
-    a.recompute = p->recompute == RECOMPUTE_FULL ? "full"
-                : p->recompute == RECOMPUTE_SELECTIVE ? "selective" : "none";
-    a.precision = p->precision;
-    a.zero_stage = p->zero;
-    a.inflight = program_slots(p, stage);
-    a.bucket_mb = p->bucket_mb;
-    a.params = (double)p->param_numel[stage];
-    a.embedding = stage == 0;
-    a.head = stage == p->pp - 1;
-    a.ffn_hidden = p->ffn_hidden;  /* 0 but for llama */
-    a.kv_heads = p->kv_heads;
-    a.flash_attention = strcmp(p->backend, "cuda") == 0;  /* GPT-2 and GQA alike */
-    cost_memory m = cost_memory_per_rank(&a);
-    /* the plan's own choices the per-rank formula does not know: a second
-     * weight version (PipeDream-2BW), and what offload keeps in host memory
-     * (the optimizer state; under ZeRO-3 the parameter shard) */
-    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.total += m.params, m.params *= 2;
-    if (p->offload_optimizer) m.total -= m.optimizer, m.optimizer = 0;
-    if (p->offload_params) m.total -= m.params, m.params = 0;
-    return m;
-}
-
-static void human(double bytes, char *out, size_t n) {
-    if (bytes >= 1073741824.0) snprintf(out, n, "%.2f GiB", bytes / 1073741824.0);
-    else snprintf(out, n, "%.2f MiB", bytes / 1048576.0);
-}
-
 /* Seconds per microbatch of each chunk (forward, backward, its weight part,
  * tp communication) and of each stage's optimizer step, in place: with the
  * calibration's measured-over-predicted factors and the threads a rank has. */
@@ -509,16 +468,21 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                      "dp %s %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3,
                 p->zero >= 3 ? "reduce-scatter + forward and backward all-gathers (ZeRO-3)"
                 : p->zero ? "reduce-scatter + all-gather (ZeRO)" : "all-reduce", dp_comm, exposed_dp);
-        fprintf(out, "memory per rank (stage: params, grads, optimizer, activations, buffers, total):\n");
+        /* weft check's memory model (memory.c); buffers: scratch, cast buffer,
+         * 16-bit weight copies and the runtime's own */
+        fprintf(out, "memory per rank (stage: params, grads, optimizer, activations, act. grads, buffers, "
+                     "total; as weft check):\n");
         for (int st = 0; st < p->pp; st++) {
-            cost_memory m = stage_memory(p, st);
-            char a[6][32], verdict[128];
-            double v[6] = { m.params, m.grads, m.optimizer, m.activations, m.comm_buffers + m.workspace, m.total };
-            for (int i = 0; i < 6; i++) human(v[i], a[i], sizeof a[i]);
+            program_memory pm = program_memory_of(p, st);
+            cost_memory m = { .total = pm.total };
+            char a[7][32], verdict[128];
+            double v[7] = { pm.params, pm.grads, pm.optim, pm.acts, pm.dacts, pm.scratch + pm.cast + pm.w16 + pm.runtime,
+                            pm.total };
+            for (int i = 0; i < 7; i++) program_human_bytes(v[i], a[i], sizeof a[i]);
             cost_memory_verdict(&m, p->device_memory_gib, verdict, sizeof verdict);
             if (p->pp <= 8 || st < 2 || st >= p->pp - 2)
-                fprintf(out, "  stage %-3d %10s %10s %10s %10s %10s %10s  %s\n", st, a[0], a[1], a[2], a[3],
-                        a[4], a[5], verdict);
+                fprintf(out, "  stage %-3d %10s %10s %10s %10s %10s %10s %10s  %s\n", st, a[0], a[1], a[2], a[3],
+                        a[4], a[5], a[6], verdict);
             else if (st == 2)
                 fprintf(out, "  ...\n");
         }

@@ -14,6 +14,8 @@
 
 #include <mpi.h>
 
+#include "weft/runtime_buffers.h"
+
 typedef struct wf_ctx wf_ctx;
 
 /* The groups of the mesh (groups.c says which ranks share one). */
@@ -29,6 +31,10 @@ typedef struct wf_req {
     void *event;
     int pending;
 } wf_req;
+/* the compiler counts the runtime's request arrays at this size */
+#ifndef __cplusplus
+_Static_assert(sizeof(wf_req) == WF_REQ_BYTES, "WF_REQ_BYTES (weft/runtime_buffers.h) is sizeof(wf_req)");
+#endif
 
 typedef struct wf_coll_ops {
     const char *name;  /* "mpi" or "nccl", for the log */

@@ -124,6 +124,10 @@ size_t wf_alloc_total(void);   /* bytes wf_alloc has handed out in this process 
 /* The device's memory in use and its size (cuda/device.c: cudaMemGetInfo);
  * -1 where the backend cannot tell (cpu/alloc.c). */
 int wf_backend_mem_info(size_t *used, size_t *total);
+/* What the backend allocated itself and still holds, device (managed
+ * included) and pinned host bytes (cuda/device.c); -1 where it does not
+ * count (cpu/alloc.c: the arenas are all there is). */
+int wf_backend_alloc_live(size_t *device, size_t *pinned);
 /* metrics.c: per-step throughput, MFU and memory, for the log and --metrics. */
 typedef struct wf_step_metrics {
     double tokens_per_s, mfu;     /* mfu: a fraction of the cluster's peak */
@@ -131,6 +135,9 @@ typedef struct wf_step_metrics {
 wf_step_metrics wf_step_metrics_of(const wf_ctx *c, double ms);
 void wf_metrics_tail(const wf_ctx *c, double ms, char *out, size_t n);
 void wf_memory_report(wf_ctx *c);
+/* Once, after the first step (every rank): what the backend allocated itself
+ * (wf_backend_alloc_live) against the plan; nothing where it does not count. */
+void wf_device_memory_report(wf_ctx *c);
 int wf_is_root(const wf_ctx *c);
 void wf_log(const wf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

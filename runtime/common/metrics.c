@@ -5,7 +5,11 @@
  * plan's precision, from the cluster description).  Memory: the bytes this
  * rank's arenas took at setup (every wf_alloc made before the loop, transient
  * startup buffers excluded) against the compiler's plan for the rank's stage;
- * on CUDA also the device's memory in use as cudaMemGetInfo sees it. */
+ * on CUDA also the device's memory in use as cudaMemGetInfo sees it (the
+ * CUDA context, cuBLASLt's and NCCL's own memory included), and, after the
+ * warm-up step, every byte the runtime allocated itself (arenas and the
+ * buffers of weft/runtime_buffers.h, device and pinned host) against the
+ * plan, which counts both. */
 #include <string.h>
 
 #include "internal.h"
@@ -27,9 +31,13 @@ void wf_metrics_tail(const wf_ctx *c, double ms, char *out, size_t n) {
     size_t used, total;
     char device[64] = "null";
     if (wf_backend_mem_info(&used, &total) == 0) snprintf(device, sizeof device, "%zu", used);
-    snprintf(out, n, ", \"tokens_per_s\": %.9g, \"mfu\": %.9g, \"mem_bytes\": %.0f, "
-             "\"mem_planned_bytes\": %.0f, \"device_mem_used_bytes\": %s",
-             m.tokens_per_s, m.mfu, c->arena_bytes, c->p->planned_bytes, device);
+    int k = snprintf(out, n, ", \"tokens_per_s\": %.9g, \"mfu\": %.9g, \"mem_bytes\": %.0f, "
+                     "\"mem_planned_bytes\": %.0f, \"device_mem_used_bytes\": %s",
+                     m.tokens_per_s, m.mfu, c->arena_bytes, c->p->planned_bytes, device);
+    size_t own, pinned;
+    if (k > 0 && (size_t)k < n && wf_backend_alloc_live(&own, &pinned) == 0)
+        snprintf(out + k, n - (size_t)k, ", \"device_alloc_bytes\": %zu, \"pinned_alloc_bytes\": %zu",
+                 own, pinned);
 }
 
 /* One line at startup: rank 0's arenas against the plan, and the largest
@@ -38,12 +46,37 @@ void wf_memory_report(wf_ctx *c) {
     const wf_program *p = c->p;
     double ratio = p->planned_bytes > 0 ? c->arena_bytes / p->planned_bytes : 0, worst = ratio;
     WF_MPI(c, MPI_Allreduce(&ratio, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    size_t used, total;
+    size_t used, total, own, pinned;
     char device[96] = "";
+    if (wf_backend_alloc_live(&own, &pinned) == 0) {
+        /* CUDA: the plan also holds the buffers the first step allocates;
+         * wf_device_memory_report compares then */
+        wf_log(c, "memory: rank 0's arenas %.2f MiB at setup, of the %.2f MiB planned with the "
+                  "runtime's own buffers (compared after the first step)\n", c->arena_bytes / 1048576.0,
+               p->planned_bytes / 1048576.0);
+        return;
+    }
     if (wf_backend_mem_info(&used, &total) == 0)
         snprintf(device, sizeof device, "; device %.1f of %.1f MiB in use", used / 1048576.0,
                  total / 1048576.0);
     wf_log(c, "memory: rank 0 allocated %.2f MiB, planned %.2f MiB (%.3fx; largest over ranks "
               "%.3fx)%s\n", c->arena_bytes / 1048576.0, p->planned_bytes / 1048576.0, ratio, worst,
            device);
+}
+
+/* After the warm-up step the lazily allocated buffers exist: rank 0's own
+ * allocations (device + pinned host) against its stage's plan (which holds
+ * both), and the smallest and largest ratios over all ranks. */
+void wf_device_memory_report(wf_ctx *c) {
+    static int done;
+    size_t own, pinned;
+    if (done || wf_backend_alloc_live(&own, &pinned) != 0) return;
+    done = 1;
+    double planned = c->p->planned_bytes, held = (double)own + (double)pinned;
+    double ratio = planned > 0 ? held / planned : 0, lo = ratio, hi = ratio;
+    WF_MPI(c, MPI_Allreduce(&ratio, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+    WF_MPI(c, MPI_Allreduce(&ratio, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    wf_log(c, "device memory: weft allocated %.2f MiB (%.2f MiB device, %.2f MiB pinned host), "
+              "planned %.2f MiB (%.6fx; over ranks %.6fx..%.6fx)\n", held / 1048576.0, own / 1048576.0,
+           pinned / 1048576.0, planned / 1048576.0, ratio, lo, hi);
 }

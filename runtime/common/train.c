@@ -355,11 +355,15 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_trace_begin(c);
     double t_start = now_s(), first_loss = NAN;
     int steps_run = 0;
-    if (p->prologue) steps_run = train_2bw(c, &first_loss);
+    if (p->prologue) {  /* 2BW without flush: compared once drained (its stages never meet earlier) */
+        steps_run = train_2bw(c, &first_loss);
+        wf_device_memory_report(c);
+    }
     while (c->step < c->opt.steps) {
         double t0 = now_s();
         wf_backend_run_step(c);  /* microbatches, bucket all-reduces, optimizer; step++ */
         double ms = (now_s() - t0) * 1000.0;
+        wf_device_memory_report(c);  /* once, every rank: the first step allocated what it needs */
         if (steps_run++ == 0) first_loss = c->last_loss;
         log_step(c, ms);
         if (c->opt.ckpt && p->ckpt_every > 0 && c->step % p->ckpt_every == 0)

@@ -16,3 +16,9 @@ int wf_backend_mem_info(size_t *used, size_t *total) {
     *used = *total = 0;
     return -1;
 }
+
+/* Nothing beside the arenas: the metrics keep their CPU keys only. */
+int wf_backend_alloc_live(size_t *device, size_t *pinned) {
+    *device = *pinned = 0;
+    return -1;
+}

@@ -43,13 +43,13 @@ float *wf_cuda_cast_buffer(wf_ctx *c, long floats) {
             snprintf(msg, sizeof msg, "%ld floats requested, the plan's cast_numel is %ld", floats, plan);
             wf_cuda_fail(c, "wf_cuda_cast_buffer", WF_CUDA_WHERE, msg);
         }
-        if (!planned) WF_CUDA(c, cudaMalloc((void **)&planned, sizeof(float) * (size_t)plan));
+        if (!planned) WF_CUDA(c, wf_cuda_malloc((void **)&planned, sizeof(float) * (size_t)plan));
         return planned;
     }
     if (floats > grown_floats) {
-        if (grown) WF_CUDA(c, cudaFree(grown));
+        if (grown) WF_CUDA(c, wf_cuda_free(grown));
         grown = NULL;
-        WF_CUDA(c, cudaMalloc((void **)&grown, sizeof(float) * (size_t)(floats > 0 ? floats : 1)));
+        WF_CUDA(c, wf_cuda_malloc((void **)&grown, sizeof(float) * (size_t)(floats > 0 ? floats : 1)));
         grown_floats = floats;
     }
     return grown;
@@ -110,7 +110,7 @@ static weight16_slot *slot_of(wf_ctx *c, long off, long n) {
     if (!slots) {  /* the first request: in the eager warm-up step (graph.c), never in a capture */
         slots = calloc((size_t)p->n_params, sizeof *slots);
         if (!slots) weight16_fail(c, "cannot allocate %d slots", p->n_params);
-        WF_CUDA(c, cudaMalloc((void **)&copies, sizeof(float) * (size_t)p->weight16_numel));
+        WF_CUDA(c, wf_cuda_malloc((void **)&copies, sizeof(float) * (size_t)p->weight16_numel));
     }
     weight16_slot *s = &slots[n_slots++];
     *s = (weight16_slot){ .offset = off, .at = copies_used };

@@ -180,8 +180,8 @@ static float *scratch_for(wf_ctx *c, size_t floats) {
     WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
     for (int g = 0; g < WF_GROUPS; g++)
         if (groups[g].stream) WF_CUDA(c, cudaStreamSynchronize(groups[g].stream));
-    if (scratch) WF_CUDA(c, cudaFree(scratch));
-    WF_CUDA(c, cudaMalloc((void **)&scratch, floats * sizeof(float)));
+    if (scratch) WF_CUDA(c, wf_cuda_free(scratch));
+    WF_CUDA(c, wf_cuda_malloc((void **)&scratch, floats * sizeof(float)));
     scratch_floats = floats;
     return scratch;
 }

@@ -1,17 +1,18 @@
 /* colsum.cu: the host side of colsum.cuh's two-pass column sums: how many
  * rows a chunk takes, the scratch of partial sums, and pass 2. */
 #include "colsum.cuh"
+#include "weft/runtime_buffers.h"
 
 /* The partials [K][R][C] of one call at a time (calls are in stream order).
  * A fixed size, so the buffer never grows: the chunk count R is capped to
  * fit it (4 MiB: GPT-2's largest request, LayerNorm's two sums of C = 768 in
  * 256 chunks, takes 0.4 M floats). */
-#define COLSUM_SCRATCH_FLOATS (1L << 20)
+#define COLSUM_SCRATCH_FLOATS WF_COLSUM_SCRATCH_FLOATS
 
 static float *scratch;
 
 extern "C" float *wf_cuda_colsum_scratch(wf_ctx *c) {
-    if (!scratch) WF_CUDA(c, cudaMalloc((void **)&scratch, sizeof(float) * (size_t)COLSUM_SCRATCH_FLOATS));
+    if (!scratch) WF_CUDA(c, wf_cuda_malloc((void **)&scratch, sizeof(float) * (size_t)COLSUM_SCRATCH_FLOATS));
     return scratch;
 }
 

@@ -29,11 +29,12 @@
 #define WEFT_CUDA_COLSUM_CUH
 
 #include "cuda_rt.h"
+#include "weft/runtime_buffers.h"
 #include "storage_vec.cuh"
 
 #define COLSUM_Y 8                /* rows of threads per pass-1 block (x: 32 column chunks) */
 #define COLSUM_TARGET_BLOCKS 1024 /* pass-1 blocks to aim for: several per SM of a large GPU */
-#define COLSUM_MIN_CHUNK 64       /* rows per chunk at least: 8 rows per thread */
+#define COLSUM_MIN_CHUNK WF_COLSUM_MIN_CHUNK /* rows per chunk at least: 8 rows per thread */
 
 /* The K output vectors (floats, added to). */
 struct wf_colsum_out {

@@ -32,6 +32,18 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel);
  * where host code may not touch managed memory while any kernel runs. */
 int wf_cuda_concurrent_managed(void);
 
+/* Every allocation of runtime/cuda goes through these (device.c), which
+ * count what the runtime itself holds (metrics.c compares it with the plan):
+ * device memory (cudaMalloc and cudaMallocManaged) apart from pinned host
+ * memory (cudaMallocHost).  They return CUDA's error, for WF_CUDA. */
+cudaError_t wf_cuda_malloc(void **p, size_t bytes);
+cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes);
+cudaError_t wf_cuda_malloc_host(void **p, size_t bytes);
+cudaError_t wf_cuda_free(void *p);
+/* Bytes allocated through them and not freed: device (managed included),
+ * pinned host. */
+void wf_cuda_alloc_live(size_t *device, size_t *pinned);
+
 /* Row-major, as wf_sgemm on the CPU, batched with element strides sA, sB, sC:
  *   C[i] (M,N) = alpha * op(A[i]) (M,K) @ op(B[i]) (K,N) + beta * C[i]. */
 void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,

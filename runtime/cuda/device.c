@@ -46,6 +46,68 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel) {
     if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
 }
 
+/* ---- what the runtime allocates, counted (cuda_rt.h) ------------------------
+ * A few dozen blocks per process: the arenas and the buffers of
+ * weft/runtime_buffers.h, so a plain list is enough. */
+typedef struct { void *p; size_t bytes; int pinned; } alloc_block;
+static alloc_block *blocks;
+static int n_blocks, cap_blocks;
+static size_t live[2];  /* [0] device and managed, [1] pinned host */
+
+static void remember(void *p, size_t bytes, int pinned) {
+    if (!p) return;
+    if (n_blocks == cap_blocks) {
+        int cap = cap_blocks ? 2 * cap_blocks : 64;
+        alloc_block *b = realloc(blocks, sizeof *b * (size_t)cap);
+        if (!b) wf_cuda_fail(NULL, "realloc", WF_CUDA_WHERE, "out of host memory for the allocation list");
+        blocks = b;
+        cap_blocks = cap;
+    }
+    blocks[n_blocks++] = (alloc_block){ p, bytes, pinned };
+    live[pinned] += bytes;
+}
+
+cudaError_t wf_cuda_malloc(void **p, size_t bytes) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) remember(*p, bytes, 0);
+    return e;
+}
+
+cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes) {
+    cudaError_t e = cudaMallocManaged(p, bytes, cudaMemAttachGlobal);
+    if (e == cudaSuccess) remember(*p, bytes, 0);
+    return e;
+}
+
+cudaError_t wf_cuda_malloc_host(void **p, size_t bytes) {
+    cudaError_t e = cudaMallocHost(p, bytes);
+    if (e == cudaSuccess) remember(*p, bytes, 1);
+    return e;
+}
+
+cudaError_t wf_cuda_free(void *p) {
+    for (int i = 0; i < n_blocks; i++)
+        if (blocks[i].p == p) {
+            cudaError_t e = blocks[i].pinned ? cudaFreeHost(p) : cudaFree(p);
+            if (e != cudaSuccess) return e;
+            live[blocks[i].pinned] -= blocks[i].bytes;
+            blocks[i] = blocks[--n_blocks];
+            return e;
+        }
+    return p ? cudaErrorInvalidValue : cudaSuccess;  /* not ours */
+}
+
+void wf_cuda_alloc_live(size_t *device, size_t *pinned) {
+    *device = live[0];
+    *pinned = live[1];
+}
+
+/* metrics.c: the same, for the runtime's common code */
+int wf_backend_alloc_live(size_t *device, size_t *pinned) {
+    wf_cuda_alloc_live(device, pinned);
+    return 0;
+}
+
 /* Kept free beside the arenas: the CUDA context's own growth, cuBLASLt's
  * workspace, NCCL's buffers, the optimizer's scratch. */
 #define DEVICE_RESERVE_BYTES ((size_t)512 << 20)
@@ -70,7 +132,7 @@ void *wf_backend_alloc(size_t bytes) {
     }
     cudaGetLastError();
     void *q = NULL;
-    if (cudaMallocManaged(&q, bytes, cudaMemAttachGlobal) != cudaSuccess) {
+    if (wf_cuda_malloc_managed(&q, bytes) != cudaSuccess) {
         cudaGetLastError(); /* clear it: wf_alloc reports the failure */
         return NULL;
     }
@@ -92,7 +154,7 @@ int wf_cuda_concurrent_managed(void) { return concurrent_managed; }
 void *wf_backend_alloc_host(size_t bytes) {
     ensure_device(NULL);
     void *q = NULL;
-    if (cudaMallocHost(&q, bytes) != cudaSuccess) {
+    if (wf_cuda_malloc_host(&q, bytes) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }

@@ -87,8 +87,9 @@
 #include "cuda_rt.h"
 #include "precision_bits.h"
 #include "reduce.cuh"
+#include "weft/runtime_buffers.h"
 
-#define WORKSPACE_BYTES (32u << 20)
+#define WORKSPACE_BYTES WF_CUBLASLT_WORKSPACE_BYTES
 #define MAX_PLANS 256
 
 typedef struct {
@@ -146,7 +147,7 @@ static void ensure_lt(wf_ctx *c) {
     if (lt) return;
     (void)wf_cuda_stream(c);  /* picks this rank's device first */
     WF_CUBLAS(c, cublasLtCreate(&lt));
-    WF_CUDA(c, cudaMalloc(&workspace, WORKSPACE_BYTES));
+    WF_CUDA(c, wf_cuda_malloc(&workspace, WORKSPACE_BYTES));
 }
 
 /* A column-major rows x cols layout of `type`, batched with stride `stride`. */
@@ -367,7 +368,7 @@ static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, in
     static int cap;
     if (!bias || type == CUDA_R_32F) return bias;
     if (n > cap) {
-        WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
+        WF_CUDA(c, wf_cuda_malloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
         cap = n;
     }
     wf_cuda_to16(c, buf, type, bias, n);

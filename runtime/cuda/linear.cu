@@ -10,6 +10,7 @@
  * rounded once (the input gradient reads the old 16-bit dinp as C, beta 1),
  * the weight gradient into float dw. */
 #include "cuda_rt.h"
+#include "weft/runtime_buffers.h"
 #include "linear_gelu.h"
 #include "reduce.cuh"
 
@@ -80,7 +81,7 @@ extern "C" void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, co
  * at a time (at most FALLBACK_FLOATS, allocated at the first call, in the
  * eager warm-up step: a captured step allocates nothing), then the kernel
  * rounds each block into dpre. */
-enum { FALLBACK_FLOATS = 1 << 22 };
+enum { FALLBACK_FLOATS = WF_DGELU_FALLBACK_FLOATS };
 
 /* x moved by n activation elements of c's storage */
 static const float *act_at(wf_ctx *c, const float *x, long n) {
@@ -91,7 +92,7 @@ static float *fallback_buffer(wf_ctx *c, long floats) {
     static float *buf;
     static long cap;
     if (floats > cap) {  /* a smaller one is kept, not freed: a captured graph may read it */
-        WF_CUDA(c, cudaMalloc((void **)&buf, sizeof(float) * (size_t)floats));
+        WF_CUDA(c, wf_cuda_malloc((void **)&buf, sizeof(float) * (size_t)floats));
         cap = floats;
     }
     return buf;

@@ -18,11 +18,12 @@
 #include "opt_backend.h"
 #include "precision_bits.h"
 #include "reduce.cuh"
+#include "weft/runtime_buffers.h"
 
 #define GRID_STRIDE(i, n) \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
 
-enum { SUMSQ_BLOCKS = 1024 };  /* partial sums: a fixed grid, so a fixed order */
+enum { SUMSQ_BLOCKS = WF_SUMSQ_BLOCKS };  /* partial sums: a fixed grid, so a fixed order */
 
 /* The last range starting at or before element i. */
 __device__ static const wf_opt_range *range_of(wf_opt_table t, long i) {
@@ -56,7 +57,9 @@ __global__ static void adamw_kernel(wf_adamw_args a) {
     }
 }
 
-/* The device copy of the table (one per process: the rank's, or a test's). */
+/* The device copy of the table (one per process: the rank's, or a test's),
+ * counted by the compiler at this size (weft/runtime_buffers.h). */
+static_assert(sizeof(wf_opt_range) == WF_OPT_RANGE_BYTES, "WF_OPT_RANGE_BYTES is sizeof(wf_opt_range)");
 static const wf_opt_range *table_src;
 static wf_opt_range *table_dev;
 static int table_n;
@@ -64,8 +67,8 @@ static int table_n;
 static wf_opt_table on_device(wf_ctx *c, const wf_opt_table *t) {
     if (t->r != table_src || t->n != table_n) {
         cudaStream_t s = wf_cuda_stream(c);
-        if (table_dev) WF_CUDA(c, cudaFree(table_dev));
-        WF_CUDA(c, cudaMalloc((void **)&table_dev, sizeof(wf_opt_range) * (size_t)t->n));
+        if (table_dev) WF_CUDA(c, wf_cuda_free(table_dev));
+        WF_CUDA(c, wf_cuda_malloc((void **)&table_dev, sizeof(wf_opt_range) * (size_t)t->n));
         WF_CUDA(c, cudaMemcpyAsync(table_dev, t->r, sizeof(wf_opt_range) * (size_t)t->n,
                                    cudaMemcpyDefault, s));
         wf_cuda_sync(c, "cudaMemcpyAsync (optimizer range table)");
@@ -122,7 +125,7 @@ extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float
     if (t->total <= 0) return 0.0;
     cudaStream_t s = wf_cuda_stream(c);
     if (!sumsq_scratch)
-        WF_CUDA(c, cudaMalloc((void **)&sumsq_scratch, sizeof(double) * (SUMSQ_BLOCKS + 1)));
+        WF_CUDA(c, wf_cuda_malloc((void **)&sumsq_scratch, sizeof(double) * (SUMSQ_BLOCKS + 1)));
     int blocks = wf_blocks(t->total);
     if (blocks > SUMSQ_BLOCKS) blocks = SUMSQ_BLOCKS;
     WF_LAUNCH(sumsq_blocks_kernel, blocks, WF_THREADS, 0, s)(on_device(c, t), grads, sumsq_scratch);
@@ -146,7 +149,7 @@ __global__ static void nonfinite_kernel(wf_opt_table t, const float *grads, int 
 extern "C" int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const float *grads) {
     if (t->total <= 0) return 0;
     cudaStream_t s = wf_cuda_stream(c);
-    if (!nonfinite_flag) WF_CUDA(c, cudaMalloc((void **)&nonfinite_flag, sizeof(int)));
+    if (!nonfinite_flag) WF_CUDA(c, wf_cuda_malloc((void **)&nonfinite_flag, sizeof(int)));
     WF_CUDA(c, cudaMemsetAsync(nonfinite_flag, 0, sizeof(int), s));
     WF_LAUNCH(nonfinite_kernel, wf_blocks(t->total), WF_THREADS, 0, s)(on_device(c, t), grads, nonfinite_flag);
     int bad = 0;

@@ -46,7 +46,7 @@ static int loss_on_device;
  * this, and switches the device sum on). */
 extern "C" double *wf_cuda_loss_acc(wf_ctx *c) {
     if (!loss_acc) {
-        WF_CUDA(c, cudaMallocManaged((void **)&loss_acc, sizeof(double), cudaMemAttachGlobal));
+        WF_CUDA(c, wf_cuda_malloc_managed((void **)&loss_acc, sizeof(double)));
         *loss_acc = 0.0;
     }
     return loss_acc;
@@ -79,7 +79,7 @@ static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel
         return 0.0;  /* the sum is on the device */
     }
     if (!eager_sum)  /* only without a backend: never inside a captured step */
-        WF_CUDA(c, cudaMallocManaged((void **)&eager_sum, sizeof(double), cudaMemAttachGlobal));
+        WF_CUDA(c, wf_cuda_malloc_managed((void **)&eager_sum, sizeof(double)));
     WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(eager_sum, losses, N, 0);
     wf_cuda_sync(c, kernel);
     /* managed memory: readable once the stream is done (or, where managed

@@ -556,12 +556,29 @@ static cudaError_t alloc_pinned(void **p, size_t bytes) {
     if (e == cudaSuccess && *p) pinned[(uintptr_t)*p] = bytes;
     return e;
 }
-cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc(p, bytes); }
-cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned) { return alloc(p, bytes); }
+/* device (and managed) blocks, start -> bytes: what cudaMemGetInfo reports
+ * in use, as a GPU's would (without a context's own memory) */
+static std::map<uintptr_t, size_t> on_device;
+static size_t device_used;
+static cudaError_t alloc_device(void **p, size_t bytes) {
+    cudaError_t e = alloc(p, bytes);
+    if (e == cudaSuccess && *p) {
+        on_device[(uintptr_t)*p] = bytes;
+        device_used += bytes;
+    }
+    return e;
+}
+cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc_device(p, bytes); }
+cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned) { return alloc_device(p, bytes); }
 cudaError_t cudaMallocHost(void **p, size_t bytes) { return alloc_pinned(p, bytes); }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return alloc_pinned(p, bytes); }
 cudaError_t cudaFree(void *p) {
     if (cudaError_t e = wf_emu::host_wait()) return e;
+    auto it = on_device.find((uintptr_t)p);
+    if (it != on_device.end()) {
+        device_used -= it->second;
+        on_device.erase(it);
+    }
     free(p);
     return cudaSuccess;
 }
@@ -605,8 +622,11 @@ cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t
     memmove(dst, (const char *)symbol + offset, n);
     return cudaSuccess;
 }
+/* the host's memory stands for the device's; the emulated allocations
+ * live in it are in use */
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
-    *free_bytes = *total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    *total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    *free_bytes = *total > device_used ? *total - device_used : 0;
     return cudaSuccess;
 }
 

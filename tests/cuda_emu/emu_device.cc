@@ -36,6 +36,16 @@ int wf_cuda_concurrent_managed(void) { return 1; }
  * when their launch returns, unless WF_EMU_ASYNC queued them) */
 void wf_backend_sync(wf_ctx *c) { WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c))); }
 
+/* cuda_rt.h's counted allocations; the kernel tests count nothing (the
+ * whole emulated runtime has device.c's) */
+cudaError_t wf_cuda_malloc(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes) {
+    return cudaMallocManaged(p, bytes, cudaMemAttachGlobal);
+}
+cudaError_t wf_cuda_malloc_host(void **p, size_t bytes) { return cudaMallocHost(p, bytes); }
+cudaError_t wf_cuda_free(void *p) { return cudaFree(p); }
+void wf_cuda_alloc_live(size_t *device, size_t *pinned) { *device = *pinned = 0; }
+
 /* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
 

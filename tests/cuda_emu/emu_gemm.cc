@@ -10,8 +10,24 @@
 #include "cuda_rt.h"
 #include "gelu_value.h"
 #include "precision_bits.h"
+#include "weft/runtime_buffers.h"
 
 static double gemm_flops;
+
+/* The device memory gemm.cu takes, taken here too, so the emulated runtime
+ * holds what the plan counts (weft/runtime_buffers.h): cuBLASLt's workspace
+ * at the first GEMM, and bias_as's 16-bit copy of a bias, grown, never freed. */
+static void workspace(wf_ctx *c) {
+    static void *ws;
+    if (!ws) WF_CUDA(c, wf_cuda_malloc(&ws, WF_CUBLASLT_WORKSPACE_BYTES));
+}
+static void bias16_buffer(wf_ctx *c, cudaDataType_t type, const float *bias, int n) {
+    static void *buf;
+    static int cap;
+    if (!bias || type == CUDA_R_32F || n <= cap) return;
+    WF_CUDA(c, wf_cuda_malloc(&buf, sizeof(uint16_t) * (size_t)n));
+    cap = n;
+}
 
 /* gemm.cu runs an fp32 GEMM of a bf16 / fp16 plan with the compute type
  * CUBLAS_COMPUTE_32F_FAST_16BF / _16F: the library converts A and B to the
@@ -54,6 +70,7 @@ extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, i
                               const float *A, int lda, long sA, const float *B, int ldb, long sB,
                               float beta, float *C, int ldc, long sC, int batch) {
     int precision = wf_ctx_precision(c);
+    workspace(c);
     wf_emu::enqueue([=] {
         sgemm_now(precision, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
     });
@@ -93,6 +110,8 @@ extern "C" void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, in
     if (!known_type(typeA) || typeA != typeB || (typeC != CUDA_R_32F && typeC != typeA))
         wf_cuda_fail(c, "wf_cuda_gemm", WF_CUDA_WHERE,
                      "A and B must have one type, and C fp32 or theirs (cuBLASLt's supported types)");
+    workspace(c);
+    bias16_buffer(c, typeC, bias, N);
     wf_emu::enqueue([=] {
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
@@ -138,6 +157,7 @@ extern "C" int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A,
     if (!known_type(typeAB) || typeAB != typeD)
         wf_cuda_fail(c, "wf_cuda_gemm_dgelu", WF_CUDA_WHERE, "A, B, D and aux must have one type");
     if ((typeAB == CUDA_R_32F && wf_ctx_precision(c) != WF_FP32) || ldd % 8 != 0) return 0;
+    workspace(c);
     wf_emu::enqueue([=] {
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {

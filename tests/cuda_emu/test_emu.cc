@@ -456,6 +456,21 @@ static bool graph_ok() {
     return ok;
 }
 
+/* cudaMemGetInfo: device and managed blocks are in use until freed; pinned
+ * host memory is not device memory */
+static bool mem_info_counts_allocations() {
+    size_t free0, total, free1, free2, free3;
+    void *d = nullptr, *m = nullptr, *h = nullptr;
+    bool ok = cudaMemGetInfo(&free0, &total) == cudaSuccess && cudaMalloc(&d, 1 << 20) == cudaSuccess &&
+              cudaMallocManaged(&m, 3 << 20, cudaMemAttachGlobal) == cudaSuccess &&
+              cudaMallocHost(&h, 5 << 20) == cudaSuccess && cudaMemGetInfo(&free1, &total) == cudaSuccess &&
+              free0 - free1 == (4u << 20) && cudaFree(d) == cudaSuccess &&
+              cudaMemGetInfo(&free2, &total) == cudaSuccess && free0 - free2 == (3u << 20) &&
+              cudaFree(m) == cudaSuccess && cudaFreeHost(h) == cudaSuccess &&
+              cudaMemGetInfo(&free3, &total) == cudaSuccess && free3 == free0;
+    return ok;
+}
+
 /* cudaMalloc and cudaFree while a stream is captured: refused, and the
  * capture comes back invalidated (CUDA's thread-local mode); before and
  * after the capture both work */
@@ -544,6 +559,8 @@ int main() {
                       "launches replay them; a host wait while capturing invalidates the capture");
     CHECK(reported(launch_misaligned_uint4, "misaligned address"),
           "a uint4 load from a 16-bit array off its 16-byte boundary is reported (the build's alignment check)");
+    CHECK(mem_info_counts_allocations(), "cudaMemGetInfo: cudaMalloc and cudaMallocManaged blocks in use "
+                                          "until freed, pinned host memory not");
     CHECK(alloc_in_capture_refused(), "cudaMalloc / cudaFree while a stream is captured: refused, the capture "
                                        "invalidated");
     CHECK(fork_join_ok(true), "a capture forked to a second stream (an event wait) and joined back: the replay "

@@ -3,8 +3,11 @@
 # values for three models and three data-parallel sizes, with and without
 # ZeRO-1, in fp32, bf16 and fp16: (4 + 4 + 8) Psi in fp32 (parameters,
 # gradients, AdamW moments; K = 8 since the weights are their own master
-# copy), (2 + 2 + 12) Psi in bf16 / fp16 (16-bit parameters and gradients;
-# K = 12: fp32 master, m and v); the optimizer part divided by dp under ZeRO-1.
+# copy), (4 + 4 + 12) Psi in bf16 / fp16 (the runtime keeps 16-bit parameters
+# and gradients as rounded floats, compiler/memory.c; K = 12: fp32 master, m
+# and v); the optimizer part divided by dp under ZeRO-1 (dp rank 0's shard:
+# each bucket's part rounded up), which also keeps the reduced gradient shard
+# beside the whole gradients.
 # Then ZeRO-2 and ZeRO-3 in fp32, bf16 and fp16 (below).
 # Psi = 12 L h^2 + 13 L h + (V + s) h + 2 h for GPT-2 with a tied LM head.
 source "$(dirname "$0")/lib.sh"
@@ -25,11 +28,12 @@ while read -r L h heads s V; do
       gbytes=$(sed -n 's/^  gradients *//p' <<<"$out" | to_bytes)
       obytes=$(sed -n 's/^  optimizer *//p' <<<"$out" | to_bytes)
       div=1; [ $zero = 1 ] && div=$dp
-      P=4 K=8; [ $prec = fp32 ] || { P=2; K=12; }
+      P=4 K=8; [ $prec = fp32 ] || K=12
       what="L$L h$h s$s V$V dp $dp zero $zero $prec: Psi $psi"
       [ $prec = fp32 ] && check "$what: parameter count" test "$count" = "$psi"
       check "$what: parameters $P Psi = $((P * psi)) ~ $pbytes" near "$pbytes" $((P * psi))
-      check "$what: gradients $P Psi = $((P * psi)) ~ $gbytes" near "$gbytes" $((P * psi))
+      G=$((P * psi)); [ $zero = 1 ] && G=$((P * psi + P * psi / dp))
+      check "$what: gradients $G ~ $gbytes" near "$gbytes" $G
       check "$what: AdamW $K Psi / $div = $((K * psi / div)) ~ $obytes" near "$obytes" $((K * psi / div))
     done
     done
@@ -52,7 +56,7 @@ MODELS
 between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
 # zero_states L h heads s V dp zero mb PREC E K: one plan's rows against
 # hand-computed values, E bytes per parameter or gradient element and K bytes
-# of optimizer state per parameter (fp32: 4 and 8; bf16 / fp16: 2 and 12).
+# of optimizer state per parameter (fp32: 4 and 8; bf16 / fp16: 4 and 12).
 zero_states() {
   local L=$1 h=$2 heads=$3 s=$4 V=$5 dp=$6 zero=$7 mb=$8 prec=$9 E=${10} K=${11}
   local psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h )) buf gat
@@ -112,25 +116,25 @@ shard=$(sed -n 's/^  param shard *//p' <<<"$out" | to_bytes)
 check "offload.params: host holds the parameter shard" near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" "$shard"
 check "offload.params: parameters on the device are the gather buffers only" \
   near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" "$(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes)"
-# ZeRO-2 and ZeRO-3 in bf16 / fp16: every row above in 16-bit bytes, 2 per
-# parameter or gradient element (shards, bucket and gather buffers), and the
+# ZeRO-2 and ZeRO-3 in bf16 / fp16: every row above (floats: 4 bytes per
+# parameter or gradient element, as the runtime allocates them), and the
 # optimizer 12 Psi / dp (fp32 master, m and v, all sharded).
 while read -r L h heads s V; do
   for dp in 2 4; do for zero in 2 3; do for mb in 1000 0; do for prec in bf16 fp16; do
-    zero_states $L $h $heads $s $V $dp $zero $mb $prec 2 12
+    zero_states $L $h $heads $s $V $dp $zero $mb $prec 4 12
   done; done; done; done
 done <<'MODELS'
 2 64 4 64 256
 6 96 6 32 1000
 MODELS
 # bf16 ZeRO-3 with both offloads: the host holds the 12 Psi / dp optimizer
-# and the 2 Psi / dp parameter shard; the device keeps the gather buffers.
+# and the 4 Psi / dp parameter shard; the device keeps the gather buffers.
 psi=$(( 12 * 2 * 64 * 64 + 13 * 2 * 64 + (256 + 64) * 64 + 2 * 64 ))
 out=$("$WEFT" check plans/tiny.lua --set model.layers=2 --set model.hidden=64 --set model.heads=4 \
       --set model.seq=64 --set model.vocab=256 --set mesh.dp=2 --set batch.micro=4 --set batch.global=8 \
       --set zero=3 --set precision=bf16 --set offload.params=cpu --set offload.optimizer=cpu)
-check "bf16 ZeRO-3 offload: host (12 + 2) Psi / dp = $((14 * psi / 2))" \
-  near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" $((14 * psi / 2))
+check "bf16 ZeRO-3 offload: host (12 + 4) Psi / dp = $((16 * psi / 2))" \
+  near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" $((16 * psi / 2))
 check "bf16 ZeRO-3 offload: no optimizer state on the device" \
   test "$(sed -n 's/^  optimizer *//p' <<<"$out" | to_bytes)" = 0
 check "bf16 ZeRO-3 offload: parameters on the device are the gather buffers only" \

@@ -3,9 +3,9 @@
 # from the step's ms and the plan's own numbers (global batch x seq tokens;
 # 6N + 12 L h s FLOPs per token with N from `weft check`; ranks; the CPU
 # device's fp32 peak from the cluster description), and each rank's arenas as
-# allocated agree with the compiler's memory plan within 5% (the plan leaves
-# out small staging: ZeRO-1's gradient shard, tp and pipeline receive buffers;
-# bf16 / fp16 are emulated in fp32 arenas on the CPU, so fp32 only here).
+# allocated agree with the compiler's memory plan (compiler/memory.c counts
+# every arena the runtime allocates): rank 0 at most the plan and within 0.1%
+# of it, every rank's ratio 1.000 as the log prints it (measured: exact).
 source "$(dirname "$0")/lib.sh"
 DATA=$(make_data)
 L=2 H=64 S=64
@@ -29,9 +29,9 @@ recompute() {
 memory_ok() {
   tail -n 1 "$WORK/$1.jsonl" | awk '{ match($0, /"mem_bytes": [0-9]+/); a = substr($0, RSTART + 13, RLENGTH - 13) + 0
     match($0, /"mem_planned_bytes": [0-9]+/); p = substr($0, RSTART + 21, RLENGTH - 21) + 0
-    exit !(p > 0 && a >= 0.95 * p && a <= 1.05 * p) }' &&
+    exit !(p > 0 && a >= 0.999 * p && a <= p) }' &&
   awk '/^memory:/ { sub(/.*largest over ranks /, ""); r = $0 + 0; found = 1 }
-       END { exit !(found && r >= 0.95 && r <= 1.05) }' "$WORK/$1.log"
+       END { exit !(found && r >= 0.999 && r <= 1.0) }' "$WORK/$1.log"
 }
 
 while read -r name dp tp pp extra; do
@@ -43,7 +43,7 @@ while read -r name dp tp pp extra; do
     recompute "$name" $global $world
   check "$name: new keys come after the old ones" \
     grep -q '^{"step": 1, "loss": .*, "ms": [0-9.]*, "tokens_per_s": .*, "mfu": .*, "mem_bytes": [0-9]*, "mem_planned_bytes": [0-9]*, "device_mem_used_bytes": null}$' "$WORK/$name.jsonl"
-  check "$name: allocated within 5% of planned, every rank ($(grep '^memory:' "$WORK/$name.log"))" memory_ok "$name"
+  check "$name: allocated as planned, every rank ($(grep '^memory:' "$WORK/$name.log"))" memory_ok "$name"
   check "$name: the log shows MFU per step" grep -q '| MFU [0-9.]*%$' "$WORK/$name.log"
 done <<'LAYOUTS'
 dp2 2 1 1

@@ -63,5 +63,30 @@ cp "$WORK/cluster.lua" "$WORK/kept.lua"
 WEFT_RUNTIME="$WORK/nowhere" "$WEFT" calibrate -o "$WORK/cluster.lua" 2>"$WORK/cal.err" && failed=$((failed + 1))
 check "calibrate without its runtime fails clearly and keeps the old file" \
   bash -c "grep -q 'weft-calibrate is missing' '$WORK/cal.err' && cmp -s '$WORK/cluster.lua' '$WORK/kept.lua'"
+# One memory model (compiler/memory.c): simulate reports per stage what check
+# counts, row by row, on both backends and across layouts (pp, tp, ZeRO-3
+# with offload, act16 on CUDA).
+rows_check() {  # parameters, gradients, optimizer, activations, total: one line per stage
+  "$WEFT" check "$@" | awk '/^memory per rank/ { on = 1 } on && /^  (parameters|gradients|optimizer|activations|total) / {
+    for (i = 2; i < NF; i += 2) v[(i - 2) / 2] = v[(i - 2) / 2] " " $i " " $(i + 1); n = (NF - 1) / 2 }
+    END { for (s = 0; s < n; s++) print "stage " s ":" v[s] }'
+}
+rows_simulate() {
+  "$WEFT" simulate "$@" | awk '/^memory per rank/ { on = 1; next } on && $1 == "stage" {
+    print "stage " $2 ": " $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 " " $10 " " $15 " " $16 }'
+}
+while read -r label sets; do
+  read -r -a sets <<<"$sets"
+  rows_check "${sets[@]}" >"$WORK/mem_check.txt"
+  rows_simulate "${sets[@]}" >"$WORK/mem_sim.txt"
+  check "simulate and check count the same memory per stage: $label ($(head -n 1 "$WORK/mem_sim.txt"))" \
+    bash -c "test -s '$WORK/mem_check.txt' && diff '$WORK/mem_check.txt' '$WORK/mem_sim.txt'"
+done <<'PLANS'
+gpt2_124m_cuda plans/gpt2_124m.lua --backend cuda
+gpt2_124m_cpu  plans/gpt2_124m.lua
+tiny_pp4_zero1 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=4 --set model.layers=4 --set batch.micro=1 --set zero=1
+tiny_z3_off    plans/tiny.lua --set mesh.dp=2 --set zero=3 --set offload.params=cpu --set offload.optimizer=cpu --backend cuda
+llama_tp2_bf16 plans/llama_tiny.lua --set mesh.tp=2 --set precision=bf16 --backend cuda
+PLANS
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -1,0 +1,153 @@
+/* memory.c: the one memory model of a plan, per rank of a pipeline stage:
+ * every arena the runtime allocates at setup (runtime/common/train.c's
+ * allocate, zero.c, optim.c's masters, twobw.c) and, on CUDA, the buffers the
+ * runtime allocates itself at its first step (weft/runtime_buffers.h).
+ * `weft check` prints it (report.c), `weft simulate` reports it, the programs
+ * carry its total as planned_bytes (emit.c), and the runtime measures its own
+ * allocations against that total (runtime/common/metrics.c). */
+#include <string.h>
+
+#include "emit.h"
+#include "program.h"
+#include "weft/runtime_buffers.h"
+
+#define REQ_BYTES WF_REQ_BYTES  /* runtime/common/coll.h's wf_req */
+
+/* wf_alloc hands out 64 bytes for an empty arena (runtime/common/step.c) */
+static double arena(double bytes) { return bytes > 0 ? bytes : 64.0; }
+
+static int is_cuda(const Program *p) { return strcmp(p->backend, "cuda") == 0; }
+
+/* The distinct widths of the stage's linear biases, in 16 bits: gemm.cu's 16-bit copy of a bias grows to each larger one and
+ * keeps the smaller (a captured graph may read it), so the distinct widths
+ * bound what it holds. */
+static double bias16_bytes(const Program *p, int stage) {
+    long seen[64];
+    int n = 0;
+    double sum = 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->kind != OP_LINEAR || o->n_param < 2 || o->chunk % p->pp != stage) continue;
+        long w = p->tensors[o->out].width;
+        int k = 0;
+        while (k < n && seen[k] != w) k++;
+        if (k < n) continue;
+        if (n < 64) seen[n++] = w;
+        sum += 2.0 * (double)w;
+    }
+    return sum;
+}
+
+/* linear.cu's DGELU fallback under act16 (cuBLASLt may refuse the epilogue,
+ * e.g. with no algorithm for the shape): a float block of rows x K, at most
+ * WF_DGELU_FALLBACK_FLOATS; every layer has the same shape, so one size. */
+static double dgelu_fallback_bytes(const Program *p, int stage) {
+    double most = 0;
+    for (int i = 1; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->dgelu != DGELU_LINEAR || o->chunk % p->pp != stage) continue;
+        const ir_tensor *t = &p->tensors[o->in[0]];
+        long K = t->width, N = (long)p->micro * p->seq / (t->rows_div > 0 ? t->rows_div : 1);
+        long rows = K >= WF_DGELU_FALLBACK_FLOATS ? 1 : WF_DGELU_FALLBACK_FLOATS / K;
+        if (rows > N) rows = N;
+        if (4.0 * (double)(rows * K) > most) most = 4.0 * (double)(rows * K);
+    }
+    return most;
+}
+
+/* What runtime/cuda allocates beside the arenas, once, in the warm-up step. */
+static double cuda_buffers(const Program *p, int stage) {
+    double b = (double)WF_CUBLASLT_WORKSPACE_BYTES;
+    if ((long)p->micro * p->seq > WF_COLSUM_MIN_CHUNK) b += 4.0 * (double)WF_COLSUM_SCRATCH_FLOATS;
+    b += 8.0 * (WF_SUMSQ_BLOCKS + 1) + WF_LOSS_ACC_BYTES;
+    if (strcmp(p->precision, "fp16") == 0) b += WF_NONFINITE_FLAG_BYTES;
+    /* the optimizer's range table: at most one range per parameter */
+    b += (double)WF_OPT_RANGE_BYTES * stage_count(p, stage, 0);
+    if (p->act16) b += bias16_bytes(p, stage) + dgelu_fallback_bytes(p, stage);
+    /* NCCL's in-place reduce-scatter (ZeRO-2 / 3) leaves this rank's part in
+     * scratch: the largest part, rank 0's (shards split near-equally) */
+    if (p->zero >= 2 && strcmp(p->comm, "nccl") == 0) {
+        long most = 0;
+        for (int k = 0; k < p->n_buckets; k++) {
+            long part = (p->buckets[k].numel + p->dp - 1) / p->dp;
+            if (p->buckets[k].stage == stage && part > most) most = part;
+        }
+        b += 4.0 * (double)most;
+    }
+    return b;
+}
+
+/* The runtime's tables: request handles of the buckets and gathers, ZeRO's
+ * ranges, offsets and counts (runtime/common/train.c, zero.c). */
+static double tables(const Program *p, int stage) {
+    double buckets = stage_count(p, stage, 1), params = stage_count(p, stage, 0);
+    double b = arena(REQ_BYTES * buckets) + 3 * arena(8.0 * params);
+    if (p->zero) {
+        b += arena(8.0 * buckets) + 2 * arena(4.0 * buckets * p->dp);
+        if (p->zero >= 3) b += arena(REQ_BYTES * buckets);
+    }
+    return b;
+}
+
+/* PipeDream-2BW without flush: twobw.c's buffer for the tied wte's gradient. */
+static double tied_buffer(const Program *p, int stage) {
+    long most = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        const ir_param *q = &p->params[k];
+        if (q->stage != stage) continue;
+        int tied = q->tied_to >= 0;
+        for (int j = 0; j < p->n_params && !tied; j++) tied = p->params[j].tied_to == k;
+        if (tied && q->numel > most) most = q->numel;
+    }
+    return arena(4.0 * (double)(most ? most : 1));
+}
+
+/* Every arena holds floats: 16-bit plans keep their weights, gradients and
+ * activations as rounded fp32 values (act16 packs two 16-bit activations in
+ * a float), beside fp32 masters and moments.  ZeRO-1 adds the reduced
+ * gradient shard, ZeRO-2 keeps the shard and the bucket buffers backward
+ * writes, ZeRO-3 the parameter shard and the gather buffers of the buckets
+ * in use; a shard is dp rank 0's, the largest. */
+program_memory program_memory_of(const Program *p, int stage) {
+    program_memory m;
+    int slots = program_slots(p, stage), wide = strcmp(p->precision, "fp32") == 0;
+    int two_batches = p->sched && p->sched->pro;  /* 2BW without flush */
+    double psi = (double)p->param_numel[stage];
+    double shard = p->zero ? 4.0 * (double)p->shard_numel[stage] : 0;
+    double moments = p->zero ? shard : 4.0 * psi;  /* one float per element this rank updates */
+    m.params = p->zero >= 3 ? arena(shard) + arena(4.0 * (double)p->gather_numel[stage]) : arena(4.0 * psi);
+    m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * psi);
+    if (p->zero == 1) m.grads += arena(shard);
+    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
+    m.optim = (wide ? 2 : 3) * arena(moments);  /* m and v (+ fp32 master) */
+    m.acts = arena(4.0 * (double)p->act_numel[stage] * slots);
+    m.dacts = arena(4.0 * (double)p->dact_numel[stage] * slots);
+    /* kernel scratch, token losses, tokens and targets of every microbatch,
+     * tensor-parallel staging, pipeline receive buffers */
+    double N = (double)p->micro * p->seq;
+    m.scratch = arena(4.0 * (double)p->scratch_numel) + arena(4.0 * N) +
+                2 * arena(4.0 * N * p->accum * (two_batches ? 2 : 1)) + arena(4.0 * (double)p->comm_numel);
+    long recv_numel = 0;
+    int recv = p->pp > 1 && p->sched ? stage_recv_buffers(p, stage, &recv_numel) : 0;
+    m.scratch += arena(4.0 * (double)recv * (double)recv_numel);
+    m.cast = p->act16 && p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;
+    m.w16 = p->act16 && p->weight16_numel ? 4.0 * (double)p->weight16_numel[stage] : 0;
+    m.runtime = tables(p, stage) + (two_batches ? tied_buffer(p, stage) : 0);
+    if (is_cuda(p)) m.runtime += cuda_buffers(p, stage);
+    m.host = 0;
+    if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
+        m.host = m.optim;
+        m.optim = 0;
+    }
+    if (p->offload_params) {     /* so is an offloaded parameter shard */
+        m.host += arena(shard);
+        m.params -= arena(shard);
+    }
+    m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast + m.w16 + m.runtime;
+    return m;
+}
+
+double program_planned_bytes(const Program *p, int stage) {
+    program_memory m = program_memory_of(p, stage);
+    return m.total + m.host;
+}
