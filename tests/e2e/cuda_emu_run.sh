@@ -55,14 +55,24 @@
 # overflow injected at step 2, the graph run and --no-graph must agree bit for bit.
 # Every row also checks the memory plan: weft's own allocations after the
 # warm-up step at most the plan and within 0.5% of it (within_plan below).
+# Graph combinations (the last rows): 2BW with tp 2 over NCCL on four ranks
+# and four emulated devices (both weight versions' graphs, a drain for a
+# periodic checkpoint, a resume), bf16 tp 4 over NCCL, and fp16 with 2BW's
+# delayed update on one rank (pp > 1 refuses fp16); the 2BW rows against
+# --no-graph and their own straight runs, bit for bit.  bf16 tp 4 cannot tell
+# an fp32 tp sum from a 16-bit one: a 16-bit running sum over the four
+# partials (host MPI, as a test) moved it from 1.3e-5 / 4.9e-4 to 1.7e-5 /
+# 5.5e-4 of the CPU's run, as small as tp 2's own first-step loss difference
+# (1.1e-5).
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
 source "$(dirname "$0")/lib.sh"
 RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
 PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
-# two emulated devices: the ranks of a two-rank layout use one each (device.c)
-export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=2
+# four emulated devices: the ranks of a layout use one each (device.c), up to
+# four (tp 2 x pp 2, tp 4)
+export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=4
 DATA=$(make_data)
 small=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set train.steps=4
        --set data.train="$DATA" --set batch.global=4)
@@ -104,6 +114,13 @@ build_ref ref_2bw_bf16 plans/tiny.lua --set pipeline.schedule=pipedream-2bw --se
 build_ref ref_bf16_tp2 plans/tiny.lua --set precision=bf16 --set mesh.tp=2
 build_ref ref_bf16_sp2 plans/tiny.lua --set precision=bf16 --set mesh.tp=2 --set mesh.sp=true
 build_ref ref_llama_bf16_tp2 plans/llama_tiny.lua --set precision=bf16 --set mesh.tp=2
+# 2BW with tp 2 under graphs, resumed mid-run: six steps (the checks below)
+build_ref ref_2bw6 plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=6
+# tp 4 in 16 bits: four partials per fp32 sum (at tp 2 a 16-bit sum of two
+# 16-bit partials rounds as the fp32 one does)
+build_ref ref_bf16_tp4 plans/tiny.lua --set precision=bf16 --set mesh.tp=4
+# fp16 with 2BW's delayed update on one rank (pp > 1 refuses fp16: checked below)
+build_ref ref_fp16_2bw plans/tiny.lua "${fp16_scale[@]}" --set pipeline.schedule=pipedream-2bw
 wait
 for r in "$WORK"/ref*.rc; do
   [ "$(cat "$r")" = 0 ] || { echo "FAIL the CPU reference $(basename "$r" .rc): $(tail -n 3 "${r%.rc}.out")"; exit 1; }
@@ -221,6 +238,9 @@ rows=(
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "bf16_z3   ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set zero=3 --set buckets.mb=0.05"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
+  "pp2_tp2_2bw_nccl ref_2bw6 fp32 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set mesh.tp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=6 --set train.ckpt_every=3"
+  "bf16_tp4_nccl ref_bf16_tp4 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=4 --set batch.micro=2 --set precision=bf16 --set comm=nccl"
+  "fp16_2bw  ref_fp16_2bw act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]} --set pipeline.schedule=pipedream-2bw"
 )
 selected=()
 for row in "${rows[@]}"; do
@@ -354,6 +374,109 @@ case " ${ROWS:-pp2_2bw_nccl} " in *" pp2_2bw_nccl "*)
   else
     failed=$((failed + 1)); echo "FAIL pp2_2bw_nccl --no-graph: did not run: $(tail -n 2 "$WORK/2bw_eager.log")"
   fi ;;
+esac
+
+# identical A B N: the last N steps of A's metrics against B's, bit for bit
+# (loss and gradient norm), and the final weights and optimizer states (2BW:
+# the delayed version too) of the checkpoints A.ckpt and B.ckpt
+identical() {
+  local a=$1 b=$2 n=$3 loss norm w o rc=0
+  tail -n "$n" "$WORK/$a.jsonl" >"$WORK/$a.last.jsonl"
+  loss=$(same_field loss "$WORK/$a.last.jsonl" "$WORK/$b.jsonl" 0) || rc=1
+  norm=$(same_field grad_norm "$WORK/$a.last.jsonl" "$WORK/$b.jsonl" 0) || rc=1
+  w=$("$WEFT" ckpt diff "$WORK/$a.ckpt/model.safetensors" "$WORK/$b.ckpt/model.safetensors" \
+      --tol 0 --atol 0 | tail -n 1) || rc=1
+  o=$("$WEFT" ckpt diff "$WORK/$a.ckpt/optimizer.safetensors" "$WORK/$b.ckpt/optimizer.safetensors" \
+      --tol 0 --atol 0 | tail -n 1) || rc=1
+  echo "$loss, $norm; weights: $w; optimizer: $o"
+  return $rc
+}
+
+# 2BW with tp 2 over NCCL (four ranks): the tensor-parallel collectives inside
+# both weight versions' graphs (captured at steps 2 and 3).  Against
+# --no-graph: identical.  With --ckpt (train.ckpt_every = 3), five steps: the
+# pipeline drains for the checkpoint after step 3 and fills again, and step 4
+# replays the graph captured at step 2 before the drain; the same five steps.
+# Resumed from that checkpoint: the resumed run's first captured graph is the
+# other parity's (step 5), and its steps 4 to 6, the final weights and both
+# versions in the optimizer file are identical to the straight run's.
+case " ${ROWS:-pp2_tp2_2bw_nccl} " in *" pp2_tp2_2bw_nccl "*)
+  t=pp2_tp2_2bw_nccl
+  check "$t: both weight versions' steps captured" bash -c "
+    grep -q 'cuda graph: on (captured step 2' '$WORK/$t.log' && grep -q 'cuda graph: on (captured step 3' '$WORK/$t.log'"
+  if [ -f "$WORK/$t.jsonl" ] &&
+     timeout 120 "$WORK/$t/launch.sh" --no-graph --metrics "$WORK/${t}_eager.jsonl" --save "$WORK/${t}_eager.ckpt" \
+       >"$WORK/${t}_eager.log" 2>&1; then
+    out=$(identical $t ${t}_eager 6) && rc=0 || rc=1
+    check "$t: graph replay vs --no-graph (identical): $out" test $rc = 0
+  else
+    failed=$((failed + 1)); echo "FAIL $t --no-graph: did not run: $(tail -n 2 "$WORK/${t}_eager.log")"
+  fi
+  if [ -f "$WORK/$t.jsonl" ] &&
+     timeout 120 "$WORK/$t/launch.sh" --steps 5 --ckpt "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_half.jsonl" \
+       >"$WORK/${t}_half.log" 2>&1 &&
+     timeout 120 "$WORK/$t/launch.sh" --resume "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_resumed.jsonl" \
+       --save "$WORK/${t}_resumed.ckpt" >"$WORK/${t}_resumed.log" 2>&1; then
+    head -n 5 "$WORK/$t.jsonl" >"$WORK/${t}_first5.jsonl"
+    loss=$(same_field loss "$WORK/${t}_first5.jsonl" "$WORK/${t}_half.jsonl" 0) && rc=0 || rc=1
+    norm=$(same_field grad_norm "$WORK/${t}_first5.jsonl" "$WORK/${t}_half.jsonl" 0) || rc=1
+    check "$t: drained for a checkpoint after step 3, step 2's graph replayed at step 4 (identical): $loss, $norm" \
+      bash -c "[ $rc = 0 ] && grep -q 'checkpoint: step 3 saved' '$WORK/${t}_half.log' &&
+               ! grep -q 'cuda graph: on (captured step 4' '$WORK/${t}_half.log'"
+    check "$t: resumed from that checkpoint, the other parity's graph captured first (step 5)" \
+      grep -q 'cuda graph: on (captured step 5' "$WORK/${t}_resumed.log"
+    out=$(identical $t ${t}_resumed 3) && rc=0 || rc=1
+    check "$t: resumed after step 3 (identical): $out" test $rc = 0
+  else
+    failed=$((failed + 1)); echo "FAIL $t resumed: did not run: $(tail -n 2 "$WORK/${t}_half.log" "$WORK/${t}_resumed.log")"
+  fi ;;
+esac
+
+# tp 4 in 16 bits over NCCL: the fp32 sums of four partials inside the
+# captured step (the row above matched the CPU's run of the same layout)
+case " ${ROWS:-bf16_tp4_nccl} " in *" bf16_tp4_nccl "*)
+  check "bf16_tp4_nccl: the act16 step was captured, its four-rank collectives too" \
+    grep -q 'cuda graph: on (captured step 2' "$WORK/bf16_tp4_nccl.log" ;;
+esac
+
+# fp16 with 2BW: on one rank the delayed update (one graph), captured again
+# when the scale doubles at step 3, as the fp16 row; with an overflow at step
+# 2, graph and --no-graph agree bit for bit.  Over pp > 1 the compiler refuses
+# fp16 (no shared overflow verdict between asynchronous stages), saying why.
+case " ${ROWS:-fp16_2bw} " in *" fp16_2bw "*)
+  t=fp16_2bw
+  check "$t: captured at step 2, again at step 3 for the doubled loss scale" fp16_captures "$WORK/$t.log" 3
+  if timeout 120 "$WORK/$t/launch.sh" --steps 3 --inject-overflow 2 --metrics "$WORK/${t}_inj.jsonl" \
+       >"$WORK/${t}_inj.log" 2>&1 &&
+     timeout 120 "$WORK/$t/launch.sh" --steps 3 --inject-overflow 2 --no-graph \
+       --metrics "$WORK/${t}_inj_eager.jsonl" >"$WORK/${t}_inj_eager.log" 2>&1; then
+    check "$t with an overflow at step 2: step 2 skipped, captured again at step 3" bash -c "
+      grep -q '\"step\": 2, .*\"skipped\": true' '$WORK/${t}_inj.jsonl' &&
+      grep -q 'cuda graph: captured again at step 3' '$WORK/${t}_inj.log'"
+    check "$t with an overflow at step 2: graph replay vs --no-graph (identical loss, norm, scale, skips)" \
+      fp16_same "$WORK/${t}_inj.jsonl" "$WORK/${t}_inj_eager.jsonl"
+  else
+    failed=$((failed + 1)); echo "FAIL $t --inject-overflow: did not run: $(tail -n 2 "$WORK/${t}_inj.log")"
+  fi
+  # resumed after step 2: the loss scale and its counters restored, step 3
+  # eager (the scale doubles), step 4 captured with the doubled scale
+  if timeout 120 "$WORK/$t/launch.sh" --steps 2 --save "$WORK/${t}_half.ckpt" >"$WORK/${t}_half.log" 2>&1 &&
+     timeout 120 "$WORK/$t/launch.sh" --resume "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_resumed.jsonl" \
+       --save "$WORK/${t}_resumed.ckpt" >"$WORK/${t}_resumed.log" 2>&1; then
+    out=$(identical $t ${t}_resumed 2) && rc=0 || rc=1
+    fp16_same_fields() { cmp -s <(fp16_fields "$1") <(fp16_fields "$2"); }
+    fp16_same_fields "$WORK/$t.last.jsonl" "$WORK/${t}_resumed.jsonl" || rc=1
+    grep -q 'cuda graph: on (captured step 4' "$WORK/${t}_resumed.log" || rc=1
+    check "$t: resumed after step 2, captured at step 4 (identical, loss scales too): $out" test $rc = 0
+  else
+    failed=$((failed + 1)); echo "FAIL $t resumed: did not run: $(tail -n 2 "$WORK/${t}_half.log" "$WORK/${t}_resumed.log")"
+  fi
+  check "fp16 with pipedream-2bw over pp 2: refused, saying why" bash -c "
+    ! '$WEFT' compile plans/tiny.lua -o '$WORK/fp16_2bw_pp2' --backend cuda ${small[*]} --set mesh.pp=2 \
+        --set batch.micro=1 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 ${fp16_scale[*]} \
+        2>'$WORK/fp16_2bw_pp2.log' &&
+    grep -q 'plan.precision: \"fp16\" with pipedream-2bw over pp > 1: skipping a step on an overflow' \
+      '$WORK/fp16_2bw_pp2.log'" ;;
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses

@@ -41,12 +41,20 @@ make_data() {
 
 # Compares a field of two metrics files step by step:
 # same_field FIELD A B RELTOL -> prints the worst relative difference.
+# A skipped fp16 step logs "grad_norm": null: null equals null only, and
+# null against a number fails, naming the line.
 same_field() {
   awk -v key="\"$1\": " -v tol="$4" -v field="$1" '
-    function value(line) { sub(".*" key, "", line); sub(/[,}].*/, "", line); return line + 0 }
+    function value(line) { sub(".*" key, "", line); sub(/[,}].*/, "", line); return line }
     function abs(x) { return x < 0 ? -x : x }
     NR == FNR { ref[FNR] = value($0); n = FNR; next }
-    { d = abs(value($0) - ref[FNR]) / abs(ref[FNR]); if (d > worst) worst = d; m = FNR }
-    END { printf "%s within %.1e over %d steps", field, worst, m;
-          exit !(m == n && n > 0 && worst <= tol) }' "$2" "$3"
+    { v = value($0); m = FNR
+      if (v == "null" || ref[FNR] == "null") {
+        if (v != ref[FNR]) { bad = bad sprintf("; line %d: %s vs %s", FNR, ref[FNR], v) }
+        next
+      }
+      d = v == ref[FNR] ? 0 : abs(v - ref[FNR]) / (ref[FNR] == 0 ? 1 : abs(ref[FNR]))  # 0 vs x: absolute
+      if (d > worst) worst = d }
+    END { printf "%s within %.1e over %d steps%s", field, worst, m, bad;
+          exit !(m == n && n > 0 && worst <= tol && bad == "") }' "$2" "$3"
 }
