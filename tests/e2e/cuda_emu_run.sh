@@ -320,7 +320,7 @@ fp16_fields() {  # the metrics that must not differ: everything but timings
   grep -Eo '"(loss|grad_norm|loss_scale|skipped|skipped_total)": [^,}]*' "$1"
 }
 fp16_same() {  # fp16_same A B: 4 steps each, the same fields
-  [ "$(grep -c '"skipped": ' "$1")" = 4 ] && cmp -s <(fp16_fields "$1") <(fp16_fields "$2")
+  [ "$(grep -c '"skipped": ' "$1")" = 4 ] && [ "$(grep -c '"skipped": ' "$2")" = 4 ] && cmp -s <(fp16_fields "$1") <(fp16_fields "$2")
 }
 fp16_captures() {  # fp16_captures LOG STEP...: captured at step 2, again at each STEP only
   local log=$1 again
@@ -446,9 +446,9 @@ esac
 case " ${ROWS:-fp16_2bw} " in *" fp16_2bw "*)
   t=fp16_2bw
   check "$t: captured at step 2, again at step 3 for the doubled loss scale" fp16_captures "$WORK/$t.log" 3
-  if timeout 120 "$WORK/$t/launch.sh" --steps 3 --inject-overflow 2 --metrics "$WORK/${t}_inj.jsonl" \
+  if timeout 120 "$WORK/$t/launch.sh" --steps 4 --inject-overflow 2 --metrics "$WORK/${t}_inj.jsonl" \
        >"$WORK/${t}_inj.log" 2>&1 &&
-     timeout 120 "$WORK/$t/launch.sh" --steps 3 --inject-overflow 2 --no-graph \
+     timeout 120 "$WORK/$t/launch.sh" --steps 4 --inject-overflow 2 --no-graph \
        --metrics "$WORK/${t}_inj_eager.jsonl" >"$WORK/${t}_inj_eager.log" 2>&1; then
     check "$t with an overflow at step 2: step 2 skipped, captured again at step 3" bash -c "
       grep -q '\"step\": 2, .*\"skipped\": true' '$WORK/${t}_inj.jsonl' &&
