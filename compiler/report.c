@@ -139,6 +139,12 @@ void program_report(const Program *p, FILE *out) {
         }
         fputc('\n', out);
     }
+    /* legal, but slow on a GPU: the device's AdamW updates the shard in
+     * pinned host memory through PCIe every step */
+    if (p->offload_params && !p->offload_optimizer && strcmp(p->backend, "cuda") == 0)
+        fprintf(out, "  note         offload.params without offload.optimizer: AdamW runs on the device and "
+                     "reads and writes the host parameter shard over PCIe each step (offload.optimizer = "
+                     "\"cpu\" updates it on the host)\n");
     for (int i = 0; i < p->n_ops; i++)  /* what the flash kernels save, once */
         if (attention_saves_lse(p, &p->ops[i])) {
             char tt[32];

@@ -116,6 +116,12 @@ shard=$(sed -n 's/^  param shard *//p' <<<"$out" | to_bytes)
 check "offload.params: host holds the parameter shard" near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" "$shard"
 check "offload.params: parameters on the device are the gather buffers only" \
   near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" "$(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes)"
+# on CUDA, the device's AdamW would then update the host shard over PCIe: said
+check "offload.params alone on CUDA: a note says AdamW reaches the host shard over PCIe" bash -c "
+  '$WEFT' check plans/tiny.lua --backend cuda --set mesh.dp=2 --set zero=3 --set offload.params=cpu |
+    grep -q '^  note .*offload.params without offload.optimizer' &&
+  ! '$WEFT' check plans/tiny.lua --backend cuda --set mesh.dp=2 --set zero=3 --set offload.params=cpu \
+      --set offload.optimizer=cpu | grep -q '^  note .*offload.params without'"
 # ZeRO-2 and ZeRO-3 in bf16 / fp16: every row above (floats: 4 bytes per
 # parameter or gradient element, as the runtime allocates them), and the
 # optimizer 12 Psi / dp (fp32 master, m and v, all sharded).
