@@ -10,22 +10,19 @@
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "storage.cuh"
+#include "storage_vec.cuh"
 
 static cudaDataType_t act_type(wf_ctx *c) {
     return wf_ctx_precision(c) == WF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
 }
 
-/* floats to storage S (rounded: exact for values of S's type) */
-template <class S> __global__ static void to_storage_kernel(typename S::raw *dst, const float *src, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-        S::store(dst, i, src[i]);
-}
-
+/* floats to a 16-bit type (rounded: exact for values of that type), 16
+ * bytes a store where dst and n allow (storage_vec.cuh) */
 extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, cudaDataType_t type, const float *src, long n) {
-    uint16_t *d = static_cast<uint16_t *>(dst);
+    float *d = static_cast<float *>(dst);
     cudaStream_t s = wf_cuda_stream(c);
-    if (type == CUDA_R_16BF) WF_LAUNCH(to_storage_kernel<wf_st_bf16>, wf_blocks(n), WF_THREADS, 0, s)(d, src, n);
-    else if (type == CUDA_R_16F) WF_LAUNCH(to_storage_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(d, src, n);
+    if (type == CUDA_R_16BF) wf_narrow_launch<wf_st_bf16>(d, src, n, s);
+    else if (type == CUDA_R_16F) wf_narrow_launch<wf_st_fp16>(d, src, n, s);
     else wf_cuda_fail(c, "wf_cuda_to16", WF_CUDA_WHERE, "the type must be CUDA_R_16BF or CUDA_R_16F");
     wf_cuda_sync(c, "wf_cuda_to16");
 }

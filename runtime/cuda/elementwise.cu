@@ -440,15 +440,6 @@ template <class A> __global__ static void widen_kernel(float *dst, const typenam
     }
 }
 
-template <class A> __global__ static void narrow_kernel(typename A::raw *dst, const float *src, long n) {
-    WF_GRID_CHUNKS(i, n, A::width) {
-        float v[A::width];
-#pragma unroll
-        for (int e = 0; e < A::width; e++) v[e] = src[i + e];
-        A::store(dst, i, v);
-    }
-}
-
 /* dst = round(dst + src): the CPU's float add, then its rounding call */
 template <class A> __global__ static void add_floats_kernel(typename A::raw *dst, const float *src, long n) {
     WF_GRID_CHUNKS(i, n, A::width) {
@@ -468,9 +459,7 @@ extern "C" void wf_tp_widen(wf_ctx *c, float *dst, const float *src, long n) {
 }
 
 extern "C" void wf_tp_narrow(wf_ctx *c, float *dst, const float *src, long n) {
-    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dst),
-                                    WF_LAUNCH(narrow_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
-                                              wf_cuda_stream(c))(wf_act<S>(dst), src, n)));
+    WF_BY_STORAGE(c, S, wf_narrow_launch<S>(dst, src, n, wf_cuda_stream(c)));
     wf_cuda_sync(c, "wf_tp_narrow");
 }
 

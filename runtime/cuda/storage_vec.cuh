@@ -135,6 +135,24 @@ template <class S, class... P> static inline bool wf_vec_ok(long n, P... pointer
     for (long j = (blockIdx.x * (long)blockDim.x + threadIdx.x) * (W); j < (n);                  \
          j += (long)gridDim.x * blockDim.x * (W))
 
+/* floats to S's storage, rounded (exact where they hold S's values): the
+ * stores 16 bytes at a time where dst and n allow; the floats are read one
+ * at a time (no alignment promise: parameters, tp staging) */
+template <class A> __global__ static void wf_narrow_kernel(typename A::raw *dst, const float *src, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float v[A::width];
+#pragma unroll
+        for (int e = 0; e < A::width; e++) v[e] = src[i + e];
+        A::store(dst, i, v);
+    }
+}
+
+/* launches it on the stream (cuda_rt.h's WF_LAUNCH; the caller checks) */
+template <class S> static inline void wf_narrow_launch(float *dst, const float *src, long n, cudaStream_t s) {
+    WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dst),
+                WF_LAUNCH(wf_narrow_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0, s)(wf_act<S>(dst), src, n));
+}
+
 /* i over the first elements of this thread's chunks of W elements of a row
  * of C (one block per row: chunks t, t + blockDim.x, ...; C a multiple of W) */
 #define WF_ROW_CHUNKS(i, C, W) for (int i = (int)threadIdx.x * (W); i < (C); i += (int)blockDim.x * (W))
