@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* ---- 1. hardware catalog ------------------------------------------------
@@ -197,7 +196,7 @@ double cost_memory_bound_seconds(double bytes, double gbs)
     return bytes / (gbs * 1e9);
 }
 
-/* ---- 4. memory ------------------------------------------------------------- */
+/* ---- 4. model size and memory verdict ------------------------------------- */
 
 double cost_gpt_params(double L, double h, double V, double s)
 {
@@ -214,156 +213,14 @@ double cost_llama_params(double L, double h, double kvd, double f, double V)
     return L * (2.0 * h * h + 2.0 * h * kvd + 3.0 * h * f + 2.0 * h) + 2.0 * V * h + h;
 }
 
-typedef enum { RC_NONE, RC_SELECTIVE, RC_FULL, RC_BAD } recompute_kind;
-
-static recompute_kind parse_recompute(const char *r)
+int cost_memory_verdict(double total_bytes, double device_gib, char *buf, size_t n)
 {
-    if (!r || !*r || same_name(r, "none")) return RC_NONE;
-    if (same_name(r, "selective")) return RC_SELECTIVE;
-    if (same_name(r, "full")) return RC_FULL;
-    return RC_BAD;
-}
-
-/* Bytes of one parameter (also of one activation element); 0 if unknown. */
-static double precision_bytes(const char *p)
-{
-    if (!p || !*p || same_name(p, "bf16") || same_name(p, "fp16")) return 2.0;
-    if (same_name(p, "fp32")) return 4.0;
-    return 0.0;
-}
-
-static int args_valid(const cost_memory_args *a)
-{
-    return a && a->tp >= 1 && a->pp >= 1 && a->dp >= 1 && a->zero_stage >= 0 &&
-           a->zero_stage <= 3 && parse_recompute(a->recompute) != RC_BAD &&
-           precision_bytes(a->precision) > 0;
-}
-
-/* Korthikanti et al. 2022, section 4 (their eqs. 1-3 and the selective /
- * full recomputation cases). The coefficients count 16-bit activations plus
- * 1-byte dropout masks; for fp32 the whole figure is doubled, which slightly
- * overstates the masks but keeps one formula. */
-/* The LLaMA layer of cost.h, in 16-bit bytes. */
-static double llama_layer_bytes(const cost_memory_args *a, recompute_kind rc)
-{
-    double s = a->seq, b = a->micro_batch, h = a->hidden, t = a->tp, f = a->ffn_hidden;
-    double kvd = a->heads > 0 && a->kv_heads > 0 ? h / a->heads * a->kv_heads : h;
-    double scores = rc == RC_SELECTIVE || a->flash_attention ? 0.0 : 2.0 * a->heads * s;
-    if (rc == RC_FULL) return 2.0 * s * b * h / (a->sp ? t : 1.0);
-    double split = 4.0 * h + 4.0 * kvd + 6.0 * f + scores;
-    return a->sp ? s * b * (8.0 * h + split) / t : s * b * (8.0 * h + split / t);
-}
-
-static double layer_bytes(const cost_memory_args *a, recompute_kind rc)
-{
-    double s = a->seq, b = a->micro_batch, h = a->hidden, heads = a->heads, t = a->tp;
-    double sbh = s * b * h;
-    /* flash attention's log-sum-exp is fp32 whatever the precision */
-    double lse = a->flash_attention && rc == RC_NONE ? 4.0 * heads * s * b / t : 0.0;
-    if (a->ffn_hidden > 0) return llama_layer_bytes(a, rc) * (precision_bytes(a->precision) / 2.0) + lse;
-    double scores = a->flash_attention ? 0.0 : 5.0 * heads * s / h; /* softmax input / output, dropout mask */
-    double bytes;
-    if (rc == RC_FULL)
-        bytes = 2.0 * sbh / (a->sp ? t : 1.0); /* the checkpointed layer input */
-    else if (rc == RC_SELECTIVE)
-        bytes = a->sp ? sbh / t * 34.0 : sbh * (10.0 + 24.0 / t);
-    else
-        bytes = a->sp ? sbh / t * (34.0 + scores) : sbh * (10.0 + 24.0 / t + scores / t);
-    return bytes * (precision_bytes(a->precision) / 2.0) + lse;
-}
-
-double cost_activation_bytes_per_layer(const cost_memory_args *a)
-{
-    if (!args_valid(a)) return -1.0;
-    return layer_bytes(a, parse_recompute(a->recompute));
-}
-
-/* The rank's parameters when the caller does not say: Megatron's split, in
- * which the weight matrices, the QKV and first MLP biases and the token
- * embedding are divided by t, and the other biases, the layer norms and the
- * position embedding are replicated. With pp > 1 the last stage keeps its own
- * copy of the token embedding for the tied head. */
-static double estimate_params(const cost_memory_args *a)
-{
-    double h = a->hidden, t = a->tp;
-    if (a->ffn_hidden > 0) {  /* LLaMA: everything split but the RMSNorm weights; untied head */
-        double kvd = a->heads > 0 && a->kv_heads > 0 ? h / a->heads * a->kv_heads : h;
-        double f = a->ffn_hidden;
-        double p = a->layers * ((2.0 * h * h + 2.0 * h * kvd + 3.0 * h * f) / t + 2.0 * h);
-        if (a->embedding) p += (double)a->vocab * h / t;
-        if (a->head) p += (double)a->vocab * h / t + h;
-        return p;
-    }
-    double p = a->layers * ((12.0 * h * h + 7.0 * h) / t + 6.0 * h);
-    if (a->embedding) p += (double)a->vocab * h / t + (double)a->seq * h;
-    if (a->head) p += 2.0 * h + (a->embedding ? 0.0 : (double)a->vocab * h / t);
-    return p;
-}
-
-cost_memory cost_memory_per_rank(const cost_memory_args *a)
-{
-    cost_memory m = {0, 0, 0, 0, 0, 0, 0};
-    if (!args_valid(a)) {
-        m.total = -1.0;
-        return m;
-    }
-    recompute_kind rc = parse_recompute(a->recompute);
-    double elem = precision_bytes(a->precision);
-    double d = a->dp, t = a->tp;
-    double n = a->params > 0 ? a->params : estimate_params(a);
-
-    /* Model states (Rajbhandari et al., ZeRO, section 3): weights and
-     * gradients in the training precision; mixed precision adds an fp32 master
-     * copy and two fp32 Adam moments (K = 12 bytes), while in fp32 the weights
-     * are their own master and only the moments remain (8 bytes). Stage 1
-     * shards the optimizer over d, stage 2 also the gradients, stage 3 also
-     * the weights. */
-    double optim = elem == 4.0 ? 8.0 : 12.0;
-    m.params = n * elem / (a->zero_stage >= 3 ? d : 1.0);
-    m.grads = n * elem / (a->zero_stage >= 2 ? d : 1.0);
-    m.optimizer = n * optim / (a->zero_stage >= 1 ? d : 1.0);
-
-    /* Activations: every in-flight microbatch keeps its layers' activations
-     * (1F1B: stage i holds p - i of them). */
-    double s = a->seq, b = a->micro_batch, h = a->hidden;
-    double sbh = s * b * h, shard = a->sp ? t : 1.0, scale = elem / 2.0;
-    double inflight = a->inflight < 1 ? 1.0 : a->inflight;
-    double per_micro = a->layers * layer_bytes(a, rc);
-    /* Embedding dropout mask, one byte per element (paper section 4.3); LLaMA
-     * has no dropout. */
-    if (a->embedding && a->ffn_hidden <= 0) per_micro += sbh / shard;
-    /* Final layer norm input and the head's input (2sbh each, 16-bit), and the
-     * logits kept in fp32 for the cross entropy, vocabulary-split over t:
-     * the paper's 4sbh/t (1 + V/h) when sp is on. */
-    if (a->head) per_micro += 4.0 * sbh * scale / shard + 4.0 * s * b * a->vocab / t;
-    m.activations = inflight * per_micro;
-    /* Full recomputation rebuilds one layer's activations during its
-     * backward: they exist once, on top of the checkpoints. */
-    if (rc == RC_FULL && a->layers > 0) m.activations += layer_bytes(a, RC_NONE);
-
-    /* One gradient bucket, and with pp > 1 a send and a receive buffer of one
-     * microbatch's boundary activation (sequence-split under sp). */
-    m.comm_buffers = a->bucket_mb * MIB;
-    /* ZeRO-2 holds a second bucket while the first is reduce-scattered;
-     * ZeRO-3 also the gathered parameters of the bucket in use and of the
-     * prefetched one */
-    if (a->zero_stage >= 2) m.comm_buffers += a->bucket_mb * MIB;
-    if (a->zero_stage >= 3) m.comm_buffers += 2.0 * a->bucket_mb * MIB;
-    if (a->pp > 1) m.comm_buffers += 2.0 * sbh * elem / shard;
-    m.workspace = a->workspace_mb * MIB;
-
-    m.total = m.params + m.grads + m.optimizer + m.activations + m.comm_buffers + m.workspace;
-    return m;
-}
-
-int cost_memory_verdict(const cost_memory *m, double device_gib, char *buf, size_t n)
-{
-    if (!m || m->total < 0) {
+    if (total_bytes < 0) {
         if (buf && n) snprintf(buf, n, "invalid arguments");
         return 0;
     }
-    double used = m->total / GIB;
-    int fits = m->total <= device_gib * GIB;
+    double used = total_bytes / GIB;
+    int fits = total_bytes <= device_gib * GIB;
     if (buf && n) {
         if (fits)
             snprintf(buf, n, "fits: %.1f of %g GiB", used, device_gib);

@@ -5,8 +5,9 @@
  *      links (per-direction bandwidth, latency), overridable by the caller;
  *   2. collective times under the alpha-beta model;
  *   3. GEMM and memory-bound kernel times, with a shape-based efficiency;
- *   4. per-rank memory: model states (ZeRO stages) and activations
- *      (Korthikanti et al. 2022), with a fits / does-not-fit verdict.
+ *   4. model size: parameter counts of the GPT and LLaMA layouts, and a
+ *      fits / does-not-fit verdict on a rank's memory (the bytes themselves
+ *      come from the compiler's memory model, memory.c).
  *
  * Units: time in seconds, sizes in bytes, bandwidth in GB/s (1e9 bytes/s),
  * compute in TFLOP/s (1e12 flop/s), device memory in GiB (2^30 bytes).
@@ -94,42 +95,7 @@ double cost_gemm_efficiency_ex(double M, double N, double K, double eff_max, dou
 /* bytes / (gbs * 1e9): a kernel that streams its operands once through HBM. */
 double cost_memory_bound_seconds(double bytes, double gbs);
 
-/* ---- 4. memory per rank --------------------------------------------------- */
-
-typedef struct {
-    double params, grads, optimizer, activations, comm_buffers, workspace, total;
-} cost_memory;
-
-typedef struct {
-    int layers;          /* transformer layers on this rank's stage */
-    int hidden;          /* h */
-    int heads;           /* a */
-    int seq;             /* s */
-    int micro_batch;     /* b */
-    int vocab;           /* V (only for the embedding / head terms) */
-    int tp, pp, dp;      /* t, p, d; values < 1 are invalid */
-    int sp;              /* sequence parallelism, 0 / 1 */
-    const char *recompute; /* "none" (also NULL) | "selective" | "full" */
-    const char *precision; /* "bf16" (also NULL) | "fp16" | "fp32" */
-    int zero_stage;      /* 0..3 */
-    int inflight;        /* microbatches with live activations on this stage;
-                            1F1B: p - stage. < 1 counts as 1 */
-    double bucket_mb;    /* gradient-reduction bucket, MiB */
-    double workspace_mb; /* library workspace / allocator slack, MiB */
-    double params;       /* parameters on this rank after the tp / pp split and
-                            before ZeRO sharding; <= 0: estimated from the shape
-                            with Megatron's split (matrices, QKV / MLP-in biases
-                            and the token embedding / t; the rest replicated; the
-                            last stage of p > 1 keeps a copy of the tied head) */
-    int embedding;       /* this stage holds the input embedding (first stage) */
-    int head;            /* this stage holds the LM head and loss (last stage) */
-    int ffn_hidden;      /* > 0: a LLaMA layer (RMSNorm, GQA, SwiGLU of this width,
-                            no dropout, no biases, untied head); 0: GPT */
-    int kv_heads;        /* LLaMA: key/value heads (grouped-query attention) */
-    int flash_attention; /* 1: attention keeps an fp32 log-sum-exp per query row
-                            and head, 4asb/t bytes, instead of the scores
-                            (the 5as/h term; runtime/cuda/attention.cu) */
-} cost_memory_args;
+/* ---- 4. model size and memory verdict --------------------------------- */
 
 /* GPT-2 layout, biases, tied input / output embedding:
  * 12 L h^2 + 13 L h + (V + s) h + 2h. */
@@ -140,44 +106,9 @@ double cost_gpt_params(double L, double h, double V, double s);
  * LLaMA-2-70B's shapes give 68,976,648,192. */
 double cost_llama_params(double L, double h, double kvd, double f, double V);
 
-/* Activation bytes of one transformer layer for one microbatch:
- *   no tp (t = 1)        sbh (34 + 5as/h)
- *   tp, no sp            sbh (10 + 24/t + 5as/(ht))
- *   tp + sp              sbh/t (34 + 5as/h)
- *   selective recompute  the same without the 5as/h attention-score term
- *   full recompute       only the layer input, 2sbh (2sbh/t with sp)
- * times 2 when precision is fp32.  flash_attention drops the 5as/h term and,
- * without recompute, adds the fp32 log-sum-exp, 4asb/t bytes.
- * -1 on invalid arguments (as below).
- * A LLaMA layer (ffn_hidden > 0) keeps, in 16-bit: both RMSNorm inputs and
- * both projection inputs (8sbh, replicated over t without sp), the rotated q
- * and k, v and the o_proj input (2sb(2h + 2kvd)), gate, up and the down_proj
- * input (6sbf), and the softmax output (2as^2b; no dropout anywhere):
- *   no sp   sb (8h + (4h + 4kvd + 6f + 2as) / t)
- *   sp      sb (12h + 4kvd + 6f + 2as) / t
- * with the same selective (no 2as term) and full recompute cases;
- * flash_attention drops the 2as term and adds the log-sum-exp as for GPT. */
-double cost_activation_bytes_per_layer(const cost_memory_args *a);
-
-/* Everything the rank holds at its peak, bytes:
- *   params / grads   N * (2 or 4), divided by d from ZeRO stage 3 / 2 up
- *   optimizer        N * 12 (mixed precision: fp32 master + 2 Adam moments)
- *                    or N * 8 (fp32), divided by d from stage 1 up
- *   activations      inflight * (layers * per-layer bytes
- *                      + embedding: sbh dropout mask (/t with sp)
- *                      + head: 4sbh (/t with sp) + 4sbV/t fp32 logits)
- *                    + one layer without recompute when recompute is "full"
- *   comm_buffers     bucket_mb MiB (x 2 under ZeRO-2: one reducing, one being
- *                    written; x 4 under ZeRO-3: + gather buffers in use and
- *                    prefetched), + a send and a receive buffer of one
- *                    boundary activation, 2 sbh elements (/t with sp), when p > 1
- *   workspace        workspace_mb MiB
- * An invalid argument (unknown string, t / p / d < 1, zero stage outside
- * 0..3) gives total = -1 and the other fields 0. */
-cost_memory cost_memory_per_rank(const cost_memory_args *a);
-
 /* Writes "fits: 61.2 of 80 GiB" or "does not fit: 91.3 of 80 GiB (11.3 GiB
- * over)" (or "invalid arguments") into buf; returns 1 when it fits, else 0. */
-int cost_memory_verdict(const cost_memory *m, double device_gib, char *buf, size_t n);
+ * over)" for total_bytes on a device of device_gib (or "invalid arguments"
+ * when total_bytes < 0) into buf; returns 1 when it fits, else 0. */
+int cost_memory_verdict(double total_bytes, double device_gib, char *buf, size_t n);
 
 #endif

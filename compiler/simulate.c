@@ -474,12 +474,11 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                      "total; as weft check):\n");
         for (int st = 0; st < p->pp; st++) {
             program_memory pm = program_memory_of(p, st);
-            cost_memory m = { .total = pm.total };
             char a[7][32], verdict[128];
             double v[7] = { pm.params, pm.grads, pm.optim, pm.acts, pm.dacts, pm.scratch + pm.cast + pm.w16 + pm.runtime,
                             pm.total };
             for (int i = 0; i < 7; i++) program_human_bytes(v[i], a[i], sizeof a[i]);
-            cost_memory_verdict(&m, p->device_memory_gib, verdict, sizeof verdict);
+            cost_memory_verdict(pm.total, p->device_memory_gib, verdict, sizeof verdict);
             if (p->pp <= 8 || st < 2 || st >= p->pp - 2)
                 fprintf(out, "  stage %-3d %10s %10s %10s %10s %10s %10s %10s  %s\n", st, a[0], a[1], a[2], a[3],
                         a[4], a[5], a[6], verdict);
