@@ -198,21 +198,6 @@ double cost_memory_bound_seconds(double bytes, double gbs)
 
 /* ---- 4. model size and memory verdict ------------------------------------- */
 
-double cost_gpt_params(double L, double h, double V, double s)
-{
-    /* Per layer: QKV 3h^2 + 3h, output projection h^2 + h, MLP 8h^2 + 5h, two
-     * layer norms 4h. Then token and position embeddings and the final layer
-     * norm; the LM head reuses the token embedding. */
-    return 12.0 * L * h * h + 13.0 * L * h + (V + s) * h + 2.0 * h;
-}
-
-double cost_llama_params(double L, double h, double kvd, double f, double V)
-{
-    /* q and o h^2 each, k and v h kvd each, gate, up and down h f each, two
-     * RMSNorm weights; then the embedding, the untied head and the final norm. */
-    return L * (2.0 * h * h + 2.0 * h * kvd + 3.0 * h * f + 2.0 * h) + 2.0 * V * h + h;
-}
-
 int cost_memory_verdict(double total_bytes, double device_gib, char *buf, size_t n)
 {
     if (total_bytes < 0) {

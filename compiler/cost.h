@@ -5,9 +5,8 @@
  *      links (per-direction bandwidth, latency), overridable by the caller;
  *   2. collective times under the alpha-beta model;
  *   3. GEMM and memory-bound kernel times, with a shape-based efficiency;
- *   4. model size: parameter counts of the GPT and LLaMA layouts, and a
- *      fits / does-not-fit verdict on a rank's memory (the bytes themselves
- *      come from the compiler's memory model, memory.c).
+ *   4. a fits / does-not-fit verdict on a rank's memory (the bytes
+ *      themselves come from the compiler's memory model, memory.c).
  *
  * Units: time in seconds, sizes in bytes, bandwidth in GB/s (1e9 bytes/s),
  * compute in TFLOP/s (1e12 flop/s), device memory in GiB (2^30 bytes).
@@ -95,16 +94,7 @@ double cost_gemm_efficiency_ex(double M, double N, double K, double eff_max, dou
 /* bytes / (gbs * 1e9): a kernel that streams its operands once through HBM. */
 double cost_memory_bound_seconds(double bytes, double gbs);
 
-/* ---- 4. model size and memory verdict --------------------------------- */
-
-/* GPT-2 layout, biases, tied input / output embedding:
- * 12 L h^2 + 13 L h + (V + s) h + 2h. */
-double cost_gpt_params(double L, double h, double V, double s);
-
-/* LLaMA layout (no biases, untied embedding and head), with kvd = kv_heads *
- * head size and f = ffn_hidden: L (2h^2 + 2h kvd + 3hf + 2h) + 2Vh + h.
- * LLaMA-2-70B's shapes give 68,976,648,192. */
-double cost_llama_params(double L, double h, double kvd, double f, double V);
+/* ---- 4. memory verdict --------------------------------- */
 
 /* Writes "fits: 61.2 of 80 GiB" or "does not fit: 91.3 of 80 GiB (11.3 GiB
  * over)" for total_bytes on a device of device_gib (or "invalid arguments"

@@ -1,6 +1,6 @@
 /* test_cost.c: the cost model against closed forms and published worked
- * examples: alpha-beta collectives, GPT-2 small's and LLaMA-2-70B's parameter
- * counts, GEMM efficiency shape, catalog lookups, the memory verdict. */
+ * examples: alpha-beta collectives, GEMM efficiency shape, catalog lookups,
+ * the memory verdict. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,13 +144,8 @@ static void catalog(void)
           "caller tables shadow and extend the built-ins; NULL restores them");
 }
 
-static void params_and_verdict(void)
+static void verdict(void)
 {
-    /* 12*12*768^2 = 84,934,656; 13*12*768 = 119,808; (50257 + 1024) * 768 =
-     * 39,383,808; 2*768 = 1,536; sum 124,439,808. */
-    double p = cost_gpt_params(12, 768, 50257, 1024);
-    check(p == 124439808.0, "GPT-2 small: %.0f params (124.44M)", p);
-
     char buf[96];
     double gib = 1073741824.0;
     int fits = cost_memory_verdict(61.2 * gib, 80, buf, sizeof buf);
@@ -166,27 +161,12 @@ static void params_and_verdict(void)
           "negative total -> \"invalid arguments\"");
 }
 
-/* LLaMA-2-70B shapes: L 80, h 8192, 8 kv heads of 128, f 28672, V 32000.
- * Hugging Face counts 68,976,648,192 parameters for meta-llama/Llama-2-70b-hf
- * (the "70B" of the name rounds up; the often quoted 70.6B does not match
- * these shapes): per layer 2*8192^2 + 2*8192*1024 + 3*8192*28672 + 2*8192 =
- * 855,654,400; times 80, plus 2*32000*8192 and 8192. */
-static void llama(void)
-{
-    double p = cost_llama_params(80, 8192, 1024, 28672, 32000);
-    check(p == 68976648192.0, "LLaMA-2-70B: %.0f params (68,976,648,192)", p);
-    /* FLOPs per token: 6 (N - embedding) + 12 L h s with s = 4096 */
-    double flops = 6.0 * (p - 32000.0 * 8192) + 12.0 * 80 * 8192 * 4096;
-    check(flops == 444499279872.0, "LLaMA-2-70B: %.0f FLOP per token at seq 4096", flops);
-}
-
 int main(void)
 {
-    llama();
     collectives();
     compute();
     catalog();
-    params_and_verdict();
+    verdict();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
