@@ -41,6 +41,14 @@
 #  6. the benchmark, bench/gpu_gpt2.sh (GPT-2 124M, bf16, one GPU): tokens/s,
 #     MFU and GPU time by kernel class;
 #  7. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
+#
+# WEFT_GPU_CHECK_EMULATED=1 runs the script's own logic without a GPU, so that
+# CI catches a row that would break on the device (tests/e2e/gpu_check_emu.sh):
+# the build in $WEFT_GPU_BUILD is used as it is, the CUDA programs are built
+# against the CUDA emulator (WEFT_CUDA_EMU_RUNTIME, WEFT_CUDA_EMU_PROGRAM, as
+# e2e_cuda_emu), the tiny plan is shrunk, and the kernels (ctest
+# cuda_emu_kernels) and the benchmark (bench_script.sh) are left to their own
+# tests.
 cd "$(dirname "$0")/../.." || exit 2
 set -o pipefail
 # the steps below write their logs into a scratch folder ($OUT from here on);
@@ -49,6 +57,8 @@ RESULTS=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu.XXXXXX")}
 mkdir -p "$RESULTS"
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/weft-gpu-logs.XXXXXX")
 BUILD=${WEFT_GPU_BUILD:-build-gpu}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac  # relative to the repository, or absolute
+EMULATED=${WEFT_GPU_CHECK_EMULATED:-}
 TABLE=$OUT/summary.txt
 : >"$TABLE"
 row() { printf '%-44s %-40s %s\n' "$1" "$2" "$3" | tee -a "$TABLE"; }
@@ -88,7 +98,9 @@ fi
 
 echo "== build ($BUILD) =="
 # shellcheck disable=SC2086 # WEFT_CMAKE_ARGS: words from deps_env.sh (CUPTI from a wheel)
-if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release $WEFT_CMAKE_ARGS >"$OUT/configure.log" 2>&1 &&
+if [ -n "$EMULATED" ]; then
+  row "build" "emulated: $BUILD as it is" ok
+elif cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release $WEFT_CMAKE_ARGS >"$OUT/configure.log" 2>&1 &&
    cmake --build "$BUILD" -j"$(nproc)" >"$OUT/build.log" 2>&1; then
   row "build" "$(grep -o 'CUDA backend o[nf]*' "$OUT/configure.log") (${SECONDS} s)" ok
 else
@@ -100,7 +112,9 @@ if [ ! -f "$BUILD/runtime/weft-runtime-cuda.cmake" ]; then
   row "CUDA runtime built" "no: nvcc or NCCL not found" FAIL
   finish
 fi
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$OUT/gpu.txt" 2>&1; then
+if [ -n "$EMULATED" ]; then
+  echo "GPU 0: the CUDA emulator (tests/cuda_emu)" >"$OUT/gpu.txt"
+elif ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$OUT/gpu.txt" 2>&1; then
   row "GPU checks" "skipped: no GPU (nvidia-smi)" ok
   finish
 fi
@@ -108,7 +122,9 @@ echo "GPU: $(head -1 "$OUT/gpu.txt")"
 
 # ---- kernels ------------------------------------------------------------------
 echo "== kernels: CUDA vs CPU =="
-if "$BUILD/tests/check_kernels_cpu" run "$OUT/kernels_cpu.bin" &&
+if [ -n "$EMULATED" ]; then
+  row "kernels" "emulated: ctest cuda_emu_kernels checks them" ok
+elif "$BUILD/tests/check_kernels_cpu" run "$OUT/kernels_cpu.bin" &&
    timeout 300 "$BUILD/tests/check_kernels_cuda" run "$OUT/kernels_cuda.bin" >"$OUT/kernels_cuda.log" 2>&1; then
   "$BUILD/tests/check_kernels_cpu" compare "$OUT/kernels_cpu.bin" "$OUT/kernels_cuda.bin" >"$OUT/kernels.txt"
   status=$?
@@ -123,10 +139,29 @@ fi
 
 # ---- training: CPU backend vs CUDA backend -------------------------------------
 echo "== training: plans/tiny.lua, 10 steps, CPU vs CUDA =="
-export WEFT=$PWD/$BUILD/compiler/weft WEFT_RUNTIME=$PWD/$BUILD/runtime
+export WEFT=$BUILD/compiler/weft WEFT_RUNTIME=$BUILD/runtime
 source tests/e2e/lib.sh
 set +e
 data=$(make_data)
+# build_for NAME PLAN BACKEND [--set ...]: build_plan, or under
+# WEFT_GPU_CHECK_EMULATED a shrunk plan, its CUDA program against the emulator
+shrink=()
+if [ -n "$EMULATED" ]; then
+  shrink=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set batch.micro=2 --set batch.global=4)
+  export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=1  # one device, as on the GPU machine
+fi
+build_for() {
+  local name=$1 plan=$2 backend=$3
+  shift 3
+  if [ -z "$EMULATED" ] || [ "$backend" != cuda ]; then
+    build_plan "$name" "$plan" --backend "$backend" "${shrink[@]}" "$@"
+    return
+  fi
+  "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${shrink[@]}" "$@" &&
+    cmake -S "${WEFT_CUDA_EMU_PROGRAM:?}" -B "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" \
+      -DWEFT_RUNTIME="${WEFT_CUDA_EMU_RUNTIME:?}" >"$WORK/$name.cmake.log" 2>&1 &&
+    cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
+}
 # train_both NAME --set ...: builds and runs plans/tiny.lua (or $TRAIN_PLAN) for
 # 10 steps on each backend (metrics in $OUT/NAME-BACKEND.jsonl, final checkpoint
 # in $WORK/NAME-BACKEND.ckpt); 0 if both ran, else a FAIL row and 1.
@@ -134,7 +169,7 @@ train_both() {
   local name=$1 backend ok=0 plan=${TRAIN_PLAN:-plans/tiny.lua}
   shift
   for backend in cpu cuda; do
-    if ! build_plan "$name-$backend" "$plan" --backend $backend "$@" >"$OUT/$name-$backend.build.log" 2>&1 ||
+    if ! build_for "$name-$backend" "$plan" $backend "$@" >"$OUT/$name-$backend.build.log" 2>&1 ||
        ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
            --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
            >"$OUT/$name-$backend.log" 2>&1; then
@@ -258,7 +293,7 @@ case " ${LAYOUTS:-dp2} " in *" dp2 "*)
   row "tiny dp2 (comm = mpi): graph verdict logged" "$(grep -o 'cuda graph: off: comm = mpi' "$OUT/dp2-cuda.log" 2>/dev/null)" \
     "$(grep -q 'cuda graph: off: comm = mpi' "$OUT/dp2-cuda.log" 2>/dev/null && echo ok || echo FAIL)"
   # NCCL with two ranks of one communicator on one device: a clear refusal
-  if build_plan dp2-nccl plans/tiny.lua --backend cuda --set mesh.dp=2 >"$OUT/dp2-nccl.build.log" 2>&1; then
+  if build_for dp2-nccl plans/tiny.lua cuda --set mesh.dp=2 >"$OUT/dp2-nccl.build.log" 2>&1; then
     timeout 120 "$WORK/dp2-nccl/launch.sh" --steps 1 --data "$data" >"$OUT/dp2-nccl.log" 2>&1
     row "comm = nccl, two ranks on one GPU: refused" "$(grep -o 'NCCL needs one device per rank' "$OUT/dp2-nccl.log" | head -1)" \
       "$(grep -q 'rank [01]: ncclCommInitRank failed.*NCCL needs one device per rank' "$OUT/dp2-nccl.log" && echo ok || echo FAIL)"
@@ -269,7 +304,9 @@ esac
 
 # ---- benchmark: GPT-2 124M, bf16, one GPU (bench/gpu_gpt2.sh) --------------------
 echo "== benchmark: GPT-2 124M, bf16, micro-batch 16 =="
-if OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout 240 bash bench/gpu_gpt2.sh >"$OUT/bench.log" 2>&1; then
+if [ -n "$EMULATED" ]; then
+  row "GPT-2 124M bf16 (target 500k tokens/s)" "emulated: not run (bench_script.sh tests the script)" ok
+elif OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout 240 bash bench/gpu_gpt2.sh >"$OUT/bench.log" 2>&1; then
   cat "$OUT/gpt2_bench.txt"
   row "GPT-2 124M bf16 (target 500k tokens/s)" \
       "$(sed -n 's/^tokens\/s *\([0-9]*\).*/\1 tokens\/s/p' "$OUT/gpt2_bench.txt"), MFU $(sed -n 's/^MFU *\([0-9.]*%\).*/\1/p' "$OUT/gpt2_bench.txt")" ok
