@@ -40,9 +40,6 @@ cudaError_t wf_cuda_malloc(void **p, size_t bytes);
 cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes);
 cudaError_t wf_cuda_malloc_host(void **p, size_t bytes);
 cudaError_t wf_cuda_free(void *p);
-/* Bytes allocated through them and not freed: device (managed included),
- * pinned host. */
-void wf_cuda_alloc_live(size_t *device, size_t *pinned);
 
 /* Row-major, as wf_sgemm on the CPU, batched with element strides sA, sB, sC:
  *   C[i] (M,N) = alpha * op(A[i]) (M,K) @ op(B[i]) (K,N) + beta * C[i]. */

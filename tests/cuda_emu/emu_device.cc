@@ -44,7 +44,6 @@ cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes) {
 }
 cudaError_t wf_cuda_malloc_host(void **p, size_t bytes) { return cudaMallocHost(p, bytes); }
 cudaError_t wf_cuda_free(void *p) { return cudaFree(p); }
-void wf_cuda_alloc_live(size_t *device, size_t *pinned) { *device = *pinned = 0; }
 
 /* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
 void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
