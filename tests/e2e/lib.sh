@@ -3,8 +3,15 @@
 set -euo pipefail
 
 WEFT=${WEFT:?set WEFT to the weft binary}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/weft-e2e.XXXXXX")
-trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
+# WEFT_SNAPSHOT=DIR (bench/generated_identical.sh): compile only, into
+# DIR/<test>/<layout> for both backends, in a fixed work folder so that two
+# compilers' outputs can be compared byte for byte; nothing is built or run.
+if [ -n "${WEFT_SNAPSHOT:-}" ]; then
+  WORK=$WEFT_SNAPSHOT/work/$(basename "$0" .sh); mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/weft-e2e.XXXXXX")
+  trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
+fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 # Results: one line per check, then "N passed, M failed" (the tests end with
@@ -19,6 +26,13 @@ check() {  # check NAME COMMAND...: passes when COMMAND succeeds
 build_plan() {
   local name=$1 plan=$2
   shift 2
+  if [ -n "${WEFT_SNAPSHOT:-}" ]; then
+    local snap=$WEFT_SNAPSHOT/out/$(basename "$0" .sh)
+    mkdir -p "$snap"
+    "$WEFT" compile "$plan" -o "$snap/$name" "$@" >"$snap/$name.log" 2>&1 || true
+    "$WEFT" compile "$plan" -o "$snap/$name.cuda" --backend cuda "$@" >"$snap/$name.cuda.log" 2>&1 || true
+    return 0
+  fi
   "$WEFT" compile "$plan" -o "$WORK/$name" "$@" 2>/dev/null
   cmake -S "$WORK/$name" -B "$WORK/$name/build" >"$WORK/$name.cmake.log" 2>&1 \
     || { cat "$WORK/$name.cmake.log"; return 1; }
@@ -30,6 +44,7 @@ build_plan() {
 run_plan() {
   local name=$1
   shift
+  [ -z "${WEFT_SNAPSHOT:-}" ] || return 0
   "$WORK/$name/launch.sh" --quiet "$@"
 }
 
