@@ -22,7 +22,7 @@ printf 'not a token file at all, just some text that is long enough ..........' 
 "$WEFT" data synth -o "$WORK/short.bin" --vocab 256 --tokens 10 >/dev/null
 "$WEFT" data synth -o "$WORK/good.bin" --vocab 256 --tokens 5000 >/dev/null
 
-expect_failure "missing data file" "rank 0: wf_data_open failed.*nope.bin" \
+expect_failure "missing data file" "rank [01]: wf_data_open failed.*nope.bin" \
   "$WORK/run/launch.sh" --data "$WORK/nope.bin"
 expect_failure "malformed data file" "rank [01]: wf_data_open failed.*bad.bin" \
   "$WORK/run/launch.sh" --data "$WORK/bad.bin"
