@@ -29,27 +29,13 @@
  * values into a float staging buffer, runs the collective in fp32 and
  * rounds once into 16-bit storage.  The vocabulary-parallel LM head rounds
  * its logits and dlogits as the whole head does.  So every op of the model
- * graph qualifies; the list below names them, so that an op added later
- * keeps activations in floats until someone audits its rounding. */
+ * graph qualifies; each op's row says so (ops.h, act16), so that an op
+ * added later keeps activations in floats until someone audits its rounding. */
 #include <string.h>
 
-#include "program.h"
+#include "ops.h"
 
 static long align16(long n) { return (n + 15) & ~15L; }
-
-/* Op kinds whose activation outputs and input gradients the CPU emitter
- * rounds (see above). */
-static int op_audited(op_kind k) {
-    switch (k) {
-    case OP_EMBED: case OP_LAYERNORM: case OP_LINEAR: case OP_ATTENTION: case OP_GELU: case OP_ADD:
-    case OP_LMHEAD_XENT: case OP_RMSNORM: case OP_ROPE: case OP_SWIGLU:
-    case OP_VOCAB_EMBED: case OP_POS_ADD: case OP_BIAS_ADD:
-    case OP_TP_COPY: case OP_TP_REDUCE: case OP_TP_GATHER: case OP_TP_SCATTER:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* act16 exactly for --backend cuda at bf16 / fp16, any tp.  The CPU backend
  * never uses it (its generated .c must not change), nor fp32. */
@@ -57,11 +43,8 @@ int act16_decide(const Program *p) {
     if (strcmp(p->backend, "cuda") != 0) return 0;
     if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
     for (int i = 0; i < p->n_ops; i++) {
-        const ir_op *o = &p->ops[i];
-        if (!op_audited(o->kind)) return 0;
-        /* rope writes k after q inside its output row: the offset must be a
-         * whole number of floats (check's even head size guarantees it) */
-        if (o->kind == OP_ROPE && p->tensors[o->in[0]].width % 2) return 0;
+        const op_row *r = op_row_of(p->ops[i].kind);
+        if (!r || !r->act16 || !r->act16(p, &p->ops[i])) return 0;
     }
     return 1;
 }
@@ -70,8 +53,19 @@ long act_storage(const Program *p, long n) {
     return p->act16 ? (n + 1) / 2 : n;
 }
 
+long tensor_rows(const Program *p, int t) {
+    /* ROWS_TOKENS, the only kind yet: the microbatch's tokens, or this rank's share */
+    return (long)p->micro * p->seq / p->tensors[t].rows_div;
+}
+
+/* floats of storage: 16-bit values two a float */
 long tensor_storage(const Program *p, int t) {
-    return act_storage(p, (long)p->micro * p->seq / p->tensors[t].rows_div * p->tensors[t].width);
+    long n = tensor_rows(p, t) * p->tensors[t].width;
+    return p->tensors[t].dtype == DTYPE_FP32 ? n : (n + 1) / 2;
+}
+
+const char *dtype_name(int dtype) {
+    return dtype == DTYPE_BF16 ? "bf16" : dtype == DTYPE_FP16 ? "fp16" : "fp32";
 }
 
 /* Whether parameter k is a GEMM's weight on the CUDA backend: a linear's
@@ -80,7 +74,7 @@ long tensor_storage(const Program *p, int t) {
 static int gemm_weight(const Program *p, int k) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
-        if ((o->kind == OP_LINEAR || o->kind == OP_LMHEAD_XENT) && o->n_param > 0 && o->param[0] == k)
+        if (op_row_of(o->kind)->gemm_weight && o->n_param > 0 && o->param[0] == k)
             return 1;
     }
     return 0;

@@ -4,23 +4,12 @@
  * attention_tc.cu)
  * and the tensor-parallel ops, in fp32, bf16 and fp16 (16-bit storage rounded
  * on the device, fp32 master weights); anything else is refused here, by
- * name, rather than failing later when the generated program links. */
+ * name, rather than failing later when the generated program links.  Which
+ * ops runtime/cuda has kernels (or host collectives) for is each op's row
+ * (ops.h, backends). */
 #include <string.h>
 
-#include "program.h"
-
-/* The op kinds runtime/cuda has kernels (or host collectives) for. */
-static int cuda_has_op(op_kind k) {
-    switch (k) {
-    case OP_EMBED: case OP_LAYERNORM: case OP_LINEAR: case OP_ATTENTION: case OP_GELU:
-    case OP_ADD: case OP_LMHEAD_XENT: case OP_VOCAB_EMBED: case OP_POS_ADD: case OP_BIAS_ADD:
-    case OP_TP_COPY: case OP_TP_REDUCE: case OP_TP_GATHER: case OP_TP_SCATTER:
-    case OP_RMSNORM: case OP_ROPE: case OP_SWIGLU:
-        return 1;
-    default:
-        return 0;
-    }
-}
+#include "ops.h"
 
 int cuda_backend_check(const Program *p) {
     if (strcmp(p->family, "gpt2") != 0 && strcmp(p->family, "llama") != 0) {
@@ -37,7 +26,7 @@ int cuda_backend_check(const Program *p) {
         return -1;
     }
     for (int i = 0; i < p->n_ops; i++)
-        if (!cuda_has_op(p->ops[i].kind)) {
+        if (!op_has_backend(p->ops[i].kind, BACKEND_CUDA)) {
             wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",
                      p->plan_path, i, op_name(p->ops[i].kind));
             return -1;

@@ -1,9 +1,13 @@
 /* emit_ops.c: the generated call for each op, forward and backward (and its
- * B and W halves for zero-bubble schedules), with readable operand names. */
+ * B and W halves for zero-bubble schedules), with readable operand names.
+ * The calls themselves are each op's row (ops.h: kernels and emit
+ * functions); here are the operands, the 16-bit rounding after them, and
+ * the fused pairs (fuse.c), which span two rows. */
 #include <ctype.h>
 #include <string.h>
 
 #include "emit.h"
+#include "ops.h"
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -21,21 +25,14 @@ void macro_name(const char *prefix, const char *name, char *out, size_t n) {
 /* A readable label for op i's output: its parameter prefix where it has one. */
 void op_label(const Program *p, int i, char *out, size_t n) {
     const ir_op *o = &p->ops[i];
+    const op_row *r = op_row_of(o->kind);
     char prefix[WF_MAX_NAME] = "";
-    if (o->kind == OP_EMBED || o->kind == OP_POS_ADD) {
-        snprintf(out, n, "A_EMBED");
+    if (r->label) {
+        snprintf(out, n, "%s", r->label);
         return;
     }
-    if (o->kind == OP_VOCAB_EMBED) {
-        snprintf(out, n, "A_EMBED_PARTIAL");
-        return;
-    }
-    if (o->kind == OP_BIAS_ADD) {  /* named after the whole bias: h.0.attn.c_proj.bias */
+    if (r->label_param) {
         macro_name("A_", p->params[o->param[0]].name, out, n);
-        return;
-    }
-    if (o->kind == OP_LMHEAD_XENT) {
-        snprintf(out, n, "A_LOSS");
         return;
     }
     if (o->n_param > 0) {
@@ -47,7 +44,7 @@ void op_label(const Program *p, int i, char *out, size_t n) {
         int nth = 1;
         for (int j = 0; j < i; j++)
             if (p->ops[j].kind == o->kind && p->ops[j].layer == o->layer) nth++;
-        const char *what = o->kind == OP_ADD ? "residual" : op_name(o->kind);
+        const char *what = r->stem ? r->stem : r->name;
         if (o->layer >= 0) snprintf(prefix, sizeof prefix, "h.%d.%s_%d", o->layer, what, nth);
         else snprintf(prefix, sizeof prefix, "%s_%d", what, nth);
     }
@@ -128,7 +125,7 @@ static const char *act_round_fn(const Program *p) {
 
 static void round_output(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = act_round_fn(p);
-    if (!fn || p->ops[i].kind == OP_LMHEAD_XENT) return;
+    if (!fn || p->ops[i].kind == OP_LMHEAD_XENT) return;  /* the loss: fp32, no activation */
     emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
 }
 
@@ -211,8 +208,7 @@ static void emit_linear_gelu_bwd_input(writer *o, const Program *p, int i, const
     operands g;
     get_operands(p, i + 1, &g);
     if (p->ops[i + 1].dgelu == DGELU_GELU)
-        emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x->in0, x->out, x->w0,
-             x->in_width, x->width);
+        linear_emit_bwd_input(o, p, i, x, op_kernels_of(p, &p->ops[i]));
     else
         emit(o, "    wf_linear_gelu_bwd_input(c, d + %s, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", x->in0,
              x->out, g.out, x->out, x->w0, x->in_width, x->width);
@@ -237,8 +233,7 @@ static void emit_linear_dgelu_comment(writer *o, const Program *p, int i) {
 }
 
 static void emit_linear_bwd_weight(writer *o, const Program *p, int i, const operands *x) {
-    emit(o, "    wf_linear_bwd_weight(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", x->g0,
-         p->ops[i].n_param > 1 ? "g + " : "NULL", x->g1, x->out, x->in0, x->in_width, x->width);
+    linear_emit_bwd_weight(o, p, i, x, op_kernels_of(p, &p->ops[i]));
 }
 
 void emit_forward_op(writer *o, const Program *p, int i) {
@@ -262,85 +257,7 @@ void emit_forward_op(writer *o, const Program *p, int i) {
         emit_linear_gelu_comment(o, p, i, "computed by");
         return;
     }
-    switch (op->kind) {
-    case OP_EMBED:
-        if (op->n_param == 1)  /* tokens only (llama): the whole vocabulary is this rank's */
-            emit(o, "    wf_vocab_embed_fwd(c, a + %s, wf_tokens(c), w + %s, 0, V, N, C);\n", x.out, x.w0);
-        else
-            emit(o, "    wf_embed_fwd(c, a + %s, wf_tokens(c), w + %s, w + %s, B, T, C);\n", x.out, x.w0, x.w1);
-        break;
-    case OP_RMSNORM:
-        emit(o, "    wf_rmsnorm_fwd(c, a + %s, a + %s, a + %s, w + %s, %s, %ld, %.9g);\n", x.out, x.s, x.in0,
-          x.w0, x.rows, x.width, op->eps);
-        break;
-    case OP_ROPE: {  /* k after q in each output row: in_width values on (storage floats) */
-        long hd = x.in_width / op->heads;
-        emit(o, "    wf_rope_fwd(c, a + %s, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out, x.width, x.in0,
-          x.in_width, op->heads, hd, op->theta);
-        emit(o, "    wf_rope_fwd(c, a + %s + %ld, %ld, a + %s, %ld, N, T, %d, %ld, %.9g);\n", x.out,
-          act_storage(p, x.in_width), x.width, x.in1, hd * op->kv_heads, op->kv_heads, hd, op->theta);
-        break;
-    }
-    case OP_SWIGLU:
-        emit(o, "    wf_swiglu_fwd(c, a + %s, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.in1, x.rows,
-          x.width);
-        break;
-    case OP_VOCAB_EMBED:
-        emit(o, "    wf_vocab_embed_fwd(c, a + %s, wf_tokens(c), w + %s, wf_tp_rank(c) * VL, VL, N, C);\n",
-          x.out, x.w0);
-        break;
-    case OP_POS_ADD:
-        emit(o, "    wf_pos_add_fwd(c, a + %s, a + %s, w + %s, %s, %s, T, C);\n", x.out, x.in0, x.w0,
-          x.row0, x.rows);
-        break;
-    case OP_BIAS_ADD:
-        emit(o, "    wf_bias_add_fwd(c, a + %s, a + %s, w + %s, %s, %ld);\n", x.out, x.in0, x.w0, x.rows,
-          x.width);
-        break;
-    case OP_LAYERNORM:
-        emit(o, "    wf_layernorm_fwd(c, a + %s, a + %s, a + %s + %s, a + %s, w + %s, w + %s, %s, %ld);\n",
-          x.out, x.s, x.s, x.rows, x.in0, x.w0, x.w1, x.rows, x.width);
-        break;
-    case OP_LINEAR:
-        emit(o, "    wf_linear_fwd(c, a + %s, a + %s, w + %s, %s%s, N, %ld, %ld);\n", x.out, x.in0, x.w0,
-          op->n_param > 1 ? "w + " : "NULL", x.w1, x.in_width, x.width);
-        break;
-    case OP_ATTENTION:
-        if (op->n_in == 2)
-            emit(o, "    wf_gqa_attention_fwd(c, a + %s, a + %s, a + %s, a + %s, B, T, %d, %d, %ld);\n",
-              x.out, x.s, x.in0, x.in1, op->heads, op->kv_heads, x.width / op->heads);
-        else
-            emit(o, "    wf_attention_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", x.out, x.s, x.in0,
-              x.width, op->heads);
-        break;
-    case OP_GELU:
-        emit(o, "    wf_gelu_fwd(c, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.rows, x.width);
-        break;
-    case OP_ADD:
-        emit(o, "    wf_add_fwd(c, a + %s, a + %s, a + %s, %s * %ldL);\n", x.out, x.in0, x.in1, x.rows,
-          x.width);
-        break;
-    case OP_TP_COPY:
-    case OP_TP_REDUCE:
-        emit(o, "    wf_%s_fwd(c, a + %s, a + %s, N * %ldL);\n", op_name(op->kind), x.out, x.in0, x.width);
-        break;
-    case OP_TP_GATHER:
-    case OP_TP_SCATTER:
-        emit(o, "    wf_%s_fwd(c, a + %s, a + %s, NL * %ldL);\n", op_name(op->kind), x.out, x.in0, x.width);
-        break;
-    case OP_LMHEAD_XENT:
-        if (p->tp == 1)
-            emit(o, "    wf_add_loss(c, wf_lmhead_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-                 "                                     wf_targets(c), wf_loss_scale(c), N, %ld, V));\n",
-              x.s, x.in0, x.w0, x.in_width);
-        else
-            emit(o, "    wf_add_loss(c, wf_vocab_xent_fwd(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-                 "                                    wf_targets(c), wf_loss_scale(c), N, %ld, VL,\n"
-                 "                                    wf_tp_rank(c) * VL, V));\n",
-              x.s, x.in0, x.w0, x.in_width);
-        break;
-    default: break;
-    }
+    op_row_of(op->kind)->emit_fwd(o, p, i, &x, op_kernels_of(p, op));
     round_output(o, p, i, &x);
 }
 
@@ -379,163 +296,41 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         round_param_grads(o, p, i, &x);
         return;
     }
-    switch (op->kind) {
-    case OP_EMBED:
-        if (op->n_param == 1)
-            emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), 0, V, N, C);\n", x.g0, x.out);
-        else
-            emit(o, "    wf_embed_bwd(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", x.g0, x.g1, x.out);
-        break;
-    case OP_RMSNORM:
-        emit(o, "    wf_rmsnorm_bwd(c, d + %s, g + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0, x.g0,
-          x.out, x.in0, x.w0, x.s, x.rows, x.width);
-        break;
-    case OP_ROPE: {
-        long hd = x.in_width / op->heads;
-        emit(o, "    wf_rope_bwd(c, d + %s, %ld, d + %s, %ld, N, T, %d, %ld, %.9g);\n", x.in0, x.in_width,
-          x.out, x.width, op->heads, hd, op->theta);
-        emit(o, "    wf_rope_bwd(c, d + %s, %ld, d + %s + %ld, %ld, N, T, %d, %ld, %.9g);\n", x.in1,
-          hd * op->kv_heads, x.out, act_storage(p, x.in_width), x.width, op->kv_heads, hd, op->theta);
-        break;
-    }
-    case OP_SWIGLU:
-        emit(o, "    wf_swiglu_bwd(c, d + %s, d + %s, a + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in1,
-          x.in0, x.in1, x.out, x.rows, x.width);
-        break;
-    case OP_VOCAB_EMBED:
-        emit(o, "    wf_vocab_embed_bwd(c, g + %s, d + %s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n",
-          x.g0, x.out);
-        break;
-    case OP_POS_ADD:
-        emit(o, "    wf_pos_add_bwd(c, d + %s, g + %s, d + %s, %s, %s, T, C);\n", x.in0, x.g0, x.out,
-          x.row0, x.rows);
-        break;
-    case OP_BIAS_ADD:
-        emit(o, "    wf_bias_add_bwd(c, d + %s, g + %s, d + %s, %s, %ld);\n", x.in0, x.g0, x.out, x.rows,
-          x.width);
-        break;
-    case OP_LAYERNORM:
-        emit(o, "    wf_layernorm_bwd(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s,\n"
-             "                     %s, %ld);\n", x.in0, x.g0, x.g1, x.out, x.in0, x.w0, x.s, x.s,
-          x.rows, x.rows, x.width);
-        break;
-    case OP_LINEAR:
-        emit(o, "    wf_linear_bwd(c, d + %s, g + %s, %s%s, d + %s, a + %s, w + %s, N, %ld, %ld);\n",
-          x.in0, x.g0, op->n_param > 1 ? "g + " : "NULL", x.g1, x.out, x.in0, x.w0, x.in_width,
-          x.width);
-        break;
-    case OP_ATTENTION:
-        if (op->n_in == 2)
-            emit(o, "    wf_gqa_attention_bwd(c, d + %s, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s,\n"
-                 "                         a + %s, B, T, %d, %d, %ld);\n", x.in0, x.in1, x.out, x.in0, x.in1,
-              x.out, x.s, op->heads, op->kv_heads, x.width / op->heads);
-        else  /* out: the forward's output (recomputed with its block under full recompute) */
-            emit(o, "    wf_attention_bwd(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s, B, T, %ld, %d);\n",
-              x.in0, x.out, x.in0, x.out, x.s, x.width, op->heads);
-        break;
-    case OP_GELU:
-        emit(o, "    wf_gelu_bwd(c, d + %s, a + %s, d + %s, %s * %ldL);\n", x.in0, x.in0, x.out, x.rows,
-          x.width);
-        break;
-    case OP_ADD:
-        emit(o, "    wf_add_bwd(c, d + %s, d + %s, d + %s, %s * %ldL);\n", x.in0, x.in1, x.out, x.rows,
-          x.width);
-        break;
-    case OP_TP_COPY:
-    case OP_TP_REDUCE:
-        emit(o, "    wf_%s_bwd(c, d + %s, d + %s, N * %ldL);\n", op_name(op->kind), x.in0, x.out, x.width);
-        break;
-    case OP_TP_GATHER:
-    case OP_TP_SCATTER:
-        emit(o, "    wf_%s_bwd(c, d + %s, d + %s, NL * %ldL);\n", op_name(op->kind), x.in0, x.out, x.width);
-        break;
-    case OP_LMHEAD_XENT:
-        if (p->tp == 1)
-            emit(o, "    wf_lmhead_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, N, %ld, V);\n",
-              x.in0, x.g0, x.s, x.in0, x.w0, x.in_width);
-        else
-            emit(o, "    wf_vocab_xent_bwd(c, d + %s, g + %s, a + %s, a + %s, w + %s, N, %ld, VL);\n",
-              x.in0, x.g0, x.s, x.in0, x.w0, x.in_width);
-        break;
-    default: break;
-    }
+    op_row_of(op->kind)->emit_bwd(o, p, i, &x, op_kernels_of(p, op));
     round_input_grads(o, p, i, &x);
     round_param_grads(o, p, i, &x);
 }
 
 /* The two halves of op i's backward for zero-bubble schedules: B (input
  * gradient) when `weight` is 0, W (parameter gradients) when it is 1.
- * Returns 1 if that half emitted anything. */
+ * Returns 1 if that half emitted anything.  An op without inputs (a
+ * lookup) is all W, one without parameters all B; the others have their
+ * row's two calls. */
 int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     const ir_op *op = &p->ops[i];
+    const op_row *r = op_row_of(op->kind);
     operands x;
     get_operands(p, i, &x);
-    const char *V = p->tp > 1 ? "VL" : "V";
-    switch (op->kind) {
-    case OP_EMBED: case OP_VOCAB_EMBED:
-        if (!weight) return 0;
-        emit_backward_op(o, p, i);
-        return 1;
-    case OP_POS_ADD:
-        if (weight)
-            emit(o, "    wf_pos_add_bwd_weight(c, g + %s, d + %s, %s, %s, T, C);\n", x.g0, x.out, x.row0, x.rows);
-        else
-            emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, C);\n", x.in0, x.out, x.rows);
-        break;
-    case OP_BIAS_ADD:
-        if (weight)
-            emit(o, "    wf_bias_add_bwd_weight(c, g + %s, d + %s, %s, %ld);\n", x.g0, x.out, x.rows, x.width);
-        else  /* din += dout */
-            emit(o, "    wf_pos_add_bwd_input(c, d + %s, d + %s, %s, %ld);\n", x.in0, x.out, x.rows, x.width);
-        break;
-    case OP_LAYERNORM:
-        if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
-            emit_fused_bwd(o, p, i, &x, 0);
-            return 1;
-        }
-        if (weight)
-            emit(o, "    wf_layernorm_bwd_weight(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n",
-              x.g0, x.g1, x.out, x.in0, x.s, x.s, x.rows, x.rows, x.width);
-        else
-            emit(o, "    wf_layernorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n",
-              x.in0, x.out, x.in0, x.w0, x.s, x.s, x.rows, x.rows, x.width);
-        break;
-    case OP_RMSNORM:
-        if (weight)
-            emit(o, "    wf_rmsnorm_bwd_weight(c, g + %s, d + %s, a + %s, a + %s, %s, %ld);\n", x.g0, x.out,
-              x.in0, x.s, x.rows, x.width);
-        else
-            emit(o, "    wf_rmsnorm_bwd_input(c, d + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", x.in0,
-              x.out, x.in0, x.w0, x.s, x.rows, x.width);
-        break;
-    case OP_LINEAR:
-        if (!weight && op->dgelu == DGELU_LINEAR) {  /* the gelu's B half is in it, d(pre) rounded */
-            emit_linear_dgelu_bwd_input(o, p, i, &x);
-            return 1;
-        }
-        if (weight)
-            emit_linear_bwd_weight(o, p, i, &x);
-        else if (op->fused == FUSED_LIN_GELU_LINEAR)  /* the gelu's B half is in it */
-            emit_linear_gelu_bwd_input(o, p, i, &x);
-        else
-            emit(o, "    wf_linear_bwd_input(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", x.in0, x.out,
-              x.w0, x.in_width, x.width);
-        break;
-    case OP_LMHEAD_XENT:
-        if (weight)
-            emit(o, "    wf_lmhead_xent_bwd_weight(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", x.g0, x.s,
-              x.in0, x.in_width, V);
-        else
-            emit(o, "    wf_lmhead_xent_bwd_input(c, d + %s, a + %s, w + %s, N, %ld, %s);\n", x.in0, x.s,
-              x.w0, x.in_width, V);
-        break;
-    default:  /* no parameters: all of it is B */
-        if (weight) return 0;
+    if (op->n_in == 0 || op->n_param == 0) {
+        if (weight != (op->n_in == 0)) return 0;
         emit_backward_op(o, p, i);
         return 1;
     }
+    if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
+        emit_fused_bwd(o, p, i, &x, 0);
+        return 1;
+    }
+    if (!weight && op->dgelu == DGELU_LINEAR) {  /* the gelu's B half is in it, d(pre) rounded */
+        emit_linear_dgelu_bwd_input(o, p, i, &x);
+        return 1;
+    }
+    if (weight)
+        r->emit_bwd_weight(o, p, i, &x, op_kernels_of(p, op));
+    else if (op->fused == FUSED_LIN_GELU_LINEAR)  /* the gelu's B half is in it */
+        emit_linear_gelu_bwd_input(o, p, i, &x);
+    else
+        r->emit_bwd_input(o, p, i, &x, op_kernels_of(p, op));
     if (weight) round_param_grads(o, p, i, &x);
     else round_input_grads(o, p, i, &x);
     return 1;
 }
-

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "emit.h"
+#include "ops.h"
 
 /* Full recompute: rebuild block `layer`'s activations from its input, with
  * its (shared) activation gradients zeroed, just before its backward. */
@@ -18,7 +19,7 @@ static void emit_recompute(writer *o, const Program *p, int layer, int stage) {
 /* Before backward op i: recompute its block when the walk enters one. */
 static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
     int layer = p->ops[i].layer;
-    if (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION) {
+    if (p->recompute == RECOMPUTE_SELECTIVE && op_row_of(p->ops[i].kind)->selective) {
         emit(o, "    /* selective recompute: the attention probabilities again */\n");
         emit_forward_op(o, p, i);
         return;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "inspect.h"
+#include "ops.h"
 #include "trace.h"
 
 enum { LINK_GBS = 25 };  /* nominal point-to-point bandwidth for the picture */
@@ -16,10 +17,8 @@ enum { LINK_GBS = 25 };  /* nominal point-to-point bandwidth for the picture */
 static double chunk_flops(const Program *p, int k) {
     double tokens = (double)p->micro * p->seq, f = 0;
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
-        const ir_op *o = &p->ops[i];
-        if (o->kind == OP_LINEAR) f += 2.0 * tokens * p->tensors[o->in[0]].width * p->tensors[o->out].width;
-        if (o->kind == OP_ATTENTION) f += 4.0 * tokens * p->seq * p->tensors[o->out].width;
-        if (o->kind == OP_LMHEAD_XENT) f += 2.0 * tokens * p->tensors[o->in[0]].width * (p->vocab_padded / p->tp);
+        const op_row *r = op_row_of(p->ops[i].kind);
+        if (r->flops) f += tokens * r->flops(p, &p->ops[i]);  /* the matmuls; the rest is memory-bound */
     }
     return f;
 }
@@ -47,15 +46,10 @@ static void tp_collectives(const Program *p, int k, int backward, char *buf, siz
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
         const ir_op *o = &p->ops[i];
         long size = 4L * p->micro * p->seq * p->tensors[o->out].width;
-        int which = -1;
-        switch (o->kind) {
-        case OP_TP_COPY: which = backward ? 0 : -1; break;
-        case OP_TP_REDUCE: which = backward ? -1 : 0; break;
-        case OP_TP_GATHER: which = backward ? 2 : 1; break;
-        case OP_TP_SCATTER: which = backward ? 1 : 2; break;
-        default: break;
-        }
-        if (which < 0) continue;
+        const op_row *r = op_row_of(o->kind);
+        op_coll coll = backward ? r->coll_bwd : r->coll_fwd;
+        if (coll == COLL_NONE) continue;
+        int which = coll == COLL_ALLREDUCE ? 0 : coll == COLL_ALLGATHER ? 1 : 2;
         count[which]++;
         /* act16: all-gathers move 16-bit values, sums stay fp32 (runtime/common/tp.c) */
         bytes[which] += which == 1 && p->act16 ? size / 2 : size;

@@ -5,10 +5,11 @@
  * `weft check` prints it (report.c), `weft simulate` reports it, the programs
  * carry its total as planned_bytes (emit.c), and the runtime measures its own
  * allocations against that total (runtime/common/metrics.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit.h"
-#include "program.h"
+#include "ops.h"
 #include "weft/runtime_buffers.h"
 
 #define REQ_BYTES WF_REQ_BYTES  /* runtime/common/coll.h's wf_req */
@@ -27,7 +28,7 @@ static double bias16_bytes(const Program *p, int stage) {
     double sum = 0;
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
-        if (o->kind != OP_LINEAR || o->n_param < 2 || o->chunk % p->pp != stage) continue;
+        if (!op_row_of(o->kind)->gemm_weight || o->n_param < 2 || o->chunk % p->pp != stage) continue;  /* linear biases */
         long w = p->tensors[o->out].width;
         int k = 0;
         while (k < n && seen[k] != w) k++;
@@ -150,4 +151,156 @@ program_memory program_memory_of(const Program *p, int stage) {
 double program_planned_bytes(const Program *p, int stage) {
     program_memory m = program_memory_of(p, stage);
     return m.total + m.host;
+}
+
+/* ---- the `memory` pass: one activation slot per in-flight microbatch,
+ * offsets fixed here; the activations' storage dtype (act16) ---- */
+static long align16(long n) { return (n + 15) & ~15L; }
+
+static int tensor_stage(const Program *p, int t) {
+    return p->ops[p->tensors[t].producer].chunk % p->pp;
+}
+
+/* Under full recompute a block's internal activations (everything it makes
+ * that no other block reads) are dropped after forward and rebuilt from the
+ * block's input just before its backward, so all blocks share one region. */
+static int block_internal(const Program *p, int t) {
+    int layer = p->ops[p->tensors[t].producer].layer;
+    if (p->recompute != RECOMPUTE_FULL || layer < 0) return 0;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_in; k++)
+            if (p->ops[i].in[k] == t && p->ops[i].layer != layer) return 0;
+    return 1;
+}
+
+/* A tensor's place in its arena: its storage floats (half under act16),
+ * aligned to 16 floats (64 bytes: vector loads and cuBLASLt like it). */
+static long tensor_numel(const Program *p, int t) {
+    return align16(tensor_storage(p, t));
+}
+
+/* What op o's backward needs kept from its forward (its row's rule), floats. */
+static long saved_numel(const Program *p, const ir_op *o) {
+    const op_row *r = op_row_of(o->kind);
+    return r->saved ? r->saved(p, o) : 0;
+}
+
+static int selective(const Program *p, const ir_op *o) {
+    return p->recompute == RECOMPUTE_SELECTIVE && op_row_of(o->kind)->selective;
+}
+
+/* Lays out the shared region from `base` (tensors if `saved` is 0, saved
+ * buffers otherwise); returns its size. */
+static long lay_out_shared(Program *p, int stage, long base, int saved) {
+    long size = 0;
+    for (int layer = 0; layer < p->layers; layer++) {
+        long off = base;
+        for (int i = 0; i < p->n_ops; i++) {
+            ir_op *o = &p->ops[i];
+            if (o->layer != layer || o->chunk % p->pp != stage || !block_internal(p, o->out)) continue;
+            if (saved) {
+                o->saved_offset = off;
+                off += align16(o->saved_numel);
+            } else {
+                p->tensors[o->out].offset = off;
+                off += tensor_numel(p, o->out);
+            }
+        }
+        if (off - base > size) size = off - base;
+    }
+    return size;
+}
+
+/* The output of a gelu whose backward is in c_proj's input gradient (fuse.c,
+ * DGELU pair) has no gradient: nothing forms or reads it, so it is laid out
+ * after the prefix the activation-gradient slot mirrors. */
+static int carries_grad(const Program *p, int t) {
+    return p->ops[p->tensors[t].producer].dgelu != DGELU_GELU;
+}
+
+int pass_memory(Program *p) {
+    p->act16 = act16_decide(p);  /* before any size: it halves the activations */
+    int dtype = !p->act16 ? DTYPE_FP32 : strcmp(p->precision, "bf16") == 0 ? DTYPE_BF16 : DTYPE_FP16;
+    for (int t = 1; t < p->n_tensors; t++) p->tensors[t].dtype = dtype;
+    p->act_numel = calloc((size_t)p->pp, sizeof(long));
+    p->dact_numel = calloc((size_t)p->pp, sizeof(long));
+    p->shared_offset = calloc((size_t)p->pp, sizeof(long));
+    p->shared_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int i = 0; i < p->n_ops; i++) p->ops[i].saved_numel = saved_numel(p, &p->ops[i]);
+    for (int stage = 0; stage < p->pp; stage++) {
+        long off = 0;
+        /* activations that carry gradients come first: the activation-gradient
+         * slot mirrors exactly this prefix; a chunk's received input too */
+        for (int t = 1; t < p->n_tensors; t++) {
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || !carries_grad(p, t)) continue;
+            p->tensors[t].offset = off;
+            off += tensor_numel(p, t);
+        }
+        p->shared_offset[stage] = off;
+        p->shared_numel[stage] = lay_out_shared(p, stage, off, 0);
+        off += p->shared_numel[stage];
+        for (int k = 0; k < p->n_chunks; k++) {
+            int t = p->chunk_in[k];
+            if (!t || k % p->pp != stage) continue;
+            p->chunk_in_offset[k] = off;
+            off += tensor_numel(p, t);
+        }
+        p->dact_numel[stage] = off;
+        for (int t = 1; t < p->n_tensors; t++) {
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || carries_grad(p, t)) continue;
+            p->tensors[t].offset = off;
+            off += tensor_numel(p, t);
+        }
+        /* selective recompute: the attention probabilities of every layer
+         * share one buffer, refilled just before each attention's backward */
+        long att_shared = 0;
+        for (int i = 0; i < p->n_ops; i++) {
+            ir_op *o = &p->ops[i];
+            if (o->chunk % p->pp != stage || block_internal(p, o->out)) continue;
+            if (selective(p, o)) {
+                if (o->saved_numel > att_shared) att_shared = o->saved_numel;
+                continue;
+            }
+            o->saved_offset = off;
+            off += align16(o->saved_numel);
+        }
+        for (int i = 0; i < p->n_ops; i++)
+            if (selective(p, &p->ops[i]) && p->ops[i].chunk % p->pp == stage)
+                p->ops[i].saved_offset = off;
+        off += align16(att_shared);
+        off += lay_out_shared(p, stage, off, 1);
+        p->act_numel[stage] = off;
+    }
+    long N = (long)p->micro * p->seq;
+    /* the largest scratch a backward needs (ops.h's scratch: attention's,
+     * one head's (T, T) dP on the CPU, on CUDA the rowsum(P * dP) of every
+     * query row) */
+    long scratch = 16;
+    for (int i = 0; i < p->n_ops; i++) {
+        const op_row *r = op_row_of(p->ops[i].kind);
+        long need = r->scratch ? r->scratch(p, &p->ops[i]) : 0;
+        if (need > scratch) scratch = need;
+    }
+    p->scratch_numel = align16(scratch);
+    /* tensor-parallel collectives stage a whole (N, width) tensor here (in
+     * floats; under act16 the widened 16-bit values), and the vocabulary-
+     * parallel loss its per-token statistics; under act16 a sequence-parallel
+     * gather or reduce-scatter also stages one rank's piece after the whole
+     * (runtime/common/tp.c) */
+    long widest = 6;
+    for (int i = 0; i < p->n_ops; i++) {
+        const op_row *r = op_row_of(p->ops[i].kind);
+        long width = p->tensors[p->ops[i].out].width;
+        if ((r->coll_fwd != COLL_NONE || r->coll_bwd != COLL_NONE) && width > widest) widest = width;
+    }
+    long whole = N * widest;
+    p->comm_numel = p->tp > 1 ? align16(whole) : 0;
+    if (p->tp > 1 && p->act16 && p->sp) p->comm_numel += align16((whole + p->tp - 1) / p->tp);
+    p->cast_numel = calloc((size_t)p->pp, sizeof(long));
+    p->weight16_numel = calloc((size_t)p->pp, sizeof(long));
+    for (int stage = 0; stage < p->pp; stage++) {
+        p->cast_numel[stage] = act16_cast_numel(p, stage);
+        p->weight16_numel[stage] = act16_weight16_numel(p, stage);
+    }
+    return 0;
 }

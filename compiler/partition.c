@@ -8,18 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "program.h"
+#include "ops.h"
 
-/* FLOPs of op i for one token, forward (the balance only needs ratios). */
-static double op_cost(const Program *p, const ir_op *o) {
-    long out = p->tensors[o->out].width;
-    switch (o->kind) {
-    case OP_LINEAR: return 2.0 * (double)p->tensors[o->in[0]].width * out;
-    case OP_ATTENTION: return 4.0 * (double)p->seq * out;
-    /* vocabulary-parallel: this rank's share of the vocabulary, as the linears' widths are */
-    case OP_LMHEAD_XENT: return 2.0 * (double)p->tensors[o->in[0]].width * p->vocab_padded / p->tp;
-    default: return 10.0 * out;  /* memory-bound ops, roughly */
-    }
+/* FLOPs of op i for one token, forward (the balance only needs ratios):
+ * its row's count, or 10 per output value for memory-bound ops, roughly. */
+static double op_flops(const Program *p, const ir_op *o) {
+    const op_row *r = op_row_of(o->kind);
+    return r->flops ? r->flops(p, o) : 10.0 * p->tensors[o->out].width;
 }
 
 /* Layers per chunk minimizing the most expensive chunk; cost[0] and
@@ -71,7 +66,7 @@ int pass_partition(Program *p) {
             const ir_op *o = &p->ops[i];
             if (o->layer >= 0) seen_block = 1;
             int slot = o->layer >= 0 ? o->layer + 1 : (seen_block ? L + 1 : 0);
-            cost[slot] += op_cost(p, o);
+            cost[slot] += op_flops(p, o);
         }
         balance(cost, L, K, layers);
         free(cost);

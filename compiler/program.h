@@ -67,16 +67,27 @@ typedef struct {
     int chunk;          /* pipeline chunk of the first op using it (set by buckets) */
 } ir_param;
 
-/* An activation: (tokens, width) floats, plus what an op saves for backward. */
+/* What an activation's rows are (ops.h's shape rules set them): today always
+ * tokens of the microbatch; image patches would be a second kind. */
+enum { ROWS_TOKENS };
+/* How an activation is stored: floats, or the plan's 16-bit type two a float
+ * (act16; set by the memory pass).  bf16 / fp16 values kept in floats (the
+ * CPU backend's rounding) are stored as DTYPE_FP32. */
+enum { DTYPE_FP32, DTYPE_BF16, DTYPE_FP16 };
+
+/* An activation: rows x width values, plus what an op saves for backward. */
 typedef struct {
-    long width;      /* floats per token */
-    int rows_div;    /* 1: all N tokens of the microbatch; tp: this rank's N / tp (sp) */
+    long width;      /* columns: values per row */
+    int rows_of;     /* ROWS_TOKENS: a row per token of the microbatch (N = micro * seq) */
+    int rows_div;    /* 1: all N rows; tp: this rank's N / tp (sp) */
+    int dtype;       /* storage: DTYPE_FP32, or DTYPE_BF16 / DTYPE_FP16 under act16 */
     long offset;     /* in the activation arena (and the activation-gradient arena) */
     int producer;    /* op index */
 } ir_tensor;
 
 typedef struct {
     op_kind kind;
+    int line;              /* the plan line the op came from (0: unknown) */
     int in[2], n_in;       /* tensor ids */
     int out;               /* tensor id */
     int param[2], n_param; /* parameter indices */
@@ -260,6 +271,8 @@ int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
 int act16_decide(const Program *p);
 long act_storage(const Program *p, long n);
 long tensor_storage(const Program *p, int t);
+long tensor_rows(const Program *p, int t);   /* tensor t's rows on this rank, one microbatch */
+const char *dtype_name(int dtype);           /* "fp32", "bf16", "fp16" */
 long act16_weight16_numel(const Program *p, int stage);
 long act16_cast_numel(const Program *p, int stage);
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);

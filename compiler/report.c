@@ -179,7 +179,11 @@ static void dump_graph(const Program *p, FILE *out) {
         fprintf(out, " <-");
         for (int k = 0; k < o->n_in; k++) fprintf(out, " t%d", o->in[k]);
         for (int k = 0; k < o->n_param; k++) fprintf(out, " %s", p->params[o->param[k]].name);
-        fprintf(out, "  width %ld", p->tensors[o->out].width);
+        const ir_tensor *t = &p->tensors[o->out];  /* rows (tokens, or this rank's under sp) x width, stored as */
+        fprintf(out, "  width %ld", t->width);
+        if (t->rows_div > 1) fprintf(out, " rows tokens/%d", t->rows_div);
+        else fprintf(out, " rows tokens");
+        fprintf(out, " %s", dtype_name(t->dtype));
         if (o->heads) fprintf(out, " heads %d", o->heads);
         if (o->kv_heads) fprintf(out, " kv_heads %d", o->kv_heads);
         if (o->parallel[0]) fprintf(out, " %s-parallel", o->parallel);

@@ -16,6 +16,7 @@
 #include <lauxlib.h>
 
 #include "cost.h"
+#include "ops.h"
 #include "simulate.h"
 #include "trace.h"
 
@@ -131,8 +132,9 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     op_time t = { 0, 0, 0, 0 };
     const double *add = calib ? calib->add : none;
     double el = p->act16 ? 2.0 : 4.0;  /* bytes of an activation value (the logits too) */
-    switch (o->kind) {
-    case OP_LINEAR: {
+    const op_row *r = op_row_of(o->kind);
+    switch (r->cost) {  /* the op's model (ops.h) */
+    case COST_GEMM: {
         double K = (double)p->tensors[o->in[0]].width;
         t.f = cost_gemm_seconds(tokens, width, K, peak, efficiency(tokens, width, K));
         t.b = 2 * t.f;
@@ -143,7 +145,7 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.w = t.b / 2;
         break;
     }
-    case OP_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
+    case COST_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
         double hd = width / o->heads, T = p->seq, n = (double)p->micro * o->heads;
         if (attention_saves_lse(p, o) && !calib) {
             /* runtime/cuda's flash kernels: the causal half of QK^T and PV,
@@ -166,7 +168,7 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         }
         break;
     }
-    case OP_LMHEAD_XENT: {
+    case COST_XENT: {
         double K = (double)p->tensors[o->in[0]].width, V = (double)p->vocab_padded / p->tp;
         double gemm = cost_gemm_seconds(tokens, V, K, peak, efficiency(tokens, V, K));
         t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, el);
@@ -174,34 +176,30 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, el);
         break;
     }
-    case OP_LAYERNORM:
-    case OP_RMSNORM:
+    case COST_NORM:
         t.f = elementwise(calib ? calib->layernorm : none, rows * width, 0, hbm, el);
         t.b = elementwise(calib ? calib->layernorm : none, rows * width, 1, hbm, el);
         t.w = t.b / 3;
         break;
-    case OP_GELU:
-    case OP_SWIGLU:
-    case OP_ROPE:
+    case COST_POINTWISE:
         t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm, el);
         t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm, el);
         break;
-    case OP_TP_COPY:
-        t.b = t.comm = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
-        break;
-    case OP_TP_REDUCE:
-        t.f = t.comm = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
-        break;
-    case OP_TP_GATHER:
-    case OP_TP_SCATTER: {  /* a ring reduce-scatter moves what an all-gather does */
-        /* sums in fp32 (act16 too: runtime/common/tp.c), gathers `el` a value */
+    case COST_COMM: {
+        /* all-reduces of this rank's rows in fp32; a ring reduce-scatter
+         * moves what an all-gather does: sums in fp32 (act16 too:
+         * runtime/common/tp.c), gathers `el` a value */
+        double reduce = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
         double gather = cost_allgather_ring(el * tokens * width, p->tp, intra_link(p));
         double sum = cost_allgather_ring(4 * tokens * width, p->tp, intra_link(p));
-        t.f = t.comm = o->kind == OP_TP_GATHER ? gather : sum;
-        t.b = o->kind == OP_TP_GATHER ? sum : gather;
+        double each[] = { [COLL_NONE] = 0, [COLL_ALLREDUCE] = reduce, [COLL_ALLGATHER] = gather,
+                          [COLL_REDUCE_SCATTER] = sum };
+        t.f = each[r->coll_fwd];
+        t.b = each[r->coll_bwd];
+        t.comm = r->coll_fwd != COLL_NONE ? t.f : t.b;
         break;
     }
-    default:  /* adds, embedding lookups */
+    case COST_ADD:  /* adds, embedding lookups */
         t.f = elementwise(add, rows * width, 0, hbm, el);
         t.b = elementwise(add, rows * width, 1, hbm, el);
         break;
@@ -242,7 +240,7 @@ static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
         op_time t = op_seconds(p, &p->ops[i], peak, hbm);
         int again = (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) ||
-                    (p->recompute == RECOMPUTE_SELECTIVE && p->ops[i].kind == OP_ATTENTION);
+                    (p->recompute == RECOMPUTE_SELECTIVE && op_row_of(p->ops[i].kind)->selective);
         if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
             sum.comm_f += t.f, sum.comm_b += t.b;
             if (again) sum.comm_b += t.f;  /* forward again */

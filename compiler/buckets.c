@@ -1,0 +1,61 @@
+/* buckets.c: the `buckets` pass: gradients laid out in the order backward
+ * completes them, cut into buckets (per pipeline stage). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "program.h"
+
+/* Each pipeline stage has its own parameter arena and buckets.  Under ZeRO
+ * with pipeline parallelism the tied wte (and its copy on the last stage)
+ * gets a bucket of its own, so that both copies are sharded alike and their
+ * gradients can be summed shard by shard; from ZeRO-2 on a bucket also never
+ * spans two chunks, so that one chunk's backward writes all of it. */
+static int is_tied(const Program *p, int k) {
+    if (p->params[k].tied_to >= 0) return 1;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].tied_to == k) return 1;
+    return 0;
+}
+
+int pass_buckets(Program *p) {
+    double cap_bytes = p->bucket_mb * 1024.0 * 1024.0;
+    for (int k = 0; k < p->n_params; k++) p->params[k].chunk = -1;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_param; k++)
+            if (p->params[p->ops[i].param[k]].chunk < 0) p->params[p->ops[i].param[k]].chunk = p->ops[i].chunk;
+    int alone_tied = p->zero > 0 && p->pp > 1;
+    p->buckets = calloc((size_t)p->n_params, sizeof *p->buckets);
+    p->param_numel = calloc((size_t)p->pp, sizeof(long));
+    p->n_buckets = 0;
+    /* buckets.mb counts gradient bytes as the plan stores them: 16-bit modes 2 a value */
+    double el = strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
+    for (int stage = 0; stage < p->pp; stage++) {
+        long offset = 0;
+        ir_bucket *cur = NULL;
+        for (int r = 0; r < p->n_params; r++) {
+            ir_param *q = &p->params[p->grad_order[r]];
+            if (q->stage != stage) continue;
+            double bytes = el * (double)q->numel;
+            /* a parameter larger than the cap gets a bucket of its own */
+            int tied = alone_tied && is_tied(p, p->grad_order[r]);
+            int cut = !cur || el * (double)cur->numel + bytes > cap_bytes || tied ||
+                      (alone_tied && is_tied(p, p->grad_order[cur->last_param])) ||
+                      (p->zero >= 2 && p->params[p->grad_order[cur->last_param]].chunk != q->chunk);
+            if (cut) {
+                cur = &p->buckets[p->n_buckets++];
+                cur->offset = offset;
+                cur->first_param = r;
+                cur->stage = stage;
+            }
+            q->offset = offset;
+            q->bucket = (int)(cur - p->buckets);
+            cur->numel += q->numel;
+            cur->last_param = r;
+            cur->ready_after_op = q->last_grad_op;
+            offset += q->numel;
+        }
+        p->param_numel[stage] = offset;
+    }
+    return 0;
+}
+

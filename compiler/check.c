@@ -1,0 +1,43 @@
+/* check.c: the `check` pass: shapes along the model graph, by each op's
+ * shape rule (ops.h), which the Lua prelude could not see whole.  It also
+ * says what every activation is: a row per token, `width` columns, floats
+ * (the memory pass may store them in 16 bits; the shard pass splits them). */
+#include "ops.h"
+
+/* plan.lua:LINE: when the op knows its plan line, else the plan */
+static int shape_error(const Program *p, int i, const char *what) {
+    const ir_op *o = &p->ops[i];
+    if (o->line > 0)
+        wf_error("%s:%d: model graph op %d (%s): %s", p->plan_path, o->line, i, op_name(o->kind), what);
+    else
+        wf_error("%s: model graph op %d (%s): %s", p->plan_path, i, op_name(o->kind), what);
+    return -1;
+}
+
+int pass_check(Program *p) {
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        const op_row *r = op_row_of(o->kind);
+        if (!r || !r->graph) return shape_error(p, i, "unknown op");
+        for (int k = 0; k < o->n_in; k++)
+            if (o->in[k] < 1 || o->in[k] >= p->n_tensors || p->tensors[o->in[k]].producer >= i)
+                return shape_error(p, i, "reads a tensor that no earlier op produced");
+        if (o->n_in < r->in_min || o->n_in > r->in_max || o->n_param < r->param_min || o->n_param > r->param_max) {
+            char what[160];
+            snprintf(what, sizeof what, "takes %d to %d inputs and %d to %d parameters, not %d and %d",
+                     r->in_min, r->in_max, r->param_min, r->param_max, o->n_in, o->n_param);
+            return shape_error(p, i, what);
+        }
+        const char *bad = r->check(p, i);
+        if (bad) return shape_error(p, i, bad);
+        ir_tensor *t = &p->tensors[o->out];
+        t->rows_of = ROWS_TOKENS;
+        t->rows_div = 1;
+        t->dtype = DTYPE_FP32;
+    }
+    if (p->n_ops == 0 || p->ops[p->n_ops - 1].kind != OP_LMHEAD_XENT) {
+        wf_error("%s: the model graph must end in lm_head_xent", p->plan_path);
+        return -1;
+    }
+    return 0;
+}
