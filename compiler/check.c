@@ -2,6 +2,8 @@
  * shape rule (ops.h), which the Lua prelude could not see whole.  It also
  * says what every activation is: a row per token, `width` columns, floats
  * (the memory pass may store them in 16 bits; the shard pass splits them). */
+#include <stdio.h>
+
 #include "ops.h"
 
 /* plan.lua:LINE: when the op knows its plan line, else the plan */
@@ -14,6 +16,12 @@ static int shape_error(const Program *p, int i, const char *what) {
     return -1;
 }
 
+/* "1", or "1 to 2" */
+static void range(char *out, size_t n, int lo, int hi) {
+    if (lo == hi) snprintf(out, n, "%d", lo);
+    else snprintf(out, n, "%d to %d", lo, hi);
+}
+
 int pass_check(Program *p) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
@@ -23,9 +31,11 @@ int pass_check(Program *p) {
             if (o->in[k] < 1 || o->in[k] >= p->n_tensors || p->tensors[o->in[k]].producer >= i)
                 return shape_error(p, i, "reads a tensor that no earlier op produced");
         if (o->n_in < r->in_min || o->n_in > r->in_max || o->n_param < r->param_min || o->n_param > r->param_max) {
-            char what[160];
-            snprintf(what, sizeof what, "takes %d to %d inputs and %d to %d parameters, not %d and %d",
-                     r->in_min, r->in_max, r->param_min, r->param_max, o->n_in, o->n_param);
+            char what[160], ins[16], ps[16];
+            range(ins, sizeof ins, r->in_min, r->in_max);
+            range(ps, sizeof ps, r->param_min, r->param_max);
+            snprintf(what, sizeof what, "takes %s input(s) and %s parameter(s), not %d and %d", ins, ps,
+                     o->n_in, o->n_param);
             return shape_error(p, i, what);
         }
         const char *bad = r->check(p, i);
