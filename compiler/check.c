@@ -45,7 +45,7 @@ int pass_check(Program *p) {
         t->rows_div = 1;
         t->dtype = DTYPE_FP32;
     }
-    if (p->n_ops == 0 || p->ops[p->n_ops - 1].kind != OP_LMHEAD_XENT) {
+    if (p->n_ops == 0 || !op_row_of(p->ops[p->n_ops - 1].kind)->loss) {
         wf_error("%s: the model graph must end in lm_head_xent", p->plan_path);
         return -1;
     }

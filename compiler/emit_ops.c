@@ -125,7 +125,7 @@ static const char *act_round_fn(const Program *p) {
 
 static void round_output(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = act_round_fn(p);
-    if (!fn || p->ops[i].kind == OP_LMHEAD_XENT) return;  /* the loss: fp32, no activation */
+    if (!fn || op_row_of(p->ops[i].kind)->loss) return;
     emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
 }
 

@@ -3,7 +3,7 @@
  * gradients complete in, the model FLOPs, and (fuse.c) the fused pairs. */
 #include <stdlib.h>
 
-#include "program.h"
+#include "ops.h"
 
 /* Backward op j undoes forward op n-1-j.  A parameter's gradient is complete
  * after the backward of the earliest forward op that uses it (a tied
@@ -21,9 +21,9 @@ static int by_completion(const void *a, const void *b) {
 long untied_embedding(const Program *p) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
-        if (o->kind != OP_EMBED && o->kind != OP_VOCAB_EMBED) continue;
+        if (!op_row_of(o->kind)->lookup) continue;
         for (int j = 0; j < p->n_ops; j++) {  /* the LM head's weight, or the copy of it */
-            if (p->ops[j].kind != OP_LMHEAD_XENT) continue;
+            if (!op_row_of(p->ops[j].kind)->loss) continue;
             int w = p->ops[j].param[0];
             if (w == o->param[0] || p->params[w].tied_to == o->param[0]) return 0;
         }

@@ -13,7 +13,7 @@ static const op_row table[OP__COUNT] = {
     [OP_EMBED] = {
         .name = "embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 1, .param_max = 2,
         .check = embed_check, .shard = embed_shard, .act16 = op_act16_always, .backends = BOTH,
-        .cost = COST_ADD,
+        .lookup = 1, .cost = COST_ADD,
         /* token + position embeddings; tokens only (llama) looks up the whole vocabulary */
         .k = { { "wf_embed_fwd", "wf_embed_bwd", NULL, NULL },
                { "wf_vocab_embed_fwd", "wf_vocab_embed_bwd", NULL, NULL } },
@@ -55,7 +55,7 @@ static const op_row table[OP__COUNT] = {
     [OP_LMHEAD_XENT] = {
         .name = "lmhead_xent", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
         .check = lmhead_check, .saved = lmhead_saved, .shard = lmhead_shard, .act16 = op_act16_always,
-        .backends = BOTH, .gemm_weight = 1, .cost = COST_XENT, .flops = lmhead_flops,
+        .backends = BOTH, .gemm_weight = 1, .loss = 1, .cost = COST_XENT, .flops = lmhead_flops,
         /* the whole vocabulary; or this rank's part of it (tp > 1) */
         .k = { { "wf_lmhead_xent_fwd", "wf_lmhead_xent_bwd", "wf_lmhead_xent_bwd_input", "wf_lmhead_xent_bwd_weight" },
                { "wf_vocab_xent_fwd", "wf_vocab_xent_bwd", "wf_lmhead_xent_bwd_input", "wf_lmhead_xent_bwd_weight" } },
@@ -83,7 +83,7 @@ static const op_row table[OP__COUNT] = {
     /* ---- added by the shard pass (tensor parallelism; never sharded again) ---- */
     [OP_VOCAB_EMBED] = {
         .name = "vocab_embed", .in_min = 0, .in_max = 0, .param_min = 1, .param_max = 1,
-        .act16 = op_act16_always, .backends = BOTH, .cost = COST_ADD,
+        .act16 = op_act16_always, .backends = BOTH, .lookup = 1, .cost = COST_ADD,
         .k = FWD_BWD("wf_vocab_embed_fwd", "wf_vocab_embed_bwd"),
         .emit_fwd = vocab_embed_emit_fwd, .emit_bwd = vocab_embed_emit_bwd, .label = "A_EMBED_PARTIAL" },
     [OP_POS_ADD] = {

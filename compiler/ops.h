@@ -89,6 +89,9 @@ typedef struct {
     int (*act16)(const Program *p, const ir_op *o);
     unsigned backends;         /* BACKEND_CPU | BACKEND_CUDA */
     int gemm_weight;           /* parameter 0 is a GEMM weight (16-bit copies under act16) */
+    int lookup;                /* parameter 0 is the token embedding, looked up (not a matmul) */
+    int loss;                  /* ends the graph; its output is the per-token loss, which no
+                                  kernel writes (losses go to wf_losses): never rounded */
     op_cost cost;
     /* forward FLOPs per token (partition's balance, inspect's durations);
      * NULL: memory-bound, partition counts 10 per output value */
