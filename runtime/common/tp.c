@@ -19,7 +19,7 @@ int wf_tp_rank(wf_ctx *c) { return c->tp_rank; }
  * round differently.  All-gathers move the 16-bit values themselves where a
  * rank's piece is a whole number of floats; an odd piece goes through
  * floats too.  c->comm holds a whole tensor (n * tp floats) from its start,
- * and after it one rank's piece (passes.c sizes it). */
+ * and after it one rank's piece (compiler/memory.c sizes it). */
 
 /* dst += src on the device that holds them (rt.h's residual kernel) */
 static void add_into(wf_ctx *c, float *dst, const float *src, long n) { wf_add_fwd(c, dst, dst, src, n); }
