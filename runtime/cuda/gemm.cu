@@ -63,7 +63,7 @@
  * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, said explicitly): fp32 for
  * fp32 plans, bf16 / fp16 under act16, where the 16-bit D is rounded once,
  * after gelu', from the fp32 accumulator, which is the CPU backend's
- * arithmetic (runtime/cpu/linear_gelu.c).  beta is 0 (gelu' would scale
+ * arithmetic (runtime/cpu/linear.c).  beta is 0 (gelu' would scale
  * C too): D is written, not accumulated.  Its derivative is that of the
  * tanh approximation (the forward epilogue's GELU), evaluated with the
  * library's own tanh: agreement with wf_gelu_grad is to fp32 rounding.

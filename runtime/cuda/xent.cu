@@ -9,7 +9,7 @@
  * and rescales its sum when the maximum grows; the threads' pairs are then
  * combined), one read and one write for dlogits.  Exponentials in float, sums
  * in double, the loss from the log-sum-exp in double, as
- * runtime/cpu/kernels.c (the rescaled sum differs from the CPU's in rounding
+ * runtime/cpu/xent.c (the rescaled sum differs from the CPU's in rounding
  * only).  The token losses are summed in row order in double, so the
  * total is the CPU's sum of the same floats, into a managed accumulator
  * on the device that wf_backend_loss_take reads once per step (eager and

@@ -467,8 +467,8 @@ static void rope_case(const char *tag, int n, int t, int h, int kvh, int hd, flo
     put(name, "dk", dk, n * wk);
 }
 
-/* The LLaMA family's kernels (runtime/cpu/kernels_llama.c, runtime/cuda/llama.cu
- * and attention.cu): RMSNorm on C and on an odd width, RoPE with positions
+/* The LLaMA family's kernels (runtime/cpu/ and runtime/cuda/, llama.* 
+ * and attention.*): RMSNorm on C and on an odd width, RoPE with positions
  * wrapping at T, SwiGLU on a length no block size divides, grouped-query
  * attention over several of CUDA's tiles, groups of 1, 2, 3 and 4 query heads
  * per key/value head, and head sizes that are not 16, 32, 64 or 128. */
