@@ -57,6 +57,14 @@ endif()
 set(CMAKE_CXX_FLAGS_RELEASE \"-O2\")
 ")
 
+# two execution contexts keep apart (runtime/cuda/cuda_ctx.c)
+add_executable(test_cuda_emu_ctx ${emu_dir}/test_ctx.c)
+target_include_directories(test_cuda_emu_ctx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit ${cuda_dir}
+  ${PROJECT_SOURCE_DIR}/runtime/common ${WEFT_EMU_CUDA_INCLUDE})
+target_link_libraries(test_cuda_emu_ctx PRIVATE weftrt_cuda_emu_full)
+set_target_properties(test_cuda_emu_ctx PROPERTIES LINKER_LANGUAGE CXX)
+add_test(NAME cuda_emu_ctx COMMAND test_cuda_emu_ctx)
+
 add_test(NAME e2e_cuda_emu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cuda_emu_run.sh
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(e2e_cuda_emu PROPERTIES
