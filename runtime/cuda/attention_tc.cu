@@ -495,7 +495,8 @@ static void tc_allow_smem(wf_ctx *c, const void *kernel, size_t bytes) {
     for (int i = 0; i < t->n_allowed; i++)
         if (t->allowed[i] == kernel) return;
     if (t->n_allowed == TC_KERNELS)
-        wf_cuda_fail(c, "cudaFuncSetAttribute", WF_CUDA_WHERE, "more tensor-core attention kernels than TC_KERNELS");
+        wf_cuda_fail(c, "cudaFuncSetAttribute", WF_CUDA_WHERE,
+                     "more tensor-core attention kernels than TC_KERNELS");
     WF_CUDA(c, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
     t->allowed[t->n_allowed++] = kernel;
 }

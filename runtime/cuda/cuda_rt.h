@@ -2,9 +2,9 @@
  * runs on, error checks that name the rank and the call,
  * and the row-major GEMM the kernels are written with (cuBLASLt, gemm.cu).
  *
- * Kernels run asynchronously on one compute stream per process; the host
- * code in runtime/common/ waits for it (wf_backend_sync, async.c) before it
- * touches the managed-memory arenas.  NCCL runs on comm streams ordered
+ * Kernels run asynchronously on one compute stream per rank (its context's);
+ * the host code in runtime/common/ waits for it (wf_backend_sync, async.c)
+ * before it touches the managed-memory arenas.  NCCL runs on comm streams ordered
  * against it by events (coll_nccl.c); graph.c replays a captured step.
  * What the backend keeps between calls is the context's (wf_cuda_ctx). */
 #ifndef WEFT_CUDA_RT_H

@@ -142,8 +142,8 @@ void *wf_backend_alloc(const wf_ctx *c, size_t bytes) {
         (free_bytes < DEVICE_RESERVE_BYTES || bytes > free_bytes - DEVICE_RESERVE_BYTES)) {
         fprintf(stderr, "weft: CUDA device %d has %.1f MiB free; an arena of %.1f MiB (and %.0f MiB "
                 "kept for the CUDA context, cuBLASLt and NCCL) does not fit: refused rather than "
-                "oversubscribing managed memory\n", device_of(c)->device, free_bytes / 1048576.0, bytes / 1048576.0,
-                DEVICE_RESERVE_BYTES / 1048576.0);
+                "oversubscribing managed memory\n", device_of(c)->device, free_bytes / 1048576.0,
+                bytes / 1048576.0, DEVICE_RESERVE_BYTES / 1048576.0);
         return NULL;
     }
     cudaGetLastError();

@@ -259,8 +259,8 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
     int found = 0;
     /* NOT_SUPPORTED: no algorithm for this configuration (an epilogue the
      * library does not offer here): as found == 0, the caller falls back */
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(gemm_of(c)->lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result,
-                                                       &found);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(gemm_of(c)->lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1,
+                                                       &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
         wf_cuda_fail(c, "cublasLtMatmulAlgoGetHeuristic", WF_CUDA_WHERE, cublasGetStatusString(st));
     if (st != CUBLAS_STATUS_SUCCESS) found = 0;
