@@ -88,6 +88,7 @@ struct wf_ctx {
     double step_ms[2];             /* wall time of the call that optimized step t, at t % 2 */
     double arena_bytes;            /* allocated for training (metrics.c), this rank */
     unsigned long params_version;  /* bumped by every write of parameter values (wf_params_changed) */
+    struct wf_cuda_ctx *cuda;      /* the CUDA backend's state (cuda/cuda_rt.h); NULL on the CPU */
 };
 
 /* Every writer of parameter values calls this once it has written them (or
@@ -113,21 +114,22 @@ void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc)
 void *wf_alloc(const wf_ctx *c, size_t bytes, const char *what);      /* arenas (device-visible) */
 void *wf_host_alloc(const wf_ctx *c, size_t bytes, const char *what); /* host temporaries, free() */
 /* The backend's allocator for wf_alloc (cpu/alloc.c: aligned host memory;
- * cuda/device.c: managed memory the host code here can also touch); NULL on failure. */
-void *wf_backend_alloc(size_t bytes);
+ * cuda/device.c: managed memory the host code here can also touch, counted
+ * as c's; c NULL in kernel tests); NULL on failure. */
+void *wf_backend_alloc(const wf_ctx *c, size_t bytes);
 /* Offloaded state (offload.optimizer = "cpu"): memory that stays on the host
  * (cpu: the same as wf_backend_alloc; cuda: pinned host memory, which only
  * host code touches).  wf_alloc_host_arena is wf_alloc on it. */
-void *wf_backend_alloc_host(size_t bytes);
+void *wf_backend_alloc_host(const wf_ctx *c, size_t bytes);
 void *wf_alloc_host_arena(const wf_ctx *c, size_t bytes, const char *what);
 size_t wf_alloc_total(void);   /* bytes wf_alloc has handed out in this process */
 /* The device's memory in use and its size (cuda/device.c: cudaMemGetInfo);
  * -1 where the backend cannot tell (cpu/alloc.c). */
 int wf_backend_mem_info(size_t *used, size_t *total);
-/* What the backend allocated itself and still holds, device (managed
+/* What the backend allocated itself for c and still holds, device (managed
  * included) and pinned host bytes (cuda/device.c); -1 where it does not
  * count (cpu/alloc.c: the arenas are all there is). */
-int wf_backend_alloc_live(size_t *device, size_t *pinned);
+int wf_backend_alloc_live(const wf_ctx *c, size_t *device, size_t *pinned);
 /* metrics.c: per-step throughput, MFU and memory, for the log and --metrics. */
 typedef struct wf_step_metrics {
     double tokens_per_s, mfu;     /* mfu: a fraction of the cluster's peak */

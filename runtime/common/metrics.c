@@ -35,7 +35,7 @@ void wf_metrics_tail(const wf_ctx *c, double ms, char *out, size_t n) {
                      "\"mem_planned_bytes\": %.0f, \"device_mem_used_bytes\": %s",
                      m.tokens_per_s, m.mfu, c->arena_bytes, c->p->planned_bytes, device);
     size_t own, pinned;
-    if (k > 0 && (size_t)k < n && wf_backend_alloc_live(&own, &pinned) == 0)
+    if (k > 0 && (size_t)k < n && wf_backend_alloc_live(c, &own, &pinned) == 0)
         snprintf(out + k, n - (size_t)k, ", \"device_alloc_bytes\": %zu, \"pinned_alloc_bytes\": %zu",
                  own, pinned);
 }
@@ -48,7 +48,7 @@ void wf_memory_report(wf_ctx *c) {
     WF_MPI(c, MPI_Allreduce(&ratio, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     size_t used, total, own, pinned;
     char device[96] = "";
-    if (wf_backend_alloc_live(&own, &pinned) == 0) {
+    if (wf_backend_alloc_live(c, &own, &pinned) == 0) {
         /* CUDA: the plan also holds the buffers the first step allocates;
          * wf_device_memory_report compares then */
         wf_log(c, "memory: rank 0's arenas %.2f MiB at setup, of the %.2f MiB planned with the "
@@ -70,7 +70,7 @@ void wf_memory_report(wf_ctx *c) {
 void wf_device_memory_report(wf_ctx *c) {
     static int done;
     size_t own, pinned;
-    if (done || wf_backend_alloc_live(&own, &pinned) != 0) return;
+    if (done || wf_backend_alloc_live(c, &own, &pinned) != 0) return;
     done = 1;
     double planned = c->p->planned_bytes, held = (double)own + (double)pinned;
     double ratio = planned > 0 ? held / planned : 0, lo = ratio, hi = ratio;

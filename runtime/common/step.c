@@ -41,11 +41,11 @@ static size_t alloc_total;
 
 size_t wf_alloc_total(void) { return alloc_total; }
 
-static void *arena(const wf_ctx *c, size_t bytes, const char *what, void *(*get)(size_t),
+static void *arena(const wf_ctx *c, size_t bytes, const char *what, void *(*get)(const wf_ctx *, size_t),
                    const char *call, int on_device) {
     void *q = NULL;
     if (bytes == 0) bytes = 64;
-    if (!(q = get(bytes)))
+    if (!(q = get(c, bytes)))
         wf_fatal(c, call, WF_WHERE, "cannot allocate %.1f MiB for %s", (double)bytes / 1048576.0, what);
     if (on_device) {
         /* zeroed where the kernels run: a host memset would first place every

@@ -3,13 +3,14 @@
 
 #include "internal.h"
 
-void *wf_backend_alloc(size_t bytes) {
+void *wf_backend_alloc(const wf_ctx *c, size_t bytes) {
+    (void)c;
     void *q = NULL;
     /* 64-byte lines: the vector kernels and MPI like aligned buffers */
     return posix_memalign(&q, 64, bytes) == 0 ? q : NULL;
 }
 
-void *wf_backend_alloc_host(size_t bytes) { return wf_backend_alloc(bytes); }
+void *wf_backend_alloc_host(const wf_ctx *c, size_t bytes) { return wf_backend_alloc(c, bytes); }
 
 /* Host memory has no device figure to report: the metrics say null. */
 int wf_backend_mem_info(size_t *used, size_t *total) {
@@ -18,7 +19,8 @@ int wf_backend_mem_info(size_t *used, size_t *total) {
 }
 
 /* Nothing beside the arenas: the metrics keep their CPU keys only. */
-int wf_backend_alloc_live(size_t *device, size_t *pinned) {
+int wf_backend_alloc_live(const wf_ctx *c, size_t *device, size_t *pinned) {
+    (void)c;
     *device = *pinned = 0;
     return -1;
 }

@@ -1,5 +1,5 @@
 /* dlogits_row.h: the last step of the CPU's fused classifier, shared by the
- * whole (kernels.c) and the vocabulary-parallel (kernels_tp.c) LM head. */
+ * whole and the vocabulary-parallel LM head (xent.c). */
 #ifndef WEFT_CPU_DLOGITS_ROW_H
 #define WEFT_CPU_DLOGITS_ROW_H
 

@@ -1,5 +1,5 @@
 /* gelu_value.h: GPT-2's GELU (tanh approximation) and its derivative for one
- * value, as inline functions that the CPU kernels (kernels.c, linear_gelu.c)
+ * value, as inline functions that the CPU kernels (elementwise.c, linear.c)
  * and the CUDA ones (runtime/cuda/elementwise.cu, and the emulator's fake
  * cuBLASLt epilogue) all compile, so every path evaluates the same float
  * expression in the same order: a fused and an unfused GELU agree bit for bit

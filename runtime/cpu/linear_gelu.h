@@ -2,7 +2,7 @@
  * (weft/rt.h's wf_linear_gelu_*), with the 16-bit storage type explicit
  * rather than read from a context, so that tests/gpu/check_kernels.c can run
  * the bf16 / fp16 path of both backends without a plan.  The CPU backend
- * implements them in linear_gelu.c, the CUDA one in elementwise.cu. */
+ * implements them in elementwise.c, the CUDA one in elementwise.cu. */
 #ifndef WEFT_LINEAR_GELU_H
 #define WEFT_LINEAR_GELU_H
 

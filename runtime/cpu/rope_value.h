@@ -1,5 +1,5 @@
 /* rope_value.h: one pair of the rotary position embedding, as inline
- * functions that the CPU kernel (kernels_llama.c) and the CUDA one
+ * functions that the CPU kernel (llama.c) and the CUDA one
  * (runtime/cuda/llama.cu) both compile, so the two backends turn by the same
  * floats in the same order.
  *

@@ -16,7 +16,7 @@ void wf_backend_setup(wf_ctx *c) {
     /* token losses summed on the device, eager steps and captured ones alike,
      * and read once per step (wf_backend_loss_take, by the optimizer): no
      * host wait per microbatch */
-    wf_cuda_loss_on_device(1);
+    wf_cuda_loss_on_device(c, 1);
     if (c->p->comm == WF_COMM_NCCL && c->world > 1) {
         wf_nccl_setup(c);
         c->coll = &wf_coll_nccl;

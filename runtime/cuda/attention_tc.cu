@@ -475,20 +475,37 @@ int wf_attention_tc_takes(wf_ctx *c, int hs) {
 }
 
 /* The kernels take more than the default 48 KiB of dynamic shared memory.
- * Once per kernel (its size is fixed): the first call of a step runs eagerly,
- * so the attribute is set before a CUDA graph captures the launches. */
-static void tc_allow_smem(wf_ctx *c, bool *done, const void *kernel, size_t bytes) {
-    if (*done) return;
+ * Once per kernel and context (its size is fixed; the attribute is the
+ * context's device's): the first call of a step runs eagerly, so the
+ * attribute is set before a CUDA graph captures the launches.  At most one
+ * forward and two backward kernels per head size (3) and type and storage
+ * pair (4). */
+enum { TC_KERNELS = 3 * 3 * 4 };
+
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_tc {
+    const void *allowed[TC_KERNELS];
+    int n_allowed;
+};
+
+static void tc_allow_smem(wf_ctx *c, const void *kernel, size_t bytes) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->tc) x->tc = (struct wf_cuda_tc *)wf_cuda_zalloc(c, sizeof *x->tc, "attention_tc.cu's state");
+    struct wf_cuda_tc *t = x->tc;
+    for (int i = 0; i < t->n_allowed; i++)
+        if (t->allowed[i] == kernel) return;
+    if (t->n_allowed == TC_KERNELS)
+        wf_cuda_fail(c, "cudaFuncSetAttribute", WF_CUDA_WHERE,
+                     "more tensor-core attention kernels than TC_KERNELS");
     WF_CUDA(c, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    *done = true;
+    t->allowed[t->n_allowed++] = kernel;
 }
 
 template <int HS, class T16, class S>
 static void tc_fwd(wf_ctx *c, float *out, float *lse, const flash_heads &a, int B, int T) {
     typedef tc_smem<HS, T16, S> L; /* the kernels' one template argument */
     size_t smem = L::bytes(3, false);
-    static bool allowed;
-    tc_allow_smem(c, &allowed, (const void *)flash_tc_fwd_kernel<L>, smem);
+    tc_allow_smem(c, (const void *)flash_tc_fwd_kernel<L>, smem);
     dim3 grid((T + TC_ROWS - 1) / TC_ROWS, B * a.H);
     float scale2 = TC_LOG2E / sqrtf((float)a.hs);
     WF_LAUNCH(flash_tc_fwd_kernel<L>, grid, TC_THREADS, smem, wf_cuda_stream(c))(out, lse, a, T, scale2);
@@ -500,9 +517,8 @@ static void tc_bwd(wf_ctx *c, const float *dsum, const float *dout, const float 
                    int T) {
     typedef tc_smem<HS, T16, S> L;
     size_t smem = L::bytes(4, true);
-    static bool allowed_dq, allowed_dkdv;
-    tc_allow_smem(c, &allowed_dq, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
-    tc_allow_smem(c, &allowed_dkdv, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
+    tc_allow_smem(c, (const void *)flash_tc_bwd_dq_kernel<L>, smem);
+    tc_allow_smem(c, (const void *)flash_tc_bwd_dkdv_kernel<L>, smem);
     int tiles = (T + TC_ROWS - 1) / TC_ROWS;
     dim3 grid(tiles, B * a.H), grid_kv(tiles, B * (a.H / a.group));
     /* scale2 as the forward computes it: P is recomputed against its lse */

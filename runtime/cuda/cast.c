@@ -23,8 +23,34 @@
 #include "internal.h"
 #endif
 
-static float *planned, *grown;
-static long grown_floats;
+/* A slot of act16's 16-bit weight copies (below). */
+typedef struct {
+    long offset;           /* the parameter's offset in the arena: the key */
+    long at;               /* the slot's first float in the buffer */
+    long n;                /* values converted into it */
+    const float *src;      /* from where (NULL: nothing valid) */
+    unsigned long version; /* c->params_version at that conversion */
+} weight16_slot;
+
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_cast {
+    float *planned, *grown;  /* the cast buffer: the plan's, or a kernel test's that grows */
+    long grown_floats;
+    weight16_slot *slots;    /* the weight copies' slots, in the order of first use */
+    int n_slots;
+    float *copies;           /* the plan's weight16_numel floats */
+    long copies_used;
+    int log_conversions;     /* WEFT_WEIGHT16_LOG set: one stderr line per conversion; -1: not read yet */
+};
+
+static struct wf_cuda_cast *cast_of(wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->cast) {
+        x->cast = wf_cuda_zalloc(c, sizeof *x->cast, "cast.c's state");
+        x->cast->log_conversions = -1;
+    }
+    return x->cast;
+}
 
 static long planned_floats(wf_ctx *c) {
 #ifdef WF_CAST_NO_PLAN
@@ -36,6 +62,7 @@ static long planned_floats(wf_ctx *c) {
 }
 
 float *wf_cuda_cast_buffer(wf_ctx *c, long floats) {
+    struct wf_cuda_cast *s = cast_of(c);
     long plan = planned_floats(c);
     if (plan > 0) {
         if (floats > plan) {
@@ -43,16 +70,16 @@ float *wf_cuda_cast_buffer(wf_ctx *c, long floats) {
             snprintf(msg, sizeof msg, "%ld floats requested, the plan's cast_numel is %ld", floats, plan);
             wf_cuda_fail(c, "wf_cuda_cast_buffer", WF_CUDA_WHERE, msg);
         }
-        if (!planned) WF_CUDA(c, wf_cuda_malloc((void **)&planned, sizeof(float) * (size_t)plan));
-        return planned;
+        if (!s->planned) WF_CUDA(c, wf_cuda_malloc(c, (void **)&s->planned, sizeof(float) * (size_t)plan));
+        return s->planned;
     }
-    if (floats > grown_floats) {
-        if (grown) WF_CUDA(c, wf_cuda_free(grown));
-        grown = NULL;
-        WF_CUDA(c, wf_cuda_malloc((void **)&grown, sizeof(float) * (size_t)(floats > 0 ? floats : 1)));
-        grown_floats = floats;
+    if (floats > s->grown_floats) {
+        if (s->grown) WF_CUDA(c, wf_cuda_free(c, s->grown));
+        s->grown = NULL;
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&s->grown, sizeof(float) * (size_t)(floats > 0 ? floats : 1)));
+        s->grown_floats = floats;
     }
-    return grown;
+    return s->grown;
 }
 
 /* ---- act16's 16-bit weight copies (wf_cuda_weight16_slot) ----------------
@@ -63,22 +90,7 @@ float *wf_cuda_cast_buffer(wf_ctx *c, long floats) {
  * (which 2BW's weight versions tell apart) as of c->params_version, which
  * every writer of the parameters bumps (wf_params_changed, internal.h); a
  * GEMM that finds them current reuses the copy, any other converts it. */
-typedef struct {
-    long offset;           /* the parameter's offset in the arena: the key */
-    long at;               /* the slot's first float in the buffer */
-    long n;                /* values converted into it */
-    const float *src;      /* from where (NULL: nothing valid) */
-    unsigned long version; /* c->params_version at that conversion */
-} weight16_slot;
-
-static weight16_slot *slots;
-static int n_slots;
-
 #ifndef WF_CAST_NO_PLAN
-static float *copies;
-static long copies_used;
-static int log_conversions = -1;  /* WEFT_WEIGHT16_LOG set: one stderr line per conversion */
-
 static void weight16_fail(wf_ctx *c, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 static void weight16_fail(wf_ctx *c, const char *fmt, ...) {
     char msg[200];
@@ -98,23 +110,24 @@ static int param_at(const wf_program *p, long off) {
 
 static weight16_slot *slot_of(wf_ctx *c, long off, long n) {
     const wf_program *p = c->p;
-    for (int i = 0; i < n_slots; i++)
-        if (slots[i].offset == off) return &slots[i];
+    struct wf_cuda_cast *cs = cast_of(c);
+    for (int i = 0; i < cs->n_slots; i++)
+        if (cs->slots[i].offset == off) return &cs->slots[i];
     int k = param_at(p, off);
     if (k < 0 || n > p->params[k].numel)
         weight16_fail(c, "a GEMM weight of %ld values at arena offset %ld is not a parameter", n, off);
     long floats = ((p->params[k].numel + 1) / 2 + 15) & ~15L;
-    if (copies_used + floats > p->weight16_numel)
+    if (cs->copies_used + floats > p->weight16_numel)
         weight16_fail(c, "%ld floats of 16-bit weights requested, the plan's weight16_numel is %ld",
-                      copies_used + floats, p->weight16_numel);
-    if (!slots) {  /* the first request: in the eager warm-up step (graph.c), never in a capture */
-        slots = calloc((size_t)p->n_params, sizeof *slots);
-        if (!slots) weight16_fail(c, "cannot allocate %d slots", p->n_params);
-        WF_CUDA(c, wf_cuda_malloc((void **)&copies, sizeof(float) * (size_t)p->weight16_numel));
+                      cs->copies_used + floats, p->weight16_numel);
+    if (!cs->slots) {  /* the first request: in the eager warm-up step (graph.c), never in a capture */
+        cs->slots = calloc((size_t)p->n_params, sizeof *cs->slots);
+        if (!cs->slots) weight16_fail(c, "cannot allocate %d slots", p->n_params);
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&cs->copies, sizeof(float) * (size_t)p->weight16_numel));
     }
-    weight16_slot *s = &slots[n_slots++];
-    *s = (weight16_slot){ .offset = off, .at = copies_used };
-    copies_used += floats;
+    weight16_slot *s = &cs->slots[cs->n_slots++];
+    *s = (weight16_slot){ .offset = off, .at = cs->copies_used };
+    cs->copies_used += floats;
     return s;
 }
 #endif
@@ -129,22 +142,24 @@ void *wf_cuda_weight16_slot(wf_ctx *c, const float *w, long n, int *convert) {
     long off = (long)(w - c->params);
     if (w < c->params || off >= c->p->param_numel)
         weight16_fail(c, "a GEMM weight of %ld values at %ld floats from the parameter arena", n, off);
+    struct wf_cuda_cast *cs = cast_of(c);
     weight16_slot *s = slot_of(c, off, n);
     *convert = s->src != w || s->n != n || s->version != c->params_version;
     if (*convert) {
         s->src = w;
         s->n = n;
         s->version = c->params_version;
-        if (log_conversions < 0) log_conversions = getenv("WEFT_WEIGHT16_LOG") != NULL;
-        if (log_conversions)
+        if (cs->log_conversions < 0) cs->log_conversions = getenv("WEFT_WEIGHT16_LOG") != NULL;
+        if (cs->log_conversions)
             fprintf(stderr, "weft: rank %d: weight16: step %ld converts %s (%ld values)%s\n", c->rank,
                     c->step + 1, c->p->params[param_at(c->p, off)].name, n,
                     c->graph_capture ? " while capturing" : "");
     }
-    return copies + s->at;
+    return cs->copies + s->at;
 #endif
 }
 
-void wf_cuda_weight16_forget(void) {
-    for (int i = 0; i < n_slots; i++) slots[i].src = NULL;
+void wf_cuda_weight16_forget(wf_ctx *c) {
+    struct wf_cuda_cast *s = cast_of(c);
+    for (int i = 0; i < s->n_slots; i++) s->slots[i].src = NULL;
 }

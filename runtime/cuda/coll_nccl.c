@@ -36,16 +36,27 @@ typedef struct nccl_group {
     int joined;            /* 0: work issued since the last join (a capture must join it) */
 } nccl_group;
 
-static nccl_group groups[WF_GROUPS];
 static const char *const group_names[WF_GROUPS] = { "dp", "tp", "pp", "tied" };
-static cudaEvent_t send_done;   /* the last pipeline send */
-static int send_pending;
-static float *scratch;          /* in-place reduce-scatter: this rank's part before it moves */
-static size_t scratch_floats;
+
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_nccl {
+    nccl_group groups[WF_GROUPS];
+    cudaEvent_t send_done;   /* the last pipeline send */
+    int send_pending;
+    float *scratch;          /* in-place reduce-scatter: this rank's part before it moves */
+    size_t scratch_floats;
+};
+
+static struct wf_cuda_nccl *nccl_of(wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->nccl) x->nccl = wf_cuda_zalloc(c, sizeof *x->nccl, "coll_nccl.c's state");
+    return x->nccl;
+}
 
 /* A failing NCCL call: abort every communicator (peers blocked in a
  * collective with this rank are released) and report rank and call. */
 static void nccl_fail(wf_ctx *c, const char *call, const char *where, ncclResult_t r) {
+    nccl_group *groups = nccl_of(c)->groups;
     char msg[768];
     const char *last = NULL;
     for (int g = 0; g < WF_GROUPS && !last; g++)
@@ -98,7 +109,7 @@ static void check_devices(wf_ctx *c, wf_group g, MPI_Comm comm, int size) {
 }
 
 static void setup_group(wf_ctx *c, wf_group g) {
-    nccl_group *s = &groups[g];
+    nccl_group *s = &nccl_of(c)->groups[g];
     MPI_Comm comm = mpi_group(c, g);
     s->joined = 1;
     if (comm == MPI_COMM_NULL) return;
@@ -121,19 +132,20 @@ static void setup_group(wf_ctx *c, wf_group g) {
 void wf_nccl_setup(wf_ctx *c) {
     /* the same order on every rank: each init waits only for its own group */
     for (int g = 0; g < WF_GROUPS; g++) setup_group(c, (wf_group)g);
-    WF_CUDA(c, cudaEventCreateWithFlags(&send_done, cudaEventDisableTiming));
+    WF_CUDA(c, cudaEventCreateWithFlags(&nccl_of(c)->send_done, cudaEventDisableTiming));
 }
 
 /* ---- ordering against the compute stream ---------------------------------- */
 
 static nccl_group *begin(wf_ctx *c, wf_group g) {
-    nccl_group *s = &groups[g];
+    struct wf_cuda_nccl *n = nccl_of(c);
+    nccl_group *s = &n->groups[g];
     if (!s->comm)
         wf_fatal(c, "wf_coll", WF_WHERE, "no NCCL communicator for the %s group", group_names[g]);
     cudaStream_t compute = wf_cuda_stream(c);
-    if (g == WF_GROUP_PP && send_pending) {  /* the last send's buffer may be reused from here */
-        WF_CUDA(c, cudaStreamWaitEvent(compute, send_done, 0));
-        send_pending = 0;
+    if (g == WF_GROUP_PP && n->send_pending) {  /* the last send's buffer may be reused from here */
+        WF_CUDA(c, cudaStreamWaitEvent(compute, n->send_done, 0));
+        n->send_pending = 0;
     }
     WF_CUDA(c, cudaEventRecord(s->ready, compute));
     WF_CUDA(c, cudaStreamWaitEvent(s->stream, s->ready, 0));
@@ -174,16 +186,17 @@ static int equal_counts(const int *counts, int size) {
 }
 
 static float *scratch_for(wf_ctx *c, size_t floats) {
-    if (floats <= scratch_floats) return scratch;
+    struct wf_cuda_nccl *n = nccl_of(c);
+    if (floats <= n->scratch_floats) return n->scratch;
     if (c->graph_capture)  /* never: the warm-up step ran the same operations */
         wf_fatal(c, "cudaMalloc", WF_WHERE, "reduce-scatter scratch grows inside a captured step");
     WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
     for (int g = 0; g < WF_GROUPS; g++)
-        if (groups[g].stream) WF_CUDA(c, cudaStreamSynchronize(groups[g].stream));
-    if (scratch) WF_CUDA(c, wf_cuda_free(scratch));
-    WF_CUDA(c, wf_cuda_malloc((void **)&scratch, floats * sizeof(float)));
-    scratch_floats = floats;
-    return scratch;
+        if (n->groups[g].stream) WF_CUDA(c, cudaStreamSynchronize(n->groups[g].stream));
+    if (n->scratch) WF_CUDA(c, wf_cuda_free(c, n->scratch));
+    WF_CUDA(c, wf_cuda_malloc(c, (void **)&n->scratch, floats * sizeof(float)));
+    n->scratch_floats = floats;
+    return n->scratch;
 }
 
 /* NCCL's reduce-scatter wants equal parts and, in place, leaves this rank's
@@ -244,8 +257,8 @@ static void nccl_send(wf_ctx *c, const float *buf, long n, int peer, int tag) {
     (void)tag;
     nccl_group *s = begin(c, WF_GROUP_PP);
     WF_NCCL(c, ncclSend(buf, (size_t)n, ncclFloat32, peer, s->comm, s->stream));
-    WF_CUDA(c, cudaEventRecord(send_done, s->stream));
-    send_pending = 1;
+    WF_CUDA(c, cudaEventRecord(nccl_of(c)->send_done, s->stream));
+    nccl_of(c)->send_pending = 1;
 }
 
 static void nccl_recv(wf_ctx *c, float *buf, long n, int peer, int tag) {
@@ -285,15 +298,16 @@ static int nccl_test(wf_ctx *c, wf_req *r, int n) {
 }
 
 static void nccl_join(wf_ctx *c) {
+    struct wf_cuda_nccl *n = nccl_of(c);
     cudaStream_t compute = wf_cuda_stream(c);
     for (int g = 0; g < WF_GROUPS; g++) {
-        nccl_group *s = &groups[g];
+        nccl_group *s = &n->groups[g];
         if (!s->comm || s->joined) continue;
         WF_CUDA(c, cudaEventRecord(s->done, s->stream));
         WF_CUDA(c, cudaStreamWaitEvent(compute, s->done, 0));
         s->joined = 1;
     }
-    send_pending = 0;
+    n->send_pending = 0;
 }
 
 const wf_coll_ops wf_coll_nccl = {

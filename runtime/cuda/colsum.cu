@@ -9,10 +9,11 @@
  * 256 chunks, takes 0.4 M floats). */
 #define COLSUM_SCRATCH_FLOATS WF_COLSUM_SCRATCH_FLOATS
 
-static float *scratch;
-
+/* One per context (cuda_rt.h's wf_cuda_ctx). */
 extern "C" float *wf_cuda_colsum_scratch(wf_ctx *c) {
-    if (!scratch) WF_CUDA(c, wf_cuda_malloc((void **)&scratch, sizeof(float) * (size_t)COLSUM_SCRATCH_FLOATS));
+    float *&scratch = wf_cuda_of(c)->colsum_scratch;
+    if (!scratch)
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&scratch, sizeof(float) * (size_t)COLSUM_SCRATCH_FLOATS));
     return scratch;
 }
 

@@ -2,21 +2,54 @@
  * runs on, error checks that name the rank and the call,
  * and the row-major GEMM the kernels are written with (cuBLASLt, gemm.cu).
  *
- * Kernels run asynchronously on one compute stream per process; the host
- * code in runtime/common/ waits for it (wf_backend_sync, async.c) before it
- * touches the managed-memory arenas.  NCCL runs on comm streams ordered
- * against it by events (coll_nccl.c); graph.c replays a captured step. */
+ * Kernels run asynchronously on one compute stream per rank (its context's);
+ * the host code in runtime/common/ waits for it (wf_backend_sync, async.c)
+ * before it touches the managed-memory arenas.  NCCL runs on comm streams ordered
+ * against it by events (coll_nccl.c); graph.c replays a captured step.
+ * What the backend keeps between calls is the context's (wf_cuda_ctx). */
 #ifndef WEFT_CUDA_RT_H
 #define WEFT_CUDA_RT_H
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 
 #include "weft/rt.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The CUDA backend's state, one part per file, hung off the execution
+ * context (wf_ctx's `cuda`, runtime/common/internal.h) rather than kept in
+ * file statics, so that two contexts of one process keep apart.  A file
+ * creates its part (zeroed, wf_cuda_zalloc) at its first call on the
+ * context: in setup or the eager warm-up step, before any capture. */
+typedef struct wf_cuda_ctx {
+    struct wf_cuda_device *device; /* device.c: the GPU, the compute stream, the allocation list */
+    struct wf_cuda_gemm *gemm;     /* gemm.cu: cuBLASLt's handle, workspace, plans, GEMM timing */
+    struct wf_cuda_cast *cast;     /* cast.c: the cast buffer, act16's weight copies */
+    struct wf_cuda_nccl *nccl;     /* coll_nccl.c: communicators, comm streams and events */
+    struct wf_cuda_graph *graph;   /* graph.c: the captured steps */
+    struct wf_cuda_xent *xent;     /* xent.cu: the token losses' sums on the device */
+    struct wf_cuda_optim *optim;   /* optim.cu: the range table on the device, norm scratch */
+    struct wf_cuda_tc *tc;         /* attention_tc.cu: kernels given their shared memory */
+    float *colsum_scratch;         /* colsum.cu: the partial column sums */
+    float *dgelu_rows;             /* linear.cu: the DGELU fallback's float rows */
+    long dgelu_rows_floats;
+} wf_cuda_ctx;
+
+/* c's state (cuda_ctx.c).  Contexts no rank set up (c NULL: generated
+ * code's wf_copy, kernel tests; wf_storage_ctx's) share the process's own,
+ * which the first rank context of the process adopts (wf_cuda_attach), so
+ * that a rank's NULL calls act on its stream as before. */
+wf_cuda_ctx *wf_cuda_of(const wf_ctx *c);
+/* Gives c its state (device.c's wf_blas_threads, a rank's first backend
+ * call): the process's own for the first context, a new one after. */
+void wf_cuda_attach(wf_ctx *c);
+/* The first rank context (NULL before wf_cuda_attach): calls without a
+ * context report their errors as its rank. */
+const wf_ctx *wf_cuda_rank_ctx(void);
 
 /* The compute stream (created on first use, on the device wf_blas_threads
  * chose for this rank).  c may be NULL (kernel tests). */
@@ -25,21 +58,28 @@ cudaStream_t wf_cuda_stream(wf_ctx *c);
 /* Reports "rank R: CALL failed (WHERE): MSG" and brings the job down. */
 void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg)
     __attribute__((noreturn));
+/* A file's part of the state (wf_cuda_ctx): `bytes` zeroed host bytes, or
+ * the job goes down with `what` (the part, as "gemm.cu's state") as the site. */
+static inline void *wf_cuda_zalloc(wf_ctx *c, size_t bytes, const char *what) {
+    void *p = calloc(1, bytes);
+    if (!p) wf_cuda_fail(c, "calloc", what, "out of host memory for the CUDA backend's state");
+    return p;
+}
 /* End of every kernel wrapper: launch errors (no wait: kernels are async). */
 void wf_cuda_sync(wf_ctx *c, const char *kernel);
 
 /* cudaDevAttrConcurrentManagedAccess of the rank's device (device.c): 0
  * where host code may not touch managed memory while any kernel runs. */
-int wf_cuda_concurrent_managed(void);
+int wf_cuda_concurrent_managed(wf_ctx *c);
 
 /* Every allocation of runtime/cuda goes through these (device.c), which
- * count what the runtime itself holds (metrics.c compares it with the plan):
- * device memory (cudaMalloc and cudaMallocManaged) apart from pinned host
- * memory (cudaMallocHost).  They return CUDA's error, for WF_CUDA. */
-cudaError_t wf_cuda_malloc(void **p, size_t bytes);
-cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes);
-cudaError_t wf_cuda_malloc_host(void **p, size_t bytes);
-cudaError_t wf_cuda_free(void *p);
+ * count what the runtime itself holds for c (metrics.c compares it with the
+ * plan): device memory (cudaMalloc and cudaMallocManaged) apart from pinned
+ * host memory (cudaMallocHost).  They return CUDA's error, for WF_CUDA. */
+cudaError_t wf_cuda_malloc(wf_ctx *c, void **p, size_t bytes);
+cudaError_t wf_cuda_malloc_managed(wf_ctx *c, void **p, size_t bytes);
+cudaError_t wf_cuda_malloc_host(wf_ctx *c, void **p, size_t bytes);
+cudaError_t wf_cuda_free(wf_ctx *c, void *p);
 
 /* Row-major, as wf_sgemm on the CPU, batched with element strides sA, sB, sC:
  *   C[i] (M,N) = alpha * op(A[i]) (M,K) @ op(B[i]) (K,N) + beta * C[i]. */
@@ -127,7 +167,7 @@ void *wf_cuda_weight16_slot(wf_ctx *c, const float *w, long n, int *convert);
 /* Every copy is stale from here on (graph.c: a captured step converts each
  * weight at its first use, whatever the host recorded before; a replay's
  * conversions are not the host's record). */
-void wf_cuda_weight16_forget(void);
+void wf_cuda_weight16_forget(wf_ctx *c);
 /* act16: the float weight w (n values of c's 16-bit type) as that type,
  * converted on the stream where needed (convert.cu): its copy, valid until
  * the parameters are written, or under ZeRO-3 the cast buffer, valid until
@@ -138,7 +178,7 @@ const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
  * host: graph.c turns this on while it captures a step; wf_backend_loss_take
  * (async.c) reads and clears the sum. */
 double *wf_cuda_loss_acc(wf_ctx *c);
-void wf_cuda_loss_on_device(int on);
+void wf_cuda_loss_on_device(wf_ctx *c, int on);
 
 #ifdef __cplusplus
 }

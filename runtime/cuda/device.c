@@ -9,34 +9,56 @@
 #include "cuda_rt.h"
 #include "internal.h"
 
-static cudaStream_t stream;
-static int device = -1;
-/* cudaDevAttrConcurrentManagedAccess of the device: 1 on Linux with a
- * Pascal or newer GPU; 0 where the host may not touch managed memory while
- * any kernel runs (it would fault), so host writes wait for the device. */
-static int concurrent_managed = 1;
+/* What the runtime allocates, counted (cuda_rt.h): a few dozen blocks per
+ * context, the arenas and the buffers of weft/runtime_buffers.h, so a plain
+ * list is enough. */
+typedef struct { void *p; size_t bytes; int pinned; } alloc_block;
 
-/* The rank's context, for the calls made without one (the vocabulary-parallel
- * pieces tp.c calls), so their errors still name the rank. */
-static const wf_ctx *rank_ctx;
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_device {
+    cudaStream_t stream;
+    int device;              /* -1: not chosen yet */
+    /* cudaDevAttrConcurrentManagedAccess of the device: 1 on Linux with a
+     * Pascal or newer GPU; 0 where the host may not touch managed memory
+     * while any kernel runs (it would fault), so host writes wait for the
+     * device. */
+    int concurrent_managed;
+    alloc_block *blocks;
+    int n_blocks, cap_blocks;
+    size_t live[2];          /* [0] device and managed, [1] pinned host */
+};
 
+static struct wf_cuda_device *device_of(const wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->device) {
+        x->device = wf_cuda_zalloc((wf_ctx *)c, sizeof *x->device, "device.c's state");
+        x->device->device = -1;
+        x->device->concurrent_managed = 1;
+    }
+    return x->device;
+}
+
+/* Calls made without a context (the vocabulary-parallel pieces tp.c calls)
+ * still name the rank in their errors. */
 void wf_cuda_fail(wf_ctx *c, const char *call, const char *where, const char *msg) {
-    wf_fatal(c ? c : rank_ctx, call, where, "%s", msg);
+    wf_fatal(c ? c : wf_cuda_rank_ctx(), call, where, "%s", msg);
 }
 
 static void ensure_device(wf_ctx *c) {
-    if (device < 0) {
-        device = 0;
-        WF_CUDA(c, cudaSetDevice(device));
+    struct wf_cuda_device *d = device_of(c);
+    if (d->device < 0) {
+        d->device = 0;
+        WF_CUDA(c, cudaSetDevice(d->device));
     }
 }
 
 cudaStream_t wf_cuda_stream(wf_ctx *c) {
-    if (!stream) {
+    struct wf_cuda_device *d = device_of(c);
+    if (!d->stream) {
         ensure_device(c);
-        WF_CUDA(c, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        WF_CUDA(c, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
     }
-    return stream;
+    return d->stream;
 }
 
 /* Launch errors only: kernels stay asynchronous (the host waits in
@@ -46,62 +68,59 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel) {
     if (e != cudaSuccess) wf_cuda_fail(c, kernel, WF_CUDA_WHERE, cudaGetErrorString(e));
 }
 
-/* ---- what the runtime allocates, counted (cuda_rt.h) ------------------------
- * A few dozen blocks per process: the arenas and the buffers of
- * weft/runtime_buffers.h, so a plain list is enough. */
-typedef struct { void *p; size_t bytes; int pinned; } alloc_block;
-static alloc_block *blocks;
-static int n_blocks, cap_blocks;
-static size_t live[2];  /* [0] device and managed, [1] pinned host */
+/* ---- what the runtime allocates, counted (cuda_rt.h) ------------------------ */
 
-static void remember(void *p, size_t bytes, int pinned) {
+static void remember(wf_ctx *c, void *p, size_t bytes, int pinned) {
     if (!p) return;
-    if (n_blocks == cap_blocks) {
-        int cap = cap_blocks ? 2 * cap_blocks : 64;
-        alloc_block *b = realloc(blocks, sizeof *b * (size_t)cap);
-        if (!b) wf_cuda_fail(NULL, "realloc", WF_CUDA_WHERE, "out of host memory for the allocation list");
-        blocks = b;
-        cap_blocks = cap;
+    struct wf_cuda_device *d = device_of(c);
+    if (d->n_blocks == d->cap_blocks) {
+        int cap = d->cap_blocks ? 2 * d->cap_blocks : 64;
+        alloc_block *b = realloc(d->blocks, sizeof *b * (size_t)cap);
+        if (!b) wf_cuda_fail(c, "realloc", WF_CUDA_WHERE, "out of host memory for the allocation list");
+        d->blocks = b;
+        d->cap_blocks = cap;
     }
-    blocks[n_blocks++] = (alloc_block){ p, bytes, pinned };
-    live[pinned] += bytes;
+    d->blocks[d->n_blocks++] = (alloc_block){ p, bytes, pinned };
+    d->live[pinned] += bytes;
 }
 
-cudaError_t wf_cuda_malloc(void **p, size_t bytes) {
+cudaError_t wf_cuda_malloc(wf_ctx *c, void **p, size_t bytes) {
     cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaSuccess) remember(*p, bytes, 0);
+    if (e == cudaSuccess) remember(c, *p, bytes, 0);
     return e;
 }
 
-cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes) {
+cudaError_t wf_cuda_malloc_managed(wf_ctx *c, void **p, size_t bytes) {
     cudaError_t e = cudaMallocManaged(p, bytes, cudaMemAttachGlobal);
-    if (e == cudaSuccess) remember(*p, bytes, 0);
+    if (e == cudaSuccess) remember(c, *p, bytes, 0);
     return e;
 }
 
-cudaError_t wf_cuda_malloc_host(void **p, size_t bytes) {
+cudaError_t wf_cuda_malloc_host(wf_ctx *c, void **p, size_t bytes) {
     cudaError_t e = cudaMallocHost(p, bytes);
-    if (e == cudaSuccess) remember(*p, bytes, 1);
+    if (e == cudaSuccess) remember(c, *p, bytes, 1);
     return e;
 }
 
-cudaError_t wf_cuda_free(void *p) {
-    for (int i = 0; i < n_blocks; i++)
-        if (blocks[i].p == p) {
-            cudaError_t e = blocks[i].pinned ? cudaFreeHost(p) : cudaFree(p);
+cudaError_t wf_cuda_free(wf_ctx *c, void *p) {
+    struct wf_cuda_device *d = device_of(c);
+    for (int i = 0; i < d->n_blocks; i++)
+        if (d->blocks[i].p == p) {
+            cudaError_t e = d->blocks[i].pinned ? cudaFreeHost(p) : cudaFree(p);
             if (e != cudaSuccess) return e;
-            live[blocks[i].pinned] -= blocks[i].bytes;
-            blocks[i] = blocks[--n_blocks];
+            d->live[d->blocks[i].pinned] -= d->blocks[i].bytes;
+            d->blocks[i] = d->blocks[--d->n_blocks];
             return e;
         }
     return p ? cudaErrorInvalidValue : cudaSuccess;  /* not ours */
 }
 
-/* metrics.c: bytes allocated through them and not freed, device (managed
- * included) and pinned host */
-int wf_backend_alloc_live(size_t *device, size_t *pinned) {
-    *device = live[0];
-    *pinned = live[1];
+/* metrics.c: bytes allocated through them for c and not freed, device
+ * (managed included) and pinned host */
+int wf_backend_alloc_live(const wf_ctx *c, size_t *device, size_t *pinned) {
+    const struct wf_cuda_device *d = device_of(c);
+    *device = d->live[0];
+    *pinned = d->live[1];
     return 0;
 }
 
@@ -116,20 +135,20 @@ int wf_backend_alloc_live(size_t *device, size_t *pinned) {
  * GPU), so a request past the device's free memory is refused here; wf_alloc
  * zeroes each arena on the device at once, which places its pages there, so
  * the next request sees them gone from the free memory. */
-void *wf_backend_alloc(size_t bytes) {
-    ensure_device(NULL);
+void *wf_backend_alloc(const wf_ctx *c, size_t bytes) {
+    ensure_device((wf_ctx *)c);
     size_t free_bytes = 0, total = 0;
     if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess &&
         (free_bytes < DEVICE_RESERVE_BYTES || bytes > free_bytes - DEVICE_RESERVE_BYTES)) {
         fprintf(stderr, "weft: CUDA device %d has %.1f MiB free; an arena of %.1f MiB (and %.0f MiB "
                 "kept for the CUDA context, cuBLASLt and NCCL) does not fit: refused rather than "
-                "oversubscribing managed memory\n", device, free_bytes / 1048576.0, bytes / 1048576.0,
-                DEVICE_RESERVE_BYTES / 1048576.0);
+                "oversubscribing managed memory\n", device_of(c)->device, free_bytes / 1048576.0,
+                bytes / 1048576.0, DEVICE_RESERVE_BYTES / 1048576.0);
         return NULL;
     }
     cudaGetLastError();
     void *q = NULL;
-    if (wf_cuda_malloc_managed(&q, bytes) != cudaSuccess) {
+    if (wf_cuda_malloc_managed((wf_ctx *)c, &q, bytes) != cudaSuccess) {
         cudaGetLastError(); /* clear it: wf_alloc reports the failure */
         return NULL;
     }
@@ -141,17 +160,17 @@ void *wf_backend_alloc(size_t bytes) {
  * tokens).  Waits for every stream (NCCL's too) where the device cannot
  * share managed memory with running kernels; elsewhere nothing. */
 void wf_backend_host_write(wf_ctx *c) {
-    if (!concurrent_managed) WF_CUDA(c, cudaDeviceSynchronize());
+    if (!device_of(c)->concurrent_managed) WF_CUDA(c, cudaDeviceSynchronize());
 }
-int wf_cuda_concurrent_managed(void) { return concurrent_managed; }
+int wf_cuda_concurrent_managed(wf_ctx *c) { return device_of(c)->concurrent_managed; }
 
 /* Offloaded state: pinned host memory (page-locked, so copies to and from
  * the device run at full speed), touched only by host code (the offloaded
  * AdamW); NULL on failure, as wf_backend_alloc. */
-void *wf_backend_alloc_host(size_t bytes) {
-    ensure_device(NULL);
+void *wf_backend_alloc_host(const wf_ctx *c, size_t bytes) {
+    ensure_device((wf_ctx *)c);
     void *q = NULL;
-    if (wf_cuda_malloc_host(&q, bytes) != cudaSuccess) {
+    if (wf_cuda_malloc_host((wf_ctx *)c, &q, bytes) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }
@@ -180,9 +199,12 @@ void wf_blas_select(int argc, char **argv) {
 }
 
 /* After MPI is up: rank r of a node uses GPU r mod (GPUs on the node); the
- * host code (optimizer, data) gets an equal share of the node's cores. */
+ * host code (optimizer, data) gets an equal share of the node's cores.  The
+ * rank's first backend call: its context gets its state here (train.c's
+ * context is not const; this hook's signature is the CPU backend's). */
 void wf_blas_threads(const wf_ctx *c) {
-    rank_ctx = c;
+    wf_cuda_attach((wf_ctx *)c);
+    struct wf_cuda_device *d = device_of(c);
     MPI_Comm node;
     int local = 0, local_n = 1, count = 0;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
@@ -193,17 +215,21 @@ void wf_blas_threads(const wf_ctx *c) {
     }
     WF_CUDA((wf_ctx *)c, cudaGetDeviceCount(&count));
     if (count < 1) wf_fatal(c, "cudaGetDeviceCount", WF_WHERE, "no CUDA device on this node");
-    device = local % count;
-    WF_CUDA((wf_ctx *)c, cudaSetDevice(device));
-    WF_CUDA((wf_ctx *)c, cudaDeviceGetAttribute(&concurrent_managed, cudaDevAttrConcurrentManagedAccess, device));
+    d->device = local % count;
+    WF_CUDA((wf_ctx *)c, cudaSetDevice(d->device));
+    WF_CUDA((wf_ctx *)c, cudaDeviceGetAttribute(&d->concurrent_managed, cudaDevAttrConcurrentManagedAccess,
+                                                d->device));
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = (int)(cores / local_n);
     if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads < 1 ? 1 : threads);
 }
 
+/* The rank's device (no context here: the process's state, which the rank's
+ * context adopted). */
 void wf_blas_describe(char *out, size_t n) {
+    const struct wf_cuda_device *d = device_of(NULL);
     struct cudaDeviceProp prop;
-    int dev = device < 0 ? 0 : device;
+    int dev = d->device < 0 ? 0 : d->device;
     if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
         cudaGetLastError();
         snprintf(out, n, "device: CUDA device %d (properties unavailable)", dev);
@@ -212,6 +238,6 @@ void wf_blas_describe(char *out, size_t n) {
     snprintf(out, n, "device: CUDA %d: %s (sm_%d%d, %.0f GiB); cuBLASLt (fp32 plans without TF32); "
              "kernels asynchronous on one compute stream, arenas in managed memory%s; %d OpenMP thread(s)",
              dev, prop.name, prop.major, prop.minor, (double)prop.totalGlobalMem / 1073741824.0,
-             concurrent_managed ? "" : " (no concurrent managed access: host writes wait for the device)",
+             d->concurrent_managed ? "" : " (no concurrent managed access: host writes wait for the device)",
              omp_get_max_threads());
 }

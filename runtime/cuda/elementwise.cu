@@ -1,7 +1,7 @@
 /* elementwise.cu: the embedding lookups, GELU (and the fused linear + GELU's
  * elementwise half), residual, position and bias adds (and the W halves of
  * the last two) on the GPU.  Same semantics as
- * runtime/cpu/kernels.c and kernels_tp.c: backward kernels accumulate.
+ * runtime/cpu/elementwise.c: backward kernels accumulate.
  *
  * Gradients that several rows add into are summed in a fixed order, no
  * atomics, the same result every run: dwte and dwpe by threads walking the

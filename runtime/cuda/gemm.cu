@@ -63,7 +63,7 @@
  * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, said explicitly): fp32 for
  * fp32 plans, bf16 / fp16 under act16, where the 16-bit D is rounded once,
  * after gelu', from the fp32 accumulator, which is the CPU backend's
- * arithmetic (runtime/cpu/linear_gelu.c).  beta is 0 (gelu' would scale
+ * arithmetic (runtime/cpu/linear.c).  beta is 0 (gelu' would scale
  * C too): D is written, not accumulated.  Its derivative is that of the
  * tanh approximation (the forward epilogue's GELU), evaluated with the
  * library's own tanh: agreement with wf_gelu_grad is to fp32 rounding.
@@ -111,11 +111,26 @@ typedef struct {
     int no_gelu;        /* no algorithm takes the GELU / DGELU epilogue here: the caller falls back */
 } gemm_plan;
 
-static cublasLtHandle_t lt;
-static void *workspace;
-static gemm_plan plans[MAX_PLANS];
-static int n_plans, next_evict;
-static double gemm_flops;
+enum { RING = 64 };  /* GEMM timing's event pairs (below) */
+
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_gemm {
+    cublasLtHandle_t lt;
+    void *workspace;
+    gemm_plan plans[MAX_PLANS];
+    int n_plans, next_evict;
+    double flops, seconds;              /* the eager GEMMs' (see the top) */
+    cudaEvent_t ev_start[RING], ev_end[RING];
+    int ring_next, ring_used;
+    uint16_t *bias16;                   /* bias_as's 16-bit bias */
+    int bias16_cap;
+};
+
+static struct wf_cuda_gemm *gemm_of(wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->gemm) x->gemm = (struct wf_cuda_gemm *)wf_cuda_zalloc(c, sizeof *x->gemm, "gemm.cu's state");
+    return x->gemm;
+}
 
 static cublasComputeType_t compute_type(wf_ctx *c) {
     switch (wf_ctx_precision(c)) {
@@ -144,10 +159,11 @@ static unsigned batched_alignment(const void *p, int batch, long stride, long el
 }
 
 static void ensure_lt(wf_ctx *c) {
-    if (lt) return;
+    struct wf_cuda_gemm *G = gemm_of(c);
+    if (G->lt) return;
     (void)wf_cuda_stream(c);  /* picks this rank's device first */
-    WF_CUBLAS(c, cublasLtCreate(&lt));
-    WF_CUDA(c, wf_cuda_malloc(&workspace, WORKSPACE_BYTES));
+    WF_CUBLAS(c, cublasLtCreate(&G->lt));
+    WF_CUDA(c, wf_cuda_malloc(c, &G->workspace, WORKSPACE_BYTES));
 }
 
 /* A column-major rows x cols layout of `type`, batched with stride `stride`. */
@@ -243,8 +259,8 @@ static int best_algo(wf_ctx *c, gemm_plan *g) {
     int found = 0;
     /* NOT_SUPPORTED: no algorithm for this configuration (an epilogue the
      * library does not offer here): as found == 0, the caller falls back */
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &result,
-                                                       &found);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(gemm_of(c)->lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1,
+                                                       &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
         wf_cuda_fail(c, "cublasLtMatmulAlgoGetHeuristic", WF_CUDA_WHERE, cublasGetStatusString(st));
     if (st != CUBLAS_STATUS_SUCCESS) found = 0;
@@ -289,14 +305,15 @@ static int same_key(const gemm_plan *a, const gemm_plan *b) {
 }
 
 static gemm_plan *plan_for(wf_ctx *c, const gemm_plan *key) {
-    for (int i = 0; i < n_plans; i++)
-        if (same_key(&plans[i], key)) return &plans[i];
+    struct wf_cuda_gemm *G = gemm_of(c);
+    for (int i = 0; i < G->n_plans; i++)
+        if (same_key(&G->plans[i], key)) return &G->plans[i];
     gemm_plan *g;
-    if (n_plans < MAX_PLANS) {
-        g = &plans[n_plans++];
+    if (G->n_plans < MAX_PLANS) {
+        g = &G->plans[G->n_plans++];
     } else {  /* more shapes than a program has: recycle, oldest first */
-        g = &plans[next_evict];
-        next_evict = (next_evict + 1) % MAX_PLANS;
+        g = &G->plans[G->next_evict];
+        G->next_evict = (G->next_evict + 1) % MAX_PLANS;
         plan_free(c, g);
     }
     *g = *key;
@@ -305,18 +322,15 @@ static gemm_plan *plan_for(wf_ctx *c, const gemm_plan *key) {
 }
 
 /* ---- GEMM time from a ring of event pairs (see the top) ---- */
-enum { RING = 64 };
-static cudaEvent_t ev_start[RING], ev_end[RING];
-static int ring_next, ring_used;
-static double gemm_seconds;
 
 static void read_oldest(wf_ctx *c) {
-    int i = (ring_next - ring_used + RING) % RING;
+    struct wf_cuda_gemm *G = gemm_of(c);
+    int i = (G->ring_next - G->ring_used + RING) % RING;
     float ms = 0.0f;
-    WF_CUDA(c, cudaEventSynchronize(ev_end[i]));
-    WF_CUDA(c, cudaEventElapsedTime(&ms, ev_start[i], ev_end[i]));
-    gemm_seconds += 1e-3 * ms;
-    ring_used--;
+    WF_CUDA(c, cudaEventSynchronize(G->ev_end[i]));
+    WF_CUDA(c, cudaEventElapsedTime(&ms, G->ev_start[i], G->ev_end[i]));
+    G->seconds += 1e-3 * ms;
+    G->ring_used--;
 }
 
 /* 1 (and the start event recorded) unless the stream is being captured */
@@ -324,20 +338,22 @@ static int timing_begin(wf_ctx *c, cudaStream_t s) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     WF_CUDA(c, cudaStreamIsCapturing(s, &capturing));
     if (capturing != cudaStreamCaptureStatusNone) return 0;
-    if (!ev_start[0])
+    struct wf_cuda_gemm *G = gemm_of(c);
+    if (!G->ev_start[0])
         for (int i = 0; i < RING; i++) {
-            WF_CUDA(c, cudaEventCreate(&ev_start[i]));
-            WF_CUDA(c, cudaEventCreate(&ev_end[i]));
+            WF_CUDA(c, cudaEventCreate(&G->ev_start[i]));
+            WF_CUDA(c, cudaEventCreate(&G->ev_end[i]));
         }
-    if (ring_used == RING) read_oldest(c);
-    WF_CUDA(c, cudaEventRecord(ev_start[ring_next], s));
+    if (G->ring_used == RING) read_oldest(c);
+    WF_CUDA(c, cudaEventRecord(G->ev_start[G->ring_next], s));
     return 1;
 }
 
 static void timing_end(wf_ctx *c, cudaStream_t s) {
-    WF_CUDA(c, cudaEventRecord(ev_end[ring_next], s));
-    ring_next = (ring_next + 1) % RING;
-    ring_used++;
+    struct wf_cuda_gemm *G = gemm_of(c);
+    WF_CUDA(c, cudaEventRecord(G->ev_end[G->ring_next], s));
+    G->ring_next = (G->ring_next + 1) % RING;
+    G->ring_used++;
 }
 
 /* C (rows, cols) row-major with leading dimension ldc: C[r][j] += bias[j] */
@@ -364,15 +380,14 @@ __global__ static void bias_fill16_kernel(uint16_t *C, const uint16_t *bias, int
  * the eager steps before any capture, as every size recurs each step; a
  * smaller one is kept, not freed, as a captured graph may still read it. */
 static const void *bias_as(wf_ctx *c, cudaDataType_t type, const float *bias, int n) {
-    static uint16_t *buf;
-    static int cap;
     if (!bias || type == CUDA_R_32F) return bias;
-    if (n > cap) {
-        WF_CUDA(c, wf_cuda_malloc((void **)&buf, sizeof(uint16_t) * (size_t)n));
-        cap = n;
+    struct wf_cuda_gemm *G = gemm_of(c);
+    if (n > G->bias16_cap) {
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&G->bias16, sizeof(uint16_t) * (size_t)n));
+        G->bias16_cap = n;
     }
-    wf_cuda_to16(c, buf, type, bias, n);
-    return buf;
+    wf_cuda_to16(c, G->bias16, type, bias, n);
+    return G->bias16;
 }
 
 /* Every GEMM of this file but the GELU one: batched, typed, bias optional.
@@ -418,8 +433,9 @@ static void gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float a
         WF_CUBLAS(c, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_d,
                                                     sizeof bias_d));
     int timed = timing_begin(c, s);
-    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
-                                workspace, WORKSPACE_BYTES, s));
+    struct wf_cuda_gemm *G = gemm_of(c);
+    WF_CUBLAS(c, cublasLtMatmul(G->lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->algo,
+                                G->workspace, WORKSPACE_BYTES, s));
     if (bias && g->separate_bias) {
         if (batch != 1) wf_cuda_fail(c, "wf_cuda_sgemm_bias", WF_CUDA_WHERE, "a bias needs batch 1");
         WF_LAUNCH(bias_rows_kernel, wf_blocks((long)M * N), WF_THREADS, 0, s)((float *)C, bias, M, N, ldc);
@@ -427,7 +443,7 @@ static void gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float a
     }
     if (!timed) return;
     timing_end(c, s);
-    gemm_flops += 2.0 * M * N * K * batch;
+    G->flops += 2.0 * M * N * K * batch;
 }
 
 void wf_cuda_sgemm_bias(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
@@ -456,11 +472,12 @@ static void matmul_with_aux(wf_ctx *c, gemm_plan *g, int M, int N, int K, const 
     const float alpha = 1.0f, beta = 0.0f;
     cudaStream_t s = wf_cuda_stream(c);
     int timed = timing_begin(c, s);
-    WF_CUBLAS(c, cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, D, g->lc, D, g->lc, &g->algo,
-                                workspace, WORKSPACE_BYTES, s));
+    struct wf_cuda_gemm *G = gemm_of(c);
+    WF_CUBLAS(c, cublasLtMatmul(G->lt, g->op, &alpha, B, g->la, A, g->lb, &beta, D, g->lc, D, g->lc, &g->algo,
+                                G->workspace, WORKSPACE_BYTES, s));
     if (timed) {
         timing_end(c, s);
-        gemm_flops += 2.0 * M * N * K;
+        G->flops += 2.0 * M * N * K;
     }
 }
 
@@ -512,14 +529,18 @@ void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float
                        NULL);
 }
 
-/* train.c's summary reads these (after the last step: every pair is done). */
+/* train.c's summary reads these (after the last step: every pair is done).
+ * No context: the process's state, which the rank's context adopted
+ * (cuda_ctx.c); the CPU backend's signature. */
 extern "C" void wf_gemm_stats(double *seconds, double *flops) {
-    while (ring_used > 0) read_oldest(NULL);
-    *seconds = gemm_seconds;
-    *flops = gemm_flops;
+    struct wf_cuda_gemm *G = gemm_of(NULL);
+    while (G->ring_used > 0) read_oldest(NULL);
+    *seconds = G->seconds;
+    *flops = G->flops;
 }
 
 extern "C" void wf_gemm_stats_reset(void) {
-    while (ring_used > 0) read_oldest(NULL);
-    gemm_flops = gemm_seconds = 0.0;
+    struct wf_cuda_gemm *G = gemm_of(NULL);
+    while (G->ring_used > 0) read_oldest(NULL);
+    G->flops = G->seconds = 0.0;
 }

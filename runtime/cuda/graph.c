@@ -44,18 +44,28 @@ typedef struct {
     cudaGraphExec_t exec;
     float scale;  /* wf_loss_scale when it was captured */
 } step_graph;
-static step_graph graphs[2];
-static const char *off;   /* why steps run eagerly; NULL: graphs on */
-static int steps_run;
 
-static const char *why_eager(const wf_ctx *c) {
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_graph {
+    step_graph graphs[2];
+    const char *off;      /* why steps run eagerly; NULL: graphs on */
+    int steps_run;
+};
+
+static struct wf_cuda_graph *graph_of(wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->graph) x->graph = wf_cuda_zalloc(c, sizeof *x->graph, "graph.c's state");
+    return x->graph;
+}
+
+static const char *why_eager(wf_ctx *c) {
     const wf_program *p = c->p;
     if (c->opt.no_graph) return "--no-graph";
     if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
     /* the CUDA graph API restricts captured copies of managed memory there
      * (cudaGraphAddMemcpyNode), and the host writes tokens between replays */
-    if (!wf_cuda_concurrent_managed()) return "the device has no concurrent managed access";
+    if (!wf_cuda_concurrent_managed(c)) return "the device has no concurrent managed access";
     return NULL;
 }
 
@@ -70,7 +80,7 @@ static int capture(wf_ctx *c, step_graph *g, int again) {
     g->scale = wf_loss_scale(c);
     /* act16: the graph converts each weight at its first use in the step
      * (cast.c), whatever the steps before left in the 16-bit copies */
-    wf_cuda_weight16_forget();
+    wf_cuda_weight16_forget(c);
     c->graph_capture = 1;
     if (c->p->prologue) wf_2bw_capture_begin(c);
     WF_CUDA(c, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -78,7 +88,7 @@ static int capture(wf_ctx *c, step_graph *g, int again) {
     c->coll->join(c);  /* comm streams that joined the capture must rejoin it */
     cudaError_t e = cudaStreamEndCapture(s, &graph);
     c->graph_capture = 0;
-    wf_cuda_weight16_forget();  /* the captured conversions have not run (and may never) */
+    wf_cuda_weight16_forget(c);  /* the captured conversions have not run (and may never) */
     const char *call = "cudaStreamEndCapture";
     size_t nodes = 0;
     if (e == cudaSuccess) {
@@ -91,7 +101,7 @@ static int capture(wf_ctx *c, step_graph *g, int again) {
         if (c->world > 1) wf_cuda_fail(c, call, WF_CUDA_WHERE, cudaGetErrorString(e));
         (void)cudaGetLastError();
         g->exec = NULL;
-        off = "the capture failed";
+        graph_of(c)->off = "the capture failed";
         wf_log(c, "cuda graph: off: %s failed at step %ld (%s); every step runs eagerly\n", call,
                c->step + 1, cudaGetErrorString(e));
         return 0;
@@ -105,13 +115,15 @@ static int capture(wf_ctx *c, step_graph *g, int again) {
 
 /* At startup (async.c), so that every schedule's log says it, 2BW's too. */
 void wf_cuda_graph_decide(wf_ctx *c) {
-    off = why_eager(c);
-    if (off) wf_log(c, "cuda graph: off: %s\n", off);
+    struct wf_cuda_graph *s = graph_of(c);
+    s->off = why_eager(c);
+    if (s->off) wf_log(c, "cuda graph: off: %s\n", s->off);
     else wf_log(c, "cuda graph: the step is captured after a warm-up step\n");
 }
 
 void wf_backend_run_step(wf_ctx *c) {
-    if (off || steps_run++ == 0) {  /* eager, or the warm-up step */
+    struct wf_cuda_graph *s = graph_of(c);
+    if (s->off || s->steps_run++ == 0) {  /* eager, or the warm-up step */
         c->p->step(c);
         return;
     }
@@ -120,7 +132,7 @@ void wf_backend_run_step(wf_ctx *c) {
      * the device cannot share managed memory with running kernels); every
      * reader of the old tokens finished before that optimizer's host wait */
     wf_load_step(c);
-    step_graph *g = &graphs[c->p->prologue ? c->step % 2 : 0];
+    step_graph *g = &s->graphs[c->p->prologue ? c->step % 2 : 0];
     int again = g->exec && wf_loss_scale(c) != g->scale;  /* fp16's scale changed */
     if (again) {
         WF_CUDA(c, cudaGraphExecDestroy(g->exec));
@@ -131,7 +143,7 @@ void wf_backend_run_step(wf_ctx *c) {
         return;
     }
     WF_CUDA(c, cudaGraphLaunch(g->exec, wf_cuda_stream(c)));
-    wf_cuda_weight16_forget();  /* the host kept no record of the replay's conversions */
+    wf_cuda_weight16_forget(c);  /* the host kept no record of the replay's conversions */
     if (c->p->prologue) wf_2bw_run_tail(c);  /* the tied wte's exchange and the optimizer */
     else wf_optimizer_step(c);
 }

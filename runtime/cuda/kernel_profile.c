@@ -23,6 +23,10 @@ typedef struct {
     unsigned long long ns, count;
 } kernel_row;
 
+/* Per process, not per execution context (unlike the runtime's state,
+ * cuda_rt.h's wf_cuda_ctx): the driver loads this library into a whole
+ * program, which need not be weft's, and CUPTI's buffer callbacks carry no
+ * context of their own. */
 static kernel_row rows[MAX_KERNELS];
 static int n_rows;
 static unsigned long long first_start = ~0ull, last_end;

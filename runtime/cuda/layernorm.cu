@@ -1,6 +1,6 @@
 /* layernorm.cu: LayerNorm forward and backward, one block per row (fused:
  * statistics and output in one kernel).  Statistics are summed in double as
- * in runtime/cpu/kernels.c; backward accumulates.  The fused residual +
+ * in runtime/cpu/layernorm.c; backward accumulates.  The fused residual +
  * layernorm (wf_residual_layernorm_*) is at the end.  Activations and their
  * gradients are in c's storage (storage.cuh: a template argument S of each
  * kernel); mean, rstd, weights and their gradients are floats.

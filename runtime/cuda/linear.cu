@@ -88,14 +88,14 @@ static const float *act_at(wf_ctx *c, const float *x, long n) {
     return wf_ctx_act16(c) ? (const float *)((const uint16_t *)x + n) : x + n;
 }
 
+/* One per context (cuda_rt.h's wf_cuda_ctx). */
 static float *fallback_buffer(wf_ctx *c, long floats) {
-    static float *buf;
-    static long cap;
-    if (floats > cap) {  /* a smaller one is kept, not freed: a captured graph may read it */
-        WF_CUDA(c, wf_cuda_malloc((void **)&buf, sizeof(float) * (size_t)floats));
-        cap = floats;
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (floats > x->dgelu_rows_floats) {  /* a smaller one is kept, not freed: a captured graph may read it */
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&x->dgelu_rows, sizeof(float) * (size_t)floats));
+        x->dgelu_rows_floats = floats;
     }
-    return buf;
+    return x->dgelu_rows;
 }
 
 extern "C" void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *dout, const float *pre,

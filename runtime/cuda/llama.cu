@@ -1,6 +1,6 @@
 /* llama.cu: the LLaMA family's kernels on the GPU (weft/rt.h): RMSNorm,
  * rotary position embedding and SwiGLU.  Same semantics and formulas as
- * runtime/cpu/kernels_llama.c: forwards write, backwards accumulate (+=);
+ * runtime/cpu/llama.c: forwards write, backwards accumulate (+=);
  * RMSNorm's row statistics are summed in double as there.  Grouped-query
  * attention is in attention.cu, beside the flash kernels it shares.
  * Activations and their gradients are in c's storage (storage.cuh: each
@@ -47,7 +47,7 @@ __global__ static void rmsnorm_fwd_kernel(typename A::raw *out, float *rstd, con
     if (threadIdx.x == 0) rstd[n] = (float)r;
 }
 
-/* dx += r * g - x * r^3 * mean(g * x), g = dout * w (kernels_llama.c) */
+/* dx += r * g - x * r^3 * mean(g * x), g = dout * w (runtime/cpu/llama.c) */
 template <class A>
 __global__ static void rmsnorm_dx_kernel(typename A::raw *dinp, const typename A::raw *dout,
                                          const typename A::raw *inp, const float *w, const float *rstd, int C) {

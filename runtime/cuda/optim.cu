@@ -57,26 +57,38 @@ __global__ static void adamw_kernel(wf_adamw_args a) {
     }
 }
 
-/* The device copy of the table (one per process: the rank's, or a test's),
- * counted by the compiler at this size (weft/runtime_buffers.h). */
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx): the
+ * device copy of the table (the rank's, or a test's), counted by the
+ * compiler at this size (weft/runtime_buffers.h), and the norm's scratch. */
 static_assert(sizeof(wf_opt_range) == WF_OPT_RANGE_BYTES, "WF_OPT_RANGE_BYTES is sizeof(wf_opt_range)");
-static const wf_opt_range *table_src;
-static wf_opt_range *table_dev;
-static int table_n;
+struct wf_cuda_optim {
+    const wf_opt_range *table_src;
+    wf_opt_range *table_dev;
+    int table_n;
+    double *sumsq_scratch; /* SUMSQ_BLOCKS partial sums, then the total */
+    int *nonfinite_flag;
+};
+
+static struct wf_cuda_optim *optim_of(wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->optim) x->optim = (struct wf_cuda_optim *)wf_cuda_zalloc(c, sizeof *x->optim, "optim.cu's state");
+    return x->optim;
+}
 
 static wf_opt_table on_device(wf_ctx *c, const wf_opt_table *t) {
-    if (t->r != table_src || t->n != table_n) {
+    struct wf_cuda_optim *o = optim_of(c);
+    if (t->r != o->table_src || t->n != o->table_n) {
         cudaStream_t s = wf_cuda_stream(c);
-        if (table_dev) WF_CUDA(c, wf_cuda_free(table_dev));
-        WF_CUDA(c, wf_cuda_malloc((void **)&table_dev, sizeof(wf_opt_range) * (size_t)t->n));
-        WF_CUDA(c, cudaMemcpyAsync(table_dev, t->r, sizeof(wf_opt_range) * (size_t)t->n,
+        if (o->table_dev) WF_CUDA(c, wf_cuda_free(c, o->table_dev));
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&o->table_dev, sizeof(wf_opt_range) * (size_t)t->n));
+        WF_CUDA(c, cudaMemcpyAsync(o->table_dev, t->r, sizeof(wf_opt_range) * (size_t)t->n,
                                    cudaMemcpyDefault, s));
         wf_cuda_sync(c, "cudaMemcpyAsync (optimizer range table)");
-        table_src = t->r;
-        table_n = t->n;
+        o->table_src = t->r;
+        o->table_n = t->n;
     }
     wf_opt_table d = *t;
-    d.r = table_dev;
+    d.r = o->table_dev;
     return d;
 }
 
@@ -97,10 +109,7 @@ extern "C" void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a) {
     wf_cuda_sync(c, "adamw_kernel");
 }
 
-/* ---- squared norm and overflow check: device scratch kept for the process ---- */
-
-static double *sumsq_scratch; /* SUMSQ_BLOCKS partial sums, then the total */
-static int *nonfinite_flag;
+/* ---- squared norm and overflow check: device scratch kept for the context ---- */
 
 __global__ static void sumsq_blocks_kernel(wf_opt_table t, const float *grads, double *partial) {
     double s = 0;
@@ -124,8 +133,9 @@ __global__ static void sumsq_total_kernel(const double *partial, int n, double *
 extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float *grads) {
     if (t->total <= 0) return 0.0;
     cudaStream_t s = wf_cuda_stream(c);
+    double *&sumsq_scratch = optim_of(c)->sumsq_scratch;
     if (!sumsq_scratch)
-        WF_CUDA(c, wf_cuda_malloc((void **)&sumsq_scratch, sizeof(double) * (SUMSQ_BLOCKS + 1)));
+        WF_CUDA(c, wf_cuda_malloc(c, (void **)&sumsq_scratch, sizeof(double) * (SUMSQ_BLOCKS + 1)));
     int blocks = wf_blocks(t->total);
     if (blocks > SUMSQ_BLOCKS) blocks = SUMSQ_BLOCKS;
     WF_LAUNCH(sumsq_blocks_kernel, blocks, WF_THREADS, 0, s)(on_device(c, t), grads, sumsq_scratch);
@@ -149,7 +159,8 @@ __global__ static void nonfinite_kernel(wf_opt_table t, const float *grads, int 
 extern "C" int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const float *grads) {
     if (t->total <= 0) return 0;
     cudaStream_t s = wf_cuda_stream(c);
-    if (!nonfinite_flag) WF_CUDA(c, wf_cuda_malloc((void **)&nonfinite_flag, sizeof(int)));
+    int *&nonfinite_flag = optim_of(c)->nonfinite_flag;
+    if (!nonfinite_flag) WF_CUDA(c, wf_cuda_malloc(c, (void **)&nonfinite_flag, sizeof(int)));
     WF_CUDA(c, cudaMemsetAsync(nonfinite_flag, 0, sizeof(int), s));
     WF_LAUNCH(nonfinite_kernel, wf_blocks(t->total), WF_THREADS, 0, s)(on_device(c, t), grads, nonfinite_flag);
     int bad = 0;

@@ -9,7 +9,7 @@
  * and rescales its sum when the maximum grows; the threads' pairs are then
  * combined), one read and one write for dlogits.  Exponentials in float, sums
  * in double, the loss from the log-sum-exp in double, as
- * runtime/cpu/kernels.c (the rescaled sum differs from the CPU's in rounding
+ * runtime/cpu/xent.c (the rescaled sum differs from the CPU's in rounding
  * only).  The token losses are summed in row order in double, so the
  * total is the CPU's sum of the same floats, into a managed accumulator
  * on the device that wf_backend_loss_take reads once per step (eager and
@@ -39,20 +39,31 @@
 #include "storage.cuh"
 #include "storage_vec.cuh"
 
-static double *loss_acc; /* managed: the device's sum of token losses */
-static int loss_on_device;
+/* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
+struct wf_cuda_xent {
+    double *loss_acc;    /* managed: the device's sum of token losses */
+    int loss_on_device;
+    double *eager_sum;   /* managed: one microbatch's sum for the host (kernel tests) */
+};
+
+static struct wf_cuda_xent *xent_of(wf_ctx *c) {
+    wf_cuda_ctx *x = wf_cuda_of(c);
+    if (!x->xent) x->xent = (struct wf_cuda_xent *)wf_cuda_zalloc(c, sizeof *x->xent, "xent.cu's state");
+    return x->xent;
+}
 
 /* The accumulator is allocated before any capture (async.c's setup calls
  * this, and switches the device sum on). */
 extern "C" double *wf_cuda_loss_acc(wf_ctx *c) {
-    if (!loss_acc) {
-        WF_CUDA(c, wf_cuda_malloc_managed((void **)&loss_acc, sizeof(double)));
-        *loss_acc = 0.0;
+    struct wf_cuda_xent *s = xent_of(c);
+    if (!s->loss_acc) {
+        WF_CUDA(c, wf_cuda_malloc_managed(c, (void **)&s->loss_acc, sizeof(double)));
+        *s->loss_acc = 0.0;
     }
-    return loss_acc;
+    return s->loss_acc;
 }
 
-extern "C" void wf_cuda_loss_on_device(int on) { loss_on_device = on; }
+extern "C" void wf_cuda_loss_on_device(wf_ctx *c, int on) { xent_of(c)->loss_on_device = on; }
 
 /* The microbatch's token losses summed in double by one block in a fixed
  * order (each thread a fixed strided share, then wf_block_sum's tree), into
@@ -69,25 +80,24 @@ __global__ static void loss_sum_kernel(double *out, const float *losses, int N, 
     if (threadIdx.x == 0) *out = add ? *out + s : s;
 }
 
-static double *eager_sum; /* managed: one microbatch's sum for the host (kernel tests) */
-
 static double host_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
-    if (loss_on_device) {
+    struct wf_cuda_xent *s = xent_of(c);
+    if (s->loss_on_device) {
         WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(wf_cuda_loss_acc(c), losses,
                                                                               N, 1);
         wf_cuda_sync(c, kernel);
         return 0.0;  /* the sum is on the device */
     }
-    if (!eager_sum)  /* only without a backend: never inside a captured step */
-        WF_CUDA(c, wf_cuda_malloc_managed((void **)&eager_sum, sizeof(double)));
-    WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(eager_sum, losses, N, 0);
+    if (!s->eager_sum)  /* only without a backend: never inside a captured step */
+        WF_CUDA(c, wf_cuda_malloc_managed(c, (void **)&s->eager_sum, sizeof(double)));
+    WF_LAUNCH(loss_sum_kernel, 1, LOSS_SUM_THREADS, 0, wf_cuda_stream(c))(s->eager_sum, losses, N, 0);
     wf_cuda_sync(c, kernel);
     /* managed memory: readable once the stream is done (or, where managed
      * memory cannot be shared with running kernels, once the whole device
      * is: NCCL's streams may be busy) */
-    if (wf_cuda_concurrent_managed()) WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
+    if (wf_cuda_concurrent_managed(c)) WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
     else WF_CUDA(c, cudaDeviceSynchronize());
-    return *eager_sum;
+    return *s->eager_sum;
 }
 
 /* Rows are read and written 16 bytes at a time (wf_vec: 4 floats or 8

@@ -115,7 +115,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
            "${WEFT_EMU_KERNELS};${WEFT_EMU_NOT_EMULATED}")
   set_tests_properties(cuda_emu_kernels PROPERTIES TIMEOUT 240)
 else()
-  foreach(t cuda_emu cuda_emu_kernels e2e_cuda_emu)
+  foreach(t cuda_emu cuda_emu_kernels cuda_emu_ctx e2e_cuda_emu)
     add_test(NAME ${t} COMMAND sh -c "echo 'skipped: no C++ compiler or no CUDA headers (cuda_runtime.h, cublas_v2.h)'; exit 77")
     set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()

@@ -11,6 +11,14 @@
 
 extern "C" {
 
+/* cuda_rt.h's state: one for every context, as the kernel tests' contexts
+ * (c NULL, wf_storage_ctx's) all share the process's in the real runtime */
+wf_cuda_ctx *wf_cuda_of(const wf_ctx *c) {
+    (void)c;
+    static wf_cuda_ctx state;
+    return &state;
+}
+
 cudaStream_t wf_cuda_stream(wf_ctx *c) {
     static cudaStream_t stream;
     if (!stream) WF_CUDA(c, cudaStreamCreate(&stream));
@@ -30,7 +38,10 @@ void wf_cuda_sync(wf_ctx *c, const char *kernel) {
 }
 
 /* the host and the emulated kernels share memory like a Linux GPU does */
-int wf_cuda_concurrent_managed(void) { return 1; }
+int wf_cuda_concurrent_managed(wf_ctx *c) {
+    (void)c;
+    return 1;
+}
 
 /* async.c: the host waits for the stream (the emulator's kernels are done
  * when their launch returns, unless WF_EMU_ASYNC queued them) */
@@ -38,15 +49,15 @@ void wf_backend_sync(wf_ctx *c) { WF_CUDA(c, cudaStreamSynchronize(wf_cuda_strea
 
 /* cuda_rt.h's counted allocations; the kernel tests count nothing (the
  * whole emulated runtime has device.c's) */
-cudaError_t wf_cuda_malloc(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
-cudaError_t wf_cuda_malloc_managed(void **p, size_t bytes) {
+cudaError_t wf_cuda_malloc(wf_ctx *, void **p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t wf_cuda_malloc_managed(wf_ctx *, void **p, size_t bytes) {
     return cudaMallocManaged(p, bytes, cudaMemAttachGlobal);
 }
-cudaError_t wf_cuda_malloc_host(void **p, size_t bytes) { return cudaMallocHost(p, bytes); }
-cudaError_t wf_cuda_free(void *p) { return cudaFree(p); }
+cudaError_t wf_cuda_malloc_host(wf_ctx *, void **p, size_t bytes) { return cudaMallocHost(p, bytes); }
+cudaError_t wf_cuda_free(wf_ctx *, void *p) { return cudaFree(p); }
 
 /* 64-byte alignment is what wf_alloc promises; 256 is what cudaMalloc gives */
-void *wf_backend_alloc(size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
+void *wf_backend_alloc(const wf_ctx *, size_t bytes) { return aligned_alloc(256, (bytes + 255) / 256 * 256); }
 
 /* runtime/common/precision_of.c reads the plan from the full context; the
  * emulated build has no wf_ctx layout, so wf_storage_ctx's contexts are the

@@ -19,13 +19,13 @@ static double gemm_flops;
  * at the first GEMM, and bias_as's 16-bit copy of a bias, grown, never freed. */
 static void workspace(wf_ctx *c) {
     static void *ws;
-    if (!ws) WF_CUDA(c, wf_cuda_malloc(&ws, WF_CUBLASLT_WORKSPACE_BYTES));
+    if (!ws) WF_CUDA(c, wf_cuda_malloc(c, &ws, WF_CUBLASLT_WORKSPACE_BYTES));
 }
 static void bias16_buffer(wf_ctx *c, cudaDataType_t type, const float *bias, int n) {
     static void *buf;
     static int cap;
     if (!bias || type == CUDA_R_32F || n <= cap) return;
-    WF_CUDA(c, wf_cuda_malloc(&buf, sizeof(uint16_t) * (size_t)n));
+    WF_CUDA(c, wf_cuda_malloc(c, &buf, sizeof(uint16_t) * (size_t)n));
     cap = n;
 }
 

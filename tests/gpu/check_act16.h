@@ -15,7 +15,7 @@
 
 #include "weft/rt.h"
 
-void *wf_backend_alloc(size_t bytes);
+void *wf_backend_alloc(const wf_ctx *c, size_t bytes);
 void wf_backend_sync(wf_ctx *c);
 wf_ctx *wf_storage_ctx(int precision, int act16);
 
@@ -36,12 +36,12 @@ static inline float act16_round(int precision, float x) {
  * own allocation; x is left as it is). */
 static inline float *act16_in(int precision, const float *x, long n) {
 #ifdef CHECK_ACT16_PACKED
-    uint16_t *h = (uint16_t *)wf_backend_alloc(sizeof(uint16_t) * (size_t)(n + 2));
+    uint16_t *h = (uint16_t *)wf_backend_alloc(NULL, sizeof(uint16_t) * (size_t)(n + 2));
     for (long i = 0; i < n; i++)
         h[i] = precision == WF_BF16 ? wf_bf16_bits(x[i]) : wf_fp16_bits(x[i]);
     return (float *)h;
 #else
-    float *y = (float *)wf_backend_alloc(sizeof(float) * (size_t)n);
+    float *y = (float *)wf_backend_alloc(NULL, sizeof(float) * (size_t)n);
     for (long i = 0; i < n; i++) y[i] = act16_round(precision, x[i]);
     return y;
 #endif

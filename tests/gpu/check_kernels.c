@@ -30,7 +30,7 @@
 #include "opt_backend.h"
 #include "weft/rt.h"
 
-void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
+void *wf_backend_alloc(const wf_ctx *c, size_t bytes); /* runtime/common/internal.h */
 void wf_backend_sync(wf_ctx *c);      /* the same: the host waits for the device */
 
 static void settle(void) { wf_backend_sync(NULL); }
@@ -56,14 +56,14 @@ static float uniform(void) { /* in [-1, 1) */
 }
 
 static float *buf(long n) { /* random values */
-    float *x = wf_backend_alloc(sizeof(float) * (size_t)n);
+    float *x = wf_backend_alloc(NULL, sizeof(float) * (size_t)n);
     if (!x) { fprintf(stderr, "check_kernels: out of memory\n"); exit(2); }
     for (long i = 0; i < n; i++) x[i] = uniform();
     return x;
 }
 
 static int32_t *tokens(long n, int vocab) {
-    int32_t *t = wf_backend_alloc(sizeof(int32_t) * (size_t)n);
+    int32_t *t = wf_backend_alloc(NULL, sizeof(int32_t) * (size_t)n);
     if (!t) exit(2);
     for (long i = 0; i < n; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -325,7 +325,7 @@ static void run_all(void) {
     put("vocab_embed_bwd", "dwte", dwte, (long)VL * C);
     int valid = VL - 20; /* the last 20 columns are vocabulary padding */
     float *logits = buf((long)N * VL), *rowmax = buf(N);
-    double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
+    double *stats = wf_backend_alloc(NULL, sizeof(double) * 2 * N);
     wf_vocab_logits(NULL, logits, rowmax, x, wte, N, C, VL, valid, WF_FP32);
     put("vocab_logits", "logits", logits, (long)N * VL);
     put("vocab_logits", "rowmax", rowmax, N);
@@ -467,8 +467,8 @@ static void rope_case(const char *tag, int n, int t, int h, int kvh, int hd, flo
     put(name, "dk", dk, n * wk);
 }
 
-/* The LLaMA family's kernels (runtime/cpu/kernels_llama.c, runtime/cuda/llama.cu
- * and attention.cu): RMSNorm on C and on an odd width, RoPE with positions
+/* The LLaMA family's kernels (runtime/cpu/ and runtime/cuda/, llama.* 
+ * and attention.*): RMSNorm on C and on an odd width, RoPE with positions
  * wrapping at T, SwiGLU on a length no block size divides, grouped-query
  * attention over several of CUDA's tiles, groups of 1, 2, 3 and 4 query heads
  * per key/value head, and head sizes that are not 16, 32, 64 or 128. */
@@ -735,7 +735,7 @@ static void xent16_case(int p, int vw, int act16) {
     long nvl = (long)N * VL;
     float *logits = act16 ? act16_in(p, buf(nvl), nvl) : buf(nvl), *rowmax = buf(N);
     float *vgot = buf(nvl);
-    double *stats = wf_backend_alloc(sizeof(double) * 2 * N);
+    double *stats = wf_backend_alloc(NULL, sizeof(double) * 2 * N);
     snprintf(k, sizeof k, "vocab_xent %s%s", p == WF_BF16 ? "bf16" : "fp16", act16 ? " act16" : "");
     wf_vocab_logits(c, logits, rowmax, x, wte, N, C, VL, valid, p);
     if (act16) act16_out(p, vgot, logits, nvl);
@@ -792,7 +792,7 @@ enum { OPT_RANGES = 5, OPT_ARENA = 9000 };
 static const long opt_len[OPT_RANGES] = { 1000, 37, 3001, 1, 2500 };
 
 static wf_opt_table opt_table(void) {
-    wf_opt_range *r = wf_backend_alloc(sizeof(wf_opt_range) * OPT_RANGES);
+    wf_opt_range *r = wf_backend_alloc(NULL, sizeof(wf_opt_range) * OPT_RANGES);
     if (!r) exit(2);
     long start = 0, at = 11;
     for (int k = 0; k < OPT_RANGES; k++) {

@@ -94,8 +94,14 @@ cudaError_t cudaFree(void *p) {
 }
 
 /* device.c's counting wrappers: nothing to count here */
-cudaError_t wf_cuda_malloc(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
-cudaError_t wf_cuda_free(void *p) { return cudaFree(p); }
+cudaError_t wf_cuda_malloc(wf_ctx *c, void **p, size_t bytes) {
+    (void)c;
+    return cudaMalloc(p, bytes);
+}
+cudaError_t wf_cuda_free(wf_ctx *c, void *p) {
+    (void)c;
+    return cudaFree(p);
+}
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t s) {
     (void)kind;

@@ -28,7 +28,7 @@ extern "C" {
 
 typedef struct wf_ctx wf_ctx; /* execution context: rank, communicators, stream, timers */
 
-/* ---- kernels (runtime/cpu/kernels.c) ---------------------------------- */
+/* ---- kernels (runtime/cpu/: one file per op family, as runtime/cuda/) --- */
 
 /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:] */
 void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
@@ -133,7 +133,7 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
 void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
                         const float *x, const float *wte, int N, int C, int V);
 
-/* ---- the LLaMA family (runtime/cpu/kernels_llama.c) ------------------- */
+/* ---- the LLaMA family (runtime/cpu/llama.c, attention.c) -------------- */
 
 /* RMSNorm: out = w * x / sqrt(mean(x^2) + eps); rstd (N floats) is saved. */
 void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
@@ -162,7 +162,7 @@ void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, cons
                           const float *qk, const float *v, const float *out, const float *att, int B,
                           int T, int H, int KVH, int hd);
 
-/* ---- tensor parallelism (runtime/cpu/kernels_tp.c, runtime/common/tp.c) -- */
+/* ---- tensor parallelism (runtime/cpu/elementwise.c, xent.c; common/tp.c) */
 
 /* Vocabulary-parallel embedding: this rank holds rows [v_begin, v_begin + VL)
  * of wte; tokens outside them contribute zeros (the tp_reduce after it sums). */
@@ -200,7 +200,7 @@ double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *
 void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
                        const float *x, const float *wte_part, int N, int C, int VL);
 
-/* ---- split backward for zero-bubble schedules (runtime/cpu/kernels_split.c):
+/* ---- split backward for zero-bubble schedules (beside each op's kernels):
  * *_bwd_input ("B") and *_bwd_weight ("W") add up to the combined kernel.
  * Ops with no parameters have only a B; embedding lookups only a W. */
 void wf_linear_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *w, int N, int K,

@@ -1,18 +1,20 @@
-/* kernels_llama.c: the fp32 CPU kernels of the LLaMA family (weft/rt.h):
- * RMSNorm, rotary position embedding, SwiGLU and grouped-query attention.
+/* llama.c: the CPU kernels of the LLaMA family (weft/rt.h), as
+ * runtime/cuda/llama.cu has them: RMSNorm, rotary position embedding and
+ * SwiGLU (its grouped-query attention is in attention.c).
  *
- * Same conventions as kernels.c: row-major, activations (N, width) with
- * N = B * T, and every backward ACCUMULATES (+=) into its gradients.
+ * All tensors are row-major.  Activations are (N, width) with N = B * T.
+ * Every backward kernel accumulates (+=) into its gradient outputs.  The
+ * execution context is not needed on the CPU; it may be NULL.  Matrix
+ * products go through wf_sgemm (blas.h) so they are timed and counted;
+ * everything else is plain loops.
  */
 #include "weft/rt.h"
 
-#include "blas.h"
-#include "rope_value.h"
-#include "softmax_rows.h"
-
 #include <math.h>
 
-/* ---- RMSNorm ------------------------------------------------------------ */
+#include "rope_value.h"
+
+/* ---- RMSNorm --------------------------------------------------------------- */
 
 void wf_rmsnorm_fwd(wf_ctx *c, float *out, float *rstd, const float *inp, const float *w,
                     int N, int C, float eps)
@@ -101,7 +103,7 @@ void wf_rope_bwd(wf_ctx *c, float *din, int ld_in, const float *dout, int ld_out
     rope_rows(din, ld_in, dout, ld_out, N, T, heads, hd, theta, 1, 1);
 }
 
-/* ---- SwiGLU ------------------------------------------------------------- */
+/* ---- SwiGLU ---------------------------------------------------------------- */
 
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -124,52 +126,4 @@ void wf_swiglu_bwd(wf_ctx *c, float *dgate, float *dup, const float *gate, const
         dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
         dup[i] += dout[i] * g * s;
     }
-}
-
-/* ---- grouped-query causal attention -------------------------------------- */
-
-void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
-                          int B, int T, int H, int KVH, int hd)
-{
-    (void)c;
-    int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int kv = h / group;
-            const float *q = qk + (long)b * T * ld_qk + (long)h * hd;
-            const float *k = qk + (long)b * T * ld_qk + (long)(H + kv) * hd;
-            const float *vv = v + (long)b * T * ld_v + (long)kv * hd;
-            float *p = att + ((long)b * H + h) * T * T;
-            wf_sgemm(0, 1, T, T, hd, scale, q, ld_qk, k, ld_qk, 0.0f, p, T);
-            wf_causal_softmax_rows(p, T);
-            wf_sgemm(0, 0, T, hd, T, 1.0f, p, T, vv, ld_v, 0.0f, out + (long)b * T * ld_o + (long)h * hd,
-                     ld_o);
-        }
-}
-
-/* Each query head adds its share into the gradient of the key and value head
- * its group reads: the sum over the group falls out of the accumulation. */
-void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
-                          const float *qk, const float *v, const float *out, const float *att, int B,
-                          int T, int H, int KVH, int hd)
-{
-    (void)c;
-    (void)out; /* D comes from the saved probabilities, as wf_attention_bwd's */
-    int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int kv = h / group;
-            long qo = (long)b * T * ld_qk + (long)h * hd, ko = (long)b * T * ld_qk + (long)(H + kv) * hd;
-            long vo = (long)b * T * ld_v + (long)kv * hd;
-            const float *p = att + ((long)b * H + h) * T * T;
-            const float *dy = dout + (long)b * T * ld_o + (long)h * hd;
-            float *ds = scratch;
-            wf_sgemm(1, 0, T, hd, T, 1.0f, p, T, dy, ld_o, 1.0f, dv + vo, ld_v);
-            wf_sgemm(0, 1, T, T, hd, 1.0f, dy, ld_o, v + vo, ld_v, 0.0f, ds, T);
-            wf_softmax_bwd_rows(ds, p, T);  /* dS = P * (dP - rowsum(P * dP)) */
-            wf_sgemm(0, 0, T, hd, T, scale, ds, T, qk + ko, ld_qk, 1.0f, dqk + qo, ld_qk);
-            wf_sgemm(1, 0, T, hd, T, scale, ds, T, qk + qo, ld_qk, 1.0f, dqk + ko, ld_qk);
-        }
 }

@@ -1,0 +1,222 @@
+/* elementwise.c: the CPU's elementwise and row-wise kernels of weft/rt.h,
+ * as runtime/cuda/elementwise.cu has them: the embedding lookups (whole and
+ * vocabulary-parallel), the position and bias adds, the residual add, GELU
+ * (the tanh approximation; gelu_value.h) and the rounding GELU halves of the
+ * fused linear + GELU (linear_gelu.h), and the tensor-parallel collectives'
+ * conversions (floats here: the CPU never stores 16 bits).
+ *
+ * All tensors are row-major.  Activations are (N, width) with N = B * T.
+ * Every backward kernel accumulates (+=) into its gradient outputs.  The
+ * execution context is not needed on the CPU; it may be NULL.  Matrix
+ * products go through wf_sgemm (blas.h) so they are timed and counted;
+ * everything else is plain loops.
+ */
+#include "weft/rt.h"
+
+#include <string.h>
+
+#include "gelu_value.h"
+#include "kernels_tp.h"
+#include "linear_gelu.h"
+#include "precision_bits.h"
+
+/* ---- embedding ------------------------------------------------------------- */
+
+void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
+                  const float *wpe, int B, int T, int C)
+{
+    (void)c;
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((long)b * T + t) * C;
+            const float *e = wte + (long)tok[b * T + t] * C;
+            const float *p = wpe + (long)t * C;
+            for (int i = 0; i < C; i++)
+                o[i] = e[i] + p[i];
+        }
+    }
+}
+
+void wf_embed_bwd(wf_ctx *c, float *dwte, float *dwpe, const float *dout,
+                  const int32_t *tok, int B, int T, int C)
+{
+    (void)c;
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float *d = dout + ((long)b * T + t) * C;
+            float *de = dwte + (long)tok[b * T + t] * C;
+            float *dp = dwpe + (long)t * C;
+            for (int i = 0; i < C; i++) {
+                de[i] += d[i];
+                dp[i] += d[i];
+            }
+        }
+    }
+}
+
+/* ---- vocabulary-parallel embedding ----------------------------------------- */
+
+void wf_vocab_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte_part,
+                        int v_begin, int VL, int N, int C) {
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        float *o = out + (long)n * C;
+        int row = tok[n] - v_begin;
+        if (row >= 0 && row < VL) memcpy(o, wte_part + (long)row * C, sizeof(float) * (size_t)C);
+        else memset(o, 0, sizeof(float) * (size_t)C);
+    }
+}
+
+void wf_vocab_embed_bwd(wf_ctx *c, float *dwte_part, const float *dout, const int32_t *tok,
+                        int v_begin, int VL, int N, int C) {
+    (void)c;
+    for (int n = 0; n < N; n++) {
+        int row = tok[n] - v_begin;
+        if (row < 0 || row >= VL) continue;
+        float *g = dwte_part + (long)row * C;
+        const float *d = dout + (long)n * C;
+        for (int j = 0; j < C; j++) g[j] += d[j];
+    }
+}
+
+/* ---- position and bias adds (after a tensor-parallel reduction) ------------ */
+
+void wf_pos_add_fwd(wf_ctx *c, float *out, const float *in, const float *wpe, long row0,
+                    int rows, int T, int C) {
+    (void)c;
+    for (int r = 0; r < rows; r++) {
+        const float *pos = wpe + ((row0 + r) % T) * C;
+        for (int j = 0; j < C; j++) out[(long)r * C + j] = in[(long)r * C + j] + pos[j];
+    }
+}
+
+void wf_pos_add_bwd(wf_ctx *c, float *din, float *dwpe, const float *dout, long row0,
+                    int rows, int T, int C) {
+    (void)c;
+    for (int r = 0; r < rows; r++) {
+        float *g = dwpe + ((row0 + r) % T) * C;
+        for (int j = 0; j < C; j++) {
+            din[(long)r * C + j] += dout[(long)r * C + j];
+            g[j] += dout[(long)r * C + j];
+        }
+    }
+}
+
+void wf_pos_add_bwd_input(wf_ctx *c, float *din, const float *dout, int rows, int C) {
+    (void)c;
+    for (long i = 0; i < (long)rows * C; i++) din[i] += dout[i];
+}
+
+void wf_pos_add_bwd_weight(wf_ctx *c, float *dwpe, const float *dout, long row0, int rows, int T,
+                           int C) {
+    (void)c;
+    for (int r = 0; r < rows; r++) {
+        float *g = dwpe + ((row0 + r) % T) * C;
+        for (int j = 0; j < C; j++) g[j] += dout[(long)r * C + j];
+    }
+}
+
+void wf_bias_add_fwd(wf_ctx *c, float *out, const float *in, const float *b, int rows, long C) {
+    (void)c;
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < C; j++) out[r * C + j] = in[r * C + j] + b[j];
+}
+
+void wf_bias_add_bwd(wf_ctx *c, float *din, float *db, const float *dout, int rows, long C) {
+    (void)c;
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < C; j++) {
+            din[r * C + j] += dout[r * C + j];
+            db[j] += dout[r * C + j];
+        }
+}
+
+void wf_bias_add_bwd_weight(wf_ctx *c, float *db, const float *dout, int rows, long C) {
+    (void)c;
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < C; j++) db[j] += dout[r * C + j];
+}
+
+/* ---- residual add ---------------------------------------------------------- */
+
+void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n)
+{
+    (void)c;
+    for (long i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
+{
+    (void)c;
+    for (long i = 0; i < n; i++) {
+        da[i] += dout[i];
+        db[i] += dout[i];
+    }
+}
+
+/* ---- GELU ------------------------------------------------------------------ */
+
+/* the formula is gelu_value.h's, shared with the fused linear + GELU */
+
+void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
+{
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        out[i] = wf_gelu_value(inp[i]);
+    }
+}
+
+void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
+{
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        dinp[i] += wf_gelu_grad(inp[i]) * dout[i];
+    }
+}
+
+/* ---- GELU with the 16-bit rounding (linear_gelu.h) ------------------------- */
+
+void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        float x = wf_hd_round(precision, pre[i]);
+        pre[i] = x;
+        out[i] = wf_hd_round(precision, wf_gelu_value(x));
+    }
+}
+
+void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, const float *dout,
+                       long n) {
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
+}
+
+void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n) {
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, wf_gelu_grad(pre[i]) * acc[i]);
+}
+
+/* ---- the tensor-parallel collectives' conversions (kernels_tp.h) ----------- */
+
+/* Activations are floats on the CPU: the conversions are copies (the
+ * generated code rounds after the collective, as after every op). */
+void wf_tp_widen(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    memmove(dst, src, sizeof(float) * (size_t)n);
+}
+
+void wf_tp_narrow(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    memmove(dst, src, sizeof(float) * (size_t)n);
+}
+
+void wf_tp_add_floats(wf_ctx *c, float *dst, const float *src, long n) {
+    (void)c;
+    for (long i = 0; i < n; i++) dst[i] += src[i];
+}

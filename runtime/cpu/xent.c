@@ -1,0 +1,173 @@
+/* xent.c: the LM head and cross-entropy on the CPU (weft/rt.h), as
+ * runtime/cuda/xent.cu has them: the tied head fused with the loss gradient,
+ * its B / W halves (zero-bubble schedules), and the local pieces of the
+ * vocabulary-parallel head (kernels_tp.h) that runtime/common/tp.c puts
+ * together with the collectives.
+ *
+ * All tensors are row-major.  Activations are (N, width) with N = B * T.
+ * Every backward kernel accumulates (+=) into its gradient outputs.  The
+ * execution context is not needed on the CPU; it may be NULL.  Matrix
+ * products go through wf_sgemm (blas.h) so they are timed and counted;
+ * everything else is plain loops.
+ */
+#include "weft/rt.h"
+
+#include <math.h>
+
+#include "blas.h"
+#include "dlogits_row.h"
+#include "kernels_tp.h"
+#include "precision_bits.h"
+
+/* ---- tied LM head and cross-entropy ---------------------------------------- */
+
+/* In place: the logits row becomes dlogits = (softmax - onehot(target)) *
+ * scale, the loss gradient, so that backward needs no pass of its own over
+ * the row.  Returns -log p[target], computed from the log-sum-exp in double
+ * rather than as -log of the rounded float probability, which may underflow.
+ * Under a bf16 / fp16 plan the logits are first rounded to the 16-bit type
+ * (they are stored in it, as Megatron-LM and llm.c keep them), the softmax
+ * arithmetic stays fp32 / double, and dlogits are rounded again
+ * (wf_dlogits_row). */
+static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
+{
+    if (precision != WF_FP32)
+        for (int j = 0; j < V; j++)
+            row[j] = wf_hd_round(precision, row[j]);
+    float max = row[0];
+#pragma omp simd reduction(max : max)
+    for (int j = 1; j < V; j++)
+        max = row[j] > max ? row[j] : max;
+    double target_logit = (double)row[target] - max;
+    /* one exp per element, in float; the sum is kept in double */
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < V; j++) {
+        float e = expf(row[j] - max);
+        row[j] = e;
+        sum += e;
+    }
+    wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
+    return log(sum) - target_logit;
+}
+
+/* Each product rounded to float in this order: the probability first, then
+ * the gradient, the numbers separate softmax and gradient passes would give;
+ * then, under a 16-bit plan, the gradient to the 16-bit type.  fp16: the
+ * gradients of tiny probabilities (scale is the loss scale over the token
+ * count) may become fp16 subnormals or 0, as they do in Megatron-LM. */
+void wf_dlogits_row(float *row, float inv, int target, float scale, int V, int precision)
+{
+    float et = target >= 0 && target < V ? row[target] : 0.0f;
+    for (int j = 0; j < V; j++) {
+        float p = row[j] * inv;
+        row[j] = wf_hd_round(precision, p * scale);
+    }
+    if (target >= 0 && target < V) {
+        float p = et * inv;
+        p -= 1.0f;
+        row[target] = wf_hd_round(precision, p * scale);
+    }
+}
+
+double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
+                          const float *wte, const int32_t *targets, float scale, int N, int C,
+                          int V)
+{
+    int precision = wf_ctx_precision(c);
+    /* logits (N,V) = x (N,C) @ wte^T, written straight into dlogits */
+    wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, dlogits, V);
+    /* rows in parallel; the total is summed in a fixed order afterwards so that
+     * it does not depend on the thread count */
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        losses[n] = (float)softmax_xent_row(dlogits + (long)n * V, targets[n], scale, V, precision);
+    double total = 0.0;
+    for (int n = 0; n < N; n++)
+        total += losses[n];
+    return total;
+}
+
+/* dx += dlogits @ wte; dwte += dlogits^T @ x (the B and W halves
+ * below); the forward wrote dlogits. */
+void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
+                        const float *x, const float *wte, int N, int C, int V)
+{
+    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte, N, C, V);
+    wf_lmhead_xent_bwd_weight(c, dwte, dlogits, x, N, C, V);
+}
+
+/* B of the LM head: dx += dlogits @ wte (the forward wrote dlogits). */
+void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits, const float *wte, int N,
+                              int C, int V) {
+    (void)c;
+    wf_sgemm(0, 0, N, C, V, 1.0f, dlogits, V, wte, C, 1.0f, dx, C);
+}
+
+void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, const float *x, int N,
+                               int C, int V) {
+    (void)c;
+    wf_sgemm(1, 0, V, C, N, 1.0f, dlogits, V, x, C, 1.0f, dwte, C);
+}
+
+/* ---- vocabulary-parallel LM head and cross-entropy ------------------------- */
+
+/* logits (N, VL) = x @ wte_part^T, padding columns set to -inf; rowmax[n] is
+ * the local maximum (-inf when the whole shard is padding). */
+void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x, const float *wte_part,
+                     int N, int C, int VL, int valid, int precision) {
+    (void)c;
+    wf_sgemm(0, 1, N, VL, C, 1.0f, x, C, wte_part, C, 0.0f, logits, VL);
+    for (int n = 0; n < N; n++) {
+        float *row = logits + (long)n * VL;
+        if (precision != WF_FP32)  /* stored in the plan's 16-bit type */
+            for (int j = 0; j < valid; j++) row[j] = wf_hd_round(precision, row[j]);
+        for (int j = valid; j < VL; j++) row[j] = -INFINITY;
+        float m = -INFINITY;
+        for (int j = 0; j < valid; j++) m = row[j] > m ? row[j] : m;
+        rowmax[n] = m;
+    }
+}
+
+/* Reads the logits only: stats[2n] = local sum of exp(logit - max),
+ * stats[2n+1] = the target's logit - max if this rank holds it, else 0. */
+void wf_vocab_exp(wf_ctx *c, const float *logits, double *stats, const float *rowmax,
+                  const int32_t *targets, int N, int VL, int v_begin, int valid) {
+    (void)c;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *row = logits + (long)n * VL;
+        int t = targets[n] - v_begin;
+        stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
+        double sum = 0.0;
+        for (int j = 0; j < valid; j++) sum += expf(row[j] - rowmax[n]);
+        stats[2 * n] = sum;
+    }
+}
+
+/* In place: logits -> dlogits with the global max and sum (padding logits are
+ * -inf: their exponentials, so their dlogits, are 0); returns the sum of the
+ * N token losses. */
+double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *rowmax, const double *stats,
+                        const int32_t *targets, float scale, int N, int VL, int v_begin,
+                        int precision) {
+    (void)c;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float *row = dlogits + (long)n * VL;
+        for (int j = 0; j < VL; j++) row[j] = expf(row[j] - rowmax[n]);
+        wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
+                       precision);
+        losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
+    }
+    double total = 0.0;
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total;
+}
+
+void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
+                       const float *x, const float *wte_part, int N, int C, int VL) {
+    /* dx is partial over the vocabulary; the tp_copy before the head sums it */
+    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
+    wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
+}
