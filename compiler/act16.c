@@ -54,7 +54,7 @@ static int op_audited(op_kind k) {
 /* act16 exactly for --backend cuda at bf16 / fp16, any tp.  The CPU backend
  * never uses it (its generated .c must not change), nor fp32. */
 int act16_decide(const Program *p) {
-    if (strcmp(p->backend, "cuda") != 0) return 0;
+    if (!backend_of(p)->act16) return 0;
     if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];

@@ -243,7 +243,7 @@ static long tensor_numel(const Program *p, int t) {
 }
 
 int attention_saves_lse(const Program *p, const ir_op *o) {
-    return o->kind == OP_ATTENTION && strcmp(p->backend, "cuda") == 0;  /* GPT-2's and GQA's */
+    return o->kind == OP_ATTENTION && backend_of(p)->attention_lse;  /* GPT-2's and GQA's */
 }
 
 static long saved_numel(const Program *p, const ir_op *o) {
