@@ -61,6 +61,17 @@ static void bucket_facts(const Program *p, const char *what) {
           "completion order", what, p->n_buckets);
     check(oversize == 0, "%s: every bucket of more than one parameter within buckets.mb = %g MiB of %g-byte gradients",
           what, p->bucket_mb, el);
+    /* and as full as the cap allows: the next parameter would not have fit
+     * (where no other rule cuts: the tied wte under ZeRO with pp > 1, chunks
+     * from ZeRO-2 on) */
+    if (p->zero >= 2 || (p->zero > 0 && p->pp > 1)) return;
+    int early = 0;
+    for (int b = 0; b + 1 < p->n_buckets; b++) {
+        const ir_bucket *bk = &p->buckets[b], *nx = &p->buckets[b + 1];
+        if (nx->stage != bk->stage) continue;
+        early += el * (double)(bk->numel + p->params[p->grad_order[nx->first_param]].numel) <= cap;
+    }
+    check(early == 0, "%s: no bucket is cut before the cap (%d are)", what, early);
 }
 
 static void zero_facts(const Program *p, const char *what) {
