@@ -40,7 +40,7 @@ static long align16(long n) { return (n + 15) & ~15L; }
 /* act16 exactly for --backend cuda at bf16 / fp16, any tp.  The CPU backend
  * never uses it (its generated .c must not change), nor fp32. */
 int act16_decide(const Program *p) {
-    if (strcmp(p->backend, "cuda") != 0) return 0;
+    if (!backend_of(p)->act16) return 0;
     if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
     for (int i = 0; i < p->n_ops; i++) {
         const op_row *r = op_row_of(p->ops[i].kind);

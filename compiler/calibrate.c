@@ -20,6 +20,7 @@
 
 #include "calibrate.h"
 #include "datagen.h"
+#include "pass_list.h"
 #include "simulate.h"
 #include "trace.h"
 
@@ -108,7 +109,8 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
     snprintf(set_data, sizeof set_data, "data.train=%s", data);
     const char *overrides[] = { set_dp, set_data };
     Program p;
-    if (run_all_passes(&p, plan, overrides, 2) != 0 || pass_emit(&p, out, runtime) != 0) {
+    compile_options opts = { .plan = plan, .overrides = overrides, .n_overrides = 2, .backend = "cpu" };
+    if (compile_plan(&p, &opts) != 0 || pass_emit(&p, out, runtime) != 0) {
         program_free(&p);
         return -1;
     }

@@ -7,7 +7,4 @@
 /* Measures and writes the cluster file `out`; 0, or -1 after reporting. */
 int calibrate_machine(const char *runtime_dir, const char *out);
 
-/* main.c: load and every pass, as `weft compile` runs them; 0 or -1. */
-int run_all_passes(Program *p, const char *plan, const char *const *overrides, int n_overrides);
-
 #endif

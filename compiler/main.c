@@ -10,6 +10,7 @@
 #include "ckpt_diff.h"
 #include "import_ds.h"
 #include "inspect.h"
+#include "pass_list.h"
 #include "simulate.h"
 #include "trace.h"
 #include "datagen.h"
@@ -22,7 +23,7 @@
 
 enum { EXIT_OK = 0, EXIT_PLAN = 1, EXIT_USAGE = 2 };
 
-static const char USAGE[] =
+static const char USAGE_HEAD[] =
     "usage: weft <command> [options]\n"
     "\n"
     "commands:\n"
@@ -49,38 +50,47 @@ static const char USAGE[] =
     "                             compare two checkpoints tensor by tensor\n"
     "\n"
     "options for check and compile:\n"
-    "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n"
-    "  --dump=PASS                print the IR after PASS (load, check, shard, partition,\n"
-    "                             graph, buckets, memory, zero) to stdout\n"
+    "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n";
+
+static const char USAGE_TAIL[] =
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
-    "  --backend cpu|cuda         code generator: C for CPUs (default), or CUDA C++ for\n"
-    "                             NVIDIA GPUs (cuBLASLt, NCCL; see README); check and\n"
-    "                             simulate plan that backend's memory too\n"
+    "  --backend NAME             code generator: C for CPUs (cpu, the default), or CUDA\n"
+    "                             C++ for NVIDIA GPUs (cuda: cuBLASLt, NCCL; see README);\n"
+    "                             check and simulate plan that backend's memory too\n"
     "  --help, --version\n"
     "\n"
     "exit codes: 0 ok, 1 plan or input error, 2 usage error\n";
 
+
+/* The usage text; the --dump line lists pass_list.c's passes, wrapped. */
+static void print_usage(FILE *out) {
+    fputs(USAGE_HEAD, out);
+    const char *lead = "  --dump=PASS                print the IR after PASS to stdout: ";
+    const char *indent = "                             ";
+    fputs(lead, out);
+    int col = (int)strlen(lead);
+    const char *names = pass_names();
+    for (int first = 1; *names; first = 0) {
+        size_t n = strcspn(names, " ");  /* "check," */
+        if (col + 1 + (int)n > 90) {
+            fprintf(out, "\n%s", indent);
+            col = (int)strlen(indent);
+        } else if (!first) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)n, names);
+        col += (int)n;
+        names += n;
+        while (*names == ' ') names++;
+    }
+    fputc('\n', out);
+    fputs(USAGE_TAIL, out);
+}
+
 static int usage_error(const char *msg) {
     fprintf(stderr, "weft: %s\n(see weft --help)\n", msg);
     return EXIT_USAGE;
-}
-
-typedef struct {
-    const char *name;
-    int (*run)(Program *p);
-} pass;
-
-static const pass PASSES[] = {
-    { "check", pass_check }, { "shard", pass_shard }, { "partition", pass_partition },
-    { "graph", pass_graph }, { "schedule", pass_schedule },
-    { "buckets", pass_buckets }, { "memory", pass_memory }, { "zero", pass_zero },
-};
-
-static int known_pass(const char *name) {
-    if (strcmp(name, "load") == 0) return 1;
-    for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++)
-        if (strcmp(name, PASSES[i].name) == 0) return 1;
-    return 0;
 }
 
 /* check and compile share their options. */
@@ -110,8 +120,10 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
             a->overrides[a->n_overrides++] = argv[i];
         } else if (strncmp(s, "--dump=", 7) == 0) {
             a->dump = s + 7;
-            if (!known_pass(a->dump))
-                return usage_error("--dump: unknown pass (valid: load, check, shard, partition, graph, buckets, memory, zero)");
+            if (!pass_known(a->dump)) {
+                fprintf(stderr, "weft: --dump: unknown pass '%s' (valid: %s)\n", a->dump, pass_names());
+                return usage_error("unknown pass");
+            }
         } else if (strcmp(s, "--format") == 0 && want_out == 2) {
             if (++i >= argc) return usage_error("--format needs text, chrome or svg");
             a->format = argv[i];
@@ -130,8 +142,10 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
             a->runtime = argv[i];
         } else if (strcmp(s, "--backend") == 0) {
             if (++i >= argc) return usage_error("--backend needs a name");
-            if (strcmp(argv[i], "cpu") != 0 && strcmp(argv[i], "cuda") != 0)
-                return usage_error("--backend: valid backends are cpu, cuda");
+            if (!backend_find(argv[i])) {
+                fprintf(stderr, "weft: --backend: unknown backend '%s' (valid: %s)\n", argv[i], backend_names());
+                return usage_error("unknown backend");
+            }
             a->backend = argv[i];
         } else if (s[0] == '-') {
             fprintf(stderr, "weft: unknown option %s\n", s);
@@ -147,23 +161,11 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
     return EXIT_OK;
 }
 
-int run_all_passes(Program *p, const char *plan, const char *const *overrides, int n_overrides) {
-    if (pass_load(p, plan, overrides, n_overrides) != 0) return -1;
-    for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++)
-        if (PASSES[i].run(p) != 0) return -1;
-    return 0;
-}
-
-/* Runs load and every pass, dumping the IR after the one asked for. */
+/* Every command runs the passes through compile_plan (pass_list.c). */
 static int run_passes(Program *p, const plan_args *a) {
-    if (pass_load(p, a->plan, a->overrides, a->n_overrides) != 0) return EXIT_PLAN;
-    snprintf(p->backend, sizeof p->backend, "%s", a->backend);  /* memory sizes depend on it */
-    if (a->dump && strcmp(a->dump, "load") == 0) program_dump(p, "load", stdout);
-    for (size_t i = 0; i < sizeof PASSES / sizeof *PASSES; i++) {
-        if (PASSES[i].run(p) != 0) return EXIT_PLAN;
-        if (a->dump && strcmp(a->dump, PASSES[i].name) == 0) program_dump(p, a->dump, stdout);
-    }
-    return EXIT_OK;
+    compile_options o = { .plan = a->plan, .overrides = a->overrides, .n_overrides = a->n_overrides,
+                          .backend = a->backend, .dump = a->dump };
+    return compile_plan(p, &o) == 0 ? EXIT_OK : EXIT_PLAN;
 }
 
 static int cmd_check(int argc, char **argv) {
@@ -172,7 +174,6 @@ static int cmd_check(int argc, char **argv) {
     if (rc != EXIT_OK) return rc;
     Program p;
     rc = run_passes(&p, &a);
-    if (rc == EXIT_OK && strcmp(a.backend, "cuda") == 0 && cuda_backend_check(&p) != 0) rc = EXIT_PLAN;
     if (rc == EXIT_OK && !a.dump) program_report(&p, stdout);
     program_free(&p);
     return rc;
@@ -185,8 +186,7 @@ static int cmd_compile(int argc, char **argv) {
     Program p;
     rc = run_passes(&p, &a);
     if (rc == EXIT_OK) {
-        if (strcmp(a.backend, "cuda") == 0 && cuda_backend_check(&p) != 0) rc = EXIT_PLAN;
-        else if (pass_emit_backend(&p, a.out, a.runtime, a.backend) != 0) rc = EXIT_PLAN;
+        if (pass_emit_backend(&p, a.out, a.runtime, a.backend) != 0) rc = EXIT_PLAN;
         else fprintf(stderr, "weft: wrote %s (%d stage program(s), %d ranks)\n", a.out, p.pp, p.world);
     }
     program_free(&p);
@@ -348,12 +348,12 @@ static int cmd_ckpt(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fputs(USAGE, stderr);
+        print_usage(stderr);
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(USAGE, stdout);
+        print_usage(stdout);
         return EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {

@@ -17,7 +17,7 @@
 /* wf_alloc hands out 64 bytes for an empty arena (runtime/common/step.c) */
 static double arena(double bytes) { return bytes > 0 ? bytes : 64.0; }
 
-static int is_cuda(const Program *p) { return strcmp(p->backend, "cuda") == 0; }
+static int runtime_buffers(const Program *p) { return backend_of(p)->runtime_buffers; }
 
 /* The distinct widths of the stage's linear biases, in 16 bits: gemm.cu's 16-bit copy of a bias grows to each larger one and
  * keeps the smaller (a captured graph may read it), so the distinct widths
@@ -134,7 +134,7 @@ program_memory program_memory_of(const Program *p, int stage) {
     m.cast = p->act16 && p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;
     m.w16 = p->act16 && p->weight16_numel ? 4.0 * (double)p->weight16_numel[stage] : 0;
     m.runtime = tables(p, stage) + (two_batches ? tied_buffer(p, stage) : 0);
-    if (is_cuda(p)) m.runtime += cuda_buffers(p, stage);
+    if (runtime_buffers(p)) m.runtime += cuda_buffers(p, stage);
     m.host = 0;
     if (p->offload_optimizer) {  /* offloaded optimizer state is host memory */
         m.host = m.optim;

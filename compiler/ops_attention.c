@@ -24,7 +24,7 @@ const char *attention_check(const Program *p, int i) {
 }
 
 int attention_saves_lse(const Program *p, const ir_op *o) {
-    return o->kind == OP_ATTENTION && strcmp(p->backend, "cuda") == 0;  /* GPT-2's and GQA's */
+    return o->kind == OP_ATTENTION && backend_of(p)->attention_lse;  /* GPT-2's and GQA's */
 }
 
 /* log-sum-exp per query row (CUDA), or the (T, T) probabilities per head */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backend.h"
 #include "schedule.h"
 
 #define WF_MAX_NAME 96

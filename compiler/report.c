@@ -141,7 +141,7 @@ void program_report(const Program *p, FILE *out) {
     }
     /* legal, but slow on a GPU: the device's AdamW updates the shard in
      * pinned host memory through PCIe every step */
-    if (p->offload_params && !p->offload_optimizer && strcmp(p->backend, "cuda") == 0)
+    if (p->offload_params && !p->offload_optimizer && backend_of(p)->separate_memory)
         fprintf(out, "  note         offload.params without offload.optimizer: AdamW runs on the device and "
                      "reads and writes the host parameter shard over PCIe each step (offload.optimizer = "
                      "\"cpu\" updates it on the host)\n");

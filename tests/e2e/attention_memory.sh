@@ -5,20 +5,17 @@
 # keep a log-sum-exp per query row and head and use B*H*T floats of scratch.
 # LLaMA's grouped-query attention likewise, H being its query heads (the
 # dk/dv kernel reads the log-sum-exp and D of every query head of a group).
-# The expected sizes are computed from the plan's numbers as the IR dump
-# prints them (micro, heads, seq, tp), and check, simulate and the generated
-# program must all agree with the memory pass.
+# The memory pass's sizes on six plans (tp 2, selective recompute, the 3D
+# plan, LLaMA at tp 1 and 2) are tests/unit/test_passes_memory.c's; here
+# --dump=memory prints them for tiny and llama_tiny, the expected sizes
+# computed from the plan's numbers as the dump prints them (micro, heads,
+# seq, tp), and check, simulate and the generated program must all agree.
 source "$(dirname "$0")/lib.sh"
 
 # field NAME FILE: the number after "NAME=" in the dump's plan line
 field() { sed -n "s/^plan .* $1=\([0-9]*\).*/\1/p" "$2" | head -1; }
 
-for v in "tiny:plans/tiny.lua" \
-         "tp2:plans/tiny.lua --set mesh.dp=1 --set mesh.tp=2" \
-         "selective:plans/tiny.lua --set recompute=selective" \
-         "3d:plans/gpt2_3d.lua" \
-         "llama:plans/llama_tiny.lua" \
-         "llama_tp2:plans/llama_tiny.lua --set mesh.dp=1 --set mesh.tp=2"; do
+for v in "tiny:plans/tiny.lua" "llama:plans/llama_tiny.lua"; do
   name=${v%%:*}
   read -r -a args <<<"${v#*:}"
   for backend in cpu cuda; do
@@ -36,15 +33,9 @@ for v in "tiny:plans/tiny.lua" \
     test "$(saved "$WORK/$name.cuda.dump" | sort -u)" = "$rows" -a "$(saved "$WORK/$name.cuda.dump" | wc -l)" = "$L"
   check "$name: scratch is T*T on the CPU, B*H*T on CUDA" \
     test "$(scratch "$d")" = "$((T * T))" -a "$(scratch "$WORK/$name.cuda.dump")" = "$rows"
-  if [ "$name" != selective ]; then
-    # every layer's buffer is its own: the slots shrink by exactly L of them
-    check "$name: CUDA activation slots are L*(B*H*T*T - B*H*T) floats smaller" \
-      test $(( $(slot "$d") - $(slot "$WORK/$name.cuda.dump") )) = $((L * (rows * T - rows)))
-  else
-    # selective recompute: one buffer that every layer's attention refills
-    check "$name: one shared buffer, B*H*T*T - B*H*T floats smaller on CUDA" \
-      test $(( $(slot "$d") - $(slot "$WORK/$name.cuda.dump") )) = $((rows * T - rows))
-  fi
+  # every layer's buffer is its own: the slots shrink by exactly L of them
+  check "$name: CUDA activation slots are L*(B*H*T*T - B*H*T) floats smaller" \
+    test $(( $(slot "$d") - $(slot "$WORK/$name.cuda.dump") )) = $((L * (rows * T - rows)))
 done
 
 # weft check and weft simulate report the smaller activation memory

@@ -1,0 +1,35 @@
+/* backend.c: the backend table (backend.h). */
+#include <string.h>
+
+#include "program.h"
+
+static const wf_backend BACKENDS[] = {
+    /* C for CPUs: floats throughout, attention keeps each head's probabilities,
+     * and the host is the device */
+    { .name = "cpu", .suffix = "c" },
+    /* CUDA C++ for NVIDIA GPUs (runtime/cuda) */
+    { .name = "cuda", .suffix = "cu", .cuda_cxx = 1, .act16 = 1, .attention_lse = 1,
+      .runtime_buffers = 1, .separate_memory = 1, .check = cuda_backend_check },
+};
+enum { N_BACKENDS = sizeof BACKENDS / sizeof *BACKENDS };
+
+const wf_backend *backend_find(const char *name) {
+    for (int i = 0; i < N_BACKENDS; i++)
+        if (strcmp(name, BACKENDS[i].name) == 0) return &BACKENDS[i];
+    return NULL;
+}
+
+const wf_backend *backend_of(const Program *p) {
+    const wf_backend *b = p->backend[0] ? backend_find(p->backend) : NULL;
+    return b ? b : &BACKENDS[0];
+}
+
+const char *backend_names(void) {
+    static char names[128];
+    if (!names[0])
+        for (int i = 0; i < N_BACKENDS; i++) {
+            if (i) strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, BACKENDS[i].name, sizeof names - strlen(names) - 1);
+        }
+    return names;
+}

@@ -1,0 +1,172 @@
+/* test_passes_buckets.c: the buckets pass (compiler/passes.c) and the ZeRO
+ * plan (compiler/zero_plan.c).  Buckets: gradients laid out in the order
+ * backward completes them, each parameter exactly once, buckets within
+ * buckets.mb (counted in the plan's gradient bytes) unless one parameter is
+ * larger, the tied wte alone under ZeRO with pp > 1, and from ZeRO-2 on no
+ * bucket across two chunks.  ZeRO: the compact shard of each bucket is
+ * ceil(numel / dp), buffers (ZeRO >= 2) and gathers (ZeRO-3) live at the
+ * same time never share a float, and every use of a parameter lies inside a
+ * gather of its bucket. */
+#include "passes_fixture.h"
+
+static void bucket_facts(const Program *p, const char *what) {
+    int bad = 0;
+    /* gradients complete after the backward of the earliest forward op using them */
+    for (int k = 0; k < p->n_params; k++) {
+        int first = -1;
+        for (int i = 0; i < p->n_ops && first < 0; i++)
+            for (int j = 0; j < p->ops[i].n_param; j++)
+                if (p->ops[i].param[j] == k) first = i;
+        bad += p->params[k].last_grad_op != p->n_ops - 1 - first;
+    }
+    for (int r = 1; r < p->n_params; r++)
+        bad += p->params[p->grad_order[r - 1]].last_grad_op > p->params[p->grad_order[r]].last_grad_op;
+    check(bad == 0, "%s: grad_order is backward completion order", what);
+    /* layout: per stage, offsets are prefix sums in grad_order */
+    bad = 0;
+    for (int s = 0; s < p->pp; s++) {
+        long off = 0;
+        for (int r = 0; r < p->n_params; r++) {
+            const ir_param *q = &p->params[p->grad_order[r]];
+            if (q->stage != s) continue;
+            bad += q->offset != off;
+            off += q->numel;
+        }
+        bad += off != p->param_numel[s];
+    }
+    check(bad == 0, "%s: each stage's gradients laid out back to back in completion order, filling its arena", what);
+    /* buckets: contiguous per stage, each parameter inside its own */
+    bad = 0;
+    double el = strcmp(p->precision, "fp32") == 0 ? 4 : 2, cap = p->bucket_mb * 1048576.0;
+    long end[64] = { 0 };
+    int oversize = 0;
+    for (int b = 0; b < p->n_buckets; b++) {
+        const ir_bucket *bk = &p->buckets[b];
+        bad += bk->offset != end[bk->stage];
+        end[bk->stage] = bk->offset + bk->numel;
+        long sum = 0;
+        for (int r = bk->first_param; r <= bk->last_param; r++) {
+            const ir_param *q = &p->params[p->grad_order[r]];
+            if (q->stage != bk->stage) continue;
+            sum += q->numel;
+            bad += q->bucket != b || q->offset < bk->offset || q->offset + q->numel > bk->offset + bk->numel;
+        }
+        bad += sum != bk->numel;
+        bad += bk->ready_after_op != p->params[p->grad_order[bk->last_param]].last_grad_op;
+        if (b && p->buckets[b - 1].stage == bk->stage) bad += bk->ready_after_op < p->buckets[b - 1].ready_after_op;
+        if (el * (double)bk->numel > cap) oversize += bk->first_param != bk->last_param;
+    }
+    for (int s = 0; s < p->pp; s++) bad += end[s] != p->param_numel[s];
+    check(bad == 0, "%s: %d buckets cover each stage's arena in order, every parameter in exactly one, ready in "
+          "completion order", what, p->n_buckets);
+    check(oversize == 0, "%s: every bucket of more than one parameter within buckets.mb = %g MiB of %g-byte gradients",
+          what, p->bucket_mb, el);
+    /* and as full as the cap allows: the next parameter would not have fit
+     * (where no other rule cuts: the tied wte under ZeRO with pp > 1, chunks
+     * from ZeRO-2 on) */
+    if (p->zero >= 2 || (p->zero > 0 && p->pp > 1)) return;
+    int early = 0;
+    for (int b = 0; b + 1 < p->n_buckets; b++) {
+        const ir_bucket *bk = &p->buckets[b], *nx = &p->buckets[b + 1];
+        if (nx->stage != bk->stage) continue;
+        early += el * (double)(bk->numel + p->params[p->grad_order[nx->first_param]].numel) <= cap;
+    }
+    check(early == 0, "%s: no bucket is cut before the cap (%d are)", what, early);
+}
+
+static void zero_facts(const Program *p, const char *what) {
+    long shard[64] = { 0 };
+    for (int b = 0; b < p->n_buckets; b++) shard[p->buckets[b].stage] += (p->buckets[b].numel + p->dp - 1) / p->dp;
+    int bad = 0;
+    for (int s = 0; s < p->pp; s++) bad += shard[s] != p->shard_numel[s];
+    check(bad == 0, "%s: the compact shard is ceil(numel / dp) of each bucket (stage 0: %ld floats)", what, shard[0]);
+    if (p->zero < 2) return;
+    bad = 0;
+    for (int a = 0; a < p->n_buckets; a++) {
+        const ir_bucket *x = &p->buckets[a];
+        bad += !(x->first_write_op <= x->ready_after_op && x->ready_after_op <= x->wait_after_op);
+        bad += x->buffer < 0 || x->buffer + x->numel > p->grad_buf_numel[x->stage];
+        for (int b = a + 1; b < p->n_buckets; b++) {
+            const ir_bucket *y = &p->buckets[b];
+            int live = x->stage == y->stage && x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
+            bad += live && x->buffer < y->buffer + y->numel && y->buffer < x->buffer + x->numel;
+        }
+    }
+    check(bad == 0, "%s: bucket buffers live from first write through ready to wait, within the arena, never "
+          "sharing a float while live together", what);
+    if (p->zero < 3) return;
+    bad = 0;
+    for (int e = 0; e < p->n_gathers; e++) {
+        const zero_gather *g = &p->gathers[e];
+        const ir_bucket *x = &p->buckets[g->bucket];
+        bad += !(g->issue <= g->start && g->start <= g->end);
+        bad += x->gather < 0 || x->gather + x->numel > p->gather_numel[g->stage];
+        for (int f = e + 1; f < p->n_gathers; f++) {
+            const zero_gather *h = &p->gathers[f];
+            const ir_bucket *y = &p->buckets[h->bucket];
+            int live = g->stage == h->stage && g->bucket != h->bucket && g->issue <= h->end && h->issue <= g->end;
+            bad += live && x->gather < y->gather + y->numel && y->gather < x->gather + x->numel;
+        }
+    }
+    /* every forward use of a parameter (time i) inside a gather of its bucket */
+    int uncovered = 0;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int j = 0; j < p->ops[i].n_param; j++) {
+            int b = p->params[p->ops[i].param[j]].bucket, in = 0;
+            for (int e = 0; e < p->n_gathers; e++)
+                in |= p->gathers[e].bucket == b && p->gathers[e].start <= i && i <= p->gathers[e].end;
+            uncovered += !in;
+        }
+    check(bad == 0 && uncovered == 0 && p->n_gathers > 0, "%s: %d gathers, issued before use, disjoint while live, "
+          "covering every forward use (%d uncovered)", what, p->n_gathers, uncovered);
+}
+
+int main(void) {
+    Program p;
+    struct { const char *what, *sets[6]; } plans[] = {
+        { "tiny (0.5 MiB)", { NULL } },
+        { "one per parameter (mb 0)", { "buckets.mb=0", NULL } },
+        { "bf16 0.1 MiB", { "precision=bf16", "buckets.mb=0.1", NULL } },
+        { "pp 2 zero 1", { "mesh.pp=2", "zero=1", "batch.micro=2", NULL } },
+        { "zero 2 mb 0", { "zero=2", "buckets.mb=0", NULL } },
+        { "zero 2 pp 2 interleaved", { "zero=2", "mesh.pp=2", "pipeline.schedule=interleaved", "pipeline.virtual=2",
+                                       "batch.micro=2", NULL } },
+        { "zero 3 mb 0.02", { "zero=3", "buckets.mb=0.02", NULL } },
+        { "zero 3 pp 2", { "zero=3", "mesh.pp=2", "batch.micro=2", "buckets.mb=0.05", NULL } },
+    };
+    for (size_t c = 0; c < sizeof plans / sizeof *plans; c++) {
+        const char *const *s = plans[c].sets;
+        int n = 0;
+        while (s[n]) n++;
+        int rc = compile_with(&p, "plans/tiny.lua", "cpu", n > 0 ? s[0] : NULL, n > 1 ? s[1] : NULL, n > 2 ? s[2] : NULL,
+                              n > 3 ? s[3] : NULL, n > 4 ? s[4] : NULL, NULL);
+        check(rc == 0, "%s compiles", plans[c].what);
+        if (rc != 0) continue;
+        bucket_facts(&p, plans[c].what);
+        zero_facts(&p, plans[c].what);
+        if (p.bucket_mb == 0) check(p.n_buckets == p.n_params, "%s: one bucket per parameter (%d)", plans[c].what, p.n_buckets);
+        if (p.zero > 0 && p.pp > 1) {
+            int bad = 0;
+            for (int k = 0; k < p.n_params; k++)
+                if (p.params[k].tied_to >= 0 || k == param_named(&p, "wte.weight")) {
+                    const ir_bucket *bk = &p.buckets[p.params[k].bucket];
+                    bad += bk->first_param != bk->last_param;
+                }
+            check(bad == 0, "%s: the tied wte and its copy each in a bucket of their own", plans[c].what);
+        }
+        if (p.zero >= 2) {
+            int bad = 0;
+            for (int b = 0; b < p.n_buckets; b++)
+                for (int r = p.buckets[b].first_param; r <= p.buckets[b].last_param; r++)
+                    if (p.params[p.grad_order[r]].stage == p.buckets[b].stage)
+                        bad += p.params[p.grad_order[r]].chunk != p.params[p.grad_order[p.buckets[b].first_param]].chunk;
+            check(bad == 0, "%s: no bucket spans two chunks", plans[c].what);
+        }
+        program_free(&p);
+    }
+    /* one bucket per stage when everything fits */
+    check(compile_with(&p, "plans/tiny.lua", "cpu", "buckets.mb=1000", NULL) == 0 && p.n_buckets == 1 &&
+          p.buckets[0].numel == p.param_numel[0], "buckets.mb = 1000: one bucket of the whole arena");
+    program_free(&p);
+    return summary();
+}

@@ -1,0 +1,141 @@
+/* test_passes_memory.c: the memory pass (compiler/passes.c, memory.c,
+ * act16.c) against closed forms.
+ *
+ * 1. One block of GPT-2 (h 64, 4 heads, T 32, V 256, micro 2: N = 64 tokens),
+ *    every width a multiple of 16 so alignment adds nothing:
+ *      activation gradients = N * 16h (the tensors that carry gradients: the
+ *        embedding, ln_1, c_attn 3h, attention, c_proj, add, ln_2, c_fc 4h,
+ *        c_proj, add, ln_f; the gelu's output has none, its backward is in
+ *        c_proj's, fuse.c) + N (the loss);
+ *      activation slot = that + the gelu's output 4hN + saved buffers:
+ *        3 layernorms x 2N (mean, rstd), attention B*H*T*T (CPU) or B*H*T
+ *        (CUDA's log-sum-exp), the LM head's dlogits N*V;
+ *      scratch = T*T (CPU: one head's dP) or B*H*T (CUDA);
+ *      under act16 (CUDA bf16) every activation count halves (saved state
+ *        but the dlogits stays float).
+ *    Psi = 12 L h^2 + 13 L h + (V + T) h + 2h parameters (tied LM head).
+ * 2. Model states per rank (program_memory_of), three models, dp 1, 2, 4,
+ *    ZeRO 0 / 1, fp32 / bf16 / fp16: parameters 4 Psi, gradients 4 Psi
+ *    (+ 4 Psi / dp, ZeRO-1's reduced shard), AdamW K Psi / (dp under ZeRO-1),
+ *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
+ *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
+ *    shard up to whole floats (at most dp - 1 floats a bucket).
+ * 3. Attention's saved buffer per backend on six plans (tp, selective
+ *    recompute, the 3D plan, LLaMA's grouped-query attention). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "passes_fixture.h"
+
+static long psi_of(long L, long h, long s, long V) { return 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h; }
+
+static void one_block(void) {
+    const long h = 64, N = 64, T = 32, B = 2, H = 4, V = 256;
+    for (int c = 0; c < 3; c++) {
+        const char *backend = c == 0 ? "cpu" : "cuda", *prec = c == 2 ? "precision=bf16" : "precision=fp32";
+        Program p;
+        if (compile_with(&p, "plans/tiny.lua", backend, "model.layers=1", "model.hidden=64", "model.seq=32",
+                         "batch.micro=2", "mesh.dp=1", "batch.global=2", prec, NULL) != 0) {
+            check(0, "one block on %s %s compiles", backend, prec);
+            continue;
+        }
+        int half = c == 2;  /* act16 */
+        long att = c == 0 ? B * H * T * T : B * H * T;
+        long dact = (16 * h * N + N) / (half ? 2 : 1);
+        long act = dact + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1);
+        long scratch = c == 0 ? T * T : B * H * T;
+        check(p.act16 == half, "%s %s: act16 = %d", backend, prec, half);
+        check(p.param_numel[0] == psi_of(1, h, T, V), "%s %s: parameter arena Psi = %ld (%ld)", backend, prec,
+              psi_of(1, h, T, V), p.param_numel[0]);
+        check(p.dact_numel[0] == dact, "%s %s: activation gradients N * 16h + N = %ld floats (%ld)", backend, prec,
+              dact, p.dact_numel[0]);
+        check(p.act_numel[0] == act, "%s %s: activation slot %ld floats (%ld)", backend, prec, act, p.act_numel[0]);
+        check(p.scratch_numel == scratch, "%s %s: scratch %ld floats (%ld)", backend, prec, scratch, p.scratch_numel);
+        program_free(&p);
+    }
+}
+
+static int near(double got, double want) { return fabs(got - want) <= 0.005 * want + 8; }
+
+static void model_states(void) {
+    static const long models[][5] = { { 2, 64, 4, 64, 256 }, { 4, 128, 4, 128, 256 }, { 6, 96, 6, 32, 1000 } };
+    static const char *const precs[] = { "fp32", "bf16", "fp16" };
+    for (int m = 0; m < 3; m++)
+        for (int dp = 1; dp <= 4; dp *= 2)
+            for (int zero = 0; zero <= 1; zero++)
+                for (int pr = 0; pr < 3; pr++) {
+                    if (dp == 1 && zero == 1) continue;
+                    const long *d = models[m];
+                    char s[8][64];
+                    snprintf(s[0], 64, "model.layers=%ld", d[0]);
+                    snprintf(s[1], 64, "model.hidden=%ld", d[1]);
+                    snprintf(s[2], 64, "model.heads=%ld", d[2]);
+                    snprintf(s[3], 64, "model.seq=%ld", d[3]);
+                    snprintf(s[4], 64, "model.vocab=%ld", d[4]);
+                    snprintf(s[5], 64, "mesh.dp=%d", dp);
+                    snprintf(s[6], 64, "batch.global=%d", 4 * dp);
+                    snprintf(s[7], 64, "zero=%d", zero);
+                    char prec[32];
+                    snprintf(prec, sizeof prec, "precision=%s", precs[pr]);
+                    Program p;
+                    if (compile_with(&p, "plans/tiny.lua", "cpu", s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
+                                     "batch.micro=4", prec, NULL) != 0) {
+                        check(0, "model %d dp %d zero %d %s compiles", m, dp, zero, precs[pr]);
+                        continue;
+                    }
+                    double psi = (double)psi_of(d[0], d[1], d[3], d[4]), K = pr == 0 ? 8 : 12;
+                    program_memory mem = program_memory_of(&p, 0);
+                    double G = 4 * psi + (zero ? 4 * psi / dp : 0), O = K * psi / (zero ? dp : 1);
+                    check(p.n_param_total == (long)psi && near(mem.params, 4 * psi) && near(mem.grads, G) &&
+                          near(mem.optim, O),
+                          "L%ld h%ld s%ld V%ld dp %d zero %d %s: Psi %.0f = %ld; parameters 4 Psi ~ %.0f, gradients "
+                          "%.0f ~ %.0f, AdamW %.0f ~ %.0f", d[0], d[1], d[3], d[4], dp, zero, precs[pr], psi,
+                          p.n_param_total, mem.params, G, mem.grads, O, mem.optim);
+                    program_free(&p);
+                }
+}
+
+/* Attention's saved floats on the CPU (B*H*T*T) and CUDA (B*H*T), H this
+ * rank's heads; CUDA's slots shrink by exactly the difference per layer (one
+ * shared buffer under selective recompute). */
+static void attention(void) {
+    struct { const char *name, *plan, *sets[3]; } v[] = {
+        { "tiny", "plans/tiny.lua", { NULL } },
+        { "tp2", "plans/tiny.lua", { "mesh.dp=1", "mesh.tp=2", NULL } },
+        { "selective", "plans/tiny.lua", { "recompute=selective", NULL } },
+        { "3d", "plans/gpt2_3d.lua", { NULL } },
+        { "llama", "plans/llama_tiny.lua", { NULL } },
+        { "llama_tp2", "plans/llama_tiny.lua", { "mesh.dp=1", "mesh.tp=2", NULL } },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        Program cpu, cuda;
+        int rc = compile_with(&cpu, v[i].plan, "cpu", v[i].sets[0], v[i].sets[1], NULL) |
+                 compile_with(&cuda, v[i].plan, "cuda", v[i].sets[0], v[i].sets[1], NULL);
+        check(rc == 0, "%s compiles on both backends", v[i].name);
+        if (rc != 0) continue;
+        long B = cpu.micro, T = cpu.seq, rows = B * (cpu.heads / cpu.tp) * T;
+        int n = 0, bad = 0;
+        for (int k = 0; k < cpu.n_ops; k++) {
+            if (cpu.ops[k].kind != OP_ATTENTION) continue;
+            n++;
+            bad += cpu.ops[k].saved_numel != rows * T || cuda.ops[k].saved_numel != rows;
+        }
+        check(bad == 0 && n == cpu.layers, "%s: each of %d attentions saves B*H*T*T = %ld floats on the CPU, B*H*T = %ld "
+              "on CUDA", v[i].name, n, rows * T, rows);
+        check(cpu.scratch_numel == T * T && cuda.scratch_numel == rows, "%s: scratch T*T = %ld on the CPU (%ld), B*H*T "
+              "on CUDA (%ld)", v[i].name, T * T, cpu.scratch_numel, cuda.scratch_numel);
+        long diff = 0;
+        for (int s = 0; s < cpu.pp; s++) diff += cpu.act_numel[s] - cuda.act_numel[s];
+        long want = (strcmp(v[i].name, "selective") == 0 ? 1 : cpu.layers) * (rows * T - rows);
+        check(diff == want, "%s: CUDA's activation slots are %ld floats smaller (%ld)", v[i].name, want, diff);
+        program_free(&cpu);
+        program_free(&cuda);
+    }
+}
+
+int main(void) {
+    one_block();
+    model_states();
+    attention();
+    return summary();
+}
