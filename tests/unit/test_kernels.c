@@ -688,25 +688,25 @@ static void test_gelu_erf(void)
 
 /* The exact GELU against values derived independently of any libm:
  * gelu(x) = x Phi(x) and gelu'(x) = Phi(x) + x phi(x) with Phi from the
- * Maclaurin series of erf, summed in 80-digit decimal arithmetic (Python's
- * decimal module), rounded to double; they agree with the normal tables
- * (Phi(1) = 0.8413447460685429, Phi(-1) = 0.1586552539314570, phi(1) =
- * 0.2419707245191434).  Each x is a float, so the kernel sees it exactly.
+ * Maclaurin series of erf, summed in 80-digit decimal arithmetic and rounded
+ * to double (tests/unit/gelu_erf_values.py prints these rows); they agree
+ * with the normal tables (Phi(1) = 0.8413447460685429, Phi(-1) =
+ * 0.1586552539314570, phi(1) = 0.2419707245191434).  Each x is a float, so
+ * the kernel sees it exactly.
  *
  * Tolerance, relative, derived for fp32: t = x / sqrt 2 is rounded twice
  * (the constant and the product), a relative error of 2^-23 at most, which
  * erfc's condition number |t erfc'(t) / erfc(t)| <= 2 t^2 + 1 = x^2 + 1
- * amplifies; erfcf and expf add a few ulps (glibc: at most 4 here) and the
- * products and the sum one rounding each.  exp(-x^2 / 2) has the same
- * condition number x^2 / 2 on the rounding of x^2.  So each term is within
+ * amplifies; erfcf and expf add a few ulps (4 allowed, 8 units of 2^-24)
+ * and each product and the sum one rounding.  exp(-x^2 / 2) has condition
+ * number x^2 / 2 on the rounding of x^2.  So each term is within
  * (2 x^2 + 16) 2^-24 of its value, and the derivative's sum within that
- * times (|Phi| + |x phi|) / |Phi + x phi| (terms of opposite sign for
- * x < 0: a cancellation the tolerance must carry).  At x = 6 that is 88
- * units of 2^-24, 5e-6.  gelu(0) = 0 is compared exactly.
+ * times (|Phi| + |x phi|) / |Phi + x phi| (the terms have opposite signs for
+ * x < 0).  At x = 6: 88 units of 2^-24, 5e-6.  gelu(0) = 0 must be exact.
  *
  * Also here: the reference test_gelu_erf uses (libm's double erf, the
  * textbook formula) agrees with these values to 1e-15 in absolute terms
- * (double cancellation in 1 + erf in the tail), and the tanh approximation
+ * (1 + erf cancels in the tail, in double too), and the tanh approximation
  * (wf_gelu_fwd) is shown to fail them: this check tells the two apart. */
 static const struct {
     float x;
@@ -721,7 +721,7 @@ static const struct {
     {-1, -1.58655253931457046e-01, -8.33154705876863050e-02},
     {-0.5f, -1.54268769362993441e-01, 1.32504875343837147e-01},
     {-0.125f, -5.62827218962358850e-02, 4.00782064301793417e-01},
-    {0, 0.0, 0.5},
+    {0, 0.00000000000000000e+00, 5.00000000000000000e-01},
     {0.25f, 1.49676581420730925e-01, 6.95373354883636052e-01},
     {0.5f, 3.45731230637006559e-01, 8.67495124656162853e-01},
     {1, 8.41344746068542926e-01, 1.08331547058768640e+00},
