@@ -1,7 +1,8 @@
 /* elementwise.c: the CPU's elementwise and row-wise kernels of weft/rt.h,
  * as runtime/cuda/elementwise.cu has them: the embedding lookups (whole and
  * vocabulary-parallel), the position and bias adds, the residual add, GELU
- * (the tanh approximation; gelu_value.h) and the rounding GELU halves of the
+ * (the tanh approximation; gelu_value.h), the exact erf GELU (gelu_erf_value.h),
+ * the rounding GELU halves of the
  * fused linear + GELU (linear_gelu.h), and the tensor-parallel collectives'
  * conversions (floats here: the CPU never stores 16 bits).
  *
@@ -15,6 +16,7 @@
 
 #include <string.h>
 
+#include "gelu_erf_value.h"
 #include "gelu_value.h"
 #include "kernels_tp.h"
 #include "linear_gelu.h"
@@ -174,6 +176,28 @@ void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, lo
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
         dinp[i] += wf_gelu_grad(inp[i]) * dout[i];
+    }
+}
+
+/* ---- exact (erf) GELU --------------------------------------------------- */
+/* Hugging Face's activation_function = "gelu"; the formula is
+ * gelu_erf_value.h's (the erfc form), which the CUDA kernels compile too. */
+
+void wf_gelu_erf_fwd(wf_ctx *c, float *out, const float *inp, long n)
+{
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        out[i] = wf_gelu_erf_value(inp[i]);
+    }
+}
+
+void wf_gelu_erf_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
+{
+    (void)c;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (long i = 0; i < n; i++) {
+        dinp[i] += wf_gelu_erf_grad(inp[i]) * dout[i];
     }
 }
 

@@ -1,6 +1,6 @@
 /* elementwise.cu: the embedding lookups, GELU (and the fused linear + GELU's
- * elementwise half), residual, position and bias adds (and the W halves of
- * the last two) on the GPU.  Same semantics as
+ * elementwise half), the exact (erf) GELU, residual, position and bias adds
+ * (and the W halves of the last two) on the GPU.  Same semantics as
  * runtime/cpu/elementwise.c: backward kernels accumulate.
  *
  * Gradients that several rows add into are summed in a fixed order, no
@@ -21,6 +21,7 @@
  * bit for bit. */
 #include "colsum.cuh"
 #include "cuda_rt.h"
+#include "gelu_erf_value.h"
 #include "gelu_value.h"
 #include "kernels_tp.h"
 #include "linear_gelu.h"
@@ -265,6 +266,54 @@ extern "C" void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const floa
                                               wf_cuda_stream(c))(WF_FP32, wf_act<S>(dinp), wf_act<S>(inp),
                                                                  wf_act<S>(dout), n)));
     wf_cuda_sync(c, "wf_gelu_bwd");
+}
+
+/* ---- GELU (exact, erf) -------------------------------------------------- */
+
+/* The formula is runtime/cpu/gelu_erf_value.h's, the CPU backend's (device
+ * erfcf and expf are within a few ulps of glibc's: fp32 rounding apart,
+ * tests/gpu/check_kernels.c).  Under act16 both kernels read and write the
+ * 16-bit storage through A, rounding each stored value once; the backward
+ * adds in fp32 before that rounding, as wf_gelu_bwd does. */
+
+template <class A>
+__global__ static void gelu_erf_fwd_kernel(typename A::raw *out, const typename A::raw *inp, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float x[A::width];
+        A::load(inp, i, x);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) x[e] = wf_gelu_erf_value(x[e]);
+        A::store(out, i, x);
+    }
+}
+
+template <class A>
+__global__ static void gelu_erf_bwd_kernel(typename A::raw *dinp, const typename A::raw *inp,
+                                           const typename A::raw *dout, long n) {
+    WF_GRID_CHUNKS(i, n, A::width) {
+        float dx[A::width], x[A::width], d[A::width];
+        A::load(dinp, i, dx);
+        A::load(inp, i, x);
+        A::load(dout, i, d);
+#pragma unroll
+        for (int e = 0; e < A::width; e++) dx[e] = dx[e] + wf_gelu_erf_grad(x[e]) * d[e];
+        A::store(dinp, i, dx);
+    }
+}
+
+extern "C" void wf_gelu_erf_fwd(wf_ctx *c, float *out, const float *inp, long n) {
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, out, inp),
+                                    WF_LAUNCH(gelu_erf_fwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(out), wf_act<S>(inp), n)));
+    wf_cuda_sync(c, "wf_gelu_erf_fwd");
+}
+
+extern "C" void wf_gelu_erf_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n) {
+    WF_BY_STORAGE(c, S, WF_BY_WIDTH(S, A, wf_vec_ok<S>(n, dinp, inp, dout),
+                                    WF_LAUNCH(gelu_erf_bwd_kernel<A>, wf_blocks(n / A::width), WF_THREADS, 0,
+                                              wf_cuda_stream(c))(wf_act<S>(dinp), wf_act<S>(inp),
+                                                                 wf_act<S>(dout), n)));
+    wf_cuda_sync(c, "wf_gelu_erf_bwd");
 }
 
 /* ---- residual add ------------------------------------------------------- */

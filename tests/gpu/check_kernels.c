@@ -293,6 +293,20 @@ static void run_all(void) {
     float *dgin = buf((long)N * M);
     wf_gelu_bwd(NULL, dgin, y, dy, (long)N * M);
     put("gelu_bwd", "dinp", dgin, (long)N * M);
+    /* the exact (erf) GELU on x in [-6, 6), its tails included; then on a
+     * count and pointers the 16-byte path does not take (one element in,
+     * N M - 3 values) */
+    long ne = (long)N * M;
+    float *xe = buf(ne), *ye = buf(ne), *dxe = buf(ne);
+    for (long i = 0; i < ne; i++) xe[i] *= 6.0f;
+    wf_gelu_erf_fwd(NULL, ye, xe, ne);
+    put("gelu_erf_fwd", "out", ye, ne);
+    wf_gelu_erf_bwd(NULL, dxe, xe, dy, ne);
+    put("gelu_erf_bwd", "dinp", dxe, ne);
+    wf_gelu_erf_fwd(NULL, ye + 1, xe + 1, ne - 3);
+    put("gelu_erf_fwd unaligned", "out", ye + 1, ne - 3);
+    wf_gelu_erf_bwd(NULL, dxe + 1, xe + 1, dy + 1, ne - 3);
+    put("gelu_erf_bwd unaligned", "dinp", dxe + 1, ne - 3);
     float *a2 = buf((long)N * C);
     wf_add_fwd(NULL, o, x, a2, (long)N * C);
     put("add_fwd", "out", o, (long)N * C);
@@ -955,6 +969,22 @@ static void act16_elementwise(int p) {
     act16_name(name, sizeof name, "gelu_bwd", p, "");
     wf_gelu_bwd(ctx, dx, x, dy, nm);
     put16(name, "dinp [16-bit]", p, dx, nm);
+    /* the exact (erf) GELU on x in [-6, 6): the 16-byte path, then an odd
+     * count (one value at a time); fresh gradients for each call */
+    float *xe = act16_buf(p, nm, 6.0f), *dxe = act16_buf(p, nm, 1.0f);
+    act16_name(name, sizeof name, "gelu_erf_fwd", p, "");
+    wf_gelu_erf_fwd(ctx, y, xe, nm);
+    put16(name, "out [16-bit]", p, y, nm);
+    act16_name(name, sizeof name, "gelu_erf_bwd", p, "");
+    wf_gelu_erf_bwd(ctx, dxe, xe, dy, nm);
+    put16(name, "dinp [16-bit]", p, dxe, nm);
+    dxe = act16_buf(p, nm, 1.0f);
+    act16_name(name, sizeof name, "gelu_erf_fwd", p, " odd");
+    wf_gelu_erf_fwd(ctx, y, xe, nm - 3);
+    put16(name, "out [16-bit]", p, y, nm - 3);
+    act16_name(name, sizeof name, "gelu_erf_bwd", p, " odd");
+    wf_gelu_erf_bwd(ctx, dxe, xe, dy, nm - 3);
+    put16(name, "dinp [16-bit]", p, dxe, nm - 3);
 
     float *a = act16_buf(p, nc, 1.0f), *b = act16_buf(p, nc, 1.0f);
     float *da = act16_buf(p, nc, 1.0f), *db = act16_buf(p, nc, 1.0f);

@@ -220,6 +220,18 @@ static void ref_gelu_n(double *const *in, double *out, long n)
 
 static void ref_gelu(double *const *in, double *out) { ref_gelu_n(in, out, NE); }
 
+/* the exact GELU in its textbook form, 0.5 x (1 + erf(x / sqrt 2)), with
+ * libm's double erf (the kernel evaluates the erfc form in float) */
+static void ref_gelu_erf_n(double *const *in, double *out, long n)
+{
+    for (long i = 0; i < n; i++) {
+        double x = in[0][i];
+        out[i] = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    }
+}
+
+static void ref_gelu_erf(double *const *in, double *out) { ref_gelu_erf_n(in, out, NE); }
+
 /* gelu(linear(x)), the pair the compiler fuses: out (N, M) */
 static void ref_linear_gelu_impl(double *const *in, double *out, int with_bias)
 {
@@ -647,6 +659,113 @@ static void test_gelu(void)
     tfree_all();
 }
 
+/* The exact GELU (wf_gelu_erf_*) as the tanh one above, on x in [-6, 6]:
+ * wider, so that the left tail, where erf is near -1, is exercised. */
+static void test_gelu_erf(void)
+{
+    float *x = frand(NE, -6, 6);
+    double *in[] = {to_double(x, NE)};
+    result r;
+
+    float *out = fbuf(NE);
+    double *ref = dbuf(NE);
+    wf_gelu_erf_fwd(NULL, out, x, NE);
+    ref_gelu_erf(in, ref);
+    r.fwd = rel_err(out, ref, NE);
+
+    float *dout = frand(NE, -1, 1);
+    double *R = to_double(dout, NE);
+    double *fd_x = fd_grad(ref_gelu_erf, in, 0, NE, R, NE);
+    grad dx = grad_new(NE);
+
+    wf_gelu_erf_bwd(NULL, dx.g, x, dout, NE);
+    r.bwd = grad_err(dx.g, dx.g0, 1, fd_x, NE);
+    wf_gelu_erf_bwd(NULL, dx.g, x, dout, NE);
+    r.acc = grad_err(dx.g, dx.g0, 2, fd_x, NE);
+    report("gelu_erf", r);
+    tfree_all();
+}
+
+/* The exact GELU against values derived independently of any libm:
+ * gelu(x) = x Phi(x) and gelu'(x) = Phi(x) + x phi(x) with Phi from the
+ * Maclaurin series of erf, summed in 80-digit decimal arithmetic and rounded
+ * to double (tests/unit/gelu_erf_values.py prints these rows); they agree
+ * with the normal tables (Phi(1) = 0.8413447460685429, Phi(-1) =
+ * 0.1586552539314570, phi(1) = 0.2419707245191434).  Each x is a float, so
+ * the kernel sees it exactly.
+ *
+ * Tolerance, relative, derived for fp32: t = x / sqrt 2 is rounded twice
+ * (the constant and the product), a relative error of 2^-23 at most, which
+ * erfc's condition number |t erfc'(t) / erfc(t)| <= 2 t^2 + 1 = x^2 + 1
+ * amplifies; erfcf and expf add a few ulps (4 allowed, 8 units of 2^-24)
+ * and each product and the sum one rounding.  exp(-x^2 / 2) has condition
+ * number x^2 / 2 on the rounding of x^2.  So each term is within
+ * (2 x^2 + 16) 2^-24 of its value, and the derivative's sum within that
+ * times (|Phi| + |x phi|) / |Phi + x phi| (the terms have opposite signs for
+ * x < 0).  At x = 6: 88 units of 2^-24, 5e-6.  gelu(0) = 0 must be exact.
+ *
+ * Also here: the reference test_gelu_erf uses (libm's double erf, the
+ * textbook formula) agrees with these values to 1e-15 in absolute terms
+ * (1 + erf cancels in the tail, in double too), and the tanh approximation
+ * (wf_gelu_fwd) is shown to fail them: this check tells the two apart. */
+static const struct {
+    float x;
+    double gelu, dgelu;
+} gelu_erf_values[] = {
+    {-6, -5.91952587022618854e-09, -3.54687094539020151e-08},
+    {-5, -1.43325785939596951e-06, -7.14694600179229474e-06},
+    {-4, -1.26684967332479697e-04, -5.03649661226421492e-04},
+    {-3, -4.04969409489028351e-03, -1.19456472041839269e-02},
+    {-2, -4.55002638963584172e-02, -8.52318010781969032e-02},
+    {-1.5f, -1.00210801903287100e-01, -1.27469192229979517e-01},
+    {-1, -1.58655253931457046e-01, -8.33154705876863050e-02},
+    {-0.5f, -1.54268769362993441e-01, 1.32504875343837147e-01},
+    {-0.125f, -5.62827218962358850e-02, 4.00782064301793417e-01},
+    {0, 0.00000000000000000e+00, 5.00000000000000000e-01},
+    {0.25f, 1.49676581420730925e-01, 6.95373354883636052e-01},
+    {0.5f, 3.45731230637006559e-01, 8.67495124656162853e-01},
+    {1, 8.41344746068542926e-01, 1.08331547058768640e+00},
+    {1.25f, 1.11793778291643098e+00, 1.12266158306942221e+00},
+    {2, 1.95449973610364158e+00, 1.08523180107819694e+00},
+    {3, 2.99595030590510980e+00, 1.01194564720418390e+00},
+    {4, 3.99987331503266752e+00, 1.00050364966122651e+00},
+    {6, 5.99999999408047380e+00, 1.00000003546870952e+00},
+};
+
+static void test_gelu_erf_values(void)
+{
+    enum { NV = sizeof gelu_erf_values / sizeof gelu_erf_values[0] };
+    float x[NV], y[NV], dy[NV], ones[NV], tanh_y[NV];
+    for (int i = 0; i < NV; i++) {
+        x[i] = gelu_erf_values[i].x;
+        dy[i] = 0.0f;
+        ones[i] = 1.0f;
+    }
+    wf_gelu_erf_fwd(NULL, y, x, NV);
+    wf_gelu_erf_bwd(NULL, dy, x, ones, NV); /* into zeros, times 1: gelu'(x) */
+    wf_gelu_fwd(NULL, tanh_y, x, NV);
+
+    double worst = 0.0, worst_ref = 0.0; /* in units of the tolerance; absolute */
+    int tanh_fails = 0;
+    for (int i = 0; i < NV; i++) {
+        double xi = x[i], g = gelu_erf_values[i].gelu, dg = gelu_erf_values[i].dgelu;
+        double unit = (2.0 * xi * xi + 16.0) * 0x1p-24;
+        double cdf = 0.5 * erfc(-xi / sqrt(2.0)), xpdf = xi * exp(-0.5 * xi * xi) / sqrt(2.0 * 3.14159265358979323846);
+        double tol_g = unit * fabs(g), tol_dg = unit * (fabs(cdf) + fabs(xpdf));
+        worst = fmax(worst, g == 0.0 ? (y[i] == 0.0f ? 0.0 : INFINITY) : fabs(y[i] - g) / tol_g);
+        worst = fmax(worst, fabs(dy[i] - dg) / tol_dg);
+        double in0[] = {xi}, *in[] = {in0}, ref;
+        ref_gelu_erf_n(in, &ref, 1);
+        worst_ref = fmax(worst_ref, fabs(ref - g));
+        tanh_fails += g != 0.0 && fabs(tanh_y[i] - g) > tol_g;
+    }
+    int ok = worst <= 1.0 && worst_ref <= 1e-15 && tanh_fails > NV / 2;
+    printf("%-16s %-22s err %.2f of tol, ref %.1e, tanh fails %d/%d  %s\n", "gelu_erf values",
+           "[Maclaurin, 80 digits]", worst, worst_ref, tanh_fails, NV - 1, ok ? "ok" : "FAIL");
+    if (!ok)
+        failures++;
+}
+
 static void test_add(void)
 {
     float *a = frand(NE, -1, 1), *b = frand(NE, -1, 1);
@@ -893,6 +1012,7 @@ static void run_config(config cfg)
     test_linear_dgelu();
     test_attention();
     test_gelu();
+    test_gelu_erf();
     test_add();
     test_residual_layernorm();
     test_lmhead_xent();
@@ -910,6 +1030,7 @@ int main(void)
         {1, 1, 6, 1, 5, 3},   /* one token, one head */
     };
     test_gemm_stats();
+    test_gelu_erf_values();
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
         run_config(configs[i]);
 

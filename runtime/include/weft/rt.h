@@ -114,6 +114,14 @@ void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
 void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n);
 void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n);
 
+/* GELU, exact: gelu(x) = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), Phi the
+ * standard normal CDF (Hugging Face's "gelu", PyTorch's gelu default);
+ * backward dinp += (Phi(x) + x phi(x)) * dout.  The conventions of the tanh
+ * pair above (storage, accumulation).  No fused linear form: cuBLASLt's GELU
+ * epilogues are the tanh approximation only. */
+void wf_gelu_erf_fwd(wf_ctx *c, float *out, const float *inp, long n);
+void wf_gelu_erf_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n);
+
 /* out = a + b (the residual connection). */
 void wf_add_fwd(wf_ctx *c, float *out, const float *a, const float *b, long n);
 void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n);
