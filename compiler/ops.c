@@ -22,7 +22,7 @@ static const op_row table[OP__COUNT] = {
     [OP_LAYERNORM] = {
         .name = "layernorm", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 2, .param_max = 2,
         .check = layernorm_check, .saved = layernorm_saved, .shard = norm_shard,
-        .act16 = op_act16_always, .backends = BOTH, .cost = COST_NORM,
+        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_NORM,
         .k = { { "wf_layernorm_fwd", "wf_layernorm_bwd", "wf_layernorm_bwd_input", "wf_layernorm_bwd_weight" } },
         .emit_fwd = layernorm_emit_fwd, .emit_bwd = layernorm_emit_bwd,
         .emit_bwd_input = layernorm_emit_bwd_input, .emit_bwd_weight = layernorm_emit_bwd_weight },
@@ -44,12 +44,17 @@ static const op_row table[OP__COUNT] = {
         .variant = attention_variant, .emit_fwd = attention_emit_fwd, .emit_bwd = attention_emit_bwd },
     [OP_GELU] = {
         .name = "gelu", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 0, .param_max = 0,
-        .check = gelu_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH,
+        .check = gelu_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
         .cost = COST_POINTWISE, .k = FWD_BWD("wf_gelu_fwd", "wf_gelu_bwd"),
+        .emit_fwd = unary_emit_fwd, .emit_bwd = unary_emit_bwd },
+    [OP_GELU_ERF] = {  /* not fused with its linear: cuBLASLt's epilogues are the tanh form */
+        .name = "gelu_erf", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 0, .param_max = 0,
+        .check = gelu_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH,
+        .keeps_shape = 1, .cost = COST_POINTWISE, .k = FWD_BWD("wf_gelu_erf_fwd", "wf_gelu_erf_bwd"),
         .emit_fwd = unary_emit_fwd, .emit_bwd = unary_emit_bwd },
     [OP_ADD] = {
         .name = "add", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,
-        .check = add_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH,
+        .check = add_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
         .cost = COST_ADD, .k = FWD_BWD("wf_add_fwd", "wf_add_bwd"),
         .emit_fwd = binary_emit_fwd, .emit_bwd = add_emit_bwd, .stem = "residual" },
     [OP_LMHEAD_XENT] = {
@@ -65,7 +70,7 @@ static const op_row table[OP__COUNT] = {
     [OP_RMSNORM] = {
         .name = "rmsnorm", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
         .check = rmsnorm_check, .saved = rmsnorm_saved, .shard = norm_shard, .act16 = op_act16_always,
-        .backends = BOTH, .cost = COST_NORM,
+        .backends = BOTH, .keeps_shape = 1, .cost = COST_NORM,
         .k = { { "wf_rmsnorm_fwd", "wf_rmsnorm_bwd", "wf_rmsnorm_bwd_input", "wf_rmsnorm_bwd_weight" } },
         .emit_fwd = rmsnorm_emit_fwd, .emit_bwd = rmsnorm_emit_bwd,
         .emit_bwd_input = rmsnorm_emit_bwd_input, .emit_bwd_weight = rmsnorm_emit_bwd_weight },
@@ -88,25 +93,25 @@ static const op_row table[OP__COUNT] = {
         .emit_fwd = vocab_embed_emit_fwd, .emit_bwd = vocab_embed_emit_bwd, .label = "A_EMBED_PARTIAL" },
     [OP_POS_ADD] = {
         .name = "pos_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
-        .act16 = op_act16_always, .backends = BOTH, .cost = COST_ADD,
+        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_ADD,
         .k = { { "wf_pos_add_fwd", "wf_pos_add_bwd", "wf_pos_add_bwd_input", "wf_pos_add_bwd_weight" } },
         .emit_fwd = pos_add_emit_fwd, .emit_bwd = pos_add_emit_bwd,
         .emit_bwd_input = pos_add_emit_bwd_input, .emit_bwd_weight = pos_add_emit_bwd_weight,
         .label = "A_EMBED" },
     [OP_BIAS_ADD] = {
         .name = "bias_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
-        .act16 = op_act16_always, .backends = BOTH, .cost = COST_ADD,
+        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_ADD,
         /* its B half is pos_add's: din += dout */
         .k = { { "wf_bias_add_fwd", "wf_bias_add_bwd", "wf_pos_add_bwd_input", "wf_bias_add_bwd_weight" } },
         .emit_fwd = bias_add_emit_fwd, .emit_bwd = bias_add_emit_bwd,
         .emit_bwd_input = bias_add_emit_bwd_input, .emit_bwd_weight = bias_add_emit_bwd_weight,
         .label_param = 1 },  /* named after the whole bias: h.0.attn.c_proj.bias */
     [OP_TP_COPY] = {
-        .name = "tp_copy", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH,
+        .name = "tp_copy", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
         .cost = COST_COMM, .coll_fwd = COLL_NONE, .coll_bwd = COLL_ALLREDUCE,
         .k = FWD_BWD("wf_tp_copy_fwd", "wf_tp_copy_bwd"), .emit_fwd = tp_emit_fwd, .emit_bwd = tp_emit_bwd },
     [OP_TP_REDUCE] = {
-        .name = "tp_reduce", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH,
+        .name = "tp_reduce", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
         .cost = COST_COMM, .coll_fwd = COLL_ALLREDUCE, .coll_bwd = COLL_NONE,
         .k = FWD_BWD("wf_tp_reduce_fwd", "wf_tp_reduce_bwd"), .emit_fwd = tp_emit_fwd, .emit_bwd = tp_emit_bwd },
     [OP_TP_GATHER] = {

@@ -12,7 +12,7 @@
  *   ops_norm.c       layernorm, rmsnorm
  *   ops_linear.c     linear, bias_add
  *   ops_attention.c  attention, rope
- *   ops_pointwise.c  gelu, add, swiglu
+ *   ops_pointwise.c  gelu, gelu_erf, add, swiglu
  *   ops_loss.c       lmhead_xent
  *   ops_tp.c         tp_copy, tp_reduce, tp_gather, tp_scatter
  * Adding an op: README.md, "Adding an op". */
@@ -81,6 +81,7 @@ typedef struct {
     /* floats of scratch its backward needs (NULL: none) */
     long (*scratch)(const Program *p, const ir_op *o);
     int selective;             /* recomputed under recompute = "selective" (its saved state shared) */
+    int keeps_shape;           /* its output has its first input's width and rows (verify_ir) */
     /* the tensor-parallel rewrite: appends the op's sharded form, returns
      * its output tensor (NULL: the op cannot be tensor-parallel) */
     int (*shard)(shard_ctx *r, const ir_op *o);

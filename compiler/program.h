@@ -26,6 +26,7 @@ typedef enum {
     /* ops the model graph (the Lua prelude) is written in */
     OP_EMBED, OP_LAYERNORM, OP_LINEAR, OP_ATTENTION, OP_GELU, OP_ADD, OP_LMHEAD_XENT,
     OP_RMSNORM, OP_ROPE, OP_SWIGLU,  /* the LLaMA family */
+    OP_GELU_ERF,       /* the exact GELU, x Phi(x) (Hugging Face's "gelu") */
     OP__GRAPH_COUNT,
     /* ops the shard pass adds for tensor parallelism */
     OP_VOCAB_EMBED = OP__GRAPH_COUNT, /* lookup of this rank's vocabulary rows (partial) */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ops.h"
 #include "verify_ir.h"
 
 static int broken(const Program *p, const char *after, const char *fmt, ...)
@@ -31,17 +32,6 @@ static int broken(const Program *p, const char *after, const char *fmt, ...) {
 }
 
 static long width(const Program *p, int t) { return p->tensors[t].width; }
-
-/* Ops whose output has the shape of their (first) input. */
-static int keeps_shape(op_kind k) {
-    switch (k) {
-    case OP_LAYERNORM: case OP_RMSNORM: case OP_GELU: case OP_ADD: case OP_POS_ADD:
-    case OP_BIAS_ADD: case OP_TP_COPY: case OP_TP_REDUCE:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 static int check_op(const Program *p, const char *after, int i, int *uses) {
     const ir_op *o = &p->ops[i];
@@ -66,7 +56,7 @@ static int check_op(const Program *p, const char *after, int i, int *uses) {
     }
     long out = width(p, o->out), in = o->n_in ? width(p, o->in[0]) : 0;
     if (out < 1) return broken(p, after, "op %d (%s) writes a tensor of width %ld", i, name, out);
-    if (keeps_shape(o->kind) &&
+    if (op_row_of(o->kind)->keeps_shape &&
         (out != in || p->tensors[o->out].rows_div != p->tensors[o->in[0]].rows_div))
         return broken(p, after, "op %d (%s) turns (N/%d, %ld) into (N/%d, %ld)", i, name,
                       p->tensors[o->in[0]].rows_div, in, p->tensors[o->out].rows_div, out);

@@ -445,6 +445,13 @@ function Graph:gelu(x)
   return self:op("gelu", ids { x }, {}, x.width)
 end
 
+-- The exact GELU, x Phi(x) (Hugging Face's activation_function = "gelu",
+-- torch.nn.functional.gelu's default); Graph:gelu is the tanh form ("gelu_new").
+function Graph:gelu_erf(x)
+  need("gelu_erf", self, { "x", "tensor", x })
+  return self:op("gelu_erf", ids { x }, {}, x.width)
+end
+
 function Graph:add(x, y)
   need("add", self, { "x", "tensor", x, "y", "tensor", y })
   if x.width ~= y.width then fail("graph:add", "widths differ: " .. x.width .. " vs " .. y.width,
@@ -471,6 +478,8 @@ local function make_gpt2(spec)
     vocab = { "integer", min = 2, max = 65536, required = true,
               valid = "2 .. 65536 (tokens are stored as uint16)" },
     init_std = { "number", min = 0, max = 1, default = 0.02 },
+    -- Hugging Face's names: "gelu_new" the tanh approximation (GPT-2's), "gelu" the exact erf form
+    activation = { "string", one_of = { "gelu_new", "gelu" }, default = "gelu_new" },
   })
   if s.hidden % s.heads ~= 0 then
     fail("gpt2.heads", s.heads .. " does not divide hidden = " .. s.hidden,
@@ -490,7 +499,7 @@ local function make_gpt2(spec)
     x = g:add(x, h)
     h = g:layernorm(x, p .. "ln_2")
     h = g:linear(h, p .. "mlp.c_fc", 4 * C, "column", std)
-    h = g:gelu(h)
+    if s.activation == "gelu" then h = g:gelu_erf(h) else h = g:gelu(h) end
     h = g:linear(h, p .. "mlp.c_proj", C, "row", proj_std)
     x = g:add(x, h)
   end
