@@ -1,7 +1,7 @@
 /* coll_nccl.c: comm = "nccl", the collectives of coll.h on NCCL.
  *
  * One communicator per group of the mesh (dp, tp, pp, and the tied first/
- * last-stage pair), made over the same MPI groups train.c split (groups.c):
+ * last-stage pair), made over the MPI groups groups.c split from the mesh:
  * group rank 0 makes the unique id and broadcasts it over the group's MPI
  * communicator.  Each group has its own comm stream.  Ordering against the
  * compute stream uses events only, never a host wait:
@@ -37,7 +37,6 @@ typedef struct nccl_group {
 } nccl_group;
 
 static nccl_group groups[WF_GROUPS];
-static const char *const group_names[WF_GROUPS] = { "dp", "tp", "pp", "tied" };
 static cudaEvent_t send_done;   /* the last pipeline send */
 static int send_pending;
 static float *scratch;          /* in-place reduce-scatter: this rank's part before it moves */
@@ -62,15 +61,6 @@ static void nccl_fail(wf_ctx *c, const char *call, const char *where, ncclResult
         if (wf_r_ != ncclSuccess) nccl_fail((c), #call, WF_CUDA_WHERE, wf_r_); \
     } while (0)
 
-static MPI_Comm mpi_group(const wf_ctx *c, wf_group g) {
-    switch (g) {
-    case WF_GROUP_DP: return c->dp_comm;
-    case WF_GROUP_TP: return c->tp_comm;
-    case WF_GROUP_PP: return c->pp_comm;
-    default: return c->tied_comm;
-    }
-}
-
 /* NCCL refuses two ranks of one communicator on one device: say so plainly
  * (comm = "mpi" lets ranks share a GPU). */
 enum { KEY = 160 };
@@ -92,14 +82,14 @@ static void check_devices(wf_ctx *c, wf_group g, MPI_Comm comm, int size) {
                 wf_fatal(c, "ncclCommInitRank", WF_WHERE,
                          "ranks %d and %d of a %s group both use %.*s: NCCL needs one device per rank "
                          "of a communicator (comm = \"nccl\"); compile with comm = \"mpi\" to share devices",
-                         worlds[i], worlds[j], group_names[g], KEY, keys + (size_t)i * KEY);
+                         worlds[i], worlds[j], wf_group_name(g), KEY, keys + (size_t)i * KEY);
     free(keys);
     free(worlds);
 }
 
 static void setup_group(wf_ctx *c, wf_group g) {
     nccl_group *s = &groups[g];
-    MPI_Comm comm = mpi_group(c, g);
+    MPI_Comm comm = wf_group_comm(c, g);
     s->joined = 1;
     if (comm == MPI_COMM_NULL) return;
     WF_MPI(c, MPI_Comm_size(comm, &s->size));
@@ -129,7 +119,7 @@ void wf_nccl_setup(wf_ctx *c) {
 static nccl_group *begin(wf_ctx *c, wf_group g) {
     nccl_group *s = &groups[g];
     if (!s->comm)
-        wf_fatal(c, "wf_coll", WF_WHERE, "no NCCL communicator for the %s group", group_names[g]);
+        wf_fatal(c, "wf_coll", WF_WHERE, "no NCCL communicator for the %s group", wf_group_name(g));
     cudaStream_t compute = wf_cuda_stream(c);
     if (g == WF_GROUP_PP && send_pending) {  /* the last send's buffer may be reused from here */
         WF_CUDA(c, cudaStreamWaitEvent(compute, send_done, 0));
