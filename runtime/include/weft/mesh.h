@@ -14,10 +14,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
-
 #endif
 
 /* The axes weft knows, one row each: X(ID, name, largest size, what it
