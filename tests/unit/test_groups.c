@@ -186,7 +186,8 @@ static void permute(const int size[WF_AXES], int *kinds, int n) {
 }
 
 static void expect_error(const char *order, int dp, int tp, int pp, const char *problem_want) {
-    int size[WF_AXES] = { 0 };
+    int size[WF_AXES];
+    for (int k = 0; k < WF_AXES; k++) size[k] = 1;
     size[WF_AXIS_DP] = dp, size[WF_AXIS_TP] = tp, size[WF_AXIS_PP] = pp;
     wf_axis ax[WF_AXES];
     char problem[160], valid[200], what[640];
@@ -201,7 +202,8 @@ static void expect_error(const char *order, int dp, int tp, int pp, const char *
 /* A hand-worked mesh: dp 2 x tp 2 x pp 2. */
 static void check_example(const char *order, int rank, const int want_coord[3], const int want_dp[2],
                           const int want_tp[2], const int want_pp[2], int pp_stride) {
-    int size[WF_AXES] = { 0 }, c[WF_AXES], m[8], index;
+    int size[WF_AXES], c[WF_AXES], m[8], index;
+    for (int k = 0; k < WF_AXES; k++) size[k] = 1;
     size[WF_AXIS_DP] = size[WF_AXIS_TP] = size[WF_AXIS_PP] = 2;
     wf_axis ax[WF_AXES];
     char problem[160], valid[200], what[96];
@@ -228,7 +230,8 @@ int main(void) {
     const int meshes[][3] = { /* dp, tp, pp */
         { 1, 1, 1 }, { 2, 1, 1 }, { 1, 2, 1 }, { 1, 1, 2 }, { 2, 2, 2 }, { 4, 2, 1 }, { 2, 1, 4 }, { 3, 2, 3 } };
     for (size_t i = 0; i < sizeof meshes / sizeof meshes[0]; i++) {
-        int size[WF_AXES] = { 0 }, kinds[WF_AXES];
+        int size[WF_AXES], kinds[WF_AXES];
+        for (int k = 0; k < WF_AXES; k++) size[k] = 1;  /* an axis the meshes below omit */
         size[WF_AXIS_DP] = meshes[i][0], size[WF_AXIS_TP] = meshes[i][1], size[WF_AXIS_PP] = meshes[i][2];
         for (int k = 0; k < WF_AXES; k++) kinds[k] = k;
         permute(size, kinds, WF_AXES);
@@ -244,7 +247,8 @@ int main(void) {
     check_example("pp-dp-tp", 6, (const int[]){ 1, 1, 0 }, (const int[]){ 4, 6 }, (const int[]){ 2, 6 },
                   (const int[]){ 6, 7 }, 1);
     {   /* a group over two axes: tp-dp-pp, rank 5's dp x tp group is stage 1 */
-        int size[WF_AXES] = { 2, 2, 2 }, m[8], index;
+        int size[WF_AXES], m[8], index;
+        for (int k = 0; k < WF_AXES; k++) size[k] = 2;
         wf_axis ax[WF_AXES];
         char problem[160], valid[200];
         wf_mesh_layout("tp-dp-pp", size, ax, problem, sizeof problem, valid, sizeof valid);
