@@ -883,6 +883,11 @@ local function make_plan(spec)
   -- mesh.order: the axes joined by "-", each once, the first fastest
   local sizes, names = {}, {}
   for _, a in ipairs(MESH.axes) do sizes[a.name], names[#names + 1] = s.mesh[a.name], a.name end
+  local world, product = 1, concat(names, " * ")  -- "dp * tp * pp"
+  for _, n in ipairs(names) do world = world * s.mesh[n] end
+  if world > LIMIT then
+    fail("plan.mesh", product .. " = " .. world .. " ranks overflow a 32-bit rank number", product .. " <= " .. LIMIT)
+  end
   local strides, problem, valid = MESH.layout(s.mesh.order, sizes)
   if not strides then fail("mesh.order", show(s.mesh.order) .. " " .. problem, valid) end
   s.batch = check_fields("batch", s.batch, {
@@ -1071,11 +1076,6 @@ local function make_plan(spec)
          .. " overflows a 32-bit index", fewer(m.seq * m.ffn_hidden, "seq * ffn_hidden"))
   end
 
-  local world, product = 1, concat(names, " * ")  -- "dp * tp * pp"
-  for _, n in ipairs(names) do world = world * s.mesh[n] end
-  if world > LIMIT then
-    fail("plan.mesh", product .. " = " .. world .. " ranks overflow a 32-bit rank number", product .. " <= " .. LIMIT)
-  end
   local devices = s.cluster.nodes * s.cluster.devices_per_node
   -- comm = "mpi" stages collectives through host memory: ranks may then
   -- share the devices, evenly; NCCL needs a device per rank

@@ -3,6 +3,7 @@
  * builder. */
 #include "weft/mesh.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,9 +78,19 @@ int wf_mesh_layout(const char *order, const int size[WF_AXES], wf_axis out[WF_AX
         }
         named[n++] = k;  /* size 1: outermost, where it moves no rank */
     }
-    int stride = 1;
+    long long stride = 1;
     for (int i = 0; i < WF_AXES; i++) {
-        out[i] = (wf_axis){ .kind = named[i], .size = size[named[i]], .stride = stride };
+        if (size[named[i]] < 1) {
+            snprintf(problem, problem_n, "lays out %s = %d (a size is >= 1)", axis_table[named[i]].name,
+                     size[named[i]]);
+            return -1;
+        }
+        if (stride * size[named[i]] > INT_MAX) {
+            snprintf(problem, problem_n, "needs more than %d ranks (at %s = %d)", INT_MAX,
+                     axis_table[named[i]].name, size[named[i]]);
+            return -1;
+        }
+        out[i] = (wf_axis){ .kind = named[i], .size = size[named[i]], .stride = (int)stride };
         stride *= size[named[i]];
     }
     problem[0] = 0;

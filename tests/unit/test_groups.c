@@ -271,6 +271,8 @@ int main(void) {
     expect_error("tp--dp-pp", 1, 1, 1, "has an empty axis name");
     expect_error("tp-dp-pp-", 1, 1, 1, "has an empty axis name");
     expect_error("tp dp pp", 1, 1, 1, "names \"tp dp pp\", which is not a mesh axis");
+    expect_error("tp-dp-pp", 65536, 1024, 1024, "needs more than 2147483647 ranks (at pp = 1024)");
+    expect_error("tp-dp-pp", 0, 1, 1, "lays out dp = 0 (a size is >= 1)");
 
     printf("%d checks, %d failed\n", checks, failures);
     return failures != 0;
