@@ -282,7 +282,21 @@ static void program_fields(writer *o, const char *fmt, ...) {
     emit(o, "\n");
 }
 
+/* The mesh (weft/mesh.h), from which the runtime builds its communicators. */
+static void emit_mesh(writer *o, const Program *p) {
+    char order[64];
+    wf_mesh_order(p->axes, p->n_axes, order, sizeof order);
+    emit(o, "/* Mesh, fastest axis first (mesh.order %s): rank r's coordinate on an axis is\n"
+         " * (r / stride) %% size; the runtime's groups are built from it (groups.c). */\n", order);
+    emit(o, "static const wf_axis AXES[%d] = {", p->n_axes);
+    for (int i = 0; i < p->n_axes; i++)
+        emit(o, "%s { %s, %d, %d }", i ? "," : "", wf_axis_id(p->axes[i].kind), p->axes[i].size,
+          p->axes[i].stride);
+    emit(o, " };\n\n");
+}
+
 static void emit_main(writer *o, const Program *p, int stage) {
+    emit_mesh(o, p);
     if (cuda_backend) emit(o, "static wf_program make_program(void) {\n    wf_program P = {};\n");
     else emit(o, "static const wf_program PROGRAM = {\n");
     char path[1100], data[1100];
@@ -290,9 +304,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
       p->plan_hash);
     program_fields(o, ".stage = %d, .n_stages = %d, .dp = %d, .tp = %d, .pp = %d, .sp = %d, .world = %d,",
       stage, p->pp, p->dp, p->tp, p->pp, p->sp, p->world);
-    if (strcmp(p->order, "tp-dp-pp") != 0)  /* mesh.order */
-        program_fields(o, ".stride_tp = %d, .stride_dp = %d, .stride_pp = %d,", p->stride_tp, p->stride_dp,
-          p->stride_pp);
+    program_fields(o, ".axes = AXES, .n_axes = %d,", p->n_axes);
     program_fields(o, ".layers = %d, .hidden = C, .heads = NH, .seq = T, .vocab = V,", p->layers);
     if (strcmp(p->family, "llama") == 0)
         program_fields(o, ".family = \"llama\", .kv_heads = %d, .ffn_hidden = %d, .rope_theta = %.17g, "
@@ -365,22 +377,48 @@ static int write_stage(const Program *p, const char *dir, int stage) {
 
 /* ---- rank table, build file, launcher ------------------------------------- */
 
+/* Each rank's coordinates and the member ranks of its group along each axis,
+ * listed in the group's communicator order (the runtime builds the same
+ * groups from the program's AXES, with the same wf_mesh_group). */
 static int write_ranks(const Program *p, const char *dir) {
     writer o;
     if (open_writer(&o, dir, "ranks.txt") != 0) return -1;
-    if (strcmp(p->order, "tp-dp-pp") == 0)
-        emit(&o, "# rank table for plan %s: dp %d x tp %d x pp %d; tp innermost\n", p->plan_name,
-          p->dp, p->tp, p->pp);
-    else
-        emit(&o, "# rank table for plan %s: dp %d x tp %d x pp %d; mesh.order %s (first fastest)\n",
-          p->plan_name, p->dp, p->tp, p->pp, p->order);
-    emit(&o, "# rank  node  dp  tp  pp  stage  program  dp_group  tp_group  pp_group\n");
-    for (int r = 0; r < p->world; r++) {
-        int tp, dp, pp;
-        rank_coords(p, r, &tp, &dp, &pp);
-        emit(&o, "%6d %5d %3d %3d %3d %6d  stage%d   %8d  %8d  %8d\n", r, r / p->devices_per_node,
-          dp, tp, pp, pp, pp, pp * p->tp + tp, pp * p->dp + dp, dp * p->tp + tp);
+    char order[64];
+    wf_mesh_order(p->axes, p->n_axes, order, sizeof order);
+    emit(&o, "# rank table for plan %s:", p->plan_name);
+    for (int k = 0; k < WF_AXES; k++)
+        emit(&o, "%s %s %d", k ? " x" : "", wf_axis_name(k), wf_mesh_size(p->axes, p->n_axes, k));
+    emit(&o, "; mesh.order %s (first fastest)\n", order);
+    emit(&o, "# a group column lists the group's ranks in communicator order\n# rank  node");
+    for (int k = 0; k < WF_AXES; k++) emit(&o, "  %s", wf_axis_name(k));
+    emit(&o, "  stage  program");
+    for (int k = 0; k < WF_AXES; k++) emit(&o, "  %s_group", wf_axis_name(k));
+    emit(&o, "\n");
+    int *members = malloc(sizeof(int) * (size_t)p->world);
+    if (!members) {
+        wf_error("out of memory writing ranks.txt");
+        close_writer(&o, "ranks.txt");
+        return -1;
     }
+    for (int r = 0; r < p->world; r++) {
+        int coord[WF_AXES];
+        wf_mesh_coords(p->axes, p->n_axes, r, coord);
+        int stage = coord[WF_AXIS_PP];
+        emit(&o, "%6d %5d", r, r / p->devices_per_node);
+        for (int k = 0; k < WF_AXES; k++) emit(&o, " %3d", coord[k]);
+        emit(&o, " %6d  stage%-2d", stage, stage);
+        for (int k = 0; k < WF_AXES; k++) {  /* "0,2", padded to its column's width */
+            int n = wf_mesh_group(p->axes, p->n_axes, r, 1u << k, members, NULL), width = 0;
+            emit(&o, "  ");
+            for (int m = 0; m < n; m++) {
+                emit(&o, "%s%d", m ? "," : "", members[m]);
+                width += snprintf(NULL, 0, "%s%d", m ? "," : "", members[m]);
+            }
+            if (k < WF_AXES - 1) emit(&o, "%*s", width < 8 ? 8 - width : 0, "");
+        }
+        emit(&o, "\n");
+    }
+    free(members);
     return close_writer(&o, "ranks.txt");
 }
 
@@ -447,11 +485,11 @@ static int write_launch(const Program *p, const char *dir) {
     emit(&o, "exec mpirun $flags --bind-to none");
     if (p->pp == 1) {
         emit(&o, " -np %d \"$bin/stage0\" \"$@\"\n", p->world);
-    } else if (p->stride_pp != p->tp * p->dp) {
+    } else if (wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_PP) != p->world / p->pp) {
         /* pp not outermost: a stage's ranks are not one block, so each rank
-         * picks its stage's program from its rank (as rank_coords does) */
+         * picks its stage's program from its rank (as wf_mesh_coords does) */
         emit(&o, " -np %d sh -c 'exec \"$0/stage$(( OMPI_COMM_WORLD_RANK / %d %% %d ))\" \"$@\"' \"$bin\" \"$@\"\n",
-          p->world, p->stride_pp, p->pp);
+          p->world, wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_PP), p->pp);
     } else {
         /* MPMD: each pipeline stage's ranks run that stage's program */
         for (int s = 0; s < p->pp; s++)

@@ -67,14 +67,18 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
     long bytes = boundary_bytes(p);
     for (int r = 0; r < p->world; r++) {
         if (only_rank >= 0 && r != only_rank) continue;
-        int tp, dp, stage;
-        rank_coords(p, r, &tp, &dp, &stage);
+        int coord[WF_AXES];
+        wf_mesh_coords(p->axes, p->n_axes, r, coord);
+        int tp = coord[WF_AXIS_TP], dp = coord[WF_AXIS_DP], stage = coord[WF_AXIS_PP];
         fprintf(out, "rank %d: stage %d, dp %d, tp %d; %d activation slot(s)", r, stage, dp, tp,
                 s->slots[stage]);
         if (p->pp > 1) {  /* the schedule names stages; these are the ranks behind them */
             fprintf(out, "; pipeline peers:");
             for (int st = 0; st < p->pp; st++)
-                if (st != stage) fprintf(out, " stage %d = rank %d", st, (st * p->dp + dp) * p->tp + tp);
+                if (st != stage) {
+                    coord[WF_AXIS_PP] = st;  /* the same (dp, tp) on stage st, by mesh.order */
+                    fprintf(out, " stage %d = rank %d", st, wf_mesh_rank(p->axes, p->n_axes, coord));
+                }
         }
         fputc('\n', out);
         if (s->pro)

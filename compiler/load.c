@@ -254,22 +254,22 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
             if (p->ops[i].kind == OP_LINEAR) p->params[p->ops[i].param[0]].transposed = 1;
 
     int mesh = push_sub(L, plan, "mesh");
-    p->dp = (int)get_int(L, mesh, "dp");
-    p->tp = (int)get_int(L, mesh, "tp");
-    p->pp = (int)get_int(L, mesh, "pp");
+    int size[WF_AXES];
+    for (int k = 0; k < WF_AXES; k++) size[k] = (int)get_int(L, mesh, wf_axis_name(k));
+    p->dp = size[WF_AXIS_DP], p->tp = size[WF_AXIS_TP], p->pp = size[WF_AXIS_PP];
     lua_getfield(L, mesh, "sp");
     p->sp = lua_toboolean(L, -1) && p->tp > 1;
     lua_pop(L, 1);
-    lua_getfield(L, mesh, "order");  /* checked by the prelude: a permutation of tp, dp, pp */
-    snprintf(p->order, sizeof p->order, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "tp-dp-pp");
-    lua_pop(L, 1);
-    int stride = 1;
-    for (const char *d = p->order; *d; d += d[2] ? 3 : 2) {
-        if (strncmp(d, "tp", 2) == 0) p->stride_tp = stride, stride *= p->tp;
-        else if (strncmp(d, "dp", 2) == 0) p->stride_dp = stride, stride *= p->dp;
-        else p->stride_pp = stride, stride *= p->pp;
-        if (!d[2]) break;
+    lua_getfield(L, mesh, "order");  /* checked by the prelude, with this parser */
+    const char *order = lua_tostring(L, -1);
+    char problem[160], valid[200];
+    p->n_axes = WF_AXES;
+    if (wf_mesh_layout(order ? order : WF_MESH_DEFAULT_ORDER, size, p->axes, problem, sizeof problem, valid,
+                       sizeof valid) != 0) {
+        wf_error("internal: mesh.order \"%s\" %s", order ? order : "", problem);
+        bad_field = 1;
     }
+    lua_pop(L, 1);
     p->world = (int)get_int(L, plan, "world");
     int cluster = push_sub(L, plan, "cluster");
     p->nodes = (int)get_int(L, cluster, "nodes");
@@ -367,10 +367,4 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     }
     sandbox_close(&sb);
     return bad_field ? -1 : 0;
-}
-
-void rank_coords(const Program *p, int r, int *tp, int *dp, int *pp) {
-    *tp = (r / p->stride_tp) % p->tp;
-    *dp = (r / p->stride_dp) % p->dp;
-    *pp = (r / p->stride_pp) % p->pp;
 }

@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "schedule.h"
+#include "weft/mesh.h"
 
 #define WF_MAX_NAME 96
 #define WF_MAX_NCCL_ENV 24   /* plan.nccl settings (the prelude knows fewer) */
@@ -162,10 +163,10 @@ typedef struct Program {
     double rope_theta, norm_eps;      /* llama */
     /* mesh and cluster */
     int dp, tp, pp, world;
-    /* mesh.order: rank r's coordinate c is (r / stride_c) % c, the order's
-     * first dimension fastest (tp-dp-pp: stride_tp 1, stride_dp tp, stride_pp tp * dp) */
-    int stride_tp, stride_dp, stride_pp;
-    char order[16];
+    /* the mesh as data (weft/mesh.h), laid out by mesh.order, fastest axis
+     * first; dp, tp and pp above are its sizes, kept for the passes */
+    wf_axis axes[WF_AXES];
+    int n_axes;
     int sp;                 /* sequence parallelism inside the tp group */
     int vocab_padded;       /* vocab rounded up to a multiple of tp */
     int nodes, devices_per_node;
@@ -285,7 +286,6 @@ int pass_emit_backend(const Program *p, const char *out_dir, const char *runtime
 int cuda_backend_check(const Program *p);
 
 void program_free(Program *p);
-void rank_coords(const Program *p, int r, int *tp, int *dp, int *pp);  /* by mesh.order */
 int program_slots(const Program *p, int stage);   /* activation slots a stage reserves */
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */

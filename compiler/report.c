@@ -62,9 +62,14 @@ void program_report(const Program *p, FILE *out) {
                 b, c, tokens);
     fprintf(out, "mesh      dp %d x tp %d x pp %d = %d ranks on %d node(s) of %d %s\n",
             p->dp, p->tp, p->pp, p->world, p->nodes, p->devices_per_node, p->device);
-    if (strcmp(p->order, "tp-dp-pp") != 0)
-        fprintf(out, "          ranks numbered in mesh.order %s (first fastest): tp stride %d, dp %d, pp %d\n",
-                p->order, p->stride_tp, p->stride_dp, p->stride_pp);
+    char order[64];
+    wf_mesh_order(p->axes, p->n_axes, order, sizeof order);
+    if (strcmp(order, WF_MESH_DEFAULT_ORDER) != 0) {
+        fprintf(out, "          ranks numbered in mesh.order %s (first fastest): stride", order);
+        for (int i = 0; i < p->n_axes; i++)
+            fprintf(out, "%s %s %d", i ? "," : "", wf_axis_name(p->axes[i].kind), p->axes[i].stride);
+        fprintf(out, "\n");
+    }
     fprintf(out, "batch     global %d = micro %d x dp %d x accumulation %d; %.0f tokens/step\n",
             p->global_batch, p->micro, p->dp, p->accum, tokens);
     fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",

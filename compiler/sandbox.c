@@ -206,7 +206,8 @@ int sandbox_run(wf_sandbox *sb, const char *path, const char *const *overrides, 
         lua_pushstring(L, eq + 1);
         lua_settable(L, -3);
     }
-    st = lua_pcall(L, 2, 1, 0);
+    mesh_push_lua(L);
+    st = lua_pcall(L, 3, 1, 0);
     if (st != LUA_OK) {
         free(src);
         return report_lua_error(sb, st);

@@ -21,5 +21,8 @@ typedef struct wf_sandbox {
  * on failure reports a file:line: diagnostic and returns -1. */
 int sandbox_run(wf_sandbox *sb, const char *path, const char *const *overrides, int n_overrides);
 void sandbox_close(wf_sandbox *sb);
+/* Pushes the mesh module for the prelude (mesh_lua.c): its axes, default
+ * order and mesh.order parser. */
+void mesh_push_lua(lua_State *L);
 
 #endif

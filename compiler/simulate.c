@@ -360,7 +360,8 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     double boundary = 0;
     for (int k = 1; k < p->n_chunks; k++)
         if (p->chunk_in[k]) boundary = 4.0 * tensor_storage(p, p->chunk_in[k]);  /* act16: half */
-    double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, p->stride_pp)) : 0;
+    int pp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_PP);  /* ranks between neighbour stages */
+    double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, pp_apart)) : 0;
     double *us = malloc(sizeof(double) * (size_t)(3 * p->n_chunks + p->pp));
     if (!us) {
         sim_times_free(&tm);
@@ -416,14 +417,15 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
      * that compute. */
     double el = calib || strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
     double exposed_dp = 0, dp_comm = 0;
+    int dp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_DP);
     for (int st = 0; st < p->pp; st++) {
         double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st];
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {
                 double bytes = el * p->buckets[k].numel;
-                ar += cost_allreduce_ring(bytes, p->dp, inter_link(p, p->stride_dp));
-                rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, p->stride_dp));
-                ag += cost_allgather_ring(bytes, p->dp, inter_link(p, p->stride_dp));
+                ar += cost_allreduce_ring(bytes, p->dp, inter_link(p, dp_apart));
+                rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, dp_apart));
+                ag += cost_allgather_ring(bytes, p->dp, inter_link(p, dp_apart));
             }
         double c = ar, e = ar > bs ? ar - bs : 0;
         if (p->zero == 1) {

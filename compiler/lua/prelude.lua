@@ -2,15 +2,18 @@
 -- state the host has sandboxed; it keeps debug.getinfo for itself so that every
 -- error can name the plan's file:line, and hands the plan only `weft`.
 --
--- Chunk arguments: the plan's chunk name ("@path") and a table of overrides
--- ("mesh.dp" -> "4") from `weft compile --set`.
+-- Chunk arguments: the plan's chunk name ("@path"), a table of overrides
+-- ("mesh.dp" -> "4") from `weft compile --set`, and the host's mesh module
+-- (compiler/mesh_lua.c): the mesh axes { name =, max = }, the default order
+-- and layout(order, sizes), the mesh.order parser the compiler and the
+-- runtime share.
 --
 -- The plan is untrusted: it can read and write every table it is handed, and
 -- it can build tables that look like ours.  So the library never reads its
 -- own functions or data back through tables the plan can reach (it keeps them
 -- in locals), and weft.plan rebuilds every model, optimizer and cluster from a
 -- private copy of the spec it was made from, rejecting look-alikes.
-local PLAN_SOURCE, OVERRIDES = ...
+local PLAN_SOURCE, OVERRIDES, MESH = ...
 local getinfo, registry = debug.getinfo, debug.getregistry()
 -- The plan's environment shares the math and table libraries with ours (the
 -- host copies only string), so a plan could replace math.type and switch the
@@ -879,14 +882,23 @@ local function make_plan(spec)
   s.optimizer = rebuild("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")
   s.cluster = rebuild("plan.cluster", s.cluster, "cluster", "weft.cluster { ... }")
 
-  s.mesh = check_fields("mesh", s.mesh, {
-    dp = { "integer", min = 1, max = 65536, default = 1 },
-    tp = { "integer", min = 1, max = 1024, default = 1 },
-    pp = { "integer", min = 1, max = 1024, default = 1 },
+  -- one size field per mesh axis (the host's axis table), and the order
+  local mesh_schema = {
     sp = { "boolean", default = false },
-    order = { "string", default = "tp-dp-pp",
-              one_of = { "tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp" } },
-  })
+    order = { "string", default = MESH.default_order },
+  }
+  for _, a in ipairs(MESH.axes) do mesh_schema[a.name] = { "integer", min = 1, max = a.max, default = 1 } end
+  s.mesh = check_fields("mesh", s.mesh, mesh_schema)
+  -- mesh.order: the axes joined by "-", each once, the first fastest
+  local sizes, names = {}, {}
+  for _, a in ipairs(MESH.axes) do sizes[a.name], names[#names + 1] = s.mesh[a.name], a.name end
+  local world, product = 1, concat(names, " * ")  -- "dp * tp * pp"
+  for _, n in ipairs(names) do world = world * s.mesh[n] end
+  if world > LIMIT then
+    fail("plan.mesh", product .. " = " .. world .. " ranks overflow a 32-bit rank number", product .. " <= " .. LIMIT)
+  end
+  local strides, problem, valid = MESH.layout(s.mesh.order, sizes)
+  if not strides then fail("mesh.order", show(s.mesh.order) .. " " .. problem, valid) end
   s.batch = check_fields("batch", s.batch, {
     micro = { "integer", min = 1, max = 1 << 20, required = true },
     global = { "integer", min = 1, max = 1 << 24 },
@@ -935,11 +947,7 @@ local function make_plan(spec)
   -- (Megatron's) by default.  Tensor parallelism exchanges activations in
   -- every layer: keep its group inside one node, which with tp not innermost
   -- means its span (tp times the dimensions inside it) fits a node.
-  local inner = 1
-  for dim in s.mesh.order:gmatch("[a-z]+") do
-    if dim == "tp" then break end
-    inner = inner * s.mesh[dim]
-  end
+  local inner = strides.tp  -- the ranks of the axes inside tp
   local span, per_node = s.mesh.tp * inner, s.cluster.devices_per_node
   if s.cluster.device.name ~= "CPU" and s.mesh.tp > per_node then
     fail("mesh.tp", show(s.mesh.tp) .. " spans more than one node of " .. per_node
@@ -1077,16 +1085,15 @@ local function make_plan(spec)
          .. " overflows a 32-bit index", fewer(m.seq * m.ffn_hidden, "seq * ffn_hidden"))
   end
 
-  local world = s.mesh.dp * s.mesh.tp * s.mesh.pp
   local devices = s.cluster.nodes * s.cluster.devices_per_node
   -- comm = "mpi" stages collectives through host memory: ranks may then
   -- share the devices, evenly; NCCL needs a device per rank
   local shared = s.comm == "mpi"
   if s.cluster.device.name ~= "CPU" and shared and world > devices and world % devices ~= 0 then
-    fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks do not share the cluster's "
+    fail("plan.mesh", product .. " = " .. world .. " ranks do not share the cluster's "
          .. devices .. " devices evenly (comm = \"mpi\")", "a mesh whose product is a multiple of " .. devices)
   elseif s.cluster.device.name ~= "CPU" and (shared and world < devices or not shared and world ~= devices) then
-    fail("plan.mesh", "dp * tp * pp = " .. world .. " ranks, but the cluster has "
+    fail("plan.mesh", product .. " = " .. world .. " ranks, but the cluster has "
          .. devices .. " devices", shared and "a mesh whose product is a multiple of " .. devices
          or "a mesh whose product is " .. devices
             .. (world > devices and ", or comm = \"mpi\" to let ranks share devices" or ""))

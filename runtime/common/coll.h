@@ -14,12 +14,20 @@
 
 #include <mpi.h>
 
+#include "weft/mesh.h"
 #include "weft/runtime_buffers.h"
 
 typedef struct wf_ctx wf_ctx;
 
-/* The groups of the mesh (groups.c says which ranks share one). */
-typedef enum { WF_GROUP_DP, WF_GROUP_TP, WF_GROUP_PP, WF_GROUP_TIED, WF_GROUPS } wf_group;
+/* The groups of the mesh (groups.c says which ranks share one): one per mesh
+ * axis (weft/mesh.h), then the tied pair of pipeline ends. */
+typedef enum {
+#define WF_GROUP_ENUM(id, name, max, what) WF_GROUP_##id = WF_AXIS_##id,
+    WF_MESH_AXES(WF_GROUP_ENUM)
+#undef WF_GROUP_ENUM
+    WF_GROUP_TIED = WF_AXES,  /* the first and last stage of one pipeline (the tied wte) */
+    WF_GROUPS
+} wf_group;
 typedef enum { WF_F32, WF_F64 } wf_dtype;
 typedef enum { WF_SUM, WF_MAX } wf_redop;
 

@@ -6,15 +6,6 @@
 #include "coll.h"
 #include "internal.h"
 
-static MPI_Comm group_comm(const wf_ctx *c, wf_group g) {
-    switch (g) {
-    case WF_GROUP_DP: return c->dp_comm;
-    case WF_GROUP_TP: return c->tp_comm;
-    case WF_GROUP_PP: return c->pp_comm;
-    default: return c->tied_comm;
-    }
-}
-
 /* MPI counts are ints */
 static int count(const wf_ctx *c, long n, const char *call) {
     if (n > 2147483647L) wf_fatal(c, call, WF_WHERE, "%ld values exceed MPI's int count", n);
@@ -35,9 +26,9 @@ static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, 
     MPI_Op mop = op == WF_MAX ? MPI_MAX : MPI_SUM;
     if (r)
         WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Iallreduce"), type, mop,
-                                 group_comm(c, g), &r->mpi));
+                                 wf_group_comm(c, g), &r->mpi));
     else
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Allreduce"), type, mop, group_comm(c, g)));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Allreduce"), type, mop, wf_group_comm(c, g)));
 }
 
 static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
@@ -45,7 +36,7 @@ static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const float *send, float 
     wf_backend_sync(c);
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
     WF_MPI(c, MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, recv, counts, MPI_FLOAT, MPI_SUM,
-                                  group_comm(c, g), req));
+                                  wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
 }
 
@@ -53,27 +44,27 @@ static void mpi_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv
                            const int *displs, wf_req *r) {
     wf_backend_sync(c);
     int me = 0;
-    WF_MPI(c, MPI_Comm_rank(group_comm(c, g), &me));
+    WF_MPI(c, MPI_Comm_rank(wf_group_comm(c, g), &me));
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
     if (send)
         WF_MPI(c, MPI_Iallgatherv(send, counts[me], MPI_FLOAT, recv, counts, displs, MPI_FLOAT,
-                                  group_comm(c, g), req));
+                                  wf_group_comm(c, g), req));
     else
         WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, MPI_FLOAT,
-                                  group_comm(c, g), req));
+                                  wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
 }
 
 static void mpi_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
     wf_backend_sync(c);
     int k = count(c, n, "MPI_Allgather");
-    WF_MPI(c, MPI_Allgather(in, k, MPI_FLOAT, out, k, MPI_FLOAT, group_comm(c, g)));
+    WF_MPI(c, MPI_Allgather(in, k, MPI_FLOAT, out, k, MPI_FLOAT, wf_group_comm(c, g)));
 }
 
 static void mpi_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
     wf_backend_sync(c);
     WF_MPI(c, MPI_Reduce_scatter_block(in, out, count(c, n, "MPI_Reduce_scatter_block"), MPI_FLOAT, MPI_SUM,
-                                       group_comm(c, g)));
+                                       wf_group_comm(c, g)));
 }
 
 static void mpi_send(wf_ctx *c, const float *buf, long n, int peer, int tag) {

@@ -163,8 +163,16 @@ double wf_backend_loss_take(wf_ctx *c);
  * replayed CUDA graph (cuda/graph.c). */
 void wf_backend_run_step(wf_ctx *c);
 void wf_load_step(wf_ctx *c);          /* step.c: every microbatch of the step, on the host */
-/* groups.c: the MPI_Comm_split colour and key of each group of the mesh. */
+/* groups.c: the groups of the mesh, from the program's axes.  The member
+ * ranks of rank's group g, ascending (room for the world; NULL: count only),
+ * and *index its position among them; returns how many, 0 where the rank is
+ * in no such group (the tied group off the pipeline's ends). */
+int wf_group_members(const wf_program *p, int rank, wf_group g, int *members, int *index);
+/* the MPI_Comm_split colour (the first member; MPI_UNDEFINED: no group) and key */
 void wf_group_of(const wf_program *p, int rank, wf_group g, int *color, int *key);
+void wf_groups_split(wf_ctx *c);  /* every group's communicator, dp_rank, tp_rank, stage */
+MPI_Comm wf_group_comm(const wf_ctx *c, wf_group g);  /* MPI_COMM_NULL: not in one */
+const char *wf_group_name(wf_group g);                /* "dp", ..., "tied" */
 
 /* Pieces of the runtime, one file each. */
 void wf_blas_select(int argc, char **argv);             /* blas_select.c, before MPI */

@@ -273,27 +273,8 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     WF_MPI(c, MPI_Comm_size(MPI_COMM_WORLD, &c->world));
     parse_options(c, argc, argv);
     check_layout(c);
-    /* the groups of the mesh (groups.c): ranks of one dp group differ in the dp
-     * coordinate only, and so on */
-    int color, key;
-    wf_group_of(p, c->rank, WF_GROUP_DP, &color, &key);
-    c->dp_rank = key;
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->dp_comm));
-    MPI_Comm_set_errhandler(c->dp_comm, MPI_ERRORS_RETURN);
-    wf_group_of(p, c->rank, WF_GROUP_TP, &color, &key);
-    c->tp_rank = key;
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->tp_comm));
-    MPI_Comm_set_errhandler(c->tp_comm, MPI_ERRORS_RETURN);
-    wf_group_of(p, c->rank, WF_GROUP_PP, &color, &key);
-    int pp_rank = key;
-    c->stage = pp_rank;
-    if (pp_rank != p->stage)
-        wf_fatal(c, "check_layout", WF_WHERE, "rank %d belongs to pipeline stage %d but runs the program "
-                 "of stage %d; use the launch.sh weft wrote", c->rank, pp_rank, p->stage);
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->pp_comm));
-    MPI_Comm_set_errhandler(c->pp_comm, MPI_ERRORS_RETURN);
-    wf_group_of(p, c->rank, WF_GROUP_TIED, &color, &key);
-    WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, &c->tied_comm));
+    /* the groups of the mesh (groups.c), from the program's axes */
+    wf_groups_split(c);
     wf_blas_threads(c);
     wf_backend_setup(c);  /* the collectives: MPI, or NCCL communicators on the same groups */
 

@@ -1,7 +1,7 @@
 /* coll_nccl.c: comm = "nccl", the collectives of coll.h on NCCL.
  *
  * One communicator per group of the mesh (dp, tp, pp, and the tied first/
- * last-stage pair), made over the same MPI groups train.c split (groups.c):
+ * last-stage pair), made over the MPI groups groups.c split from the mesh:
  * group rank 0 makes the unique id and broadcasts it over the group's MPI
  * communicator.  Each group has its own comm stream.  Ordering against the
  * compute stream uses events only, never a host wait:
@@ -35,8 +35,6 @@ typedef struct nccl_group {
     int size, rank;
     int joined;            /* 0: work issued since the last join (a capture must join it) */
 } nccl_group;
-
-static const char *const group_names[WF_GROUPS] = { "dp", "tp", "pp", "tied" };
 
 /* This file's part of a context's state (cuda_rt.h's wf_cuda_ctx). */
 struct wf_cuda_nccl {
@@ -73,15 +71,6 @@ static void nccl_fail(wf_ctx *c, const char *call, const char *where, ncclResult
         if (wf_r_ != ncclSuccess) nccl_fail((c), #call, WF_CUDA_WHERE, wf_r_); \
     } while (0)
 
-static MPI_Comm mpi_group(const wf_ctx *c, wf_group g) {
-    switch (g) {
-    case WF_GROUP_DP: return c->dp_comm;
-    case WF_GROUP_TP: return c->tp_comm;
-    case WF_GROUP_PP: return c->pp_comm;
-    default: return c->tied_comm;
-    }
-}
-
 /* NCCL refuses two ranks of one communicator on one device: say so plainly
  * (comm = "mpi" lets ranks share a GPU). */
 enum { KEY = 160 };
@@ -103,14 +92,14 @@ static void check_devices(wf_ctx *c, wf_group g, MPI_Comm comm, int size) {
                 wf_fatal(c, "ncclCommInitRank", WF_WHERE,
                          "ranks %d and %d of a %s group both use %.*s: NCCL needs one device per rank "
                          "of a communicator (comm = \"nccl\"); compile with comm = \"mpi\" to share devices",
-                         worlds[i], worlds[j], group_names[g], KEY, keys + (size_t)i * KEY);
+                         worlds[i], worlds[j], wf_group_name(g), KEY, keys + (size_t)i * KEY);
     free(keys);
     free(worlds);
 }
 
 static void setup_group(wf_ctx *c, wf_group g) {
     nccl_group *s = &nccl_of(c)->groups[g];
-    MPI_Comm comm = mpi_group(c, g);
+    MPI_Comm comm = wf_group_comm(c, g);
     s->joined = 1;
     if (comm == MPI_COMM_NULL) return;
     WF_MPI(c, MPI_Comm_size(comm, &s->size));
@@ -141,7 +130,7 @@ static nccl_group *begin(wf_ctx *c, wf_group g) {
     struct wf_cuda_nccl *n = nccl_of(c);
     nccl_group *s = &n->groups[g];
     if (!s->comm)
-        wf_fatal(c, "wf_coll", WF_WHERE, "no NCCL communicator for the %s group", group_names[g]);
+        wf_fatal(c, "wf_coll", WF_WHERE, "no NCCL communicator for the %s group", wf_group_name(g));
     cudaStream_t compute = wf_cuda_stream(c);
     if (g == WF_GROUP_PP && n->send_pending) {  /* the last send's buffer may be reused from here */
         WF_CUDA(c, cudaStreamWaitEvent(compute, n->send_done, 0));

@@ -7,7 +7,8 @@
 # equal and (dp 3) unequal shards (grouped reduces and broadcasts, in-place reduce-scatter
 # through scratch), tensor parallelism with its max / fp64 all-reduces and
 # sequence-parallel gathers, and pipeline messages matched in issue order, as
-# NCCL matches them (the MPI path matches by tag).  Streams and events are not
+# NCCL matches them (the MPI path matches by tag), also with ranks numbered
+# in another mesh.order (stages not contiguous).  Streams and events are not
 # exercised here (tests/gpu/check.sh on a GPU).  Also: two ranks of one
 # communicator on one device stop with a message naming comm = "mpi".
 source "$(dirname "$0")/lib.sh"
@@ -48,6 +49,7 @@ rows=(
   "pp2_zbh1  ref_l4  --set model.layers=4 --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4 --set pipeline.schedule=zb-h1"
   "pp2_inter ref_l4  --set model.layers=4 --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=4 --set pipeline.schedule=interleaved --set pipeline.virtual=2"
   "dp2_pp2   ref_l4  --set model.layers=4 --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=2 --set zero=1"
+  "dp2_pp2_o ref_l4  --set model.layers=4 --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=2 --set mesh.order=pp-dp-tp"
 )
 for row in "${rows[@]}"; do
   read -r name ref sets <<<"$row"

@@ -1,4 +1,4 @@
--- expect: tests/plans/positional_value.lua:5: gpt2[1]: unexpected positional value number 2; fields must be named (valid: heads, hidden, init_std, layers, seq, vocab)
+-- expect: tests/plans/positional_value.lua:5: gpt2[1]: unexpected positional value number 2; fields must be named (valid: activation, heads, hidden, init_std, layers, seq, vocab)
 -- A value without a field name.
 local w = weft
 return w.plan {

@@ -1,4 +1,4 @@
--- expect: tests/plans/unknown_field_gpt2.lua:5: gpt2.layer: unknown field (did you mean 'layers'?) (valid: heads, hidden, init_std, layers, seq, vocab)
+-- expect: tests/plans/unknown_field_gpt2.lua:5: gpt2.layer: unknown field (did you mean 'layers'?) (valid: activation, heads, hidden, init_std, layers, seq, vocab)
 -- A misspelt model field; the line is that of the weft.gpt2 call.
 local w = weft
 return w.plan {

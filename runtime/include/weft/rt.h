@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weft/mesh.h"
+
 /* C linkage when a generated program is compiled as CUDA C++ (--backend cuda). */
 #ifdef __cplusplus
 extern "C" {
@@ -296,8 +298,8 @@ typedef struct wf_program {
     int dp, tp, pp;
     int sp;                  /* sequence parallelism in the tp group */
     int world;               /* ranks in the job */
-    int stride_tp, stride_dp, stride_pp;  /* mesh.order: coordinate c of rank r is
-                                             (r / stride_c) % c; all 0: tp-dp-pp */
+    const wf_axis *axes;     /* the mesh (weft/mesh.h), fastest axis first, as */
+    int n_axes;              /* mesh.order laid it out; dp, tp, pp are its sizes */
     /* model */
     int layers, hidden, heads, seq, vocab;
     const char *family;      /* "llama", or NULL: gpt2 */
