@@ -1,4 +1,11 @@
-/* ckpt_diff.c: `weft ckpt diff A B [--tol X]`. */
+/* ckpt_diff.c: `weft ckpt diff A B [--tol R] [--atol A] [--bound B] [--norm-tol R]`.
+ *
+ * Layouts of one plan agree to fp32 reduction-order noise, which AdamW's
+ * normalization can blow up to a whole update in an element whose gradient is
+ * itself noise (a gradient that is zero in exact arithmetic).  So the tests
+ * judge a tensor as a whole, ||a - b|| / ||a||, and bound single elements only
+ * by what the optimizer can move them at all (--bound, derived by the test
+ * from the plan's schedule; see tests/e2e/equivalence.sh). */
 #include "ckpt_diff.h"
 
 #include <math.h>
@@ -7,8 +14,17 @@
 
 #include "safetensors.h"
 
+typedef struct {
+    double max_diff, rel_norm;               /* the worst over all tensors */
+    char max_name[128], norm_name[128];
+} worst_seen;
+
+static int exact(const ckpt_tolerance *t) {
+    return t->tol == 0 && t->atol == 0 && t->bound == 0 && t->norm_tol == 0;
+}
+
 static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const char *name,
-                          double tol, double atol, double *worst, FILE *out) {
+                          const ckpt_tolerance *t, worst_seen *w, FILE *out) {
     char err[512];
     long shape[4];
     int ndim = wf_st_shape(a, name, shape, 4);
@@ -23,17 +39,36 @@ static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const char *
         fprintf(out, "%s: %s\n", name, err);
         goto done;
     }
-    double max_diff = 0, max_abs = 0;
+    double max_diff = 0, max_abs = 0, sq_diff = 0, sq_a = 0;
     for (long i = 0; i < n; i++) {
         double d = fabs((double)x[i] - (double)y[i]);
-        if (d > max_diff || d != d) max_diff = d;
+        if (d > max_diff || d != d) max_diff = d;  /* a NaN sticks */
         if (fabs(x[i]) > max_abs) max_abs = fabs(x[i]);
+        sq_diff += d * d;
+        sq_a += (double)x[i] * x[i];
     }
-    double rel = max_abs > 0 ? max_diff / max_abs : max_diff;
-    if (rel > *worst) *worst = rel;
-    int same = tol == 0 && atol == 0 ? memcmp(x, y, sizeof(float) * (size_t)n) == 0
-                                    : max_diff <= atol + tol * max_abs;
-    if (!same) fprintf(out, "%-32s max|a-b| %.3e  relative %.3e\n", name, max_diff, rel);
+    /* ||a - b|| / ||a||; an all-zero a is compared absolutely */
+    double rel_norm = sq_a > 0 ? sqrt(sq_diff / sq_a) : sqrt(sq_diff);
+    if (max_diff > w->max_diff || max_diff != max_diff) {
+        w->max_diff = max_diff;
+        snprintf(w->max_name, sizeof w->max_name, "%s", name);
+    }
+    if (rel_norm > w->rel_norm || rel_norm != rel_norm) {
+        w->rel_norm = rel_norm;
+        snprintf(w->norm_name, sizeof w->norm_name, "%s", name);
+    }
+    int same;
+    if (exact(t)) {
+        same = memcmp(x, y, sizeof(float) * (size_t)n) == 0;
+    } else {
+        same = max_diff == max_diff;  /* NaN fails every criterion */
+        if (t->tol > 0 || t->atol > 0) same &= max_diff <= t->atol + t->tol * max_abs;
+        if (t->bound > 0) same &= max_diff <= t->bound;
+        if (t->norm_tol > 0) same &= rel_norm <= t->norm_tol;
+    }
+    if (!same)
+        fprintf(out, "%-32s max|a-b| %.3e (of max|a| %.3e)  ||a-b||/||a|| %.3e\n", name, max_diff,
+                max_abs, rel_norm);
     rc = same ? 0 : 1;
 done:
     free(x);
@@ -41,7 +76,7 @@ done:
     return rc;
 }
 
-int ckpt_diff(const char *path_a, const char *path_b, double tol, double atol, FILE *out) {
+int ckpt_diff(const char *path_a, const char *path_b, const ckpt_tolerance *t, FILE *out) {
     char err[512];
     wf_st_file *a = NULL, *b = NULL;
     if (wf_st_open(&a, path_a, err, sizeof err) != 0 || wf_st_open(&b, path_b, err, sizeof err) != 0) {
@@ -50,10 +85,10 @@ int ckpt_diff(const char *path_a, const char *path_b, double tol, double atol, F
         return -1;
     }
     int differ = 0, missing = 0;
-    double worst = 0;
+    worst_seen w = { 0 };
     for (int i = 0; i < wf_st_count(a); i++) {
         const char *name = wf_st_name(a, i);
-        int rc = compare_tensor(a, b, name, tol, atol, &worst, out);
+        int rc = compare_tensor(a, b, name, t, &w, out);
         if (rc < 0) missing++;
         if (rc > 0) differ++;
     }
@@ -61,8 +96,12 @@ int ckpt_diff(const char *path_a, const char *path_b, double tol, double atol, F
         fprintf(out, "tensor counts differ: %d vs %d\n", wf_st_count(a), wf_st_count(b));
         missing++;
     }
-    fprintf(out, "%d tensors: %d differ beyond %s, %d missing or mismatched; worst relative %.3e\n",
-            wf_st_count(a), differ, tol == 0 && atol == 0 ? "bit-identity" : "the tolerance", missing, worst);
+    fprintf(out, "%d tensors: %d differ beyond %s, %d missing or mismatched", wf_st_count(a), differ,
+            exact(t) ? "bit-identity" : "the tolerance", missing);
+    if (w.max_diff > 0 || w.max_diff != w.max_diff)
+        fprintf(out, "; worst max|a-b| %.3e (%s), worst ||a-b||/||a|| %.3e (%s)", w.max_diff,
+                w.max_name, w.rel_norm, w.norm_name);
+    fprintf(out, "\n");
     wf_st_close(a);
     wf_st_close(b);
     return differ || missing ? -1 : 0;

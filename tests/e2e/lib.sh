@@ -73,3 +73,62 @@ same_field() {
     END { printf "%s within %.1e over %d steps%s", field, worst, m, bad;
           exit !(m == n && n > 0 && worst <= tol && bad == "") }' "$2" "$3"
 }
+
+# LAYOUTS="dp2 tp2 ..." (or ONLY=name): the layout tables run only these rows
+# and the reference rows they are compared with.
+# layouts_needed NAME-AND-REF-PAIRS... sets LAYOUTS_RUN to the rows to run.
+layouts_needed() {
+  LAYOUTS_RUN=""
+  local want=" ${LAYOUTS:-${ONLY:-}} " name ref
+  while [ $# -gt 0 ]; do
+    name=$1 ref=$2; shift 2
+    case "$want" in *" $name "*) LAYOUTS_RUN="$LAYOUTS_RUN $name $ref" ;; esac
+  done
+  LAYOUTS_RUN="$LAYOUTS_RUN "
+}
+layout_selected() {  # layout_selected NAME: true when the row runs
+  [ -z "${LAYOUTS:-${ONLY:-}}" ] && return 0
+  case "$LAYOUTS_RUN" in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
+# How far AdamW can move one element, whatever its gradient: the per-element
+# bound on the difference of two runs from the same initial weights.
+#   m_t = (1-b1) sum_i b1^(t-i) g_i,  v_t = (1-b2) sum_i b2^(t-i) g_i^2, so by
+#   Cauchy-Schwarz |m_t| <= (1-b1) sqrt(sum_k (b1^2/b2)^k, k < t) sqrt(v_t / (1-b2)),
+#   and the bias-corrected step |m_t/(1-b1^t)| / sqrt(v_t/(1-b2^t)) is at most
+#   B_t = (1-b1)/sqrt(1-b2) * sqrt(sum_k (b1^2/b2)^k) * sqrt(1-b2^t) / (1-b1^t)
+#   (B_1 = 1; with betas 0.9, 0.95 it stays within 1.00-1.17).  eps only
+#   shrinks it; gradient clipping and loss scaling rescale a whole step's
+#   gradients, which the bound does not depend on; weight decay multiplies a
+#   difference by 1 - lr*wd <= 1.  So two runs differ by at most
+#   2 * sum_t lr_t * B_t in any element.
+# adam_reach PROGRAM.c METRICS.jsonl: that bound, from the betas the program
+# was compiled with and the learning rates the run logged (one line a step).
+adam_reach() {
+  local betas
+  betas=$(sed -n 's/.*\.beta1 = \([^,]*\), \.beta2 = \([^,]*\),.*/\1 \2/p' "$1" | head -n 1)
+  [ -n "$betas" ] || { echo "adam_reach: no betas in $1" >&2; return 1; }
+  awk -v b1="${betas% *}" -v b2="${betas#* }" '
+    { lr = $0; sub(/.*"lr": /, "", lr); sub(/[,}].*/, "", lr)
+      t++; geo += (b1 * b1 / b2) ^ (t - 1)
+      bt = (1 - b1) / sqrt(1 - b2) * sqrt(geo) * sqrt(1 - b2 ^ t) / (1 - b1 ^ t)
+      reach += 2 * lr * bt }
+    END { if (t == 0) exit 1; printf "%.3e\n", reach }' "$2"
+}
+
+# The relative disagreement fp32 reduction order allows two layouts' whole
+# tensors, ||a - b|| / ||a||: a sum of K terms reordered differs by at most
+# (K - 1) u of the sum of their magnitudes (u = 2^-24, Higham's bound); every
+# weight gradient sums K = tokens-per-step contributions, and AdamW's step is
+# invariant to the gradient's scale, so its direction moves by no more than
+# that relative amount.  Each step's difference feeds the next one's forward
+# pass, so over T steps the weights' difference grows at most linearly:
+# T * K * u.  (Relative to the weights, not to the updates: a tensor moves by
+# no more than its own norm in these short runs, zero-initialized ones by
+# exactly it.)  Elements whose gradient is itself rounding noise (zero in exact
+# arithmetic) can differ by a whole update, limited only by adam_reach.
+# reduction_noise STEPS TOKENS_PER_STEP
+reduction_noise() {
+  awk -v t="$1" -v k="$2" 'BEGIN { printf "%.3e\n", t * k * 2 ^ -24 }'
+}
