@@ -7,9 +7,13 @@
  * every criterion that is set (> 0) must hold for every tensor:
  *   tol / atol:  max|a - b| <= atol + tol * max|a|   (element-wise, legacy)
  *   bound:       max|a - b| <= bound                 (a hard per-element limit)
- *   norm_tol:    ||a - b||_2 <= norm_tol * ||a||_2   (the tensor as a whole) */
+ *   norm_tol:    ||a - b||_2 <= norm_tol * ||a||_2   (the tensor as a whole),
+ *                or, given `from` (the checkpoint both runs started from),
+ *                ||a - b||_2 <= norm_tol * ||a - from||_2: the difference of the
+ *                two runs' updates against the updates themselves. */
 typedef struct {
     double tol, atol, bound, norm_tol;
+    const char *from;  /* NULL: norms relative to ||a|| */
 } ckpt_tolerance;
 
 /* Compares every tensor of two safetensors files.  Prints one line per tensor

@@ -7,7 +7,7 @@
 # (dp, tp, tp + sp, pp, 3D, ZeRO, selective and full recompute) runs with
 # OPENBLAS_CORETYPE forced to each core; a probe run's log must say that the
 # library really ran that core (OpenBLAS silently ignores a name it does not
-# take).  Prints the worst ||a-b||/||a|| and max|a-b| seen per core.
+# take).  Prints the worst ||a-b||/||a-a0|| and max|a-b| seen per core.
 source "$(dirname "$0")/lib.sh"
 here=$(dirname "$0")
 # The cores this CPU can execute: AVX2 (Haswell) and AVX-512 (SkylakeX), else
@@ -40,9 +40,9 @@ for core in "${cores[@]}"; do
   cat "$WORK/$core".*.out | awk -v core=$core '
     match($0, /worst max\|a-b\| [^ ]+ \([^)]*\)/) {
       split(substr($0, RSTART, RLENGTH), m, " "); if (m[3] + 0 > mx) { mx = m[3] + 0; mxn = m[4] } }
-    match($0, /worst \|\|a-b\|\|\/\|\|a\|\| [^ ]+ \([^)]*\)/) {
+    match($0, /worst \|\|a-b\|\|\/\|\|a-a0\|\| [^ ]+ \([^)]*\)/) {
       split(substr($0, RSTART, RLENGTH), r, " "); if (r[3] + 0 > rn) { rn = r[3] + 0; rnn = r[4] } }
-    END { printf "     %s: worst ||a-b||/||a|| %.3e %s, worst max|a-b| %.3e %s\n", core, rn, rnn, mx, mxn }'
+    END { printf "     %s: worst ||a-b||/||a-a0|| %.3e %s, worst max|a-b| %.3e %s\n", core, rn, rnn, mx, mxn }'
 done
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -117,7 +117,8 @@ for row in "${layouts[@]}"; do
     --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
     --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
-  [ "$name" = "$ref" ] && continue
+  # the initial weights, common to every layout: what the updates are measured from
+  [ "$name" = "$ref" ] && { run_plan "$name" --steps 0 --save "$WORK/$name.init" >/dev/null; continue; }
   what="dp $dp tp $tp sp $sp pp $pp $sched v$virt, $((global / micro / dp)) microbatches, buckets $mb MiB, vocab $vocab"
   [ "$rc" = 1 ] && what="$what, full recompute"
   [ "$rc" = 2 ] && what="$what, selective recompute"
@@ -130,7 +131,8 @@ for row in "${layouts[@]}"; do
   norm_tol=${WEIGHT_NORM_TOL:-$(reduction_noise $STEPS $((global * 64)))}  # seq 64
   bound=$(adam_reach "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl") || bound=missing
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
-          --norm-tol $norm_tol --bound $bound | tail -n 1) && w_ok=1 || w_ok=0
+          --norm-tol $norm_tol --from "$WORK/$ref.init/model.safetensors" --bound $bound | tail -n 1) \
+          && w_ok=1 || w_ok=0
   if [ $loss_ok = 1 ] && [ $w_ok = 1 ]; then
     passed=$((passed + 1)); echo "ok   $name ($what): $loss_msg, $norm_msg; $w_msg"
   else
@@ -146,14 +148,14 @@ for pf in 0 3 mb; do
   if [ -n "${LAYOUTS:-${ONLY:-}}" ] && [[ " ${LAYOUTS:-$ONLY} " != *" $name "* ]]; then continue; fi
   [ -f "$WORK/ref.jsonl" ] || { build_plan ref "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" \
     --set model.layers=2 --set batch.global=16 --set batch.micro=16; run_plan ref --metrics "$WORK/ref.jsonl" \
-    --save "$WORK/ref.ckpt" >/dev/null; }
+    --save "$WORK/ref.ckpt" >/dev/null; run_plan ref --steps 0 --save "$WORK/ref.init" >/dev/null; }
   build_plan $name "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" --set model.layers=2 \
     --set batch.global=16 --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.02 --set zero=3 \
     "${depth[@]}"
   run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   loss_msg=$(same_field loss "$WORK/ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
   "$WEFT" ckpt diff "$WORK/ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
-    --norm-tol "$(reduction_noise $STEPS $((16 * 64)))" --bound "$(adam_reach "$WORK/ref/stage0.c" "$WORK/ref.jsonl")" >/dev/null || ok=0
+    --norm-tol "$(reduction_noise $STEPS $((16 * 64)))" --from "$WORK/ref.init/model.safetensors" --bound "$(adam_reach "$WORK/ref/stage0.c" "$WORK/ref.jsonl")" >/dev/null || ok=0
   check "$name (dp 2, ZeRO-3, all-gathers ahead: ${depth[1]}): $loss_msg, final weights" test $ok = 1
 done
 echo "$passed passed, $failed failed"

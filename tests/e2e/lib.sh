@@ -118,17 +118,31 @@ adam_reach() {
 }
 
 # The relative disagreement fp32 reduction order allows two layouts' whole
-# tensors, ||a - b|| / ||a||: a sum of K terms reordered differs by at most
-# (K - 1) u of the sum of their magnitudes (u = 2^-24, Higham's bound); every
-# weight gradient sums K = tokens-per-step contributions, and AdamW's step is
-# invariant to the gradient's scale, so its direction moves by no more than
-# that relative amount.  Each step's difference feeds the next one's forward
-# pass, so over T steps the weights' difference grows at most linearly:
-# T * K * u.  (Relative to the weights, not to the updates: a tensor moves by
-# no more than its own norm in these short runs, zero-initialized ones by
-# exactly it.)  Elements whose gradient is itself rounding noise (zero in exact
-# arithmetic) can differ by a whole update, limited only by adam_reach.
+# tensors, measured against what training moved them: ||a - b|| / ||a - a0||
+# (a0 the common initial weights; `weft ckpt diff --from`).  A sum of K terms
+# reordered differs by at most (K - 1) u of the sum of their magnitudes
+# (u = 2^-24, Higham's bound); every weight gradient sums K = tokens-per-step
+# contributions, and AdamW's step is invariant to the gradient's scale, so the
+# step's direction moves by no more than that relative amount.  Each step's
+# difference feeds the next one's forward pass, so over T steps the updates'
+# sum, a - a0, differs by at most T * K * u of itself.  Elements whose gradient
+# is itself rounding noise (zero in exact arithmetic, or crossing zero) can
+# differ by a whole update: they are few (one in 4096 of an o_proj, the
+# c_attn key bias whose eps-limited steps stay near 1e-6) and limited only by
+# adam_reach.
 # reduction_noise STEPS TOKENS_PER_STEP
 reduction_noise() {
   awk -v t="$1" -v k="$2" 'BEGIN { printf "%.3e\n", t * k * 2 ^ -24 }'
+}
+
+# Two layouts' final weights agree to reduction-order noise (reduction_noise,
+# per tensor against the updates) and no element differs by more than AdamW
+# can move it (adam_reach); prints ckpt diff's summary.
+# weights_match A.safetensors B.safetensors INIT.safetensors REF_PROGRAM.c REF_METRICS.jsonl TOKENS_PER_STEP
+weights_match() {
+  local bound tol
+  bound=$(adam_reach "$4" "$5") || return 1
+  tol=$(reduction_noise "$(grep -c '"loss"' "$5")" "$6")
+  "$WEFT" ckpt diff "$1" "$2" --norm-tol "$tol" --from "$3" --bound "$bound" | tail -n 1
+  return "${PIPESTATUS[0]}"
 }
