@@ -22,7 +22,7 @@ build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
 run_plan pp2 --steps 10 --metrics "$WORK/b.jsonl" --save "$WORK/b" >/dev/null
 run_plan ref --steps 0 --save "$WORK/ref_init" >/dev/null  # the common initial weights
-cp "$WORK/ref/stage0.c" "$WORK/ref_program.c"  # its betas; the checkpoint below replaces the folder
+[ -n "${WEFT_SNAPSHOT:-}" ] || cp "$WORK/ref/stage0.c" "$WORK/ref_program.c"  # betas; --save replaces the folder
 run_plan ref --steps 10 --metrics "$WORK/ref.jsonl" --save "$WORK/ref" >/dev/null
 run_plan sync --steps 10 --metrics "$WORK/sync.jsonl" >/dev/null
 strip() { sed 's/, "ms".*//' "$1"; }
