@@ -46,8 +46,11 @@ static const char USAGE_HEAD[] =
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
     "        [--tokens N] [--vocab V] [--branch K] [--seed S]\n"
-    "  ckpt diff A B [--tol R] [--atol A]\n"
-    "                             compare two checkpoints tensor by tensor\n"
+    "  ckpt diff A B [--norm-tol R [--from A0]] [--bound B] [--tol R] [--atol A]\n"
+    "                             compare two checkpoints tensor by tensor (no option:\n"
+    "                             bit identity; else ||a-b|| <= R ||a|| (R ||a-a0|| with\n"
+    "                             --from) and max|a-b| <= B for every tensor, or\n"
+    "                             max|a-b| <= A + R max|a|)\n"
     "\n"
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n";
@@ -333,17 +336,26 @@ static int cmd_data(int argc, char **argv) {
 }
 
 static int cmd_ckpt(int argc, char **argv) {
-    static const char use[] = "usage: weft ckpt diff A B [--tol REL] [--atol ABS]";
+    static const char use[] =
+        "usage: weft ckpt diff A B [--norm-tol REL [--from A0]] [--bound ABS] [--tol REL] [--atol ABS]";
     if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error(use);
-    double tol = 0, atol = 0;
+    ckpt_tolerance t = { 0 };
     for (int i = 3; i < argc; i++) {
-        double *v = strcmp(argv[i], "--tol") == 0 ? &tol : strcmp(argv[i], "--atol") == 0 ? &atol : NULL;
+        if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
+            t.from = argv[++i];
+            continue;
+        }
+        double *v = strcmp(argv[i], "--tol") == 0        ? &t.tol
+                    : strcmp(argv[i], "--atol") == 0     ? &t.atol
+                    : strcmp(argv[i], "--bound") == 0    ? &t.bound
+                    : strcmp(argv[i], "--norm-tol") == 0 ? &t.norm_tol
+                                                         : NULL;
         char *end;
         if (!v || i + 1 >= argc) return usage_error(use);
         *v = strtod(argv[++i], &end);
         if (*end || *v < 0) return usage_error(use);
     }
-    return ckpt_diff(argv[1], argv[2], tol, atol, stdout) == 0 ? EXIT_OK : EXIT_PLAN;
+    return ckpt_diff(argv[1], argv[2], &t, stdout) == 0 ? EXIT_OK : EXIT_PLAN;
 }
 
 int main(int argc, char **argv) {

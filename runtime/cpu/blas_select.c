@@ -64,8 +64,11 @@ void wf_blas_describe(char *out, size_t n) {
         snprintf(out, n, "blas: OpenBLAS core %s (chosen from CPU flags; the library guessed %s)",
                  core, guess);
     else if (getenv("OPENBLAS_CORETYPE"))
-        snprintf(out, n, "blas: OpenBLAS core %s (OPENBLAS_CORETYPE=%s from the environment)",
-                 core, getenv("OPENBLAS_CORETYPE"));
+        /* OpenBLAS ignores a name it does not know and runs its own choice */
+        snprintf(out, n, "blas: OpenBLAS core %s (OPENBLAS_CORETYPE=%s from the environment%s)",
+                 core, getenv("OPENBLAS_CORETYPE"),
+                 strcasecmp(core, getenv("OPENBLAS_CORETYPE")) == 0
+                     ? "" : ", which the library did not honour");
     else
         snprintf(out, n, "blas: OpenBLAS core %s (the library's own choice)", core);
     size_t len = strlen(out);

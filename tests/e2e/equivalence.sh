@@ -11,23 +11,33 @@
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
-# Tolerance (fp32 reduction-order noise): losses within 2e-6 relative at every
-# step, gradient norms within 1e-6 (Adam hides a gradient scaled by a constant;
-# the norm does not); every weight within 1e-5 absolute + 5e-5 of its tensor's largest
-# magnitude.  The absolute part is for the key bias of c_attn: its true
-# gradient is exactly zero (softmax ignores a shift shared by all keys), so its
-# fp32 gradient is pure rounding noise, which Adam's normalization turns into
-# updates of up to lr; they differ by ~2e-6 between layouts.  Real errors (a
-# gradient scaled wrongly, a bucket reduced twice or not at all) move weights
-# by ~lr per step, 1e-3, and losses by far more than 2e-6.
+# Tolerances (fp32 reduction-order noise; derived, not measured on one CPU):
+# losses within 2e-6 relative at every step, gradient norms within 1e-6 (Adam
+# hides a gradient scaled by a constant; the norm does not).  Weights
+# (`weft ckpt diff`, lib.sh's adam_reach and reduction_noise):
+#   - every tensor: ||a - b|| <= T K u ||a - a0||, a0 the common initial
+#     weights: a reordered sum of K terms moves by at most (K-1) u of itself
+#     (u = 2^-24), every weight gradient sums K = 16 x 64 tokens, AdamW's step
+#     is scale-invariant, and over T = 10 steps the difference grows at most
+#     linearly: 6.1e-4 of the updates;
+#   - every element: |a - b| <= 2 sum_t lr_t B_t (1.7e-2 here), B_t the bound on
+#     AdamW's bias-corrected |m/sqrt(v)| that follows from the betas by
+#     Cauchy-Schwarz, summed over the learning rates the reference logged:
+#     all an element whose gradient is rounding noise (the c_attn key bias:
+#     zero in exact arithmetic, since softmax ignores a shift shared by all
+#     keys) can do.
+# Measured (tests/e2e/blas_cores.sh, OpenBLAS Haswell / SkylakeX / Cooperlake
+# kernels): ||a-b||/||a-a0|| <= 3.4e-4 (that key bias, whose eps-limited steps
+# stay near 1e-6 while the query and value parts move by 2e-3), max|a-b| <=
+# 7e-6.  Real errors fail: a missing sequence-parallel gradient sum moves
+# ln_f.weight by 0.22 of its updates (and the losses by 1e-5); a bucket reduced
+# twice or scaled by 1.001 changes the gradient norms by 1e-3 or more.
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
 DATA=$(make_data)
 STEPS=10
 LOSS_TOL=2e-6
 NORM_TOL=1e-6
-WEIGHT_TOL=5e-5
-WEIGHT_ATOL=1e-5
 
 common=(--set train.steps=$STEPS --set model.hidden=64 --set model.seq=64)
 "$WEFT" data synth -o "$WORK/v250.bin" --tokens 200000 --vocab 250 --branch 4 --seed 7 >/dev/null
@@ -104,10 +114,11 @@ layouts=(
   "3d_order2  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  1  0  pp-tp-dp"
 )
 passed=0 failed=0
+layouts_needed $(printf '%s\n' "${layouts[@]}" | awk '{ print $1, $2 }')
 for row in "${layouts[@]}"; do
   read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off order <<<"$row"
   order=${order:-tp-dp-pp}
-  if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && [ "$name" != "$ref" ]; then continue; fi
+  layout_selected "$name" || continue
   data="$WORK/synth.bin"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
   build_plan "$name" "$PLAN" "${common[@]}" --set data.train="$data" --set model.vocab="$vocab" \
@@ -118,7 +129,8 @@ for row in "${layouts[@]}"; do
     --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
     --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
-  [ "$name" = "$ref" ] && continue
+  # the initial weights, common to every layout: what the updates are measured from
+  [ "$name" = "$ref" ] && { run_plan "$name" --steps 0 --save "$WORK/$name.init" >/dev/null; continue; }
   what="dp $dp tp $tp sp $sp pp $pp $sched v$virt, $((global / micro / dp)) microbatches, buckets $mb MiB, vocab $vocab"
   [ "$rc" = 1 ] && what="$what, full recompute"
   [ "$rc" = 2 ] && what="$what, selective recompute"
@@ -128,8 +140,11 @@ for row in "${layouts[@]}"; do
   [ "$order" != tp-dp-pp ] && what="$what, ranks in mesh.order $order"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
+  norm_tol=${WEIGHT_NORM_TOL:-$(reduction_noise $STEPS $((global * 64)))}  # seq 64
+  bound=$(adam_reach "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl") || bound=missing
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
-          --tol $WEIGHT_TOL --atol $WEIGHT_ATOL | tail -n 1) && w_ok=1 || w_ok=0
+          --norm-tol $norm_tol --from "$WORK/$ref.init/model.safetensors" --bound $bound | tail -n 1) \
+          && w_ok=1 || w_ok=0
   if [ $loss_ok = 1 ] && [ $w_ok = 1 ]; then
     passed=$((passed + 1)); echo "ok   $name ($what): $loss_msg, $norm_msg; $w_msg"
   else
@@ -142,17 +157,17 @@ for pf in 0 3 mb; do
   name=z3_prefetch$pf
   depth=(--set zero_prefetch=$pf)
   [ $pf = mb ] && depth=(--set zero_prefetch_mb=0.05)  # DeepSpeed-style: as many as fit in 50 KiB
-  if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ]; then continue; fi
+  if [ -n "${LAYOUTS:-${ONLY:-}}" ] && [[ " ${LAYOUTS:-$ONLY} " != *" $name "* ]]; then continue; fi
   [ -f "$WORK/ref.jsonl" ] || { build_plan ref "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" \
     --set model.layers=2 --set batch.global=16 --set batch.micro=16; run_plan ref --metrics "$WORK/ref.jsonl" \
-    --save "$WORK/ref.ckpt" >/dev/null; }
+    --save "$WORK/ref.ckpt" >/dev/null; run_plan ref --steps 0 --save "$WORK/ref.init" >/dev/null; }
   build_plan $name "$PLAN" "${common[@]}" --set data.train="$WORK/synth.bin" --set model.layers=2 \
     --set batch.global=16 --set mesh.dp=2 --set batch.micro=8 --set buckets.mb=0.02 --set zero=3 \
     "${depth[@]}"
   run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   loss_msg=$(same_field loss "$WORK/ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
   "$WEFT" ckpt diff "$WORK/ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
-    --tol $WEIGHT_TOL --atol $WEIGHT_ATOL >/dev/null || ok=0
+    --norm-tol "$(reduction_noise $STEPS $((16 * 64)))" --from "$WORK/ref.init/model.safetensors" --bound "$(adam_reach "$WORK/ref/stage0.c" "$WORK/ref.jsonl")" >/dev/null || ok=0
   check "$name (dp 2, ZeRO-3, all-gathers ahead: ${depth[1]}): $loss_msg, final weights" test $ok = 1
 done
 echo "$passed passed, $failed failed"

@@ -73,3 +73,76 @@ same_field() {
     END { printf "%s within %.1e over %d steps%s", field, worst, m, bad;
           exit !(m == n && n > 0 && worst <= tol && bad == "") }' "$2" "$3"
 }
+
+# LAYOUTS="dp2 tp2 ..." (or ONLY=name): the layout tables run only these rows
+# and the reference rows they are compared with.
+# layouts_needed NAME-AND-REF-PAIRS... sets LAYOUTS_RUN to the rows to run.
+layouts_needed() {
+  LAYOUTS_RUN=""
+  local want=" ${LAYOUTS:-${ONLY:-}} " name ref
+  while [ $# -gt 0 ]; do
+    name=$1 ref=$2; shift 2
+    case "$want" in *" $name "*) LAYOUTS_RUN="$LAYOUTS_RUN $name $ref" ;; esac
+  done
+  LAYOUTS_RUN="$LAYOUTS_RUN "
+}
+layout_selected() {  # layout_selected NAME: true when the row runs
+  [ -z "${LAYOUTS:-${ONLY:-}}" ] && return 0
+  case "$LAYOUTS_RUN" in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
+# How far AdamW can move one element, whatever its gradient: the per-element
+# bound on the difference of two runs from the same initial weights.
+#   m_t = (1-b1) sum_i b1^(t-i) g_i,  v_t = (1-b2) sum_i b2^(t-i) g_i^2, so by
+#   Cauchy-Schwarz |m_t| <= (1-b1) sqrt(sum_k (b1^2/b2)^k, k < t) sqrt(v_t / (1-b2)),
+#   and the bias-corrected step |m_t/(1-b1^t)| / sqrt(v_t/(1-b2^t)) is at most
+#   B_t = (1-b1)/sqrt(1-b2) * sqrt(sum_k (b1^2/b2)^k) * sqrt(1-b2^t) / (1-b1^t)
+#   (B_1 = 1; with betas 0.9, 0.95 it stays within 1.00-1.17).  eps only
+#   shrinks it; gradient clipping and loss scaling rescale a whole step's
+#   gradients, which the bound does not depend on; weight decay multiplies a
+#   difference by 1 - lr*wd <= 1.  So two runs differ by at most
+#   2 * sum_t lr_t * B_t in any element.
+# adam_reach PROGRAM.c METRICS.jsonl: that bound, from the betas the program
+# was compiled with and the learning rates the run logged (one line a step).
+adam_reach() {
+  local betas
+  betas=$(sed -n 's/.*\.beta1 = \([^,]*\), \.beta2 = \([^,]*\),.*/\1 \2/p' "$1" | head -n 1)
+  [ -n "$betas" ] || { echo "adam_reach: no betas in $1" >&2; return 1; }
+  awk -v b1="${betas% *}" -v b2="${betas#* }" '
+    { lr = $0; sub(/.*"lr": /, "", lr); sub(/[,}].*/, "", lr)
+      t++; geo += (b1 * b1 / b2) ^ (t - 1)
+      bt = (1 - b1) / sqrt(1 - b2) * sqrt(geo) * sqrt(1 - b2 ^ t) / (1 - b1 ^ t)
+      reach += 2 * lr * bt }
+    END { if (t == 0) exit 1; printf "%.3e\n", reach }' "$2"
+}
+
+# The relative disagreement fp32 reduction order allows two layouts' whole
+# tensors, measured against what training moved them: ||a - b|| / ||a - a0||
+# (a0 the common initial weights; `weft ckpt diff --from`).  A sum of K terms
+# reordered differs by at most (K - 1) u of the sum of their magnitudes
+# (u = 2^-24, Higham's bound); every weight gradient sums K = tokens-per-step
+# contributions, and AdamW's step is invariant to the gradient's scale, so the
+# step's direction moves by no more than that relative amount.  Each step's
+# difference feeds the next one's forward pass, so over T steps the updates'
+# sum, a - a0, differs by at most T * K * u of itself.  Elements whose gradient
+# is itself rounding noise (zero in exact arithmetic, or crossing zero) can
+# differ by a whole update: they are few (one in 4096 of an o_proj, the
+# c_attn key bias whose eps-limited steps stay near 1e-6) and limited only by
+# adam_reach.
+# reduction_noise STEPS TOKENS_PER_STEP
+reduction_noise() {
+  awk -v t="$1" -v k="$2" 'BEGIN { printf "%.3e\n", t * k * 2 ^ -24 }'
+}
+
+# Two layouts' final weights agree to reduction-order noise (reduction_noise,
+# per tensor against the updates) and no element differs by more than AdamW
+# can move it (adam_reach); prints ckpt diff's summary.
+# weights_match A.safetensors B.safetensors INIT.safetensors REF_PROGRAM.c REF_METRICS.jsonl TOKENS_PER_STEP
+weights_match() {
+  local bound tol
+  bound=$(adam_reach "$4" "$5") || return 1
+  tol=$(reduction_noise "$(grep -c '"loss"' "$5")" "$6")
+  "$WEFT" ckpt diff "$1" "$2" --norm-tol "$tol" --from "$3" --bound "$bound" | tail -n 1
+  return "${PIPESTATUS[0]}"
+}

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The LLaMA family end to end (plans/llama_tiny.lua: RMSNorm, RoPE, 4 query
 # heads sharing 2 key/value heads, SwiGLU, untied LM head):
-#   1. layout invariance, as equivalence.sh for GPT-2 and with its tolerances:
+#   1. layout invariance, as equivalence.sh for GPT-2 and with its tolerances
+#      (derived there and in lib.sh: weights within T K u = 6.1e-4 of their
+#      updates ||a - a0|| per tensor, no element beyond AdamW's reach; the
+#      worst seen, 6.3e-5 in layer 0's o_proj, is one element of 4096 whose
+#      gradient is near rounding noise, 1.3e-5 off with Haswell kernels):
 #      dp 2, tp 2 (with and without sequence parallelism), pp 2 (1f1b, zb-h1),
 #      dp2 x tp2 x pp2 (1f1b; interleaved with sp and full recompute), and
 #      tp 2 with selective recompute, and tp 2 with a vocabulary of 251 (the
@@ -20,8 +24,6 @@ DATA=$(make_data)
 STEPS=10
 LOSS_TOL=2e-6
 NORM_TOL=1e-6
-WEIGHT_TOL=5e-5
-WEIGHT_ATOL=1e-5
 
 common=(--set train.steps=$STEPS)
 "$WEFT" data synth -o "$WORK/v251.bin" --tokens 200000 --vocab 251 --branch 4 --seed 7 >/dev/null
@@ -40,10 +42,11 @@ layouts=(
   "3d_2x2x2  ref_l4 4 16  2 2 0 2 1f1b   2 none"
   "3d_int_rc ref_l4 4 16  2 2 1 2 interleaved 2 full"
 )
+layouts_needed $(printf '%s\n' "${layouts[@]}" | awk '{ print $1, $2 }')
 for row in "${layouts[@]}"; do
   read -r name ref layers global dp tp sp pp sched micro rc vocab <<<"$row"
   vocab=${vocab:-256}; data="$DATA"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
-  if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && [ "$name" != "$ref" ]; then continue; fi
+  layout_selected "$name" || continue
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
   build_plan "$name" "$PLAN" "${common[@]}" --set data.train="$data" --set model.vocab="$vocab" \
     --set model.layers="$layers" --set batch.global="$global" \
@@ -51,15 +54,18 @@ for row in "${layouts[@]}"; do
     --set pipeline.schedule="$sched" --set batch.micro="$micro" --set recompute="$rc" \
     --set pipeline.virtual="$([ "$sched" = interleaved ] && echo 2 || echo 1)"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
-  [ "$name" = "$ref" ] && continue
+  # the initial weights, common to every layout: what the updates are measured from
+  [ "$name" = "$ref" ] && { run_plan "$name" --steps 0 --save "$WORK/$name.init" >/dev/null; continue; }
   what="dp $dp tp $tp sp $sp pp $pp $sched, $((global / micro / dp)) microbatches, recompute $rc, vocab $vocab"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || ok=0
+  norm_tol=${WEIGHT_NORM_TOL:-$(reduction_noise $STEPS $((global * 64)))}  # seq 64
+  bound=$(adam_reach "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl") || ok=0
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
-          --tol $WEIGHT_TOL --atol $WEIGHT_ATOL | tail -n 1) || ok=0
+          --norm-tol $norm_tol --from "$WORK/$ref.init/model.safetensors" --bound $bound | tail -n 1) || ok=0
   check "$name ($what): $loss_msg, $norm_msg; $w_msg" [ $ok = 1 ]
 done
-[ -n "${ONLY:-}" ] && { echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit; }
+[ -n "${LAYOUTS:-${ONLY:-}}" ] && { echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit; }
 
 # 16-bit storage applies to the LLaMA ops too (rounding after every op):
 # bf16 tracks the fp32 single-rank run (tolerance as precision.sh's, 1e-3).
