@@ -5,7 +5,8 @@
 # with and without sequence parallelism, composed with dp, and with a
 # vocabulary tp does not divide), under pipeline parallelism (pp = 2, 4 with
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
-# meshes (dp x tp x pp = 2 x 2 x 2, also with ranks numbered in other mesh.orders), with full and selective activation recompute and with
+# meshes (dp x tp x pp = 2 x 2 x 2, also with ranks numbered in other mesh.orders),
+# GPT-2 with the exact erf GELU (activation = "gelu": sp, 3D interleaved with full recompute and ZeRO-1, zb-h1), with full and selective activation recompute and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
 # tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
@@ -112,12 +113,16 @@ layouts=(
   "z3_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  3  0"
   "3d_order1  ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25  0  0  0  dp-pp-tp"
   "3d_order2  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  1  0  pp-tp-dp"
+  "ref_erf    ref_erf   256   4 16     1  1  0  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu"
+  "erf_tp2_sp ref_erf   256   4 16     1  2  1  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu"
+  "erf_3d_int ref_erf   256   4 16     2  2  1  2 interleaved  2  4    0.05  1  1  0  tp-dp-pp gelu"
+  "erf_pp2_zb ref_erf   256   4 16     1  1  0  2 zb-h1        1  4    25  0  0  0  tp-dp-pp gelu"
 )
 passed=0 failed=0
 layouts_needed $(printf '%s\n' "${layouts[@]}" | awk '{ print $1, $2 }')
 for row in "${layouts[@]}"; do
-  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off order <<<"$row"
-  order=${order:-tp-dp-pp}
+  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off order act <<<"$row"
+  order=${order:-tp-dp-pp} act=${act:-gelu_new}
   layout_selected "$name" || continue
   data="$WORK/synth.bin"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
@@ -127,7 +132,8 @@ for row in "${layouts[@]}"; do
     --set pipeline.virtual="$virt" --set batch.micro="$micro" --set buckets.mb="$mb" \
     --set recompute="$(case $rc in 1) echo full ;; 2) echo selective ;; *) echo none ;; esac)" \
     --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
-    --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order"
+    --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order" \
+    --set model.activation="$act"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   # the initial weights, common to every layout: what the updates are measured from
   [ "$name" = "$ref" ] && { run_plan "$name" --steps 0 --save "$WORK/$name.init" >/dev/null; continue; }
@@ -138,6 +144,7 @@ for row in "${layouts[@]}"; do
   [ $((off & 1)) = 1 ] && what="$what, optimizer offload"
   [ $((off & 2)) = 2 ] && what="$what, parameter offload"
   [ "$order" != tp-dp-pp ] && what="$what, ranks in mesh.order $order"
+  [ "$act" != gelu_new ] && what="$what, exact erf GELU"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
   norm_tol=${WEIGHT_NORM_TOL:-$(reduction_noise $STEPS $((global * 64)))}  # seq 64
@@ -151,6 +158,15 @@ for row in "${layouts[@]}"; do
     failed=$((failed + 1)); echo "FAIL $name ($what): $loss_msg, $norm_msg; $w_msg"
   fi
 done
+# The erf rows prove something only if the exact GELU really ran: its
+# programs call wf_gelu_erf_*, and its weights differ from the tanh GELU's
+# (ref_l4: the same plan with activation = "gelu_new").
+if [ -f "$WORK/ref_erf.ckpt/model.safetensors" ] && [ -f "$WORK/ref_l4.ckpt/model.safetensors" ]; then
+  check "ref_erf calls the exact GELU, ref_l4 the tanh one" \
+    eval 'grep -q wf_gelu_erf_fwd "$WORK/ref_erf/stage0.c" && ! grep -q wf_gelu_erf_fwd "$WORK/ref_l4/stage0.c"'
+  check "the exact GELU's weights differ from the tanh GELU's" \
+    eval '! "$WEFT" ckpt diff "$WORK/ref_l4.ckpt/model.safetensors" "$WORK/ref_erf.ckpt/model.safetensors" >/dev/null'
+fi
 # ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
 # when parameters arrive, never the result.
 for pf in 0 3 mb; do
