@@ -1,14 +1,19 @@
 /* program.h: the one Program that every compiler pass reads and extends.
  *
- * load      fills the plan fields, the parameter list and the forward op list;
+ * The passes, in the order main.c runs them:
+ * load      fills the plan fields, the parameter list and the forward op list
+ *           (blocks and inputs as the prelude's graph marks them), and the
+ *           mesh's rank strides (rank_coords);
  * check     validates what the Lua prelude could not (shapes along the graph);
- * graph     derives the backward op list and the order gradients complete in;
- * mesh      assigns ranks to (dp, pp, tp) coordinates;
- * partition assigns ops to pipeline stages;
+ * shard     splits parameters and adds tensor parallelism's collectives;
+ * partition assigns ops to pipeline stages (chunks);
+ * graph     derives the backward op list and the order gradients complete in,
+ *           then fuses adjacent pairs (fuse.c);
+ * schedule  builds and verifies each stage's instruction list;
  * buckets   lays the gradient arena out in backward order and cuts buckets;
  * memory    plans the activation arena and the per-rank memory;
  * zero      plans ZeRO-2/3's gradient bucket buffers and parameter gathers;
- * emit      writes the per-stage C programs.
+ * emit      writes the per-stage programs, config.json, ranks, build, launch.
  */
 #ifndef WEFT_PROGRAM_H
 #define WEFT_PROGRAM_H
@@ -90,6 +95,7 @@ typedef struct {
     long saved_numel;
     int fused;             /* set by graph (fuse.c): FUSED_NONE, or which end of a pair */
     int dgelu;             /* set by graph (fuse.c): DGELU_NONE, or which end of a backward pair */
+    int line;         /* plan line the op came from (0: unknown) */
 } ir_op;
 
 /* Fused pairs keep both ops (and their tensors, saved buffers and gradient
@@ -144,6 +150,7 @@ typedef struct Program {
     char plan_hash[17];
     /* model */
     char family[16];
+    char input_kind[16];              /* the graph's input (g:input): "tokens" */
     int layers, hidden, heads, seq, vocab;
     int kv_heads, ffn_hidden;         /* llama (0 for gpt2) */
     double rope_theta, norm_eps;      /* llama */
