@@ -238,8 +238,8 @@ static void emit_activations(writer *o, const Program *p, int stage) {
 /* The staging buffers for received activations: count and floats in one
  * (storage floats: half under act16); memory.c counts them too. */
 int stage_recv_buffers(const Program *p, int stage, long *numel) {
-    int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
-    int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
+    int *staging = wf_checked(calloc((size_t)p->sched->n[stage] + 1, sizeof(int)), "emit pass");
+    int *staging_recv = wf_checked(calloc((size_t)p->sched->n[stage] + 1, sizeof(int)), "emit pass");
     long biggest = 0;
     for (int k = stage; k < p->n_chunks; k += p->pp)
         if (p->chunk_in[k]) {

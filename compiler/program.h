@@ -234,6 +234,8 @@ typedef struct Program {
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
 void wf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Returns q, or reports "out of memory (what)" and exits (status 3) if NULL. */
+void *wf_checked(void *q, const char *what);
 
 typedef int (*pass_fn)(Program *p);
 typedef void (*dump_fn)(const Program *p, FILE *out);
