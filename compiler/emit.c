@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "emit.h"
+#include "hf_config.h"
 #include "version.h"
 
 /* Text from the plan (paths) made safe inside a C string literal and a
@@ -239,8 +240,8 @@ static void emit_activations(writer *o, const Program *p, int stage) {
 /* The staging buffers for received activations: count and floats in one
  * (storage floats: half under act16); memory.c counts them too. */
 int stage_recv_buffers(const Program *p, int stage, long *numel) {
-    int *staging = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
-    int *staging_recv = calloc((size_t)p->sched->n[stage] + 1, sizeof(int));
+    int *staging = wf_checked(calloc((size_t)p->sched->n[stage] + 1, sizeof(int)), "emit pass");
+    int *staging_recv = wf_checked(calloc((size_t)p->sched->n[stage] + 1, sizeof(int)), "emit pass");
     long biggest = 0;
     for (int k = stage; k < p->n_chunks; k += p->pp)
         if (p->chunk_in[k]) {
@@ -295,8 +296,29 @@ static void emit_mesh(writer *o, const Program *p) {
     emit(o, " };\n\n");
 }
 
+/* config.json's text as a C string, for the runtime to copy into each
+ * checkpoint (the program then needs no file beside it). */
+static void emit_hf_config(writer *o, const Program *p) {
+    char json[4096];
+    if (hf_config_json(p, json, sizeof json) < 0) {
+        o->failed = 1;
+        return;
+    }
+    emit(o, "/* config.json, copied into every checkpoint */\nstatic const char HF_CONFIG[] =");
+    for (const char *line = json; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char text[600], esc[1200];
+        snprintf(text, sizeof text, "%.*s", (int)len, line);
+        emit(o, "\n    \"%s\\n\"", c_text(text, esc, sizeof esc));
+        line += len + (end != NULL);
+    }
+    emit(o, ";\n\n");
+}
+
 static void emit_main(writer *o, const Program *p, int stage) {
     emit_mesh(o, p);
+    emit_hf_config(o, p);
     if (cuda_backend) emit(o, "static wf_program make_program(void) {\n    wf_program P = {};\n");
     else emit(o, "static const wf_program PROGRAM = {\n");
     char path[1100], data[1100];
@@ -349,7 +371,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
     /* the CPU backend has MPI only, whatever plan.comm says (its output does
      * not change with comm) */
     program_fields(o, ".comm = %s,", cuda_backend && strcmp(p->comm, "nccl") == 0 ? "WF_COMM_NCCL" : "WF_COMM_MPI");
-    program_fields(o, ".step = step,");
+    program_fields(o, ".step = step, .hf_config = HF_CONFIG,");
     if (p->sched && p->sched->pro) program_fields(o, ".prologue = prologue, .epilogue = epilogue,");
     if (cuda_backend) emit(o, "    return P;\n}\n\nstatic const wf_program PROGRAM = make_program();\n\n");
     else emit(o, "};\n\n");
@@ -464,6 +486,18 @@ static int write_cmake(const Program *p, const char *dir, const char *runtime_di
     return close_writer(&o, "CMakeLists.txt");
 }
 
+static int write_hf_config(const Program *p, const char *dir) {
+    char json[4096];
+    if (hf_config_json(p, json, sizeof json) < 0) {
+        wf_error("internal: config.json does not fit its buffer");
+        return -1;
+    }
+    writer o;
+    if (open_writer(&o, dir, "config.json") != 0) return -1;
+    emit(&o, "%s", json);
+    return close_writer(&o, "config.json");
+}
+
 static int write_launch(const Program *p, const char *dir) {
     writer o;
     if (open_writer(&o, dir, "launch.sh") != 0) return -1;
@@ -537,6 +571,7 @@ int pass_emit_backend(const Program *p, const char *out_dir, const char *runtime
     if (rc == 0) rc = write_ranks(p, tmp);
     if (rc == 0) rc = write_cmake(p, tmp, runtime_dir);
     if (rc == 0) rc = write_launch(p, tmp);
+    if (rc == 0) rc = write_hf_config(p, tmp);
     if (rc != 0) {
         remove_tree(tmp);
         return -1;

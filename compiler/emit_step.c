@@ -185,7 +185,7 @@ void emit_chunk(writer *o, const Program *p, int k) {
 static int assign_staging_list(const schedule *s, const sched_instr *ins, int n, int *staging,
                                int *staging_recv) {
     int peak = 0;
-    int *key = calloc((size_t)n + 1, sizeof(int));  /* buffer -> key + 1, or 0 when free */
+    int *key = wf_checked(calloc((size_t)n + 1, sizeof(int)), "emit pass");  /* buffer -> key + 1, or 0 when free */
     for (int i = 0; i < n; i++) {
         const sched_instr *in = &ins[i];
         staging[i] = staging_recv[i] = -1;
@@ -231,7 +231,7 @@ int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv
     int peak = assign_staging_list(s, s->ins[stage], s->n[stage], staging, staging_recv);
     if (s->pro) {
         int most = s->npro[stage] > s->nepi[stage] ? s->npro[stage] : s->nepi[stage];
-        int *a = calloc((size_t)most + 1, sizeof(int)), *b = calloc((size_t)most + 1, sizeof(int));
+        int *a = wf_checked(calloc((size_t)most + 1, sizeof(int)), "emit pass"), *b = wf_checked(calloc((size_t)most + 1, sizeof(int)), "emit pass");
         int k = assign_staging_list(s, s->pro[stage], s->npro[stage], a, b);
         if (k > peak) peak = k;
         k = assign_staging_list(s, s->epi[stage], s->nepi[stage], a, b);
@@ -293,8 +293,8 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
     const schedule *s = p->sched;
     char buf[2 * NAMEBUF + 64], rbuf[2 * NAMEBUF + 64], text[256];
     long n, rn;
-    int *staging = calloc((size_t)count + 1, sizeof(int));
-    int *staging_recv = calloc((size_t)count + 1, sizeof(int));
+    int *staging = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
+    int *staging_recv = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     assign_staging_list(s, ins, count, staging, staging_recv);
     for (int i = 0; i < count; i++) {
         const sched_instr *in = &ins[i];

@@ -438,6 +438,7 @@ typedef struct {
     long long prefetch_elems;
     double clip;
     double lr, min_lr, beta1, beta2, eps, wd;
+    int optimizer_from_plan; /* no "optimizer": the training script passes its own */
     long long warmup, steps;
     int have_steps;
     int recompute_full;
@@ -638,7 +639,14 @@ static int parse_optimizer(ctx *c, const cJSON *root, ds_plan *p) {
     const char *ov = "an object { \"type\": \"AdamW\", \"params\": { \"lr\": 3e-4, ... } }";
     int r = get_obj(c, root, "optimizer", "optimizer", ov, &o);
     if (r < 0) return -1;
-    if (r == 0) return FAIL(c, "optimizer: missing; a weft plan needs its optimizer (valid: %s)", ov);
+    if (r == 0) {
+        /* DeepSpeed allows this when the script hands deepspeed.initialize its
+         * own optimizer; the --model plan's w.adamw stands in for it */
+        p->optimizer_from_plan = 1;
+        warn(c, "optimizer", "missing (the training script passes its own): the --model plan's "
+                             "optimizer is used");
+        return 0;
+    }
     const char *tv = "\"Adam\" or \"AdamW\"";
     r = get_str(c, o, "type", "optimizer.type", tv, &type);
     if (r < 0) return -1;
@@ -697,6 +705,10 @@ static int parse_scheduler(ctx *c, const cJSON *root, ds_plan *p) {
     p->have_steps = 0;
     int r = get_obj(c, root, "scheduler", "scheduler", "an object { \"type\": \"WarmupDecayLR\", ... }", &s);
     if (r < 0) return -1;
+    if (p->optimizer_from_plan) {  /* its lr and warmup come with it */
+        if (r > 0) warn(c, "scheduler", "ignored: the --model plan's optimizer sets lr and warmup");
+        return 0;
+    }
     if (r == 0) {
         if (p->lr < 0) return FAIL(c, "optimizer.params.lr: missing (valid: a number > 0 and <= 10)");
         p->min_lr = p->lr;  /* constant */
@@ -931,6 +943,16 @@ int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int 
         fail_at(&c, model_plan_path, "the brackets after `%s =` do not balance", rcl < 0 ? "cluster" : "data");
         goto done;
     }
+    size_t ob = 0, oe = 0;
+    if (p.optimizer_from_plan) {
+        int ro = find_field(plan_text, plen, "optimizer", ctor_prefix, &ob, &oe, &other);
+        if (ro <= 0) {
+            fail_at(&c, model_plan_path, ro < 0 ? "the brackets after `optimizer =` do not balance"
+                    : "the DeepSpeed config has no \"optimizer\" and the model plan no inline "
+                      "`optimizer = w.adamw { ... }` to take instead (valid: either of them)");
+            goto done;
+        }
+    }
     if (rd == 0)
         warn(&c, model_plan_path, "has no data = { ... }; the plan reads data/train.bin (set data.train)");
 
@@ -965,12 +987,17 @@ int import_deepspeed(const char *ds_json_path, const char *model_plan_path, int 
         sb_printf(&out, "  buckets = { mb = %s },  -- reduce_bucket_size = %lld elements x %d bytes (%s)\n",
                   a, p.bucket_elems, bytes, p.precision);
     }
-    sb_printf(&out, "  optimizer = w.adamw { lr = %s, ", num(p.lr, a));
-    sb_printf(&out, "min_lr = %s, ", num(p.min_lr, a));
-    sb_printf(&out, "betas = { %s, ", num(p.beta1, a));
-    sb_printf(&out, "%s }, ", num(p.beta2, a));
-    sb_printf(&out, "eps = %s, ", num(p.eps, a));
-    sb_printf(&out, "weight_decay = %s, warmup = %lld },\n", num(p.wd, a), p.warmup);
+    if (p.optimizer_from_plan) {
+        sb_printf(&out, "  optimizer = %.*s,  -- from the model plan (no \"optimizer\" in the config)\n",
+                  (int)(oe - ob), plan_text + ob);
+    } else {
+        sb_printf(&out, "  optimizer = w.adamw { lr = %s, ", num(p.lr, a));
+        sb_printf(&out, "min_lr = %s, ", num(p.min_lr, a));
+        sb_printf(&out, "betas = { %s, ", num(p.beta1, a));
+        sb_printf(&out, "%s }, ", num(p.beta2, a));
+        sb_printf(&out, "eps = %s, ", num(p.eps, a));
+        sb_printf(&out, "weight_decay = %s, warmup = %lld },\n", num(p.wd, a), p.warmup);
+    }
     sb_printf(&out, "  clip_grad_norm = %s,\n", num(p.clip, a));
     if (p.have_steps) sb_printf(&out, "  train = { steps = %lld },\n", p.steps);
     if (rd > 0) sb_printf(&out, "  data = %.*s,\n", (int)(de - db), plan_text + db);

@@ -44,10 +44,31 @@ static void get_str(lua_State *L, int t, const char *k, char *dst, size_t n) {
     lua_pop(L, 1);
 }
 
-/* Pushes t[k] (a table) and returns its absolute index. */
+/* Pushes t[k] (a table) and returns its absolute index.  Lua promises 20
+ * free stack slots to a C function, no more: every push through here first
+ * makes room, so nesting deeper cannot overrun the stack. */
 static int push_sub(lua_State *L, int t, const char *k) {
+    if (!lua_checkstack(L, 8)) {
+        wf_error("out of memory: the Lua stack cannot grow to read plan field %s", k);
+        bad_field = 1;
+    }
     lua_getfield(L, t, k);
     return lua_gettop(L);
+}
+
+/* Every reader leaves the stack as it found it: checked on the way out. */
+#define STACK_BALANCED(L, top, what)                                                   \
+    do {                                                                               \
+        if (lua_gettop(L) != (top)) {                                                  \
+            wf_error("internal: %s left %d Lua stack slots", what, lua_gettop(L) - (top)); \
+            bad_field = 1;                                                             \
+        }                                                                              \
+    } while (0)
+
+static void *checked_calloc(size_t n, size_t size, const char *what) {
+    void *q = calloc(n ? n : 1, size);
+    if (!q) wf_error("out of memory: cannot allocate %zu x %zu bytes for %s", n, size, what);
+    return q;
 }
 
 static op_kind op_from_name(const char *s) {
@@ -63,9 +84,11 @@ static int find_param(const Program *p, const char *name) {
 }
 
 static int load_params(Program *p, lua_State *L, int g) {
+    int top = lua_gettop(L);
     int list = push_sub(L, g, "params");
     p->n_params = (int)lua_rawlen(L, list);
-    p->params = calloc((size_t)p->n_params, sizeof *p->params);
+    p->params = checked_calloc((size_t)p->n_params, sizeof *p->params, "the parameter list");
+    if (!p->params) return -1;
     for (int i = 0; i < p->n_params; i++) {
         lua_rawgeti(L, list, i + 1);
         int t = lua_gettop(L);
@@ -93,16 +116,19 @@ static int load_params(Program *p, lua_State *L, int g) {
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
+    STACK_BALANCED(L, top, "load_params");
     return 0;
 }
 
-static int load_ops(Program *p, lua_State *L, int g) {
+/* The ops of the model made on plan line `line`. */
+static int load_ops(Program *p, lua_State *L, int g, int line) {
+    int top = lua_gettop(L);
     int list = push_sub(L, g, "ops");
     p->n_ops = (int)lua_rawlen(L, list);
-    p->ops = calloc((size_t)p->n_ops, sizeof *p->ops);
+    p->ops = checked_calloc((size_t)p->n_ops, sizeof *p->ops, "the op list");
     p->n_tensors = p->n_ops + 1;  /* tensor ids start at 1, one per op output */
-    p->tensors = calloc((size_t)p->n_tensors, sizeof *p->tensors);
-    int layer = -1;
+    p->tensors = checked_calloc((size_t)p->n_tensors, sizeof *p->tensors, "the tensor list");
+    if (!p->ops || !p->tensors) return -1;
     for (int i = 0; i < p->n_ops; i++) {
         lua_rawgeti(L, list, i + 1);
         int t = lua_gettop(L);
@@ -156,23 +182,33 @@ static int load_ops(Program *p, lua_State *L, int g) {
         o->theta = lua_tonumber(L, -1);
         lua_pop(L, 1);
         get_str(L, t, "parallel", o->parallel, sizeof o->parallel);
-        /* a block starts at each layernorm named h.N.ln_1 */
-        if (o->kind == OP_LAYERNORM && o->n_param > 0) {
-            int l;
-            if (sscanf(p->params[o->param[0]].name, "h.%d.ln_1", &l) == 1) layer = l;
-            else if (strncmp(p->params[o->param[0]].name, "h.", 2) != 0) layer = -1;
-        }
-        /* ... and at each RMSNorm named model.layers.N.input_layernorm (llama) */
-        if (o->kind == OP_RMSNORM && o->n_param > 0) {
-            int l;
-            const char *name = p->params[o->param[0]].name;
-            if (sscanf(name, "model.layers.%d.input_layernorm", &l) == 1) layer = l;
-            else if (strncmp(name, "model.layers.", 13) != 0) layer = -1;
-        }
-        o->layer = layer;
+        /* the transformer block the prelude marked it with (g:block), if any */
+        lua_getfield(L, t, "layer");
+        o->layer = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+        lua_pop(L, 1);
+        o->line = line;
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
+    STACK_BALANCED(L, top, "load_ops");
+    return 0;
+}
+
+/* The graph's input (g:input): one, of a kind the runtime reads. */
+static int load_inputs(Program *p, lua_State *L, int g) {
+    int top = lua_gettop(L);
+    int list = push_sub(L, g, "inputs");
+    int n = lua_istable(L, list) ? (int)lua_rawlen(L, list) : 0;
+    if (n != 1) {
+        wf_error("%s: plan.model: the model graph declares %d inputs; weft reads one "
+                 "(valid: g:input { kind = \"tokens\" })", p->plan_path, n);
+        lua_settop(L, top);
+        return -1;
+    }
+    lua_rawgeti(L, list, 1);
+    get_str(L, lua_gettop(L), "kind", p->input_kind, sizeof p->input_kind);
+    lua_pop(L, 2);
+    STACK_BALANCED(L, top, "load_inputs");
     return 0;
 }
 
@@ -243,11 +279,15 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
         p->rope_theta = get_num(L, model, "rope_theta");
         p->norm_eps = get_num(L, model, "norm_eps");
     }
+    lua_getfield(L, model, "line");  /* where the plan called weft.gpt2 / weft.llama */
+    int model_line = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
     int g = push_sub(L, model, "graph");
-    if (load_params(p, L, g) != 0 || load_ops(p, L, g) != 0) {
+    if (load_params(p, L, g) != 0 || load_ops(p, L, g, model_line) != 0 || load_inputs(p, L, g) != 0) {
         sandbox_close(&sb);
         return -1;
     }
+    lua_settop(L, plan);  /* the model's tables are read */
     /* HF LlamaForCausalLM keeps nn.Linear weights (out, in); weft's are (in, out) */
     if (strcmp(p->family, "llama") == 0)
         for (int i = 0; i < p->n_ops; i++)
@@ -271,6 +311,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     }
     lua_pop(L, 1);
     p->world = (int)get_int(L, plan, "world");
+    lua_settop(L, plan);  /* one plan section on the stack at a time */
     int cluster = push_sub(L, plan, "cluster");
     p->nodes = (int)get_int(L, cluster, "nodes");
     p->devices_per_node = (int)get_int(L, cluster, "devices_per_node");
@@ -289,11 +330,13 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->inter_gbs = get_num(L, inter, "gbs");
     p->inter_latency_us = get_num(L, inter, "latency_us");
 
+    lua_settop(L, plan);
     int batch = push_sub(L, plan, "batch");
     p->micro = (int)get_int(L, batch, "micro");
     p->global_batch = (int)get_int(L, batch, "global");
     p->accum = (int)get_int(L, batch, "accum");
 
+    lua_settop(L, plan);
     int opt = push_sub(L, plan, "optimizer");
     p->lr = get_num(L, opt, "lr");
     p->min_lr = get_num(L, opt, "min_lr");
@@ -308,6 +351,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     lua_pop(L, 2);
 
     p->clip = get_num(L, plan, "clip_grad_norm");
+    lua_settop(L, plan);
     int train = push_sub(L, plan, "train");
     p->steps = (int)get_int(L, train, "steps");
     p->log_every = (int)get_int(L, train, "log_every");
@@ -316,6 +360,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     int data = push_sub(L, plan, "data");
     get_str(L, data, "train", p->data_train, sizeof p->data_train);
     get_str(L, plan, "precision", p->precision, sizeof p->precision);
+    lua_settop(L, plan);
     int scale = push_sub(L, plan, "loss_scale");
     lua_getfield(L, scale, "dynamic");
     p->loss_scale_dynamic = lua_toboolean(L, -1);
@@ -330,6 +375,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     lua_getfield(L, plan, "zero_prefetch_mb");
     p->zero_prefetch_mb = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
     lua_pop(L, 1);
+    lua_settop(L, plan);
     int offload = push_sub(L, plan, "offload");
     char where[8];
     get_str(L, offload, "optimizer", where, sizeof where);
@@ -341,22 +387,29 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     get_str(L, plan, "recompute", recompute, sizeof recompute);
     p->recompute = strcmp(recompute, "full") == 0 ? RECOMPUTE_FULL
                  : strcmp(recompute, "selective") == 0 ? RECOMPUTE_SELECTIVE : RECOMPUTE_NONE;
+    lua_settop(L, plan);
     int pipe = push_sub(L, plan, "pipeline");
     get_str(L, pipe, "schedule", p->schedule, sizeof p->schedule);
     p->virt = p->pp > 1 ? (int)get_int(L, pipe, "virtual") : 1;  /* chunks only matter across stages */
     int stages = push_sub(L, pipe, "stages");
     if (lua_istable(L, stages) && p->pp > 1) {
         int n = (int)lua_rawlen(L, stages);
-        p->chunk_layers = calloc((size_t)n, sizeof(int));
+        p->chunk_layers = checked_calloc((size_t)n, sizeof(int), "pipeline.stages");
+        if (!p->chunk_layers) {
+            sandbox_close(&sb);
+            return -1;
+        }
         for (int i = 0; i < n; i++) {
             lua_rawgeti(L, stages, i + 1);
             p->chunk_layers[i] = (int)lua_tointeger(L, -1);
             lua_pop(L, 1);
         }
     }
+    lua_settop(L, plan);
     int buckets = push_sub(L, plan, "buckets");
     p->bucket_mb = get_num(L, buckets, "mb");
     get_str(L, plan, "comm", p->comm, sizeof p->comm);
+    lua_settop(L, plan);
     int nccl = push_sub(L, plan, "nccl");
     int n_env = (int)lua_rawlen(L, nccl);
     for (int i = 0; i < n_env && p->n_nccl_env < WF_MAX_NCCL_ENV; i++) {
@@ -365,6 +418,8 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
         snprintf(p->nccl_env[p->n_nccl_env++], sizeof p->nccl_env[0], "%s", e ? e : "");
         lua_pop(L, 1);
     }
+    lua_settop(L, plan);
+    STACK_BALANCED(L, plan, "pass_load");
     sandbox_close(&sb);
     return bad_field ? -1 : 0;
 }

@@ -45,12 +45,14 @@ static const op_row table[OP__COUNT] = {
     [OP_GELU] = {
         .name = "gelu", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 0, .param_max = 0,
         .check = gelu_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
+        .hf_activation = "gelu_new",
         .cost = COST_POINTWISE, .k = FWD_BWD("wf_gelu_fwd", "wf_gelu_bwd"),
         .emit_fwd = unary_emit_fwd, .emit_bwd = unary_emit_bwd },
     [OP_GELU_ERF] = {  /* not fused with its linear: cuBLASLt's epilogues are the tanh form */
         .name = "gelu_erf", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 0, .param_max = 0,
         .check = gelu_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH,
-        .keeps_shape = 1, .cost = COST_POINTWISE, .k = FWD_BWD("wf_gelu_erf_fwd", "wf_gelu_erf_bwd"),
+        .keeps_shape = 1, .hf_activation = "gelu",
+        .cost = COST_POINTWISE, .k = FWD_BWD("wf_gelu_erf_fwd", "wf_gelu_erf_bwd"),
         .emit_fwd = unary_emit_fwd, .emit_bwd = unary_emit_bwd },
     [OP_ADD] = {
         .name = "add", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,

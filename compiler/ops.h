@@ -82,6 +82,7 @@ typedef struct {
     long (*scratch)(const Program *p, const ir_op *o);
     int selective;             /* recomputed under recompute = "selective" (its saved state shared) */
     int keeps_shape;           /* its output has its first input's width and rows (verify_ir) */
+    const char *hf_activation; /* an activation: its Hugging Face name (config.json's activation_function) */
     /* the tensor-parallel rewrite: appends the op's sharded form, returns
      * its output tensor (NULL: the op cannot be tensor-parallel) */
     int (*shard)(shard_ctx *r, const ir_op *o);

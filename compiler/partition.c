@@ -21,9 +21,9 @@ static double op_flops(const Program *p, const ir_op *o) {
  * cost[L+1] are the parts outside blocks, glued to the first and last chunk. */
 static void balance(const double *cost, int L, int K, int *out) {
     /* best[k][i]: the smallest maximum for the first i layers in k chunks */
-    double *best = malloc(sizeof(double) * (size_t)(K + 1) * (size_t)(L + 1));
-    int *cut = malloc(sizeof(int) * (size_t)(K + 1) * (size_t)(L + 1));
-    double *prefix = malloc(sizeof(double) * (size_t)(L + 1));
+    double *best = wf_checked(malloc(sizeof(double) * (size_t)(K + 1) * (size_t)(L + 1)), "partition pass");
+    int *cut = wf_checked(malloc(sizeof(int) * (size_t)(K + 1) * (size_t)(L + 1)), "partition pass");
+    double *prefix = wf_checked(malloc(sizeof(double) * (size_t)(L + 1)), "partition pass");
     prefix[0] = 0;
     for (int i = 1; i <= L; i++) prefix[i] = prefix[i - 1] + cost[i];
 #define BEST(k, i) best[(size_t)(k) * (L + 1) + (i)]
@@ -56,11 +56,11 @@ static void balance(const double *cost, int L, int K, int *out) {
 int pass_partition(Program *p) {
     int K = p->pp * p->virt, L = p->layers;
     p->n_chunks = K;
-    int *layers = malloc(sizeof(int) * (size_t)K);
+    int *layers = wf_checked(malloc(sizeof(int) * (size_t)K), "partition pass");
     if (p->chunk_layers) {
         memcpy(layers, p->chunk_layers, sizeof(int) * (size_t)K);
     } else {
-        double *cost = calloc((size_t)L + 2, sizeof(double));
+        double *cost = wf_checked(calloc((size_t)L + 2, sizeof(double)), "partition pass");
         int seen_block = 0;
         for (int i = 0; i < p->n_ops; i++) {
             const ir_op *o = &p->ops[i];
@@ -72,7 +72,7 @@ int pass_partition(Program *p) {
         free(cost);
     }
     /* block l goes to the chunk whose layer range holds it */
-    int *chunk_of_layer = malloc(sizeof(int) * (size_t)L);
+    int *chunk_of_layer = wf_checked(malloc(sizeof(int) * (size_t)L), "partition pass");
     for (int k = 0, l = 0; k < K; k++)
         for (int n = 0; n < layers[k]; n++) chunk_of_layer[l++] = k;
     int seen_block = 0;
@@ -87,11 +87,11 @@ int pass_partition(Program *p) {
 
     /* op ranges and boundary tensors: exactly one tensor (the residual
      * stream) may cross from one chunk into the next */
-    p->chunk_first_op = calloc((size_t)K, sizeof(int));
-    p->chunk_end_op = calloc((size_t)K, sizeof(int));
-    p->chunk_in = calloc((size_t)K, sizeof(int));
-    p->chunk_out = calloc((size_t)K, sizeof(int));
-    p->chunk_in_offset = calloc((size_t)K, sizeof(long));
+    p->chunk_first_op = wf_checked(calloc((size_t)K, sizeof(int)), "partition pass");
+    p->chunk_end_op = wf_checked(calloc((size_t)K, sizeof(int)), "partition pass");
+    p->chunk_in = wf_checked(calloc((size_t)K, sizeof(int)), "partition pass");
+    p->chunk_out = wf_checked(calloc((size_t)K, sizeof(int)), "partition pass");
+    p->chunk_in_offset = wf_checked(calloc((size_t)K, sizeof(long)), "partition pass");
     for (int i = p->n_ops - 1; i >= 0; i--) p->chunk_first_op[p->ops[i].chunk] = i;
     for (int i = 0; i < p->n_ops; i++) p->chunk_end_op[p->ops[i].chunk] = i + 1;
     for (int i = 0; i < p->n_ops; i++) {
@@ -131,7 +131,7 @@ int pass_partition(Program *p) {
             for (int c = n; c < p->n_params; c++)
                 if (p->params[c].tied_to == o->param[j] && p->params[c].stage == stage) copy = c;
             if (copy < 0) {
-                p->params = realloc(p->params, sizeof(ir_param) * (size_t)(p->n_params + 1));
+                p->params = wf_checked(realloc(p->params, sizeof(ir_param) * (size_t)(p->n_params + 1)), "partition pass");
                 copy = p->n_params++;
                 p->params[copy] = p->params[o->param[j]];
                 p->params[copy].stage = stage;

@@ -19,7 +19,7 @@ int pass_schedule(Program *p) {
         wf_error("%s: pipeline.schedule: unknown schedule '%s'", p->plan_path, p->schedule);
         return -1;
     }
-    p->sched = calloc(1, sizeof *p->sched);
+    p->sched = wf_checked(calloc(1, sizeof *p->sched), "schedule pass");
     if (schedule_build(p->sched, kind, p->pp, p->accum, p->virt, err, sizeof err) != 0) {
         wf_error("%s: pipeline: %s", p->plan_path, err);
         return -1;

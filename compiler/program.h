@@ -1,14 +1,19 @@
 /* program.h: the one Program that every compiler pass reads and extends.
  *
- * load      fills the plan fields, the parameter list and the forward op list;
+ * The passes, in the order main.c runs them:
+ * load      fills the plan fields, the parameter list and the forward op list
+ *           (blocks and inputs as the prelude's graph marks them), and the
+ *           mesh's rank strides (rank_coords);
  * check     validates what the Lua prelude could not (shapes along the graph);
- * graph     derives the backward op list and the order gradients complete in;
- * mesh      assigns ranks to (dp, pp, tp) coordinates;
- * partition assigns ops to pipeline stages;
+ * shard     splits parameters and adds tensor parallelism's collectives;
+ * partition assigns ops to pipeline stages (chunks);
+ * graph     derives the backward op list and the order gradients complete in,
+ *           then fuses adjacent pairs (fuse.c);
+ * schedule  builds and verifies each stage's instruction list;
  * buckets   lays the gradient arena out in backward order and cuts buckets;
  * memory    plans the activation arena and the per-rank memory;
  * zero      plans ZeRO-2/3's gradient bucket buffers and parameter gathers;
- * emit      writes the per-stage C programs.
+ * emit      writes the per-stage programs, config.json, ranks, build, launch.
  */
 #ifndef WEFT_PROGRAM_H
 #define WEFT_PROGRAM_H
@@ -158,6 +163,7 @@ typedef struct Program {
     char plan_hash[17];
     /* model */
     char family[16];
+    char input_kind[16];              /* the graph's input (g:input): "tokens" */
     int layers, hidden, heads, seq, vocab;
     int kv_heads, ffn_hidden;         /* llama (0 for gpt2) */
     double rope_theta, norm_eps;      /* llama */
@@ -241,6 +247,8 @@ typedef struct Program {
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
 void wf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Returns q, or reports "out of memory (what)" and exits (status 3) if NULL. */
+void *wf_checked(void *q, const char *what);
 
 typedef int (*pass_fn)(Program *p);
 typedef void (*dump_fn)(const Program *p, FILE *out);

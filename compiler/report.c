@@ -2,6 +2,7 @@
  * diagnostic reporter every pass uses. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "program.h"
@@ -13,6 +14,16 @@ void wf_error(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+/* The passes' allocations: a compile that cannot get memory stops with the
+ * pass named, rather than crashing on a NULL later. */
+void *wf_checked(void *q, const char *what) {
+    if (!q) {
+        wf_error("out of memory (%s)", what);
+        exit(3);
+    }
+    return q;
 }
 
 void program_human_bytes(double bytes, char *out, size_t n) {

@@ -73,11 +73,11 @@ static int bucket_live(const Program *p, int k, const int **lo, const int **hi) 
 
 static void plan_bucket_buffers(Program *p, const int *last_use) {
     int n = p->n_ops;
-    g_lo = malloc(sizeof(int) * (size_t)p->n_buckets + 1);
-    g_hi = malloc(sizeof(int) * (size_t)p->n_buckets + 1);
-    long *size = malloc(sizeof(long) * (size_t)p->n_buckets + 1);
-    long *off = malloc(sizeof(long) * (size_t)p->n_buckets + 1);
-    int *order = malloc(sizeof(int) * (size_t)p->n_buckets + 1);
+    g_lo = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
+    g_hi = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
+    long *size = wf_checked(malloc(sizeof(long) * (size_t)p->n_buckets + 1), "zero pass");
+    long *off = wf_checked(malloc(sizeof(long) * (size_t)p->n_buckets + 1), "zero pass");
+    int *order = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
     for (int b = 0; b < p->n_buckets; b++) {
         ir_bucket *bk = &p->buckets[b];
         bk->chunk = p->params[p->grad_order[bk->first_param]].chunk;
@@ -209,10 +209,10 @@ static void set_issues(Program *p) {
 
 static void plan_gathers(Program *p) {
     int nb = p->n_buckets;
-    int (*uses)[2] = malloc(sizeof *uses * (size_t)(3 * 2 * p->n_ops + 1));
+    int (*uses)[2] = wf_checked(malloc(sizeof *uses * (size_t)(3 * 2 * p->n_ops + 1)), "zero pass");
     int nu = collect_uses(p, uses);
-    p->gathers = calloc((size_t)nu + 1, sizeof *p->gathers);
-    int *open = malloc(sizeof(int) * (size_t)nb), *cut = calloc((size_t)nb, sizeof(int));
+    p->gathers = wf_checked(calloc((size_t)nu + 1, sizeof *p->gathers), "zero pass");
+    int *open = wf_checked(malloc(sizeof(int) * (size_t)nb), "zero pass"), *cut = wf_checked(calloc((size_t)nb, sizeof(int)), "zero pass");
     for (int b = 0; b < nb; b++) open[b] = -1;
     /* a bucket's uses form one gather until another bucket is used strictly
      * between two of them (so the tied wte, used by the embedding and the LM
@@ -256,11 +256,11 @@ static void plan_gathers(Program *p) {
                 }
     }
     /* one gather buffer per bucket, shared by its spans */
-    ev_lo = malloc(sizeof(int) * (size_t)p->n_gathers + 1);
-    ev_hi = malloc(sizeof(int) * (size_t)p->n_gathers + 1);
-    ev_first = calloc((size_t)nb + 1, sizeof(int));
-    ev_count = calloc((size_t)nb + 1, sizeof(int));
-    int *order = malloc(sizeof(int) * (size_t)nb + 1), m = 0;
+    ev_lo = wf_checked(malloc(sizeof(int) * (size_t)p->n_gathers + 1), "zero pass");
+    ev_hi = wf_checked(malloc(sizeof(int) * (size_t)p->n_gathers + 1), "zero pass");
+    ev_first = wf_checked(calloc((size_t)nb + 1, sizeof(int)), "zero pass");
+    ev_count = wf_checked(calloc((size_t)nb + 1, sizeof(int)), "zero pass");
+    int *order = wf_checked(malloc(sizeof(int) * (size_t)nb + 1), "zero pass"), m = 0;
     for (int b = 0, at = 0; b < nb; b++) {
         ev_first[b] = at;
         for (int e = 0; e < p->n_gathers; e++)
@@ -270,7 +270,7 @@ static void plan_gathers(Program *p) {
                 ev_count[b]++;
             }
     }
-    long *size = malloc(sizeof(long) * (size_t)nb + 1), *off = calloc((size_t)nb + 1, sizeof(long));
+    long *size = wf_checked(malloc(sizeof(long) * (size_t)nb + 1), "zero pass"), *off = wf_checked(calloc((size_t)nb + 1, sizeof(long)), "zero pass");
     for (int b = 0; b < nb; b++) size[b] = p->buckets[b].numel;
     for (int s = 0; s < p->pp; s++) {
         m = 0;
@@ -319,9 +319,9 @@ static int verify_disjoint(const Program *p, const char *what, int gathers) {
 }
 
 int pass_zero(Program *p) {
-    p->shard_numel = calloc((size_t)p->pp, sizeof(long));
-    p->grad_buf_numel = calloc((size_t)p->pp, sizeof(long));
-    p->gather_numel = calloc((size_t)p->pp, sizeof(long));
+    p->shard_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
+    p->grad_buf_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
+    p->gather_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
     for (int b = 0; b < p->n_buckets; b++) {
         const ir_bucket *bk = &p->buckets[b];
         p->shard_numel[bk->stage] += bk->numel / p->dp + (bk->numel % p->dp != 0);
@@ -333,7 +333,7 @@ int pass_zero(Program *p) {
         p->gather_numel[s] = p->param_numel[s];
     }
     if (p->zero < 2) return 0;
-    int *last_use = malloc(sizeof(int) * (size_t)p->n_params + 1);
+    int *last_use = wf_checked(malloc(sizeof(int) * (size_t)p->n_params + 1), "zero pass");
     for (int k = 0; k < p->n_params; k++) last_use[k] = -1;
     for (int i = 0; i < p->n_ops; i++)
         for (int k = 0; k < p->ops[i].n_param; k++) last_use[p->ops[i].param[k]] = i;

@@ -273,7 +273,11 @@ local made = setmetatable({}, { __mode = "k" })
 local function constructor(name, kind, make)
   return entry(name, function(spec)
     local obj = make(spec)
-    made[obj] = { kind = kind, make = make, spec = copy(spec) }
+    -- the plan line of the call, which weft.plan's rebuild keeps (load.c
+    -- gives it to every op of a model: shape errors then name it)
+    local line = plan_line(2) or 0
+    obj.line = line
+    made[obj] = { kind = kind, make = make, spec = copy(spec), line = line }
     return obj
   end)
 end
@@ -296,7 +300,8 @@ local function new_graph(spec)
     vocab = { "integer", min = 2, max = 1 << 24, required = true },
   })
   return setmetatable({ __kind = "graph", seq = spec.seq, vocab = spec.vocab,
-                        params = {}, ops = {}, n_tensors = 0, names = {} }, GraphMT)
+                        params = {}, ops = {}, n_tensors = 0, names = {}, inputs = {},
+                        n_blocks = 0 }, GraphMT)
 end
 
 -- The primitives are public, so they check what a plan passes them: a Lua
@@ -346,10 +351,36 @@ end
 function Graph:op(kind, inputs, params, width, attrs)
   need("op", self, { "kind", "string", kind, "inputs", "table", inputs, "params", "table", params })
   local out = self:tensor(width)
-  local op = { op = kind, inputs = inputs, params = params, out = out.id, width = width }
+  local op = { op = kind, inputs = inputs, params = params, out = out.id, width = width,
+               layer = self.block_now }
   for k, v in pairs(attrs or {}) do op[k] = v end
   self.ops[#self.ops + 1] = op
   return out
+end
+
+-- Structure the compiler reads instead of parameter names: g:block(n) starts
+-- transformer block n (0, 1, ... in order), whose ops the pipeline keeps
+-- together on one stage; g:block(nil) ends the blocks (the ops after it, like
+-- those before block 0, belong to none).  Each op records its block as `layer`.
+function Graph:block(n)
+  need("block", self, {})
+  if n == nil then self.block_now = nil return end
+  if mtype(n) ~= "integer" or n ~= self.n_blocks then
+    fail("graph:block", "block " .. show(n) .. " out of order", "the next block, " .. self.n_blocks)
+  end
+  self.n_blocks = n + 1
+  self.block_now = n
+end
+
+-- The model's inputs, by kind: "tokens" (uint16 token ids, with the next
+-- token as the target).  "image_patches" will join it.
+local INPUT_KINDS = { tokens = true }
+function Graph:input(spec)
+  need("input", self, { "spec", "table", spec })
+  if not INPUT_KINDS[spec.kind] then
+    fail("graph:input", "kind " .. show(spec.kind) .. " is not an input weft reads", "\"tokens\"")
+  end
+  self.inputs[#self.inputs + 1] = { kind = spec.kind }
 end
 
 local function ids(list)
@@ -492,9 +523,11 @@ local function make_gpt2(spec)
   local C, std = s.hidden, s.init_std
   -- GPT-2 scales the projections that write into the residual stream.
   local proj_std = std / sqrt(2 * s.layers)
+  g:input { kind = "tokens" }
   local x = g:embedding("wte", "wpe", C, std)
   for l = 0, s.layers - 1 do
     local p = "h." .. l .. "."
+    g:block(l)
     local h = g:layernorm(x, p .. "ln_1")
     h = g:linear(h, p .. "attn.c_attn", 3 * C, "column", std)
     h = g:attention(h, s.heads)
@@ -506,10 +539,11 @@ local function make_gpt2(spec)
     h = g:linear(h, p .. "mlp.c_proj", C, "row", proj_std)
     x = g:add(x, h)
   end
+  g:block(nil)
   x = g:layernorm(x, "ln_f")
   g:lm_head_xent(x)
   return { __kind = "model", family = "gpt2", layers = s.layers, hidden = C,
-           heads = s.heads, seq = s.seq, vocab = s.vocab, graph = g, line = where() }
+           heads = s.heads, seq = s.seq, vocab = s.vocab, graph = g }
 end
 
 -- LLaMA (Touvron et al. 2023): pre-norm RMSNorm blocks, rotary positions,
@@ -547,9 +581,11 @@ local function make_llama(spec)
   local C, std, kvd = s.hidden, s.init_std, s.kv_heads * hd
   -- as GPT-2, the projections that write into the residual stream are scaled
   local proj_std = std / sqrt(2 * s.layers)
+  g:input { kind = "tokens" }
   local x = g:token_embedding("model.embed_tokens", C, std)
   for l = 0, s.layers - 1 do
     local p = "model.layers." .. l .. "."
+    g:block(l)
     local h = g:rmsnorm(x, p .. "input_layernorm", s.norm_eps)
     local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false)
     local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false)
@@ -563,11 +599,12 @@ local function make_llama(spec)
     h = g:linear(g:swiglu(gate, up), p .. "mlp.down_proj", C, "row", proj_std, false)
     x = g:add(x, h)
   end
+  g:block(nil)
   x = g:rmsnorm(x, "model.norm", s.norm_eps)
   g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
   return { __kind = "model", family = "llama", layers = s.layers, hidden = C, heads = s.heads,
            kv_heads = s.kv_heads, ffn_hidden = s.ffn_hidden, rope_theta = s.rope_theta,
-           norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, graph = g, line = where() }
+           norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, graph = g }
 end
 
 ---------------------------------------------------------------------------
@@ -872,7 +909,11 @@ local function make_plan(spec)
 
   local function rebuild(field, v, kind, ctor)
     local rec = from[v]
-    if rec and rec.kind == kind then return rec.make(v) end
+    if rec and rec.kind == kind then
+      local obj = rec.make(v)
+      obj.line = rec.line
+      return obj
+    end
     local got = rec and article(rec.kind)
              or kind_of(v) and ("a table marked __kind = " .. show(kind_of(v)) .. " that weft did not make")
              or describe(v)

@@ -1,9 +1,10 @@
 /* ckpt.c: checkpoints as a folder that Hugging Face and PyTorch tools read:
  *   model.safetensors      full tensors, named and shaped as in HF GPT-2
  *   optimizer.safetensors  AdamW moments ("exp_avg.NAME", "exp_avg_sq.NAME")
- *   config.json            a GPT2Config (or a LlamaConfig; LLaMA's projection
- *                          weights, (in, out) in weft, are saved transposed,
- *                          (out, in), as HF's nn.Linear keeps them)
+ *   config.json            the compiler's GPT2Config or LlamaConfig, carried by
+ *                          the program (LLaMA's projection weights, (in, out)
+ *                          in weft, are saved transposed, (out, in), as HF's
+ *                          nn.Linear keeps them)
  * The step, the data position and the model's shape travel as safetensors
  * metadata.  The folder is written under a temporary name and swapped in, so
  * a failed save leaves the previous checkpoint as it was. */
@@ -96,31 +97,20 @@ static void fill_tensors(const wf_ctx *c, const float *whole, const long *off, w
 
 static int is_llama(const wf_program *p) { return p->family && strcmp(p->family, "llama") == 0; }
 
+/* config.json: the compiler wrote it (hf_config.c) and the program carries
+ * its text; the checkpoint gets the same file. */
 static void write_config(const wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
+    if (!p->hf_config) wf_fatal(c, "config.json", WF_WHERE, "the program carries no config.json (recompile it)");
     char path[1200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f) wf_fatal(c, "fopen", WF_WHERE, "cannot write %s: %s", path, strerror(errno));
-    if (is_llama(p)) {
-        /* A LlamaConfig; the weights are in HF's own layout (projections saved
-         * (out, in)), so transformers' LlamaForCausalLM loads the folder. */
-        fprintf(f, "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
-                   "  \"num_hidden_layers\": %d,\n  \"hidden_size\": %d,\n  \"num_attention_heads\": %d,\n"
-                   "  \"num_key_value_heads\": %d,\n  \"intermediate_size\": %d,\n"
-                   "  \"max_position_embeddings\": %d,\n  \"vocab_size\": %d,\n  \"hidden_act\": \"silu\",\n"
-                   "  \"rms_norm_eps\": %.9g,\n  \"rope_theta\": %.9g,\n  \"attention_bias\": false,\n"
-                   "  \"mlp_bias\": false,\n  \"tie_word_embeddings\": false,\n  \"torch_dtype\": \"float32\"\n}\n",
-                p->layers, p->hidden, p->heads, p->kv_heads, p->ffn_hidden, p->seq, p->vocab, p->norm_eps,
-                p->rope_theta);
-        if (fclose(f) != 0) wf_fatal(c, "fclose", WF_WHERE, "writing %s failed", path);
-        return;
+    size_t n = strlen(p->hf_config);
+    if (fwrite(p->hf_config, 1, n, f) != n) {
+        fclose(f);
+        wf_fatal(c, "fwrite", WF_WHERE, "writing %s failed", path);
     }
-    fprintf(f, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-               "  \"n_layer\": %d,\n  \"n_embd\": %d,\n  \"n_head\": %d,\n  \"n_positions\": %d,\n"
-               "  \"n_ctx\": %d,\n  \"vocab_size\": %d,\n  \"activation_function\": \"gelu_new\",\n"
-               "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true\n}\n",
-            p->layers, p->hidden, p->heads, p->seq, p->seq, p->vocab);
     if (fclose(f) != 0) wf_fatal(c, "fclose", WF_WHERE, "writing %s failed", path);
 }
 

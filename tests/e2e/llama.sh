@@ -100,6 +100,11 @@ check "no biases" bash -c '! grep -q "bias" <<<"$1"' _ "$hdr"
 check "21 tensors: embedding, final norm, head and 9 per layer" [ "$(grep -o '"dtype"' <<<"$hdr" | wc -l)" = $((3 + 9 * 2)) ]
 check "config.json is a LlamaConfig" grep -q '"model_type": "llama"' "$WORK/ref.ckpt/config.json"
 check "config.json: grouped-query attention" grep -q '"num_key_value_heads": 2' "$WORK/ref.ckpt/config.json"
+check "config.json: no attention dropout" grep -qF '"attention_dropout": 0.0' "$WORK/ref.ckpt/config.json"
+check "config.json: bos/eos inside the 256-token vocabulary" \
+  bash -c 'grep -qF "\"bos_token_id\": 255," "$1" && grep -qF "\"eos_token_id\": 255," "$1"' _ "$WORK/ref.ckpt/config.json"
+check "config.json: fp32 weights" grep -qF '"torch_dtype": "float32"' "$WORK/ref.ckpt/config.json"
+check "checkpoint's config.json is the compiler's" cmp "$WORK/ref/config.json" "$WORK/ref.ckpt/config.json"
 # the tp2 run's checkpoint is whole too: its tensors are the single-rank run's
 check "tp 2 checkpoint uses the same names and shapes" \
   bash -c 'diff <(sed "s/data_offsets[^]]*]//g; s/\"weft_plan[^,]*//" <<<"$1") \

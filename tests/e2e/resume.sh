@@ -66,6 +66,20 @@ run_plan periodic --steps 10 --ckpt "$WORK/periodic" >/dev/null
 check "periodic checkpoint at step 10 equals the straight run" \
   "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/periodic/model.safetensors"
 check "checkpoint has a GPT-2 config" grep -q '"model_type": "gpt2"' "$WORK/straight/config.json"
+# ... the compiler's file, byte for byte, complete for transformers: no
+# dropout (HF's default is 0.1), special tokens inside the vocabulary (HF's
+# default 50256 is not), the MLP's width and the activation weft computes
+check "checkpoint's config.json is the compiler's" cmp "$WORK/periodic/config.json" "$WORK/straight/config.json"
+for field in '"resid_pdrop": 0.0' '"embd_pdrop": 0.0' '"attn_pdrop": 0.0' '"activation_function": "gelu_new"' \
+             '"layer_norm_epsilon": 1e-05' '"tie_word_embeddings": true' '"torch_dtype": "float32"' \
+             '"architectures": ["GPT2LMHeadModel"]'; do
+  check "config.json: $field" grep -qF "$field" "$WORK/straight/config.json"
+done
+vocab=$(sed -n 's/.*"vocab_size": \([0-9]*\).*/\1/p' "$WORK/straight/config.json")
+check "config.json: bos/eos = vocab - 1" bash -c 'grep -qF "\"bos_token_id\": $(($1 - 1))," "$2" &&
+  grep -qF "\"eos_token_id\": $(($1 - 1))," "$2"' _ "$vocab" "$WORK/straight/config.json"
+hidden=$(sed -n 's/.*"n_embd": \([0-9]*\).*/\1/p' "$WORK/straight/config.json")
+check "config.json: n_inner = 4 n_embd" grep -qF "\"n_inner\": $((4 * hidden))," "$WORK/straight/config.json"
 
 # Resharding on load: 5 steps under tp = 2 x pp = 2, saved as whole tensors,
 # then 5 more steps on the dp = 2 program, match the straight dp = 2 run.

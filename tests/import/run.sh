@@ -81,6 +81,18 @@ good good_fp16 $dir/good_fp16.json 2 $model pass \
   'precision = "fp16",' 'loss_scale = { initial_scale_power = 12, window = 500, hysteresis = 1, min = 2 },'
 good good_fp16_static $dir/good_fp16_static.json 2 $model pass \
   'precision = "fp16",' 'loss_scale = 128,'
+# No "optimizer" section (the training script passes its own, as DeepSpeed
+# allows): the model plan's w.adamw is copied, with a warning saying so.
+good good_no_optimizer $dir/good_no_optimizer.json 2 $model pass \
+  'optimizer = w.adamw { lr = 3e-3, min_lr = 3e-4, warmup = 20, weight_decay = 0.1 },  -- from the model plan' \
+  'zero = 3,' 'offload = { optimizer = "cpu", params = "cpu" }' 'precision = "fp16",' \
+  'window = 500' 'clip_grad_norm = 1,' 'batch = { micro = 8, global = 32 }'
+if drv $dir/good_no_optimizer.json $model 2 "$tmp/noopt.lua" 2>"$tmp/noopt.err" &&
+   grep -qF "optimizer: missing (the training script passes its own): the --model plan's optimizer is used" "$tmp/noopt.err"; then
+  ok "no optimizer: warned"
+else
+  no "no optimizer: warned" "$(tail -1 "$tmp/noopt.err")"
+fi
 good model_tricky $dir/good_zero1.json 2 $dir/model_tricky.lua pass \
   'heads = 4, seq = 64, vocab = 256,' 'data = { train = "data/tricky.bin" },'
 good zero3_70b $dir/zero3_70b.json 64 plans/llama_70b.lua pass \

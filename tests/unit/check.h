@@ -1,6 +1,7 @@
-/* check.h: the one-line-per-check reporting the unit tests share.  Each test
- * ends with check_summary(), which prints "N passed, M failed" and returns
- * the exit status. */
+/* check.h: the one-line-per-check reporting the unit tests share: check()
+ * prints "ok" or "FAIL" and counts; a test ends by printing the counts as
+ * "N passed, M failed" (the line ctest's log is read for) and returning
+ * failed != 0. */
 #ifndef WEFT_TEST_CHECK_H
 #define WEFT_TEST_CHECK_H
 #include <stdarg.h>

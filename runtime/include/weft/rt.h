@@ -362,6 +362,7 @@ typedef struct wf_program {
     long cast_numel;         /* act16 under ZeRO-3: the cast buffer (wf_cuda_cast_buffer), floats */
     long weight16_numel;     /* act16 otherwise: the GEMM weights' 16-bit copies
                                 (wf_cuda_weight16_slot), floats */
+    const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
 } wf_program;
 
 /* Activation storage.  Under act16 every activation tensor and activation
