@@ -14,20 +14,9 @@
 
 #include "check.h"
 
-/* The compiler's reporter writes to stderr: here a temporary file, read
- * back after each call into last_error. */
-static char last_error[1024];
-static FILE *errlog;
+#include "reporter_capture.h"
 
-static int backend_check(Program *p) {
-    fflush(stderr);
-    if (ftruncate(2, 0) != 0 || lseek(2, 0, SEEK_SET) != 0) return -2;  /* shares errlog's offset */
-    int rc = cuda_backend_check(p);
-    fflush(stderr);
-    ssize_t n = pread(fileno(errlog), last_error, sizeof last_error - 1, 0);
-    last_error[n > 0 ? n : 0] = 0;
-    return rc;
-}
+static int backend_check(Program *p) { return cuda_backend_check(p); }
 
 static ir_op ops[6];
 
@@ -67,17 +56,16 @@ static Program llama(void) {
 
 static int accepted(Program p) {
     last_error[0] = 0;
-    return backend_check(&p) == 0 && !last_error[0];
+    return captured(backend_check, &p) == 0 && !last_error[0];
 }
 
 static int refused(Program p, const char *want) {
     last_error[0] = 0;
-    return backend_check(&p) != 0 && strstr(last_error, want) != NULL;
+    return captured(backend_check, &p) != 0 && strstr(last_error, want) != NULL;
 }
 
 int main(void) {
-    errlog = tmpfile();
-    if (!errlog || dup2(fileno(errlog), 2) < 0) return 1;
+    if (capture_start() != 0) return 1;
     /* the family */
     check(accepted(gpt2()), "GPT-2 is accepted: %s", last_error);
     check(accepted(llama()), "LLaMA (RMSNorm, RoPE, GQA, SwiGLU) is accepted: %s", last_error);

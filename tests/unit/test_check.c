@@ -10,19 +10,7 @@
 
 #include "check.h"
 
-static char last_error[1024];
-static FILE *errlog;
-
-/* runs pass_check with stderr (the reporter's) read back into last_error */
-static int run_check(Program *p) {
-    fflush(stderr);
-    if (ftruncate(2, 0) != 0 || lseek(2, 0, SEEK_SET) != 0) return -2;
-    int rc = pass_check(p);
-    fflush(stderr);
-    ssize_t n = pread(fileno(errlog), last_error, sizeof last_error - 1, 0);
-    last_error[n > 0 ? n : 0] = 0;
-    return rc;
-}
+#include "reporter_capture.h"
 
 static ir_param params[1];
 static ir_op ops[2];
@@ -48,26 +36,25 @@ static Program graph(long gelu_width, int line) {
 }
 
 int main(void) {
-    errlog = tmpfile();
-    if (!errlog || dup2(fileno(errlog), 2) < 0) return 1;
+    if (capture_start() != 0) return 1;
     Program p = graph(32, 12);
-    check(run_check(&p) != 0 && strstr(last_error, "plans/x.lua:12: model graph op 1 (gelu): gelu changes width"),
+    check(captured(pass_check, &p) != 0 && strstr(last_error, "plans/x.lua:12: model graph op 1 (gelu): gelu changes width"),
           "a shape error names the plan line: %s", last_error);
     p = graph(32, 0);
-    check(run_check(&p) != 0 && strstr(last_error, "plans/x.lua: model graph op 1 (gelu): gelu changes width"),
+    check(captured(pass_check, &p) != 0 && strstr(last_error, "plans/x.lua: model graph op 1 (gelu): gelu changes width"),
           "without a line, the plan: %s", last_error);
     p = graph(16, 12);  /* shapes agree; the graph does not end in the loss */
-    check(run_check(&p) != 0 && strstr(last_error, "the model graph must end in lm_head_xent"),
+    check(captured(pass_check, &p) != 0 && strstr(last_error, "the model graph must end in lm_head_xent"),
           "the loss must end the graph: %s", last_error);
     check(tensors[1].rows_of == ROWS_TOKENS && tensors[1].rows_div == 1 && tensors[1].dtype == DTYPE_FP32 &&
           tensors[2].rows_div == 1, "check makes every activation a row per token, stored as floats");
     p = graph(16, 5);
     ops[1].n_in = 2, ops[1].in[1] = 1;
-    check(run_check(&p) != 0 && strstr(last_error, "plans/x.lua:5: model graph op 1 (gelu): takes 1 input(s) and 0 parameter(s), not 2 and 0"),
+    check(captured(pass_check, &p) != 0 && strstr(last_error, "plans/x.lua:5: model graph op 1 (gelu): takes 1 input(s) and 0 parameter(s), not 2 and 0"),
           "the row's input count: %s", last_error);
     p = graph(16, 5);
     params[0].shape[1] = 8;
-    check(run_check(&p) != 0 && strstr(last_error, "plans/x.lua:3: model graph op 0 (embed): embedding shapes"),
+    check(captured(pass_check, &p) != 0 && strstr(last_error, "plans/x.lua:3: model graph op 0 (embed): embedding shapes"),
           "the embedding's rule: %s", last_error);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
