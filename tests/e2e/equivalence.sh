@@ -133,7 +133,7 @@ for row in "${layouts[@]}"; do
     --set recompute="$(case $rc in 1) echo full ;; 2) echo selective ;; *) echo none ;; esac)" \
     --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
     --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order" \
-    --set model.activation="$act"
+    $([ "$act" = gelu_new ] || echo --set model.activation="$act")
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   # the initial weights, common to every layout: what the updates are measured from
   [ "$name" = "$ref" ] && { run_plan "$name" --steps 0 --save "$WORK/$name.init" >/dev/null; continue; }
