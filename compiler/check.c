@@ -6,16 +6,6 @@
 
 #include "ops.h"
 
-/* plan.lua:LINE: when the op knows its plan line, else the plan */
-static int shape_error(const Program *p, int i, const char *what) {
-    const ir_op *o = &p->ops[i];
-    if (o->line > 0)
-        wf_error("%s:%d: model graph op %d (%s): %s", p->plan_path, o->line, i, op_name(o->kind), what);
-    else
-        wf_error("%s: model graph op %d (%s): %s", p->plan_path, i, op_name(o->kind), what);
-    return -1;
-}
-
 /* "1", or "1 to 2" */
 static void range(char *out, size_t n, int lo, int hi) {
     if (lo == hi) snprintf(out, n, "%d", lo);
@@ -26,20 +16,20 @@ int pass_check(Program *p) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
         const op_row *r = op_row_of(o->kind);
-        if (!r || !r->graph) return shape_error(p, i, "unknown op");
+        if (!r || !r->graph) return wf_op_error(p, i, "unknown op");
         for (int k = 0; k < o->n_in; k++)
             if (o->in[k] < 1 || o->in[k] >= p->n_tensors || p->tensors[o->in[k]].producer >= i)
-                return shape_error(p, i, "reads a tensor that no earlier op produced");
+                return wf_op_error(p, i, "reads a tensor that no earlier op produced");
         if (o->n_in < r->in_min || o->n_in > r->in_max || o->n_param < r->param_min || o->n_param > r->param_max) {
             char what[160], ins[16], ps[16];
             range(ins, sizeof ins, r->in_min, r->in_max);
             range(ps, sizeof ps, r->param_min, r->param_max);
             snprintf(what, sizeof what, "takes %s input(s) and %s parameter(s), not %d and %d", ins, ps,
                      o->n_in, o->n_param);
-            return shape_error(p, i, what);
+            return wf_op_error(p, i, "%s", what);
         }
         const char *bad = r->check(p, i);
-        if (bad) return shape_error(p, i, bad);
+        if (bad) return wf_op_error(p, i, "%s", bad);
         ir_tensor *t = &p->tensors[o->out];
         t->rows_of = ROWS_TOKENS;
         t->rows_div = 1;

@@ -249,6 +249,8 @@ typedef struct Program {
 void wf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Returns q, or reports "out of memory (what)" and exits (status 3) if NULL. */
 void *wf_checked(void *q, const char *what);
+/* report.c: an error naming op i and, where known, its plan line; returns -1 */
+int wf_op_error(const Program *p, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 typedef int (*pass_fn)(Program *p);
 typedef void (*dump_fn)(const Program *p, FILE *out);

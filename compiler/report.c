@@ -16,6 +16,21 @@ void wf_error(const char *fmt, ...) {
     va_end(ap);
 }
 
+/* An error about op i: "plan.lua:LINE: model graph op I (NAME): what" where
+ * the op knows its plan line (ir_op.line), else without the line. */
+int wf_op_error(const Program *p, int i, const char *fmt, ...) {
+    const ir_op *o = &p->ops[i];
+    char what[512], where[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (o->line > 0) snprintf(where, sizeof where, "%s:%d", p->plan_path, o->line);
+    else snprintf(where, sizeof where, "%s", p->plan_path);
+    wf_error("%s: model graph op %d (%s): %s", where, i, op_name(o->kind), what);
+    return -1;
+}
+
 /* The passes' allocations: a compile that cannot get memory stops with the
  * pass named, rather than crashing on a NULL later. */
 void *wf_checked(void *q, const char *what) {

@@ -114,7 +114,7 @@ int pass_shard(Program *p) {
         const ir_op *o = &p->ops[i];
         const op_row *row = op_row_of(o->kind);
         if (!row || !row->shard) {
-            wf_error("%s: op %s cannot be tensor-parallel", p->plan_path, op_name(o->kind));
+            wf_op_error(p, i, "cannot be tensor-parallel (mesh.tp = %d)", p->tp);
             failed = 1;
             break;
         }
