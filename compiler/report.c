@@ -131,7 +131,9 @@ void program_report(const Program *p, FILE *out) {
         }
         fprintf(out, "timeline (unit costs: F 1, B 2, or B 1 + W 1 when split):\n");
         schedule_timeline(p->sched, out);
-        fprintf(out, "bubble    %.1f%% of stage time idle (unit costs)\n", 100.0 * schedule_bubble(p->sched));
+        double bubble = schedule_bubble(p->sched);  /* -1: it could not be computed (out of memory) */
+        if (bubble < 0) fprintf(out, "bubble    unavailable (out of memory)\n");
+        else fprintf(out, "bubble    %.1f%% of stage time idle (unit costs)\n", 100.0 * bubble);
     }
     fprintf(out, "memory per rank%s:\n", p->pp > 1 ? " (by pipeline stage)" : "");
     const char *names[] = { "parameters", "gradients", "optimizer", "activations",
