@@ -634,56 +634,46 @@ static void test_attention(void)
     tfree_all();
 }
 
-static void test_gelu(void)
+/* An elementwise activation: forward against its float64 reference on x
+ * in [lo, hi], backward (and its accumulation) against finite differences. */
+typedef void (*unary_fwd)(wf_ctx *c, float *out, const float *inp, long n);
+typedef void (*unary_bwd)(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n);
+
+static void test_unary(const char *name, unary_fwd fwd, unary_bwd bwd, ref_fn ref_of, float lo, float hi)
 {
-    float *x = frand(NE, -4, 4);
+    float *x = frand(NE, lo, hi);
     double *in[] = {to_double(x, NE)};
     result r;
 
     float *out = fbuf(NE);
     double *ref = dbuf(NE);
-    wf_gelu_fwd(NULL, out, x, NE);
-    ref_gelu(in, ref);
+    fwd(NULL, out, x, NE);
+    ref_of(in, ref);
     r.fwd = rel_err(out, ref, NE);
 
     float *dout = frand(NE, -1, 1);
     double *R = to_double(dout, NE);
-    double *fd_x = fd_grad(ref_gelu, in, 0, NE, R, NE);
+    double *fd_x = fd_grad(ref_of, in, 0, NE, R, NE);
     grad dx = grad_new(NE);
 
-    wf_gelu_bwd(NULL, dx.g, x, dout, NE);
+    bwd(NULL, dx.g, x, dout, NE);
     r.bwd = grad_err(dx.g, dx.g0, 1, fd_x, NE);
-    wf_gelu_bwd(NULL, dx.g, x, dout, NE);
+    bwd(NULL, dx.g, x, dout, NE);
     r.acc = grad_err(dx.g, dx.g0, 2, fd_x, NE);
-    report("gelu", r);
+    report(name, r);
     tfree_all();
+}
+
+static void test_gelu(void)
+{
+    test_unary("gelu", wf_gelu_fwd, wf_gelu_bwd, ref_gelu, -4, 4);
 }
 
 /* The exact GELU (wf_gelu_erf_*) as the tanh one above, on x in [-6, 6]:
  * wider, so that the left tail, where erf is near -1, is exercised. */
 static void test_gelu_erf(void)
 {
-    float *x = frand(NE, -6, 6);
-    double *in[] = {to_double(x, NE)};
-    result r;
-
-    float *out = fbuf(NE);
-    double *ref = dbuf(NE);
-    wf_gelu_erf_fwd(NULL, out, x, NE);
-    ref_gelu_erf(in, ref);
-    r.fwd = rel_err(out, ref, NE);
-
-    float *dout = frand(NE, -1, 1);
-    double *R = to_double(dout, NE);
-    double *fd_x = fd_grad(ref_gelu_erf, in, 0, NE, R, NE);
-    grad dx = grad_new(NE);
-
-    wf_gelu_erf_bwd(NULL, dx.g, x, dout, NE);
-    r.bwd = grad_err(dx.g, dx.g0, 1, fd_x, NE);
-    wf_gelu_erf_bwd(NULL, dx.g, x, dout, NE);
-    r.acc = grad_err(dx.g, dx.g0, 2, fd_x, NE);
-    report("gelu_erf", r);
-    tfree_all();
+    test_unary("gelu_erf", wf_gelu_erf_fwd, wf_gelu_erf_bwd, ref_gelu_erf, -6, 6);
 }
 
 /* The exact GELU against values derived independently of any libm:
