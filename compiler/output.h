@@ -8,8 +8,8 @@
  * A folder (compile -o DIR) is written into DIR.tmp-XXXXXX with a marker file,
  * .weft-generated, naming the files weft wrote.  An existing DIR is replaced
  * only if it is empty or carries that marker (or is the output of a weft
- * from before the marker: a launch.sh with weft's header and only file names
- * weft writes); anything else is refused before any work.  On replacement
+ * from before the marker: launch.sh and ranks.txt with weft's headers);
+ * anything else is refused before any work.  On replacement
  * the folders are swapped in one step (renameat2 RENAME_EXCHANGE where the
  * file system has it), then every entry of the old folder that weft did not
  * write (the user's build/ folder, notes, ...) is moved into the new one; only

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Outputs that never destroy anything, and outside text that stays data
-# (compiler/output.c, compiler/escape.c; README "What weft writes").
+# (compiler/output.c, compiler/escape.c; README "Generated programs").
 #   compile -o onto a folder weft did not write (user files), onto a file, and
 #   onto a path longer than PATH_MAX: refused, exit 1, nothing changed or left;
 #   onto a folder weft wrote: replaced, the user's build/ and other files moved
@@ -92,9 +92,12 @@ rm -r "$WORK/g"/tiny.tmp-* 2>/dev/null || true  # (left by this test)
 legacy=$WORK/g/legacy
 cp -r "$gen" "$legacy"
 rm -f "$legacy/.weft-generated" "$legacy/notes.txt"
+mkdir -p "$legacy/checkpoint"   # as scripts/demo.sh saves one there
+echo 'weights' >"$legacy/checkpoint/model.safetensors"
 "$WEFT" compile "$PLAN" -o "$legacy" 2>"$WORK/g3.err"
-check "an older weft's folder (no marker) is replaced, build/ kept" \
-  bash -c "grep -q 'wrote' '$WORK/g3.err' && test -f '$legacy/build/CMakeCache.txt' && test -f '$legacy/.weft-generated'"
+check "an older weft's folder (no marker) is replaced; build/ and a checkpoint in it are kept" \
+  bash -c "grep -q '^weft: wrote' '$WORK/g3.err' && test -f '$legacy/build/CMakeCache.txt' &&
+           test -f '$legacy/.weft-generated' && test \"\$(cat '$legacy/checkpoint/model.safetensors')\" = weights"
 
 # an empty folder is simply filled
 mkdir -p "$WORK/g/empty"
