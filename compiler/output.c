@@ -446,7 +446,6 @@ int wf_outdir_commit(wf_outdir *d, char *err, size_t errlen) {
         goto fail;
     }
     outdir_free(d);
-    if (sync_parent(d->path, err, errlen) != 0) goto done;
     settle_old(aside, d->path, &old);
     rc = sync_dir(d->path, err, errlen) == 0 && sync_parent(d->path, err, errlen) == 0 ? 0 : -1;
     goto done;

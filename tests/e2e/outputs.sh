@@ -56,6 +56,17 @@ for cmd in "compile $PLAN -o $long" "inspect $PLAN -o $long" "data synth --token
   check "${cmd%% *} -o PATH longer than PATH_MAX: nothing written or removed" test "$(tree "$WORK/long")" = "$before"
 done
 
+# a plan path longer than weft keeps (it names the plan in messages and programs)
+deep=$WORK/long/$(printf 'p%.0s' $(seq 1 200))/$(printf 'p%.0s' $(seq 1 200))/$(printf 'p%.0s' $(seq 1 200))
+mkdir -p "$deep"
+cp "$PLAN" "$deep/plan.lua"
+set +e
+"$WEFT" compile "$deep/plan.lua" -o "$WORK/long/out" 2>"$WORK/long.err"
+rc=$?
+set -e
+check "a plan path over 511 bytes: exit 1, 'plan path too long', nothing written" \
+  bash -c "[ $rc = 1 ] && grep -q 'plan path too long' '$WORK/long.err' && test ! -e '$WORK/long/out'"
+
 # ---- compile -o onto a folder weft wrote --------------------------------
 gen=$WORK/g/tiny
 mkdir -p "$WORK/g"
