@@ -2,9 +2,9 @@
  * straight-line C program whose shapes, arena offsets, bucket table and step
  * schedule are constants; plus the rank table, a CMakeLists.txt and launch.sh.
  *
- * Output goes to a temporary folder next to the target which is renamed over
- * it only when everything is written, so a failed compile never damages the
- * previous output.  Nothing here depends on time or addresses: the same plan
+ * Output goes to a temporary folder next to the target which is swapped in
+ * only when everything is written, so a failed compile never damages the
+ * previous output, and replaces only a folder weft wrote (output.h).  Nothing here depends on time or addresses: the same plan
  * gives byte-identical files. */
 #include <ctype.h>
 #include <errno.h>
