@@ -20,6 +20,7 @@
 
 #include "calibrate.h"
 #include "datagen.h"
+#include "output.h"
 #include "pass_list.h"
 #include "simulate.h"
 #include "trace.h"
@@ -98,15 +99,19 @@ typedef struct { double f, b, optim; } step_parts;
  * measured and predicted times per microbatch. */
 static int traced_reference(const char *dir, const char *runtime, int dp, const sim_calibration *cal,
                             step_parts *measured, step_parts *predicted) {
-    char plan[1100], data[1100], out[1100], build[1200], log[1200], tr[1200], set_dp[32], set_data[1200];
-    snprintf(plan, sizeof plan, "%s/reference.lua", dir);
-    snprintf(data, sizeof data, "%s/reference.bin", dir);
-    snprintf(out, sizeof out, "%s/dp%d", dir, dp);
-    snprintf(build, sizeof build, "%s/build", out);
-    snprintf(log, sizeof log, "%s/dp%d.log", dir, dp);
-    snprintf(tr, sizeof tr, "%s/dp%d.trace.json", dir, dp);
+    char plan[PATH_MAX], data[PATH_MAX], out[PATH_MAX], build[PATH_MAX], log[PATH_MAX], tr[PATH_MAX];
+    char set_dp[32], set_data[PATH_MAX + 16], err[PATH_MAX + 200];
     snprintf(set_dp, sizeof set_dp, "mesh.dp=%d", dp);
-    snprintf(set_data, sizeof set_data, "data.train=%s", data);
+    if (wf_path(plan, sizeof plan, err, sizeof err, "%s/reference.lua", dir) != 0 ||
+        wf_path(data, sizeof data, err, sizeof err, "%s/reference.bin", dir) != 0 ||
+        wf_path(out, sizeof out, err, sizeof err, "%s/dp%d", dir, dp) != 0 ||
+        wf_path(build, sizeof build, err, sizeof err, "%s/build", out) != 0 ||
+        wf_path(log, sizeof log, err, sizeof err, "%s/dp%d.log", dir, dp) != 0 ||
+        wf_path(tr, sizeof tr, err, sizeof err, "%s/dp%d.trace.json", dir, dp) != 0 ||
+        wf_path(set_data, sizeof set_data, err, sizeof err, "data.train=%s", data) != 0) {
+        fprintf(stderr, "weft: error: %s\n", err);
+        return -1;
+    }
     const char *overrides[] = { set_dp, set_data };
     Program p;
     compile_options opts = { .plan = plan, .overrides = overrides, .n_overrides = 2, .backend = "cpu" };
@@ -116,8 +121,11 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
     }
     int rc = simulate_reference_times(&p, cal, &predicted->f, &predicted->b, &predicted->optim);
     program_free(&p);
-    char launch[1200];
-    snprintf(launch, sizeof launch, "%s/launch.sh", out);
+    char launch[PATH_MAX];
+    if (wf_path(launch, sizeof launch, err, sizeof err, "%s/launch.sh", out) != 0) {
+        fprintf(stderr, "weft: error: %s\n", err);
+        return -1;
+    }
     const char *configure[] = { "cmake", "-S", out, "-B", build, NULL };
     const char *compile[] = { "cmake", "--build", build, NULL };
     const char *train[] = { launch, "--steps", "12", "--quiet", "--trace", tr, NULL };
@@ -126,7 +134,6 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
         return -1;
     }
     trace t = { 0 };
-    char err[512];
     if (trace_read_chrome(&t, tr, err, sizeof err) != 0) {
         fprintf(stderr, "weft: error: %s\n", err);
         trace_free(&t);
@@ -139,37 +146,45 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
     return measured->f > 0 && measured->b > 0 ? 0 : -1;
 }
 
-/* Copies the kernel file to out with the in-place lines before its closing brace. */
+/* Copies the kernel file to out with the in-place lines before its closing
+ * brace, through a temporary sibling renamed over out (output.h). */
 static int write_cluster(const char *kernels, const char *out, const double inplace[3], double threads) {
     FILE *in = fopen(kernels, "r");
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *o = in ? fopen(tmp, "w") : NULL;
-    if (!o) {
-        if (in) fclose(in);
-        fprintf(stderr, "weft: error: cannot write %s\n", out);
+    wf_outfile o;
+    char err[PATH_MAX + 200];
+    if (!in) {
+        fprintf(stderr, "weft: error: cannot read %s\n", kernels);
+        return -1;
+    }
+    if (wf_outfile_open(&o, out, 0666, err, sizeof err) != 0) {
+        fclose(in);
+        fprintf(stderr, "weft: error: %s\n", err);
         return -1;
     }
     char line[512];
     while (fgets(line, sizeof line, in))
-        if (strcmp(line, "}\n") != 0) fputs(line, o);
+        if (strcmp(line, "}\n") != 0) fputs(line, o.f);
     fclose(in);
-    fprintf(o, "  -- a reference GPT run in place (traced): measured over predicted per microbatch\n");
-    fprintf(o, "  inplace = { forward = %.3f, backward = %.3f, optimizer = %.3f },\n", inplace[0], inplace[1],
+    fprintf(o.f, "  -- a reference GPT run in place (traced): measured over predicted per microbatch\n");
+    fprintf(o.f, "  inplace = { forward = %.3f, backward = %.3f, optimizer = %.3f },\n", inplace[0], inplace[1],
             inplace[2]);
-    fprintf(o, "  inplace_threads = %.3f,  -- a lone rank on every core over one thread, in place\n}\n", threads);
-    if (fclose(o) != 0 || rename(tmp, out) != 0) {
-        unlink(tmp);
-        fprintf(stderr, "weft: error: cannot write %s\n", out);
+    fprintf(o.f, "  inplace_threads = %.3f,  -- a lone rank on every core over one thread, in place\n}\n", threads);
+    if (wf_outfile_commit(&o, err, sizeof err) != 0) {
+        fprintf(stderr, "weft: error: %s\n", err);
         return -1;
     }
     return 0;
 }
 
 static int measure(const char *dir, const char *runtime, const char *out) {
-    char kernels[1100], tool[1200], plan[1100], data[1100], err[512];
-    snprintf(kernels, sizeof kernels, "%s/kernels.lua", dir);
-    snprintf(tool, sizeof tool, "%s/weft-calibrate", runtime);
+    char kernels[PATH_MAX], tool[PATH_MAX], plan[PATH_MAX], data[PATH_MAX], err[PATH_MAX + 200];
+    if (wf_path(kernels, sizeof kernels, err, sizeof err, "%s/kernels.lua", dir) != 0 ||
+        wf_path(tool, sizeof tool, err, sizeof err, "%s/weft-calibrate", runtime) != 0 ||
+        wf_path(plan, sizeof plan, err, sizeof err, "%s/reference.lua", dir) != 0 ||
+        wf_path(data, sizeof data, err, sizeof err, "%s/reference.bin", dir) != 0) {
+        fprintf(stderr, "weft: error: %s\n", err);
+        return -1;
+    }
     if (access(tool, X_OK) != 0) {
         fprintf(stderr, "weft: error: %s is missing (build the runtime first)\n", tool);
         return -1;
@@ -181,8 +196,6 @@ static int measure(const char *dir, const char *runtime, const char *out) {
     sim_calibration cal;
     if (simulate_load_calibration(kernels, &cal) != 0) return -1;
 
-    snprintf(plan, sizeof plan, "%s/reference.lua", dir);
-    snprintf(data, sizeof data, "%s/reference.bin", dir);
     FILE *f = fopen(plan, "w");
     if (!f || fputs(REFERENCE_PLAN, f) < 0 || fclose(f) != 0) return -1;
     if (wf_data_synth(data, 100000, 512, 4, 7, NULL, err, sizeof err) != 0) {
@@ -205,8 +218,11 @@ static int measure(const char *dir, const char *runtime, const char *out) {
 
 int calibrate_machine(const char *runtime, const char *out) {
     const char *tmpdir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/weft-calibrate.XXXXXX", tmpdir);
+    char dir[PATH_MAX], err[PATH_MAX + 200];
+    if (wf_path(dir, sizeof dir, err, sizeof err, "%s/weft-calibrate.XXXXXX", tmpdir) != 0) {
+        fprintf(stderr, "weft: error: TMPDIR: %s\n", err);
+        return -1;
+    }
     if (!mkdtemp(dir)) {
         perror("weft: mkdtemp");
         return -1;

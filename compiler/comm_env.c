@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "escape.h"
 
 void comm_report(const Program *p, FILE *out) {
     if (strcmp(p->comm, "mpi") == 0) {
@@ -31,8 +32,14 @@ void emit_comm_env(writer *o, const Program *p) {
     for (int i = 0; i < p->n_nccl_env; i++) {
         const char *eq = strchr(p->nccl_env[i], '=');
         if (!eq) continue;
-        /* the prelude allows only letters, digits and , . : _ - ^ = in values */
-        emit(o, "export %.*s='%s'\n", (int)(eq - p->nccl_env[i]), p->nccl_env[i], eq + 1);
+        /* the prelude allows only letters, digits and , . : _ - ^ = in values;
+         * quoted for the shell all the same (escape.h) */
+        char word[4 * sizeof p->nccl_env[i] + 3];
+        if (wf_escape_sh(eq + 1, word, sizeof word) < 0) {
+            o->failed = 1;
+            continue;
+        }
+        emit(o, "export %.*s=%s\n", (int)(eq - p->nccl_env[i]), p->nccl_env[i], word);
     }
     emit(o, "flags=\"$flags");
     for (int i = 0; i < p->n_nccl_env; i++) {

@@ -4,6 +4,7 @@
 #endif
 
 #include "datagen.h"
+#include "output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,33 +41,6 @@ static void put_le32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char)(v >> 24);
 }
 
-/* Best effort: make the rename durable by syncing the directory holding path. */
-static void sync_parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash) {
-        dir = malloc(2);
-        if (dir)
-            strcpy(dir, ".");
-    } else {
-        size_t len = slash == path ? 1 : (size_t)(slash - path);
-        dir = malloc(len + 1);
-        if (dir) {
-            memcpy(dir, path, len);
-            dir[len] = '\0';
-        }
-    }
-    if (!dir)
-        return;
-    int fd = open(dir, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 /* Produces the next count tokens of a stream. */
 typedef void (*fill_fn)(void *ctx, uint16_t *buf, long count);
 
@@ -84,33 +58,29 @@ static int write_bin_stream(const char *path, long n, fill_fn fill, void *ctx,
                 path, n, BIN_MAX_TOKENS);
         return -1;
     }
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
     uint16_t *toks = malloc(CHUNK_TOKENS * sizeof *toks);
     unsigned char *bytes = malloc(CHUNK_TOKENS * 2 > BIN_HEADER_INTS * 4
                                       ? CHUNK_TOKENS * 2 : BIN_HEADER_INTS * 4);
-    if (!tmp || !toks || !bytes) {
+    if (!toks || !bytes) {
         set_err(err, errlen, "write .bin %s: out of memory", path);
-        free(tmp);
         free(toks);
         free(bytes);
         return -1;
     }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
 
+    /* a temporary sibling, renamed over path once complete (output.h) */
     int rc = -1;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        set_err(err, errlen, "write .bin %s: cannot create temporary file %s: %s",
-                path, tmp, strerror(errno));
+    wf_outfile out;
+    char why[PATH_MAX + 200];
+    if (wf_outfile_open(&out, path, 0666, why, sizeof why) != 0) {
+        set_err(err, errlen, "write .bin: %s", why);
         goto done;
     }
-
     memset(bytes, 0, BIN_HEADER_INTS * 4);
     put_le32(bytes, BIN_MAGIC);
     put_le32(bytes + 4, BIN_VERSION);
     put_le32(bytes + 8, (uint32_t)n);
-    if (fwrite(bytes, 1, BIN_HEADER_INTS * 4, f) != BIN_HEADER_INTS * 4)
+    if (fwrite(bytes, 1, BIN_HEADER_INTS * 4, out.f) != BIN_HEADER_INTS * 4)
         goto write_failed;
     for (long done = 0; done < n;) {
         long c = n - done < CHUNK_TOKENS ? n - done : CHUNK_TOKENS;
@@ -119,38 +89,22 @@ static int write_bin_stream(const char *path, long n, fill_fn fill, void *ctx,
             bytes[2 * i] = (unsigned char)toks[i];
             bytes[2 * i + 1] = (unsigned char)(toks[i] >> 8);
         }
-        if (fwrite(bytes, 1, (size_t)(2 * c), f) != (size_t)(2 * c))
+        if (fwrite(bytes, 1, (size_t)(2 * c), out.f) != (size_t)(2 * c))
             goto write_failed;
         done += c;
     }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        goto write_failed;
-    {
-        FILE *g = f;
-        f = NULL;
-        if (fclose(g) != 0)
-            goto write_failed;
-    }
-    if (rename(tmp, path) != 0) {
-        set_err(err, errlen, "write .bin %s: cannot rename %s into place: %s",
-                path, tmp, strerror(errno));
-        remove(tmp);
+    if (wf_outfile_commit(&out, why, sizeof why) != 0) {
+        set_err(err, errlen, "write .bin %s: %s (any existing %s is unchanged)", path, why, path);
         goto done;
     }
-    sync_parent_dir(path);
     rc = 0;
     goto done;
 
 write_failed:
-    set_err(err, errlen,
-            "write .bin %s: writing temporary file %s failed: %s "
-            "(any existing %s is unchanged)",
-            path, tmp, strerror(errno), path);
-    if (f)
-        fclose(f);
-    remove(tmp);
+    set_err(err, errlen, "write .bin %s: writing temporary file %s failed: %s "
+            "(any existing %s is unchanged)", path, out.tmp, strerror(errno), path);
+    wf_outfile_abort(&out);
 done:
-    free(tmp);
     free(toks);
     free(bytes);
     return rc;

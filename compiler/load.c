@@ -227,6 +227,11 @@ static void hash_file(const char *path, char out[17]) {
 int pass_load(Program *p, const char *path, const char *const *overrides, int n_overrides) {
     wf_sandbox sb;
     memset(p, 0, sizeof *p);
+    if (strlen(path) >= sizeof p->plan_path) {  /* named in messages and programs: never cut short */
+        wf_error("%.60s...: plan path too long (%zu bytes, at most %zu)", path, strlen(path),
+                 sizeof p->plan_path - 1);
+        return -1;
+    }
     snprintf(p->plan_path, sizeof p->plan_path, "%s", path);
     if (sandbox_run(&sb, path, overrides, n_overrides) != 0) {
         sandbox_close(&sb);

@@ -1,5 +1,6 @@
 /* main.c: the `weft` command line.  Exit codes: 0 ok, 1 plan (or input)
  * error, 2 usage error. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "ckpt_diff.h"
 #include "import_ds.h"
 #include "inspect.h"
+#include "output.h"
 #include "pass_list.h"
 #include "simulate.h"
 #include "trace.h"
@@ -105,6 +107,23 @@ typedef struct {
     int n_overrides;
 } plan_args;
 
+/* FIELD of --set FIELD=VALUE: names of letters, digits and '_' joined by
+ * single dots ("mesh.dp", "pipeline.stages.1"); no empty name. */
+static int field_path(const char *s) {
+    size_t n = strcspn(s, "=");
+    for (size_t i = 0, len = 0; i <= n; i++) {
+        if (i == n || s[i] == '.') {
+            if (len == 0) return 0;
+            len = 0;
+        } else if (isalnum((unsigned char)s[i]) || s[i] == '_') {
+            len++;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
     memset(a, 0, sizeof *a);
     a->format = "text";
@@ -117,8 +136,9 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
             if (++i >= argc) return usage_error("-o needs a folder");
             a->out = argv[i];
         } else if (strcmp(s, "--set") == 0) {
-            if (++i >= argc || !strchr(argv[i], '=') || argv[i][0] == '=')
-                return usage_error("--set needs FIELD=VALUE, e.g. --set mesh.dp=4");
+            if (++i >= argc || !strchr(argv[i], '=') || !field_path(argv[i]))
+                return usage_error("--set needs FIELD=VALUE, FIELD names joined by '.' "
+                                   "(letters, digits, '_'), e.g. --set mesh.dp=4");
             if (a->n_overrides == 64) return usage_error("too many --set options (64 at most)");
             a->overrides[a->n_overrides++] = argv[i];
         } else if (strncmp(s, "--dump=", 7) == 0) {
@@ -209,14 +229,21 @@ static int run_report(int argc, char **argv, report_fn report) {
         fprintf(stderr, "weft: --rank %d: the plan has ranks 0..%d\n", a.rank, p.world - 1);
         rc = EXIT_USAGE;
     }
-    if (rc == EXIT_OK) {
-        FILE *out = a.out ? fopen(a.out, "w") : stdout;
-        if (!out) {
-            wf_error("cannot write %s", a.out);
+    if (rc == EXIT_OK && !a.out) {
+        if (report(&p, &a, stdout) != 0) rc = EXIT_PLAN;
+    } else if (rc == EXIT_OK) {
+        /* -o FILE: a temporary sibling renamed over FILE once complete */
+        wf_outfile out;
+        char err[PATH_MAX + 200];
+        if (wf_outfile_open(&out, a.out, 0666, err, sizeof err) != 0) {
+            wf_error("%s", err);
             rc = EXIT_PLAN;
-        } else {
-            if (report(&p, &a, out) != 0) rc = EXIT_PLAN;
-            if (a.out && fclose(out) != 0) rc = EXIT_PLAN;
+        } else if (report(&p, &a, out.f) != 0) {
+            wf_outfile_abort(&out);
+            rc = EXIT_PLAN;
+        } else if (wf_outfile_commit(&out, err, sizeof err) != 0) {
+            wf_error("%s", err);
+            rc = EXIT_PLAN;
         }
     }
     program_free(&p);

@@ -191,7 +191,9 @@ local function check_fields(what, t, schema)
     fail(what, "expected a table, got " .. describe(t), "a table { ... }")
   end
   for k, v in pairs(t) do
-    if type(k) ~= "string" or k:sub(1, 2) ~= "__" then
+    -- __kind is weft's own mark on the tables its constructors make; any
+    -- other name, "__"-prefixed or not, must be in the schema
+    if k ~= "__kind" then
       if type(k) ~= "string" then
         -- { 2, layers = 2 }: a value without a name
         fail(what .. "[" .. show(k) .. "]", "unexpected positional value " .. describe(v)
@@ -718,6 +720,9 @@ local function apply_overrides(spec)
   for _, path in ipairs(sorted_keys(OVERRIDES or {})) do
     local t, keys = spec, {}
     for key in path:gmatch("[^.]+") do keys[#keys + 1] = tointeger(tonumber(key)) or key end
+    if #keys == 0 or path:find("^%.") or path:find("%.$") or path:find("..", 1, true) then
+      fail("--set " .. path, "is not a field path", "names joined by '.', e.g. mesh.dp")
+    end
     for i = 1, #keys - 1 do
       if type(t[keys[i]]) ~= "table" then t[keys[i]] = {} end
       t = t[keys[i]]
