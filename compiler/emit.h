@@ -20,6 +20,10 @@ void emit(writer *wr, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 /* launch.sh (--backend cuda): the plan's NCCL settings as exports. */
 void emit_comm_env(writer *o, const Program *p);
 
+/* ---- launch_slurm.c ---- */
+/* job.slurm: the plan's allocation, checked, and srun over the stage programs. */
+void emit_job_slurm(writer *o, const Program *p, int cuda);
+
 /* ---- emit_ops.c ---- */
 #define NAMEBUF (WF_MAX_NAME + 16)
 

@@ -210,7 +210,7 @@ static int read_marker(int dirfd, name_list *l) {
  * never removed, only moved). */
 static int weft_name(const char *s) {
     if (!strcmp(s, "launch.sh") || !strcmp(s, "ranks.txt") || !strcmp(s, "CMakeLists.txt") ||
-        !strcmp(s, "config.json"))
+        !strcmp(s, "config.json") || !strcmp(s, "job.slurm"))
         return 1;
     if (strncmp(s, "stage", 5) != 0) return 0;
     const char *q = s + 5;
