@@ -39,6 +39,7 @@ enum {
 static const long long INSTRUCTION_BUDGET = 400LL * 1000 * 1000;
 /* CPU time, not wall time: a loaded machine must not fail a good plan */
 double wf_sandbox_cpu_limit_s = 2.0;
+size_t wf_sandbox_pattern_cap = 0;
 /* The watchdog fires this much later than the hook's own check: Lua code is
  * stopped by the hook, the watchdog only ever catches a C function. */
 static const double WATCHDOG_GRACE_S = 1.0;
@@ -212,6 +213,16 @@ static int guarded_call(lua_State *L) {
         /* a non-empty result is bounded by the memory cap; "" repeated is not */
         lua_Integer times = lua_tointeger(L, 2);
         if (times > 0) charge(L, sb, (lua_Unsigned)times, 1, kind);
+    }
+    if (wf_sandbox_pattern_cap && kind >= G_FIND && kind <= G_GSUB && lua_type(L, 1) == LUA_TSTRING &&
+        lua_type(L, 2) == LUA_TSTRING) {
+        /* the fuzzer's bound (the watchdog would end its process): a short
+         * subject and at most two repetitions or back-references */
+        const char *pat = lua_tostring(L, 2);
+        int repeats = 0;
+        for (; *pat; pat++) repeats += strchr("*+-?", *pat) != NULL || (pat[0] == '%' && pat[1] >= '1' && pat[1] <= '9');
+        if (lua_rawlen(L, 1) > wf_sandbox_pattern_cap || repeats > 2)
+            return luaL_error(L, "%s: pattern refused under the fuzzer's bound", guard_names[kind]);
     }
     const char *outer = sb->in_library;
     sb->in_library = guard_names[kind];

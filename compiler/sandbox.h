@@ -24,6 +24,10 @@ int sandbox_run(wf_sandbox *sb, const char *path, const char *const *overrides, 
 void sandbox_close(wf_sandbox *sb);
 /* The plan's limit of CPU time in seconds (2; the fuzzer lowers it). */
 extern double wf_sandbox_cpu_limit_s;
+/* 0, or (the fuzzer) the longest subject a pattern function takes, with at
+ * most two repetitions in its pattern: bounded without the watchdog, which
+ * ends the process. */
+extern size_t wf_sandbox_pattern_cap;
 /* Pushes the mesh module for the prelude (mesh_lua.c): its axes, default
  * order and mesh.order parser. */
 void mesh_push_lua(lua_State *L);
