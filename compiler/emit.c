@@ -411,8 +411,11 @@ static int write_ranks(const Program *p, const char *dir) {
     for (int k = 0; k < WF_AXES; k++)
         emit(&o, "%s %s %d", k ? " x" : "", wf_axis_name(k), wf_mesh_size(p->axes, p->n_axes, k));
     emit(&o, "; mesh.order %s (first fastest)\n", order);
-    emit(&o, "# a group column lists the group's ranks in communicator order (past 8: the first\n"
-            "# three, \"...\", the last)\n# rank  node");
+    emit(&o, "# a group column lists the group's ranks in communicator order\n");
+    for (int k = 0, noted = 0; k < WF_AXES && !noted; k++)
+        if ((noted = wf_mesh_size(p->axes, p->n_axes, k) > 8))
+            emit(&o, "# (a group of more than 8: its first three ranks, \"...\", its last)\n");
+    emit(&o, "# rank  node");
     for (int k = 0; k < WF_AXES; k++) emit(&o, "  %s", wf_axis_name(k));
     emit(&o, "  stage  program");
     for (int k = 0; k < WF_AXES; k++) emit(&o, "  %s_group", wf_axis_name(k));
