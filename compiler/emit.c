@@ -419,7 +419,11 @@ static int write_ranks(const Program *p, wf_outdir *dir) {
     for (int k = 0; k < WF_AXES; k++)
         emit(&o, "%s %s %d", k ? " x" : "", wf_axis_name(k), wf_mesh_size(p->axes, p->n_axes, k));
     emit(&o, "; mesh.order %s (first fastest)\n", order);
-    emit(&o, "# a group column lists the group's ranks in communicator order\n# rank  node");
+    emit(&o, "# a group column lists the group's ranks in communicator order\n");
+    for (int k = 0, noted = 0; k < WF_AXES && !noted; k++)
+        if ((noted = wf_mesh_size(p->axes, p->n_axes, k) > 8))
+            emit(&o, "# (a group of more than 8: its first three ranks, \"...\", its last)\n");
+    emit(&o, "# rank  node");
     for (int k = 0; k < WF_AXES; k++) emit(&o, "  %s", wf_axis_name(k));
     emit(&o, "  stage  program");
     for (int k = 0; k < WF_AXES; k++) emit(&o, "  %s_group", wf_axis_name(k));
@@ -440,7 +444,15 @@ static int write_ranks(const Program *p, wf_outdir *dir) {
         for (int k = 0; k < WF_AXES; k++) {  /* "0,2", padded to its column's width */
             int n = wf_mesh_group(p->axes, p->n_axes, r, 1u << k, members, NULL), width = 0;
             emit(&o, "  ");
+            /* a group along one axis steps by that axis's stride: past 8
+             * members, its first three and last say it all ("0,8,16,...,504"),
+             * and the table stays linear in the world size */
             for (int m = 0; m < n; m++) {
+                if (n > 8 && m == 3) {
+                    emit(&o, ",...");
+                    width += 4;
+                    m = n - 1;
+                }
                 emit(&o, "%s%d", m ? "," : "", members[m]);
                 width += snprintf(NULL, 0, "%s%d", m ? "," : "", members[m]);
             }

@@ -242,23 +242,36 @@ int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv
     return peak;
 }
 
-/* Where (m, chunk) keeps its activations on this stage: the slot of its FWD. */
-static int slot_of(const schedule *s, int stage, int m, int chunk) {
+/* Where each (m, chunk) keeps its activations on this stage: the slot of its
+ * first FWD, at [m * chunks + chunk] (2BW: microbatch m of every batch has the
+ * same slot, so m is taken within its batch); -1 where the stage runs none.
+ * One table per list: a search per message made emission quadratic. */
+static int *stage_slots(const schedule *s, int stage) {
+    size_t keys = (size_t)s->micro * (size_t)s->chunks;
+    int *slot = wf_checked(malloc(sizeof(int) * (keys ? keys : 1)), "emit pass");
+    for (size_t k = 0; k < keys; k++) slot[k] = -1;
     for (int i = 0; i < s->n[stage]; i++) {
         const sched_instr *in = &s->ins[stage][i];
-        if (in->op == SI_FWD && in->m == m && in->chunk == chunk) return in->slot;
-        /* 2BW: microbatch m of every batch has the same slot */
-        if (s->pro && in->op == SI_FWD && in->m % s->micro == m % s->micro && in->chunk == chunk)
-            return in->slot;
+        int m = s->pro ? in->m % s->micro : in->m;
+        if (in->op != SI_FWD || m < 0 || m >= s->micro || in->chunk < 0 || in->chunk >= s->chunks)
+            continue;
+        int *at = &slot[(size_t)m * (size_t)s->chunks + (size_t)in->chunk];
+        if (*at < 0) *at = in->slot;
     }
-    return -1;
+    return slot;
+}
+
+static int slot_of(const schedule *s, const int *slots, int m, int chunk) {
+    if (s->pro) m %= s->micro;
+    if (m < 0 || m >= s->micro || chunk < 0 || chunk >= s->chunks) return -1;
+    return slots[(size_t)m * (size_t)s->chunks + (size_t)chunk];
 }
 
 /* The buffer a message of (m, consumer chunk) is sent from or received into,
  * and its size in floats (storage floats: half under act16).  Activations:
  * the output of chunk-1, received as chunk's input.  Gradients: of chunk+1's
  * input, received for chunk's output. */
-static void msg_buffer(const Program *p, int stage, sched_msg_kind kind, int m, int chunk,
+static void msg_buffer(const Program *p, const int *slots, sched_msg_kind kind, int m, int chunk,
                        int sending, int staging, char *buf, size_t n, long *numel) {
     const schedule *s = p->sched;
     int t = kind == MSG_ACT ? p->chunk_in[chunk] : p->chunk_in[chunk + 1];
@@ -271,14 +284,14 @@ static void msg_buffer(const Program *p, int stage, sched_msg_kind kind, int m, 
             return;
         }
         op_label(p, p->tensors[t].producer, label, sizeof label);
-        snprintf(buf, n, "wf_act_slot(c, %d) + %s", slot_of(s, stage, m, owner), label);
+        snprintf(buf, n, "wf_act_slot(c, %d) + %s", slot_of(s, slots, m, owner), label);
     } else {
         if (sending) {
             snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
             return;
         }
         op_label(p, p->tensors[t].producer, label, sizeof label);
-        snprintf(buf, n, "wf_dact_slot(c, %d) + %s", slot_of(s, stage, m, chunk), label);
+        snprintf(buf, n, "wf_dact_slot(c, %d) + %s", slot_of(s, slots, m, chunk), label);
     }
 }
 
@@ -296,12 +309,24 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
     int *staging = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     int *staging_recv = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     assign_staging_list(s, ins, count, staging, staging_recv);
+    int *slots = stage_slots(s, stage);
+    /* is_last[i]: the chunk's final (weight) backward in this list, which starts
+     * its buckets; found in one backward sweep, per (BWD or BWD_WEIGHT, chunk) */
+    char *is_last = wf_checked(calloc((size_t)count + 1, 1), "emit pass");
+    char *seen = wf_checked(calloc(2 * (size_t)s->chunks + 1, 1), "emit pass");
+    for (int i = count - 1; i >= 0; i--) {
+        if ((ins[i].op != SI_BWD && ins[i].op != SI_BWD_WEIGHT) || ins[i].chunk < 0 ||
+            ins[i].chunk >= s->chunks)
+            continue;
+        char *mark = &seen[(ins[i].op == SI_BWD_WEIGHT) * s->chunks + ins[i].chunk];
+        is_last[i] = !*mark;
+        *mark = 1;
+    }
+    free(seen);
     for (int i = 0; i < count; i++) {
         const sched_instr *in = &ins[i];
         sched_instr_str(in, text, sizeof text);
-        int last = 1;  /* the chunk's final (weight) backward in this step starts its buckets */
-        for (int j = i + 1; j < count; j++)
-            if (ins[j].op == in->op && ins[j].chunk == in->chunk) last = 0;
+        int last = is_last[i];
         /* 2BW: the batch's weight version, before the chunk function reads it */
         if (s->pro && in->op <= SI_BWD_WEIGHT) emit(o, "    wf_use_micro(c, %d);\n", in->m);
         switch (in->op) {
@@ -333,22 +358,22 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
                  in->chunk, in->m, in->slot, last);
             break;
         case SI_SEND_ACT: case SI_SEND_GRAD:
-            msg_buffer(p, stage, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
+            msg_buffer(p, slots, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
                        staging[i], buf, sizeof buf, &n);
             emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_send(c, %s, %ldL, %d, %d)); /* %s */\n",
                  in->op == SI_SEND_ACT ? 'a' : 'g', in->m, in->chunk, buf, n, in->peer,
                  msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
             break;
         case SI_RECV_ACT: case SI_RECV_GRAD:
-            msg_buffer(p, stage, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
+            msg_buffer(p, slots, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
                        staging[i], buf, sizeof buf, &n);
             emit(o, "    wf_recv(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
               msg_tag(p, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
             break;
         case SI_SENDRECV:
-            msg_buffer(p, stage, in->send.kind, in->send.m, in->send.chunk, 1, staging[i], buf,
+            msg_buffer(p, slots, in->send.kind, in->send.m, in->send.chunk, 1, staging[i], buf,
                        sizeof buf, &n);
-            msg_buffer(p, stage, in->recv.kind, in->recv.m, in->recv.chunk, 0,
+            msg_buffer(p, slots, in->recv.kind, in->recv.m, in->recv.chunk, 0,
                        staging_recv[i] >= 0 ? staging_recv[i] : staging[i], rbuf, sizeof rbuf, &rn);
             emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_sendrecv(c, %s, %ldL, %d, %d,\n"
                     "                %s, %ldL, %d, %d));\n    /* %s */\n",
@@ -372,6 +397,8 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
         }
     }
     free(staging);
+    free(slots);
+    free(is_last);
     free(staging_recv);
 }
 

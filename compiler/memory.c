@@ -163,14 +163,20 @@ static int tensor_stage(const Program *p, int t) {
 
 /* Under full recompute a block's internal activations (everything it makes
  * that no other block reads) are dropped after forward and rebuilt from the
- * block's input just before its backward, so all blocks share one region. */
-static int block_internal(const Program *p, int t) {
-    int layer = p->ops[p->tensors[t].producer].layer;
-    if (p->recompute != RECOMPUTE_FULL || layer < 0) return 0;
+ * block's input just before its backward, so all blocks share one region.
+ * Returns a flag per tensor, from one sweep over the ops' inputs (a search
+ * per tensor made a 1024-stage plan's memory pass run for minutes). */
+static char *block_internals(const Program *p) {
+    char *internal = wf_checked(calloc((size_t)p->n_tensors + 1, 1), "memory pass");
+    if (p->recompute != RECOMPUTE_FULL) return internal;
+    for (int t = 1; t < p->n_tensors; t++) internal[t] = p->ops[p->tensors[t].producer].layer >= 0;
     for (int i = 0; i < p->n_ops; i++)
-        for (int k = 0; k < p->ops[i].n_in; k++)
-            if (p->ops[i].in[k] == t && p->ops[i].layer != layer) return 0;
-    return 1;
+        for (int k = 0; k < p->ops[i].n_in; k++) {
+            int t = p->ops[i].in[k];
+            if (t > 0 && t < p->n_tensors && p->ops[i].layer != p->ops[p->tensors[t].producer].layer)
+                internal[t] = 0;
+        }
+    return internal;
 }
 
 /* A tensor's place in its arena: its storage floats (half under act16),
@@ -190,24 +196,28 @@ static int selective(const Program *p, const ir_op *o) {
 }
 
 /* Lays out the shared region from `base` (tensors if `saved` is 0, saved
- * buffers otherwise); returns its size. */
-static long lay_out_shared(Program *p, int stage, long base, int saved) {
+ * buffers otherwise): each layer's internal tensors from base up, in op
+ * order; returns the largest layer's size. */
+static long lay_out_shared(Program *p, const char *internal, int stage, long base, int saved) {
+    if (p->recompute != RECOMPUTE_FULL) return 0;  /* no tensor is internal */
+    long *off = wf_checked(malloc(sizeof(long) * ((size_t)p->layers + 1)), "memory pass");
+    for (int layer = 0; layer < p->layers; layer++) off[layer] = base;
     long size = 0;
-    for (int layer = 0; layer < p->layers; layer++) {
-        long off = base;
-        for (int i = 0; i < p->n_ops; i++) {
-            ir_op *o = &p->ops[i];
-            if (o->layer != layer || o->chunk % p->pp != stage || !block_internal(p, o->out)) continue;
-            if (saved) {
-                o->saved_offset = off;
-                off += align16(o->saved_numel);
-            } else {
-                p->tensors[o->out].offset = off;
-                off += tensor_numel(p, o->out);
-            }
+    for (int i = 0; i < p->n_ops; i++) {
+        ir_op *o = &p->ops[i];
+        if (o->layer < 0 || o->layer >= p->layers || o->chunk % p->pp != stage || !internal[o->out])
+            continue;
+        long *at = &off[o->layer];
+        if (saved) {
+            o->saved_offset = *at;
+            *at += align16(o->saved_numel);
+        } else {
+            p->tensors[o->out].offset = *at;
+            *at += tensor_numel(p, o->out);
         }
-        if (off - base > size) size = off - base;
+        if (*at - base > size) size = *at - base;
     }
+    free(off);
     return size;
 }
 
@@ -227,17 +237,18 @@ int pass_memory(Program *p) {
     p->shared_offset = calloc((size_t)p->pp, sizeof(long));
     p->shared_numel = calloc((size_t)p->pp, sizeof(long));
     for (int i = 0; i < p->n_ops; i++) p->ops[i].saved_numel = saved_numel(p, &p->ops[i]);
+    char *internal = block_internals(p);
     for (int stage = 0; stage < p->pp; stage++) {
         long off = 0;
         /* activations that carry gradients come first: the activation-gradient
          * slot mirrors exactly this prefix; a chunk's received input too */
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || !carries_grad(p, t)) continue;
+            if (tensor_stage(p, t) != stage || internal[t] || !carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
         p->shared_offset[stage] = off;
-        p->shared_numel[stage] = lay_out_shared(p, stage, off, 0);
+        p->shared_numel[stage] = lay_out_shared(p, internal, stage, off, 0);
         off += p->shared_numel[stage];
         for (int k = 0; k < p->n_chunks; k++) {
             int t = p->chunk_in[k];
@@ -247,7 +258,7 @@ int pass_memory(Program *p) {
         }
         p->dact_numel[stage] = off;
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || carries_grad(p, t)) continue;
+            if (tensor_stage(p, t) != stage || internal[t] || carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
@@ -256,7 +267,7 @@ int pass_memory(Program *p) {
         long att_shared = 0;
         for (int i = 0; i < p->n_ops; i++) {
             ir_op *o = &p->ops[i];
-            if (o->chunk % p->pp != stage || block_internal(p, o->out)) continue;
+            if (o->chunk % p->pp != stage || internal[o->out]) continue;
             if (selective(p, o)) {
                 if (o->saved_numel > att_shared) att_shared = o->saved_numel;
                 continue;
@@ -268,9 +279,10 @@ int pass_memory(Program *p) {
             if (selective(p, &p->ops[i]) && p->ops[i].chunk % p->pp == stage)
                 p->ops[i].saved_offset = off;
         off += align16(att_shared);
-        off += lay_out_shared(p, stage, off, 1);
+        off += lay_out_shared(p, internal, stage, off, 1);
         p->act_numel[stage] = off;
     }
+    free(internal);
     long N = (long)p->micro * p->seq;
     /* the largest scratch a backward needs (ops.h's scratch: attention's,
      * one head's (T, T) dP on the CPU, on CUDA the rowsum(P * dP) of every

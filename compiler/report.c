@@ -7,13 +7,17 @@
 
 #include "program.h"
 
+/* A message quotes what the plan wrote (a field name, a string value), so it
+ * is cut at 4 KiB: one plan once printed 33 MB. */
+enum { ERROR_MAX = 4096 };
+
 void wf_error(const char *fmt, ...) {
+    char msg[ERROR_MAX + 1];
     va_list ap;
     va_start(ap, fmt);
-    fputs("weft: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "weft: error: %s%s\n", msg, n > ERROR_MAX ? " ... (truncated)" : "");
 }
 
 /* An error about op i: "plan.lua:LINE: model graph op I (NAME): what" where

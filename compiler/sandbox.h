@@ -10,8 +10,9 @@ typedef struct wf_sandbox {
     size_t used, cap;          /* bytes allocated by Lua, and the cap */
     int out_of_memory;
     long long instructions;    /* counted by the hook */
-    double t0;                 /* start, for the wall-clock limit */
+    double t0;                 /* CPU time at the start, for the limit */
     int last_line;             /* last plan line the hook saw */
+    const char *volatile in_library;  /* the guarded library function running, for the watchdog */
     char chunkname[520];       /* "@path" */
     char display[512];
 } wf_sandbox;
@@ -21,6 +22,12 @@ typedef struct wf_sandbox {
  * on failure reports a file:line: diagnostic and returns -1. */
 int sandbox_run(wf_sandbox *sb, const char *path, const char *const *overrides, int n_overrides);
 void sandbox_close(wf_sandbox *sb);
+/* The plan's limit of CPU time in seconds (2; the fuzzer lowers it). */
+extern double wf_sandbox_cpu_limit_s;
+/* 0, or (the fuzzer) the longest subject a pattern function takes, with at
+ * most two repetitions in its pattern: bounded without the watchdog, which
+ * ends the process. */
+extern size_t wf_sandbox_pattern_cap;
 /* Pushes the mesh module for the prelude (mesh_lua.c): its axes, default
  * order and mesh.order parser. */
 void mesh_push_lua(lua_State *L);

@@ -35,6 +35,7 @@ typedef struct {
     rstate *rs;
     int nc;                    /* chunk indices are below nc */
     int *rank_at, nids;        /* rank id -> index when ids are small; else NULL */
+    int *group_at, ngids;      /* group id -> index of its first entry, likewise */
     char *err;
     size_t errlen;
 } vctx;
@@ -97,6 +98,7 @@ static int find_rank(const vctx *v, int id)
 
 static const verify_group *find_group(const vctx *v, int id)
 {
+    if (v->group_at) return id >= 0 && id < v->ngids && v->group_at[id] >= 0 ? &v->in->groups[v->group_at[id]] : NULL;
     for (int i = 0; i < v->in->ngroups; i++)
         if (v->in->groups[i].id == id) return &v->in->groups[i];
     return NULL;
@@ -591,15 +593,26 @@ static int init_rank(vctx *v, int r, int max_m)
 int verify_run(const verify_input *in, char *err, size_t errlen)
 {
     char fallback[512];
-    vctx v = {in, NULL, 0, NULL, 0, err, errlen};
+    vctx v = {in, NULL, 0, NULL, 0, NULL, 0, err, errlen};
     if (!err || errlen == 0) {
         v.err = fallback;
         v.errlen = sizeof fallback;
     }
     v.err[0] = 0;
-    int max_m, max_c, rc = -1;
-    if (precheck(&v, &max_m, &max_c) < 0) return -1;
-    /* after precheck (ids unique): an id -> index table when the ids are small */
+    /* a group id -> index table when the ids are small (a search per
+     * collective made a 1024-stage check take minutes); a repeated id keeps
+     * its first entry, which precheck then reports */
+    int max_gid = -1, small_g = 1;
+    for (int i = 0; i < in->ngroups; i++) {
+        if (in->groups[i].id < 0 || in->groups[i].id > 4 * in->ngroups + 1024) small_g = 0;
+        else if (in->groups[i].id > max_gid) max_gid = in->groups[i].id;
+    }
+    if (small_g && (v.group_at = malloc(sizeof(int) * (size_t)(max_gid + 2)))) {
+        v.ngids = max_gid + 1;
+        for (int i = 0; i < v.ngids; i++) v.group_at[i] = -1;
+        for (int i = in->ngroups - 1; i >= 0; i--) v.group_at[in->groups[i].id] = i;
+    }
+    /* and a rank id -> index table (precheck looks up every message's peer) */
     int max_id = -1, small = 1;
     for (int r = 0; r < in->nranks; r++) {
         if (in->ranks[r].rank < 0 || in->ranks[r].rank > 4 * in->nranks + 1024) small = 0;
@@ -608,20 +621,30 @@ int verify_run(const verify_input *in, char *err, size_t errlen)
     if (small && (v.rank_at = malloc(sizeof(int) * (size_t)(max_id + 2)))) {
         v.nids = max_id + 1;
         for (int i = 0; i < v.nids; i++) v.rank_at[i] = -1;
-        for (int r = 0; r < in->nranks; r++) v.rank_at[in->ranks[r].rank] = r;
+        for (int r = in->nranks - 1; r >= 0; r--) v.rank_at[in->ranks[r].rank] = r;
+    }
+    int max_m, max_c, rc = -1;
+    if (precheck(&v, &max_m, &max_c) < 0) {
+        free(v.group_at);
+        free(v.rank_at);
+        return -1;
     }
     v.nc = in->chunks > max_c + 1 ? in->chunks : max_c + 1;
     v.rs = calloc((size_t)in->nranks + 1, sizeof *v.rs);
     if (!v.rs) {
         free(v.rank_at);
+        free(v.group_at);
         return verr(&v, "out of memory");
     }
     for (int r = 0; r < in->nranks; r++)
         if (init_rank(&v, r, max_m) < 0) goto out;
-    for (;;) {
+    for (int sweep = 0;; sweep++) {
         int moved = 0, all_done = 1;
-        for (int r = 0; r < in->nranks; r++) {
-            int st;
+        /* up the ranks, then down: a pipeline's gradients flow from the last
+         * stage to the first, and sweeping only upwards moved them one stage
+         * per sweep (a 1024-stage check took minutes) */
+        for (int i = 0; i < in->nranks; i++) {
+            int r = sweep % 2 == 0 ? i : in->nranks - 1 - i, st;
             while ((st = try_step(&v, r)) == 1) moved = 1;
             if (st < 0) goto out;
         }
@@ -660,6 +683,7 @@ out:
     }
     free(v.rs);
     free(v.rank_at);
+    free(v.group_at);
     return rc;
 }
 

@@ -124,6 +124,9 @@ end
 --     default=, required=true, valid=, check=function(v) -> problem, valid }
 ---------------------------------------------------------------------------
 local LIMIT = (1 << 31) - 1  -- sizes that reach the C side must fit an int (an integer: 2^31 is a float)
+-- What one compile handles in seconds: ranks (ranks.txt, groups), microbatches
+-- a step, and forward steps in the whole pipeline schedule.
+local MAX_RANKS, MAX_MICROBATCHES, MAX_SCHEDULE = 1 << 18, 1 << 14, 1 << 18
 
 -- A limit as written in a message: 1e6 as "1000000", not "1e+06" or "1000000.0".
 local function limit(x)
@@ -943,6 +946,11 @@ local function make_plan(spec)
   if world > LIMIT then
     fail("plan.mesh", product .. " = " .. world .. " ranks overflow a 32-bit rank number", product .. " <= " .. LIMIT)
   end
+  -- the compiler writes a row per rank (ranks.txt) and checks every group
+  if world > MAX_RANKS then
+    fail("plan.mesh", product .. " = " .. world .. " ranks, more than weft compiles for (" .. MAX_RANKS .. ")",
+         product .. " <= " .. MAX_RANKS)
+  end
   local strides, problem, valid = MESH.layout(s.mesh.order, sizes)
   if not strides then fail("mesh.order", show(s.mesh.order) .. " " .. problem, valid) end
   s.batch = check_fields("batch", s.batch, {
@@ -1078,6 +1086,21 @@ local function make_plan(spec)
          "a multiple of " .. per_step .. ", e.g. " .. per_step .. ", " .. 2 * per_step .. ", " .. 4 * per_step)
   end
   s.batch.accum = s.batch.global // per_step
+  -- The schedule lists each microbatch's forward and backward on every stage
+  -- and the generated programs a line for each: bound it, so that compiling
+  -- (and building what it writes) stays in seconds.
+  if s.batch.accum > MAX_MICROBATCHES then
+    fail("pipeline.microbatches", "batch.global / (micro * dp) = " .. s.batch.global .. " / ("
+         .. s.batch.micro .. " * " .. s.mesh.dp .. ") = " .. s.batch.accum
+         .. " microbatches a step, more than " .. MAX_MICROBATCHES,
+         "at most " .. MAX_MICROBATCHES .. ": a smaller batch.global, or a larger batch.micro or mesh.dp")
+  end
+  local schedule_ops = s.mesh.pp * s.pipeline.virtual * s.batch.accum
+  if schedule_ops > MAX_SCHEDULE then
+    fail("pipeline.microbatches", "pp * virtual * microbatches = " .. s.mesh.pp .. " * " .. s.pipeline.virtual
+         .. " * " .. s.batch.accum .. " = " .. schedule_ops .. " forward steps in the schedule, more than "
+         .. MAX_SCHEDULE, "pp * virtual * (batch.global / (micro * dp)) <= " .. MAX_SCHEDULE)
+  end
   if pl.microbatches and pl.microbatches ~= s.batch.accum then
     fail("pipeline.microbatches", show(pl.microbatches) .. " disagrees with batch.global / (micro * dp) = "
          .. s.batch.accum, tostring(s.batch.accum) .. ", or leave it out")

@@ -7,6 +7,7 @@
 # and that text must appear in stderr.  Each plan must also
 #   - exit with 1 (a plan error), within 5 s, with nothing on stdout;
 #   - report "weft: error: " followed by the plan's path and line;
+#   - print at most 8 KiB on stderr;
 #   - leave the output folder exactly as it was (a sentinel file, unchanged)
 #     and no DIR.tmp-* or DIR.old-* folder next to it.
 # Then a few positive controls: plans/tiny.lua compiles, and the command
@@ -28,6 +29,7 @@ if [ ! -x "$weft" ]; then
 fi
 cd "$(dirname "$0")/../.." || exit 2
 
+STDERR_MAX=8192  # bytes: a message is cut at 4 KiB
 LIMIT_MS=5000  # of CPU time (user + system): a loaded machine must not fail a good plan
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/weft-plan-tests.XXXXXX") || exit 2
 trap 'rm -rf "$scratch"' EXIT
@@ -81,6 +83,10 @@ for plan in tests/plans/*.lua; do
         problems+=("expected message not in stderr (got: $(first_line "$scratch/$name.stderr"))")
     elif ! grep -F -- "$expect" "$scratch/$name.stderr" | grep -q '^weft: error: '; then
         problems+=("the message does not start with 'weft: error: '")
+    fi
+    # messages quote the plan (names, values): they are cut, never megabytes
+    if [ "$(wc -c < "$scratch/$name.stderr")" -gt "$STDERR_MAX" ]; then
+        problems+=("stderr holds $(wc -c < "$scratch/$name.stderr") bytes, more than $STDERR_MAX")
     fi
     if [[ $(< "$scratch/$name.stderr") != *"$plan:"[0-9]* ]]; then
         problems+=("stderr does not name $plan:<line>")
