@@ -12,7 +12,11 @@ set=(--set train.steps=2 --set data.train="$DATA" --set batch.micro=2 --set batc
 build_plan run "$PLAN" "${set[@]}"
 run_plan run --steps 1 --save "$WORK/step1" >/dev/null
 run_plan run --steps 2 --save "$WORK/good" >/dev/null
+build_plan half "$PLAN" "${set[@]}" --set precision=fp16
+run_plan half --steps 2 --save "$WORK/good16" >/dev/null
 check "a fresh checkpoint verifies" "$WEFT" ckpt verify "$WORK/good"
+check "an fp16 one too, with its loss scaler state" \
+  bash -c '"$1" ckpt verify "$2" | grep -q "fp16 loss scaler: verified"' _ "$WEFT" "$WORK/good16"
 check "and has its manifest and marker" test -f "$WORK/good/manifest.json" -a -f "$WORK/good/.weft-checkpoint"
 
 # ---- helpers: byte-level edits of a safetensors file (perl: in Debian's base)
@@ -50,16 +54,17 @@ swap_tensors() {
     seek($h, $a, 0); print $h $y; seek($h, $b, 0); print $h $x; close $h' "$1" "$a0" "$b0" $((a1 - a0))
 }
 
-# ---- the corruptions: each in a fresh copy, refused by resume and by verify
-n=0
+# ---- the corruptions: each in a fresh copy of $GOOD, refused by the resume
+# of $PROGRAM and by verify
+n=0 GOOD=$WORK/good PROGRAM=run
 corrupt() {  # corrupt NAME EXPECTED-ERE EDIT...: runs EDIT in the copy's folder
   local name=$1 want=$2; shift 2
   n=$((n + 1))
   local dir="$WORK/bad$n"
-  cp -a "$WORK/good" "$dir"
+  cp -a "$GOOD" "$dir"
   (cd "$dir" && "$@")
   local out rc=0
-  out=$(timeout 60 "$WORK/run/launch.sh" --quiet --steps 3 --resume "$dir" 2>&1) || rc=$?
+  out=$(timeout 60 "$WORK/$PROGRAM/launch.sh" --quiet --steps 3 --resume "$dir" 2>&1) || rc=$?
   if [ $rc = 0 ] || [ $rc = 124 ] || ! grep -qE "checkpoint $dir refused: $want" <<<"$out"; then
     check "$name: resume refused naming it ($want)" false
     echo "     rc $rc: $(grep -m1 weft: <<<"$out")"
@@ -90,10 +95,15 @@ corrupt 'step "abc"' 'manifest.json: step is "abc", not a non-negative integer' 
   sed -i 's/"step":[^,]*,/"step":\t"abc",/' manifest.json
 corrupt 'step "-50"' 'manifest.json: step is -50, not a non-negative integer' \
   sed -i 's/"step":[^,]*,/"step":\t-50,/' manifest.json
+# fp16: the loss scaler's state travels in the manifest (and the metadata)
+GOOD=$WORK/good16 PROGRAM=half
 corrupt "an infinite fp16 loss scale" 'manifest.json: loss_scale.scale is infinite, not a finite positive number' \
-  sed -i 's/"step":/"loss_scale": {"scale": 1e999, "hysteresis": 2, "good_steps": 0, "skipped": 0}, "step":/' manifest.json
+  sed -i 's/"scale":[^,]*,/"scale":\t1e999,/' manifest.json
 corrupt "a partial fp16 scaler state" 'manifest.json: loss_scale.hysteresis is missing, .*partial fp16 loss scaler state' \
-  sed -i 's/"step":/"loss_scale": {"scale": 65536, "good_steps": 0, "skipped": 0}, "step":/' manifest.json
+  sed -i '/"hysteresis":/d' manifest.json
+corrupt "a zero fp16 loss scale in the metadata" 'optimizer.safetensors: metadata weft_loss_scale is "0": not a finite positive number' \
+  header_edit optimizer.safetensors 's/"weft_loss_scale":"[^"]*"/"weft_loss_scale":"0"/'
+GOOD=$WORK/good PROGRAM=run
 fifo() { rm model.safetensors; mkfifo model.safetensors; }
 corrupt "a FIFO as model.safetensors (no hang)" 'model.safetensors: is a FIFO, not a regular file' fifo
 corrupt "garbage config.json" 'config.json: ([0-9]+ bytes but the manifest says|checksum mismatch)' \
@@ -106,6 +116,24 @@ corrupt "config.json a symbolic link out of the folder" 'config.json: is a symbo
 corrupt "no manifest" 'manifest.json: missing' rm manifest.json
 corrupt "a manifest that is not JSON" 'manifest.json: does not parse as JSON' sed -i 's/"files"/files/' manifest.json
 check "the good checkpoint still resumes" "$WORK/run/launch.sh" --quiet --steps 3 --resume "$WORK/good"
+check "the fp16 one too" "$WORK/half/launch.sh" --quiet --steps 3 --resume "$WORK/good16"
+# The same tensors can be another model: config.json is compared with the
+# program's own (here the exact GELU instead of the tanh one).
+build_plan erf "$PLAN" "${set[@]}" --set model.activation=gelu
+out=$("$WORK/erf/launch.sh" --quiet --steps 3 --resume "$WORK/good" 2>&1) && rc=0 || rc=$?
+check "a checkpoint of another model (same shapes) is refused by config.json" test $rc != 0 -a -n \
+  "$(grep -F 'config.json: activation_function is "gelu_new" in the checkpoint but "gelu" in this program' <<<"$out")"
+# weft ckpt diff reads every dimension of a 5-8 dimensional tensor
+six() {
+  perl -e 'my $j = q({"x":{"dtype":"F32","shape":[1,2,1,2,1,2],"data_offsets":[0,32]}});
+    print pack("Q<", length $j), $j, pack("f<*", map { $_ * $ARGV[1] } 1 .. 8)' _ "$2" >"$1"
+}
+six "$WORK/six_a.safetensors" 1; six "$WORK/six_b.safetensors" 1; six "$WORK/six_c.safetensors" 2
+check "ckpt diff: a 6-dimensional tensor equals itself" \
+  bash -c '"$1" ckpt diff "$2" "$3" | grep -q "1 tensors: 0 differ beyond bit-identity, 0 missing"' \
+  _ "$WEFT" "$WORK/six_a.safetensors" "$WORK/six_b.safetensors"
+check "ckpt diff: ... and differs from another" \
+  bash -c '! "$1" ckpt diff "$2" "$3" | grep -q "0 differ"' _ "$WEFT" "$WORK/six_a.safetensors" "$WORK/six_c.safetensors"
 
 # ---- outputs never destroy anything
 mkdir -p "$WORK/foreign/results"; echo "1,2,3" >"$WORK/foreign/results/r.csv"
@@ -151,6 +179,15 @@ for phase in written manifest swapped; do
     bash -c '"$1" --quiet --steps 1 --save "$2" >/dev/null && [ -z "$(ls -d "$2".tmp-* "$2".old-* 2>/dev/null)" ]' \
     _ "$WORK/run/launch.sh" "$WORK/k"
 done
+# where the file system cannot exchange two names, a save killed between its
+# two renames leaves only DIR.old-N: a resume says so and uses it
+mv "$WORK/k" "$WORK/k.old-4242"
+out=$("$WORK/run/launch.sh" --steps 1 --resume "$WORK/k" 2>&1) && rc=0 || rc=$?
+check "DIR missing, DIR.old-N complete: the resume says so and uses it" test $rc = 0 -a -n \
+  "$(grep -F "$WORK/k is missing; resuming from $WORK/k.old-4242" <<<"$out")"
+run_plan run --steps 1 --save "$WORK/k" >/dev/null
+check "... and the next save puts it back before replacing it" \
+  test ! -e "$WORK/k.old-4242" -a -f "$WORK/k/manifest.json"
 # kill -9 of the whole job at a random moment of a run that saves every step
 build_plan every "$PLAN" "${set[@]}" --set train.steps=100000 --set train.ckpt_every=1
 KILLS=${KILLS:-3} bash "$(dirname "$0")/../../bench/ckpt_kill.sh" "$WORK/every/launch.sh" "$WORK/loop" \
