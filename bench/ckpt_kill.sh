@@ -12,7 +12,7 @@ LAUNCH=${1:?usage: ckpt_kill.sh LAUNCH DIR}
 DIR=${2:?usage: ckpt_kill.sh LAUNCH DIR}
 WEFT=${WEFT:?set WEFT to the weft binary}
 KILLS=${KILLS:-20}
-last=-1 saved_kills=0
+last=-1 in_save=0
 for i in $(seq 1 "$KILLS"); do
   resume=()
   [ -e "$DIR" ] && resume=(--resume "$DIR")
@@ -26,7 +26,7 @@ for i in $(seq 1 "$KILLS"); do
     kill -9 $ids 2>/dev/null
     sleep 0.1
   done
-  wait "$pid" 2>/dev/null
+  { wait "$pid"; } 2>/dev/null  # (and no "Killed" notice)
   if pgrep -s "$pid" >/dev/null; then
     echo "kill $i: FAIL: processes of the job survive SIGKILL: $(pgrep -s "$pid" | tr '\n' ' ')"
     exit 1
@@ -49,7 +49,7 @@ for i in $(seq 1 "$KILLS"); do
     echo "kill $i: FAIL: $left leftover folders of killed saves pile up"
     exit 1
   fi
-  [ "$step" -gt "$last" ] && saved_kills=$((saved_kills + 1))
+  [ "$left" -gt 0 ] && in_save=$((in_save + 1))
   echo "kill $i: $DIR verifies at step $step ($left leftover of the killed save)"
   last=$step
 done
@@ -59,4 +59,4 @@ if [ "$last" -ge 0 ]; then
     exit 1
   fi
 fi
-echo "$KILLS kills: the checkpoint verified after every one, reached step $last and resumed"
+echo "$KILLS kills ($in_save of them inside a save, leaving its folder): the checkpoint verified after every one, reached step $last and resumed"
