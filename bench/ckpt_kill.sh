@@ -18,6 +18,7 @@ for i in $(seq 1 "$KILLS"); do
   [ -e "$DIR" ] && resume=(--resume "$DIR")
   setsid "$LAUNCH" --quiet --ckpt "$DIR" "${resume[@]}" >/dev/null 2>&1 &
   pid=$!
+  disown "$pid"  # killed on purpose: no "Killed" notice from this shell
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 1.0 + 2.0 * r / 32768 }')"
   # the job is its own session (setsid): mpirun and the ranks, which Open MPI
   # puts in process groups of their own; SIGKILL to each, by id
@@ -26,7 +27,6 @@ for i in $(seq 1 "$KILLS"); do
     kill -9 $ids 2>/dev/null
     sleep 0.1
   done
-  { wait "$pid"; } 2>/dev/null  # (and no "Killed" notice)
   if pgrep -s "$pid" >/dev/null; then
     echo "kill $i: FAIL: processes of the job survive SIGKILL: $(pgrep -s "$pid" | tr '\n' ' ')"
     exit 1

@@ -16,10 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckpt_folder.h"
@@ -279,12 +281,88 @@ void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set) {
                  set ? " (with --keep, --ckpt names a folder of step_N checkpoints)" : "");
 }
 
+static void rotate(wf_ctx *c, const char *set, int keep);
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Root, once every file is in tmp: config.json, the manifest, the swap. */
+static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const char *old) {
+    char err[2 * PATH_MAX + 512];
+    write_config(c, tmp);
+    wf_ckpt_test_kill("written");
+    wf_ckpt_info info;
+    make_info(c, &info);
+    if (wf_manifest_write(tmp, &info, c->p->hf_config, err, sizeof err) != 0 ||
+        wf_fsync_dir(tmp, err, sizeof err) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+    wf_ckpt_test_kill("manifest");
+    if (wf_ckpt_swap(tmp, dir, old, err, sizeof err) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+}
+
+/* --async-save: the host copies made at the step boundary, written by a
+ * thread while training goes on; one save in flight at a time. */
+typedef struct {
+    pthread_t thread;
+    int running;
+    wf_ctx snap;  /* the context as of the step saved (step, loss scaler) */
+    char dir[PATH_MAX], tmp[PATH_MAX], old[PATH_MAX];
+    float *ww, *wm, *wv, *wd;
+    long *off;
+    double t0;
+} async_save;
+static async_save pending;
+
+static void *write_in_background(void *arg) {
+    async_save *a = arg;
+    double t0 = seconds_now();
+    write_files(&a->snap, a->tmp, "model.safetensors", "optimizer.safetensors", a->ww, a->wm, a->wv,
+                a->wd, a->off);
+    finish_folder(&a->snap, a->tmp, a->dir, a->old);
+    wf_log(&a->snap, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n",
+           a->snap.step, a->dir, 1000.0 * (seconds_now() - t0));
+    free(a->ww), free(a->wm), free(a->wv), free(a->wd), free(a->off);
+    return NULL;
+}
+
+static void start_async(wf_ctx *c, const char *dir, const char *tmp, const char *old, float *ww,
+                        float *wm, float *wv, float *wd, long *off, double t0) {
+    async_save *a = &pending;
+    a->snap = *c;
+    snprintf(a->dir, sizeof a->dir, "%s", dir);  /* each was built with a checked length */
+    snprintf(a->tmp, sizeof a->tmp, "%s", tmp);
+    snprintf(a->old, sizeof a->old, "%s", old);
+    a->ww = ww, a->wm = wm, a->wv = wv, a->wd = wd, a->off = off;
+    int e = pthread_create(&a->thread, NULL, write_in_background, a);
+    if (e != 0) wf_fatal(c, "pthread_create", WF_WHERE, "cannot start the checkpoint writer: %s", strerror(e));
+    a->running = 1;
+    wf_log(c, "checkpoint: step %ld copied to host memory in %.1f ms (training blocked); writing %s in "
+           "the background\n", c->step, 1000.0 * (seconds_now() - t0), dir);
+}
+
+void wf_ckpt_wait(wf_ctx *c) {
+    if (!pending.running) return;
+    double t0 = seconds_now();
+    int e = pthread_join(pending.thread, NULL);
+    if (e != 0) wf_fatal(c, "pthread_join", WF_WHERE, "%s", strerror(e));
+    pending.running = 0;
+    if (c->opt.keep > 0 && c->opt.ckpt && wf_is_root(c)) rotate(c, c->opt.ckpt, c->opt.keep);
+    double ms = 1000.0 * (seconds_now() - t0);
+    if (ms >= 0.1) wf_log(c, "checkpoint: waited %.1f ms for the background save of step %ld\n", ms, pending.snap.step);
+}
+
 /* Writes the checkpoint folder dir (every rank calls it).  Every dp replica
  * holds the same weights: replica 0 gathers its tp shards, each pipeline
  * stage's leader writes its whole tensors, world rank 0 joins them, writes
  * the manifest and swaps the folder in. */
 static void save_folder(wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
+    wf_ckpt_wait(c);  /* the previous background save, if any, is finished first */
+    double t0 = seconds_now();
     wf_backend_sync(c);  /* the host reads every arena */
     long *off = wf_host_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
@@ -321,6 +399,15 @@ static void save_folder(wf_ctx *c, const char *dir) {
             wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+    if (c->opt.async_save && p->pp == 1) {  /* one writer, world rank 0: it writes in the background */
+        if (wf_is_root(c)) {
+            start_async(c, dir, tmp, old, ww, wm, wv, wd, off, t0);
+        } else {
+            free(ww), free(wm), free(wv), free(wd), free(off);
+        }
+        WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+        return;
+    }
     if (c->dp_rank == 0 && c->tp_rank == 0) {
         char model[64], optim[64];
         if (p->pp > 1) {
@@ -338,16 +425,7 @@ static void save_folder(wf_ctx *c, const char *dir) {
             merge_stages(c, tmp, "model");
             merge_stages(c, tmp, "optimizer");
         }
-        write_config(c, tmp);
-        wf_ckpt_test_kill("written");
-        wf_ckpt_info info;
-        make_info(c, &info);
-        if (wf_manifest_write(tmp, &info, p->hf_config, err, sizeof err) != 0 ||
-            wf_fsync_dir(tmp, err, sizeof err) != 0)
-            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
-        wf_ckpt_test_kill("manifest");
-        if (wf_ckpt_swap(tmp, dir, old, err, sizeof err) != 0)
-            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+        finish_folder(c, tmp, dir, old);
         /* only now: renamed into place and the parent folder synced */
         wf_log(c, "checkpoint: step %ld saved to %s\n", c->step, dir);
     }
@@ -418,7 +496,7 @@ void wf_ckpt_save_periodic(wf_ctx *c) {
             wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
     }
     save_folder(c, dir);
-    if (wf_is_root(c)) rotate(c, set, keep);
+    if (wf_is_root(c) && !c->opt.async_save) rotate(c, set, keep);  /* async: once it is written */
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
 

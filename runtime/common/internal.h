@@ -18,6 +18,7 @@ typedef struct wf_options {
     const char *resume;        /* checkpoint folder to start from */
     const char *ckpt;          /* folder for periodic checkpoints (plan's ckpt_every) */
     int keep;                  /* --keep N: --ckpt holds step_N folders, the newest N kept */
+    int async_save;            /* --async-save: files written by a thread while training goes on */
     const char *metrics;       /* JSON lines, one per step, full precision */
     const char *trace;         /* Chrome trace of every schedule instruction */
     int quiet;
@@ -198,6 +199,9 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale);
 void wf_ckpt_save(wf_ctx *c, const char *dir);
 void wf_ckpt_save_periodic(wf_ctx *c);
 void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set);
+/* --async-save: waits for the checkpoint being written in the background
+ * (every save does first; wf_main before it exits). */
+void wf_ckpt_wait(wf_ctx *c);
 void wf_ckpt_load(wf_ctx *c, const char *dir);
 uint64_t wf_params_digest(const wf_ctx *c);
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */

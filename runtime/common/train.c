@@ -37,6 +37,9 @@ static const char HELP[] =
     "  --ckpt DIR       checkpoint folder for the plan's train.ckpt_every\n"
     "  --keep N         with --ckpt: DIR holds one step_N folder per checkpoint, the\n"
     "                   newest N kept (default: DIR is one checkpoint, replaced)\n"
+    "  --async-save     periodic checkpoints: copy the state to host memory at the step\n"
+    "                   boundary and write it from a background thread (pp = 1; the\n"
+    "                   log shows the time training was blocked)\n"
     "  --resume DIR     start from a checkpoint folder (model, optimizer, step)\n"
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
     "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
@@ -56,6 +59,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
         { "trace", required_argument, 0, 't' }, { "inject-overflow", required_argument, 0, 'i' },
         { "no-graph", no_argument, 0, 'G' }, { "keep", required_argument, 0, 'k' },
+        { "async-save", no_argument, 0, 'A' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -87,6 +91,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 't': c->opt.trace = optarg; break;
         case 'q': c->opt.quiet = 1; break;
         case 'G': c->opt.no_graph = 1; break;
+        case 'A': c->opt.async_save = 1; break;
         case 'i': {
             char *end;
             long v = strtol(optarg, &end, 10), r = 0;
@@ -370,6 +375,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     check_replicas(c);
     summary(c, steps_run, seconds, first_loss);
     if (c->opt.save) wf_ckpt_save(c, c->opt.save);
+    wf_ckpt_wait(c);
     if (c->metrics) fclose(c->metrics);
     wf_data_close(c->data);
     MPI_Finalize();

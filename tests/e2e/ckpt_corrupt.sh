@@ -3,7 +3,8 @@
 # 2-step run is refused by the resume itself (and by `weft ckpt verify`) with
 # the file and the tensor or field named and the failed check; --save never
 # replaces or deletes what Weft did not write (a foreign folder, a path too
-# long to build); a save killed at any point leaves a loadable checkpoint.
+# long to build); a save killed at any point leaves a loadable checkpoint;
+# --keep N rotation; --async-save writes the same checkpoint.
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
 DATA=$(make_data)
@@ -200,6 +201,16 @@ run_plan every --steps 5 --ckpt "$WORK/set" --keep 2 >/dev/null
 check "--keep 2 keeps the newest two step folders" \
   test "$(cd "$WORK/set" && echo step_*)" = "step_00000004 step_00000005"
 check "... each a verified checkpoint" "$WEFT" ckpt verify "$WORK/set/step_00000005"
+
+# ---- --async-save: the state copied at the step boundary, written by a thread
+out=$("$WORK/every/launch.sh" --steps 3 --ckpt "$WORK/async" --async-save 2>&1)
+run_plan every --steps 3 --ckpt "$WORK/sync" >/dev/null
+check "--async-save logs the time training was blocked, then the background write" \
+  bash -c 'grep -q "step 3 copied to host memory in [0-9.]* ms (training blocked)" <<<"$1" &&
+    grep -q "step 3 saved to .* (written in the background in" <<<"$1"' _ "$out"
+check "... and writes the same checkpoint, bit for bit" \
+  bash -c '"$1" ckpt diff "$2/model.safetensors" "$3/model.safetensors" && "$1" ckpt verify "$2" &&
+    "$1" ckpt diff "$2/optimizer.safetensors" "$3/optimizer.safetensors"' _ "$WEFT" "$WORK/async" "$WORK/sync"
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
