@@ -279,6 +279,17 @@ void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set) {
     if (wf_ckpt_folder_kind(dir, set ? WF_CKPT_SET_MARKER : WF_CKPT_MARKER, err, sizeof err) < 0)
         wf_fatal(c, "checkpoint", WF_WHERE, "%s%s", err,
                  set ? " (with --keep, --ckpt names a folder of step_N checkpoints)" : "");
+    size_t end = strlen(dir), start;
+    while (end > 1 && dir[end - 1] == '/') end--;
+    for (start = end; start > 0 && dir[start - 1] != '/'; start--) {}
+    if (end - start + strlen(".tmp-2147483647") > NAME_MAX)  /* the file system's name limit */
+        wf_fatal(c, "checkpoint", WF_WHERE, "cannot save to %s: its name, %zu bytes, leaves no room for "
+                 "the temporary %.*s.tmp-PID (a name holds at most %d bytes)", dir, end - start,
+                 (int)(end - start > 40 ? 40 : end - start), dir + start, NAME_MAX);
+    struct stat st;  /* the save makes DIR.tmp-PID beside DIR, not the folders above */
+    if (wf_parent_of(dir, probe, sizeof probe, err, sizeof err) != 0 || stat(probe, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
+        wf_fatal(c, "checkpoint", WF_WHERE, "cannot save to %s: the folder %s does not exist", dir, probe);
 }
 
 static void rotate(wf_ctx *c, const char *set, int keep);

@@ -152,8 +152,11 @@ out=$(run_plan run --steps 1 --save "$long" 2>&1) && rc=0 || rc=$?
 check "a --save path too long is refused, not truncated" \
   test $rc != 0 -a -n "$(grep -F "checkpoint path too long" <<<"$out")" -a -z "$(grep saved <<<"$out")"
 out=$(run_plan run --steps 1 --save "$WORK/$(printf 'n%.0s' {1..250})" 2>&1) && rc=0 || rc=$?
-check "a folder name too long for the file system fails, never says saved" \
-  test $rc != 0 -a -z "$(grep saved <<<"$out")"
+check "a folder name too long for the file system is refused before training" \
+  test $rc != 0 -a -z "$(grep saved <<<"$out")" -a -n "$(grep -F "leaves no room for the temporary" <<<"$out")"
+out=$(run_plan run --steps 1 --save "$WORK/nowhere/ck" 2>&1) && rc=0 || rc=$?
+check "a --save folder whose parent does not exist is refused before training" \
+  test $rc != 0 -a -n "$(grep -F "the folder $WORK/nowhere does not exist" <<<"$out")"
 check "... and nothing beside it was touched" grep -qx precious "$WORK/precious.txt"
 check "... nor the other checkpoints" "$WEFT" ckpt verify "$WORK/good"
 
