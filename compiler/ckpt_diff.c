@@ -27,8 +27,8 @@ static int exact(const ckpt_tolerance *t) {
 static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const wf_st_file *from,
                           const char *name, const ckpt_tolerance *t, worst_seen *w, FILE *out) {
     char err[512];
-    long shape[4];
-    int ndim = wf_st_shape(a, name, shape, 4);
+    long shape[WF_ST_FILE_MAX_NDIM];  /* a file's tensor may have up to 8 dimensions */
+    int ndim = wf_st_shape(a, name, shape, WF_ST_FILE_MAX_NDIM);
     if (ndim < 0) return -1;
     long n = 1;
     for (int d = 0; d < ndim; d++) n *= shape[d];

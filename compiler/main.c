@@ -1,6 +1,7 @@
 /* main.c: the `weft` command line.  Exit codes: 0 ok, 1 plan (or input)
  * error, 2 usage error. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "calibrate.h"
 #include "ckpt_diff.h"
+#include "ckpt_manifest.h"
 #include "import_ds.h"
 #include "inspect.h"
 #include "output.h"
@@ -53,6 +55,8 @@ static const char USAGE_HEAD[] =
     "                             bit identity; else ||a-b|| <= R ||a|| (R ||a-a0|| with\n"
     "                             --from) and max|a-b| <= B for every tensor, or\n"
     "                             max|a-b| <= A + R max|a|)\n"
+    "  ckpt verify DIR            check a checkpoint folder against its manifest (sizes,\n"
+    "                             CRC-32C of every file and tensor, metadata, finite values)\n"
     "\n"
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n";
@@ -362,9 +366,25 @@ static int cmd_data(int argc, char **argv) {
     return EXIT_OK;
 }
 
+/* weft ckpt verify DIR: what a resume checks before it reads a tensor. */
+static int ckpt_verify(const char *dir) {
+    wf_ckpt_info info;
+    char err[PATH_MAX + 1024];
+    if (wf_ckpt_verify(dir, &info, err, sizeof err) != 0) {
+        fprintf(stderr, "weft: error: checkpoint %s refused: %s\n", dir, err);
+        return EXIT_PLAN;
+    }
+    printf("%s: step %ld, %ld samples seen, plan %s (%.12s), %s%s: verified\n", dir, info.step,
+           info.samples_seen, info.plan, info.plan_hash, info.model,
+           info.has_scaler ? ", fp16 loss scaler" : "");
+    return EXIT_OK;
+}
+
 static int cmd_ckpt(int argc, char **argv) {
     static const char use[] =
-        "usage: weft ckpt diff A B [--norm-tol REL [--from A0]] [--bound ABS] [--tol REL] [--atol ABS]";
+        "usage: weft ckpt diff A B [--norm-tol REL [--from A0]] [--bound ABS] [--tol REL] [--atol ABS]\n"
+        "       weft ckpt verify DIR";
+    if (argc == 2 && strcmp(argv[0], "verify") == 0) return ckpt_verify(argv[1]);
     if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error(use);
     ckpt_tolerance t = { 0 };
     for (int i = 3; i < argc; i++) {

@@ -5,23 +5,37 @@
  *                          the program (LLaMA's projection weights, (in, out)
  *                          in weft, are saved transposed, (out, in), as HF's
  *                          nn.Linear keeps them)
- * The step, the data position and the model's shape travel as safetensors
- * metadata.  The folder is written under a temporary name and swapped in, so
- * a failed save leaves the previous checkpoint as it was. */
+ *   manifest.json          the step, data position, plan hash, config, and
+ *                          every file's size and CRC-32C, every tensor's shape
+ *                          and CRC-32C (ckpt_manifest.h): a load verifies it all
+ *   .weft-checkpoint       the marker: Weft wrote this folder and may replace it
+ * The step, the data position and the model's shape also travel as
+ * safetensors metadata.  The folder is written under a temporary name and
+ * swapped in (ckpt_folder.h), so a failed or killed save leaves the previous
+ * checkpoint as it was, and a folder Weft did not write is never replaced. */
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ckpt_folder.h"
+#include "ckpt_manifest.h"
 #include "internal.h"
 #include "safetensors.h"
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)st; (void)type; (void)ftw;
-    return remove(path);
-}
+/* A path from a format, or a fatal error: never a truncated path. */
+#define CKPT_PATH(c, buf, ...)                                                            \
+    do {                                                                                  \
+        char why_[512];                                                                   \
+        if (wf_path_fmt(buf, sizeof buf, why_, sizeof why_, __VA_ARGS__) != 0)            \
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s", why_);                              \
+    } while (0)
 
 static long whole_numel(const wf_param *q) {
     long n = 1;
@@ -102,14 +116,14 @@ static int is_llama(const wf_program *p) { return p->family && strcmp(p->family,
 static void write_config(const wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
     if (!p->hf_config) wf_fatal(c, "config.json", WF_WHERE, "the program carries no config.json (recompile it)");
-    char path[1200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    char path[PATH_MAX];
+    CKPT_PATH(c, path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f) wf_fatal(c, "fopen", WF_WHERE, "cannot write %s: %s", path, strerror(errno));
     size_t n = strlen(p->hf_config);
-    if (fwrite(p->hf_config, 1, n, f) != n) {
+    if (fwrite(p->hf_config, 1, n, f) != n || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         fclose(f);
-        wf_fatal(c, "fwrite", WF_WHERE, "writing %s failed", path);
+        wf_fatal(c, "fwrite", WF_WHERE, "writing %s failed: %s", path, strerror(errno));
     }
     if (fclose(f) != 0) wf_fatal(c, "fclose", WF_WHERE, "writing %s failed", path);
 }
@@ -167,14 +181,14 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
                         const float *ww, const float *wm, const float *wv, const float *wd,
                         const long *off) {
     const wf_program *p = c->p;
-    char path[1200], err[512];
+    char path[PATH_MAX], err[PATH_MAX + 512];
     ckpt_meta meta;
     make_meta(c, &meta);
     wf_st_tensor *t = wf_host_alloc(c, sizeof *t * 3 * (size_t)p->n_params, "checkpoint index");
     char (*names)[128] = wf_host_alloc(c, 128 * 3 * (size_t)p->n_params, "checkpoint names");
     fill_tensors(c, ww, off, t, names, "");
     int n = pack_owned(c, t, names, 0);
-    snprintf(path, sizeof path, "%s/%s", dir, model_name);
+    CKPT_PATH(c, path, "%s/%s", dir, model_name);
     if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     fill_tensors(c, wm, off, t, names, "exp_avg.");
@@ -182,7 +196,7 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
     /* PipeDream-2BW: the older weight version too, so that a resume continues exactly */
     if (wd) fill_tensors(c, wd, off, t + 2 * p->n_params, names + 2 * p->n_params, "delayed.");
     n = pack_owned(c, t, names, wd ? 2 : 1);
-    snprintf(path, sizeof path, "%s/%s", dir, optim_name);
+    CKPT_PATH(c, path, "%s/%s", dir, optim_name);
     if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     free(t);
@@ -191,12 +205,12 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
 
 /* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors. */
 static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
-    char path[1200], err[512];
+    char path[PATH_MAX], err[PATH_MAX + 512];
     int n = 0, cap = 64;
     wf_st_tensor *t = wf_host_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
     for (int s = 0; s < c->p->pp; s++) {
         wf_st_file *f;
-        snprintf(path, sizeof path, "%s/%s.stage%d.safetensors", dir, base, s);
+        CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
         if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
         for (int i = 0; i < wf_st_count(f); i++) {
             if (n == cap) {
@@ -206,7 +220,10 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
             }
             const char *name = wf_st_name(f, i);
             t[n].name = strdup(name);
-            t[n].ndim = wf_st_shape(f, name, t[n].shape, 4);
+            t[n].ndim = wf_st_shape(f, name, t[n].shape, WF_ST_MAX_NDIM);
+            if (t[n].ndim > WF_ST_MAX_NDIM)  /* the stage files are this program's: never */
+                wf_fatal(c, "wf_st_shape", WF_WHERE, "%s: tensor %s has %d dimensions (at most %d)",
+                         path, name, t[n].ndim, WF_ST_MAX_NDIM);
             long numel = 1;
             for (int d = 0; d < t[n].ndim; d++) numel *= t[n].shape[d];
             float *data = wf_host_alloc(c, sizeof(float) * (size_t)(numel ? numel : 1), "checkpoint tensor");
@@ -219,7 +236,7 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
     }
     ckpt_meta meta;
     make_meta(c, &meta);
-    snprintf(path, sizeof path, "%s/%s.safetensors", dir, base);
+    CKPT_PATH(c, path, "%s/%s.safetensors", dir, base);
     if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
         wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
     for (int i = 0; i < n; i++) {
@@ -229,11 +246,134 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
     free(t);
 }
 
-/* Every dp replica holds the same weights: replica 0 gathers its tp shards,
- * each pipeline stage's leader writes its whole tensors, world rank 0 joins
- * them and swaps the folder in. */
-void wf_ckpt_save(wf_ctx *c, const char *dir) {
+static void log_note(void *arg, const char *text) { wf_log((const wf_ctx *)arg, "checkpoint: %s\n", text); }
+
+/* What the manifest records besides the files. */
+static void make_info(const wf_ctx *c, wf_ckpt_info *info) {
     const wf_program *p = c->p;
+    ckpt_meta meta;
+    make_meta(c, &meta);
+    memset(info, 0, sizeof *info);
+    info->step = c->step;
+    info->global_batch = p->global_batch;
+    info->samples_seen = c->step * (long)p->global_batch;
+    info->seed = (unsigned long long)p->seed;
+    snprintf(info->plan, sizeof info->plan, "%s", p->plan ? p->plan : "");
+    snprintf(info->plan_hash, sizeof info->plan_hash, "%s", p->plan_hash ? p->plan_hash : "");
+    snprintf(info->model, sizeof info->model, "%s", meta.shape);
+    if (p->precision == WF_FP16) {  /* the same values the safetensors metadata carries */
+        info->has_scaler = 1;
+        info->scale = strtod(meta.scale, NULL);
+        info->hysteresis = c->scaler.hysteresis;
+        info->good_steps = c->scaler.good_steps;
+        info->skipped = c->scaler.skipped;
+    }
+}
+
+void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set) {
+    char err[PATH_MAX + 512], probe[PATH_MAX];
+    if (!wf_is_root(c)) return;
+    /* the names a save will make must fit: DIR.tmp-PID, DIR/step_N.tmp-PID/FILE */
+    CKPT_PATH(c, probe, "%s%s.tmp-%d/optimizer.stage%d.safetensors.tmp.%d", dir,
+              set ? "/step_000000000000" : "", INT_MAX, c->p->pp, INT_MAX);
+    if (wf_ckpt_folder_kind(dir, set ? WF_CKPT_SET_MARKER : WF_CKPT_MARKER, err, sizeof err) < 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s%s", err,
+                 set ? " (with --keep, --ckpt names a folder of step_N checkpoints)" : "");
+    size_t end = strlen(dir), start;
+    while (end > 1 && dir[end - 1] == '/') end--;
+    for (start = end; start > 0 && dir[start - 1] != '/'; start--) {}
+    if (end - start + strlen(".tmp-2147483647") > NAME_MAX)  /* the file system's name limit */
+        wf_fatal(c, "checkpoint", WF_WHERE, "cannot save to %s: its name, %zu bytes, leaves no room for "
+                 "the temporary %.*s.tmp-PID (a name holds at most %d bytes)", dir, end - start,
+                 (int)(end - start > 40 ? 40 : end - start), dir + start, NAME_MAX);
+    struct stat st;  /* the save makes DIR.tmp-PID beside DIR, not the folders above */
+    if (wf_parent_of(dir, probe, sizeof probe, err, sizeof err) != 0 || stat(probe, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
+        wf_fatal(c, "checkpoint", WF_WHERE, "cannot save to %s: the folder %s does not exist", dir, probe);
+}
+
+static void rotate(wf_ctx *c, const char *set, int keep);
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Root, once every file is in tmp: config.json, the manifest, the swap. */
+static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const char *old) {
+    char err[2 * PATH_MAX + 512];
+    write_config(c, tmp);
+    wf_ckpt_test_kill("written");
+    wf_ckpt_info info;
+    make_info(c, &info);
+    if (wf_manifest_write(tmp, &info, c->p->hf_config, err, sizeof err) != 0 ||
+        wf_fsync_dir(tmp, err, sizeof err) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+    wf_ckpt_test_kill("manifest");
+    if (wf_ckpt_swap(tmp, dir, old, err, sizeof err) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+}
+
+/* --async-save: the host copies made at the step boundary, written by a
+ * thread while training goes on; one save in flight at a time. */
+typedef struct {
+    pthread_t thread;
+    int running;
+    wf_ctx snap;  /* the context as of the step saved (step, loss scaler) */
+    char dir[PATH_MAX], tmp[PATH_MAX], old[PATH_MAX];
+    float *ww, *wm, *wv, *wd;
+    long *off;
+    double t0;
+} async_save;
+static async_save pending;
+
+static void *write_in_background(void *arg) {
+    async_save *a = arg;
+    double t0 = seconds_now();
+    write_files(&a->snap, a->tmp, "model.safetensors", "optimizer.safetensors", a->ww, a->wm, a->wv,
+                a->wd, a->off);
+    finish_folder(&a->snap, a->tmp, a->dir, a->old);
+    wf_log(&a->snap, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n",
+           a->snap.step, a->dir, 1000.0 * (seconds_now() - t0));
+    free(a->ww), free(a->wm), free(a->wv), free(a->wd), free(a->off);
+    return NULL;
+}
+
+static void start_async(wf_ctx *c, const char *dir, const char *tmp, const char *old, float *ww,
+                        float *wm, float *wv, float *wd, long *off, double t0) {
+    async_save *a = &pending;
+    a->snap = *c;
+    snprintf(a->dir, sizeof a->dir, "%s", dir);  /* each was built with a checked length */
+    snprintf(a->tmp, sizeof a->tmp, "%s", tmp);
+    snprintf(a->old, sizeof a->old, "%s", old);
+    a->ww = ww, a->wm = wm, a->wv = wv, a->wd = wd, a->off = off;
+    int e = pthread_create(&a->thread, NULL, write_in_background, a);
+    if (e != 0) wf_fatal(c, "pthread_create", WF_WHERE, "cannot start the checkpoint writer: %s", strerror(e));
+    a->running = 1;
+    wf_log(c, "checkpoint: step %ld copied to host memory in %.1f ms (training blocked); writing %s in "
+           "the background\n", c->step, 1000.0 * (seconds_now() - t0), dir);
+}
+
+void wf_ckpt_wait(wf_ctx *c) {
+    if (!pending.running) return;
+    double t0 = seconds_now();
+    int e = pthread_join(pending.thread, NULL);
+    if (e != 0) wf_fatal(c, "pthread_join", WF_WHERE, "%s", strerror(e));
+    pending.running = 0;
+    if (c->opt.keep > 0 && c->opt.ckpt && wf_is_root(c)) rotate(c, c->opt.ckpt, c->opt.keep);
+    double ms = 1000.0 * (seconds_now() - t0);
+    if (ms >= 0.1) wf_log(c, "checkpoint: waited %.1f ms for the background save of step %ld\n", ms, pending.snap.step);
+}
+
+/* Writes the checkpoint folder dir (every rank calls it).  Every dp replica
+ * holds the same weights: replica 0 gathers its tp shards, each pipeline
+ * stage's leader writes its whole tensors, world rank 0 joins them, writes
+ * the manifest and swaps the folder in. */
+static void save_folder(wf_ctx *c, const char *dir) {
+    const wf_program *p = c->p;
+    wf_ckpt_wait(c);  /* the previous background save, if any, is finished first */
+    double t0 = seconds_now();
     wf_backend_sync(c);  /* the host reads every arena */
     long *off = wf_host_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
@@ -255,15 +395,30 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     free(full_w);
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
-    char tmp[1100], old[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, job);
-    snprintf(old, sizeof old, "%s.old-%d", dir, job);
+    char tmp[PATH_MAX], old[PATH_MAX], err[2 * PATH_MAX + 512];
+    CKPT_PATH(c, tmp, "%s.tmp-%d", dir, job);
+    CKPT_PATH(c, old, "%s.old-%d", dir, job);
     if (wf_is_root(c)) {
-        nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        /* refused before anything is written: a folder Weft did not write */
+        if (wf_ckpt_folder_kind(dir, WF_CKPT_MARKER, err, sizeof err) < 0)
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+        if (wf_ckpt_clean_stale(dir, 0, log_note, c, err, sizeof err) < 0)
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
         if (mkdir(tmp, 0755) != 0)
             wf_fatal(c, "mkdir", WF_WHERE, "cannot create checkpoint folder %s: %s", tmp, strerror(errno));
+        if (wf_ckpt_mark(tmp, WF_CKPT_MARKER, err, sizeof err) != 0)
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+    if (c->opt.async_save && p->pp == 1) {  /* one writer, world rank 0: it writes in the background */
+        if (wf_is_root(c)) {
+            start_async(c, dir, tmp, old, ww, wm, wv, wd, off, t0);
+        } else {
+            free(ww), free(wm), free(wv), free(wd), free(off);
+        }
+        WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+        return;
+    }
     if (c->dp_rank == 0 && c->tp_rank == 0) {
         char model[64], optim[64];
         if (p->pp > 1) {
@@ -281,18 +436,8 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
             merge_stages(c, tmp, "model");
             merge_stages(c, tmp, "optimizer");
         }
-        write_config(c, tmp);
-        struct stat st;
-        int had_old = stat(dir, &st) == 0;
-        if (had_old && rename(dir, old) != 0)
-            wf_fatal(c, "rename", WF_WHERE, "cannot move the previous checkpoint %s aside: %s", dir,
-                     strerror(errno));
-        if (rename(tmp, dir) != 0) {
-            int e = errno;
-            if (had_old) rename(old, dir);
-            wf_fatal(c, "rename", WF_WHERE, "cannot rename %s to %s: %s", tmp, dir, strerror(e));
-        }
-        if (had_old) nftw(old, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        finish_folder(c, tmp, dir, old);
+        /* only now: renamed into place and the parent folder synced */
         wf_log(c, "checkpoint: step %ld saved to %s\n", c->step, dir);
     }
     free(ww);
@@ -300,6 +445,69 @@ void wf_ckpt_save(wf_ctx *c, const char *dir) {
     free(wv);
     free(wd);
     free(off);
+    WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+}
+
+void wf_ckpt_save(wf_ctx *c, const char *dir) { save_folder(c, dir); }
+
+static int cmp_long(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* --keep N: the newest N step_N checkpoints in the set stay, older ones go. */
+static void rotate(wf_ctx *c, const char *set, int keep) {
+    char path[PATH_MAX], err[PATH_MAX + 512];
+    DIR *d = opendir(set);
+    if (!d) return;
+    long *steps = NULL;
+    int n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        long step;
+        if (strncmp(e->d_name, "step_", 5) != 0 || wf_parse_count(e->d_name + 5, &step) != 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            steps = realloc(steps, sizeof *steps * (size_t)cap);
+            if (!steps) wf_fatal(c, "realloc", WF_WHERE, "out of memory listing %s", set);
+        }
+        steps[n++] = step;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof *steps, cmp_long);
+    for (int i = 0; i + keep < n; i++) {
+        CKPT_PATH(c, path, "%s/step_%08ld", set, steps[i]);
+        if (wf_ckpt_remove(path, WF_CKPT_MARKER, err, sizeof err) == 0)
+            wf_log(c, "checkpoint: removed %s (keeping the newest %d)\n", path, keep);
+        else
+            wf_log(c, "checkpoint: kept %s: %s\n", path, err);
+    }
+    free(steps);
+}
+
+void wf_ckpt_save_periodic(wf_ctx *c) {
+    const char *set = c->opt.ckpt;
+    int keep = c->opt.keep;
+    if (keep <= 0) {  /* --ckpt DIR is the checkpoint, replaced each time */
+        save_folder(c, set);
+        return;
+    }
+    char dir[PATH_MAX], err[PATH_MAX + 512];
+    CKPT_PATH(c, dir, "%s/step_%08ld", set, c->step);
+    if (wf_is_root(c)) {
+        int kind = wf_ckpt_folder_kind(set, WF_CKPT_SET_MARKER, err, sizeof err);
+        if (kind < 0)
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s (with --keep, --ckpt names a folder of step_N "
+                     "checkpoints)", err);
+        if (kind == WF_FOLDER_ABSENT && mkdir(set, 0755) != 0)
+            wf_fatal(c, "mkdir", WF_WHERE, "cannot create checkpoint folder %s: %s", set, strerror(errno));
+        if (kind != WF_FOLDER_OURS && wf_ckpt_mark(set, WF_CKPT_SET_MARKER, err, sizeof err) != 0)
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+        /* killed saves of other steps left STEP.tmp-N / STEP.old-N here */
+        if (wf_ckpt_clean_stale(dir, 1, log_note, c, err, sizeof err) < 0)
+            wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+    }
+    save_folder(c, dir);
+    if (wf_is_root(c) && !c->opt.async_save) rotate(c, set, keep);  /* async: once it is written */
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
 
@@ -333,42 +541,76 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
     free(whole);
 }
 
+/* Root finds and verifies the checkpoint (the folder named, or the complete
+ * previous one a save killed between its renames left next to it) and
+ * tells every rank its path and facts. */
+static void resolve_and_verify(wf_ctx *c, const char *dir, char *path, size_t n, wf_ckpt_info *info) {
+    char err[PATH_MAX + 1024];
+    int len = 0;
+    if (wf_is_root(c)) {
+        struct stat st;
+        if (wf_path_fmt(path, n, err, sizeof err, "%s", dir) != 0)
+            wf_fatal(c, "wf_ckpt_load", WF_WHERE, "%s", err);
+        if (lstat(dir, &st) != 0 && errno == ENOENT && wf_ckpt_find_old(dir, path, n) == 0)
+            wf_log(c, "checkpoint: %s is missing; resuming from %s, the complete previous checkpoint "
+                   "an interrupted save left (the next save puts it back)\n", dir, path);
+        if (wf_ckpt_verify(path, info, err, sizeof err) != 0)
+            wf_fatal(c, "wf_ckpt_load", WF_WHERE, "checkpoint %s refused: %s", path, err);
+        len = (int)strlen(path) + 1;
+    }
+    WF_MPI(c, MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    WF_MPI(c, MPI_Bcast(path, len, MPI_CHAR, 0, MPI_COMM_WORLD));
+    WF_MPI(c, MPI_Bcast(info, (int)sizeof *info, MPI_BYTE, 0, MPI_COMM_WORLD));
+}
+
 /* Every rank reads the full tensors (resharding on load is slicing them). */
 void wf_ckpt_load(wf_ctx *c, const char *dir) {
-    char path[1200], err[512];
+    char path[PATH_MAX], folder[PATH_MAX], err[PATH_MAX + 1024];
+    wf_ckpt_info info;
+    const wf_program *p = c->p;
     wf_st_file *f;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    resolve_and_verify(c, dir, folder, sizeof folder, &info);
+    CKPT_PATH(c, path, "%s/model.safetensors", folder);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
     read_all(c, f, path, c->params, "");
-    const char *step = wf_st_meta(f, "weft_step");
-    if (!step) wf_fatal(c, "wf_ckpt_load", WF_WHERE, "%s has no weft_step metadata", path);
-    c->step = atol(step);
-    if (c->p->precision == WF_FP16 && wf_st_meta(f, "weft_loss_scale")) {
-        c->scaler.scale = atof(wf_st_meta(f, "weft_loss_scale"));
-        c->scaler.hysteresis = atoi(wf_st_meta(f, "weft_scale_hysteresis"));
-        c->scaler.good_steps = atol(wf_st_meta(f, "weft_scale_good_steps"));
-        c->scaler.skipped = atol(wf_st_meta(f, "weft_skipped_steps"));
+    c->step = info.step;  /* the manifest's, checked equal to every file's metadata */
+    if (p->precision == WF_FP16 && info.has_scaler) {
+        c->scaler.scale = info.scale;
+        c->scaler.hysteresis = (int)info.hysteresis;
+        c->scaler.good_steps = info.good_steps;
+        c->scaler.skipped = info.skipped;
     }
     wf_st_close(f);
 
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+    CKPT_PATH(c, path, "%s/optimizer.safetensors", folder);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    float *full = wf_host_alloc(c, sizeof(float) * (size_t)c->p->param_numel, "checkpoint moments");
+    float *full = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "checkpoint moments");
     read_all(c, f, path, full, "exp_avg.");
     wf_moment_keep(c, full, c->adam_m);
     read_all(c, f, path, full, "exp_avg_sq.");
     wf_moment_keep(c, full, c->adam_v);
     free(full);
-    if (c->p->weight_delay) {
+    if (p->weight_delay) {
         /* the model is the newest version; the one the next batch computes on
          * is saved as delayed.* (absent in other schedules' checkpoints) */
         long shape[4];
         char first[160];
-        memcpy(c->next_params, c->params, sizeof(float) * (size_t)c->p->param_numel);
-        snprintf(first, sizeof first, "delayed.%s", c->p->params[0].name);
+        memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+        snprintf(first, sizeof first, "delayed.%s", p->params[0].name);
         if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, "delayed.");
     }
     wf_st_close(f);
+    /* the same tensors can still be another model (an activation, an epsilon):
+     * config.json must describe this program's */
+    if (wf_is_root(c) && wf_ckpt_config_check(folder, p->hf_config, err, sizeof err) != 0)
+        wf_fatal(c, "wf_ckpt_load", WF_WHERE, "checkpoint %s refused: %s", folder, err);
     wf_params_changed(c);
-    wf_log(c, "checkpoint: resumed from %s at step %ld\n", dir, c->step);
+    if (p->plan_hash && strcmp(info.plan_hash, p->plan_hash) != 0)
+        wf_log(c, "checkpoint: written by plan %s (%.12s), resumed by plan %s (%.12s)\n", info.plan,
+               info.plan_hash, p->plan, p->plan_hash);
+    if (info.global_batch != p->global_batch)
+        wf_log(c, "checkpoint: note: it saw %ld samples at global batch %ld; this program, at global "
+               "batch %d, continues from sample %ld\n", info.samples_seen, info.global_batch,
+               p->global_batch, c->step * (long)p->global_batch);
+    wf_log(c, "checkpoint: resumed from %s at step %ld (manifest verified)\n", folder, c->step);
 }

@@ -17,6 +17,8 @@ typedef struct wf_options {
     const char *save;          /* checkpoint folder written at the end */
     const char *resume;        /* checkpoint folder to start from */
     const char *ckpt;          /* folder for periodic checkpoints (plan's ckpt_every) */
+    int keep;                  /* --keep N: --ckpt holds step_N folders, the newest N kept */
+    int async_save;            /* --async-save: files written by a thread while training goes on */
     const char *metrics;       /* JSON lines, one per step, full precision */
     const char *trace;         /* Chrome trace of every schedule instruction */
     int quiet;
@@ -189,7 +191,17 @@ double wf_grad_norm(wf_ctx *c);
 double wf_local_grad_sq(wf_ctx *c);                    /* this rank's share of |g|^2 */
 void wf_tp_partial_grads(wf_ctx *c);
 void wf_adamw(wf_ctx *c, double lr, float grad_scale);
-void wf_ckpt_save(wf_ctx *c, const char *dir);          /* ckpt.c */
+/* ckpt.c: wf_ckpt_save writes the checkpoint folder dir (every rank calls
+ * it; "saved" is logged once it is in place); wf_ckpt_save_periodic writes
+ * the --ckpt one (with --keep N, DIR/step_N, the newest N kept);
+ * wf_ckpt_check_target refuses, before training, a --save / --ckpt folder
+ * that a save would not replace (set: a --keep folder of checkpoints). */
+void wf_ckpt_save(wf_ctx *c, const char *dir);
+void wf_ckpt_save_periodic(wf_ctx *c);
+void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set);
+/* --async-save: waits for the checkpoint being written in the background
+ * (every save does first; wf_main before it exits). */
+void wf_ckpt_wait(wf_ctx *c);
 void wf_ckpt_load(wf_ctx *c, const char *dir);
 uint64_t wf_params_digest(const wf_ctx *c);
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */

@@ -17,7 +17,8 @@
 
 #include <stddef.h>
 
-#define WF_ST_MAX_NDIM 4
+#define WF_ST_MAX_NDIM 4       /* what the writer takes */
+#define WF_ST_FILE_MAX_NDIM 8  /* what a file read may hold */
 
 typedef struct {
     const char *name;
@@ -39,7 +40,7 @@ typedef struct wf_st_file wf_st_file;
 
 /* Maps path read-only and validates it: header length against the file size,
  * the JSON, dtype F32 only, shapes, offsets inside the data section, offsets
- * consistent with the shapes, and tensors that tile the data section exactly
+ * consistent with the shapes, distinct names, and tensors that tile the data section exactly
  * (no overlaps, holes or trailing bytes), as the reference implementation
  * requires.  Tensors in a file may have any rank up to 8. */
 int wf_st_open(wf_st_file **f, const char *path, char *err, size_t errlen);
@@ -60,6 +61,11 @@ const char *wf_st_name(const wf_st_file *f, int i);
 /* Rank and shape of tensor name: returns its ndim (shape receives up to
  * max_ndim dims) or -1 if there is no such tensor. */
 int wf_st_shape(const wf_st_file *f, const char *name, long *shape, int max_ndim);
+
+/* The raw little-endian bytes of tensor name in the mapped file (*bytes
+ * receives their count), or NULL if there is no such tensor.  Valid until
+ * wf_st_close. */
+const void *wf_st_data(const wf_st_file *f, const char *name, size_t *bytes);
 
 /* Unmaps and frees; NULL is allowed. */
 void wf_st_close(wf_st_file *f);

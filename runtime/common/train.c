@@ -35,6 +35,11 @@ static const char HELP[] =
     "  --data FILE      token file (.bin) instead of the plan's data.train\n"
     "  --save DIR       write a checkpoint folder at the end\n"
     "  --ckpt DIR       checkpoint folder for the plan's train.ckpt_every\n"
+    "  --keep N         with --ckpt: DIR holds one step_N folder per checkpoint, the\n"
+    "                   newest N kept (default: DIR is one checkpoint, replaced)\n"
+    "  --async-save     periodic checkpoints: copy the state to host memory at the step\n"
+    "                   boundary and write it from a background thread (pp = 1; the\n"
+    "                   log shows the time training was blocked)\n"
     "  --resume DIR     start from a checkpoint folder (model, optimizer, step)\n"
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
     "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
@@ -53,7 +58,8 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "resume", required_argument, 0, 'r' }, { "metrics", required_argument, 0, 'm' },
         { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
         { "trace", required_argument, 0, 't' }, { "inject-overflow", required_argument, 0, 'i' },
-        { "no-graph", no_argument, 0, 'G' },
+        { "no-graph", no_argument, 0, 'G' }, { "keep", required_argument, 0, 'k' },
+        { "async-save", no_argument, 0, 'A' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -72,11 +78,20 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 'd': c->opt.data = optarg; break;
         case 'S': c->opt.save = optarg; break;
         case 'c': c->opt.ckpt = optarg; break;
+        case 'k': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 1000000)
+                wf_fatal(c, "options", WF_WHERE, "--keep wants an integer >= 1, got '%s'", optarg);
+            c->opt.keep = (int)v;
+            break;
+        }
         case 'r': c->opt.resume = optarg; break;
         case 'm': c->opt.metrics = optarg; break;
         case 't': c->opt.trace = optarg; break;
         case 'q': c->opt.quiet = 1; break;
         case 'G': c->opt.no_graph = 1; break;
+        case 'A': c->opt.async_save = 1; break;
         case 'i': {
             char *end;
             long v = strtol(optarg, &end, 10), r = 0;
@@ -224,7 +239,7 @@ static int train_2bw(wf_ctx *c, double *first_loss) {
         c->step_ms[(c->step - 1) % 2] = (now_s() - t0) * 1000.0;
         steps_run++;
         log_ready(c, first_loss);
-        if (ckpt) wf_ckpt_save(c, c->opt.ckpt);
+        if (ckpt) wf_ckpt_save_periodic(c);
     }
     return steps_run;
 }
@@ -273,6 +288,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     WF_MPI(c, MPI_Comm_size(MPI_COMM_WORLD, &c->world));
     parse_options(c, argc, argv);
     check_layout(c);
+    /* a folder a save would refuse is refused now, before any training */
+    if (c->opt.save) wf_ckpt_check_target(c, c->opt.save, 0);
+    if (c->opt.ckpt) wf_ckpt_check_target(c, c->opt.ckpt, c->opt.keep > 0);
+    if (c->opt.keep && !c->opt.ckpt)
+        wf_fatal(c, "options", WF_WHERE, "--keep needs --ckpt DIR (the folder it keeps checkpoints in)");
     /* the groups of the mesh (groups.c), from the program's axes */
     wf_groups_split(c);
     wf_blas_threads(c);
@@ -348,13 +368,14 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         if (steps_run++ == 0) first_loss = c->last_loss;
         log_step(c, ms);
         if (c->opt.ckpt && p->ckpt_every > 0 && c->step % p->ckpt_every == 0)
-            wf_ckpt_save(c, c->opt.ckpt);
+            wf_ckpt_save_periodic(c);
     }
     double seconds = now_s() - t_start;
     wf_trace_write(c);
     check_replicas(c);
     summary(c, steps_run, seconds, first_loss);
     if (c->opt.save) wf_ckpt_save(c, c->opt.save);
+    wf_ckpt_wait(c);
     if (c->metrics) fclose(c->metrics);
     wf_data_close(c->data);
     MPI_Finalize();

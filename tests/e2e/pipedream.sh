@@ -22,8 +22,8 @@ build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
 run_plan pp2 --steps 10 --metrics "$WORK/b.jsonl" --save "$WORK/b" >/dev/null
 run_plan ref --steps 0 --save "$WORK/ref_init" >/dev/null  # the common initial weights
-[ -n "${WEFT_SNAPSHOT:-}" ] || cp "$WORK/ref/stage0.c" "$WORK/ref_program.c"  # betas; --save replaces the folder
-run_plan ref --steps 10 --metrics "$WORK/ref.jsonl" --save "$WORK/ref" >/dev/null
+[ -n "${WEFT_SNAPSHOT:-}" ] || cp "$WORK/ref/stage0.c" "$WORK/ref_program.c"  # betas (weights_match reads them)
+run_plan ref --steps 10 --metrics "$WORK/ref.jsonl" --save "$WORK/ref.ckpt" >/dev/null
 run_plan sync --steps 10 --metrics "$WORK/sync.jsonl" >/dev/null
 strip() { sed 's/, "ms".*//' "$1"; }
 check "two runs give identical losses" cmp -s <(strip "$WORK/a.jsonl") <(strip "$WORK/b.jsonl")
@@ -41,7 +41,7 @@ for layout in pp2 pp4 dp2pp2; do
   check "$layout matches the single-rank one-step-late reference: grad norms" \
     same_field grad_norm "$WORK/ref.jsonl" "$WORK/$layout.jsonl" 2e-5
   # tolerances derived in lib.sh (weights_match), as in equivalence.sh
-  w=$(weights_match "$WORK/ref/model.safetensors" "$WORK/out_$layout/model.safetensors" \
+  w=$(weights_match "$WORK/ref.ckpt/model.safetensors" "$WORK/out_$layout/model.safetensors" \
       "$WORK/ref_init/model.safetensors" "$WORK/ref_program.c" "$WORK/ref.jsonl" $((16 * 64))) && ok=1 || ok=0
   check "$layout matches the single-rank one-step-late reference: weights ($w)" [ $ok = 1 ]
 done

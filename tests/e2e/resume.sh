@@ -62,14 +62,16 @@ check "ZeRO-3 checkpoint resumes without ZeRO" \
 
 # Periodic checkpoints (train.ckpt_every) land in --ckpt, the last one swapped in.
 build_plan periodic "$PLAN" "${set[@]}" --set train.ckpt_every=5
-run_plan periodic --steps 10 --ckpt "$WORK/periodic" >/dev/null
+# (--ckpt used to name the program's own folder, which the save replaced: a
+# folder Weft's checkpoints did not write is now refused, so it has its own)
+run_plan periodic --steps 10 --ckpt "$WORK/periodic.ckpt" >/dev/null
 check "periodic checkpoint at step 10 equals the straight run" \
-  "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/periodic/model.safetensors"
+  "$WEFT" ckpt diff "$WORK/straight/model.safetensors" "$WORK/periodic.ckpt/model.safetensors"
 check "checkpoint has a GPT-2 config" grep -q '"model_type": "gpt2"' "$WORK/straight/config.json"
 # ... the compiler's file, byte for byte, complete for transformers: no
 # dropout (HF's default is 0.1), special tokens inside the vocabulary (HF's
 # default 50256 is not), the MLP's width and the activation weft computes
-check "checkpoint's config.json is the compiler's" cmp "$WORK/periodic/config.json" "$WORK/straight/config.json"
+check "checkpoint's config.json is the compiler's" cmp "$WORK/periodic.ckpt/config.json" "$WORK/straight/config.json"
 for field in '"resid_pdrop": 0.0' '"embd_pdrop": 0.0' '"attn_pdrop": 0.0' '"activation_function": "gelu_new"' \
              '"layer_norm_epsilon": 1e-05' '"tie_word_embeddings": true' '"torch_dtype": "float32"' \
              '"architectures": ["GPT2LMHeadModel"]'; do

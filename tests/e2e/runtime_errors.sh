@@ -34,7 +34,7 @@ expect_failure "wrong rank count" "compiled for 2 ranks .* runs on 1" \
   mpirun --allow-run-as-root -np 1 "$WORK/run/build/stage0"
 expect_failure "unknown option" "rank [01]: options failed.*unknown option" \
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --bogus
-expect_failure "resume from a missing checkpoint" "rank [01]: wf_st_open failed.*nowhere" \
+expect_failure "resume from a missing checkpoint" "rank 0: wf_ckpt_load failed.*nowhere: no such checkpoint folder" \
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --resume "$WORK/nowhere"
 expect_failure "overflow injection into an fp32 program" "rank [01]: options failed.*--inject-overflow needs.*fp16" \
   "$WORK/run/launch.sh" --data "$WORK/good.bin" --inject-overflow 2

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int n_pass, n_fail;
@@ -492,6 +493,70 @@ static void remove_dir(void)
     rmdir(dir);
 }
 
+/* ---- many tensors, unusual files ------------------------------------------ */
+
+/* n tensors of one float each; with dup, the last repeats the first's name. */
+static char *many_tensors_json(int n, int dup)
+{
+    char *j = malloc((size_t)n * 80 + 16), *w = j;
+    w += sprintf(w, "{");
+    for (int i = 0; i < n; i++)
+        w += sprintf(w, "%s\"t%d\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                     i ? "," : "", dup && i == n - 1 ? 0 : i, 4 * i, 4 * i + 4);
+    sprintf(w, "}");
+    return j;
+}
+
+static void test_many_and_odd(void)
+{
+    char p[512], err[512];
+    enum { N = 40000 };
+    /* the duplicate-name check sorts (n log n): 40k names was 32 s pairwise */
+    char *j = many_tensors_json(N, 1);
+    path_in(p, sizeof p, "dup40k.safetensors");
+    craft(p, strlen(j), j, 4L * N);
+    expect_open_error("40000 tensors, the last named like the first", p, "key t0 appears twice", NULL);
+    free(j);
+    j = many_tensors_json(N, 0);
+    path_in(p, sizeof p, "many.safetensors");
+    craft(p, strlen(j), j, 4L * N);
+    free(j);
+    wf_st_file *f = NULL;
+    long shape[8];
+    int ok = wf_st_open(&f, p, err, sizeof err) == 0 && wf_st_count(f) == N;
+    for (int i = 0; ok && i < N; i += 997) {  /* lookups by name (a binary search) */
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        size_t bytes = 0;
+        ok = wf_st_shape(f, name, shape, 8) == 1 && wf_st_data(f, name, &bytes) != NULL && bytes == 4;
+    }
+    check(ok && wf_st_shape(f, "t40000", shape, 8) == -1 && !wf_st_data(f, "nope", NULL),
+          "40000 distinct tensors open and are found by name (%s)", ok ? "" : err);
+    wf_st_close(f);
+
+    /* a file may hold up to 8 dimensions: all are reported */
+    const char *j8 = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1,2,1,2,1,2,1,2],\"data_offsets\":[0,64]}}";
+    path_in(p, sizeof p, "rank8.safetensors");
+    craft(p, strlen(j8), j8, 64);
+    f = NULL;
+    ok = wf_st_open(&f, p, err, sizeof err) == 0 && wf_st_shape(f, "x", shape, 8) == 8;
+    for (int d = 0; ok && d < 8; d++)
+        ok = shape[d] == 1 + d % 2;
+    check(ok, "an 8-dimensional tensor's shape is read whole");
+    wf_st_close(f);
+
+    /* a FIFO is refused at once: opening it must not wait for a writer */
+    path_in(p, sizeof p, "fifo.safetensors");
+    if (mkfifo(p, 0600) == 0) {
+        alarm(20);  /* a hang fails the test instead of stalling it */
+        expect_open_error("a FIFO", p, "not a regular file", "a FIFO", NULL);
+        alarm(0);
+        unlink(p);
+    } else {
+        check(0, "mkfifo %s", p);
+    }
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -507,6 +572,7 @@ int main(void)
     cross_check(p);
     test_corrupt(p);
     test_failed_writes(p);
+    test_many_and_odd();
     remove_dir();
     printf("test_safetensors: %d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;

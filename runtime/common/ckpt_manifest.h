@@ -1,0 +1,56 @@
+/* ckpt_manifest.h: manifest.json, what makes a checkpoint folder
+ * verifiable.
+ *
+ *   {"format": "weft-checkpoint", "version": 1,
+ *    "step": 10, "samples_seen": 160, "global_batch": 16, "seed": 1337,
+ *    "plan": "plans/tiny.lua", "plan_hash": "...", "model": "gpt2 L2 h64 ...",
+ *    "loss_scale": {"scale": 65536, "hysteresis": 2, "good_steps": 3,
+ *                   "skipped": 0},                      (fp16 programs only)
+ *    "config": {...config.json...},
+ *    "files": {"config.json": {"bytes": 612, "crc32c": "1a2b3c4d"},
+ *              "model.safetensors": {"bytes": N, "crc32c": "...",
+ *                  "tensors": {"wte.weight": {"shape": [256, 64],
+ *                                             "crc32c": "..."}, ...}}, ...}}
+ *
+ * Checksums are CRC-32C (crc32c.h) of the file, and of each tensor's bytes as
+ * stored.  Functions return 0 on success, -1 with a one-line message in err
+ * that names the file, the tensor or field, and the check that failed. */
+#ifndef WEFT_CKPT_MANIFEST_H
+#define WEFT_CKPT_MANIFEST_H
+
+#include <stddef.h>
+
+#define WF_CKPT_MANIFEST "manifest.json"
+
+typedef struct wf_ckpt_info {
+    long step, samples_seen, global_batch;
+    unsigned long long seed;
+    char plan[1024], plan_hash[136], model[160];
+    int has_scaler;             /* fp16's loss scaler state, all four or none */
+    double scale;
+    long hysteresis, good_steps, skipped;
+} wf_ckpt_info;
+
+/* Writes dir/manifest.json (fsync'ed) for the files now in dir (every
+ * regular file but the marker), with the checkpoint's facts from info and
+ * the program's config.json text. */
+int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *config_text, char *err,
+                      size_t errlen);
+
+/* Verifies dir against its manifest: every listed file a regular file (no
+ * symbolic link, FIFO or device) of the listed size and checksum; each
+ * safetensors file's tensors (none missing, none extra, shapes, finite
+ * values, checksums) and its metadata (step, data position, model, loss
+ * scaler) equal to the manifest's; every number parsed strictly (the step a
+ * non-negative integer, the loss scale finite and positive).  Fills info. */
+int wf_ckpt_verify(const char *dir, wf_ckpt_info *info, char *err, size_t errlen);
+
+/* dir/config.json describes the same model as config_text (the program's):
+ * every field equal but torch_dtype (the training precision, which a resume
+ * may change). */
+int wf_ckpt_config_check(const char *dir, const char *config_text, char *err, size_t errlen);
+
+/* A non-negative decimal integer, all of s ("abc", "-50", "1e3", "" fail). */
+int wf_parse_count(const char *s, long *out);
+
+#endif
