@@ -28,25 +28,30 @@ static int regular(const char *dir, const char *name) {
     return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The checkpoint's step, or -1 where dir holds none. */
-static long step_of(const char *dir) {
+/* The checkpoint's step, or -1 where dir holds none.  One that cannot be
+ * read ends the job: starting afresh would overwrite it at the next save. */
+static long step_of(wf_ctx *c, const char *dir) {
     if (!regular(dir, "model.safetensors") || !regular(dir, "optimizer.safetensors")) return -1;
     char path[PATH_MAX_LEN], err[512];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     wf_st_file *f;
-    if (wf_st_open(&f, path, err, sizeof err) != 0) return -1;
+    if (wf_st_open(&f, path, err, sizeof err) != 0)
+        wf_fatal(c, "wf_resume_auto", WF_WHERE, "%s (a checkpoint --resume auto cannot read: move it away, "
+                 "or name another with --resume DIR)", err);
     const char *text = wf_st_meta(f, "weft_step");
     char *end = NULL;
     long step = text ? strtol(text, &end, 10) : -1;
-    if (!text || end == text || *end || step < 0) step = -1;
+    if (!text || end == text || *end || step < 0)
+        wf_fatal(c, "wf_resume_auto", WF_WHERE, "%s: weft_step is %s%s%s, not a step number (a checkpoint "
+                 "--resume auto cannot read)", path, text ? "\"" : "", text ? text : "missing", text ? "\"" : "");
     wf_st_close(f);
     return step;
 }
 
 /* Rank 0's choice: the path (in out), or "" for none. */
-static void newest(const char *dir, char *out, size_t n, long *best) {
+static void newest(wf_ctx *c, const char *dir, char *out, size_t n, long *best) {
     out[0] = '\0';
-    *best = step_of(dir);
+    *best = step_of(c, dir);
     if (*best >= 0) snprintf(out, n, "%s", dir);
     DIR *d = opendir(dir);
     if (!d) return;
@@ -57,7 +62,7 @@ static void newest(const char *dir, char *out, size_t n, long *best) {
         struct stat st;
         if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub) continue;
         if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-        long step = step_of(sub);
+        long step = step_of(c, sub);
         if (step > *best) {
             *best = step;
             snprintf(out, n, "%s", sub);
@@ -73,7 +78,7 @@ const char *wf_resume_auto(wf_ctx *c) {
                  "(or --save DIR), and neither was given");
     static char chosen[PATH_MAX_LEN];
     long step = -1;
-    if (wf_is_root(c)) newest(dir, chosen, sizeof chosen, &step);
+    if (wf_is_root(c)) newest(c, dir, chosen, sizeof chosen, &step);
     WF_MPI(c, MPI_Bcast(chosen, (int)sizeof chosen, MPI_CHAR, 0, MPI_COMM_WORLD));
     WF_MPI(c, MPI_Bcast(&step, 1, MPI_LONG, 0, MPI_COMM_WORLD));
     if (!chosen[0]) {
