@@ -297,10 +297,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     /* the groups of the mesh (groups.c), from the program's axes */
     wf_groups_split(c);
     wf_blas_threads(c);
-    wf_backend_setup(c);  /* the collectives: MPI, or NCCL communicators on the same groups */
     /* a wait on other ranks longer than this ends the job (watchdog.c) */
     wf_watch_start(c, c->opt.fault_timeout > 0 ? c->opt.fault_timeout
                       : p->fault_timeout_s > 0 ? p->fault_timeout_s : 300.0);
+    wf_backend_setup(c);  /* the collectives: MPI, or NCCL communicators on the same groups */
     wf_preempt_setup(c);
 
     char blas[256];
