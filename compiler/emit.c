@@ -373,6 +373,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
       p->weight_decay, p->clip, p->warmup, p->steps);
     program_fields(o, ".seed = %lluULL, .data_train = \"%s\", .log_every = %d, .ckpt_every = %d,",
       (unsigned long long)p->seed, c_text(o, p->data_train, data, sizeof data), p->log_every, p->ckpt_every);
+    program_fields(o, ".fault_timeout_s = %.17g, .chunks = %d,", p->fault_timeout_s, p->n_chunks);
     program_fields(o, ".flops_per_token = %.17g,", p->flops_per_token);
     program_fields(o, ".peak_tflops = %.17g, .planned_bytes = %.17g,", program_peak_tflops(p),
       program_planned_bytes(p, stage));

@@ -362,6 +362,10 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->log_every = (int)get_int(L, train, "log_every");
     p->ckpt_every = (int)get_int(L, train, "ckpt_every");
     p->seed = (uint64_t)get_int(L, train, "seed");
+    lua_settop(L, plan);
+    int fault = push_sub(L, plan, "fault");
+    p->fault_timeout_s = get_num(L, fault, "timeout_s");
+    lua_settop(L, plan);
     int data = push_sub(L, plan, "data");
     get_str(L, data, "train", p->data_train, sizeof p->data_train);
     get_str(L, plan, "precision", p->precision, sizeof p->precision);

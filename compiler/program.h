@@ -186,6 +186,7 @@ typedef struct Program {
     /* optimizer and training */
     double lr, min_lr, beta1, beta2, eps, weight_decay, clip;
     int warmup, steps, log_every, ckpt_every;
+    double fault_timeout_s;  /* fault.timeout_s: the longest wait on a peer */
     uint64_t seed;
     char data_train[512];
     char precision[8];

@@ -913,6 +913,7 @@ local function make_plan(spec)
     -- by MPI (ranks may then share a GPU); the CPU backend always uses MPI
     comm = { "string", one_of = { "nccl", "mpi" }, default = "nccl" },
     nccl = { "table", default = {} },
+    fault = { "table", default = {} },
   })
 
   local function rebuild(field, v, kind, ctor)
@@ -965,6 +966,11 @@ local function make_plan(spec)
     log_every = { "integer", min = 1, max = 1 << 30, default = 1 },
     ckpt_every = { "integer", min = 0, max = 1 << 30, default = 0 },
     seed = { "integer", min = 0, max = LIMIT, default = 1337 },
+  })
+  -- a rank that waits this long in one collective or receive ends the job,
+  -- naming itself, the instruction and the peer (runtime/common/watchdog.c)
+  s.fault = check_fields("fault", s.fault, {
+    timeout_s = { "number", min = 0.1, max = 1e6, default = 300 },
   })
   s.data = check_fields("data", s.data, {
     train = { "string", required = true, valid = "a path to a .bin token file", check = plain_path },

@@ -22,6 +22,7 @@ void wf_req_init(wf_req *r, int n) {
 
 static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, wf_redop op, wf_req *r) {
     wf_backend_sync(c);
+    wf_watch_group(g);
     MPI_Datatype type = t == WF_F64 ? MPI_DOUBLE : MPI_FLOAT;
     MPI_Op mop = op == WF_MAX ? MPI_MAX : MPI_SUM;
     if (r)
@@ -29,20 +30,24 @@ static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, 
                                  wf_group_comm(c, g), &r->mpi));
     else
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Allreduce"), type, mop, wf_group_comm(c, g)));
+    wf_watch_group(-1);
 }
 
 static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
                                 wf_req *r) {
     wf_backend_sync(c);
+    wf_watch_group(g);
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
     WF_MPI(c, MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, recv, counts, MPI_FLOAT, MPI_SUM,
                                   wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
+    wf_watch_group(-1);
 }
 
 static void mpi_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
                            const int *displs, wf_req *r) {
     wf_backend_sync(c);
+    wf_watch_group(g);
     int me = 0;
     WF_MPI(c, MPI_Comm_rank(wf_group_comm(c, g), &me));
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
@@ -53,18 +58,23 @@ static void mpi_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv
         WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, MPI_FLOAT,
                                   wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
+    wf_watch_group(-1);
 }
 
 static void mpi_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
     wf_backend_sync(c);
+    wf_watch_group(g);
     int k = count(c, n, "MPI_Allgather");
     WF_MPI(c, MPI_Allgather(in, k, MPI_FLOAT, out, k, MPI_FLOAT, wf_group_comm(c, g)));
+    wf_watch_group(-1);
 }
 
 static void mpi_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
     wf_backend_sync(c);
+    wf_watch_group(g);
     WF_MPI(c, MPI_Reduce_scatter_block(in, out, count(c, n, "MPI_Reduce_scatter_block"), MPI_FLOAT, MPI_SUM,
                                        wf_group_comm(c, g)));
+    wf_watch_group(-1);
 }
 
 static void mpi_send(wf_ctx *c, const float *buf, long n, int peer, int tag) {

@@ -11,15 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The file is read with pread, not mapped: a file truncated or replaced
+ * while training then gives a short read and a message naming it, where a
+ * mapping would end the process in SIGBUS. */
 struct wf_data {
     char *path;                 /* for error messages */
-    const unsigned char *map;   /* the whole file, read-only */
-    size_t map_len;
-    const unsigned char *tok;   /* map + 1024: little-endian uint16 tokens */
+    int fd;
+    long long size;             /* bytes at open */
+    unsigned char *window;      /* (seq + 1) little-endian uint16 tokens of one sample */
     long n;                     /* number of tokens */
     int vocab;
     int seq;
@@ -42,10 +44,38 @@ static int32_t rd_le32(const unsigned char *p)
     return (int32_t)v;
 }
 
-static unsigned rd_tok(const wf_data *d, long i)
+static unsigned rd_tok(const unsigned char *tok, long i)
 {
-    const unsigned char *p = d->tok + 2 * (size_t)i;
+    const unsigned char *p = tok + 2 * (size_t)i;
     return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+
+/* Reads len bytes at off; 0 when all arrived.  A short read means the file
+ * shrank since it was opened: the message says so, with its size now. */
+static int read_at(const wf_data *d, void *buf, size_t len, long long off, char *err, size_t errlen)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t k = pread(d->fd, (unsigned char *)buf + got, len - got, (off_t)(off + (long long)got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            set_err(err, errlen, "data file %s: cannot read %zu bytes at offset %lld: %s", d->path,
+                    len, off, strerror(errno));
+            return -1;
+        }
+        if (k == 0) {
+            struct stat st;
+            long long now = fstat(d->fd, &st) == 0 ? (long long)st.st_size : -1;
+            set_err(err, errlen,
+                    "data file %s: truncated while in use: it had %lld bytes when opened, has %lld "
+                    "now, and bytes %lld..%lld are gone",
+                    d->path, d->size, now, off + (long long)got, off + (long long)len);
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
 }
 
 static char *dup_str(const char *s)
@@ -77,7 +107,9 @@ int wf_data_open(wf_data **out, const char *path, int vocab, int seq,
         return -1;
     }
 
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+     * below like any file that is not a regular one */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         set_err(err, errlen, "data file %s: cannot open: %s", path, strerror(errno));
         return -1;
@@ -89,8 +121,10 @@ int wf_data_open(wf_data **out, const char *path, int vocab, int seq,
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "data file %s: not a regular file (expected a .bin token file)",
-                path);
+        set_err(err, errlen, "data file %s: not a regular file (it is %s; expected a .bin token file)",
+                path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory"
+                : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode)
+                ? "a socket" : "not a plain file");
         close(fd);
         return -1;
     }
@@ -103,18 +137,31 @@ int wf_data_open(wf_data **out, const char *path, int vocab, int seq,
         close(fd);
         return -1;
     }
-    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int map_errno = errno;
-    close(fd);
-    if (m == MAP_FAILED) {
-        set_err(err, errlen, "data file %s: cannot map %lld bytes: %s", path, size,
-                strerror(map_errno));
+    wf_data *d = calloc(1, sizeof *d);
+    char *pcopy = dup_str(path);
+    unsigned char *window = malloc(2 * ((size_t)seq + 1));
+    if (!d || !pcopy || !window) {
+        set_err(err, errlen, "data file %s: out of memory", path);
+        free(d);
+        free(pcopy);
+        free(window);
+        close(fd);
         return -1;
     }
-    const unsigned char *map = m;
+    d->path = pcopy;
+    d->fd = fd;
+    d->size = size;
+    d->window = window;
+    d->vocab = vocab;
+    d->seq = seq;
 
+    unsigned char header[WF_DATA_HEADER_BYTES];
+    if (read_at(d, header, sizeof header, 0, err, errlen) != 0) {
+        wf_data_close(d);
+        return -1;
+    }
     int fail = 0; /* 1 once an error message is written */
-    int32_t magic = rd_le32(map), version = rd_le32(map + 4), count = rd_le32(map + 8);
+    int32_t magic = rd_le32(header), version = rd_le32(header + 4), count = rd_le32(header + 8);
     if (magic != WF_DATA_MAGIC) {
         set_err(err, errlen,
                 "data file %s: wrong magic number %ld in the header (expected %d: "
@@ -154,40 +201,41 @@ int wf_data_open(wf_data **out, const char *path, int vocab, int seq,
         }
     }
     if (fail) {
-        munmap(m, (size_t)size);
+        wf_data_close(d);
         return -1;
     }
-
-    wf_data *d = calloc(1, sizeof *d);
-    char *pcopy = dup_str(path);
-    if (!d || !pcopy) {
-        set_err(err, errlen, "data file %s: out of memory", path);
-        free(d);
-        free(pcopy);
-        munmap(m, (size_t)size);
-        return -1;
-    }
-    d->path = pcopy;
-    d->map = map;
-    d->map_len = (size_t)size;
-    d->tok = map + WF_DATA_HEADER_BYTES;
     d->n = count;
-    d->vocab = vocab;
-    d->seq = seq;
 
     /* One pass over all tokens: every rank fails up front on a bad file. */
     if (vocab < 65536) {
-        for (long i = 0; i < d->n; i++) {
-            unsigned t = rd_tok(d, i);
-            if (t >= (unsigned)vocab) {
-                set_err(err, errlen,
-                        "data file %s: token at position %ld has value %u, which is >= "
-                        "the vocab size %d (valid tokens are 0..%d)",
-                        path, i, t, vocab, vocab - 1);
+        enum { CHUNK = 1 << 16 }; /* tokens per read */
+        unsigned char *buf = malloc(2 * (size_t)CHUNK);
+        if (!buf) {
+            set_err(err, errlen, "data file %s: out of memory", path);
+            wf_data_close(d);
+            return -1;
+        }
+        for (long at = 0; at < d->n; at += CHUNK) {
+            long k = d->n - at < CHUNK ? d->n - at : CHUNK;
+            if (read_at(d, buf, 2 * (size_t)k, WF_DATA_HEADER_BYTES + 2LL * at, err, errlen) != 0) {
+                free(buf);
                 wf_data_close(d);
                 return -1;
             }
+            for (long i = 0; i < k; i++) {
+                unsigned t = rd_tok(buf, i);
+                if (t >= (unsigned)vocab) {
+                    set_err(err, errlen,
+                            "data file %s: token at position %ld has value %u, which is >= "
+                            "the vocab size %d (valid tokens are 0..%d)",
+                            path, at + i, t, vocab, vocab - 1);
+                    free(buf);
+                    wf_data_close(d);
+                    return -1;
+                }
+            }
         }
+        free(buf);
     }
     *out = d;
     return 0;
@@ -232,8 +280,11 @@ int wf_data_sample(const wf_data *d, uint64_t seed, uint64_t g,
         return -1;
     }
     long s = wf_data_window(d, seed, g);
+    if (read_at(d, d->window, 2 * ((size_t)d->seq + 1), WF_DATA_HEADER_BYTES + 2LL * s, err,
+                errlen) != 0)
+        return -1;
     for (long i = 0; i <= d->seq; i++) {
-        unsigned t = rd_tok(d, s + i);
+        unsigned t = rd_tok(d->window, i);
         if (t >= (unsigned)d->vocab) {
             set_err(err, errlen,
                     "data file %s: token at position %ld has value %u, which is >= "
@@ -253,8 +304,9 @@ void wf_data_close(wf_data *d)
 {
     if (!d)
         return;
-    if (d->map)
-        munmap((void *)d->map, d->map_len);
+    if (d->fd >= 0)
+        close(d->fd);
+    free(d->window);
     free(d->path);
     free(d);
 }

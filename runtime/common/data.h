@@ -26,11 +26,14 @@
 
 typedef struct wf_data wf_data;
 
-/* Maps path read-only and validates it: readable regular file, at least the
+/* Opens path read-only and validates it: readable regular file (a FIFO,
+ * device or directory is refused without waiting on it), at least the
  * 1024-byte header, magic, version, token count > 0, file size exactly
  * 1024 + 2 * count, count >= seq + 1 (one full sample), and every token
  * < vocab (one pass over the file, so a bad file fails here on every rank
- * instead of partway through training).  vocab in 1..65536, seq >= 1. */
+ * instead of partway through training).  vocab in 1..65536, seq >= 1.
+ * Samples are read with pread: a file that shrinks while training gives an
+ * error naming it from wf_data_sample. */
 int wf_data_open(wf_data **out, const char *path, int vocab, int seq,
                  char *err, size_t errlen);
 
@@ -50,7 +53,7 @@ long wf_data_window(const wf_data *d, uint64_t seed, uint64_t g);
 int wf_data_sample(const wf_data *d, uint64_t seed, uint64_t g,
                    int32_t *inputs, int32_t *targets, char *err, size_t errlen);
 
-/* Unmaps and frees; NULL is allowed. */
+/* Closes and frees; NULL is allowed. */
 void wf_data_close(wf_data *d);
 
 #endif

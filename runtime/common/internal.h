@@ -9,6 +9,7 @@
 #include "coll.h"
 #include "data.h"
 #include "opt_backend.h"
+#include "watchdog.h"
 #include "weft/rt.h"
 
 typedef struct wf_options {
@@ -26,6 +27,7 @@ typedef struct wf_options {
     int inject_rank[8];        /* inf in that rank's gradient at that step */
     int n_inject;
     int no_graph;              /* --no-graph: CUDA runs each step eagerly (the CPU has no graphs) */
+    double fault_timeout;      /* --fault-timeout S, else the plan's fault.timeout_s */
 } wf_options;
 
 /* fp16 dynamic loss scaling (loss_scale.c), DeepSpeed's semantics. */
@@ -106,9 +108,12 @@ void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *
 #define WF_STR2(x) #x
 #define WF_STR(x) WF_STR2(x)
 #define WF_WHERE __FILE__ ":" WF_STR(__LINE__)
+/* every MPI call is a wait the watchdog (watchdog.h) times */
 #define WF_MPI(c, call)                                                        \
     do {                                                                       \
+        wf_watch_enter(#call, WF_WHERE);                                       \
         int wf_rc_ = (call);                                                   \
+        wf_watch_leave();                                                      \
         if (wf_rc_ != MPI_SUCCESS) wf_mpi_fatal((c), #call, WF_WHERE, wf_rc_); \
     } while (0)
 void wf_mpi_fatal(const wf_ctx *c, const char *call, const char *where, int rc)
@@ -234,6 +239,13 @@ void wf_2bw_run_tail(wf_ctx *c);                        /* after the replay: the
 void wf_2bw_optimizer_step(wf_ctx *c);
 void wf_2bw_finish(wf_ctx *c);                          /* after the epilogue: drained */
 int wf_2bw_real_micro(const wf_ctx *c, int m);
+/* preempt.c: SIGTERM / SIGUSR1 stop the job after a step agreed by all
+ * ranks, with a checkpoint, exiting with this code (EX_TEMPFAIL: try again) */
+#define WF_EXIT_PREEMPTED 75
+void wf_preempt_setup(wf_ctx *c);
+int wf_preempt_poll(wf_ctx *c);     /* between steps: the signal all ranks stop for, or 0 */
+void wf_preempt_end(wf_ctx *c);     /* the last agreement completed */
+const char *wf_resume_auto(wf_ctx *c);  /* resume_auto.c: a checkpoint folder, or NULL */
 void wf_trace_begin(wf_ctx *c);                         /* trace.c */
 void wf_trace_write(wf_ctx *c);
 

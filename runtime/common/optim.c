@@ -28,9 +28,13 @@ double wf_local_grad_sq(wf_ctx *c) {
 double wf_grad_norm(wf_ctx *c) {
     const wf_program *p = c->p;
     double sum = wf_local_grad_sq(c);
+    wf_watch_what(c, WF_GROUP_DP, "gradient-norm all-reduce");
     if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+    wf_watch_what(c, WF_GROUP_TP, "gradient-norm all-reduce");
     if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
+    wf_watch_what(c, WF_GROUP_PP, "gradient-norm all-reduce");
     if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
+    wf_watch_done();
     return sqrt(sum);
 }
 
@@ -45,8 +49,10 @@ void wf_tp_partial_grads(wf_ctx *c) {
         /* tp ranks share the bucket layout, so (ZeRO >= 2) also the shard */
         long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
         if (hi <= lo) continue;
+        wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, wf_own_grad(c, k) + lo, (int)(hi - lo), MPI_FLOAT,
                                 MPI_SUM, c->tp_comm));
+        wf_watch_done();
     }
 }
 

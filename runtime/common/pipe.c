@@ -6,13 +6,45 @@
 
 #include "internal.h"
 
-void wf_send(wf_ctx *c, const float *buf, long n, int stage, int tag) { c->coll->send(c, buf, n, stage, tag); }
+/* the world rank of pipeline stage `stage` in this rank's pipeline (listed
+ * once: one process is one rank) */
+static int stage_rank(const wf_ctx *c, int stage) {
+    static int *members;
+    if (!members) {
+        members = wf_host_alloc(c, sizeof(int) * (size_t)c->p->pp, "pipeline ranks");
+        wf_group_members(c->p, c->rank, WF_GROUP_PP, members, NULL);
+    }
+    return members[stage];
+}
 
-void wf_recv(wf_ctx *c, float *buf, long n, int stage, int tag) { c->coll->recv(c, buf, n, stage, tag); }
+/* The watchdog's name for a message: "recv act m=2 chunk=1 from rank 4". */
+static void watch_msg(wf_ctx *c, const char *dir, int tag, const char *prep, int stage) {
+    char text[64];
+    wf_watch_tag_text(c, tag, text, sizeof text);
+    wf_watch_what(c, -1, "%s %s %s rank %d (stage %d)", dir, text, prep, stage_rank(c, stage), stage);
+}
+
+void wf_send(wf_ctx *c, const float *buf, long n, int stage, int tag) {
+    watch_msg(c, "send", tag, "to", stage);
+    c->coll->send(c, buf, n, stage, tag);
+    wf_watch_done();
+}
+
+void wf_recv(wf_ctx *c, float *buf, long n, int stage, int tag) {
+    watch_msg(c, "recv", tag, "from", stage);
+    c->coll->recv(c, buf, n, stage, tag);
+    wf_watch_done();
+}
 
 void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
                  float *rbuf, long rn, int rstage, int rtag) {
+    char sent[64], got[64];
+    wf_watch_tag_text(c, stag, sent, sizeof sent);
+    wf_watch_tag_text(c, rtag, got, sizeof got);
+    wf_watch_what(c, -1, "send %s to rank %d (stage %d) + recv %s from rank %d (stage %d)", sent,
+                  stage_rank(c, sstage), sstage, got, stage_rank(c, rstage), rstage);
     c->coll->sendrecv(c, sbuf, sn, sstage, stag, rbuf, rn, rstage, rtag);
+    wf_watch_done();
 }
 
 float *wf_recv_buffer(wf_ctx *c, int i) { return c->recv + (long)i * c->p->recv_numel; }
@@ -34,6 +66,8 @@ void wf_tied_grads(wf_ctx *c) {
          * ZeRO >= 2 sums just this rank's shard */
         long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
         if (hi <= lo) continue;
+        wf_watch_what(c, WF_GROUP_TIED, "tied-gradient all-reduce of %s", q->name);
         c->coll->allreduce(c, WF_GROUP_TIED, wf_own_grad(c, k) + lo, hi - lo, WF_F32, WF_SUM, NULL);
+        wf_watch_done();
     }
 }

@@ -180,7 +180,12 @@ void wf_progress(wf_ctx *c) {
 
 void wf_buckets_wait(wf_ctx *c) {
     if (c->n_inflight == 0 && c->p->dp == 1) return;
-    c->coll->wait(c, c->bucket_req, c->p->n_buckets);
+    /* one bucket at a time, so that the watchdog can name the one it waits on */
+    for (int k = 0; k < c->p->n_buckets; k++) {
+        wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, c->p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
+        c->coll->wait(c, &c->bucket_req[k], 1);
+    }
+    wf_watch_done();
     c->n_inflight = 0;
     wf_zero_after_reduce(c);
 }
@@ -199,10 +204,13 @@ void wf_optimizer_step(wf_ctx *c) {
     wf_backend_sync(c);  /* the host reads the gradients from here on */
     /* nonzero on the last pipeline stage only */
     double loss = c->loss_sum + wf_backend_loss_take(c);
+    wf_watch_what(c, WF_GROUP_DP, "loss all-reduce");
     if (p->dp > 1)
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+    wf_watch_what(c, WF_GROUP_PP, "loss all-reduce");
     if (p->pp > 1)
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
+    wf_watch_done();
     c->last_loss = loss / ((double)p->global_batch * p->seq);
     c->loss_sum = 0;
     if (!isfinite(c->last_loss))

@@ -32,6 +32,7 @@ void wf_trace_begin(wf_ctx *c) {
 double wf_trace_now(wf_ctx *c) { return recs && c->opt.trace ? MPI_Wtime() : 0.0; }
 
 void wf_trace_event(wf_ctx *c, char kind, int m, int chunk, double start) {
+    wf_instr_end();  /* the watchdog's instruction is over */
     if (!recs || n_recs == TRACE_CAPACITY) return;
     trace_rec *r = &recs[n_recs++];
     r->start = start - t_zero;

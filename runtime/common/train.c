@@ -3,6 +3,7 @@
  * Everything is allocated here once, before the first step; the loop itself
  * plans nothing and allocates nothing. */
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -41,15 +42,24 @@ static const char HELP[] =
     "                   boundary and write it from a background thread (pp = 1; the\n"
     "                   log shows the time training was blocked)\n"
     "  --resume DIR     start from a checkpoint folder (model, optimizer, step)\n"
+    "  --resume auto    the newest complete checkpoint in the --ckpt (else --save)\n"
+    "                   folder, or step 0 when it holds none yet (for requeued jobs)\n"
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
     "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
     "  --quiet          no per-step log\n"
+    "  --fault-timeout S\n"
+    "                   a wait on other ranks longer than S seconds ends the job,\n"
+    "                   naming the rank and instruction (default: the plan's\n"
+    "                   fault.timeout_s)\n"
     "  --no-graph       CUDA: run every step eagerly instead of replaying a captured\n"
     "                   CUDA graph (the CPU backend has no graphs: accepted, no effect)\n"
     "  --inject-overflow STEP[:RANK]\n"
     "                   test hook (fp16 only): write an inf into world rank RANK's\n"
     "                   (default 0) gradient at step STEP (counted from 1), after the\n"
-    "                   reductions; every rank must then skip that step (repeatable)\n";
+    "                   reductions; every rank must then skip that step (repeatable)\n"
+    "signals: SIGTERM or SIGUSR1 (what Slurm sends before a time limit or a preemption;\n"
+    "  mpirun forwards SIGUSR1) finish the step, save to --ckpt (else --save) and exit\n"
+    "  with code 75; rerun with --resume auto to continue\n";
 
 static void parse_options(wf_ctx *c, int argc, char **argv) {
     static const struct option longs[] = {
@@ -59,7 +69,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "quiet", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
         { "trace", required_argument, 0, 't' }, { "inject-overflow", required_argument, 0, 'i' },
         { "no-graph", no_argument, 0, 'G' }, { "keep", required_argument, 0, 'k' },
-        { "async-save", no_argument, 0, 'A' },
+        { "async-save", no_argument, 0, 'A' }, { "fault-timeout", required_argument, 0, 'T' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -92,6 +102,14 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 'q': c->opt.quiet = 1; break;
         case 'G': c->opt.no_graph = 1; break;
         case 'A': c->opt.async_save = 1; break;
+        case 'T': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || !(v >= 0.1 && v <= 1e6))
+                wf_fatal(c, "options", WF_WHERE, "--fault-timeout wants seconds in 0.1 .. 1e6, got '%s'", optarg);
+            c->opt.fault_timeout = v;
+            break;
+        }
         case 'i': {
             char *end;
             long v = strtol(optarg, &end, 10), r = 0;
@@ -221,12 +239,14 @@ static void log_ready(wf_ctx *c, double *first_loss) {
 
 /* The 2BW loop: the prologue fills the pipeline, steady steps keep it full,
  * and the epilogue drains it before each checkpoint and at the end. */
-static int train_2bw(wf_ctx *c, double *first_loss) {
+static int train_2bw(wf_ctx *c, double *first_loss, int *stop) {
     const wf_program *p = c->p;
     int steps_run = 0, drained = 1;
     while (c->step < c->opt.steps) {
+        /* a preemption drains the pipeline in this step, like a checkpoint */
+        *stop = wf_preempt_poll(c);
         int ckpt = c->opt.ckpt && p->ckpt_every > 0 && (c->step + 1) % p->ckpt_every == 0;
-        int last = c->step + 1 == c->opt.steps || ckpt;
+        int last = c->step + 1 == c->opt.steps || ckpt || *stop;
         double t0 = now_s();
         if (drained) p->prologue(c);
         if (last) {
@@ -240,6 +260,7 @@ static int train_2bw(wf_ctx *c, double *first_loss) {
         steps_run++;
         log_ready(c, first_loss);
         if (ckpt) wf_ckpt_save_periodic(c);
+        if (*stop) break;
     }
     return steps_run;
 }
@@ -296,7 +317,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     /* the groups of the mesh (groups.c), from the program's axes */
     wf_groups_split(c);
     wf_blas_threads(c);
+    /* a wait on other ranks longer than this ends the job (watchdog.c) */
+    wf_watch_start(c, c->opt.fault_timeout > 0 ? c->opt.fault_timeout
+                      : p->fault_timeout_s > 0 ? p->fault_timeout_s : 300.0);
     wf_backend_setup(c);  /* the collectives: MPI, or NCCL communicators on the same groups */
+    wf_preempt_setup(c);
 
     char blas[256];
     wf_blas_describe(blas, sizeof blas);
@@ -318,6 +343,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     size_t before = wf_alloc_total();
     allocate(c);
     c->arena_bytes = (double)(wf_alloc_total() - before);
+    if (c->opt.resume && strcmp(c->opt.resume, "auto") == 0) c->opt.resume = wf_resume_auto(c);
     char err[512];
     if (wf_data_open(&c->data, c->opt.data, p->vocab, p->seq, err, sizeof err) != 0)
         wf_fatal(c, "wf_data_open", WF_WHERE, "%s", err);
@@ -355,25 +381,47 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_gemm_stats_reset();
     wf_trace_begin(c);
     double t_start = now_s(), first_loss = NAN;
-    int steps_run = 0;
+    int steps_run = 0, stop = 0;  /* stop: the signal every rank stops for (preempt.c) */
+    long saved = -1;              /* the step the last periodic checkpoint holds */
     if (p->prologue) {  /* 2BW without flush: compared once drained (its stages never meet earlier) */
-        steps_run = train_2bw(c, &first_loss);
+        steps_run = train_2bw(c, &first_loss, &stop);
         wf_device_memory_report(c);
     }
-    while (c->step < c->opt.steps) {
+    while (!stop && c->step < c->opt.steps) {
         double t0 = now_s();
         wf_backend_run_step(c);  /* microbatches, bucket all-reduces, optimizer; step++ */
         double ms = (now_s() - t0) * 1000.0;
         wf_device_memory_report(c);  /* once, every rank: the first step allocated what it needs */
         if (steps_run++ == 0) first_loss = c->last_loss;
         log_step(c, ms);
-        if (c->opt.ckpt && p->ckpt_every > 0 && c->step % p->ckpt_every == 0)
+        if (c->opt.ckpt && p->ckpt_every > 0 && c->step % p->ckpt_every == 0) {
             wf_ckpt_save_periodic(c);
+            saved = c->step;
+        }
+        stop = wf_preempt_poll(c);
     }
+    wf_preempt_end(c);
     double seconds = now_s() - t_start;
     wf_trace_write(c);
     check_replicas(c);
     summary(c, steps_run, seconds, first_loss);
+    if (stop && c->step < c->opt.steps) {  /* preempted: save where a requeued run looks */
+        const char *dir = c->opt.ckpt ? c->opt.ckpt : c->opt.save;
+        if (dir && !(dir == c->opt.ckpt && saved == c->step)) {
+            if (dir == c->opt.ckpt) wf_ckpt_save_periodic(c);  /* honours --keep */
+            else wf_ckpt_save(c, dir);
+        }
+        wf_ckpt_wait(c);  /* an --async-save write must be on disk before the exit */
+        if (wf_is_root(c))  /* even with --quiet: the requeued job's log says why */
+            fprintf(stderr, "weft: preempted: signal %d (%s) at step %ld of %d; %s%s; exit %d: rerun with "
+                    "--resume auto\n", stop, stop == SIGTERM ? "SIGTERM" : stop == SIGUSR1 ? "SIGUSR1" : "?",
+                    c->step, c->opt.steps, dir ? "checkpoint in " : "no --ckpt or --save folder: nothing saved",
+                    dir ? dir : "", WF_EXIT_PREEMPTED);
+        if (c->metrics) fclose(c->metrics);
+        wf_data_close(c->data);
+        MPI_Finalize();
+        return WF_EXIT_PREEMPTED;
+    }
     if (c->opt.save) wf_ckpt_save(c, c->opt.save);
     wf_ckpt_wait(c);
     if (c->metrics) fclose(c->metrics);

@@ -144,7 +144,9 @@ void wf_tied_send_grad(wf_ctx *c) {
     const wf_param *q = &c->p->params[tied_param(c)];
     wf_buckets_wait(c);  /* its dp reduction first */
     wf_backend_sync(c);  /* host MPI and copies on the arenas below */
+    wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
+    wf_watch_done();
     memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
     WF_MPI(c, MPI_Isend(c->tied_buf, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
                         c->tied_comm, &c->tied_grad_req));
@@ -156,8 +158,10 @@ void wf_tied_recv_grad(wf_ctx *c) {
     const wf_param *q = &c->p->params[tied_param(c)];
     wf_buckets_wait(c);
     wf_backend_sync(c);
+    wf_watch_what(c, WF_GROUP_TIED, "recv tied wte gradient from the last stage");
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
                        c->tied_comm, MPI_STATUS_IGNORE));
+    wf_watch_done();
     float *g = c->grads + q->offset;
     for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
 }
@@ -167,7 +171,9 @@ void wf_tied_send_weights(wf_ctx *c, int m) {
     const wf_param *q = &c->p->params[tied_param(c)];
     long r = real_batch(c, m);
     wf_backend_sync(c);
+    wf_watch_what(c, WF_GROUP_TIED, "send tied wte weights to the last stage");
     WF_MPI(c, MPI_Wait(&c->tied_w_req[r % 2], MPI_STATUS_IGNORE));
+    wf_watch_done();
     WF_MPI(c, MPI_Isend(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 1,
                         TAG_TIED_WEIGHT, c->tied_comm, &c->tied_w_req[r % 2]));
 }
@@ -177,8 +183,10 @@ void wf_tied_recv_weights(wf_ctx *c, int m) {
     const wf_param *q = &c->p->params[tied_param(c)];
     long r = real_batch(c, m);
     wf_backend_sync(c);  /* kernels may still read this version */
+    wf_watch_what(c, WF_GROUP_TIED, "recv tied wte weights from stage 0");
     WF_MPI(c, MPI_Recv(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 0,
                        TAG_TIED_WEIGHT, c->tied_comm, MPI_STATUS_IGNORE));
+    wf_watch_done();
     wf_params_changed(c);
 }
 
@@ -187,7 +195,9 @@ void wf_tied_recv_weights(wf_ctx *c, int m) {
 static void complete_metrics(wf_ctx *c) {
     if (c->metrics_step < 0) return;
     const wf_program *p = c->p;
+    wf_watch_what(c, -1, "step metrics all-reduce (over all ranks)");
     WF_MPI(c, MPI_Wait(&c->metrics_req, MPI_STATUS_IGNORE));
+    wf_watch_done();
     double loss = c->metrics_sum[0] / ((double)p->global_batch * p->seq);
     if (!isfinite(loss))
         wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)", loss,

@@ -86,7 +86,11 @@ void wf_zero_gather_params(wf_ctx *c) {
     for (int b = 0; b < p->n_buckets; b++)
         c->coll->allgatherv(c, WF_GROUP_DP, NULL, c->params + p->buckets[b].offset, c->zero_counts + (long)b * p->dp,
                             c->zero_displs + (long)b * p->dp, &c->bucket_req[b]);
-    c->coll->wait(c, c->bucket_req, p->n_buckets);
+    for (int b = 0; b < p->n_buckets; b++) {
+        wf_watch_what(c, WF_GROUP_DP, "bucket %d parameter all-gather (ZeRO-%d)", b, p->zero);
+        c->coll->wait(c, &c->bucket_req[b], 1);
+    }
+    wf_watch_done();
     wf_params_changed(c);
 }
 

@@ -20,7 +20,9 @@ void wf_grad_bucket_start(wf_ctx *c, int k) {
 
 void wf_grad_bucket_wait(wf_ctx *c, int k) {
     const wf_program *p = c->p;
+    wf_watch_what(c, WF_GROUP_DP, "bucket %d gradient reduce-scatter (ZeRO-%d)", k, p->zero);
     c->coll->wait(c, &c->bucket_req[k], 1);
+    wf_watch_done();
     /* in place: this rank's reduced part is at the start of the buffer; a
      * float add where the data lives (not rt.h's residual add, which works
      * on 16-bit activation storage under act16) */

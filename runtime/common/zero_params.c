@@ -27,7 +27,9 @@ void wf_gather_start(wf_ctx *c, int k) {
 }
 
 void wf_gather_wait(wf_ctx *c, int k) {
+    wf_watch_what(c, WF_GROUP_DP, "bucket %d parameter all-gather (ZeRO-3)", k);
     c->coll->wait(c, &c->gather_req[k], 1);
+    wf_watch_done();
 }
 
 float *wf_own_weights(wf_ctx *c, float *weights, int k) {

@@ -34,7 +34,11 @@ void wf_backend_sync(wf_ctx *c) {
         wf_fatal(c, "wf_backend_sync", WF_WHERE, "host work inside a captured CUDA graph step "
                  "(run with --no-graph, and report this plan)");
     if (c && c->coll) c->coll->join(c);  /* comm streams too: the host may read their results */
+    /* with NCCL a dead or stopped peer hangs the stream: the watchdog times
+     * this wait like an MPI one */
+    wf_watch_enter("cudaStreamSynchronize (the device's queued kernels and NCCL collectives)", WF_CUDA_WHERE);
     WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
+    wf_watch_leave();
 }
 
 void wf_backend_copy(wf_ctx *c, void *dst, const void *src, size_t bytes) {
@@ -46,7 +50,9 @@ void wf_backend_zero(wf_ctx *c, void *dst, size_t bytes) {
 }
 
 double wf_backend_loss_take(wf_ctx *c) {
+    wf_watch_enter("cudaStreamSynchronize (the device's queued kernels and NCCL collectives)", WF_CUDA_WHERE);
     WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
+    wf_watch_leave();
     double *acc = wf_cuda_loss_acc(c), sum = *acc;
     *acc = 0.0;
     return sum;

@@ -109,7 +109,12 @@ static void setup_group(wf_ctx *c, wf_group g) {
     ncclUniqueId id;
     if (s->rank == 0) WF_NCCL(c, ncclGetUniqueId(&id));
     WF_MPI(c, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm));
+    /* blocks until every member joins: a dead one is the watchdog's */
+    wf_watch_what(c, (int)g, "NCCL communicator set-up");
+    wf_watch_enter("ncclCommInitRank", WF_WHERE);
     WF_NCCL(c, ncclCommInitRank(&s->comm, s->size, id, s->rank));
+    wf_watch_leave();
+    wf_watch_done();
     /* comm streams run ahead of compute kernels queued behind them */
     int least = 0, greatest = 0;
     WF_CUDA(c, cudaDeviceGetStreamPriorityRange(&least, &greatest));

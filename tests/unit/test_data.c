@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int n_pass, n_fail;
@@ -118,6 +119,52 @@ static void expect_open_error(const char *what, const char *path, int vocab, int
             ok = 0;
     va_end(ap);
     check(ok, "%s is rejected: \"%s\"", what, err);
+    wf_data_close(d);
+}
+
+/* ---- files that are not, or no longer, a token file ------------------------ */
+
+/* A FIFO (open used to wait for a writer for ever: an alarm ends the test if
+ * it does) and a directory are refused at open, naming what they are; a
+ * file truncated after open gives an error naming it from wf_data_sample
+ * (it used to be a SIGBUS through the mapping). */
+static void test_not_regular(void)
+{
+    char p[512], err[512] = "";
+    path_in(p, sizeof p, "fifo.bin");
+    check(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    alarm(20);
+    expect_open_error("a FIFO", p, 256, 8, "not a regular file", "a FIFO", NULL);
+    alarm(0);
+    path_in(p, sizeof p, "subdir.bin");
+    check(mkdir(p, 0700) == 0, "mkdir %s", p);
+    expect_open_error("a directory", p, 256, 8, "not a regular file", "a directory", NULL);
+    rmdir(p);
+
+    enum { N = 4000, SEQ = 16 };
+    uint16_t *tok = malloc(N * sizeof *tok);
+    for (int i = 0; i < N; i++)
+        tok[i] = (uint16_t)(i % 200);
+    path_in(p, sizeof p, "shrinks.bin");
+    wf_write_bin(p, tok, N, err, sizeof err);
+    free(tok);
+    wf_data *d = NULL;
+    check(wf_data_open(&d, p, 256, SEQ, err, sizeof err) == 0, "open %s (%s)", p, err);
+    if (!d)
+        return;
+    int32_t in[SEQ], tg[SEQ];
+    check(wf_data_sample(d, 1, 0, in, tg, err, sizeof err) == 0, "sample before truncation (%s)", err);
+    check(truncate(p, 1024 + 2 * 8) == 0, "truncate %s to 8 tokens", p);
+    int failed = 0, named = 1;
+    for (uint64_t g = 0; g < 20; g++) { /* every window (17 tokens) ends past 8 tokens */
+        err[0] = '\0';
+        if (wf_data_sample(d, 1, g, in, tg, err, sizeof err) != 0) {
+            failed++;
+            named = named && has_words(err, p, "truncated while in use", "now", NULL);
+        }
+    }
+    check(failed == 20 && named, "samples after truncation fail naming the file (%d of 20): \"%s\"", failed,
+          err);
     wf_data_close(d);
 }
 
@@ -638,6 +685,7 @@ int main(void)
     test_atomic_bin();
     test_synth();
     test_text();
+    test_not_regular();
     remove_dir();
     printf("test_data: %d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;

@@ -342,6 +342,8 @@ typedef struct wf_program {
     uint64_t seed;
     const char *data_train;
     int log_every, ckpt_every;
+    double fault_timeout_s;  /* fault.timeout_s: a wait on a peer longer than this ends the job */
+    int chunks;              /* model chunks over all stages (pp x virtual), to name messages */
     double flops_per_token;  /* 6N + 12 L h s, for MFU */
     /* the compiled step: microbatches, gradient reductions, optimizer */
     void (*step)(wf_ctx *c);
@@ -439,11 +441,14 @@ void wf_tied_recv_weights(wf_ctx *c, int m);
  * 'O' optimizer, 'a' / 'g' sending an activation / a gradient. */
 double wf_trace_now(wf_ctx *c);        /* 0 when not tracing */
 void wf_trace_event(wf_ctx *c, char kind, int m, int chunk, double start);
-#define WF_TRACED(c, kind, m, chunk, call)                   \
-    do {                                                     \
-        double wf_t0_ = wf_trace_now(c);                     \
-        call;                                                \
-        wf_trace_event((c), (kind), (m), (chunk), wf_t0_);   \
+/* The instruction running, for the watchdog's message (runtime/common/
+ * watchdog.c): wf_trace_now's time; wf_trace_event ends it. */
+double wf_instr_begin(wf_ctx *c, char kind, int m, int chunk);
+#define WF_TRACED(c, kind, m, chunk, call)                                 \
+    do {                                                                   \
+        double wf_t0_ = wf_instr_begin((c), (kind), (m), (chunk));         \
+        call;                                                              \
+        wf_trace_event((c), (kind), (m), (chunk), wf_t0_);                 \
     } while (0)
 
 /* Data parallelism: start bucket k's non-blocking all-reduce now that its last
