@@ -14,27 +14,28 @@
 #
 # The formulas: V. Korthikanti, J. Casper, S. Lym, L. McAfee, M. Andersch,
 # M. Shoeybi, B. Catanzaro, "Reducing Activation Recomputation in Large
-# Transformer Models", 2022 (arXiv:2205.05198), section 4.  Activations
-# stored for backward per transformer layer, bytes, 16-bit values, with s the
-# sequence length, b the microbatch, h the hidden size, a the heads, t the
-# tensor-parallel size:
-#   no recompute, tensor parallel, no SP      sbh (10 + 24/t + 5as/(ht))  (eq. 2)
-#   no recompute, tensor + sequence parallel  sbh/t (34 + 5as/h)          (eq. 3)
-#   selective recompute + SP                  sbh (34/t)                  (eq. 5)
+# Transformer Models", 2022 (arXiv:2205.05198), section 4 (activation memory)
+# and 5 (selective recompute).  Activations stored for backward per
+# transformer layer, bytes, 16-bit values, with s the sequence length, b the
+# microbatch, h the hidden size, a the heads, t the tensor-parallel size:
+#   no recompute, tensor parallel, no SP      sbh (10 + 24/t + 5as/(ht))
+#   no recompute, tensor + sequence parallel  sbh/t (34 + 5as/h)
+#   selective recompute + SP                  sbh (34/t)
 #   full recompute                            2sbh (the layer's input; 2sbh/t with SP)
-# The 5as/h term is the softmax input and output and the dropout mask of the
-# (s x s) attention matrix; flash-style kernels (runtime/cuda/attention.cu)
-# keep a 4-byte log-sum-exp per row and head instead, 4as/(h t) per sbh.
-# The 34 counts two 1-byte dropout masks (sbh each) that a plan without
-# dropout does not have.
+# The 5as/h term is the (s x s) attention matrix's softmax output (2 bytes),
+# dropout mask (1) and dropout output (2) per head; flash-style kernels
+# (runtime/cuda/attention.cu) keep a 4-byte log-sum-exp per row and head
+# instead, 4a/(ht) per sbh.  The 34 counts the attention and MLP output
+# dropouts' 1-byte masks (sbh each), which a plan without dropout does not
+# have.
 # Full recompute also needs one layer's working set while that layer's
-# backward runs: the no-recompute term of the same parallelism (eq. 2, or
-# eq. 3 with SP), added once.
-# Pipeline (section 4.2.3): under 1F1B the first stage holds p microbatches
-# (fewer if the step has fewer) of its L/p layers, so L layers' worth; the
-# interleaved schedule with m chunks per rank multiplies that by
-# (1 + (p-1)/(pm)).  The embedding's and the LM head's few sbh are left out
-# (the paper's own tables do so for the per-layer comparison).
+# backward runs: the no-recompute term of the same parallelism (the first or
+# second line), added once.
+# Pipeline (section 4, pipeline parallelism): under 1F1B the first stage holds
+# p microbatches (fewer if the step has fewer) of its L/p layers, so L
+# layers' worth; the interleaved schedule with m chunks per rank multiplies
+# that by (1 + (p-1)/(pm)).  The embedding's and the LM head's few sbh on the
+# first and last stage are left out.
 # So the formula column, for the first stage, is
 #   per_layer * (L/p) * min(p, microbatches) * interleave + working set.
 # Weft's columns are the worst stage's (the largest activations plus
