@@ -8,8 +8,8 @@
 # GPT is GPT-2's block with tied embeddings and learned positions, P =
 # 12Lh^2 (1 + 13/(12h) + (V + s)/(12Lh)), so only the paper's rounding
 # differs), and the layout the plan names.  Whether each fits an 80 GB A100
-# is printed, not asserted: bench/paper_memory.sh compares the planned
-# activation memory with the paper's formulas.
+# is printed, not asserted, as is bench/paper_memory.sh's table (the planned
+# activation memory against the paper's formulas), whose rows must be complete.
 source "$(dirname "$0")/lib.sh"
 
 n=0
@@ -49,5 +49,11 @@ for plan in plans/paper/*.lua; do
     awk -v f="$full" -v s="$sel" 'BEGIN { exit !(s > 0 && f > 0 && s != f) }'
 done
 check "14 paper plans x 2 modes checked ($n)" test "$n" = 28
+# bench/paper_memory.sh reads check's report: a row of positive numbers for
+# each plan and mode (a change in check's format shows here, not as zeros)
+WEFT="$WEFT" bash bench/paper_memory.sh >"$WORK/table.txt" 2>&1
+cat "$WORK/table.txt"
+check "paper_memory.sh: 28 complete rows" test "$(awk 'NR > 2 && NF == 10 && ($3 == "yes" || $3 == "NO") &&
+  $4 >= 0 && $5 > 0 && $6 > 0 && $7 > 0 && $8 > 0 && $9 > 0 && $10 > 0' "$WORK/table.txt" | wc -l)" = 28
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
