@@ -17,11 +17,12 @@ int cuda_backend_check(const Program *p) {
                  "(valid: weft.gpt2, weft.llama; or compile with --backend cpu)", p->plan_path, p->family);
         return -1;
     }
-    /* runtime/cuda/attention.cu keeps a row's head in registers and tiles of
-     * 4096 / head size keys in shared memory: head sizes up to 128 */
-    if (p->heads > 0 && p->hidden / p->heads > 128) {
-        wf_error("%s: plan.model.heads: head size %d (hidden %d / %d heads) is over 128, the "
-                 "largest the CUDA attention takes (valid: heads >= hidden / 128; or compile with "
+    /* runtime/cuda/attention.cu keeps a row's head in registers (at most 16
+     * floats a thread, 16 threads a row) and tiles of keys in shared memory:
+     * head sizes up to 256 */
+    if (p->heads > 0 && p->hidden / p->heads > 256) {
+        wf_error("%s: plan.model.heads: head size %d (hidden %d / %d heads) is over 256, the "
+                 "largest the CUDA attention takes (valid: heads >= hidden / 256; or compile with "
                  "--backend cpu)", p->plan_path, p->hidden / p->heads, p->hidden, p->heads);
         return -1;
     }

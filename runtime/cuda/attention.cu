@@ -32,14 +32,18 @@
  * which sums in a fixed order, so results do not depend on scheduling.
  * Tiles wholly above the diagonal are never visited.
  *
- * Layout (HS = head size rounded up to 16, 32, 64 or 128): a block has 256
- * threads, G = HS/16 of them per row (query row in forward and dq, key row
- * in dk/dv), each owning four float4 chunks of the row (chunk c of thread g
+ * Layout (HS = head size rounded up to 16, 32, 64, 128, 192 or 256): a
+ * block has 256 threads, G of them per row (query row in forward and dq, key
+ * row in dk/dv), each owning NC float4 chunks of the row (chunk c of thread g
  * is floats [4(g + cG), 4(g + cG) + 4)): dot products are G partial sums
- * and a butterfly over the G lanes.  The other operand's tile, BT = 4096/HS
- * rows of HS floats, sits in shared memory (32 KiB for two tiles), read as
- * float4: the lanes of a warp read one row, G consecutive chunks, so reads
- * are broadcasts without bank conflicts.  Columns hs..HS are zero.
+ * and a butterfly over the G lanes.  Up to HS 128, NC = 4 and G = HS/16;
+ * past it G stays 16 (a half warp: the butterfly's lanes) and NC = HS/64
+ * (3 at 192, 4 at 256), so a thread's registers are never more than at 128.
+ * The other operand's tile, BT = 256/G rows of HS floats (16 past 128), sits
+ * in shared memory (at most 32 KiB for two tiles), read as float4: the lanes
+ * of a warp read one row, G consecutive chunks, so reads are broadcasts
+ * without bank conflicts.  Columns hs..HS are zero.  Head sizes over 128
+ * (160 in the 530B and 1T GPTs) take 16-row tiles, fp32 arithmetic, in every plan.
  *
  * bf16 and fp16 plans with a head size that is a multiple of 16 (at most
  * 128) run the tensor-core kernels of attention_tc.cu instead, same contract.
@@ -64,12 +68,16 @@
 #include "reduce.cuh"
 
 #define FLASH_THREADS 256
-#define FLASH_MAX_HS 128
+#define FLASH_MAX_HS 256
 
 template <int HS> struct flash_tile {
-    static constexpr int G = HS / 16;                   /* threads per row */
+    static constexpr int NC = HS <= 128 ? 4 : HS / 64;  /* float4 chunks per thread */
+    static constexpr int R = 4 * NC;                    /* floats of a row per thread */
+    static constexpr int G = HS / R;                    /* threads per row (at most 16) */
     static constexpr int BT = FLASH_THREADS / G;        /* rows per tile */
     static constexpr int ROW4 = HS / 4;                 /* float4 per tile row */
+    static_assert(G * R == HS && (G & (G - 1)) == 0 && G <= 16 && BT >= 16,
+                  "a row's threads are a power of two inside a half warp; a tile holds a key chunk");
 };
 
 /* Sum over the G lanes of a row group; every lane gets the same bits
@@ -80,14 +88,14 @@ template <int G> __device__ __forceinline__ float group_sum(float v) {
     return v;
 }
 
-/* This thread's 16 floats of row `row` (T rows, `ld` apart) into r[], zeros
+/* This thread's R floats of row `row` (T rows, `ld` apart) into r[], zeros
  * past hs or past the last row. */
 template <int HS, class S>
 __device__ __forceinline__ void load_row_part(float *r, const typename S::raw *base, int row, int T, long ld,
                                               int hs, int g) {
     constexpr int G = flash_tile<HS>::G;
 #pragma unroll
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < flash_tile<HS>::NC; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
@@ -101,7 +109,7 @@ __device__ __forceinline__ float dot_part(const float *r, const float4 *tile, in
     constexpr int G = flash_tile<HS>::G;
     float s = 0.0f;
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < flash_tile<HS>::NC; c++) {
         float4 t = tile[j * flash_tile<HS>::ROW4 + g + c * G];
         s += r[4 * c] * t.x + r[4 * c + 1] * t.y + r[4 * c + 2] * t.z + r[4 * c + 3] * t.w;
     }
@@ -113,7 +121,7 @@ template <int HS>
 __device__ __forceinline__ void axpy_part(float *acc, float a, const float4 *tile, int j, int g) {
     constexpr int G = flash_tile<HS>::G;
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < flash_tile<HS>::NC; c++) {
         float4 t = tile[j * flash_tile<HS>::ROW4 + g + c * G];
         acc[4 * c] += a * t.x;
         acc[4 * c + 1] += a * t.y;
@@ -167,10 +175,10 @@ flash_fwd_kernel(typename S::raw *out, float *lse, flash_heads a, int T, float s
     const typename S::raw *v = flash_v<S>(a, b, kv, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
-    float qr[16], o[16];
+    float qr[flash_tile<HS>::R], o[flash_tile<HS>::R];
     load_row_part<HS, S>(qr, q, i, T, a.ldq, hs, g);
 #pragma unroll
-    for (int d = 0; d < 16; d++) o[d] = 0.0f;
+    for (int d = 0; d < flash_tile<HS>::R; d++) o[d] = 0.0f;
     float m = -INFINITY, l = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
@@ -192,7 +200,7 @@ flash_fwd_kernel(typename S::raw *out, float *lse, flash_heads a, int T, float s
             float mn = fmaxf(m, mc), alpha = exp2f(m - mn);
             l *= alpha;
 #pragma unroll
-            for (int d = 0; d < 16; d++) o[d] *= alpha;
+            for (int d = 0; d < flash_tile<HS>::R; d++) o[d] *= alpha;
 #pragma unroll
             for (int jj = 0; jj < FLASH_KC; jj++) {
                 float p = exp2f(s[jj] - mn);
@@ -207,7 +215,7 @@ flash_fwd_kernel(typename S::raw *out, float *lse, flash_heads a, int T, float s
     long ldo = (long)a.H * hs;
     typename S::raw *orow = out + ((long)b * T + i) * ldo + (long)h * hs;
 #pragma unroll
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < flash_tile<HS>::NC; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
@@ -258,11 +266,11 @@ flash_bwd_dq_kernel(const float *dsum, const typename S::raw *dout, const float 
     const typename S::raw *dy = flash_dout<S>(a, dout, b, h, T);
     int g = threadIdx.x % G, i = qt * BT + (int)threadIdx.x / G;
 
-    float qr[16], dyr[16], dqr[16];
+    float qr[flash_tile<HS>::R], dyr[flash_tile<HS>::R], dqr[flash_tile<HS>::R];
     load_row_part<HS, S>(qr, q, i, T, a.ldq, hs, g);
     load_row_part<HS, S>(dyr, dy, i, T, ldo, hs, g);
 #pragma unroll
-    for (int d = 0; d < 16; d++) dqr[d] = 0.0f;
+    for (int d = 0; d < flash_tile<HS>::R; d++) dqr[d] = 0.0f;
     float li = i < T ? lse[(long)bh * T + i] : 0.0f, D = i < T ? dsum[(long)bh * T + i] : 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
@@ -282,7 +290,7 @@ flash_bwd_dq_kernel(const float *dsum, const typename S::raw *dout, const float 
     if (i >= T) return;
     typename S::raw *dq = reinterpret_cast<typename S::raw *>(a.dq) + ((long)b * T + i) * a.ldq + (long)h * hs;
 #pragma unroll
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < flash_tile<HS>::NC; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
@@ -310,11 +318,11 @@ flash_bwd_dkdv_kernel(const float *dsum, const typename S::raw *dout, const floa
     const typename S::raw *v = flash_v<S>(a, b, kv, T);
     int g = threadIdx.x % G, j = kt * BT + (int)threadIdx.x / G;
 
-    float kr[16], vr[16], dk[16], dv[16];
+    float kr[flash_tile<HS>::R], vr[flash_tile<HS>::R], dk[flash_tile<HS>::R], dv[flash_tile<HS>::R];
     load_row_part<HS, S>(kr, k, j, T, a.ldk, hs, g);
     load_row_part<HS, S>(vr, v, j, T, a.ldv, hs, g);
 #pragma unroll
-    for (int d = 0; d < 16; d++) dk[d] = dv[d] = 0.0f;
+    for (int d = 0; d < flash_tile<HS>::R; d++) dk[d] = dv[d] = 0.0f;
 
     for (int h = kv * a.group; h < (kv + 1) * a.group; h++) {
         long bh = (long)b * a.H + h;
@@ -345,7 +353,7 @@ flash_bwd_dkdv_kernel(const float *dsum, const typename S::raw *dout, const floa
     typename S::raw *dkrow = reinterpret_cast<typename S::raw *>(a.dk) + ((long)b * T + j) * a.ldk + (long)kv * hs;
     typename S::raw *dvrow = reinterpret_cast<typename S::raw *>(a.dv) + ((long)b * T + j) * a.ldv + (long)kv * hs;
 #pragma unroll
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < flash_tile<HS>::NC; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int d = 4 * (g + c * G) + e;
@@ -357,7 +365,9 @@ flash_bwd_dkdv_kernel(const float *dsum, const typename S::raw *dout, const floa
 }
 
 /* The smallest instance that holds hs; 0 past FLASH_MAX_HS. */
-static int flash_hs(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0; }
+static int flash_hs(int hs) {
+    return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : hs <= 192 ? 192 : hs <= 256 ? 256 : 0;
+}
 
 static void flash_check_heads(wf_ctx *c, const char *call, int B, int H, int KVH, int hs) {
     char msg[112];
@@ -425,7 +435,9 @@ static void flash_fwd_hs(wf_ctx *c, float *out, float *lse, const flash_heads &a
     case 16: flash_fwd<16, S>(c, out, lse, a, B, T); break;
     case 32: flash_fwd<32, S>(c, out, lse, a, B, T); break;
     case 64: flash_fwd<64, S>(c, out, lse, a, B, T); break;
-    default: flash_fwd<128, S>(c, out, lse, a, B, T); break;
+    case 128: flash_fwd<128, S>(c, out, lse, a, B, T); break;
+    case 192: flash_fwd<192, S>(c, out, lse, a, B, T); break;
+    default: flash_fwd<256, S>(c, out, lse, a, B, T); break;
     }
 }
 
@@ -436,7 +448,9 @@ static void flash_bwd_hs(wf_ctx *c, const float *dsum, const float *dout, const 
     case 16: flash_bwd<16, S>(c, dsum, dout, lse, a, B, T); break;
     case 32: flash_bwd<32, S>(c, dsum, dout, lse, a, B, T); break;
     case 64: flash_bwd<64, S>(c, dsum, dout, lse, a, B, T); break;
-    default: flash_bwd<128, S>(c, dsum, dout, lse, a, B, T); break;
+    case 128: flash_bwd<128, S>(c, dsum, dout, lse, a, B, T); break;
+    case 192: flash_bwd<192, S>(c, dsum, dout, lse, a, B, T); break;
+    default: flash_bwd<256, S>(c, dsum, dout, lse, a, B, T); break;
     }
 }
 

@@ -25,6 +25,9 @@
 #         the fp32 rows, which compare weights: in 4 steps of this small model an
 #         attention backward fed the wrong tensor moved the bf16 losses by only
 #         3e-5 and the norms by 1e-3.
+# hs160 runs head size 160 (the 529.6B and 1T GPTs'; tiny at hidden 160, 1
+# head), past what the tensor-core kernels take, on attention.cu's fp32
+# kernels with 16 threads a row, fp32 so that the weights are compared too.
 # The CUDA attention backward forms D = dout . out from the forward's output:
 # sel, full, pp2_zbh1 and pp2_2bw run it where that output is recomputed
 # (selective, full recompute) or kept in a pipeline slot (split B/W, 2BW),
@@ -121,6 +124,9 @@ build_ref ref_2bw6 plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set cl
 build_ref ref_bf16_tp4 plans/tiny.lua --set precision=bf16 --set mesh.tp=4
 # fp16 with 2BW's delayed update on one rank (pp > 1 refuses fp16: checked below)
 build_ref ref_fp16_2bw plans/tiny.lua "${fp16_scale[@]}" --set pipeline.schedule=pipedream-2bw
+# head size 160 (the 530B and 1T GPTs'): attention.cu's 16-thread rows, 16-row tiles
+hs160=(--set model.hidden=160 --set model.heads=1)
+build_ref ref_hs160 plans/tiny.lua "${hs160[@]}"
 wait
 for r in "$WORK"/ref*.rc; do
   [ "$(cat "$r")" = 0 ] || { echo "FAIL the CPU reference $(basename "$r" .rc): $(tail -n 3 "${r%.rc}.out")"; exit 1; }
@@ -241,6 +247,7 @@ rows=(
   "pp2_tp2_2bw_nccl ref_2bw6 fp32 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set mesh.tp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=6 --set train.ckpt_every=3"
   "bf16_tp4_nccl ref_bf16_tp4 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=4 --set batch.micro=2 --set precision=bf16 --set comm=nccl"
   "fp16_2bw  ref_fp16_2bw act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]} --set pipeline.schedule=pipedream-2bw"
+  "hs160     ref_hs160  fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 ${hs160[*]}"
 )
 selected=()
 for row in "${rows[@]}"; do

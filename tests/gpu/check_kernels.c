@@ -42,7 +42,9 @@ wf_ctx *wf_precision_ctx(int precision);
 
 /* fp32 results of the same math in another order: the norm-relative error of
  * an output is bounded by a few units of 2^-24 times the reduction length.
- * The sizes below keep every reduction under 400 terms. */
+ * The sizes below keep every reduction under 400 terms (attention: dot
+ * products over head sizes up to 256, sums over at most 300 keys or 3 x 30
+ * query rows; the fp32 attention cases measure 1-4e-7 on the emulator). */
 #define THRESHOLD 1e-5
 #define THRESHOLD_16BIT 1e-2
 
@@ -268,13 +270,18 @@ static void run_all(void) {
     }
 
     /* attention; then over several of CUDA's tiles (a tile is 4096 / HS rows,
-     * HS the head size rounded up to 16, 32, 64 or 128), T not a multiple of
-     * the tile, and a head size (20) that is not one of them */
+     * HS the head size rounded up to 16, 32, 64 or 128; 16 rows at HS 192
+     * and 256), T not a multiple of the tile, and head sizes (20; 160 and
+     * 250, zero-padded to 192 and 256) that are not one of them */
     attention_case("", B, T, C, H);
     attention_case(" T=130 hs=20", 1, 130, 40, 2);
     attention_case(" T=300 hs=16", 1, 300, 32, 2);
     attention_case(" T=140 hs=64", 1, 140, 64, 1);
     attention_case(" T=70 hs=128", 1, 70, 128, 1);
+    attention_case(" T=40 hs=160", 1, 40, 320, 2);
+    attention_case(" T=35 hs=192", 1, 35, 192, 1);
+    attention_case(" T=50 hs=256 B=2 H=2", 2, 50, 512, 2);
+    attention_case(" T=20 hs=250", 1, 20, 250, 1);
     /* bf16 / fp16 plans: CUDA's tensor-core kernels (64-row tiles; head
      * sizes multiples of 16 up to 128, rounded up to 32, 64 or 128 inside):
      * GPT-2's head size over several tiles, T not a multiple of 64; 32, 48
@@ -286,6 +293,9 @@ static void run_all(void) {
     attention_16bit_case(" bf16 T=70 hs=48", WF_BF16, 1, 70, 48, 1, 0);
     attention_16bit_case(" fp16 T=130 hs=64 misaligned", WF_FP16, 1, 130, 64, 1, 1);
     attention_16bit_case(" bf16 T=50 hs=20", WF_BF16, 1, 50, 40, 2, 0);
+    /* head sizes over 128: the fp32 kernels on 16-bit values */
+    attention_16bit_case(" bf16 T=40 hs=160", WF_BF16, 1, 40, 320, 2, 0);
+    attention_16bit_case(" fp16 T=30 hs=256 misaligned", WF_FP16, 1, 30, 256, 1, 1);
 
     /* gelu, add */
     wf_gelu_fwd(NULL, y, dy, (long)N * M);
@@ -485,7 +495,8 @@ static void rope_case(const char *tag, int n, int t, int h, int kvh, int hd, flo
  * and attention.*): RMSNorm on C and on an odd width, RoPE with positions
  * wrapping at T, SwiGLU on a length no block size divides, grouped-query
  * attention over several of CUDA's tiles, groups of 1, 2, 3 and 4 query heads
- * per key/value head, and head sizes that are not 16, 32, 64 or 128. */
+ * per key/value head, head sizes that are not 16, 32, 64 or 128, and head
+ * sizes over 128 (160, padded to 192; 256). */
 static void run_llama(void) {
     static const int widths[2] = { C, 77 };
     for (int k = 0; k < 2; k++) {
@@ -526,6 +537,8 @@ static void run_llama(void) {
     gqa_case(" T=300 hd=16 group=2", 1, 300, 2, 1, 16);
     gqa_case(" T=140 hd=64 group=4", 2, 140, 4, 1, 64);
     gqa_case(" T=70 hd=128 group=1", 1, 70, 2, 2, 128);
+    gqa_case(" T=40 hd=160 group=2", 1, 40, 4, 2, 160);
+    gqa_case(" T=30 hd=256 group=3", 1, 30, 3, 1, 256);
     /* bf16 / fp16 plans: the tensor-core kernels (64-row tiles) with groups
      * of 2 and 3 over several tiles, head sizes 32, 64 and 48 (zero-padded),
      * fp16 on unaligned inputs; head size 20 falls back to the fp32 kernels */
@@ -1221,8 +1234,8 @@ static void act16_llama(int p) {
 
 /* Every non-GEMM kernel under act16, bf16 and fp16.  Attention on
  * tensor-core shapes (head sizes 32, 64, 48: several 64-row tiles, T not a
- * multiple of 64, one misaligned) and on head size 20, which the tensor-core
- * kernels refuse (the fp32 flash kernels on 16-bit storage). */
+ * multiple of 64, one misaligned) and on head sizes 20, 160 and 256, which
+ * the tensor-core kernels refuse (the fp32 flash kernels on 16-bit storage). */
 static void run_act16_kernels(void) {
     static const int prec[2] = { WF_BF16, WF_FP16 };
     for (int k = 0; k < 2; k++) {
@@ -1234,9 +1247,11 @@ static void run_act16_kernels(void) {
         act16_attention(p, " T=100 hs=32", 2, 100, 64, 2, 0);
         act16_attention(p, " T=130 hs=64 misaligned", 1, 130, 64, 1, 1);
         act16_attention(p, " T=50 hs=20", 1, 50, 40, 2, 0);
+        act16_attention(p, " T=40 hs=160", 1, 40, 320, 2, 0);
         act16_gqa(p, " T=100 hd=32 g=3", 1, 100, 6, 2, 32);
         act16_gqa(p, " T=70 hd=48 g=2", 1, 70, 4, 2, 48);
         act16_gqa(p, " T=50 hd=20 g=2", 1, 50, 4, 2, 20);
+        act16_gqa(p, " T=30 hd=256 g=2", 1, 30, 4, 2, 256);
     }
 }
 

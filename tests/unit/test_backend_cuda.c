@@ -74,17 +74,24 @@ int main(void) {
     check(refused(p, "plans/x.lua: plan.model: the mamba family is not available with --backend cuda"),
           "another model family refused, by name: %s", last_error);
 
-    /* the head size: 128 is the largest (integer hidden / heads) */
+    /* the head size: 256 is the largest (integer hidden / heads); 160 (the
+     * 530B and 1T GPTs') and 192 pass */
     p = gpt2();
     p.hidden = 1024, p.heads = 8;
     check(accepted(p), "head size 128 is accepted: %s", last_error);
-    p.hidden = 1032; /* 129 */
-    check(refused(p, "plans/x.lua: plan.model.heads: head size 129 (hidden 1032 / 8 heads) is over 128"),
-          "head size 129 refused: %s", last_error);
+    p.hidden = 1280; /* 160 */
+    check(accepted(p), "head size 160 is accepted: %s", last_error);
+    p.hidden = 2048; /* 256 */
+    check(accepted(p), "head size 256 is accepted: %s", last_error);
+    p.hidden = 2056; /* 257 */
+    check(refused(p, "plans/x.lua: plan.model.heads: head size 257 (hidden 2056 / 8 heads) is over 256"),
+          "head size 257 refused: %s", last_error);
     p = llama();
     p.hidden = 8192; /* LLaMA's head size is hidden / heads too: 256 */
-    check(refused(p, "plans/x.lua: plan.model.heads: head size 256 (hidden 8192 / 32 heads) is over 128"),
-          "LLaMA head size 256 refused: %s", last_error);
+    check(accepted(p), "LLaMA head size 256 is accepted: %s", last_error);
+    p.hidden = 16384; /* 512 */
+    check(refused(p, "plans/x.lua: plan.model.heads: head size 512 (hidden 16384 / 32 heads) is over 256"),
+          "LLaMA head size 512 refused: %s", last_error);
 
     /* the op list: every op of it, by index, and only the ops of it */
     p = gpt2();

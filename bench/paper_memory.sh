@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Planned activation memory of the Megatron-LM paper configurations
+# (plans/paper/*.lua) against Korthikanti et al.'s formulas.  For every plan
+# and both recompute modes it runs `weft check --backend cuda` and prints one
+# row: whether the plan fits the device, the worst pipeline stage's planned
+# total, activations and activation gradients per rank, the formula's
+# activation memory for that mode, and the ratios planned / formula.
+# Run from the repository root after scripts/build.sh (WEFT= another weft).
+#
+# Modes.  "full": the plan as written (full recompute, no sequence
+# parallelism: Narayanan et al. SC21 and Korthikanti's baseline).
+# "selective": --set recompute=selective --set mesh.sp=true (Korthikanti's
+# selective recompute with sequence parallelism).
+#
+# The formulas: V. Korthikanti, J. Casper, S. Lym, L. McAfee, M. Andersch,
+# M. Shoeybi, B. Catanzaro, "Reducing Activation Recomputation in Large
+# Transformer Models", 2022 (arXiv:2205.05198), section 4 (activation memory)
+# and 5 (selective recompute).  Activations stored for backward per
+# transformer layer, bytes, 16-bit values, with s the sequence length, b the
+# microbatch, h the hidden size, a the heads, t the tensor-parallel size:
+#   no recompute, tensor parallel, no SP      sbh (10 + 24/t + 5as/(ht))
+#   no recompute, tensor + sequence parallel  sbh/t (34 + 5as/h)
+#   selective recompute + SP                  sbh (34/t)
+#   full recompute                            2sbh (the layer's input; 2sbh/t with SP)
+# The 5as/h term is the (s x s) attention matrix's softmax output (2 bytes),
+# dropout mask (1) and dropout output (2) per head; flash-style kernels
+# (runtime/cuda/attention.cu) keep a 4-byte log-sum-exp per row and head
+# instead, 4a/(ht) per sbh.  The 34 counts the attention and MLP output
+# dropouts' 1-byte masks (sbh each), which a plan without dropout does not
+# have.
+# Full recompute also needs one layer's working set while that layer's
+# backward runs: the no-recompute term of the same parallelism (the first or
+# second line), added once.
+# Pipeline (section 4, pipeline parallelism): under 1F1B the first stage holds
+# p microbatches (fewer if the step has fewer) of its L/p layers, so L
+# layers' worth; the interleaved schedule with m chunks per rank multiplies
+# that by (1 + (p-1)/(pm)).  The embedding's and the LM head's few sbh on the
+# first and last stage are left out.
+# So the formula column, for the first stage, is
+#   per_layer * (L/p) * min(p, microbatches) * interleave + working set.
+# Weft's columns are the worst stage's (the largest activations plus
+# activation gradients, which may be the last stage: its logits).
+set -uo pipefail
+WEFT=${WEFT:-build/compiler/weft}
+PLANS=${PLANS:-plans/paper}
+
+printf '%-22s %-9s %-6s %5s %9s %9s %9s %9s %7s %7s\n' plan mode fits stage total acts \
+  'act.grad' formula 'a/f' '(a+g)/f'
+printf '%-22s %-9s %-6s %5s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' GiB GiB GiB GiB '' ''
+for plan in "$PLANS"/*.lua; do
+  name=$(basename "$plan" .lua)
+  for mode in full selective; do
+    extra=()
+    [ "$mode" = selective ] && extra=(--set recompute=selective --set mesh.sp=true)
+    out=$("$WEFT" check --backend cuda "$plan" "${extra[@]}" 2>&1)
+    rc=$?
+    if ! grep -q "verdict" <<<"$out"; then
+      printf '%-22s %-9s refused (exit %d): %s\n' "$name" "$mode" "$rc" "$(grep -m1 error <<<"$out")"
+      continue
+    fi
+    # One awk over check's report: the shape and layout, the memory table
+    # (a column per stage, each a number and a unit), the verdict; then the
+    # worst stage and the formula.
+    awk -v mode="$mode" -v name="$name" '
+      function b(n, u) { return n * (u == "TiB" ? 2^40 : u == "GiB" ? 2^30 : u == "MiB" ? 2^20 : u == "KiB" ? 2^10 : 1) }
+      function row(arr, first,   i, k) { k = 0; for (i = first; i < NF; i += 2) arr[k++] = b($i, $(i + 1)); return k }
+      /^model / { for (i = 1; i < NF; i++) { if ($(i + 1) ~ /^layers/) L = $i + 0; if ($i == "hidden") h = $(i + 1) + 0
+                                             if ($(i + 1) ~ /^heads/) a = $i + 0; if ($i == "seq") s = $(i + 1) + 0 } }
+      /^batch / { mb = $6 + 0; m = $12 + 0 }  # global G = micro b x dp D x accumulation m;
+      /^mesh / { for (i = 1; i < NF; i++) { if ($i == "tp") t = $(i + 1) + 0; if ($i == "pp") p = $(i + 1) + 0 } }
+      /^pipeline / { for (i = 1; i < NF; i++) if ($i == "x") v = $(i + 1) + 0 }
+      $1 == "activations" && $3 ~ /^(B|KiB|MiB|GiB|TiB)$/ { n = row(A, 2) }  # not the precision line
+      $1 == "act." && $2 == "grads" { row(G, 3) }
+      $1 == "total" { row(T, 2) }
+      $1 == "verdict" { fits = $2 == "fits" ? "yes" : "NO" }
+      END {
+        if (!v) v = 1
+        w = 0
+        for (k = 1; k < n; k++) if (A[k] + G[k] > A[w] + G[w]) w = k
+        sbh = s * mb * h
+        if (mode == "selective") { per = sbh * 34 / t; work = 0 }
+        else { per = 2 * sbh; work = sbh * (10 + 24 / t + 5 * a * s / (h * t)) }
+        inflight = m < p ? m : p
+        f = v > 1 ? 1 + (p - 1) / (p * v) : 1
+        F = per * (L / p) * inflight * f + work
+        g = 2^30
+        printf "%-22s %-9s %-6s %5d %9.2f %9.2f %9.2f %9.2f %7.2f %7.2f\n", name, mode, fits, w, T[w] / g, A[w] / g,
+               G[w] / g, F / g, A[w] / F, (A[w] + G[w]) / F
+      }' <<<"$out"
+  done
+done
