@@ -142,9 +142,9 @@ static double gemm_seconds(const Program *p, double M, double N, double K, doubl
 /* runtime/cuda/attention_tc.cu's flash kernels on tensor cores: WMMA 16x16x16
  * fragments, 4 warps over 64-row tiles, single-buffered shared-memory tiles
  * and the scores staged through shared memory: FlashAttention-1's structure,
- * not FlashAttention-2's.  Dao, "FlashAttention-2" (2023), section 4.1,
- * figure 4: FlashAttention(-1) reaches 25-40% of the A100's peak forward and
- * backward for head sizes 64-128; FA-2 up to 73%.  This kernel is priced at
+ * not FlashAttention-2's.  Dao, "FlashAttention-2" (2023), abstract and
+ * section 4.1: FlashAttention(-1) reaches only 25-40% of the A100's peak;
+ * FA-2 50-73% forward.  This kernel is priced at
  * the low end of FA-1, 0.30 (uncertain: not measured on a GPU here).  The
  * fp32 kernels (attention.cu) run on CUDA cores; priced at 0.5 of the fp32
  * peak (uncertain, assumed). */
@@ -178,12 +178,13 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.f = gemm_seconds(p, tokens, width, K, peak, hbm);
         /* backward: the input gradient (tokens x K over width) and the weight
          * gradient (K x width over tokens), each its own shape */
-        t.b = gemm_seconds(p, tokens, K, width, peak, hbm) + gemm_seconds(p, K, width, tokens, peak, hbm);
+        t.w = gemm_seconds(p, K, width, tokens, peak, hbm);
+        t.b = gemm_seconds(p, tokens, K, width, peak, hbm) + t.w;
         if (calib && calib->linear[0] > 0) {  /* the layer as measured, bias and transposes included */
             t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9);
             t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9);
+            t.w = t.b / 2;
         }
-        t.w = t.b / 2;
         break;
     }
     case COST_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
@@ -208,7 +209,8 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
             t.f = calib->attention[0] * n * T * T * 1e-9;
             t.b = calib->attention[1] * n * T * T * 1e-9;
         } else {
-            t.f = 2 * n * cost_gemm_seconds(T, T, hd, peak, efficiency(T, T, hd)) +
+            /* the n heads' products as one batched GEMM: n T rows */
+            t.f = 2 * gemm_seconds(p, n * T, T, hd, peak, hbm) +
                   cost_memory_bound_seconds(3 * 4 * n * T * T, hbm);
             t.b = 2 * t.f;
         }
