@@ -41,6 +41,14 @@ check "dp 48 at stride 1 crosses nodes: RoCE 100 slows its all-reduce ($a -> $b 
   awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 3 * a) }'
 check "dp 8 at stride 1 stays on NVLink: the inter-node link does not matter ($c = $d s)" \
   awk -v a="$c" -v b="$d" 'BEGIN { exit !(a > 0 && a == b) }'
+# The last bucket's reduction starts only when backward ends: never hidden,
+# though backward is far longer than the whole reduction.  A full 25 MiB
+# bucket (fp32 plan) over 48 ranks on 6 nodes at 360 GB/s bus: 2 x 47/48 x
+# 26.2 MB / 360 GB/s + 94 steps x 14 us = 1.46 ms, so at least 0.001 s; and
+# one bucket, not the whole 0.4 s reduction: under 0.01 s.
+e=$("$WEFT" simulate "$WORK/dp48.lua" | sed -n 's/^comm .*(\([0-9.]*\) s exposed).*/\1/p')
+check "dp 48: the last bucket's all-reduce is exposed ($e s; one full bucket 0.0015 s)" \
+  awk -v e="$e" 'BEGIN { exit !(e >= 0.001 && e < 0.01) }'
 "$WEFT" simulate plans/gpt_1t.lua --format chrome -o "$WORK/1t.json"
 check "predicted Chrome trace reads back" "$WEFT" trace compare "$WORK/1t.json" "$WORK/1t.json"
 "$WEFT" simulate plans/tiny.lua --set mesh.pp=2 --set mesh.dp=1 --set batch.micro=2 --format svg -o "$WORK/t.svg"
