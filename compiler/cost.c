@@ -21,13 +21,20 @@
  *   H200 SXM 141GB: NVIDIA H200 datasheet. Same compute as H100 SXM,
  *     HBM3e 4800 GB/s. The datasheet says 141 GB; kept as is here, though the
  *     driver reports about 140 GiB usable.
+ * SM counts and the clocks the peaks are quoted at: V100 80 SMs at 1530 MHz
+ * (NVIDIA Tesla V100 whitepaper, table 1); A100 108 SMs at 1410 MHz (NVIDIA
+ * A100 Tensor Core GPU Architecture whitepaper, table 1: 1024 dense fp16 FMA
+ * a clock per SM, 108 x 2048 x 1.41e9 = 312 TFLOP/s); H100 SXM5 and H200 132
+ * SMs at 1830 MHz (NVIDIA H100 Tensor Core GPU Architecture whitepaper,
+ * table 3: 989.4 TFLOP/s = 132 x 4096 x 1.83e9).  test_cost checks that the
+ * products give the peaks.
  */
 const cost_device cost_devices[] = {
-    {"V100", 15.7, 0.0, 125.0, 0.0, 32.0, 900.0},
-    {"A100_40GB", 19.5, 156.0, 312.0, 312.0, 40.0, 1555.0},
-    {"A100_80GB", 19.5, 156.0, 312.0, 312.0, 80.0, 2039.0},
-    {"H100_SXM", 67.0, 494.7, 989.0, 989.0, 80.0, 3350.0},
-    {"H200", 67.0, 494.7, 989.0, 989.0, 141.0, 4800.0},
+    {"V100", 15.7, 0.0, 125.0, 0.0, 32.0, 900.0, 80, 1530.0},
+    {"A100_40GB", 19.5, 156.0, 312.0, 312.0, 40.0, 1555.0, 108, 1410.0},
+    {"A100_80GB", 19.5, 156.0, 312.0, 312.0, 80.0, 2039.0, 108, 1410.0},
+    {"H100_SXM", 67.0, 494.7, 989.0, 989.0, 80.0, 3350.0, 132, 1830.0},
+    {"H200", 67.0, 494.7, 989.0, 989.0, 141.0, 4800.0, 132, 1830.0},
 };
 const int cost_ndevices = (int)(sizeof cost_devices / sizeof cost_devices[0]);
 
@@ -40,12 +47,29 @@ const int cost_ndevices = (int)(sizeof cost_devices / sizeof cost_devices[0]);
  *   PCIe 5.0 x16: twice that, 63.0 (PCI-SIG specifications).
  *   InfiniBand HDR 200 Gb/s -> 25 GB/s; NDR 400 Gb/s -> 50 GB/s per NIC
  *   (one NIC per GPU assumed); RoCE 100 / 200 Gb/s -> 12.5 / 25 GB/s.
- * Latencies are order-of-magnitude estimates of one message step including
- * the software stack (no vendor figure exists); override them to calibrate. */
+ * Bus bandwidth (the last column) is what NCCL reaches, as nccl-tests reports
+ * it for a large (>= 1 GB) all-reduce (NVIDIA/nccl-tests doc/PERFORMANCE.md
+ * defines busbw; figures published by NVIDIA and system vendors):
+ *   NVLink 3, DGX A100 (NVSwitch): about 230 GB/s (NVIDIA DGX A100 nccl-tests
+ *     results, quoted in NVIDIA's DGX A100 / SuperPOD material);
+ *   NVLink 4, DGX H100: about 360 GB/s with rings; NVLS (NVLink SHARP, NCCL
+ *     >= 2.17 on NVSwitch 3) reaches about 450-480, not modelled here, so this
+ *     is the lower figure (NVIDIA NCCL 2.17 release blog / GTC 2023 talk);
+ *   NVLink 2 (DGX-1V / DGX-2): about 120 (uncertain, 0.8 of nominal assumed);
+ *   PCIe 4 / 5 without NVLink: about 21 / 42 (uncertain: 2/3 of nominal, the
+ *     share nccl-tests reports on PCIe-switch servers);
+ *   HDR: about 23 GB/s per NIC, NDR about 46 (nccl-tests across DGX A100 /
+ *     H100 nodes, 8 NICs a node: about 185-190 and 370 GB/s busbw);
+ *   RoCE: 0.88 of nominal (uncertain; vendor nccl-tests reports vary 0.8-0.9).
+ * Latency is one ring step of NCCL's own tuning model (NCCL
+ * src/graph/tuning.cc, hwLat, Ring / Simple protocol: NVLink 3.4 us, PCI 5.7,
+ * network 14 in the 2.1x releases; older releases differ, e.g. network 6.6 or
+ * 9.6 -- uncertain to a factor of two, and negligible beside the bytes of the
+ * buckets and tp collectives priced here). */
 const cost_link cost_links[] = {
-    {"nvlink2", 150.0, 2.0},  {"nvlink3", 300.0, 2.0},  {"nvlink4", 450.0, 2.0},
-    {"pcie4", 31.5, 3.0},     {"pcie5", 63.0, 3.0},     {"ib_hdr", 25.0, 5.0},
-    {"ib_ndr", 50.0, 5.0},    {"roce100", 12.5, 6.0},   {"roce200", 25.0, 6.0},
+    {"nvlink2", 150.0, 3.4, 120.0}, {"nvlink3", 300.0, 3.4, 230.0}, {"nvlink4", 450.0, 3.4, 360.0},
+    {"pcie4", 31.5, 5.7, 21.0},     {"pcie5", 63.0, 5.7, 42.0},     {"ib_hdr", 25.0, 14.0, 23.0},
+    {"ib_ndr", 50.0, 14.0, 46.0},   {"roce100", 12.5, 14.0, 11.0},  {"roce200", 25.0, 14.0, 22.0},
 };
 const int cost_nlinks = (int)(sizeof cost_links / sizeof cost_links[0]);
 
@@ -97,7 +121,7 @@ const cost_link *cost_find_link(const char *name)
 /* ---- 2. collectives ------------------------------------------------------ */
 
 static double alpha(const cost_link *l) { return l->latency_us * 1e-6; }
-static double bandwidth(const cost_link *l) { return l->gbs * 1e9; }
+static double bandwidth(const cost_link *l) { return (l->bus_gbs > 0 ? l->bus_gbs : l->gbs) * 1e9; }
 
 /* Ring all-reduce = reduce-scatter + all-gather: 2(n-1) steps, each moving
  * S/n bytes per rank in each direction. */
@@ -189,6 +213,64 @@ double cost_gemm_efficiency_ex(double M, double N, double K, double eff_max, dou
 double cost_gemm_efficiency(double M, double N, double K)
 {
     return cost_gemm_efficiency_ex(M, N, K, COST_GEMM_EFF_MAX, COST_GEMM_BALANCE);
+}
+
+/* The tiles cuBLAS uses for 16-bit tensor-core GEMMs ("Matrix Multiplication
+ * Background User's Guide", section 2.3: 256x128, 128x256, 128x128, 256x64,
+ * 64x256, 128x64, 64x128, 64x64, larger tiles first) and the main loop's share
+ * of an SM's peak for each.  The guide shows the larger tiles the more
+ * efficient (more reuse of each operand loaded; its section 2.3 figure) but
+ * prints no efficiencies, so these figures are ours: the large end is set to
+ * the range published cuBLAS measurements report for large bf16 GEMMs, about
+ * 70-80% of the dense peak on A100 and H100 (figure quoted from memory of
+ * NVIDIA's cuBLAS / CUTLASS performance pages, not re-checked: uncertain);
+ * the smaller tiles' figures are assumed (each halving of the tile's area
+ * costs about a tenth; uncertain).  COST_GEMM_K_OVERHEAD (192 of K: the
+ * pipeline's fill of about three 64-deep stages and the epilogue's store) is
+ * likewise an assumption, chosen so that efficiency rises with K as the
+ * guide's section 2.1 describes, not fitted to any training throughput. */
+static const struct { int m, n; double eff; } gemm_tiles[] = {
+    {256, 128, 0.80}, {128, 256, 0.80}, {128, 128, 0.72}, {256, 64, 0.65},
+    {64, 256, 0.65},  {128, 64, 0.65},  {64, 128, 0.65},  {64, 64, 0.55},
+};
+
+static cost_gemm_gpu one_tile(double M, double N, double K, int sms, double peak_tflops,
+                              double hbm_gbs, double el, int t)
+{
+    cost_gemm_gpu g = {gemm_tiles[t].m, gemm_tiles[t].n, 0, 0, 0, 0, 0};
+    g.tiles = ceil(M / g.tile_m) * ceil(N / g.tile_n);
+    /* split-K (CUTLASS documentation, "Efficient GEMM in CUDA", parallel
+     * reduction across K): with fewer tiles than SMs, K is cut into slices
+     * (at least 256 deep each) so that every SM has work, and a second pass
+     * sums the slices' fp32 partial outputs through HBM */
+    double split = floor(sms / g.tiles);
+    if (split > K / 256.0) split = floor(K / 256.0);
+    if (split < 1) split = 1;
+    g.waves = ceil(g.tiles * split / sms);
+    /* one tile's K loop, plus its fixed start and end, at 1/sms of the peak */
+    double per_sm = peak_tflops * 1e12 / sms * gemm_tiles[t].eff;
+    double compute = g.waves * 2.0 * g.tile_m * g.tile_n * (K / split + COST_GEMM_K_OVERHEAD) / per_sm;
+    double memory = hbm_gbs > 0 ? (el * (M * K + K * N + M * N) + (split > 1 ? 8.0 * split * M * N : 0)) /
+                                      (hbm_gbs * 1e9)
+                                : 0;
+    g.memory_bound = memory > compute;
+    g.seconds = g.memory_bound ? memory : compute;
+    g.efficiency = 2.0 * M * N * K / g.seconds / (peak_tflops * 1e12);
+    return g;
+}
+
+cost_gemm_gpu cost_gemm_gpu_time(double M, double N, double K, int sms, double peak_tflops,
+                                 double hbm_gbs, double el, int tile_m, int tile_n)
+{
+    cost_gemm_gpu best = {0, 0, 0, 0, 0, 0, 0};
+    if (M <= 0 || N <= 0 || K <= 0 || sms <= 0 || peak_tflops <= 0) return best;
+    int n = (int)(sizeof gemm_tiles / sizeof gemm_tiles[0]);
+    for (int t = 0; t < n; t++) {
+        if (tile_m > 0 && (gemm_tiles[t].m != tile_m || gemm_tiles[t].n != tile_n)) continue;
+        cost_gemm_gpu g = one_tile(M, N, K, sms, peak_tflops, hbm_gbs, el, t);
+        if (best.seconds == 0 || g.seconds < best.seconds) best = g;
+    }
+    return best;
 }
 
 double cost_memory_bound_seconds(double bytes, double gbs)

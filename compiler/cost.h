@@ -24,6 +24,8 @@ typedef struct {
     const char *name;
     double fp32, tf32, fp16, bf16;
     double memory_gib, hbm_gbs;
+    int sms;          /* streaming multiprocessors (0: unknown, no tile model) */
+    double clock_mhz; /* the clock the dense peaks are quoted at */
 } cost_device;
 
 /* gbs is the bandwidth one device can push in ONE direction (send, while it
@@ -33,6 +35,9 @@ typedef struct {
     const char *name;
     double gbs;
     double latency_us;
+    /* NCCL bus bandwidth a large all-reduce reaches on this link (nccl-tests'
+     * busbw, GB/s), the B the collective formulas use; 0: gbs, nominal. */
+    double bus_gbs;
 } cost_link;
 
 /* The built-in tables (vendor figures, see cost.c). */
@@ -54,8 +59,11 @@ void cost_override_catalog(const cost_device *devs, int ndevs, const cost_link *
 
 /* ---- 2. collectives (alpha-beta) ----------------------------------------
  * S is the full buffer in bytes (for reduce-scatter the input, for all-gather
- * the output: each rank owns S/n), n the number of ranks, B = l->gbs * 1e9,
- * a = l->latency_us * 1e-6. n <= 1 or S <= 0 costs 0.
+ * the output: each rank owns S/n), n the number of ranks, B = the link's bus
+ * bandwidth (l->bus_gbs, else l->gbs) * 1e9, a = l->latency_us * 1e-6 (one
+ * ring or tree step). n <= 1 or S <= 0 costs 0.  With B the nccl-tests bus
+ * bandwidth, the ring formulas are nccl-tests' own definition of busbw
+ * (all-reduce busbw = S / t * 2(n-1)/n) read backwards.
  *   ring all-reduce    2(n-1) a + 2 (n-1)/n S/B
  *   tree all-reduce    2 log2(n) a + 2 S/B       (double binary tree, pipelined)
  *   ring reduce-scatter  (n-1) a + (n-1)/n S/B
@@ -90,6 +98,28 @@ double cost_gemm_seconds(double M, double N, double K, double peak_tflops, doubl
 double cost_gemm_efficiency(double M, double N, double K);
 /* The same with the two constants chosen by the caller (calibration). */
 double cost_gemm_efficiency_ex(double M, double N, double K, double eff_max, double balance);
+
+/* GPU GEMM by tiles and waves (NVIDIA, "Matrix Multiplication Background
+ * User's Guide", DU-09799-001, sections 2.3 and 3): the output is cut into
+ * tile_m x tile_n tiles, one per SM at a time, so the kernel runs
+ * waves = ceil(tiles / sms) rounds, each as long as one tile's K loop at the
+ * SM's share of the peak times the tile's main-loop efficiency, plus a fixed
+ * prologue / epilogue of COST_GEMM_K_OVERHEAD steps of K; with fewer tiles
+ * than SMs, K is split across them (split-K) and the slices summed after.  The time is the
+ * larger of that and the operands' HBM traffic (roofline), and the tile is the
+ * fastest of the candidates, as cuBLAS's heuristic picks. */
+typedef struct {
+    int tile_m, tile_n;  /* the tile chosen */
+    double tiles, waves; /* tiles of the output; ceil(tiles / sms) */
+    double seconds, efficiency; /* efficiency: 2MNK / seconds / peak */
+    int memory_bound;    /* the HBM term won */
+} cost_gemm_gpu;
+#define COST_GEMM_K_OVERHEAD 192.0
+/* el: bytes of an operand element (2 for bf16 / fp16). Zero when a dimension
+ * is not positive or the device has no SM count. tile_m > 0 forces one tile
+ * (its efficiency from the table), 0 lets the model choose. */
+cost_gemm_gpu cost_gemm_gpu_time(double M, double N, double K, int sms, double peak_tflops,
+                                 double hbm_gbs, double el, int tile_m, int tile_n);
 
 /* bytes / (gbs * 1e9): a kernel that streams its operands once through HBM. */
 double cost_memory_bound_seconds(double bytes, double gbs);

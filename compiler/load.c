@@ -328,12 +328,16 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->device_fp16_tflops = get_num(L, dev, "fp16");
     p->device_bf16_tflops = get_num(L, dev, "bf16");
     p->device_hbm_gbs = get_num(L, dev, "hbm_gbs");
+    p->device_sms = (int)get_num(L, dev, "sms");
+    p->device_clock_mhz = get_num(L, dev, "clock_mhz");
     int intra = push_sub(L, cluster, "intra_link");
     p->intra_gbs = get_num(L, intra, "gbs");
     p->intra_latency_us = get_num(L, intra, "latency_us");
+    p->intra_bus_gbs = get_num(L, intra, "bus_gbs");
     int inter = push_sub(L, cluster, "inter_link");
     p->inter_gbs = get_num(L, inter, "gbs");
     p->inter_latency_us = get_num(L, inter, "latency_us");
+    p->inter_bus_gbs = get_num(L, inter, "bus_gbs");
 
     lua_settop(L, plan);
     int batch = push_sub(L, plan, "batch");

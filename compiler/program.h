@@ -179,8 +179,11 @@ typedef struct Program {
     char device[32];
     double device_fp32_tflops, device_tf32_tflops, device_fp16_tflops, device_bf16_tflops;
     double device_memory_gib, device_hbm_gbs;
+    int device_sms;                       /* 0: unknown (no GEMM tile model) */
+    double device_clock_mhz;
     double intra_gbs, intra_latency_us;   /* link inside a node */
     double inter_gbs, inter_latency_us;   /* link between nodes */
+    double intra_bus_gbs, inter_bus_gbs;  /* NCCL bus bandwidth (0: gbs) */
     /* batch */
     int micro, global_batch, accum;
     /* optimizer and training */

@@ -1,10 +1,13 @@
 /* simulate.c: `weft simulate PLAN`.  A discrete-event simulation of the
  * compiled schedule with durations from the cost model (cost.h):
- *   compute  GEMMs from their shapes at the device's peak times a
- *            shape-dependent efficiency; other ops from bytes at HBM bandwidth;
- *   tp       the conjugate collectives of each layer on the node's link;
+ *   compute  GEMMs by tiles and waves on the device's SMs (cost.h), with an
+ *            HBM roofline; attention as runtime/cuda's flash kernels run it;
+ *            other ops from bytes at HBM bandwidth;
+ *   tp       the conjugate collectives of each layer on the tp group's link;
  *   pp       activations and gradients point-to-point between stages;
- *   dp       bucket all-reduces (ring) overlapping the last backward;
+ *   dp       bucket all-reduces (NCCL ring, bus bandwidth) on the link the
+ *            group spans, overlapping the last backward but for the last
+ *            bucket, whose reduction starts when backward ends;
  * then iteration time, tokens/s, TFLOP/s per device, MFU, bubble, exposed
  * communication, and memory per rank as `weft check` counts it (memory.c).
  * Nothing is emitted: the 1T-parameter, 3072-GPU plan simulates in well under
@@ -91,8 +94,8 @@ done:
     return rc;
 }
 
-/* Links: inside a node NVLink 4, across nodes InfiniBand NDR (one NIC per
- * device), the CPU backend's ranks share memory. */
+/* Links: the plan's cluster (inside a node, between nodes), priced at their
+ * NCCL bus bandwidth (cost.h); the CPU backend's ranks share memory. */
 static cost_link plan_intra, plan_inter;  /* the plan's cluster description */
 
 static const cost_link *intra_link(const Program *p) {
@@ -100,9 +103,23 @@ static const cost_link *intra_link(const Program *p) {
     return calib ? &calib_link : &plan_intra;
 }
 
-static const cost_link *inter_link(const Program *p, int ranks_apart) {
-    if (ranks_apart < p->devices_per_node || calib) return intra_link(p);
-    return &plan_inter;
+/* The link of a group of n ranks `stride` apart: inside a node when every
+ * member is on one node (n * stride <= devices_per_node; the mesh lays groups
+ * out aligned), else across nodes.  A ring that crosses nodes carries its
+ * bytes over each node's NICs once per step; with k members of the group on
+ * a node, k rings run side by side (NCCL builds one per NIC), so the group
+ * sees k NICs' bandwidth, never more than the link inside the node.  Not the
+ * stride alone: dp 32 at stride 1 spans four 8-GPU nodes. */
+static cost_link group_span;
+static const cost_link *group_link(const Program *p, int stride, int n) {
+    if (calib || n <= 1 || (double)n * stride <= p->devices_per_node) return intra_link(p);
+    int k = stride < p->devices_per_node ? p->devices_per_node / stride : 1;
+    if (k > n) k = n;
+    group_span = plan_inter;
+    double inter = (plan_inter.bus_gbs > 0 ? plan_inter.bus_gbs : plan_inter.gbs) * k;
+    double intra = plan_intra.bus_gbs > 0 ? plan_intra.bus_gbs : plan_intra.gbs;
+    group_span.bus_gbs = inter < intra ? inter : intra;
+    return &group_span;
 }
 
 /* GEMM efficiency: the calibrated curve on the CPU backend (the peak is the
@@ -111,6 +128,28 @@ static double efficiency(double M, double N, double K) {
     if (calib) return cost_gemm_efficiency_ex(M, N, K, 1.0, calib->gemm_balance);
     return cost_gemm_efficiency(M, N, K);
 }
+
+/* Seconds of an M x N x K GEMM: on a GPU with a known SM count by tiles and
+ * waves (cost_gemm_gpu_time), else peak times the soft-roofline efficiency. */
+static double gemm_seconds(const Program *p, double M, double N, double K, double peak, double hbm) {
+    if (!calib && p->device_sms > 0) {
+        double el = strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
+        return cost_gemm_gpu_time(M, N, K, p->device_sms, peak, hbm, el, 0, 0).seconds;
+    }
+    return cost_gemm_seconds(M, N, K, peak, efficiency(M, N, K));
+}
+
+/* runtime/cuda/attention_tc.cu's flash kernels on tensor cores: WMMA 16x16x16
+ * fragments, 4 warps over 64-row tiles, single-buffered shared-memory tiles
+ * and the scores staged through shared memory: FlashAttention-1's structure,
+ * not FlashAttention-2's.  Dao, "FlashAttention-2" (2023), abstract and
+ * section 4.1: FlashAttention(-1) reaches only 25-40% of the A100's peak;
+ * FA-2 50-73% forward.  This kernel is priced at
+ * the low end of FA-1, 0.30 (uncertain: not measured on a GPU here).  The
+ * fp32 kernels (attention.cu) run on CUDA cores; priced at 0.5 of the fp32
+ * peak (uncertain, assumed). */
+#define ATTENTION_TC_EFF 0.30
+#define ATTENTION_FP32_EFF 0.50
 
 /* Seconds of one microbatch of an op: forward, backward, the part of the
  * backward that is weight gradients (W of zero-bubble schedules), and the
@@ -136,13 +175,16 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     switch (r->cost) {  /* the op's model (ops.h) */
     case COST_GEMM: {
         double K = (double)p->tensors[o->in[0]].width;
-        t.f = cost_gemm_seconds(tokens, width, K, peak, efficiency(tokens, width, K));
-        t.b = 2 * t.f;
+        t.f = gemm_seconds(p, tokens, width, K, peak, hbm);
+        /* backward: the input gradient (tokens x K over width) and the weight
+         * gradient (K x width over tokens), each its own shape */
+        t.w = gemm_seconds(p, K, width, tokens, peak, hbm);
+        t.b = gemm_seconds(p, tokens, K, width, peak, hbm) + t.w;
         if (calib && calib->linear[0] > 0) {  /* the layer as measured, bias and transposes included */
             t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9);
             t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9);
+            t.w = t.b / 2;
         }
-        t.w = t.b / 2;
         break;
     }
     case COST_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
@@ -155,14 +197,20 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
              * either way backward does 7 such products to forward's 2 (D comes
              * from the forward's output, not from a sweep of its own) */
             int tensor_cores = strcmp(p->precision, "fp32") != 0 && (int)hd % 16 == 0 && hd <= 128;
-            double rate = tensor_cores ? peak : p->device_fp32_tflops;
-            t.f = 2 * n * cost_gemm_seconds(T, T / 2, hd, rate, efficiency(T, T, hd));
+            double rate = tensor_cores ? peak * ATTENTION_TC_EFF : p->device_fp32_tflops * ATTENTION_FP32_EFF;
+            /* the kernel works on head sizes padded to 32, 64 or 128 and on
+             * whole 64 x 64 tiles on and below the diagonal: nt (nt + 1) / 2
+             * tiles of nt = ceil(T / 64), not T^2 / 2 */
+            double hs = !tensor_cores ? hd : hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
+            double nt = ceil(T / 64.0), pairs = nt * (nt + 1) / 2 * 64.0 * 64.0;
+            t.f = n * 2 * cost_gemm_seconds(pairs, 1, hs, rate, 1.0);
             t.b = 3.5 * t.f;
         } else if (calib) {
             t.f = calib->attention[0] * n * T * T * 1e-9;
             t.b = calib->attention[1] * n * T * T * 1e-9;
         } else {
-            t.f = 2 * n * cost_gemm_seconds(T, T, hd, peak, efficiency(T, T, hd)) +
+            /* the n heads' products as one batched GEMM: n T rows */
+            t.f = 2 * gemm_seconds(p, n * T, T, hd, peak, hbm) +
                   cost_memory_bound_seconds(3 * 4 * n * T * T, hbm);
             t.b = 2 * t.f;
         }
@@ -170,7 +218,7 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     }
     case COST_XENT: {
         double K = (double)p->tensors[o->in[0]].width, V = (double)p->vocab_padded / p->tp;
-        double gemm = cost_gemm_seconds(tokens, V, K, peak, efficiency(tokens, V, K));
+        double gemm = gemm_seconds(p, tokens, V, K, peak, hbm);
         t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, el);
         t.w = gemm;
         t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, el);
@@ -189,9 +237,10 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         /* all-reduces of this rank's rows in fp32; a ring reduce-scatter
          * moves what an all-gather does: sums in fp32 (act16 too:
          * runtime/common/tp.c), gathers `el` a value */
-        double reduce = cost_allreduce_ring(4 * rows * width, p->tp, intra_link(p));
-        double gather = cost_allgather_ring(el * tokens * width, p->tp, intra_link(p));
-        double sum = cost_allgather_ring(4 * tokens * width, p->tp, intra_link(p));
+        int tp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_TP);
+        double reduce = cost_allreduce_ring(4 * rows * width, p->tp, group_link(p, tp_apart, p->tp));
+        double gather = cost_allgather_ring(el * tokens * width, p->tp, group_link(p, tp_apart, p->tp));
+        double sum = cost_allgather_ring(4 * tokens * width, p->tp, group_link(p, tp_apart, p->tp));
         double each[] = { [COLL_NONE] = 0, [COLL_ALLREDUCE] = reduce, [COLL_ALLGATHER] = gather,
                           [COLL_REDUCE_SCATTER] = sum };
         t.f = each[r->coll_fwd];
@@ -326,8 +375,8 @@ static double oversubscription(const Program *p, double bubble) {
 
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
     calib = cal && cal->loaded ? cal : NULL;
-    plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us };
-    plan_inter = (cost_link){ "inter-node", p->inter_gbs, p->inter_latency_us };
+    plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us, p->intra_bus_gbs };
+    plan_inter = (cost_link){ "inter-node", p->inter_gbs, p->inter_latency_us, p->inter_bus_gbs };
     if (calib) {
         calib_link.name = "calibrated";
         calib_link.gbs = calib->link_gbs;
@@ -361,7 +410,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     for (int k = 1; k < p->n_chunks; k++)
         if (p->chunk_in[k]) boundary = 4.0 * tensor_storage(p, p->chunk_in[k]);  /* act16: half */
     int pp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_PP);  /* ranks between neighbour stages */
-    double p2p = p->pp > 1 ? cost_p2p(boundary, inter_link(p, pp_apart)) : 0;
+    double p2p = p->pp > 1 ? cost_p2p(boundary, group_link(p, pp_apart, 2)) : 0;
     double *us = malloc(sizeof(double) * (size_t)(3 * p->n_chunks + p->pp));
     if (!us) {
         sim_times_free(&tm);
@@ -418,22 +467,30 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     double el = calib || strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
     double exposed_dp = 0, dp_comm = 0;
     int dp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_DP);
+    const cost_link *dp_link = group_link(p, dp_apart, p->dp);
+    cost_link dpl = *dp_link;  /* group_link's answer is overwritten by its next call */
     for (int st = 0; st < p->pp; st++) {
-        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st];
+        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st], last_ar = 0, last_rs = 0;
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {
                 double bytes = el * p->buckets[k].numel;
-                ar += cost_allreduce_ring(bytes, p->dp, inter_link(p, dp_apart));
-                rs += cost_reduce_scatter_ring(bytes, p->dp, inter_link(p, dp_apart));
-                ag += cost_allgather_ring(bytes, p->dp, inter_link(p, dp_apart));
+                /* buckets are in the order backward completes them: the
+                 * last one's collective starts only once backward is done */
+                last_ar = cost_allreduce_ring(bytes, p->dp, &dpl);
+                last_rs = cost_reduce_scatter_ring(bytes, p->dp, &dpl);
+                ar += last_ar;
+                rs += last_rs;
+                ag += cost_allgather_ring(bytes, p->dp, &dpl);
             }
-        double c = ar, e = ar > bs ? ar - bs : 0;
+        /* exposed: what does not fit under the last microbatch's backward,
+         * and never less than the last bucket's own collective */
+        double c = ar, e = fmax(ar > bs ? ar - bs : 0, last_ar);
         if (p->zero == 1) {
             c = rs + ag;
-            e = (rs > bs ? rs - bs : 0) + ag;
+            e = fmax(rs > bs ? rs - bs : 0, last_rs) + ag;
         } else if (p->zero == 2) {
             c = p->accum * rs + ag;
-            e = p->accum * (rs > bs ? rs - bs : 0) + ag;
+            e = (p->accum - 1) * (rs > bs ? rs - bs : 0) + fmax(rs > bs ? rs - bs : 0, last_rs) + ag;
         } else if (p->zero >= 3) {
             c = p->accum * (rs + 2.0 * ag);
             e = p->accum * ((rs + ag > bs ? rs + ag - bs : 0) + (ag > fs ? ag - fs : 0));

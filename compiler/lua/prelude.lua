@@ -616,29 +616,33 @@ end
 -- Devices and clusters.  Peaks are dense, per device, in TFLOP/s; memory in
 -- GiB; bandwidths in GB/s.
 ---------------------------------------------------------------------------
+-- sms and clock_mhz: SM count and the clock the peaks are quoted at (the
+-- GEMM tile / wave model in compiler/cost.c); sources cited in cost.c.
 local GPU = {
-  V100 = { __kind = "device", name = "V100", memory_gib = 32, fp32 = 15.7, tf32 = 15.7, fp16 = 125, bf16 = 0, hbm_gbs = 900 },
-  A100_40GB = { __kind = "device", name = "A100_40GB", memory_gib = 40, fp32 = 19.5, tf32 = 156, fp16 = 312, bf16 = 312, hbm_gbs = 1555 },
-  A100_80GB = { __kind = "device", name = "A100_80GB", memory_gib = 80, fp32 = 19.5, tf32 = 156, fp16 = 312, bf16 = 312, hbm_gbs = 2039 },
-  H100_SXM = { __kind = "device", name = "H100_SXM", memory_gib = 80, fp32 = 67, tf32 = 494.7, fp16 = 989.4, bf16 = 989.4, hbm_gbs = 3350 },
-  H200 = { __kind = "device", name = "H200", memory_gib = 141, fp32 = 67, tf32 = 494.7, fp16 = 989.4, bf16 = 989.4, hbm_gbs = 4800 },
+  V100 = { __kind = "device", name = "V100", memory_gib = 32, fp32 = 15.7, tf32 = 15.7, fp16 = 125, bf16 = 0, hbm_gbs = 900, sms = 80, clock_mhz = 1530 },
+  A100_40GB = { __kind = "device", name = "A100_40GB", memory_gib = 40, fp32 = 19.5, tf32 = 156, fp16 = 312, bf16 = 312, hbm_gbs = 1555, sms = 108, clock_mhz = 1410 },
+  A100_80GB = { __kind = "device", name = "A100_80GB", memory_gib = 80, fp32 = 19.5, tf32 = 156, fp16 = 312, bf16 = 312, hbm_gbs = 2039, sms = 108, clock_mhz = 1410 },
+  H100_SXM = { __kind = "device", name = "H100_SXM", memory_gib = 80, fp32 = 67, tf32 = 494.7, fp16 = 989.4, bf16 = 989.4, hbm_gbs = 3350, sms = 132, clock_mhz = 1830 },
+  H200 = { __kind = "device", name = "H200", memory_gib = 141, fp32 = 67, tf32 = 494.7, fp16 = 989.4, bf16 = 989.4, hbm_gbs = 4800, sms = 132, clock_mhz = 1830 },
   -- The CPU backend's rank: one process; its peak comes from `weft calibrate`.
   CPU = { __kind = "device", name = "CPU", memory_gib = 16, fp32 = 0.1, tf32 = 0.1, fp16 = 0.1, bf16 = 0.1, hbm_gbs = 20 },
 }
 api.gpu = GPU
 
--- Links: bandwidth per direction per device in GB/s, latency in microseconds
--- (latencies are estimates; `weft-calibrate` measures this machine's).
+-- Links: bandwidth per direction per device in GB/s (nominal), latency of one
+-- NCCL ring step in microseconds, and bus_gbs: the bus bandwidth nccl-tests
+-- reports for a large all-reduce on the link, which the cost model uses
+-- (sources cited in compiler/cost.c; `weft-calibrate` measures this machine's).
 local LINK = {
-  NVLINK2 = { __kind = "link", name = "NVLINK2", gbs = 150, latency_us = 2 },
-  NVLINK3 = { __kind = "link", name = "NVLINK3", gbs = 300, latency_us = 2 },
-  NVLINK4 = { __kind = "link", name = "NVLINK4", gbs = 450, latency_us = 2 },
-  PCIE4 = { __kind = "link", name = "PCIE4", gbs = 31.5, latency_us = 3 },
-  PCIE5 = { __kind = "link", name = "PCIE5", gbs = 63, latency_us = 3 },
-  IB_HDR = { __kind = "link", name = "IB_HDR", gbs = 25, latency_us = 5 },
-  IB_NDR = { __kind = "link", name = "IB_NDR", gbs = 50, latency_us = 5 },
-  ROCE100 = { __kind = "link", name = "ROCE100", gbs = 12.5, latency_us = 6 },
-  ROCE200 = { __kind = "link", name = "ROCE200", gbs = 25, latency_us = 6 },
+  NVLINK2 = { __kind = "link", name = "NVLINK2", gbs = 150, latency_us = 3.4, bus_gbs = 120 },
+  NVLINK3 = { __kind = "link", name = "NVLINK3", gbs = 300, latency_us = 3.4, bus_gbs = 230 },
+  NVLINK4 = { __kind = "link", name = "NVLINK4", gbs = 450, latency_us = 3.4, bus_gbs = 360 },
+  PCIE4 = { __kind = "link", name = "PCIE4", gbs = 31.5, latency_us = 5.7, bus_gbs = 21 },
+  PCIE5 = { __kind = "link", name = "PCIE5", gbs = 63, latency_us = 5.7, bus_gbs = 42 },
+  IB_HDR = { __kind = "link", name = "IB_HDR", gbs = 25, latency_us = 14, bus_gbs = 23 },
+  IB_NDR = { __kind = "link", name = "IB_NDR", gbs = 50, latency_us = 14, bus_gbs = 46 },
+  ROCE100 = { __kind = "link", name = "ROCE100", gbs = 12.5, latency_us = 14, bus_gbs = 11 },
+  ROCE200 = { __kind = "link", name = "ROCE200", gbs = 25, latency_us = 14, bus_gbs = 22 },
   -- CPU-backend ranks on one machine: shared memory through MPI
   SHM = { __kind = "link", name = "SHM", gbs = 5, latency_us = 1 },
 }
@@ -647,6 +651,7 @@ local LINK_FIELDS = {
   name = { "string", required = true },
   gbs = { "number", min = 0.001, max = 1e6, required = true },
   latency_us = { "number", min = 0, max = 1e6, default = 0 },
+  bus_gbs = { "number", min = 0, max = 1e6, default = 0 },  -- 0: gbs
 }
 -- The plan can edit weft.gpu.CPU; the default must not follow.
 local DEFAULT_DEVICE = copy(GPU.CPU)
@@ -663,6 +668,8 @@ local DEVICE = {
   fp16 = { "number", min = 0, max = 1e6, default = 0 },
   bf16 = { "number", min = 0, max = 1e6, default = 0 },
   hbm_gbs = { "number", min = 0, max = 1e6, default = 0 },
+  sms = { "integer", min = 0, max = 1e6, default = 0 },  -- 0: no GEMM tile model
+  clock_mhz = { "number", min = 0, max = 1e6, default = 0 },
 }
 
 local function make_cluster(spec)

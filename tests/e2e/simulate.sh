@@ -26,6 +26,29 @@ dp_ndr=$(sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p' "$WORK/1t.txt")
 dp_roce=$(sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p' "$WORK/roce.txt")
 check "a slower inter-node link (RoCE 100 vs IB NDR) slows the dp all-reduce ($dp_ndr -> $dp_roce s)" \
   awk -v a="$dp_ndr" -v b="$dp_roce" 'BEGIN { exit !(b > 3 * a) }'
+# A dp group's link follows whether its members span nodes, not its stride:
+# dp 48 at stride 1 (tp 1) spans six 8-GPU nodes, so a slower inter-node link
+# slows its reduction (NCCL rings over 8 NICs a node: NDR 8 x 46 GB/s is capped
+# by NVLink 4's 360, RoCE 100 is 8 x 11 = 88: about 4x); dp 8 at stride 1 stays
+# inside a node and does not notice the inter-node link.
+dp_of() { "$WEFT" simulate "$1" | sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p'; }
+sed 's/mesh = { dp = 6, tp = 8, pp = 64, sp = true }/mesh = { dp = 48, tp = 1, pp = 64 }/' plans/gpt_1t.lua >"$WORK/dp48.lua"
+sed 's/device = w.gpu.H100_SXM }/device = w.gpu.H100_SXM, inter_link = w.link.ROCE100 }/' "$WORK/dp48.lua" >"$WORK/dp48_roce.lua"
+sed 's/nodes = 384/nodes = 64/; s/mesh = { dp = 6, tp = 8, pp = 64, sp = true }/mesh = { dp = 8, tp = 1, pp = 64 }/' plans/gpt_1t.lua >"$WORK/dp8.lua"
+sed 's/device = w.gpu.H100_SXM }/device = w.gpu.H100_SXM, inter_link = w.link.ROCE100 }/' "$WORK/dp8.lua" >"$WORK/dp8_roce.lua"
+a=$(dp_of "$WORK/dp48.lua") b=$(dp_of "$WORK/dp48_roce.lua") c=$(dp_of "$WORK/dp8.lua") d=$(dp_of "$WORK/dp8_roce.lua")
+check "dp 48 at stride 1 crosses nodes: RoCE 100 slows its all-reduce ($a -> $b s)" \
+  awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 3 * a) }'
+check "dp 8 at stride 1 stays on NVLink: the inter-node link does not matter ($c = $d s)" \
+  awk -v a="$c" -v b="$d" 'BEGIN { exit !(a > 0 && a == b) }'
+# The last bucket's reduction starts only when backward ends: never hidden,
+# though backward is far longer than the whole reduction.  A full 25 MiB
+# bucket (fp32 plan) over 48 ranks on 6 nodes at 360 GB/s bus: 2 x 47/48 x
+# 26.2 MB / 360 GB/s + 94 steps x 14 us = 1.46 ms, so at least 0.001 s; and
+# one bucket, not the whole 0.4 s reduction: under 0.01 s.
+e=$("$WEFT" simulate "$WORK/dp48.lua" | sed -n 's/^comm .*(\([0-9.]*\) s exposed).*/\1/p')
+check "dp 48: the last bucket's all-reduce is exposed ($e s; one full bucket 0.0015 s)" \
+  awk -v e="$e" 'BEGIN { exit !(e >= 0.001 && e < 0.01) }'
 "$WEFT" simulate plans/gpt_1t.lua --format chrome -o "$WORK/1t.json"
 check "predicted Chrome trace reads back" "$WEFT" trace compare "$WORK/1t.json" "$WORK/1t.json"
 "$WEFT" simulate plans/tiny.lua --set mesh.pp=2 --set mesh.dp=1 --set batch.micro=2 --format svg -o "$WORK/t.svg"
