@@ -173,7 +173,7 @@ wire_step wire_per_step(const Program *p) {
 void wire_report(const Program *p, FILE *out) {
     if (p->world < 2) return;
     wire_step w = wire_per_step(p);
-    const char *what[] = { "tp", "pp", "dp", "tied wte", "total" };
+    const char *what[] = { "tp", "pp", "dp", "tied wte", "all" };  /* ("total" is the memory table's) */
     const wire_bytes *rows[] = { &w.tp, &w.pp, &w.dp, &w.tied, &w.total };
     fprintf(out, "wire      bytes sent per step by all %d ranks (ring collectives; %d devices a node):\n",
             p->world, p->devices_per_node);
