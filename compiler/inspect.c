@@ -55,6 +55,12 @@ static void tp_collectives(const Program *p, int k, int backward, char *buf, siz
             used += (size_t)snprintf(buf + used, n - used, "%s%d %s %s %.0f KiB", used ? ", " : "", count[j],
                                      names[j], j == 1 ? tp_gather_dtype(p) : tp_sum_dtype(p),
                                      bytes[j] / 1024.0);
+    /* the vocabulary-parallel loss: row maxima (fp32), sums and target logits (fp64) */
+    for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k] && !backward && used < n; i++)
+        if (op_row_of(p->ops[i].kind)->loss)
+            used += (size_t)snprintf(buf + used, n - used, "%sloss all-reduces fp32 %.1f KiB + fp64 %.1f KiB",
+                                     used ? ", " : "", 4.0 * p->micro * p->seq / 1024.0,
+                                     16.0 * p->micro * p->seq / 1024.0);
 }
 
 static void print_streams(const Program *p, const schedule *s, int only_rank, FILE *out) {
