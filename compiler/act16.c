@@ -22,12 +22,14 @@
  * the vocabulary-parallel lookup's partial embedding, the position and bias
  * adds' outputs and input gradients, and the collectives' outputs and input
  * gradients.  A row-parallel linear's partial output is rounded (it is a
- * linear's output), the all-reduce or reduce-scatter sums those rounded
- * partials in fp32, and the sum is rounded once; a copy's or gather's input
- * gradient is its old value plus an fp32 sum of rounded gradients, rounded
- * once.  Under act16 runtime/common/tp.c does the same: it widens the 16-bit
- * values into a float staging buffer, runs the collective in fp32 and
- * rounds once into 16-bit storage.  The vocabulary-parallel LM head rounds
+ * linear's output), and the all-reduce or reduce-scatter sums those
+ * rounded partials.  By default (tp_comm16, wire.c) the sum is the 16-bit
+ * type's, each pairwise add rounded, on both backends (the CPU packs its
+ * float activations into 16 bits for the message); with plan.tp_comm =
+ * "fp32" the sum is fp32 and rounded once, and under act16
+ * runtime/common/tp.c widens the 16-bit values into a float staging buffer,
+ * runs the collective in fp32 and rounds once into 16-bit storage.  A copy's
+ * or gather's input gradient is its old value plus the sum, rounded once.  The vocabulary-parallel LM head rounds
  * its logits and dlogits as the whole head does.  So every op of the model
  * graph qualifies; each op's row says so (ops.h, act16), so that an op
  * added later keeps activations in floats until someone audits its rounding. */

@@ -23,11 +23,7 @@ static double chunk_flops(const Program *p, int k) {
     return f;
 }
 
-static long boundary_bytes(const Program *p) {
-    for (int k = 1; k < p->n_chunks; k++)
-        if (p->chunk_in[k]) return 4L * tensor_storage(p, p->chunk_in[k]);  /* act16: half */
-    return 0;
-}
+static long boundary_bytes(const Program *p) { return pipe_message_bytes(p); }  /* act16: half */
 
 /* A single-stage program is a one-stage schedule of microbatches. */
 static const schedule *the_schedule(const Program *p, schedule *own) {
@@ -37,29 +33,34 @@ static const schedule *the_schedule(const Program *p, schedule *own) {
     return own;
 }
 
-/* The tensor-parallel collectives inside one forward or backward of chunk k:
- * "2 all-reduce 256 KiB, 1 all-gather 64 KiB" over the tp group. */
+/* The tensor-parallel collectives inside one forward or backward of chunk k,
+ * each with its dtype and the bytes of the whole tensor it moves (wire.c):
+ * "2 all-reduce bf16 256 KiB, 1 all-gather bf16 64 KiB" over the tp group. */
 static void tp_collectives(const Program *p, int k, int backward, char *buf, size_t n) {
     static const char *const names[] = { "all-reduce", "all-gather", "reduce-scatter" };
     int count[3] = { 0, 0, 0 };
     long bytes[3] = { 0, 0, 0 };
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
-        const ir_op *o = &p->ops[i];
-        long size = 4L * p->micro * p->seq * p->tensors[o->out].width;
-        const op_row *r = op_row_of(o->kind);
+        const op_row *r = op_row_of(p->ops[i].kind);
         op_coll coll = backward ? r->coll_bwd : r->coll_fwd;
         if (coll == COLL_NONE) continue;
         int which = coll == COLL_ALLREDUCE ? 0 : coll == COLL_ALLGATHER ? 1 : 2;
         count[which]++;
-        /* act16: all-gathers move 16-bit values, sums stay fp32 (runtime/common/tp.c) */
-        bytes[which] += which == 1 && p->act16 ? size / 2 : size;
+        bytes[which] += tp_op_bytes(p, i, backward);
     }
     size_t used = 0;
     buf[0] = 0;
     for (int j = 0; j < 3; j++)
         if (count[j] && used < n)
-            used += (size_t)snprintf(buf + used, n - used, "%s%d %s %.0f KiB", used ? ", " : "", count[j],
-                                     names[j], bytes[j] / 1024.0);
+            used += (size_t)snprintf(buf + used, n - used, "%s%d %s %s %.0f KiB", used ? ", " : "", count[j],
+                                     names[j], j == 1 ? tp_gather_dtype(p) : tp_sum_dtype(p),
+                                     bytes[j] / 1024.0);
+    /* the vocabulary-parallel loss: row maxima (fp32), sums and target logits (fp64) */
+    for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k] && !backward && used < n; i++)
+        if (op_row_of(p->ops[i].kind)->loss)
+            used += (size_t)snprintf(buf + used, n - used, "%sloss all-reduces fp32 %.1f KiB + fp64 %.1f KiB",
+                                     used ? ", " : "", 4.0 * p->micro * p->seq / 1024.0,
+                                     16.0 * p->micro * p->seq / 1024.0);
 }
 
 static void print_streams(const Program *p, const schedule *s, int only_rank, FILE *out) {
@@ -104,10 +105,10 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             if (in->op == SI_OPTIM) {
                 for (int b = 0; b < p->n_buckets; b++)
                     if (p->buckets[b].stage == stage && p->dp > 1 && !p->zero)
-                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %ld bytes\n", b,
+                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): fp32 %ld bytes\n", b,
                                 p->dp, 4 * p->buckets[b].numel);
                     else if (p->buckets[b].stage == stage && p->dp > 1)
-                        fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks), %ld bytes: reduce-scatter%s%s\n",
+                        fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks), fp32 %ld bytes: reduce-scatter%s%s\n",
                                 p->zero, b, p->dp, 4 * p->buckets[b].numel,
                                 p->zero >= 2 ? " every microbatch into the gradient shard" : "",
                                 p->zero >= 3 ? "; parameters all-gathered before each use"
@@ -116,7 +117,7 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
                     fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);
             }
             fprintf(out, "  #%-3d %s", i, buf);
-            if (msg) fprintf(out, "  [%ld bytes, pp group]", bytes);
+            if (msg) fprintf(out, "  [%s %ld bytes, pp group]", p->act16 ? p->precision : "fp32", bytes);
             if ((in->op == SI_FWD || in->op == SI_BWD || in->op == SI_BWD_INPUT) && p->tp > 1) {
                 char coll[160];
                 int chunk = p->pp > 1 ? in->chunk : 0;

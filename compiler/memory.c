@@ -298,7 +298,8 @@ int pass_memory(Program *p) {
      * floats; under act16 the widened 16-bit values), and the vocabulary-
      * parallel loss its per-token statistics; under act16 a sequence-parallel
      * gather or reduce-scatter also stages one rank's piece after the whole
-     * (runtime/common/tp.c) */
+     * (runtime/common/tp.c; on the CPU under tp_comm16, its packed 16-bit
+     * whole and piece) */
     long widest = 6;
     for (int i = 0; i < p->n_ops; i++) {
         const op_row *r = op_row_of(p->ops[i].kind);
@@ -307,7 +308,7 @@ int pass_memory(Program *p) {
     }
     long whole = N * widest;
     p->comm_numel = p->tp > 1 ? align16(whole) : 0;
-    if (p->tp > 1 && p->act16 && p->sp) p->comm_numel += align16((whole + p->tp - 1) / p->tp);
+    if (p->tp > 1 && (p->act16 || tp_comm16(p)) && p->sp) p->comm_numel += align16((whole + p->tp - 1) / p->tp);
     p->cast_numel = calloc((size_t)p->pp, sizeof(long));
     p->weight16_numel = calloc((size_t)p->pp, sizeof(long));
     for (int stage = 0; stage < p->pp; stage++) {

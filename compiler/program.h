@@ -236,6 +236,7 @@ typedef struct Program {
     double flops_per_token;  /* 6N + 12 L h s */
     /* --backend cuda's communication (plan.comm, plan.nccl; comm_env.c) */
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
+    char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
@@ -322,6 +323,24 @@ double program_peak_tflops(const Program *p);
 /* `weft check`'s lines on plan.comm / plan.nccl (comm_env.c); none for a
  * plan that leaves both at their defaults. */
 void comm_report(const Program *p, FILE *out);
+
+/* wire.c: the bytes on the wire.  tp_comm16: the tensor-parallel
+ * collectives carry the plan's 16-bit type (valid after the memory pass);
+ * the bytes of a value they sum / gather and its dtype name; one pipeline
+ * message's bytes; the whole tensor op i's forward / backward collective
+ * moves (0: none).  wire_per_step: the bytes all ranks send in one step, by
+ * kind and link class (ring collectives); wire_report: `weft check`'s table. */
+int tp_comm16(const Program *p);
+int tp_sum_bytes(const Program *p);
+int tp_gather_bytes(const Program *p);
+const char *tp_sum_dtype(const Program *p);
+const char *tp_gather_dtype(const Program *p);
+long pipe_message_bytes(const Program *p);
+long tp_op_bytes(const Program *p, int i, int backward);
+typedef struct { double intra, inter; } wire_bytes;
+typedef struct { wire_bytes tp, pp, dp, tied, total; } wire_step;
+wire_step wire_per_step(const Program *p);
+void wire_report(const Program *p, FILE *out);
 
 const char *op_name(op_kind k);
 long untied_embedding(const Program *p);  /* token embedding elements that are no matmul */

@@ -234,13 +234,16 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm, el);
         break;
     case COST_COMM: {
-        /* all-reduces of this rank's rows in fp32; a ring reduce-scatter
-         * moves what an all-gather does: sums in fp32 (act16 too:
-         * runtime/common/tp.c), gathers `el` a value */
+        /* all-reduces of this rank's rows; a ring reduce-scatter moves what
+         * an all-gather does: the values of the sums and the gathers in the
+         * dtype they travel in (wire.c: 16-bit under bf16 / fp16 unless
+         * plan.tp_comm = "fp32") */
         int tp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_TP);
-        double reduce = cost_allreduce_ring(4 * rows * width, p->tp, group_link(p, tp_apart, p->tp));
-        double gather = cost_allgather_ring(el * tokens * width, p->tp, group_link(p, tp_apart, p->tp));
-        double sum = cost_allgather_ring(4 * tokens * width, p->tp, group_link(p, tp_apart, p->tp));
+        const cost_link *tp_link = group_link(p, tp_apart, p->tp);
+        double sum_el = tp_sum_bytes(p), gather_el = tp_gather_bytes(p);
+        double reduce = cost_allreduce_ring(sum_el * rows * width, p->tp, tp_link);
+        double gather = cost_allgather_ring(gather_el * tokens * width, p->tp, tp_link);
+        double sum = cost_allgather_ring(sum_el * tokens * width, p->tp, tp_link);
         double each[] = { [COLL_NONE] = 0, [COLL_ALLREDUCE] = reduce, [COLL_ALLGATHER] = gather,
                           [COLL_REDUCE_SCATTER] = sum };
         t.f = each[r->coll_fwd];

@@ -921,6 +921,10 @@ local function make_plan(spec)
     comm = { "string", one_of = { "nccl", "mpi" }, default = "nccl" },
     nccl = { "table", default = {} },
     fault = { "table", default = {} },
+    -- the values tensor-parallel collectives carry: "auto" the activation
+    -- dtype (16-bit under bf16 / fp16), "fp32" widened floats (the sums of
+    -- the older runtime, bit for bit)
+    tp_comm = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
   })
 
   local function rebuild(field, v, kind, ctor)
@@ -1083,6 +1087,11 @@ local function make_plan(spec)
          "\"fp32\"" .. ((s.cluster.device.fp16 or 0) > 0 and " or \"fp16\"" or ""))
   end
   s.nccl = check_nccl(s.comm, s.nccl)
+  if (s.tp_comm == "bf16" or s.tp_comm == "fp16") and s.tp_comm ~= s.precision then
+    fail("plan.tp_comm", show(s.tp_comm) .. " under precision = " .. show(s.precision)
+         .. ": tensor-parallel messages carry the activations' dtype or fp32",
+         "\"auto\", \"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
+  end
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.
   local per_step = s.batch.micro * s.mesh.dp

@@ -28,7 +28,11 @@ typedef enum {
     WF_GROUP_TIED = WF_AXES,  /* the first and last stage of one pipeline (the tied wte) */
     WF_GROUPS
 } wf_group;
-typedef enum { WF_F32, WF_F64 } wf_dtype;
+/* WF_B16 (bf16) / WF_F16 (fp16): 16-bit values, n counts values; their sum adds each
+ * pair in fp32 and rounds it to the type (ties to even), so a sum of k
+ * values rounds k - 1 times, in the implementation's order (coll_mpi.c's
+ * op, NCCL's own); only WF_SUM. */
+typedef enum { WF_F32, WF_F64, WF_B16, WF_F16 } wf_dtype;  /* B16: bf16 */
 typedef enum { WF_SUM, WF_MAX } wf_redop;
 
 /* An operation in flight.  mpi: its MPI request (MPI_REQUEST_NULL when none);
@@ -57,9 +61,10 @@ typedef struct wf_coll_ops {
      * rank's part is in recv already */
     void (*allgatherv)(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
                        const int *displs, wf_req *r);
-    /* equal parts of n floats: out holds group-size x n / receives n */
-    void (*allgather)(wf_ctx *c, wf_group g, float *out, const float *in, long n);
-    void (*reduce_scatter)(wf_ctx *c, wf_group g, float *out, const float *in, long n);
+    /* equal parts of n values of type t (WF_F32 or 16-bit): out holds
+     * group-size x n / receives n */
+    void (*allgather)(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t);
+    void (*reduce_scatter)(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t);
     /* pipeline point-to-point over the pp group (peer: its stage) */
     void (*send)(wf_ctx *c, const float *buf, long n, int peer, int tag);
     void (*recv)(wf_ctx *c, float *buf, long n, int peer, int tag);

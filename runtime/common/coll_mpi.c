@@ -3,13 +3,48 @@
  * tp.c and pipe.c made directly before the seam existed.  On CUDA the arenas
  * are managed memory that MPI reads and writes from the host, so every call
  * first waits for the device (wf_backend_sync, a no-op on the CPU). */
+#include <stdint.h>
+
 #include "coll.h"
 #include "internal.h"
+#include "precision_bits.h"
 
 /* MPI counts are ints */
 static int count(const wf_ctx *c, long n, const char *call) {
     if (n > 2147483647L) wf_fatal(c, call, WF_WHERE, "%ld values exceed MPI's int count", n);
     return (int)n;
+}
+
+/* The 16-bit sums (coll.h): MPI has no bf16 / fp16, so the values travel
+ * as MPI_UINT16_T and a user op adds them.  MPI may apply it in any order
+ * and grouping (the op is commutative); each add is round(a + b) in fp32,
+ * symmetric, so every rank of an all-reduce gets the same bits. */
+static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = wf_hd_bf16_bits(wf_hd_bf16_value(a[i]) + wf_hd_bf16_value(b[i]));
+}
+
+static void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = wf_hd_fp16_bits(wf_hd_fp16_value(a[i]) + wf_hd_fp16_value(b[i]));
+}
+
+static MPI_Datatype type_of(wf_dtype t) {
+    return t == WF_F64 ? MPI_DOUBLE : t == WF_F32 ? MPI_FLOAT : MPI_UINT16_T;
+}
+
+/* made at first use (after MPI_Init), kept for the process */
+static MPI_Op op_of(wf_ctx *c, wf_dtype t, wf_redop op) {
+    static MPI_Op sums[2] = { MPI_OP_NULL, MPI_OP_NULL };
+    if (t == WF_F32 || t == WF_F64) return op == WF_MAX ? MPI_MAX : MPI_SUM;
+    if (op != WF_SUM) wf_fatal(c, "MPI_Op_create", WF_WHERE, "a 16-bit maximum is not a collective weft runs");
+    int k = t == WF_F16;
+    if (sums[k] == MPI_OP_NULL) WF_MPI(c, MPI_Op_create(k ? sum_fp16 : sum_bf16, 1, &sums[k]));
+    return sums[k];
 }
 
 void wf_req_init(wf_req *r, int n) {
@@ -23,8 +58,8 @@ void wf_req_init(wf_req *r, int n) {
 static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, wf_redop op, wf_req *r) {
     wf_backend_sync(c);
     wf_watch_group(g);
-    MPI_Datatype type = t == WF_F64 ? MPI_DOUBLE : MPI_FLOAT;
-    MPI_Op mop = op == WF_MAX ? MPI_MAX : MPI_SUM;
+    MPI_Datatype type = type_of(t);
+    MPI_Op mop = op_of(c, t, op);
     if (r)
         WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, buf, count(c, n, "MPI_Iallreduce"), type, mop,
                                  wf_group_comm(c, g), &r->mpi));
@@ -61,19 +96,19 @@ static void mpi_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv
     wf_watch_group(-1);
 }
 
-static void mpi_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
+static void mpi_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t) {
     wf_backend_sync(c);
     wf_watch_group(g);
     int k = count(c, n, "MPI_Allgather");
-    WF_MPI(c, MPI_Allgather(in, k, MPI_FLOAT, out, k, MPI_FLOAT, wf_group_comm(c, g)));
+    WF_MPI(c, MPI_Allgather(in, k, type_of(t), out, k, type_of(t), wf_group_comm(c, g)));
     wf_watch_group(-1);
 }
 
-static void mpi_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
+static void mpi_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t) {
     wf_backend_sync(c);
     wf_watch_group(g);
-    WF_MPI(c, MPI_Reduce_scatter_block(in, out, count(c, n, "MPI_Reduce_scatter_block"), MPI_FLOAT, MPI_SUM,
-                                       wf_group_comm(c, g)));
+    WF_MPI(c, MPI_Reduce_scatter_block(in, out, count(c, n, "MPI_Reduce_scatter_block"), type_of(t),
+                                       op_of(c, t, WF_SUM), wf_group_comm(c, g)));
     wf_watch_group(-1);
 }
 

@@ -162,7 +162,11 @@ static void finish(wf_ctx *c, nccl_group *s, wf_req *r) {
     WF_CUDA(c, cudaStreamWaitEvent(wf_cuda_stream(c), s->done, 0));
 }
 
-static ncclDataType_t nccl_type(wf_dtype t) { return t == WF_F64 ? ncclFloat64 : ncclFloat32; }
+/* 16-bit sums are NCCL's own (coll.h): each step adds in fp32 or the
+ * type's arithmetic and rounds to the type */
+static ncclDataType_t nccl_type(wf_dtype t) {
+    return t == WF_F64 ? ncclFloat64 : t == WF_B16 ? ncclBfloat16 : t == WF_F16 ? ncclFloat16 : ncclFloat32;
+}
 
 /* ---- the operations --------------------------------------------------------- */
 
@@ -235,15 +239,15 @@ static void nccl_allgatherv(wf_ctx *c, wf_group g, const float *send, float *rec
     finish(c, s, r);
 }
 
-static void nccl_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
+static void nccl_allgather(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t) {
     nccl_group *s = begin(c, g);
-    WF_NCCL(c, ncclAllGather(in, out, (size_t)n, ncclFloat32, s->comm, s->stream));
+    WF_NCCL(c, ncclAllGather(in, out, (size_t)n, nccl_type(t), s->comm, s->stream));
     finish(c, s, NULL);
 }
 
-static void nccl_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n) {
+static void nccl_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t) {
     nccl_group *s = begin(c, g);
-    WF_NCCL(c, ncclReduceScatter(in, out, (size_t)n, ncclFloat32, ncclSum, s->comm, s->stream));
+    WF_NCCL(c, ncclReduceScatter(in, out, (size_t)n, nccl_type(t), ncclSum, s->comm, s->stream));
     finish(c, s, NULL);
 }
 

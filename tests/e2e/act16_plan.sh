@@ -171,8 +171,8 @@ z32=$(grep -o 'wf_zero(d + [0-9]*L, [0-9]*L)' "$WORK/rc-fp32/stage0.cu" | sort -
 z16=$(grep -o 'wf_zero(d + [0-9]*L, [0-9]*L)' "$WORK/rc-bf16/stage0.cu" | sort -u | grep -o '[0-9]*L)' | tr -dc 0-9)
 check "full recompute: the shared region zeroed before each block is $z16 floats (fp32 $z32)" \
   test -n "$z32" -a "$z16" = $((z32 / 2))
-b32=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-fp32.inspect" | head -1 | tr -dc 0-9)
-b16=$(grep -o '\[[0-9]* bytes, pp group\]' "$WORK/pp-bf16.inspect" | head -1 | tr -dc 0-9)
+b32=$(sed -n 's/.*\[[a-z0-9]* \([0-9]*\) bytes, pp group\].*/\1/p' "$WORK/pp-fp32.inspect" | head -1)
+b16=$(sed -n 's/.*\[[a-z0-9]* \([0-9]*\) bytes, pp group\].*/\1/p' "$WORK/pp-bf16.inspect" | head -1)
 check "inspect --backend cuda: bf16 messages of $b16 bytes, half of fp32's $b32" test "$b16" = $((b32 / 2))
 check "inspect --backend cuda bf16 says the activations are 16-bit, fp32 does not" \
   bash -c "grep -q '^activations: bf16 (16-bit storage)' '$WORK/pp-bf16.inspect' && ! grep -q '^activations:' '$WORK/pp-fp32.inspect'"

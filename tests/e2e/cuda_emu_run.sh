@@ -35,12 +35,15 @@
 # loss and norm tolerances do not).
 # The tensor-parallel act16 rows (tp 2; sequence parallel over NCCL; LLaMA)
 # compare with the CPU backend's run of the same layout: it rounds each rank's
-# row-parallel partial output before the fp32 all-reduce or reduce-scatter,
-# so its numbers differ from the single-rank run's by more than act16's
-# tolerances (tp 2 vs tp 1 on the CPU: 3.3e-5 in loss, 2.5e-4 in norm); the
-# CUDA program widens its 16-bit partials and sums in fp32 (runtime/common/tp.c),
-# as the CPU does (measured: 3.5e-5 and 4.6e-4 at most).  Narrowing by
-# truncation instead moved the tp 2 row's norm by 1.4e-3.
+# row-parallel partial output before the all-reduce or reduce-scatter, so its
+# numbers differ from the single-rank run's by more than act16's tolerances
+# (tp 2 vs tp 1 on the CPU: 3.3e-5 in loss, 2.5e-4 in norm).  Both backends
+# send 16-bit values and sum them in the 16-bit type (plan.tp_comm "auto",
+# runtime/common/tp.c: the CPU packs its floats; host MPI's user op, NCCL's
+# own sum here the fake's), and at tp 2 that sum rounds once, as the fp32 one
+# did (tests/e2e/tp_comm.sh).  Measured: bf16_tp2 1.8e-5 / 2.9e-4,
+# bf16_sp2_nccl 2.1e-5 / 4.9e-4 (fp32 sums before: 3.5e-5 and 4.6e-4 at
+# most).  Narrowing by truncation instead moved the tp 2 row's norm by 1.4e-3.
 # Layouts on two ranks use comm = "mpi" (host-staged), as check.sh does on one
 # GPU, or comm = "nccl" on two emulated devices (WF_EMU_DEVICES=2): coll_nccl.c
 # over tests/nccl_fake, its operations queued in stream order and captured
@@ -62,11 +65,11 @@
 # and four emulated devices (both weight versions' graphs, a drain for a
 # periodic checkpoint, a resume), bf16 tp 4 over NCCL, and fp16 with 2BW's
 # delayed update on one rank (pp > 1 refuses fp16); the 2BW rows against
-# --no-graph and their own straight runs, bit for bit.  bf16 tp 4 cannot tell
-# an fp32 tp sum from a 16-bit one: a 16-bit running sum over the four
-# partials (host MPI, as a test) moved it from 1.3e-5 / 4.9e-4 to 1.7e-5 /
-# 5.5e-4 of the CPU's run, as small as tp 2's own first-step loss difference
-# (1.1e-5).
+# --no-graph and their own straight runs, bit for bit.  bf16 tp 4 sums four
+# partials in 16 bits on both sides (three roundings each, possibly in other
+# orders: MPI's on the CPU, the fake NCCL's on the emulator): 2.2e-5 / 5.6e-4
+# of the CPU's run (fp32 sums before: 1.3e-5 / 4.9e-4), within act16's
+# 1e-4 / 1e-3.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "nccl.h"
+#include "precision_bits.h"
 
 struct ncclComm {
     MPI_Comm comm;
@@ -78,22 +79,48 @@ ncclResult_t ncclGroupEnd(void) {
     return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
 }
 
-static MPI_Datatype type_of(ncclDataType_t t) { return t == ncclFloat64 ? MPI_DOUBLE : MPI_FLOAT; }
-static size_t bytes_of(ncclDataType_t t) { return t == ncclFloat64 ? 8 : 4; }
-static MPI_Op op_of(ncclRedOp_t op) { return op == ncclMax ? MPI_MAX : MPI_SUM; }
+/* 16-bit values travel as MPI_UINT16_T; their sum adds each pair in fp32
+ * and rounds it to the type, as NCCL's reduction steps do */
+static int half(ncclDataType_t t) { return t == ncclFloat16 || t == ncclBfloat16; }
+static MPI_Datatype type_of(ncclDataType_t t) {
+    return t == ncclFloat64 ? MPI_DOUBLE : half(t) ? MPI_UINT16_T : MPI_FLOAT;
+}
+static size_t bytes_of(ncclDataType_t t) { return t == ncclFloat64 ? 8 : half(t) ? 2 : 4; }
+
+static void add_bf16(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = wf_hd_bf16_bits(wf_hd_bf16_value(((const uint16_t *)in)[i]) + wf_hd_bf16_value(b[i]));
+}
+
+static void add_fp16(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = wf_hd_fp16_bits(wf_hd_fp16_value(((const uint16_t *)in)[i]) + wf_hd_fp16_value(b[i]));
+}
+
+static MPI_Op op_typed(ncclRedOp_t op, ncclDataType_t t) {
+    static MPI_Op sums[2] = { MPI_OP_NULL, MPI_OP_NULL };
+    if (!half(t)) return op == ncclMax ? MPI_MAX : MPI_SUM;
+    int k = t == ncclFloat16;  /* (a 16-bit maximum: runtime/common runs none) */
+    if (sums[k] == MPI_OP_NULL) MPI_Op_create(k ? add_fp16 : add_bf16, 1, &sums[k]);
+    return sums[k];
+}
 static ncclResult_t ok(int rc) { return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
     (void)stream;
-    return ok(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)n, type_of(t), op_of(op), comm->comm));
+    return ok(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)n, type_of(t), op_typed(op, t), comm->comm));
 }
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t stream) {
     (void)stream;
     const void *from = comm->rank == root && send == recv ? MPI_IN_PLACE : send;
-    return ok(MPI_Reduce(from, recv, (int)n, type_of(t), op_of(op), root, comm->comm));
+    return ok(MPI_Reduce(from, recv, (int)n, type_of(t), op_typed(op, t), root, comm->comm));
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
@@ -110,7 +137,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataT
     (void)stream;
     void *tmp = malloc(n * bytes_of(t) + 1);
     if (!tmp) return ncclSystemError;
-    int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, type_of(t), op_of(op), comm->comm);
+    int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, type_of(t), op_typed(op, t), comm->comm);
     memcpy(recv, tmp, n * bytes_of(t));
     free(tmp);
     return ok(rc);

@@ -364,6 +364,11 @@ typedef struct wf_program {
     long cast_numel;         /* act16 under ZeRO-3: the cast buffer (wf_cuda_cast_buffer), floats */
     long weight16_numel;     /* act16 otherwise: the GEMM weights' 16-bit copies
                                 (wf_cuda_weight16_slot), floats */
+    /* 1: the tensor-parallel collectives carry the plan's 16-bit type (bf16 /
+     * fp16 plans; the compiler's tp_comm16, plan.tp_comm): act16 storage
+     * as it is, float activations (the CPU) packed into 16 bits around each
+     * collective; sums in the 16-bit type (coll.h).  0: fp32 sums */
+    int tp_comm16;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
 } wf_program;
 
@@ -381,7 +386,8 @@ typedef struct wf_program {
  * the other state a forward saves for its backward (layernorm mean and rstd,
  * RMSNorm rstd, attention's att / log-sum-exp), per-token losses, kernel
  * scratch, parameters, gradients and optimizer state (and the tensor-
- * parallel collectives' staging: their sums are fp32, runtime/common/tp.c).
+ * parallel collectives' staging under tp_comm16 = 0: their sums are fp32,
+ * runtime/common/tp.c).
  * Without act16 (every CPU program, fp32 plans) activations are floats whose
  * values the generated code rounds to the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
