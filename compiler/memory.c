@@ -122,7 +122,7 @@ program_memory program_memory_of(const Program *p, int stage) {
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
     m.optim = (wide ? 2 : 3) * arena(moments);  /* m and v (+ fp32 master) */
     m.acts = arena(4.0 * (double)p->act_numel[stage] * slots);
-    m.dacts = arena(4.0 * (double)p->dact_numel[stage] * slots);
+    m.dacts = arena(4.0 * (double)p->dact_numel[stage] * program_dact_sets(p, stage));
     /* kernel scratch, token losses, tokens and targets of every microbatch,
      * tensor-parallel staging, pipeline receive buffers */
     double N = (double)p->micro * p->seq;
@@ -175,9 +175,10 @@ static int block_internal(const Program *p, int t) {
 
 /* A tensor's place in its arena: its storage floats (half under act16),
  * aligned to 16 floats (64 bytes: vector loads and cuBLASLt like it). */
-static long tensor_numel(const Program *p, int t) {
+long memory_tensor_numel(const Program *p, int t) {
     return align16(tensor_storage(p, t));
 }
+#define tensor_numel memory_tensor_numel
 
 /* What op o's backward needs kept from its forward (its row's rule), floats. */
 static long saved_numel(const Program *p, const ir_op *o) {
@@ -212,10 +213,63 @@ static long lay_out_shared(Program *p, int stage, long base, int saved) {
 }
 
 /* The output of a gelu whose backward is in c_proj's input gradient (fuse.c,
- * DGELU pair) has no gradient: nothing forms or reads it, so it is laid out
- * after the prefix the activation-gradient slot mirrors. */
-static int carries_grad(const Program *p, int t) {
+ * DGELU pair) has no gradient: nothing forms or reads it. */
+int memory_carries_grad(const Program *p, int t) {
     return p->ops[p->tensors[t].producer].dgelu != DGELU_GELU;
+}
+
+/* The forward ops of `layer` on this stage, [*first, *last]. */
+static void layer_ops(const Program *p, int layer, int *first, int *last) {
+    *first = p->n_ops;
+    *last = -1;
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].layer == layer) {
+            if (i < *first) *first = i;
+            *last = i;
+        }
+}
+
+/* The activation slot's places for memory_check.c: a block-internal tensor
+ * (full recompute) lives while its block runs (forward, or recompute and
+ * backward), the shared attention buffer (selective) during its op, every
+ * other place the whole step. */
+static void record_act_places(Program *p, int stage) {
+    mem_place pl;
+    memset(&pl, 0, sizeof pl);
+    pl.stage = stage;
+    pl.chunk = -1;
+    pl.zero_op = -1;
+    for (int t = 1; t < p->n_tensors; t++) {
+        if (tensor_stage(p, t) != stage) continue;
+        pl.kind = PLACE_ACT;
+        pl.id = t;
+        pl.numel = tensor_numel(p, t);
+        pl.begin = 0;
+        pl.end = p->n_ops - 1;
+        if (block_internal(p, t)) layer_ops(p, p->ops[p->tensors[t].producer].layer, &pl.begin, &pl.end);
+        memory_add_place(p, &pl);
+    }
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->chunk % p->pp != stage || !o->saved_numel) continue;
+        pl.kind = PLACE_SAVED;
+        pl.id = i;
+        pl.numel = align16(o->saved_numel);
+        pl.begin = 0;
+        pl.end = p->n_ops - 1;
+        if (block_internal(p, o->out)) layer_ops(p, o->layer, &pl.begin, &pl.end);
+        else if (selective(p, o)) pl.begin = pl.end = i;
+        memory_add_place(p, &pl);
+    }
+    for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp) {
+        if (!p->chunk_in[k]) continue;
+        pl.kind = PLACE_CHUNK_IN;
+        pl.id = k;
+        pl.numel = tensor_numel(p, p->chunk_in[k]);
+        pl.begin = 0;
+        pl.end = p->n_ops - 1;
+        memory_add_place(p, &pl);
+    }
 }
 
 int pass_memory(Program *p) {
@@ -229,10 +283,10 @@ int pass_memory(Program *p) {
     for (int i = 0; i < p->n_ops; i++) p->ops[i].saved_numel = saved_numel(p, &p->ops[i]);
     for (int stage = 0; stage < p->pp; stage++) {
         long off = 0;
-        /* activations that carry gradients come first: the activation-gradient
-         * slot mirrors exactly this prefix; a chunk's received input too */
+        /* activations that carry gradients first (memory_grads.c lays their
+         * gradients out on their own) */
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || !carries_grad(p, t)) continue;
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || !memory_carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
@@ -245,9 +299,8 @@ int pass_memory(Program *p) {
             p->chunk_in_offset[k] = off;
             off += tensor_numel(p, t);
         }
-        p->dact_numel[stage] = off;
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || carries_grad(p, t)) continue;
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || memory_carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
@@ -270,7 +323,9 @@ int pass_memory(Program *p) {
         off += align16(att_shared);
         off += lay_out_shared(p, stage, off, 1);
         p->act_numel[stage] = off;
+        record_act_places(p, stage);
     }
+    if (memory_lay_out_grads(p) != 0) return -1;
     long N = (long)p->micro * p->seq;
     /* the largest scratch a backward needs (ops.h's scratch: attention's,
      * one head's (T, T) dP on the CPU, on CUDA the rowsum(P * dP) of every
@@ -302,5 +357,5 @@ int pass_memory(Program *p) {
         p->cast_numel[stage] = act16_cast_numel(p, stage);
         p->weight16_numel[stage] = act16_weight16_numel(p, stage);
     }
-    return 0;
+    return memory_check(p);  /* no two live places overlap */
 }

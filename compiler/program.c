@@ -13,12 +13,15 @@ void program_free(Program *p) {
     free(p->param_numel);
     free(p->act_numel);
     free(p->dact_numel);
+    free(p->dact_sets);
+    free(p->places);
     free(p->chunk_layers);
     free(p->chunk_first_op);
     free(p->chunk_end_op);
     free(p->chunk_in);
     free(p->chunk_out);
     free(p->chunk_in_offset);
+    free(p->chunk_in_doffset);
     free(p->shared_offset);
     free(p->shared_numel);
     free(p->shard_numel);

@@ -314,11 +314,12 @@ typedef struct wf_program {
     const wf_bucket *buckets; int n_buckets;
     long param_numel;        /* size of the parameter / gradient arena, floats */
     long act_numel;          /* size of the activation arena, floats */
-    long dact_numel;         /* activation-gradient arena: the arena's prefix of
-                                activations that carry gradients, floats */
+    long dact_numel;         /* one activation-gradient set: one chunk's gradients,
+                                packed by live interval, floats */
     long scratch_numel;      /* kernel scratch, floats */
     long comm_numel;         /* staging for tensor-parallel collectives, floats */
     int slots;               /* activation slots (microbatches in flight on this stage) */
+    int dact_sets;           /* activation-gradient sets (backwards live at once) */
     int recv_buffers;        /* received activations waiting for their forward */
     long recv_numel;         /* floats in one of them */
     int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
