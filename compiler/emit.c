@@ -240,16 +240,27 @@ static void emit_activations(writer *o, const Program *p, int stage) {
             emit(o, "#define A_IN_C%-23d %ldL /* chunk %d's input, received from stage %d */\n", k,
               p->chunk_in_offset[k], k, (k - 1) % p->pp);
     emit_gradient_offsets(o, p, stage);
+    if (p->region_numel[stage])
+        emit(o, "/* In the recompute region (once per stage, rebuilt before use): offsets from a\n"
+                " * slot's base `a` to the region. */\n");
     for (int i = 0; i < p->n_ops; i++) {
         if (p->ops[i].chunk % p->pp != stage) continue;
         op_label(p, i, label, sizeof label);
-        emit(o, "#define %-28s %ldL /* (N, %ld) */\n", label, p->tensors[p->ops[i].out].offset,
-          p->tensors[p->ops[i].out].width);
+        if (memory_tensor_in_region(p, p->ops[i].out))
+            emit(o, "#define %-28s (wf_act_region(c) - a + %ldL) /* (N, %ld) */\n", label,
+              p->tensors[p->ops[i].out].offset, p->tensors[p->ops[i].out].width);
+        else
+            emit(o, "#define %-28s %ldL /* (N, %ld) */\n", label, p->tensors[p->ops[i].out].offset,
+              p->tensors[p->ops[i].out].width);
         if (p->ops[i].saved_numel) {
             char saved[WF_MAX_NAME + 16];
             snprintf(saved, sizeof saved, "S%s", label + 1);
-            emit(o, "#define %-28s %ldL /* saved for backward: %ld floats */\n", saved,
-              p->ops[i].saved_offset, p->ops[i].saved_numel);
+            if (memory_saved_in_region(p, &p->ops[i]))
+                emit(o, "#define %-28s (wf_act_region(c) - a + %ldL) /* saved for backward: %ld floats */\n",
+                  saved, p->ops[i].saved_offset, p->ops[i].saved_numel);
+            else
+                emit(o, "#define %-28s %ldL /* saved for backward: %ld floats */\n", saved,
+                  p->ops[i].saved_offset, p->ops[i].saved_numel);
         }
     }
     emit(o, "\n");
@@ -354,8 +365,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
       stage_count(p, stage, 0), stage_count(p, stage, 1));
     program_fields(o, ".param_numel = %ldL, .act_numel = %ldL, .dact_numel = %ldL, .scratch_numel = %ldL,",
       p->param_numel[stage], p->act_numel[stage], p->dact_numel[stage], p->scratch_numel);
-    program_fields(o, ".slots = %d, .dact_sets = %d, .weight_delay = %d,", program_slots(p, stage),
-      program_dact_sets(p, stage),
+    program_fields(o, ".slots = %d, .act_region_numel = %ldL, .dact_sets = %d, .weight_delay = %d,",
+      program_slots(p, stage), p->region_numel[stage], program_dact_sets(p, stage),
       strcmp(p->schedule, "pipedream-2bw") == 0);
     if (p->zero) program_fields(o, ".zero = %d, .shards = SHARDS,", p->zero);
     if (p->zero >= 2) program_fields(o, ".grad_numel = %ldL,", p->grad_buf_numel[stage]);

@@ -121,7 +121,7 @@ program_memory program_memory_of(const Program *p, int stage) {
     if (p->zero == 1) m.grads += arena(shard);
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
     m.optim = (wide ? 2 : 3) * arena(moments);  /* m and v (+ fp32 master) */
-    m.acts = arena(4.0 * (double)p->act_numel[stage] * slots);
+    m.acts = arena(4.0 * ((double)p->act_numel[stage] * slots + (double)p->region_numel[stage]));
     m.dacts = arena(4.0 * (double)p->dact_numel[stage] * program_dact_sets(p, stage));
     /* kernel scratch, token losses, tokens and targets of every microbatch,
      * tensor-parallel staging, pipeline receive buffers */
@@ -190,24 +190,40 @@ static int selective(const Program *p, const ir_op *o) {
     return p->recompute == RECOMPUTE_SELECTIVE && op_row_of(o->kind)->selective;
 }
 
-/* Lays out the shared region from `base` (tensors if `saved` is 0, saved
- * buffers otherwise); returns its size. */
-static long lay_out_shared(Program *p, int stage, long base, int saved) {
+/* A place in the stage's recompute region (once per stage, beside the
+ * slots): a block-internal tensor or saved buffer (full recompute), or the
+ * attention probabilities (selective).  One function runs at a time on a
+ * stage and each rebuilds what it reads there, so every slot shares it. */
+int memory_saved_in_region(const Program *p, const ir_op *o) {
+    return block_internal(p, o->out) || selective(p, o);
+}
+#define in_region memory_saved_in_region
+
+int memory_tensor_in_region(const Program *p, int t) { return block_internal(p, t); }
+
+/* Lays out the stage's recompute region: each block's internal tensors and
+ * saved buffers from 0 (blocks run one at a time), the selective buffer at 0
+ * (the two recompute modes exclude each other); returns its size. */
+static long lay_out_region(Program *p, int stage) {
     long size = 0;
-    for (int layer = 0; layer < p->layers; layer++) {
-        long off = base;
+    for (int layer = -1; layer < p->layers; layer++) {
+        long off = 0;
         for (int i = 0; i < p->n_ops; i++) {
             ir_op *o = &p->ops[i];
-            if (o->layer != layer || o->chunk % p->pp != stage || !block_internal(p, o->out)) continue;
-            if (saved) {
-                o->saved_offset = off;
-                off += align16(o->saved_numel);
-            } else {
-                p->tensors[o->out].offset = off;
-                off += tensor_numel(p, o->out);
+            if (o->chunk % p->pp != stage || !in_region(p, o)) continue;
+            if (selective(p, o)) {
+                if (layer != -1) continue;
+                o->saved_offset = 0;
+                if (align16(o->saved_numel) > size) size = align16(o->saved_numel);
+                continue;
             }
+            if (o->layer != layer) continue;
+            p->tensors[o->out].offset = off;
+            off += tensor_numel(p, o->out);
+            o->saved_offset = off;
+            off += align16(o->saved_numel);
         }
-        if (off - base > size) size = off - base;
+        if (off > size) size = off;
     }
     return size;
 }
@@ -243,6 +259,7 @@ static void record_act_places(Program *p, int stage) {
         if (tensor_stage(p, t) != stage) continue;
         pl.kind = PLACE_ACT;
         pl.id = t;
+        pl.region = block_internal(p, t);
         pl.numel = tensor_numel(p, t);
         pl.begin = 0;
         pl.end = p->n_ops - 1;
@@ -254,6 +271,7 @@ static void record_act_places(Program *p, int stage) {
         if (o->chunk % p->pp != stage || !o->saved_numel) continue;
         pl.kind = PLACE_SAVED;
         pl.id = i;
+        pl.region = in_region(p, o);
         pl.numel = align16(o->saved_numel);
         pl.begin = 0;
         pl.end = p->n_ops - 1;
@@ -265,6 +283,7 @@ static void record_act_places(Program *p, int stage) {
         if (!p->chunk_in[k]) continue;
         pl.kind = PLACE_CHUNK_IN;
         pl.id = k;
+        pl.region = 0;
         pl.numel = tensor_numel(p, p->chunk_in[k]);
         pl.begin = 0;
         pl.end = p->n_ops - 1;
@@ -278,8 +297,7 @@ int pass_memory(Program *p) {
     for (int t = 1; t < p->n_tensors; t++) p->tensors[t].dtype = dtype;
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
     p->dact_numel = calloc((size_t)p->pp, sizeof(long));
-    p->shared_offset = calloc((size_t)p->pp, sizeof(long));
-    p->shared_numel = calloc((size_t)p->pp, sizeof(long));
+    p->region_numel = calloc((size_t)p->pp, sizeof(long));
     for (int i = 0; i < p->n_ops; i++) p->ops[i].saved_numel = saved_numel(p, &p->ops[i]);
     for (int stage = 0; stage < p->pp; stage++) {
         long off = 0;
@@ -290,9 +308,6 @@ int pass_memory(Program *p) {
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
-        p->shared_offset[stage] = off;
-        p->shared_numel[stage] = lay_out_shared(p, stage, off, 0);
-        off += p->shared_numel[stage];
         for (int k = 0; k < p->n_chunks; k++) {
             int t = p->chunk_in[k];
             if (!t || k % p->pp != stage) continue;
@@ -304,25 +319,14 @@ int pass_memory(Program *p) {
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
-        /* selective recompute: the attention probabilities of every layer
-         * share one buffer, refilled just before each attention's backward */
-        long att_shared = 0;
         for (int i = 0; i < p->n_ops; i++) {
             ir_op *o = &p->ops[i];
-            if (o->chunk % p->pp != stage || block_internal(p, o->out)) continue;
-            if (selective(p, o)) {
-                if (o->saved_numel > att_shared) att_shared = o->saved_numel;
-                continue;
-            }
+            if (o->chunk % p->pp != stage || in_region(p, o)) continue;
             o->saved_offset = off;
             off += align16(o->saved_numel);
         }
-        for (int i = 0; i < p->n_ops; i++)
-            if (selective(p, &p->ops[i]) && p->ops[i].chunk % p->pp == stage)
-                p->ops[i].saved_offset = off;
-        off += align16(att_shared);
-        off += lay_out_shared(p, stage, off, 1);
         p->act_numel[stage] = off;
+        p->region_numel[stage] = lay_out_region(p, stage);
         record_act_places(p, stage);
     }
     if (memory_lay_out_grads(p) != 0) return -1;

@@ -26,6 +26,9 @@ long memory_place_offset(const Program *p, const mem_place *pl) {
 
 static int in_dacts(const mem_place *pl) { return pl->kind == PLACE_DACT || pl->kind == PLACE_DCHUNK_IN; }
 
+/* 0: an activation slot, 1: the stage's recompute region, 2: a gradient set */
+static int arena_of(const mem_place *pl) { return in_dacts(pl) ? 2 : pl->region ? 1 : 0; }
+
 /* "activation A_H0_LN_1", "saved SH0_LN_1", ... */
 static void place_name(const Program *p, const mem_place *pl, char *out, size_t n) {
     char label[WF_MAX_NAME + 8];
@@ -41,7 +44,7 @@ static void place_name(const Program *p, const mem_place *pl, char *out, size_t 
 static int by_arena(const void *a, const void *b) {
     const mem_place *x = a, *y = b;
     if (x->stage != y->stage) return x->stage - y->stage;
-    if (in_dacts(x) != in_dacts(y)) return in_dacts(x) - in_dacts(y);
+    if (arena_of(x) != arena_of(y)) return arena_of(x) - arena_of(y);
     return x->chunk - y->chunk;
 }
 
@@ -54,7 +57,8 @@ int memory_check(const Program *p) {
     int rc = 0;
     for (int i = 0; i < p->n_places && !rc; i++) {
         long off = memory_place_offset(p, &pl[i]);
-        long size = in_dacts(&pl[i]) ? p->dact_numel[pl[i].stage] : p->act_numel[pl[i].stage];
+        int st = pl[i].stage, arena = arena_of(&pl[i]);
+        long size = arena == 2 ? p->dact_numel[st] : arena == 1 ? p->region_numel[st] : p->act_numel[st];
         if (off < 0 || off + pl[i].numel > size) {
             place_name(p, &pl[i], a, sizeof a);
             wf_error("internal: memory pass: stage %d: %s at %ld+%ld lies outside its arena of %ld floats",
@@ -80,13 +84,14 @@ int memory_check(const Program *p) {
 
 void memory_dump(const Program *p, FILE *out) {
     char name[2 * WF_MAX_NAME];
-    fprintf(out, "memory places (activation slot: live forward ops; gradient set: live backward steps "
-                 "of its chunk, zeroed before op):\n");
+    fprintf(out, "memory places (activation slot, and the stage's recompute region: live forward ops; "
+                 "gradient set: live backward steps of its chunk, zeroed before op):\n");
     for (int i = 0; i < p->n_places; i++) {
         const mem_place *pl = &p->places[i];
         place_name(p, pl, name, sizeof name);
         fprintf(out, "  stage %d", pl->stage);
         if (pl->chunk >= 0) fprintf(out, " chunk %d", pl->chunk);
+        if (pl->region) fprintf(out, " region");
         fprintf(out, "  %-40s @%ld+%ld live %d..%d", name, memory_place_offset(p, pl), pl->numel, pl->begin,
                 pl->end);
         if (in_dacts(pl)) {
@@ -96,6 +101,7 @@ void memory_dump(const Program *p, FILE *out) {
         fputc('\n', out);
     }
     for (int s = 0; s < p->pp; s++)
-        fprintf(out, "stage %d: activation slot %ld floats x %d, activation-gradient set %ld floats x %d\n", s,
-                p->act_numel[s], program_slots(p, s), p->dact_numel[s], program_dact_sets(p, s));
+        fprintf(out, "stage %d: activation slot %ld floats x %d, recompute region %ld floats, "
+                     "activation-gradient set %ld floats x %d\n", s, p->act_numel[s], program_slots(p, s),
+                p->region_numel[s], p->dact_numel[s], program_dact_sets(p, s));
 }

@@ -22,8 +22,7 @@ void program_free(Program *p) {
     free(p->chunk_out);
     free(p->chunk_in_offset);
     free(p->chunk_in_doffset);
-    free(p->shared_offset);
-    free(p->shared_numel);
+    free(p->region_numel);
     free(p->shard_numel);
     free(p->grad_buf_numel);
     free(p->gather_numel);

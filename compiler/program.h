@@ -106,6 +106,7 @@ typedef struct {
     int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), else -1 */
     int id;            /* tensor (PLACE_ACT, PLACE_DACT), op (PLACE_SAVED), chunk (*CHUNK_IN) */
     int begin, end;    /* live interval, both ends included */
+    int region;        /* PLACE_ACT / PLACE_SAVED: in the stage's recompute region */
     int zero_op;       /* PLACE_DACT: the op before whose backward it is zeroed (-1: received whole) */
     long numel;        /* floats it takes (aligned) */
 } mem_place;
@@ -235,7 +236,7 @@ typedef struct Program {
     ir_bucket *buckets; int n_buckets;
     /* per pipeline stage (arrays of pp): arena sizes in floats */
     long *param_numel;      /* parameters (and gradients) */
-    long *act_numel;        /* one activation slot, incl. saved buffers */
+    long *act_numel;        /* one activation slot, incl. saved buffers (not the region) */
     long *dact_numel;       /* one activation-gradient set (the largest chunk's packed gradients) */
     int *dact_sets;         /* sets a stage reserves: backwards live at once (memory_grads.c) */
     mem_place *places; int n_places;  /* the memory pass's placements, for its checker */
@@ -245,8 +246,9 @@ typedef struct Program {
     zero_gather *gathers; int n_gathers;  /* ZeRO-3: per microbatch, by stage and start */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
-    long *shared_offset, *shared_numel;  /* per stage: the region all blocks share
-                                            under recompute (activations part) */
+    long *region_numel;     /* per stage: the recompute region, once beside the slots
+                               (block internals under full, attention probabilities
+                               under selective recompute; memory.c) */
     /* derived figures */
     long n_param_total;
     double flops_per_token;  /* 6N + 12 L h s */
@@ -326,6 +328,9 @@ void memory_add_place(Program *p, const mem_place *pl);
 /* memory.c: tensor t's floats in an arena (aligned); whether it has a gradient */
 long memory_tensor_numel(const Program *p, int t);
 int memory_carries_grad(const Program *p, int t);
+/* memory.c: whether tensor t / op o's saved buffer is in the stage's recompute region */
+int memory_tensor_in_region(const Program *p, int t);
+int memory_saved_in_region(const Program *p, const ir_op *o);
 /* memory_grads.c: the activation-gradient layout and sets (after the slots) */
 int memory_lay_out_grads(Program *p);
 int memory_check(const Program *p);

@@ -191,6 +191,9 @@ void program_report(const Program *p, FILE *out) {
         fprintf(out, "  %-12s", "act. slots");
         for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_slots(p, s));
         fputc('\n', out);
+        fprintf(out, "  %-12s", "grad sets");  /* backwards live at once (memory_grads.c) */
+        for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_dact_sets(p, s));
+        fputc('\n', out);
     }
     program_human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
     int devices = p->nodes * p->devices_per_node;

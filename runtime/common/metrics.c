@@ -96,7 +96,7 @@ static double peak_rss_bytes(void) {
 void wf_memory_summary(wf_ctx *c) {
     double rss = peak_rss_bytes(), most = rss;
     WF_MPI(c, MPI_Allreduce(&rss, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    wf_log(c, "memory: rank 0 planned %.2f MiB, allocated %.2f MiB, peak RSS %.2f MiB (largest over ranks "
-              "%.2f MiB)\n", c->p->planned_bytes / 1048576.0, c->arena_bytes / 1048576.0, rss / 1048576.0,
-           most / 1048576.0);
+    wf_log(c, "peak RSS: rank 0 %.2f MiB (largest over ranks %.2f MiB); its plan %.2f MiB, allocated "
+              "%.2f MiB\n", rss / 1048576.0, most / 1048576.0, c->p->planned_bytes / 1048576.0,
+           c->arena_bytes / 1048576.0);
 }

@@ -152,6 +152,9 @@ void wf_slot_begin(wf_ctx *c, int slot) {
 }
 
 float *wf_act_slot(wf_ctx *c, int slot) { return c->acts + (long)slot * c->p->act_numel; }
+float *wf_act_region(wf_ctx *c) {
+    return c->acts + (long)(c->p->slots > 0 ? c->p->slots : 1) * c->p->act_numel;
+}
 /* activation-gradient set `slot` (sets are not activation slots: emit_step.c's dslot) */
 float *wf_dact_slot(wf_ctx *c, int slot) { return c->dacts + (long)slot * c->p->dact_numel; }
 

@@ -135,7 +135,8 @@ static void allocate(wf_ctx *c) {
         c->adam_v = wf_alloc(c, nm, "AdamW second moment");
     }
     int slots = p->slots > 0 ? p->slots : 1;
-    c->acts = wf_alloc(c, (size_t)p->act_numel * (size_t)slots * sizeof(float), "activations");
+    c->acts = wf_alloc(c, ((size_t)p->act_numel * (size_t)slots + (size_t)p->act_region_numel) * sizeof(float),
+                       "activations");
     int sets = p->dact_sets > 0 ? p->dact_sets : 1;
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)sets * sizeof(float), "activation gradients");
     if (p->weight_delay) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");

@@ -105,8 +105,9 @@ static void model_states(void) {
 }
 
 /* Attention's saved floats on the CPU (B*H*T*T) and CUDA (B*H*T), H this
- * rank's heads; CUDA's slots shrink by exactly the difference per layer (one
- * shared buffer under selective recompute). */
+ * rank's heads; CUDA's activations shrink by exactly the difference per layer
+ * and slot (one buffer in the stage's recompute region under selective
+ * recompute). */
 static void attention(void) {
     struct { const char *name, *plan, *sets[3]; } v[] = {
         { "tiny", "plans/tiny.lua", { NULL } },
@@ -134,9 +135,19 @@ static void attention(void) {
         check(cpu.scratch_numel == T * T && cuda.scratch_numel == rows, "%s: scratch T*T = %ld on the CPU (%ld), B*H*T "
               "on CUDA (%ld)", v[i].name, T * T, cpu.scratch_numel, cuda.scratch_numel);
         long diff = 0;
-        for (int s = 0; s < cpu.pp; s++) diff += cpu.act_numel[s] - cuda.act_numel[s];
-        long want = (strcmp(v[i].name, "selective") == 0 ? 1 : cpu.layers) * (rows * T - rows);
-        check(diff == want, "%s: CUDA's activation slots are %ld floats smaller (%ld)", v[i].name, want, diff);
+        for (int s = 0; s < cpu.pp; s++)
+            diff += cpu.act_numel[s] * program_slots(&cpu, s) + cpu.region_numel[s] -
+                    cuda.act_numel[s] * program_slots(&cuda, s) - cuda.region_numel[s];
+        long layers = 0;  /* the saved attentions: every layer in every slot, or the region's one */
+        for (int s = 0; s < cpu.pp; s++) {
+            int in_stage = 0;
+            for (int k = 0; k < cpu.n_ops; k++)
+                in_stage += cpu.ops[k].kind == OP_ATTENTION && cpu.ops[k].chunk % cpu.pp == s;
+            layers += strcmp(v[i].name, "selective") == 0 ? 1 : (long)in_stage * program_slots(&cpu, s);
+        }
+        long want = layers * (rows * T - rows);
+        check(diff == want, "%s: CUDA's activations (slots and region) are %ld floats smaller (%ld)", v[i].name,
+              want, diff);
         program_free(&cpu);
         program_free(&cuda);
     }
