@@ -209,9 +209,26 @@ static void emit_params(writer *o, const Program *p, int stage) {
     }
 }
 
+/* The activation-gradient set's layout (memory_grads.c): D_<activation> is
+ * where that activation's gradient is, packed by live interval. */
+static void emit_gradient_offsets(writer *o, const Program *p, int stage) {
+    char label[WF_MAX_NAME + 8];
+    emit(o, "/* Activation-gradient set: offsets in floats, one chunk's backward at a time; places\n"
+            " * are shared by gradients not live at once (wf_zero before first use). */\n");
+    for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp)
+        if (p->chunk_in[k])
+            emit(o, "#define D_A_IN_C%-21d %ldL\n", k, p->chunk_in_doffset[k]);
+    for (int i = 0; i < p->n_ops; i++) {
+        if (p->ops[i].chunk % p->pp != stage || p->tensors[p->ops[i].out].doffset < 0) continue;
+        op_label(p, i, label, sizeof label);
+        emit(o, "#define D_%-26s %ldL\n", label, p->tensors[p->ops[i].out].doffset);
+    }
+    emit(o, "\n");
+}
+
 static void emit_activations(writer *o, const Program *p, int stage) {
     char label[WF_MAX_NAME + 8];
-    emit(o, "/* Activation arena%s: offsets in floats (activation gradients use the same). */\n",
+    emit(o, "/* Activation arena%s: offsets in floats. */\n",
       p->pp > 1 ? ", one slot per microbatch in flight" : "");
     if (p->act16)
         emit(o, "/* act16: activations and their gradients are %s values, two a float; saved\n"
@@ -220,16 +237,28 @@ static void emit_activations(writer *o, const Program *p, int stage) {
         if (p->chunk_in[k])
             emit(o, "#define A_IN_C%-23d %ldL /* chunk %d's input, received from stage %d */\n", k,
               p->chunk_in_offset[k], k, (k - 1) % p->pp);
+    emit_gradient_offsets(o, p, stage);
+    if (p->region_numel[stage])
+        emit(o, "/* In the recompute region (once per stage, rebuilt before use): offsets from a\n"
+                " * slot's base `a` to the region. */\n");
     for (int i = 0; i < p->n_ops; i++) {
         if (p->ops[i].chunk % p->pp != stage) continue;
         op_label(p, i, label, sizeof label);
-        emit(o, "#define %-28s %ldL /* (N, %ld) */\n", label, p->tensors[p->ops[i].out].offset,
-          p->tensors[p->ops[i].out].width);
+        if (memory_tensor_in_region(p, p->ops[i].out))
+            emit(o, "#define %-28s (wf_act_region(c) - a + %ldL) /* (N, %ld) */\n", label,
+              p->tensors[p->ops[i].out].offset, p->tensors[p->ops[i].out].width);
+        else
+            emit(o, "#define %-28s %ldL /* (N, %ld) */\n", label, p->tensors[p->ops[i].out].offset,
+              p->tensors[p->ops[i].out].width);
         if (p->ops[i].saved_numel) {
             char saved[WF_MAX_NAME + 16];
             snprintf(saved, sizeof saved, "S%s", label + 1);
-            emit(o, "#define %-28s %ldL /* saved for backward: %ld floats */\n", saved,
-              p->ops[i].saved_offset, p->ops[i].saved_numel);
+            if (memory_saved_in_region(p, &p->ops[i]))
+                emit(o, "#define %-28s (wf_act_region(c) - a + %ldL) /* saved for backward: %ld floats */\n",
+                  saved, p->ops[i].saved_offset, p->ops[i].saved_numel);
+            else
+                emit(o, "#define %-28s %ldL /* saved for backward: %ld floats */\n", saved,
+                  p->ops[i].saved_offset, p->ops[i].saved_numel);
         }
     }
     emit(o, "\n");
@@ -344,7 +373,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
       stage_count(p, stage, 0), stage_count(p, stage, 1));
     program_fields(o, ".param_numel = %ldL, .act_numel = %ldL, .dact_numel = %ldL, .scratch_numel = %ldL,",
       p->param_numel[stage], p->act_numel[stage], p->dact_numel[stage], p->scratch_numel);
-    program_fields(o, ".slots = %d, .weight_delay = %d,", program_slots(p, stage),
+    program_fields(o, ".slots = %d, .act_region_numel = %ldL, .dact_sets = %d, .weight_delay = %d,",
+      program_slots(p, stage), p->region_numel[stage], program_dact_sets(p, stage),
       strcmp(p->schedule, "pipedream-2bw") == 0);
     if (p->zero) program_fields(o, ".zero = %d, .shards = SHARDS,", p->zero);
     if (p->zero >= 2) program_fields(o, ".grad_numel = %ldL,", p->grad_buf_numel[stage]);

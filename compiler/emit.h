@@ -45,6 +45,7 @@ void emit_set_chunk_input(int tensor, int chunk);
 void emit_forward_op(writer *o, const Program *p, int i);
 void emit_backward_op(writer *o, const Program *p, int i);
 int emit_backward_half(writer *o, const Program *p, int i, int weight);
+void emit_grad_zeros(writer *o, const Program *p, int i);
 
 /* ---- emit_step.c ---- */
 void emit_passes(writer *o, const Program *p);        /* single stage: forward, backward */

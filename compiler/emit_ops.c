@@ -135,7 +135,7 @@ static void round_input_grads(writer *o, const Program *p, int i, const operands
     if (!fn) return;
     for (int k = 0; k < op->n_in; k++) {
         const ir_tensor *t = &p->tensors[op->in[k]];
-        emit(o, "    %s(c, d + %s, %s * %ldL);\n", fn, k ? x->in1 : x->in0, t->rows_div > 1 ? "NL" : "N",
+        emit(o, "    %s(c, d + D_%s, %s * %ldL);\n", fn, k ? x->in1 : x->in0, t->rows_div > 1 ? "NL" : "N",
              t->width);
     }
 }
@@ -173,11 +173,11 @@ static void emit_fused_bwd(writer *o, const Program *p, int i, const operands *x
     operands add;
     get_operands(p, i - 1, &add);
     if (weight)
-        emit(o, "    wf_residual_layernorm_bwd(c, d + %s, d + %s, g + %s, g + %s, d + %s, d + %s, a + %s, w + %s,\n"
+        emit(o, "    wf_residual_layernorm_bwd(c, d + D_%s, d + D_%s, g + %s, g + %s, d + D_%s, d + D_%s, a + %s, w + %s,\n"
              "                              a + %s, a + %s + %s, %s, %ld);\n", add.in0, add.in1, x->g0, x->g1,
           x->in0, x->out, x->in0, x->w0, x->s, x->s, x->rows, x->rows, x->width);
     else
-        emit(o, "    wf_residual_layernorm_bwd_input(c, d + %s, d + %s, d + %s, d + %s, a + %s, w + %s,\n"
+        emit(o, "    wf_residual_layernorm_bwd_input(c, d + D_%s, d + D_%s, d + D_%s, d + D_%s, a + %s, w + %s,\n"
              "                                    a + %s, a + %s + %s, %s, %ld);\n", add.in0, add.in1, x->in0,
           x->out, x->in0, x->w0, x->s, x->s, x->rows, x->rows, x->width);
 }
@@ -210,7 +210,7 @@ static void emit_linear_gelu_bwd_input(writer *o, const Program *p, int i, const
     if (p->ops[i + 1].dgelu == DGELU_GELU)
         linear_emit_bwd_input(o, p, i, x, op_kernels_of(p, &p->ops[i]));
     else
-        emit(o, "    wf_linear_gelu_bwd_input(c, d + %s, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", x->in0,
+        emit(o, "    wf_linear_gelu_bwd_input(c, d + D_%s, d + D_%s, d + D_%s, a + %s, w + %s, N, %ld, %ld);\n", x->in0,
              x->out, g.out, x->out, x->w0, x->in_width, x->width);
 }
 
@@ -222,7 +222,7 @@ static void emit_linear_gelu_bwd_input(writer *o, const Program *p, int i, const
 static void emit_linear_dgelu_bwd_input(writer *o, const Program *p, int i, const operands *x) {
     operands g;
     get_operands(p, i - 1, &g);
-    emit(o, "    wf_linear_dgelu_bwd_input(c, d + %s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", g.in0, x->out,
+    emit(o, "    wf_linear_dgelu_bwd_input(c, d + D_%s, d + D_%s, a + %s, w + %s, N, %ld, %ld);\n", g.in0, x->out,
          g.in0, x->w0, x->in_width, x->width);
 }
 
@@ -333,4 +333,17 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     if (weight) round_param_grads(o, p, i, &x);
     else round_input_grads(o, p, i, &x);
     return 1;
+}
+
+/* Before op i's backward: zero the gradients it touches first (memory_grads.c;
+ * backward accumulates into them, and their place held other gradients). */
+void emit_grad_zeros(writer *o, const Program *p, int i) {
+    char label[WF_MAX_NAME + 8];
+    for (int k = 0; k < p->n_places; k++) {
+        const mem_place *pl = &p->places[k];
+        if (pl->zero_op != i || (pl->kind != PLACE_DACT && pl->kind != PLACE_DCHUNK_IN)) continue;
+        int t = pl->kind == PLACE_DACT ? pl->id : p->chunk_in[pl->id];
+        tname(p, t, label, sizeof label);
+        emit(o, "    wf_zero(d + D_%s, %ldL);\n", label, tensor_storage(p, t));
+    }
 }

@@ -7,11 +7,10 @@
 #include "emit.h"
 #include "ops.h"
 
-/* Full recompute: rebuild block `layer`'s activations from its input, with
- * its (shared) activation gradients zeroed, just before its backward. */
+/* Full recompute: rebuild block `layer`'s activations from its input just
+ * before its backward. */
 static void emit_recompute(writer *o, const Program *p, int layer, int stage) {
     emit(o, "    /* block %d: recompute its activations */\n", layer);
-    emit(o, "    wf_zero(d + %ldL, %ldL);\n", p->shared_offset[stage], p->shared_numel[stage]);
     for (int i = 0; i < p->n_ops; i++)
         if (p->ops[i].layer == layer && p->ops[i].chunk % p->pp == stage) emit_forward_op(o, p, i);
 }
@@ -88,6 +87,7 @@ void emit_passes(writer *o, const Program *p) {
         int i = p->n_ops - 1 - j;
         emit_gathers_at(o, p, 0, p->n_ops + j);
         maybe_recompute(o, p, i, &block);
+        emit_grad_zeros(o, p, i);
         emit_backward_op(o, p, i);
         int started = emit_bucket_calls(o, p, 0, j, "last_micro");
         if (!started && j + 1 < p->n_ops) emit(o, "    wf_progress(c);\n");
@@ -114,18 +114,19 @@ void emit_step(writer *o, const Program *p) {
 static void emit_split_chunk(writer *o, const Program *p, int k) {
     int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
     int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
-    emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot) {\n", k);
-    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot);\n");
+    emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot, int dslot) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
     emit(o, "    wf_use_micro(c, m);\n");
     int block = -2;
     for (int i = end - 1; i >= first; i--) {
         maybe_recompute(o, p, i, &block);
+        emit_grad_zeros(o, p, i);
         emit_backward_half(o, p, i, 0);
     }
     emit(o, "}\n\n");
-    emit(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
-    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
+    emit(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int dslot, int last) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
     emit(o, "    wf_use_micro(c, m);\n");
     for (int i = end - 1; i >= first; i--) {
@@ -159,8 +160,8 @@ void emit_chunk(writer *o, const Program *p, int k) {
         emit_set_chunk_input(0, -1);
         return;
     }
-    emit(o, "static void bwd_c%d(wf_ctx *c, int m, int slot, int last) {\n", k);
-    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, slot), *g = wf_grad_ptr(c, 0);\n");
+    emit(o, "static void bwd_c%d(wf_ctx *c, int m, int slot, int dslot, int last) {\n", k);
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n");
     emit(o, "    wf_use_micro(c, m);\n");
     int stage = k % p->pp;
@@ -169,6 +170,7 @@ void emit_chunk(writer *o, const Program *p, int k) {
     for (int i = end - 1; i >= first; i--) {
         emit_gathers_at(o, p, stage, 2 * p->n_ops - 1 - i);
         maybe_recompute(o, p, i, &block);
+        emit_grad_zeros(o, p, i);
         emit_backward_op(o, p, i);
         int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
         if (!started && i > first) emit(o, "    wf_progress(c);\n");
@@ -272,7 +274,7 @@ static int slot_of(const schedule *s, const int *slots, int m, int chunk) {
  * the output of chunk-1, received as chunk's input.  Gradients: of chunk+1's
  * input, received for chunk's output. */
 static void msg_buffer(const Program *p, const int *slots, sched_msg_kind kind, int m, int chunk,
-                       int sending, int staging, char *buf, size_t n, long *numel) {
+                       int sending, int staging, int dslot, char *buf, size_t n, long *numel) {
     const schedule *s = p->sched;
     int t = kind == MSG_ACT ? p->chunk_in[chunk] : p->chunk_in[chunk + 1];
     *numel = tensor_storage(p, t);
@@ -291,7 +293,7 @@ static void msg_buffer(const Program *p, const int *slots, sched_msg_kind kind, 
             return;
         }
         op_label(p, p->tensors[t].producer, label, sizeof label);
-        snprintf(buf, n, "wf_dact_slot(c, %d) + %s", slot_of(s, slots, m, chunk), label);
+        snprintf(buf, n, "wf_dact_slot(c, %d) + D_%s", dslot, label);
     }
 }
 
@@ -331,50 +333,49 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
         if (s->pro && in->op <= SI_BWD_WEIGHT) emit(o, "    wf_use_micro(c, %d);\n", in->m);
         switch (in->op) {
         case SI_FWD:
-            emit(o, "    wf_slot_begin(c, %d);", in->slot);
             if (p->chunk_in[in->chunk]) {
-                emit(o, " wf_copy(wf_act_slot(c, %d) + A_IN_C%d, wf_recv_buffer(c, %d), %ldL);", in->slot,
+                emit(o, "    wf_copy(wf_act_slot(c, %d) + A_IN_C%d, wf_recv_buffer(c, %d), %ldL);\n", in->slot,
                   in->chunk, staging[i], tensor_storage(p, p->chunk_in[in->chunk]));
             }
-            emit(o, "\n    WF_TRACED(c, 'F', %d, %d, fwd_c%d(c, %d, %d));\n", in->m, in->chunk, in->chunk,
+            emit(o, "    WF_TRACED(c, 'F', %d, %d, fwd_c%d(c, %d, %d));\n", in->m, in->chunk, in->chunk,
                  in->m, in->slot);
             break;
         case SI_BWD:
         case SI_BWD_INPUT:
             if (in->op == SI_BWD)
-                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_c%d(c, %d, %d, %d));", in->m, in->chunk, in->chunk,
-                     in->m, in->slot, last);
+                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_c%d(c, %d, %d, %d, %d));", in->m, in->chunk, in->chunk,
+                     in->m, in->slot, in->dslot, last);
             else
-                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_input_c%d(c, %d, %d));", in->m, in->chunk,
-                     in->chunk, in->m, in->slot);
+                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_input_c%d(c, %d, %d, %d));", in->m, in->chunk,
+                     in->chunk, in->m, in->slot, in->dslot);
             if (staging[i] >= 0) {
-                emit(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + A_IN_C%d, %ldL);",
-                  staging[i], in->slot, in->chunk, tensor_storage(p, p->chunk_in[in->chunk]));
+                emit(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + D_A_IN_C%d, %ldL);",
+                  staging[i], in->dslot, in->chunk, tensor_storage(p, p->chunk_in[in->chunk]));
             }
             emit(o, "\n");
             break;
         case SI_BWD_WEIGHT:
-            emit(o, "    WF_TRACED(c, 'W', %d, %d, bwd_weight_c%d(c, %d, %d, %d));\n", in->m, in->chunk,
-                 in->chunk, in->m, in->slot, last);
+            emit(o, "    WF_TRACED(c, 'W', %d, %d, bwd_weight_c%d(c, %d, %d, %d, %d));\n", in->m, in->chunk,
+                 in->chunk, in->m, in->slot, in->dslot, last);
             break;
         case SI_SEND_ACT: case SI_SEND_GRAD:
             msg_buffer(p, slots, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
-                       staging[i], buf, sizeof buf, &n);
+                       staging[i], in->dslot, buf, sizeof buf, &n);
             emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_send(c, %s, %ldL, %d, %d)); /* %s */\n",
                  in->op == SI_SEND_ACT ? 'a' : 'g', in->m, in->chunk, buf, n, in->peer,
                  msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
             break;
         case SI_RECV_ACT: case SI_RECV_GRAD:
             msg_buffer(p, slots, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
-                       staging[i], buf, sizeof buf, &n);
+                       staging[i], in->dslot, buf, sizeof buf, &n);
             emit(o, "    wf_recv(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
               msg_tag(p, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
             break;
         case SI_SENDRECV:
-            msg_buffer(p, slots, in->send.kind, in->send.m, in->send.chunk, 1, staging[i], buf,
+            msg_buffer(p, slots, in->send.kind, in->send.m, in->send.chunk, 1, staging[i], in->dslot, buf,
                        sizeof buf, &n);
             msg_buffer(p, slots, in->recv.kind, in->recv.m, in->recv.chunk, 0,
-                       staging_recv[i] >= 0 ? staging_recv[i] : staging[i], rbuf, sizeof rbuf, &rn);
+                       staging_recv[i] >= 0 ? staging_recv[i] : staging[i], in->dslot, rbuf, sizeof rbuf, &rn);
             emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_sendrecv(c, %s, %ldL, %d, %d,\n"
                     "                %s, %ldL, %d, %d));\n    /* %s */\n",
                  in->send.kind == MSG_ACT ? 'a' : 'g', in->send.m, in->send.chunk, buf, n, in->send.peer,

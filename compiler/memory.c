@@ -121,8 +121,8 @@ program_memory program_memory_of(const Program *p, int stage) {
     if (p->zero == 1) m.grads += arena(shard);
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
     m.optim = (wide ? 2 : 3) * arena(moments);  /* m and v (+ fp32 master) */
-    m.acts = arena(4.0 * (double)p->act_numel[stage] * slots);
-    m.dacts = arena(4.0 * (double)p->dact_numel[stage] * slots);
+    m.acts = arena(4.0 * ((double)p->act_numel[stage] * slots + (double)p->region_numel[stage]));
+    m.dacts = arena(4.0 * (double)p->dact_numel[stage] * program_dact_sets(p, stage));
     /* kernel scratch, token losses, tokens and targets of every microbatch,
      * tensor-parallel staging, pipeline receive buffers */
     double N = (double)p->micro * p->seq;
@@ -166,6 +166,13 @@ static int tensor_stage(const Program *p, int t) {
  * block's input just before its backward, so all blocks share one region.
  * Returns a flag per tensor, from one sweep over the ops' inputs (a search
  * per tensor made a 1024-stage plan's memory pass run for minutes). */
+static char *block_internals(const Program *p);
+
+/* Whether tensor t is block-internal (the memory pass fills the table). */
+static int block_internal(const Program *p, int t) {
+    return p->block_internal && t > 0 && t < p->n_tensors && p->block_internal[t];
+}
+
 static char *block_internals(const Program *p) {
     char *internal = wf_checked(calloc((size_t)p->n_tensors + 1, 1), "memory pass");
     if (p->recompute != RECOMPUTE_FULL) return internal;
@@ -181,9 +188,10 @@ static char *block_internals(const Program *p) {
 
 /* A tensor's place in its arena: its storage floats (half under act16),
  * aligned to 16 floats (64 bytes: vector loads and cuBLASLt like it). */
-static long tensor_numel(const Program *p, int t) {
+long memory_tensor_numel(const Program *p, int t) {
     return align16(tensor_storage(p, t));
 }
+#define tensor_numel memory_tensor_numel
 
 /* What op o's backward needs kept from its forward (its row's rule), floats. */
 static long saved_numel(const Program *p, const ir_op *o) {
@@ -195,37 +203,106 @@ static int selective(const Program *p, const ir_op *o) {
     return p->recompute == RECOMPUTE_SELECTIVE && op_row_of(o->kind)->selective;
 }
 
-/* Lays out the shared region from `base` (tensors if `saved` is 0, saved
- * buffers otherwise): each layer's internal tensors from base up, in op
- * order; returns the largest layer's size. */
-static long lay_out_shared(Program *p, const char *internal, int stage, long base, int saved) {
-    if (p->recompute != RECOMPUTE_FULL) return 0;  /* no tensor is internal */
-    long *off = wf_checked(malloc(sizeof(long) * ((size_t)p->layers + 1)), "memory pass");
-    for (int layer = 0; layer < p->layers; layer++) off[layer] = base;
+/* A place in the stage's recompute region (once per stage, beside the
+ * slots): a block-internal tensor or saved buffer (full recompute), or the
+ * attention probabilities (selective).  One function runs at a time on a
+ * stage and each rebuilds what it reads there, so every slot shares it. */
+int memory_saved_in_region(const Program *p, const ir_op *o) {
+    return block_internal(p, o->out) || selective(p, o);
+}
+#define in_region memory_saved_in_region
+
+int memory_tensor_in_region(const Program *p, int t) { return block_internal(p, t); }
+
+/* Lays out the stage's recompute region: each block's internal tensors and
+ * saved buffers from 0 (blocks run one at a time), the selective buffer at 0
+ * (the two recompute modes exclude each other); returns its size. */
+static long lay_out_region(Program *p, int stage) {
+    /* one running offset per block (one sweep over the ops: a sweep per
+     * block made plans of many layers quadratic) */
+    long *off = wf_checked(calloc((size_t)p->layers + 1, sizeof(long)), "memory pass");
     long size = 0;
     for (int i = 0; i < p->n_ops; i++) {
         ir_op *o = &p->ops[i];
-        if (o->layer < 0 || o->layer >= p->layers || o->chunk % p->pp != stage || !internal[o->out])
+        if (o->chunk % p->pp != stage || !in_region(p, o)) continue;
+        if (selective(p, o)) {
+            o->saved_offset = 0;
+            if (align16(o->saved_numel) > size) size = align16(o->saved_numel);
             continue;
-        long *at = &off[o->layer];
-        if (saved) {
-            o->saved_offset = *at;
-            *at += align16(o->saved_numel);
-        } else {
-            p->tensors[o->out].offset = *at;
-            *at += tensor_numel(p, o->out);
         }
-        if (*at - base > size) size = *at - base;
+        if (o->layer < 0 || o->layer >= p->layers) continue;  /* block-internal: always in a block */
+        long *at = &off[o->layer];
+        p->tensors[o->out].offset = *at;
+        *at += tensor_numel(p, o->out);
+        o->saved_offset = *at;
+        *at += align16(o->saved_numel);
+        if (*at > size) size = *at;
     }
     free(off);
     return size;
 }
 
 /* The output of a gelu whose backward is in c_proj's input gradient (fuse.c,
- * DGELU pair) has no gradient: nothing forms or reads it, so it is laid out
- * after the prefix the activation-gradient slot mirrors. */
-static int carries_grad(const Program *p, int t) {
+ * DGELU pair) has no gradient: nothing forms or reads it. */
+int memory_carries_grad(const Program *p, int t) {
     return p->ops[p->tensors[t].producer].dgelu != DGELU_GELU;
+}
+
+/* The forward ops of `layer` on this stage, [*first, *last]. */
+static void layer_ops(const Program *p, int layer, int *first, int *last) {
+    *first = p->n_ops;
+    *last = -1;
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].layer == layer) {
+            if (i < *first) *first = i;
+            *last = i;
+        }
+}
+
+/* The activation slot's places for memory_check.c: a block-internal tensor
+ * (full recompute) lives while its block runs (forward, or recompute and
+ * backward), the shared attention buffer (selective) during its op, every
+ * other place the whole step. */
+static void record_act_places(Program *p, int stage) {
+    mem_place pl;
+    memset(&pl, 0, sizeof pl);
+    pl.stage = stage;
+    pl.chunk = -1;
+    pl.zero_op = -1;
+    for (int t = 1; t < p->n_tensors; t++) {
+        if (tensor_stage(p, t) != stage) continue;
+        pl.kind = PLACE_ACT;
+        pl.id = t;
+        pl.region = block_internal(p, t);
+        pl.numel = tensor_numel(p, t);
+        pl.begin = 0;
+        pl.end = p->n_ops - 1;
+        if (block_internal(p, t)) layer_ops(p, p->ops[p->tensors[t].producer].layer, &pl.begin, &pl.end);
+        memory_add_place(p, &pl);
+    }
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->chunk % p->pp != stage || !o->saved_numel) continue;
+        pl.kind = PLACE_SAVED;
+        pl.id = i;
+        pl.region = in_region(p, o);
+        pl.numel = align16(o->saved_numel);
+        pl.begin = 0;
+        pl.end = p->n_ops - 1;
+        if (block_internal(p, o->out)) layer_ops(p, o->layer, &pl.begin, &pl.end);
+        else if (selective(p, o)) pl.begin = pl.end = i;
+        memory_add_place(p, &pl);
+    }
+    for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp) {
+        if (!p->chunk_in[k]) continue;
+        pl.kind = PLACE_CHUNK_IN;
+        pl.id = k;
+        pl.region = 0;
+        pl.numel = tensor_numel(p, p->chunk_in[k]);
+        pl.begin = 0;
+        pl.end = p->n_ops - 1;
+        memory_add_place(p, &pl);
+    }
 }
 
 int pass_memory(Program *p) {
@@ -234,55 +311,41 @@ int pass_memory(Program *p) {
     for (int t = 1; t < p->n_tensors; t++) p->tensors[t].dtype = dtype;
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
     p->dact_numel = calloc((size_t)p->pp, sizeof(long));
-    p->shared_offset = calloc((size_t)p->pp, sizeof(long));
-    p->shared_numel = calloc((size_t)p->pp, sizeof(long));
+    p->region_numel = calloc((size_t)p->pp, sizeof(long));
     for (int i = 0; i < p->n_ops; i++) p->ops[i].saved_numel = saved_numel(p, &p->ops[i]);
-    char *internal = block_internals(p);
+    free(p->block_internal);
+    p->block_internal = block_internals(p);
     for (int stage = 0; stage < p->pp; stage++) {
         long off = 0;
-        /* activations that carry gradients come first: the activation-gradient
-         * slot mirrors exactly this prefix; a chunk's received input too */
+        /* activations that carry gradients first (memory_grads.c lays their
+         * gradients out on their own) */
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || internal[t] || !carries_grad(p, t)) continue;
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || !memory_carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
-        p->shared_offset[stage] = off;
-        p->shared_numel[stage] = lay_out_shared(p, internal, stage, off, 0);
-        off += p->shared_numel[stage];
         for (int k = 0; k < p->n_chunks; k++) {
             int t = p->chunk_in[k];
             if (!t || k % p->pp != stage) continue;
             p->chunk_in_offset[k] = off;
             off += tensor_numel(p, t);
         }
-        p->dact_numel[stage] = off;
         for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || internal[t] || carries_grad(p, t)) continue;
+            if (tensor_stage(p, t) != stage || block_internal(p, t) || memory_carries_grad(p, t)) continue;
             p->tensors[t].offset = off;
             off += tensor_numel(p, t);
         }
-        /* selective recompute: the attention probabilities of every layer
-         * share one buffer, refilled just before each attention's backward */
-        long att_shared = 0;
         for (int i = 0; i < p->n_ops; i++) {
             ir_op *o = &p->ops[i];
-            if (o->chunk % p->pp != stage || internal[o->out]) continue;
-            if (selective(p, o)) {
-                if (o->saved_numel > att_shared) att_shared = o->saved_numel;
-                continue;
-            }
+            if (o->chunk % p->pp != stage || in_region(p, o)) continue;
             o->saved_offset = off;
             off += align16(o->saved_numel);
         }
-        for (int i = 0; i < p->n_ops; i++)
-            if (selective(p, &p->ops[i]) && p->ops[i].chunk % p->pp == stage)
-                p->ops[i].saved_offset = off;
-        off += align16(att_shared);
-        off += lay_out_shared(p, internal, stage, off, 1);
         p->act_numel[stage] = off;
+        p->region_numel[stage] = lay_out_region(p, stage);
+        record_act_places(p, stage);
     }
-    free(internal);
+    if (memory_lay_out_grads(p) != 0) return -1;
     long N = (long)p->micro * p->seq;
     /* the largest scratch a backward needs (ops.h's scratch: attention's,
      * one head's (T, T) dP on the CPU, on CUDA the rowsum(P * dP) of every
@@ -315,5 +378,5 @@ int pass_memory(Program *p) {
         p->cast_numel[stage] = act16_cast_numel(p, stage);
         p->weight16_numel[stage] = act16_weight16_numel(p, stage);
     }
-    return 0;
+    return memory_check(p);  /* no two live places overlap */
 }

@@ -73,11 +73,11 @@ void attention_emit_fwd(writer *wr, const Program *p, int i, const operands *x, 
 void attention_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     const ir_op *op = &p->ops[i];
     if (op->n_in == 2)
-        emit(wr, "    %s(c, d + %s, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s,\n"
+        emit(wr, "    %s(c, d + D_%s, d + D_%s, wf_scratch(c), d + D_%s, a + %s, a + %s, a + %s,\n"
              "                         a + %s, B, T, %d, %d, %ld);\n", k->bwd, x->in0, x->in1, x->out, x->in0,
              x->in1, x->out, x->s, op->heads, op->kv_heads, x->width / op->heads);
     else
-        emit(wr, "    %s(c, d + %s, wf_scratch(c), d + %s, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", k->bwd,
+        emit(wr, "    %s(c, d + D_%s, wf_scratch(c), d + D_%s, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", k->bwd,
              x->in0, x->out, x->in0, x->out, x->s, x->width, op->heads);
 }
 
@@ -110,8 +110,8 @@ void rope_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const
 void rope_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     const ir_op *op = &p->ops[i];
     long hd = x->in_width / op->heads;
-    emit(wr, "    %s(c, d + %s, %ld, d + %s, %ld, N, T, %d, %ld, %.9g);\n", k->bwd, x->in0, x->in_width, x->out,
+    emit(wr, "    %s(c, d + D_%s, %ld, d + D_%s, %ld, N, T, %d, %ld, %.9g);\n", k->bwd, x->in0, x->in_width, x->out,
          x->width, op->heads, hd, op->theta);
-    emit(wr, "    %s(c, d + %s, %ld, d + %s + %ld, %ld, N, T, %d, %ld, %.9g);\n", k->bwd, x->in1,
+    emit(wr, "    %s(c, d + D_%s, %ld, d + D_%s + %ld, %ld, N, T, %d, %ld, %.9g);\n", k->bwd, x->in1,
          hd * op->kv_heads, x->out, act_storage(p, x->in_width), x->width, op->kv_heads, hd, op->theta);
 }

@@ -44,9 +44,9 @@ void embed_emit_fwd(writer *wr, const Program *p, int i, const operands *x, cons
 
 void embed_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     if (p->ops[i].n_param == 1)
-        emit(wr, "    %s(c, g + %s, d + %s, wf_tokens(c), 0, V, N, C);\n", k->bwd, x->g0, x->out);
+        emit(wr, "    %s(c, g + %s, d + D_%s, wf_tokens(c), 0, V, N, C);\n", k->bwd, x->g0, x->out);
     else
-        emit(wr, "    %s(c, g + %s, g + %s, d + %s, wf_tokens(c), B, T, C);\n", k->bwd, x->g0, x->g1, x->out);
+        emit(wr, "    %s(c, g + %s, g + %s, d + D_%s, wf_tokens(c), B, T, C);\n", k->bwd, x->g0, x->g1, x->out);
 }
 
 /* ---- vocab_embed: this rank's VL vocabulary rows, zeros for the others ---- */
@@ -57,7 +57,7 @@ void vocab_embed_emit_fwd(writer *wr, const Program *p, int i, const operands *x
 
 void vocab_embed_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, g + %s, d + %s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n", k->bwd, x->g0, x->out);
+    emit(wr, "    %s(c, g + %s, d + D_%s, wf_tokens(c), wf_tp_rank(c) * VL, VL, N, C);\n", k->bwd, x->g0, x->out);
 }
 
 /* ---- pos_add: + the position embedding of this rank's rows ---- */
@@ -68,15 +68,15 @@ void pos_add_emit_fwd(writer *wr, const Program *p, int i, const operands *x, co
 
 void pos_add_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, g + %s, d + %s, %s, %s, T, C);\n", k->bwd, x->in0, x->g0, x->out, x->row0, x->rows);
+    emit(wr, "    %s(c, d + D_%s, g + %s, d + D_%s, %s, %s, T, C);\n", k->bwd, x->in0, x->g0, x->out, x->row0, x->rows);
 }
 
 void pos_add_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, d + %s, %s, C);\n", k->bwd_input, x->in0, x->out, x->rows);
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, %s, C);\n", k->bwd_input, x->in0, x->out, x->rows);
 }
 
 void pos_add_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, g + %s, d + %s, %s, %s, T, C);\n", k->bwd_weight, x->g0, x->out, x->row0, x->rows);
+    emit(wr, "    %s(c, g + %s, d + D_%s, %s, %s, T, C);\n", k->bwd_weight, x->g0, x->out, x->row0, x->rows);
 }

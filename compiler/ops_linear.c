@@ -50,18 +50,18 @@ void linear_emit_fwd(writer *wr, const Program *p, int i, const operands *x, con
 }
 
 void linear_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    emit(wr, "    %s(c, d + %s, g + %s, %s%s, d + %s, a + %s, w + %s, N, %ld, %ld);\n", k->bwd, x->in0, x->g0,
+    emit(wr, "    %s(c, d + D_%s, g + %s, %s%s, d + D_%s, a + %s, w + %s, N, %ld, %ld);\n", k->bwd, x->in0, x->g0,
          p->ops[i].n_param > 1 ? "g + " : "NULL", x->g1, x->out, x->in0, x->w0, x->in_width, x->width);
 }
 
 void linear_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, d + %s, w + %s, N, %ld, %ld);\n", k->bwd_input, x->in0, x->out, x->w0,
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, w + %s, N, %ld, %ld);\n", k->bwd_input, x->in0, x->out, x->w0,
          x->in_width, x->width);
 }
 
 void linear_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    emit(wr, "    %s(c, g + %s, %s%s, d + %s, a + %s, N, %ld, %ld);\n", k->bwd_weight, x->g0,
+    emit(wr, "    %s(c, g + %s, %s%s, d + D_%s, a + %s, N, %ld, %ld);\n", k->bwd_weight, x->g0,
          p->ops[i].n_param > 1 ? "g + " : "NULL", x->g1, x->out, x->in0, x->in_width, x->width);
 }
 
@@ -73,15 +73,15 @@ void bias_add_emit_fwd(writer *wr, const Program *p, int i, const operands *x, c
 
 void bias_add_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, g + %s, d + %s, %s, %ld);\n", k->bwd, x->in0, x->g0, x->out, x->rows, x->width);
+    emit(wr, "    %s(c, d + D_%s, g + %s, d + D_%s, %s, %ld);\n", k->bwd, x->in0, x->g0, x->out, x->rows, x->width);
 }
 
 void bias_add_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;  /* din += dout */
-    emit(wr, "    %s(c, d + %s, d + %s, %s, %ld);\n", k->bwd_input, x->in0, x->out, x->rows, x->width);
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, %s, %ld);\n", k->bwd_input, x->in0, x->out, x->rows, x->width);
 }
 
 void bias_add_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, g + %s, d + %s, %s, %ld);\n", k->bwd_weight, x->g0, x->out, x->rows, x->width);
+    emit(wr, "    %s(c, g + %s, d + D_%s, %s, %ld);\n", k->bwd_weight, x->g0, x->out, x->rows, x->width);
 }

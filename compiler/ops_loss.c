@@ -55,13 +55,13 @@ void lmhead_emit_fwd(writer *wr, const Program *p, int i, const operands *x, con
 
 void lmhead_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)i;
-    emit(wr, "    %s(c, d + %s, g + %s, a + %s, a + %s, w + %s, N, %ld, %s);\n", k->bwd, x->in0, x->g0, x->s,
+    emit(wr, "    %s(c, d + D_%s, g + %s, a + %s, a + %s, w + %s, N, %ld, %s);\n", k->bwd, x->in0, x->g0, x->s,
          x->in0, x->w0, x->in_width, p->tp > 1 ? "VL" : "V");
 }
 
 void lmhead_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)i;
-    emit(wr, "    %s(c, d + %s, a + %s, w + %s, N, %ld, %s);\n", k->bwd_input, x->in0, x->s, x->w0, x->in_width,
+    emit(wr, "    %s(c, d + D_%s, a + %s, w + %s, N, %ld, %s);\n", k->bwd_input, x->in0, x->s, x->w0, x->in_width,
          p->tp > 1 ? "VL" : "V");
 }
 

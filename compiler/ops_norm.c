@@ -51,20 +51,20 @@ void layernorm_emit_fwd(writer *wr, const Program *p, int i, const operands *x, 
 
 void layernorm_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, g + %s, g + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s,\n"
+    emit(wr, "    %s(c, d + D_%s, g + %s, g + %s, d + D_%s, a + %s, w + %s, a + %s, a + %s + %s,\n"
          "                     %s, %ld);\n", k->bwd, x->in0, x->g0, x->g1, x->out, x->in0, x->w0, x->s, x->s,
          x->rows, x->rows, x->width);
 }
 
 void layernorm_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, d + %s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n", k->bwd_input,
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, a + %s, w + %s, a + %s, a + %s + %s, %s, %ld);\n", k->bwd_input,
          x->in0, x->out, x->in0, x->w0, x->s, x->s, x->rows, x->rows, x->width);
 }
 
 void layernorm_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, g + %s, g + %s, d + %s, a + %s, a + %s, a + %s + %s, %s, %ld);\n", k->bwd_weight,
+    emit(wr, "    %s(c, g + %s, g + %s, d + D_%s, a + %s, a + %s, a + %s + %s, %s, %ld);\n", k->bwd_weight,
          x->g0, x->g1, x->out, x->in0, x->s, x->s, x->rows, x->rows, x->width);
 }
 
@@ -76,18 +76,18 @@ void rmsnorm_emit_fwd(writer *wr, const Program *p, int i, const operands *x, co
 
 void rmsnorm_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, g + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", k->bwd, x->in0, x->g0,
+    emit(wr, "    %s(c, d + D_%s, g + %s, d + D_%s, a + %s, w + %s, a + %s, %s, %ld);\n", k->bwd, x->in0, x->g0,
          x->out, x->in0, x->w0, x->s, x->rows, x->width);
 }
 
 void rmsnorm_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, d + %s, a + %s, w + %s, a + %s, %s, %ld);\n", k->bwd_input, x->in0, x->out,
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, a + %s, w + %s, a + %s, %s, %ld);\n", k->bwd_input, x->in0, x->out,
          x->in0, x->w0, x->s, x->rows, x->width);
 }
 
 void rmsnorm_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, g + %s, d + %s, a + %s, a + %s, %s, %ld);\n", k->bwd_weight, x->g0, x->out, x->in0,
+    emit(wr, "    %s(c, g + %s, d + D_%s, a + %s, a + %s, %s, %ld);\n", k->bwd_weight, x->g0, x->out, x->in0,
          x->s, x->rows, x->width);
 }

@@ -39,7 +39,7 @@ void unary_emit_fwd(writer *wr, const Program *p, int i, const operands *x, cons
 /* din += f'(in) * dout */
 void unary_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, a + %s, d + %s, %s * %ldL);\n", k->bwd, x->in0, x->in0, x->out, x->rows, x->width);
+    emit(wr, "    %s(c, d + D_%s, a + %s, d + D_%s, %s * %ldL);\n", k->bwd, x->in0, x->in0, x->out, x->rows, x->width);
 }
 
 /* out = f(in0, in1) */
@@ -50,11 +50,11 @@ void binary_emit_fwd(writer *wr, const Program *p, int i, const operands *x, con
 
 void add_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, d + %s, d + %s, %s * %ldL);\n", k->bwd, x->in0, x->in1, x->out, x->rows, x->width);
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, d + D_%s, %s * %ldL);\n", k->bwd, x->in0, x->in1, x->out, x->rows, x->width);
 }
 
 void swiglu_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
-    emit(wr, "    %s(c, d + %s, d + %s, a + %s, a + %s, d + %s, %s * %ldL);\n", k->bwd, x->in0, x->in1, x->in0,
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, a + %s, a + %s, d + D_%s, %s * %ldL);\n", k->bwd, x->in0, x->in1, x->in0,
          x->in1, x->out, x->rows, x->width);
 }

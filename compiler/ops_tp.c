@@ -17,5 +17,5 @@ void tp_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const o
 }
 
 void tp_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    emit(wr, "    %s(c, d + %s, d + %s, %s * %ldL);\n", k->bwd, x->in0, x->out, tp_rows(p, i), x->width);
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, %s * %ldL);\n", k->bwd, x->in0, x->out, tp_rows(p, i), x->width);
 }

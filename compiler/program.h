@@ -89,9 +89,27 @@ typedef struct {
     int rows_of;     /* ROWS_TOKENS: a row per token of the microbatch (N = micro * seq) */
     int rows_div;    /* 1: all N rows; tp: this rank's N / tp (sp) */
     int dtype;       /* storage: DTYPE_FP32, or DTYPE_BF16 / DTYPE_FP16 under act16 */
-    long offset;     /* in the activation arena (and the activation-gradient arena) */
+    long offset;     /* in the activation slot */
+    long doffset;    /* its gradient's, in an activation-gradient set (memory pass; -1: none) */
     int producer;    /* op index */
 } ir_tensor;
+
+/* What the memory pass placed, with its live interval (memory_check.c
+ * verifies that no two live at once overlap; --dump=memory prints them).
+ * Activation slots: intervals in forward op indices (a slot holds one
+ * microbatch of one stage).  Activation-gradient sets: in backward steps of
+ * one chunk (step j runs op chunk_end - 1 - j); a set holds one chunk's
+ * backward at a time, so only places of the same chunk can meet. */
+enum { PLACE_ACT, PLACE_SAVED, PLACE_CHUNK_IN, PLACE_DACT, PLACE_DCHUNK_IN };
+typedef struct {
+    int kind;          /* PLACE_*: where its offset is (memory_place_offset) */
+    int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), else -1 */
+    int id;            /* tensor (PLACE_ACT, PLACE_DACT), op (PLACE_SAVED), chunk (*CHUNK_IN) */
+    int begin, end;    /* live interval, both ends included */
+    int region;        /* PLACE_ACT / PLACE_SAVED: in the stage's recompute region */
+    int zero_op;       /* PLACE_DACT: the op before whose backward it is zeroed (-1: received whole) */
+    long numel;        /* floats it takes (aligned) */
+} mem_place;
 
 typedef struct {
     op_kind kind;
@@ -211,6 +229,7 @@ typedef struct Program {
     int *chunk_first_op, *chunk_end_op;  /* op range [first, end) of each chunk */
     int *chunk_in, *chunk_out;           /* boundary tensors (0 at the ends) */
     long *chunk_in_offset;  /* where the receiving stage keeps chunk_in */
+    long *chunk_in_doffset; /* and its gradient, in an activation-gradient set */
     /* graph */
     ir_param *params; int n_params;
     ir_op *ops; int n_ops;
@@ -221,16 +240,20 @@ typedef struct Program {
     ir_bucket *buckets; int n_buckets;
     /* per pipeline stage (arrays of pp): arena sizes in floats */
     long *param_numel;      /* parameters (and gradients) */
-    long *act_numel;        /* one activation slot, incl. saved buffers */
-    long *dact_numel;       /* one activation-gradient slot */
+    long *act_numel;        /* one activation slot, incl. saved buffers (not the region) */
+    long *dact_numel;       /* one activation-gradient set (the largest chunk's packed gradients) */
+    int *dact_sets;         /* sets a stage reserves: backwards live at once (memory_grads.c) */
+    mem_place *places; int n_places;  /* the memory pass's placements, for its checker */
     long *shard_numel;      /* ZeRO: dp rank 0's compact shard of the stage's buckets */
     long *grad_buf_numel;   /* ZeRO >= 2: the bucket-buffer arena */
     long *gather_numel;     /* ZeRO-3: the gather arena */
     zero_gather *gathers; int n_gathers;  /* ZeRO-3: per microbatch, by stage and start */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
-    long *shared_offset, *shared_numel;  /* per stage: the region all blocks share
-                                            under recompute (activations part) */
+    char *block_internal;   /* per tensor (memory pass): rebuilt by full recompute, never read outside its block */
+    long *region_numel;     /* per stage: the recompute region, once beside the slots
+                               (block internals under full, attention probabilities
+                               under selective recompute; memory.c) */
     /* derived figures */
     long n_param_total;
     double flops_per_token;  /* 6N + 12 L h s */
@@ -302,6 +325,22 @@ int cuda_backend_check(const Program *p);
 
 void program_free(Program *p);
 int program_slots(const Program *p, int stage);   /* activation slots a stage reserves */
+int program_dact_sets(const Program *p, int stage);  /* activation-gradient sets a stage reserves */
+/* memory_check.c: where place pl's offset is; 0 if no two places live at the
+ * same time overlap and each lies inside its arena, else -1 after reporting
+ * the first pair; `out`: --dump=memory's listing. */
+long memory_place_offset(const Program *p, const mem_place *pl);
+void memory_add_place(Program *p, const mem_place *pl);
+/* memory.c: tensor t's floats in an arena (aligned); whether it has a gradient */
+long memory_tensor_numel(const Program *p, int t);
+int memory_carries_grad(const Program *p, int t);
+/* memory.c: whether tensor t / op o's saved buffer is in the stage's recompute region */
+int memory_tensor_in_region(const Program *p, int t);
+int memory_saved_in_region(const Program *p, const ir_op *o);
+/* memory_grads.c: the activation-gradient layout and sets (after the slots) */
+int memory_lay_out_grads(Program *p);
+int memory_check(const Program *p);
+void memory_dump(const Program *p, FILE *out);
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
 /* The figures the runtime's metrics are measured against (report.c): the

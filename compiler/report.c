@@ -195,6 +195,9 @@ void program_report(const Program *p, FILE *out) {
         fprintf(out, "  %-12s", "act. slots");
         for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_slots(p, s));
         fputc('\n', out);
+        fprintf(out, "  %-12s", "grad sets");  /* backwards live at once (memory_grads.c) */
+        for (int s = 0; s < p->pp; s++) fprintf(out, " %12d", program_dact_sets(p, s));
+        fputc('\n', out);
     }
     program_human_bytes(p->device_memory_gib * 1073741824.0, a, sizeof a);
     int devices = p->nodes * p->devices_per_node;
@@ -283,6 +286,7 @@ void program_dump(const Program *p, const char *after, FILE *out) {
             fprintf(out, "stage %d act16: activations stored as 16-bit values, two a float; "
                          "cast buffer %ld floats, 16-bit weights %ld floats\n", s, p->cast_numel[s],
                     p->weight16_numel[s]);
+    if (p->places && strcmp(after, "memory") == 0) memory_dump(p, out);
     /* the instruction lists (2BW: prologue, steady step and epilogue) */
     if (p->sched && strcmp(after, "schedule") == 0) schedule_dump(p->sched, out);
 }

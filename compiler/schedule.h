@@ -72,6 +72,8 @@ typedef struct {
     sched_op op;
     int m, chunk;           /* compute ops and plain sends/receives */
     int slot;               /* FWD, BWD, BWD_INPUT, BWD_WEIGHT; -1 otherwise */
+    int dslot;              /* activation-gradient set (memory pass): BWD, BWD_INPUT,
+                               BWD_WEIGHT and gradient receives; -1 otherwise */
     int peer;               /* plain sends/receives: the other rank; -1 otherwise */
     sched_msg send, recv;   /* SENDRECV; SEND_TIED uses send, RECV_TIED recv (m: the
                                first microbatch of the batch it belongs to) */

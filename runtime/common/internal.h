@@ -144,6 +144,7 @@ typedef struct wf_step_metrics {
 wf_step_metrics wf_step_metrics_of(const wf_ctx *c, double ms);
 void wf_metrics_tail(const wf_ctx *c, double ms, char *out, size_t n);
 void wf_memory_report(wf_ctx *c);
+void wf_memory_summary(wf_ctx *c);   /* the end: planned, allocated, peak RSS */
 /* Once, after the first step (every rank): what the backend allocated itself
  * (wf_backend_alloc_live) against the plan; nothing where it does not count. */
 void wf_device_memory_report(wf_ctx *c);

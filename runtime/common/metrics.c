@@ -9,8 +9,11 @@
  * CUDA context, cuBLASLt's and NCCL's own memory included), and, after the
  * warm-up step, every byte the runtime allocated itself (arenas and the
  * buffers of weft/runtime_buffers.h, device and pinned host) against the
- * plan, which counts both. */
+ * plan, which counts both.  At the end: the process's peak resident memory
+ * (getrusage), which also holds what no plan counts: the program's code,
+ * the MPI library's buffers, the BLAS library's threads. */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 
@@ -79,4 +82,21 @@ void wf_device_memory_report(wf_ctx *c) {
     wf_log(c, "device memory: weft allocated %.2f MiB (%.2f MiB device, %.2f MiB pinned host), "
               "planned %.2f MiB (%.6fx; over ranks %.6fx..%.6fx)\n", held / 1048576.0, own / 1048576.0,
            pinned / 1048576.0, planned / 1048576.0, ratio, lo, hi);
+}
+
+/* The peak resident set of this process, bytes (Linux reports KiB). */
+static double peak_rss_bytes(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_maxrss * 1024.0;
+}
+
+/* One line at the end: rank 0's planned and allocated bytes beside its peak
+ * resident memory, and the largest peak over all ranks. */
+void wf_memory_summary(wf_ctx *c) {
+    double rss = peak_rss_bytes(), most = rss;
+    WF_MPI(c, MPI_Allreduce(&rss, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    wf_log(c, "peak RSS: rank 0 %.2f MiB (largest over ranks %.2f MiB); its plan %.2f MiB, allocated "
+              "%.2f MiB\n", rss / 1048576.0, most / 1048576.0, c->p->planned_bytes / 1048576.0,
+           c->arena_bytes / 1048576.0);
 }

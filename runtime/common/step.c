@@ -130,7 +130,6 @@ void wf_load_step(wf_ctx *c) {
 void wf_micro_begin(wf_ctx *c, int m) {
     c->micro_index = m;
     if (!c->graph_capture) load_micro(c, m);
-    wf_slot_begin(c, 0);
 }
 
 void wf_use_micro(wf_ctx *c, int m) {
@@ -146,12 +145,17 @@ void wf_step_begin(wf_ctx *c) {
     if (!c->graph_capture) wf_load_step(c);
 }
 
-/* backward accumulates into activation gradients: a slot starts from zero */
+/* Zeroes an activation-gradient set (the generated backward zeroes each
+ * gradient before its first use instead, memory_grads.c). */
 void wf_slot_begin(wf_ctx *c, int slot) {
     wf_backend_zero(c, wf_dact_slot(c, slot), sizeof(float) * (size_t)c->p->dact_numel);
 }
 
 float *wf_act_slot(wf_ctx *c, int slot) { return c->acts + (long)slot * c->p->act_numel; }
+float *wf_act_region(wf_ctx *c) {
+    return c->acts + (long)(c->p->slots > 0 ? c->p->slots : 1) * c->p->act_numel;
+}
+/* activation-gradient set `slot` (sets are not activation slots: emit_step.c's dslot) */
 float *wf_dact_slot(wf_ctx *c, int slot) { return c->dacts + (long)slot * c->p->dact_numel; }
 
 /* ---- gradient buckets ------------------------------------------------------ */

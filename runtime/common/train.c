@@ -168,8 +168,10 @@ static void allocate(wf_ctx *c) {
         c->adam_v = wf_alloc(c, nm, "AdamW second moment");
     }
     int slots = p->slots > 0 ? p->slots : 1;
-    c->acts = wf_alloc(c, (size_t)p->act_numel * (size_t)slots * sizeof(float), "activations");
-    c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)slots * sizeof(float), "activation gradients");
+    c->acts = wf_alloc(c, ((size_t)p->act_numel * (size_t)slots + (size_t)p->act_region_numel) * sizeof(float),
+                       "activations");
+    int sets = p->dact_sets > 0 ? p->dact_sets : 1;
+    c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)sets * sizeof(float), "activation gradients");
     if (p->weight_delay) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
@@ -280,6 +282,7 @@ static void summary(wf_ctx *c, int steps_run, double seconds, double first_loss)
            seconds > 0 ? tokens / seconds : 0, seconds > 0 ? model_flops / seconds / 1e9 : 0,
            c->world, seconds > 0 ? model_flops / seconds / 1e9 / c->world : 0,
            seconds > 0 ? 100.0 * gemm_s / seconds : 0, gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0);
+    wf_memory_summary(c);
 }
 
 /* Replicas must hold the same weights; a mismatch means a broken reduction. */

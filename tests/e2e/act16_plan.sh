@@ -113,12 +113,13 @@ for plan in tiny llama_tiny; do
     test -z "$unrounded" -a "$(grep -c '^#define A_' "$c")" -gt 10
   # gradients likewise: a rounding call, or linear + gelu's d(pre) (rounded in
   # the kernel, or in c_proj's input gradient with the gelu's backward);
-  # residual + layernorm's dres is read, not written (weft/rt.h)
-  unrounded=$(comm -23 <(grep -o 'd + A_[A-Z0-9_]*' "$c" | sed 's/d + //' | sort -u) \
-    <({ grep -o 'wf_to_bf16(c, d + A_[A-Z0-9_]*' "$c" | sed 's/.*d + //'
-        sed -n 's/.*wf_linear_gelu_bwd_input(c, d + A_[A-Z0-9_]*, d + \(A_[A-Z0-9_]*\),.*/\1/p' "$c"
-        sed -n 's/.*wf_linear_dgelu_bwd_input(c, d + \(A_[A-Z0-9_]*\),.*/\1/p' "$c"
-        sed -n 's/.*wf_residual_layernorm_bwd(c\(, [a-z] + [A-Z0-9_]*\)\{4\}, d + \(A_[A-Z0-9_]*\),.*/\2/p' "$c"
+  # residual + layernorm's dres is read, not written (weft/rt.h); wf_zero only
+  # clears a gradient's place (memory_grads.c)
+  unrounded=$(comm -23 <(grep -v 'wf_zero(' "$c" | grep -o 'd + D_A_[A-Z0-9_]*' | sed 's/d + D_//' | sort -u) \
+    <({ grep -o 'wf_to_bf16(c, d + D_A_[A-Z0-9_]*' "$c" | sed 's/.*d + D_//'
+        sed -n 's/.*wf_linear_gelu_bwd_input(c, d + D_A_[A-Z0-9_]*, d + D_\(A_[A-Z0-9_]*\),.*/\1/p' "$c"
+        sed -n 's/.*wf_linear_dgelu_bwd_input(c, d + D_\(A_[A-Z0-9_]*\),.*/\1/p' "$c"
+        sed -n 's/.*wf_residual_layernorm_bwd(c\(, [a-z] + [A-Z0-9_]*\)\{4\}, d + D_\(A_[A-Z0-9_]*\),.*/\2/p' "$c"
       } | sort -u) | tr '\n' ' ')
   check "$plan bf16 --backend cpu: every activation gradient is rounded where it is written${unrounded:+ (not: $unrounded)}" \
     test -z "$unrounded" -a "$(grep -c 'wf_to_bf16(c, d + ' "$c")" -gt 10
@@ -142,7 +143,7 @@ check "tiny bf16 ZeRO-3: cast_numel = align16((largest param + 1) / 2) = $want, 
 q=$(sed -n 's/.*wf_rope_fwd(c, a + A_H0_ROPE_1, [0-9]*, a + [A-Z0-9_]*, \([0-9]*\),.*/\1/p' "$WORK/llama_tiny-bf16/stage0.cu")
 check "llama bf16: rope's k half starts q's $q values = $((q / 2)) floats on (fp32: $q)" \
   bash -c "grep -q 'wf_rope_fwd(c, a + A_H0_ROPE_1 + $((q / 2)), ' '$WORK/llama_tiny-bf16/stage0.cu' &&
-           grep -q 'wf_rope_bwd(c, d + [A-Z0-9_]*, [0-9]*, d + A_H0_ROPE_1 + $((q / 2)), ' '$WORK/llama_tiny-bf16/stage0.cu' &&
+           grep -q 'wf_rope_bwd(c, d + [A-Z0-9_]*, [0-9]*, d + D_A_H0_ROPE_1 + $((q / 2)), ' '$WORK/llama_tiny-bf16/stage0.cu' &&
            grep -q 'wf_rope_fwd(c, a + A_H0_ROPE_1 + $q, ' '$WORK/llama_tiny-fp32/stage0.cu'"
 
 # pp 2 (1F1B over 8 microbatches: sends, receives and send-receives): every

@@ -5,7 +5,8 @@
 # device's fp32 peak from the cluster description), and each rank's arenas as
 # allocated agree with the compiler's memory plan (compiler/memory.c counts
 # every arena the runtime allocates): rank 0 at most the plan and within 0.1%
-# of it, every rank's ratio 1.000 as the log prints it (measured: exact).
+# of it, every rank's ratio 1.000 as the log prints it (measured: exact); the
+# summary's peak resident memory (getrusage) at least those arenas.
 source "$(dirname "$0")/lib.sh"
 DATA=$(make_data)
 L=2 H=64 S=64
@@ -45,6 +46,10 @@ while read -r name dp tp pp extra; do
     grep -q '^{"step": 1, "loss": .*, "ms": [0-9.]*, "tokens_per_s": .*, "mfu": .*, "mem_bytes": [0-9]*, "mem_planned_bytes": [0-9]*, "device_mem_used_bytes": null}$' "$WORK/$name.jsonl"
   check "$name: allocated as planned, every rank ($(grep '^memory:' "$WORK/$name.log"))" memory_ok "$name"
   check "$name: the log shows MFU per step" grep -q '| MFU [0-9.]*%$' "$WORK/$name.log"
+  # every arena is written at setup (zeroed), so the process holds at least them
+  check "$name: peak RSS at least the allocated arenas ($(grep '^peak RSS:' "$WORK/$name.log"))" \
+    awk '/^peak RSS:/ { rss = $5 + 0; a = $(NF - 1) + 0; found = 1 } END { exit !(found && rss >= a && a > 0) }' \
+    "$WORK/$name.log"
 done <<'LAYOUTS'
 dp2 2 1 1
 pp2 1 1 2

@@ -3,11 +3,16 @@
  *
  * 1. One block of GPT-2 (h 64, 4 heads, T 32, V 256, micro 2: N = 64 tokens),
  *    every width a multiple of 16 so alignment adds nothing:
- *      activation gradients = N * 16h (the tensors that carry gradients: the
- *        embedding, ln_1, c_attn 3h, attention, c_proj, add, ln_2, c_fc 4h,
- *        c_proj, add, ln_f; the gelu's output has none, its backward is in
- *        c_proj's, fuse.c) + N (the loss);
- *      activation slot = that + the gelu's output 4hN + saved buffers:
+ *      tensors that carry gradients = N * 16h (the embedding, ln_1, c_attn
+ *        3h, attention, c_proj, add, ln_2, c_fc 4h, c_proj, add, ln_f; the
+ *        gelu's output has none, its backward is in c_proj's, fuse.c) + N
+ *        (the loss);
+ *      activation-gradient set (packed by live interval, memory_grads.c) =
+ *        7hN, the most live at one backward step: at c_fc's (fused with the
+ *        gelu's and c_proj's) d(c_fc) 4hN with d(ln_2), d(c_proj) and the
+ *        residual d(add_1) hN each (the fused residual + layernorm keeps
+ *        d(add_1) live from ln_f's backward to ln_2's); first-fit attains it;
+ *      activation slot = the tensors that carry gradients + the gelu's output 4hN + saved buffers:
  *        3 layernorms x 2N (mean, rstd), attention B*H*T*T (CPU) or B*H*T
  *        (CUDA's log-sum-exp), the LM head's dlogits N*V;
  *      scratch = T*T (CPU: one head's dP) or B*H*T (CUDA);
@@ -21,7 +26,11 @@
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
  *    shard up to whole floats (at most dp - 1 floats a bucket).
  * 3. Attention's saved buffer per backend on six plans (tp, selective
- *    recompute, the 3D plan, LLaMA's grouped-query attention). */
+ *    recompute, the 3D plan, LLaMA's grouped-query attention).
+ * 4. The memory checker (memory_check.c) passes every plan's layout, and
+ *    catches an overlap planted in it: a gradient moved onto another one
+ *    live at the same step, an activation onto another activation; every
+ *    gradient a backward op touches is live at that op's step. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -41,13 +50,13 @@ static void one_block(void) {
         }
         int half = c == 2;  /* act16 */
         long att = c == 0 ? B * H * T * T : B * H * T;
-        long dact = (16 * h * N + N) / (half ? 2 : 1);
-        long act = dact + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1);
+        long carry = (16 * h * N + N) / (half ? 2 : 1), dact = 7 * h * N / (half ? 2 : 1);
+        long act = carry + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1);
         long scratch = c == 0 ? T * T : B * H * T;
         check(p.act16 == half, "%s %s: act16 = %d", backend, prec, half);
         check(p.param_numel[0] == psi_of(1, h, T, V), "%s %s: parameter arena Psi = %ld (%ld)", backend, prec,
               psi_of(1, h, T, V), p.param_numel[0]);
-        check(p.dact_numel[0] == dact, "%s %s: activation gradients N * 16h + N = %ld floats (%ld)", backend, prec,
+        check(p.dact_numel[0] == dact, "%s %s: activation-gradient set 7hN = %ld floats (%ld)", backend, prec,
               dact, p.dact_numel[0]);
         check(p.act_numel[0] == act, "%s %s: activation slot %ld floats (%ld)", backend, prec, act, p.act_numel[0]);
         check(p.scratch_numel == scratch, "%s %s: scratch %ld floats (%ld)", backend, prec, scratch, p.scratch_numel);
@@ -96,8 +105,9 @@ static void model_states(void) {
 }
 
 /* Attention's saved floats on the CPU (B*H*T*T) and CUDA (B*H*T), H this
- * rank's heads; CUDA's slots shrink by exactly the difference per layer (one
- * shared buffer under selective recompute). */
+ * rank's heads; CUDA's activations shrink by exactly the difference per layer
+ * and slot (one buffer in the stage's recompute region under selective
+ * recompute). */
 static void attention(void) {
     struct { const char *name, *plan, *sets[3]; } v[] = {
         { "tiny", "plans/tiny.lua", { NULL } },
@@ -125,11 +135,88 @@ static void attention(void) {
         check(cpu.scratch_numel == T * T && cuda.scratch_numel == rows, "%s: scratch T*T = %ld on the CPU (%ld), B*H*T "
               "on CUDA (%ld)", v[i].name, T * T, cpu.scratch_numel, cuda.scratch_numel);
         long diff = 0;
-        for (int s = 0; s < cpu.pp; s++) diff += cpu.act_numel[s] - cuda.act_numel[s];
-        long want = (strcmp(v[i].name, "selective") == 0 ? 1 : cpu.layers) * (rows * T - rows);
-        check(diff == want, "%s: CUDA's activation slots are %ld floats smaller (%ld)", v[i].name, want, diff);
+        for (int s = 0; s < cpu.pp; s++)
+            diff += cpu.act_numel[s] * program_slots(&cpu, s) + cpu.region_numel[s] -
+                    cuda.act_numel[s] * program_slots(&cuda, s) - cuda.region_numel[s];
+        long layers = 0;  /* the saved attentions: every layer in every slot, or the region's one */
+        for (int s = 0; s < cpu.pp; s++) {
+            int in_stage = 0;
+            for (int k = 0; k < cpu.n_ops; k++)
+                in_stage += cpu.ops[k].kind == OP_ATTENTION && cpu.ops[k].chunk % cpu.pp == s;
+            layers += strcmp(v[i].name, "selective") == 0 ? 1 : (long)in_stage * program_slots(&cpu, s);
+        }
+        long want = layers * (rows * T - rows);
+        check(diff == want, "%s: CUDA's activations (slots and region) are %ld floats smaller (%ld)", v[i].name,
+              want, diff);
         program_free(&cpu);
         program_free(&cuda);
+    }
+}
+
+/* Gradient place of tensor t in chunk k, or NULL. */
+static const mem_place *grad_place(const Program *p, int t, int k) {
+    for (int i = 0; i < p->n_places; i++) {
+        const mem_place *pl = &p->places[i];
+        if (pl->chunk != k) continue;
+        if (pl->kind == PLACE_DACT && pl->id == t) return pl;
+        if (pl->kind == PLACE_DCHUNK_IN && p->chunk_in[k] == t) return pl;
+    }
+    return NULL;
+}
+
+static void checker(void) {
+    struct { const char *name, *plan, *sets[3]; } v[] = {
+        { "tiny", "plans/tiny.lua", { NULL } },
+        { "full recompute", "plans/tiny.lua", { "recompute=full", NULL } },
+        { "3d", "plans/gpt2_3d.lua", { NULL } },
+        { "zero-bubble", "plans/gpt2_3d.lua", { "pipeline.schedule=zb-h1", "pipeline.virtual=1", NULL } },
+        { "llama", "plans/llama_tiny.lua", { NULL } },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        Program p;
+        if (compile_with(&p, v[i].plan, "cpu", v[i].sets[0], v[i].sets[1], NULL) != 0) {
+            check(0, "%s compiles", v[i].name);
+            continue;
+        }
+        check(memory_check(&p) == 0, "%s: the checker passes the memory pass's layout", v[i].name);
+        /* every gradient touched by a backward op is live at its step */
+        int dead = 0;
+        for (int o = 0; o < p.n_ops; o++) {
+            int k = p.ops[o].chunk, step = p.chunk_end_op[k] - 1 - o, ts[3] = { p.ops[o].out, 0, 0 };
+            for (int n = 0; n < p.ops[o].n_in; n++) ts[1 + n] = p.ops[o].in[n];
+            for (int n = 0; n < 3; n++) {
+                const mem_place *pl = ts[n] ? grad_place(&p, ts[n], k) : NULL;
+                if (pl && (step < pl->begin || step > pl->end)) dead++;
+            }
+        }
+        check(dead == 0, "%s: every gradient is live at each backward op that touches it (%d not)", v[i].name, dead);
+        /* plant: a gradient onto another live at the same step */
+        int planted = 0;
+        for (int a = 0; a < p.n_places && !planted; a++)
+            for (int b = 0; b < p.n_places && !planted; b++) {
+                mem_place *x = &p.places[a], *y = &p.places[b];
+                if (a == b || x->kind != PLACE_DACT || y->kind != PLACE_DACT || x->chunk != y->chunk) continue;
+                if (x->end < y->begin || y->end < x->begin) continue;
+                long keep = p.tensors[x->id].doffset;
+                p.tensors[x->id].doffset = p.tensors[y->id].doffset;
+                check(memory_check(&p) != 0, "%s: a gradient planted onto a live one is caught", v[i].name);
+                p.tensors[x->id].doffset = keep;
+                planted = 1;
+            }
+        check(planted, "%s: two gradients are live at once somewhere", v[i].name);
+        planted = 0;
+        for (int a = 0; a < p.n_places && !planted; a++)
+            for (int b = a + 1; b < p.n_places && !planted; b++) {
+                mem_place *x = &p.places[a], *y = &p.places[b];
+                if (x->kind != PLACE_ACT || y->kind != PLACE_ACT || x->stage != y->stage) continue;
+                long keep = p.tensors[x->id].offset;
+                p.tensors[x->id].offset = p.tensors[y->id].offset + 16;
+                check(memory_check(&p) != 0, "%s: an activation planted into another is caught", v[i].name);
+                p.tensors[x->id].offset = keep;
+                planted = 1;
+            }
+        check(memory_check(&p) == 0, "%s: restored, the layout passes again", v[i].name);
+        program_free(&p);
     }
 }
 
@@ -137,5 +224,6 @@ int main(void) {
     one_block();
     model_states();
     attention();
+    checker();
     return summary();
 }

@@ -314,11 +314,13 @@ typedef struct wf_program {
     const wf_bucket *buckets; int n_buckets;
     long param_numel;        /* size of the parameter / gradient arena, floats */
     long act_numel;          /* size of the activation arena, floats */
-    long dact_numel;         /* activation-gradient arena: the arena's prefix of
-                                activations that carry gradients, floats */
+    long dact_numel;         /* one activation-gradient set: one chunk's gradients,
+                                packed by live interval, floats */
     long scratch_numel;      /* kernel scratch, floats */
     long comm_numel;         /* staging for tensor-parallel collectives, floats */
     int slots;               /* activation slots (microbatches in flight on this stage) */
+    int dact_sets;           /* activation-gradient sets (backwards live at once) */
+    long act_region_numel;   /* the recompute region, once after the slots, floats */
     int recv_buffers;        /* received activations waiting for their forward */
     long recv_numel;         /* floats in one of them */
     int weight_delay;        /* 1: PipeDream-2BW, gradients applied one step late */
@@ -416,6 +418,7 @@ void wf_use_micro(wf_ctx *c, int m);    /* wf_tokens / wf_targets now give micro
 void wf_slot_begin(wf_ctx *c, int slot);/* zeroes the slot's activation gradients */
 float *wf_act_slot(wf_ctx *c, int slot);
 float *wf_dact_slot(wf_ctx *c, int slot);
+float *wf_act_region(wf_ctx *c);   /* the stage's recompute region (after the slots) */
 const int32_t *wf_tokens_of(wf_ctx *c, int m);
 const int32_t *wf_targets_of(wf_ctx *c, int m);
 void wf_send(wf_ctx *c, const float *buf, long n, int stage, int tag);

@@ -1,0 +1,16 @@
+/* memory_pack.h: placing buffers with known live intervals in one region
+ * (memory_pack.c): first-fit by decreasing size. */
+#ifndef WEFT_MEMORY_PACK_H
+#define WEFT_MEMORY_PACK_H
+
+typedef struct {
+    int begin, end;  /* live interval, both ends included */
+    long size;       /* floats (already aligned) */
+    long offset;     /* set by pack_first_fit */
+} pack_item;
+
+/* Gives every item the lowest offset at which it overlaps no item live at
+ * the same time, largest first; returns the region's size (0 for none). */
+long pack_first_fit(pack_item *items, int n);
+
+#endif
