@@ -47,10 +47,11 @@ static const char USAGE_HEAD[] =
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
     "        [--tokens N] [--vocab V] [--branch K] [--seed S]\n"
     "  ckpt diff A B [--norm-tol R [--from A0]] [--bound B] [--tol R] [--atol A]\n"
-    "                             compare two checkpoints tensor by tensor (no option:\n"
+    "        [--noise PAT:LO:HI]  compare two checkpoints tensor by tensor (no option:\n"
     "                             bit identity; else ||a-b|| <= R ||a|| (R ||a-a0|| with\n"
     "                             --from) and max|a-b| <= B for every tensor, or\n"
-    "                             max|a-b| <= A + R max|a|)\n"
+    "                             max|a-b| <= A + R max|a|; --noise: elements LO..HI-1\n"
+    "                             of the tensors PAT matches are held to B only)\n"
     "\n"
     "options for check and compile:\n"
     "  --set FIELD=VALUE          override a plan field, e.g. --set mesh.dp=4 (repeatable)\n";
@@ -337,12 +338,29 @@ static int cmd_data(int argc, char **argv) {
 
 static int cmd_ckpt(int argc, char **argv) {
     static const char use[] =
-        "usage: weft ckpt diff A B [--norm-tol REL [--from A0]] [--bound ABS] [--tol REL] [--atol ABS]";
+        "usage: weft ckpt diff A B [--norm-tol REL [--from A0]] [--bound ABS] [--tol REL] [--atol ABS]\n"
+        "                          [--noise PATTERN:LO:HI]...";
     if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error(use);
     ckpt_tolerance t = { 0 };
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
             t.from = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--noise") == 0 && i + 1 < argc) {  /* PATTERN:LO:HI */
+            char *spec = argv[++i], *hi = strrchr(spec, ':'), *lo = NULL, *end;
+            if (hi) {
+                *hi++ = 0;
+                lo = strrchr(spec, ':');
+            }
+            if (!lo || t.n_noise == CKPT_MAX_NOISE) return usage_error(use);
+            *lo++ = 0;
+            ckpt_noise *z = &t.noise[t.n_noise++];
+            z->pattern = spec;
+            z->lo = strtol(lo, &end, 10);
+            if (*end || !*lo) return usage_error(use);
+            z->hi = strtol(hi, &end, 10);
+            if (*end || !*hi || z->lo < 0 || z->hi < z->lo) return usage_error(use);
             continue;
         }
         double *v = strcmp(argv[i], "--tol") == 0        ? &t.tol

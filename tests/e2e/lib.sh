@@ -146,3 +146,35 @@ weights_match() {
   "$WEFT" ckpt diff "$1" "$2" --norm-tol "$tol" --from "$3" --bound "$bound" | tail -n 1
   return "${PIPESTATUS[0]}"
 }
+
+# 16-bit storage: the relative disagreement two runs' whole tensors may show,
+# ||a - b|| / ||a - a0|| as above, when every activation, activation gradient
+# and weight gradient is rounded to 16 bits (unit roundoff u: 2^-8 bf16,
+# 2^-11 fp16).  A layout rounds partial results the reference does not
+# (another microbatch split, tensor-parallel partials before their sum), so
+# its stored values differ from the reference's by whole roundings, which no
+# reordering bound like T K u covers.  One rounding to nearest errs by at
+# most u of the value, its error spread evenly over half an ulp either side:
+# mean square at most u^2/3.  Taken as independent (Higham and Mary's
+# probabilistic rounding analysis), N roundings add their mean squares, and
+# a tensor's ||a-b||^2 / ||a-a0||^2 averages the squares over its elements,
+# so it is about N u^2 / 3, to first order (no amplification), as the fp32
+# rule assumes.  N counts, for T steps and both runs, every rounding on a
+# value's path within a step: the rounding calls of the activations and their
+# gradients in all of a run's stage programs (rounding_sites; tensor
+# parallelism has twice the reference's, for its partials) plus one per
+# microbatch accumulated into the weight gradient.  Elements whose gradient
+# is zero in exact arithmetic hold nothing but noise AdamW amplified: they
+# are left out of the norms (`ckpt diff --noise`) and held to adam_reach.
+# rounding_sites DIR: per step, the rounding calls of one run's programs
+# (DIR/stage*.c) a value passes plus its weight gradient's accumulations
+rounding_sites() {
+  local calls accum
+  calls=$(cat "$1"/stage*.c | grep -c 'wf_to_[bf][fp]16(c, [ad] +')
+  accum=$(sed -n 's/.*\.accum = \([0-9]*\),.*/\1/p' "$1/stage0.c" | head -n 1)
+  echo $((calls + ${accum:-1}))
+}
+# storage_noise STEPS U SITES_A SITES_B: sqrt(T (A + B) / 3) u
+storage_noise() {
+  awk -v t="$1" -v u="$2" -v a="$3" -v b="$4" 'BEGIN { printf "%.3e\n", sqrt(t * (a + b) / 3) * u }'
+}
