@@ -28,9 +28,9 @@ double wf_local_grad_sq(wf_ctx *c) {
 double wf_grad_norm(wf_ctx *c) {
     const wf_program *p = c->p;
     double sum = wf_local_grad_sq(c);
-    if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
-    if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
-    if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
+    if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_DP]));
+    if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_TP]));
+    if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_PP]));
     return sqrt(sum);
 }
 
@@ -46,7 +46,7 @@ void wf_tp_partial_grads(wf_ctx *c) {
         long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
         if (hi <= lo) continue;
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, wf_own_grad(c, k) + lo, (int)(hi - lo), MPI_FLOAT,
-                                MPI_SUM, c->tp_comm));
+                                MPI_SUM, c->group_comm[WF_GROUP_TP]));
     }
 }
 

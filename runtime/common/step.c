@@ -200,9 +200,9 @@ void wf_optimizer_step(wf_ctx *c) {
     /* nonzero on the last pipeline stage only */
     double loss = c->loss_sum + wf_backend_loss_take(c);
     if (p->dp > 1)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_DP]));
     if (p->pp > 1)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_PP]));
     c->last_loss = loss / ((double)p->global_batch * p->seq);
     c->loss_sum = 0;
     if (!isfinite(c->last_loss))
