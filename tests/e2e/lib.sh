@@ -178,3 +178,28 @@ rounding_sites() {
 storage_noise() {
   awk -v t="$1" -v u="$2" -v a="$3" -v b="$4" 'BEGIN { printf "%.3e\n", sqrt(t * (a + b) / 3) * u }'
 }
+
+# Two implementations of the same kernels (the CPU's and the emulated CUDA
+# ones) accumulate in different orders inside every kernel, not only in the
+# weight gradients' sums.  A kernel that sums K products (a GEMM's inner
+# dimension, a softmax or layernorm row, an attention row) is within
+# gamma_K ~ K u of exact relative to the sum of the magnitudes (Higham), so
+# two implementations within 2 K u of each other.  To first order (no
+# amplification, as reduction_noise assumes) the relative errors of the
+# kernels a value passes through in one step add: S = sum of their K over the
+# forward and backward path of the first block's weights (the longest), and
+# over T steps the updates differ by at most T * 2 u * S of themselves.
+# For GPT-2 (hidden C, head size D, sequence Q, vocabulary V, N tokens a
+# step, L blocks), per block: forward  2C (ln_1) + C (c_attn) + D + 2Q
+# (scores, softmax, P V) + C (c_proj) + 2C (ln_2) + C (c_fc) + 4C
+# (mlp.c_proj); backward  the input gradients' 4C + C + 3C + C, layernorms
+# 4C, attention 2D (dP, the row dot D) + 3Q (dQ, dK, dV); the head: 2C + C
+# + V forward, V + 2C backward; and the weight gradient's N.
+# gpt2_kernel_noise STEPS L C HEADS Q V N
+gpt2_kernel_noise() {
+  awk -v t="$1" -v l="$2" -v c="$3" -v h="$4" -v q="$5" -v v="$6" -v n="$7" 'BEGIN {
+    d = c / h
+    fwd = 11 * c + d + 2 * q; bwd = 13 * c + 2 * d + 3 * q
+    s = l * (fwd + bwd) + (3 * c + v) + (v + 2 * c) + n
+    printf "%.3e\n", t * 2 * 2 ^ -24 * s }'
+}
