@@ -108,7 +108,7 @@ ref_job() {
   shift 2
   build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" &&
     run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1 &&
-    run_plan "$name" --steps 0 --save "$WORK/$name.init" >>"$WORK/$name.log" 2>&1  # a0 for the equiv rows
+    { [ "$name" != ref ] || run_plan ref --steps 0 --save "$WORK/ref.init" >>"$WORK/ref.log" 2>&1; }  # a0: equiv rows
 }
 build_ref() { spawn "$1" ref_job "$@"; }
 build_ref ref plans/tiny.lua
