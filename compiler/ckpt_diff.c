@@ -1,4 +1,5 @@
-/* ckpt_diff.c: `weft ckpt diff A B [--norm-tol R [--from A0]] [--bound B] [--tol R] [--atol A]`.
+/* ckpt_diff.c: `weft ckpt diff A B [--norm-tol R [--from A0]] [--bound B] [--tol R] [--atol A]
+ *                               [--noise PATTERN:LO:HI]...`.
  *
  * Layouts of one plan agree to fp32 reduction-order noise, which AdamW's
  * normalization can blow up to a whole update in an element whose gradient is
@@ -9,6 +10,7 @@
  * from the plan's schedule; see tests/e2e/equivalence.sh). */
 #include "ckpt_diff.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,13 @@ typedef struct {
 
 static int exact(const ckpt_tolerance *t) {
     return t->tol == 0 && t->atol == 0 && t->bound == 0 && t->norm_tol == 0;
+}
+
+/* Is element i of tensor `name` one whose gradient is noise (--noise)? */
+static int is_noise(const ckpt_tolerance *t, const char *name, long i) {
+    for (int k = 0; k < t->n_noise; k++)
+        if (i >= t->noise[k].lo && i < t->noise[k].hi && fnmatch(t->noise[k].pattern, name, 0) == 0) return 1;
+    return 0;
 }
 
 static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const wf_st_file *from,
@@ -47,6 +56,7 @@ static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const wf_st_
         double d = fabs((double)x[i] - (double)y[i]);
         if (d > max_diff || d != d) max_diff = d;  /* a NaN sticks */
         if (fabs(x[i]) > max_abs) max_abs = fabs(x[i]);
+        if (t->n_noise && is_noise(t, name, i)) continue;  /* held to --bound only */
         sq_diff += d * d;
         double ref = x0 ? (double)x[i] - x0[i] : x[i];  /* a's update, or a itself */
         sq_a += ref * ref;

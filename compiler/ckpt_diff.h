@@ -11,9 +11,21 @@
  *                or, given `from` (the checkpoint both runs started from),
  *                ||a - b||_2 <= norm_tol * ||a - from||_2: the difference of the
  *                two runs' updates against the updates themselves. */
+/* noise: element ranges whose gradient is zero in exact arithmetic (GPT-2's
+ * key bias: softmax ignores a shift shared by all keys), so that what they
+ * hold is rounding noise AdamW amplified; norm_tol leaves them out of both
+ * norms and only `bound` holds them. */
+#define CKPT_MAX_NOISE 8
+typedef struct {
+    const char *pattern;  /* tensor names, fnmatch(3) */
+    long lo, hi;          /* elements [lo, hi) of each, in storage order */
+} ckpt_noise;
+
 typedef struct {
     double tol, atol, bound, norm_tol;
     const char *from;  /* NULL: norms relative to ||a|| */
+    ckpt_noise noise[CKPT_MAX_NOISE];
+    int n_noise;
 } ckpt_tolerance;
 
 /* Compares every tensor of two safetensors files.  Prints one line per tensor

@@ -110,6 +110,9 @@ static int load_params(Program *p, lua_State *L, int g) {
                 : strcmp(init, "normal") == 0 ? INIT_NORMAL : INIT_ZEROS;
         q->std = get_num(L, t, "std");
         q->decay = (int)get_int(L, t, "decay");
+        char layout[16];  /* the prelude's mark (Graph:param): nil or "transposed" */
+        get_str(L, t, "layout", layout, sizeof layout);
+        q->transposed = strcmp(layout, "transposed") == 0;
         memcpy(q->gshape, q->shape, sizeof q->gshape);
         q->split = SPLIT_NONE;
         q->sections = 1;
@@ -293,10 +296,6 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
         return -1;
     }
     lua_settop(L, plan);  /* the model's tables are read */
-    /* HF LlamaForCausalLM keeps nn.Linear weights (out, in); weft's are (in, out) */
-    if (strcmp(p->family, "llama") == 0)
-        for (int i = 0; i < p->n_ops; i++)
-            if (p->ops[i].kind == OP_LINEAR) p->params[p->ops[i].param[0]].transposed = 1;
 
     int mesh = push_sub(L, plan, "mesh");
     int size[WF_AXES];

@@ -51,10 +51,11 @@ static const char USAGE_HEAD[] =
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
     "        [--tokens N] [--vocab V] [--branch K] [--seed S]\n"
     "  ckpt diff A B [--norm-tol R [--from A0]] [--bound B] [--tol R] [--atol A]\n"
-    "                             compare two checkpoints tensor by tensor (no option:\n"
+    "        [--noise PAT:LO:HI]  compare two checkpoints tensor by tensor (no option:\n"
     "                             bit identity; else ||a-b|| <= R ||a|| (R ||a-a0|| with\n"
     "                             --from) and max|a-b| <= B for every tensor, or\n"
-    "                             max|a-b| <= A + R max|a|)\n"
+    "                             max|a-b| <= A + R max|a|; --noise: elements LO..HI-1\n"
+    "                             of the tensors PAT matches are held to B only)\n"
     "  ckpt verify DIR            check a checkpoint folder against its manifest (sizes,\n"
     "                             CRC-32C of every file and tensor, metadata, finite values)\n"
     "\n"
@@ -383,6 +384,7 @@ static int ckpt_verify(const char *dir) {
 static int cmd_ckpt(int argc, char **argv) {
     static const char use[] =
         "usage: weft ckpt diff A B [--norm-tol REL [--from A0]] [--bound ABS] [--tol REL] [--atol ABS]\n"
+        "                          [--noise PATTERN:LO:HI]...\n"
         "       weft ckpt verify DIR";
     if (argc == 2 && strcmp(argv[0], "verify") == 0) return ckpt_verify(argv[1]);
     if (argc < 3 || strcmp(argv[0], "diff") != 0) return usage_error(use);
@@ -390,6 +392,22 @@ static int cmd_ckpt(int argc, char **argv) {
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
             t.from = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--noise") == 0 && i + 1 < argc) {  /* PATTERN:LO:HI */
+            char *spec = argv[++i], *hi = strrchr(spec, ':'), *lo = NULL, *end;
+            if (hi) {
+                *hi++ = 0;
+                lo = strrchr(spec, ':');
+            }
+            if (!lo || t.n_noise == CKPT_MAX_NOISE) return usage_error(use);
+            *lo++ = 0;
+            ckpt_noise *z = &t.noise[t.n_noise++];
+            z->pattern = spec;
+            z->lo = strtol(lo, &end, 10);
+            if (*end || !*lo) return usage_error(use);
+            z->hi = strtol(hi, &end, 10);
+            if (*end || !*hi || z->lo < 0 || z->hi < z->lo) return usage_error(use);
             continue;
         }
         double *v = strcmp(argv[i], "--tol") == 0        ? &t.tol

@@ -62,7 +62,8 @@ typedef struct {
     int sections;       /* column blocks split separately (3 for fused q,k,v) */
     long gshape[4];     /* the full tensor's shape (shape[] is this rank's part) */
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
-    int transposed;     /* checkpoints store it (out, in), as Hugging Face nn.Linear (llama) */
+    int transposed;     /* checkpoints store it (out, in), as Hugging Face nn.Linear: the
+                           prelude marked it layout = "transposed" (LLaMA's projections) */
     /* set by partition */
     int stage;          /* pipeline stage holding it */
     int tied_to;        /* -1, or the parameter this is a copy of on another stage

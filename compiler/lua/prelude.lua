@@ -333,7 +333,10 @@ local function need(method, self, args)
   end
 end
 
-function Graph:param(name, shape, init, std, decay)
+-- layout: how checkpoints store the parameter.  nil: as weft holds it;
+-- "transposed": a matrix weft holds (in, out) stored (out, in), as Hugging
+-- Face's nn.Linear weights are (LLaMA's projections).
+function Graph:param(name, shape, init, std, decay, layout)
   need("param", self, { "name", "string", name, "shape", "table", shape })
   if self.names[name] then fail("graph:param", "parameter " .. name .. " defined twice", "a name not used before in this graph") end
   for i, s in ipairs(shape) do
@@ -341,9 +344,13 @@ function Graph:param(name, shape, init, std, decay)
       fail(name, "dimension " .. i .. " is " .. show(s), "an integer in 1 .. " .. LIMIT)
     end
   end
+  if layout ~= nil and (layout ~= "transposed" or #shape ~= 2) then
+    fail(name, "layout " .. show(layout) .. (#shape ~= 2 and " of a " .. #shape .. "-dimensional parameter" or ""),
+         "nil, or \"transposed\" for a matrix")
+  end
   self.names[name] = true
   self.params[#self.params + 1] = { name = name, shape = shape, init = init,
-                                    std = std or 0, decay = decay }
+                                    std = std or 0, decay = decay, layout = layout }
   return name
 end
 
@@ -412,11 +419,12 @@ end
 
 -- parallel: "column" splits the output features across tensor-parallel ranks,
 -- "row" splits the input features (its partial sums are all-reduced).
--- bias = false leaves the bias out (LLaMA's projections).
-function Graph:linear(x, prefix, out_features, parallel, std, bias)
+-- bias = false leaves the bias out (LLaMA's projections); layout is the
+-- weight's checkpoint layout (Graph:param).
+function Graph:linear(x, prefix, out_features, parallel, std, bias, layout)
   need("linear", self, { "x", "tensor", x, "prefix", "string", prefix,
                          "out_features", "integer", out_features })
-  local w = self:param(prefix .. ".weight", { x.width, out_features }, "normal", std or 0.02, 1)
+  local w = self:param(prefix .. ".weight", { x.width, out_features }, "normal", std or 0.02, 1, layout)
   if bias == false then
     return self:op("linear", ids { x }, { w }, out_features, { parallel = parallel })
   end
@@ -554,7 +562,8 @@ end
 -- LLaMA (Touvron et al. 2023): pre-norm RMSNorm blocks, rotary positions,
 -- grouped-query attention, SwiGLU MLP, no biases, an untied LM head.
 -- Parameter names are Hugging Face LlamaForCausalLM's; the projection
--- weights are stored (in, out) like every weft linear (HF: (out, in)).
+-- weights are held (in, out) like every weft linear and checkpointed (out, in)
+-- as HF's are (layout "transposed").
 local function make_llama(spec)
   local s = check_fields("llama", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
@@ -586,22 +595,24 @@ local function make_llama(spec)
   local C, std, kvd = s.hidden, s.init_std, s.kv_heads * hd
   -- as GPT-2, the projections that write into the residual stream are scaled
   local proj_std = std / sqrt(2 * s.layers)
+  -- Hugging Face's nn.Linear keeps its weights (out, in): so do the checkpoints
+  local HF = "transposed"
   g:input { kind = "tokens" }
   local x = g:token_embedding("model.embed_tokens", C, std)
   for l = 0, s.layers - 1 do
     local p = "model.layers." .. l .. "."
     g:block(l)
     local h = g:rmsnorm(x, p .. "input_layernorm", s.norm_eps)
-    local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false)
-    local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false)
-    local v = g:linear(h, p .. "self_attn.v_proj", kvd, "column", std, false)
+    local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false, HF)
+    local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false, HF)
+    local v = g:linear(h, p .. "self_attn.v_proj", kvd, "column", std, false, HF)
     h = g:gqa_attention(g:rope(q, k, s.heads, s.kv_heads, s.rope_theta), v, s.heads, s.kv_heads)
-    h = g:linear(h, p .. "self_attn.o_proj", C, "row", proj_std, false)
+    h = g:linear(h, p .. "self_attn.o_proj", C, "row", proj_std, false, HF)
     x = g:add(x, h)
     h = g:rmsnorm(x, p .. "post_attention_layernorm", s.norm_eps)
-    local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false)
-    local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false)
-    h = g:linear(g:swiglu(gate, up), p .. "mlp.down_proj", C, "row", proj_std, false)
+    local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false, HF)
+    local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false, HF)
+    h = g:linear(g:swiglu(gate, up), p .. "mlp.down_proj", C, "row", proj_std, false, HF)
     x = g:add(x, h)
   end
   g:block(nil)

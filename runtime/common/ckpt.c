@@ -77,7 +77,7 @@ static float *gather_whole(wf_ctx *c, const float *base, const long *off, long t
             continue;
         }
         WF_MPI(c, MPI_Gather(base + q->offset, (int)q->numel, MPI_FLOAT, parts, (int)q->numel,
-                             MPI_FLOAT, 0, c->tp_comm));
+                             MPI_FLOAT, 0, c->group_comm[WF_GROUP_TP]));
         if (c->tp_rank != 0) continue;
         for (int r = 0; r < p->tp; r++)
             for (long i = 0; i < q->numel; i++) {

@@ -114,19 +114,20 @@ static void mpi_reduce_scatter(wf_ctx *c, wf_group g, float *out, const float *i
 
 static void mpi_send(wf_ctx *c, const float *buf, long n, int peer, int tag) {
     wf_backend_sync(c);
-    WF_MPI(c, MPI_Send(buf, count(c, n, "MPI_Send"), MPI_FLOAT, peer, tag, c->pp_comm));
+    WF_MPI(c, MPI_Send(buf, count(c, n, "MPI_Send"), MPI_FLOAT, peer, tag, c->group_comm[WF_GROUP_PP]));
 }
 
 static void mpi_recv(wf_ctx *c, float *buf, long n, int peer, int tag) {
     wf_backend_sync(c);
-    WF_MPI(c, MPI_Recv(buf, count(c, n, "MPI_Recv"), MPI_FLOAT, peer, tag, c->pp_comm, MPI_STATUS_IGNORE));
+    WF_MPI(c, MPI_Recv(buf, count(c, n, "MPI_Recv"), MPI_FLOAT, peer, tag, c->group_comm[WF_GROUP_PP],
+                       MPI_STATUS_IGNORE));
 }
 
 static void mpi_sendrecv(wf_ctx *c, const float *sbuf, long sn, int speer, int stag, float *rbuf, long rn,
                          int rpeer, int rtag) {
     wf_backend_sync(c);
     WF_MPI(c, MPI_Sendrecv(sbuf, count(c, sn, "MPI_Sendrecv"), MPI_FLOAT, speer, stag, rbuf,
-                           count(c, rn, "MPI_Sendrecv"), MPI_FLOAT, rpeer, rtag, c->pp_comm,
+                           count(c, rn, "MPI_Sendrecv"), MPI_FLOAT, rpeer, rtag, c->group_comm[WF_GROUP_PP],
                            MPI_STATUS_IGNORE));
 }
 

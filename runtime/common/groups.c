@@ -42,17 +42,8 @@ void wf_group_of(const wf_program *p, int rank, wf_group g, int *color, int *key
     free(members);
 }
 
-static MPI_Comm *comm_slot(wf_ctx *c, wf_group g) {
-    switch (g) {
-    case WF_GROUP_DP: return &c->dp_comm;
-    case WF_GROUP_TP: return &c->tp_comm;
-    case WF_GROUP_PP: return &c->pp_comm;
-    default: return &c->tied_comm;
-    }
-}
-
 MPI_Comm wf_group_comm(const wf_ctx *c, wf_group g) {
-    return *comm_slot((wf_ctx *)c, g);  /* (read only) */
+    return c->group_comm[g];
 }
 
 void wf_groups_split(wf_ctx *c) {
@@ -73,7 +64,7 @@ void wf_groups_split(wf_ctx *c) {
     for (int g = 0; g < WF_GROUPS; g++) {
         int color, key;
         wf_group_of(p, c->rank, (wf_group)g, &color, &key);
-        MPI_Comm *comm = comm_slot(c, (wf_group)g);
+        MPI_Comm *comm = &c->group_comm[g];
         WF_MPI(c, MPI_Comm_split(MPI_COMM_WORLD, color, key, comm));
         if (*comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
         if (g == WF_GROUP_DP) c->dp_rank = key;

@@ -44,8 +44,9 @@ struct wf_ctx {
     const wf_program *p;
     wf_options opt;
     int rank, world, dp_rank, tp_rank, stage;
-    MPI_Comm dp_comm, tp_comm, pp_comm;
-    MPI_Comm tied_comm;            /* first and last stage: the tied wte (or MPI_COMM_NULL) */
+    /* one communicator per wf_group (coll.h): each mesh axis's, then the tied
+     * pair of pipeline ends (the tied wte); MPI_COMM_NULL where the rank is in none */
+    MPI_Comm group_comm[WF_GROUPS];
     float *next_params;            /* PipeDream-2BW: the newest weights; params are one behind */
     /* what this rank updates (all of it, or its ZeRO-1 shards) and where the
      * AdamW moments of that part live (zero.c) */

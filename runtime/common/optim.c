@@ -29,11 +29,11 @@ double wf_grad_norm(wf_ctx *c) {
     const wf_program *p = c->p;
     double sum = wf_local_grad_sq(c);
     wf_watch_what(c, WF_GROUP_DP, "gradient-norm all-reduce");
-    if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+    if (p->zero) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_DP]));
     wf_watch_what(c, WF_GROUP_TP, "gradient-norm all-reduce");
-    if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->tp_comm));
+    if (p->tp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_TP]));
     wf_watch_what(c, WF_GROUP_PP, "gradient-norm all-reduce");
-    if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
+    if (p->pp > 1) WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_PP]));
     wf_watch_done();
     return sqrt(sum);
 }
@@ -51,7 +51,7 @@ void wf_tp_partial_grads(wf_ctx *c) {
         if (hi <= lo) continue;
         wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, wf_own_grad(c, k) + lo, (int)(hi - lo), MPI_FLOAT,
-                                MPI_SUM, c->tp_comm));
+                                MPI_SUM, c->group_comm[WF_GROUP_TP]));
         wf_watch_done();
     }
 }

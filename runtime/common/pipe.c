@@ -57,7 +57,7 @@ void wf_zero(float *dst, long n) { wf_backend_zero(NULL, dst, sizeof(float) * (s
 /* The token embedding (first stage) and the LM head (last stage) are one
  * tied tensor: sum their gradients so both copies take the same step. */
 void wf_tied_grads(wf_ctx *c) {
-    if (c->tied_comm == MPI_COMM_NULL) return;
+    if (c->group_comm[WF_GROUP_TIED] == MPI_COMM_NULL) return;
     const wf_program *p = c->p;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];

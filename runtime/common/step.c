@@ -210,10 +210,10 @@ void wf_optimizer_step(wf_ctx *c) {
     double loss = c->loss_sum + wf_backend_loss_take(c);
     wf_watch_what(c, WF_GROUP_DP, "loss all-reduce");
     if (p->dp > 1)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->dp_comm));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_DP]));
     wf_watch_what(c, WF_GROUP_PP, "loss all-reduce");
     if (p->pp > 1)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->pp_comm));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_PP]));
     wf_watch_done();
     c->last_loss = loss / ((double)p->global_batch * p->seq);
     c->loss_sum = 0;

@@ -290,8 +290,8 @@ static void check_replicas(wf_ctx *c) {
     if (c->p->dp == 1 || c->p->zero >= 3) return;  /* ZeRO-3: no replicas, only shards */
     wf_backend_sync(c);
     uint64_t d = wf_params_digest(c), lo = d, hi = d;
-    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, c->dp_comm));
-    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, c->dp_comm));
+    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, c->group_comm[WF_GROUP_DP]));
+    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, c->group_comm[WF_GROUP_DP]));
     if (lo != hi)
         wf_fatal(c, "check_replicas", WF_WHERE,
                  "data-parallel replicas hold different weights after step %ld", c->step);

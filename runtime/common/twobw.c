@@ -30,7 +30,7 @@
 
 #include "internal.h"
 
-enum { TAG_TIED_GRAD = 1, TAG_TIED_WEIGHT = 2 }; /* on tied_comm: stage 0 is 0, the last 1 */
+enum { TAG_TIED_GRAD = 1, TAG_TIED_WEIGHT = 2 }; /* on the tied group: stage 0 is 0, the last 1 */
 
 /* ---- a step under CUDA graph capture (cuda/graph.c) -------------------------
  * Each step ends with host work: the tied wte's exchange and the optimizer.
@@ -149,7 +149,7 @@ void wf_tied_send_grad(wf_ctx *c) {
     wf_watch_done();
     memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
     WF_MPI(c, MPI_Isend(c->tied_buf, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
-                        c->tied_comm, &c->tied_grad_req));
+                        c->group_comm[WF_GROUP_TIED], &c->tied_grad_req));
 }
 
 /* The sum is the tied all-reduce of the synchronous schedules: a + b. */
@@ -160,7 +160,7 @@ void wf_tied_recv_grad(wf_ctx *c) {
     wf_backend_sync(c);
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte gradient from the last stage");
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
-                       c->tied_comm, MPI_STATUS_IGNORE));
+                       c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
     float *g = c->grads + q->offset;
     for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
@@ -175,7 +175,7 @@ void wf_tied_send_weights(wf_ctx *c, int m) {
     WF_MPI(c, MPI_Wait(&c->tied_w_req[r % 2], MPI_STATUS_IGNORE));
     wf_watch_done();
     WF_MPI(c, MPI_Isend(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 1,
-                        TAG_TIED_WEIGHT, c->tied_comm, &c->tied_w_req[r % 2]));
+                        TAG_TIED_WEIGHT, c->group_comm[WF_GROUP_TIED], &c->tied_w_req[r % 2]));
 }
 
 void wf_tied_recv_weights(wf_ctx *c, int m) {
@@ -185,7 +185,7 @@ void wf_tied_recv_weights(wf_ctx *c, int m) {
     wf_backend_sync(c);  /* kernels may still read this version */
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte weights from stage 0");
     WF_MPI(c, MPI_Recv(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 0,
-                       TAG_TIED_WEIGHT, c->tied_comm, MPI_STATUS_IGNORE));
+                       TAG_TIED_WEIGHT, c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
     wf_params_changed(c);
 }

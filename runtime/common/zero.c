@@ -106,7 +106,7 @@ float *wf_moment_full(wf_ctx *c, const float *moment) {
     const long piece = 1L << 30;
     for (long at = 0; p->zero && at < p->param_numel; at += piece) {
         long n = p->param_numel - at < piece ? p->param_numel - at : piece;
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, full + at, (int)n, MPI_FLOAT, MPI_SUM, c->dp_comm));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, full + at, (int)n, MPI_FLOAT, MPI_SUM, c->group_comm[WF_GROUP_DP]));
     }
     return full;
 }

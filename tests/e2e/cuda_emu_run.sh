@@ -11,7 +11,20 @@
 #   fp32  check.sh's CPU-vs-CUDA tolerances: losses within 1e-4 relative,
 #         gradient norms within 1e-3, final weights within 1e-3 / 1e-5 absolute
 #         (tp 2 too: it moves a weight by 3.4e-4 relative from the CPU's run);
-#   equiv equivalence.sh's, for dp 2 and pp 2 (mpi, nccl): 2e-6, 1e-6, 5e-5 / 1e-5;
+#   equiv dp 2 and pp 2 (mpi, nccl) against the one-rank CPU run: losses
+#         within 2e-6 and norms within 1e-6 (equivalence.sh's); weights by
+#         lib.sh's gpt2_kernel_noise and adam_reach: every tensor
+#         ||a-b|| <= T 2u S ||a-a0|| (S = 4448: the reduction lengths a value's
+#         path passes in one step, every kernel here summing in its own order,
+#         not only the weight gradients as between two CPU layouts; 2.1e-3 of
+#         the updates over T = 4 steps), every element within what AdamW can
+#         move it (2 sum lr_t B_t), and the c_attn key bias (elements C..2C-1,
+#         zero gradient in exact arithmetic) held to that alone.  Measured:
+#         ||a-b||/||a-a0|| <= 1.8e-4 (h.0.attn.c_proj.weight), max|a-b| 9.3e-6;
+#         equivalence.sh's T K u (3.1e-5: the weight gradients' sums alone)
+#         is too tight for two kernel sets.  A dp 2 bucket reduced by max
+#         instead of sum (the replicas still agree) puts every tensor off, up
+#         to 1.6 of its updates.
 #   bf16  check.sh's: losses within 1e-2;
 #   act16 bf16 / fp16 plans, whose activations the CUDA program stores in 16
 #         bits (weft/rt.h, act16): the program must say `.act16 = 1`, and since
@@ -100,7 +113,8 @@ ref_job() {
   local name=$1 plan=$2
   shift 2
   build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" &&
-    run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1
+    run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1 &&
+    { [ "$name" != ref ] || run_plan ref --steps 0 --save "$WORK/ref.init" >>"$WORK/ref.log" 2>&1; }  # a0: equiv rows
 }
 build_ref() { spawn "$1" ref_job "$@"; }
 build_ref ref plans/tiny.lua
@@ -151,7 +165,7 @@ compare() {
   # fp32: check.sh's CPU-vs-CUDA tolerances; equiv: equivalence.sh's (a
   # layout against the single-rank losses and weights); bf16: check.sh's
   local tl=1e-4 tn=1e-3 tw=1e-3
-  [ "$kind" = equiv ] && tl=2e-6 tn=1e-6 tw=5e-5
+  [ "$kind" = equiv ] && tl=2e-6 tn=1e-6
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
     loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-4) || ok=1
@@ -166,6 +180,17 @@ compare() {
   fi
   loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $tl) || ok=1
   norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $tn) || ok=1
+  if [ "$kind" = equiv ]; then  # the header; the sizes are `small`'s, on plans/tiny.lua (4 heads, vocab 256)
+    local steps reach
+    steps=$(grep -c '"loss"' "$WORK/$ref.jsonl")
+    reach=$(adam_reach "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl") || ok=1
+    w=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
+        --norm-tol "$(gpt2_kernel_noise "$steps" 2 64 4 32 256 $((4 * 32)))" \
+        --from "$WORK/$ref.init/model.safetensors" --bound "$reach" --noise "h.*.attn.c_attn.bias:64:128" |
+        tail -n 1) || ok=1
+    echo "$loss, $norm; $w"
+    return $ok
+  fi
   w=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
       --tol $tw --atol 1e-5 | tail -n 1) || ok=1
   echo "$loss, $norm; $w"

@@ -146,3 +146,60 @@ weights_match() {
   "$WEFT" ckpt diff "$1" "$2" --norm-tol "$tol" --from "$3" --bound "$bound" | tail -n 1
   return "${PIPESTATUS[0]}"
 }
+
+# 16-bit storage: the relative disagreement two runs' whole tensors may show,
+# ||a - b|| / ||a - a0|| as above, when every activation, activation gradient
+# and weight gradient is rounded to 16 bits (unit roundoff u: 2^-8 bf16,
+# 2^-11 fp16).  A layout rounds partial results the reference does not
+# (another microbatch split, tensor-parallel partials before their sum), so
+# its stored values differ from the reference's by whole roundings, which no
+# reordering bound like T K u covers.  One rounding to nearest errs by at
+# most u of the value, its error spread evenly over half an ulp either side:
+# mean square at most u^2/3.  Taken as independent (Higham and Mary's
+# probabilistic rounding analysis), N roundings add their mean squares, and
+# a tensor's ||a-b||^2 / ||a-a0||^2 averages the squares over its elements,
+# so it is about N u^2 / 3, to first order (no amplification), as the fp32
+# rule assumes.  N counts, for T steps and both runs, every rounding on a
+# value's path within a step: the rounding calls of the activations and their
+# gradients in all of a run's stage programs (rounding_sites; tensor
+# parallelism has twice the reference's, for its partials) plus one per
+# microbatch accumulated into the weight gradient.  Elements whose gradient
+# is zero in exact arithmetic hold nothing but noise AdamW amplified: they
+# are left out of the norms (`ckpt diff --noise`) and held to adam_reach.
+# rounding_sites DIR: per step, the rounding calls of one run's programs
+# (DIR/stage*.c) a value passes plus its weight gradient's accumulations
+rounding_sites() {
+  local calls accum
+  calls=$(cat "$1"/stage*.c | grep -c 'wf_to_[bf][fp]16(c, [ad] +')
+  accum=$(sed -n 's/.*\.accum = \([0-9]*\),.*/\1/p' "$1/stage0.c" | head -n 1)
+  echo $((calls + ${accum:-1}))
+}
+# storage_noise STEPS U SITES_A SITES_B: sqrt(T (A + B) / 3) u
+storage_noise() {
+  awk -v t="$1" -v u="$2" -v a="$3" -v b="$4" 'BEGIN { printf "%.3e\n", sqrt(t * (a + b) / 3) * u }'
+}
+
+# Two implementations of the same kernels (the CPU's and the emulated CUDA
+# ones) accumulate in different orders inside every kernel, not only in the
+# weight gradients' sums.  A kernel that sums K products (a GEMM's inner
+# dimension, a softmax or layernorm row, an attention row) is within
+# gamma_K ~ K u of exact relative to the sum of the magnitudes (Higham), so
+# two implementations within 2 K u of each other.  To first order (no
+# amplification, as reduction_noise assumes) the relative errors of the
+# kernels a value passes through in one step add: S = sum of their K over the
+# forward and backward path of the first block's weights (the longest), and
+# over T steps the updates differ by at most T * 2 u * S of themselves.
+# For GPT-2 (hidden C, head size D, sequence Q, vocabulary V, N tokens a
+# step, L blocks), per block: forward  2C (ln_1) + C (c_attn) + D + 2Q
+# (scores, softmax, P V) + C (c_proj) + 2C (ln_2) + C (c_fc) + 4C
+# (mlp.c_proj); backward  the input gradients' 4C + C + 3C + C, layernorms
+# 4C, attention 2D (dP, the row dot D) + 3Q (dQ, dK, dV); the head: 2C + C
+# + V forward, V + 2C backward; and the weight gradient's N.
+# gpt2_kernel_noise STEPS L C HEADS Q V N
+gpt2_kernel_noise() {
+  awk -v t="$1" -v l="$2" -v c="$3" -v h="$4" -v q="$5" -v v="$6" -v n="$7" 'BEGIN {
+    d = c / h
+    fwd = 11 * c + d + 2 * q; bwd = 13 * c + 2 * d + 3 * q
+    s = l * (fwd + bwd) + (3 * c + v) + (v + 2 * c) + n
+    printf "%.3e\n", t * 2 * 2 ^ -24 * s }'
+}

@@ -1,0 +1,6 @@
+-- expect: tests/plans/graph_param_layout.lua:6: ln.weight: layout "out_in" (valid: nil, or "transposed" for a matrix)
+-- A checkpoint layout is a mark on the parameter (Graph:param): nil, or
+-- "transposed" (Hugging Face's (out, in) nn.Linear weights).
+local w = weft
+local g = w.graph { seq = 8, vocab = 16 }
+g:param("ln.weight", { 8, 8 }, "ones", 0, 0, "out_in")
