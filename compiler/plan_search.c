@@ -46,6 +46,7 @@ static const char *const RC_NAMES[] = { "none", "selective", "full" };
 
 typedef struct {
     int dp, tp, pp, sp, micro, sched, virt, zero, rc, offload;
+    double bucket_mb;      /* fused gradient buckets, MiB */
     double lb, est;        /* step-time lower bound and estimate, s */
     double mem_lb;         /* bytes per rank, lower bound */
     /* after building and pricing */
@@ -67,10 +68,16 @@ typedef struct {
     char batch_set[64];
     /* from the plan, loaded once */
     int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
+    double bucket_mb;   /* the plan's */
     double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
     long params;
     /* measured on small builds: bytes per parameter and per layer-token */
-    double bw, bg, bo, act_tok[3];
+    double bw, bg, bo;
+    /* activation and activation-gradient bytes per layer and token of one
+     * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
+    double act_tok[8][2][3][2];
+    const char *base_sets[MAX_SETS + 24];
+    int n_base;
     char device[32];
     cand *c;
     int n;
@@ -106,6 +113,7 @@ static int set_list(const search *S, const cand *c, char buf[][64], const char *
     SET("recompute=%s", RC_NAMES[c->rc]);
     SET("offload.optimizer=%s", c->offload ? "cpu" : "none");
     SET("offload.params=%s", c->offload ? "cpu" : "none");
+    SET("buckets.mb=%g", c->bucket_mb);
 #undef SET
     return n;
 }
@@ -203,6 +211,12 @@ static void evaluate(search *S, cand *c) {
             return;
         }
         c->mem = max_stage_bytes(&p);
+        if (getenv("WEFT_PLAN_DEBUG")) {
+            program_memory pm = program_memory_of(&p, 0);
+            fprintf(stderr, "debug: lb %.1f GiB real %.1f GiB (acts %.1f dacts %.1f params %.1f slots %d) bw %g\n",
+                    c->mem_lb / 1073741824.0, c->mem / 1073741824.0, pm.acts / 1073741824.0, pm.dacts / 1073741824.0,
+                    pm.params / 1073741824.0, program_slots(&p, 0), S->bw);
+        }
         if (c->mem > S->device_bytes) {
             double gib = 1024.0 * 1024 * 1024;
             snprintf(c->why, sizeof c->why, "does not fit: %.1f of %.0f GiB", c->mem / gib, S->device_bytes / gib);
@@ -241,15 +255,92 @@ static double bubble_factor(int sched, int pp, int m, int v) {
     }
 }
 
-static double mem_lower_bound(const search *S, const cand *c, int accum) {
+/* Peak activation slots of a stage (the verified schedule's own count,
+ * schedule.h), cached: schedules are shared by many candidates. */
+typedef struct { int sched, pp, accum, virt, slots; } slot_entry;
+static slot_entry slot_cache[4096];
+static int n_slot_cache;
+
+static int stage_slots(int sched, int pp, int accum, int virt) {
+    if (pp <= 1) return 1;
+    if (sched == SCHED_2BW) sched = SCHED_1F1B;  /* 2BW keeps 1F1B's order per step */
+    for (int i = 0; i < n_slot_cache; i++) {
+        const slot_entry *e = &slot_cache[i];
+        if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt) return e->slots;
+    }
+    schedule s = { 0 };
+    char err[256];
+    int slots = 1;
+    if (schedule_build(&s, (sched_kind)sched, pp, accum, virt, err, sizeof err) == 0 && s.slots) {
+        for (int st = 0; st < pp; st++)
+            if (s.slots[st] > slots) slots = s.slots[st];
+    }
+    schedule_free(&s);
+    if (n_slot_cache < 4096) slot_cache[n_slot_cache++] = (slot_entry){ sched, pp, accum, virt, slots };
+    return slots;
+}
+
+/* One activation slot of the first pipeline stage (activations and their
+ * gradients, as the memory model counts them): fixed bytes per token (the
+ * embedding's, the region recompute shares) plus bytes per layer and token,
+ * from two builds of the model cut to 2 stages of 1 and 2 layers, micro 1,
+ * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
+static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer) {
+    int ti = 0;
+    *fixed = *per_layer = 0;
+    while ((1 << ti) < tp && ti < 7) ti++;
+    if ((1 << ti) != tp) return;  /* not a power of 2: no bound (0 is always below) */
+    double *slot = S->act_tok[ti][sp][rc];
+    if (slot[0] >= 0) {
+        *fixed = slot[0], *per_layer = slot[1];
+        return;
+    }
+    char b[9][64], msg[512];
+    const char *sets[MAX_SETS + 40];
+    int n = 0;
+    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
+    snprintf(b[1], 64, "mesh.tp=%d", tp);
+    snprintf(b[2], 64, "mesh.sp=%s", sp ? "true" : "false");
+    snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
+    snprintf(b[4], 64, "mesh.pp=2");
+    snprintf(b[5], 64, "batch.global=2");
+    for (int i = 0; i < 6; i++) sets[n++] = b[i];
+    double bytes[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++) {
+        snprintf(b[6], 64, "model.layers=%d", 2 + 2 * k);
+        sets[n] = b[6];
+        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 1, .backend = S->a.backend };
+        Program p;
+        wf_error_capture(msg, sizeof msg);
+        int rc2 = compile_plan(&p, &o);
+        wf_error_capture(NULL, 0);
+        if (rc2 == 0) {
+            program_memory pm = program_memory_of(&p, 0);
+            bytes[k] = (pm.acts + pm.dacts) / program_slots(&p, 0);
+        }
+        program_free(&p);
+        if (rc2 != 0) { bytes[0] = bytes[1] = 0; break; }
+    }
+    double d = bytes[1] - bytes[0], f = bytes[0] - d;  /* stage 0 holds 1, then 2 layers */
+    slot[1] = d > 0 ? d / S->seq : 0;
+    slot[0] = f > 0 ? f / S->seq : 0;
+    *fixed = slot[0], *per_layer = slot[1];
+}
+
+/* Bytes per rank on the fullest stage, a lower bound: its share of the
+ * parameters, gradients and optimizer state (ZeRO shards, offload removes),
+ * and its activation slots times the activations of its layers. */
+static double mem_lower_bound(search *S, const cand *c, int accum) {
     double per = (double)S->params / ((double)c->tp * c->pp);
     double w = S->bw / (c->zero >= 3 ? c->dp : 1), g = S->bg / (c->zero >= 2 ? c->dp : 1);
     double o = c->offload ? 0 : S->bo / (c->zero >= 1 ? c->dp : 1);
     if (c->offload) w = 0;
-    int inflight = c->pp <= 1 ? 1 : c->sched == 0 ? accum : (accum < c->pp ? accum : c->pp);
-    int layers = S->layers / c->pp - (c->pp > 1 ? c->virt : 0);
-    if (layers < 0) layers = 0;
-    double acts = S->act_tok[c->rc] * c->micro * S->seq * layers * inflight / c->tp;
+    int slots = stage_slots(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt);
+    int chunk_layers = S->layers / (c->pp * c->virt);
+    double fixed, per_layer;
+    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer);
+    double acts = (fixed + per_layer * chunk_layers) * c->micro * S->seq * slots;
     return per * (w + g + o) + acts;
 }
 
@@ -294,6 +385,12 @@ static void enumerate(search *S) {
             if (pp > S->layers) { S->pruned_arith[2]++; continue; }
             if (S->global % dp) { S->pruned_arith[3]++; continue; }
             int per = S->global / dp;
+            /* buckets: the plan's size, or larger so that a rank has at most
+             * 256 (each costs a collective's latency, and the ZeRO pass's
+             * work grows with their count); a power of 2 MiB */
+            double rank_mib = (double)S->params / ((double)tp * pp) * S->bg / (1 << 20), mb = 1;
+            while (mb < rank_mib / 256) mb *= 2;
+            if (mb < S->bucket_mb) mb = S->bucket_mb;
             for (int micro = 1; micro <= per; micro++) {
                 if (per % micro) continue;
                 int accum = per / micro;
@@ -313,20 +410,19 @@ static void enumerate(search *S) {
                                 continue;
                             }
                             /* per recompute level, the smallest ZeRO stage that may fit */
-                            int found_cheap = 0;
-                            for (int rc = 0; rc < 3 && !found_cheap; rc++) {
+                            for (int rc = 0; rc < 3; rc++) {
                                 if (sc == 3 && rc == 2 && pp > 1) { S->pruned_arith[6]++; continue; }
                                 int zmax = dp == 1 ? 0 : sc == 4 ? 0 : (sc == 3 && pp > 1) ? 1 : 3;
                                 int placed = 0;
                                 for (int z = 0; z <= zmax + (zmax == 3) && !placed; z++) {
                                     cand c = { .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,
-                                               .virt = v, .zero = z > 3 ? 3 : z, .rc = rc, .offload = z > 3 };
+                                               .virt = v, .zero = z > 3 ? 3 : z, .rc = rc, .offload = z > 3,
+                                               .bucket_mb = mb };
                                     c.mem_lb = mem_lower_bound(S, &c, accum);
                                     if (c.mem_lb > S->device_bytes) { S->pruned_mem++; continue; }
                                     bounds(S, &c, accum);
                                     add(S, &c);
                                     placed = 1;
-                                    if (c.zero <= 1 && !c.offload) found_cheap = 1;
                                 }
                             }
                         }
@@ -395,8 +491,8 @@ static void layout_name(const cand *c, char *buf, size_t n) {
     if (c->pp <= 1) snprintf(sch, sizeof sch, "-");
     else if (c->sched == 2) snprintf(sch, sizeof sch, "interleaved/%d", c->virt);
     else snprintf(sch, sizeof sch, "%s", SCHED_NAMES[c->sched]);
-    snprintf(buf, n, "dp %d tp %d%s pp %d mb %d %s zero %d rc %s%s", c->dp, c->tp, c->sp ? "+sp" : "", c->pp,
-             c->micro, sch, c->zero, RC_NAMES[c->rc], c->offload ? " offload" : "");
+    snprintf(buf, n, "dp %d tp %d%s pp %d mb %d %s zero %d rc %s%s b%g", c->dp, c->tp, c->sp ? "+sp" : "", c->pp,
+             c->micro, sch, c->zero, RC_NAMES[c->rc], c->offload ? " offload" : "", c->bucket_mb);
 }
 
 static void print_counts(const search *S, FILE *out) {
@@ -411,12 +507,12 @@ static void print_counts(const search *S, FILE *out) {
 
 static void print_table(const search *S, cand **r, int nr, FILE *out) {
     double gib = 1024.0 * 1024 * 1024;
-    fprintf(out, "%-3s %-62s %9s %10s %6s %8s %7s %9s %6s\n", "#", "layout", "step s", "tokens/s", "MFU",
+    fprintf(out, "%-3s %-68s %9s %10s %6s %8s %7s %9s %6s\n", "#", "layout", "step s", "tokens/s", "MFU",
             "mem GiB", "bubble", "exposed", "comm/c");
     for (int i = 0; i < nr && i < S->a.top; i++) {
         char name[128];
         layout_name(r[i], name, sizeof name);
-        fprintf(out, "%-3d %-62s %9.3f %10.0f %5.1f%% %8.1f %6.1f%% %8.3fs %5.0f%%%s\n", i + 1, name, r[i]->iter,
+        fprintf(out, "%-3d %-68s %9.3f %10.0f %5.1f%% %8.1f %6.1f%% %8.3fs %5.0f%%%s\n", i + 1, name, r[i]->iter,
                 r[i]->tps, r[i]->mfu, r[i]->mem / gib, r[i]->bubble, r[i]->exposed, 100 * r[i]->ratio,
                 r[i]->ratio > 0.2 ? " !" : "");
     }
@@ -430,7 +526,7 @@ static void print_rejected(const search *S, FILE *out) {
         char name[128];
         layout_name(c, name, sizeof name);
         if (!shown++) fprintf(out, "best rejected (in estimate order):\n");
-        fprintf(out, "    %-62s %s\n", name, c->why);
+        fprintf(out, "    %-68s %s\n", name, c->why);
     }
     /* arithmetic rules, with one example each */
     if (S->pruned_arith[1]) {
@@ -604,18 +700,23 @@ static int parse_args(int argc, char **argv, args *a) {
 /* The plan's model and cluster, and the memory model's bytes per parameter
  * and per layer-token, from small builds: one rank, micro 1, 2 and 4 layers. */
 static int load_base(search *S) {
-    char msg[512], cl[2][64], lay[64], rcs[64];
+    char msg[512];
     Program p;
     const char *base[] = { "mesh.dp=1", "mesh.tp=1", "mesh.pp=1", "mesh.sp=false", "batch.micro=1",
                            "pipeline.schedule=1f1b", "pipeline.virtual=1", "zero=0", "offload.optimizer=none",
                            "offload.params=none", "comm=mpi" };
     int nb = (int)(sizeof base / sizeof *base);
     const char *sets[MAX_SETS + 24];
-    int n = 0;
-    for (int i = 0; i < S->a.n_user; i++) sets[n++] = S->a.user_sets[i];
-    if (S->batch_set[0]) sets[n++] = S->batch_set;
-    for (int i = 0; i < nb; i++) sets[n++] = base[i];
-    /* the plan's own cluster first (for --gpus, its devices per node) */
+    int n = 0, user_nodes = 0, user_dpn = 0;
+    /* the plan as written first, for its cluster (--set cluster.nodes and
+     * devices_per_node are read here, not applied: the plan's mesh is for its
+     * own cluster) */
+    for (int i = 0; i < S->a.n_user; i++) {
+        const char *u = S->a.user_sets[i];
+        if (!strncmp(u, "cluster.nodes=", 14)) user_nodes = atoi(u + 14);
+        else if (!strncmp(u, "cluster.devices_per_node=", 25)) user_dpn = atoi(u + 25);
+        else sets[n++] = u;
+    }
     wf_error_capture(msg, sizeof msg);
     int rc = pass_load(&p, S->a.plan, sets, n);
     wf_error_capture(NULL, 0);
@@ -626,13 +727,17 @@ static int load_base(search *S) {
     }
     S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
     S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
-    S->global = p.global_batch, S->clip0 = p.clip == 0;
+    S->global = S->a.global ? S->a.global : p.global_batch, S->clip0 = p.clip == 0;
+    S->bucket_mb = p.bucket_mb;
     S->device_bytes = p.device_memory_gib * 1024.0 * 1024 * 1024;
     S->intra_gbs = p.intra_gbs, S->intra_lat = p.intra_latency_us;
     S->inter_gbs = p.inter_gbs, S->inter_lat = p.inter_latency_us;
     S->el = strcmp(p.precision, "fp32") ? 2 : 4;
     snprintf(S->device, sizeof S->device, "%s", p.device);
     program_free(&p);
+    if (user_dpn > 0) S->dpn = user_dpn;
+    if (user_nodes > 0) S->nodes = user_nodes;
+    if (!S->a.gpus && (user_dpn > 0 || user_nodes > 0)) S->a.gpus = S->nodes * S->dpn;
     if (S->a.gpus) {
         int dpn = S->a.gpus < S->dpn ? S->a.gpus : S->dpn;
         if (S->a.gpus % dpn) {
@@ -645,44 +750,36 @@ static int load_base(search *S) {
         snprintf(S->cluster_sets[1], 64, "cluster.devices_per_node=%d", S->dpn);
     }
     S->world = S->nodes * S->dpn;
+    /* the model's own figures: the user's --set (cluster.* included), the batch */
+    n = 0;
+    for (int i = 0; i < S->a.n_user; i++) sets[n++] = S->a.user_sets[i];
+    if (S->batch_set[0]) sets[n++] = S->batch_set;
+    for (int i = 0; i < nb; i++) sets[n++] = base[i];
     /* one rank of the whole model, then 2 and 4 layers for the per-layer activations */
-    snprintf(cl[0], 64, "cluster.nodes=1");
-    snprintf(cl[1], 64, "cluster.devices_per_node=1");
-    sets[n++] = cl[0];
-    sets[n++] = cl[1];
-    compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 2, .backend = S->a.backend };
-    double acts[3][2];
-    for (int rcl = 0; rcl < 3; rcl++)
-        for (int li = 0; li < 3; li++) {
-            if (li == 0 && rcl > 0) continue;
-            snprintf(rcs, sizeof rcs, "recompute=%s", RC_NAMES[rcl]);
-            snprintf(lay, sizeof lay, "model.layers=%d", li == 0 ? S->layers : li == 1 ? 2 : 4);
-            sets[n] = rcs, sets[n + 1] = lay;
-            o.n_overrides = li == 0 ? n + 1 : n + 2;
-            wf_error_capture(msg, sizeof msg);
-            rc = compile_plan(&p, &o);
-            wf_error_capture(NULL, 0);
-            if (rc != 0) {
-                fprintf(stderr, "weft: error: every layout fails: %s\n", msg);
-                program_free(&p);
-                return -1;
-            }
-            program_memory pm = program_memory_of(&p, 0);
-            if (li == 0) {
-                S->params = p.n_param_total;
-                S->bw = pm.params / p.n_param_total, S->bg = pm.grads / p.n_param_total;
-                S->bo = pm.optim / p.n_param_total;
-                S->peak = program_peak_tflops(&p);
-                S->flops_step = p.flops_per_token * p.global_batch * p.seq;
-            } else {
-                acts[rcl][li - 1] = pm.acts;
-            }
-            program_free(&p);
-        }
-    for (int r = 0; r < 3; r++) {
-        double d = (acts[r][1] - acts[r][0]) / (2.0 * S->seq);
-        S->act_tok[r] = d > 0 ? d : 0;
+    sets[n++] = "cluster.nodes=1";
+    sets[n++] = "cluster.devices_per_node=1";
+    /* for the per-layer measurements: one node of tp devices */
+    for (int i = 0; i < n - 1; i++) S->base_sets[i] = sets[i];  /* all but devices_per_node */
+    S->n_base = n - 1;
+    for (int t = 0; t < 8; t++)
+        for (int q = 0; q < 2; q++)
+            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = -1;
+    compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
+    wf_error_capture(msg, sizeof msg);
+    rc = compile_plan(&p, &o);
+    wf_error_capture(NULL, 0);
+    if (rc != 0) {
+        fprintf(stderr, "weft: error: every layout fails: %s\n", msg);
+        program_free(&p);
+        return -1;
     }
+    program_memory pm = program_memory_of(&p, 0);
+    S->params = p.n_param_total;
+    S->bw = pm.params / p.n_param_total, S->bg = pm.grads / p.n_param_total;
+    S->bo = pm.optim / p.n_param_total;
+    S->peak = program_peak_tflops(&p);
+    S->flops_step = p.flops_per_token * p.global_batch * p.seq;
+    program_free(&p);
     return 0;
 }
 
