@@ -718,13 +718,38 @@ static int load_base(search *S) {
         else sets[n++] = u;
     }
     wf_error_capture(msg, sizeof msg);
-    int rc = pass_load(&p, S->a.plan, sets, n);
-    wf_error_capture(NULL, 0);
+    int rc = pass_load(&p, S->a.plan, sets, n), probed_dpn = 0;
     if (rc != 0) {
-        fprintf(stderr, "weft: error: %s\n", msg);
+        /* the plan's own mesh does not suit the overrides (--set model.layers=8
+         * under a 64-stage mesh): load one rank of its model instead, and find
+         * its devices per node as the smallest one-node mesh it accepts */
+        char first[512];
+        snprintf(first, sizeof first, "%s", msg);
         program_free(&p);
-        return -1;
+        int m = n;
+        for (int i = 0; i < nb; i++) sets[m++] = base[i];
+        sets[m++] = "cluster.nodes=1";
+        char probe[2][64];
+        for (int d = 1; d <= 1024 && !probed_dpn; d *= 2) {
+            snprintf(probe[0], 64, "mesh.dp=%d", d);
+            snprintf(probe[1], 64, "batch.global=%d", d);
+            sets[m] = probe[0], sets[m + 1] = probe[1];
+            wf_error_capture(msg, sizeof msg);
+            if (pass_load(&p, S->a.plan, sets, m + 2) == 0) probed_dpn = d;
+            if (getenv("WEFT_PLAN_DEBUG")) fprintf(stderr, "probe %d: %s\n", d, msg);
+            program_free(&p);
+        }
+        sets[m] = "cluster.devices_per_node=1";
+        wf_error_capture(msg, sizeof msg);
+        rc = probed_dpn ? pass_load(&p, S->a.plan, sets, m + 1) : -1;
+        if (rc != 0) {
+            fprintf(stderr, "weft: error: %s\n", first);
+            program_free(&p);
+            wf_error_capture(NULL, 0);
+            return -1;
+        }
     }
+    wf_error_capture(NULL, 0);
     S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
     S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
     S->global = S->a.global ? S->a.global : p.global_batch, S->clip0 = p.clip == 0;
@@ -735,6 +760,11 @@ static int load_base(search *S) {
     S->el = strcmp(p.precision, "fp32") ? 2 : 4;
     snprintf(S->device, sizeof S->device, "%s", p.device);
     program_free(&p);
+    if (probed_dpn) {
+        S->dpn = probed_dpn;
+        S->nodes = S->a.gpus ? (S->a.gpus + probed_dpn - 1) / probed_dpn : 1;
+        if (!S->a.gpus && !user_nodes) S->a.gpus = S->dpn;
+    }
     if (user_dpn > 0) S->dpn = user_dpn;
     if (user_nodes > 0) S->nodes = user_nodes;
     if (!S->a.gpus && (user_dpn > 0 || user_nodes > 0)) S->a.gpus = S->nodes * S->dpn;
