@@ -835,24 +835,21 @@ static void explain_none(const search *S) {
                         "batch %d; nearest feasible: --global-batch %d\n", S->a.plan, S->world, S->global, bestb);
         return;
     }
-    /* nothing fits: the smallest memory any layout reached, and the GPUs it needs */
+    /* nothing fits: the smallest memory any built layout reached, and the
+     * GPUs that the parameters, gradients and AdamW state alone need when
+     * spread over every rank (ZeRO-3 across dp, tp x pp), with 10% spare */
     double low = INFINITY;
-    int zero3 = 0;
-    for (int i = 0; i < S->n; i++) {
-        const cand *c = &S->c[i];
-        if (c->state == 2 && c->mem < low) low = c->mem;
-        if (c->zero == 3) zero3 = 1;
-    }
-    /* the static state alone over the whole cluster: the least GPU count */
-    double per_gpu_static = (double)S->params * (S->bw + S->bg + S->bo);
-    long need = (long)ceil(per_gpu_static / (0.9 * S->device_bytes));
-    long gpus = S->world;
+    for (int i = 0; i < S->n; i++)
+        if (S->c[i].state == 2 && S->c[i].mem < low) low = S->c[i].mem;
+    double state = (double)S->params * (S->bw + S->bg + S->bo);
+    long need = (long)ceil(state / (0.9 * S->device_bytes)), gpus = S->world;
     while (gpus < need) gpus *= 2;
     if (gpus == S->world) gpus *= 2;
-    fprintf(stderr, "weft: error: %s: no layout fits on %d %s (%.0f GiB each)", S->a.plan, S->world, S->device,
-            S->device_bytes / gib);
+    fprintf(stderr, "weft: error: %s: no layout fits on %d %s (%.0f GiB each), ZeRO-3, full recompute and "
+                    "offload included", S->a.plan, S->world, S->device, S->device_bytes / gib);
     if (isfinite(low)) fprintf(stderr, "; the smallest built needs %.1f GiB per rank", low / gib);
-    fprintf(stderr, "; needs %sat least %ld GPUs\n", zero3 ? "" : "ZeRO-3 or ", gpus);
+    fprintf(stderr, "; parameters, gradients and optimizer state are %.0f GiB in all: needs at least %ld GPUs\n",
+            state / gib, gpus);
 }
 
 static int run_search(search *S, cand **best_out, FILE *out) {
@@ -867,9 +864,9 @@ static int run_search(search *S, cand **best_out, FILE *out) {
         if (S->c[i].state == 1) r[nr++] = &S->c[i];
     qsort(r, (size_t)nr, sizeof *r, by_result);
     if (out) {
-        fprintf(out, "weft plan %s: %s (%d layers, hidden %d, %d heads) on %d %s (%d x %d), global batch %d, "
+        fprintf(out, "weft plan %s: %d layers, hidden %d, %d heads on %d %s (%d x %d), global batch %d, "
                      "backend %s, objective %s\n",
-                S->a.plan, S->a.plan, S->layers, S->hidden, S->heads, S->world, S->device, S->nodes, S->dpn,
+                S->a.plan, S->layers, S->hidden, S->heads, S->world, S->device, S->nodes, S->dpn,
                 S->global, S->a.backend, S->a.objective);
         print_counts(S, out);
         if (nr) print_table(S, r, nr, out);
