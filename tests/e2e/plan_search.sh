@@ -35,6 +35,16 @@ t_table=$(awk '$1 == 1 && $2 == "dp" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) 
 t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/mid_sim.txt")
 check "the table's step time $t_table s is simulate's $t_sim s for the written plan" test "$t_table" = "$t_sim"
 
+# The same on a 76 GiB device: the winner above (77.3 GiB per rank on 80)
+# passes the memory lower bound, is built, and must be refused by the memory
+# model (a higher ZeRO stage of it may win instead); what is written fits.
+"$WEFT" plan "${mid[@]}" --set cluster.device.memory_gib=76 -o "$WORK/mid76.lua" >"$WORK/mid76.txt" 2>/dev/null
+"$WEFT" simulate "$WORK/mid76.lua" >"$WORK/mid76_sim.txt"
+mem76=$(awk '$1 == 1 && $2 == "dp" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $(i + 1); exit } }' "$WORK/mid76.txt")
+check "76 GiB: the best row needs $mem76 GiB, at most 76" awk -v m="$mem76" 'BEGIN { exit !(m != "" && m <= 76) }'
+check "76 GiB: not the 80 GiB winner's 77.3 GiB" bash -c "! grep -q '^1 .* 77.3 ' '$WORK/mid76.txt'"
+check "76 GiB: the written plan fits" bash -c "grep -q 'fits: ' '$WORK/mid76_sim.txt' && ! grep -q 'does not fit' '$WORK/mid76_sim.txt'"
+
 # 2. Deterministic: the same request twice gives the same bytes.
 "$WEFT" plan "${mid[@]}" -o "$WORK/mid2.lua" >"$WORK/mid2.txt" 2>/dev/null
 check "two runs print the same table" cmp "$WORK/mid.txt" "$WORK/mid2.txt"
