@@ -54,6 +54,11 @@ check "two runs write the same plan" cmp "$WORK/mid.lua" "$WORK/mid2.lua"
 "$WEFT" plan plans/gpt2_3d.lua --top 3 -o "$WORK/3d.lua" >"$WORK/3d.txt" 2>/dev/null
 check "gpt2_3d: the best plan passes weft check" "$WEFT" check "$WORK/3d.lua"
 
+# --scaling: the best layout's MFU at 1x, 2x and 4x the ranks, same batch.
+"$WEFT" plan plans/tiny.lua --top 1 --scaling >"$WORK/scale.txt" 2>/dev/null
+check "--scaling reports 2, 4 and 8 ranks" \
+  bash -c "grep -q '^   1x      2 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   2x      4 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   4x      8 GPUs: MFU' '$WORK/scale.txt'"
+
 # 4. Impossible requests: exit 1 with the nearest feasible change.  1T
 # parameters hold 16 bytes each in fp32 (weights, gradients, AdamW's two
 # moments): 15021 GiB, over 72 GiB (80 with 10% spare) = 209 GPUs, so the
