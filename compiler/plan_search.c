@@ -211,7 +211,7 @@ static void evaluate(search *S, cand *c) {
             return;
         }
         c->mem = max_stage_bytes(&p);
-        if (getenv("WEFT_PLAN_DEBUG")) {
+        if (getenv("WEFT_PLAN_DEBUG")) {  /* the memory lower bound against the model */
             program_memory pm = program_memory_of(&p, 0);
             fprintf(stderr, "debug: lb %.1f GiB real %.1f GiB (acts %.1f dacts %.1f params %.1f slots %d) bw %g\n",
                     c->mem_lb / 1073741824.0, c->mem / 1073741824.0, pm.acts / 1073741824.0, pm.dacts / 1073741824.0,
@@ -736,7 +736,6 @@ static int load_base(search *S) {
             sets[m] = probe[0], sets[m + 1] = probe[1];
             wf_error_capture(msg, sizeof msg);
             if (pass_load(&p, S->a.plan, sets, m + 2) == 0) probed_dpn = d;
-            if (getenv("WEFT_PLAN_DEBUG")) fprintf(stderr, "probe %d: %s\n", d, msg);
             program_free(&p);
         }
         sets[m] = "cluster.devices_per_node=1";
