@@ -463,8 +463,10 @@ static void search_run(search *S) {
     for (int i = 0; i < k; i++) best[i] = INFINITY;
     for (int i = 0; i < S->n; i++) {
         cand *c = &S->c[i];
-        if (!memory_first && c->lb > best[k - 1]) {  /* nothing after it can enter the top k? no: */
-            S->pruned_bound++;                        /* bounds are not sorted; skip this one only */
+        /* cannot enter the top k; the list is in estimate order, not bound
+         * order, so later candidates are still looked at */
+        if (!memory_first && c->lb > best[k - 1]) {
+            S->pruned_bound++;
             continue;
         }
         if (S->built >= S->a.max_priced) { S->pruned_cap++; continue; }
