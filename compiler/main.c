@@ -15,6 +15,7 @@
 #include "inspect.h"
 #include "output.h"
 #include "pass_list.h"
+#include "plan_search.h"
 #include "simulate.h"
 #include "trace.h"
 #include "datagen.h"
@@ -41,6 +42,11 @@ static const char USAGE_HEAD[] =
     "  simulate PLAN [--format text|chrome|svg] [-o FILE] [--calibration FILE]\n"
     "                             predicted iteration time, tokens/s, MFU, bubble,\n"
     "                             communication and memory per rank; no code emitted\n"
+    "  plan PLAN [--gpus N] [--global-batch B] [--top K] [--objective time|memory]\n"
+    "       [-o BEST.lua] [--scaling] [--max-priced N]\n"
+    "                             search dp x tp x pp, sequence parallelism, microbatch,\n"
+    "                             schedule, ZeRO, recompute and offload for the fastest\n"
+    "                             layout that fits; -o writes it as a plan\n"
     "  import-deepspeed DS.json --model PLAN --world N -o OUT.lua\n"
     "                             translate a DeepSpeed config into a plan (model from PLAN)\n"
     "  calibrate [-o FILE]        measure this machine for CPU-backend predictions (kernels\n"
@@ -444,6 +450,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "import-deepspeed") == 0) return cmd_import_deepspeed(argc - 2, argv + 2);
     if (strcmp(cmd, "calibrate") == 0) return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(cmd, "simulate") == 0) return run_report(argc - 2, argv + 2, simulate_report);
+    if (strcmp(cmd, "plan") == 0) return plan_search_main(argc - 2, argv + 2);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 2, argv + 2);
     fprintf(stderr, "weft: unknown command '%s'\n", cmd);

@@ -276,6 +276,9 @@ typedef struct Program {
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
 void wf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sends wf_error's messages into buf (the first one kept) instead of stderr;
+ * NULL restores stderr.  For `weft plan`, which compiles many candidates. */
+void wf_error_capture(char *buf, size_t n);
 /* Returns q, or reports "out of memory (what)" and exits (status 3) if NULL. */
 void *wf_checked(void *q, const char *what);
 /* report.c: an error naming op i and, where known, its plan line; returns -1 */

@@ -11,12 +11,26 @@
  * is cut at 4 KiB: one plan once printed 33 MB. */
 enum { ERROR_MAX = 4096 };
 
+/* wf_error_capture: where messages go instead of stderr (weft plan). */
+static char *capture_buf;
+static size_t capture_len;
+
+void wf_error_capture(char *buf, size_t n) {
+    capture_buf = buf;
+    capture_len = n;
+    if (buf && n) buf[0] = 0;
+}
+
 void wf_error(const char *fmt, ...) {
     char msg[ERROR_MAX + 1];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (capture_buf) {  /* the first message of a failed candidate says why */
+        if (!capture_buf[0]) snprintf(capture_buf, capture_len, "%s", msg);
+        return;
+    }
     fprintf(stderr, "weft: error: %s%s\n", msg, n > ERROR_MAX ? " ... (truncated)" : "");
 }
 

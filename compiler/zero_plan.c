@@ -157,16 +157,17 @@ static int gather_live(const Program *p, int k, const int **lo, const int **hi) 
 /* (time, bucket) of every use of a parameter: forward, backward and, under
  * full recompute, the block's forward again just before its backward. */
 static int collect_uses(const Program *p, int (*uses)[2]) {
-    int n = p->n_ops, u = 0;
+    int n = p->n_ops, u = 0, layers = 0;
+    for (int i = 0; i < n; i++)
+        if (p->ops[i].layer + 1 > layers) layers = p->ops[i].layer + 1;
+    /* each layer's last op, found once (a scan per op was quadratic) */
+    int *last = wf_checked(calloc((size_t)layers + 1, sizeof(int)), "zero pass");
+    for (int i = 0; i < n; i++)
+        if (p->ops[i].layer >= 0) last[p->ops[i].layer] = i;
     for (int i = 0; i < n; i++) {
         const ir_op *o = &p->ops[i];
         int rc_time = -1;
-        if (p->recompute == RECOMPUTE_FULL && o->layer >= 0) {
-            int last = i;
-            for (int j = i; j < n; j++)
-                if (p->ops[j].layer == o->layer) last = j;
-            rc_time = 2 * n - 1 - last;
-        }
+        if (p->recompute == RECOMPUTE_FULL && o->layer >= 0) rc_time = 2 * n - 1 - last[o->layer];
         for (int k = 0; k < o->n_param; k++) {
             int b = p->params[o->param[k]].bucket;
             uses[u][0] = i, uses[u++][1] = b;
@@ -174,6 +175,7 @@ static int collect_uses(const Program *p, int (*uses)[2]) {
             if (rc_time >= 0) uses[u][0] = rc_time, uses[u++][1] = b;
         }
     }
+    free(last);
     qsort(uses, (size_t)u, sizeof *uses, cmp_int2);
     return u;
 }
@@ -243,16 +245,20 @@ static void plan_gathers(Program *p) {
     }
     qsort(p->gathers, (size_t)p->n_gathers, sizeof *p->gathers, cmp_gather);
     /* a gather started before the same bucket's previous span ended joins it */
-    for (int merged = 1; merged;) {
+    /* After merging e into f, nothing before f + 1 changes (an issue time
+     * depends only on earlier gathers, and only f's end grew), so the scan
+     * resumes there rather than from the start (which made this cubic). */
+    for (int merged = 1, from = 0; merged;) {
         merged = 0;
         set_issues(p);
-        for (int e = 0; e < p->n_gathers && !merged; e++)
+        for (int e = from; e < p->n_gathers && !merged; e++)
             for (int f = 0; f < e && !merged; f++)
                 if (p->gathers[f].bucket == p->gathers[e].bucket && p->gathers[e].issue <= p->gathers[f].end) {
                     if (p->gathers[e].end > p->gathers[f].end) p->gathers[f].end = p->gathers[e].end;
                     memmove(&p->gathers[e], &p->gathers[e + 1], sizeof *p->gathers * (size_t)(p->n_gathers - e - 1));
                     p->n_gathers--;
                     merged = 1;
+                    from = f + 1;
                 }
     }
     /* one gather buffer per bucket, shared by its spans */

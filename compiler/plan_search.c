@@ -1,0 +1,930 @@
+/* plan_search.c: `weft plan`, the search over parallel layouts.
+ *
+ * A candidate is the plan with a handful of `--set` overrides (mesh, sequence
+ * parallelism, microbatch, schedule, ZeRO stage, recompute, offload); it is
+ * built by compile_plan, exactly as `weft check --set ...` builds it (every
+ * pass, the IR verifier, the backend's checks), measured by the memory model
+ * (program_memory_of) and priced by `weft simulate`'s own entry point
+ * (simulate_plan), so a better cost model changes the ranking with no change
+ * here.  Building a 1T-parameter candidate takes ~0.1 s, so the search
+ * prunes before it builds:
+ *   1. arithmetic: tp divides the node and the heads, pp at most the layers,
+ *      dp divides the global batch, the schedule's own rules;
+ *   2. a memory lower bound per rank (parameter, gradient and optimizer bytes
+ *      per parameter and activation bytes per layer and token, measured on two
+ *      small builds of the same model) picks, for each recompute level, the
+ *      smallest ZeRO stage that may fit; layouts where none may fit are out;
+ *   3. a step-time lower bound (the model's FLOPs at the device's peak,
+ *      stretched by the schedule's unavoidable bubble and by recompute):
+ *      candidates are built best-first by an estimate, and the search stops
+ *      once the next lower bound exceeds the K-th best priced step time;
+ *   4. dominance: once a layout fits with no recompute and ZeRO <= 1, its
+ *      recompute variants (never faster) are not built.
+ * A cap on builds (--max-priced) keeps the worst case bounded; the counts of
+ * each rule are printed.  Everything is deterministic: ties are broken by
+ * the candidate's fields. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cost.h"
+#include "escape.h"
+#include "output.h"
+#include "pass_list.h"
+#include "plan_search.h"
+#include "program.h"
+#include "simulate.h"
+
+enum { EXIT_OK = 0, EXIT_PLAN = 1, EXIT_USAGE = 2 };
+enum { MAX_SETS = 64, MAX_CAND = 100000 };
+
+static const char *const SCHED_NAMES[] = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" };
+static const char *const RC_NAMES[] = { "none", "selective", "full" };
+
+typedef struct {
+    int dp, tp, pp, sp, micro, sched, virt, zero, rc, offload;
+    double bucket_mb;      /* fused gradient buckets, MiB */
+    double lb, est;        /* step-time lower bound and estimate, s */
+    double mem_lb;         /* bytes per rank, lower bound */
+    /* after building and pricing */
+    int state;             /* 0 not built, 1 priced, 2 does not fit, 3 refused, 4 dominated */
+    double iter, tps, mfu, mem, bubble, exposed, ratio;
+    char why[400];
+} cand;
+
+typedef struct {
+    const char *plan, *backend, *out, *objective;
+    const char *user_sets[MAX_SETS];
+    int n_user;
+    int gpus, global, top, max_priced, scaling, quiet;
+} args;
+
+typedef struct {
+    args a;
+    char cluster_sets[2][64];   /* --gpus: cluster.nodes, cluster.devices_per_node */
+    char batch_set[64];
+    /* from the plan, loaded once */
+    int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
+    double bucket_mb;   /* the plan's */
+    double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
+    long params;
+    /* measured on small builds: bytes per parameter and per layer-token */
+    double bw, bg, bo;
+    /* activation and activation-gradient bytes per layer and token of one
+     * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
+    double act_tok[8][2][3][2];
+    const char *base_sets[MAX_SETS + 24];
+    int n_base;
+    char device[32];
+    cand *c;
+    int n;
+    long enumerated;
+    long pruned_arith[8];       /* by rule, see RULES */
+    long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
+} search;
+
+static const char *const RULES[] = {
+    "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
+    "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
+    "microbatches over the plan's limit", "ZeRO/recompute not allowed with the schedule",
+};
+
+/* ---- building one candidate ------------------------------------------- */
+
+static int set_list(const search *S, const cand *c, char buf[][64], const char **sets) {
+    int n = 0;
+    for (int i = 0; i < S->a.n_user; i++) sets[n++] = S->a.user_sets[i];
+    if (S->cluster_sets[0][0]) sets[n++] = S->cluster_sets[0], sets[n++] = S->cluster_sets[1];
+    if (S->batch_set[0]) sets[n++] = S->batch_set;
+    if (!c) return n;
+    int k = 0;
+#define SET(...) (snprintf(buf[k], 64, __VA_ARGS__), sets[n++] = buf[k++])
+    SET("mesh.dp=%d", c->dp);
+    SET("mesh.tp=%d", c->tp);
+    SET("mesh.pp=%d", c->pp);
+    SET("mesh.sp=%s", c->sp ? "true" : "false");
+    SET("batch.micro=%d", c->micro);
+    SET("pipeline.schedule=%s", c->pp > 1 ? SCHED_NAMES[c->sched] : "1f1b");
+    SET("pipeline.virtual=%d", c->virt);
+    SET("zero=%d", c->zero);
+    SET("recompute=%s", RC_NAMES[c->rc]);
+    SET("offload.optimizer=%s", c->offload ? "cpu" : "none");
+    SET("offload.params=%s", c->offload ? "cpu" : "none");
+    SET("buckets.mb=%g", c->bucket_mb);
+#undef SET
+    return n;
+}
+
+/* compile_plan with the candidate's overrides; msg gets the first error. */
+static int build(const search *S, const cand *c, Program *p, char *msg, size_t n) {
+    char buf[16][64];
+    const char *sets[MAX_SETS + 20];
+    int ns = set_list(S, c, buf, sets);
+    compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = ns, .backend = S->a.backend };
+    wf_error_capture(msg, n);
+    int rc = compile_plan(p, &o);
+    wf_error_capture(NULL, 0);
+    return rc;
+}
+
+static double max_stage_bytes(const Program *p) {
+    double m = 0;
+    for (int st = 0; st < p->pp; st++) {
+        program_memory pm = program_memory_of(p, st);
+        if (pm.total > m) m = pm.total;
+    }
+    return m;
+}
+
+/* The number after `key` in simulate's text, or NAN. */
+static double after(const char *text, const char *key) {
+    const char *s = strstr(text, key);
+    if (!s) return NAN;
+    char *end;
+    double v = strtod(s + strlen(key), &end);
+    return end == s + strlen(key) ? NAN : v;
+}
+
+/* Prices a built candidate with simulate_plan's text report. */
+static int price(const Program *p, cand *c) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    sim_calibration cal = { 0 };
+    char msg[320];
+    wf_error_capture(msg, sizeof msg);
+    int rc = f ? simulate_plan(p, &cal, "text", f) : -1;
+    wf_error_capture(NULL, 0);
+    if (f) fclose(f);
+    if (rc != 0) {
+        snprintf(c->why, sizeof c->why, "simulate: %s", msg);
+        free(text);
+        return -1;
+    }
+    double fwd = after(text, "chunk: forward "), bwd = after(text, "ms, backward ");
+    c->iter = after(text, "\niteration ");
+    c->tps = after(text, "\nthroughput ");
+    c->mfu = after(text, "; MFU ");
+    c->bubble = after(text, "\nbubble ");
+    if (isnan(c->bubble)) c->bubble = after(text, "\nbubble    ");
+    double tp_ms = after(text, "tp collectives "), p2p_ms = after(text, "pp p2p ");
+    /* "dp <what> X s (Y s exposed)" */
+    const char *ex = strstr(text, " s exposed)");
+    double dp_s = NAN;
+    c->exposed = NAN;
+    if (ex) {
+        const char *open = ex;
+        while (open > text && *open != '(') open--;
+        c->exposed = strtod(open + 1, NULL);
+        const char *q = open - 3;  /* "X s (" */
+        while (q > text && q[-1] != ' ') q--;
+        dp_s = strtod(q, NULL);
+    }
+    free(text);
+    if (isnan(c->iter) || isnan(c->tps) || isnan(c->mfu) || isnan(fwd) || isnan(bwd) || isnan(tp_ms) ||
+        isnan(dp_s)) {
+        snprintf(c->why, sizeof c->why, "simulate's report has changed: weft plan cannot read it");
+        return -1;
+    }
+    /* per rank and step: tp collectives run in forward and again in backward */
+    double steps = (double)p->accum * p->virt;
+    double compute = (fwd + bwd) * 1e-3 * steps;
+    double comm = 2 * tp_ms * 1e-3 * steps + (p->pp > 1 ? 2 * p2p_ms * 1e-3 * steps : 0) + dp_s;
+    c->ratio = compute > 0 ? comm / compute : 0;
+    return 0;
+}
+
+/* Builds, measures and prices c; moves up the ZeRO stages while it does not fit. */
+static void evaluate(search *S, cand *c) {
+    for (;;) {
+        Program p;
+        char msg[320];
+        S->built++;
+        if (build(S, c, &p, msg, sizeof msg) != 0) {
+            snprintf(c->why, sizeof c->why, "%s", msg);
+            c->state = 3;
+            S->refused++;
+            program_free(&p);
+            return;
+        }
+        c->mem = max_stage_bytes(&p);
+        if (getenv("WEFT_PLAN_DEBUG")) {  /* the memory lower bound against the model */
+            program_memory pm = program_memory_of(&p, 0);
+            fprintf(stderr, "debug: lb %.1f GiB real %.1f GiB (acts %.1f dacts %.1f params %.1f slots %d) bw %g\n",
+                    c->mem_lb / 1073741824.0, c->mem / 1073741824.0, pm.acts / 1073741824.0, pm.dacts / 1073741824.0,
+                    pm.params / 1073741824.0, program_slots(&p, 0), S->bw);
+        }
+        if (c->mem > S->device_bytes) {
+            double gib = 1024.0 * 1024 * 1024;
+            snprintf(c->why, sizeof c->why, "does not fit: %.1f of %.0f GiB", c->mem / gib, S->device_bytes / gib);
+            int can_up = c->dp > 1 && c->zero < 3 && c->sched != 4 && !(c->sched == 3 && c->zero >= 1 && c->pp > 1);
+            if (can_up && S->built < S->a.max_priced) {
+                program_free(&p);
+                c->zero++;
+                continue;
+            }
+            c->state = 2;
+            S->nofit++;
+            program_free(&p);
+            return;
+        }
+        if (price(&p, c) != 0) {
+            c->state = 3;
+            S->refused++;
+        } else {
+            c->state = 1;
+            S->priced++;
+        }
+        program_free(&p);
+        return;
+    }
+}
+
+/* ---- the bounds --------------------------------------------------------- */
+
+static double bubble_factor(int sched, int pp, int m, int v) {
+    if (pp <= 1) return 1;
+    switch (sched) {
+    case 0: case 1: return (m + pp - 1.0) / m;
+    case 2: return (m * v + pp - 1.0) / (m * v);
+    case 3: return (m + (pp - 1.0) / 3) / m;  /* zb-h1: a third of 1F1B's bubble */
+    default: return 1;                        /* pipedream-2bw: no flush */
+    }
+}
+
+/* Peak activation slots of a stage (the verified schedule's own count,
+ * schedule.h), cached: schedules are shared by many candidates. */
+typedef struct { int sched, pp, accum, virt, slots; } slot_entry;
+static slot_entry slot_cache[4096];
+static int n_slot_cache;
+
+static int stage_slots(int sched, int pp, int accum, int virt) {
+    if (pp <= 1) return 1;
+    if (sched == SCHED_2BW) sched = SCHED_1F1B;  /* 2BW keeps 1F1B's order per step */
+    for (int i = 0; i < n_slot_cache; i++) {
+        const slot_entry *e = &slot_cache[i];
+        if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt) return e->slots;
+    }
+    schedule s = { 0 };
+    char err[256];
+    int slots = 1;
+    if (schedule_build(&s, (sched_kind)sched, pp, accum, virt, err, sizeof err) == 0 && s.slots) {
+        for (int st = 0; st < pp; st++)
+            if (s.slots[st] > slots) slots = s.slots[st];
+    }
+    schedule_free(&s);
+    if (n_slot_cache < 4096) slot_cache[n_slot_cache++] = (slot_entry){ sched, pp, accum, virt, slots };
+    return slots;
+}
+
+/* One activation slot of the first pipeline stage (activations and their
+ * gradients, as the memory model counts them): fixed bytes per token (the
+ * embedding's, the region recompute shares) plus bytes per layer and token,
+ * from two builds of the model cut to 2 stages of 1 and 2 layers, micro 1,
+ * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
+static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer) {
+    int ti = 0;
+    *fixed = *per_layer = 0;
+    while ((1 << ti) < tp && ti < 7) ti++;
+    if ((1 << ti) != tp) return;  /* not a power of 2: no bound (0 is always below) */
+    double *slot = S->act_tok[ti][sp][rc];
+    if (slot[0] >= 0) {
+        *fixed = slot[0], *per_layer = slot[1];
+        return;
+    }
+    char b[9][64], msg[512];
+    const char *sets[MAX_SETS + 40];
+    int n = 0;
+    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
+    snprintf(b[1], 64, "mesh.tp=%d", tp);
+    snprintf(b[2], 64, "mesh.sp=%s", sp ? "true" : "false");
+    snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
+    snprintf(b[4], 64, "mesh.pp=2");
+    snprintf(b[5], 64, "batch.global=2");
+    for (int i = 0; i < 6; i++) sets[n++] = b[i];
+    double bytes[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++) {
+        snprintf(b[6], 64, "model.layers=%d", 2 + 2 * k);
+        sets[n] = b[6];
+        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 1, .backend = S->a.backend };
+        Program p;
+        wf_error_capture(msg, sizeof msg);
+        int rc2 = compile_plan(&p, &o);
+        wf_error_capture(NULL, 0);
+        if (rc2 == 0) {
+            program_memory pm = program_memory_of(&p, 0);
+            bytes[k] = (pm.acts + pm.dacts) / program_slots(&p, 0);
+        }
+        program_free(&p);
+        if (rc2 != 0) { bytes[0] = bytes[1] = 0; break; }
+    }
+    double d = bytes[1] - bytes[0], f = bytes[0] - d;  /* stage 0 holds 1, then 2 layers */
+    slot[1] = d > 0 ? d / S->seq : 0;
+    slot[0] = f > 0 ? f / S->seq : 0;
+    *fixed = slot[0], *per_layer = slot[1];
+}
+
+/* Bytes per rank on the fullest stage, a lower bound: its share of the
+ * parameters, gradients and optimizer state (ZeRO shards, offload removes),
+ * and its activation slots times the activations of its layers. */
+static double mem_lower_bound(search *S, const cand *c, int accum) {
+    double per = (double)S->params / ((double)c->tp * c->pp);
+    double w = S->bw / (c->zero >= 3 ? c->dp : 1), g = S->bg / (c->zero >= 2 ? c->dp : 1);
+    double o = c->offload ? 0 : S->bo / (c->zero >= 1 ? c->dp : 1);
+    if (c->offload) w = 0;
+    int slots = stage_slots(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt);
+    int chunk_layers = S->layers / (c->pp * c->virt);
+    double fixed, per_layer;
+    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer);
+    double acts = (fixed + per_layer * chunk_layers) * c->micro * S->seq * slots;
+    return per * (w + g + o) + acts;
+}
+
+static void bounds(const search *S, cand *c, int accum) {
+    double lb = S->flops_step / (S->world * S->peak * 1e12);
+    /* full recompute runs the blocks' forward twice: + a third of their FLOPs */
+    double h = S->hidden, L = S->layers;
+    double blocks = 72 * L * h * h, total = blocks + 6 * S->vocab * h + 12 * L * h * S->seq;
+    if (c->rc == 2) lb *= 1 + blocks / total / 3;
+    lb *= bubble_factor(c->sched, c->pp, accum, c->virt);
+    c->lb = lb;
+    double eff = cost_gemm_efficiency((double)c->micro * S->seq, 4.0 * h / c->tp, h);
+    cost_link intra = { "intra", S->intra_gbs, S->intra_lat }, inter = { "inter", S->inter_gbs, S->inter_lat };
+    double act_bytes = (double)c->micro * S->seq * h * S->el;
+    double tp = c->tp > 1 ? (c->rc == 2 ? 6 : 4) * cost_allreduce_ring(act_bytes, c->tp, &intra) : 0;
+    tp *= (L / c->pp) * accum * bubble_factor(c->sched, c->pp, accum, c->virt);
+    double shard = (double)S->params / ((double)c->tp * c->pp) * S->el;
+    double dp = cost_allreduce_ring(shard, c->dp, c->dp * c->tp > S->dpn ? &inter : &intra);
+    double z = c->zero >= 3 ? accum * dp : c->zero == 2 ? 0.5 * accum * dp / 2 : 0;
+    c->est = lb / (eff > 0 ? eff : 1) + tp + 0.25 * dp + z + (c->rc == 1 ? 0.02 * lb : 0) +
+             (c->offload ? 0.5 * lb : 0);
+}
+
+/* ---- enumeration -------------------------------------------------------- */
+
+static int add(search *S, const cand *c) {
+    if (S->n >= MAX_CAND) return -1;
+    S->c[S->n++] = *c;
+    return 0;
+}
+
+static void enumerate(search *S) {
+    int W = S->world;
+    for (int tp = 1; tp <= W; tp++) {
+        if (W % tp) continue;
+        for (int pp = 1; pp <= W / tp; pp++) {
+            if ((W / tp) % pp) continue;
+            int dp = W / tp / pp;
+            S->enumerated++;
+            if (S->heads % tp || (S->kv_heads && S->kv_heads % tp)) { S->pruned_arith[0]++; continue; }
+            if (tp > S->dpn || S->dpn % tp) { S->pruned_arith[1]++; continue; }
+            if (pp > S->layers) { S->pruned_arith[2]++; continue; }
+            if (S->global % dp) { S->pruned_arith[3]++; continue; }
+            int per = S->global / dp;
+            /* buckets: the plan's size, or larger so that a rank has at most
+             * 256 (each costs a collective's latency, and the ZeRO pass's
+             * work grows with their count); a power of 2 MiB */
+            double rank_mib = (double)S->params / ((double)tp * pp) * S->bg / (1 << 20), mb = 1;
+            while (mb < rank_mib / 256) mb *= 2;
+            if (mb < S->bucket_mb) mb = S->bucket_mb;
+            for (int micro = 1; micro <= per; micro++) {
+                if (per % micro) continue;
+                int accum = per / micro;
+                for (int sp = 0; sp <= (tp > 1); sp++)
+                    for (int sc = 0; sc < 5; sc++)
+                        for (int v = 1; v <= 4; v *= 2) {
+                            if (pp == 1 && (sc != 1 || v > 1)) continue;  /* one stage: no schedule */
+                            if (pp > 1 && (sc == 2) != (v > 1)) continue;
+                            S->enumerated++;
+                            if (pp > 1 && ((sc == 2 && (accum % pp || pp * v > S->layers)) ||
+                                           (sc == 4 && (accum < pp || !S->clip0)))) {
+                                S->pruned_arith[4]++;
+                                continue;
+                            }
+                            if ((long)pp * v * accum > 262144 || accum > 16384) {
+                                S->pruned_arith[5]++;
+                                continue;
+                            }
+                            /* per recompute level, the smallest ZeRO stage that may fit */
+                            for (int rc = 0; rc < 3; rc++) {
+                                if (sc == 3 && rc == 2 && pp > 1) { S->pruned_arith[6]++; continue; }
+                                int zmax = dp == 1 ? 0 : sc == 4 ? 0 : (sc == 3 && pp > 1) ? 1 : 3;
+                                int placed = 0;
+                                for (int z = 0; z <= zmax + (zmax == 3) && !placed; z++) {
+                                    cand c = { .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,
+                                               .virt = v, .zero = z > 3 ? 3 : z, .rc = rc, .offload = z > 3,
+                                               .bucket_mb = mb };
+                                    c.mem_lb = mem_lower_bound(S, &c, accum);
+                                    if (c.mem_lb > S->device_bytes) { S->pruned_mem++; continue; }
+                                    bounds(S, &c, accum);
+                                    add(S, &c);
+                                    placed = 1;
+                                }
+                            }
+                        }
+            }
+        }
+    }
+}
+
+static int by_est(const void *x, const void *y) {
+    const cand *a = x, *b = y;
+    if (a->est != b->est) return a->est < b->est ? -1 : 1;
+    int ka[] = { a->tp, a->pp, a->micro, a->sp, a->sched, a->virt, a->rc, a->zero, a->offload };
+    int kb[] = { b->tp, b->pp, b->micro, b->sp, b->sched, b->virt, b->rc, b->zero, b->offload };
+    for (int i = 0; i < 9; i++)
+        if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
+    return 0;
+}
+
+static int memory_first;
+static int by_result(const void *x, const void *y) {
+    const cand *a = *(const cand *const *)x, *b = *(const cand *const *)y;
+    if (memory_first && a->mem != b->mem) return a->mem < b->mem ? -1 : 1;
+    /* tokens/s carries more digits than the printed step time */
+    if (a->tps != b->tps) return a->tps > b->tps ? -1 : 1;
+    return by_est(a, b);
+}
+
+static int same_layout(const cand *a, const cand *b) {
+    return a->dp == b->dp && a->tp == b->tp && a->pp == b->pp && a->sp == b->sp && a->micro == b->micro &&
+           a->sched == b->sched && a->virt == b->virt;
+}
+
+/* Builds best-first until the bound, the cap or the list ends. */
+static void search_run(search *S) {
+    qsort(S->c, (size_t)S->n, sizeof *S->c, by_est);
+    int k = S->a.top > 0 ? S->a.top : 1;
+    double *best = calloc((size_t)k, sizeof *best);  /* the k best step times, ascending */
+    for (int i = 0; i < k; i++) best[i] = INFINITY;
+    for (int i = 0; i < S->n; i++) {
+        cand *c = &S->c[i];
+        /* cannot enter the top k; the list is in estimate order, not bound
+         * order, so later candidates are still looked at */
+        if (!memory_first && c->lb > best[k - 1]) {
+            S->pruned_bound++;
+            continue;
+        }
+        if (S->built >= S->a.max_priced) { S->pruned_cap++; continue; }
+        int skip = 0;  /* dominance: a cheaper memory level of the same layout fits */
+        for (int j = 0; j < i && !skip; j++)
+            if (S->c[j].state == 1 && same_layout(&S->c[j], c) && S->c[j].rc < c->rc && S->c[j].zero <= 1 &&
+                !S->c[j].offload)
+                skip = 1;
+        if (skip) { c->state = 4; S->dominated++; continue; }
+        evaluate(S, c);
+        if (c->state == 1) {
+            double t = c->iter > 0 ? c->iter : INFINITY;
+            for (int j = 0; j < k; j++)
+                if (t < best[j]) { double s = best[j]; best[j] = t; t = s; }
+        }
+    }
+    free(best);
+}
+
+/* ---- reports ------------------------------------------------------------ */
+
+static void layout_name(const cand *c, char *buf, size_t n) {
+    char sch[32];
+    if (c->pp <= 1) snprintf(sch, sizeof sch, "-");
+    else if (c->sched == 2) snprintf(sch, sizeof sch, "interleaved/%d", c->virt);
+    else snprintf(sch, sizeof sch, "%s", SCHED_NAMES[c->sched]);
+    snprintf(buf, n, "dp %d tp %d%s pp %d mb %d %s zero %d rc %s%s b%g", c->dp, c->tp, c->sp ? "+sp" : "", c->pp,
+             c->micro, sch, c->zero, RC_NAMES[c->rc], c->offload ? " offload" : "", c->bucket_mb);
+}
+
+static void print_counts(const search *S, FILE *out) {
+    fprintf(out, "candidates enumerated %ld; pruned: ", S->enumerated);
+    for (int r = 0; r < 7; r++)
+        if (S->pruned_arith[r]) fprintf(out, "%s %ld; ", RULES[r], S->pruned_arith[r]);
+    fprintf(out, "memory lower bound %ld; step-time lower bound %ld; dominated %ld; over --max-priced %ld\n",
+            S->pruned_mem, S->pruned_bound, S->dominated, S->pruned_cap);
+    fprintf(out, "built %ld through every pass (%ld refused by the passes, %ld do not fit); priced %ld\n",
+            S->built, S->refused, S->nofit, S->priced);
+}
+
+static void print_table(const search *S, cand **r, int nr, FILE *out) {
+    double gib = 1024.0 * 1024 * 1024;
+    fprintf(out, "%-3s %-68s %9s %10s %6s %8s %7s %9s %6s\n", "#", "layout", "step s", "tokens/s", "MFU",
+            "mem GiB", "bubble", "exposed", "comm/c");
+    for (int i = 0; i < nr && i < S->a.top; i++) {
+        char name[128];
+        layout_name(r[i], name, sizeof name);
+        fprintf(out, "%-3d %-68s %9.3f %10.0f %5.1f%% %8.1f %6.1f%% %8.3fs %5.0f%%%s\n", i + 1, name, r[i]->iter,
+                r[i]->tps, r[i]->mfu, r[i]->mem / gib, r[i]->bubble, r[i]->exposed, 100 * r[i]->ratio,
+                r[i]->ratio > 0.2 ? " !" : "");
+    }
+}
+
+static void print_rejected(const search *S, FILE *out) {
+    int shown = 0;
+    for (int i = 0; i < S->n && shown < 5; i++) {
+        const cand *c = &S->c[i];
+        if (c->state != 2 && c->state != 3) continue;
+        char name[128];
+        layout_name(c, name, sizeof name);
+        if (!shown++) fprintf(out, "best rejected (in estimate order):\n");
+        fprintf(out, "    %-68s %s\n", name, c->why);
+    }
+    /* arithmetic rules, with one example each */
+    if (S->pruned_arith[1]) {
+        int tp = S->dpn * 2;
+        while (S->world % tp && tp <= S->world) tp *= 2;
+        if (tp <= S->world && S->heads % tp == 0)
+            fprintf(out, "    tp %d spans %d nodes of %d devices (tp must stay inside a node)\n", tp,
+                    tp / S->dpn, S->dpn);
+    }
+}
+
+/* ---- writing the best as a plan ---------------------------------------- */
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    for (size_t k; s && (k = fread(s + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 >= cap) {
+            char *t = realloc(s, cap *= 2);
+            if (!t) { free(s); s = NULL; }
+            else s = t;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = 0;
+    return s;
+}
+
+/* A Lua value for an override's text as the prelude reads it (parse_override). */
+static void lua_value(FILE *f, const char *v) {
+    char *end;
+    if (!strcmp(v, "true") || !strcmp(v, "false")) { fputs(v, f); return; }
+    strtod(v, &end);
+    if (*v && !*end && !strchr(v, 'x') && !strchr(v, 'X') && !strchr(v, 'n') && !strchr(v, 'N')) {
+        fputs(v, f);
+        return;
+    }
+    char esc[1024];
+    if (wf_escape_lua(v, esc, sizeof esc) < 0) snprintf(esc, sizeof esc, "?");
+    fprintf(f, "\"%s\"", esc);
+}
+
+static int write_best(const search *S, const cand *c) {
+    char *src = read_all(S->a.plan);
+    if (!src) { wf_error("%s: cannot read the plan", S->a.plan); return -1; }
+    char *body = src;
+    if (body[0] == '#') body += strcspn(body, "\n");  /* a #! line */
+    wf_outfile o;
+    char err[PATH_MAX + 200], buf[16][64], name[128], path[1024];
+    const char *sets[MAX_SETS + 20];
+    if (wf_outfile_open(&o, S->a.out, 0666, err, sizeof err) != 0) {
+        wf_error("%s", err);
+        free(src);
+        return -1;
+    }
+    FILE *f = o.f;
+    int ns = set_list(S, c, buf, sets);
+    layout_name(c, name, sizeof name);
+    if (wf_escape_lua(S->a.plan, path, sizeof path) < 0) snprintf(path, sizeof path, "?");
+    fprintf(f, "-- Written by `weft plan`: the plan \"%s\" unchanged (below), with the layout\n"
+               "-- the search chose set on it as `--set FIELD=VALUE` would set it:\n"
+               "--   %s\n-- predicted step %.3f s, %.0f tokens/s, MFU %.1f%% on %d %s.\n",
+            path, name, c->iter, c->tps, c->mfu, S->world, S->device);
+    fprintf(f, "local SET = {\n");
+    for (int i = 0; i < ns; i++) {
+        const char *eq = strchr(sets[i], '=');
+        char key[256], esc[600];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (wf_escape_lua(key, esc, sizeof esc) < 0) continue;
+        fprintf(f, "  { \"%s\", ", esc);
+        lua_value(f, eq + 1);
+        fprintf(f, " },\n");
+    }
+    fputs("}\n"
+          "local real = weft\n"
+          "-- sets every SET path under `prefix` (nil: all but those of built objects) in t\n"
+          "local function apply(t, prefix)\n"
+          "  for _, kv in ipairs(SET) do\n"
+          "    local path = kv[1]\n"
+          "    local head = path:match(\"^[^.]+\")\n"
+          "    local rest = nil\n"
+          "    if prefix then\n"
+          "      if head == prefix then rest = path:sub(#prefix + 2) end\n"
+          "    elseif not ((head == \"cluster\" or head == \"model\") and t[head] ~= nil) then\n"
+          "      rest = path\n"
+          "    end\n"
+          "    if rest and rest ~= \"\" then\n"
+          "      local keys = {}\n"
+          "      for k in rest:gmatch(\"[^.]+\") do keys[#keys + 1] = math.tointeger(tonumber(k)) or k end\n"
+          "      local node = t\n"
+          "      for i = 1, #keys - 1 do\n"
+          "        if type(node[keys[i]]) ~= \"table\" then node[keys[i]] = {} end\n"
+          "        node = node[keys[i]]\n"
+          "      end\n"
+          "      node[keys[#keys]] = kv[2]\n"
+          "    end\n"
+          "  end\n"
+          "  return t\n"
+          "end\n"
+          "local weft = {}\n"
+          "for k, v in pairs(real) do weft[k] = v end\n"
+          "weft.plan = function(spec) return real.plan(apply(spec)) end\n"
+          "weft.cluster = function(spec) return real.cluster(apply(spec, \"cluster\")) end\n"
+          "weft.gpt2 = function(spec) return real.gpt2(apply(spec, \"model\")) end\n"
+          "weft.llama = function(spec) return real.llama(apply(spec, \"model\")) end\n"
+          "return (function()\n", f);
+    fputs(body, f);
+    fputs("\nend)()\n", f);
+    free(src);
+    if (wf_outfile_commit(&o, err, sizeof err) != 0) {
+        wf_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static int usage(const char *msg) {
+    fprintf(stderr, "weft: %s\nusage: weft plan PLAN [--gpus N] [--set FIELD=VALUE ...] [--global-batch B] "
+                    "[--top K]\n       [--objective time|memory] [-o BEST.lua] [--backend cpu|cuda] [--scaling] "
+                    "[--max-priced N]\n", msg);
+    return EXIT_USAGE;
+}
+
+static int parse_int(const char *s, int *v) {
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (!*s || *end || x < 1 || x > 1 << 22) return -1;
+    *v = (int)x;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+    memset(a, 0, sizeof *a);
+    a->backend = "cpu";
+    a->objective = "time";
+    a->top = 5;
+    a->max_priced = 96;
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(s, "--gpus") && v) { if (parse_int(v, &a->gpus)) return usage("--gpus needs a count >= 1"); i++; }
+        else if (!strcmp(s, "--global-batch") && v) { if (parse_int(v, &a->global)) return usage("--global-batch needs a count >= 1"); i++; }
+        else if (!strcmp(s, "--top") && v) { if (parse_int(v, &a->top)) return usage("--top needs K >= 1"); i++; }
+        else if (!strcmp(s, "--max-priced") && v) { if (parse_int(v, &a->max_priced)) return usage("--max-priced needs N >= 1"); i++; }
+        else if (!strcmp(s, "--objective") && v) {
+            a->objective = v;
+            i++;
+            if (strcmp(v, "time") && strcmp(v, "memory")) return usage("--objective: time or memory");
+        } else if (!strcmp(s, "-o") && v) a->out = v, i++;
+        else if (!strcmp(s, "--backend") && v) {
+            if (!backend_find(v)) return usage("--backend: unknown backend");
+            a->backend = v;
+            i++;
+        } else if (!strcmp(s, "--set") && v) {
+            if (!strchr(v, '=') || a->n_user == MAX_SETS) return usage("--set needs FIELD=VALUE");
+            a->user_sets[a->n_user++] = v;
+            i++;
+        } else if (!strcmp(s, "--scaling")) a->scaling = 1;
+        else if (s[0] == '-') return usage("unknown option or missing value");
+        else if (!a->plan) a->plan = s;
+        else return usage("more than one plan given");
+    }
+    if (!a->plan) return usage("no plan given");
+    return EXIT_OK;
+}
+
+/* The plan's model and cluster, and the memory model's bytes per parameter
+ * and per layer-token, from small builds: one rank, micro 1, 2 and 4 layers. */
+static int load_base(search *S) {
+    char msg[512];
+    Program p;
+    const char *base[] = { "mesh.dp=1", "mesh.tp=1", "mesh.pp=1", "mesh.sp=false", "batch.micro=1",
+                           "pipeline.schedule=1f1b", "pipeline.virtual=1", "zero=0", "offload.optimizer=none",
+                           "offload.params=none", "comm=mpi" };
+    int nb = (int)(sizeof base / sizeof *base);
+    const char *sets[MAX_SETS + 24];
+    int n = 0, user_nodes = 0, user_dpn = 0;
+    /* the plan as written first, for its cluster (--set cluster.nodes and
+     * devices_per_node are read here, not applied: the plan's mesh is for its
+     * own cluster) */
+    for (int i = 0; i < S->a.n_user; i++) {
+        const char *u = S->a.user_sets[i];
+        if (!strncmp(u, "cluster.nodes=", 14)) user_nodes = atoi(u + 14);
+        else if (!strncmp(u, "cluster.devices_per_node=", 25)) user_dpn = atoi(u + 25);
+        else sets[n++] = u;
+    }
+    wf_error_capture(msg, sizeof msg);
+    int rc = pass_load(&p, S->a.plan, sets, n), probed_dpn = 0;
+    if (rc != 0) {
+        /* the plan's own mesh does not suit the overrides (--set model.layers=8
+         * under a 64-stage mesh): load one rank of its model instead, and find
+         * its devices per node as the smallest one-node mesh it accepts */
+        char first[512];
+        snprintf(first, sizeof first, "%s", msg);
+        program_free(&p);
+        int m = n;
+        for (int i = 0; i < nb; i++) sets[m++] = base[i];
+        sets[m++] = "cluster.nodes=1";
+        char probe[2][64];
+        for (int d = 1; d <= 1024 && !probed_dpn; d *= 2) {
+            snprintf(probe[0], 64, "mesh.dp=%d", d);
+            snprintf(probe[1], 64, "batch.global=%d", d);
+            sets[m] = probe[0], sets[m + 1] = probe[1];
+            wf_error_capture(msg, sizeof msg);
+            if (pass_load(&p, S->a.plan, sets, m + 2) == 0) probed_dpn = d;
+            program_free(&p);
+        }
+        sets[m] = "cluster.devices_per_node=1";
+        wf_error_capture(msg, sizeof msg);
+        rc = probed_dpn ? pass_load(&p, S->a.plan, sets, m + 1) : -1;
+        if (rc != 0) {
+            fprintf(stderr, "weft: error: %s\n", first);
+            program_free(&p);
+            wf_error_capture(NULL, 0);
+            return -1;
+        }
+    }
+    wf_error_capture(NULL, 0);
+    S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
+    S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
+    S->global = S->a.global ? S->a.global : p.global_batch, S->clip0 = p.clip == 0;
+    S->bucket_mb = p.bucket_mb;
+    S->device_bytes = p.device_memory_gib * 1024.0 * 1024 * 1024;
+    S->intra_gbs = p.intra_gbs, S->intra_lat = p.intra_latency_us;
+    S->inter_gbs = p.inter_gbs, S->inter_lat = p.inter_latency_us;
+    S->el = strcmp(p.precision, "fp32") ? 2 : 4;
+    snprintf(S->device, sizeof S->device, "%s", p.device);
+    program_free(&p);
+    if (probed_dpn) {
+        S->dpn = probed_dpn;
+        S->nodes = S->a.gpus ? (S->a.gpus + probed_dpn - 1) / probed_dpn : 1;
+        if (!S->a.gpus && !user_nodes) S->a.gpus = S->dpn;
+    }
+    if (user_dpn > 0) S->dpn = user_dpn;
+    if (user_nodes > 0) S->nodes = user_nodes;
+    if (!S->a.gpus && (user_dpn > 0 || user_nodes > 0)) S->a.gpus = S->nodes * S->dpn;
+    if (S->a.gpus) {
+        int dpn = S->a.gpus < S->dpn ? S->a.gpus : S->dpn;
+        if (S->a.gpus % dpn) {
+            fprintf(stderr, "weft: error: --gpus %d is not a whole number of %d-device nodes "
+                            "(valid: a multiple of %d, or fewer than %d)\n", S->a.gpus, S->dpn, S->dpn, S->dpn);
+            return -1;
+        }
+        S->dpn = dpn, S->nodes = S->a.gpus / dpn;
+        snprintf(S->cluster_sets[0], 64, "cluster.nodes=%d", S->nodes);
+        snprintf(S->cluster_sets[1], 64, "cluster.devices_per_node=%d", S->dpn);
+    }
+    S->world = S->nodes * S->dpn;
+    /* the model's own figures: the user's --set (cluster.* included), the batch */
+    n = 0;
+    for (int i = 0; i < S->a.n_user; i++) sets[n++] = S->a.user_sets[i];
+    if (S->batch_set[0]) sets[n++] = S->batch_set;
+    for (int i = 0; i < nb; i++) sets[n++] = base[i];
+    /* one rank of the whole model, then 2 and 4 layers for the per-layer activations */
+    sets[n++] = "cluster.nodes=1";
+    sets[n++] = "cluster.devices_per_node=1";
+    /* for the per-layer measurements: one node of tp devices */
+    for (int i = 0; i < n - 1; i++) S->base_sets[i] = sets[i];  /* all but devices_per_node */
+    S->n_base = n - 1;
+    for (int t = 0; t < 8; t++)
+        for (int q = 0; q < 2; q++)
+            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = -1;
+    compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
+    wf_error_capture(msg, sizeof msg);
+    rc = compile_plan(&p, &o);
+    wf_error_capture(NULL, 0);
+    if (rc != 0) {
+        fprintf(stderr, "weft: error: every layout fails: %s\n", msg);
+        program_free(&p);
+        return -1;
+    }
+    program_memory pm = program_memory_of(&p, 0);
+    S->params = p.n_param_total;
+    S->bw = pm.params / p.n_param_total, S->bg = pm.grads / p.n_param_total;
+    S->bo = pm.optim / p.n_param_total;
+    S->peak = program_peak_tflops(&p);
+    S->flops_step = p.flops_per_token * p.global_batch * p.seq;
+    program_free(&p);
+    return 0;
+}
+
+/* The nearest change that makes a layout possible, when none is. */
+static void explain_none(const search *S) {
+    double gib = 1024.0 * 1024 * 1024;
+    /* a global batch that no mesh's dp divides */
+    if (S->pruned_arith[3] && !S->n && !S->pruned_mem) {
+        int bestb = 0;
+        for (int dp = 1; dp <= S->world; dp++) {
+            if (S->world % dp) continue;
+            int ok = 0;
+            for (int tp = 1; tp <= S->dpn && !ok; tp++)
+                if (S->dpn % tp == 0 && S->heads % tp == 0 && (S->world / dp) % tp == 0 &&
+                    S->world / dp / tp <= S->layers)
+                    ok = 1;
+            if (!ok) continue;
+            int up = (S->global + dp - 1) / dp * dp, down = S->global / dp * dp;
+            int cand_b = down >= 1 && S->global - down <= up - S->global ? down : up;
+            if (!bestb || abs(cand_b - S->global) < abs(bestb - S->global)) bestb = cand_b;
+        }
+        fprintf(stderr, "weft: error: %s: no mesh on %d GPUs has a data-parallel size dividing the global "
+                        "batch %d; nearest feasible: --global-batch %d\n", S->a.plan, S->world, S->global, bestb);
+        return;
+    }
+    /* nothing fits: the smallest memory any built layout reached, and the
+     * GPUs that the parameters, gradients and AdamW state alone need when
+     * spread over every rank (ZeRO-3 across dp, tp x pp), with 10% spare */
+    double low = INFINITY;
+    for (int i = 0; i < S->n; i++)
+        if (S->c[i].state == 2 && S->c[i].mem < low) low = S->c[i].mem;
+    double state = (double)S->params * (S->bw + S->bg + S->bo);
+    long need = (long)ceil(state / (0.9 * S->device_bytes)), gpus = S->world;
+    while (gpus < need) gpus *= 2;
+    if (gpus == S->world) gpus *= 2;
+    fprintf(stderr, "weft: error: %s: no layout fits on %d %s (%.0f GiB each), ZeRO-3, full recompute and "
+                    "offload included", S->a.plan, S->world, S->device, S->device_bytes / gib);
+    if (isfinite(low)) fprintf(stderr, "; the smallest built needs %.1f GiB per rank", low / gib);
+    fprintf(stderr, "; parameters, gradients and optimizer state are %.0f GiB in all: needs at least %ld GPUs\n",
+            state / gib, gpus);
+}
+
+static int run_search(search *S, cand **best_out, FILE *out) {
+    S->c = malloc(sizeof(cand) * MAX_CAND);
+    if (!S->c) return -1;
+    enumerate(S);
+    memory_first = !strcmp(S->a.objective, "memory");
+    search_run(S);
+    cand **r = malloc(sizeof(cand *) * (size_t)(S->n + 1));
+    int nr = 0;
+    for (int i = 0; i < S->n; i++)
+        if (S->c[i].state == 1) r[nr++] = &S->c[i];
+    qsort(r, (size_t)nr, sizeof *r, by_result);
+    if (out) {
+        fprintf(out, "weft plan %s: %d layers, hidden %d, %d heads on %d %s (%d x %d), global batch %d, "
+                     "backend %s, objective %s\n",
+                S->a.plan, S->layers, S->hidden, S->heads, S->world, S->device, S->nodes, S->dpn,
+                S->global, S->a.backend, S->a.objective);
+        print_counts(S, out);
+        if (nr) print_table(S, r, nr, out);
+        print_rejected(S, out);
+    }
+    *best_out = nr ? r[0] : NULL;
+    free(r);
+    return 0;
+}
+
+int plan_search_main(int argc, char **argv) {
+    search S;
+    memset(&S, 0, sizeof S);
+    int rc = parse_args(argc, argv, &S.a);
+    if (rc != EXIT_OK) return rc;
+    if (S.a.global) snprintf(S.batch_set, sizeof S.batch_set, "batch.global=%d", S.a.global);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (load_base(&S) != 0) return EXIT_PLAN;
+    cand *best = NULL;
+    if (run_search(&S, &best, stdout) != 0) return EXIT_PLAN;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(stderr, "weft: searched in %.2f s\n", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    if (!best) {
+        explain_none(&S);
+        free(S.c);
+        return EXIT_PLAN;
+    }
+    rc = EXIT_OK;
+    if (S.a.out) {
+        if (write_best(&S, best) != 0) rc = EXIT_PLAN;
+        else fprintf(stderr, "weft: wrote %s\n", S.a.out);
+    }
+    if (S.a.scaling) {
+        double mfu[3] = { best->mfu, NAN, NAN }, ratio[3] = { best->ratio, NAN, NAN };
+        for (int s = 1; s < 3; s++) {
+            search T;
+            memset(&T, 0, sizeof T);
+            T.a = S.a;
+            T.a.gpus = S.world << s;
+            T.a.scaling = 0;
+            T.a.out = NULL;
+            if (S.a.global) memcpy(T.batch_set, S.batch_set, sizeof T.batch_set);
+            cand *b = NULL;
+            if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0 && b) mfu[s] = b->mfu, ratio[s] = b->ratio;
+            free(T.c);
+        }
+        printf("scaling (same global batch, the best layout found at each size):\n");
+        for (int s = 0; s < 3; s++) {
+            printf("  %2dx %6d GPUs: ", 1 << s, S.world << s);
+            if (isnan(mfu[s])) { printf("no layout fits\n"); continue; }
+            printf("MFU %5.1f%%, comm/compute %3.0f%%", mfu[s], 100 * ratio[s]);
+            if (ratio[s] > 0.2) printf("  ! communication over 20%% of compute");
+            if (s && !isnan(mfu[s - 1]) && mfu[s] < 0.9 * mfu[s - 1]) printf("  ! MFU drops more than 10%% per doubling");
+            printf("\n");
+        }
+    }
+    free(S.c);
+    return rc;
+}

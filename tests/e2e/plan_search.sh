@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# weft plan: the search over layouts.  Every plan it returns is accepted by
+# `weft check` unchanged and fits (simulate: no stage "does not fit"); the
+# search is deterministic (two runs byte-identical, table and plan); requests
+# that cannot be met end with exit 1 and the nearest feasible change.  No MPI
+# run: everything here is compile-time (a few seconds).
+source "$(dirname "$0")/lib.sh"
+
+# 1. A GPU cluster where memory decides: an 8-layer, 4096-wide GPT on 32 H100s
+# (4 nodes of 8), global batch 256.  The plan's own 64-stage mesh does not
+# suit 8 layers: weft plan lays the model out afresh.
+mid=(plans/gpt_1t.lua --set model.layers=8 --set model.hidden=4096 --set model.heads=32
+     --set batch.global=256 --gpus 32 --top 4)
+rc=0
+"$WEFT" plan "${mid[@]}" -o "$WORK/mid.lua" >"$WORK/mid.txt" 2>"$WORK/mid.err" || rc=$?
+cat "$WORK/mid.txt"
+check "weft plan finds a layout for 8 x 4096 on 32 H100s (exit $rc)" test "$rc" = 0
+check "it prints how many candidates were enumerated, pruned and priced" \
+  grep -q "^candidates enumerated [0-9]*; pruned: .*memory lower bound [0-9]*" "$WORK/mid.txt"
+check "the table has the step time, tokens/s, MFU, memory, bubble, exposed, comm/compute" \
+  grep -q "step s  *tokens/s  *MFU  *mem GiB  *bubble  *exposed comm/c" "$WORK/mid.txt"
+check "rejected layouts say why (does not fit: X of 80 GiB)" grep -q "does not fit: [0-9.]* of 80 GiB" "$WORK/mid.txt"
+check "tp 16 is refused: it spans two nodes" grep -q "tp 16 spans 2 nodes of 8 devices" "$WORK/mid.txt"
+check "weft check accepts the written plan unchanged" "$WEFT" check "$WORK/mid.lua"
+"$WEFT" check "$WORK/mid.lua" >"$WORK/mid_check.txt"
+# the table's first row and the written plan have the same mesh
+read -r dp tp pp < <(sed -n 's/^1  *dp \([0-9]*\) tp \([0-9]*\)[^ ]* pp \([0-9]*\) .*/\1 \2 \3/p' "$WORK/mid.txt")
+check "the written plan is the best row's mesh (dp $dp tp $tp pp $pp)" \
+  grep -q "^mesh  *dp $dp x tp $tp x pp $pp = 32 ranks" "$WORK/mid_check.txt"
+"$WEFT" simulate "$WORK/mid.lua" >"$WORK/mid_sim.txt"
+check "every stage of the written plan fits 80 GiB" grep -q "fits: " "$WORK/mid_sim.txt"
+check "no stage of the written plan is over" bash -c "! grep -q 'does not fit' '$WORK/mid_sim.txt'"
+# the predicted step time in the table is simulate's for the written plan
+t_table=$(awk '$1 == 1 && $2 == "dp" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $(i - 2); exit } }' "$WORK/mid.txt")
+t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/mid_sim.txt")
+check "the table's step time $t_table s is simulate's $t_sim s for the written plan" test "$t_table" = "$t_sim"
+
+# The same on a 76 GiB device: the winner above (77.3 GiB per rank on 80)
+# passes the memory lower bound, is built, and must be refused by the memory
+# model (a higher ZeRO stage of it may win instead); what is written fits.
+"$WEFT" plan "${mid[@]}" --set cluster.device.memory_gib=76 -o "$WORK/mid76.lua" >"$WORK/mid76.txt" 2>/dev/null
+"$WEFT" simulate "$WORK/mid76.lua" >"$WORK/mid76_sim.txt"
+mem76=$(awk '$1 == 1 && $2 == "dp" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $(i + 1); exit } }' "$WORK/mid76.txt")
+check "76 GiB: the best row needs $mem76 GiB, at most 76" awk -v m="$mem76" 'BEGIN { exit !(m != "" && m <= 76) }'
+check "76 GiB: not the 80 GiB winner's 77.3 GiB" bash -c "! grep -q '^1 .* 77.3 ' '$WORK/mid76.txt'"
+check "76 GiB: the written plan fits" bash -c "grep -q 'fits: ' '$WORK/mid76_sim.txt' && ! grep -q 'does not fit' '$WORK/mid76_sim.txt'"
+
+# 2. Deterministic: the same request twice gives the same bytes.
+"$WEFT" plan "${mid[@]}" -o "$WORK/mid2.lua" >"$WORK/mid2.txt" 2>/dev/null
+check "two runs print the same table" cmp "$WORK/mid.txt" "$WORK/mid2.txt"
+check "two runs write the same plan" cmp "$WORK/mid.lua" "$WORK/mid2.lua"
+
+# 3. CPU plans: the written best compiles through weft check with no change.
+"$WEFT" plan plans/gpt2_3d.lua --top 3 -o "$WORK/3d.lua" >"$WORK/3d.txt" 2>/dev/null
+check "gpt2_3d: the best plan passes weft check" "$WEFT" check "$WORK/3d.lua"
+
+# --scaling: the best layout's MFU at 1x, 2x and 4x the ranks, same batch.
+"$WEFT" plan plans/tiny.lua --top 1 --scaling >"$WORK/scale.txt" 2>/dev/null
+check "--scaling reports 2, 4 and 8 ranks" \
+  bash -c "grep -q '^   1x      2 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   2x      4 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   4x      8 GPUs: MFU' '$WORK/scale.txt'"
+
+# 4. Impossible requests: exit 1 with the nearest feasible change.  1T
+# parameters hold 16 bytes each in fp32 (weights, gradients, AdamW's two
+# moments): 15021 GiB, over 72 GiB (80 with 10% spare) = 209 GPUs, so the
+# next doubling of 8 is 256.
+rc=0
+"$WEFT" plan plans/gpt_1t.lua --gpus 8 >"$WORK/1t8.txt" 2>"$WORK/1t8.err" || rc=$?
+cat "$WORK/1t8.err"
+check "1T on 8 GPUs: exit 1 (got $rc)" test "$rc" = 1
+check "1T on 8 GPUs: says no layout fits (ZeRO-3 tried) and how many GPUs it needs" \
+  grep -q "no layout fits on 8 H100_SXM (80 GiB each), ZeRO-3, .*needs at least 256 GPUs$" "$WORK/1t8.err"
+rc=0
+"$WEFT" plan plans/tiny.lua --set model.heads=1 --set model.layers=1 --global-batch 7 \
+  >"$WORK/b7.txt" 2>"$WORK/b7.err" || rc=$?
+cat "$WORK/b7.err"
+check "batch 7 on 2 ranks that must be data parallel: exit 1 (got $rc)" test "$rc" = 1
+check "batch 7: names the nearest global batch a mesh divides" \
+  grep -q "no mesh on 2 GPUs has a data-parallel size dividing the global batch 7; nearest feasible: --global-batch [68]$" "$WORK/b7.err"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
