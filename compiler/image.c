@@ -38,22 +38,66 @@ static int read_png(const char *path, wf_image *img, char *err, size_t errlen)
         png_image_free(&im);
         return -1;
     }
-    im.format = PNG_FORMAT_RGB; /* gray, palette, 16-bit: converted; alpha: composited */
     img->width = (int)im.width;
     img->height = (int)im.height;
-    img->rgb = malloc(PNG_IMAGE_SIZE(im));
+    img->rgb = malloc((size_t)im.width * im.height * 3);
     if (!img->rgb) {
         set_err(err, errlen, "out of memory for a %u x %u PNG", im.width, im.height);
         png_image_free(&im);
         return -1;
     }
-    png_color white = { 255, 255, 255 };
-    if (!png_image_finish_read(&im, &white, img->rgb, 0, NULL)) {
-        set_err(err, errlen, "corrupt or truncated PNG: %s", im.message);
+    if (im.format & PNG_FORMAT_FLAG_LINEAR) {
+        /* 16-bit: libpng's simplified API takes such samples as linear light
+         * and would gamma-encode them (0xC8C8 -> 228, not 200).  Photos'
+         * 16-bit samples are sRGB-encoded like 8-bit ones, and PIL and
+         * OpenCV, which the reference preprocessors use, scale them to 8
+         * bits; so: read them untouched (linear in, linear out) and scale
+         * (v / 257), compositing alpha over white in the same domain. */
+        im.format = PNG_FORMAT_LINEAR_RGB_ALPHA;
+        uint16_t *wide = malloc(PNG_IMAGE_SIZE(im));
+        if (!wide) {
+            set_err(err, errlen, "out of memory for a %u x %u PNG", im.width, im.height);
+            png_image_free(&im);
+            wf_image_free(img);
+            return -1;
+        }
+        if (!png_image_finish_read(&im, NULL, wide, 0, NULL)) {
+            set_err(err, errlen, "corrupt or truncated PNG: %s", im.message);
+            free(wide);
+            png_image_free(&im);
+            wf_image_free(img);
+            return -1;
+        }
+        for (size_t i = 0; i < (size_t)im.width * im.height; i++) {
+            double a = wide[4 * i + 3] / 65535.0;
+            for (int c = 0; c < 3; c++) {
+                double v = (wide[4 * i + c] * a + 65535.0 * (1 - a)) / 257.0;
+                img->rgb[3 * i + c] = (uint8_t)(v + 0.5);
+            }
+        }
+        free(wide);
+        png_image_free(&im);
+        return 0;
+    }
+    /* 8-bit: gray and palette converted, alpha kept and composited here as
+     * for 16 bits (libpng's own compositing works in linear light, which
+     * no reference preprocessor does) */
+    im.format = PNG_FORMAT_RGBA;
+    uint8_t *rgba = malloc(PNG_IMAGE_SIZE(im));
+    if (!rgba || !png_image_finish_read(&im, NULL, rgba, 0, NULL)) {
+        set_err(err, errlen, rgba ? "corrupt or truncated PNG: %s" : "out of memory%.0s",
+                im.message);
+        free(rgba);
         png_image_free(&im);
         wf_image_free(img);
         return -1;
     }
+    for (size_t i = 0; i < (size_t)im.width * im.height; i++) {
+        unsigned a = rgba[4 * i + 3];
+        for (int c = 0; c < 3; c++)  /* (v a + 255 (255 - a)) / 255, rounded */
+            img->rgb[3 * i + c] = (uint8_t)((rgba[4 * i + c] * a + 255u * (255 - a) + 127) / 255);
+    }
+    free(rgba);
     png_image_free(&im);
     return 0;
 }

@@ -10,24 +10,28 @@ WRITE_JPEG=${WRITE_JPEG:?set WRITE_JPEG to the write_jpeg helper}
 IMG=$WORK/images
 mkdir -p "$IMG"
 
-# PNGs: solid RGB, 8-bit gray, and RGBA (left half opaque blue, right half
-# fully transparent, so composited over white).
+# PNGs: solid RGB, 8-bit gray, RGBA (left half opaque blue, right half fully
+# transparent, so composited over white), a palette, 16-bit RGB (scaled by
+# 1/257: 0xC8C8 -> 200) and half-transparent red (over white: 255 a + 255
+# (1 - a) = 255, 0 a + 255 (1 - a) = 127 for a = 128/255, rounded).
 python3 - "$IMG" <<'PY'
 import struct, sys, zlib
-def png(path, w, h, ctype, pixel):
-    ch = {0: 1, 2: 3, 6: 4}[ctype]
-    raw = b"".join(b"\0" + b"".join(bytes(pixel(x, y)) for x in range(w)) for y in range(h))
-    def chunk(t, d):
-        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
-    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+def png(path, w, h, ctype, pixel, depth=8, extra=b""):
+    raw = b"".join(b"\0" + b"".join(pixel(x, y) for x in range(w)) for y in range(h))
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, ctype, 0, 0, 0))
+            + extra + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
     open(path, "wb").write(data)
     return data
 d = sys.argv[1]
-png(d + "/red.png", 64, 48, 2, lambda x, y: (200, 30, 90))
-png(d + "/gray.png", 40, 40, 0, lambda x, y: (77,))
-png(d + "/half.png", 64, 32, 6, lambda x, y: (0, 0, 255, 255) if x < 32 else (9, 9, 9, 0))
-big = png(d + "/big.png", 300, 200, 2, lambda x, y: ((x * 7) % 256, y % 256, 128))
+png(d + "/red.png", 64, 48, 2, lambda x, y: bytes((200, 30, 90)))
+png(d + "/gray.png", 40, 40, 0, lambda x, y: bytes((77,)))
+png(d + "/half.png", 64, 32, 6, lambda x, y: bytes((0, 0, 255, 255) if x < 32 else (9, 9, 9, 0)))
+png(d + "/pal.png", 16, 16, 3, lambda x, y: bytes((1,)), extra=chunk(b"PLTE", bytes((1, 2, 3, 10, 220, 130))))
+png(d + "/d16.png", 33, 40, 2, lambda x, y: struct.pack(">3H", 0xC8C8, 0x1E1E, 0x5A5A), depth=16)
+png(d + "/a8.png", 32, 32, 6, lambda x, y: bytes((255, 0, 0, 128)))
+big = png(d + "/big.png", 300, 200, 2, lambda x, y: bytes(((x * 7) % 256, y % 256, 128)))
 open(d + "/trunc.png", "wb").write(big[: len(big) // 2])
 PY
 "$WRITE_JPEG" "$IMG/green.jpg" 50 50 20 200 40
@@ -43,9 +47,12 @@ cat >"$WORK/good.jsonl" <<'J'
 {"image": "half.png", "text": "blue | white"}
 {"image": "green.jpg", "text": "green"}
 {"image": "grayj.jpg", "text": "gray jpeg"}
+{"image": "pal.png", "text": "palette"}
+{"image": "d16.png", "text": "16-bit"}
+{"image": "a8.png", "text": "alpha"}
 J
 OUT=$WORK/out.bin
-check "weft data vlm writes 5 records" \
+check "weft data vlm writes 8 records" \
   "$WEFT" data vlm "$IMG" "$WORK/good.jsonl" -o "$OUT" --image 32 --patch 8 --seq 64 --vocab 512
 
 # The records, read with the layout of runtime/common/data_vlm.h.  Tolerances:
@@ -58,8 +65,8 @@ b = open(sys.argv[1], "rb").read()
 h = struct.unpack("<256i", b[:1024])
 assert h[0] == 0x4D4C5657 and h[1] == 1, h[:2]
 H, W, C, S, N, V, IMGTOK, P, PAD, PATCH, START, DESC, REC = h[2:15]
-assert (H, W, C, S, N, V, IMGTOK, P, PAD, PATCH) == (32, 32, 3, 64, 5, 512, 256, 16, 511, 8), h[:12]
-assert REC == 32 * 32 * 3 + 3 * 65 and len(b) == 1024 + 5 * REC, (REC, len(b))
+assert (H, W, C, S, N, V, IMGTOK, P, PAD, PATCH) == (32, 32, 3, 64, 8, 512, 256, 16, 511, 8), h[:12]
+assert REC == 32 * 32 * 3 + 3 * 65 and len(b) == 1024 + 8 * REC, (REC, len(b))
 def rec(i):
     r = b[1024 + i * REC: 1024 + (i + 1) * REC]
     img = r[:3072]
@@ -87,7 +94,14 @@ assert all(max(abs(a - b) for a, b in zip(px(img, x, y), (20, 200, 40))) <= 3
 img = caption(4, list(b"gray jpeg"))
 assert all(px(img, x, y)[0] == px(img, x, y)[1] == px(img, x, y)[2] and abs(px(img, x, y)[0] - 150) <= 3
            for x in range(32) for y in range(32)), px(img, 5, 5)
-print("  5 records of %d bytes; pixels and tokens as written" % REC)
+def solid(img, want): return all(px(img, x, y) == want for x in range(32) for y in range(32))
+img = caption(5, list(b"palette"))
+assert solid(img, (10, 220, 130)), px(img, 0, 0)
+img = caption(6, list(b"16-bit"))
+assert solid(img, (200, 30, 90)), px(img, 0, 0)
+img = caption(7, list(b"alpha"))
+assert solid(img, (255, 127, 127)), px(img, 0, 0)
+print("  8 records of %d bytes; pixels and tokens as written" % REC)
 PY
 
 # Bad inputs: every one named, exit 1, the previous output untouched, no
