@@ -216,6 +216,40 @@ static void test_synth(void)
     wf_vlm_close(d);
 }
 
+/* The same re-detection at the encoders' resolutions: 64 and 224 pixels
+ * (patch = side / 4, so P = 16 and seq = 24 as above). */
+static void test_synth_sizes(void)
+{
+    static const int sides[2] = { 64, 224 };
+    for (int k = 0; k < 2; k++) {
+        int H = sides[k];
+        char p[300], err[1024] = "";
+        snprintf(p, sizeof p, "%s/s%d.bin", dir, H);
+        wf_vlm_opts o = { H, H / 4, 0, 0, -1, -1 };
+        const long N = 120;
+        int rc = wf_data_vlm_synth(p, N, 11, &o, err, sizeof err);
+        wf_vlm *d = NULL;
+        wf_vlm_shape sh = { H, H, 3, 24, 16, 14, 16 };
+        if (rc == 0)
+            rc = wf_vlm_open(&d, p, &sh, err, sizeof err);
+        int mismatch = 0;
+        for (long r = 0; rc == 0 && r < N; r++) {
+            const uint8_t *img, *t, *m;
+            wf_vlm_record(d, r, &img, &t, &m);
+            int at[3];
+            double fill;
+            detect(img, H, H, at, &fill);
+            mismatch += at[0] != rd16(t, 17) - WF_SYNTH_COLOUR0 ||
+                        at[1] != rd16(t, 18) - WF_SYNTH_SHAPE0 ||
+                        at[2] != rd16(t, 21) - WF_SYNTH_POSITION0;
+        }
+        check(rc == 0 && mismatch == 0, "%d x %d: all %ld captions match their pixels "
+              "(%d mismatches) %s", H, H, N, mismatch, rc ? err : "");
+        wf_vlm_close(d);
+        unlink(p);
+    }
+}
+
 static void test_refusals(void)
 {
     char a[300], p[300], err[1024];
@@ -308,6 +342,7 @@ int main(void)
         return 1;
     }
     test_synth();
+    test_synth_sizes();
     test_refusals();
     test_fit();
     char cmd[400];
