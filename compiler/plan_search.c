@@ -353,7 +353,8 @@ static void bounds(const search *S, cand *c, int accum) {
     lb *= bubble_factor(c->sched, c->pp, accum, c->virt);
     c->lb = lb;
     double eff = cost_gemm_efficiency((double)c->micro * S->seq, 4.0 * h / c->tp, h);
-    cost_link intra = { "intra", S->intra_gbs, S->intra_lat }, inter = { "inter", S->inter_gbs, S->inter_lat };
+    /* nominal bandwidths: the estimate only orders the candidates; simulate prices them */
+    cost_link intra = { "intra", S->intra_gbs, S->intra_lat, 0 }, inter = { "inter", S->inter_gbs, S->inter_lat, 0 };
     double act_bytes = (double)c->micro * S->seq * h * S->el;
     double tp = c->tp > 1 ? (c->rc == 2 ? 6 : 4) * cost_allreduce_ring(act_bytes, c->tp, &intra) : 0;
     tp *= (L / c->pp) * accum * bubble_factor(c->sched, c->pp, accum, c->virt);
