@@ -164,14 +164,17 @@ done
 r32=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-fp32/stage1.cu" | grep -o '[0-9]*$')
 r16=$(grep -o 'P\.recv_numel = [0-9]*' "$WORK/pp-bf16/stage1.cu" | grep -o '[0-9]*$')
 check "pp 2 stage 1: receive buffers of $r16 floats (fp32 $r32)" test "$r16" = $(((r32 + 1) / 2)) -a "$r32" -gt 0
-# full recompute: each block's shared region (zeroed before it is rebuilt) halves too
 for pr in fp32 bf16; do
   "$WEFT" compile plans/tiny.lua -o "$WORK/rc-$pr" --backend cuda --set precision=$pr --set recompute=full 2>/dev/null
 done
-z32=$(grep -o 'wf_zero(d + [0-9]*L, [0-9]*L)' "$WORK/rc-fp32/stage0.cu" | sort -u | grep -o '[0-9]*L)' | tr -dc 0-9)
-z16=$(grep -o 'wf_zero(d + [0-9]*L, [0-9]*L)' "$WORK/rc-bf16/stage0.cu" | sort -u | grep -o '[0-9]*L)' | tr -dc 0-9)
-check "full recompute: the shared region zeroed before each block is $z16 floats (fp32 $z32)" \
-  test -n "$z32" -a "$z16" = $((z32 / 2))
+# the stage's recompute region (memory.c: once per stage) holds a block's
+# tensors, 16-bit under bf16, and its saved row statistics, fp32 always: two
+# layernorms' mean and rstd and attention's log-sum-exp of 4 heads, 8 floats
+# a token, N = micro 8 x seq 128 tokens.  So bf16's region = fp32's / 2 + 4N.
+z32=$(grep -o 'region_numel = [0-9]*' "$WORK/rc-fp32/stage0.cu" | grep -o '[0-9]*$')
+z16=$(grep -o 'region_numel = [0-9]*' "$WORK/rc-bf16/stage0.cu" | grep -o '[0-9]*$')
+check "full recompute: the recompute region is $z16 floats under bf16 (fp32 $z32: tensors halve, 8N statistics stay)" \
+  test -n "$z32" -a "$z16" = $((z32 / 2 + 4 * 1024))
 b32=$(sed -n 's/.*\[[a-z0-9]* \([0-9]*\) bytes, pp group\].*/\1/p' "$WORK/pp-fp32.inspect" | head -1)
 b16=$(sed -n 's/.*\[[a-z0-9]* \([0-9]*\) bytes, pp group\].*/\1/p' "$WORK/pp-bf16.inspect" | head -1)
 check "inspect --backend cuda: bf16 messages of $b16 bytes, half of fp32's $b32" test "$b16" = $((b32 / 2))
@@ -214,12 +217,15 @@ done
 p2p() { sed -n 's/.*pp p2p \([0-9.]*\) ms per message.*/\1/p' "$1"; }
 check "simulate --backend cuda bf16: pp messages take half the CPU backend's ($(p2p "$WORK/sim.cuda") vs $(p2p "$WORK/sim.cpu") ms)" \
   ratio "$(p2p "$WORK/sim.cuda")" "$(p2p "$WORK/sim.cpu")" 0.45 0.55
-# ... and its memory-bound kernels move half the bytes: on llama_tiny's device
-# (the CPU entry: one peak for every precision, so GEMMs and attention's
-# forward cost the same in bf16 and fp32) the bf16 forward is faster
+# ... and on an H100 (its table row's figures) llama_tiny's bf16 forward runs on
+# tensor cores and moves half the bytes: well under half of fp32's time.  (On
+# the CPU entry, one peak for every precision, bf16 is not faster: its
+# tensor-core attention is priced below the fp32 kernel's efficiency, cost.c.)
+H100=(--set cluster.device.name=H100_SXM --set cluster.device.fp32=67 --set cluster.device.bf16=989.4
+      --set cluster.device.hbm_gbs=3350 --set cluster.device.sms=132 --set cluster.device.clock_mhz=1830)
 fwd() { sed -n 's/^compute .* forward \([0-9.]*\) ms.*/\1/p' "$1"; }
-for pr in fp32 bf16; do "$WEFT" simulate plans/llama_tiny.lua --backend cuda --set precision=$pr >"$WORK/fwd.$pr"; done
-check "simulate --backend cuda: llama_tiny's bf16 forward is faster than fp32's ($(fwd "$WORK/fwd.bf16") < $(fwd "$WORK/fwd.fp32") ms)" \
-  ratio "$(fwd "$WORK/fwd.bf16")" "$(fwd "$WORK/fwd.fp32")" 0.5 0.999
+for pr in fp32 bf16; do "$WEFT" simulate plans/llama_tiny.lua --backend cuda --set precision=$pr "${H100[@]}" >"$WORK/fwd.$pr"; done
+check "simulate --backend cuda on an H100: llama_tiny's bf16 forward under half of fp32's ($(fwd "$WORK/fwd.bf16") vs $(fwd "$WORK/fwd.fp32") ms)" \
+  ratio "$(fwd "$WORK/fwd.bf16")" "$(fwd "$WORK/fwd.fp32")" 0.01 0.5
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
