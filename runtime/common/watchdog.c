@@ -128,6 +128,13 @@ static void report_and_abort(double waited) {
                      W.where ? W.where : "?", c->step + 1);
     if (k > (int)sizeof msg - 1) k = (int)sizeof msg - 1;
     if (write(STDERR_FILENO, msg, (size_t)k) < 0) { /* nothing left to report to */ }
+    /* A rank waiting on the culprit directly began its wait before the ranks
+     * that wait on that rank, so it is at its limit too: give it a moment to
+     * report before the job ends, so that the log names the culprit's peer
+     * and not only a rank further down the chain. */
+    double grace = W.timeout_s / 2 < 2.0 ? W.timeout_s / 2 : 2.0;
+    struct timespec pause = { (time_t)grace, (long)((grace - (double)(time_t)grace) * 1e9) };
+    nanosleep(&pause, NULL);
     /* the main thread is stuck inside MPI: this thread brings the job down */
     MPI_Abort(MPI_COMM_WORLD, 1);
     _exit(1);

@@ -123,16 +123,19 @@ preempt() {  # preempt LAYOUT NAME SIGNAL TARGET(ranks|mpirun)
 preempt dppp term TERM ranks
 preempt twobw usr1 USR1 mpirun  # PipeDream-2BW: drains its pipeline to stop
 
-# --resume auto: the newest of several checkpoints (subfolders, by step);
-# one it cannot read is refused, naming it, rather than started over.
-mkdir -p "$WORK/multi" "$WORK/broken"
-cp -r "$WORK/term.ck" "$WORK/multi/older"; cp -r "$WORK/term.final" "$WORK/multi/newer"
+# --resume auto: the newest of several checkpoints (a --keep folder of
+# step_N checkpoints, ckpt.c's rotation layout, chosen by step); one it
+# cannot read is refused, naming it, rather than started over.
 k=$(sed -n 's/.*at step \([0-9]*\) of.*/\1/p' "$WORK/term.log")
-out=$("$WORK/dppp/launch.sh" --steps $((k + 3)) --ckpt "$WORK/multi" --resume auto 2>&1) || true
+mkdir -p "$WORK/multi"
+: >"$WORK/multi/.weft-checkpoints"   # the set's marker (ckpt_folder.h)
+cp -r "$WORK/term.ck" "$WORK/multi/step_$(printf %08d "$k")"
+cp -r "$WORK/term.final" "$WORK/multi/step_$(printf %08d $((k + 3)))"
+out=$("$WORK/dppp/launch.sh" --steps $((k + 3)) --ckpt "$WORK/multi" --keep 3 --resume auto 2>&1) || true
 check "--resume auto picks the newest subfolder checkpoint" \
-  grep -q "resume auto: newest checkpoint is $WORK/multi/newer (step $((k + 3)))" <<<"$out"
+  grep -q "resume auto: newest checkpoint is $WORK/multi/step_$(printf %08d $((k + 3))) (step $((k + 3)))" <<<"$out"
+cp -r "$WORK/term.ck" "$WORK/broken"
 head -c 300 "$WORK/term.ck/model.safetensors" >"$WORK/broken/model.safetensors"
-cp "$WORK/term.ck/optimizer.safetensors" "$WORK/broken/"
 out=$(timeout 30 "$WORK/dppp/launch.sh" --quiet --steps 1 --ckpt "$WORK/broken" --resume auto 2>&1) && rc=0 || rc=$?
 check "--resume auto refuses an unreadable checkpoint (exit $rc)" \
   grep -q "rank 0: wf_resume_auto failed.*broken/model.safetensors.*cannot read" <<<"$out"
