@@ -44,7 +44,7 @@ void emit_job_slurm(writer *o, const Program *p, int cuda) {
       p->world);
     emit(o, "# Usage: sbatch [sbatch options] job.slurm [program options, e.g. --steps 20 --ckpt ckpt]\n"
             "# Build first: cmake -S DIR -B DIR/build && cmake --build DIR/build\n"
-            "# Per-rank logs: weft-logs/JOBID/rankN.log beside this script (rank 0's is\n"
+            "# Per-rank logs: weft-logs/JOBID.RESTARTS/rankN.log beside this script (rank 0's is\n"
             "# copied to the job's output at the end).  Exit %d from the ranks means\n"
             "# preempted after a checkpoint: the job is requeued and resumes with\n"
             "# --resume auto (needs --ckpt DIR).\n", WF_EXIT_PREEMPTED);
@@ -88,7 +88,7 @@ void emit_job_slurm(writer *o, const Program *p, int cuda) {
             "fi\n", name);
     emit(o, "resume=\"\"\n"
             "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then resume=\"--resume auto\"; fi\n"
-            "logs=$here/weft-logs/$SLURM_JOB_ID\n"
+            "logs=$here/weft-logs/$SLURM_JOB_ID.${SLURM_RESTART_COUNT:-0}  # a requeued run keeps the earlier logs\n"
             "mkdir -p \"$logs\"\n"
             "export OMPI_MCA_rmaps_base_oversubscribe=1\n"
             "if [ \"$(id -u)\" = 0 ]; then\n"

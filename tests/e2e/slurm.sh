@@ -88,7 +88,7 @@ sbatch --wait --chdir="$WORK" -o "$WORK/job.out" "$WORK/tiny/job.slurm" \
 check "sbatch ran job.slurm to the end" test -s "$WORK/slurm.jsonl"
 check "Slurm's losses equal launch.sh's, bit for bit" same_field loss "$WORK/launch.jsonl" "$WORK/slurm.jsonl" 0
 check "Slurm's gradient norms equal launch.sh's" same_field grad_norm "$WORK/launch.jsonl" "$WORK/slurm.jsonl" 0
-check "each rank has its own log" test -f "$(ls -d "$WORK"/tiny/weft-logs/*/ | head -1)rank1.log"
+check "each rank has its own log" test -f "$(ls -d "$WORK"/tiny/weft-logs/*.0/ | head -1)rank1.log"
 
 # an allocation that is not the plan's: refused before anything starts
 sbatch --wait --chdir="$WORK" -o "$WORK/bad.out" --ntasks=1 --ntasks-per-node=1 "$WORK/tiny/job.slurm" \
@@ -106,6 +106,41 @@ printf 'localhost slots=2\n' >"$WORK/hosts2"
 "$WORK/tiny/launch.sh" --hostfile "$WORK/hosts2" --steps 4 --data "$DATA" --quiet \
   --metrics "$WORK/hosts.jsonl" >/dev/null 2>&1
 check "launch.sh --hostfile runs the plan: same losses" same_field loss "$WORK/launch.jsonl" "$WORK/hosts.jsonl" 0
+
+# ---- preemption through Slurm: scancel --signal=USR1 reaches every rank,
+# which finish the step, save into --ckpt and exit 75; job.slurm requeues
+# the job, and the requeued run resumes (--resume auto) and ends with the
+# same weights as an uninterrupted run, bit for bit ----
+run_plan tiny --steps 12 --data "$DATA" --save "$WORK/straight.ckpt" >/dev/null
+jobid=$(sbatch --parsable --chdir="$WORK" -o "$WORK/pre.out" "$WORK/tiny/job.slurm" \
+  --steps 12 --data "$DATA" --ckpt "$WORK/pre.ckpt" --save "$WORK/pre.final" \
+  --metrics "$WORK/pre.jsonl" 2>"$WORK/pre.err")   # not --quiet: the log says where it resumed
+for _ in $(seq 300); do  # until the ranks have run 3 steps
+  [ "$(wc -l 2>/dev/null <"$WORK/pre.jsonl" || echo 0)" -ge 3 ] && break
+  sleep 0.1
+done
+scancel --signal=USR1 "$jobid"
+for _ in $(seq 600); do  # requeued, resumed, finished
+  state=$(scontrol show job "$jobid" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
+  # Slurm holds a requeued job for a while (its BeginTime); the test need not wait
+  # (once the first run's step daemons are gone: their PMIx socket blocks a new step)
+  if [ "$state" = PENDING ] && scontrol show job "$jobid" | grep -q "Reason=BeginTime" &&
+     ! pgrep -f "slurmstepd: \[$jobid\." >/dev/null && [ -z "$(ls "$S/spool" | grep "pmix.$jobid\.")" ]; then
+    scontrol update JobId="$jobid" StartTime=now >/dev/null 2>&1 || true
+  fi
+  sleep 0.2
+done
+restarts=$(scontrol show job "$jobid" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+check "the preempted job completed after its requeue" test "$state" = COMPLETED
+check "Slurm requeued it once" test "${restarts:-0}" = 1
+check "the first run said it was preempted and saved" \
+  grep -qs "preempted: signal 10 (SIGUSR1)" "$WORK/tiny/weft-logs/$jobid.0/rank0.log"
+check "the requeued run resumed from the checkpoint" \
+  grep -qs "resumed from $WORK/pre.ckpt" "$WORK/tiny/weft-logs/$jobid.1/rank0.log"
+check "preempt -> requeue -> resume ends bit for bit as the straight run" \
+  bash -c "'$WEFT' ckpt diff '$WORK/straight.ckpt/model.safetensors' '$WORK/pre.final/model.safetensors' &&
+           '$WEFT' ckpt diff '$WORK/straight.ckpt/optimizer.safetensors' '$WORK/pre.final/optimizer.safetensors'"
 
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
