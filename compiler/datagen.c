@@ -16,22 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "err_text.h"
 
 #define BIN_MAGIC 20240520
 #define BIN_VERSION 1
 #define BIN_HEADER_INTS 256
 #define BIN_MAX_TOKENS 2147483647L /* the header count is an int32 */
 #define CHUNK_TOKENS 65536
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void put_le32(unsigned char *p, uint32_t v)
 {

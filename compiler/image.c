@@ -10,18 +10,9 @@
 #include <png.h>
 #include <stdlib.h>
 #include <string.h>
+#include "err_text.h"
 
 #define MAX_PIXELS (1L << 28) /* refuse absurd sizes before allocating */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int read_png(const char *path, wf_image *img, char *err, size_t errlen)
 {

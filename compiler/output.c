@@ -14,17 +14,9 @@
 #include <unistd.h>
 
 #include "version.h"
+#include "err_text.h"
 
 #define MARKER_HEAD "weft generated folder 1"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int wf_path(char *buf, size_t n, char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;

@@ -18,16 +18,7 @@
 #include <unistd.h>
 
 #include "ckpt_manifest.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "err_text.h"
 
 int wf_path_fmt(char *out, size_t n, char *err, size_t errlen, const char *fmt, ...)
 {

@@ -21,19 +21,10 @@
 #include "ckpt_folder.h"
 #include "crc32c.h"
 #include "safetensors.h"
+#include "err_text.h"
 
 #define MAX_SMALL_FILE (64L << 20)  /* manifest.json, config.json */
 #define MAX_EXACT 9007199254740992.0 /* 2^53: integers JSON numbers hold exactly */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int wf_parse_count(const char *s, long *out)
 {

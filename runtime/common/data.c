@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "err_text.h"
 
 /* The file is read with pread, not mapped: a file truncated or replaced
  * while training then gives a short read and a message naming it, where a
@@ -26,16 +27,6 @@ struct wf_data {
     int vocab;
     int seq;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int32_t rd_le32(const unsigned char *p)
 {

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "err_text.h"
 
 struct wf_vlm {
     char *path;
@@ -24,16 +25,6 @@ struct wf_vlm {
     int seq;
     double floor_text, floor_image;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int32_t rd32(const unsigned char *p)
 {

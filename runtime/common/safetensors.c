@@ -17,20 +17,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "err_text.h"
 
 #define FILE_MAX_NDIM WF_ST_FILE_MAX_NDIM
 #define MAX_HEADER_BYTES (100L * 1024 * 1024) /* the reference reader's limit */
 #define MAX_EXACT_INT 9007199254740992.0      /* 2^53 */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int host_is_le(void)
 {
