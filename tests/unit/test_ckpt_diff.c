@@ -1,7 +1,6 @@
 /* test_ckpt_diff.c: `weft ckpt diff`'s criteria on hand-made checkpoints:
  * --norm-tol against the updates (--from), --bound per element, and --noise,
  * which leaves the named elements out of the norms but not out of the bound. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,19 +8,7 @@
 
 #include "ckpt_diff.h"
 #include "safetensors.h"
-
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (ok) n_pass++;
-    else n_fail++;
-}
+#include "check.h"
 
 /* Writes one checkpoint of two 6-element tensors, a c_attn bias and a c_fc bias. */
 static void save(const char *path, const float *attn, const float *fc) {
@@ -77,6 +64,6 @@ int main(void) {
           "no criterion: bit identity");
 
     unlink(p0), unlink(pa), unlink(pb), unlink(pc), rmdir(dir);
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail != 0;
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
 }
