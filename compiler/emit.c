@@ -19,6 +19,7 @@
 #include "output.h"
 #include "hf_config.h"
 #include "version.h"
+#include "user_kernel.h"
 
 /* Text from the plan or the command line inside a C string literal or
  * comment (escape.h).  Too long for its buffer: the file fails, never
@@ -89,6 +90,7 @@ static void emit_header(writer *o, const Program *p, int stage) {
       p->accum, p->micro, p->global_batch);
     emit(o, " * Do not edit: regenerate with `weft compile`. */\n");
     emit(o, "#include <weft/rt.h>\n\n");
+    emit_user_kernels(o, p, cuda_backend);
     emit(o, "/* Shapes */\n");
     emit(o, "#define B %d  /* sequences per microbatch per rank */\n", p->micro);
     emit(o, "#define T %d  /* sequence length */\n", p->seq);

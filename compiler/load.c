@@ -2,12 +2,14 @@
  * that weft.plan{} returned (already checked field by field by the prelude)
  * into the Program. */
 #include <ctype.h>
+#include <limits.h>
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "program.h"
 #include "sandbox.h"
+#include "user_kernel.h"
 
 /* Field readers: the prelude guarantees types, so a mismatch here is a bug in
  * weft, not in the plan; still reported, never crashed on. */
@@ -190,6 +192,16 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
         o->layer = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
         lua_pop(L, 1);
         o->line = line;
+        if (o->kind == OP_KERNEL) {  /* g:apply: the kernel, as the prelude checked its fields */
+            char path[PATH_MAX], source[512], kkind[16], fwd[72], bwd[72];
+            get_str(L, t, "kernel_path", path, sizeof path);
+            get_str(L, t, "kernel_source", source, sizeof source);
+            get_str(L, t, "kernel_kind", kkind, sizeof kkind);
+            get_str(L, t, "forward", fwd, sizeof fwd);
+            get_str(L, t, "backward", bwd, sizeof bwd);
+            o->kernel = user_kernel_add(p, path, source, kkind, fwd, bwd, (int)get_int(L, t, "kernel_line"));
+            if (o->kernel < 0) return -1;
+        }
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -291,7 +303,8 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     int model_line = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);
     int g = push_sub(L, model, "graph");
-    if (load_params(p, L, g) != 0 || load_ops(p, L, g, model_line) != 0 || load_inputs(p, L, g) != 0) {
+    if (load_params(p, L, g) != 0 || load_ops(p, L, g, model_line) != 0 || load_inputs(p, L, g) != 0 ||
+        user_kernel_check_all(p) != 0) {
         sandbox_close(&sb);
         return -1;
     }

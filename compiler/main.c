@@ -77,6 +77,7 @@ static const char USAGE_HEAD[] =
 
 static const char USAGE_TAIL[] =
     "  --runtime DIR              weft runtime build the generated CMakeLists.txt uses\n"
+    "  --no-gradcheck             skip the gradient proof of user kernels (a warning)\n"
     "  --backend NAME             code generator: C for CPUs (cpu, the default), or CUDA\n"
     "                             C++ for NVIDIA GPUs (cuda: cuBLASLt, NCCL; see README);\n"
     "                             check and simulate plan that backend's memory too\n"
@@ -123,6 +124,7 @@ typedef struct {
     int rank;
     const char *overrides[64];
     int n_overrides;
+    int no_gradcheck;
 } plan_args;
 
 /* FIELD of --set FIELD=VALUE: names of letters, digits and '_' joined by
@@ -181,6 +183,8 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
         } else if (strcmp(s, "--runtime") == 0) {
             if (++i >= argc) return usage_error("--runtime needs a folder");
             a->runtime = argv[i];
+        } else if (strcmp(s, "--no-gradcheck") == 0) {
+            a->no_gradcheck = 1;
         } else if (strcmp(s, "--backend") == 0) {
             if (++i >= argc) return usage_error("--backend needs a name");
             if (!backend_find(argv[i])) {
@@ -205,7 +209,7 @@ static int parse_plan_args(int argc, char **argv, plan_args *a, int want_out) {
 /* Every command runs the passes through compile_plan (pass_list.c). */
 static int run_passes(Program *p, const plan_args *a) {
     compile_options o = { .plan = a->plan, .overrides = a->overrides, .n_overrides = a->n_overrides,
-                          .backend = a->backend, .dump = a->dump };
+                          .backend = a->backend, .dump = a->dump, .no_gradcheck = a->no_gradcheck };
     return compile_plan(p, &o) == 0 ? EXIT_OK : EXIT_PLAN;
 }
 

@@ -15,6 +15,7 @@
  *   ops_pointwise.c  gelu, gelu_erf, add, swiglu
  *   ops_loss.c       lmhead_xent
  *   ops_tp.c         tp_copy, tp_reduce, tp_gather, tp_scatter
+ *   ops_kernel.c     kernel (a user kernel, user_kernel.h)
  * Adding an op: README.md, "Adding an op". */
 #ifndef WEFT_OPS_H
 #define WEFT_OPS_H
@@ -34,6 +35,7 @@ typedef enum {
     COST_POINTWISE,  /* memory-bound activation function (calibrated as gelu) */
     COST_ADD,        /* memory-bound adds and lookups (calibrated as add) */
     COST_COMM,       /* a tensor-parallel collective (coll_fwd / coll_bwd) */
+    COST_KERNEL,     /* a user kernel: its bytes and AST-counted FLOPs per value */
 } op_cost;
 
 /* A tensor-parallel collective over the tp group, per direction. */
@@ -192,6 +194,11 @@ void lmhead_emit_fwd(writer *w, const Program *p, int i, const operands *x, cons
 void lmhead_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void lmhead_emit_bwd_input(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void lmhead_emit_bwd_weight(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+
+const char *kernel_check(const Program *p, int i);
+double kernel_flops(const Program *p, const ir_op *o);
+void kernel_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+void kernel_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 
 void tp_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void tp_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "pass_list.h"
+#include "user_kernel.h"
 #include "verify_ir.h"
 
 const wf_pass WF_PASSES[] = {
@@ -48,6 +49,11 @@ int compile_plan(Program *p, const compile_options *o) {
         return -1;
     }
     if (pass_load(p, o->plan, o->overrides, o->n_overrides) != 0) return -1;
+    if (p->n_kernels > 0 && o->no_gradcheck)
+        fprintf(stderr, "weft: warning: --no-gradcheck: the gradients of %d user kernel(s) are not proved\n",
+                p->n_kernels);
+    else if (user_kernel_gradcheck(p) != 0)
+        return -1;
     snprintf(p->backend, sizeof p->backend, "%s", be->name);  /* before any pass reads it */
     dump_after(p, o, "load");
     for (int i = 0; i < WF_N_PASSES; i++) {

@@ -30,6 +30,7 @@ typedef struct {
     const char *backend;           /* a backend_find name; NULL: "cpu" */
     const char *dump;              /* NULL, or the pass after which the IR is printed */
     FILE *dump_out;                /* NULL: stdout */
+    int no_gradcheck;              /* --no-gradcheck: user kernels' gradient proof skipped */
 } compile_options;
 
 /* Loads the plan, sets the backend (memory sizes depend on it), runs every

@@ -3,8 +3,10 @@
 #include <string.h>
 
 #include "program.h"
+#include "user_kernel.h"
 
 void program_free(Program *p) {
+    user_kernel_free(p);
     free(p->params);
     free(p->ops);
     free(p->tensors);

@@ -33,6 +33,7 @@ typedef enum {
     OP_EMBED, OP_LAYERNORM, OP_LINEAR, OP_ATTENTION, OP_GELU, OP_ADD, OP_LMHEAD_XENT,
     OP_RMSNORM, OP_ROPE, OP_SWIGLU,  /* the LLaMA family */
     OP_GELU_ERF,       /* the exact GELU, x Phi(x) (Hugging Face's "gelu") */
+    OP_KERNEL,         /* a user kernel (weft.kernel, g:apply): ir_op.kernel names it */
     OP__GRAPH_COUNT,
     /* ops the shard pass adds for tensor parallelism */
     OP_VOCAB_EMBED = OP__GRAPH_COUNT, /* lookup of this rank's vocabulary rows (partial) */
@@ -128,6 +129,7 @@ typedef struct {
     long saved_numel;
     int fused;             /* set by graph (fuse.c): FUSED_NONE, or which end of a pair */
     int dgelu;             /* set by graph (fuse.c): DGELU_NONE, or which end of a backward pair */
+    int kernel;            /* OP_KERNEL: index into Program.kernels (user_kernel.h) */
 } ir_op;
 
 /* Fused pairs keep both ops (and their tensors, saved buffers and gradient
@@ -231,6 +233,8 @@ typedef struct Program {
     int *chunk_in, *chunk_out;           /* boundary tensors (0 at the ends) */
     long *chunk_in_offset;  /* where the receiving stage keeps chunk_in */
     long *chunk_in_doffset; /* and its gradient, in an activation-gradient set */
+    /* user kernels the graph applies (user_kernel.h), checked by load */
+    struct user_kernel *kernels; int n_kernels;
     /* graph */
     ir_param *params; int n_params;
     ir_op *ops; int n_ops;

@@ -62,6 +62,7 @@ int shard_add(shard_ctx *r, op_kind kind, const ir_op *like, int in, int in2, in
     o->kind = kind;
     o->layer = like->layer;
     o->line = like->line;
+    o->kernel = like->kernel;  /* OP_KERNEL: the same user kernel */
     o->in[0] = in;
     o->in[1] = in2;
     o->n_in = in2 ? 2 : (in ? 1 : 0);

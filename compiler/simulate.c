@@ -22,6 +22,7 @@
 #include "ops.h"
 #include "simulate.h"
 #include "trace.h"
+#include "user_kernel.h"
 
 /* The calibration in force for this simulation (CPU backend), or NULL. */
 static const sim_calibration *calib;
@@ -233,6 +234,13 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.f = elementwise(calib ? calib->gelu : none, rows * width, 0, hbm, el);
         t.b = elementwise(calib ? calib->gelu : none, rows * width, 1, hbm, el);
         break;
+    case COST_KERNEL: {  /* a user kernel: bytes or FLOPs per value, whichever takes longer */
+        const user_kernel *k = &p->kernels[o->kernel];
+        double n = rows * width, flops = p->device_fp32_tflops * 1e12;
+        t.f = fmax(cost_memory_bound_seconds(user_kernel_bytes(k, 0) * n, hbm), k->flops_fwd * n / flops);
+        t.b = fmax(cost_memory_bound_seconds(user_kernel_bytes(k, 1) * n, hbm), k->flops_bwd * n / flops);
+        break;
+    }
     case COST_COMM: {
         /* all-reduces of this rank's rows; a ring reduce-scatter moves what
          * an all-gather does: the values of the sums and the gathers in the

@@ -514,6 +514,89 @@ function Graph:lm_head_xent(x, weight)
 end
 
 ---------------------------------------------------------------------------
+-- User kernels (weft.kernel, g:apply): an op whose forward and backward are
+-- C functions in a file next to the plan.  The prelude checks the fields and
+-- the path; the compiler (user_kernel_check.c) parses the file with libclang,
+-- checks it against the kind's contract and proves its gradient.
+---------------------------------------------------------------------------
+-- kind -> tensor inputs of g:apply
+local KERNEL_KINDS = { elementwise = 1, elementwise2 = 2 }
+local kernels = {}  -- id -> private record { path, source, kind, forward, backward, line }
+local PLAN_DIR = PLAN_PATH:match("^(.*)/[^/]*$") or "."
+
+local function kernel_path(v)
+  if v:sub(1, 1) == "/" then
+    return show(v) .. " is an absolute path", "a path relative to the plan's folder"
+  end
+  for part in v:gmatch("[^/]+") do
+    if part == ".." then return show(v) .. " leaves the plan's folder ('..')", "a path inside the plan's folder" end
+  end
+  if not v:find("%.c$") then return show(v) .. " is not a C file", "a file whose name ends in .c" end
+  -- it is written into the generated program's comments
+  if #v > 255 or not v:find("^[%w_%-%./]+$") then
+    return show(v) .. " has characters other than letters, digits, '_', '-', '.' and '/'", "a plain relative path"
+  end
+end
+
+local function c_name(v)
+  if #v > 64 or not v:find("^[%a_][%w_]*$") then
+    return show(v) .. " is not a C function name", "a C identifier of 1 .. 64 characters"
+  end
+  if v:find("^wf_") then return show(v) .. " uses weft's prefix wf_", "a name not starting with wf_" end
+end
+
+local function make_kernel(spec)
+  local s = check_fields("kernel", spec, {
+    source = { "string", required = true, check = kernel_path },
+    kind = { "string", required = true, one_of = { "elementwise", "elementwise2" } },
+    forward = { "string", required = true, check = c_name },
+    backward = { "string", required = true, check = c_name },
+  })
+  if s.forward == s.backward then fail("kernel.backward", "is the forward function " .. show(s.forward), "another function") end
+  local id = #kernels + 1
+  kernels[id] = { path = PLAN_DIR .. "/" .. s.source, source = s.source, kind = s.kind,
+                  forward = s.forward, backward = s.backward, line = plan_line(2) or 0 }
+  return { __kind = "kernel", id = id, kind = s.kind, source = s.source, forward = s.forward, backward = s.backward }
+end
+
+-- The private record of a kernel the plan made (copies of the object, as
+-- weft.plan's rebuild makes, keep its id), or nil.
+local function kernel_of(v)
+  return kind_of(v) == "kernel" and mtype(v.id) == "integer" and kernels[v.id] or nil
+end
+
+function Graph:apply(k, x, y)
+  need("apply", self, { "x", "tensor", x })
+  local rec = kernel_of(k)
+  if not rec then fail("graph:apply", "expected a kernel, got " .. describe(k), "a kernel made by weft.kernel { ... }") end
+  local n = KERNEL_KINDS[rec.kind]
+  if n == 2 then
+    need("apply", self, { "y", "tensor", y })
+    if x.width ~= y.width then
+      fail("graph:apply", "widths differ: " .. x.width .. " vs " .. y.width, "two tensors of one width")
+    end
+  elseif y ~= nil then
+    fail("graph:apply", "a " .. rec.kind .. " kernel takes one tensor, got a second", "g:apply(k, x)")
+  end
+  return self:op("kernel", ids(n == 2 and { x, y } or { x }), {}, x.width,
+                 { kernel_path = rec.path, kernel_source = rec.source, kernel_kind = rec.kind,
+                   forward = rec.forward, backward = rec.backward, kernel_line = rec.line })
+end
+
+-- A model field naming a kernel of `kind`, or one of the strings in one_of.
+local function kernel_or(kind, one_of)
+  return function(v)
+    if type(v) == "string" then
+      for _, o in ipairs(one_of) do if o == v then return end end
+      return show(v) .. " is not a known value", concat(one_of, ", ") .. ", or a " .. kind .. " kernel"
+    end
+    local rec = kernel_of(v)
+    if not rec then return "expected a string or a kernel, got " .. describe(v), concat(one_of, ", ") .. ", or weft.kernel { ... }" end
+    if rec.kind ~= kind then return "the kernel is " .. rec.kind .. ", not " .. kind, "a kernel of kind = \"" .. kind .. "\"" end
+  end
+end
+
+---------------------------------------------------------------------------
 -- Model families.
 ---------------------------------------------------------------------------
 local function make_gpt2(spec)
@@ -526,7 +609,8 @@ local function make_gpt2(spec)
               valid = "2 .. 65536 (tokens are stored as uint16)" },
     init_std = { "number", min = 0, max = 1, default = 0.02 },
     -- Hugging Face's names: "gelu_new" the tanh approximation (GPT-2's), "gelu" the exact erf form
-    activation = { "string", one_of = { "gelu_new", "gelu" }, default = "gelu_new" },
+    -- or a user kernel (weft.kernel, kind = "elementwise")
+    activation = { "any", default = "gelu_new", check = kernel_or("elementwise", { "gelu_new", "gelu" }) },
   })
   if s.hidden % s.heads ~= 0 then
     fail("gpt2.heads", s.heads .. " does not divide hidden = " .. s.hidden,
@@ -548,7 +632,8 @@ local function make_gpt2(spec)
     x = g:add(x, h)
     h = g:layernorm(x, p .. "ln_2")
     h = g:linear(h, p .. "mlp.c_fc", 4 * C, "column", std)
-    if s.activation == "gelu" then h = g:gelu_erf(h) else h = g:gelu(h) end
+    if kernel_of(s.activation) then h = g:apply(s.activation, h)
+    elseif s.activation == "gelu" then h = g:gelu_erf(h) else h = g:gelu(h) end
     h = g:linear(h, p .. "mlp.c_proj", C, "row", proj_std)
     x = g:add(x, h)
   end
@@ -577,6 +662,8 @@ local function make_llama(spec)
     rope_theta = { "number", min = 1, max = 1e9, default = 10000 },
     norm_eps = { "number", min = 1e-12, max = 1, default = 1e-5 },
     init_std = { "number", min = 0, max = 1, default = 0.02 },
+    -- the MLP's gate(gate, up): "swiglu", or a user kernel (weft.kernel, kind = "elementwise2")
+    mlp_gate = { "any", default = "swiglu", check = kernel_or("elementwise2", { "swiglu" }) },
   })
   if s.hidden % s.heads ~= 0 then
     fail("llama.heads", s.heads .. " does not divide hidden = " .. s.hidden,
@@ -612,7 +699,8 @@ local function make_llama(spec)
     h = g:rmsnorm(x, p .. "post_attention_layernorm", s.norm_eps)
     local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false, HF)
     local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false, HF)
-    h = g:linear(g:swiglu(gate, up), p .. "mlp.down_proj", C, "row", proj_std, false, HF)
+    local gated = kernel_of(s.mlp_gate) and g:apply(s.mlp_gate, gate, up) or g:swiglu(gate, up)
+    h = g:linear(gated, p .. "mlp.down_proj", C, "row", proj_std, false, HF)
     x = g:add(x, h)
   end
   g:block(nil)
@@ -1213,6 +1301,7 @@ api.llama = constructor("llama", "model", make_llama)
 api.cluster = constructor("cluster", "cluster", make_cluster)
 api.adamw = constructor("adamw", "optimizer", make_adamw)
 api.plan = entry("plan", make_plan)
+api.kernel = entry("kernel", make_kernel)
 
 -- `weft` as the plan sees it.  Looking up one of its functions notes the
 -- plan's line (see plan_line); pairs(weft) still lists everything.
