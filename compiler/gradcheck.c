@@ -34,7 +34,8 @@ extern char **environ;
 /* The harness's main for one kernel: writes one line into argv[1]. */
 static void write_main(FILE *f, const user_kernel *k) {
     int two = k->kind == UK_ELEMENTWISE2;
-    fprintf(f, "#undef float\n"
+    fprintf(f, "#undef float\n#define TWO %d\n", two);
+    fprintf(f, ""
                "static unsigned long long seed = 0x9e3779b97f4a7c15ULL;\n"
                "static double uniform(void) { /* [-1, 1) */\n"
                "    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;\n"
@@ -42,11 +43,14 @@ static void write_main(FILE *f, const user_kernel *k) {
                "static double step(double x) { return 1e-5 * (fabs(x) > 1 ? fabs(x) : 1); }\n"
                "static int check(FILE *out, const char *what, double x, double y, double dy, double got, double fd,\n"
                "                 double *worst, char *line, size_t n) {\n"
-               "    if (!isfinite(got)) { fprintf(out, \"nan backward %%s x=%%.9g y=%%.9g dy=%%.9g value=%%.9g\\n\", what, x, y, dy, got); return 1; }\n"
-               "    if (!isfinite(fd)) { fprintf(out, \"nan forward %%s x=%%.9g y=%%.9g dy=%%.9g value=%%.9g\\n\", what, x, y, dy, fd); return 1; }\n"
+               "    char in[160];\n"
+               "    if (TWO) snprintf(in, sizeof in, \"%%s at x=%%.9g y=%%.9g dout=%%.9g\", what, x, y, dy);\n"
+               "    else snprintf(in, sizeof in, \"at x=%%.9g dy=%%.9g\", x, dy);\n"
+               "    if (!isfinite(got)) { fprintf(out, \"nan backward %%s (%%s)\\n\", in, isnan(got) ? \"nan\" : \"inf\"); return 1; }\n"
+               "    if (!isfinite(fd)) { fprintf(out, \"nan forward %%s (%%s)\\n\", in, isnan(fd) ? \"nan\" : \"inf\"); return 1; }\n"
                "    double err = fabs(got - fd) / (fabs(fd) > 1 ? fabs(fd) : 1);\n"
                "    if (err >= *worst) { *worst = err;\n"
-               "        snprintf(line, n, \"%%s x=%%.9g y=%%.9g dy=%%.9g backward=%%.9g fd=%%.9g err=%%.3g\", what, x, y, dy, got, fd, err); }\n"
+               "        snprintf(line, n, \"%%s: backward %%.9g, central difference %%.9g (error %%.3g)\", in, got, fd, err); }\n"
                "    return 0;\n}\n"
                "int main(int argc, char **argv) {\n"
                "    FILE *out = argc > 1 ? fopen(argv[1], \"w\") : NULL;\n"
@@ -87,6 +91,10 @@ static int write_harness(const char *path, const user_kernel *k) {
     if (!f) return -1;
     fprintf(f, "/* weft's gradient proof of %s (gradcheck.c) */\n#include <float.h>\n#include <math.h>\n"
                "#include <stdio.h>\n#define WF_KERNEL_FN\n", k->source);
+    /* the kernel's own includes before float becomes double (they come
+     * first in its text; included again below, they are guarded no-ops) */
+    for (const char *q = k->text ? k->text : ""; !strncmp(q, "#include", 8); q = strchr(q, '\n') + 1)
+        fprintf(f, "%.*s\n", (int)(strchr(q, '\n') - q), q);
     for (size_t i = 0; i < sizeof DOUBLE_FORMS / sizeof *DOUBLE_FORMS; i++)
         fprintf(f, "#define %sf %s\n", DOUBLE_FORMS[i], DOUBLE_FORMS[i]);
     fprintf(f, "#define float double\n%s\n", k->text ? k->text : "");
@@ -141,15 +149,15 @@ static int prove(const Program *p, const user_kernel *k, const char *dir) {
     } else if (!strncmp(line, "ok", 2)) {
         rc = 0;
     } else if (!strncmp(line, "nan backward", 12)) {
-        wf_error("%s:%d: kernel.backward: %s returns a value that is not finite (%s) where the forward is "
-                 "finite (rule: gradient proof)", where, k->line, k->bwd, line + 13);
+        wf_error("%s:%d: kernel.backward: %s is not finite %s where the forward is finite (rule: "
+                 "gradient proof)", where, k->line, k->bwd, line + 13);
     } else if (!strncmp(line, "nan forward", 11)) {
-        wf_error("%s:%d: kernel.forward: %s is not finite near a random input (%s) (rule: gradient proof; "
-                 "a kernel must be finite for all finite inputs)", where, k->line, k->fwd, line + 12);
+        wf_error("%s:%d: kernel.forward: %s is not finite near %s (rule: gradient proof; a kernel must be "
+                 "finite for finite inputs)", where, k->line, k->fwd, line + 12);
     } else {
-        wf_error("%s:%d: kernel.backward: %s is not the gradient of %s: worst input %s; bound %g relative to "
-                 "max(1, |fd|), fd the central difference of the forward in double precision (rule: gradient "
-                 "proof)", where, k->line, k->bwd, k->fwd, line + 4, GRADCHECK_BOUND);
+        wf_error("%s:%d: kernel.backward: %s is not the gradient of %s: worst input %s; the bound is %g "
+                 "relative to max(1, |difference|), central differences of the forward in double precision "
+                 "(rule: gradient proof)", where, k->line, k->bwd, k->fwd, line + 4, GRADCHECK_BOUND);
     }
 done:
     unlink(src);

@@ -63,7 +63,6 @@ void kernel_emit_bwd(writer *wr, const Program *p, int i, const operands *x, con
 void emit_user_kernels(writer *o, const Program *p, int cuda) {
     if (p->n_kernels == 0) return;
     emit(o, "/* User kernels (weft.kernel): the files' functions as weft checked them */\n");
-    emit(o, "#include <float.h>\n#include <math.h>\n");
     emit(o, "#define WF_KERNEL_FN%s\n", cuda ? " __host__ __device__" : "");
     for (int i = 0; i < p->n_kernels; i++) {
         int seen = 0;

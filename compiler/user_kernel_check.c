@@ -6,7 +6,8 @@
  * function: no mutable global or static state, no calls but the math
  * library and the file's own functions, no recursion, no inline assembly,
  * no variable-length arrays, no pointer arithmetic or indexing that could
- * leave the value it was given (a syntactic check), no macros of its own.
+ * leave the value it was given (a syntactic check), no macros of its own,
+ * no headers but the system's.
  * Each refusal names the place and the rule broken.
  *
  * It also keeps what the emitter copies (the file's functions and
@@ -294,7 +295,7 @@ static void append_decl(ctx *c, char **text, size_t *len, CXCursor cur, const ch
     *len += (size_t)snprintf(*text + *len, add + 1, "%s%.*s%s\n", prefix, (int)(e - b), c->src + b, suffix);
 }
 
-typedef struct { ctx *c; char *text; size_t len; } top;
+typedef struct { ctx *c; char *text; size_t len; char *includes; size_t inc_len; } top;
 
 static enum CXChildVisitResult visit_top(CXCursor cur, CXCursor parent, CXClientData d) {
     (void)parent;
@@ -307,8 +308,21 @@ static enum CXChildVisitResult visit_top(CXCursor cur, CXCursor parent, CXClient
     const char *name = clang_getCString(sp);
     switch (clang_getCursorKind(cur)) {
     case CXCursor_InclusionDirective: {
-        if (strcmp(name, "math.h") != 0 && strcmp(name, "float.h") != 0)
-            fail_at(c, loc, "includes <%s> (rule: a kernel includes only <math.h> and <float.h>)", name);
+        /* a system header only (the C library's declarations; what the
+         * kernel may call from it is the calls rule's); the stage program
+         * includes it too */
+        CXFile inc = clang_getIncludedFile(cur);
+        if (!inc || !clang_Location_isInSystemHeader(clang_getLocation(c->tu, inc, 1, 1))) {
+            fail_at(c, loc, "includes \"%s\", not a system header (rule: a kernel is one file; it includes "
+                    "only the C library's headers)", name);
+            break;
+        }
+        char line[200];
+        snprintf(line, sizeof line, "#include <%s>\n", name);
+        size_t add = strlen(line);
+        t->includes = wf_checked(realloc(t->includes, t->inc_len + add + 1), "kernel check");
+        memcpy(t->includes + t->inc_len, line, add + 1);
+        t->inc_len += add;
         break;
     }
     case CXCursor_MacroDefinition:
@@ -404,7 +418,7 @@ static void check_signature(ctx *c, const char *field, const char *name, int ret
     if (!ok) {
         CXType ft = clang_getCursorType(f);
         CXString s = clang_getTypeSpelling(ft);
-        fail_at(c, clang_getCursorLocation(f), "%s has type %s; a %s kernel's %s must be %s (rule: signature)", name,
+        fail_at(c, clang_getCursorLocation(f), "%s has type %s; an %s kernel's %s must be %s (rule: signature)", name,
                 clang_getCString(s), user_kernel_kind_name(c->k->kind), field, contract);
         clang_disposeString(s);
     }
@@ -460,7 +474,7 @@ static int check_one(Program *p, user_kernel *k) {
         }
         clang_disposeDiagnostic(dg);
     }
-    top t = { &c, NULL, 0 };
+    top t = { &c, NULL, 0, NULL, 0 };
     if (!c.failed) clang_visitChildren(clang_getTranslationUnitCursor(tu), visit_top, &t);
     if (!c.failed) {
         const char *ctr = k->kind == UK_ELEMENTWISE ? "float (float x)" : "float (float x, float y)";
@@ -493,8 +507,11 @@ static int check_one(Program *p, user_kernel *k) {
     if (!c.failed) {
         k->flops_fwd = total_flops(&c, find_fn(&c, k->fwd), 0);
         k->flops_bwd = total_flops(&c, find_fn(&c, k->bwd), 0);
-        k->text = t.text ? t.text : wf_checked(calloc(1, 1), "kernel");
-        t.text = NULL;
+        /* its includes first, then its functions and constants */
+        size_t n = t.inc_len + t.len;
+        k->text = wf_checked(calloc(1, n + 1), "kernel");
+        if (t.includes) memcpy(k->text, t.includes, t.inc_len);
+        if (t.text) memcpy(k->text + t.inc_len, t.text, t.len);
         k->funcs = wf_checked(calloc((size_t)c.n_fns + 1, sizeof(char *)), "kernel");
         for (int i = 0; i < c.n_fns; i++)
             if (c.fns[i].defined) k->funcs[k->n_funcs++] = wf_checked(strdup(c.fns[i].name), "kernel");
@@ -502,6 +519,7 @@ static int check_one(Program *p, user_kernel *k) {
     for (int i = 0; i < c.n_fns; i++) free(c.fns[i].calls);
     free(c.fns);
     free(t.text);
+    free(t.includes);
     free(src);
     if (tu) clang_disposeTranslationUnit(tu);
     clang_disposeIndex(idx);

@@ -588,7 +588,7 @@ local function kernel_or(kind, one_of)
   return function(v)
     if type(v) == "string" then
       for _, o in ipairs(one_of) do if o == v then return end end
-      return show(v) .. " is not a known value", concat(one_of, ", ") .. ", or a " .. kind .. " kernel"
+      return show(v) .. " is not a known value", concat(one_of, ", ") .. ", or " .. article(kind) .. " kernel"
     end
     local rec = kernel_of(v)
     if not rec then return "expected a string or a kernel, got " .. describe(v), concat(one_of, ", ") .. ", or weft.kernel { ... }" end

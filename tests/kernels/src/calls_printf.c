@@ -1,0 +1,9 @@
+#include <math.h>
+#include <stdio.h>
+
+float swish_fwd(float x) {
+    printf("%f\n", x);
+    return x / (1.0f + expf(-x));
+}
+
+float swish_bwd(float x, float dy) { return dy; }

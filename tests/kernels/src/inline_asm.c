@@ -1,0 +1,8 @@
+#include <math.h>
+
+float swish_fwd(float x) {
+    __asm__ volatile("" ::: "memory");
+    return x / (1.0f + expf(-x));
+}
+
+float swish_bwd(float x, float dy) { return dy; }
