@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "program.h"
+#include "user_kernel.h"
 
 /* A message quotes what the plan wrote (a field name, a string value), so it
  * is cut at 4 KiB: one plan once printed 33 MB. */
@@ -94,6 +95,12 @@ void program_report(const Program *p, FILE *out) {
         fprintf(out, "          %d key/value heads (grouped-query attention), SwiGLU %d, RoPE theta %g,"
                      " RMSNorm eps %g\n", p->kv_heads, p->ffn_hidden, p->rope_theta, p->norm_eps);
     human_count((double)p->n_param_total, a, sizeof a);
+    for (int i = 0; i < p->n_kernels; i++) {  /* user kernels: what the checks found */
+        const user_kernel *k = &p->kernels[i];
+        fprintf(out, "%s %s (%s: %s / %s), checked by libclang; per value %g / %g FLOP, %g / %g B "
+                "(forward / backward)\n", i ? "         " : "kernels  ", k->source, user_kernel_kind_name(k->kind),
+                k->fwd, k->bwd, k->flops_fwd, k->flops_bwd, user_kernel_bytes(k, 0), user_kernel_bytes(k, 1));
+    }
     fprintf(out, "params    %s (%ld)\n", a, p->n_param_total);
     double tokens = (double)p->global_batch * p->seq;
     human_count(p->flops_per_token * tokens, b, sizeof b);

@@ -107,10 +107,11 @@ int main(void) {
     /* the op table (compiler/ops.c): every kind has a complete row (a
      * graph op also a shape rule and a shard rule, an op with parameters
      * and inputs its B and W halves); the GPT-2 and LLaMA ops and the
-     * tensor-parallel ones have CUDA kernels */
+     * tensor-parallel ones have CUDA kernels; a user kernel (OP_KERNEL)
+     * calls the plan's functions, not the runtime's */
     for (int k = 0; k < OP__COUNT; k++) {
         const op_row *r = op_row_of((op_kind)k);
-        int ok = r && r->name && r->k[0].fwd && r->k[0].bwd && r->emit_fwd && r->emit_bwd &&
+        int ok = r && r->name && ((r->k[0].fwd && r->k[0].bwd) || k == OP_KERNEL) && r->emit_fwd && r->emit_bwd &&
                  (!r->graph || (r->check && r->shard)) && (k < OP__GRAPH_COUNT) == r->graph &&
                  (r->param_min == 0 || r->in_max == 0 ||
                   (r->emit_bwd_input && r->emit_bwd_weight && r->k[0].bwd_input && r->k[0].bwd_weight));
