@@ -331,8 +331,16 @@ static enum CXChildVisitResult visit_top(CXCursor cur, CXCursor parent, CXClient
     case CXCursor_MacroExpansion:
         break;
     case CXCursor_FunctionDecl: {
-        if (!strncmp(name, "wf_", 3)) {
-            fail_at(c, loc, "function %s uses weft's prefix wf_ (rule: names)", name);
+        /* the stage program's own names: wf_* (weft/rt.h) and its functions */
+        if (!strncmp(name, "wf_", 3) || !strncmp(name, "WF_", 3) || !strcmp(name, "main") ||
+            !strcmp(name, "forward") || !strcmp(name, "backward") || !strcmp(name, "step")) {
+            fail_at(c, loc, "function %s takes a name the generated program uses (rule: names; not main, "
+                    "forward, backward, step or wf_*)", name);
+            break;
+        }
+        if (clang_Cursor_hasAttrs(cur)) {
+            fail_at(c, loc, "%s carries attributes (rule: plain C functions; weft adds what each backend needs)",
+                    name);
             break;
         }
         int i = add_fn(c, name);

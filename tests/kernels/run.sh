@@ -53,6 +53,15 @@ if TMPDIR=$good/tmp "$weft" compile "$good/swish.lua" -o "$good/out" > /dev/null
 else
     fail "control: a correct kernel compiles" "$(head -n 1 "$good/stderr")"
 fi
+# the cost counted from the AST: swish_fwd is x / (1 + expf(-x)): '/', '+' and
+# one math call = 3; swish_bwd 1 / (1 + expf(-x)) = 3 more, then
+# dy * s * (1 + x * (1 - s)) = 5; bytes: read x, write y (8); read x and dy,
+# update dx (16)
+if "$weft" check "$good/swish.lua" 2> /dev/null | grep -q 'per value 3 / 8 FLOP, 8 / 16 B'; then
+    pass "control: weft check counts swish's FLOPs from its AST (3 / 8) and its bytes (8 / 16)"
+else
+    fail "control: weft check's kernel line" "$("$weft" check "$good/swish.lua" 2>&1 | grep kernels)"
+fi
 if "$weft" compile tests/kernels/wrong_gradient.lua -o "$good/nocheck" --no-gradcheck > /dev/null 2> "$good/nocheck.err" \
    && grep -q 'warning: --no-gradcheck' "$good/nocheck.err"; then
     pass "control: --no-gradcheck compiles the wrong gradient, with a warning"
