@@ -166,8 +166,30 @@ done:
     return rc;
 }
 
+/* Kernels proved in this process (`weft plan` compiles a plan many times):
+ * FNV-1a of the checked text and the two names. */
+static unsigned long long proved[64];
+static int n_proved;
+
+static unsigned long long kernel_hash(const user_kernel *k) {
+    unsigned long long h = 1469598103934665603ULL;
+    const char *parts[] = { k->text ? k->text : "", "\n", k->fwd, "\n", k->bwd, k->kind ? "2" : "1" };
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char *q = parts[i]; *q; q++) h = (h ^ (unsigned char)*q) * 1099511628211ULL;
+    return h;
+}
+
+static int was_proved(const user_kernel *k) {
+    unsigned long long h = kernel_hash(k);
+    for (int i = 0; i < n_proved; i++)
+        if (proved[i] == h) return 1;
+    return 0;
+}
+
 int user_kernel_gradcheck(const Program *p) {
-    if (p->n_kernels == 0) return 0;
+    int todo = 0;
+    for (int i = 0; i < p->n_kernels; i++) todo += !was_proved(&p->kernels[i]);
+    if (todo == 0) return 0;
     const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char dir[4096];
     if (snprintf(dir, sizeof dir, "%s/weft-gradcheck-XXXXXX", tmp) >= (int)sizeof dir || !mkdtemp(dir)) {
@@ -176,7 +198,11 @@ int user_kernel_gradcheck(const Program *p) {
         return -1;
     }
     int rc = 0;
-    for (int i = 0; i < p->n_kernels && rc == 0; i++) rc = prove(p, &p->kernels[i], dir);
+    for (int i = 0; i < p->n_kernels && rc == 0; i++) {
+        if (was_proved(&p->kernels[i])) continue;
+        rc = prove(p, &p->kernels[i], dir);
+        if (rc == 0 && n_proved < (int)(sizeof proved / sizeof *proved)) proved[n_proved++] = kernel_hash(&p->kernels[i]);
+    }
     rmdir(dir);  /* empty now: each proof removed its files */
     return rc;
 }
