@@ -106,6 +106,19 @@ static int in_main_file(CXCursor cur) {
     return clang_Location_isFromMainFile(clang_getCursorLocation(cur));
 }
 
+/* const, or an array (of arrays) of const elements */
+static int is_const(CXType t) {
+    /* the element types as written: libclang 14's canonical array type
+     * drops its elements' const */
+    for (int depth = 0; depth < 8; depth++) {
+        int k = clang_getCanonicalType(t).kind;
+        if (k != CXType_ConstantArray && k != CXType_IncompleteArray) break;
+        CXType e = clang_getArrayElementType(t);
+        t = e.kind != CXType_Invalid ? e : clang_getArrayElementType(clang_getCanonicalType(t));
+    }
+    return clang_isConstQualifiedType(t) || clang_isConstQualifiedType(clang_getCanonicalType(t));
+}
+
 static int is_float(CXType t) {
     return clang_getCanonicalType(t).kind == CXType_Float;
 }
@@ -183,7 +196,7 @@ static enum CXChildVisitResult walk(CXCursor cur, CXCursor parent, CXClientData 
             fail_at(c, loc, "variable-length array (rule: no VLAs; sizes must be constants)");
             return CXChildVisit_Break;
         }
-        if (clang_Cursor_getStorageClass(cur) == CX_SC_Static && !clang_isConstQualifiedType(t)) {
+        if (clang_Cursor_getStorageClass(cur) == CX_SC_Static && !is_const(t)) {
             CXString s = clang_getCursorSpelling(cur);
             fail_at(c, loc, "static variable %s keeps state between calls (rule: no mutable global or static "
                     "state)", clang_getCString(s));
@@ -195,7 +208,7 @@ static enum CXChildVisitResult walk(CXCursor cur, CXCursor parent, CXClientData 
     case CXCursor_DeclRefExpr: {
         CXCursor ref = clang_getCursorReferenced(cur);
         if (clang_getCursorKind(ref) == CXCursor_VarDecl && clang_Cursor_getStorageClass(ref) != CX_SC_None &&
-            !clang_isConstQualifiedType(clang_getCursorType(ref)) && !in_main_file(ref)) {
+            !is_const(clang_getCursorType(ref)) && !in_main_file(ref)) {
             CXString s = clang_getCursorSpelling(cur);
             fail_at(c, loc, "reads %s, a global of the C library (rule: no mutable global or static state)",
                     clang_getCString(s));
@@ -357,7 +370,7 @@ static enum CXChildVisitResult visit_top(CXCursor cur, CXCursor parent, CXClient
         break;
     }
     case CXCursor_VarDecl:
-        if (!clang_isConstQualifiedType(clang_getCursorType(cur))) {
+        if (!is_const(clang_getCursorType(cur))) {
             fail_at(c, loc, "global variable %s is mutable state (rule: no mutable global or static state; "
                     "a constant is static const)", name);
         } else {

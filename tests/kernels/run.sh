@@ -53,6 +53,15 @@ if TMPDIR=$good/tmp "$weft" compile "$good/swish.lua" -o "$good/out" > /dev/null
 else
     fail "control: a correct kernel compiles" "$(head -n 1 "$good/stderr")"
 fi
+# constants (a const table), loops and local arrays are the kernel's own
+cp tests/kernels/src/poly.c "$good/src/"
+sed -e 's/swish_fwd/poly_fwd/; s/swish_bwd/poly_bwd/; s#src/swish.c#src/poly.c#' "$good/swish.lua" > "$good/poly.lua"
+if TMPDIR=$good/tmp "$weft" compile "$good/poly.lua" -o "$good/poly" > /dev/null 2> "$good/poly.err" \
+   && grep -q 'static const float COEF\[3\]' "$good/poly/stage0.c" && [ -z "$(ls -A "$good/tmp")" ]; then
+    pass "control: a kernel with a const table, a loop and a local array compiles"
+else
+    fail "control: a kernel with a const table" "$(head -n 1 "$good/poly.err")"
+fi
 # the cost counted from the AST: swish_fwd is x / (1 + expf(-x)): '/', '+' and
 # one math call = 3; swish_bwd 1 / (1 + expf(-x)) = 3 more, then
 # dy * s * (1 + x * (1 - s)) = 5; bytes: read x, write y (8); read x and dy,
