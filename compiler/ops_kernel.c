@@ -1,7 +1,9 @@
 /* ops_kernel.c: the row (ops.c) of a user kernel (weft.kernel, g:apply;
  * user_kernel.h).  Its C functions are copied into the stage program as
  * static inline functions (emit.c) and called here, per value, in Weft's
- * own loops: the wrapper reads and writes the float arenas, so the 16-bit
+ * own loops (CPU) or a __global__ wrapper a thread per value (CUDA): the
+ * wrapper reads and writes the float arenas (the row is not audited for
+ * act16, so a plan with a kernel keeps activations in floats), so the 16-bit
  * rounding of the plan's precision is the generic one after each op
  * (emit_ops.c), as for the built-in activations.  Both kinds are per value:
  * under tensor and sequence parallelism they keep their inputs' width and
@@ -29,9 +31,27 @@ double kernel_flops(const Program *p, const ir_op *o) {
     return kernel_of(p, o)->flops_fwd * (double)op_out_width(p, o);
 }
 
+static int on_cuda(const Program *p) { return strcmp(p->backend, "cuda") == 0; }
+
+/* CUDA: a launch of the kernel's __global__ wrapper (emit_user_kernels) on
+ * the rank's compute stream, n values, one thread each */
+static void launch(writer *wr, const Program *p, int i, const operands *x, const char *dir, const char *args) {
+    const ir_op *o = &p->ops[i];
+    emit(wr, "    WF_LAUNCH(wf_user_kernel%d_%s, (unsigned)((%s * %ldL + 255) / 256), 256, 0, wf_cuda_stream(c))(%s, %s * %ldL);\n"
+         "    wf_cuda_sync(c, \"%s\");\n", o->kernel, dir, x->rows, x->width, args, x->rows, x->width,
+         !strcmp(dir, "fwd") ? p->kernels[o->kernel].fwd : p->kernels[o->kernel].bwd);
+}
+
 void kernel_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *kk) {
     (void)kk;
     const user_kernel *k = kernel_of(p, &p->ops[i]);
+    char args[4 * NAMEBUF + 64];
+    if (on_cuda(p)) {
+        if (k->kind == UK_ELEMENTWISE) snprintf(args, sizeof args, "a + %s, a + %s", x->out, x->in0);
+        else snprintf(args, sizeof args, "a + %s, a + %s, a + %s", x->out, x->in0, x->in1);
+        launch(wr, p, i, x, "fwd", args);
+        return;
+    }
     if (k->kind == UK_ELEMENTWISE)
         emit(wr, "    { /* %s */\n      float *y_ = a + %s; const float *x_ = a + %s;\n"
              "      for (long j = 0; j < %s * %ldL; j++) y_[j] = %s(x_[j]); }\n",
@@ -46,6 +66,16 @@ void kernel_emit_fwd(writer *wr, const Program *p, int i, const operands *x, con
 void kernel_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *kk) {
     (void)kk;
     const user_kernel *k = kernel_of(p, &p->ops[i]);
+    char args[6 * NAMEBUF + 64];
+    if (on_cuda(p)) {
+        if (k->kind == UK_ELEMENTWISE)
+            snprintf(args, sizeof args, "d + D_%s, a + %s, d + D_%s", x->in0, x->in0, x->out);
+        else
+            snprintf(args, sizeof args, "d + D_%s, d + D_%s, a + %s, a + %s, d + D_%s", x->in0, x->in1, x->in0,
+                     x->in1, x->out);
+        launch(wr, p, i, x, "bwd", args);
+        return;
+    }
     if (k->kind == UK_ELEMENTWISE)
         emit(wr, "    { /* %s */\n      float *dx_ = d + D_%s; const float *x_ = a + %s, *dy_ = d + D_%s;\n"
              "      for (long j = 0; j < %s * %ldL; j++) dx_[j] += %s(x_[j], dy_[j]); }\n",
@@ -69,6 +99,32 @@ void emit_user_kernels(writer *o, const Program *p, int cuda) {
         for (int j = 0; j < i; j++) seen |= strcmp(p->kernels[j].path, p->kernels[i].path) == 0;
         if (seen) continue;
         emit(o, "/* %s */\n%s", p->kernels[i].source, p->kernels[i].text ? p->kernels[i].text : "");
+    }
+    if (cuda) {
+        /* the wrappers the ops launch: one thread a value, the gradients
+         * accumulated as the CPU loops do (kernel_emit_fwd / _bwd) */
+        emit(o, "#ifndef WF_LAUNCH /* nvcc; the CPU emulator defines its own */\n"
+                "#define WF_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>\n"
+                "#endif\n"
+                "extern \"C\" cudaStream_t wf_cuda_stream(wf_ctx *c);\n"
+                "extern \"C\" void wf_cuda_sync(wf_ctx *c, const char *kernel);\n");
+        for (int i = 0; i < p->n_kernels; i++) {
+            const user_kernel *k = &p->kernels[i];
+            const char *idx = "long i = (long)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n";
+            if (k->kind == UK_ELEMENTWISE) {
+                emit(o, "__global__ void wf_user_kernel%d_fwd(float *y, const float *x, long n) {\n    %s"
+                        "    y[i] = %s(x[i]);\n}\n", i, idx, k->fwd);
+                emit(o, "__global__ void wf_user_kernel%d_bwd(float *dx, const float *x, const float *dy, long n) {\n"
+                        "    %s    dx[i] += %s(x[i], dy[i]);\n}\n", i, idx, k->bwd);
+            } else {
+                emit(o, "__global__ void wf_user_kernel%d_fwd(float *out, const float *x, const float *y, long n) {\n"
+                        "    %s    out[i] = %s(x[i], y[i]);\n}\n", i, idx, k->fwd);
+                emit(o, "__global__ void wf_user_kernel%d_bwd(float *dx, float *dy, const float *x, const float *y,\n"
+                        "                                  const float *dout, long n) {\n    %s"
+                        "    float gx = 0.0f, gy = 0.0f;\n    %s(x[i], y[i], dout[i], &gx, &gy);\n"
+                        "    dx[i] += gx;\n    dy[i] += gy;\n}\n", i, idx, k->bwd);
+            }
+        }
     }
     emit(o, "\n");
 }

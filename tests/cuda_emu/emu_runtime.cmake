@@ -71,6 +71,13 @@ set_tests_properties(e2e_cuda_emu PROPERTIES
   ENVIRONMENT "WEFT=$<TARGET_FILE:weft>;WEFT_RUNTIME=${PROJECT_BINARY_DIR}/runtime;WEFT_CUDA_EMU_RUNTIME=${emu_runtime_dir};WEFT_CUDA_EMU_PROGRAM=${emu_dir}/program"
   DEPENDS cuda_emu_kernels TIMEOUT 400)
 
+# user kernels (weft.kernel) in a CUDA program on the emulator, against the CPU's built-in ops
+add_test(NAME e2e_user_kernels_cuda COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/user_kernels_cuda.sh
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(e2e_user_kernels_cuda PROPERTIES
+  ENVIRONMENT "WEFT=$<TARGET_FILE:weft>;WEFT_RUNTIME=${PROJECT_BINARY_DIR}/runtime;WEFT_CUDA_EMU_RUNTIME=${emu_runtime_dir};WEFT_CUDA_EMU_PROGRAM=${emu_dir}/program"
+  TIMEOUT 600)
+
 # tests/gpu/check.sh's own logic, on the emulator (no GPU): its rows must parse
 add_test(NAME e2e_gpu_check_emu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/gpu_check_emu.sh
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
