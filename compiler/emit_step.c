@@ -17,7 +17,11 @@ static void emit_recompute(writer *o, const Program *p, int layer, int stage) {
 
 /* Before backward op i: recompute its block when the walk enters one. */
 static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
-    int layer = p->ops[i].layer;
+    int layer = p->ops[i].layer, g = memory_regather_before(p, i);
+    if (g >= 0) {
+        emit(o, "    /* selective recompute: gather the sequence-parallel shards again */\n");
+        emit_forward_op(o, p, g);
+    }
     if (p->recompute == RECOMPUTE_SELECTIVE && op_row_of(p->ops[i].kind)->selective) {
         emit(o, "    /* selective recompute: the attention probabilities again */\n");
         emit_forward_op(o, p, i);

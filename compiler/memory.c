@@ -203,16 +203,56 @@ static int selective(const Program *p, const ir_op *o) {
     return p->recompute == RECOMPUTE_SELECTIVE && op_row_of(o->kind)->selective;
 }
 
+/* The highest op whose backward reads tensor t (the first to need it in
+ * backward), or -1; only ops of t's chunk read it. */
+static int first_bwd_reader(const Program *p, int t) {
+    int g = p->tensors[t].producer, end = p->chunk_end_op[p->ops[g].chunk];
+    for (int i = end - 1; i > g; i--)
+        if (memory_bwd_reads(p, i, t)) return i;
+    return -1;
+}
+
+/* Selective recompute with sequence parallelism: a block's all-gather of
+ * the sequence-parallel norm output is run again before the backward of the
+ * linear that reads it (Korthikanti et al. 2022, section 4.2.3: the
+ * backward keeps only this rank's 1/t shard, the norm's output, and gathers
+ * it again), so the gathered (N, h) tensor lives only while its linear runs,
+ * in the recompute region, not in every slot.  Not under a split backward
+ * (zero-bubble): W reads it long after B. */
+static int regathered(const Program *p, const ir_op *o) {
+    if (p->recompute != RECOMPUTE_SELECTIVE || o->kind != OP_TP_GATHER || o->layer < 0) return 0;
+    if (p->sched && p->sched->split_backward) return 0;
+    return first_bwd_reader(p, o->out) >= 0;
+}
+
+int memory_selective_op(const Program *p, int i) {
+    return selective(p, &p->ops[i]) || regathered(p, &p->ops[i]);
+}
+
+int memory_regather_before(const Program *p, int i) {
+    if (p->recompute != RECOMPUTE_SELECTIVE) return -1;
+    const ir_op *o = &p->ops[i];
+    for (int n = 0; n < o->n_in; n++) {
+        int t = o->in[n];
+        if (t <= 0 || t >= p->n_tensors) continue;
+        const ir_op *g = &p->ops[p->tensors[t].producer];
+        if (regathered(p, g) && first_bwd_reader(p, t) == i) return p->tensors[t].producer;
+    }
+    return -1;
+}
+
 /* A place in the stage's recompute region (once per stage, beside the
  * slots): a block-internal tensor or saved buffer (full recompute), or the
  * attention probabilities (selective).  One function runs at a time on a
  * stage and each rebuilds what it reads there, so every slot shares it. */
 int memory_saved_in_region(const Program *p, const ir_op *o) {
-    return block_internal(p, o->out) || selective(p, o);
+    return block_internal(p, o->out) || selective(p, o) || regathered(p, o);
 }
 #define in_region memory_saved_in_region
 
-int memory_tensor_in_region(const Program *p, int t) { return block_internal(p, t); }
+int memory_tensor_in_region(const Program *p, int t) {
+    return block_internal(p, t) || (t > 0 && t < p->n_tensors && regathered(p, &p->ops[p->tensors[t].producer]));
+}
 
 /* Lays out the stage's recompute region: each block's internal tensors and
  * saved buffers from 0 (blocks run one at a time), the selective buffer at 0
@@ -221,13 +261,23 @@ static long lay_out_region(Program *p, int stage) {
     /* one running offset per block (one sweep over the ops: a sweep per
      * block made plans of many layers quadratic) */
     long *off = wf_checked(calloc((size_t)p->layers + 1, sizeof(long)), "memory pass");
-    long size = 0;
+    long size = 0, lse = 0;
+    /* selective: the attention buffers at 0, the regathered tensors (one
+     * live at a time, each while its gather's reader runs) after them */
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].chunk % p->pp == stage && selective(p, &p->ops[i]) && align16(p->ops[i].saved_numel) > lse)
+            lse = align16(p->ops[i].saved_numel);
+    size = lse;
     for (int i = 0; i < p->n_ops; i++) {
         ir_op *o = &p->ops[i];
         if (o->chunk % p->pp != stage || !in_region(p, o)) continue;
         if (selective(p, o)) {
             o->saved_offset = 0;
-            if (align16(o->saved_numel) > size) size = align16(o->saved_numel);
+            continue;
+        }
+        if (regathered(p, o)) {
+            p->tensors[o->out].offset = lse;
+            if (lse + tensor_numel(p, o->out) > size) size = lse + tensor_numel(p, o->out);
             continue;
         }
         if (o->layer < 0 || o->layer >= p->layers) continue;  /* block-internal: always in a block */
@@ -259,48 +309,41 @@ static void layer_ops(const Program *p, int layer, int *first, int *last) {
         }
 }
 
-/* The activation slot's places for memory_check.c: a block-internal tensor
- * (full recompute) lives while its block runs (forward, or recompute and
- * backward), the shared attention buffer (selective) during its op, every
- * other place the whole step. */
-static void record_act_places(Program *p, int stage) {
+/* The recompute region's places for memory_check.c (the slot's are
+ * memory_slot.c's): a block-internal tensor (full recompute) lives while its
+ * block runs (forward, or recompute and backward), the shared attention
+ * buffer (selective) during its op, a regathered tensor from its gather to
+ * its last reader (forward, or its rerun and that reader's backward). */
+static void record_region_places(Program *p, int stage) {
     mem_place pl;
     memset(&pl, 0, sizeof pl);
     pl.stage = stage;
     pl.chunk = -1;
     pl.zero_op = -1;
+    pl.region = 1;
     for (int t = 1; t < p->n_tensors; t++) {
-        if (tensor_stage(p, t) != stage) continue;
+        if (tensor_stage(p, t) != stage || !memory_tensor_in_region(p, t)) continue;
+        int g = p->tensors[t].producer;
         pl.kind = PLACE_ACT;
         pl.id = t;
-        pl.region = block_internal(p, t);
         pl.numel = tensor_numel(p, t);
-        pl.begin = 0;
-        pl.end = p->n_ops - 1;
-        if (block_internal(p, t)) layer_ops(p, p->ops[p->tensors[t].producer].layer, &pl.begin, &pl.end);
+        if (block_internal(p, t)) layer_ops(p, p->ops[g].layer, &pl.begin, &pl.end);
+        else {
+            pl.begin = pl.end = g;
+            for (int i = g + 1; i < p->chunk_end_op[p->ops[g].chunk]; i++)
+                for (int n = 0; n < p->ops[i].n_in; n++)
+                    if (p->ops[i].in[n] == t) pl.end = i;
+        }
         memory_add_place(p, &pl);
     }
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
-        if (o->chunk % p->pp != stage || !o->saved_numel) continue;
+        if (o->chunk % p->pp != stage || !o->saved_numel || !in_region(p, o)) continue;
         pl.kind = PLACE_SAVED;
         pl.id = i;
-        pl.region = in_region(p, o);
         pl.numel = align16(o->saved_numel);
-        pl.begin = 0;
-        pl.end = p->n_ops - 1;
         if (block_internal(p, o->out)) layer_ops(p, o->layer, &pl.begin, &pl.end);
-        else if (selective(p, o)) pl.begin = pl.end = i;
-        memory_add_place(p, &pl);
-    }
-    for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp) {
-        if (!p->chunk_in[k]) continue;
-        pl.kind = PLACE_CHUNK_IN;
-        pl.id = k;
-        pl.region = 0;
-        pl.numel = tensor_numel(p, p->chunk_in[k]);
-        pl.begin = 0;
-        pl.end = p->n_ops - 1;
+        else pl.begin = pl.end = i;
         memory_add_place(p, &pl);
     }
 }
@@ -316,34 +359,9 @@ int pass_memory(Program *p) {
     free(p->block_internal);
     p->block_internal = block_internals(p);
     for (int stage = 0; stage < p->pp; stage++) {
-        long off = 0;
-        /* activations that carry gradients first (memory_grads.c lays their
-         * gradients out on their own) */
-        for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || !memory_carries_grad(p, t)) continue;
-            p->tensors[t].offset = off;
-            off += tensor_numel(p, t);
-        }
-        for (int k = 0; k < p->n_chunks; k++) {
-            int t = p->chunk_in[k];
-            if (!t || k % p->pp != stage) continue;
-            p->chunk_in_offset[k] = off;
-            off += tensor_numel(p, t);
-        }
-        for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || memory_carries_grad(p, t)) continue;
-            p->tensors[t].offset = off;
-            off += tensor_numel(p, t);
-        }
-        for (int i = 0; i < p->n_ops; i++) {
-            ir_op *o = &p->ops[i];
-            if (o->chunk % p->pp != stage || in_region(p, o)) continue;
-            o->saved_offset = off;
-            off += align16(o->saved_numel);
-        }
-        p->act_numel[stage] = off;
+        p->act_numel[stage] = memory_lay_out_slot(p, stage);  /* memory_slot.c */
         p->region_numel[stage] = lay_out_region(p, stage);
-        record_act_places(p, stage);
+        record_region_places(p, stage);
     }
     if (memory_lay_out_grads(p) != 0) return -1;
     long N = (long)p->micro * p->seq;

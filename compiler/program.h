@@ -104,7 +104,7 @@ typedef struct {
 enum { PLACE_ACT, PLACE_SAVED, PLACE_CHUNK_IN, PLACE_DACT, PLACE_DCHUNK_IN };
 typedef struct {
     int kind;          /* PLACE_*: where its offset is (memory_place_offset) */
-    int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), else -1 */
+    int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), a slot place's under a pipeline, else -1 */
     int id;            /* tensor (PLACE_ACT, PLACE_DACT), op (PLACE_SAVED), chunk (*CHUNK_IN) */
     int begin, end;    /* live interval, both ends included */
     int region;        /* PLACE_ACT / PLACE_SAVED: in the stage's recompute region */
@@ -341,6 +341,15 @@ int memory_carries_grad(const Program *p, int t);
 /* memory.c: whether tensor t / op o's saved buffer is in the stage's recompute region */
 int memory_tensor_in_region(const Program *p, int t);
 int memory_saved_in_region(const Program *p, const ir_op *o);
+/* memory.c: whether selective recompute reruns op i (attention, the
+ * regathered sequence-parallel gathers); the gather to rerun just before op
+ * i's backward, or -1 */
+int memory_selective_op(const Program *p, int i);
+int memory_regather_before(const Program *p, int i);
+/* memory_slot.c: whether op i's backward reads activation t; the stage's
+ * slot layout (packed by live interval, a chunk per slot), its size */
+int memory_bwd_reads(const Program *p, int i, int t);
+long memory_lay_out_slot(Program *p, int stage);
 /* memory_grads.c: the activation-gradient layout and sets (after the slots) */
 int memory_lay_out_grads(Program *p);
 int memory_check(const Program *p);

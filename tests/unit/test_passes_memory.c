@@ -14,7 +14,11 @@
  *        d(add_1) live from ln_f's backward to ln_2's); first-fit attains it;
  *      activation slot = the tensors that carry gradients + the gelu's output 4hN + saved buffers:
  *        3 layernorms x 2N (mean, rstd), attention B*H*T*T (CPU) or B*H*T
- *        (CUDA's log-sum-exp), the LM head's dlogits N*V;
+ *        (CUDA's log-sum-exp), the LM head's dlogits N*V; less 2hN, the two
+ *        c_proj outputs, which no backward reads (memory_slot.c): each lives
+ *        from its linear to its residual add, and first-fit puts the first
+ *        where c_fc's 4hN output (written after it dies) goes and the
+ *        second where the dlogits N*V (written after it dies) go;
  *      scratch = T*T (CPU: one head's dP) or B*H*T (CUDA);
  *      under act16 (CUDA bf16) every activation count halves (saved state
  *        but the dlogits stays float).
@@ -51,7 +55,8 @@ static void one_block(void) {
         int half = c == 2;  /* act16 */
         long att = c == 0 ? B * H * T * T : B * H * T;
         long carry = (16 * h * N + N) / (half ? 2 : 1), dact = 7 * h * N / (half ? 2 : 1);
-        long act = carry + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1);
+        long act = carry + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1) -
+                   2 * h * N / (half ? 2 : 1);
         long scratch = c == 0 ? T * T : B * H * T;
         check(p.act16 == half, "%s %s: act16 = %d", backend, prec, half);
         check(p.param_numel[0] == psi_of(1, h, T, V), "%s %s: parameter arena Psi = %ld (%ld)", backend, prec,
@@ -106,7 +111,7 @@ static void model_states(void) {
 
 /* Attention's saved floats on the CPU (B*H*T*T) and CUDA (B*H*T), H this
  * rank's heads; CUDA's activations shrink by exactly the difference per layer
- * and slot (one buffer in the stage's recompute region under selective
+ * of a chunk and slot (one buffer in the stage's recompute region under selective
  * recompute). */
 static void attention(void) {
     struct { const char *name, *plan, *sets[3]; } v[] = {
@@ -143,6 +148,8 @@ static void attention(void) {
             int in_stage = 0;
             for (int k = 0; k < cpu.n_ops; k++)
                 in_stage += cpu.ops[k].kind == OP_ATTENTION && cpu.ops[k].chunk % cpu.pp == s;
+            /* a slot holds one chunk (memory_slot.c): the stage's chunks have equal layers here */
+            if (cpu.pp > 1) in_stage /= cpu.n_chunks / cpu.pp;
             layers += strcmp(v[i].name, "selective") == 0 ? 1 : (long)in_stage * program_slots(&cpu, s);
         }
         long want = layers * (rows * T - rows);
@@ -208,7 +215,9 @@ static void checker(void) {
         for (int a = 0; a < p.n_places && !planted; a++)
             for (int b = a + 1; b < p.n_places && !planted; b++) {
                 mem_place *x = &p.places[a], *y = &p.places[b];
-                if (x->kind != PLACE_ACT || y->kind != PLACE_ACT || x->stage != y->stage) continue;
+                if (x->kind != PLACE_ACT || y->kind != PLACE_ACT || x->stage != y->stage || x->chunk != y->chunk ||
+                    x->region != y->region || x->end < y->begin || y->end < x->begin)
+                    continue;  /* two live at once in one slot */
                 long keep = p.tensors[x->id].offset;
                 p.tensors[x->id].offset = p.tensors[y->id].offset + 16;
                 check(memory_check(&p) != 0, "%s: an activation planted into another is caught", v[i].name);
