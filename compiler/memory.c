@@ -157,9 +157,6 @@ double program_planned_bytes(const Program *p, int stage) {
  * offsets fixed here; the activations' storage dtype (act16) ---- */
 static long align16(long n) { return (n + 15) & ~15L; }
 
-static int tensor_stage(const Program *p, int t) {
-    return p->ops[p->tensors[t].producer].chunk % p->pp;
-}
 
 /* Under full recompute a block's internal activations (everything it makes
  * that no other block reads) are dropped after forward and rebuilt from the
@@ -170,7 +167,15 @@ static char *block_internals(const Program *p);
 
 /* Whether tensor t is block-internal (the memory pass fills the table). */
 static int block_internal(const Program *p, int t) {
-    return p->block_internal && t > 0 && t < p->n_tensors && p->block_internal[t];
+    return p->block_internal && t > 0 && t < p->n_tensors && (p->block_internal[t] & 1);
+}
+
+int memory_block_internal(const Program *p, int t) { return block_internal(p, t); }
+
+/* A forward transient (memory_slot.c: nothing reads it after its chunk's
+ * forward), kept in the region: bit 1 of the table. */
+static int transient(const Program *p, int t) {
+    return p->block_internal && t > 0 && t < p->n_tensors && (p->block_internal[t] & 2);
 }
 
 static char *block_internals(const Program *p) {
@@ -229,6 +234,8 @@ int memory_selective_op(const Program *p, int i) {
     return selective(p, &p->ops[i]) || regathered(p, &p->ops[i]);
 }
 
+int memory_regathered(const Program *p, int i) { return regathered(p, &p->ops[i]); }
+
 int memory_regather_before(const Program *p, int i) {
     if (p->recompute != RECOMPUTE_SELECTIVE) return -1;
     const ir_op *o = &p->ops[i];
@@ -251,101 +258,13 @@ int memory_saved_in_region(const Program *p, const ir_op *o) {
 #define in_region memory_saved_in_region
 
 int memory_tensor_in_region(const Program *p, int t) {
-    return block_internal(p, t) || (t > 0 && t < p->n_tensors && regathered(p, &p->ops[p->tensors[t].producer]));
-}
-
-/* Lays out the stage's recompute region: each block's internal tensors and
- * saved buffers from 0 (blocks run one at a time), the selective buffer at 0
- * (the two recompute modes exclude each other); returns its size. */
-static long lay_out_region(Program *p, int stage) {
-    /* one running offset per block (one sweep over the ops: a sweep per
-     * block made plans of many layers quadratic) */
-    long *off = wf_checked(calloc((size_t)p->layers + 1, sizeof(long)), "memory pass");
-    long size = 0, lse = 0;
-    /* selective: the attention buffers at 0, the regathered tensors (one
-     * live at a time, each while its gather's reader runs) after them */
-    for (int i = 0; i < p->n_ops; i++)
-        if (p->ops[i].chunk % p->pp == stage && selective(p, &p->ops[i]) && align16(p->ops[i].saved_numel) > lse)
-            lse = align16(p->ops[i].saved_numel);
-    size = lse;
-    for (int i = 0; i < p->n_ops; i++) {
-        ir_op *o = &p->ops[i];
-        if (o->chunk % p->pp != stage || !in_region(p, o)) continue;
-        if (selective(p, o)) {
-            o->saved_offset = 0;
-            continue;
-        }
-        if (regathered(p, o)) {
-            p->tensors[o->out].offset = lse;
-            if (lse + tensor_numel(p, o->out) > size) size = lse + tensor_numel(p, o->out);
-            continue;
-        }
-        if (o->layer < 0 || o->layer >= p->layers) continue;  /* block-internal: always in a block */
-        long *at = &off[o->layer];
-        p->tensors[o->out].offset = *at;
-        *at += tensor_numel(p, o->out);
-        o->saved_offset = *at;
-        *at += align16(o->saved_numel);
-        if (*at > size) size = *at;
-    }
-    free(off);
-    return size;
+    return block_internal(p, t) || transient(p, t) || (t > 0 && t < p->n_tensors && regathered(p, &p->ops[p->tensors[t].producer]));
 }
 
 /* The output of a gelu whose backward is in c_proj's input gradient (fuse.c,
  * DGELU pair) has no gradient: nothing forms or reads it. */
 int memory_carries_grad(const Program *p, int t) {
     return p->ops[p->tensors[t].producer].dgelu != DGELU_GELU;
-}
-
-/* The forward ops of `layer` on this stage, [*first, *last]. */
-static void layer_ops(const Program *p, int layer, int *first, int *last) {
-    *first = p->n_ops;
-    *last = -1;
-    for (int i = 0; i < p->n_ops; i++)
-        if (p->ops[i].layer == layer) {
-            if (i < *first) *first = i;
-            *last = i;
-        }
-}
-
-/* The recompute region's places for memory_check.c (the slot's are
- * memory_slot.c's): a block-internal tensor (full recompute) lives while its
- * block runs (forward, or recompute and backward), the shared attention
- * buffer (selective) during its op, a regathered tensor from its gather to
- * its last reader (forward, or its rerun and that reader's backward). */
-static void record_region_places(Program *p, int stage) {
-    mem_place pl;
-    memset(&pl, 0, sizeof pl);
-    pl.stage = stage;
-    pl.chunk = -1;
-    pl.zero_op = -1;
-    pl.region = 1;
-    for (int t = 1; t < p->n_tensors; t++) {
-        if (tensor_stage(p, t) != stage || !memory_tensor_in_region(p, t)) continue;
-        int g = p->tensors[t].producer;
-        pl.kind = PLACE_ACT;
-        pl.id = t;
-        pl.numel = tensor_numel(p, t);
-        if (block_internal(p, t)) layer_ops(p, p->ops[g].layer, &pl.begin, &pl.end);
-        else {
-            pl.begin = pl.end = g;
-            for (int i = g + 1; i < p->chunk_end_op[p->ops[g].chunk]; i++)
-                for (int n = 0; n < p->ops[i].n_in; n++)
-                    if (p->ops[i].in[n] == t) pl.end = i;
-        }
-        memory_add_place(p, &pl);
-    }
-    for (int i = 0; i < p->n_ops; i++) {
-        const ir_op *o = &p->ops[i];
-        if (o->chunk % p->pp != stage || !o->saved_numel || !in_region(p, o)) continue;
-        pl.kind = PLACE_SAVED;
-        pl.id = i;
-        pl.numel = align16(o->saved_numel);
-        if (block_internal(p, o->out)) layer_ops(p, o->layer, &pl.begin, &pl.end);
-        else pl.begin = pl.end = i;
-        memory_add_place(p, &pl);
-    }
 }
 
 int pass_memory(Program *p) {
@@ -359,9 +278,7 @@ int pass_memory(Program *p) {
     free(p->block_internal);
     p->block_internal = block_internals(p);
     for (int stage = 0; stage < p->pp; stage++) {
-        p->act_numel[stage] = memory_lay_out_slot(p, stage);  /* memory_slot.c */
-        p->region_numel[stage] = lay_out_region(p, stage);
-        record_region_places(p, stage);
+        memory_lay_out_acts(p, stage);  /* memory_slot.c: the slot and the region */
     }
     if (memory_lay_out_grads(p) != 0) return -1;
     long N = (long)p->micro * p->seq;

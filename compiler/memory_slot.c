@@ -86,9 +86,9 @@ typedef struct {
     pack_item *items;
     int *kind, *id;  /* PLACE_ACT tensor / PLACE_SAVED op / PLACE_CHUNK_IN chunk */
     int n;
-} slot_items;
+} place_items;
 
-static void add_item(slot_items *s, int kind, int id, int begin, int end, long size) {
+static void add_item(place_items *s, int kind, int id, int begin, int end, long size) {
     s->items[s->n].begin = begin;
     s->items[s->n].end = end;
     s->items[s->n].size = size;
@@ -96,9 +96,53 @@ static void add_item(slot_items *s, int kind, int id, int begin, int end, long s
     s->id[s->n++] = id;
 }
 
-/* One unit's items (chunk k, or every chunk of a stage without a pipeline):
- * ops [first, end); `end - 1` stands for the end of the forward. */
-static void unit_items(const Program *p, int stage, int k, slot_items *s) {
+static void items_alloc(place_items *s, size_t cap) {
+    s->items = wf_checked(calloc(cap, sizeof *s->items), "memory pass");
+    s->kind = wf_checked(calloc(cap, sizeof(int)), "memory pass");
+    s->id = wf_checked(calloc(cap, sizeof(int)), "memory pass");
+    s->n = 0;
+}
+
+static void items_free(place_items *s) {
+    free(s->items);
+    free(s->kind);
+    free(s->id);
+}
+
+/* Packs the items, sets their offsets, records their places; returns the size. */
+static long place(Program *p, int stage, int chunk, int region, place_items *s) {
+    long top = pack_first_fit(s->items, s->n);
+    for (int it = 0; it < s->n; it++) {
+        long off = s->items[it].offset;
+        if (s->kind[it] == PLACE_ACT) p->tensors[s->id[it]].offset = off;
+        else if (s->kind[it] == PLACE_SAVED) p->ops[s->id[it]].saved_offset = off;
+        else p->chunk_in_offset[s->id[it]] = off;
+        mem_place pl;
+        memset(&pl, 0, sizeof pl);
+        pl.kind = s->kind[it];
+        pl.stage = stage;
+        pl.chunk = chunk;
+        pl.region = region;
+        pl.zero_op = -1;
+        pl.id = s->id[it];
+        pl.begin = s->items[it].begin;
+        pl.end = s->items[it].end;
+        pl.numel = s->items[it].size;
+        memory_add_place(p, &pl);
+    }
+    return top;
+}
+
+/* In the region by the recompute mode: full recompute's block internals,
+ * selective's regathered tensors. */
+static int recompute_region(const Program *p, int t) {
+    return memory_block_internal(p, t) || memory_regathered(p, p->tensors[t].producer);
+}
+
+/* One unit's slot items (chunk k, or every chunk of a stage without a
+ * pipeline: ops [first, end), `end - 1` standing for the end of the
+ * forward); its forward transients go to the region's items (flagged). */
+static void unit_items(Program *p, int stage, int k, place_items *s, place_items *r) {
     int whole = p->pp == 1, first = whole ? 0 : p->chunk_first_op[k], end = whole ? p->n_ops : p->chunk_end_op[k];
     int last = end - 1;
     int *b = wf_checked(malloc(sizeof(int) * (size_t)(p->n_tensors + 1)), "memory pass");
@@ -108,7 +152,7 @@ static void unit_items(const Program *p, int stage, int k, slot_items *s) {
         const ir_op *o = &p->ops[i];
         if (o->chunk % p->pp != stage) continue;
         int j = pair_of(p, i), lo = i < j ? i : j, hi = i < j ? j : i;
-        int ts[4] = { o->out, o->n_in > 0 ? o->in[0] : 0, o->n_in > 1 ? o->in[1] : 0, 0 };
+        int ts[3] = { o->out, o->n_in > 0 ? o->in[0] : 0, o->n_in > 1 ? o->in[1] : 0 };
         for (int n = 0; n < 3; n++) {
             int t = ts[n];
             if (t <= 0 || t >= p->n_tensors) continue;
@@ -133,12 +177,16 @@ static void unit_items(const Program *p, int stage, int k, slot_items *s) {
     }
     for (int t = 1; t < p->n_tensors; t++) {
         const ir_op *w = &p->ops[p->tensors[t].producer];
-        if (w->chunk % p->pp != stage || (!whole && w->chunk != k)) continue;
-        if (memory_tensor_in_region(p, t)) continue;
+        if (w->chunk % p->pp != stage || (!whole && w->chunk != k) || recompute_region(p, t)) continue;
         int begin = b[t] >= 0 ? b[t] : p->tensors[t].producer, stop = e[t];
         /* no reader after it in the unit (the chunk's output, the loss): to the end */
         if (stop <= p->tensors[t].producer) stop = last;
-        add_item(s, PLACE_ACT, t, begin, stop, memory_tensor_numel(p, t));
+        if (stop < last) {  /* dead before the forward ends: the stage's region */
+            p->block_internal[t] |= 2;
+            add_item(r, PLACE_ACT, t, begin, stop, memory_tensor_numel(p, t));
+        } else {
+            add_item(s, PLACE_ACT, t, begin, stop, memory_tensor_numel(p, t));
+        }
     }
     for (int i = first; i < end; i++) {
         const ir_op *o = &p->ops[i];
@@ -154,40 +202,61 @@ static void unit_items(const Program *p, int stage, int k, slot_items *s) {
     free(e);
 }
 
-long memory_lay_out_slot(Program *p, int stage) {
+/* The recompute region's own items, in forward op indices: a block-internal
+ * tensor or saved buffer (full recompute) over its block's ops (forward, or
+ * recompute and backward), selective's attention buffer at its op, a
+ * regathered tensor from its gather to its last reader (forward, or its
+ * rerun and that reader's backward).  Backward uses each over the mirror
+ * of its forward interval, and the forward transients not at all, so one
+ * packing serves both. */
+static void recompute_items(const Program *p, int stage, place_items *r) {
+    int *lo = wf_checked(malloc(sizeof(int) * (size_t)(p->layers + 1)), "memory pass");
+    int *hi = wf_checked(malloc(sizeof(int) * (size_t)(p->layers + 1)), "memory pass");
+    for (int l = 0; l <= p->layers; l++) lo[l] = hi[l] = -1;
+    for (int i = 0; i < p->n_ops; i++) {
+        int l = p->ops[i].layer;
+        if (l < 0 || l >= p->layers) continue;
+        if (lo[l] < 0) lo[l] = i;
+        hi[l] = i;
+    }
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->chunk % p->pp != stage) continue;
+        int l = o->layer;
+        if (memory_block_internal(p, o->out) && l >= 0 && l < p->layers) {
+            add_item(r, PLACE_ACT, o->out, lo[l], hi[l], memory_tensor_numel(p, o->out));
+            if (o->saved_numel) add_item(r, PLACE_SAVED, i, lo[l], hi[l], align16(o->saved_numel));
+        } else if (memory_regathered(p, i)) {
+            int end = i;
+            for (int q = i + 1; q < p->chunk_end_op[o->chunk]; q++)
+                for (int n = 0; n < p->ops[q].n_in; n++)
+                    if (p->ops[q].in[n] == o->out) end = q;
+            add_item(r, PLACE_ACT, o->out, i, end, memory_tensor_numel(p, o->out));
+        } else if (o->saved_numel && memory_saved_in_region(p, o)) {  /* selective's attention */
+            add_item(r, PLACE_SAVED, i, i, i, align16(o->saved_numel));
+        }
+    }
+    free(lo);
+    free(hi);
+}
+
+void memory_lay_out_acts(Program *p, int stage) {
     int units = p->pp == 1 ? 1 : p->n_chunks;
     long size = 0;
-    slot_items s;
+    place_items s, r;
     size_t cap = (size_t)(p->n_tensors + p->n_ops + p->n_chunks + 1);
-    s.items = wf_checked(calloc(cap, sizeof *s.items), "memory pass");
-    s.kind = wf_checked(calloc(cap, sizeof(int)), "memory pass");
-    s.id = wf_checked(calloc(cap, sizeof(int)), "memory pass");
+    items_alloc(&s, cap);
+    items_alloc(&r, 2 * cap);
+    recompute_items(p, stage, &r);
     for (int k = 0; k < units; k++) {
         if (p->pp > 1 && k % p->pp != stage) continue;
         s.n = 0;
-        unit_items(p, stage, k, &s);
-        long top = pack_first_fit(s.items, s.n);
+        unit_items(p, stage, k, &s, &r);
+        long top = place(p, stage, p->pp == 1 ? -1 : k, 0, &s);  /* a slot holds one chunk: only its places meet */
         if (top > size) size = top;
-        for (int it = 0; it < s.n; it++) {
-            long off = s.items[it].offset;
-            if (s.kind[it] == PLACE_ACT) p->tensors[s.id[it]].offset = off;
-            else if (s.kind[it] == PLACE_SAVED) p->ops[s.id[it]].saved_offset = off;
-            else p->chunk_in_offset[s.id[it]] = off;
-            mem_place pl;
-            memset(&pl, 0, sizeof pl);
-            pl.kind = s.kind[it];
-            pl.stage = stage;
-            pl.chunk = p->pp == 1 ? -1 : k;  /* a slot holds one chunk: only its places meet */
-            pl.zero_op = -1;
-            pl.id = s.id[it];
-            pl.begin = s.items[it].begin;
-            pl.end = s.items[it].end;
-            pl.numel = s.items[it].size;
-            memory_add_place(p, &pl);
-        }
     }
-    free(s.items);
-    free(s.kind);
-    free(s.id);
-    return size;
+    p->act_numel[stage] = size;
+    p->region_numel[stage] = place(p, stage, -1, 1, &r);
+    items_free(&s);
+    items_free(&r);
 }

@@ -251,7 +251,8 @@ typedef struct Program {
     zero_gather *gathers; int n_gathers;  /* ZeRO-3: per microbatch, by stage and start */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
-    char *block_internal;   /* per tensor (memory pass): rebuilt by full recompute, never read outside its block */
+    char *block_internal;   /* per tensor (memory pass): bit 0 rebuilt by full recompute, never read outside its
+                               block; bit 1 a forward transient in the region (memory_slot.c) */
     long *region_numel;     /* per stage: the recompute region, once beside the slots
                                (block internals under full, attention probabilities
                                under selective recompute; memory.c) */
@@ -349,7 +350,10 @@ int memory_regather_before(const Program *p, int i);
 /* memory_slot.c: whether op i's backward reads activation t; the stage's
  * slot layout (packed by live interval, a chunk per slot), its size */
 int memory_bwd_reads(const Program *p, int i, int t);
-long memory_lay_out_slot(Program *p, int stage);
+void memory_lay_out_acts(Program *p, int stage);
+/* memory.c: full recompute's block-internal tensors; op i a regathered gather */
+int memory_block_internal(const Program *p, int t);
+int memory_regathered(const Program *p, int i);
 /* memory_grads.c: the activation-gradient layout and sets (after the slots) */
 int memory_lay_out_grads(Program *p);
 int memory_check(const Program *p);
