@@ -172,8 +172,10 @@ static int block_internal(const Program *p, int t) {
 
 int memory_block_internal(const Program *p, int t) { return block_internal(p, t); }
 
-/* A forward transient (memory_slot.c: nothing reads it after its chunk's
- * forward), kept in the region: bit 1 of the table. */
+/* In the region by memory_slot.c (bit 1 of the table): a forward transient
+ * (nothing reads it after its chunk's forward), or a kept tensor of the
+ * loss chunk when one microbatch of it is in flight at a time; bit 2: that
+ * chunk's op's saved buffer, likewise. */
 static int transient(const Program *p, int t) {
     return p->block_internal && t > 0 && t < p->n_tensors && (p->block_internal[t] & 2);
 }
@@ -253,7 +255,8 @@ int memory_regather_before(const Program *p, int i) {
  * attention probabilities (selective).  One function runs at a time on a
  * stage and each rebuilds what it reads there, so every slot shares it. */
 int memory_saved_in_region(const Program *p, const ir_op *o) {
-    return block_internal(p, o->out) || selective(p, o) || regathered(p, o);
+    return block_internal(p, o->out) || selective(p, o) || regathered(p, o) ||
+           (p->block_internal && o->out > 0 && o->out < p->n_tensors && (p->block_internal[o->out] & 4));
 }
 #define in_region memory_saved_in_region
 

@@ -139,6 +139,24 @@ static int recompute_region(const Program *p, int t) {
     return memory_block_internal(p, t) || memory_regathered(p, p->tensors[t].producer);
 }
 
+/* Whether chunk k is the loss chunk and its stage holds at most one of its
+ * microbatches at a time (its FWD to its BWD or W, in the verified list):
+ * then what it keeps for backward lies in the region once (whole-step
+ * interval) instead of in every slot, where it would size every slot of
+ * the stage (the LM head's input and dlogits).  Not under PipeDream-2BW
+ * (three lists). */
+static int lone_chunk(const Program *p, int k) {
+    if (p->pp == 1 || !p->sched || p->sched->pro || k != p->n_chunks - 1) return 0;
+    int stage = k % p->pp, live = 0, most = 0;
+    for (int i = 0; i < p->sched->n[stage]; i++) {
+        const sched_instr *in = &p->sched->ins[stage][i];
+        if (in->chunk != k) continue;
+        if (in->op == SI_FWD && ++live > most) most = live;
+        if (in->op == SI_BWD || in->op == SI_BWD_WEIGHT) live--;
+    }
+    return most <= 1;
+}
+
 /* One unit's slot items (chunk k, or every chunk of a stage without a
  * pipeline: ops [first, end), `end - 1` standing for the end of the
  * forward); its forward transients go to the region's items (flagged). */
@@ -147,7 +165,11 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
     int last = end - 1;
     int *b = wf_checked(malloc(sizeof(int) * (size_t)(p->n_tensors + 1)), "memory pass");
     int *e = wf_checked(malloc(sizeof(int) * (size_t)(p->n_tensors + 1)), "memory pass");
+    char *kept = wf_checked(calloc((size_t)p->n_tensors + 1, 1), "memory pass");
     for (int t = 0; t <= p->n_tensors; t++) b[t] = e[t] = -1;
+    /* the chunk's output, staged for its send at the end of the FWD (emit_step.c) */
+    int out = !whole && staged_sends(p) && k + 1 < p->n_chunks ? p->chunk_in[k + 1] : 0;
+    int lone = !whole && lone_chunk(p, k), all = p->n_ops - 1;
     for (int i = first; i < end; i++) {
         const ir_op *o = &p->ops[i];
         if (o->chunk % p->pp != stage) continue;
@@ -158,12 +180,14 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
             if (t <= 0 || t >= p->n_tensors) continue;
             if (b[t] < 0 || lo < b[t]) b[t] = lo;
             if (hi > e[t]) e[t] = hi;
-            if (rerun(p, i) || memory_bwd_reads(p, i, t)) e[t] = last;
+            /* read by backward, or by a rerun (its output it writes again within
+             * its own interval: a place of the region or the slot is live then) */
+            if ((n > 0 && rerun(p, i)) || memory_bwd_reads(p, i, t)) kept[t] = 1;
         }
         /* a dgelu linear's backward reads its gelu's input (the op before) */
         if (o->dgelu == DGELU_LINEAR && i > 0 && p->ops[i - 1].n_in > 0) {
             int t = p->ops[i - 1].in[0];
-            if (t > 0 && t < p->n_tensors && b[t] >= 0) e[t] = last;
+            if (t > 0 && t < p->n_tensors && b[t] >= 0) kept[t] = 1;
         }
     }
     /* read outside the unit (another chunk's ops): kept to the end */
@@ -171,28 +195,38 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
         if (i >= first && i < end) continue;
         for (int n = 0; n < p->ops[i].n_in; n++) {
             int t = p->ops[i].in[n];
-            if (t > 0 && t < p->n_tensors && p->tensors[t].producer >= first && p->tensors[t].producer < end)
-                e[t] = last;
+            if (t > 0 && t < p->n_tensors && t != out && p->tensors[t].producer >= first && p->tensors[t].producer < end)
+                kept[t] = 1;
         }
     }
     for (int t = 1; t < p->n_tensors; t++) {
         const ir_op *w = &p->ops[p->tensors[t].producer];
         if (w->chunk % p->pp != stage || (!whole && w->chunk != k) || recompute_region(p, t)) continue;
         int begin = b[t] >= 0 ? b[t] : p->tensors[t].producer, stop = e[t];
-        /* no reader after it in the unit (the chunk's output, the loss): to the end */
-        if (stop <= p->tensors[t].producer) stop = last;
-        if (stop < last) {  /* dead before the forward ends: the stage's region */
+        /* no reader after it in the unit (the chunk's output, the loss): kept,
+         * but a staged output only to its copy at the end of the forward */
+        if (t == out) stop = last;
+        else if (stop <= p->tensors[t].producer) kept[t] = 1;
+        if (!kept[t]) {  /* dead once the forward ends: the stage's region */
             p->block_internal[t] |= 2;
             add_item(r, PLACE_ACT, t, begin, stop, memory_tensor_numel(p, t));
+        } else if (lone) {
+            p->block_internal[t] |= 2;
+            add_item(r, PLACE_ACT, t, 0, all, memory_tensor_numel(p, t));
         } else {
-            add_item(s, PLACE_ACT, t, begin, stop, memory_tensor_numel(p, t));
+            add_item(s, PLACE_ACT, t, begin, last, memory_tensor_numel(p, t));
         }
     }
     for (int i = first; i < end; i++) {
         const ir_op *o = &p->ops[i];
         if (o->chunk % p->pp != stage || !o->saved_numel || memory_saved_in_region(p, o)) continue;
         int j = pair_of(p, i);
-        add_item(s, PLACE_SAVED, i, j < i ? j : i, last, align16(o->saved_numel));
+        if (lone) {
+            p->block_internal[o->out] |= 4;
+            add_item(r, PLACE_SAVED, i, 0, all, align16(o->saved_numel));
+        } else {
+            add_item(s, PLACE_SAVED, i, j < i ? j : i, last, align16(o->saved_numel));
+        }
     }
     for (int c = 0; c < p->n_chunks; c++) {
         if (!p->chunk_in[c] || c % p->pp != stage || (!whole && c != k)) continue;
@@ -200,6 +234,7 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
     }
     free(b);
     free(e);
+    free(kept);
 }
 
 /* The recompute region's own items, in forward op indices: a block-internal

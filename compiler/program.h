@@ -252,7 +252,7 @@ typedef struct Program {
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
     char *block_internal;   /* per tensor (memory pass): bit 0 rebuilt by full recompute, never read outside its
-                               block; bit 1 a forward transient in the region (memory_slot.c) */
+                               block; bits 1, 2: its place, its op's saved buffer in the region (memory_slot.c) */
     long *region_numel;     /* per stage: the recompute region, once beside the slots
                                (block internals under full, attention probabilities
                                under selective recompute; memory.c) */
