@@ -372,8 +372,9 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
                 int t = p->chunk_in[in->chunk + 1];
                 char label[NAMEBUF];
                 op_label(p, p->tensors[t].producer, label, sizeof label);
-                emit(o, "    wf_copy(wf_recv_buffer(c, %d), wf_act_slot(c, %d) + %s, %ldL);\n", staging_recv[i],
-                     in->slot, label, tensor_storage(p, t));
+                /* `a`: the slot's base, which a label in the region is relative to */
+                emit(o, "    { float *a = wf_act_slot(c, %d); wf_copy(wf_recv_buffer(c, %d), a + %s, %ldL); }\n",
+                     in->slot, staging_recv[i], label, tensor_storage(p, t));
             }
             break;
         case SI_BWD:
