@@ -266,18 +266,20 @@ static void emit_activations(writer *o, const Program *p, int stage) {
     emit(o, "\n");
 }
 
-/* The staging buffers for received activations: count and floats in one
- * (storage floats: half under act16); memory.c counts them too. */
+/* The staging buffers (received activations, gradients to send and, under
+ * staged_sends, chunk outputs to send): count and floats in one (storage
+ * floats: half under act16); memory.c counts them too. */
 int stage_recv_buffers(const Program *p, int stage, long *numel) {
     int *staging = wf_checked(calloc((size_t)p->sched->n[stage] + 1, sizeof(int)), "emit pass");
     int *staging_recv = wf_checked(calloc((size_t)p->sched->n[stage] + 1, sizeof(int)), "emit pass");
     long biggest = 0;
     for (int k = stage; k < p->n_chunks; k += p->pp)
-        if (p->chunk_in[k]) {
-            long n = tensor_storage(p, p->chunk_in[k]);
-            if (n > biggest) biggest = n;
-        }
-    int n = assign_staging(p->sched, stage, staging, staging_recv);
+        for (int j = k; j <= k + 1 && j < p->n_chunks; j++)  /* its input, and its output if staged */
+            if (p->chunk_in[j] && (j == k || staged_sends(p))) {
+                long n = tensor_storage(p, p->chunk_in[j]);
+                if (n > biggest) biggest = n;
+            }
+    int n = assign_staging(p, stage, staging, staging_recv);
     free(staging);
     free(staging_recv);
     *numel = biggest;

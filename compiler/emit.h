@@ -52,7 +52,8 @@ void emit_passes(writer *o, const Program *p);        /* single stage: forward, 
 void emit_step(writer *o, const Program *p);
 void emit_chunk(writer *o, const Program *p, int k);  /* pipeline chunk k */
 void emit_pipeline_step(writer *o, const Program *p, int stage);
-int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv);
+int assign_staging(const Program *p, int stage, int *staging, int *staging_recv);
+int staged_sends(const Program *p);  /* a chunk's output waits for its send in a staging buffer */
 
 /* ---- emit.c ---- */
 int stage_first_bucket(const Program *p, int stage);

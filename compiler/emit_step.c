@@ -17,7 +17,11 @@ static void emit_recompute(writer *o, const Program *p, int layer, int stage) {
 
 /* Before backward op i: recompute its block when the walk enters one. */
 static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
-    int layer = p->ops[i].layer;
+    int layer = p->ops[i].layer, g = memory_regather_before(p, i);
+    if (g >= 0) {
+        emit(o, "    /* selective recompute: gather the sequence-parallel shards again */\n");
+        emit_forward_op(o, p, g);
+    }
     if (p->recompute == RECOMPUTE_SELECTIVE && op_row_of(p->ops[i].kind)->selective) {
         emit(o, "    /* selective recompute: the attention probabilities again */\n");
         emit_forward_op(o, p, i);
@@ -179,29 +183,49 @@ void emit_chunk(writer *o, const Program *p, int k) {
     emit_set_chunk_input(0, -1);
 }
 
+/* Whether a chunk's output activation waits for its send in a staging
+ * buffer (copied there at the end of its FWD) rather than in its slot, as
+ * Megatron-LM frees a stage's output after sending it: the slot then keeps
+ * only what backward reads (memory_slot.c).  Not under PipeDream-2BW, whose
+ * prologue and epilogue lists are staged apart. */
+int staged_sends(const Program *p) {
+    return p->pp > 1 && p->sched && !p->sched->pro;
+}
+
 /* Boundary tensors wait in staging buffers: a received activation until its
  * FWD claims a slot (the slot may still hold an earlier microbatch when the
- * message arrives), and an input gradient from its BWD until it is sent (a
- * FWD in between may take the slot over).  staging[i] is the buffer
- * instruction i uses; returns how many buffers the stage needs. */
+ * message arrives), an input gradient from its BWD until it is sent (a FWD
+ * in between may take the slot over), and (staged_sends) a chunk's output
+ * from its FWD until it is sent.  staging[i] is the buffer instruction i
+ * uses (a FWD: the one its input is read from), staging_recv[i] a SENDRECV's
+ * receive buffer or the buffer a FWD stages its output in; returns how many
+ * buffers the stage needs. */
 static int assign_staging_list(const schedule *s, const sched_instr *ins, int n, int *staging,
-                               int *staging_recv) {
+                               int *staging_recv, int staged) {
     int peak = 0;
     int *key = wf_checked(calloc((size_t)n + 1, sizeof(int)), "emit pass");  /* buffer -> key + 1, or 0 when free */
     for (int i = 0; i < n; i++) {
         const sched_instr *in = &ins[i];
         staging[i] = staging_recv[i] = -1;
-        /* the message or compute step that fills a buffer, and the one that empties it */
+        /* the message or compute step that fills a buffer, and the one that
+         * empties it: 3 (m, chunk) + 1 an activation received for chunk,
+         * + 2 an input gradient of chunk + 1 to send, + 3 chunk's output */
         int fill = 0, drain = 0;
-        if (in->op == SI_RECV_ACT) fill = 2 * (in->m * s->chunks + in->chunk) + 1;
+        if (in->op == SI_RECV_ACT) fill = 3 * (in->m * s->chunks + in->chunk) + 1;
         if (in->op == SI_SENDRECV && in->recv.kind == MSG_ACT)
-            fill = 2 * (in->recv.m * s->chunks + in->recv.chunk) + 1;
+            fill = 3 * (in->recv.m * s->chunks + in->recv.chunk) + 1;
         if ((in->op == SI_BWD || in->op == SI_BWD_INPUT) && in->chunk > 0 && s->stages > 1)
-            fill = 2 * (in->m * s->chunks + in->chunk - 1) + 2;
-        if (in->op == SI_FWD) drain = 2 * (in->m * s->chunks + in->chunk) + 1;
-        if (in->op == SI_SEND_GRAD) drain = 2 * (in->m * s->chunks + in->chunk) + 2;
+            fill = 3 * (in->m * s->chunks + in->chunk - 1) + 2;
+        if (staged && in->op == SI_FWD && in->chunk + 1 < s->chunks)
+            fill = 3 * (in->m * s->chunks + in->chunk) + 3;
+        if (in->op == SI_FWD) drain = 3 * (in->m * s->chunks + in->chunk) + 1;
+        if (in->op == SI_SEND_GRAD) drain = 3 * (in->m * s->chunks + in->chunk) + 2;
         if (in->op == SI_SENDRECV && in->send.kind == MSG_GRAD)
-            drain = 2 * (in->send.m * s->chunks + in->send.chunk) + 2;
+            drain = 3 * (in->send.m * s->chunks + in->send.chunk) + 2;
+        /* an activation message names its consumer chunk: the output of chunk - 1 */
+        if (staged && in->op == SI_SEND_ACT) drain = 3 * (in->m * s->chunks + in->chunk - 1) + 3;
+        if (staged && in->op == SI_SENDRECV && in->send.kind == MSG_ACT)
+            drain = 3 * (in->send.m * s->chunks + in->send.chunk - 1) + 3;
         /* a SENDRECV fills one buffer and drains another: take the new one
          * first so that MPI never sends from and receives into the same */
         int filled = -1;
@@ -219,7 +243,7 @@ static int assign_staging_list(const schedule *s, const sched_instr *ins, int n,
                     staging[i] = b;  /* the buffer sent from or read by FWD */
                 }
         if (filled >= 0) {
-            if (drain && in->op == SI_SENDRECV) staging_recv[i] = filled;
+            if (in->op == SI_FWD || (drain && in->op == SI_SENDRECV)) staging_recv[i] = filled;
             else staging[i] = filled;
         }
     }
@@ -229,14 +253,15 @@ static int assign_staging_list(const schedule *s, const sched_instr *ins, int n,
 
 /* PipeDream-2BW: the most any of the prologue, steady step and epilogue needs
  * (each empties its buffers; schedule_2bw.c checks). */
-int assign_staging(const schedule *s, int stage, int *staging, int *staging_recv) {
-    int peak = assign_staging_list(s, s->ins[stage], s->n[stage], staging, staging_recv);
+int assign_staging(const Program *p, int stage, int *staging, int *staging_recv) {
+    const schedule *s = p->sched;
+    int peak = assign_staging_list(s, s->ins[stage], s->n[stage], staging, staging_recv, staged_sends(p));
     if (s->pro) {
         int most = s->npro[stage] > s->nepi[stage] ? s->npro[stage] : s->nepi[stage];
         int *a = wf_checked(calloc((size_t)most + 1, sizeof(int)), "emit pass"), *b = wf_checked(calloc((size_t)most + 1, sizeof(int)), "emit pass");
-        int k = assign_staging_list(s, s->pro[stage], s->npro[stage], a, b);
+        int k = assign_staging_list(s, s->pro[stage], s->npro[stage], a, b, 0);
         if (k > peak) peak = k;
-        k = assign_staging_list(s, s->epi[stage], s->nepi[stage], a, b);
+        k = assign_staging_list(s, s->epi[stage], s->nepi[stage], a, b, 0);
         if (k > peak) peak = k;
         free(a);
         free(b);
@@ -285,6 +310,10 @@ static void msg_buffer(const Program *p, const int *slots, sched_msg_kind kind, 
             snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
             return;
         }
+        if (staged_sends(p)) {  /* staged at the end of its FWD */
+            snprintf(buf, n, "wf_recv_buffer(c, %d)", staging);
+            return;
+        }
         op_label(p, p->tensors[t].producer, label, sizeof label);
         snprintf(buf, n, "wf_act_slot(c, %d) + %s", slot_of(s, slots, m, owner), label);
     } else {
@@ -310,7 +339,7 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
     long n, rn;
     int *staging = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     int *staging_recv = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
-    assign_staging_list(s, ins, count, staging, staging_recv);
+    assign_staging_list(s, ins, count, staging, staging_recv, staged_sends(p));
     int *slots = stage_slots(s, stage);
     /* is_last[i]: the chunk's final (weight) backward in this list, which starts
      * its buckets; found in one backward sweep, per (BWD or BWD_WEIGHT, chunk) */
@@ -339,6 +368,14 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
             }
             emit(o, "    WF_TRACED(c, 'F', %d, %d, fwd_c%d(c, %d, %d));\n", in->m, in->chunk, in->chunk,
                  in->m, in->slot);
+            if (staging_recv[i] >= 0) {  /* its output waits for the send outside the slot */
+                int t = p->chunk_in[in->chunk + 1];
+                char label[NAMEBUF];
+                op_label(p, p->tensors[t].producer, label, sizeof label);
+                /* `a`: the slot's base, which a label in the region is relative to */
+                emit(o, "    { float *a = wf_act_slot(c, %d); wf_copy(wf_recv_buffer(c, %d), a + %s, %ldL); }\n",
+                     in->slot, staging_recv[i], label, tensor_storage(p, t));
+            }
             break;
         case SI_BWD:
         case SI_BWD_INPUT:

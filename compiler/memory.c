@@ -157,9 +157,6 @@ double program_planned_bytes(const Program *p, int stage) {
  * offsets fixed here; the activations' storage dtype (act16) ---- */
 static long align16(long n) { return (n + 15) & ~15L; }
 
-static int tensor_stage(const Program *p, int t) {
-    return p->ops[p->tensors[t].producer].chunk % p->pp;
-}
 
 /* Under full recompute a block's internal activations (everything it makes
  * that no other block reads) are dropped after forward and rebuilt from the
@@ -170,7 +167,17 @@ static char *block_internals(const Program *p);
 
 /* Whether tensor t is block-internal (the memory pass fills the table). */
 static int block_internal(const Program *p, int t) {
-    return p->block_internal && t > 0 && t < p->n_tensors && p->block_internal[t];
+    return p->block_internal && t > 0 && t < p->n_tensors && (p->block_internal[t] & 1);
+}
+
+int memory_block_internal(const Program *p, int t) { return block_internal(p, t); }
+
+/* In the region by memory_slot.c (bit 1 of the table): a forward transient
+ * (nothing reads it after its chunk's forward), or a kept tensor of the
+ * loss chunk when one microbatch of it is in flight at a time; bit 2: that
+ * chunk's op's saved buffer, likewise. */
+static int transient(const Program *p, int t) {
+    return p->block_internal && t > 0 && t < p->n_tensors && (p->block_internal[t] & 2);
 }
 
 static char *block_internals(const Program *p) {
@@ -203,106 +210,64 @@ static int selective(const Program *p, const ir_op *o) {
     return p->recompute == RECOMPUTE_SELECTIVE && op_row_of(o->kind)->selective;
 }
 
+/* The highest op whose backward reads tensor t (the first to need it in
+ * backward), or -1; only ops of t's chunk read it. */
+static int first_bwd_reader(const Program *p, int t) {
+    int g = p->tensors[t].producer, end = p->chunk_end_op[p->ops[g].chunk];
+    for (int i = end - 1; i > g; i--)
+        if (memory_bwd_reads(p, i, t)) return i;
+    return -1;
+}
+
+/* Selective recompute with sequence parallelism: a block's all-gather of
+ * the sequence-parallel norm output is run again before the backward of the
+ * linear that reads it (Korthikanti et al. 2022, section 4.2.3: the
+ * backward keeps only this rank's 1/t shard, the norm's output, and gathers
+ * it again), so the gathered (N, h) tensor lives only while its linear runs,
+ * in the recompute region, not in every slot.  Not under a split backward
+ * (zero-bubble): W reads it long after B. */
+static int regathered(const Program *p, const ir_op *o) {
+    if (p->recompute != RECOMPUTE_SELECTIVE || o->kind != OP_TP_GATHER || o->layer < 0) return 0;
+    if (p->sched && p->sched->split_backward) return 0;
+    return first_bwd_reader(p, o->out) >= 0;
+}
+
+int memory_selective_op(const Program *p, int i) {
+    return selective(p, &p->ops[i]) || regathered(p, &p->ops[i]);
+}
+
+int memory_regathered(const Program *p, int i) { return regathered(p, &p->ops[i]); }
+
+int memory_regather_before(const Program *p, int i) {
+    if (p->recompute != RECOMPUTE_SELECTIVE) return -1;
+    const ir_op *o = &p->ops[i];
+    for (int n = 0; n < o->n_in; n++) {
+        int t = o->in[n];
+        if (t <= 0 || t >= p->n_tensors) continue;
+        const ir_op *g = &p->ops[p->tensors[t].producer];
+        if (regathered(p, g) && first_bwd_reader(p, t) == i) return p->tensors[t].producer;
+    }
+    return -1;
+}
+
 /* A place in the stage's recompute region (once per stage, beside the
  * slots): a block-internal tensor or saved buffer (full recompute), or the
  * attention probabilities (selective).  One function runs at a time on a
  * stage and each rebuilds what it reads there, so every slot shares it. */
 int memory_saved_in_region(const Program *p, const ir_op *o) {
-    return block_internal(p, o->out) || selective(p, o);
+    return block_internal(p, o->out) || selective(p, o) || regathered(p, o) ||
+           (p->block_internal && o->out > 0 && o->out < p->n_tensors && (p->block_internal[o->out] & 4));
 }
 #define in_region memory_saved_in_region
 
-int memory_tensor_in_region(const Program *p, int t) { return block_internal(p, t); }
-
-/* Lays out the stage's recompute region: each block's internal tensors and
- * saved buffers from 0 (blocks run one at a time), the selective buffer at 0
- * (the two recompute modes exclude each other); returns its size. */
-static long lay_out_region(Program *p, int stage) {
-    /* one running offset per block (one sweep over the ops: a sweep per
-     * block made plans of many layers quadratic) */
-    long *off = wf_checked(calloc((size_t)p->layers + 1, sizeof(long)), "memory pass");
-    long size = 0;
-    for (int i = 0; i < p->n_ops; i++) {
-        ir_op *o = &p->ops[i];
-        if (o->chunk % p->pp != stage || !in_region(p, o)) continue;
-        if (selective(p, o)) {
-            o->saved_offset = 0;
-            if (align16(o->saved_numel) > size) size = align16(o->saved_numel);
-            continue;
-        }
-        if (o->layer < 0 || o->layer >= p->layers) continue;  /* block-internal: always in a block */
-        long *at = &off[o->layer];
-        p->tensors[o->out].offset = *at;
-        *at += tensor_numel(p, o->out);
-        o->saved_offset = *at;
-        *at += align16(o->saved_numel);
-        if (*at > size) size = *at;
-    }
-    free(off);
-    return size;
+int memory_tensor_in_region(const Program *p, int t) {
+    return block_internal(p, t) || transient(p, t) || (t > 0 && t < p->n_tensors && regathered(p, &p->ops[p->tensors[t].producer]));
 }
 
 /* The output of a gelu whose backward is in c_proj's input gradient (fuse.c,
  * DGELU pair) has no gradient: nothing forms or reads it. */
 int memory_carries_grad(const Program *p, int t) {
     return p->ops[p->tensors[t].producer].dgelu != DGELU_GELU;
-}
-
-/* The forward ops of `layer` on this stage, [*first, *last]. */
-static void layer_ops(const Program *p, int layer, int *first, int *last) {
-    *first = p->n_ops;
-    *last = -1;
-    for (int i = 0; i < p->n_ops; i++)
-        if (p->ops[i].layer == layer) {
-            if (i < *first) *first = i;
-            *last = i;
-        }
-}
-
-/* The activation slot's places for memory_check.c: a block-internal tensor
- * (full recompute) lives while its block runs (forward, or recompute and
- * backward), the shared attention buffer (selective) during its op, every
- * other place the whole step. */
-static void record_act_places(Program *p, int stage) {
-    mem_place pl;
-    memset(&pl, 0, sizeof pl);
-    pl.stage = stage;
-    pl.chunk = -1;
-    pl.zero_op = -1;
-    for (int t = 1; t < p->n_tensors; t++) {
-        if (tensor_stage(p, t) != stage) continue;
-        pl.kind = PLACE_ACT;
-        pl.id = t;
-        pl.region = block_internal(p, t);
-        pl.numel = tensor_numel(p, t);
-        pl.begin = 0;
-        pl.end = p->n_ops - 1;
-        if (block_internal(p, t)) layer_ops(p, p->ops[p->tensors[t].producer].layer, &pl.begin, &pl.end);
-        memory_add_place(p, &pl);
-    }
-    for (int i = 0; i < p->n_ops; i++) {
-        const ir_op *o = &p->ops[i];
-        if (o->chunk % p->pp != stage || !o->saved_numel) continue;
-        pl.kind = PLACE_SAVED;
-        pl.id = i;
-        pl.region = in_region(p, o);
-        pl.numel = align16(o->saved_numel);
-        pl.begin = 0;
-        pl.end = p->n_ops - 1;
-        if (block_internal(p, o->out)) layer_ops(p, o->layer, &pl.begin, &pl.end);
-        else if (selective(p, o)) pl.begin = pl.end = i;
-        memory_add_place(p, &pl);
-    }
-    for (int k = stage; k < p->n_chunks && p->pp > 1; k += p->pp) {
-        if (!p->chunk_in[k]) continue;
-        pl.kind = PLACE_CHUNK_IN;
-        pl.id = k;
-        pl.region = 0;
-        pl.numel = tensor_numel(p, p->chunk_in[k]);
-        pl.begin = 0;
-        pl.end = p->n_ops - 1;
-        memory_add_place(p, &pl);
-    }
 }
 
 int pass_memory(Program *p) {
@@ -316,34 +281,7 @@ int pass_memory(Program *p) {
     free(p->block_internal);
     p->block_internal = block_internals(p);
     for (int stage = 0; stage < p->pp; stage++) {
-        long off = 0;
-        /* activations that carry gradients first (memory_grads.c lays their
-         * gradients out on their own) */
-        for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || !memory_carries_grad(p, t)) continue;
-            p->tensors[t].offset = off;
-            off += tensor_numel(p, t);
-        }
-        for (int k = 0; k < p->n_chunks; k++) {
-            int t = p->chunk_in[k];
-            if (!t || k % p->pp != stage) continue;
-            p->chunk_in_offset[k] = off;
-            off += tensor_numel(p, t);
-        }
-        for (int t = 1; t < p->n_tensors; t++) {
-            if (tensor_stage(p, t) != stage || block_internal(p, t) || memory_carries_grad(p, t)) continue;
-            p->tensors[t].offset = off;
-            off += tensor_numel(p, t);
-        }
-        for (int i = 0; i < p->n_ops; i++) {
-            ir_op *o = &p->ops[i];
-            if (o->chunk % p->pp != stage || in_region(p, o)) continue;
-            o->saved_offset = off;
-            off += align16(o->saved_numel);
-        }
-        p->act_numel[stage] = off;
-        p->region_numel[stage] = lay_out_region(p, stage);
-        record_act_places(p, stage);
+        memory_lay_out_acts(p, stage);  /* memory_slot.c: the slot and the region */
     }
     if (memory_lay_out_grads(p) != 0) return -1;
     long N = (long)p->micro * p->seq;

@@ -281,8 +281,8 @@ static int stage_slots(int sched, int pp, int accum, int virt) {
 }
 
 /* One activation slot of the first pipeline stage (activations and their
- * gradients, as the memory model counts them): fixed bytes per token (the
- * embedding's, the region recompute shares) plus bytes per layer and token,
+ * gradients, as the memory model counts them, less the stage's region):
+ * fixed bytes per token (the embedding's) plus bytes per layer and token,
  * from two builds of the model cut to 2 stages of 1 and 2 layers, micro 1,
  * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
 static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer) {
@@ -316,8 +316,10 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
         int rc2 = compile_plan(&p, &o);
         wf_error_capture(NULL, 0);
         if (rc2 == 0) {
+            /* the slot (and the gradient sets' share); the stage's region, once
+             * per stage whatever the slots, is left out of the bound */
             program_memory pm = program_memory_of(&p, 0);
-            bytes[k] = (pm.acts + pm.dacts) / program_slots(&p, 0);
+            bytes[k] = 4.0 * (double)p.act_numel[0] + pm.dacts / program_slots(&p, 0);
         }
         program_free(&p);
         if (rc2 != 0) { bytes[0] = bytes[1] = 0; break; }

@@ -105,7 +105,7 @@ typedef struct {
 enum { PLACE_ACT, PLACE_SAVED, PLACE_CHUNK_IN, PLACE_DACT, PLACE_DCHUNK_IN };
 typedef struct {
     int kind;          /* PLACE_*: where its offset is (memory_place_offset) */
-    int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), else -1 */
+    int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), a slot place's under a pipeline, else -1 */
     int id;            /* tensor (PLACE_ACT, PLACE_DACT), op (PLACE_SAVED), chunk (*CHUNK_IN) */
     int begin, end;    /* live interval, both ends included */
     int region;        /* PLACE_ACT / PLACE_SAVED: in the stage's recompute region */
@@ -255,7 +255,8 @@ typedef struct Program {
     zero_gather *gathers; int n_gathers;  /* ZeRO-3: per microbatch, by stage and start */
     long scratch_numel;
     long comm_numel;        /* staging for tensor-parallel collectives, floats */
-    char *block_internal;   /* per tensor (memory pass): rebuilt by full recompute, never read outside its block */
+    char *block_internal;   /* per tensor (memory pass): bit 0 rebuilt by full recompute, never read outside its
+                               block; bits 1, 2: its place, its op's saved buffer in the region (memory_slot.c) */
     long *region_numel;     /* per stage: the recompute region, once beside the slots
                                (block internals under full, attention probabilities
                                under selective recompute; memory.c) */
@@ -345,6 +346,18 @@ int memory_carries_grad(const Program *p, int t);
 /* memory.c: whether tensor t / op o's saved buffer is in the stage's recompute region */
 int memory_tensor_in_region(const Program *p, int t);
 int memory_saved_in_region(const Program *p, const ir_op *o);
+/* memory.c: whether selective recompute reruns op i (attention, the
+ * regathered sequence-parallel gathers); the gather to rerun just before op
+ * i's backward, or -1 */
+int memory_selective_op(const Program *p, int i);
+int memory_regather_before(const Program *p, int i);
+/* memory_slot.c: whether op i's backward reads activation t; the stage's
+ * slot layout (packed by live interval, a chunk per slot), its size */
+int memory_bwd_reads(const Program *p, int i, int t);
+void memory_lay_out_acts(Program *p, int stage);
+/* memory.c: full recompute's block-internal tensors; op i a regathered gather */
+int memory_block_internal(const Program *p, int t);
+int memory_regathered(const Program *p, int i);
 /* memory_grads.c: the activation-gradient layout and sets (after the slots) */
 int memory_lay_out_grads(Program *p);
 int memory_check(const Program *p);

@@ -300,7 +300,7 @@ static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
         op_time t = op_seconds(p, &p->ops[i], peak, hbm);
         int again = (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) ||
-                    (p->recompute == RECOMPUTE_SELECTIVE && op_row_of(p->ops[i].kind)->selective);
+                    memory_selective_op(p, i);  /* attention, the regathered gathers (memory.c) */
         if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
             sum.comm_f += t.f, sum.comm_b += t.b;
             if (again) sum.comm_b += t.f;  /* forward again */

@@ -74,7 +74,8 @@ static void ring(const Program *p, int r, int kind, int parts, double whole, wir
 }
 
 /* tp bytes one rank of `stage` sends in a microbatch's forward and backward
- * (forward twice for the blocks under full recompute), as a whole: the
+ * (forward twice for the blocks under full recompute and for selective
+ * recompute's regathered gathers), as a whole: the
  * collectives of coll_fwd / coll_bwd by kind, and the vocabulary-parallel
  * loss's row maxima (floats) and sums (2 doubles a token). */
 static void tp_stage(const Program *p, int stage, double reduce[1], double other[1]) {
@@ -85,7 +86,8 @@ static void tp_stage(const Program *p, int stage, double reduce[1], double other
         if (o->chunk % p->pp != stage) continue;
         const op_row *r = op_row_of(o->kind);
         if (r->loss) *reduce += tokens * (4 + 16);
-        int forwards = 1 + (p->recompute == RECOMPUTE_FULL && o->layer >= 0);
+        /* forward again: full recompute's blocks, selective's regathers (memory.c) */
+        int forwards = 1 + ((p->recompute == RECOMPUTE_FULL && o->layer >= 0) || memory_selective_op(p, i));
         for (int b = 0; b < 2; b++) {
             op_coll coll = b ? r->coll_bwd : r->coll_fwd;
             double bytes = (double)tp_op_bytes(p, i, b) * (b ? 1 : forwards);

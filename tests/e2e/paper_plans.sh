@@ -7,9 +7,9 @@
 # parameter count the paper gives (the file name's, within 1%: Megatron's
 # GPT is GPT-2's block with tied embeddings and learned positions, P =
 # 12Lh^2 (1 + 13/(12h) + (V + s)/(12Lh)), so only the paper's rounding
-# differs), and the layout the plan names.  Whether each fits an 80 GB A100
-# is printed, not asserted, as is bench/paper_memory.sh's table (the planned
-# activation memory against the paper's formulas), whose rows must be complete.
+# differs), and the layout the plan names.  bench/paper_memory.sh's table
+# (the planned activation memory against the paper's formulas) must be
+# complete, and each row fit an 80 GB A100 within 10% of the formula (below).
 source "$(dirname "$0")/lib.sh"
 
 n=0
@@ -53,7 +53,28 @@ check "14 paper plans x 2 modes checked ($n)" test "$n" = 28
 # each plan and mode (a change in check's format shows here, not as zeros)
 WEFT="$WEFT" bash bench/paper_memory.sh >"$WORK/table.txt" 2>&1
 cat "$WORK/table.txt"
-check "paper_memory.sh: 28 complete rows" test "$(awk 'NR > 2 && NF == 10 && ($3 == "yes" || $3 == "NO") &&
+check "paper_memory.sh: 28 complete rows" test "$(awk 'NR > 2 && NF >= 10 && ($3 == "yes" || $3 == "NO") &&
   $4 >= 0 && $5 > 0 && $6 > 0 && $7 > 0 && $8 > 0 && $9 > 0 && $10 > 0' "$WORK/table.txt" | wc -l)" = 28
+# Every plan fits the 80 GB A100 and plans its worst stage's activations
+# within 10% of Korthikanti's formula for its recompute mode, or below it
+# (column a/f; bench/paper_memory.sh says where the plan differs).  Known
+# exceptions, stated by the table's note: the selective + SP variants of the
+# 1.7B (tp 1) and 3.6B (tp 2) plans, which the papers did not run (Narayanan
+# et al. used full recompute): 34/t sbh a layer is 57 and 48 GiB at
+# microbatch 16, so even the formula's activations with the model states
+# exceed 80 GB; for those the test checks that the formula does not fit and
+# that the plan is still within 10% of it.
+while read -r plan mode fits stage total acts grads formula af agf note; do
+  check "$plan ($mode): activations $acts GiB within 10% of the formula's $formula GiB or below (a/f $af)" \
+    awk -v r="$af" 'BEGIN { exit !(r <= 1.10) }'
+  if [ "$fits" = yes ]; then
+    check "$plan ($mode): fits in 80 GB (worst stage $stage: $total GiB)" true
+  else
+    check "$plan ($mode): does not fit ($total GiB), because the formula's own activations do not ($note)" \
+      test "$note" = "formula does not fit"
+    case "$plan.$mode" in narayanan_1_7b.selective|narayanan_3_6b.selective) ;;
+      *) check "$plan ($mode) is one of the two stated exceptions" false ;; esac
+  fi
+done < <(awk 'NR > 2 && NF >= 10' "$WORK/table.txt")
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -14,7 +14,9 @@
  *        d(add_1) live from ln_f's backward to ln_2's); first-fit attains it;
  *      activation slot = the tensors that carry gradients + the gelu's output 4hN + saved buffers:
  *        3 layernorms x 2N (mean, rstd), attention B*H*T*T (CPU) or B*H*T
- *        (CUDA's log-sum-exp), the LM head's dlogits N*V;
+ *        (CUDA's log-sum-exp), the LM head's dlogits N*V; less 2hN, the two
+ *        c_proj outputs, which no backward reads (memory_slot.c): each lives
+ *        from its linear to its residual add, in the stage's region;
  *      scratch = T*T (CPU: one head's dP) or B*H*T (CUDA);
  *      under act16 (CUDA bf16) every activation count halves (saved state
  *        but the dlogits stays float).
@@ -51,7 +53,8 @@ static void one_block(void) {
         int half = c == 2;  /* act16 */
         long att = c == 0 ? B * H * T * T : B * H * T;
         long carry = (16 * h * N + N) / (half ? 2 : 1), dact = 7 * h * N / (half ? 2 : 1);
-        long act = carry + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1);
+        long act = carry + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1) -
+                   2 * h * N / (half ? 2 : 1);
         long scratch = c == 0 ? T * T : B * H * T;
         check(p.act16 == half, "%s %s: act16 = %d", backend, prec, half);
         check(p.param_numel[0] == psi_of(1, h, T, V), "%s %s: parameter arena Psi = %ld (%ld)", backend, prec,
@@ -59,6 +62,8 @@ static void one_block(void) {
         check(p.dact_numel[0] == dact, "%s %s: activation-gradient set 7hN = %ld floats (%ld)", backend, prec,
               dact, p.dact_numel[0]);
         check(p.act_numel[0] == act, "%s %s: activation slot %ld floats (%ld)", backend, prec, act, p.act_numel[0]);
+        check(p.region_numel[0] == h * N / (half ? 2 : 1), "%s %s: region hN = %ld floats, the c_proj outputs one at "
+              "a time (%ld)", backend, prec, h * N / (half ? 2 : 1), p.region_numel[0]);
         check(p.scratch_numel == scratch, "%s %s: scratch %ld floats (%ld)", backend, prec, scratch, p.scratch_numel);
         program_free(&p);
     }
@@ -105,9 +110,9 @@ static void model_states(void) {
 }
 
 /* Attention's saved floats on the CPU (B*H*T*T) and CUDA (B*H*T), H this
- * rank's heads; CUDA's activations shrink by exactly the difference per layer
- * and slot (one buffer in the stage's recompute region under selective
- * recompute). */
+ * rank's heads; CUDA's activation slots shrink by exactly the difference per
+ * layer of a chunk and slot (one buffer in the stage's recompute region under
+ * selective recompute). */
 static void attention(void) {
     struct { const char *name, *plan, *sets[3]; } v[] = {
         { "tiny", "plans/tiny.lua", { NULL } },
@@ -134,20 +139,39 @@ static void attention(void) {
               "on CUDA", v[i].name, n, rows * T, rows);
         check(cpu.scratch_numel == T * T && cuda.scratch_numel == rows, "%s: scratch T*T = %ld on the CPU (%ld), B*H*T "
               "on CUDA (%ld)", v[i].name, T * T, cpu.scratch_numel, cuda.scratch_numel);
-        long diff = 0;
-        for (int s = 0; s < cpu.pp; s++)
-            diff += cpu.act_numel[s] * program_slots(&cpu, s) + cpu.region_numel[s] -
-                    cuda.act_numel[s] * program_slots(&cuda, s) - cuda.region_numel[s];
-        long layers = 0;  /* the saved attentions: every layer in every slot, or the region's one */
+        long diff = 0, rdiff = 0, rmin = 0;
+        for (int s = 0; s < cpu.pp; s++) {
+            diff += cpu.act_numel[s] * program_slots(&cpu, s) - cuda.act_numel[s] * program_slots(&cuda, s);
+            rdiff += cpu.region_numel[s] - cuda.region_numel[s];
+            rmin += cuda.region_numel[s] >= rows && cpu.region_numel[s] >= rows * T;
+        }
+        int sel = strcmp(v[i].name, "selective") == 0;
+        long layers = 0;  /* the saved attentions: every layer of a chunk in every slot */
         for (int s = 0; s < cpu.pp; s++) {
             int in_stage = 0;
             for (int k = 0; k < cpu.n_ops; k++)
                 in_stage += cpu.ops[k].kind == OP_ATTENTION && cpu.ops[k].chunk % cpu.pp == s;
-            layers += strcmp(v[i].name, "selective") == 0 ? 1 : (long)in_stage * program_slots(&cpu, s);
+            /* a slot holds one chunk (memory_slot.c): the stage's chunks have equal layers here */
+            if (cpu.pp > 1) in_stage /= cpu.n_chunks / cpu.pp;
+            layers += sel ? 0 : (long)in_stage * program_slots(&cpu, s);
         }
         long want = layers * (rows * T - rows);
-        check(diff == want, "%s: CUDA's activations (slots and region) are %ld floats smaller (%ld)", v[i].name,
-              want, diff);
+        check(diff == want, "%s: CUDA's activation slots are %ld floats smaller (%ld)", v[i].name, want, diff);
+        /* the region (the forward's transients, selective's one attention
+         * buffer, a lone loss chunk's kept tensors) is packed by live
+         * interval: the same transients on both backends; under selective it
+         * holds the buffer, which the CPU's may share with transients live at
+         * other ops, so it is smaller by at most the difference */
+        if (sel)
+            check(rmin == cpu.pp && rdiff > 0 && rdiff <= rows * T - rows, "selective: each region holds the attention "
+                  "buffer; CUDA's is smaller by at most B*H*(T*T - T) = %ld floats (%ld)", rows * T - rows, rdiff);
+        else {  /* the loss chunk's attentions when the region holds its one microbatch (memory_slot.c) */
+            long lone = 0;
+            for (int k = 0; k < cpu.n_ops; k++)
+                lone += cpu.ops[k].kind == OP_ATTENTION && memory_saved_in_region(&cpu, &cpu.ops[k]);
+            check(rdiff == lone * (rows * T - rows), "%s: the regions differ by the %ld attention(s) of a lone loss "
+                  "chunk, %ld floats (%ld)", v[i].name, lone, lone * (rows * T - rows), rdiff);
+        }
         program_free(&cpu);
         program_free(&cuda);
     }
@@ -208,7 +232,9 @@ static void checker(void) {
         for (int a = 0; a < p.n_places && !planted; a++)
             for (int b = a + 1; b < p.n_places && !planted; b++) {
                 mem_place *x = &p.places[a], *y = &p.places[b];
-                if (x->kind != PLACE_ACT || y->kind != PLACE_ACT || x->stage != y->stage) continue;
+                if (x->kind != PLACE_ACT || y->kind != PLACE_ACT || x->stage != y->stage || x->chunk != y->chunk ||
+                    x->region != y->region || x->end < y->begin || y->end < x->begin)
+                    continue;  /* two live at once in one slot */
                 long keep = p.tensors[x->id].offset;
                 p.tensors[x->id].offset = p.tensors[y->id].offset + 16;
                 check(memory_check(&p) != 0, "%s: an activation planted into another is caught", v[i].name);
