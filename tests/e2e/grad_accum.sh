@@ -41,6 +41,9 @@
 # divides the master and moments by 2 and adds the reduced gradient shard
 # (4 / 2): 4 + 6 + 2 + 4 = 16 B, within the shards' rounding (rank 0 holds
 # the largest shard: at most a float per bucket over psi / dp).
+# `weft simulate` sends fp32-accumulated gradients in 4 bytes (bf16's in 2):
+# the 70B plan's ZeRO collectives over dp take longer by more than 1.5x (not
+# 2x: each ring step also pays a latency).
 source "$(dirname "$0")/lib.sh"
 PLAN=${PLAN:-plans/tiny.lua}
 DATA=$(make_data)
@@ -125,5 +128,12 @@ per_param() {  # per_param EXPECTED SLACK --set ...: the model state line says E
 check "weft check: bf16 dp 1 keeps 20 B per parameter" per_param 20 0.005 --set mesh.dp=1
 check "weft check: bf16 ZeRO-1 over dp 2 keeps 16 B per parameter" per_param 16 0.01 --set mesh.dp=2 --set zero=1
 check "weft check: fp32 dp 1 keeps 16 B per parameter" per_param 16 0.005 --set mesh.dp=1 --set precision=fp32
+# weft simulate: fp32 gradients put twice the bytes on the dp wire as bf16's
+dp_seconds() {
+  "$WEFT" simulate plans/llama_70b.lua --set precision=bf16 --set grad_accum="$1" 2>&1 |
+    sed -n 's/.*dp reduce-scatter + all-gather (ZeRO) \([0-9.]*\) s.*/\1/p'
+}
+dp_more() { awk -v a="$(dp_seconds auto)" -v f="$(dp_seconds fp32)" 'BEGIN { print "dp " a " s vs " f " s"; exit !(a > 0 && f > 1.5 * a) }'; }
+check "simulate: fp32 accumulation's dp collectives take longer (twice the bytes)" dp_more
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
