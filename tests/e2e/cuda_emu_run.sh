@@ -174,6 +174,10 @@ compare() {
   [ "$kind" = equiv ] && tl=2e-6 tn=1e-6
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
+    case $name in *_ga32*)  # fp32 accumulation: the runtime told, no weight gradient rounded
+      grep -q '\.grad_accum32 = 1' "$WORK/$name"/stage0.cu && ! grep -q 'wf_to_bf16(c, g + ' "$WORK/$name"/stage*.cu ||
+        { echo "$name rounds its weight gradients"; return 1; } ;;
+    esac
     loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-4) || ok=1
     norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-3) || ok=1
     echo "$loss, $norm"
