@@ -106,7 +106,8 @@ void get_operands(const Program *p, int i, operands *x) {
  *   - after each backward op (or B half): the gradients of its inputs, which
  *     it accumulated into;
  *   - after each backward op (or W half): its parameters' gradients, so that
- *     accumulation over microbatches is in 16 bits;
+ *     accumulation over microbatches is in 16 bits (not under plan.grad_accum
+ *     = "fp32", which accumulates them in floats);
  * saved buffers (layernorm statistics, attention probabilities) stay fp32.
  * Nothing is emitted under fp32, whose programs are unchanged.  Under act16
  * (act16.c: --backend cuda) the kernels store activations and their
@@ -141,7 +142,7 @@ static void round_input_grads(writer *o, const Program *p, int i, const operands
 }
 
 static void round_param_grads(writer *o, const Program *p, int i, const operands *x) {
-    const char *fn = round_fn(p);
+    const char *fn = grad_accum16(p) ? round_fn(p) : NULL;  /* plan.grad_accum = "fp32": never */
     const ir_op *op = &p->ops[i];
     if (!fn) return;
     for (int k = 0; k < op->n_param; k++)

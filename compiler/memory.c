@@ -120,7 +120,9 @@ program_memory program_memory_of(const Program *p, int stage) {
     m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * psi);
     if (p->zero == 1) m.grads += arena(shard);
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
-    m.optim = (wide ? 2 : 3) * arena(moments);  /* m and v (+ fp32 master) */
+    m.moments = 2 * arena(moments);              /* AdamW m and v */
+    m.master = wide ? 0 : arena(moments);        /* fp32 masters, laid out as the moments */
+    m.optim = m.moments + m.master;
     m.acts = arena(4.0 * ((double)p->act_numel[stage] * slots + (double)p->region_numel[stage]));
     m.dacts = arena(4.0 * (double)p->dact_numel[stage] * program_dact_sets(p, stage));
     /* kernel scratch, token losses, tokens and targets of every microbatch,

@@ -266,6 +266,7 @@ typedef struct Program {
     /* --backend cuda's communication (plan.comm, plan.nccl; comm_env.c) */
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
     char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
+    char grad_accum[8];      /* plan.grad_accum: "auto", "fp32", "bf16" or "fp16" (model_state.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
@@ -375,6 +376,7 @@ double program_planned_bytes(const Program *p, int stage);
  * device total, and what offload keeps in host memory. */
 typedef struct {
     double params, grads, optim, acts, dacts, scratch, cast, w16, runtime, total, host;
+    double master, moments;  /* optim's (and offload's) parts: fp32 masters, AdamW m and v */
 } program_memory;
 program_memory program_memory_of(const Program *p, int stage);
 /* report.c: "12.57 GiB", "960.00 KiB", "64 B" */
@@ -391,6 +393,23 @@ void comm_report(const Program *p, FILE *out);
  * moves (0: none).  wire_per_step: the bytes all ranks send in one step, by
  * kind and link class (ring collectives); wire_report: `weft check`'s table. */
 int tp_comm16(const Program *p);
+/* model_state.c: 1 when weight gradients accumulate in the plan's 16-bit
+ * type (bf16 / fp16 with plan.grad_accum "auto" or that type: rounded after
+ * every accumulation), 0 in fp32.  model_state_of: one rank of `stage`'s
+ * model state (its parameters, gradients, fp32 masters and AdamW moments, as
+ * memory.c counts them) per parameter the rank computes with; model_state_report:
+ * `weft check`'s lines on it. */
+int grad_accum16(const Program *p);
+typedef struct {
+    double params;   /* working weights (both 2BW versions), act16's 16-bit GEMM copies or cast buffer */
+    double grads;    /* the gradient arena, ZeRO's shard and bucket buffers */
+    double master;   /* fp32 masters (16-bit plans) */
+    double moments;  /* AdamW m and v */
+    double total;    /* bytes per parameter, all four (device and host) */
+    double numel;    /* the parameters of one rank of the stage (its tp / pp share) */
+} model_state;
+model_state model_state_of(const Program *p, int stage);
+void model_state_report(const Program *p, FILE *out);
 int tp_sum_bytes(const Program *p);
 int tp_gather_bytes(const Program *p);
 const char *tp_sum_dtype(const Program *p);

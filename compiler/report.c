@@ -140,7 +140,7 @@ void program_report(const Program *p, FILE *out) {
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);
     for (int k = 0; k < p->n_buckets; k++) {
         const ir_bucket *bk = &p->buckets[k];
-        program_human_bytes((strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0) * (double)bk->numel, a, sizeof a);
+        program_human_bytes((grad_accum16(p) ? 2.0 : 4.0) * (double)bk->numel, a, sizeof a);
         fprintf(out, "  bucket %-3d %10s  %s .. %s (ready after backward op %d)\n", k, a,
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
@@ -231,6 +231,7 @@ void program_report(const Program *p, FILE *out) {
     }
     fprintf(out, "  verdict      %s in the %s of a %s device\n",
             worst <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
+    model_state_report(p, out);
     wire_report(p, out);
 }
 

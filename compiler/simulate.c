@@ -469,13 +469,13 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
      * dp group spans them, overlapped with the last microbatch's backward */
     /* data parallel, per stage: its buckets' ring collectives across nodes when
      * the dp group spans them (16-bit gradients travel in 16 bits on GPUs; the
-     * CPU backend sends floats).  Plain dp all-reduces overlapping the last
+     * CPU backend sends floats; plan.grad_accum = "fp32" keeps them floats).  Plain dp all-reduces overlapping the last
      * microbatch's backward; ZeRO reduce-scatters overlapping backward (every
      * microbatch from stage 2 on), then the updated shards all-gathered after
      * the step (stages 1, 2); stage 3 instead all-gathers each bucket before
      * its use in forward and again in backward, prefetched so that it overlaps
      * that compute. */
-    double el = calib || strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
+    double el = calib || !grad_accum16(p) ? 4.0 : 2.0;
     double exposed_dp = 0, dp_comm = 0;
     int dp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_DP);
     const cost_link *dp_link = group_link(p, dp_apart, p->dp);

@@ -1024,6 +1024,11 @@ local function make_plan(spec)
     -- dtype (16-bit under bf16 / fp16), "fp32" widened floats (the sums of
     -- the older runtime, bit for bit)
     tp_comm = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
+    -- where weight gradients accumulate (over microbatches, and the data-
+    -- parallel sum): "auto" the plan's precision (rounded to 16 bits after
+    -- every accumulation under bf16 / fp16, as every plan always did), "fp32"
+    -- in floats, rounded never (Megatron's --accumulate-allreduce-grads-in-fp32)
+    grad_accum = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
   })
 
   local function rebuild(field, v, kind, ctor)
@@ -1189,6 +1194,11 @@ local function make_plan(spec)
   if (s.tp_comm == "bf16" or s.tp_comm == "fp16") and s.tp_comm ~= s.precision then
     fail("plan.tp_comm", show(s.tp_comm) .. " under precision = " .. show(s.precision)
          .. ": tensor-parallel messages carry the activations' dtype or fp32",
+         "\"auto\", \"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
+  end
+  if (s.grad_accum == "bf16" or s.grad_accum == "fp16") and s.grad_accum ~= s.precision then
+    fail("plan.grad_accum", show(s.grad_accum) .. " under precision = " .. show(s.precision)
+         .. ": weight gradients accumulate in the plan's dtype or in fp32",
          "\"auto\", \"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
   end
 

@@ -333,7 +333,8 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_log(c, "%s\n", blas);
     if (p->precision != WF_FP32)
         wf_log(c, "precision: %s storage (emulated: rounded fp32), fp32 master weights and AdamW "
-               "moments%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
+               "moments%s%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
+               p->grad_accum32 ? ", weight gradients accumulated in fp32" : "",
                p->precision == WF_FP16 ? (p->scale_dynamic ? ", dynamic loss scale" : ", static loss scale") : "");
     if (p->zero || p->offload_optimizer)
         wf_log(c, "optimizer: AdamW state %s%s%s%s%s\n", p->zero ? "sharded over the dp group" : "whole",

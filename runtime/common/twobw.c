@@ -235,7 +235,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     c->loss_sum += wf_backend_loss_take(c);  /* CUDA: this batch's losses, summed on the device */
     complete_metrics(c);
     wf_tp_partial_grads(c);
-    if (p->precision != WF_FP32)  /* the reduced gradients, stored in 16 bits (as step.c) */
+    if (p->precision != WF_FP32 && !p->grad_accum32)  /* the reduced gradients, in 16 bits (as step.c) */
         wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);

@@ -38,6 +38,9 @@
 #         the fp32 rows, which compare weights: in 4 steps of this small model an
 #         attention backward fed the wrong tensor moved the bf16 losses by only
 #         3e-5 and the norms by 1e-3.
+# bf16_ga32 and bf16_ga32_dp2 accumulate weight gradients in fp32
+# (plan.grad_accum = "fp32": no rounding call on them, none in the optimizer
+# step), against the CPU's run of the same plan with act16's tolerances.
 # hs160 runs head size 160 (the 529.6B and 1T GPTs'; tiny at hidden 160, 1
 # head), past what the tensor-core kernels take, on attention.cu's fp32
 # kernels with 16 threads a row, fp32 so that the weights are compared too.
@@ -144,6 +147,9 @@ build_ref ref_fp16_2bw plans/tiny.lua "${fp16_scale[@]}" --set pipeline.schedule
 # head size 160 (the 530B and 1T GPTs'): attention.cu's 16-thread rows, 16-row tiles
 hs160=(--set model.hidden=160 --set model.heads=1)
 build_ref ref_hs160 plans/tiny.lua "${hs160[@]}"
+# plan.grad_accum = "fp32": weight gradients accumulated in floats (two
+# microbatches a step on one rank)
+build_ref ref_bf16_ga32 plans/tiny.lua --set precision=bf16 --set grad_accum=fp32
 wait
 for r in "$WORK"/ref*.rc; do
   [ "$(cat "$r")" = 0 ] || { echo "FAIL the CPU reference $(basename "$r" .rc): $(tail -n 3 "${r%.rc}.out")"; exit 1; }
@@ -168,6 +174,10 @@ compare() {
   [ "$kind" = equiv ] && tl=2e-6 tn=1e-6
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
+    case $name in *_ga32*)  # fp32 accumulation: the runtime told, no weight gradient rounded
+      grep -q '\.grad_accum32 = 1' "$WORK/$name"/stage0.cu && ! grep -q 'wf_to_bf16(c, g + ' "$WORK/$name"/stage*.cu ||
+        { echo "$name rounds its weight gradients"; return 1; } ;;
+    esac
     loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-4) || ok=1
     norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-3) || ok=1
     echo "$loss, $norm"
@@ -276,6 +286,8 @@ rows=(
   "bf16_tp4_nccl ref_bf16_tp4 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=4 --set batch.micro=2 --set precision=bf16 --set comm=nccl"
   "fp16_2bw  ref_fp16_2bw act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]} --set pipeline.schedule=pipedream-2bw"
   "hs160     ref_hs160  fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 ${hs160[*]}"
+  "bf16_ga32 ref_bf16_ga32 act16 plans/tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set grad_accum=fp32"
+  "bf16_ga32_dp2 ref_bf16_ga32 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set grad_accum=fp32 --set comm=mpi"
 )
 selected=()
 for row in "${rows[@]}"; do

@@ -371,6 +371,11 @@ typedef struct wf_program {
      * as it is, float activations (the CPU) packed into 16 bits around each
      * collective; sums in the 16-bit type (coll.h).  0: fp32 sums */
     int tp_comm16;
+    /* 1: weight gradients accumulate in fp32 under a bf16 / fp16 plan
+     * (plan.grad_accum = "fp32"): neither the generated code nor the
+     * optimizer step rounds them.  0: rounded to the 16-bit type after every
+     * accumulation and after the data-parallel sum (fp32 plans: no rounding) */
+    int grad_accum32;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
 } wf_program;
 
