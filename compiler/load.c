@@ -403,6 +403,9 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     int pipe = push_sub(L, plan, "pipeline");
     get_str(L, pipe, "schedule", p->schedule, sizeof p->schedule);
     p->virt = p->pp > 1 ? (int)get_int(L, pipe, "virtual") : 1;  /* chunks only matter across stages */
+    lua_getfield(L, pipe, "scatter_gather");  /* resolved by the prelude */
+    p->scatter_gather = lua_toboolean(L, -1) && p->pp > 1 && p->tp > 1;
+    lua_pop(L, 1);
     int stages = push_sub(L, pipe, "stages");
     if (lua_istable(L, stages) && p->pp > 1) {
         int n = (int)lua_rawlen(L, stages);

@@ -224,6 +224,7 @@ typedef struct Program {
     double bucket_mb;
     /* pipeline */
     char schedule[16];
+    int scatter_gather;     /* pipeline.scatter_gather: messages split across tp ranks */
     int virt;               /* chunks per pipeline rank (interleaved) */
     int n_chunks;           /* pp * virt */
     int *chunk_layers;      /* layers per chunk, from the plan (or NULL: balance) */
@@ -379,9 +380,11 @@ int tp_gather_bytes(const Program *p);
 const char *tp_sum_dtype(const Program *p);
 const char *tp_gather_dtype(const Program *p);
 long pipe_message_bytes(const Program *p);
+long pipe_send_bytes(const Program *p);  /* a tp rank's part of it: 1/tp under scatter/gather */
 long tp_op_bytes(const Program *p, int i, int backward);
 typedef struct { double intra, inter; } wire_bytes;
-typedef struct { wire_bytes tp, pp, dp, tied, total; } wire_step;
+/* pp_gather: scatter/gather's all-gathers of the received slices (tp links) */
+typedef struct { wire_bytes tp, pp, dp, tied, total, pp_gather; } wire_step;
 wire_step wire_per_step(const Program *p);
 void wire_report(const Program *p, FILE *out);
 

@@ -1002,6 +1002,12 @@ local function make_plan(spec)
     microbatches = { "integer", min = 1, max = 1 << 20 },
     virtual = { "integer", min = 1, max = 64, default = 1 },
     stages = { "table" },
+    -- Megatron's scatter/gather: with tp > 1 each tp rank sends only its 1/tp
+    -- slice of a boundary activation (and of its gradient) to its peer in the
+    -- next stage, and the receiving stage all-gathers the slices in its tp
+    -- group.  On by default when tp > 1 without sequence parallelism (whose
+    -- boundary tensor is already split by sequence: there is nothing to save).
+    scatter_gather = { "boolean" },
   })
 
   -- What this version can run.
@@ -1067,6 +1073,20 @@ local function make_plan(spec)
       fail("pipeline.stages", "layer counts sum to " .. sum .. ", the model has " .. s.model.layers,
            chunks .. " counts summing to " .. s.model.layers)
     end
+  end
+  -- slices of whole 16-bit pairs: micro * seq * hidden values in 2 tp pieces
+  local splits = (s.batch.micro * s.model.seq * (s.model.hidden or 1)) % (2 * s.mesh.tp) == 0
+  if pl.scatter_gather == nil then
+    pl.scatter_gather = s.mesh.tp > 1 and not s.mesh.sp and s.mesh.pp > 1 and splits
+  elseif pl.scatter_gather and not splits then
+    fail("pipeline.scatter_gather", "true, but micro * seq * hidden = " .. s.batch.micro * s.model.seq * (s.model.hidden or 1)
+         .. " values do not split into tp = " .. s.mesh.tp .. " slices of whole 16-bit pairs", "false")
+  elseif pl.scatter_gather and (s.mesh.tp == 1 or s.mesh.pp == 1) then
+    fail("pipeline.scatter_gather", "true splits pipeline messages across tp ranks, but mesh has tp = "
+         .. s.mesh.tp .. " and pp = " .. s.mesh.pp, "false, or tp > 1 and pp > 1")
+  elseif pl.scatter_gather and s.mesh.sp then
+    fail("pipeline.scatter_gather", "true with mesh.sp: under sequence parallelism each tp rank already "
+         .. "sends only its 1/tp of the sequence", "false (or leave it out)")
   end
   s.offload = check_fields("offload", s.offload, {
     optimizer = { "string", one_of = { "none", "cpu" }, default = "none" },

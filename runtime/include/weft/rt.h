@@ -427,6 +427,12 @@ void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
                  float *rbuf, long rn, int rstage, int rtag);
 void wf_tied_grads(wf_ctx *c);
 float *wf_recv_buffer(wf_ctx *c, int i);
+/* Pipeline scatter/gather (Megatron): a message of n floats (n % tp == 0)
+ * travels as tp slices, one from each tp rank to its peer; wf_pipe_slice is
+ * this rank's slice of buf, wf_pipe_gather all-gathers the slices of the
+ * received message in place over the tp group. */
+float *wf_pipe_slice(wf_ctx *c, float *buf, long n);
+void wf_pipe_gather(wf_ctx *c, float *buf, long n);
 void wf_copy(float *dst, const float *src, long n);
 void wf_zero(float *dst, long n);       /* activation recompute: a block's gradients */          /* sums the tied wte gradients of first and last stage */
 
