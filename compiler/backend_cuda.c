@@ -26,6 +26,12 @@ int cuda_backend_check(const Program *p) {
                  "--backend cpu)", p->plan_path, p->hidden / p->heads, p->hidden, p->heads);
         return -1;
     }
+    /* runtime/common/step.c packs the gradients into 16 bits on the host */
+    if (p->dp > 1 && dp_comm16(p)) {
+        wf_error("%s: plan.dp_comm: %s gradient sums on --backend cuda are supported later (valid: \"fp32\"; "
+                 "or compile with --backend cpu)", p->plan_path, p->dp_comm);
+        return -1;
+    }
     for (int i = 0; i < p->n_ops; i++)
         if (!op_has_backend(p->ops[i].kind, BACKEND_CUDA)) {
             wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",

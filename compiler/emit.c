@@ -396,6 +396,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
     if (p->comm_numel) program_fields(o, ".comm_numel = %ldL,", p->comm_numel);
     /* 16-bit tensor-parallel messages (wire.c); only where there are any */
     if (p->tp > 1 && tp_comm16(p)) program_fields(o, ".tp_comm16 = 1,");
+    /* 16-bit data-parallel gradient sums (plan.dp_comm) */
+    if (p->dp > 1 && dp_comm16(p)) program_fields(o, ".dp_comm16 = 1,");
     /* 16-bit activation storage (act16.c): CUDA, bf16 / fp16 */
     program_fields(o, ".act16 = %d, .cast_numel = %ldL, .weight16_numel = %ldL,", p->act16, p->cast_numel[stage],
       p->weight16_numel[stage]);

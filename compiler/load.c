@@ -425,6 +425,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     p->bucket_mb = get_num(L, buckets, "mb");
     get_str(L, plan, "comm", p->comm, sizeof p->comm);
     get_str(L, plan, "tp_comm", p->tp_comm, sizeof p->tp_comm);
+    get_str(L, plan, "dp_comm", p->dp_comm, sizeof p->dp_comm);
     lua_settop(L, plan);
     int nccl = push_sub(L, plan, "nccl");
     int n_env = (int)lua_rawlen(L, nccl);

@@ -262,6 +262,7 @@ typedef struct Program {
     /* --backend cuda's communication (plan.comm, plan.nccl; comm_env.c) */
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
     char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
+    char dp_comm[8];         /* plan.dp_comm: "fp32", "bf16" or "fp16" (wire.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
@@ -380,7 +381,8 @@ int tp_gather_bytes(const Program *p);
 const char *tp_sum_dtype(const Program *p);
 const char *tp_gather_dtype(const Program *p);
 long pipe_message_bytes(const Program *p);
-long pipe_send_bytes(const Program *p);  /* a tp rank's part of it: 1/tp under scatter/gather */
+long pipe_send_bytes(const Program *p);
+int dp_comm16(const Program *p);  /* the gradient all-reduce carries the 16-bit type */  /* a tp rank's part of it: 1/tp under scatter/gather */
 long tp_op_bytes(const Program *p, int i, int backward);
 typedef struct { double intra, inter; } wire_bytes;
 /* pp_gather: scatter/gather's all-gathers of the received slices (tp links) */

@@ -43,6 +43,10 @@ long pipe_message_bytes(const Program *p) {
     return 0;
 }
 
+/* plan.dp_comm: the bucket all-reduce in the plan's 16-bit type (the
+ * prelude allows it under bf16 / fp16 without ZeRO) */
+int dp_comm16(const Program *p) { return p->dp_comm[0] && strcmp(p->dp_comm, "fp32") != 0; }
+
 /* What one tp rank sends of a pipeline message: all of it, or its slice
  * under scatter/gather (the compiler checks that tp divides it) */
 long pipe_send_bytes(const Program *p) {
@@ -146,13 +150,13 @@ wire_step wire_per_step(const Program *p) {
                 ring(p, r, WF_AXIS_TP, 1, accum * (double)pipe_message_bytes(p), &w.pp_gather);
         }
         /* data parallel: the stage's buckets, fp32 gradients (step.c,
-         * zero*.c): all-reduced once a step; ZeRO reduce-scatters them (each
+         * zero*.c; 16-bit under plan.dp_comm): all-reduced once a step; ZeRO reduce-scatters them (each
          * microbatch from ZeRO-2 on) and all-gathers the updated parameters
          * (ZeRO-3: before each use instead) */
         for (int b = 0; b < p->n_buckets; b++) {
             const ir_bucket *bk = &p->buckets[b];
             if (bk->stage != stage) continue;
-            double bytes = 4.0 * (double)bk->numel;
+            double bytes = (dp_comm16(p) ? 2.0 : 4.0) * (double)bk->numel;
             if (!p->zero) {
                 ring(p, r, WF_AXIS_DP, 2, bytes, &w.dp);
                 continue;
@@ -200,7 +204,8 @@ void wire_report(const Program *p, FILE *out) {
         if (i == 1) fprintf(out, "  (%s%s)", p->act16 ? p->precision : "fp32",
                             p->scatter_gather ? ", 1/tp slices: scatter/gather" : "");
         if (i == 2) fprintf(out, "  (the slices all-gathered in the tp group)");
-        if (i == 3 || i == 4) fprintf(out, "  (fp32 gradients)");
+        if (i == 3) fprintf(out, "  (%s gradients)", dp_comm16(p) ? p->dp_comm : "fp32");
+        if (i == 4) fprintf(out, "  (fp32 gradients)");
         fputc('\n', out);
     }
 }

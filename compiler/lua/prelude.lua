@@ -936,6 +936,11 @@ local function make_plan(spec)
     -- dtype (16-bit under bf16 / fp16), "fp32" widened floats (the sums of
     -- the older runtime, bit for bit)
     tp_comm = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
+    -- the values the data-parallel gradient all-reduce carries: "fp32" (the
+    -- default: gradients accumulate in fp32, and Megatron then reduces them
+    -- in fp32 too), or the plan's 16-bit type (half the bytes; each rank's
+    -- gradient and each partial sum rounded to it)
+    dp_comm = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
   })
 
   local function rebuild(field, v, kind, ctor)
@@ -1122,6 +1127,16 @@ local function make_plan(spec)
     fail("plan.tp_comm", show(s.tp_comm) .. " under precision = " .. show(s.precision)
          .. ": tensor-parallel messages carry the activations' dtype or fp32",
          "\"auto\", \"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
+  end
+
+  if s.dp_comm ~= "fp32" and s.dp_comm ~= s.precision then
+    fail("plan.dp_comm", show(s.dp_comm) .. " under precision = " .. show(s.precision)
+         .. ": data-parallel sums carry fp32 or the plan's 16-bit type",
+         "\"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
+  end
+  if s.dp_comm ~= "fp32" and s.zero > 0 then
+    fail("plan.dp_comm", show(s.dp_comm) .. " with zero = " .. s.zero .. " " .. SUPPORTED_LATER
+         .. " (ZeRO's reduce-scatters carry fp32)", "\"fp32\", or zero = 0")
   end
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.

@@ -16,9 +16,10 @@
 # And the bytes (compiler/wire.c, `weft check`): this plan (tiny, 2 layers,
 # h 64, N = micro 8 x seq 64 = 512 tokens, 2 microbatches a step, dp 1)
 # sends per step 2 tp pairs x 2 microbatches x 1 boundary x 2 directions x
-# N h 4 bytes = 1 MiB between stages with whole messages; with scatter/gather
+# N h 4 bytes = 1 MiB between stages (across nodes: tiny's nodes hold 2
+# devices, one stage's tp group) with whole messages; with scatter/gather
 # half of it, 512 KiB (divided by tp), plus 512 KiB of all-gathers inside
-# the stages' tp groups (2 stages' 2 ranks each send (tp-1)/tp of a 128 KiB
+# the nodes' tp groups (2 stages' 2 ranks each send (tp-1)/tp of a 128 KiB
 # message, 2 microbatches).  The generated program shows the split as
 # explicit calls: wf_pipe_slice on every send and receive, and one
 # wf_pipe_gather after each receive.
@@ -54,13 +55,16 @@ check "the program sends and receives slices" \
 check "one wf_pipe_gather per receive (2 microbatches: 2 on each stage)" \
   bash -c "test \$(grep -c 'wf_pipe_gather(c, ' '$s1') = 2 && test \$(grep -c 'wf_pipe_gather(c, ' '$WORK/fp32_1f1b_true/stage0.c') = 2"
 check "whole messages: no slices, no gathers" bash -c "! grep -q 'wf_pipe_' '$WORK/fp32_1f1b_false/stage1.c'"
-wire() {  # wire ROW [--set ...]: weft check's bytes inside a node for one row
+wire() {  # wire ROW [--set ...]: weft check's bytes for one row, "inside a node | across nodes"
   local row=$1; shift
-  "$WEFT" check plans/tiny.lua "${small[@]}" "$@" | sed -n "s/^  $row  *\([0-9.]*\) \([KMG]*i*B\) .*/\1 \2/p"
+  "$WEFT" check plans/tiny.lua "${small[@]}" "$@" |
+    sed -n "s/^  $row  *\([0-9.]* [KMG]*i*B\)  *\([0-9.]* [KMG]*i*B\).*/\1 | \2/p"
 }
-check "weft check: pp 1.00 MiB per step with whole messages" test "$(wire pp --set pipeline.scatter_gather=false)" = "1.00 MiB"
-check "weft check: pp 512.00 KiB per step with scatter/gather (/ tp)" test "$(wire pp)" = "512.00 KiB"
-check "weft check: and 512.00 KiB of all-gathers in the tp groups" test "$(wire 'pp gather')" = "512.00 KiB"
+check "weft check: pp 1.00 MiB per step across nodes with whole messages" \
+  test "$(wire pp --set pipeline.scatter_gather=false)" = "0 B | 1.00 MiB"
+check "weft check: pp 512.00 KiB per step across nodes with scatter/gather (/ tp)" test "$(wire pp)" = "0 B | 512.00 KiB"
+check "weft check: and 512.00 KiB of all-gathers inside the nodes (tp groups)" \
+  test "$(wire 'pp gather')" = "512.00 KiB | 0 B"
 check "weft inspect: a message is this tp rank's half" \
   bash -c "'$WEFT' inspect plans/tiny.lua ${small[*]} | grep -q 'fp32 65536 bytes: this tp rank.s 1/2 slice of 131072'"
 check "weft inspect: the GATHER and its bytes" \

@@ -371,6 +371,10 @@ typedef struct wf_program {
      * as it is, float activations (the CPU) packed into 16 bits around each
      * collective; sums in the 16-bit type (coll.h).  0: fp32 sums */
     int tp_comm16;
+    /* 1: the data-parallel bucket all-reduce carries the plan's 16-bit type
+     * (plan.dp_comm; no ZeRO; the CPU backend): each bucket packed into 16
+     * bits in place, summed in the type (coll.h), widened back.  0: fp32 */
+    int dp_comm16;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
 } wf_program;
 
