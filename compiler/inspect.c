@@ -105,8 +105,9 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             if (in->op == SI_OPTIM) {
                 for (int b = 0; b < p->n_buckets; b++)
                     if (p->buckets[b].stage == stage && p->dp > 1 && !p->zero)
-                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): fp32 %ld bytes\n", b,
-                                p->dp, 4 * p->buckets[b].numel);
+                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %s %ld bytes\n", b,
+                                p->dp, dp_comm16(p) ? p->dp_comm : "fp32",
+                                (dp_comm16(p) ? 2 : 4) * p->buckets[b].numel);
                     else if (p->buckets[b].stage == stage && p->dp > 1)
                         fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks), fp32 %ld bytes: reduce-scatter%s%s\n",
                                 p->zero, b, p->dp, 4 * p->buckets[b].numel,

@@ -59,5 +59,8 @@ dp_bytes() { "$WEFT" check plans/tiny.lua "${small[@]}" --set mesh.dp=2 --set ba
   sed -n 's/^  dp  *\([0-9.]*\) \([KMG]*i*B\) .*/\1 \2/p'; }
 check "weft check: dp 6.43 MiB per step with fp32 sums" test "$(dp_bytes)" = "6.43 MiB"
 check "weft check: dp 3.21 MiB per step with bf16 sums" test "$(dp_bytes --set dp_comm=bf16)" = "3.21 MiB"
+check "weft inspect: each bucket's all-reduce in bf16, 2 bytes a gradient" \
+  bash -c "'$WEFT' inspect plans/tiny.lua ${small[*]} --set mesh.dp=2 --set batch.micro=8 --set dp_comm=bf16 |
+           grep -q 'all-reduce bucket 0 over dp group (2 ranks): bf16 '"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
