@@ -1,5 +1,7 @@
 /* dp_comm.c: 16-bit data-parallel gradient sums (plan.dp_comm = "bf16" /
- * "fp16"; the compiler allows them on the CPU backend without ZeRO).  A
+ * "fp16"; the compiler allows them without ZeRO, on the CPU backend and on
+ * CUDA with comm = "mpi", whose gradients are managed memory the host reads
+ * after a device sync; over NCCL later).  A
  * bucket's fp32 gradients are packed into 16 bits in place, in the bucket's
  * first half (value i goes to bytes 2i, which a forward walk has read
  * already), all-reduced in the type (coll.h: each add rounds to it), and

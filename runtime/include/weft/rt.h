@@ -372,7 +372,7 @@ typedef struct wf_program {
      * collective; sums in the 16-bit type (coll.h).  0: fp32 sums */
     int tp_comm16;
     /* 1: the data-parallel bucket all-reduce carries the plan's 16-bit type
-     * (plan.dp_comm; no ZeRO; the CPU backend): each bucket packed into 16
+     * (plan.dp_comm; no ZeRO; host MPI): each bucket packed into 16
      * bits in place, summed in the type (coll.h), widened back.  0: fp32 */
     int dp_comm16;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
