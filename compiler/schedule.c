@@ -580,7 +580,6 @@ static int add_gathers(sched_instr **ins, int *n, int stage)
         g.chunk = got.chunk;
         g.recv = got;
         g.group = stage;
-        g.dslot = in->dslot;  /* a gradient's set, as its receive's (memory pass) */
         snprintf(g.tag, sizeof g.tag, "gather.%s", got.kind == MSG_ACT ? "act" : "grad");
         out[k++] = g;
     }
