@@ -3,6 +3,7 @@
  * verified schedule as one call per instruction, with activation slots and
  * staging buffers for boundary tensors. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "emit.h"
 #include "ops.h"
@@ -332,11 +333,31 @@ static int msg_tag(const Program *p, sched_msg_kind kind, int m, int chunk) {
     return (((m % p->accum) * p->n_chunks + chunk) * 2 + (kind == MSG_GRAD)) % 32768;
 }
 
+/* Scatter/gather (s->split tp ranks): a message travels as this tp rank's
+ * slice of its buffer, `buf` then; whole messages leave buf as it is.
+ * Returns the floats sent or received. */
+static long sliced(const schedule *s, char *buf, size_t len, long n) {
+    if (s->split < 2) return n;
+    static const char head[] = "wf_pipe_slice(c, ";
+    char tail[48];
+    int t = snprintf(tail, sizeof tail, ", %ldL)", n);
+    size_t k = strlen(buf), h = sizeof head - 1;
+    if (h + k + (size_t)t + 1 > len) {
+        wf_error("emit pass: message buffer name too long (internal)");
+        exit(3);
+    }
+    memmove(buf + h, buf, k);
+    memcpy(buf, head, h);
+    memcpy(buf + h + k, tail, (size_t)t + 1);
+    return n / s->split;
+}
+
 /* One call per instruction of a verified list. */
 static void emit_instrs(writer *o, const Program *p, int stage, const sched_instr *ins, int count) {
     const schedule *s = p->sched;
-    char buf[2 * NAMEBUF + 64], rbuf[2 * NAMEBUF + 64], text[256];
-    long n, rn;
+    char buf[2 * NAMEBUF + 96], rbuf[2 * NAMEBUF + 96], text[256];
+    char got[2 * NAMEBUF + 96] = "";  /* the last received message's whole buffer (GATHER's) */
+    long n, rn, got_n = 0;
     int *staging = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     int *staging_recv = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     assign_staging_list(s, ins, count, staging, staging_recv, staged_sends(p));
@@ -398,6 +419,7 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
         case SI_SEND_ACT: case SI_SEND_GRAD:
             msg_buffer(p, slots, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 1,
                        staging[i], in->dslot, buf, sizeof buf, &n);
+            n = sliced(s, buf, sizeof buf, n);
             emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_send(c, %s, %ldL, %d, %d)); /* %s */\n",
                  in->op == SI_SEND_ACT ? 'a' : 'g', in->m, in->chunk, buf, n, in->peer,
                  msg_tag(p, in->op == SI_SEND_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
@@ -405,6 +427,9 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
         case SI_RECV_ACT: case SI_RECV_GRAD:
             msg_buffer(p, slots, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, 0,
                        staging[i], in->dslot, buf, sizeof buf, &n);
+            snprintf(got, sizeof got, "%s", buf);
+            got_n = n;
+            n = sliced(s, buf, sizeof buf, n);
             emit(o, "    wf_recv(c, %s, %ldL, %d, %d); /* %s */\n", buf, n, in->peer,
               msg_tag(p, in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk), text);
             break;
@@ -413,6 +438,10 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
                        sizeof buf, &n);
             msg_buffer(p, slots, in->recv.kind, in->recv.m, in->recv.chunk, 0,
                        staging_recv[i] >= 0 ? staging_recv[i] : staging[i], in->dslot, rbuf, sizeof rbuf, &rn);
+            snprintf(got, sizeof got, "%s", rbuf);
+            got_n = rn;
+            n = sliced(s, buf, sizeof buf, n);
+            rn = sliced(s, rbuf, sizeof rbuf, rn);
             emit(o, "    WF_TRACED(c, '%c', %d, %d, wf_sendrecv(c, %s, %ldL, %d, %d,\n"
                     "                %s, %ldL, %d, %d));\n    /* %s */\n",
                  in->send.kind == MSG_ACT ? 'a' : 'g', in->send.m, in->send.chunk, buf, n, in->send.peer,
@@ -421,6 +450,15 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
             break;
         case SI_OPTIM:
             emit(o, "    WF_TRACED(c, 'O', 0, 0, wf_buckets_wait(c); wf_optimizer_step(c));\n");
+            break;
+        case SI_GATHER:
+            /* schedule_scatter_gather puts it right after its receive */
+            if (!got[0]) {
+                wf_error("emit pass: %s follows no receive (internal)", text);
+                exit(3);
+            }
+            emit(o, "    wf_pipe_gather(c, %s, %ldL); /* %s */\n", got, got_n, text);
+            got[0] = 0;
             break;
         case SI_SEND_TIED:
             if (in->send.kind == MSG_TIED_GRAD) emit(o, "    wf_tied_send_grad(c); /* %s */\n", text);

@@ -105,8 +105,9 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             if (in->op == SI_OPTIM) {
                 for (int b = 0; b < p->n_buckets; b++)
                     if (p->buckets[b].stage == stage && p->dp > 1 && !p->zero)
-                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): fp32 %ld bytes\n", b,
-                                p->dp, 4 * p->buckets[b].numel);
+                        fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %s %ld bytes\n", b,
+                                p->dp, dp_comm16(p) ? p->dp_comm : "fp32",
+                                (dp_comm16(p) ? 2 : 4) * p->buckets[b].numel);
                     else if (p->buckets[b].stage == stage && p->dp > 1)
                         fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks), fp32 %ld bytes: reduce-scatter%s%s\n",
                                 p->zero, b, p->dp, 4 * p->buckets[b].numel,
@@ -117,7 +118,15 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
                     fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);
             }
             fprintf(out, "  #%-3d %s", i, buf);
-            if (msg) fprintf(out, "  [%s %ld bytes, pp group]", p->act16 ? p->precision : "fp32", bytes);
+            const char *dt = p->act16 ? p->precision : "fp32";
+            if (msg && s->split > 1)
+                fprintf(out, "  [%s %ld bytes: this tp rank's 1/%d slice of %ld, pp group]", dt, pipe_send_bytes(p),
+                        s->split, bytes);
+            else if (msg)
+                fprintf(out, "  [%s %ld bytes, pp group]", dt, bytes);
+            if (in->op == SI_GATHER)  /* a ring all-gather: each member sends (tp - 1) / tp of it */
+                fprintf(out, "  [%s %ld bytes all-gathered over the tp group of %d: %ld sent by this rank]", dt,
+                        bytes, p->tp, bytes / p->tp * (p->tp - 1));
             if ((in->op == SI_FWD || in->op == SI_BWD || in->op == SI_BWD_INPUT) && p->tp > 1) {
                 char coll[160];
                 int chunk = p->pp > 1 ? in->chunk : 0;

@@ -416,6 +416,9 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     int pipe = push_sub(L, plan, "pipeline");
     get_str(L, pipe, "schedule", p->schedule, sizeof p->schedule);
     p->virt = p->pp > 1 ? (int)get_int(L, pipe, "virtual") : 1;  /* chunks only matter across stages */
+    lua_getfield(L, pipe, "scatter_gather");  /* resolved by the prelude */
+    p->scatter_gather = lua_toboolean(L, -1) && p->pp > 1 && p->tp > 1;
+    lua_pop(L, 1);
     int stages = push_sub(L, pipe, "stages");
     if (lua_istable(L, stages) && p->pp > 1) {
         int n = (int)lua_rawlen(L, stages);
@@ -436,6 +439,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     get_str(L, plan, "comm", p->comm, sizeof p->comm);
     get_str(L, plan, "tp_comm", p->tp_comm, sizeof p->tp_comm);
     get_str(L, plan, "grad_accum", p->grad_accum, sizeof p->grad_accum);
+    get_str(L, plan, "dp_comm", p->dp_comm, sizeof p->dp_comm);
     lua_settop(L, plan);
     int nccl = push_sub(L, plan, "nccl");
     int n_env = (int)lua_rawlen(L, nccl);

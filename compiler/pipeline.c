@@ -32,6 +32,12 @@ int pass_schedule(Program *p) {
         wf_error("%s: pipeline: %s", p->plan_path, err);
         return -1;
     }
+    /* Megatron's scatter/gather: each tp rank sends its slice, the receiving
+     * stage all-gathers them (GATHER instructions, verified over pp x tp) */
+    if (p->scatter_gather && schedule_scatter_gather(p->sched, p->tp, err, sizeof err) != 0) {
+        wf_error("%s: pipeline.scatter_gather: %s", p->plan_path, err);
+        return -1;
+    }
     if (schedule_verify(p->sched, err, sizeof err) != 0) {
         wf_error("%s: pipeline schedule %s failed verification: %s", p->plan_path, p->schedule, err);
         return -1;

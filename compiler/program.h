@@ -226,6 +226,7 @@ typedef struct Program {
     double bucket_mb;
     /* pipeline */
     char schedule[16];
+    int scatter_gather;     /* pipeline.scatter_gather: messages split across tp ranks */
     int virt;               /* chunks per pipeline rank (interleaved) */
     int n_chunks;           /* pp * virt */
     int *chunk_layers;      /* layers per chunk, from the plan (or NULL: balance) */
@@ -267,6 +268,7 @@ typedef struct Program {
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
     char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
     char grad_accum[8];      /* plan.grad_accum: "auto", "fp32", "bf16" or "fp16" (model_state.c) */
+    char dp_comm[8];         /* plan.dp_comm: "fp32", "bf16" or "fp16" (wire.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the
@@ -415,9 +417,12 @@ int tp_gather_bytes(const Program *p);
 const char *tp_sum_dtype(const Program *p);
 const char *tp_gather_dtype(const Program *p);
 long pipe_message_bytes(const Program *p);
+long pipe_send_bytes(const Program *p);
+int dp_comm16(const Program *p);  /* the gradient all-reduce carries the 16-bit type */  /* a tp rank's part of it: 1/tp under scatter/gather */
 long tp_op_bytes(const Program *p, int i, int backward);
 typedef struct { double intra, inter; } wire_bytes;
-typedef struct { wire_bytes tp, pp, dp, tied, total; } wire_step;
+/* pp_gather: scatter/gather's all-gathers of the received slices (tp links) */
+typedef struct { wire_bytes tp, pp, dp, tied, total, pp_gather; } wire_step;
 wire_step wire_per_step(const Program *p);
 void wire_report(const Program *p, FILE *out);
 

@@ -47,7 +47,7 @@ const char *sched_op_name(sched_op op)
 {
     static const char *const names[SI__COUNT] = {
         "FWD", "BWD", "BWD_INPUT", "BWD_WEIGHT", "SEND_ACT", "RECV_ACT", "SEND_GRAD",
-        "RECV_GRAD", "SENDRECV", "COLLECTIVE", "OPTIM", "SEND_TIED", "RECV_TIED"};
+        "RECV_GRAD", "SENDRECV", "COLLECTIVE", "OPTIM", "SEND_TIED", "RECV_TIED", "GATHER"};
     return (unsigned)op < SI__COUNT ? names[op] : "?";
 }
 
@@ -78,6 +78,10 @@ void sched_instr_str(const sched_instr *in, char *buf, size_t len)
     case SI_COLLECTIVE:
         snprintf(buf, len, "COLLECTIVE group %d \"%s\"", in->group, in->tag);
         break;
+    case SI_GATHER:
+        snprintf(buf, len, "GATHER %s m%d c%d over tp group %d", in->recv.kind == MSG_ACT ? "ACT" : "GRAD",
+                 in->m, in->chunk, in->group);
+        break;
     case SI_SEND_TIED: case SI_RECV_TIED: {
         const sched_msg *g = in->op == SI_SEND_TIED ? &in->send : &in->recv;
         snprintf(buf, len, "%s %s of batch m%d %s rank %d", name,
@@ -103,9 +107,11 @@ static void dump_list(const char *what, const sched_instr *ins, int n, FILE *out
 
 void schedule_dump(const schedule *s, FILE *out)
 {
-    fprintf(out, "schedule %s: stages %d, micro %d, virt %d%s\n", sched_name(s->kind),
+    fprintf(out, "schedule %s: stages %d, micro %d, virt %d%s", sched_name(s->kind),
             s->stages, s->micro, s->virt,
             s->weight_delay ? ", weights one step stale (2BW)" : "");
+    if (s->split > 1) fprintf(out, ", messages split across %d tp ranks (scatter/gather)", s->split);
+    fputc('\n', out);
     for (int st = 0; st < s->stages; st++) {
         fprintf(out, "stage %d (%d activation slots, %d message buffers):\n", st, s->slots[st],
                 s->bufs[st]);
@@ -544,6 +550,60 @@ out:
     free(pl.bend);
     free(pl.slot_of);
     return rc;
+}
+
+/* ---- scatter/gather ------------------------------------------------------ */
+
+/* The list with a GATHER after each receive of a pipeline message; -1 out of memory. */
+static int add_gathers(sched_instr **ins, int *n, int stage)
+{
+    int extra = 0;
+    for (int i = 0; i < *n; i++) {
+        sched_op op = (*ins)[i].op;
+        extra += op == SI_RECV_ACT || op == SI_RECV_GRAD || op == SI_SENDRECV;
+    }
+    sched_instr *out = malloc(sizeof *out * ((size_t)(*n + extra) + 1));
+    if (!out) return -1;
+    int k = 0;
+    for (int i = 0; i < *n; i++) {
+        const sched_instr *in = &(*ins)[i];
+        out[k++] = *in;
+        sched_msg got;
+        if (in->op == SI_RECV_ACT || in->op == SI_RECV_GRAD)
+            got = (sched_msg){in->op == SI_RECV_ACT ? MSG_ACT : MSG_GRAD, in->m, in->chunk, in->peer};
+        else if (in->op == SI_SENDRECV)
+            got = in->recv;
+        else
+            continue;
+        sched_instr g = blank(SI_GATHER);
+        g.m = got.m;
+        g.chunk = got.chunk;
+        g.recv = got;
+        g.group = stage;
+        snprintf(g.tag, sizeof g.tag, "gather.%s", got.kind == MSG_ACT ? "act" : "grad");
+        out[k++] = g;
+    }
+    free(*ins);
+    *ins = out;
+    *n = k;
+    return 0;
+}
+
+int schedule_scatter_gather(schedule *s, int tp, char *err, size_t errlen)
+{
+    if (tp < 2) {
+        fail(err, errlen, "scatter/gather needs tp >= 2 ranks to split messages across (tp = %d)", tp);
+        return -1;
+    }
+    for (int st = 0; st < s->stages; st++)
+        if (add_gathers(&s->ins[st], &s->n[st], st) != 0 ||
+            (s->pro && (add_gathers(&s->pro[st], &s->npro[st], st) != 0 ||
+                        add_gathers(&s->epi[st], &s->nepi[st], st) != 0))) {
+            fail(err, errlen, "scatter/gather: out of memory");
+            return -1;
+        }
+    s->split = tp;
+    return 0;
 }
 
 /* ---- build ------------------------------------------------------------- */

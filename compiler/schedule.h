@@ -51,6 +51,12 @@ typedef enum {
      * a non-blocking send (never waits; the receiver takes it from its mailbox)
      * and a blocking receive. */
     SI_SEND_TIED, SI_RECV_TIED,
+    /* Scatter/gather (schedule_scatter_gather): the tp-group all-gather that
+     * completes a received pipeline message (m, chunk; kind in recv.kind),
+     * of which each tp rank received its 1/tp slice.  A collective of the
+     * stage's tp group (`group`): every member gathers the same messages in
+     * the same order. */
+    SI_GATHER,
     SI__COUNT
 } sched_op;
 
@@ -104,6 +110,11 @@ typedef struct {
     sched_instr **ins;      /* ins[stage][0 .. n[stage]-1] */
     int *n;
     int *slots;             /* activation slots reserved per stage */
+    /* Scatter/gather: tp ranks a pipeline message is split across (each tp
+     * rank sends its 1/split slice to its own peer, GATHER puts the message
+     * together); 1: whole messages.  The lists name stages and are the same
+     * for a stage's tp ranks; schedule_verify runs stages x split ranks. */
+    int split;
     int *bufs;              /* per stage, the most messages held at once outside the
                                slots: produced and not yet sent (a send may come some
                                ops after its producer), or received and not yet used */
@@ -129,6 +140,12 @@ int schedule_tie_2bw(schedule *s, char *err, size_t errlen);
  * renumbered to consecutive batches 0, 1, 2 (a plain schedule, micro = 3 micro,
  * no pro/epi); 0 or -1 (out of memory). Used by the verifier and the timeline. */
 int schedule_unroll_2bw(const schedule *s, schedule *out);
+
+/* Megatron's scatter/gather over tp ranks: after every receive of a pipeline
+ * message (RECV_ACT, RECV_GRAD, SENDRECV) a GATHER of it over the stage's tp
+ * group (group id = the stage), in every list (2BW: prologue, step, epilogue);
+ * sets split = tp.  0, or -1 with err (out of memory, or tp < 2). */
+int schedule_scatter_gather(schedule *s, int tp, char *err, size_t errlen);
 
 const char *sched_name(sched_kind kind);               /* "1f1b", ... */
 int sched_parse(const char *name, sched_kind *out);    /* 0 ok, -1 unknown; "2bw" also accepted */

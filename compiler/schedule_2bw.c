@@ -57,9 +57,9 @@ static int is_compute(sched_op op)
 /* Renumbers every microbatch the instruction names by delta. */
 static sched_instr shifted(sched_instr in, int delta)
 {
-    if (is_compute(in.op) || (in.op >= SI_SEND_ACT && in.op <= SI_RECV_GRAD)) in.m += delta;
+    if (is_compute(in.op) || (in.op >= SI_SEND_ACT && in.op <= SI_RECV_GRAD) || in.op == SI_GATHER) in.m += delta;
     if (in.op == SI_SENDRECV || in.op == SI_SEND_TIED) in.send.m += delta;
-    if (in.op == SI_SENDRECV || in.op == SI_RECV_TIED) in.recv.m += delta;
+    if (in.op == SI_SENDRECV || in.op == SI_RECV_TIED || in.op == SI_GATHER) in.recv.m += delta;
     return in;
 }
 
@@ -309,6 +309,7 @@ int schedule_unroll_2bw(const schedule *s, schedule *out)
     out->chunks = s->chunks;
     out->weight_delay = s->weight_delay;
     out->tied = s->tied;
+    out->split = s->split;
     out->ins = calloc((size_t)p, sizeof *out->ins);
     out->n = calloc((size_t)p, sizeof *out->n);
     out->slots = calloc((size_t)p, sizeof *out->slots);

@@ -421,7 +421,16 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     for (int k = 1; k < p->n_chunks; k++)
         if (p->chunk_in[k]) boundary = 4.0 * tensor_storage(p, p->chunk_in[k]);  /* act16: half */
     int pp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_PP);  /* ranks between neighbour stages */
-    double p2p = p->pp > 1 ? cost_p2p(boundary, group_link(p, pp_apart, 2)) : 0;
+    double p2p = 0;
+    if (p->pp > 1 && s->split > 1) {
+        /* scatter/gather: a 1/tp slice between stages, then the all-gather
+         * on the tp group's links; the trace charges both to the message */
+        p2p = cost_p2p(boundary / s->split, group_link(p, pp_apart, 2));
+        int tp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_TP);
+        p2p += cost_allgather_ring(boundary, p->tp, group_link(p, tp_apart, p->tp));
+    } else if (p->pp > 1) {
+        p2p = cost_p2p(boundary, group_link(p, pp_apart, 2));
+    }
     double *us = malloc(sizeof(double) * (size_t)(3 * p->n_chunks + p->pp));
     if (!us) {
         sim_times_free(&tm);

@@ -134,6 +134,7 @@ static int step(sim *x, int st, const sched_instr *in, double *clock, int *poste
         return post_send(x, st, t, kind, in->m, in->chunk) ? -1 : 1;
     }
     if (in->op == SI_COLLECTIVE) return post_collective(x, st, t, in->tag) ? -1 : 1;
+    if (in->op == SI_GATHER) return 1;  /* scatter/gather: in its message's comm_us (simulate.c) */
     if (in->op == SI_SENDRECV && !*posted) {
         /* The send half goes out once, at the first attempt, even if the receive waits. */
         if (post_send(x, st, t, in->send.kind, in->send.m, in->send.chunk)) return -1;

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { F_DONE = 1, B_DONE = 2, W_DONE = 4, ACT_IN = 8, GRAD_IN = 16 };
+/* ACT_PART / GRAD_PART: this rank's slice of a split message arrived (its
+ * GATHER then sets ACT_IN / GRAD_IN) */
+enum { F_DONE = 1, B_DONE = 2, W_DONE = 4, ACT_IN = 8, GRAD_IN = 16, ACT_PART = 32, GRAD_PART = 64 };
 enum { DIR_SEND, DIR_RECV };
 
 typedef struct {
@@ -88,6 +90,17 @@ static int parts_of(const sched_instr *in, part out[2])
 
 static int is_tied(sched_op op) { return op == SI_SEND_TIED || op == SI_RECV_TIED; }
 
+/* group-wide: COLLECTIVE and scatter/gather's GATHER */
+static int is_coll(sched_op op) { return op == SI_COLLECTIVE || op == SI_GATHER; }
+
+/* Two members at collectives of one group agree: the same tag, and for a
+ * GATHER the same message. */
+static int same_coll(const sched_instr *a, const sched_instr *b)
+{
+    if (a->op != b->op || strcmp(a->tag, b->tag) != 0) return 0;
+    return a->op != SI_GATHER || (a->recv.kind == b->recv.kind && a->m == b->m && a->chunk == b->chunk);
+}
+
 static int find_rank(const vctx *v, int id)
 {
     if (v->rank_at) return id >= 0 && id < v->nids ? v->rank_at[id] : -1;
@@ -168,7 +181,15 @@ static int precheck(vctx *v, int *max_m, int *max_c)
                     (g->kind != MSG_TIED_GRAD && g->kind != MSG_TIED_WEIGHT))
                     return verr(v, "%s: bad tied-wte message", ref(v, r, pc, b, sizeof b));
             }
-            if (ins->op == SI_COLLECTIVE) {
+            if (ins->op == SI_GATHER) {
+                if (!in->split)
+                    return verr(v, "%s: a GATHER, but the messages are not split", ref(v, r, pc, b, sizeof b));
+                if (ins->m < 0 || ins->chunk < 0 || (ins->recv.kind != MSG_ACT && ins->recv.kind != MSG_GRAD))
+                    return verr(v, "%s: bad message", ref(v, r, pc, b, sizeof b));
+                if (ins->m > *max_m) *max_m = ins->m;
+                if (ins->chunk > *max_c) *max_c = ins->chunk;
+            }
+            if (is_coll(ins->op)) {
                 const verify_group *g = find_group(v, ins->group);
                 if (!g || !is_member(g, vr->rank))
                     return verr(v, "%s: rank %d is not a member of group %d%s",
@@ -233,8 +254,9 @@ static int run_fwd(vctx *v, int r, int pc, int key)
         return verr(v, "%s runs twice (first at #%d)", ref(v, r, pc, b, sizeof b), rs->fwd_at[key]);
     if (v->in->chunks > 0 && c > 0 && !(rs->flags[key] & ACT_IN) &&
         !(flags_of(rs, key_of(v, r, ins->m, c - 1)) & F_DONE))
-        return verr(v, "%s runs before its input activation arrived (no RECV_ACT m%d c%d "
-                    "or FWD m%d c%d before it)", ref(v, r, pc, b, sizeof b), ins->m, c, ins->m, c - 1);
+        return verr(v, "%s runs before its input activation arrived (no RECV_ACT m%d c%d%s "
+                    "or FWD m%d c%d before it)", ref(v, r, pc, b, sizeof b), ins->m, c,
+                    v->in->split ? " and its GATHER" : "", ins->m, c - 1);
     if (rs->live + 1 > rs->r->slots)
         return verr(v, "%s: buffer over-use, %d live activations exceed the %d reserved slots",
                     ref(v, r, pc, b, sizeof b), rs->live + 1, rs->r->slots);
@@ -273,9 +295,9 @@ static int run_bwd(vctx *v, int r, int pc, int key)
             return verr(v, "%s: input gradient computed twice", ref(v, r, pc, b, sizeof b));
         if (v->in->chunks > 0 && c < v->in->chunks - 1 && !(f & GRAD_IN) &&
             !(flags_of(rs, key_of(v, r, ins->m, c + 1)) & B_DONE))
-            return verr(v, "%s runs before its output gradient arrived (no RECV_GRAD m%d c%d "
+            return verr(v, "%s runs before its output gradient arrived (no RECV_GRAD m%d c%d%s "
                         "or backward of m%d c%d before it)", ref(v, r, pc, b, sizeof b),
-                        ins->m, c, ins->m, c + 1);
+                        ins->m, c, v->in->split ? " and its GATHER" : "", ins->m, c + 1);
     }
     if (check_slot(v, r, pc, key) < 0) return -1;
     if (ins->op != SI_BWD_INPUT) release(rs, ins->slot);
@@ -339,10 +361,21 @@ static int complete(vctx *v, int r)
     for (int k = 0; k < np; k++) {
         if (p[k].dir != DIR_RECV) continue;
         unsigned char bit = p[k].msg.kind == MSG_ACT ? ACT_IN : GRAD_IN;
+        if (v->in->split) bit = p[k].msg.kind == MSG_ACT ? ACT_PART : GRAD_PART;
         unsigned char *f = &rs->flags[key_of(v, r, p[k].msg.m, p[k].msg.chunk)];
         if (*f & bit)
             return verr(v, "%s: message received twice", ref(v, r, rs->pc, b, sizeof b));
         *f |= bit;
+    }
+    if (ins->op == SI_GATHER) {
+        int act = ins->recv.kind == MSG_ACT;
+        unsigned char *f = &rs->flags[key_of(v, r, ins->m, ins->chunk)];
+        if (!(*f & (act ? ACT_PART : GRAD_PART)))
+            return verr(v, "%s: gathers a message whose slice rank %d has not received",
+                        ref(v, r, rs->pc, b, sizeof b), rs->r->rank);
+        if (*f & (act ? ACT_IN : GRAD_IN))
+            return verr(v, "%s: message gathered twice", ref(v, r, rs->pc, b, sizeof b));
+        *f |= act ? ACT_IN : GRAD_IN;
     }
     rs->pc++;
     rs->pdone[0] = rs->pdone[1] = 0;
@@ -370,15 +403,15 @@ static int try_step(vctx *v, int r)
     part p[2];
     int np = parts_of(ins, p);
 
-    if (ins->op == SI_COLLECTIVE) {
+    if (is_coll(ins->op)) {
         const verify_group *g = find_group(v, ins->group);
         for (int i = 0; i < g->nmembers; i++) {
             rstate *q = &v->rs[find_rank(v, g->members[i])];
             if (q == rs) continue;
             if (q->done) return 0;
             const sched_instr *qi = &q->r->ins[q->pc];
-            if (qi->op != SI_COLLECTIVE || qi->group != ins->group) return 0;
-            if (strcmp(qi->tag, ins->tag) != 0)
+            if (!is_coll(qi->op) || qi->group != ins->group) return 0;
+            if (!same_coll(qi, ins))
                 return verr(v, "collective order differs in group %d: %s, but %s",
                             ins->group, ref(v, r, rs->pc, b1, sizeof b1),
                             ref(v, (int)(q - v->rs), q->pc, b2, sizeof b2));
@@ -455,13 +488,13 @@ static int waits_for(const vctx *v, int r)
 {
     const rstate *rs = &v->rs[r];
     const sched_instr *ins = &rs->r->ins[rs->pc];
-    if (ins->op == SI_COLLECTIVE) {
+    if (is_coll(ins->op)) {
         const verify_group *g = find_group(v, ins->group);
         for (int i = 0; i < g->nmembers; i++) {
             int q = find_rank(v, g->members[i]);
             const rstate *qs = &v->rs[q];
             if (q == r) continue;
-            if (qs->done || qs->r->ins[qs->pc].op != SI_COLLECTIVE ||
+            if (qs->done || !is_coll(qs->r->ins[qs->pc].op) ||
                 qs->r->ins[qs->pc].group != ins->group)
                 return q;
         }
@@ -484,7 +517,7 @@ static int diagnose(vctx *v)
         rstate *rs = &v->rs[r];
         if (rs->done) continue;
         const sched_instr *ins = &rs->r->ins[rs->pc];
-        if (ins->op == SI_COLLECTIVE) {
+        if (is_coll(ins->op)) {
             int q = waits_for(v, r);
             if (q >= 0 && v->rs[q].done)
                 return verr(v, "%s waits for rank %d, which finished without entering it",
@@ -568,7 +601,7 @@ static int init_rank(vctx *v, int r, int max_m)
         const sched_instr *ins = &rs->r->ins[pc];
         part p[2];
         int np = parts_of(ins, p), cs[2], nc = 0;
-        if (is_compute(ins->op)) cs[nc++] = ins->chunk;
+        if (is_compute(ins->op) || ins->op == SI_GATHER) cs[nc++] = ins->chunk;
         for (int k = 0; k < np; k++)
             if (p[k].dir == DIR_RECV) cs[nc++] = p[k].msg.chunk; /* flags land on the receiver */
         for (int k = 0; k < nc; k++)
@@ -699,6 +732,16 @@ int schedule_verify(const schedule *s, char *err, size_t errlen)
         schedule_free(&u);
         return rc;
     }
+    if (s->split > 1) {
+        verify_tp t;
+        if (verify_tp_build(s, &t) != 0) {
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        int rc = verify_run(&t.in, err, errlen);
+        verify_tp_free(&t);
+        return rc;
+    }
     verify_rank *ranks = calloc((size_t)s->stages, sizeof *ranks);
     if (!ranks) {
         if (err && errlen) snprintf(err, errlen, "out of memory");
@@ -710,8 +753,58 @@ int schedule_verify(const schedule *s, char *err, size_t errlen)
         ranks[st].n = s->n[st];
         ranks[st].slots = s->slots[st];
     }
-    verify_input in = {ranks, s->stages, NULL, 0, s->chunks};
+    verify_input in = {ranks, s->stages, NULL, 0, s->chunks, 0};
     int rc = verify_run(&in, err, errlen);
     free(ranks);
     return rc;
+}
+
+int verify_tp_build(const schedule *s, verify_tp *out)
+{
+    int t = s->split > 1 ? s->split : 1, n = s->stages * t;
+    memset(out, 0, sizeof *out);
+    out->ranks = calloc((size_t)n, sizeof *out->ranks);
+    out->groups = calloc((size_t)s->stages, sizeof *out->groups);
+    out->members = malloc(sizeof(int) * (size_t)n);
+    out->lists = calloc((size_t)n, sizeof *out->lists);
+    if (!out->ranks || !out->groups || !out->members || !out->lists) goto oom;
+    out->nlists = n;
+    for (int st = 0; st < s->stages; st++) {
+        out->groups[st] = (verify_group){st, out->members + st * t, t};
+        for (int j = 0; j < t; j++) {
+            int id = st * t + j, len = s->n[st];
+            out->members[id] = id;
+            sched_instr *l = malloc(sizeof *l * ((size_t)len + 1));
+            if (!l) goto oom;
+            memcpy(l, s->ins[st], sizeof *l * (size_t)len);
+            /* tp rank j's peers are tp rank j of the other stages */
+            for (int i = 0; i < len; i++) {
+                if (l[i].peer >= 0) l[i].peer = l[i].peer * t + j;
+                if (l[i].op == SI_SENDRECV) {
+                    l[i].send.peer = l[i].send.peer * t + j;
+                    l[i].recv.peer = l[i].recv.peer * t + j;
+                }
+                if (l[i].op == SI_SEND_TIED) l[i].send.peer = l[i].send.peer * t + j;
+                if (l[i].op == SI_RECV_TIED) l[i].recv.peer = l[i].recv.peer * t + j;
+            }
+            out->lists[id] = l;
+            out->ranks[id] = (verify_rank){id, l, len, s->slots[st]};
+        }
+    }
+    out->in = (verify_input){out->ranks, n, out->groups, s->stages, s->chunks, s->split > 1};
+    return 0;
+oom:
+    verify_tp_free(out);
+    return -1;
+}
+
+void verify_tp_free(verify_tp *v)
+{
+    if (v->lists)
+        for (int i = 0; i < v->nlists; i++) free(v->lists[i]);
+    free(v->lists);
+    free(v->ranks);
+    free(v->groups);
+    free(v->members);
+    memset(v, 0, sizeof *v);
 }

@@ -14,7 +14,10 @@
  *     matches in posting order); a message never received is an error;
  *   - a COLLECTIVE completes when every member of its group is at a COLLECTIVE of
  *     that group with the same tag; a member at a different tag of the same group
- *     is an ordering violation.
+ *     is an ordering violation.  A GATHER (scatter/gather's all-gather of a
+ *     received pipeline message) is a collective too: every member must be at
+ *     the GATHER of the same message (kind, microbatch, chunk); it needs the
+ *     rank's slice received, and only it makes the message usable.
  * Matching is deterministic (no wildcards), so one run to a fixed point decides
  * the outcome for every interleaving.
  *
@@ -63,13 +66,35 @@ typedef struct {
     const verify_group *groups;
     int ngroups;
     int chunks;               /* model chunks, for the data-dependency checks; 0 skips them */
+    /* scatter/gather: a received pipeline message is one slice of it, ready
+     * for its FWD or backward only after the GATHER of it; 0: whole messages
+     * (a GATHER is then an error) */
+    int split;
 } verify_input;
 
 /* 0 if every rank runs to its end without violations; -1 and a message in err. */
 int verify_run(const verify_input *in, char *err, size_t errlen);
 
 /* A built pipeline schedule, rank == stage, no collective groups; for
- * PipeDream-2BW the unrolled prologue + steady + steady + epilogue. */
+ * PipeDream-2BW the unrolled prologue + steady + steady + epilogue.  With
+ * scatter/gather (s->split > 1) on stages x split ranks (verify_tp_build). */
 int schedule_verify(const schedule *s, char *err, size_t errlen);
+
+/* A scatter/gather schedule as the ranks run it: stages x split ranks, rank
+ * id stage * split + j (tp rank j of the stage) sending its slices to rank
+ * peer * split + j; group id `stage` is the stage's split tp ranks, whose
+ * GATHERs must agree.  Each rank owns a copy of its list (lists[rank id]),
+ * so that a test can plant a fault in one.  2BW: build from the unrolled
+ * schedule.  0, or -1 out of memory. */
+typedef struct {
+    verify_input in;
+    verify_rank *ranks;
+    verify_group *groups;
+    int *members;
+    sched_instr **lists;
+    int nlists;
+} verify_tp;
+int verify_tp_build(const schedule *s, verify_tp *out);
+void verify_tp_free(verify_tp *v);
 
 #endif

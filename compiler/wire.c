@@ -10,7 +10,9 @@
  * nodes when its successor (the next group index, the last to the first)
  * lies on another node; ranks fill nodes in order, devices_per_node each,
  * and mesh.order's strides say who the neighbours are.  A pipeline message
- * goes from one rank to one rank. */
+ * goes from one rank to one rank; with scatter/gather each tp rank sends its
+ * 1/tp slice to its peer and the receiving stage all-gathers the slices in
+ * its tp group (a ring all-gather of the whole message). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,16 @@ long pipe_message_bytes(const Program *p) {
     for (int k = 1; k < p->n_chunks; k++)
         if (p->chunk_in[k]) return 4L * tensor_storage(p, p->chunk_in[k]);
     return 0;
+}
+
+/* plan.dp_comm: the bucket all-reduce in the plan's 16-bit type (the
+ * prelude allows it under bf16 / fp16 without ZeRO) */
+int dp_comm16(const Program *p) { return p->dp_comm[0] && strcmp(p->dp_comm, "fp32") != 0; }
+
+/* What one tp rank sends of a pipeline message: all of it, or its slice
+ * under scatter/gather (the compiler checks that tp divides it) */
+long pipe_send_bytes(const Program *p) {
+    return p->scatter_gather ? pipe_message_bytes(p) / p->tp : pipe_message_bytes(p);
 }
 
 /* The whole tensor op i's collective moves (all tp ranks' rows), bytes. */
@@ -115,7 +127,7 @@ wire_step wire_per_step(const Program *p) {
         return w;
     }
     for (int s = 0; s < p->pp; s++) tp_stage(p, s, &reduce[s], &other[s]);
-    long pipe = pipe_message_bytes(p);
+    long pipe = pipe_send_bytes(p);
     for (int r = 0; r < p->world; r++) {
         int coord[WF_AXES];
         wf_mesh_coords(p->axes, p->n_axes, r, coord);
@@ -134,15 +146,19 @@ wire_step wire_per_step(const Program *p) {
             int inter = node_of(p, r) != node_of(p, other_rank);
             if (stage == from) add_to(&w.pp, inter, accum * (double)pipe);
             if (stage == to) add_to(&w.pp, inter, accum * (double)pipe);
+            /* scatter/gather: the receiver's all-gather, the activation on
+             * stage `to`, its gradient on `from` */
+            if (p->scatter_gather)
+                ring(p, r, WF_AXIS_TP, 1, accum * (double)pipe_message_bytes(p), &w.pp_gather);
         }
         /* data parallel: the stage's buckets, fp32 gradients (step.c,
-         * zero*.c): all-reduced once a step; ZeRO reduce-scatters them (each
+         * zero*.c; 16-bit under plan.dp_comm): all-reduced once a step; ZeRO reduce-scatters them (each
          * microbatch from ZeRO-2 on) and all-gathers the updated parameters
          * (ZeRO-3: before each use instead) */
         for (int b = 0; b < p->n_buckets; b++) {
             const ir_bucket *bk = &p->buckets[b];
             if (bk->stage != stage) continue;
-            double bytes = 4.0 * (double)bk->numel;
+            double bytes = (dp_comm16(p) ? 2.0 : 4.0) * (double)bk->numel;
             if (!p->zero) {
                 ring(p, r, WF_AXIS_DP, 2, bytes, &w.dp);
                 continue;
@@ -166,8 +182,8 @@ wire_step wire_per_step(const Program *p) {
     }
     free(reduce);
     free(other);
-    w.total.intra = w.tp.intra + w.pp.intra + w.dp.intra + w.tied.intra;
-    w.total.inter = w.tp.inter + w.pp.inter + w.dp.inter + w.tied.inter;
+    w.total.intra = w.tp.intra + w.pp.intra + w.pp_gather.intra + w.dp.intra + w.tied.intra;
+    w.total.inter = w.tp.inter + w.pp.inter + w.pp_gather.inter + w.dp.inter + w.tied.inter;
     return w;
 }
 
@@ -175,20 +191,23 @@ wire_step wire_per_step(const Program *p) {
 void wire_report(const Program *p, FILE *out) {
     if (p->world < 2) return;
     wire_step w = wire_per_step(p);
-    const char *what[] = { "tp", "pp", "dp", "tied wte", "all" };  /* ("total" is the memory table's) */
-    const wire_bytes *rows[] = { &w.tp, &w.pp, &w.dp, &w.tied, &w.total };
+    const char *what[] = { "tp", "pp", "pp gather", "dp", "tied wte", "all" };  /* ("total" is the memory table's) */
+    const wire_bytes *rows[] = { &w.tp, &w.pp, &w.pp_gather, &w.dp, &w.tied, &w.total };
     fprintf(out, "wire      bytes sent per step by all %d ranks (ring collectives; %d devices a node):\n",
             p->world, p->devices_per_node);
     fprintf(out, "  %-12s %14s %14s\n", "", "inside a node", "across nodes");
-    for (int i = 0; i < 5; i++) {
-        if (i < 4 && rows[i]->intra == 0 && rows[i]->inter == 0) continue;
+    for (int i = 0; i < 6; i++) {
+        if (i < 5 && rows[i]->intra == 0 && rows[i]->inter == 0) continue;
         char a[32], b[32];
         program_human_bytes(rows[i]->intra, a, sizeof a);
         program_human_bytes(rows[i]->inter, b, sizeof b);
         fprintf(out, "  %-12s %14s %14s", what[i], a, b);
         if (i == 0) fprintf(out, "  (sums %s, gathers %s)", tp_sum_dtype(p), tp_gather_dtype(p));
-        if (i == 1) fprintf(out, "  (%s)", p->act16 ? p->precision : "fp32");
-        if (i == 2 || i == 3) fprintf(out, "  (fp32 gradients)");
+        if (i == 1) fprintf(out, "  (%s%s)", p->act16 ? p->precision : "fp32",
+                            p->scatter_gather ? ", 1/tp slices: scatter/gather" : "");
+        if (i == 2) fprintf(out, "  (the slices all-gathered in the tp group)");
+        if (i == 3) fprintf(out, "  (%s gradients)", dp_comm16(p) ? p->dp_comm : "fp32");
+        if (i == 4) fprintf(out, "  (fp32 gradients)");
         fputc('\n', out);
     }
 }

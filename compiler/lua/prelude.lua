@@ -1029,6 +1029,11 @@ local function make_plan(spec)
     -- every accumulation under bf16 / fp16, as every plan always did), "fp32"
     -- in floats, rounded never (Megatron's --accumulate-allreduce-grads-in-fp32)
     grad_accum = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
+    -- the values the data-parallel gradient all-reduce carries: "fp32" (the
+    -- default: gradients accumulate in fp32, and Megatron then reduces them
+    -- in fp32 too), or the plan's 16-bit type (half the bytes; each rank's
+    -- gradient and each partial sum rounded to it)
+    dp_comm = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
   })
 
   local function rebuild(field, v, kind, ctor)
@@ -1095,6 +1100,12 @@ local function make_plan(spec)
     microbatches = { "integer", min = 1, max = 1 << 20 },
     virtual = { "integer", min = 1, max = 64, default = 1 },
     stages = { "table" },
+    -- Megatron's scatter/gather: with tp > 1 each tp rank sends only its 1/tp
+    -- slice of a boundary activation (and of its gradient) to its peer in the
+    -- next stage, and the receiving stage all-gathers the slices in its tp
+    -- group.  On by default when tp > 1 without sequence parallelism (whose
+    -- boundary tensor is already split by sequence: there is nothing to save).
+    scatter_gather = { "boolean" },
   })
 
   -- What this version can run.
@@ -1161,6 +1172,20 @@ local function make_plan(spec)
            chunks .. " counts summing to " .. s.model.layers)
     end
   end
+  -- slices of whole 16-bit pairs: micro * seq * hidden values in 2 tp pieces
+  local splits = (s.batch.micro * s.model.seq * (s.model.hidden or 1)) % (2 * s.mesh.tp) == 0
+  if pl.scatter_gather == nil then
+    pl.scatter_gather = s.mesh.tp > 1 and not s.mesh.sp and s.mesh.pp > 1 and splits
+  elseif pl.scatter_gather and not splits then
+    fail("pipeline.scatter_gather", "true, but micro * seq * hidden = " .. s.batch.micro * s.model.seq * (s.model.hidden or 1)
+         .. " values do not split into tp = " .. s.mesh.tp .. " slices of whole 16-bit pairs", "false")
+  elseif pl.scatter_gather and (s.mesh.tp == 1 or s.mesh.pp == 1) then
+    fail("pipeline.scatter_gather", "true splits pipeline messages across tp ranks, but mesh has tp = "
+         .. s.mesh.tp .. " and pp = " .. s.mesh.pp, "false, or tp > 1 and pp > 1")
+  elseif pl.scatter_gather and s.mesh.sp then
+    fail("pipeline.scatter_gather", "true with mesh.sp: under sequence parallelism each tp rank already "
+         .. "sends only its 1/tp of the sequence", "false (or leave it out)")
+  end
   s.offload = check_fields("offload", s.offload, {
     optimizer = { "string", one_of = { "none", "cpu" }, default = "none" },
     params = { "string", one_of = { "none", "cpu" }, default = "none" },
@@ -1200,6 +1225,16 @@ local function make_plan(spec)
     fail("plan.grad_accum", show(s.grad_accum) .. " under precision = " .. show(s.precision)
          .. ": weight gradients accumulate in the plan's dtype or in fp32",
          "\"auto\", \"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
+  end
+
+  if s.dp_comm ~= "fp32" and s.dp_comm ~= s.precision then
+    fail("plan.dp_comm", show(s.dp_comm) .. " under precision = " .. show(s.precision)
+         .. ": data-parallel sums carry fp32 or the plan's 16-bit type",
+         "\"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
+  end
+  if s.dp_comm ~= "fp32" and s.zero > 0 then
+    fail("plan.dp_comm", show(s.dp_comm) .. " with zero = " .. s.zero .. " " .. SUPPORTED_LATER
+         .. " (ZeRO's reduce-scatters carry fp32)", "\"fp32\", or zero = 0")
   end
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.

@@ -179,6 +179,10 @@ void wf_load_step(wf_ctx *c);          /* step.c: every microbatch of the step, 
 int wf_group_members(const wf_program *p, int rank, wf_group g, int *members, int *index);
 /* the MPI_Comm_split colour (the first member; MPI_UNDEFINED: no group) and key */
 void wf_group_of(const wf_program *p, int rank, wf_group g, int *color, int *key);
+/* dp_comm.c: a bucket's n fp32 gradients to 16-bit values in place (in its
+ * first half) and back, in the plan's 16-bit type */
+void wf_dp16_pack(wf_ctx *c, float *g, long n);
+void wf_dp16_unpack(wf_ctx *c, float *g, long n);
 void wf_groups_split(wf_ctx *c);  /* every group's communicator, dp_rank, tp_rank, stage */
 MPI_Comm wf_group_comm(const wf_ctx *c, wf_group g);  /* MPI_COMM_NULL: not in one */
 const char *wf_group_name(wf_group g);                /* "dp", ..., "tied" */

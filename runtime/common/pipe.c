@@ -49,6 +49,28 @@ void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
 
 float *wf_recv_buffer(wf_ctx *c, int i) { return c->recv + (long)i * c->p->recv_numel; }
 
+/* Scatter/gather: the boundary tensor is the same on every tp rank of a
+ * stage (after the row-parallel all-reduce and the replicated residual), so
+ * each sends only its 1/tp; the receivers put the message back together
+ * inside their tp group (a node's links rather than the NIC). */
+float *wf_pipe_slice(wf_ctx *c, float *buf, long n) { return buf + (long)c->tp_rank * (n / c->p->tp); }
+
+void wf_pipe_gather(wf_ctx *c, float *buf, long n) {
+    int tp = c->p->tp;
+    static int *counts, *displs;  /* equal slices end to end; one message size a program */
+    if (!counts) {
+        counts = wf_host_alloc(c, sizeof(int) * (size_t)tp, "scatter/gather counts");
+        displs = wf_host_alloc(c, sizeof(int) * (size_t)tp, "scatter/gather displacements");
+    }
+    for (int r = 0; r < tp; r++) {
+        counts[r] = (int)(n / tp);
+        displs[r] = r * counts[r];
+    }
+    wf_watch_what(c, WF_GROUP_TP, "scatter/gather all-gather of a pipeline message (%ld floats)", n);
+    c->coll->allgatherv(c, WF_GROUP_TP, NULL, buf, counts, displs, NULL);
+    wf_watch_done();
+}
+
 /* rt.h gives these no context: the backend's stream is the process's one */
 void wf_copy(float *dst, const float *src, long n) { wf_backend_copy(NULL, dst, src, sizeof(float) * (size_t)n); }
 

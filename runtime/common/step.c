@@ -169,7 +169,14 @@ void wf_bucket_start(wf_ctx *c, int k) {
         return;
     }
     const wf_bucket *b = &p->buckets[k];
-    c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
+    if (p->dp_comm16) {
+        wf_backend_sync(c);  /* CUDA (comm = "mpi"): the bucket's last gradients written */
+        wf_dp16_pack(c, c->grads + b->offset, b->numel);
+        c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel,
+                           wf_ctx_precision(c) == WF_BF16 ? WF_B16 : WF_F16, WF_SUM, &c->bucket_req[k]);
+    } else {
+        c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
+    }
     c->n_inflight++;
 }
 
@@ -188,6 +195,8 @@ void wf_buckets_wait(wf_ctx *c) {
     for (int k = 0; k < c->p->n_buckets; k++) {
         wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, c->p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
         c->coll->wait(c, &c->bucket_req[k], 1);
+        if (c->p->dp_comm16 && !c->p->zero && c->p->dp > 1)  /* every bucket started this step */
+            wf_dp16_unpack(c, c->grads + c->p->buckets[k].offset, c->p->buckets[k].numel);
     }
     wf_watch_done();
     c->n_inflight = 0;

@@ -101,6 +101,11 @@ check "bf16: the built program stores 16-bit activations (act16)" grep -q 'P\.ac
 check "bf16: the program rounds on the device (wf_to_bf16) and links the device optimizer" \
   bash -c "grep -q 'wf_to_bf16(c, ' '$WORK/tiny_bf16/stage0.cu' && test -x '$WORK/tiny_bf16/build/stage0' &&
            nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_adamw$'"
+# pipeline scatter/gather (tp 2 x pp 2, bf16: slices of 16-bit storage)
+check "scatter/gather: the tp 2 x pp 2 bf16 CUDA project builds" \
+  build_plan sg plans/tiny.lua --backend cuda --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 --set precision=bf16
+check "scatter/gather: its programs send slices and all-gather them" \
+  bash -c "grep -q 'wf_pipe_gather(c, ' '$WORK/sg/stage1.cu' && test -x '$WORK/sg/build/stage1'"
 check "both stage programs linked" test -x "$WORK/gpt2_3d/build/stage0" -a -x "$WORK/gpt2_3d/build/stage1"
 check "linked against cuBLAS" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libcublas"
 check "linked against NCCL" bash -c "ldd '$WORK/tiny/build/stage0' | grep -q libnccl"

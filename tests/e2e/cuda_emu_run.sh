@@ -86,6 +86,16 @@
 # orders: MPI's on the CPU, the fake NCCL's on the emulator): 2.2e-5 / 5.6e-4
 # of the CPU's run (fp32 sums before: 1.3e-5 / 4.9e-4), within act16's
 # 1e-4 / 1e-3.
+# Pipeline scatter/gather (pipeline.scatter_gather, on by default at tp 2 x
+# pp 2 without sp): pp2_tp2_sg (host MPI, fp32) and bf16_pp2_tp2_nccl (16-bit
+# storage, so the slices are of 16-bit pairs; NCCL's all-gather captured in
+# the graph) and pp2_tp2_2bw_nccl send 1/2 slices and all-gather them; an
+# all-gather copies, so they keep the tolerances of tp2 and bf16_tp2 (the
+# pipeline changes no arithmetic), and their programs must say wf_pipe_gather.
+# bf16_dp2_dpc: bf16_dp2 with its gradient buckets all-reduced in bf16
+# (plan.dp_comm; packed on the host, comm = "mpi"): at dp 2 the 16-bit sum of
+# two rounded gradients is the fp32 sum rounded once (tests/e2e/dp_comm.sh),
+# so it keeps bf16_dp2's act16 tolerances; the program must say .dp_comm16 = 1.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -279,10 +289,13 @@ rows=(
   "pp2_2bw_nccl ref_2bw fp32 plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
   "bf16_2bw_nccl ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
+  "bf16_dp2_dpc ref_bf16   act16 plans/tiny.lua    --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set dp_comm=bf16"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "bf16_z3   ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set zero=3 --set buckets.mb=0.05"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
   "pp2_tp2_2bw_nccl ref_2bw6 fp32 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set mesh.tp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=6 --set train.ckpt_every=3"
+  "pp2_tp2_sg ref       fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set mesh.tp=2 --set batch.micro=1 --set comm=mpi"
+  "bf16_pp2_tp2_nccl ref_bf16_tp2 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set mesh.tp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "bf16_tp4_nccl ref_bf16_tp4 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=4 --set batch.micro=2 --set precision=bf16 --set comm=nccl"
   "fp16_2bw  ref_fp16_2bw act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]} --set pipeline.schedule=pipedream-2bw"
   "hs160     ref_hs160  fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 ${hs160[*]}"
@@ -301,6 +314,16 @@ wait
 for name in "${selected[@]}"; do  # in the table's order
   cat "$WORK/row_$name.out"
   if [ "$(cat "$WORK/row_$name.rc")" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
+case " ${ROWS:-bf16_dp2_dpc} " in *" bf16_dp2_dpc "*)
+  check "bf16_dp2_dpc: the CUDA program all-reduces bf16 gradients" grep -q 'dp_comm16 = 1' "$WORK/bf16_dp2_dpc/stage0.cu" ;;
+esac
+for name in pp2_tp2_sg bf16_pp2_tp2_nccl pp2_tp2_2bw_nccl; do
+  case " ${ROWS:-$name} " in *" $name "*)
+    check "$name: slices and their all-gathers in the CUDA program" \
+      grep -q 'wf_pipe_gather(c, ' "$WORK/$name/stage1.cu" ;;
+  esac
 done
 
 # two ranks over NCCL capture their steps too (graph.c: only comm = "mpi" and

@@ -40,7 +40,22 @@
  *      tied = 8 ranks x 4 x 8192 = 262144.
  *    On two nodes of 4 (mesh.order tp-dp-pp: pp stride 4) the pipeline and
  *    tied messages cross nodes and the rest stays inside; with mesh.order
- *    tp-pp-dp (dp stride 4) the dp all-reduce crosses instead. */
+ *    tp-pp-dp (dp stride 4) the dp all-reduce crosses instead.
+ * 4. gpt2_3d without sequence parallelism: a pipeline message is the whole
+ *    N x h tensor, 4 pairs x 4 x 3 x 2 x (N h 4 bytes) = 3145728 with whole
+ *    messages; with scatter/gather (the default there) each tp rank sends
+ *    half, 1572864, and the receiving stage all-gathers: each of the 8 ranks
+ *    receives one message per boundary and microbatch (an activation on the
+ *    later stage, a gradient on the earlier), sending (g - 1) / g = 1/2 of it
+ *    to its tp partner: 8 x 4 x 3 x 32768 / 2 = 1572864 inside the node.
+ *    Under sp the message is already N / 2 rows: scatter/gather stays off.
+ * 5. gpt2_3d bf16 with dp_comm = "bf16": the dp all-reduce in 2 bytes,
+ *    1941504 / 2 = 970752.
+ * 6. plans/paper/korthikanti_175b.lua (tp 8, pp 8, bf16 on CUDA: 16-bit
+ *    messages of micro 1 x 2048 x 12288 values, 48 MiB; 64 microbatches):
+ *    8 tp ranks x 64 x 7 boundaries x 2 directions x 48 MiB = 336 GiB across
+ *    nodes with whole messages, 42 GiB (/ tp = 8) with scatter/gather, and
+ *    its all-gathers 8 x 64 x 7 x 2 x 7/8 x 48 MiB = 294 GiB inside nodes. */
 #include <math.h>
 
 #include "passes_fixture.h"
@@ -129,5 +144,40 @@ int main(void) {
         expect("gpt2_3d on 2 x 4, tp-pp-dp: dp", w.dp, 0, 1941504);
         program_free(&p);
     } else check(0, "gpt2_3d tp-pp-dp on two nodes compiles");
+    if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", "mesh.sp=false", "pipeline.scatter_gather=false", NULL) == 0) {
+        wire_step w = wire_per_step(&p);
+        expect("gpt2_3d no sp, whole messages: pp", w.pp, 3145728, 0);
+        expect("gpt2_3d no sp, whole messages: pp gather", w.pp_gather, 0, 0);
+        program_free(&p);
+    } else check(0, "gpt2_3d without sp compiles");
+    if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", "mesh.sp=false", NULL) == 0) {
+        wire_step w = wire_per_step(&p);
+        check(p.scatter_gather == 1, "gpt2_3d no sp: scatter/gather on by default");
+        expect("gpt2_3d no sp, scatter/gather: pp", w.pp, 1572864, 0);
+        expect("gpt2_3d no sp, scatter/gather: pp gather", w.pp_gather, 1572864, 0);
+        expect("gpt2_3d no sp, scatter/gather: total", w.total, 9478144 + 2 * 1572864 + 1941504 + 262144, 0);
+        program_free(&p);
+    } else check(0, "gpt2_3d without sp compiles");
+    if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", NULL) == 0) {
+        check(p.scatter_gather == 0, "gpt2_3d with sp: scatter/gather off by default");
+        program_free(&p);
+    }
+    if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", "precision=bf16", "dp_comm=bf16", NULL) == 0) {
+        expect("gpt2_3d bf16 dp_comm bf16: dp", wire_per_step(&p).dp, 970752, 0);
+        program_free(&p);
+    } else check(0, "gpt2_3d with dp_comm compiles");
+    double mib48 = 2048.0 * 12288 * 2, whole = 8.0 * 64 * 7 * 2 * mib48;
+    for (int sg = 0; sg < 2; sg++) {
+        if (compile_with(&p, "plans/paper/korthikanti_175b.lua", "cuda", sg ? "pipeline.scatter_gather=true"
+                                                                            : "pipeline.scatter_gather=false", NULL) != 0) {
+            check(0, "175B compiles");
+            continue;
+        }
+        wire_step w = wire_per_step(&p);
+        expect(sg ? "175B scatter/gather: pp (/ 8)" : "175B whole messages: pp", w.pp, 0, sg ? whole / 8 : whole);
+        expect(sg ? "175B scatter/gather: its all-gathers" : "175B whole messages: no all-gathers", w.pp_gather,
+               sg ? whole * 7 / 8 : 0, 0);
+        program_free(&p);
+    }
     return summary();
 }

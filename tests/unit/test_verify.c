@@ -84,11 +84,11 @@ static void correct_pipeline(void)
         ra(0, 1, 0), fwd(0, 1, 0), bwd(0, 1, 0), sr(grad(0, 0, 0), act(1, 1, 0)),
         fwd(1, 1, 0), bwd(1, 1, 0), sg(1, 0, 0), optim()};
     verify_rank r[] = {RANK(0, good0, 2), RANK(1, good1, 1)};
-    verify_input in = {r, 2, NULL, 0, 2};
+    verify_input in = {r, 2, NULL, 0, 2, 0};
     expect("hand-written 2-stage 1F1B", &in, 1, NULL);
 
     verify_rank tight[] = {RANK(0, good0, 1), RANK(1, good1, 1)};
-    verify_input in2 = {tight, 2, NULL, 0, 2};
+    verify_input in2 = {tight, 2, NULL, 0, 2, 0};
     expect("same lists, stage 0 reserving 1 slot instead of 2", &in2, 0, "rank 0 #2 FWD m1 c0",
            "buffer over-use", "2 live", "1 reserved", NULL);
 }
@@ -102,7 +102,7 @@ static void swapped_sends(void)
         ra(0, 1, 0), fwd(0, 1, 0), ra(1, 1, 0), fwd(1, 1, 1),
         bwd(0, 1, 0), sg(0, 0, 0), bwd(1, 1, 1), sg(1, 0, 0), optim()};
     verify_rank r[] = {RANK(0, r0, 2), RANK(1, r1, 2)};
-    verify_input in = {r, 2, NULL, 0, 2};
+    verify_input in = {r, 2, NULL, 0, 2, 0};
     expect("swapped send order", &in, 0, "mismatched", "rank 0 #2 SEND_ACT m1 c1 to rank 1",
            "rank 1 #0 RECV_ACT m0 c1 from rank 0", "microbatch 1 vs 0", NULL);
 }
@@ -114,7 +114,7 @@ static void missing_receive(void)
         fwd(0, 0, 0), sa(0, 1, 1), fwd(1, 0, 1), sa(1, 1, 1), optim()};
     const sched_instr r1[] = {ra(0, 1, 0), fwd(0, 1, 0), bwd(0, 1, 0), optim()};
     verify_rank r[] = {RANK(0, r0, 2), RANK(1, r1, 1)};
-    verify_input in = {r, 2, NULL, 0, 0}; /* chunks = 0: no data-dependency checks */
+    verify_input in = {r, 2, NULL, 0, 0, 0}; /* chunks = 0: no data-dependency checks */
     expect("missing receive (unmatched send)", &in, 0, "unmatched",
            "rank 0 #3 SEND_ACT m1 c1 to rank 1", "rank 1 has finished", "receive", NULL);
 
@@ -126,7 +126,7 @@ static void missing_receive(void)
         ra(0, 1, 0), fwd(0, 1, 0), fwd(1, 1, 1),
         bwd(0, 1, 0), sg(0, 0, 0), bwd(1, 1, 1), sg(1, 0, 0), optim()};
     verify_rank q[] = {RANK(0, q0, 2), RANK(1, q1, 2)};
-    verify_input in2 = {q, 2, NULL, 0, 2};
+    verify_input in2 = {q, 2, NULL, 0, 2, 0};
     expect("missing receive (forward without its input)", &in2, 0, "rank 1 #2 FWD m1 c1",
            "before its input activation arrived", "RECV_ACT m1 c1", NULL);
 
@@ -134,7 +134,7 @@ static void missing_receive(void)
     const sched_instr s0[] = {fwd(0, 0, 0), bwd(0, 0, 0), optim()};
     const sched_instr s1[] = {rg(0, 0, 0), optim()};
     verify_rank s[] = {RANK(0, s0, 1), RANK(1, s1, 0)};
-    verify_input in3 = {s, 2, NULL, 0, 0};
+    verify_input in3 = {s, 2, NULL, 0, 0, 0};
     expect("receive with no send", &in3, 0, "unmatched", "rank 1 #0 RECV_GRAD m0 c0 from rank 0",
            "rank 0 has finished", "send", NULL);
 }
@@ -149,13 +149,13 @@ static void collectives(void)
                                      coll(0, "grad.b1"), optim()};
     const sched_instr a2[] = {coll(1, "tp.x"), coll(2, "loss"), optim()};
     verify_rank ra_[] = {RANK(0, a0, 0), RANK(1, a1, 0), RANK(2, a2, 0)};
-    verify_input in = {ra_, 3, g, 3, 0};
+    verify_input in = {ra_, 3, g, 3, 0, 0};
     expect("collectives of overlapping groups in a consistent order", &in, 1, NULL);
 
     const sched_instr b0[] = {coll(0, "grad.b0"), coll(0, "grad.b1"), optim()};
     const sched_instr b1[] = {coll(0, "grad.b1"), coll(0, "grad.b0"), optim()};
     verify_rank rb[] = {RANK(0, b0, 0), RANK(1, b1, 0)};
-    verify_input in2 = {rb, 2, g, 1, 0};
+    verify_input in2 = {rb, 2, g, 1, 0, 0};
     expect("collective order differing inside a group", &in2, 0, "collective order differs",
            "group 0", "rank 0 #0 COLLECTIVE group 0 \"grad.b0\"",
            "rank 1 #0 COLLECTIVE group 0 \"grad.b1\"", NULL);
@@ -164,14 +164,14 @@ static void collectives(void)
     const sched_instr c0[] = {coll(0, "sync"), ra(0, 1, 1), optim()};
     const sched_instr c1[] = {sa(0, 1, 0), coll(0, "sync"), optim()};
     verify_rank rc[] = {RANK(0, c0, 0), RANK(1, c1, 0)};
-    verify_input in3 = {rc, 2, g, 1, 0};
+    verify_input in3 = {rc, 2, g, 1, 0, 0};
     expect("collective against a pending send", &in3, 0, "cycle",
            "rank 0 waits at #0 COLLECTIVE group 0 \"sync\" for rank 1",
            "rank 1 waits at #0 SEND_ACT m0 c1 to rank 0 for rank 0", NULL);
 
     const sched_instr d2[] = {coll(0, "grad.b0"), optim()};
     verify_rank rd[] = {RANK(0, b0, 0), RANK(1, b0, 0), RANK(2, d2, 0)};
-    verify_input in4 = {rd, 3, g, 1, 0};
+    verify_input in4 = {rd, 3, g, 1, 0, 0};
     expect("collective on a rank outside the group", &in4, 0, "rank 2 #0 COLLECTIVE",
            "not a member of group 0", NULL);
 }
@@ -180,26 +180,26 @@ static void backward_before_forward(void)
 {
     const sched_instr r0[] = {bwd(0, 0, 0), fwd(0, 0, 0), optim()};
     verify_rank r[] = {RANK(0, r0, 1)};
-    verify_input in = {r, 1, NULL, 0, 1};
+    verify_input in = {r, 1, NULL, 0, 1, 0};
     expect("backward before forward", &in, 0, "rank 0 #0 BWD m0 c0", "backward before forward",
            NULL);
 
     const sched_instr w0[] = {fwd(0, 0, 0), bw(0, 0, 0), bin(0, 0, 0), optim()};
     verify_rank w[] = {RANK(0, w0, 1)};
-    verify_input in2 = {w, 1, NULL, 0, 1};
+    verify_input in2 = {w, 1, NULL, 0, 1, 0};
     expect("weight gradient before input gradient", &in2, 0, "rank 0 #1 BWD_WEIGHT m0 c0",
            "before its BWD_INPUT", NULL);
 
     const sched_instr x0[] = {fwd(0, 0, 0), bin(0, 0, 0), optim()};
     verify_rank x[] = {RANK(0, x0, 1)};
-    verify_input in3 = {x, 1, NULL, 0, 1};
+    verify_input in3 = {x, 1, NULL, 0, 1, 0};
     expect("input gradient without weight gradient", &in3, 0, "rank 0", "m0 c0",
            "BWD_INPUT but no BWD_WEIGHT", NULL);
 
     const sched_instr ok0[] = {fwd(0, 0, 0), fwd(1, 0, 1), bin(1, 0, 1), bin(0, 0, 0),
                                       bw(0, 0, 0), bw(1, 0, 1), optim()};
     verify_rank okr[] = {RANK(0, ok0, 2)};
-    verify_input in4 = {okr, 1, NULL, 0, 1};
+    verify_input in4 = {okr, 1, NULL, 0, 1, 0};
     expect("split backward in a valid order", &in4, 1, NULL);
 }
 
@@ -207,25 +207,25 @@ static void buffer_overuse(void)
 {
     const sched_instr r0[] = {fwd(0, 0, 0), fwd(1, 0, 1), bwd(0, 0, 0), bwd(1, 0, 1), optim()};
     verify_rank r[] = {RANK(0, r0, 1)};
-    verify_input in = {r, 1, NULL, 0, 1};
+    verify_input in = {r, 1, NULL, 0, 1, 0};
     expect("more live activations than reserved slots", &in, 0, "rank 0 #1 FWD m1 c0 slot 1",
            "buffer over-use", "2 live", "1 reserved", NULL);
 
     const sched_instr q0[] = {fwd(0, 0, 0), fwd(1, 0, 0), bwd(0, 0, 0), bwd(1, 0, 0), optim()};
     verify_rank q[] = {RANK(0, q0, 2)};
-    verify_input in2 = {q, 1, NULL, 0, 1};
+    verify_input in2 = {q, 1, NULL, 0, 1, 0};
     expect("slot reused while live", &in2, 0, "rank 0 #1 FWD m1 c0 slot 0", "reused while live",
            "m0 c0 from FWD #0", NULL);
 
     const sched_instr s0[] = {fwd(0, 0, 0), fwd(1, 0, 1), bwd(0, 0, 1), bwd(1, 0, 0), optim()};
     verify_rank s[] = {RANK(0, s0, 2)};
-    verify_input in3 = {s, 1, NULL, 0, 1};
+    verify_input in3 = {s, 1, NULL, 0, 1, 0};
     expect("backward naming the wrong slot", &in3, 0, "rank 0 #2 BWD m0 c0 slot 1",
            "holds m1 c0", NULL);
 
     const sched_instr t0[] = {fwd(0, 0, 0), optim()};
     verify_rank t[] = {RANK(0, t0, 1)};
-    verify_input in4 = {t, 1, NULL, 0, 1};
+    verify_input in4 = {t, 1, NULL, 0, 1, 0};
     expect("activation never released", &in4, 0, "rank 0", "m0 c0", "never released", NULL);
 }
 
@@ -234,7 +234,7 @@ static void wait_cycles(void)
     const sched_instr r0[] = {rg(0, 0, 1), fwd(0, 0, 0), optim()};
     const sched_instr r1[] = {ra(0, 1, 0), fwd(0, 1, 0), optim()};
     verify_rank r[] = {RANK(0, r0, 1), RANK(1, r1, 1)};
-    verify_input in = {r, 2, NULL, 0, 0};
+    verify_input in = {r, 2, NULL, 0, 0, 0};
     expect("two ranks each receiving first from the other", &in, 0, "deadlock", "cycle",
            "rank 0 waits at #0 RECV_GRAD m0 c0 from rank 1 for rank 1",
            "rank 1 waits at #0 RECV_ACT m0 c1 from rank 0 for rank 0", NULL);
@@ -243,7 +243,7 @@ static void wait_cycles(void)
     const sched_instr t1[] = {ra(0, 1, 0), optim()};
     const sched_instr t2[] = {ra(0, 2, 1), optim()};
     verify_rank t[] = {RANK(0, t0, 0), RANK(1, t1, 0), RANK(2, t2, 0)};
-    verify_input in2 = {t, 3, NULL, 0, 0};
+    verify_input in2 = {t, 3, NULL, 0, 0, 0};
     expect("three-rank ring of receives", &in2, 0, "cycle", "rank 0 waits at #0",
            "rank 2 waits at #0 RECV_ACT m0 c2 from rank 1 for rank 1", "back to rank 0", NULL);
 
@@ -255,7 +255,7 @@ static void wait_cycles(void)
         ra(0, 1, 0), fwd(0, 1, 0), bwd(0, 1, 0), sg(0, 0, 0), ra(1, 1, 0),
         fwd(1, 1, 0), bwd(1, 1, 0), sg(1, 0, 0), optim()};
     verify_rank p[] = {RANK(0, p0, 2), RANK(1, p1, 1)};
-    verify_input in3 = {p, 2, NULL, 0, 2};
+    verify_input in3 = {p, 2, NULL, 0, 2, 0};
     expect("1F1B with plain rendezvous sends on both sides", &in3, 0, "cycle",
            "rank 0 waits at #3 SEND_ACT m1 c1 to rank 1",
            "rank 1 waits at #3 SEND_GRAD m0 c0 to rank 0", NULL);
@@ -267,7 +267,7 @@ static void wait_cycles(void)
         ra(0, 1, 0), fwd(0, 1, 0), bwd(0, 1, 0), sr(grad(0, 0, 0), act(1, 1, 0)),
         fwd(1, 1, 0), bwd(1, 1, 0), sg(1, 0, 0), optim()};
     verify_rank f[] = {RANK(0, f0, 2), RANK(1, f1, 1)};
-    verify_input in4 = {f, 2, NULL, 0, 2};
+    verify_input in4 = {f, 2, NULL, 0, 2, 0};
     expect("the same exchange fused into SENDRECV", &in4, 1, NULL);
 }
 
@@ -275,19 +275,19 @@ static void other_errors(void)
 {
     const sched_instr r0[] = {fwd(0, 0, 0), sa(0, 1, 5), bwd(0, 0, 0), optim()};
     verify_rank r[] = {RANK(0, r0, 1)};
-    verify_input in = {r, 1, NULL, 0, 0};
+    verify_input in = {r, 1, NULL, 0, 0, 0};
     expect("send to a rank that does not exist", &in, 0, "rank 0 #1 SEND_ACT m0 c1 to rank 5",
            "not a rank", NULL);
 
     const sched_instr d0[] = {fwd(0, 0, 0), fwd(0, 0, 1), bwd(0, 0, 0), optim()};
     verify_rank d[] = {RANK(0, d0, 2)};
-    verify_input in2 = {d, 1, NULL, 0, 1};
+    verify_input in2 = {d, 1, NULL, 0, 1, 0};
     expect("forward run twice", &in2, 0, "rank 0 #1 FWD m0 c0", "runs twice", "#0", NULL);
 
     const sched_instr e0[] = {sa(0, 1, 1), fwd(0, 0, 0), bwd(0, 0, 0), optim()};
     const sched_instr e1[] = {ra(0, 1, 0), optim()};
     verify_rank e[] = {RANK(0, e0, 1), RANK(1, e1, 0)};
-    verify_input in3 = {e, 2, NULL, 0, 2};
+    verify_input in3 = {e, 2, NULL, 0, 2, 0};
     expect("activation sent before it is computed", &in3, 0, "rank 0 #0 SEND_ACT m0 c1",
            "before FWD m0 c0 produced it", NULL);
 }
@@ -306,7 +306,7 @@ static void edit_copy(editable *e, const schedule *s)
         memcpy(e->ins[st], s->ins[st], sizeof(sched_instr) * (size_t)s->n[st]);
         e->r[st] = (verify_rank){st, e->ins[st], s->n[st], s->slots[st]};
     }
-    e->in = (verify_input){e->r, s->stages, NULL, 0, s->chunks};
+    e->in = (verify_input){e->r, s->stages, NULL, 0, s->chunks, 0};
 }
 
 static void edit_free(editable *e, const schedule *s)
@@ -454,27 +454,27 @@ static void tied_messages(void)
     const sched_instr a0[] = {tied_send(MSG_TIED_WEIGHT, 0, 1), tied_recv(MSG_TIED_GRAD, 0, 1), optim()};
     const sched_instr a1[] = {tied_send(MSG_TIED_GRAD, 0, 0), tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
     verify_rank a[] = {RANK(0, a0, 0), RANK(1, a1, 0)};
-    verify_input ina = {a, 2, NULL, 0, 0};
+    verify_input ina = {a, 2, NULL, 0, 0, 0};
     expect("tied wte exchange, both sending first", &ina, 1, NULL);
 
     const sched_instr b0[] = {tied_send(MSG_TIED_WEIGHT, 0, 1), tied_send(MSG_TIED_WEIGHT, 4, 1), optim()};
     const sched_instr b1[] = {tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
     verify_rank b[] = {RANK(0, b0, 0), RANK(1, b1, 0)};
-    verify_input inb = {b, 2, NULL, 0, 0};
+    verify_input inb = {b, 2, NULL, 0, 0, 0};
     expect("tied send never received", &inb, 0, "unmatched", "SEND_TIED wte weights of batch m4",
            "never received", NULL);
 
     const sched_instr c1[] = {tied_recv(MSG_TIED_WEIGHT, 4, 0), tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
     const sched_instr c0[] = {tied_send(MSG_TIED_WEIGHT, 0, 1), tied_send(MSG_TIED_WEIGHT, 4, 1), optim()};
     verify_rank c[] = {RANK(0, c0, 0), RANK(1, c1, 0)};
-    verify_input inc = {c, 2, NULL, 0, 0};
+    verify_input inc = {c, 2, NULL, 0, 0, 0};
     expect("tied receives out of posting order", &inc, 0, "rank 1 #0 RECV_TIED", "batch m0",
            "in order", NULL);
 
     const sched_instr d0[] = {tied_recv(MSG_TIED_GRAD, 0, 1), optim()};
     const sched_instr d1[] = {tied_recv(MSG_TIED_WEIGHT, 0, 0), optim()};
     verify_rank d[] = {RANK(0, d0, 0), RANK(1, d1, 0)};
-    verify_input ind = {d, 2, NULL, 0, 0};
+    verify_input ind = {d, 2, NULL, 0, 0, 0};
     expect("tied receives waiting on each other", &ind, 0, "deadlock", "rank 0 waits at #0 RECV_TIED",
            NULL);
 

@@ -376,6 +376,10 @@ typedef struct wf_program {
      * optimizer step rounds them.  0: rounded to the 16-bit type after every
      * accumulation and after the data-parallel sum (fp32 plans: no rounding) */
     int grad_accum32;
+    /* 1: the data-parallel bucket all-reduce carries the plan's 16-bit type
+     * (plan.dp_comm; no ZeRO; host MPI): each bucket packed into 16
+     * bits in place, summed in the type (coll.h), widened back.  0: fp32 */
+    int dp_comm16;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
 } wf_program;
 
@@ -432,6 +436,12 @@ void wf_sendrecv(wf_ctx *c, const float *sbuf, long sn, int sstage, int stag,
                  float *rbuf, long rn, int rstage, int rtag);
 void wf_tied_grads(wf_ctx *c);
 float *wf_recv_buffer(wf_ctx *c, int i);
+/* Pipeline scatter/gather (Megatron): a message of n floats (n % tp == 0)
+ * travels as tp slices, one from each tp rank to its peer; wf_pipe_slice is
+ * this rank's slice of buf, wf_pipe_gather all-gathers the slices of the
+ * received message in place over the tp group. */
+float *wf_pipe_slice(wf_ctx *c, float *buf, long n);
+void wf_pipe_gather(wf_ctx *c, float *buf, long n);
 void wf_copy(float *dst, const float *src, long n);
 void wf_zero(float *dst, long n);       /* activation recompute: a block's gradients */          /* sums the tied wte gradients of first and last stage */
 
