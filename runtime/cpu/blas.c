@@ -40,8 +40,9 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
     double t0 = now_seconds();
     enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
     int parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
-    /* a part below ~1 MFLOP is not worth a thread; parts of whole 16s */
-    if (parts > 1 && 2.0 * M * N * K >= 2e6 * parts && (M >= 32 * parts || N >= 32 * parts)) {
+    /* a part under 8 MFLOP (~0.1 ms) is not worth waking a thread for: on a
+     * busy machine the wake-up alone can cost more; parts of whole 16s */
+    if (parts > 1 && 2.0 * M * N * K >= 8e6 * parts && (M >= 32 * parts || N >= 32 * parts)) {
         int rows = M >= N, len = rows ? M : N;
         int step = ((len + parts - 1) / parts + 15) / 16 * 16;
 #pragma omp parallel for schedule(static, 1) num_threads(parts)
@@ -69,6 +70,8 @@ void wf_gemm_stats(double *seconds, double *flops)
     if (flops)
         *flops = gemm_flops;
 }
+
+void wf_gemm_stats_add(double flops) { gemm_flops += flops; }
 
 void wf_gemm_stats_reset(void)
 {
