@@ -237,6 +237,24 @@ static void emit_linear_bwd_weight(writer *o, const Program *p, int i, const ope
     linear_emit_bwd_weight(o, p, i, x, op_kernels_of(p, &p->ops[i]));
 }
 
+/* --profile's class of op i (weft/rt.h's WF_PROF_*): what its time goes to. */
+static const char *prof_class(const Program *p, int i) {
+    const ir_op *op = &p->ops[i];
+    if (op->fused == FUSED_ADD_LN_NORM) return "WF_PROF_NORM";
+    switch (op->kind) {
+    case OP_LINEAR: return "WF_PROF_GEMM";
+    case OP_ATTENTION: return "WF_PROF_ATTENTION";
+    case OP_LAYERNORM: case OP_RMSNORM: return "WF_PROF_NORM";
+    case OP_LMHEAD_XENT: return "WF_PROF_CLASSIFIER";
+    case OP_TP_COPY: case OP_TP_REDUCE: case OP_TP_GATHER: case OP_TP_SCATTER: return "WF_PROF_COMM";
+    default: return "WF_PROF_ELEMENTWISE";  /* embeddings, gelu, adds, rope, swiglu */
+    }
+}
+
+static void emit_prof(writer *o, const Program *p, int i) {
+    emit(o, "    wf_prof(c, %s);\n", prof_class(p, i));
+}
+
 void emit_forward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
@@ -245,6 +263,7 @@ void emit_forward_op(writer *o, const Program *p, int i) {
         emit_fused_comment(o, p, i, "computed by");
         return;
     }
+    if (op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_fwd(o, p, i, &x);
         round_output(o, p, i, &x);
@@ -271,6 +290,7 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         round_input_grads(o, p, i, &x);
         return;
     }
+    if (op->dgelu != DGELU_GELU && op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_bwd(o, p, i, &x, 1);
         round_param_grads(o, p, i, &x);
@@ -317,6 +337,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         emit_backward_op(o, p, i);
         return 1;
     }
+    emit_prof(o, p, i);
     if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
         emit_fused_bwd(o, p, i, &x, 0);
         return 1;

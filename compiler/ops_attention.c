@@ -27,13 +27,13 @@ int attention_saves_lse(const Program *p, const ir_op *o) {
     return o->kind == OP_ATTENTION && backend_of(p)->attention_lse;  /* GPT-2's and GQA's */
 }
 
-/* log-sum-exp per query row (CUDA), or the (T, T) probabilities per head */
+/* log-sum-exp per query row (CPU and CUDA), or the (T, T) probabilities per head */
 long attention_saved(const Program *p, const ir_op *o) {
     if (attention_saves_lse(p, o)) return (long)p->micro * o->heads * p->seq;
     return (long)p->micro * o->heads * p->seq * p->seq;
 }
 
-/* one head's (T, T) dP on the CPU; on CUDA the rowsum(P * dP) of every query row */
+/* the rowsum(P * dP) of every query row (flash style), else one head's (T, T) dP */
 long attention_scratch(const Program *p, const ir_op *o) {
     return attention_saves_lse(p, o) ? attention_saved(p, o) : (long)p->seq * p->seq;
 }

@@ -190,7 +190,7 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     }
     case COST_ATTENTION: {  /* QK^T and PV per head, and the softmax between */
         double hd = width / o->heads, T = p->seq, n = (double)p->micro * o->heads;
-        if (attention_saves_lse(p, o) && !calib) {
+        if (attention_saves_lse(p, o) && backend_of(p)->cuda_cxx && !calib) {
             /* runtime/cuda's flash kernels: the causal half of QK^T and PV,
              * nothing T x T through memory.  bf16 / fp16 plans with a head size
              * a multiple of 16 up to 128 run them on tensor cores

@@ -28,6 +28,7 @@ typedef struct wf_options {
     int n_inject;
     int no_graph;              /* --no-graph: CUDA runs each step eagerly (the CPU has no graphs) */
     double fault_timeout;      /* --fault-timeout S, else the plan's fault.timeout_s */
+    int profile;               /* --profile: time per op class per step (profile.c) */
 } wf_options;
 
 /* fp16 dynamic loss scaling (loss_scale.c), DeepSpeed's semantics. */
@@ -103,6 +104,13 @@ struct wf_ctx {
  * (cuda/cast.c); the CPU backend keeps none. */
 static inline void wf_params_changed(wf_ctx *c) { c->params_version++; }
 
+/* --profile (profile.c): every WF_MPI call's time is communication wait. */
+int wf_prof_comm_begin(void);          /* the class that was running, -1 when off */
+void wf_prof_comm_end(int prev);
+void wf_prof_start(int on);            /* zeroes the clocks; the class is "other" */
+void wf_prof_stop(wf_ctx *c);          /* after the last step */
+void wf_prof_summary(wf_ctx *c, int steps);  /* every rank; rank 0 prints */
+
 /* Errors: print the rank, the call and the reason; bring the whole job down. */
 void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
@@ -113,7 +121,9 @@ void wf_fatal(const wf_ctx *c, const char *call, const char *where, const char *
 #define WF_MPI(c, call)                                                        \
     do {                                                                       \
         wf_watch_enter(#call, WF_WHERE);                                       \
+        int wf_pc_ = wf_prof_comm_begin();                                     \
         int wf_rc_ = (call);                                                   \
+        wf_prof_comm_end(wf_pc_);                                              \
         wf_watch_leave();                                                      \
         if (wf_rc_ != MPI_SUCCESS) wf_mpi_fatal((c), #call, WF_WHERE, wf_rc_); \
     } while (0)

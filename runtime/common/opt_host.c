@@ -18,6 +18,8 @@ void wf_adamw_host(const wf_adamw_args *a) {
         const float *g = a->grads + r->g;
         /* 16-bit modes update the fp32 master copy, then store it rounded */
         float *x = a->master ? a->master + r->mom : w;
+        /* each element on its own: the same numbers on any thread count */
+#pragma omp parallel for simd schedule(static) if (r->n > 65536)
         for (long i = 0; i < r->n; i++) {
             float gi = g[i] * grad_scale;
             m[i] = b1 * m[i] + (1.0f - b1) * gi;
@@ -26,6 +28,7 @@ void wf_adamw_host(const wf_adamw_args *a) {
             x[i] -= step_size * m[i] / denom + decay * x[i];
         }
         if (a->master)
+#pragma omp parallel for simd schedule(static) if (r->n > 65536)
             for (long i = 0; i < r->n; i++) w[i] = wf_hd_round(a->precision, x[i]);
     }
 }

@@ -128,6 +128,7 @@ void wf_load_step(wf_ctx *c) {
 }
 
 void wf_micro_begin(wf_ctx *c, int m) {
+    wf_prof(c, WF_PROF_OTHER);
     c->micro_index = m;
     if (!c->graph_capture) load_micro(c, m);
 }
@@ -138,6 +139,7 @@ void wf_use_micro(wf_ctx *c, int m) {
 }
 
 void wf_step_begin(wf_ctx *c) {
+    wf_prof(c, WF_PROF_OTHER);
     if (c->p->prologue) {
         wf_2bw_step_begin(c);
         return;
@@ -207,6 +209,7 @@ void wf_buckets_wait(wf_ctx *c) {
 
 void wf_optimizer_step(wf_ctx *c) {
     const wf_program *p = c->p;
+    wf_prof(c, WF_PROF_OPTIMIZER);
     if (p->prologue) { /* 2BW without flush: nothing here may wait on another stage */
         wf_2bw_optimizer_step(c);
         return;

@@ -47,6 +47,9 @@ static const char HELP[] =
     "  --metrics FILE   JSON lines with each step's loss, lr and grad norm\n"
     "  --trace FILE     Chrome trace of every schedule instruction on every rank\n"
     "  --quiet          no per-step log\n"
+    "  --profile        time per op class per step (GEMM, attention, norm, elementwise,\n"
+    "                   classifier, optimizer, communication wait, other) in the summary;\n"
+    "                   CUDA: waits for the device at each switch, runs without graphs\n"
     "  --fault-timeout S\n"
     "                   a wait on other ranks longer than S seconds ends the job,\n"
     "                   naming the rank and instruction (default: the plan's\n"
@@ -70,6 +73,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         { "trace", required_argument, 0, 't' }, { "inject-overflow", required_argument, 0, 'i' },
         { "no-graph", no_argument, 0, 'G' }, { "keep", required_argument, 0, 'k' },
         { "async-save", no_argument, 0, 'A' }, { "fault-timeout", required_argument, 0, 'T' },
+        { "profile", no_argument, 0, 'P' },
         { 0, 0, 0, 0 },
     };
     c->opt.steps = c->p->steps;
@@ -102,6 +106,7 @@ static void parse_options(wf_ctx *c, int argc, char **argv) {
         case 'q': c->opt.quiet = 1; break;
         case 'G': c->opt.no_graph = 1; break;
         case 'A': c->opt.async_save = 1; break;
+        case 'P': c->opt.profile = 1; break;
         case 'T': {
             char *end;
             double v = strtod(optarg, &end);
@@ -383,6 +388,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
 
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     wf_gemm_stats_reset();
+    wf_prof_start(c->opt.profile);
     wf_trace_begin(c);
     double t_start = now_s(), first_loss = NAN;
     int steps_run = 0, stop = 0;  /* stop: the signal every rank stops for (preempt.c) */
@@ -394,6 +400,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     while (!stop && c->step < c->opt.steps) {
         double t0 = now_s();
         wf_backend_run_step(c);  /* microbatches, bucket all-reduces, optimizer; step++ */
+        wf_prof(c, WF_PROF_OTHER);
         double ms = (now_s() - t0) * 1000.0;
         wf_device_memory_report(c);  /* once, every rank: the first step allocated what it needs */
         if (steps_run++ == 0) first_loss = c->last_loss;
@@ -406,9 +413,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     wf_preempt_end(c);
     double seconds = now_s() - t_start;
+    wf_prof_stop(c);
     wf_trace_write(c);
     check_replicas(c);
     summary(c, steps_run, seconds, first_loss);
+    wf_prof_summary(c, steps_run);
     if (stop && c->step < c->opt.steps) {  /* preempted: save where a requeued run looks */
         const char *dir = c->opt.ckpt ? c->opt.ckpt : c->opt.save;
         if (dir && !(dir == c->opt.ckpt && saved == c->step)) {

@@ -1,174 +1,221 @@
-/* attention.c: causal self-attention on the CPU (weft/rt.h), as
- * runtime/cuda/attention.cu has it: GPT-2's multi-head attention and LLaMA's
- * grouped-query attention, both keeping the (B, H, T, T) softmax
- * probabilities for backward, and the softmax rows they share
- * (softmax_rows.h).
+/* attention.c: causal self-attention on the CPU (weft/rt.h): GPT-2's
+ * multi-head attention and LLaMA's grouped-query attention, without the
+ * (T, T) matrix.
+ *
+ * Queries are taken in strips of STRIP rows.  A strip's scores against the
+ * keys it may see (0 .. its last row) are one GEMM, soft-maxed in place and
+ * multiplied by v: each thread holds STRIP x T floats, never a head's T x T.
+ * Forward keeps the natural-log log-sum-exp of every (b, h, t) row (B*H*T
+ * floats, what the CUDA flash kernels keep in base 2); backward recomputes
+ * each strip's probabilities as exp(s - lse) and forms D = rowsum(P * dP) =
+ * dout . out from the forward's output (FlashAttention-2), in the B*H*T
+ * floats of scratch.  Heads run in parallel (OpenMP); in backward a thread
+ * takes a whole key/value head with the query heads that read it, so dk and
+ * dv have one writer.  Products inside a thread are single-threaded
+ * cblas_sgemm calls; their FLOPs are added to wf_sgemm's counters.
  *
  * All tensors are row-major.  Activations are (N, width) with N = B * T.
  * Every backward kernel accumulates (+=) into its gradient outputs.  The
- * execution context is not needed on the CPU; it may be NULL.  Matrix
- * products go through wf_sgemm (blas.h) so they are timed and counted;
- * everything else is plain loops.
+ * execution context is not needed on the CPU; it may be NULL.
  */
 #include "weft/rt.h"
 
+#include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "blas.h"
-#include "softmax_rows.h"
 
-/* ---- causal self-attention ------------------------------------------------- */
+enum { STRIP = 64 };
 
-/* Per (batch b, head h), with hs = C / H, the head's q, k and v are (T, hs)
- * blocks of the qkv buffer whose rows are 3C floats apart; the same holds for
- * their gradients in dqkv.  GEMMs read them in place via the leading dimension. */
-static long qkv_head_offset(int b, int h, int T, int C, int H)
-{
-    return (long)b * T * 3 * C + (long)h * (C / H);
+/* One batch row's heads as strided matrices: query head h at q + h * hs
+ * (rows ldq apart), its key / value head h / group at k / v + (h / group) * hs;
+ * out and the gradients likewise (dq NULL in forward). */
+typedef struct {
+    const float *q, *k, *v;
+    float *out, *dq, *dk, *dv;
+    long ldq, ldk, ldv, ldo;
+    int H, group, hs, T;
+    int causal;  /* 1: row t sees keys 0..t (every caller today) */
+} heads;
+
+static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, long lda, const float *B,
+                 long ldb, float beta, float *C, long ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-static long out_head_offset(int b, int h, int T, int C, int H)
-{
-    return (long)b * T * C + (long)h * (C / H);
-}
+/* keys the strip starting at row t0 (rows rows) sees */
+static int strip_keys(const heads *a, int t0, int rows) { return a->causal ? t0 + rows : a->T; }
+static int row_keys(const heads *a, int t) { return a->causal ? t + 1 : a->T; }
 
-/* In place: row t of the (T, T) scores becomes the softmax over keys 0..t;
- * the entries above the diagonal (future keys) become 0. */
-void wf_causal_softmax_rows(float *p, int T)
-{
-    for (int t = 0; t < T; t++) {
-        float *row = p + (long)t * T;
-        float max = row[0];
-        for (int j = 1; j <= t; j++)
-            if (row[j] > max)
-                max = row[j];
-        double sum = 0.0;
-        for (int j = 0; j <= t; j++) {
-            row[j] = expf(row[j] - max);
-            sum += row[j];
+/* head h of batch row b's forward: out rows and lse[T] */
+static void head_fwd(const heads *a, int h, float *lse, float *s) {
+    int hs = a->hs, T = a->T, kvh = h / a->group;
+    const float *q = a->q + (long)h * hs, *k = a->k + (long)kvh * hs, *v = a->v + (long)kvh * hs;
+    float *o = a->out + (long)h * hs, scale = 1.0f / sqrtf((float)hs);
+    for (int t0 = 0; t0 < T; t0 += STRIP) {
+        int rows = T - t0 < STRIP ? T - t0 : STRIP, kv = strip_keys(a, t0, rows);
+        gemm(0, 1, rows, kv, hs, scale, q + (long)t0 * a->ldq, a->ldq, k, a->ldk, 0.0f, s, kv);
+        for (int i = 0; i < rows; i++) {
+            float *row = s + (long)i * kv;
+            int n = row_keys(a, t0 + i);
+            float max = row[0];
+            for (int j = 1; j < n; j++) max = row[j] > max ? row[j] : max;
+            double sum = 0.0;
+            for (int j = 0; j < n; j++) {
+                row[j] = expf(row[j] - max);
+                sum += row[j];
+            }
+            float inv = (float)(1.0 / sum);
+            for (int j = 0; j < n; j++) row[j] *= inv;
+            for (int j = n; j < kv; j++) row[j] = 0.0f;
+            lse[t0 + i] = max + (float)log(sum);
         }
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j <= t; j++)
-            row[j] *= inv;
-        for (int j = t + 1; j < T; j++)
-            row[j] = 0.0f;
+        gemm(0, 0, rows, hs, kv, 1.0f, s, kv, v, a->ldv, 0.0f, o + (long)t0 * a->ldo, a->ldo);
     }
 }
 
-void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
-                      int B, int T, int C, int H)
-{
-    (void)c;
-    int hs = C / H, ld = 3 * C;
+/* query head h's backward: dq of its rows, dk / dv of its key/value head
+ * (the caller runs a group's query heads on one thread); D[T] from dout . out */
+static void head_bwd(const heads *a, int h, const float *dout, const float *lse, float *D, float *p, float *ds) {
+    int hs = a->hs, T = a->T, kvh = h / a->group;
+    const float *q = a->q + (long)h * hs, *k = a->k + (long)kvh * hs, *v = a->v + (long)kvh * hs;
+    const float *o = a->out + (long)h * hs, *dy = dout + (long)h * hs;
+    float *dq = a->dq + (long)h * hs, *dk = a->dk + (long)kvh * hs, *dv = a->dv + (long)kvh * hs;
     float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const float *q = qkv + qkv_head_offset(b, h, T, C, H);
-            const float *k = q + C;
-            const float *v = q + 2 * C;
-            float *p = att + ((long)b * H + h) * T * T;
-            float *o = out + out_head_offset(b, h, T, C, H);
-
-            /* The full T x T product is computed and its upper triangle then
-             * discarded: simpler than a triangular product, and cheap here. */
-            wf_sgemm(0, 1, T, T, hs, scale, q, ld, k, ld, 0.0f, p, T);
-            wf_causal_softmax_rows(p, T);
-            wf_sgemm(0, 0, T, hs, T, 1.0f, p, T, v, ld, 0.0f, o, C);
-        }
-    }
-}
-
-/* In place: dP becomes dS = P * (dP - rowsum(P * dP)), the gradient through
- * the softmax with respect to the (scaled) scores.  Where P is 0 (above the
- * diagonal) dS is 0, so the masked scores get no gradient. */
-void wf_softmax_bwd_rows(float *dp, const float *p, int T)
-{
     for (int t = 0; t < T; t++) {
-        float *drow = dp + (long)t * T;
-        const float *prow = p + (long)t * T;
-        float dot = 0.0f;
-        for (int j = 0; j <= t; j++)
-            dot += prow[j] * drow[j];
-        for (int j = 0; j <= t; j++)
-            drow[j] = prow[j] * (drow[j] - dot);
-        for (int j = t + 1; j < T; j++)
-            drow[j] = 0.0f;
+        double d = 0.0;
+        for (int i = 0; i < hs; i++) d += (double)dy[(long)t * a->ldo + i] * o[(long)t * a->ldo + i];
+        D[t] = (float)d;
+    }
+    for (int t0 = 0; t0 < T; t0 += STRIP) {
+        int rows = T - t0 < STRIP ? T - t0 : STRIP, kv = strip_keys(a, t0, rows);
+        const float *qs = q + (long)t0 * a->ldq, *dys = dy + (long)t0 * a->ldo;
+        /* P = exp(scale q k^T - lse), 0 for keys the row does not see */
+        gemm(0, 1, rows, kv, hs, scale, qs, a->ldq, k, a->ldk, 0.0f, p, kv);
+        for (int i = 0; i < rows; i++) {
+            float *row = p + (long)i * kv, l = lse[t0 + i];
+            int n = row_keys(a, t0 + i);
+            for (int j = 0; j < n; j++) row[j] = expf(row[j] - l);
+            for (int j = n; j < kv; j++) row[j] = 0.0f;
+        }
+        /* out = P v:  dv += P^T dout,  dP = dout v^T */
+        gemm(1, 0, kv, hs, rows, 1.0f, p, kv, dys, a->ldo, 1.0f, dv, a->ldv);
+        gemm(0, 1, rows, kv, hs, 1.0f, dys, a->ldo, v, a->ldv, 0.0f, ds, kv);
+        /* dS = P (dP - D): 0 where P is (masked keys) */
+        for (int i = 0; i < rows; i++) {
+            float *drow = ds + (long)i * kv, Dt = D[t0 + i];
+            const float *prow = p + (long)i * kv;
+            for (int j = 0; j < kv; j++) drow[j] = prow[j] * (drow[j] - Dt);
+        }
+        /* S = scale q k^T:  dq += scale dS k,  dk += scale dS^T q */
+        gemm(0, 0, rows, hs, kv, scale, ds, kv, k, a->ldk, 1.0f, dq + (long)t0 * a->ldq, a->ldq);
+        gemm(1, 0, kv, hs, rows, scale, ds, kv, qs, a->ldq, 1.0f, dk, a->ldk);
     }
 }
 
-/* out is unused: D = rowsum(P * dP) comes from the saved probabilities */
-void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
-                      const float *qkv, const float *out, const float *att, int B, int T, int C,
-                      int H)
-{
-    (void)c;
-    (void)out;
-    int hs = C / H, ld = 3 * C;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            long qo = qkv_head_offset(b, h, T, C, H);
-            const float *q = qkv + qo, *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + qo, *dk = dq + C, *dv = dq + 2 * C;
-            const float *p = att + ((long)b * H + h) * T * T;
-            const float *dout_h = dout + out_head_offset(b, h, T, C, H);
-            float *ds = scratch; /* (T, T): first dP, then dS */
+/* QK^T and PV of a forward (and the five products of a backward: 2.5x)
+ * over the causal half, for wf_sgemm's counters */
+static double attention_flops(const heads *a, int B) {
+    double pairs = a->causal ? 0.5 * a->T * (a->T + 1.0) : (double)a->T * a->T;
+    return 4.0 * B * a->H * pairs * a->hs;
+}
 
-            /* out = P v:  dv += P^T dout,  dP = dout v^T */
-            wf_sgemm(1, 0, T, hs, T, 1.0f, p, T, dout_h, C, 1.0f, dv, ld);
-            wf_sgemm(0, 1, T, T, hs, 1.0f, dout_h, C, v, ld, 0.0f, ds, T);
-            wf_softmax_bwd_rows(ds, p, T);
-            /* S = scale q k^T:  dq += scale dS k,  dk += scale dS^T q */
-            wf_sgemm(0, 0, T, hs, T, scale, ds, T, k, ld, 1.0f, dq, ld);
-            wf_sgemm(1, 0, T, hs, T, scale, ds, T, q, ld, 1.0f, dk, ld);
+/* b's heads: batch row b of the packed (q,k,v) buffer and its gradient */
+static heads packed(const float *qkv, float *dqkv, float *out, int b, int T, int C, int H) {
+    long o = (long)b * T * 3 * C;
+    heads a = { qkv + o, qkv + o + C, qkv + o + 2 * C, out + (long)b * T * C,
+                dqkv ? dqkv + o : NULL, dqkv ? dqkv + o + C : NULL, dqkv ? dqkv + o + 2 * C : NULL,
+                3 * C, 3 * C, 3 * C, C, H, 1, C / H, T, 1 };
+    return a;
+}
+
+static heads grouped(const float *qk, const float *v, float *dqk, float *dv, float *out, int b, int T, int H,
+                     int KVH, int hd) {
+    long ldqk = (long)(H + KVH) * hd, ldv = (long)KVH * hd, ldo = (long)H * hd;
+    long oq = (long)b * T * ldqk, ov = (long)b * T * ldv;
+    heads a = { qk + oq, qk + oq + (long)H * hd, v + ov, out + (long)b * T * ldo,
+                dqk ? dqk + oq : NULL, dqk ? dqk + oq + (long)H * hd : NULL, dv ? dv + ov : NULL,
+                ldqk, ldqk, ldv, ldo, H, H / KVH, hd, T, 1 };
+    return a;
+}
+
+/* every (b, h) on its own: one strip buffer per thread */
+#define FOR_HEADS_FWD(B, H, T, make, lse)                                          \
+    _Pragma("omp parallel") {                                                      \
+        float *s_ = malloc(sizeof(float) * STRIP * (size_t)(T));                   \
+        _Pragma("omp for schedule(static)") for (int bh = 0; bh < (B) * (H); bh++) { \
+            int b = bh / (H), h = bh % (H);                                        \
+            heads a = make;                                                        \
+            head_fwd(&a, h, (lse) + (long)bh * (T), s_);                           \
+        }                                                                          \
+        free(s_);                                                                  \
+    }
+
+void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+    (void)c;
+    FOR_HEADS_FWD(B, H, T, packed(qkv, NULL, out, b, T, C, H), att);
+    heads a0 = packed(qkv, NULL, out, 0, T, C, H);
+    wf_gemm_stats_add(attention_flops(&a0, B));
+}
+
+void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v, int B, int T, int H,
+                          int KVH, int hd) {
+    (void)c;
+    FOR_HEADS_FWD(B, H, T, grouped(qk, v, NULL, NULL, out, b, T, H, KVH, hd), att);
+    heads a0 = grouped(qk, v, NULL, NULL, out, 0, T, H, KVH, hd);
+    wf_gemm_stats_add(attention_flops(&a0, B));
+}
+
+/* every (b, key/value head) on its own thread, its group's query heads in turn */
+static void bwd_all(heads (*make)(const void *, int), const void *arg, const float *dout, long ldo_b,
+                    const float *att, float *D, int B, int H, int KVH, int T) {
+    int group = H / KVH;
+#pragma omp parallel
+    {
+        float *p = malloc(sizeof(float) * 2 * STRIP * (size_t)T), *ds = p + STRIP * (size_t)T;
+#pragma omp for schedule(static)
+        for (int bk = 0; bk < B * KVH; bk++) {
+            int b = bk / KVH, kvh = bk % KVH;
+            heads a = make(arg, b);
+            for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+                long r = ((long)b * H + h) * T;
+                head_bwd(&a, h, dout + (long)b * ldo_b, att + r, D + r, p, ds);
+            }
         }
+        free(p);
     }
 }
 
-/* ---- grouped-query causal attention ---------------------------------------- */
+typedef struct { const float *x, *v, *out; float *dx, *dv; int T, C, H, KVH, hd; } bwd_args;
 
-void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v,
-                          int B, int T, int H, int KVH, int hd)
-{
-    (void)c;
-    int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int kv = h / group;
-            const float *q = qk + (long)b * T * ld_qk + (long)h * hd;
-            const float *k = qk + (long)b * T * ld_qk + (long)(H + kv) * hd;
-            const float *vv = v + (long)b * T * ld_v + (long)kv * hd;
-            float *p = att + ((long)b * H + h) * T * T;
-            wf_sgemm(0, 1, T, T, hd, scale, q, ld_qk, k, ld_qk, 0.0f, p, T);
-            wf_causal_softmax_rows(p, T);
-            wf_sgemm(0, 0, T, hd, T, 1.0f, p, T, vv, ld_v, 0.0f, out + (long)b * T * ld_o + (long)h * hd,
-                     ld_o);
-        }
+static heads make_packed(const void *arg, int b) {
+    const bwd_args *g = arg;
+    return packed(g->x, g->dx, (float *)g->out, b, g->T, g->C, g->H);
 }
 
-/* Each query head adds its share into the gradient of the key and value head
- * its group reads: the sum over the group falls out of the accumulation. */
-void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout,
-                          const float *qk, const float *v, const float *out, const float *att, int B,
-                          int T, int H, int KVH, int hd)
-{
+static heads make_grouped(const void *arg, int b) {
+    const bwd_args *g = arg;
+    return grouped(g->x, g->v, g->dx, g->dv, (float *)g->out, b, g->T, g->H, g->KVH, g->hd);
+}
+
+/* att: the forward's log-sum-exp; scratch: D, B*H*T floats */
+void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
+                      const float *out, const float *att, int B, int T, int C, int H) {
     (void)c;
-    (void)out; /* D comes from the saved probabilities, as wf_attention_bwd's */
-    int ld_qk = (H + KVH) * hd, ld_v = KVH * hd, ld_o = H * hd, group = H / KVH;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int kv = h / group;
-            long qo = (long)b * T * ld_qk + (long)h * hd, ko = (long)b * T * ld_qk + (long)(H + kv) * hd;
-            long vo = (long)b * T * ld_v + (long)kv * hd;
-            const float *p = att + ((long)b * H + h) * T * T;
-            const float *dy = dout + (long)b * T * ld_o + (long)h * hd;
-            float *ds = scratch;
-            wf_sgemm(1, 0, T, hd, T, 1.0f, p, T, dy, ld_o, 1.0f, dv + vo, ld_v);
-            wf_sgemm(0, 1, T, T, hd, 1.0f, dy, ld_o, v + vo, ld_v, 0.0f, ds, T);
-            wf_softmax_bwd_rows(ds, p, T);  /* dS = P * (dP - rowsum(P * dP)) */
-            wf_sgemm(0, 0, T, hd, T, scale, ds, T, qk + ko, ld_qk, 1.0f, dqk + qo, ld_qk);
-            wf_sgemm(1, 0, T, hd, T, scale, ds, T, qk + qo, ld_qk, 1.0f, dqk + ko, ld_qk);
-        }
+    bwd_args g = { qkv, NULL, out, dqkv, NULL, T, C, H, H, C / H };
+    bwd_all(make_packed, &g, dout, (long)T * C, att, scratch, B, H, H, T);
+    heads a0 = make_packed(&g, 0);
+    wf_gemm_stats_add(2.5 * attention_flops(&a0, B));
+}
+
+void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout, const float *qk,
+                          const float *v, const float *out, const float *att, int B, int T, int H, int KVH,
+                          int hd) {
+    (void)c;
+    bwd_args g = { qk, v, out, dqk, dv, T, 0, H, KVH, hd };
+    bwd_all(make_grouped, &g, dout, (long)T * H * hd, att, scratch, B, H, KVH, T);
+    heads a0 = make_grouped(&g, 0);
+    wf_gemm_stats_add(2.5 * attention_flops(&a0, B));
 }

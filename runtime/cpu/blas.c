@@ -1,14 +1,27 @@
-/* blas.c: wf_sgemm, a timed wrapper around OpenBLAS's cblas_sgemm. */
+/* blas.c: wf_sgemm, a timed wrapper around OpenBLAS's cblas_sgemm.
+ *
+ * One thread pool per rank: OpenBLAS's own (pthreads) pool and OpenMP's
+ * (every other kernel) would otherwise take turns on the same cores, each
+ * spinning while the other works.  When wf_sgemm_split is on (wf_blas_threads
+ * sets OpenBLAS to one thread), a large product is cut along the longer side
+ * of C into one part per OpenMP thread, each a single-threaded cblas_sgemm on
+ * its own rows or columns: each element of C is the same sum over K as
+ * unsplit, and the cut does not depend on anything but the shape and the
+ * thread count. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 
 #include "blas.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <time.h>
 
 static double gemm_seconds;
 static double gemm_flops;
+static int split_on;
+
+void wf_sgemm_split(int on) { split_on = on; }
 
 static double now_seconds(void)
 {
@@ -25,9 +38,27 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
         return; /* empty output: nothing to compute, nothing to count */
 
     double t0 = now_seconds();
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
-                ldb, beta, C, ldc);
+    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
+    int parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
+    /* a part under 8 MFLOP (~0.1 ms) is not worth waking a thread for: on a
+     * busy machine the wake-up alone can cost more; parts of whole 16s */
+    if (parts > 1 && 2.0 * M * N * K >= 8e6 * parts && (M >= 32 * parts || N >= 32 * parts)) {
+        int rows = M >= N, len = rows ? M : N;
+        int step = ((len + parts - 1) / parts + 15) / 16 * 16;
+#pragma omp parallel for schedule(static, 1) num_threads(parts)
+        for (int k = 0; k < parts; k++) {
+            int lo = k * step, n = len - lo < step ? len - lo : step;
+            if (n <= 0) continue;
+            if (rows)  /* op(A) rows lo.., C rows lo.. */
+                cblas_sgemm(CblasRowMajor, ta, tb, n, N, K, alpha, transA ? A + lo : A + (long)lo * lda, lda,
+                            B, ldb, beta, C + (long)lo * ldc, ldc);
+            else       /* op(B) columns lo.., C columns lo.. */
+                cblas_sgemm(CblasRowMajor, ta, tb, M, n, K, alpha, A, lda,
+                            transB ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+        }
+    } else {
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
     gemm_seconds += now_seconds() - t0;
     gemm_flops += 2.0 * (double)M * (double)N * (double)K;
 }
@@ -39,6 +70,8 @@ void wf_gemm_stats(double *seconds, double *flops)
     if (flops)
         *flops = gemm_flops;
 }
+
+void wf_gemm_stats_add(double flops) { gemm_flops += flops; }
 
 void wf_gemm_stats_reset(void)
 {

@@ -17,9 +17,16 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta,
               float *C, int ldc);
 
+/* on: OpenBLAS runs one thread and wf_sgemm cuts large products over the
+ * OpenMP threads (blas.c); off (the default): OpenBLAS threads itself. */
+void wf_sgemm_split(int on);
+
 /* Seconds spent in and FLOPs done by wf_sgemm since start or the last reset. */
 void wf_gemm_stats(double *seconds, double *flops);
 void wf_gemm_stats_reset(void);
+/* FLOPs of products run outside wf_sgemm (threads' own cblas_sgemm calls,
+ * attention.c), from one thread after they are done; their time is not counted. */
+void wf_gemm_stats_add(double flops);
 
 /* GFLOP/s of out(M,N) = A(M,K) @ B(K,N) through wf_sgemm, best of `reps`
  * (for benchmarks and weft-calibrate). */

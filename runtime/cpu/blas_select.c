@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "blas.h"
 #include "internal.h"
 
 static const char *const AVX512_CORES[] = { "skylakex", "cooperlake", "sapphirerapids", NULL };
@@ -72,8 +73,12 @@ void wf_blas_describe(char *out, size_t n) {
     else
         snprintf(out, n, "blas: OpenBLAS core %s (the library's own choice)", core);
     size_t len = strlen(out);
-    snprintf(out + len, n - len, ", %d BLAS and %d OpenMP thread(s) per rank",
-             openblas_get_num_threads(), omp_get_max_threads());
+    if (getenv("OPENBLAS_NUM_THREADS"))
+        snprintf(out + len, n - len, ", %d BLAS and %d OpenMP thread(s) per rank",
+                 openblas_get_num_threads(), omp_get_max_threads());
+    else
+        snprintf(out + len, n - len, ", %d OpenMP thread(s) per rank, GEMMs split over them",
+                 omp_get_max_threads());
 }
 
 /* Ranks on one node share its cores: give each an equal share of threads. */
@@ -88,7 +93,11 @@ void wf_blas_threads(const wf_ctx *c) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = (int)(cores / local);
     if (threads < 1) threads = 1;
-    /* the user's OPENBLAS_NUM_THREADS / OMP_NUM_THREADS win */
-    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(threads);
+    /* the user's OPENBLAS_NUM_THREADS / OMP_NUM_THREADS win; without the
+     * first, one pool (OpenMP's) runs GEMMs and everything else (blas.c) */
     if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads);
+    if (!getenv("OPENBLAS_NUM_THREADS")) {
+        openblas_set_num_threads(1);
+        wf_sgemm_split(1);
+    }
 }

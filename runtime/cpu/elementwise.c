@@ -28,6 +28,7 @@ void wf_embed_fwd(wf_ctx *c, float *out, const int32_t *tok, const float *wte,
                   const float *wpe, int B, int T, int C)
 {
     (void)c;
+#pragma omp parallel for collapse(2) schedule(static) if ((long)B * T * C > 65536)
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             float *o = out + ((long)b * T + t) * C;

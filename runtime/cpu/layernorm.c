@@ -29,6 +29,7 @@ void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd,
                       const float *inp, const float *w, const float *b, int N, int C)
 {
     (void)c;
+#pragma omp parallel for schedule(static) if ((long)N * C > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         float *y = out + (long)n * C;
@@ -66,6 +67,7 @@ void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db,
 void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C) {
     (void)c;
+#pragma omp parallel for schedule(static) if ((long)N * C > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C, *d = dout + (long)n * C;
         float *dx = dinp + (long)n * C, m = mean[n], s = rstd[n];
@@ -81,11 +83,18 @@ void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const flo
 void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, const float *inp,
                              const float *mean, const float *rstd, int N, int C) {
     (void)c;
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (long)n * C, *d = dout + (long)n * C;
-        for (int i = 0; i < C; i++) {
-            db[i] += d[i];
-            dw[i] += d[i] * (x[i] - mean[n]) * rstd[n];
+    /* threads take blocks of columns; each column still sums its rows in
+     * order, so the result does not depend on the thread count */
+    enum { COLS = 64 };
+#pragma omp parallel for schedule(static) if ((long)N * C > 65536)
+    for (int i0 = 0; i0 < C; i0 += COLS) {
+        int i1 = i0 + COLS < C ? i0 + COLS : C;
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (long)n * C, *d = dout + (long)n * C;
+            for (int i = i0; i < i1; i++) {
+                db[i] += d[i];
+                dw[i] += d[i] * (x[i] - mean[n]) * rstd[n];
+            }
         }
     }
 }

@@ -61,6 +61,7 @@ static struct wf_cuda_graph *graph_of(wf_ctx *c) {
 static const char *why_eager(wf_ctx *c) {
     const wf_program *p = c->p;
     if (c->opt.no_graph) return "--no-graph";
+    if (c->opt.profile) return "--profile (the device is waited for at every op class switch)";
     if (c->world > 1 && p->comm == WF_COMM_MPI) return "comm = mpi (host MPI inside the step)";
     if (c->opt.trace) return "--trace (host timestamps around every instruction)";
     /* the CUDA graph API restricts captured copies of managed memory there

@@ -59,8 +59,9 @@ static kernel_ns measure_kernels(double gemm_gflops) {
     kernel_ns k;
     float *x = calloc((size_t)N * 4 * C, 4), *y = calloc((size_t)N * 4 * C, 4), *d = calloc((size_t)N * 4 * C, 4);
     float *dx = calloc((size_t)N * 4 * C, 4), *w = calloc(4 * C, 4), *b = calloc(4 * C, 4);
-    float *mean = calloc(N, 4), *rstd = calloc(N, 4), *att = calloc((size_t)B * H * T * T, 4);
-    float *scratch = calloc((size_t)T * T, 4), *dlogits = calloc((size_t)N * V, 4), *losses = calloc(N, 4);
+    /* attention keeps B*H*T floats (its log-sum-exp) and needs as many of scratch */
+    float *mean = calloc(N, 4), *rstd = calloc(N, 4), *att = calloc((size_t)B * H * T, 4);
+    float *scratch = calloc((size_t)B * H * T, 4), *dlogits = calloc((size_t)N * V, 4), *losses = calloc(N, 4);
     float *wte = calloc((size_t)V * C, 4), *dwte = calloc((size_t)V * C, 4);
     int32_t *tgt = calloc(N, 4);
     for (long i = 0; i < (long)N * 4 * C; i++) x[i] = (float)(i % 17) * 0.01f;

@@ -16,10 +16,10 @@ fi
 # CPU-only ones named here.  A kernel added to runtime/cpu/ without a CUDA
 # version shows up here by name: write it in runtime/cuda/, or list it and
 # refuse its op for --backend cuda in compiler/backend_cuda.c.
-# CPU-only: BLAS plumbing, the CPU attention's softmax rows and classifier's
-# dlogits row.  (The LLaMA family's kernels are runtime/cuda/llama.cu and
+# CPU-only: BLAS plumbing (the one-pool GEMM cut, FLOPs counted by callers
+# of cblas_sgemm) and the classifier's dlogits row.  (The LLaMA family's kernels are runtime/cuda/llama.cu and
 # attention.cu's wf_gqa_attention_*.)
-CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_causal_softmax_rows wf_softmax_bwd_rows wf_dlogits_row"
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
 missing=$(comm -23 <(symbols "$RT/libweftrt.a") <(symbols "$RT/cuda/libweftrt_cuda.a") |
           grep -vxF -f <(tr ' ' '\n' <<<"$CPU_ONLY") || true)

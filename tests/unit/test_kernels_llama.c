@@ -239,7 +239,7 @@ static void gqa_fwd(float *const *x, float *out)
 }
 static void gqa_bwd(float *const *x, float *const *g, const float *dout)
 {
-    float *scratch = xmalloc(sizeof(float) * (size_t)T * T);
+    float *scratch = xmalloc(sizeof(float) * (size_t)B * H * T);  /* D per query row */
     wf_gqa_attention_bwd(NULL, g[0], g[1], scratch, dout, x[0], x[1], g_out, g_att, B, T, H, KVH, HD);
     free(scratch);
 }
@@ -267,7 +267,7 @@ static void run_config(int b, int t, int c, int h, int kvh, int hd)
     char cfg[64];
     snprintf(cfg, sizeof cfg, "B%d T%d C%d H%d KV%d hd%d", B, T, C, H, KVH, HD);
     g_rstd = xmalloc(sizeof(float) * (size_t)N);
-    g_att = xmalloc(sizeof(float) * (size_t)B * H * T * T);
+    g_att = xmalloc(sizeof(float) * (size_t)B * H * T);  /* log-sum-exp per query row */
     g_out = xmalloc(sizeof(float) * (size_t)N * H * HD);
 
     long rl[] = { (long)N * C, C };

@@ -13,11 +13,11 @@
  *        residual d(add_1) hN each (the fused residual + layernorm keeps
  *        d(add_1) live from ln_f's backward to ln_2's); first-fit attains it;
  *      activation slot = the tensors that carry gradients + the gelu's output 4hN + saved buffers:
- *        3 layernorms x 2N (mean, rstd), attention B*H*T*T (CPU) or B*H*T
- *        (CUDA's log-sum-exp), the LM head's dlogits N*V; less 2hN, the two
- *        c_proj outputs, which no backward reads (memory_slot.c): each lives
- *        from its linear to its residual add, in the stage's region;
- *      scratch = T*T (CPU: one head's dP) or B*H*T (CUDA);
+ *        3 layernorms x 2N (mean, rstd), attention B*H*T (the log-sum-exp
+ *        of every query row, both backends), the LM head's dlogits N*V; less
+ *        2hN, the two c_proj outputs, which no backward reads (memory_slot.c):
+ *        each lives from its linear to its residual add, in the stage's region;
+ *      scratch = B*H*T (D of every query row, both backends);
  *      under act16 (CUDA bf16) every activation count halves (saved state
  *        but the dlogits stays float).
  *    Psi = 12 L h^2 + 13 L h + (V + T) h + 2h parameters (tied LM head).
@@ -27,7 +27,7 @@
  *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
  *    shard up to whole floats (at most dp - 1 floats a bucket).
- * 3. Attention's saved buffer per backend on six plans (tp, selective
+ * 3. Attention's saved buffer on both backends on six plans (tp, selective
  *    recompute, the 3D plan, LLaMA's grouped-query attention).
  * 4. The memory checker (memory_check.c) passes every plan's layout, and
  *    catches an overlap planted in it: a gradient moved onto another one
@@ -51,11 +51,11 @@ static void one_block(void) {
             continue;
         }
         int half = c == 2;  /* act16 */
-        long att = c == 0 ? B * H * T * T : B * H * T;
+        long att = B * H * T;
         long carry = (16 * h * N + N) / (half ? 2 : 1), dact = 7 * h * N / (half ? 2 : 1);
         long act = carry + 4 * h * N / (half ? 2 : 1) + 3 * 2 * N + att + N * V / (half ? 2 : 1) -
                    2 * h * N / (half ? 2 : 1);
-        long scratch = c == 0 ? T * T : B * H * T;
+        long scratch = B * H * T;
         check(p.act16 == half, "%s %s: act16 = %d", backend, prec, half);
         check(p.param_numel[0] == psi_of(1, h, T, V), "%s %s: parameter arena Psi = %ld (%ld)", backend, prec,
               psi_of(1, h, T, V), p.param_numel[0]);
@@ -109,10 +109,10 @@ static void model_states(void) {
                 }
 }
 
-/* Attention's saved floats on the CPU (B*H*T*T) and CUDA (B*H*T), H this
- * rank's heads; CUDA's activation slots shrink by exactly the difference per
- * layer of a chunk and slot (one buffer in the stage's recompute region under
- * selective recompute). */
+/* Attention's saved floats: B*H*T on the CPU and on CUDA alike (the
+ * log-sum-exp of every query row; H this rank's heads), never a T x T
+ * matrix, and the same scratch (D per row): an fp32 plan's activations (slots
+ * and recompute region) are then the same on both backends. */
 static void attention(void) {
     struct { const char *name, *plan, *sets[3]; } v[] = {
         { "tiny", "plans/tiny.lua", { NULL } },
@@ -133,45 +133,18 @@ static void attention(void) {
         for (int k = 0; k < cpu.n_ops; k++) {
             if (cpu.ops[k].kind != OP_ATTENTION) continue;
             n++;
-            bad += cpu.ops[k].saved_numel != rows * T || cuda.ops[k].saved_numel != rows;
+            bad += cpu.ops[k].saved_numel != rows || cuda.ops[k].saved_numel != rows;
         }
-        check(bad == 0 && n == cpu.layers, "%s: each of %d attentions saves B*H*T*T = %ld floats on the CPU, B*H*T = %ld "
-              "on CUDA", v[i].name, n, rows * T, rows);
-        check(cpu.scratch_numel == T * T && cuda.scratch_numel == rows, "%s: scratch T*T = %ld on the CPU (%ld), B*H*T "
-              "on CUDA (%ld)", v[i].name, T * T, cpu.scratch_numel, cuda.scratch_numel);
-        long diff = 0, rdiff = 0, rmin = 0;
-        for (int s = 0; s < cpu.pp; s++) {
-            diff += cpu.act_numel[s] * program_slots(&cpu, s) - cuda.act_numel[s] * program_slots(&cuda, s);
-            rdiff += cpu.region_numel[s] - cuda.region_numel[s];
-            rmin += cuda.region_numel[s] >= rows && cpu.region_numel[s] >= rows * T;
-        }
-        int sel = strcmp(v[i].name, "selective") == 0;
-        long layers = 0;  /* the saved attentions: every layer of a chunk in every slot */
-        for (int s = 0; s < cpu.pp; s++) {
-            int in_stage = 0;
-            for (int k = 0; k < cpu.n_ops; k++)
-                in_stage += cpu.ops[k].kind == OP_ATTENTION && cpu.ops[k].chunk % cpu.pp == s;
-            /* a slot holds one chunk (memory_slot.c): the stage's chunks have equal layers here */
-            if (cpu.pp > 1) in_stage /= cpu.n_chunks / cpu.pp;
-            layers += sel ? 0 : (long)in_stage * program_slots(&cpu, s);
-        }
-        long want = layers * (rows * T - rows);
-        check(diff == want, "%s: CUDA's activation slots are %ld floats smaller (%ld)", v[i].name, want, diff);
-        /* the region (the forward's transients, selective's one attention
-         * buffer, a lone loss chunk's kept tensors) is packed by live
-         * interval: the same transients on both backends; under selective it
-         * holds the buffer, which the CPU's may share with transients live at
-         * other ops, so it is smaller by at most the difference */
-        if (sel)
-            check(rmin == cpu.pp && rdiff > 0 && rdiff <= rows * T - rows, "selective: each region holds the attention "
-                  "buffer; CUDA's is smaller by at most B*H*(T*T - T) = %ld floats (%ld)", rows * T - rows, rdiff);
-        else {  /* the loss chunk's attentions when the region holds its one microbatch (memory_slot.c) */
-            long lone = 0;
-            for (int k = 0; k < cpu.n_ops; k++)
-                lone += cpu.ops[k].kind == OP_ATTENTION && memory_saved_in_region(&cpu, &cpu.ops[k]);
-            check(rdiff == lone * (rows * T - rows), "%s: the regions differ by the %ld attention(s) of a lone loss "
-                  "chunk, %ld floats (%ld)", v[i].name, lone, lone * (rows * T - rows), rdiff);
-        }
+        check(bad == 0 && n == cpu.layers, "%s: each of %d attentions saves B*H*T = %ld floats on both backends "
+              "(B*H*T*T would be %ld)", v[i].name, n, rows, rows * T);
+        check(cpu.scratch_numel == rows && cuda.scratch_numel == rows, "%s: scratch B*H*T = %ld on the CPU (%ld) "
+              "and on CUDA (%ld)", v[i].name, rows, cpu.scratch_numel, cuda.scratch_numel);
+        long diff = 0;
+        for (int s = 0; s < cpu.pp; s++)
+            diff += cpu.act_numel[s] * program_slots(&cpu, s) + cpu.region_numel[s] -
+                    cuda.act_numel[s] * program_slots(&cuda, s) - cuda.region_numel[s];
+        check(diff == 0, "%s: CPU and CUDA activations (slots and region) are the same size (differ by %ld)",
+              v[i].name, diff);
         program_free(&cpu);
         program_free(&cuda);
     }

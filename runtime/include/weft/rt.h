@@ -415,6 +415,14 @@ float wf_loss_scale(wf_ctx *c);        /* d(global mean loss)/d(token loss) */
 void wf_add_loss(wf_ctx *c, double loss_sum);
 float *wf_losses(wf_ctx *c);           /* N floats of per-token loss */
 
+/* --profile (runtime/common/profile.c): the generated code names each op's
+ * class before calling it; the time until the next switch is that class's. */
+enum {
+    WF_PROF_GEMM, WF_PROF_ATTENTION, WF_PROF_NORM, WF_PROF_ELEMENTWISE, WF_PROF_CLASSIFIER,
+    WF_PROF_OPTIMIZER, WF_PROF_COMM, WF_PROF_OTHER, WF_PROF_CLASSES
+};
+void wf_prof(wf_ctx *c, int cls);
+
 /* The step's building blocks, called by the generated step function. */
 void wf_micro_begin(wf_ctx *c, int m);  /* loads microbatch m's tokens, zeroes act. grads */
 void wf_buckets_wait(wf_ctx *c);        /* waits for every bucket's all-reduce */

@@ -1,0 +1,74 @@
+/* test_sgemm_split: wf_sgemm with GEMMs cut over the OpenMP threads (blas.c's
+ * one-pool mode) against a float64 product, for every transpose pair, on
+ * shapes cut along the rows (M >= N) and along the columns, with sizes that
+ * are not multiples of the 16-wide parts, leading dimensions wider than the
+ * matrices (sub-blocks, as attention passes them) and beta = 1
+ * (accumulation).  The bound is the standard one for a float dot product of
+ * length K: |c - c64| <= gamma_K * (|alpha| sum |a||b| + |beta c0|) with
+ * gamma_K = K u / (1 - K u), u = 2^-24, plus one rounding of the result; a
+ * part that computed the wrong rows or columns, or none, is off by O(1). */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "blas.h"
+
+static float rnd(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
+}
+
+static int run(int ta, int tb, int M, int N, int K, float beta) {
+    int pad = 3;
+    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
+    int lda = ca + pad, ldb = cb + pad, ldc = N + pad;
+    float *A = malloc(sizeof(float) * (size_t)ra * lda), *B = malloc(sizeof(float) * (size_t)rb * ldb);
+    float *C = malloc(sizeof(float) * (size_t)M * ldc), *C0 = malloc(sizeof(float) * (size_t)M * ldc);
+    unsigned s = 7u + (unsigned)(M * 31 + N * 7 + K + ta * 2 + tb);
+    for (long i = 0; i < (long)ra * lda; i++) A[i] = rnd(&s);
+    for (long i = 0; i < (long)rb * ldb; i++) B[i] = rnd(&s);
+    for (long i = 0; i < (long)M * ldc; i++) C0[i] = C[i] = rnd(&s);
+    float alpha = 0.75f;
+    wf_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    double u = ldexp(1.0, -24), gamma = K * u / (1 - K * u), worst = 0;
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[(long)k * lda + i] : A[(long)i * lda + k];
+                double b = tb ? B[(long)j * ldb + k] : B[(long)k * ldb + j];
+                sum += a * b;
+                mag += fabs(a * b);
+            }
+            double ref = alpha * sum + beta * C0[(long)i * ldc + j];
+            double bound = gamma * (fabs(alpha) * mag + fabs(beta * C0[(long)i * ldc + j])) + u * fabs(ref) + 1e-30;
+            double err = fabs(C[(long)i * ldc + j] - ref);
+            if (err / bound > worst) worst = err / bound;
+            if (err > bound) bad++;
+        }
+    /* the padding columns of C are not C's: untouched */
+    for (int i = 0; i < M; i++)
+        for (int j = N; j < ldc; j++)
+            if (C[(long)i * ldc + j] != C0[(long)i * ldc + j]) bad++;
+    printf("sgemm split  ta %d tb %d  M %4d N %4d K %3d beta %g: worst err / bound %.3f  %s\n", ta, tb, M, N, K,
+           beta, worst, bad ? "FAIL" : "ok");
+    free(A), free(B), free(C), free(C0);
+    return bad == 0;
+}
+
+int main(void) {
+    omp_set_num_threads(2);
+    wf_sgemm_split(1);
+    int ok = 1;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            /* above blas.c's 8 MFLOP per part, so cut in two */
+            ok &= run(ta, tb, 301, 267, 129, 1.0f);  /* cut along the rows */
+            ok &= run(ta, tb, 45, 1517, 197, 0.0f);  /* cut along the columns */
+        }
+    ok &= run(0, 1, 8, 8, 8, 1.0f);  /* too small to cut */
+    printf(ok ? "test_sgemm_split: all passed\n" : "test_sgemm_split: FAILED\n");
+    return !ok;
+}
