@@ -56,11 +56,15 @@ typedef struct {
 } cand;
 
 typedef struct {
-    const char *plan, *backend, *out, *objective;
+    const char *plan, *backend, *out, *objective, *calibration;
     const char *user_sets[MAX_SETS];
     int n_user;
-    int gpus, global, top, max_priced, scaling, quiet;
+    int gpus, global, top, max_priced, scaling, quiet, print_sets;
 } args;
+
+/* --calibration: the cluster file every candidate is priced with (simulate's
+ * --calibration), loaded once */
+static sim_calibration search_cal;
 
 typedef struct {
     args a;
@@ -153,10 +157,9 @@ static int price(const Program *p, cand *c) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    sim_calibration cal = { 0 };
     char msg[320];
     wf_error_capture(msg, sizeof msg);
-    int rc = f ? simulate_plan(p, &cal, "text", f) : -1;
+    int rc = f ? simulate_plan(p, &search_cal, "text", f) : -1;
     wf_error_capture(NULL, 0);
     if (f) fclose(f);
     if (rc != 0) {
@@ -521,6 +524,21 @@ static void print_table(const search *S, cand **r, int nr, FILE *out) {
     }
 }
 
+/* --print-sets: for scripts (bench/plan.sh), each of the top K as its rank,
+ * predicted step time (from tokens/s, which simulate prints to more digits
+ * than the step) and the --set overrides that make it. */
+static void print_sets(const search *S, cand **r, int nr, FILE *out) {
+    for (int i = 0; i < nr && i < S->a.top; i++) {
+        char buf[16][64];
+        const char *sets[MAX_SETS + 20];
+        int ns = set_list(S, r[i], buf, sets);
+        double t = r[i]->tps > 0 ? (double)S->global * S->seq / r[i]->tps : r[i]->iter;
+        fprintf(out, "sets\t%d\t%.6g\t", i + 1, t);
+        for (int k = 0; k < ns; k++) fprintf(out, "%s--set %s", k ? " " : "", sets[k]);
+        fputc('\n', out);
+    }
+}
+
 static void print_rejected(const search *S, FILE *out) {
     int shown = 0;
     for (int i = 0; i < S->n && shown < 5; i++) {
@@ -654,7 +672,7 @@ static int write_best(const search *S, const cand *c) {
 static int usage(const char *msg) {
     fprintf(stderr, "weft: %s\nusage: weft plan PLAN [--gpus N] [--set FIELD=VALUE ...] [--global-batch B] "
                     "[--top K]\n       [--objective time|memory] [-o BEST.lua] [--backend cpu|cuda] [--scaling] "
-                    "[--max-priced N]\n", msg);
+                    "[--max-priced N]\n       [--calibration FILE] [--print-sets]\n", msg);
     return EXIT_USAGE;
 }
 
@@ -691,7 +709,9 @@ static int parse_args(int argc, char **argv, args *a) {
             if (!strchr(v, '=') || a->n_user == MAX_SETS) return usage("--set needs FIELD=VALUE");
             a->user_sets[a->n_user++] = v;
             i++;
-        } else if (!strcmp(s, "--scaling")) a->scaling = 1;
+        } else if (!strcmp(s, "--calibration") && v) a->calibration = v, i++;
+        else if (!strcmp(s, "--print-sets")) a->print_sets = 1;
+        else if (!strcmp(s, "--scaling")) a->scaling = 1;
         else if (s[0] == '-') return usage("unknown option or missing value");
         else if (!a->plan) a->plan = s;
         else return usage("more than one plan given");
@@ -872,6 +892,7 @@ static int run_search(search *S, cand **best_out, FILE *out) {
                 S->global, S->a.backend, S->a.objective);
         print_counts(S, out);
         if (nr) print_table(S, r, nr, out);
+        if (S->a.print_sets) print_sets(S, r, nr, out);
         print_rejected(S, out);
     }
     *best_out = nr ? r[0] : NULL;
@@ -885,6 +906,14 @@ int plan_search_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &S.a);
     if (rc != EXIT_OK) return rc;
     if (S.a.global) snprintf(S.batch_set, sizeof S.batch_set, "batch.global=%d", S.a.global);
+    if (S.a.calibration) {
+        if (simulate_load_calibration(S.a.calibration, &search_cal) != 0) return EXIT_PLAN;
+        if (search_cal.cuda != !strcmp(S.a.backend, "cuda")) {
+            wf_error("%s was measured for the %s backend: search with --backend %s", S.a.calibration,
+                     search_cal.cuda ? "cuda" : "cpu", search_cal.cuda ? "cuda" : "cpu");
+            return EXIT_PLAN;
+        }
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (load_base(&S) != 0) return EXIT_PLAN;
