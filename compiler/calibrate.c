@@ -39,7 +39,7 @@ static const char REFERENCE_PLAN[] =
     "}\n";
 
 /* Runs argv with stdout and stderr going to log; 0 when it exits with 0. */
-static int run(const char *const argv[], const char *log) {
+int calibrate_run(const char *const argv[], const char *log) {
     pid_t pid = fork();
     if (pid == 0) {
         if (log) {
@@ -129,7 +129,8 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
     const char *configure[] = { "cmake", "-S", out, "-B", build, NULL };
     const char *compile[] = { "cmake", "--build", build, NULL };
     const char *train[] = { launch, "--steps", "12", "--quiet", "--trace", tr, NULL };
-    if (rc != 0 || run(configure, log) != 0 || run(compile, log) != 0 || run(train, log) != 0) {
+    if (rc != 0 || calibrate_run(configure, log) != 0 || calibrate_run(compile, log) != 0 ||
+        calibrate_run(train, log) != 0) {
         fprintf(stderr, "weft: error: the reference run on %d rank(s) failed (see %s)\n", dp, log);
         return -1;
     }
@@ -192,7 +193,7 @@ static int measure(const char *dir, const char *runtime, const char *out) {
     /* Open MPI refuses root unless told; two ranks, since point-to-point needs a partner */
     const char *as_root[] = { "mpirun", "-np", "2", "--oversubscribe", "--allow-run-as-root", tool, "-o", kernels, NULL };
     const char *as_user[] = { "mpirun", "-np", "2", "--oversubscribe", tool, "-o", kernels, NULL };
-    if (run(geteuid() == 0 ? as_root : as_user, NULL) != 0) return -1;
+    if (calibrate_run(geteuid() == 0 ? as_root : as_user, NULL) != 0) return -1;
     sim_calibration cal;
     if (simulate_load_calibration(kernels, &cal) != 0) return -1;
 
@@ -229,7 +230,7 @@ int calibrate_machine(const char *runtime, const char *out) {
     }
     int rc = measure(dir, runtime, out);
     const char *rm[] = { "rm", "-rf", dir, NULL };
-    run(rm, NULL);
+    calibrate_run(rm, NULL);
     if (rc != 0) fprintf(stderr, "weft: error: calibration failed; %s is unchanged\n", out);
     return rc;
 }

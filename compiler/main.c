@@ -44,7 +44,7 @@ static const char USAGE_HEAD[] =
     "                             predicted iteration time, tokens/s, MFU, bubble,\n"
     "                             communication and memory per rank; no code emitted\n"
     "  plan PLAN [--gpus N] [--global-batch B] [--top K] [--objective time|memory]\n"
-    "       [-o BEST.lua] [--scaling] [--max-priced N]\n"
+    "       [-o BEST.lua] [--scaling] [--max-priced N] [--calibration FILE] [--print-sets]\n"
     "                             search dp x tp x pp, sequence parallelism, microbatch,\n"
     "                             schedule, ZeRO, recompute and offload for the fastest\n"
     "                             layout that fits; -o writes it as a plan\n"
@@ -53,6 +53,9 @@ static const char USAGE_HEAD[] =
     "  calibrate [-o FILE]        measure this machine for CPU-backend predictions (kernels\n"
     "                             on 2 ranks, then a reference GPT traced in place;\n"
     "                             default cluster.lua)\n"
+    "  calibrate --backend cuda [--gpus N] [-o FILE]\n"
+    "                             measure this node's GPUs (GEMM shapes, attention, NCCL\n"
+    "                             all-reduce on N GPUs) for simulate --backend cuda\n"
     "  trace compare PRED MEAS    error of a measured Chrome trace against a predicted one\n"
     "  data text FILE -o OUT.bin  byte-level tokens (vocab 256) of a text file\n"
     "  data synth -o OUT.bin      a synthetic Markov language with a known entropy floor\n"
@@ -279,14 +282,35 @@ static int inspect_report(const Program *p, const plan_args *a, FILE *out) {
 static int simulate_report(const Program *p, const plan_args *a, FILE *out) {
     sim_calibration cal = { 0 };
     if (a->calibration && simulate_load_calibration(a->calibration, &cal) != 0) return -1;
+    if (cal.cuda && strcmp(a->backend, "cuda") != 0) {
+        wf_error("%s was measured on GPUs (weft calibrate --backend cuda): simulate with --backend cuda",
+                 a->calibration);
+        return -1;
+    }
     return simulate_plan(p, &cal, a->format, out);
 }
 
 static int cmd_calibrate(int argc, char **argv) {
-    const char *out = "cluster.lua";
-    if (argc == 2 && strcmp(argv[0], "-o") == 0) out = argv[1];
-    else if (argc != 0) return usage_error("usage: weft calibrate [-o FILE]");
+    static const char use[] = "usage: weft calibrate [--backend cpu|cuda] [--gpus N] [--quick] [-o FILE]";
+    const char *out = "cluster.lua", *backend = "cpu";
+    int gpus = 1, quick = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) backend = argv[++i];
+        else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1024) return usage_error("--gpus needs a count from 1 to 1024");
+            gpus = (int)n;
+        } else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else return usage_error(use);
+    }
+    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "cuda") != 0)
+        return usage_error("calibrate --backend: cpu or cuda");
+    if (strcmp(backend, "cpu") == 0 && (gpus != 1 || quick))
+        return usage_error("--gpus and --quick are for --backend cuda");
     const char *runtime = getenv("WEFT_RUNTIME") ? getenv("WEFT_RUNTIME") : WEFT_RUNTIME_DIR;
+    if (strcmp(backend, "cuda") == 0) return calibrate_cuda(runtime, gpus, quick, out) == 0 ? EXIT_OK : EXIT_PLAN;
     return calibrate_machine(runtime, out) == 0 ? EXIT_OK : EXIT_PLAN;
 }
 

@@ -56,11 +56,15 @@ typedef struct {
 } cand;
 
 typedef struct {
-    const char *plan, *backend, *out, *objective;
+    const char *plan, *backend, *out, *objective, *calibration;
     const char *user_sets[MAX_SETS];
     int n_user;
-    int gpus, global, top, max_priced, scaling, quiet;
+    int gpus, global, top, max_priced, scaling, quiet, print_sets;
 } args;
+
+/* --calibration: the cluster file every candidate is priced with (simulate's
+ * --calibration), loaded once */
+static sim_calibration search_cal;
 
 typedef struct {
     args a;
@@ -84,6 +88,9 @@ typedef struct {
     long enumerated;
     long pruned_arith[8];       /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
+    long bucket_tried;  /* refine_buckets: builds at other bucket sizes */
+    long bucket_better; /* of them, faster than the best layout's own size */
+    double bucket_base; /* the best layout's bucket size before them, MiB */
 } search;
 
 static const char *const RULES[] = {
@@ -153,10 +160,9 @@ static int price(const Program *p, cand *c) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    sim_calibration cal = { 0 };
     char msg[320];
     wf_error_capture(msg, sizeof msg);
-    int rc = f ? simulate_plan(p, &cal, "text", f) : -1;
+    int rc = f ? simulate_plan(p, &search_cal, "text", f) : -1;
     wf_error_capture(NULL, 0);
     if (f) fclose(f);
     if (rc != 0) {
@@ -489,6 +495,36 @@ static void search_run(search *S) {
     free(best);
 }
 
+/* Bucket sizes around the best: the enumeration gives each layout one size
+ * (the plan's, or larger so that a rank has at most 256 buckets); the best
+ * layout with dp > 1 is priced again at 1/4, 1/2, 2 and 4 times it, since
+ * smaller buckets leave less of the reduction exposed after backward but pay
+ * a collective's latency each.  Four builds beyond --max-priced. */
+static void refine_buckets(search *S) {
+    cand *best = NULL;
+    for (int i = 0; i < S->n; i++) {
+        cand *c = &S->c[i];
+        if (c->state == 1 && (!best || by_result(&c, &best) < 0)) best = c;
+    }
+    if (!best || best->dp <= 1) return;
+    static const double factor[] = { 0.25, 0.5, 2, 4 };
+    cand base = *best;
+    for (int k = 0; k < 4; k++) {
+        cand c = base;
+        c.bucket_mb = base.bucket_mb * factor[k];
+        if (c.bucket_mb < 1.0 / 16) continue;
+        c.state = 0, c.why[0] = 0;
+        if (add(S, &c) != 0) return;
+        S->bucket_tried++;
+        cand *v = &S->c[S->n - 1];
+        evaluate(S, v);
+        /* kept only when faster: a tie would list the same layout again */
+        if (v->state == 1 && !(v->tps > base.tps)) v->state = 4;
+        else if (v->state == 1) S->bucket_better++;
+    }
+    S->bucket_base = base.bucket_mb;
+}
+
 /* ---- reports ------------------------------------------------------------ */
 
 static void layout_name(const cand *c, char *buf, size_t n) {
@@ -508,6 +544,9 @@ static void print_counts(const search *S, FILE *out) {
             S->pruned_mem, S->pruned_bound, S->dominated, S->pruned_cap);
     fprintf(out, "built %ld through every pass (%ld refused by the passes, %ld do not fit); priced %ld\n",
             S->built, S->refused, S->nofit, S->priced);
+    if (S->bucket_tried)
+        fprintf(out, "bucket sizes: the best layout priced again at 1/4, 1/2, 2 and 4 times its %g MiB "
+                     "(%ld of the builds): %ld faster\n", S->bucket_base, S->bucket_tried, S->bucket_better);
 }
 
 static void print_table(const search *S, cand **r, int nr, FILE *out) {
@@ -520,6 +559,21 @@ static void print_table(const search *S, cand **r, int nr, FILE *out) {
         fprintf(out, "%-3d %-68s %9.3f %10.0f %5.1f%% %8.1f %6.1f%% %8.3fs %5.0f%%%s\n", i + 1, name, r[i]->iter,
                 r[i]->tps, r[i]->mfu, r[i]->mem / gib, r[i]->bubble, r[i]->exposed, 100 * r[i]->ratio,
                 r[i]->ratio > 0.2 ? " !" : "");
+    }
+}
+
+/* --print-sets: for scripts (bench/plan.sh), each of the top K as its rank,
+ * predicted step time (from tokens/s, which simulate prints to more digits
+ * than the step) and the --set overrides that make it. */
+static void print_sets(const search *S, cand **r, int nr, FILE *out) {
+    for (int i = 0; i < nr && i < S->a.top; i++) {
+        char buf[16][64];
+        const char *sets[MAX_SETS + 20];
+        int ns = set_list(S, r[i], buf, sets);
+        double t = r[i]->tps > 0 ? (double)S->global * S->seq / r[i]->tps : r[i]->iter;
+        fprintf(out, "sets\t%d\t%.6g\t", i + 1, t);
+        for (int k = 0; k < ns; k++) fprintf(out, "%s--set %s", k ? " " : "", sets[k]);
+        fputc('\n', out);
     }
 }
 
@@ -656,7 +710,7 @@ static int write_best(const search *S, const cand *c) {
 static int usage(const char *msg) {
     fprintf(stderr, "weft: %s\nusage: weft plan PLAN [--gpus N] [--set FIELD=VALUE ...] [--global-batch B] "
                     "[--top K]\n       [--objective time|memory] [-o BEST.lua] [--backend cpu|cuda] [--scaling] "
-                    "[--max-priced N]\n", msg);
+                    "[--max-priced N]\n       [--calibration FILE] [--print-sets]\n", msg);
     return EXIT_USAGE;
 }
 
@@ -693,7 +747,9 @@ static int parse_args(int argc, char **argv, args *a) {
             if (!strchr(v, '=') || a->n_user == MAX_SETS) return usage("--set needs FIELD=VALUE");
             a->user_sets[a->n_user++] = v;
             i++;
-        } else if (!strcmp(s, "--scaling")) a->scaling = 1;
+        } else if (!strcmp(s, "--calibration") && v) a->calibration = v, i++;
+        else if (!strcmp(s, "--print-sets")) a->print_sets = 1;
+        else if (!strcmp(s, "--scaling")) a->scaling = 1;
         else if (s[0] == '-') return usage("unknown option or missing value");
         else if (!a->plan) a->plan = s;
         else return usage("more than one plan given");
@@ -862,6 +918,7 @@ static int run_search(search *S, cand **best_out, FILE *out) {
     enumerate(S);
     memory_first = !strcmp(S->a.objective, "memory");
     search_run(S);
+    refine_buckets(S);
     cand **r = malloc(sizeof(cand *) * (size_t)(S->n + 1));
     int nr = 0;
     for (int i = 0; i < S->n; i++)
@@ -874,6 +931,7 @@ static int run_search(search *S, cand **best_out, FILE *out) {
                 S->global, S->a.backend, S->a.objective);
         print_counts(S, out);
         if (nr) print_table(S, r, nr, out);
+        if (S->a.print_sets) print_sets(S, r, nr, out);
         print_rejected(S, out);
     }
     *best_out = nr ? r[0] : NULL;
@@ -887,6 +945,14 @@ int plan_search_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &S.a);
     if (rc != EXIT_OK) return rc;
     if (S.a.global) snprintf(S.batch_set, sizeof S.batch_set, "batch.global=%d", S.a.global);
+    if (S.a.calibration) {
+        if (simulate_load_calibration(S.a.calibration, &search_cal) != 0) return EXIT_PLAN;
+        if (search_cal.cuda != !strcmp(S.a.backend, "cuda")) {
+            wf_error("%s was measured for the %s backend: search with --backend %s", S.a.calibration,
+                     search_cal.cuda ? "cuda" : "cpu", search_cal.cuda ? "cuda" : "cpu");
+            return EXIT_PLAN;
+        }
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (load_base(&S) != 0) return EXIT_PLAN;

@@ -26,6 +26,8 @@
 
 /* The calibration in force for this simulation (CPU backend), or NULL. */
 static const sim_calibration *calib;
+/* A CUDA cluster file's measurements in force (GPU model), or NULL. */
+static const sim_calibration *gcal;
 static cost_link calib_link;
 
 static int get_number(lua_State *L, const char *k, double *v) {
@@ -57,6 +59,13 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
         goto done;
     }
     double cores = 1;
+    lua_getfield(L, -1, "backend");
+    int cuda = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "cuda") == 0;
+    lua_pop(L, 1);
+    if (cuda) {
+        rc = calibration_cuda_read(L, path, cal);
+        goto done;
+    }
     if (!get_number(L, "fp32", &cal->fp32_tflops) || !get_number(L, "hbm_gbs", &cal->hbm_gbs) ||
         !get_number(L, "link_gbs", &cal->link_gbs) || !get_number(L, "link_latency_us", &cal->link_latency_us)) {
         wf_error("%s: needs fp32, hbm_gbs, link_gbs and link_latency_us (write it with weft-calibrate)", path);
@@ -132,12 +141,31 @@ static double efficiency(double M, double N, double K) {
 
 /* Seconds of an M x N x K GEMM: on a GPU with a known SM count by tiles and
  * waves (cost_gemm_gpu_time), else peak times the soft-roofline efficiency. */
-static double gemm_seconds(const Program *p, double M, double N, double K, double peak, double hbm) {
+static double model_gemm_seconds(const Program *p, double M, double N, double K, double peak, double hbm) {
     if (!calib && p->device_sms > 0) {
         double el = strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
         return cost_gemm_gpu_time(M, N, K, p->device_sms, peak, hbm, el, 0, 0).seconds;
     }
     return cost_gemm_seconds(M, N, K, peak, efficiency(M, N, K));
+}
+
+/* With a CUDA cluster file, 16-bit plans (its GEMMs are bf16 on tensor
+ * cores): the model's time scaled by measured over modelled at the nearest
+ * measured shape (distance: the sum of |log| ratios of M, N and K), so the
+ * model keeps the shape's tiles and waves and the device supplies the level. */
+static double gemm_seconds(const Program *p, double M, double N, double K, double peak, double hbm) {
+    double t = model_gemm_seconds(p, M, N, K, peak, hbm);
+    if (!gcal || gcal->n_gemm == 0 || strcmp(p->precision, "fp32") == 0) return t;
+    int best = 0;
+    double dist = INFINITY;
+    for (int i = 0; i < gcal->n_gemm; i++) {
+        const double *g = gcal->gemm[i];
+        double d = fabs(log(M / g[0])) + fabs(log(N / g[1])) + fabs(log(K / g[2]));
+        if (d < dist) dist = d, best = i;
+    }
+    const double *g = gcal->gemm[best];
+    double measured = 2.0 * g[0] * g[1] * g[2] / (g[3] * 1e12);
+    return t * measured / model_gemm_seconds(p, g[0], g[1], g[2], peak, hbm);
 }
 
 /* runtime/cuda/attention_tc.cu's flash kernels on tensor cores: WMMA 16x16x16
@@ -206,6 +234,13 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
             double nt = ceil(T / 64.0), pairs = nt * (nt + 1) / 2 * 64.0 * 64.0;
             t.f = n * 2 * cost_gemm_seconds(pairs, 1, hs, rate, 1.0);
             t.b = 3.5 * t.f;
+            if (gcal && gcal->att_tflops[0] > 0 && tensor_cores) {
+                /* measured (weft-calibrate-cuda, one head size): TFLOP/s of
+                 * the useful causal work, forward 2 and backward 5 products */
+                double product = 2.0 * n * (T * (T + 1) / 2) * hd;
+                t.f = 2 * product / (gcal->att_tflops[0] * 1e12);
+                t.b = 5 * product / (gcal->att_tflops[1] * 1e12);
+            }
         } else if (calib) {
             t.f = calib->attention[0] * n * T * T * 1e-9;
             t.b = calib->attention[1] * n * T * T * 1e-9;
@@ -366,7 +401,8 @@ static int stage_times(const Program *p, double peak, double hbm, sim_times *t) 
 
 int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,
                              double *optim) {
-    calib = cal && cal->loaded ? cal : NULL;
+    calib = cal && cal->loaded && !cal->cuda ? cal : NULL;
+    gcal = NULL;
     sim_times tm;
     if (stage_times(p, device_peak(p), calib ? calib->hbm_gbs : 20.0, &tm) != 0) return -1;
     *f = tm.f[0], *b = tm.b[0], *optim = tm.optim[0];
@@ -385,8 +421,13 @@ static double oversubscription(const Program *p, double bubble) {
 }
 
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
-    calib = cal && cal->loaded ? cal : NULL;
+    calib = cal && cal->loaded && !cal->cuda ? cal : NULL;
+    gcal = cal && cal->loaded && cal->cuda ? cal : NULL;
     plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us, p->intra_bus_gbs };
+    if (gcal && gcal->nccl_bus_gbs > 0) {  /* measured inside a node: NCCL's all-reduce */
+        plan_intra.bus_gbs = gcal->nccl_bus_gbs;
+        plan_intra.latency_us = gcal->nccl_latency_us;
+    }
     plan_inter = (cost_link){ "inter-node", p->inter_gbs, p->inter_latency_us, p->inter_bus_gbs };
     if (calib) {
         calib_link.name = "calibrated";

@@ -21,14 +21,29 @@ typedef struct {
      * optimizer), and a lone rank's speedup from every core, both in place */
     double inplace[3];
     double inplace_threads;
+    /* a CUDA cluster file (backend = "cuda", weft calibrate --backend cuda):
+     * measured GEMM rows { M, N, K, TFLOP/s } (bf16), the attention kernels'
+     * TFLOP/s (forward, backward; 0: not measured) and NCCL's all-reduce bus
+     * bandwidth inside a node (0: not measured) */
+    int cuda;
+    int n_gemm;
+#define SIM_CUDA_MAX_GEMM 64
+    double gemm[SIM_CUDA_MAX_GEMM][4];
+    double att_tflops[2];
+    int att_head, nccl_gpus;
+    double nccl_bus_gbs, nccl_latency_us;
 } sim_calibration;
 
-/* Reads a cluster file written by weft-calibrate (a Lua table, run with no
- * libraries); 0 on success, -1 after reporting. */
+/* Reads a cluster file written by weft-calibrate or weft calibrate --backend
+ * cuda (a Lua table, run with no libraries); 0 on success, -1 after
+ * reporting (a broken measurement is refused). */
 int simulate_load_calibration(const char *path, sim_calibration *cal);
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's
  * optimizer step, as simulate_plan predicts them (for weft calibrate). */
 int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,
                              double *optim);
+/* The CUDA file's fields from the table on top of L's stack (calibrate_cuda.c). */
+struct lua_State;
+int calibration_cuda_read(struct lua_State *L, const char *path, sim_calibration *cal);
 #endif

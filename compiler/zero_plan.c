@@ -303,25 +303,40 @@ static void plan_gathers(Program *p) {
 /* The invariant both plans rest on, checked rather than trusted: buffers of
  * buckets live at the same time (on the same stage) never share a float. */
 static int verify_disjoint(const Program *p, const char *what, int gathers) {
-    for (int a = 0; a < p->n_buckets; a++)
-        for (int b = a + 1; b < p->n_buckets; b++) {
+    /* each bucket's gathers, listed once: a pair of buckets compares only
+     * its own spans (all gathers for every pair made the 1T search slow) */
+    int nb = p->n_buckets, ng = gathers ? p->n_gathers : 0, rc = 0;
+    int *first = wf_checked(calloc((size_t)nb + 1, sizeof(int)), "zero pass");
+    int *list = wf_checked(malloc(sizeof(int) * (size_t)ng + 1), "zero pass");
+    for (int e = 0; e < ng; e++) first[p->gathers[e].bucket + 1]++;
+    for (int b = 0; b < nb; b++) first[b + 1] += first[b];
+    int *fill = wf_checked(calloc((size_t)nb + 1, sizeof(int)), "zero pass");
+    for (int e = 0; e < ng; e++) {
+        int b = p->gathers[e].bucket;
+        list[first[b] + fill[b]++] = e;
+    }
+    for (int a = 0; a < nb && !rc; a++)
+        for (int b = a + 1; b < nb && !rc; b++) {
             const ir_bucket *x = &p->buckets[a], *y = &p->buckets[b];
             long xo = gathers ? x->gather : x->buffer, yo = gathers ? y->gather : y->buffer;
             if (x->stage != y->stage || xo >= yo + y->numel || yo >= xo + x->numel) continue;
             int live = 0;
             if (!gathers) live = x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
-            for (int e = 0; gathers && e < p->n_gathers; e++)
-                for (int f = 0; f < p->n_gathers; f++)
-                    if (p->gathers[e].bucket == a && p->gathers[f].bucket == b &&
-                        p->gathers[e].issue <= p->gathers[f].end && p->gathers[f].issue <= p->gathers[e].end)
-                        live = 1;
+            for (int i = first[a]; gathers && i < first[a + 1]; i++)
+                for (int j = first[b]; j < first[b + 1]; j++) {
+                    const zero_gather *e = &p->gathers[list[i]], *f = &p->gathers[list[j]];
+                    if (e->issue <= f->end && f->issue <= e->end) live = 1;
+                }
             if (live) {
                 wf_error("%s: internal error: %s of buckets %d and %d overlap while both are live",
                          p->plan_path, what, a, b);
-                return -1;
+                rc = -1;
             }
         }
-    return 0;
+    free(first);
+    free(list);
+    free(fill);
+    return rc;
 }
 
 int pass_zero(Program *p) {

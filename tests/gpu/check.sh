@@ -9,8 +9,9 @@
 # tests/gpu/deps_env.sh takes each dependency from the machine when it has it,
 # else from the carried .debs (unpacked under /tmp/weft-deps); $OUT/deps.txt
 # says which.  $OUT gets at most 8 files: summary.txt, deps.txt, kernels.txt,
-# gpt2_bench.txt, build_tail.txt (a failed build) and logs.tar.gz (every log,
-# refreshed every 20 s, so a run cut short still brings its logs back).
+# gpt2_bench.txt, build_tail.txt (a failed build), cluster_cuda.lua (step 6) and
+# logs.tar.gz (every log, refreshed every 20 s, so a run cut short still brings
+# its logs back).
 #
 #  0. dependencies (tests/gpu/deps_env.sh);
 #  1. configures and builds everything with CUDA (folder $WEFT_GPU_BUILD,
@@ -38,9 +39,11 @@
 #  5. CUDA graphs: the one-rank run (a captured step replayed from step 2)
 #     against --no-graph: identical losses and norms; comm = "nccl" with two
 #     ranks on the one GPU stops with a clear message;
-#  6. the benchmark, bench/gpu_gpt2.sh (GPT-2 124M, bf16, one GPU): tokens/s,
+#  6. `weft calibrate --backend cuda` on the one GPU (GEMM shapes, attention;
+#     NCCL needs two GPUs): cluster_cuda.lua for `weft simulate --calibration`;
+#  7. the benchmark, bench/gpu_gpt2.sh (GPT-2 124M, bf16, one GPU): tokens/s,
 #     MFU and GPU time by kernel class;
-#  7. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
+#  8. prints a final table (also $OUT/summary.txt); exit 0 only if all pass.
 #
 # WEFT_GPU_CHECK_EMULATED=1 runs the script's own logic without a GPU, so that
 # CI catches a row that would break on the device (tests/e2e/gpu_check_emu.sh):
@@ -64,7 +67,7 @@ TABLE=$OUT/summary.txt
 row() { printf '%-44s %-40s %s\n' "$1" "$2" "$3" | tee -a "$TABLE"; }
 pack() {  # pack [snapshot]: a snapshot's summary says the script was still running
   local f
-  for f in summary.txt deps.txt kernels.txt gpt2_bench.txt build_tail.txt; do
+  for f in summary.txt deps.txt kernels.txt gpt2_bench.txt build_tail.txt cluster_cuda.lua; do
     [ -f "$OUT/$f" ] && cp "$OUT/$f" "$RESULTS/.$f" && mv -f "$RESULTS/.$f" "$RESULTS/$f"
   done
   [ -z "${1:-}" ] || echo "(snapshot at ${SECONDS} s: check.sh was still running)" >>"$RESULTS/summary.txt"
@@ -301,6 +304,21 @@ case " ${LAYOUTS:-dp2} " in *" dp2 "*)
     row "comm = nccl, two ranks on one GPU" "did not build (see dp2-nccl.build.log)" FAIL
   fi ;;
 esac
+
+# ---- the cost model's measurements (weft calibrate --backend cuda) ---------------
+echo "== weft calibrate --backend cuda =="
+if [ -n "$EMULATED" ]; then
+  row "weft calibrate --backend cuda" "emulated: ctest e2e_calibrate_cuda runs it" ok
+elif WEFT_RUNTIME=$BUILD/runtime timeout 180 "$BUILD/compiler/weft" calibrate --backend cuda --gpus 1 \
+       -o "$OUT/cluster_cuda.lua" >"$OUT/calibrate.log" 2>&1; then
+  cat "$OUT/calibrate.log"
+  row "weft calibrate --backend cuda" \
+      "GEMM max $(awk -F', ' '/^    \{ [0-9]/ { sub(/ },$/, "", $4); if ($4 > m) m = $4 } END { printf "%.0f", m }' \
+        "$OUT/cluster_cuda.lua") TFLOP/s (cluster_cuda.lua)" ok
+else
+  tail -n 20 "$OUT/calibrate.log"
+  row "weft calibrate --backend cuda" "failed (see calibrate.log)" FAIL
+fi
 
 # ---- benchmark: GPT-2 124M, bf16, one GPU (bench/gpu_gpt2.sh) --------------------
 echo "== benchmark: GPT-2 124M, bf16, micro-batch 16 =="
