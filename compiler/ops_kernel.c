@@ -48,7 +48,7 @@ int kernel_shard(shard_ctx *r, const ir_op *o) {
     if (shard_width(r, in) != op_in_width(p, o, 0)) {
         wf_op_error(p, (int)(o - p->ops), "applies the rowwise kernel %s (%s) to rows that tensor parallelism "
                     "splits (%ld of %ld values on each of tp = %d ranks): a rowwise kernel needs the whole row; "
-                    "apply it where the hidden dimension is whole, as the built-in norms are (before a column-"
+                    "apply it where the hidden dimension is whole, as the built-in norms are (before a column- "
                     "or after a row-parallel linear)", k->fwd, k->source, shard_width(r, in), op_in_width(p, o, 0),
                     p->tp);
         return -1;
