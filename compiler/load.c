@@ -199,7 +199,10 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
             get_str(L, t, "kernel_kind", kkind, sizeof kkind);
             get_str(L, t, "forward", fwd, sizeof fwd);
             get_str(L, t, "backward", bwd, sizeof bwd);
-            o->kernel = user_kernel_add(p, path, source, kkind, fwd, bwd, (int)get_int(L, t, "kernel_line"));
+            lua_getfield(L, t, "kernel_params");
+            int kparams = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+            o->kernel = user_kernel_add(p, path, source, kkind, fwd, bwd, kparams, (int)get_int(L, t, "kernel_line"));
             if (o->kernel < 0) return -1;
         }
         lua_pop(L, 1);

@@ -55,8 +55,8 @@ static const op_row table[OP__COUNT] = {
         .cost = COST_POINTWISE, .k = FWD_BWD("wf_gelu_erf_fwd", "wf_gelu_erf_bwd"),
         .emit_fwd = unary_emit_fwd, .emit_bwd = unary_emit_bwd },
     [OP_KERNEL] = {  /* a user kernel: its C functions, copied into the program (not audited for act16) */
-        .name = "kernel", .graph = 1, .in_min = 1, .in_max = 2, .param_min = 0, .param_max = 0,
-        .check = kernel_check, .shard = pointwise_shard, .backends = BOTH, .keeps_shape = 1,
+        .name = "kernel", .graph = 1, .in_min = 1, .in_max = 2, .param_min = 0, .param_max = 1,
+        .check = kernel_check, .shard = kernel_shard, .backends = BOTH, .keeps_shape = 1,
         .cost = COST_KERNEL, .flops = kernel_flops,
         .emit_fwd = kernel_emit_fwd, .emit_bwd = kernel_emit_bwd },
     [OP_ADD] = {

@@ -197,6 +197,7 @@ void lmhead_emit_bwd_weight(writer *w, const Program *p, int i, const operands *
 
 const char *kernel_check(const Program *p, int i);
 double kernel_flops(const Program *p, const ir_op *o);
+int kernel_shard(shard_ctx *r, const ir_op *o);
 void kernel_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void kernel_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 

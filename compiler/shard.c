@@ -120,6 +120,10 @@ int pass_shard(Program *p) {
             break;
         }
         int out = row->shard(&r, o);
+        if (out < 0) {  /* the row's rule refused the op (reported) */
+            failed = 1;
+            break;
+        }
         r.ops[r.n_ops - 1].layer = o->layer;
         memcpy(r.ops[r.n_ops - 1].parallel, o->parallel, sizeof o->parallel);
         r.map[o->out] = out;

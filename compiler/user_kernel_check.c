@@ -6,7 +6,9 @@
  * function: no mutable global or static state, no calls but the math
  * library and the file's own functions, no recursion, no inline assembly,
  * no variable-length arrays, no pointer arithmetic or indexing that could
- * leave the value it was given (a syntactic check), no macros of its own,
+ * leave the value it was given (a syntactic check; a rowwise kernel's
+ * forward and backward may index their pointers by a loop variable counted
+ * from 0 while below n), no macros of its own,
  * no headers but the system's.
  * Each refusal names the place and the rule broken.
  *
@@ -65,6 +67,12 @@ typedef struct {
     } *fns;
     int n_fns;
     int cur;                /* the function being walked */
+    /* a rowwise kernel's forward or backward being walked: its parameter n
+     * and its row loops `for (int i = 0; i < n; i++)` */
+    int rowfn;
+    CXCursor nparm;
+    struct row_loop { CXCursor var; unsigned body_b, body_e, inc_b, inc_e; } loops[64];
+    int n_loops;
 } ctx;
 
 static void fail_at(ctx *c, CXSourceLocation loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -140,11 +148,11 @@ static void token_at(ctx *c, CXCursor cur, unsigned from, char *out, size_t n) {
     clang_disposeTokens(c->tu, toks, nt);
 }
 
-typedef struct { CXCursor kids[3]; int n; } kids;
+typedef struct { CXCursor kids[4]; int n; } kids;
 static enum CXChildVisitResult collect(CXCursor cur, CXCursor parent, CXClientData d) {
     (void)parent;
     kids *k = d;
-    if (k->n < 3) k->kids[k->n] = cur;
+    if (k->n < 4) k->kids[k->n] = cur;
     k->n++;
     return CXChildVisit_Continue;
 }
@@ -180,11 +188,139 @@ static void check_call(ctx *c, CXCursor cur) {
     clang_disposeString(name);
 }
 
+/* ---- a rowwise kernel's row loops ---------------------------------------- */
+
+static CXCursor unwrap(CXCursor e) {
+    while (clang_getCursorKind(e) == CXCursor_UnexposedExpr || clang_getCursorKind(e) == CXCursor_ParenExpr) {
+        kids b = { .n = 0 };
+        clang_visitChildren(e, collect, &b);
+        if (b.n != 1) break;
+        e = b.kids[0];
+    }
+    return e;
+}
+
+/* the variable an expression names, or a null cursor */
+static CXCursor names(CXCursor e) {
+    e = unwrap(e);
+    return clang_getCursorKind(e) == CXCursor_DeclRefExpr ? clang_getCursorReferenced(e) : clang_getNullCursor();
+}
+
+static void extent_of(CXCursor cur, unsigned *b, unsigned *e) {
+    CXSourceRange r = clang_getCursorExtent(cur);
+    *b = offset_of(clang_getRangeStart(r));
+    *e = offset_of(clang_getRangeEnd(r));
+}
+
+/* Records `for (int i = 0; i < n; i++ or ++i) body` (n the function's first
+ * parameter): i indexes the row inside body. */
+static enum CXChildVisitResult find_loops(CXCursor cur, CXCursor parent, CXClientData d) {
+    (void)parent;
+    ctx *c = d;
+    if (clang_getCursorKind(cur) != CXCursor_ForStmt || c->n_loops >= 64) return CXChildVisit_Recurse;
+    kids k = { .n = 0 };
+    clang_visitChildren(cur, collect, &k);
+    if (k.n != 4 || clang_getCursorKind(k.kids[0]) != CXCursor_DeclStmt) return CXChildVisit_Recurse;
+    kids dk = { .n = 0 };
+    clang_visitChildren(k.kids[0], collect, &dk);
+    if (dk.n != 1 || clang_getCursorKind(dk.kids[0]) != CXCursor_VarDecl) return CXChildVisit_Recurse;
+    CXCursor v = dk.kids[0];
+    enum CXTypeKind vt = clang_getCanonicalType(clang_getCursorType(v)).kind;
+    if (vt != CXType_Int && vt != CXType_Long) return CXChildVisit_Recurse;
+    kids ik = { .n = 0 };
+    clang_visitChildren(v, collect, &ik);
+    if (ik.n != 1) return CXChildVisit_Recurse;
+    CXEvalResult ev = clang_Cursor_Evaluate(ik.kids[0]);
+    int zero = ev && clang_EvalResult_getKind(ev) == CXEval_Int && clang_EvalResult_getAsLongLong(ev) == 0;
+    if (ev) clang_EvalResult_dispose(ev);
+    if (!zero) return CXChildVisit_Recurse;
+    /* i < n */
+    kids ck = { .n = 0 };
+    clang_visitChildren(k.kids[1], collect, &ck);
+    char op[8];
+    if (clang_getCursorKind(k.kids[1]) != CXCursor_BinaryOperator || ck.n != 2) return CXChildVisit_Recurse;
+    token_at(c, k.kids[1], offset_of(clang_getRangeEnd(clang_getCursorExtent(ck.kids[0]))), op, sizeof op);
+    if (strcmp(op, "<") || !clang_equalCursors(names(ck.kids[0]), v) ||
+        !clang_equalCursors(names(ck.kids[1]), c->nparm))
+        return CXChildVisit_Recurse;
+    /* i++ or ++i */
+    kids uk = { .n = 0 };
+    clang_visitChildren(k.kids[2], collect, &uk);
+    if (clang_getCursorKind(k.kids[2]) != CXCursor_UnaryOperator || uk.n != 1 ||
+        !clang_equalCursors(names(uk.kids[0]), v))
+        return CXChildVisit_Recurse;
+    char first[8], last[8];
+    token_at(c, k.kids[2], offset_of(clang_getRangeStart(clang_getCursorExtent(k.kids[2]))), first, sizeof first);
+    token_at(c, k.kids[2], offset_of(clang_getRangeEnd(clang_getCursorExtent(uk.kids[0]))), last, sizeof last);
+    if (strcmp(first, "++") && strcmp(last, "++")) return CXChildVisit_Recurse;
+    struct row_loop *l = &c->loops[c->n_loops++];
+    l->var = v;
+    extent_of(k.kids[3], &l->body_b, &l->body_e);
+    extent_of(k.kids[2], &l->inc_b, &l->inc_e);
+    return CXChildVisit_Recurse;
+}
+
+/* The row rules at cur in a rowwise forward or backward: 1 when cur was a
+ * subscript the rules settled (allowed), 0 to go on, -1 after failing. */
+static int row_rules(ctx *c, CXCursor cur) {
+    CXSourceLocation loc = clang_getCursorLocation(cur);
+    unsigned at = offset_of(loc);
+    enum CXCursorKind kind = clang_getCursorKind(cur);
+    if (kind == CXCursor_BinaryOperator || kind == CXCursor_CompoundAssignOperator || kind == CXCursor_UnaryOperator) {
+        kids k = { .n = 0 };
+        clang_visitChildren(cur, collect, &k);
+        if (k.n < 1) return 0;
+        char op[8];
+        if (kind == CXCursor_UnaryOperator) {
+            char first[8], last[8];
+            token_at(c, cur, offset_of(clang_getRangeStart(clang_getCursorExtent(cur))), first, sizeof first);
+            token_at(c, cur, offset_of(clang_getRangeEnd(clang_getCursorExtent(k.kids[0]))), last, sizeof last);
+            snprintf(op, sizeof op, "%s", !strcmp(first, "++") || !strcmp(first, "--") ? first : last);
+            if (strcmp(op, "++") && strcmp(op, "--")) return 0;
+        } else {
+            token_at(c, cur, offset_of(clang_getRangeEnd(clang_getCursorExtent(k.kids[0]))), op, sizeof op);
+            if (kind == CXCursor_BinaryOperator && strcmp(op, "=")) return 0;
+        }
+        CXCursor v = names(k.kids[0]);
+        if (clang_Cursor_isNull(v)) return 0;
+        if (clang_equalCursors(v, c->nparm)) {
+            fail_at(c, loc, "assigns n, the row's length (rule: a rowwise kernel stays within its row)");
+            return -1;
+        }
+        for (int j = 0; j < c->n_loops; j++)
+            if (clang_equalCursors(v, c->loops[j].var) && !(at >= c->loops[j].inc_b && at < c->loops[j].inc_e)) {
+                fail_at(c, loc, "changes the row loop's variable in its body ('%s'; rule: a rowwise kernel stays "
+                        "within its row)", op);
+                return -1;
+            }
+        return 0;
+    }
+    if (kind != CXCursor_ArraySubscriptExpr) return 0;
+    kids k = { .n = 0 };
+    clang_visitChildren(cur, collect, &k);
+    if (k.n != 2) return 0;
+    CXCursor base = names(k.kids[0]);
+    if (clang_getCursorKind(base) != CXCursor_ParmDecl) return 0;  /* the general rule decides */
+    CXCursor v = names(k.kids[1]);
+    for (int j = 0; j < c->n_loops; j++)
+        if (!clang_Cursor_isNull(v) && clang_equalCursors(v, c->loops[j].var) && at >= c->loops[j].body_b &&
+            at < c->loops[j].body_e)
+            return 1;
+    fail_at(c, loc, "indexes a row pointer other than by a loop variable i of 'for (int i = 0; i < n; i++)' "
+            "(rule: a rowwise kernel stays within its row)");
+    return -1;
+}
+
 static enum CXChildVisitResult walk(CXCursor cur, CXCursor parent, CXClientData d) {
     (void)parent;
     ctx *c = d;
     if (c->failed) return CXChildVisit_Break;
     CXSourceLocation loc = clang_getCursorLocation(cur);
+    if (c->rowfn) {
+        int r = row_rules(c, cur);
+        if (r < 0) return CXChildVisit_Break;
+        if (r > 0) return CXChildVisit_Recurse;
+    }
     switch (clang_getCursorKind(cur)) {
     case CXCursor_GCCAsmStmt:
     case CXCursor_MSAsmStmt:
@@ -365,7 +501,16 @@ static enum CXChildVisitResult visit_top(CXCursor cur, CXCursor parent, CXClient
         c->fns[i].def = cur;
         c->fns[i].defined = 1;
         c->cur = i;
+        /* a rowwise kernel's forward and backward: row loops over n, their first parameter */
+        c->rowfn = c->k->kind == UK_ROWWISE && (!strcmp(name, c->k->fwd) || !strcmp(name, c->k->bwd)) &&
+                   clang_Cursor_getNumArguments(cur) > 0;
+        c->n_loops = 0;
+        if (c->rowfn) {
+            c->nparm = clang_Cursor_getArgument(cur, 0);
+            clang_visitChildren(cur, find_loops, c);
+        }
         clang_visitChildren(cur, walk, c);
+        c->rowfn = 0;
         append_decl(c, &t->text, &t->len, cur, "static inline WF_KERNEL_FN ", "");
         break;
     }
@@ -445,6 +590,35 @@ static void check_signature(ctx *c, const char *field, const char *name, int ret
     }
 }
 
+/* A rowwise signature: void, then the arguments spelled by `args`: 'n' int,
+ * 'c' const float *, 'm' float * (not const). */
+static void check_row_signature(ctx *c, const char *field, const char *name, const char *args,
+                                const char *contract) {
+    int i = find_fn(c, name);
+    if (i < 0 || !c->fns[i].defined) {
+        wf_error("%s:%d: kernel.%s: no function %s is defined in %s (rule: the named functions)", c->plan,
+                 c->k->line, field, name, c->k->source);
+        c->failed = 1;
+        return;
+    }
+    CXCursor f = c->fns[i].def;
+    int n = clang_Cursor_getNumArguments(f);
+    int ok = clang_getCanonicalType(clang_getCursorResultType(f)).kind == CXType_Void && n == (int)strlen(args);
+    for (int a = 0; ok && a < n; a++) {
+        CXType t = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(f, (unsigned)a)));
+        if (args[a] == 'n') ok = t.kind == CXType_Int;
+        else
+            ok = t.kind == CXType_Pointer && is_float(clang_getPointeeType(t)) &&
+                 clang_isConstQualifiedType(clang_getPointeeType(t)) == (args[a] == 'c');
+    }
+    if (!ok) {
+        CXString s = clang_getTypeSpelling(clang_getCursorType(f));
+        fail_at(c, clang_getCursorLocation(f), "%s has type %s; a rowwise kernel's %s%s must be %s (rule: signature)",
+                name, clang_getCString(s), field, c->k->params ? " (params = true)" : "", contract);
+        clang_disposeString(s);
+    }
+}
+
 static char *read_all(const char *path, long *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -497,11 +671,24 @@ static int check_one(Program *p, user_kernel *k) {
     }
     top t = { &c, NULL, 0, NULL, 0 };
     if (!c.failed) clang_visitChildren(clang_getTranslationUnitCursor(tu), visit_top, &t);
-    if (!c.failed) {
+    if (!c.failed && k->kind == UK_ROWWISE) {
+        if (k->params) {
+            check_row_signature(&c, "forward", k->fwd, "nccm",
+                                "void (int n, const float *x, const float *w, float *y)");
+            if (!c.failed)
+                check_row_signature(&c, "backward", k->bwd, "ncccmm", "void (int n, const float *x, const float *w, "
+                                    "const float *dy, float *dx, float *dw)");
+        } else {
+            check_row_signature(&c, "forward", k->fwd, "ncm", "void (int n, const float *x, float *y)");
+            if (!c.failed)
+                check_row_signature(&c, "backward", k->bwd, "nccm",
+                                    "void (int n, const float *x, const float *dy, float *dx)");
+        }
+    } else if (!c.failed) {
         const char *ctr = k->kind == UK_ELEMENTWISE ? "float (float x)" : "float (float x, float y)";
         check_signature(&c, "forward", k->fwd, 1, k->kind == UK_ELEMENTWISE ? 1 : 2, 0, ctr);
     }
-    if (!c.failed) {
+    if (!c.failed && k->kind != UK_ROWWISE) {
         if (k->kind == UK_ELEMENTWISE)
             check_signature(&c, "backward", k->bwd, 1, 2, 0, "float (float x, float dy)");
         else

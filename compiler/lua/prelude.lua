@@ -520,8 +520,8 @@ end
 -- checks it against the kind's contract and proves its gradient.
 ---------------------------------------------------------------------------
 -- kind -> tensor inputs of g:apply
-local KERNEL_KINDS = { elementwise = 1, elementwise2 = 2 }
-local kernels = {}  -- id -> private record { path, source, kind, forward, backward, line }
+local KERNEL_KINDS = { elementwise = 1, elementwise2 = 2, rowwise = 1 }
+local kernels = {}  -- id -> private record { path, source, kind, forward, backward, params, line }
 local PLAN_DIR = PLAN_PATH:match("^(.*)/[^/]*$") or "."
 
 local function kernel_path(v)
@@ -548,15 +548,21 @@ end
 local function make_kernel(spec)
   local s = check_fields("kernel", spec, {
     source = { "string", required = true, check = kernel_path },
-    kind = { "string", required = true, one_of = { "elementwise", "elementwise2" } },
+    kind = { "string", required = true, one_of = { "elementwise", "elementwise2", "rowwise" } },
     forward = { "string", required = true, check = c_name },
     backward = { "string", required = true, check = c_name },
+    -- rowwise: a parameter vector as wide as the row (a norm's weight)
+    params = { "boolean", default = false },
   })
+  if s.params and s.kind ~= "rowwise" then
+    fail("kernel.params", "a parameter vector is for kind = \"rowwise\", not " .. show(s.kind), "params = false")
+  end
   if s.forward == s.backward then fail("kernel.backward", "is the forward function " .. show(s.forward), "another function") end
   local id = #kernels + 1
   kernels[id] = { path = PLAN_DIR .. "/" .. s.source, source = s.source, kind = s.kind,
-                  forward = s.forward, backward = s.backward, line = plan_line(2) or 0 }
-  return { __kind = "kernel", id = id, kind = s.kind, source = s.source, forward = s.forward, backward = s.backward }
+                  forward = s.forward, backward = s.backward, params = s.params, line = plan_line(2) or 0 }
+  return { __kind = "kernel", id = id, kind = s.kind, source = s.source, forward = s.forward, backward = s.backward,
+           params = s.params }
 end
 
 -- The private record of a kernel the plan made (copies of the object, as
@@ -565,12 +571,18 @@ local function kernel_of(v)
   return kind_of(v) == "kernel" and mtype(v.id) == "integer" and kernels[v.id] or nil
 end
 
+-- g:apply(k, x) / g:apply(k2, x, y); a rowwise kernel with params:
+-- g:apply(k, x, prefix), its weight prefix .. ".weight" (ones, like a norm's).
 function Graph:apply(k, x, y)
   need("apply", self, { "x", "tensor", x })
   local rec = kernel_of(k)
   if not rec then fail("graph:apply", "expected a kernel, got " .. describe(k), "a kernel made by weft.kernel { ... }") end
   local n = KERNEL_KINDS[rec.kind]
-  if n == 2 then
+  local params = {}
+  if rec.params then
+    need("apply", self, { "prefix", "string", y })
+    params = { self:param(y .. ".weight", { x.width }, "ones", 0, 0) }
+  elseif n == 2 then
     need("apply", self, { "y", "tensor", y })
     if x.width ~= y.width then
       fail("graph:apply", "widths differ: " .. x.width .. " vs " .. y.width, "two tensors of one width")
@@ -578,9 +590,10 @@ function Graph:apply(k, x, y)
   elseif y ~= nil then
     fail("graph:apply", "a " .. rec.kind .. " kernel takes one tensor, got a second", "g:apply(k, x)")
   end
-  return self:op("kernel", ids(n == 2 and { x, y } or { x }), {}, x.width,
+  return self:op("kernel", ids(n == 2 and { x, y } or { x }), params, x.width,
                  { kernel_path = rec.path, kernel_source = rec.source, kernel_kind = rec.kind,
-                   forward = rec.forward, backward = rec.backward, kernel_line = rec.line })
+                   kernel_params = rec.params, forward = rec.forward, backward = rec.backward,
+                   kernel_line = rec.line })
 end
 
 -- A model field naming a kernel of `kind`, or one of the strings in one_of.
@@ -664,7 +677,17 @@ local function make_llama(spec)
     init_std = { "number", min = 0, max = 1, default = 0.02 },
     -- the MLP's gate(gate, up): "swiglu", or a user kernel (weft.kernel, kind = "elementwise2")
     mlp_gate = { "any", default = "swiglu", check = kernel_or("elementwise2", { "swiglu" }) },
+    -- every RMSNorm: "rmsnorm" (built in, eps = norm_eps), or a user kernel
+    -- (weft.kernel, kind = "rowwise", params = true; its eps is its own)
+    norm = { "any", default = "rmsnorm", check = kernel_or("rowwise", { "rmsnorm" }) },
   })
+  if kernel_of(s.norm) and not kernel_of(s.norm).params then
+    fail("llama.norm", "the rowwise kernel has no parameter vector", "a kernel with params = true (the norm's weight)")
+  end
+  local function norm(g, x, prefix)
+    if kernel_of(s.norm) then return g:apply(s.norm, x, prefix) end
+    return g:rmsnorm(x, prefix, s.norm_eps)
+  end
   if s.hidden % s.heads ~= 0 then
     fail("llama.heads", s.heads .. " does not divide hidden = " .. s.hidden,
          "a divisor of " .. s.hidden .. ": " .. divisors(s.hidden))
@@ -689,14 +712,14 @@ local function make_llama(spec)
   for l = 0, s.layers - 1 do
     local p = "model.layers." .. l .. "."
     g:block(l)
-    local h = g:rmsnorm(x, p .. "input_layernorm", s.norm_eps)
+    local h = norm(g, x, p .. "input_layernorm")
     local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false, HF)
     local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false, HF)
     local v = g:linear(h, p .. "self_attn.v_proj", kvd, "column", std, false, HF)
     h = g:gqa_attention(g:rope(q, k, s.heads, s.kv_heads, s.rope_theta), v, s.heads, s.kv_heads)
     h = g:linear(h, p .. "self_attn.o_proj", C, "row", proj_std, false, HF)
     x = g:add(x, h)
-    h = g:rmsnorm(x, p .. "post_attention_layernorm", s.norm_eps)
+    h = norm(g, x, p .. "post_attention_layernorm")
     local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false, HF)
     local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false, HF)
     local gated = kernel_of(s.mlp_gate) and g:apply(s.mlp_gate, gate, up) or g:swiglu(gate, up)
@@ -704,7 +727,7 @@ local function make_llama(spec)
     x = g:add(x, h)
   end
   g:block(nil)
-  x = g:rmsnorm(x, "model.norm", s.norm_eps)
+  x = norm(g, x, "model.norm")
   g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
   return { __kind = "model", family = "llama", layers = s.layers, hidden = C, heads = s.heads,
            kv_heads = s.kv_heads, ffn_hidden = s.ffn_hidden, rope_theta = s.rope_theta,

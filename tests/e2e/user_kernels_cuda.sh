@@ -10,7 +10,10 @@
 # losses within 1e-4 relative and gradient norms within 1e-3: the two
 # backends' other kernels sum in their own orders.  (Measured: 4e-8 and 3e-6.)
 # A kernel whose backward wrapper dropped the accumulation (= for +=) or
-# swapped the gate's two gradients moves them by far more.
+# swapped the gate's two gradients moves them by far more.  Then the LLaMA
+# whose RMSNorms are the rowwise kernel (user_kernels/kernels/rmsnorm.c: a
+# thread per row forward, one thread over the rows backward), against the
+# same CPU run, under the same tolerances.
 source "$(dirname "$0")/lib.sh"
 RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
 PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
@@ -35,6 +38,17 @@ for model in gpt2 llama; do
   done
 done
 # with nvcc where there is one: the real CUDA build of a kernel program
+# the rowwise kernel as every RMSNorm, against the CPU's built-in RMSNorm (llama_cpu above)
+"$WEFT" compile "$D/llama_norm.lua" -o "$WORK/norm_cuda" --backend cuda "${small[@]}" 2>/dev/null
+cmake -S "$PROG" -B "$WORK/norm_cuda/build" -DWEFT_PROGRAM="$WORK/norm_cuda" -DWEFT_RUNTIME="$RT" \
+  >"$WORK/norm_cuda.cmake.log" 2>&1 && cmake --build "$WORK/norm_cuda/build" >"$WORK/norm_cuda.build.log" 2>&1 \
+  || { cat "$WORK/norm_cuda.cmake.log" "$WORK/norm_cuda.build.log"; exit 1; }
+timeout 300 "$WORK/norm_cuda/launch.sh" --quiet --metrics "$WORK/norm_cuda.jsonl" >/dev/null
+for field in "loss 1e-4" "grad_norm 1e-3"; do
+  read -r f tol <<<"$field"
+  if r=$(same_field "$f" "$WORK/llama_cpu.jsonl" "$WORK/norm_cuda.jsonl" "$tol"); then ok=true; else ok=false; fi
+  check "llama, rowwise RMSNorm kernel on the CUDA emulator vs built-in RMSNorm on the CPU: $r (<= $tol)" $ok
+done
 if command -v nvcc >/dev/null 2>&1; then
   cmake -S "$WORK/llama_cuda" -B "$WORK/llama_nvcc" >"$WORK/nvcc.log" 2>&1 \
     && cmake --build "$WORK/llama_nvcc" >>"$WORK/nvcc.log" 2>&1 && ok=true || { ok=false; tail -n 20 "$WORK/nvcc.log"; }

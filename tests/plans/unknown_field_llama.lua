@@ -1,4 +1,4 @@
--- expect: tests/plans/unknown_field_llama.lua:5: llama.kv_head: unknown field (did you mean 'kv_heads'?) (valid: ffn_hidden, heads, hidden, init_std, kv_heads, layers, mlp_gate, norm_eps, rope_theta, seq, vocab)
+-- expect: tests/plans/unknown_field_llama.lua:5: llama.kv_head: unknown field (did you mean 'kv_heads'?) (valid: ffn_hidden, heads, hidden, init_std, kv_heads, layers, mlp_gate, norm, norm_eps, rope_theta, seq, vocab)
 -- A misspelt field is named with the closest valid one.
 local w = weft
 return w.plan {

@@ -1,8 +1,12 @@
 /* test_passes_shard.c: the shard pass (compiler/shard.c) on tiny GPT-2 and
  * LLaMA plans: which parameters are split by rows or by columns and by how
  * much (against the same plan at tp = 1), and which conjugate collectives
- * surround each linear, with and without sequence parallelism. */
+ * surround each linear, with and without sequence parallelism; and the
+ * rule of a rowwise user kernel (compiler/ops_kernel.c): whole rows only. */
 #include "passes_fixture.h"
+#include "reporter_capture.h"
+#include "ops.h"
+#include "user_kernel.h"
 
 /* The op reading tensor t first, or NULL. */
 static const ir_op *reader(const Program *p, int t) {
@@ -107,6 +111,46 @@ int main(void) {
     check(bad == 0, "llama tp 2: q, k, v, gate, up by columns; o, down, the embedding and LM head by rows; norms whole");
     check(count_ops(&p, OP_TP_COPY) == 2 * L + 1, "llama tp 2: one tp_copy per attention, per MLP and the LM head "
           "(2L + 1 = %d, q/k/v and gate/up share one): %d", 2 * L + 1, count_ops(&p, OP_TP_COPY));
+    program_free(&p);
+
+    /* a rowwise kernel as every RMSNorm: whole like the built-in norms, its
+     * weight's gradient partial exactly under sp */
+    for (int sp = 0; sp <= 1; sp++) {
+        check(compile_with(&p, "tests/e2e/user_kernels/llama_norm.lua", "cpu", "mesh.dp=1", "mesh.tp=2",
+                           sp ? "mesh.sp=true" : "mesh.sp=false", NULL) == 0, "llama_norm tp 2 sp %d compiles", sp);
+        int kernels = 0, whole_rows = 1;
+        for (int i = 0; i < p.n_ops; i++) {
+            const ir_op *o = &p.ops[i];
+            if (o->kind != OP_KERNEL) continue;
+            kernels++;
+            whole_rows &= o->n_param == 1 && p.params[o->param[0]].numel == p.hidden &&
+                          p.params[o->param[0]].split == SPLIT_NONE && p.params[o->param[0]].tp_partial == sp &&
+                          op_in_width(&p, o, 0) == p.hidden;
+        }
+        check(kernels == 2 * p.layers + 1 && whole_rows, "llama_norm tp 2 sp %d: 2L + 1 rowwise kernels on whole "
+              "rows, their weights whole, gradients partial exactly under sp (%d kernels)", sp, kernels);
+        program_free(&p);
+    }
+    /* the same kernel moved onto a column-parallel linear's output (64 of
+     * the q projection's 64 values, split in 2 by tp): refused by name */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/e2e/user_kernels/llama_norm.lua", WEFT_SOURCE_DIR);
+    const char *sets[] = { "mesh.dp=1", "mesh.tp=2" };
+    check(pass_load(&p, path, sets, 2) == 0, "llama_norm loads at tp 2");
+    int q = -1, moved = 0;
+    for (int i = 0; i < p.n_ops; i++) {
+        ir_op *o = &p.ops[i];
+        if (o->kind == OP_LINEAR && !strcmp(o->parallel, "column") && op_out_width(&p, o) == p.hidden && q < 0)
+            q = o->out;
+        else if (o->kind == OP_KERNEL && q >= 0 && !moved) {
+            o->in[0] = q;
+            moved = 1;
+        }
+    }
+    check(moved && capture_start() == 0, "a rowwise kernel after a column-parallel linear of width hidden");
+    rc = captured(pass_shard, &p);
+    check(rc != 0 && strstr(last_error, "needs the whole row") && strstr(last_error, "32 of 64 values"),
+          "shard refuses it: %s", last_error);
     program_free(&p);
     return summary();
 }
