@@ -687,14 +687,25 @@ local function check_vit(spec)
          "a divisor of " .. s.hidden .. ": " .. divisors(s.hidden))
   end
   s.mlp = s.mlp or 4 * s.hidden
-  s.positions = (s.image // s.patch) * (s.image // s.patch)
-  return s
+  return s, (s.image // s.patch) * (s.image // s.patch)  -- and its patches per image
 end
 
 local function make_vit(spec)
-  local s = check_vit(spec)
+  local s, positions = check_vit(spec)
   return { __kind = "vision", family = "vit", image = s.image, patch = s.patch, channels = s.channels,
-           layers = s.layers, hidden = s.hidden, heads = s.heads, mlp = s.mlp, positions = s.positions, spec = s }
+           layers = s.layers, hidden = s.hidden, heads = s.heads, mlp = s.mlp, positions = positions, spec = s }
+end
+
+-- The spec an object made by weft.vit / weft.llama / weft.gpt2 was built
+-- from, its own fields over it (so that --set model.vision.patch=4 or
+-- model.llm.layers=4 edit a VLM's parts).
+local function respec(obj)
+  local t = {}
+  for k, v in next, obj.spec do
+    local top = rawget(obj, k)
+    if top ~= nil then t[k] = top else t[k] = v end
+  end
+  return t
 end
 
 -- weft.vlm: the encoder runs on each sample's rows 0 .. P-1 (P patches; the
@@ -732,21 +743,22 @@ local function make_vlm(spec)
   for _, k in ipairs { "vision", "projector", "llm" } do
     if freeze[k] then fail("vlm.freeze." .. k, "true: freezing " .. VLM_LATER, "false") end
   end
-  local v = check_vit(s.vision.spec)
-  local llm_seq, llm_vocab = s.llm.spec.seq, s.llm.spec.vocab
+  local v, positions = check_vit(respec(s.vision))
+  local llm = respec(s.llm)
+  local llm_seq, llm_vocab = llm.seq, llm.vocab
   if mtype(llm_vocab) == "integer" and s.image_token >= llm_vocab then
     fail("vlm.image_token", show(s.image_token) .. " is not a token of the language model's vocabulary",
          "0 .. " .. (llm_vocab - 1))
   end
-  if mtype(llm_seq) == "integer" and v.positions > llm_seq then
-    fail("vlm.vision", "the image's " .. v.positions .. " patches do not fit the language model's seq = " .. llm_seq,
-         "a larger patch or seq >= " .. v.positions)
+  if mtype(llm_seq) == "integer" and positions > llm_seq then
+    fail("vlm.vision", "the image's " .. positions .. " patches do not fit the language model's seq = " .. llm_seq,
+         "a larger patch or seq >= " .. positions)
   end
   local image = { height = v.image, width = v.image, channels = v.channels, patch = v.patch,
-                  positions = v.positions, token = s.image_token }
+                  positions = positions, token = s.image_token }
   -- built into the language model's graph, before its token embedding
   local function vision(g, C)
-    local std, D, P = v.init_std, v.hidden, v.positions
+    local std, D, P = v.init_std, v.hidden, positions
     local proj_std = std / sqrt(2 * v.layers)
     local x = g:patch_embedding("vision_model.embeddings", image, D, std)
     for l = 0, v.layers - 1 do
@@ -768,7 +780,7 @@ local function make_vlm(spec)
     x = g:gelu_erf(x)
     return g:linear(x, "multi_modal_projector.linear_2", C, "row", std)
   end
-  local obj = (family == "llama" and make_llama or make_gpt2)(s.llm.spec, vision)
+  local obj = (family == "llama" and make_llama or make_gpt2)(llm, vision)
   obj.image, obj.vision, obj.image_token = image, make_vit(v), s.image_token
   return obj
 end
