@@ -6,13 +6,13 @@
 # / 3 = 1.2904 nats a word; with the image it is 0.  The same plan on the same
 # records with every image blanked (all pixels 0, made here) must stay at the
 # text-only floor (mean of the last 50 steps' descriptive loss within 5% of
-# it: 50 steps x 16 samples x 3 words = 2400 draws, whose sample entropy has
+# it: 50 steps x 32 samples x 3 words = 4800 draws, whose sample entropy has
 # a standard deviation of about 0.02 nats), and the run that sees the images
-# must go well below it (under 0.75 of the floor).  One BLAS / OpenMP thread:
+# must go well below it (under half the floor).  One BLAS / OpenMP thread:
 # these matrices are too small to share.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-STEPS=${STEPS:-600}
+STEPS=${STEPS:-200}
 msg=$("$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 4096 --seed 3)
 floor=$(sed -n 's/.* \([0-9.]*\) nats without the image.*/\1/p' <<<"$msg")
 [ -n "$floor" ] || { echo "no floor in: $msg"; exit 1; }
@@ -37,7 +37,7 @@ with=$(desc_mean "$WORK/images.jsonl") without=$(desc_mean "$WORK/blank.jsonl")
 echo "descriptive loss (last 50 steps): $with nats with the images, $without blanked; text-only floor $floor"
 check "blanked images stay at the text-only floor ($without vs $floor, within 5%)" \
   awk -v a="$without" -v f="$floor" 'BEGIN { d = a / f - 1; exit !(d < 0.05 && d > -0.05) }'
-check "with the images the loss falls well below it ($with < 0.75 x $floor)" \
-  awk -v a="$with" -v f="$floor" 'BEGIN { exit !(a < 0.75 * f) }'
+check "with the images the loss falls well below it ($with < 0.5 x $floor)" \
+  awk -v a="$with" -v f="$floor" 'BEGIN { exit !(a < 0.5 * f) }'
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
