@@ -20,6 +20,13 @@ void wf_vlm_batch_setup(wf_ctx *c) {
     wf_vlm_shape want = { p->image_h, p->image_w, p->image_c, p->seq, p->vocab, p->image_token, p->image_positions };
     if (wf_vlm_open(&c->vlm, c->opt.data, &want, err, sizeof err) != 0)
         wf_fatal(c, "wf_vlm_open", WF_WHERE, "%s", err);
+    /* the encoder's rows are each sample's first P: the placeholders must be there */
+    const uint8_t *image, *tokens, *mask;
+    if (wf_vlm_record(c->vlm, 0, &image, &tokens, &mask) == 0)
+        for (int i = 0; i < p->image_positions; i++)
+            if ((tokens[2 * i] | tokens[2 * i + 1] << 8) != p->image_token)
+                wf_fatal(c, "wf_vlm_open", WF_WHERE, "%s: the image placeholders start at position > 0; "
+                         "weft.vlm reads them at positions 0 .. %d", c->opt.data, p->image_positions - 1);
     c->images = wf_alloc(c, (size_t)img * (size_t)p->micro * (size_t)p->accum, "images");
     c->loss_mask = wf_alloc(c, (size_t)N * (size_t)p->accum, "loss mask");
 }
