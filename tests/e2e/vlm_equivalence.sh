@@ -71,5 +71,12 @@ done
 [ -f "$WORK/pp2/stage1.c" ] && check "pp2: the patch embedding and projector on stage 0, not stage 1" \
   eval 'grep -q wf_patch_embed_fwd "$WORK/pp2/stage0.c" && grep -q MULTI_MODAL_PROJECTOR "$WORK/pp2/stage0.c" &&
         ! grep -q "wf_patch_embed_fwd\|MULTI_MODAL_PROJECTOR" "$WORK/pp2/stage1.c"'
+# weft simulate prices the encoder: on pp 2 it and the projector sit on the
+# first chunk, which then outweighs the second (a bubble on the lighter stage)
+sim=$("$WEFT" simulate plans/vlm_tiny.lua --set mesh.pp=2 --set cluster.devices_per_node=2 --set batch.micro=8)
+share=$(sed -n 's/^encoder .*(\([0-9.]*\)%)$/\1/p' <<<"$sim")
+bubble=$(sed -n 's/^bubble *\([0-9.]*\)%.*/\1/p' <<<"$sim")
+check "simulate, pp 2: the encoder is ${share:-?}% of the first chunk's compute, a ${bubble:-?}% bubble" \
+  awk -v s="${share:-0}" -v b="${bubble:-0}" 'BEGIN { exit !(s > 0 && s < 100 && b > 0) }'
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
