@@ -372,6 +372,9 @@ static void emit_main(writer *o, const Program *p, int stage) {
     if (strcmp(p->family, "llama") == 0)
         program_fields(o, ".family = \"llama\", .kv_heads = %d, .ffn_hidden = %d, .rope_theta = %.17g, "
           ".norm_eps = %.17g,", p->kv_heads, p->ffn_hidden, p->rope_theta, p->norm_eps);
+    if (p->image_positions > 0)
+        program_fields(o, ".image_h = %d, .image_w = %d, .image_c = %d, .patch = %d, .image_positions = %d, "
+          ".image_token = %d,", p->image_h, p->image_w, p->image_c, p->patch, p->image_positions, p->image_token);
     program_fields(o, ".micro = B, .accum = %d, .global_batch = %d,", p->accum, p->global_batch);
     program_fields(o, ".params = PARAMS, .n_params = %d, .buckets = BUCKETS, .n_buckets = %d,",
       stage_count(p, stage, 0), stage_count(p, stage, 1));

@@ -183,6 +183,9 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
         lua_getfield(L, t, "eps");
         o->eps = lua_tonumber(L, -1);
         lua_pop(L, 1);
+        lua_getfield(L, t, "prefix");
+        o->prefix = (int)lua_tointeger(L, -1);
+        lua_pop(L, 1);
         lua_getfield(L, t, "theta");
         o->theta = lua_tonumber(L, -1);
         lua_pop(L, 1);
@@ -302,6 +305,17 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
         p->rope_theta = get_num(L, model, "rope_theta");
         p->norm_eps = get_num(L, model, "norm_eps");
     }
+    lua_getfield(L, model, "image");  /* weft.vlm: the image the encoder reads */
+    if (lua_istable(L, -1)) {
+        int im = lua_gettop(L);
+        p->image_h = (int)get_int(L, im, "height");
+        p->image_w = (int)get_int(L, im, "width");
+        p->image_c = (int)get_int(L, im, "channels");
+        p->patch = (int)get_int(L, im, "patch");
+        p->image_positions = (int)get_int(L, im, "positions");
+        p->image_token = (int)get_int(L, im, "token");
+    }
+    lua_pop(L, 1);
     lua_getfield(L, model, "line");  /* where the plan called weft.gpt2 / weft.llama */
     int model_line = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);

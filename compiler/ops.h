@@ -16,6 +16,7 @@
  *   ops_loss.c       lmhead_xent
  *   ops_tp.c         tp_copy, tp_reduce, tp_gather, tp_scatter
  *   ops_kernel.c     kernel (a user kernel, user_kernel.h)
+ *   ops_vision.c     patch_embed, image_merge (weft.vlm)
  * Adding an op: README.md, "Adding an op". */
 #ifndef WEFT_OPS_H
 #define WEFT_OPS_H
@@ -200,6 +201,16 @@ double kernel_flops(const Program *p, const ir_op *o);
 int kernel_shard(shard_ctx *r, const ir_op *o);
 void kernel_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void kernel_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+/* ops_vision.c */
+const char *patch_embed_check(const Program *p, int i);
+long patch_embed_scratch(const Program *p, const ir_op *o);
+int replicated_shard(shard_ctx *r, const ir_op *o);
+double patch_embed_flops(const Program *p, const ir_op *o);
+void patch_embed_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+void patch_embed_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+const char *image_merge_check(const Program *p, int i);
+void image_merge_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+void image_merge_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 
 void tp_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void tp_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);

@@ -46,6 +46,7 @@ int heads_shard(shard_ctx *r, const ir_op *o) {
     n->heads = o->heads / p->tp;
     n->kv_heads = o->kv_heads / p->tp;
     n->theta = o->theta;
+    n->prefix = o->prefix;
     return out;
 }
 
@@ -64,6 +65,9 @@ void attention_emit_fwd(writer *wr, const Program *p, int i, const operands *x, 
     if (op->n_in == 2)
         emit(wr, "    %s(c, a + %s, a + %s, a + %s, a + %s, B, T, %d, %d, %ld);\n", k->fwd, x->out, x->s, x->in0,
              x->in1, op->heads, op->kv_heads, x->width / op->heads);
+    else if (op->prefix > 0)  /* bidirectional over the first prefix positions (a vision encoder) */
+        emit(wr, "    wf_attention_prefix_fwd(c, a + %s, a + %s, a + %s, B, T, %ld, %d, %d);\n", x->out, x->s, x->in0,
+             x->width, op->heads, op->prefix);
     else
         emit(wr, "    %s(c, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", k->fwd, x->out, x->s, x->in0, x->width,
              op->heads);
@@ -76,6 +80,9 @@ void attention_emit_bwd(writer *wr, const Program *p, int i, const operands *x, 
         emit(wr, "    %s(c, d + D_%s, d + D_%s, wf_scratch(c), d + D_%s, a + %s, a + %s, a + %s,\n"
              "                         a + %s, B, T, %d, %d, %ld);\n", k->bwd, x->in0, x->in1, x->out, x->in0,
              x->in1, x->out, x->s, op->heads, op->kv_heads, x->width / op->heads);
+    else if (op->prefix > 0)
+        emit(wr, "    wf_attention_prefix_bwd(c, d + D_%s, wf_scratch(c), d + D_%s, a + %s, a + %s, a + %s, B, T, %ld, %d,\n"
+             "                            %d);\n", x->in0, x->out, x->in0, x->out, x->s, x->width, op->heads, op->prefix);
     else
         emit(wr, "    %s(c, d + D_%s, wf_scratch(c), d + D_%s, a + %s, a + %s, a + %s, B, T, %ld, %d);\n", k->bwd,
              x->in0, x->out, x->in0, x->out, x->s, x->width, op->heads);

@@ -34,6 +34,8 @@ typedef enum {
     OP_RMSNORM, OP_ROPE, OP_SWIGLU,  /* the LLaMA family */
     OP_GELU_ERF,       /* the exact GELU, x Phi(x) (Hugging Face's "gelu") */
     OP_KERNEL,         /* a user kernel (weft.kernel, g:apply): ir_op.kernel names it */
+    OP_PATCH_EMBED,    /* a VLM's image patches -> rows [0, P) of each sample (ops_vision.c) */
+    OP_IMAGE_MERGE,    /* projected patches replace the image placeholders' embeddings */
     OP__GRAPH_COUNT,
     /* ops the shard pass adds for tensor parallelism */
     OP_VOCAB_EMBED = OP__GRAPH_COUNT, /* lookup of this rank's vocabulary rows (partial) */
@@ -121,6 +123,7 @@ typedef struct {
     int param[2], n_param; /* parameter indices */
     int heads;             /* attention */
     int kv_heads;          /* attention with 2 inputs (rotated q|k, v) and rope: key/value heads */
+    int prefix;            /* attention: positions [0, prefix) see each other both ways (0: causal) */
     double eps, theta;     /* rmsnorm epsilon; rope base */
     char parallel[8];      /* linear: "column" or "row" */
     int layer;             /* transformer block, -1 outside blocks */
@@ -188,6 +191,10 @@ typedef struct Program {
     int layers, hidden, heads, seq, vocab;
     int kv_heads, ffn_hidden;         /* llama (0 for gpt2) */
     double rope_theta, norm_eps;      /* llama */
+    /* a VLM (weft.vlm): each sample's uint8 image_h x image_w x image_c image,
+     * cut into image_positions patches of patch x patch, whose projections
+     * replace the token rows [0, image_positions); 0: a text-only model */
+    int image_h, image_w, image_c, patch, image_positions, image_token;
     /* mesh and cluster */
     int dp, tp, pp, world;
     /* the mesh as data (weft/mesh.h), laid out by mesh.order, fastest axis

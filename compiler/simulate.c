@@ -203,6 +203,12 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     const op_row *r = op_row_of(o->kind);
     switch (r->cost) {  /* the op's model (ops.h) */
     case COST_GEMM: {
+        if (o->n_in == 0) {  /* a VLM's patch embedding: the image patches by the weight, no input gradient */
+            double K = (double)p->image_c * p->patch * p->patch, patches = (double)p->micro * p->image_positions;
+            t.f = gemm_seconds(p, patches, width, K, peak, hbm);
+            t.w = t.b = gemm_seconds(p, K, width, patches, peak, hbm);
+            break;
+        }
         double K = (double)p->tensors[o->in[0]].width;
         t.f = gemm_seconds(p, tokens, width, K, peak, hbm);
         /* backward: the input gradient (tokens x K over width) and the weight
@@ -347,6 +353,23 @@ static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm
         sum.t.comm += t.comm;
     }
     return sum;
+}
+
+/* A VLM: forward + backward compute of its vision encoder and projector (the
+ * ops before the image hand-off, less the token embedding's) and of the
+ * whole first chunk, which holds them, per microbatch. */
+static void encoder_seconds(const Program *p, double peak, double hbm, double *enc, double *first) {
+    int merge = -1;
+    *enc = *first = 0;
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].kind == OP_IMAGE_MERGE) merge = i;
+    for (int i = p->chunk_first_op[0]; i < p->chunk_end_op[0]; i++) {
+        const ir_op *o = &p->ops[i];
+        op_time t = op_seconds(p, o, peak, hbm);
+        if (t.comm > 0) continue;
+        *first += t.f + t.b;
+        if (i < merge && !op_row_of(o->kind)->lookup && o->kind != OP_POS_ADD) *enc += t.f + t.b;
+    }
 }
 
 /* The dense peak for the plan's precision, from the plan's device (which a
@@ -582,6 +605,12 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 untied_embedding(p) ? "6(N - embedding) + 12Lhs" : "6N + 12Lhs");
         fprintf(out, "bubble    %.1f%% of stage time (idle, averaged over stages); %.1f%% on the busiest stage\n",
                 100.0 * (bubble > 0 ? bubble : 0), 100.0 * (bubble_busiest > 0 ? bubble_busiest : 0));
+        if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk */
+            double enc, first;
+            encoder_seconds(p, peak, hbm, &enc, &first);
+            fprintf(out, "encoder   vision encoder and projector %.3f ms of the first chunk's %.3f ms compute "
+                         "per microbatch (%.1f%%)\n", enc * 1e3, first * 1e3, first > 0 ? 100.0 * enc / first : 0);
+        }
         fprintf(out, "comm      tp collectives %.3f ms per microbatch forward; pp p2p %.3f ms per message; "
                      "dp %s %.3f s (%.3f s exposed)\n", tp_comm * 1e3, p2p * 1e3,
                 p->zero >= 3 ? "reduce-scatter + forward and backward all-gathers (ZeRO-3)"

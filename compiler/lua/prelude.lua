@@ -432,11 +432,16 @@ function Graph:linear(x, prefix, out_features, parallel, std, bias, layout)
   return self:op("linear", ids { x }, { w, b }, out_features, { parallel = parallel })
 end
 
-function Graph:attention(qkv, heads)
+-- prefix: positions 0 .. prefix-1 see each other both ways (a vision
+-- encoder's bidirectional attention); nil or 0: causal.
+function Graph:attention(qkv, heads, prefix)
   need("attention", self, { "qkv", "tensor", qkv, "heads", "integer", heads })
   if qkv.width % 3 ~= 0 then fail("graph:attention", "input width " .. qkv.width .. " must hold q, k and v",
                                    "a tensor whose width is a multiple of 3") end
-  return self:op("attention", ids { qkv }, {}, qkv.width // 3, { heads = heads })
+  if prefix ~= nil and (mtype(prefix) ~= "integer" or prefix < 0 or prefix > self.seq) then
+    fail("graph:attention", "prefix " .. show(prefix) .. " is not a number of positions", "0 .. " .. self.seq)
+  end
+  return self:op("attention", ids { qkv }, {}, qkv.width // 3, { heads = heads, prefix = prefix })
 end
 
 -- The token embedding alone (no position embedding: LLaMA rotates q and k).
@@ -511,6 +516,30 @@ end
 function Graph:lm_head_xent(x, weight)
   need("lm_head_xent", self, { "x", "tensor", x })
   return self:op("lmhead_xent", ids { x }, { weight or self.tied }, 1)
+end
+
+-- A VLM's image: the patch embedding of each sample's image (a convolution
+-- of stride patch, weight [dim, channels, patch, patch] as PyTorch keeps it)
+-- plus a learned position embedding [patches, dim] (the convolution's bias
+-- folded in), into the sample's rows 0 .. patches-1; its other rows are 0.
+-- image = { height =, width =, channels =, patch = } (the model's, weft.vlm).
+function Graph:patch_embedding(prefix, image, dim, std)
+  need("patch_embedding", self, { "prefix", "string", prefix, "image", "table", image, "dim", "integer", dim,
+                                  "std", "number", std })
+  local w = self:param(prefix .. ".patch_embedding.weight", { dim, image.channels, image.patch, image.patch },
+                       "normal", std, 1)
+  local pos = self:param(prefix .. ".position_embedding.weight", { image.positions, dim }, "normal", std, 0)
+  return self:op("patch_embed", {}, { w, pos }, dim)
+end
+
+-- The hand-off: rows 0 .. patches-1 of each sample from image (the projected
+-- patches), the others from text (the token embeddings).
+function Graph:image_merge(text, image)
+  need("image_merge", self, { "text", "tensor", text, "image", "tensor", image })
+  if text.width ~= image.width then
+    fail("graph:image_merge", "widths differ: " .. text.width .. " vs " .. image.width, "two tensors of the same width")
+  end
+  return self:op("image_merge", ids { text, image }, {}, text.width)
 end
 
 ---------------------------------------------------------------------------
@@ -612,7 +641,9 @@ end
 ---------------------------------------------------------------------------
 -- Model families.
 ---------------------------------------------------------------------------
-local function make_gpt2(spec)
+local make_gpt2, make_llama  -- (spec, vision): vision(g) builds a VLM's encoder (make_vlm)
+
+function make_gpt2(spec, vision)
   local s = check_fields("gpt2", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
     hidden = { "integer", min = 1, max = 1 << 16, required = true },
@@ -634,7 +665,9 @@ local function make_gpt2(spec)
   -- GPT-2 scales the projections that write into the residual stream.
   local proj_std = std / sqrt(2 * s.layers)
   g:input { kind = "tokens" }
+  local image = vision and vision(g, C)
   local x = g:embedding("wte", "wpe", C, std)
+  if image then x = g:image_merge(x, image) end
   for l = 0, s.layers - 1 do
     local p = "h." .. l .. "."
     g:block(l)
@@ -654,7 +687,7 @@ local function make_gpt2(spec)
   x = g:layernorm(x, "ln_f")
   g:lm_head_xent(x)
   return { __kind = "model", family = "gpt2", layers = s.layers, hidden = C,
-           heads = s.heads, seq = s.seq, vocab = s.vocab, graph = g }
+           heads = s.heads, seq = s.seq, vocab = s.vocab, graph = g, spec = s }
 end
 
 -- LLaMA (Touvron et al. 2023): pre-norm RMSNorm blocks, rotary positions,
@@ -662,7 +695,7 @@ end
 -- Parameter names are Hugging Face LlamaForCausalLM's; the projection
 -- weights are held (in, out) like every weft linear and checkpointed (out, in)
 -- as HF's are (layout "transposed").
-local function make_llama(spec)
+function make_llama(spec, vision)
   local s = check_fields("llama", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
     hidden = { "integer", min = 1, max = 1 << 16, required = true },
@@ -708,7 +741,9 @@ local function make_llama(spec)
   -- Hugging Face's nn.Linear keeps its weights (out, in): so do the checkpoints
   local HF = "transposed"
   g:input { kind = "tokens" }
+  local image = vision and vision(g, C)
   local x = g:token_embedding("model.embed_tokens", C, std)
+  if image then x = g:image_merge(x, image) end
   for l = 0, s.layers - 1 do
     local p = "model.layers." .. l .. "."
     g:block(l)
@@ -731,7 +766,134 @@ local function make_llama(spec)
   g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
   return { __kind = "model", family = "llama", layers = s.layers, hidden = C, heads = s.heads,
            kv_heads = s.kv_heads, ffn_hidden = s.ffn_hidden, rope_theta = s.rope_theta,
-           norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, graph = g }
+           norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, graph = g, spec = s }
+end
+
+---------------------------------------------------------------------------
+-- Vision-language models (weft.vit, weft.vlm).
+---------------------------------------------------------------------------
+local VLM_LATER = "is not supported yet by this version of weft"
+
+-- A ViT as SigLIP's vision tower: patch embedding, learned position
+-- embeddings, pre-norm blocks with bidirectional attention and a GELU (tanh)
+-- MLP, a final norm.  On its own it is a description; weft.vlm builds it.
+local VIT_FIELDS = {
+  image = { "integer", min = 1, max = 4096, required = true, valid = "the image side in pixels (square images)" },
+  patch = { "integer", min = 1, max = 4096, required = true },
+  channels = { "integer", min = 1, max = 4, default = 3 },
+  layers = { "integer", min = 1, max = 1024, required = true },
+  hidden = { "integer", min = 1, max = 1 << 16, required = true },
+  heads = { "integer", min = 1, max = 1024, required = true },
+  mlp = { "integer", min = 1, max = 1 << 18 },
+  init_std = { "number", min = 0, max = 1, default = 0.02 },
+}
+local function check_vit(spec)
+  local s = check_fields("vit", spec, VIT_FIELDS)
+  if s.image % s.patch ~= 0 then
+    fail("vit.patch", show(s.patch) .. " does not divide image = " .. s.image,
+         "a divisor of " .. s.image .. ": " .. divisors(s.image))
+  end
+  if s.hidden % s.heads ~= 0 then
+    fail("vit.heads", s.heads .. " does not divide hidden = " .. s.hidden,
+         "a divisor of " .. s.hidden .. ": " .. divisors(s.hidden))
+  end
+  s.mlp = s.mlp or 4 * s.hidden
+  return s, (s.image // s.patch) * (s.image // s.patch)  -- and its patches per image
+end
+
+local function make_vit(spec)
+  local s, positions = check_vit(spec)
+  return { __kind = "vision", family = "vit", image = s.image, patch = s.patch, channels = s.channels,
+           layers = s.layers, hidden = s.hidden, heads = s.heads, mlp = s.mlp, positions = positions, spec = s }
+end
+
+-- The spec an object made by weft.vit / weft.llama / weft.gpt2 was built
+-- from, its own fields over it (so that --set model.vision.patch=4 or
+-- model.llm.layers=4 edit a VLM's parts).
+local function respec(obj)
+  local t = {}
+  for k, v in next, obj.spec do
+    local top = rawget(obj, k)
+    if top ~= nil then t[k] = top else t[k] = v end
+  end
+  return t
+end
+
+-- weft.vlm: the encoder runs on each sample's rows 0 .. P-1 (P patches; the
+-- WVLM data puts the image placeholders first), a projector MLP (LLaVA's:
+-- linear, GELU, linear) maps its output to the language model's width, and
+-- the projected patches replace the placeholders' token embeddings.  The
+-- loss is over text positions only (the data's mask; batch_vlm.c).  The
+-- encoder and projector sit before the first transformer block, so a
+-- pipeline keeps them on its first stage.
+local function make_vlm(spec)
+  local s = check_fields("vlm", spec, {
+    vision = { "table", required = true, valid = "weft.vit { ... }" },
+    projector = { "table", default = {} },
+    llm = { "table", required = true, valid = "weft.llama { ... } or weft.gpt2 { ... }" },
+    image_token = { "integer", min = 0, max = 65535, required = true },
+    freeze = { "table", default = {} },
+  })
+  require_kind("vlm.vision", s.vision, "vision", "weft.vit { ... }")
+  require_kind("vlm.llm", s.llm, "model", "weft.llama { ... } or weft.gpt2 { ... }")
+  local family = rawget(s.llm, "family")
+  if family ~= "gpt2" and family ~= "llama" then
+    fail("vlm.llm", "a " .. show(family) .. " model", "weft.llama { ... } or weft.gpt2 { ... }")
+  end
+  if type(s.llm.spec) ~= "table" or type(s.vision.spec) ~= "table" then
+    fail("vlm", "vision and llm must be made by weft.vit and weft.llama / weft.gpt2", "weft.vit { ... }, weft.llama { ... }")
+  end
+  local proj = check_fields("vlm.projector", s.projector, {
+    layers = { "integer", min = 1, max = 2, default = 2 },
+  })
+  local freeze = check_fields("vlm.freeze", s.freeze, {
+    vision = { "boolean", default = false },
+    projector = { "boolean", default = false },
+    llm = { "boolean", default = false },
+  })
+  for _, k in ipairs { "vision", "projector", "llm" } do
+    if freeze[k] then fail("vlm.freeze." .. k, "true: freezing " .. VLM_LATER, "false") end
+  end
+  local v, positions = check_vit(respec(s.vision))
+  local llm = respec(s.llm)
+  local llm_seq, llm_vocab = llm.seq, llm.vocab
+  if mtype(llm_vocab) == "integer" and s.image_token >= llm_vocab then
+    fail("vlm.image_token", show(s.image_token) .. " is not a token of the language model's vocabulary",
+         "0 .. " .. (llm_vocab - 1))
+  end
+  if mtype(llm_seq) == "integer" and positions > llm_seq then
+    fail("vlm.vision", "the image's " .. positions .. " patches do not fit the language model's seq = " .. llm_seq,
+         "a larger patch or seq >= " .. positions)
+  end
+  local image = { height = v.image, width = v.image, channels = v.channels, patch = v.patch,
+                  positions = positions, token = s.image_token }
+  -- built into the language model's graph, before its token embedding
+  local function vision(g, C)
+    local std, D, P = v.init_std, v.hidden, positions
+    local proj_std = std / sqrt(2 * v.layers)
+    local x = g:patch_embedding("vision_model.embeddings", image, D, std)
+    for l = 0, v.layers - 1 do
+      local p = "vision_model.encoder.layers." .. l .. "."
+      local h = g:layernorm(x, p .. "layer_norm1")
+      h = g:linear(h, p .. "self_attn.qkv", 3 * D, "column", std)
+      h = g:attention(h, v.heads, P)
+      h = g:linear(h, p .. "self_attn.out_proj", D, "row", proj_std)
+      x = g:add(x, h)
+      h = g:layernorm(x, p .. "layer_norm2")
+      h = g:linear(h, p .. "mlp.fc1", v.mlp, "column", std)
+      h = g:gelu(h)
+      h = g:linear(h, p .. "mlp.fc2", D, "row", proj_std)
+      x = g:add(x, h)
+    end
+    x = g:layernorm(x, "vision_model.post_layernorm")
+    if proj.layers == 1 then return g:linear(x, "multi_modal_projector.linear_1", C, nil, std) end
+    x = g:linear(x, "multi_modal_projector.linear_1", C, "column", std)
+    x = g:gelu_erf(x)
+    return g:linear(x, "multi_modal_projector.linear_2", C, "row", std)
+  end
+  local obj = (family == "llama" and make_llama or make_gpt2)(llm, vision)
+  obj.image, obj.vision, obj.image_token = image, make_vit(v), s.image_token
+  return obj
 end
 
 ---------------------------------------------------------------------------
@@ -1071,7 +1233,15 @@ local function make_plan(spec)
              or describe(v)
     fail(field, "expected " .. article(kind) .. " made by " .. ctor .. ", got " .. got, ctor)
   end
-  s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... } or weft.llama { ... }")
+  s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... }")
+  if s.model.image then  -- a VLM: what this version runs it with
+    if s.mesh and type(s.mesh) == "table" and s.mesh.sp then
+      fail("mesh.sp", "true with weft.vlm " .. SUPPORTED_LATER, "false")
+    end
+    if s.pipeline and type(s.pipeline) == "table" and s.pipeline.schedule == "pipedream-2bw" then
+      fail("pipeline.schedule", "\"pipedream-2bw\" with weft.vlm " .. SUPPORTED_LATER, "\"1f1b\", \"gpipe\", ...")
+    end
+  end
   s.optimizer = rebuild("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")
   s.cluster = rebuild("plan.cluster", s.cluster, "cluster", "weft.cluster { ... }")
 
@@ -1366,6 +1536,8 @@ end
 api.graph = entry("graph", new_graph)
 api.gpt2 = constructor("gpt2", "model", make_gpt2)
 api.llama = constructor("llama", "model", make_llama)
+api.vit = constructor("vit", "vision", make_vit)
+api.vlm = constructor("vlm", "model", make_vlm)
 api.cluster = constructor("cluster", "cluster", make_cluster)
 api.adamw = constructor("adamw", "optimizer", make_adamw)
 api.plan = entry("plan", make_plan)

@@ -8,6 +8,7 @@
 
 #include "coll.h"
 #include "data.h"
+#include "data_vlm.h"
 #include "opt_backend.h"
 #include "watchdog.h"
 #include "weft/rt.h"
@@ -70,6 +71,13 @@ struct wf_ctx {
     int32_t *tokens, *targets;     /* the step's microbatches, accum x B*T each */
     int micro_index;               /* microbatch the single-stage step is on */
     wf_data *data;
+    /* a VLM (p->image_positions > 0): its WVLM file instead of data (batch_vlm.c) */
+    struct wf_vlm *vlm;
+    uint8_t *images;               /* the step's images, accum x B x H*W*C */
+    uint8_t *loss_mask;            /* accum x B*T: 0 no loss, 1 text, 2 descriptive */
+    double step_loss_positions;    /* loss positions in the step's global batch */
+    double desc_loss_sum, desc_count;  /* this rank's descriptive positions this step */
+    double last_desc_loss;         /* the step's mean loss on descriptive positions */
     /* bucket all-reduces in flight */
     wf_req *bucket_req;
     int n_inflight;
@@ -246,6 +254,10 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
 void wf_opt_ranges_setup(wf_ctx *c);                    /* opt_ranges.c, after wf_zero_setup */
 float *wf_opt_weights_base(wf_ctx *c, float *weights);  /* what the table's offsets are from */
 float *wf_opt_grads_base(wf_ctx *c);
+void wf_vlm_batch_setup(wf_ctx *c);                     /* batch_vlm.c: a VLM plan's data */
+void wf_vlm_batch_load(wf_ctx *c, int m, uint64_t base);
+void wf_vlm_add_losses(wf_ctx *c);
+void wf_vlm_batch_close(wf_ctx *c);
 void wf_2bw_setup(wf_ctx *c);                           /* twobw.c */
 void wf_2bw_use_micro(wf_ctx *c, int m);
 void wf_2bw_step_begin(wf_ctx *c);

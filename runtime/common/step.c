@@ -96,7 +96,10 @@ float wf_loss_scale(wf_ctx *c) {
     return c->loss_scale;
 }
 float *wf_losses(wf_ctx *c) { return c->losses; }
-void wf_add_loss(wf_ctx *c, double loss_sum) { c->loss_sum += loss_sum; }
+void wf_add_loss(wf_ctx *c, double loss_sum) {
+    c->loss_sum += loss_sum;
+    if (c->vlm) wf_vlm_add_losses(c);
+}
 
 /* ---- microbatches --------------------------------------------------------- */
 
@@ -110,6 +113,10 @@ static void load_micro(wf_ctx *c, int m) {
     int32_t *tok = c->tokens + (long)m * p->micro * p->seq;
     int32_t *tgt = c->targets + (long)m * p->micro * p->seq;
     wf_backend_host_write(c);
+    if (p->image_positions > 0) {  /* a VLM: images and masked targets (batch_vlm.c) */
+        wf_vlm_batch_load(c, m, base);
+        return;
+    }
     for (int j = 0; j < p->micro; j++) {
         if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, tok + (long)j * p->seq,
                            tgt + (long)j * p->seq, err, sizeof err) != 0)
@@ -219,16 +226,23 @@ void wf_optimizer_step(wf_ctx *c) {
     if (c->graph_capture) return;
     wf_backend_sync(c);  /* the host reads the gradients from here on */
     /* nonzero on the last pipeline stage only */
-    double loss = c->loss_sum + wf_backend_loss_take(c);
+    /* the loss, and a VLM's descriptive positions' loss and count */
+    double sums[3] = { c->loss_sum + wf_backend_loss_take(c), c->desc_loss_sum, c->desc_count };
+    int n_sums = c->vlm ? 3 : 1;
     wf_watch_what(c, WF_GROUP_DP, "loss all-reduce");
     if (p->dp > 1)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_DP]));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, sums, n_sums, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_DP]));
     wf_watch_what(c, WF_GROUP_PP, "loss all-reduce");
     if (p->pp > 1)
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_PP]));
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, sums, n_sums, MPI_DOUBLE, MPI_SUM, c->group_comm[WF_GROUP_PP]));
     wf_watch_done();
-    c->last_loss = loss / ((double)p->global_batch * p->seq);
-    c->loss_sum = 0;
+    double loss = sums[0];
+    /* a VLM: the mean over the loss positions of the global batch (batch_vlm.c) */
+    double positions = c->vlm ? (c->step_loss_positions > 0 ? c->step_loss_positions : 1)
+                              : (double)p->global_batch * p->seq;
+    c->last_loss = loss / positions;
+    c->last_desc_loss = sums[2] > 0 ? sums[1] / sums[2] : NAN;
+    c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
     if (!isfinite(c->last_loss))
         wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)",
                  c->last_loss, c->step + 1);

@@ -211,6 +211,10 @@ static void write_step(wf_ctx *c, long step, double loss, double lr, double norm
             snprintf(scale, sizeof scale, ", \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_total\": %ld",
                      s->used, s->overflow ? "true" : "false", s->skipped);
         wf_metrics_tail(c, ms, tail, sizeof tail);
+        if (c->vlm) {  /* a VLM: the loss on the words the image determines */
+            size_t k = strlen(scale);
+            snprintf(scale + k, sizeof scale - k, ", \"loss_descriptive\": %.9g", c->last_desc_loss);
+        }
         fprintf(c->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %s, "
                 "\"ms\": %.3f%s%s}\n", step, loss, lr, norm_text, ms, scale, tail);
         fflush(c->metrics);
@@ -220,6 +224,7 @@ static void write_step(wf_ctx *c, long step, double loss, double lr, double norm
         if (fp16)
             snprintf(scale, sizeof scale, " | scale %g%s | skipped %ld", s->used,
                      s->overflow ? " (overflow: step skipped)" : "", s->skipped);
+        if (c->vlm) snprintf(scale, sizeof scale, " | descriptive %.4f", c->last_desc_loss);
         wf_log(c, "step %5ld/%d | loss %.4f | lr %.2e | grad norm %.3f%s | %7.1f ms | %8.0f tok/s"
                " | MFU %.2f%%\n", step, c->opt.steps, loss, lr, norm, scale, ms, m.tokens_per_s,
                100.0 * m.mfu);
@@ -354,7 +359,8 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     c->arena_bytes = (double)(wf_alloc_total() - before);
     if (c->opt.resume && strcmp(c->opt.resume, "auto") == 0) c->opt.resume = wf_resume_auto(c);
     char err[512];
-    if (wf_data_open(&c->data, c->opt.data, p->vocab, p->seq, err, sizeof err) != 0)
+    if (p->image_positions > 0) wf_vlm_batch_setup(c);  /* a VLM: a WVLM file */
+    else if (wf_data_open(&c->data, c->opt.data, p->vocab, p->seq, err, sizeof err) != 0)
         wf_fatal(c, "wf_data_open", WF_WHERE, "%s", err);
     if (c->opt.metrics && wf_is_root(c)) {
         c->metrics = fopen(c->opt.metrics, c->opt.resume ? "a" : "w");
@@ -432,6 +438,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
                     dir ? dir : "", WF_EXIT_PREEMPTED);
         if (c->metrics) fclose(c->metrics);
         wf_data_close(c->data);
+    wf_vlm_batch_close(c);
         MPI_Finalize();
         return WF_EXIT_PREEMPTED;
     }
@@ -439,6 +446,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_ckpt_wait(c);
     if (c->metrics) fclose(c->metrics);
     wf_data_close(c->data);
+    wf_vlm_batch_close(c);
     MPI_Finalize();
     return 0;
 }

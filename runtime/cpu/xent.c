@@ -31,6 +31,10 @@
  * (wf_dlogits_row). */
 static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
 {
+    if (target < 0) {  /* a position without loss (a VLM's image and pad positions) */
+        for (int j = 0; j < V; j++) row[j] = 0.0f;
+        return 0.0;
+    }
     if (precision != WF_FP32)
         for (int j = 0; j < V; j++)
             row[j] = wf_hd_round(precision, row[j]);
@@ -155,6 +159,11 @@ double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *r
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *row = dlogits + (long)n * VL;
+        if (targets[n] < 0) {  /* a position without loss */
+            for (int j = 0; j < VL; j++) row[j] = 0.0f;
+            losses[n] = 0.0f;
+            continue;
+        }
         for (int j = 0; j < VL; j++) row[j] = expf(row[j] - rowmax[n]);
         wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
                        precision);

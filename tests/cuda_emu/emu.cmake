@@ -8,6 +8,7 @@
 # runtime/cuda goes here (one line), or into WEFT_EMU_NOT_EMULATED with the
 # reason; cuda_emu_kernels fails while a .cu file is in neither.
 set(WEFT_EMU_KERNELS
+  vision.cu
   elementwise.cu
   colsum.cu
   layernorm.cu

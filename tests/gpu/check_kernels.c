@@ -420,6 +420,43 @@ static void run_all(void) {
     attention_16bit_case(" bf16 T=5 hs=16", WF_BF16, 1, 5, 32, 2, 0);
 }
 
+/* A VLM's kernels (runtime/cpu/vision.c, attention_prefix.c): the patch
+ * embedding of random uint8 images (P patches, then text rows the kernel
+ * zeroes), the image / text hand-off, and attention bidirectional over a
+ * prefix (att and scratch private to each backend, as attention_case's). */
+static void vision_case(const char *tag, int b, int t, int ih, int iw, int ch, int p, int d, int h, int prefix) {
+    long n = (long)b * t, P = (long)(ih / p) * (iw / p), K = (long)ch * p * p, rows = (long)b * h * t;
+    long tt = (long)t * t;
+    uint8_t *img = wf_backend_alloc(NULL, (size_t)b * ih * iw * ch);
+    if (!img) exit(2);
+    for (long i = 0; i < (long)b * ih * iw * ch; i++) img[i] = (uint8_t)((uniform() + 1.0f) * 127.9f);
+    float *w = buf((long)d * K), *pos = buf(P * d), *o = buf(n * d), *dout = buf(n * d);
+    float *dw = buf((long)d * K), *dpos = buf(P * d), *scratch = buf(K * P > tt ? (K * P > rows ? K * P : rows) : (tt > rows ? tt : rows));
+    char name[48];
+    wf_patch_embed_fwd(NULL, o, scratch, img, w, pos, b, t, ih, iw, ch, p, d);
+    snprintf(name, sizeof name, "patch_embed_fwd%s", tag);
+    put(name, "out", o, n * d);
+    wf_patch_embed_bwd(NULL, dw, dpos, scratch, dout, img, b, t, ih, iw, ch, p, d);
+    snprintf(name, sizeof name, "patch_embed_bwd%s", tag);
+    put(name, "dw", dw, (long)d * K);
+    put(name, "dpos", dpos, P * d);
+    float *text = buf(n * d), *dtext = buf(n * d), *dimage = buf(n * d);
+    wf_image_merge_fwd(NULL, o, text, dout, b, t, (int)P, d);
+    snprintf(name, sizeof name, "image_merge_fwd%s", tag);
+    put(name, "out", o, n * d);
+    wf_image_merge_bwd(NULL, dtext, dimage, dout, b, t, (int)P, d);
+    snprintf(name, sizeof name, "image_merge_bwd%s", tag);
+    put(name, "dtext", dtext, n * d);
+    put(name, "dimage", dimage, n * d);
+    float *qkv = buf(n * 3 * d), *ao = buf(n * d), *dqkv = buf(n * 3 * d), *att = buf(rows * t);
+    wf_attention_prefix_fwd(NULL, ao, att, qkv, b, t, d, h, prefix);
+    snprintf(name, sizeof name, "attention_prefix_fwd%s", tag);
+    put(name, "out", ao, n * d);
+    wf_attention_prefix_bwd(NULL, dqkv, scratch, dout, qkv, ao, att, b, t, d, h, prefix);
+    snprintf(name, sizeof name, "attention_prefix_bwd%s", tag);
+    put(name, "dqkv", dqkv, n * 3 * d);
+}
+
 /* Grouped-query causal attention on one shape: H query heads, KVH key/value
  * heads, head size hd; qk rows hold the H query heads then the KVH key heads,
  * v rows the KVH value heads.  As attention_case, att and scratch are each
@@ -1531,6 +1568,11 @@ int main(int argc, char **argv) {
         if (!out) { fprintf(stderr, "check_kernels: cannot write %s\n", argv[2]); return 2; }
         run_all();
         run_llama();
+        /* a VLM's: P = 16 patches of 8 x 8 x 3, the encoder's bidirectional
+         * prefix, a prefix-LM mask, and causal (prefix 0) attention */
+        vision_case(" 32x32 p8 prefix=16", 2, 24, 32, 32, 3, 8, 40, 4, 16);
+        vision_case(" 12x20 p4 prefix=T", 3, 15, 12, 20, 1, 4, 18, 3, 15);
+        vision_case(" 8x8 p4 prefix=0", 1, 9, 8, 8, 3, 4, 12, 2, 0);
         run_gemm_act16();
         run_optimizer();
         run_act16_kernels();

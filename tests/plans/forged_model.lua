@@ -1,4 +1,4 @@
--- expect: tests/plans/forged_model.lua:4: plan.model: expected a model made by weft.gpt2 { ... } or weft.llama { ... }, got a table marked __kind = "model" that weft did not make (valid: weft.gpt2 { ... } or weft.llama { ... })
+-- expect: tests/plans/forged_model.lua:4: plan.model: expected a model made by weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... }, got a table marked __kind = "model" that weft did not make (valid: weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... })
 -- A hand-made table marked as a model would skip the gpt2 checks (heads = 0 divides nothing).
 local w = weft
 return w.plan {

@@ -1,4 +1,4 @@
--- expect: tests/plans/wrong_kind.lua:4: plan.model: expected a model made by weft.gpt2 { ... } or weft.llama { ... }, got an optimizer (valid: weft.gpt2 { ... } or weft.llama { ... })
+-- expect: tests/plans/wrong_kind.lua:4: plan.model: expected a model made by weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... }, got an optimizer (valid: weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... })
 -- An optimizer where the model belongs.
 local w = weft
 return w.plan {

@@ -172,6 +172,37 @@ void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, cons
                           const float *qk, const float *v, const float *out, const float *att, int B,
                           int T, int H, int KVH, int hd);
 
+/* ---- vision encoder (runtime/cpu/vision.c, attention_prefix.c) ----------- */
+
+/* Patch embedding of a microbatch of uint8 (IH, IW, CH) images (row-major,
+ * channels last, as the WVLM format stores them), normalised as SigLIP
+ * expects, (v / 255 - 0.5) / 0.5: a stride-p convolution whose weight w is
+ * [D, CH, p, p] as PyTorch's Conv2d keeps it, plus the learned position
+ * embedding pos [P, D] (the convolution's bias folded in).  Sample b's P =
+ * (IH/p)(IW/p) patches, in raster order, are rows b*T + [0, P) of out (B*T,
+ * D); its rows past P are set to 0.  scratch: wf_patch_embed_scratch floats.
+ * The image has no gradient. */
+long wf_patch_embed_scratch(int IH, int IW, int CH, int p);
+void wf_patch_embed_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                        const float *pos, int B, int T, int IH, int IW, int CH, int p, int D);
+void wf_patch_embed_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                        const uint8_t *image, int B, int T, int IH, int IW, int CH, int p, int D);
+/* Self-attention on fused (q,k,v) rows as wf_attention_fwd, where key j is
+ * visible to query t iff j <= max(t, prefix - 1): prefix = T is a vision
+ * encoder's bidirectional attention, prefix = 0 causal attention. */
+void wf_attention_prefix_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C,
+                             int H, int prefix);
+void wf_attention_prefix_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
+                             const float *out, const float *att, int B, int T, int C, int H, int prefix);
+/* The hand-off: out's rows [0, P) of each sample are image's, the others
+ * text's; backward sends each row's gradient to the input it came from. */
+void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *image, int B, int T,
+                        int P, int C);
+void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
+                        int C);
+/* The current microbatch's images, B * IH * IW * CH bytes (a VLM plan). */
+const uint8_t *wf_images(wf_ctx *c);
+
 /* ---- tensor parallelism (runtime/cpu/elementwise.c, xent.c; common/tp.c) */
 
 /* Vocabulary-parallel embedding: this rank holds rows [v_begin, v_begin + VL)
@@ -305,6 +336,10 @@ typedef struct wf_program {
     const char *family;      /* "llama", or NULL: gpt2 */
     int kv_heads, ffn_hidden;          /* llama */
     double rope_theta, norm_eps;       /* llama */
+    /* a VLM (weft.vlm): the data is a WVLM file (common/data_vlm.h) of
+     * image_h x image_w x image_c uint8 images cut into image_positions
+     * patches of patch x patch; 0 image_positions: text only */
+    int image_h, image_w, image_c, patch, image_positions, image_token;
     /* batch */
     int micro;               /* sequences per microbatch per rank */
     int accum;               /* microbatches per step per rank */

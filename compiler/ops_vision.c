@@ -1,0 +1,76 @@
+/* ops_vision.c: the vision encoder's rows (ops.c) for weft.vlm: the patch
+ * embedding of each sample's image, and the hand-off that puts the
+ * projected patches in place of the image placeholders' token embeddings.
+ * The encoder's attention is the attention row with a prefix
+ * (ops_attention.c).  Rows are tokens here as everywhere: each sample's P
+ * patches are its rows [0, P) (the WVLM format puts the placeholders first,
+ * runtime/common/data_vlm.h); its rows past P carry zeros through the
+ * encoder and are dropped at the hand-off.  Under tensor parallelism both
+ * ops run whole on every rank (their inputs and output are replicated). */
+#include "ops.h"
+
+/* ---- patch_embed: image -> (N, D), weight [D, C, p, p], position embedding [P, D] ---- */
+const char *patch_embed_check(const Program *p, int i) {
+    const ir_op *o = &p->ops[i];
+    const ir_param *w = &p->params[o->param[0]], *pos = &p->params[o->param[1]];
+    long D = op_out_width(p, o);
+    if (p->image_positions < 1 || p->patch < 1) return "a patch embedding needs the model's image (weft.vlm)";
+    if (w->ndim != 4 || w->shape[0] != D || w->shape[1] != p->image_c || w->shape[2] != p->patch ||
+        w->shape[3] != p->patch)
+        return "patch embedding weight must be [width, channels, patch, patch]";
+    if (pos->ndim != 2 || pos->shape[0] != p->image_positions || pos->shape[1] != D)
+        return "position embedding must be [patches, width]";
+    if (p->image_positions > p->seq) return "the image's patches do not fit the sequence";
+    return NULL;
+}
+
+/* the patches of one image, (P, C p p) floats */
+long patch_embed_scratch(const Program *p, const ir_op *o) {
+    (void)o;
+    return (long)p->image_positions * p->image_c * p->patch * p->patch;
+}
+
+int replicated_shard(shard_ctx *r, const ir_op *o) {
+    Program *p = shard_program(r);
+    int out = shard_add(r, o->kind, o, shard_in(r, o, 0), shard_in(r, o, 1), o->n_param > 0 ? o->param[0] : -1,
+                        o->n_param > 1 ? o->param[1] : -1, op_out_width(p, o), 1);
+    return out;
+}
+
+double patch_embed_flops(const Program *p, const ir_op *o) {
+    return 2.0 * p->image_c * p->patch * p->patch * op_out_width(p, o) * p->image_positions / p->seq;
+}
+
+void patch_embed_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
+    (void)i;
+    emit(wr, "    %s(c, a + %s, wf_scratch(c), wf_images(c), w + %s, w + %s, B, T, %d, %d, %d, %d, %ld);\n", k->fwd,
+         x->out, x->w0, x->w1, p->image_h, p->image_w, p->image_c, p->patch, x->width);
+}
+
+void patch_embed_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
+    (void)i;
+    emit(wr, "    %s(c, g + %s, g + %s, wf_scratch(c), d + D_%s, wf_images(c), B, T, %d, %d, %d, %d, %ld);\n",
+         k->bwd, x->g0, x->g1, x->out, p->image_h, p->image_w, p->image_c, p->patch, x->width);
+}
+
+/* ---- image_merge: (text embeddings, projected patches) -> the LM's input rows ---- */
+const char *image_merge_check(const Program *p, int i) {
+    const ir_op *o = &p->ops[i];
+    long out = op_out_width(p, o);
+    if (o->n_in != 2 || out != op_in_width(p, o, 0) || out != op_in_width(p, o, 1))
+        return "image_merge needs text and image rows of its output width";
+    if (p->image_positions < 1) return "image_merge needs the model's image (weft.vlm)";
+    return NULL;
+}
+
+void image_merge_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
+    (void)i;
+    emit(wr, "    %s(c, a + %s, a + %s, a + %s, B, T, %d, %ld);\n", k->fwd, x->out, x->in0, x->in1, p->image_positions,
+         x->width);
+}
+
+void image_merge_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
+    (void)i;
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, d + D_%s, B, T, %d, %ld);\n", k->bwd, x->in0, x->in1, x->out,
+         p->image_positions, x->width);
+}

@@ -1,0 +1,99 @@
+/* vision.c: the vision encoder's kernels on the CPU (weft/rt.h): the patch
+ * embedding of a uint8 image, and the hand-off of the projected patches into
+ * the language model's input rows.  Attention with a bidirectional prefix is
+ * in attention_prefix.c.
+ *
+ * Rows are tokens, as everywhere: a microbatch is (B, T) rows, and the image
+ * of sample b occupies rows b*T + [0, P), P = (IH / p) * (IW / p) patches in
+ * raster order (the image placeholders of the WVLM format come first,
+ * runtime/common/data_vlm.h).  The encoder's rows past P carry zeros in and
+ * are dropped at the hand-off, so they get no gradient.
+ *
+ * Every backward kernel accumulates (+=) into its gradient outputs. */
+#include "weft/rt.h"
+
+#include <string.h>
+
+#include "blas.h"
+
+/* SigLIP's normalisation, x = (v / 255 - 0.5) / 0.5 (data_vlm.h). */
+static float pixel(uint8_t v) { return (float)v * (1.0f / 127.5f) - 1.0f; }
+
+/* Sample b's patches as the (P, CH * p * p) matrix a convolution with a
+ * [D, CH, p, p] weight and stride p multiplies: column (ch * p + ky) * p + kx
+ * of row py * (IW / p) + px is pixel (py * p + ky, px * p + kx), channel ch. */
+static void patches_of(float *x, const uint8_t *img, int IH, int IW, int CH, int p)
+{
+    int gw = IW / p, P = (IH / p) * gw, K = CH * p * p;
+    for (int t = 0; t < P; t++) {
+        int py = t / gw, px = t % gw;
+        float *row = x + (long)t * K;
+        for (int ch = 0; ch < CH; ch++)
+            for (int ky = 0; ky < p; ky++)
+                for (int kx = 0; kx < p; kx++)
+                    row[(ch * p + ky) * p + kx] =
+                        pixel(img[((long)(py * p + ky) * IW + px * p + kx) * CH + ch]);
+    }
+}
+
+long wf_patch_embed_scratch(int IH, int IW, int CH, int p)
+{
+    return (long)(IH / p) * (IW / p) * CH * p * p;
+}
+
+/* out (B*T, D): rows [0, P) of each sample its patches' embedding plus the
+ * position embedding pos [P, D], the other rows 0 */
+void wf_patch_embed_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                        const float *pos, int B, int T, int IH, int IW, int CH, int p, int D)
+{
+    (void)c;
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    for (int b = 0; b < B; b++) {
+        float *o = out + (long)b * T * D;
+        patches_of(scratch, image + (long)b * IH * IW * CH, IH, IW, CH, p);
+        wf_sgemm(0, 1, P, D, K, 1.0f, scratch, K, w, K, 0.0f, o, D);
+        for (int t = 0; t < P; t++)
+            for (int d = 0; d < D; d++) o[(long)t * D + d] += pos[(long)t * D + d];
+        memset(o + (long)P * D, 0, sizeof(float) * (size_t)(T - P) * (size_t)D);
+    }
+}
+
+/* dw [D, K] += dout^T X over the image rows; dpos += those rows */
+void wf_patch_embed_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                        const uint8_t *image, int B, int T, int IH, int IW, int CH, int p, int D)
+{
+    (void)c;
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    for (int b = 0; b < B; b++) {
+        const float *g = dout + (long)b * T * D;
+        patches_of(scratch, image + (long)b * IH * IW * CH, IH, IW, CH, p);
+        wf_sgemm(1, 0, D, K, P, 1.0f, g, D, scratch, K, 1.0f, dw, K);
+        for (int t = 0; t < P; t++)
+            for (int d = 0; d < D; d++) dpos[(long)t * D + d] += g[(long)t * D + d];
+    }
+}
+
+/* out = the image rows [0, P) of each sample from `image`, the others from
+ * `text` (the placeholders' own embeddings are replaced) */
+void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *image, int B, int T,
+                        int P, int C)
+{
+    (void)c;
+    for (int b = 0; b < B; b++) {
+        long at = (long)b * T * C, n_img = (long)P * C;
+        memcpy(out + at, image + at, sizeof(float) * (size_t)n_img);
+        memcpy(out + at + n_img, text + at + n_img, sizeof(float) * (size_t)((long)(T - P) * C));
+    }
+}
+
+void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
+                        int C)
+{
+    (void)c;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            long at = ((long)b * T + t) * C;
+            float *d = t < P ? dimage + at : dtext + at;
+            for (int i = 0; i < C; i++) d[i] += dout[at + i];
+        }
+}

@@ -1,0 +1,339 @@
+/* test_kernels_vision.c: checks the vision encoder's kernels of weft/rt.h
+ * (patch embedding, attention with a bidirectional prefix, the image /
+ * text hand-off, and the LM head's ignored positions) the way
+ * test_kernels_llama.c checks the LLaMA ones:
+ *   fwd    the fp32 forward against a float64 reference written here;
+ *   bwd    every differentiable input's gradient against central finite
+ *          differences of the reference, for L = sum(out * R), R random;
+ *   accum  backward called twice onto random gradients G0: (G - G0) / 2 must
+ *          match again (backward kernels accumulate).
+ * Attention is checked for prefix = 0 (causal: and then equal to
+ * wf_attention_fwd bit for bit), a middle prefix, and prefix = T (fully
+ * bidirectional).  Then self-tests: a gradient scaled by 1.01 must be
+ * reported wrong, and so must a causal kernel checked against the
+ * bidirectional reference.
+ * Tolerance: |got - ref| <= max(ATOL, RTOL |ref|), as in test_kernels.c:
+ * fp32 rounding at these sizes (reductions of <= 48 terms) is ~1e-6
+ * relative, the finite differences' truncation and rounding ~1e-10. */
+#include "weft/rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RTOL 1e-3
+#define ATOL 1e-4
+#define FD_STEP 1e-5
+#define MAX_IN 3
+
+static int B, T, C, H, PREFIX, N;
+static int IH, IW, CH, PATCH, P, K;  /* image, patch, patches per image, values per patch */
+static uint8_t *g_img;
+static int failures;
+
+static uint64_t rng_state = 0x5ee1a9e5ULL;
+static double urand(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = calloc(n ? n : 1, 1);
+    if (!p) {
+        fprintf(stderr, "test_kernels_vision: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float *frand(long n, double lo, double hi)
+{
+    float *p = xmalloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) p[i] = (float)(lo + (hi - lo) * urand());
+    return p;
+}
+
+static double *to_double(const float *x, long n)
+{
+    double *d = xmalloc(sizeof(double) * (size_t)n);
+    for (long i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+/* ---- float64 references ---------------------------------------------------- */
+
+typedef void (*ref_fn)(double *const *in, double *out);
+
+/* Written as the convolution itself: out[b, t = (py, px), d] = pos[t, d] +
+ * sum_{ch, ky, kx} w[d, ch, ky, kx] * x[b, py p + ky, px p + kx, ch], with
+ * x = (v / 255 - 0.5) / 0.5; rows t >= P are 0. */
+static void ref_patch_embed(double *const *in, double *out)
+{
+    const double *w = in[0], *pos = in[1];
+    int gw = IW / PATCH;
+    memset(out, 0, sizeof(double) * (size_t)N * C);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < P; t++)
+            for (int d = 0; d < C; d++) {
+                double acc = pos[t * C + d];
+                for (int ch = 0; ch < CH; ch++)
+                    for (int ky = 0; ky < PATCH; ky++)
+                        for (int kx = 0; kx < PATCH; kx++) {
+                            int y = (t / gw) * PATCH + ky, x = (t % gw) * PATCH + kx;
+                            double v = g_img[(((long)b * IH + y) * IW + x) * CH + ch];
+                            acc += w[((d * CH + ch) * PATCH + ky) * PATCH + kx] * ((v / 255.0 - 0.5) / 0.5);
+                        }
+                out[((long)b * T + t) * C + d] = acc;
+            }
+}
+
+/* qkv = in[0] (N, 3C); key j visible to query t iff j < PREFIX or j <= t */
+static void ref_attention(double *const *in, double *out)
+{
+    int hs = C / H;
+    double *p = xmalloc(sizeof(double) * (size_t)T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                const double *q = in[0] + (long)(b * T + t) * 3 * C + h * hs;
+                double max = -1e300, sum = 0;
+                for (int j = 0; j < T; j++) {
+                    if (!(j < PREFIX || j <= t)) continue;
+                    const double *k = in[0] + (long)(b * T + j) * 3 * C + C + h * hs;
+                    double s = 0;
+                    for (int d = 0; d < hs; d++) s += q[d] * k[d];
+                    p[j] = s / sqrt((double)hs);
+                    if (p[j] > max) max = p[j];
+                }
+                for (int j = 0; j < T; j++)
+                    if (j < PREFIX || j <= t) sum += (p[j] = exp(p[j] - max));
+                for (int d = 0; d < hs; d++) {
+                    double acc = 0;
+                    for (int j = 0; j < T; j++)
+                        if (j < PREFIX || j <= t) acc += p[j] / sum * in[0][(long)(b * T + j) * 3 * C + 2 * C + h * hs + d];
+                    out[(long)(b * T + t) * C + h * hs + d] = acc;
+                }
+            }
+    free(p);
+}
+
+/* text = in[0], image = in[1]: rows t < P from the image */
+static void ref_merge(double *const *in, double *out)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < C; i++) {
+                long at = ((long)b * T + t) * C + i;
+                out[at] = t < P ? in[1][at] : in[0][at];
+            }
+}
+
+/* ---- the checker (as test_kernels_llama.c's) -------------------------------- */
+
+typedef struct {
+    const char *name;
+    int n_in;
+    long len[MAX_IN], out_len;
+    float *x[MAX_IN];
+    float *g[MAX_IN];
+    ref_fn ref;
+    void (*fwd)(float *const *x, float *out);
+    void (*bwd)(float *const *x, float *const *g, const float *dout);
+} kernel;
+
+static double err_of(double got, double ref) { return fabs(got - ref) / fmax(fabs(ref), ATOL / RTOL); }
+
+static double fd(kernel *k, double **in, int which, long i, const double *R, double *out)
+{
+    double saved = in[which][i], l[2];
+    for (int s = 0; s < 2; s++) {
+        in[which][i] = saved + (s ? -FD_STEP : FD_STEP);
+        k->ref(in, out);
+        l[s] = 0;
+        for (long j = 0; j < k->out_len; j++) l[s] += out[j] * R[j];
+    }
+    in[which][i] = saved;
+    return (l[0] - l[1]) / (2 * FD_STEP);
+}
+
+static void check(kernel *k, const char *cfg, float scale_grad, int expect_fail)
+{
+    double *in[MAX_IN], fwd_e = 0, bwd_e = 0, acc_e = 0;
+    for (int a = 0; a < k->n_in; a++) in[a] = to_double(k->x[a], k->len[a]);
+    float *out = xmalloc(sizeof(float) * (size_t)k->out_len);
+    double *ref = xmalloc(sizeof(double) * (size_t)k->out_len);
+    k->fwd(k->x, out);
+    k->ref(in, ref);
+    for (long j = 0; j < k->out_len; j++) fwd_e = fmax(fwd_e, err_of(out[j], ref[j]));
+    float *dout = frand(k->out_len, -1, 1);
+    double *R = to_double(dout, k->out_len);
+    float *g0[MAX_IN];
+    double *fds[MAX_IN];
+    for (int a = 0; a < k->n_in; a++) {
+        g0[a] = frand(k->len[a], -1, 1);
+        memcpy(k->g[a], g0[a], sizeof(float) * (size_t)k->len[a]);
+        fds[a] = xmalloc(sizeof(double) * (size_t)k->len[a]);
+        for (long i = 0; i < k->len[a]; i++) fds[a][i] = fd(k, in, a, i, R, ref);
+    }
+    for (int call = 1; call <= 2; call++) {
+        k->bwd(k->x, k->g, dout);
+        double e = 0;
+        for (int a = 0; a < k->n_in; a++)
+            for (long i = 0; i < k->len[a]; i++) {
+                double added = ((double)k->g[a][i] - g0[a][i]) / call;
+                if (a == 0) added *= scale_grad;
+                double ei = err_of(added, fds[a][i]);
+                e = isnan(ei) ? INFINITY : fmax(e, ei);
+            }
+        if (call == 1) bwd_e = e;
+        else acc_e = e;
+    }
+    int ok = fwd_e <= RTOL && bwd_e <= RTOL && acc_e <= RTOL;
+    const char *verdict = expect_fail ? (ok ? "NOT CAUGHT" : "caught") : (ok ? "ok" : "FAIL");
+    printf("%-16s %-30s fwd %.2e  bwd %.2e  accum %.2e  %s\n", k->name, cfg, fwd_e, bwd_e, acc_e, verdict);
+    if (ok == expect_fail) failures++;
+    for (int a = 0; a < k->n_in; a++) free(in[a]), free(g0[a]), free(fds[a]);
+    free(out), free(ref), free(dout), free(R);
+}
+
+/* ---- the kernels, wrapped ------------------------------------------------------ */
+
+static float *g_att, *g_out, *g_scratch;
+static int g_kernel_prefix;  /* the prefix the kernel is called with (the reference uses PREFIX) */
+
+static void pe_fwd(float *const *x, float *out)
+{
+    wf_patch_embed_fwd(NULL, out, g_scratch, g_img, x[0], x[1], B, T, IH, IW, CH, PATCH, C);
+}
+static void pe_bwd(float *const *x, float *const *g, const float *dout)
+{
+    (void)x;
+    wf_patch_embed_bwd(NULL, g[0], g[1], g_scratch, dout, g_img, B, T, IH, IW, CH, PATCH, C);
+}
+
+static void att_fwd(float *const *x, float *out)
+{
+    wf_attention_prefix_fwd(NULL, out, g_att, x[0], B, T, C, H, g_kernel_prefix);
+    memcpy(g_out, out, sizeof(float) * (size_t)N * C);
+}
+static void att_bwd(float *const *x, float *const *g, const float *dout)
+{
+    wf_attention_prefix_bwd(NULL, g[0], g_scratch, dout, x[0], g_out, g_att, B, T, C, H, g_kernel_prefix);
+}
+
+static void merge_fwd(float *const *x, float *out) { wf_image_merge_fwd(NULL, out, x[0], x[1], B, T, P, C); }
+static void merge_bwd(float *const *x, float *const *g, const float *dout)
+{
+    (void)x;
+    wf_image_merge_bwd(NULL, g[0], g[1], dout, B, T, P, C);
+}
+
+/* ---- the configurations ------------------------------------------------------- */
+
+static void test_patch_embed(int b, int t, int ih, int iw, int ch, int patch, int c)
+{
+    B = b, T = t, IH = ih, IW = iw, CH = ch, PATCH = patch, C = c, N = B * T;
+    P = (IH / PATCH) * (IW / PATCH), K = CH * PATCH * PATCH;
+    g_img = xmalloc((size_t)B * IH * IW * CH);
+    for (long i = 0; i < (long)B * IH * IW * CH; i++) g_img[i] = (uint8_t)(urand() * 256);
+    g_scratch = xmalloc(sizeof(float) * (size_t)wf_patch_embed_scratch(IH, IW, CH, PATCH));
+    kernel k = { "patch_embed", 2, { (long)C * K, (long)P * C }, (long)N * C,
+                 { frand((long)C * K, -0.3, 0.3), frand((long)P * C, -0.5, 0.5) },
+                 { xmalloc(sizeof(float) * (size_t)C * K), xmalloc(sizeof(float) * (size_t)P * C) }, ref_patch_embed,
+                 pe_fwd, pe_bwd };
+    char cfg[80];
+    snprintf(cfg, sizeof cfg, "B%d T%d %dx%dx%d p%d D%d", B, T, IH, IW, CH, PATCH, C);
+    check(&k, cfg, 1.0f, 0);
+    for (int a = 0; a < 2; a++) free(k.x[a]), free(k.g[a]);
+    free(g_img), free(g_scratch);
+}
+
+static void test_attention(int b, int t, int c, int h, int prefix, int kernel_prefix, float scale, int expect_fail)
+{
+    B = b, T = t, C = c, H = h, PREFIX = prefix, N = B * T;
+    g_kernel_prefix = kernel_prefix;
+    g_att = xmalloc(sizeof(float) * (size_t)B * H * T * T);
+    g_out = xmalloc(sizeof(float) * (size_t)N * C);
+    g_scratch = xmalloc(sizeof(float) * (size_t)T * T);
+    kernel k = { "attention_prefix", 1, { (long)N * 3 * C }, (long)N * C, { frand((long)N * 3 * C, -1, 1) },
+                 { xmalloc(sizeof(float) * (size_t)N * 3 * C) }, ref_attention, att_fwd, att_bwd };
+    char cfg[80];
+    snprintf(cfg, sizeof cfg, "B%d T%d C%d H%d prefix %d%s", B, T, C, H, kernel_prefix,
+             expect_fail ? (scale != 1.0f ? " (grad x1.01)" : " vs bidirectional") : "");
+    check(&k, cfg, scale, expect_fail);
+    if (prefix == 0 && !expect_fail) {  /* the causal case is the causal kernel's, bit for bit */
+        float *a = xmalloc(sizeof(float) * (size_t)N * C), *att = xmalloc(sizeof(float) * (size_t)B * H * T * T);
+        wf_attention_fwd(NULL, a, att, k.x[0], B, T, C, H);
+        wf_attention_prefix_fwd(NULL, g_out, g_att, k.x[0], B, T, C, H, 0);
+        int same = memcmp(a, g_out, sizeof(float) * (size_t)N * C) == 0;
+        printf("%-16s %-30s %s\n", "attention_prefix", "prefix 0 == wf_attention_fwd", same ? "ok" : "FAIL");
+        failures += !same;
+        free(a), free(att);
+    }
+    free(k.x[0]), free(k.g[0]), free(g_att), free(g_out), free(g_scratch);
+}
+
+static void test_merge(int b, int t, int p, int c)
+{
+    B = b, T = t, P = p, C = c, N = B * T;
+    kernel k = { "image_merge", 2, { (long)N * C, (long)N * C }, (long)N * C,
+                 { frand((long)N * C, -1, 1), frand((long)N * C, -1, 1) },
+                 { xmalloc(sizeof(float) * (size_t)N * C), xmalloc(sizeof(float) * (size_t)N * C) }, ref_merge,
+                 merge_fwd, merge_bwd };
+    char cfg[80];
+    snprintf(cfg, sizeof cfg, "B%d T%d P%d C%d", B, T, P, C);
+    check(&k, cfg, 1.0f, 0);
+    for (int a = 0; a < 2; a++) free(k.x[a]), free(k.g[a]);
+}
+
+/* Positions whose target is -1 (a VLM's image and pad positions) add no loss
+ * and no gradient; the others are those of the same call with every target. */
+static void test_xent_ignore(void)
+{
+    int n = 6, c = 5, v = 7;
+    float *x = frand((long)n * c, -1, 1), *w = frand((long)v * c, -1, 1);
+    float *d1 = xmalloc(sizeof(float) * (size_t)n * v), *d2 = xmalloc(sizeof(float) * (size_t)n * v);
+    float *l1 = xmalloc(sizeof(float) * (size_t)n), *l2 = xmalloc(sizeof(float) * (size_t)n);
+    int32_t all[6] = { 1, 2, 3, 4, 5, 6 }, some[6] = { -1, 2, -1, 4, 5, -1 };
+    double s1 = wf_lmhead_xent_fwd(NULL, d1, l1, x, w, all, 0.5f, n, c, v);
+    double s2 = wf_lmhead_xent_fwd(NULL, d2, l2, x, w, some, 0.5f, n, c, v);
+    int ok = 1;
+    double kept = 0;
+    for (int i = 0; i < n; i++) {
+        int ignored = some[i] < 0;
+        if (!ignored) kept += l1[i];
+        ok &= ignored ? l2[i] == 0.0f : l2[i] == l1[i];
+        for (int j = 0; j < v; j++)
+            ok &= ignored ? d2[(long)i * v + j] == 0.0f : d2[(long)i * v + j] == d1[(long)i * v + j];
+    }
+    ok &= s2 == kept && s1 > s2;
+    printf("%-16s %-30s %s\n", "lmhead_xent", "targets -1: no loss, no grad", ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(x), free(w), free(d1), free(d2), free(l1), free(l2);
+}
+
+int main(void)
+{
+    test_patch_embed(2, 7, 4, 6, 3, 2, 5);   /* P = 6 < T = 7: a text row after the image */
+    test_patch_embed(1, 4, 8, 8, 3, 4, 3);   /* P = T = 4 */
+    test_patch_embed(2, 9, 6, 3, 1, 3, 4);   /* one channel, P = 2 */
+    test_attention(2, 7, 6, 2, 0, 0, 1.0f, 0);
+    test_attention(2, 7, 6, 2, 3, 3, 1.0f, 0);
+    test_attention(2, 7, 6, 2, 7, 7, 1.0f, 0);
+    test_attention(1, 5, 9, 3, 5, 5, 1.0f, 0);
+    test_merge(2, 7, 3, 4);
+    test_merge(1, 4, 4, 3);
+    test_xent_ignore();
+    /* self-tests: the checker fails a wrong gradient and a wrong mask */
+    test_attention(2, 7, 6, 2, 7, 7, 1.01f, 1);
+    test_attention(2, 7, 6, 2, 7, 0, 1.0f, 1);
+    if (failures) printf("%d FAILED\n", failures);
+    else printf("all vision kernels ok\n");
+    return failures ? 1 : 0;
+}
