@@ -1,6 +1,7 @@
-/* attention.c: causal self-attention on the CPU (weft/rt.h): GPT-2's
- * multi-head attention and LLaMA's grouped-query attention, without the
- * (T, T) matrix.
+/* attention.c: self-attention on the CPU (weft/rt.h): GPT-2's causal
+ * multi-head attention, LLaMA's grouped-query attention and a vision
+ * encoder's bidirectional one (a prefix of positions that see each other both
+ * ways; prefix = T is fully bidirectional), without the (T, T) matrix.
  *
  * Queries are taken in strips of STRIP rows.  A strip's scores against the
  * keys it may see (0 .. its last row) are one GEMM, soft-maxed in place and
@@ -36,7 +37,7 @@ typedef struct {
     float *out, *dq, *dk, *dv;
     long ldq, ldk, ldv, ldo;
     int H, group, hs, T;
-    int causal;  /* 1: row t sees keys 0..t (every caller today) */
+    int prefix;  /* row t sees keys 0 .. max(t, prefix - 1): 0 is causal, T bidirectional */
 } heads;
 
 static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, long lda, const float *B,
@@ -45,9 +46,9 @@ static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *
                 (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-/* keys the strip starting at row t0 (rows rows) sees */
-static int strip_keys(const heads *a, int t0, int rows) { return a->causal ? t0 + rows : a->T; }
-static int row_keys(const heads *a, int t) { return a->causal ? t + 1 : a->T; }
+/* keys row t sees, and the strip starting at row t0 (rows rows) */
+static int row_keys(const heads *a, int t) { return t + 1 > a->prefix ? t + 1 : a->prefix; }
+static int strip_keys(const heads *a, int t0, int rows) { return row_keys(a, t0 + rows - 1); }
 
 /* head h of batch row b's forward: out rows and lse[T] */
 static void head_fwd(const heads *a, int h, float *lse, float *s) {
@@ -116,18 +117,19 @@ static void head_bwd(const heads *a, int h, const float *dout, const float *lse,
 }
 
 /* QK^T and PV of a forward (and the five products of a backward: 2.5x)
- * over the causal half, for wf_sgemm's counters */
+ * over the visible pairs, for wf_sgemm's counters */
 static double attention_flops(const heads *a, int B) {
-    double pairs = a->causal ? 0.5 * a->T * (a->T + 1.0) : (double)a->T * a->T;
+    double pairs = 0.0;
+    for (int t = 0; t < a->T; t++) pairs += row_keys(a, t);
     return 4.0 * B * a->H * pairs * a->hs;
 }
 
 /* b's heads: batch row b of the packed (q,k,v) buffer and its gradient */
-static heads packed(const float *qkv, float *dqkv, float *out, int b, int T, int C, int H) {
+static heads packed(const float *qkv, float *dqkv, float *out, int b, int T, int C, int H, int prefix) {
     long o = (long)b * T * 3 * C;
     heads a = { qkv + o, qkv + o + C, qkv + o + 2 * C, out + (long)b * T * C,
                 dqkv ? dqkv + o : NULL, dqkv ? dqkv + o + C : NULL, dqkv ? dqkv + o + 2 * C : NULL,
-                3 * C, 3 * C, 3 * C, C, H, 1, C / H, T, 1 };
+                3 * C, 3 * C, 3 * C, C, H, 1, C / H, T, prefix };
     return a;
 }
 
@@ -137,7 +139,7 @@ static heads grouped(const float *qk, const float *v, float *dqk, float *dv, flo
     long oq = (long)b * T * ldqk, ov = (long)b * T * ldv;
     heads a = { qk + oq, qk + oq + (long)H * hd, v + ov, out + (long)b * T * ldo,
                 dqk ? dqk + oq : NULL, dqk ? dqk + oq + (long)H * hd : NULL, dv ? dv + ov : NULL,
-                ldqk, ldqk, ldv, ldo, H, H / KVH, hd, T, 1 };
+                ldqk, ldqk, ldv, ldo, H, H / KVH, hd, T, 0 };
     return a;
 }
 
@@ -153,11 +155,16 @@ static heads grouped(const float *qk, const float *v, float *dqk, float *dv, flo
         free(s_);                                                                  \
     }
 
-void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+void wf_attention_prefix_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C, int H,
+                             int prefix) {
     (void)c;
-    FOR_HEADS_FWD(B, H, T, packed(qkv, NULL, out, b, T, C, H), att);
-    heads a0 = packed(qkv, NULL, out, 0, T, C, H);
+    FOR_HEADS_FWD(B, H, T, packed(qkv, NULL, out, b, T, C, H, prefix), att);
+    heads a0 = packed(qkv, NULL, out, 0, T, C, H, prefix);
     wf_gemm_stats_add(attention_flops(&a0, B));
+}
+
+void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+    wf_attention_prefix_fwd(c, out, att, qkv, B, T, C, H, 0);
 }
 
 void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v, int B, int T, int H,
@@ -188,11 +195,11 @@ static void bwd_all(heads (*make)(const void *, int), const void *arg, const flo
     }
 }
 
-typedef struct { const float *x, *v, *out; float *dx, *dv; int T, C, H, KVH, hd; } bwd_args;
+typedef struct { const float *x, *v, *out; float *dx, *dv; int T, C, H, KVH, hd, prefix; } bwd_args;
 
 static heads make_packed(const void *arg, int b) {
     const bwd_args *g = arg;
-    return packed(g->x, g->dx, (float *)g->out, b, g->T, g->C, g->H);
+    return packed(g->x, g->dx, (float *)g->out, b, g->T, g->C, g->H, g->prefix);
 }
 
 static heads make_grouped(const void *arg, int b) {
@@ -201,20 +208,25 @@ static heads make_grouped(const void *arg, int b) {
 }
 
 /* att: the forward's log-sum-exp; scratch: D, B*H*T floats */
-void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
-                      const float *out, const float *att, int B, int T, int C, int H) {
+void wf_attention_prefix_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
+                             const float *out, const float *att, int B, int T, int C, int H, int prefix) {
     (void)c;
-    bwd_args g = { qkv, NULL, out, dqkv, NULL, T, C, H, H, C / H };
+    bwd_args g = { qkv, NULL, out, dqkv, NULL, T, C, H, H, C / H, prefix };
     bwd_all(make_packed, &g, dout, (long)T * C, att, scratch, B, H, H, T);
     heads a0 = make_packed(&g, 0);
     wf_gemm_stats_add(2.5 * attention_flops(&a0, B));
+}
+
+void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
+                      const float *out, const float *att, int B, int T, int C, int H) {
+    wf_attention_prefix_bwd(c, dqkv, scratch, dout, qkv, out, att, B, T, C, H, 0);
 }
 
 void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout, const float *qk,
                           const float *v, const float *out, const float *att, int B, int T, int H, int KVH,
                           int hd) {
     (void)c;
-    bwd_args g = { qk, v, out, dqk, dv, T, 0, H, KVH, hd };
+    bwd_args g = { qk, v, out, dqk, dv, T, 0, H, KVH, hd, 0 };
     bwd_all(make_grouped, &g, dout, (long)T * H * hd, att, scratch, B, H, KVH, T);
     heads a0 = make_grouped(&g, 0);
     wf_gemm_stats_add(2.5 * attention_flops(&a0, B));

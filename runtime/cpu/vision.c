@@ -1,7 +1,7 @@
 /* vision.c: the vision encoder's kernels on the CPU (weft/rt.h): the patch
  * embedding of a uint8 image, and the hand-off of the projected patches into
  * the language model's input rows.  Attention with a bidirectional prefix is
- * in attention_prefix.c.
+ * in attention.c.
  *
  * Rows are tokens, as everywhere: a microbatch is (B, T) rows, and the image
  * of sample b occupies rows b*T + [0, P), P = (IH / p) * (IW / p) patches in

@@ -1,5 +1,5 @@
 /* vision.cu: a VLM's vision kernels on the GPU, as runtime/cpu/vision.c and
- * attention_prefix.c have them (weft/rt.h): the patch embedding of uint8
+ * attention.c have them (weft/rt.h): the patch embedding of uint8
  * images, the image / text hand-off, and self-attention whose first `prefix`
  * positions see each other both ways.  fp32 activations only (the plan's ops
  * run on the CPU backend so far: no 16-bit storage here).  Backward kernels

@@ -420,7 +420,7 @@ static void run_all(void) {
     attention_16bit_case(" bf16 T=5 hs=16", WF_BF16, 1, 5, 32, 2, 0);
 }
 
-/* A VLM's kernels (runtime/cpu/vision.c, attention_prefix.c): the patch
+/* A VLM's kernels (runtime/cpu/vision.c, attention.c): the patch
  * embedding of random uint8 images (P patches, then text rows the kernel
  * zeroes), the image / text hand-off, and attention bidirectional over a
  * prefix (att and scratch private to each backend, as attention_case's). */

@@ -100,12 +100,11 @@ void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *dout, const 
 
 /* Causal self-attention. qkv is (N, 3C): q, k, v side by side, head h of q at
  * columns [h*C/H, (h+1)*C/H); out is (N, C).  att is what forward keeps for
- * backward, per backend (the compiler sizes it): the CPU's (B, H, T, T)
- * softmax probabilities, CUDA's log-sum-exp per (b, h, t) row (B*H*T floats).
- * scratch must hold T*T floats (CPU) or B*H*T (CUDA).  Backward also takes
- * the forward's output `out` (an activation: 16-bit under act16), unchanged
- * since: CUDA forms D = rowsum(P * dP) = dout . out per query row from it
- * (FlashAttention-2); the CPU, which keeps P, ignores it. */
+ * backward: the log-sum-exp of every (b, h, t) query row (B*H*T floats; CUDA
+ * keeps it in base 2), never the (T, T) probabilities; scratch must hold
+ * B*H*T floats.  Backward also takes the forward's output `out` (an
+ * activation: 16-bit under act16), unchanged since: it forms D = rowsum(P *
+ * dP) = dout . out per query row from it (FlashAttention-2). */
 void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv,
                       int B, int T, int C, int H);
 void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout,
