@@ -556,18 +556,25 @@ static double total_flops(const ctx *c, int i, int depth) {
     return s;
 }
 
-/* The signature of function `which` against the contract: nargs floats, then
- * nptr `float *` outputs; returning float (ret 1) or void (ret 0). */
-static void check_signature(ctx *c, const char *field, const char *name, int ret, int nargs, int nptr,
-                            const char *contract) {
+/* The definition of the function the kernel's `field` names, or an error. */
+static int defined_fn(ctx *c, const char *field, const char *name, CXCursor *f) {
     int i = find_fn(c, name);
     if (i < 0 || !c->fns[i].defined) {
         wf_error("%s:%d: kernel.%s: no function %s is defined in %s (rule: the named functions)", c->plan,
                  c->k->line, field, name, c->k->source);
         c->failed = 1;
-        return;
+        return 0;
     }
-    CXCursor f = c->fns[i].def;
+    *f = c->fns[i].def;
+    return 1;
+}
+
+/* The signature of function `which` against the contract: nargs floats, then
+ * nptr `float *` outputs; returning float (ret 1) or void (ret 0). */
+static void check_signature(ctx *c, const char *field, const char *name, int ret, int nargs, int nptr,
+                            const char *contract) {
+    CXCursor f;
+    if (!defined_fn(c, field, name, &f)) return;
     CXType rt = clang_getCursorResultType(f);
     int ok = ret ? is_float(rt) : clang_getCanonicalType(rt).kind == CXType_Void;
     int n = clang_Cursor_getNumArguments(f);
@@ -594,14 +601,8 @@ static void check_signature(ctx *c, const char *field, const char *name, int ret
  * 'c' const float *, 'm' float * (not const). */
 static void check_row_signature(ctx *c, const char *field, const char *name, const char *args,
                                 const char *contract) {
-    int i = find_fn(c, name);
-    if (i < 0 || !c->fns[i].defined) {
-        wf_error("%s:%d: kernel.%s: no function %s is defined in %s (rule: the named functions)", c->plan,
-                 c->k->line, field, name, c->k->source);
-        c->failed = 1;
-        return;
-    }
-    CXCursor f = c->fns[i].def;
+    CXCursor f;
+    if (!defined_fn(c, field, name, &f)) return;
     int n = clang_Cursor_getNumArguments(f);
     int ok = clang_getCanonicalType(clang_getCursorResultType(f)).kind == CXType_Void && n == (int)strlen(args);
     for (int a = 0; ok && a < n; a++) {
