@@ -43,10 +43,11 @@ void ckpt_report(const Program *p, FILE *out) {
                 p->ckpt_every);
     else
         fprintf(out, "checkpoint at the end into --save DIR (train.ckpt_every = 0: no periodic saves)\n");
-    fprintf(out, "          --async-save: at the step boundary (after the step's optimizer update, before the\n"
-                 "          next step's first forward) each stage's writer rank (dp 0, tp 0) copies its whole fp32\n"
-                 "          weights, AdamW m and v%s to host memory; a thread writes them while training\n"
-                 "          goes on, the other ranks keep no copy\n",
+    /* (no apostrophes: tests quote this report in shell words) */
+    fprintf(out, "          --async-save: at the step boundary (after the optimizer update of the step saved,\n"
+                 "          before the first forward of the next) the writer rank of each stage (dp 0, tp 0)\n"
+                 "          copies its whole fp32 weights, AdamW m and v%s to host memory; a thread\n"
+                 "          writes them while training goes on, the other ranks keep no copy\n",
             delayed ? " and the older 2BW weights" : "");
     const char *rows[] = { "async copy", "async peak" };
     for (int r = 0; r < 2; r++) {
@@ -71,7 +72,7 @@ void ckpt_report(const Program *p, FILE *out) {
             owned += n;
         }
         program_human_bytes(4.0 * owned * (2 + delayed), a, sizeof a);
-        fprintf(out, "  %-12s %12s  on world rank 0 after every stage's files are written: the stage files\n"
+        fprintf(out, "  %-12s %12s  on world rank 0 once the files of every stage are written: the stage files\n"
                      "               joined into model.safetensors and optimizer.safetensors, then the folder\n"
                      "               renamed into place\n", "async join", a);
     }
