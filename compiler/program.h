@@ -374,6 +374,7 @@ int memory_check(const Program *p);
 void memory_dump(const Program *p, FILE *out);
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
+void ckpt_report(const Program *p, FILE *out);      /* its checkpoint section (report_ckpt.c) */
 /* The figures the runtime's metrics are measured against (report.c): the
  * planned bytes of one rank of `stage` (device and host memory together), and
  * the peak TFLOP/s of one device at the plan's precision. */

@@ -316,7 +316,11 @@ static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const cha
 }
 
 /* --async-save: the host copies made at the step boundary, written by a
- * thread while training goes on; one save in flight at a time. */
+ * thread while training goes on; one save in flight at a time.  Every
+ * stage's writer (dp 0, tp 0) has its own thread; with pp > 1 each writes its
+ * stage's files into the temporary folder, and world rank 0's thread, once
+ * its own are written, waits for every other stage's files, joins them and
+ * swaps the folder in, as the synchronous save does. */
 typedef struct {
     pthread_t thread;
     int running;
@@ -324,24 +328,65 @@ typedef struct {
     char dir[PATH_MAX], tmp[PATH_MAX], old[PATH_MAX];
     float *ww, *wm, *wv, *wd;
     long *off;
-    double t0;
 } async_save;
 static async_save pending;
 
+static void stage_names(const wf_ctx *c, char *model, char *optim, size_t n, int stage) {
+    if (c->p->pp > 1) {
+        snprintf(model, n, "model.stage%d.safetensors", stage);
+        snprintf(optim, n, "optimizer.stage%d.safetensors", stage);
+    } else {
+        snprintf(model, n, "model.safetensors");
+        snprintf(optim, n, "optimizer.safetensors");
+    }
+}
+
+/* Root's writer thread, pp > 1: waits until every stage's two files are in
+ * tmp.  wf_st_write fsyncs a file under a temporary name and renames it, so
+ * a file under its final name is complete.  A stage whose writer died ends
+ * the job through MPI; one that is merely stuck is named after the fault
+ * timeout. */
+static void wait_for_stages(wf_ctx *c, const char *tmp) {
+    double limit = c->opt.fault_timeout > 0 ? c->opt.fault_timeout : 300.0, t0 = seconds_now();
+    for (int s = 0; s < c->p->pp; s++) {
+        char model[64], optim[64], a[PATH_MAX], b[PATH_MAX];
+        stage_names(c, model, optim, sizeof model, s);
+        CKPT_PATH(c, a, "%s/%s", tmp, model);
+        CKPT_PATH(c, b, "%s/%s", tmp, optim);
+        struct stat st;
+        while (stat(a, &st) != 0 || stat(b, &st) != 0) {
+            if (seconds_now() - t0 > limit)
+                wf_fatal(c, "checkpoint", WF_WHERE, "the background save of step %ld: stage %d's files "
+                         "(%s, %s) not written after %.0f s (fault.timeout_s)", c->step, s, model, optim, limit);
+            struct timespec nap = { 0, 5000000 };  /* 5 ms */
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
 static void *write_in_background(void *arg) {
     async_save *a = arg;
+    wf_ctx *c = &a->snap;
     double t0 = seconds_now();
-    write_files(&a->snap, a->tmp, "model.safetensors", "optimizer.safetensors", a->ww, a->wm, a->wv,
-                a->wd, a->off);
-    finish_folder(&a->snap, a->tmp, a->dir, a->old);
-    wf_log(&a->snap, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n",
-           a->snap.step, a->dir, 1000.0 * (seconds_now() - t0));
+    char model[64], optim[64];
+    stage_names(c, model, optim, sizeof model, c->stage);
+    write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off);
     free(a->ww), free(a->wm), free(a->wv), free(a->wd), free(a->off);
+    a->ww = a->wm = a->wv = a->wd = NULL, a->off = NULL;
+    if (!wf_is_root(c)) return NULL;  /* another stage's writer: its files are in */
+    if (c->p->pp > 1) {
+        wait_for_stages(c, a->tmp);
+        merge_stages(c, a->tmp, "model");
+        merge_stages(c, a->tmp, "optimizer");
+    }
+    finish_folder(c, a->tmp, a->dir, a->old);
+    wf_log(c, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n", c->step,
+           a->dir, 1000.0 * (seconds_now() - t0));
     return NULL;
 }
 
 static void start_async(wf_ctx *c, const char *dir, const char *tmp, const char *old, float *ww,
-                        float *wm, float *wv, float *wd, long *off, double t0) {
+                        float *wm, float *wv, float *wd, long *off) {
     async_save *a = &pending;
     a->snap = *c;
     snprintf(a->dir, sizeof a->dir, "%s", dir);  /* each was built with a checked length */
@@ -351,8 +396,6 @@ static void start_async(wf_ctx *c, const char *dir, const char *tmp, const char 
     int e = pthread_create(&a->thread, NULL, write_in_background, a);
     if (e != 0) wf_fatal(c, "pthread_create", WF_WHERE, "cannot start the checkpoint writer: %s", strerror(e));
     a->running = 1;
-    wf_log(c, "checkpoint: step %ld copied to host memory in %.1f ms (training blocked); writing %s in "
-           "the background\n", c->step, 1000.0 * (seconds_now() - t0), dir);
 }
 
 void wf_ckpt_wait(wf_ctx *c) {
@@ -410,24 +453,21 @@ static void save_folder(wf_ctx *c, const char *dir) {
             wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
-    if (c->opt.async_save && p->pp == 1) {  /* one writer, world rank 0: it writes in the background */
-        if (wf_is_root(c)) {
-            start_async(c, dir, tmp, old, ww, wm, wv, wd, off, t0);
+    if (c->opt.async_save) {  /* each stage's writer writes in the background */
+        if (c->dp_rank == 0 && c->tp_rank == 0) {
+            start_async(c, dir, tmp, old, ww, wm, wv, wd, off);
         } else {
             free(ww), free(wm), free(wv), free(wd), free(off);
         }
         WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
+        wf_log(c, "checkpoint: step %ld copied to host memory in %.1f ms (training blocked); writing %s in "
+               "the background%s\n", c->step, 1000.0 * (seconds_now() - t0), dir,
+               p->pp > 1 ? " (one writer per pipeline stage)" : "");
         return;
     }
     if (c->dp_rank == 0 && c->tp_rank == 0) {
         char model[64], optim[64];
-        if (p->pp > 1) {
-            snprintf(model, sizeof model, "model.stage%d.safetensors", c->stage);
-            snprintf(optim, sizeof optim, "optimizer.stage%d.safetensors", c->stage);
-        } else {
-            snprintf(model, sizeof model, "model.safetensors");
-            snprintf(optim, sizeof optim, "optimizer.safetensors");
-        }
+        stage_names(c, model, optim, sizeof model, c->stage);
         write_files(c, tmp, model, optim, ww, wm, wv, wd, off);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));

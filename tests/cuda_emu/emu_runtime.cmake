@@ -50,8 +50,8 @@ if(NOT TARGET weft::runtime_cuda_emu)
   set_target_properties(weft::runtime_cuda_emu PROPERTIES
     IMPORTED_LOCATION \"$<TARGET_FILE:weftrt_cuda_emu_full>\"
     INTERFACE_INCLUDE_DIRECTORIES \"${PROJECT_SOURCE_DIR}/runtime/include;${emu_dir};${WEFT_EMU_CUDA_INCLUDE}\"
-    INTERFACE_COMPILE_OPTIONS \"-include;${emu_dir}/emu.h;-ffp-contract=off;-Wno-unknown-pragmas;${WEFT_EMU_ALIGN_CHECK}\"
-    INTERFACE_LINK_OPTIONS \"-fsanitize=alignment\"
+    INTERFACE_COMPILE_OPTIONS \"-include;${emu_dir}/emu.h;-ffp-contract=off;-Wno-unknown-pragmas;${WEFT_EMU_ALIGN_CHECK};${WEFT_SANITIZE_FLAGS}\"
+    INTERFACE_LINK_OPTIONS \"-fsanitize=alignment;${WEFT_SANITIZE_FLAGS}\"
     INTERFACE_LINK_LIBRARIES \"$<TARGET_FILE:weft_cuda_emu>;OpenMP::OpenMP_C;MPI::MPI_C;\${WEFT_CJSON_LINK_LIBRARIES};stdc++;m\")
 endif()
 set(CMAKE_CXX_FLAGS_RELEASE \"-O2\")

@@ -215,5 +215,32 @@ check "... and writes the same checkpoint, bit for bit" \
   bash -c '"$1" ckpt diff "$2/model.safetensors" "$3/model.safetensors" && "$1" ckpt verify "$2" &&
     "$1" ckpt diff "$2/optimizer.safetensors" "$3/optimizer.safetensors"' _ "$WEFT" "$WORK/async" "$WORK/sync"
 
+# ---- --async-save with pp 2: each stage's writer (dp 0, tp 0) copies its
+# stage at the step boundary and writes it from a thread; rank 0's thread
+# joins the stage files once all are in and renames the folder.  The save of
+# step 2 is written while step 3 trains: resuming from it must give steps 3
+# and 4 of the straight run bit for bit (a copy taken late, or a stage's file
+# missing or stale, cannot).
+build_plan pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set model.layers=2 --set train.steps=4 \
+  --set train.ckpt_every=2
+run_plan pp2 --steps 4 --save "$WORK/pp2_straight" --metrics "$WORK/pp2_straight.jsonl" >/dev/null
+out=$("$WORK/pp2/launch.sh" --steps 3 --ckpt "$WORK/pp2_async" --async-save 2>&1) || true
+check "pp 2 --async-save logs the time training was blocked, then the background write" \
+  bash -c 'grep -q "step 2 copied to host memory in [0-9.]* ms (training blocked); writing .* (one writer per pipeline stage)" <<<"$1" &&
+    grep -q "step 2 saved to .* (written in the background in" <<<"$1"' _ "$out"
+check "... a verified checkpoint of step 2, the stage files joined" \
+  bash -c '"$1" ckpt verify "$2" | grep -q ": step 2, .*: verified$" && ! ls "$2" | grep -q stage' _ \
+  "$WEFT" "$WORK/pp2_async"
+run_plan pp2 --steps 4 --resume "$WORK/pp2_async" --save "$WORK/pp2_resumed" \
+  --metrics "$WORK/pp2_resumed.jsonl" >/dev/null
+check "... resumed from it: steps 3 and 4 as the straight run, bit for bit" \
+  bash -c 'cmp -s <(sed -n 3,4p "$1" | sed "s/, \"ms\".*//") <(sed "s/, \"ms\".*//" "$2") &&
+    "$3" ckpt diff "$4/model.safetensors" "$5/model.safetensors" >/dev/null &&
+    "$3" ckpt diff "$4/optimizer.safetensors" "$5/optimizer.safetensors" >/dev/null' _ \
+  "$WORK/pp2_straight.jsonl" "$WORK/pp2_resumed.jsonl" "$WEFT" "$WORK/pp2_straight" "$WORK/pp2_resumed"
+check "weft check states the async copy at the step boundary, per stage" \
+  bash -c '"$1" check "$2" "${@:3}" | grep -q "^  async copy  *[0-9.]* [KMG]iB  *[0-9.]* [KMG]iB"' _ \
+  "$WEFT" "$PLAN" "${set[@]}" --set mesh.pp=2 --set model.layers=2
+
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

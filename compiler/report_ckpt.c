@@ -1,0 +1,79 @@
+/* report_ckpt.c: `weft check`'s checkpoint section: when a periodic save
+ * happens, and what --async-save copies to host memory at the step boundary
+ * (runtime/common/ckpt.c, save_folder: each pipeline stage's writer rank, dp
+ * 0 and tp 0, holds its stage's whole fp32 tensors until a background thread
+ * has written them). */
+#include <stdio.h>
+#include <string.h>
+
+#include "program.h"
+#include "schedule.h"
+
+typedef struct {
+    double held;  /* bytes the writer keeps until its files are written */
+    double peak;  /* ... plus what the copy itself needs for a moment */
+} stage_copy;
+
+static stage_copy copy_of(const Program *p, int s, int delayed) {
+    double whole = 0, local = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        const ir_param *q = &p->params[k];
+        if (q->stage != s) continue;
+        double n = 1;
+        for (int d = 0; d < q->ndim; d++) n *= (double)q->gshape[d];
+        whole += n;  /* tp shards gathered into the whole tensor (tied copies too) */
+        local += (double)q->numel;
+    }
+    stage_copy c;
+    /* fp32 weights (the masters in 16-bit modes), AdamW m and v, and 2BW's
+     * older weight version */
+    c.held = 4.0 * whole * (3 + delayed);
+    /* for a moment: this rank's m and v made whole over a ZeRO shard, the
+     * fp32 masters or ZeRO-3's gathered weights, and the tp shards received */
+    int full_w = strcmp(p->precision, "fp32") != 0 || p->zero >= 3;
+    c.peak = c.held + 4.0 * local * (2 + full_w) + (p->tp > 1 ? 4.0 * local * p->tp : 0);
+    return c;
+}
+
+void ckpt_report(const Program *p, FILE *out) {
+    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
+    char a[32];
+    if (p->ckpt_every > 0)
+        fprintf(out, "checkpoint every %d steps (train.ckpt_every) into --ckpt DIR; --save DIR at the end\n",
+                p->ckpt_every);
+    else
+        fprintf(out, "checkpoint at the end into --save DIR (train.ckpt_every = 0: no periodic saves)\n");
+    /* (no apostrophes: tests quote this report in shell words) */
+    fprintf(out, "          --async-save: at the step boundary (after the optimizer update of the step saved,\n"
+                 "          before the first forward of the next) the writer rank of each stage (dp 0, tp 0)\n"
+                 "          copies its whole fp32 weights, AdamW m and v%s to host memory; a thread\n"
+                 "          writes them while training goes on, the other ranks keep no copy\n",
+            delayed ? " and the older 2BW weights" : "");
+    const char *rows[] = { "async copy", "async peak" };
+    for (int r = 0; r < 2; r++) {
+        fprintf(out, "  %-12s", rows[r]);
+        for (int s = 0; s < p->pp; s++) {
+            stage_copy c = copy_of(p, s, delayed);
+            program_human_bytes(r == 0 ? c.held : c.peak, a, sizeof a);
+            fprintf(out, " %12s", a);
+        }
+        fprintf(out, "%s\n", r == 0 ? "  host memory per writer, held until written"
+                                    : "  host memory per writer while copying");
+    }
+    if (p->pp > 1) {
+        /* world rank 0 joins the stages' files, one file at a time, once every
+         * stage has written its own */
+        double owned = 0;
+        for (int k = 0; k < p->n_params; k++) {
+            const ir_param *q = &p->params[k];
+            if (q->tied_to >= 0) continue;
+            double n = 1;
+            for (int d = 0; d < q->ndim; d++) n *= (double)q->gshape[d];
+            owned += n;
+        }
+        program_human_bytes(4.0 * owned * (2 + delayed), a, sizeof a);
+        fprintf(out, "  %-12s %12s  on world rank 0 once the files of every stage are written: the stage files\n"
+                     "               joined into model.safetensors and optimizer.safetensors, then the folder\n"
+                     "               renamed into place\n", "async join", a);
+    }
+}
