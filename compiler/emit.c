@@ -599,6 +599,7 @@ static int write_launch(const Program *p, wf_outdir *dir) {
              "# copy through its shared-memory buffers rather than map from the peer.\n"
              "export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}\n");
     if (cuda_backend) emit_comm_env(&o, p);
+    emit(&o, "%s", WF_OMP_WAIT_LINES);
     emit(&o, "exec mpirun $flags --bind-to none");
     if (p->pp == 1) {
         emit(&o, " -np %d \"$bin/stage0\" \"$@\"\n", p->world);

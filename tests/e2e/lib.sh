@@ -13,6 +13,8 @@ else
   trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# as launch.sh (compiler/emit.h, WF_OMP_WAIT_LINES), for the tests that call mpirun themselves
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 # Results: one line per check, then "N passed, M failed" (the tests end with
 # `echo "$passed passed, $failed failed"; [ $failed = 0 ]`).
