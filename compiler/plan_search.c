@@ -88,6 +88,10 @@ typedef struct {
     long enumerated;
     long pruned_arith[8];       /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
+    /* the best (by estimate) of those the memory lower bound pruned, never
+     * built: the rejection list names them with the bound */
+    cand mem_pruned[5];
+    int n_mem_pruned;
     long bucket_tried;  /* refine_buckets: builds at other bucket sizes */
     long bucket_better; /* of them, faster than the best layout's own size */
     double bucket_base; /* the best layout's bucket size before them, MiB */
@@ -352,6 +356,22 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     return per * (w + g + o) + acts;
 }
 
+static void bounds(const search *S, cand *c, int accum);
+
+/* c, pruned by the memory lower bound, among the five best such by estimate */
+static void keep_mem_pruned(search *S, cand *c, int accum) {
+    bounds(S, c, accum);
+    int n = S->n_mem_pruned, cap = (int)(sizeof S->mem_pruned / sizeof S->mem_pruned[0]);
+    if (n == cap && c->est >= S->mem_pruned[n - 1].est) return;
+    int i = n < cap ? n++ : n - 1;
+    while (i > 0 && S->mem_pruned[i - 1].est > c->est) S->mem_pruned[i] = S->mem_pruned[i - 1], i--;
+    S->mem_pruned[i] = *c;
+    S->mem_pruned[i].state = 2;
+    snprintf(S->mem_pruned[i].why, sizeof S->mem_pruned[i].why, "does not fit: at least %.1f of %.0f GiB (lower bound)",
+             c->mem_lb / 1073741824.0, S->device_bytes / 1073741824.0);
+    S->n_mem_pruned = n;
+}
+
 static void bounds(const search *S, cand *c, int accum) {
     double lb = S->flops_step / (S->world * S->peak * 1e12);
     /* full recompute runs the blocks' forward twice: + a third of their FLOPs */
@@ -428,7 +448,11 @@ static void enumerate(search *S) {
                                                .virt = v, .zero = z > 3 ? 3 : z, .rc = rc, .offload = z > 3,
                                                .bucket_mb = mb };
                                     c.mem_lb = mem_lower_bound(S, &c, accum);
-                                    if (c.mem_lb > S->device_bytes) { S->pruned_mem++; continue; }
+                                    if (c.mem_lb > S->device_bytes) {
+                                        S->pruned_mem++;
+                                        keep_mem_pruned(S, &c, accum);
+                                        continue;
+                                    }
                                     bounds(S, &c, accum);
                                     add(S, &c);
                                     placed = 1;
@@ -578,10 +602,13 @@ static void print_sets(const search *S, cand **r, int nr, FILE *out) {
 }
 
 static void print_rejected(const search *S, FILE *out) {
-    int shown = 0;
-    for (int i = 0; i < S->n && shown < 5; i++) {
-        const cand *c = &S->c[i];
-        if (c->state != 2 && c->state != 3) continue;
+    int shown = 0, m = 0;
+    for (int i = 0; shown < 5 && (i < S->n || m < S->n_mem_pruned);) {
+        /* the built ones that failed and those the memory bound pruned, by estimate */
+        const cand *c;
+        if (i < S->n && (S->c[i].state != 2 && S->c[i].state != 3)) { i++; continue; }
+        if (m < S->n_mem_pruned && (i >= S->n || S->mem_pruned[m].est < S->c[i].est)) c = &S->mem_pruned[m++];
+        else c = &S->c[i++];
         char name[128];
         layout_name(c, name, sizeof name);
         if (!shown++) fprintf(out, "best rejected (in estimate order):\n");

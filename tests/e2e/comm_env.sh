@@ -49,11 +49,11 @@ check "comm = \"mpi\": 4 ranks on 2 devices compile" \
   "$WEFT" compile plans/tiny.lua -o "$WORK/shared" --backend cuda --set comm=mpi "${GPU[@]}"
 check "comm = \"mpi\": launch.sh says ranks share devices, exports no NCCL_" \
   bash -c "grep -q 'ranks may' '$WORK/shared/launch.sh' && ! grep -q 'export NCCL_' '$WORK/shared/launch.sh'"
-# tiny's ranks take about 63 MiB each (memory.c's plan): one fits in 0.1 GiB, two sharing one do not
-alone=$("$WEFT" check plans/tiny.lua "${GPU[@]}" --set cluster.devices_per_node=4 --set cluster.device.memory_gib=0.1)
-shared=$("$WEFT" check plans/tiny.lua "${GPU[@]}" --set comm=mpi --set cluster.device.memory_gib=0.1)
-check "weft check: a rank per device fits in 0.1 GiB" grep -q '^  verdict      fits' <<<"$alone"
-check "weft check: two ranks sharing a 0.1 GiB device do not fit" \
+# tiny's ranks take about 51 MiB each (memory.c's plan): one fits in 0.08 GiB (82 MiB), two sharing one do not
+alone=$("$WEFT" check plans/tiny.lua "${GPU[@]}" --set cluster.devices_per_node=4 --set cluster.device.memory_gib=0.08)
+shared=$("$WEFT" check plans/tiny.lua "${GPU[@]}" --set comm=mpi --set cluster.device.memory_gib=0.08)
+check "weft check: a rank per device fits in 0.08 GiB" grep -q '^  verdict      fits' <<<"$alone"
+check "weft check: two ranks sharing a 0.08 GiB device do not fit" \
   bash -c "grep -q '^  shared       2 ranks per device' <<<'$shared' && grep -q '^  verdict      DOES NOT FIT' <<<'$shared'"
 err=$("$WEFT" check plans/tiny.lua "${GPU[@]}" 2>&1 >/dev/null || true)
 check "comm = \"nccl\": 4 ranks on 2 devices are refused, naming comm = \"mpi\"" \
