@@ -15,10 +15,10 @@
 
 #include "weft/rt.h"
 
-void *wf_backend_alloc(size_t bytes); /* runtime/common/internal.h */
+void *wf_backend_alloc(const wf_ctx *c, size_t bytes); /* runtime/common/internal.h; NULL: no context */
 
 static float *random_buf(long n, unsigned *seed) {
-    float *x = wf_backend_alloc(sizeof(float) * (size_t)n);
+    float *x = wf_backend_alloc(NULL, sizeof(float) * (size_t)n);
     if (!x) { fprintf(stderr, "attention_rate: out of memory\n"); exit(1); }
     for (long i = 0; i < n; i++) x[i] = (float)rand_r(seed) / RAND_MAX - 0.5f;
     return x;
