@@ -14,14 +14,19 @@ typedef struct {
     double peak;  /* ... plus what the copy itself needs for a moment */
 } stage_copy;
 
+/* the whole tensor's values (its tp shards gathered) */
+static double whole_numel(const ir_param *q) {
+    double n = 1;
+    for (int d = 0; d < q->ndim; d++) n *= (double)q->gshape[d];
+    return n;
+}
+
 static stage_copy copy_of(const Program *p, int s, int delayed) {
     double whole = 0, local = 0;
     for (int k = 0; k < p->n_params; k++) {
         const ir_param *q = &p->params[k];
         if (q->stage != s) continue;
-        double n = 1;
-        for (int d = 0; d < q->ndim; d++) n *= (double)q->gshape[d];
-        whole += n;  /* tp shards gathered into the whole tensor (tied copies too) */
+        whole += whole_numel(q);  /* tied copies too */
         local += (double)q->numel;
     }
     stage_copy c;
@@ -67,9 +72,7 @@ void ckpt_report(const Program *p, FILE *out) {
         for (int k = 0; k < p->n_params; k++) {
             const ir_param *q = &p->params[k];
             if (q->tied_to >= 0) continue;
-            double n = 1;
-            for (int d = 0; d < q->ndim; d++) n *= (double)q->gshape[d];
-            owned += n;
+            owned += whole_numel(q);
         }
         program_human_bytes(4.0 * owned * (2 + delayed), a, sizeof a);
         fprintf(out, "  %-12s %12s  on world rank 0 once the files of every stage are written: the stage files\n"
