@@ -35,9 +35,8 @@
  * added later keeps activations in floats until someone audits its rounding. */
 #include <string.h>
 
+#include "memory_pack.h"
 #include "ops.h"
-
-static long align16(long n) { return (n + 15) & ~15L; }
 
 /* act16 exactly for --backend cuda at bf16 / fp16, any tp.  The CPU backend
  * never uses it (its generated .c must not change), nor fp32. */

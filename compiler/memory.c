@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "memory_pack.h"
 #include "ops.h"
 #include "weft/runtime_buffers.h"
 
@@ -157,7 +158,6 @@ double program_planned_bytes(const Program *p, int stage) {
 
 /* ---- the `memory` pass: one activation slot per in-flight microbatch,
  * offsets fixed here; the activations' storage dtype (act16) ---- */
-static long align16(long n) { return (n + 15) & ~15L; }
 
 
 /* Under full recompute a block's internal activations (everything it makes

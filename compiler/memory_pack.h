@@ -3,6 +3,9 @@
 #ifndef WEFT_MEMORY_PACK_H
 #define WEFT_MEMORY_PACK_H
 
+/* every arena buffer starts on a 64-byte line: sizes round up to 16 floats */
+static inline long align16(long n) { return (n + 15) & ~15L; }
+
 typedef struct {
     int begin, end;  /* live interval, both ends included */
     long size;       /* floats (already aligned) */

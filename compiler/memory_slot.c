@@ -28,8 +28,6 @@
 #include "memory_pack.h"
 #include "ops.h"
 
-static long align16(long n) { return (n + 15) & ~15L; }
-
 /* Whether op i's backward (its row's kernels as emit_ops.c calls them,
  * fused pairs included) reads activation t from the slot.  A kind not
  * listed reads all its operands (the safe answer for an op added later). */

@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory_pack.h"
 #include "program.h"
-
-static long align16(long n) { return (n + 15) & ~15L; }
 
 /* Two sets of closed intervals [lo, hi] overlap in time. */
 static int overlap(const int *lo_a, const int *hi_a, int n_a, const int *lo_b, const int *hi_b, int n_b) {
