@@ -21,34 +21,32 @@ export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=1
 DATA=$(make_data)
 D=tests/e2e/user_kernels
 small=(--set data.train="$DATA" --set train.steps=4 --set mesh.tp=1 --set mesh.pp=1 --set batch.global=8)
+# emu_vs_cpu DIR CPU_METRICS LABEL: builds the compiled CUDA program DIR on the
+# emulator, trains it, and compares its losses and norms with the CPU run's
+emu_vs_cpu() {
+  local dir=$1 ref=$2 label=$3 field f tol r ok
+  cmake -S "$PROG" -B "$dir/build" -DWEFT_PROGRAM="$dir" -DWEFT_RUNTIME="$RT" >"$dir.cmake.log" 2>&1 \
+    && cmake --build "$dir/build" >"$dir.build.log" 2>&1 || { cat "$dir.cmake.log" "$dir.build.log"; exit 1; }
+  timeout 300 "$dir/launch.sh" --quiet --metrics "$dir.jsonl" >/dev/null
+  for field in "loss 1e-4" "grad_norm 1e-3"; do
+    read -r f tol <<<"$field"
+    if r=$(same_field "$f" "$ref" "$dir.jsonl" "$tol"); then ok=true; else ok=false; fi
+    check "$label: $r (<= $tol)" $ok
+  done
+}
 for model in gpt2 llama; do
   build_plan "${model}_cpu" "$D/${model}_builtin.lua" "${small[@]}"
   run_plan "${model}_cpu" --metrics "$WORK/${model}_cpu.jsonl" >/dev/null
   "$WEFT" compile "$D/${model}_kernel.lua" -o "$WORK/${model}_cuda" --backend cuda "${small[@]}" 2>/dev/null
   check "$model: the CUDA program carries the kernel as __host__ __device__" \
     grep -q '#define WF_KERNEL_FN __host__ __device__' "$WORK/${model}_cuda/stage0.cu"
-  cmake -S "$PROG" -B "$WORK/${model}_cuda/build" -DWEFT_PROGRAM="$WORK/${model}_cuda" -DWEFT_RUNTIME="$RT" \
-    >"$WORK/${model}_cuda.cmake.log" 2>&1 && cmake --build "$WORK/${model}_cuda/build" >"$WORK/${model}_cuda.build.log" 2>&1 \
-    || { cat "$WORK/${model}_cuda.cmake.log" "$WORK/${model}_cuda.build.log"; exit 1; }
-  timeout 300 "$WORK/${model}_cuda/launch.sh" --quiet --metrics "$WORK/${model}_cuda.jsonl" >/dev/null
-  for field in "loss 1e-4" "grad_norm 1e-3"; do
-    read -r f tol <<<"$field"
-    if r=$(same_field "$f" "$WORK/${model}_cpu.jsonl" "$WORK/${model}_cuda.jsonl" "$tol"); then ok=true; else ok=false; fi
-    check "$model: kernel on the CUDA emulator vs built-in op on the CPU: $r (<= $tol)" $ok
-  done
+  emu_vs_cpu "$WORK/${model}_cuda" "$WORK/${model}_cpu.jsonl" "$model: kernel on the CUDA emulator vs built-in op on the CPU"
 done
-# with nvcc where there is one: the real CUDA build of a kernel program
 # the rowwise kernel as every RMSNorm, against the CPU's built-in RMSNorm (llama_cpu above)
 "$WEFT" compile "$D/llama_norm.lua" -o "$WORK/norm_cuda" --backend cuda "${small[@]}" 2>/dev/null
-cmake -S "$PROG" -B "$WORK/norm_cuda/build" -DWEFT_PROGRAM="$WORK/norm_cuda" -DWEFT_RUNTIME="$RT" \
-  >"$WORK/norm_cuda.cmake.log" 2>&1 && cmake --build "$WORK/norm_cuda/build" >"$WORK/norm_cuda.build.log" 2>&1 \
-  || { cat "$WORK/norm_cuda.cmake.log" "$WORK/norm_cuda.build.log"; exit 1; }
-timeout 300 "$WORK/norm_cuda/launch.sh" --quiet --metrics "$WORK/norm_cuda.jsonl" >/dev/null
-for field in "loss 1e-4" "grad_norm 1e-3"; do
-  read -r f tol <<<"$field"
-  if r=$(same_field "$f" "$WORK/llama_cpu.jsonl" "$WORK/norm_cuda.jsonl" "$tol"); then ok=true; else ok=false; fi
-  check "llama, rowwise RMSNorm kernel on the CUDA emulator vs built-in RMSNorm on the CPU: $r (<= $tol)" $ok
-done
+emu_vs_cpu "$WORK/norm_cuda" "$WORK/llama_cpu.jsonl" \
+  "llama, rowwise RMSNorm kernel on the CUDA emulator vs built-in RMSNorm on the CPU"
+# with nvcc where there is one: the real CUDA build of a kernel program
 if command -v nvcc >/dev/null 2>&1; then
   cmake -S "$WORK/llama_cuda" -B "$WORK/llama_nvcc" >"$WORK/nvcc.log" 2>&1 \
     && cmake --build "$WORK/llama_nvcc" >>"$WORK/nvcc.log" 2>&1 && ok=true || { ok=false; tail -n 20 "$WORK/nvcc.log"; }
