@@ -26,13 +26,6 @@ int cuda_backend_check(const Program *p) {
                  "--backend cpu)", p->plan_path, p->hidden / p->heads, p->hidden, p->heads);
         return -1;
     }
-    /* runtime/common/dp_comm.c packs the gradients into 16 bits on the host:
-     * host MPI's managed memory (comm = "mpi") */
-    if (p->dp > 1 && dp_comm16(p) && strcmp(p->comm, "mpi") != 0) {
-        wf_error("%s: plan.dp_comm: %s gradient sums over NCCL are supported later (valid: \"fp32\"; or "
-                 "comm = \"mpi\", or --backend cpu)", p->plan_path, p->dp_comm);
-        return -1;
-    }
     for (int i = 0; i < p->n_ops; i++)
         if (!op_has_backend(p->ops[i].kind, BACKEND_CUDA)) {
             wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",

@@ -406,7 +406,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
     /* plan.grad_accum = "fp32" under bf16 / fp16: the reduced gradients stay floats */
     if (strcmp(p->precision, "fp32") != 0 && !grad_accum16(p)) program_fields(o, ".grad_accum32 = 1,");
     /* 16-bit data-parallel gradient sums (plan.dp_comm) */
-    if (p->dp > 1 && dp_comm16(p)) program_fields(o, ".dp_comm16 = 1,");
+    if (p->dp > 1 && dp_comm16(p))
+        program_fields(o, ".dp_comm16 = 1, .dp16_numel = %ldL,", dp16_staging_numel(p, stage));
     /* 16-bit activation storage (act16.c): CUDA, bf16 / fp16 */
     program_fields(o, ".act16 = %d, .cast_numel = %ldL, .weight16_numel = %ldL,", p->act16, p->cast_numel[stage],
       p->weight16_numel[stage]);

@@ -67,14 +67,15 @@ static double cuda_buffers(const Program *p, int stage) {
     b += (double)WF_OPT_RANGE_BYTES * stage_count(p, stage, 0);
     if (p->act16) b += bias16_bytes(p, stage) + dgelu_fallback_bytes(p, stage);
     /* NCCL's in-place reduce-scatter (ZeRO-2 / 3) leaves this rank's part in
-     * scratch: the largest part, rank 0's (shards split near-equally) */
+     * scratch: the largest part, rank 0's (shards split near-equally), in
+     * 16 bits under plan.dp_comm */
     if (p->zero >= 2 && strcmp(p->comm, "nccl") == 0) {
         long most = 0;
         for (int k = 0; k < p->n_buckets; k++) {
             long part = (p->buckets[k].numel + p->dp - 1) / p->dp;
             if (p->buckets[k].stage == stage && part > most) most = part;
         }
-        b += 4.0 * (double)most;
+        b += (dp_comm16(p) ? 2.0 : 4.0) * (double)most;
     }
     return b;
 }
@@ -131,6 +132,7 @@ program_memory program_memory_of(const Program *p, int stage) {
     double N = (double)p->micro * p->seq;
     m.scratch = arena(4.0 * (double)p->scratch_numel) + arena(4.0 * N) +
                 2 * arena(4.0 * N * p->accum * (two_batches ? 2 : 1)) + arena(4.0 * (double)p->comm_numel);
+    if (dp16_staging_numel(p, stage)) m.scratch += 4.0 * (double)dp16_staging_numel(p, stage);  /* dp_comm.c */
     long recv_numel = 0;
     int recv = p->pp > 1 && p->sched ? stage_recv_buffers(p, stage, &recv_numel) : 0;
     m.scratch += arena(4.0 * (double)recv * (double)recv_numel);

@@ -426,6 +426,7 @@ const char *tp_sum_dtype(const Program *p);
 const char *tp_gather_dtype(const Program *p);
 long pipe_message_bytes(const Program *p);
 long pipe_send_bytes(const Program *p);
+long dp16_staging_numel(const Program *p, int stage);  /* dp_comm.c's staging, floats (0: none) */
 int dp_comm16(const Program *p);  /* the gradient all-reduce carries the 16-bit type */  /* a tp rank's part of it: 1/tp under scatter/gather */
 long tp_op_bytes(const Program *p, int i, int backward);
 typedef struct { double intra, inter; } wire_bytes;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory_pack.h"
 #include "ops.h"
 
 /* The tensor-parallel collectives carry the plan's 16-bit type (plan.tp_comm
@@ -46,6 +47,16 @@ long pipe_message_bytes(const Program *p) {
 /* plan.dp_comm: the bucket all-reduce in the plan's 16-bit type (the
  * prelude allows it under bf16 / fp16 without ZeRO) */
 int dp_comm16(const Program *p) { return p->dp_comm[0] && strcmp(p->dp_comm, "fp32") != 0; }
+
+/* runtime/common/dp_comm.c's staging for one bucket's packed gradients (2
+ * bytes each): the stage's largest bucket, in floats; 0 without 16-bit sums */
+long dp16_staging_numel(const Program *p, int stage) {
+    if (p->dp < 2 || !dp_comm16(p)) return 0;
+    long most = 0;
+    for (int b = 0; b < p->n_buckets; b++)
+        if (p->buckets[b].stage == stage && p->buckets[b].numel > most) most = p->buckets[b].numel;
+    return align16((most + 1) / 2);
+}
 
 /* What one tp rank sends of a pipeline message: all of it, or its slice
  * under scatter/gather (the compiler checks that tp divides it) */
@@ -164,7 +175,8 @@ wire_step wire_per_step(const Program *p) {
                 continue;
             }
             ring(p, r, WF_AXIS_DP, 1, (p->zero >= 2 ? accum : 1) * bytes, &w.dp);
-            if (p->zero < 3) ring(p, r, WF_AXIS_DP, 1, bytes, &w.dp);
+            /* the parameters travel as fp32 whatever the gradients' type */
+            if (p->zero < 3) ring(p, r, WF_AXIS_DP, 1, 4.0 * (double)bk->numel, &w.dp);
         }
         if (p->zero >= 3)
             for (int g = 0; g < p->n_gathers; g++)
@@ -206,7 +218,8 @@ void wire_report(const Program *p, FILE *out) {
         if (i == 1) fprintf(out, "  (%s%s)", p->act16 ? p->precision : "fp32",
                             p->scatter_gather ? ", 1/tp slices: scatter/gather" : "");
         if (i == 2) fprintf(out, "  (the slices all-gathered in the tp group)");
-        if (i == 3) fprintf(out, "  (%s gradients)", dp_comm16(p) ? p->dp_comm : "fp32");
+        if (i == 3) fprintf(out, "  (%s gradients%s)", dp_comm16(p) ? p->dp_comm : "fp32",
+                            p->zero ? ", fp32 parameters" : "");
         if (i == 4) fprintf(out, "  (fp32 gradients)");
         fputc('\n', out);
     }

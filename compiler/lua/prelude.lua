@@ -1425,10 +1425,6 @@ local function make_plan(spec)
          .. ": data-parallel sums carry fp32 or the plan's 16-bit type",
          "\"fp32\"" .. (s.precision ~= "fp32" and ", " .. show(s.precision) or ""))
   end
-  if s.dp_comm ~= "fp32" and s.zero > 0 then
-    fail("plan.dp_comm", show(s.dp_comm) .. " with zero = " .. s.zero .. " " .. SUPPORTED_LATER
-         .. " (ZeRO's reduce-scatters carry fp32)", "\"fp32\", or zero = 0")
-  end
 
   -- Batch arithmetic: global = micro * dp * accumulation steps.
   local per_step = s.batch.micro * s.mesh.dp

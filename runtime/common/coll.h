@@ -52,11 +52,12 @@ typedef struct wf_coll_ops {
     const char *name;  /* "mpi" or "nccl", for the log */
     /* buf (n values) summed or maximised over the group, in place */
     void (*allreduce)(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, wf_redop op, wf_req *r);
-    /* send holds the group's whole vector (sum of counts); rank r receives
-     * the sum of its part (counts[r] floats, parts laid end to end) in recv.
-     * recv == send: in place, the result at the start of send */
-    void (*reduce_scatterv)(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
-                            wf_req *r);
+    /* send holds the group's whole vector (sum of counts) of type t (WF_F32
+     * or 16-bit, summed as above); rank r receives the sum of its part
+     * (counts[r] values, parts laid end to end) in recv.  recv == send: in
+     * place, the result at the start of send */
+    void (*reduce_scatterv)(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
+                            wf_dtype t, wf_req *r);
     /* recv + displs[r] receives rank r's counts[r] floats; send NULL: this
      * rank's part is in recv already */
     void (*allgatherv)(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,

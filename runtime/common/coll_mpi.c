@@ -68,12 +68,12 @@ static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, 
     wf_watch_group(-1);
 }
 
-static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
-                                wf_req *r) {
+static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
+                                wf_dtype t, wf_req *r) {
     wf_backend_sync(c);
     wf_watch_group(g);
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
-    WF_MPI(c, MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, recv, counts, MPI_FLOAT, MPI_SUM,
+    WF_MPI(c, MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, recv, counts, type_of(t), op_of(c, t, WF_SUM),
                                   wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
     wf_watch_group(-1);

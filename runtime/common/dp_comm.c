@@ -1,42 +1,36 @@
 /* dp_comm.c: 16-bit data-parallel gradient sums (plan.dp_comm = "bf16" /
- * "fp16"; the compiler allows them without ZeRO, on the CPU backend and on
- * CUDA with comm = "mpi", whose gradients are managed memory the host reads
- * after a device sync; over NCCL later).  A
- * bucket's fp32 gradients are packed into 16 bits in place, in the bucket's
- * first half (value i goes to bytes 2i, which a forward walk has read
- * already), all-reduced in the type (coll.h: each add rounds to it), and
- * widened back in place by a backward walk (value i goes to bytes 4i, whose
- * 16-bit values 2i and 2i + 1 it has read already).  Each rank's gradient
- * rounds once to the type, each partial sum once more; the optimizer step
- * (step.c) rounds the reduced gradient to the type as it does after fp32 sums. */
-#include <stdint.h>
-#include <string.h>
-
+ * "fp16"), over host MPI or NCCL, with or without ZeRO.
+ *
+ * A bucket's fp32 gradients are narrowed to the type into the staging buffer
+ * c->dp16 (compiler/memory.c plans it: the stage's largest bucket, 2 bytes a
+ * gradient) and copied back into the bucket's first half, where the
+ * collective reads them: the all-reduce in place (step.c), ZeRO's
+ * reduce-scatter into its shard (zero.c) or in place (zero_grads.c).  Each add
+ * of the collective rounds to the type (coll.h).  Widening is the reverse:
+ * the 16-bit result to staging, widened into the bucket's floats.
+ *
+ * Why a staging buffer: converting in place is a serial walk (value i goes
+ * to bytes 2i, which value i / 2 still occupies), which a GPU cannot do in
+ * parallel.  The staging buffer is used only in stream order on the compute
+ * stream, between a bucket's last gradient write and its collective's start,
+ * or after its wait, never while a collective reads it; so one buffer serves
+ * every bucket in flight.
+ *
+ * Each rank's gradient rounds once to the type, each partial sum once more;
+ * the optimizer step (step.c) rounds the reduced gradient to the type as it
+ * does after fp32 sums. */
 #include "internal.h"
-#include "precision_bits.h"
 
-static int bf16(wf_ctx *c) { return wf_ctx_precision(c) == WF_BF16; }
+wf_dtype wf_dp16_type(wf_ctx *c) { return wf_ctx_precision(c) == WF_BF16 ? WF_B16 : WF_F16; }
 
-/* the floats and the 16-bit values share the bytes: every access goes
- * through memcpy, so no aliasing rule lets the compiler reorder them */
 void wf_dp16_pack(wf_ctx *c, float *g, long n) {
-    unsigned char *b = (unsigned char *)g;
-    int bf = bf16(c);
-    for (long i = 0; i < n; i++) {
-        float v;
-        memcpy(&v, b + 4 * i, 4);
-        uint16_t h = bf ? wf_hd_bf16_bits(v) : wf_hd_fp16_bits(v);
-        memcpy(b + 2 * i, &h, 2);
-    }
+    wf_backend_to16(c, c->dp16, g, n);
+    wf_backend_copy(c, g, c->dp16, 2 * (size_t)n);
 }
 
 void wf_dp16_unpack(wf_ctx *c, float *g, long n) {
-    unsigned char *b = (unsigned char *)g;
-    int bf = bf16(c);
-    for (long i = n - 1; i >= 0; i--) {
-        uint16_t h;
-        memcpy(&h, b + 2 * i, 2);
-        float v = bf ? wf_hd_bf16_value(h) : wf_hd_fp16_value(h);
-        memcpy(b + 4 * i, &v, 4);
-    }
+    wf_backend_copy(c, c->dp16, g, 2 * (size_t)n);
+    wf_backend_from16(c, g, c->dp16, n);
 }
+
+void wf_dp16_widen(wf_ctx *c, float *dst, const void *src, long n) { wf_backend_from16(c, dst, src, n); }

@@ -60,6 +60,7 @@ struct wf_ctx {
     float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
     wf_req *gather_req;            /* ZeRO-3: one all-gather per bucket */
     float *comm;                   /* staging for tensor-parallel collectives */
+    float *dp16;                   /* plan.dp_comm 16-bit: a bucket's packed gradients (dp_comm.c) */
     float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
     float *params, *grads, *adam_m, *adam_v;
@@ -198,9 +199,17 @@ int wf_group_members(const wf_program *p, int rank, wf_group g, int *members, in
 /* the MPI_Comm_split colour (the first member; MPI_UNDEFINED: no group) and key */
 void wf_group_of(const wf_program *p, int rank, wf_group g, int *color, int *key);
 /* dp_comm.c: a bucket's n fp32 gradients to 16-bit values in place (in its
- * first half) and back, in the plan's 16-bit type */
+ * first half) and back, in the plan's 16-bit type, through c->dp16; and n
+ * 16-bit values widened into floats elsewhere (ZeRO-1's reduced shard) */
 void wf_dp16_pack(wf_ctx *c, float *g, long n);
 void wf_dp16_unpack(wf_ctx *c, float *g, long n);
+void wf_dp16_widen(wf_ctx *c, float *dst, const void *src, long n);
+wf_dtype wf_dp16_type(wf_ctx *c);  /* WF_B16 or WF_F16: the plan's */
+/* Their conversions, in stream order on the device that holds the
+ * gradients (cpu/backend_host.c; cuda/dp_comm.cu): n floats to the plan's
+ * 16-bit type, rounded to nearest even, and n such values back to floats. */
+void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n);
+void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n);
 void wf_groups_split(wf_ctx *c);  /* every group's communicator, dp_rank, tp_rank, stage */
 MPI_Comm wf_group_comm(const wf_ctx *c, wf_group g);  /* MPI_COMM_NULL: not in one */
 const char *wf_group_name(wf_group g);                /* "dp", ..., "tied" */

@@ -178,11 +178,10 @@ void wf_bucket_start(wf_ctx *c, int k) {
         return;
     }
     const wf_bucket *b = &p->buckets[k];
-    if (p->dp_comm16) {
-        wf_backend_sync(c);  /* CUDA (comm = "mpi"): the bucket's last gradients written */
+    if (p->dp_comm16) {  /* dp_comm.c */
         wf_dp16_pack(c, c->grads + b->offset, b->numel);
-        c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel,
-                           wf_ctx_precision(c) == WF_BF16 ? WF_B16 : WF_F16, WF_SUM, &c->bucket_req[k]);
+        c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel, wf_dp16_type(c), WF_SUM,
+                           &c->bucket_req[k]);
     } else {
         c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
     }

@@ -182,6 +182,7 @@ static void allocate(wf_ctx *c) {
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
     c->comm = wf_alloc(c, (size_t)p->comm_numel * sizeof(float), "tensor-parallel staging");
+    if (p->dp16_numel) c->dp16 = wf_alloc(c, (size_t)p->dp16_numel * sizeof(float), "16-bit gradient staging");
     c->recv = wf_alloc(c, (size_t)p->recv_buffers * (size_t)p->recv_numel * sizeof(float),
                        "pipeline receive buffers");
     size_t batches = p->prologue ? 2 : 1;  /* 2BW without flush: two batches in flight */

@@ -63,10 +63,14 @@ void wf_zero_setup(wf_ctx *c) {
     }
 }
 
+/* 16-bit sums (plan.dp_comm, dp_comm.c): the bucket packed in its first
+ * half, the shard received as 16-bit values at the start of its floats */
 void wf_zero_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    c->coll->reduce_scatterv(c, WF_GROUP_DP, c->grads + p->buckets[k].offset, c->zero_buf + c->zero_base[k],
-                             c->zero_counts + (long)k * p->dp, &c->bucket_req[k]);
+    float *g = c->grads + p->buckets[k].offset;
+    if (p->dp_comm16) wf_dp16_pack(c, g, p->buckets[k].numel);
+    c->coll->reduce_scatterv(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], c->zero_counts + (long)k * p->dp,
+                             p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
 }
 
 /* The reduced shards go back to their places in the gradient arena (the rest
@@ -74,9 +78,12 @@ void wf_zero_bucket_start(wf_ctx *c, int k) {
 void wf_zero_after_reduce(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->zero != 1) return;  /* ZeRO >= 2 reduces into its gradient shard directly */
-    for (int b = 0; b < p->n_buckets; b++)
-        wf_backend_copy(c, c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank),
-                        c->zero_buf + c->zero_base[b], sizeof(float) * (size_t)c->zero_counts[b * p->dp + c->dp_rank]);
+    for (int b = 0; b < p->n_buckets; b++) {
+        float *dst = c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank), *src = c->zero_buf + c->zero_base[b];
+        long n = c->zero_counts[b * p->dp + c->dp_rank];
+        if (p->dp_comm16) wf_dp16_widen(c, dst, src, n);
+        else wf_backend_copy(c, dst, src, sizeof(float) * (size_t)n);
+    }
 }
 
 /* Every rank updated its shards: gather the parameters, bucket by bucket. */

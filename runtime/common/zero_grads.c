@@ -14,7 +14,9 @@
 void wf_grad_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     float *buf = c->grads + p->buckets[k].buffer;
-    c->coll->reduce_scatterv(c, WF_GROUP_DP, buf, buf, c->zero_counts + (long)k * p->dp, &c->bucket_req[k]);
+    if (p->dp_comm16) wf_dp16_pack(c, buf, p->buckets[k].numel);  /* dp_comm.c */
+    c->coll->reduce_scatterv(c, WF_GROUP_DP, buf, buf, c->zero_counts + (long)k * p->dp,
+                             p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
     c->n_inflight = 1;
 }
 
@@ -28,6 +30,7 @@ void wf_grad_bucket_wait(wf_ctx *c, int k) {
      * on 16-bit activation storage under act16) */
     float *buf = c->grads + p->buckets[k].buffer, *shard = c->grad_shard + c->zero_base[k];
     int n = c->zero_counts[(long)k * p->dp + c->dp_rank];
+    if (p->dp_comm16) wf_dp16_unpack(c, buf, n);  /* the 16-bit part widened in place */
     wf_backend_add_floats(c, shard, buf, n);
     wf_backend_zero(c, buf, sizeof(float) * (size_t)p->buckets[k].numel);
 }

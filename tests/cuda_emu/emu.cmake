@@ -20,6 +20,7 @@ set(WEFT_EMU_KERNELS
   optim.cu
   llama.cu
   convert.cu
+  dp_comm.cu
 )
 set(WEFT_EMU_NOT_EMULATED
   gemm.cu      # cuBLASLt: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops);

@@ -93,9 +93,13 @@
 # all-gather copies, so they keep the tolerances of tp2 and bf16_tp2 (the
 # pipeline changes no arithmetic), and their programs must say wf_pipe_gather.
 # bf16_dp2_dpc: bf16_dp2 with its gradient buckets all-reduced in bf16
-# (plan.dp_comm; packed on the host, comm = "mpi"): at dp 2 the 16-bit sum of
-# two rounded gradients is the fp32 sum rounded once (tests/e2e/dp_comm.sh),
-# so it keeps bf16_dp2's act16 tolerances; the program must say .dp_comm16 = 1.
+# (plan.dp_comm; packed by runtime/cuda/dp_comm.cu through the planned
+# staging buffer, comm = "mpi"): at dp 2 the 16-bit sum of two rounded
+# gradients is the fp32 sum rounded once (tests/e2e/dp_comm.sh), so it keeps
+# bf16_dp2's act16 tolerances; the program must say .dp_comm16 = 1.
+# bf16_dp2_dpc_nccl likewise over NCCL (ncclBfloat16 all-reduces on the comm
+# stream, packed and widened on the compute stream), and bf16_z2_dpc_nccl
+# with ZeRO-2's in-place bf16 reduce-scatter (NCCL's scratch in 16 bits).
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -290,6 +294,8 @@ rows=(
   "bf16_2bw_nccl ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_dp2_dpc ref_bf16   act16 plans/tiny.lua    --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set dp_comm=bf16"
+  "bf16_dp2_dpc_nccl ref_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set dp_comm=bf16"
+  "bf16_z2_dpc_nccl ref_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set dp_comm=bf16 --set zero=2 --set buckets.mb=0.05"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "bf16_z3   ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set zero=3 --set buckets.mb=0.05"
   "llama     ref_llama  fp32 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2"
@@ -316,9 +322,11 @@ for name in "${selected[@]}"; do  # in the table's order
   if [ "$(cat "$WORK/row_$name.rc")" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
-case " ${ROWS:-bf16_dp2_dpc} " in *" bf16_dp2_dpc "*)
-  check "bf16_dp2_dpc: the CUDA program all-reduces bf16 gradients" grep -q 'dp_comm16 = 1' "$WORK/bf16_dp2_dpc/stage0.cu" ;;
-esac
+for name in bf16_dp2_dpc bf16_dp2_dpc_nccl bf16_z2_dpc_nccl; do
+  case " ${ROWS:-$name} " in *" $name "*)
+    check "$name: the CUDA program sums bf16 gradients" grep -q 'dp_comm16 = 1' "$WORK/$name/stage0.cu" ;;
+  esac
+done
 for name in pp2_tp2_sg bf16_pp2_tp2_nccl pp2_tp2_2bw_nccl; do
   case " ${ROWS:-$name} " in *" $name "*)
     check "$name: slices and their all-gathers in the CUDA program" \

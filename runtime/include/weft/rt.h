@@ -410,10 +410,13 @@ typedef struct wf_program {
      * optimizer step rounds them.  0: rounded to the 16-bit type after every
      * accumulation and after the data-parallel sum (fp32 plans: no rounding) */
     int grad_accum32;
-    /* 1: the data-parallel bucket all-reduce carries the plan's 16-bit type
-     * (plan.dp_comm; no ZeRO; host MPI): each bucket packed into 16
-     * bits in place, summed in the type (coll.h), widened back.  0: fp32 */
+    /* 1: the data-parallel bucket all-reduce, or ZeRO's reduce-scatter,
+     * carries the plan's 16-bit type (plan.dp_comm; MPI or NCCL): each bucket
+     * packed into 16 bits in its first half through dp16_numel floats of
+     * staging, summed in the type (coll.h), widened back (dp_comm.c).
+     * 0: fp32 */
     int dp_comm16;
+    long dp16_numel;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
 } wf_program;
 
