@@ -187,10 +187,12 @@ void emit_chunk(writer *o, const Program *p, int k) {
 /* Whether a chunk's output activation waits for its send in a staging
  * buffer (copied there at the end of its FWD) rather than in its slot, as
  * Megatron-LM frees a stage's output after sending it: the slot then keeps
- * only what backward reads (memory_slot.c).  Not under PipeDream-2BW, whose
- * prologue and epilogue lists are staged apart. */
+ * only what backward reads (memory_slot.c).  PipeDream-2BW's prologue, steady
+ * step and epilogue are staged apart, each list emptying its buffers: its
+ * split (schedule_2bw.c's check_staging) refuses a FWD whose send falls in
+ * another list. */
 int staged_sends(const Program *p) {
-    return p->pp > 1 && p->sched && !p->sched->pro;
+    return p->pp > 1 && p->sched;
 }
 
 /* Boundary tensors wait in staging buffers: a received activation until its
@@ -260,9 +262,9 @@ int assign_staging(const Program *p, int stage, int *staging, int *staging_recv)
     if (s->pro) {
         int most = s->npro[stage] > s->nepi[stage] ? s->npro[stage] : s->nepi[stage];
         int *a = wf_checked(calloc((size_t)most + 1, sizeof(int)), "emit pass"), *b = wf_checked(calloc((size_t)most + 1, sizeof(int)), "emit pass");
-        int k = assign_staging_list(s, s->pro[stage], s->npro[stage], a, b, 0);
+        int k = assign_staging_list(s, s->pro[stage], s->npro[stage], a, b, staged_sends(p));
         if (k > peak) peak = k;
-        k = assign_staging_list(s, s->epi[stage], s->nepi[stage], a, b, 0);
+        k = assign_staging_list(s, s->epi[stage], s->nepi[stage], a, b, staged_sends(p));
         if (k > peak) peak = k;
         free(a);
         free(b);

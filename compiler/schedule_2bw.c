@@ -99,12 +99,21 @@ static int find_bwd(const sched_instr *ins, int n, int m)
     return -1;
 }
 
-/* Staging buffers (received activations, input gradients waiting to be sent)
- * are per step: a message received in one segment must be consumed in it, and
- * an input gradient sent in the segment that computed it. */
-static int check_staging(const sched_instr *ins, int from, int to, int st, char *err, size_t errlen)
+/* Staging buffers (received activations, input gradients waiting to be sent,
+ * a stage's output waiting for its send: emit_step.c's staged_sends) are per
+ * step: a message received in one segment must be consumed in it, an input
+ * gradient sent in the segment that computed it, and an output likewise. */
+static int check_staging(const sched_instr *ins, int from, int to, int st, int last, char *err, size_t errlen)
 {
     for (int i = from; i < to; i++) {
+        if (ins[i].op == SI_FWD && !last) {
+            int sent = 0;
+            for (int j = i + 1; j < to && !sent; j++)
+                sent = (ins[j].op == SI_SEND_ACT && ins[j].m == ins[i].m) ||
+                       (ins[j].op == SI_SENDRECV && ins[j].send.kind == MSG_ACT && ins[j].send.m == ins[i].m);
+            if (!sent) return fail2(err, errlen, "an output is sent one step after its forward "
+                                    "(instruction, microbatch)", st, i, ins[i].m);
+        }
         const sched_instr *in = &ins[i];
         int recv_act = in->op == SI_RECV_ACT || (in->op == SI_SENDRECV && in->recv.kind == MSG_ACT);
         int m = in->op == SI_SENDRECV ? in->recv.m : in->m;
@@ -185,8 +194,9 @@ static int split_stage(schedule *s, int st, int micro, char *err, size_t errlen)
         }
     }
     int len0 = cut[0], len1 = cut[1] - cut[0], len2 = n - cut[1];
-    if (check_staging(ins, 0, cut[0], st, err, errlen) || check_staging(ins, cut[0], cut[1], st, err, errlen) ||
-        check_staging(ins, cut[1], n, st, err, errlen))
+    int last = st == s->stages - 1;
+    if (check_staging(ins, 0, cut[0], st, last, err, errlen) || check_staging(ins, cut[0], cut[1], st, last, err, errlen) ||
+        check_staging(ins, cut[1], n, st, last, err, errlen))
         return -1;
     if (len0 < len1) return fail2(err, errlen, "the first batch is shorter than the steady step", st, len0, len1);
     int npro = len0 - len1;

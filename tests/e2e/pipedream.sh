@@ -112,6 +112,19 @@ check "trace: stage 0 starts F$M at $f0 us, before the last stage's batch 0 ends
 check "trace: stage 0 runs F$M before its own B$((M - 1))" \
   awk -v a="$f0" -v b="$(event "B$((M - 1))" 0 start)" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'
 
+# Staged sends (emit_step.c's staged_sends; memory_slot.c): a stage's output
+# waits for its send in a staging buffer, not in its slot, in every list (the
+# prologue, the steady step, the epilogue: schedule_2bw.c refuses a forward
+# whose send falls in another list); the runs above are the proof that the
+# messages still carry the right values, and rank 0 allocates what the plan
+# (slots without the output) says.
+check "stage 0 stages each output for its send in the prologue, the steady step and the epilogue" \
+  test "$(awk '/^static void (prologue|step|epilogue)\(/ { f = $3 } /wf_copy\(wf_recv_buffer/ { seen[f] = 1 }
+              END { print length(seen) }' "$WORK/pp2/stage0.c")" = 3
+check "pp2: rank 0 allocated what memory.c planned, to the byte" \
+  awk '{ match($0, /"mem_bytes": [0-9]+/); a = substr($0, RSTART + 13, RLENGTH - 13)
+         match($0, /"mem_planned_bytes": [0-9]+/); p = substr($0, RSTART + 21, RLENGTH - 21)
+         if (!(p > 0 && a == p)) bad = 1 } END { exit bad }' "$WORK/pp2.jsonl"
 run_plan pp2 --metrics "$WORK/long.jsonl" >/dev/null
 first=$(sed -n 1p "$WORK/long.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/')
 last=$(tail -n 1 "$WORK/long.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/')
