@@ -33,14 +33,26 @@
 # second line), added once.
 # Pipeline (section 4, pipeline parallelism): under 1F1B the first stage holds
 # p microbatches (fewer if the step has fewer) of its L/p layers, so L
-# layers' worth; the interleaved schedule with m chunks per rank multiplies
-# that by (1 + (p-1)/(pm)).  The embedding's and the LM head's few sbh on the
-# first and last stage are left out.
-# So the formula column, for the first stage, is
-#   per_layer * (L/p) * min(p, microbatches) * interleave + working set.
-# Weft's columns are the worst stage's (the largest activations plus
-# activation gradients, which may be the last stage: its logits).
-#
+# layers' worth, and stage s holds p - s of them (its warm-up forwards plus
+# the one in flight).  The interleaved schedule with v chunks per rank holds,
+# on stage s, the pv + p - 1 - 2s chunk-microbatches of Megatron-LM's
+# interleaved warm-up plus one (at most the step's m v), each L/(pv) layers:
+# for s = 0 that is L (1 + (p-1)/(pv)), the paper's factor.  The embedding's
+# and the LM head's few sbh on the first and last stage are left out.
+# So the formula column, for stage s, is
+#   1F1B         per_layer * (L/p) * min(p - s, m) + working set
+#   interleaved  per_layer * (L/(pv)) * min(pv + p - 1 - 2s, mv) + working set
+# and every stage is compared with its own formula.  The work column is the
+# formula's working set; the head column (the last stage only) what Weft's
+# last stage holds that the formula leaves out: the LM head's 2sbh input in
+# each slot (under interleaving every slot of the stage is sized by its
+# largest chunk, the loss chunk), the fp32 logits 4sbv/t once, and under
+# selective recompute + SP the 2sbh norm output regathered before its
+# linear's backward (Megatron-LM regathers it too; the selective formula has
+# no working set).  Each row shows the stage
+# whose activations are the largest share of its formula (the a/f column's
+# worst), stage 0's ratio, and the largest total over the stages; STAGES=1
+# prints a row per stage instead (tests/e2e/paper_plans.sh checks every one).
 # Where Weft's plan differs from the formula (compiler/memory_slot.c packs
 # a slot and the stage's region by live interval):
 #   selective + SP: a slot keeps per layer the two norms' inputs and
@@ -58,16 +70,17 @@
 #   Both: the first stage's embedding and the last stage's LM head add a few
 #     sbh, and 64-byte alignment per tensor.
 # The note column: "formula does not fit" where even the formula's
-# activations plus the stage's other memory exceed the device (the selective
+# activations plus some stage's other memory exceed the device (the selective
 # variants of the 1.7B and 3.6B plans: tp 1 and 2 keep 34/t sbh a layer,
 # which Narayanan et al. did not run; they used full recompute).
 set -uo pipefail
 WEFT=${WEFT:-build/compiler/weft}
 PLANS=${PLANS:-plans/paper}
 
-printf '%-22s %-9s %-6s %5s %9s %9s %9s %9s %7s %7s %s\n' plan mode fits stage total acts \
-  'act.grad' formula 'a/f' '(a+g)/f' note
-printf '%-22s %-9s %-6s %5s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' GiB GiB GiB GiB '' ''
+STAGES=${STAGES:-0}
+printf '%-22s %-9s %-6s %5s %9s %9s %9s %9s %7s %7s %7s %7s %7s %s\n' plan mode fits stage total acts \
+  'act.grad' formula 'a/f' '(a+g)/f' 'a/f@0' work head note
+printf '%-22s %-9s %-6s %5s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n' '' '' '' '' GiB GiB GiB GiB '' '' '' GiB GiB
 for plan in "$PLANS"/*.lua; do
   name=$(basename "$plan" .lua)
   for mode in full selective; do
@@ -80,13 +93,19 @@ for plan in "$PLANS"/*.lua; do
       continue
     fi
     # One awk over check's report: the shape and layout, the memory table
-    # (a column per stage, each a number and a unit), the verdict; then the
-    # worst stage and the formula.
-    awk -v mode="$mode" -v name="$name" '
+    # (a column per stage, each a number and a unit), the verdict; then each
+    # stage's formula.
+    awk -v mode="$mode" -v name="$name" -v stages="$STAGES" '
       function b(n, u) { return n * (u == "TiB" ? 2^40 : u == "GiB" ? 2^30 : u == "MiB" ? 2^20 : u == "KiB" ? 2^10 : 1) }
       function row(arr, first,   i, k) { k = 0; for (i = first; i < NF; i += 2) arr[k++] = b($i, $(i + 1)); return k }
+      function line(k, g) {
+        printf "%-22s %-9s %-6s %5d %9.2f %9.2f %9.2f %9.2f %7.2f %7.2f %7.2f %7.3f %7.3f %s\n", name, mode, fits, k,
+               (stages ? T[k] : most) / g, A[k] / g, G[k] / g, F[k] / g, A[k] / F[k], (A[k] + G[k]) / F[k],
+               A[0] / F[0], work / g, (k == n - 1 ? H : 0) / g, note
+      }
       /^model / { for (i = 1; i < NF; i++) { if ($(i + 1) ~ /^layers/) L = $i + 0; if ($i == "hidden") h = $(i + 1) + 0
-                                             if ($(i + 1) ~ /^heads/) a = $i + 0; if ($i == "seq") s = $(i + 1) + 0 } }
+                                             if ($(i + 1) ~ /^heads/) a = $i + 0; if ($i == "seq") s = $(i + 1) + 0
+                                             if ($i == "vocab") V = $(i + 1) + 0 } }
       /^batch / { mb = $6 + 0; m = $12 + 0 }  # global G = micro b x dp D x accumulation m;
       /^mesh / { for (i = 1; i < NF; i++) { if ($i == "tp") t = $(i + 1) + 0; if ($i == "pp") p = $(i + 1) + 0 } }
       /^pipeline / { for (i = 1; i < NF; i++) if ($i == "x") v = $(i + 1) + 0 }
@@ -96,19 +115,24 @@ for plan in "$PLANS"/*.lua; do
       $1 == "verdict" { fits = $2 == "fits" ? "yes" : "NO"; for (i = 2; i < NF; i++) if ($(i + 1) == "GiB") dev = $i * 2^30 }
       END {
         if (!v) v = 1
-        w = 0
-        for (k = 1; k < n; k++) if (A[k] + G[k] > A[w] + G[w]) w = k
+        if (!p) p = 1
         sbh = s * mb * h
         if (mode == "selective") { per = sbh * 34 / t; work = 0 }
         else { per = 2 * sbh; work = sbh * (10 + 24 / t + 5 * a * s / (h * t)) }
-        inflight = m < p ? m : p
-        f = v > 1 ? 1 + (p - 1) / (p * v) : 1
-        F = per * (L / p) * inflight * f + work
         g = 2^30
         note = ""
-        if (T[w] - A[w] + F > dev) note = "formula does not fit"
-        printf "%-22s %-9s %-6s %5d %9.2f %9.2f %9.2f %9.2f %7.2f %7.2f %s\n", name, mode, fits, w, T[w] / g, A[w] / g,
-               G[w] / g, F / g, A[w] / F, (A[w] + G[w]) / F, note
+        w = 0; most = 0
+        for (k = 0; k < n; k++) {
+          if (v > 1) { units = p * v + p - 1 - 2 * k; if (units > m * v) units = m * v; F[k] = per * L / (p * v) * units + work }
+          else { units = p - k; if (units > m) units = m; F[k] = per * L / p * units + work }
+          if (k == n - 1) H = 2 * s * mb * h * (v > 1 ? units : 1) + 4 * s * mb * V / t  # the LM head (above)
+          if (k == n - 1 && mode == "selective") H += 2 * s * mb * h  # the regathered norm output (above)
+          if (A[k] / F[k] > A[w] / F[w]) w = k
+          if (T[k] > most) most = T[k]
+          if (T[k] - A[k] + F[k] > dev) note = "formula does not fit"
+        }
+        if (stages) for (k = 0; k < n; k++) line(k, g)
+        else line(w, g)
       }' <<<"$out"
   done
 done

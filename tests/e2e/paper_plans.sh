@@ -49,32 +49,70 @@ for plan in plans/paper/*.lua; do
     awk -v f="$full" -v s="$sel" 'BEGIN { exit !(s > 0 && f > 0 && s != f) }'
 done
 check "14 paper plans x 2 modes checked ($n)" test "$n" = 28
-# bench/paper_memory.sh reads check's report: a row of positive numbers for
-# each plan and mode (a change in check's format shows here, not as zeros)
-WEFT="$WEFT" bash bench/paper_memory.sh >"$WORK/table.txt" 2>&1
-cat "$WORK/table.txt"
-check "paper_memory.sh: 28 complete rows" test "$(awk 'NR > 2 && NF >= 10 && ($3 == "yes" || $3 == "NO") &&
-  $4 >= 0 && $5 > 0 && $6 > 0 && $7 > 0 && $8 > 0 && $9 > 0 && $10 > 0' "$WORK/table.txt" | wc -l)" = 28
-# Every plan fits the 80 GB A100 and plans its worst stage's activations
-# within 10% of Korthikanti's formula for its recompute mode, or below it
-# (column a/f; bench/paper_memory.sh says where the plan differs).  Known
-# exceptions, stated by the table's note: the selective + SP variants of the
-# 1.7B (tp 1) and 3.6B (tp 2) plans, which the papers did not run (Narayanan
-# et al. used full recompute): 34/t sbh a layer is 57 and 48 GiB at
-# microbatch 16, so even the formula's activations with the model states
-# exceed 80 GB; for those the test checks that the formula does not fit and
-# that the plan is still within 10% of it.
-while read -r plan mode fits stage total acts grads formula af agf note; do
-  check "$plan ($mode): activations $acts GiB within 10% of the formula's $formula GiB or below (a/f $af)" \
-    awk -v r="$af" 'BEGIN { exit !(r <= 1.10) }'
+# bench/paper_memory.sh reads check's report: with STAGES=1 a row of positive
+# numbers for each stage of each plan and mode (a change in check's format
+# shows here, not as zeros)
+STAGES=1 WEFT="$WEFT" bash bench/paper_memory.sh >"$WORK/stages.txt" 2>&1
+rows() { awk 'NR > 2 && NF >= 13 && ($3 == "yes" || $3 == "NO") && $4 >= 0 && $5 > 0 && $6 > 0 && $7 > 0 &&
+  $8 > 0 && $9 > 0 && $10 > 0' "$WORK/stages.txt"; }
+# the table: each plan and mode's stage with the largest a/f, and stage 0's
+head -2 "$WORK/stages.txt"
+rows | awk '{ k = $1 " " $2; if (!(k in best) || $9 > worst[k]) { best[k] = $0; worst[k] = $9 } if (!(k in order)) order[k] = n++ }
+  END { for (k in order) line[order[k]] = best[k]; for (i = 0; i < n; i++) print line[i] }'
+check "paper_memory.sh: 28 plans x modes, a complete row for every stage" \
+  test "$(rows | awk '{ print $1, $2 }' | sort -u | wc -l)" = 28
+# Every plan fits the 80 GB A100 (known exceptions below), and every stage is
+# compared with its own formula (bench/paper_memory.sh: stage s of 1F1B holds
+# min(p - s, m) microbatches of L/p layers, the interleaved schedule
+# min(pv + p - 1 - 2s, mv) chunk-microbatches of L/(pv) layers):
+#   - stage 0, the paper's own comparison: within 10% of the formula or below;
+#   - the microbatches in flight: from stage s to stage s + 1 (neither the
+#     last) the planned activations drop by what the formula drops, within
+#     10% (selective + SP keeps 32/34 of the formula's per layer: about 0.94);
+#   - every stage within 10% of its formula or below, or over it by no more
+#     than what the formula leaves out there.  Weft's working set (one
+#     block's internals while its backward runs, the stage's region) is the
+#     same on every stage of a plan, and exceeds the formula's by what stage 0
+#     shows: A - F at stage 0 (0 when under), 15% for per-tensor 64-byte
+#     alignment, plus 0.01 GiB for the table's rounding of A and F.  On
+#     stages with few microbatches in flight (a deep pipeline's last stages)
+#     that constant is more than 10% of the formula.  The last stage also
+#     holds the LM head (the head column: its 2sbh input in each slot of the
+#     loss chunk's stage, the fp32 logits 4sbv/t; selective + SP adds the
+#     regathered 2sbh norm output), which the formula leaves out.
+# Known exceptions to fitting, stated by the table's note: the selective +
+# SP variants of the 1.7B (tp 1) and 3.6B (tp 2) plans, which the papers did
+# not run (Narayanan et al. used full recompute): 34/t sbh a layer is 57 and
+# 48 GiB at microbatch 16, so even the formula's activations with the model
+# states exceed 80 GB; for those the test checks that the formula does not
+# fit and that the plan is still within 10% of it.
+explained() { [[ $1 != *unexplained* ]]; }
+for key in $(rows | awk '{ print $1 "." $2 }' | sort -u); do
+  plan=${key%.*} mode=${key#*.}
+  rows | awk -v p="$plan" -v m="$mode" '$1 == p && $2 == m' >"$WORK/one.txt"
+  read -r _ _ fits _ total _ _ _ _ _ af0 _ _ note < <(head -1 "$WORK/one.txt")
+  check "$plan ($mode): stage 0 within 10% of its formula or below (a/f $af0)" awk -v r="$af0" 'BEGIN { exit !(r <= 1.10) }'
+  msg=$(awk '{ A[NR] = $6; F[NR] = $8; H[NR] = $13; r[NR] = $9 }
+    END { e0 = A[1] - F[1]; if (e0 < 0) e0 = 0; bad = ""; within = 0; explained = 0; lo = 9; hi = 0
+      for (i = 1; i <= NR; i++) {
+        if (r[i] <= 1.10) within++
+        else if (A[i] - F[i] - H[i] <= 1.15 * e0 + 0.01) explained++
+        else bad = bad sprintf(" stage %d (a/f %.2f, %.2f over)", i - 1, r[i], A[i] - F[i] - H[i])
+        if (i + 1 < NR && F[i] > F[i + 1]) { q = (A[i] - A[i + 1]) / (F[i] - F[i + 1]); if (q < lo) lo = q; if (q > hi) hi = q }
+      }
+      if (hi && (lo < 0.90 || hi > 1.10)) bad = bad sprintf(" per-stage drops %.3f..%.3f of the formula", lo, hi)
+      printf "%d stages: %d within 10%%, %d over by the working set and the LM head (<= %.2f GiB + head)%s%s", NR, within,
+             explained, 1.15 * e0 + 0.01, hi ? sprintf(", per-stage drops %.3f..%.3f of the formula", lo, hi) : "",
+             bad == "" ? "" : "; unexplained:" bad }' "$WORK/one.txt")
+  check "$plan ($mode): $msg" explained "$msg"
   if [ "$fits" = yes ]; then
-    check "$plan ($mode): fits in 80 GB (worst stage $stage: $total GiB)" true
+    check "$plan ($mode): fits in 80 GB (largest stage total $total GiB)" true
   else
-    check "$plan ($mode): does not fit ($total GiB), because the formula's own activations do not ($note)" \
-      test "$note" = "formula does not fit"
+    check "$plan ($mode): does not fit ($total GiB), because the formula's own activations do not (${note:-})" \
+      test "${note:-}" = "formula does not fit"
     case "$plan.$mode" in narayanan_1_7b.selective|narayanan_3_6b.selective) ;;
       *) check "$plan ($mode) is one of the two stated exceptions" false ;; esac
   fi
-done < <(awk 'NR > 2 && NF >= 10' "$WORK/table.txt")
+done
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
