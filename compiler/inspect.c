@@ -63,6 +63,56 @@ static void tp_collectives(const Program *p, int k, int backward, char *buf, siz
                                      16.0 * p->micro * p->seq / 1024.0);
 }
 
+/* The rank at (stage, dp 0, tp 0): stage's checkpoint writer (runtime/common/ckpt.c). */
+static int writer_of(const Program *p, int stage) {
+    int coord[WF_AXES] = { 0 };
+    coord[WF_AXIS_PP] = stage;
+    return wf_mesh_rank(p->axes, p->n_axes, coord);
+}
+
+/* What rank r does in a checkpoint save, after its last instruction of the
+ * step: the figures are report_ckpt.c's, as `weft check` states them. */
+static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int last, FILE *out) {
+    char a[32], b[32], c[32], d[32];
+    if (p->ckpt_every > 0)
+        fprintf(out, "  checkpoint after #%d, every %d steps (--ckpt DIR) and at the end (--save DIR):\n", last,
+                p->ckpt_every);
+    else
+        fprintf(out, "  checkpoint after #%d, at the end (--save DIR):\n", last);
+    if (dp == 0 && tp == 0) {
+        ckpt_stage k = ckpt_stage_of(p, stage);
+        char model[48], optim[48];
+        if (p->pp > 1) {
+            snprintf(model, sizeof model, "model.stage%d.safetensors", stage);
+            snprintf(optim, sizeof optim, "optimizer.stage%d.safetensors", stage);
+        } else {
+            snprintf(model, sizeof model, "model.safetensors");
+            snprintf(optim, sizeof optim, "optimizer.safetensors");
+        }
+        program_human_bytes(k.held, a, sizeof a);
+        program_human_bytes(k.peak, b, sizeof b);
+        program_human_bytes(k.model_file, c, sizeof c);
+        program_human_bytes(k.optim_file, d, sizeof d);
+        fprintf(out, "    writer of stage %d%s: --async-save copies %s to host memory (peak %s) and a thread\n"
+                     "    writes %s (%s) and %s (%s) while training goes on\n"
+                     "    (without --async-save: written before the next step)\n",
+                stage, p->tp > 1 ? ", gathering its tp group's shards" : "", a, b, model, c, optim, d);
+        if (r == 0 && p->pp > 1) {
+            program_human_bytes(ckpt_join_bytes(p), a, sizeof a);
+            fprintf(out, "    then waits for every stage's files, joins them (%s at a time) into model.safetensors\n"
+                         "    and optimizer.safetensors, writes config.json and manifest.json, renames the folder in\n",
+                    a);
+        } else if (r == 0) {
+            fprintf(out, "    then writes config.json and manifest.json, renames the folder in\n");
+        }
+    } else if (dp == 0) {
+        fprintf(out, "    sends its tp shards to rank %d (stage %d's writer), keeps no copy\n", writer_of(p, stage), stage);
+    } else {
+        fprintf(out, "    writes nothing, keeps no copy (dp 0 holds the same weights)%s\n",
+                p->zero ? "; its ZeRO shards of m and v are summed over the dp group" : "");
+    }
+}
+
 static void print_streams(const Program *p, const schedule *s, int only_rank, FILE *out) {
     char buf[200];
     long bytes = boundary_bytes(p);
@@ -137,6 +187,7 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             }
             fputc('\n', out);
         }
+        print_ckpt(p, r, stage, dp, tp, s->n[stage] - 1, out);
     }
 }
 
@@ -188,6 +239,10 @@ int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out)
         print_streams(p, s, only_rank, out);
         fprintf(out, "timeline (unit costs):\n");
         schedule_timeline(s, out);
+        /* a save sits at the step boundary, after the timeline's last column */
+        fprintf(out, "step boundary: checkpoint writers");
+        for (int st = 0; st < p->pp; st++) fprintf(out, "%s rank %d (stage %d)", st ? "," : "", writer_of(p, st), st);
+        fprintf(out, "; --async-save blocks training for the host copy only\n");
     } else {
         /* one microsecond per FLOP at the device's peak, and bytes at LINK_GBS */
         double peak = p->device_fp32_tflops * 1e12;

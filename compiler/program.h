@@ -375,6 +375,14 @@ void memory_dump(const Program *p, FILE *out);
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
 void ckpt_report(const Program *p, FILE *out);      /* its checkpoint section (report_ckpt.c) */
+/* report_ckpt.c: what a save asks of stage s's writer rank (dp 0, tp 0), bytes:
+ * the host copy --async-save holds until written and its peak while copying,
+ * and the tensor data of its two files; and world rank 0's join (pp > 1). */
+typedef struct {
+    double held, peak, model_file, optim_file;
+} ckpt_stage;
+ckpt_stage ckpt_stage_of(const Program *p, int s);
+double ckpt_join_bytes(const Program *p);
 /* The figures the runtime's metrics are measured against (report.c): the
  * planned bytes of one rank of `stage` (device and host memory together), and
  * the peak TFLOP/s of one device at the plan's precision. */

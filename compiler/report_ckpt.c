@@ -2,17 +2,13 @@
  * happens, and what --async-save copies to host memory at the step boundary
  * (runtime/common/ckpt.c, save_folder: each pipeline stage's writer rank, dp
  * 0 and tp 0, holds its stage's whole fp32 tensors until a background thread
- * has written them). */
+ * has written them).  `weft inspect` shows each rank's part with the same
+ * figures (ckpt_stage_of, ckpt_join_bytes). */
 #include <stdio.h>
 #include <string.h>
 
 #include "program.h"
 #include "schedule.h"
-
-typedef struct {
-    double held;  /* bytes the writer keeps until its files are written */
-    double peak;  /* ... plus what the copy itself needs for a moment */
-} stage_copy;
 
 /* the whole tensor's values (its tp shards gathered) */
 static double whole_numel(const ir_param *q) {
@@ -21,15 +17,17 @@ static double whole_numel(const ir_param *q) {
     return n;
 }
 
-static stage_copy copy_of(const Program *p, int s, int delayed) {
-    double whole = 0, local = 0;
+ckpt_stage ckpt_stage_of(const Program *p, int s) {
+    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
+    double whole = 0, local = 0, owned = 0;
     for (int k = 0; k < p->n_params; k++) {
         const ir_param *q = &p->params[k];
         if (q->stage != s) continue;
         whole += whole_numel(q);  /* tied copies too */
         local += (double)q->numel;
+        if (q->tied_to < 0) owned += whole_numel(q);  /* a tied copy's owner saves it */
     }
-    stage_copy c;
+    ckpt_stage c;
     /* fp32 weights (the masters in 16-bit modes), AdamW m and v, and 2BW's
      * older weight version */
     c.held = 4.0 * whole * (3 + delayed);
@@ -37,7 +35,17 @@ static stage_copy copy_of(const Program *p, int s, int delayed) {
      * fp32 masters or ZeRO-3's gathered weights, and the tp shards received */
     int full_w = strcmp(p->precision, "fp32") != 0 || p->zero >= 3;
     c.peak = c.held + 4.0 * local * (2 + full_w) + (p->tp > 1 ? 4.0 * local * p->tp : 0);
+    c.model_file = 4.0 * owned;
+    c.optim_file = 4.0 * owned * (2 + delayed);  /* exp_avg, exp_avg_sq (and delayed) */
     return c;
+}
+
+double ckpt_join_bytes(const Program *p) {
+    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
+    double owned = 0;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].tied_to < 0) owned += whole_numel(&p->params[k]);
+    return 4.0 * owned * (2 + delayed);
 }
 
 void ckpt_report(const Program *p, FILE *out) {
@@ -58,7 +66,7 @@ void ckpt_report(const Program *p, FILE *out) {
     for (int r = 0; r < 2; r++) {
         fprintf(out, "  %-12s", rows[r]);
         for (int s = 0; s < p->pp; s++) {
-            stage_copy c = copy_of(p, s, delayed);
+            ckpt_stage c = ckpt_stage_of(p, s);
             program_human_bytes(r == 0 ? c.held : c.peak, a, sizeof a);
             fprintf(out, " %12s", a);
         }
@@ -68,13 +76,7 @@ void ckpt_report(const Program *p, FILE *out) {
     if (p->pp > 1) {
         /* world rank 0 joins the stages' files, one file at a time, once every
          * stage has written its own */
-        double owned = 0;
-        for (int k = 0; k < p->n_params; k++) {
-            const ir_param *q = &p->params[k];
-            if (q->tied_to >= 0) continue;
-            owned += whole_numel(q);
-        }
-        program_human_bytes(4.0 * owned * (2 + delayed), a, sizeof a);
+        program_human_bytes(ckpt_join_bytes(p), a, sizeof a);
         fprintf(out, "  %-12s %12s  on world rank 0 once the files of every stage are written: the stage files\n"
                      "               joined into model.safetensors and optimizer.safetensors, then the folder\n"
                      "               renamed into place\n", "async join", a);

@@ -175,36 +175,46 @@ static void make_meta(const wf_ctx *c, ckpt_meta *m) {
     }
 }
 
+/* wf_st_write, and where known is given (world rank 0, whose files the
+ * manifest lists) the checksums it took while writing, under the file's name. */
+static void write_st(wf_ctx *c, const char *dir, const char *name, const wf_st_tensor *t, int n,
+                     const ckpt_meta *meta, wf_manifest_known *known) {
+    char path[PATH_MAX], err[PATH_MAX + 512];
+    CKPT_PATH(c, path, "%s/%s", dir, name);
+    wf_st_sums sums = { 0 };
+    if (known) sums.tensor_crc = wf_host_alloc(c, sizeof(uint32_t) * (size_t)(n ? n : 1), "checkpoint checksums");
+    if (wf_st_write_sums(path, t, n, meta->kv, meta->n, known ? &sums : NULL, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    if (known && wf_manifest_known_add(known, name, t, n, &sums) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "out of memory recording the checksums of %s", path);
+    free(sums.tensor_crc);
+}
+
 /* Writes this stage's whole tensors (not the tied copies its owner saves) as
  * DIR/NAME.safetensors for the model and the optimizer state. */
 static void write_files(wf_ctx *c, const char *dir, const char *model_name, const char *optim_name,
                         const float *ww, const float *wm, const float *wv, const float *wd,
-                        const long *off) {
+                        const long *off, wf_manifest_known *known) {
     const wf_program *p = c->p;
-    char path[PATH_MAX], err[PATH_MAX + 512];
     ckpt_meta meta;
     make_meta(c, &meta);
     wf_st_tensor *t = wf_host_alloc(c, sizeof *t * 3 * (size_t)p->n_params, "checkpoint index");
     char (*names)[128] = wf_host_alloc(c, 128 * 3 * (size_t)p->n_params, "checkpoint names");
     fill_tensors(c, ww, off, t, names, "");
     int n = pack_owned(c, t, names, 0);
-    CKPT_PATH(c, path, "%s/%s", dir, model_name);
-    if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
-        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    write_st(c, dir, model_name, t, n, &meta, known);
     fill_tensors(c, wm, off, t, names, "exp_avg.");
     fill_tensors(c, wv, off, t + p->n_params, names + p->n_params, "exp_avg_sq.");
     /* PipeDream-2BW: the older weight version too, so that a resume continues exactly */
     if (wd) fill_tensors(c, wd, off, t + 2 * p->n_params, names + 2 * p->n_params, "delayed.");
     n = pack_owned(c, t, names, wd ? 2 : 1);
-    CKPT_PATH(c, path, "%s/%s", dir, optim_name);
-    if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
-        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    write_st(c, dir, optim_name, t, n, &meta, known);
     free(t);
     free(names);
 }
 
 /* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors. */
-static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
+static void merge_stages(wf_ctx *c, const char *dir, const char *base, wf_manifest_known *known) {
     char path[PATH_MAX], err[PATH_MAX + 512];
     int n = 0, cap = 64;
     wf_st_tensor *t = wf_host_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
@@ -236,9 +246,9 @@ static void merge_stages(wf_ctx *c, const char *dir, const char *base) {
     }
     ckpt_meta meta;
     make_meta(c, &meta);
-    CKPT_PATH(c, path, "%s/%s.safetensors", dir, base);
-    if (wf_st_write(path, t, n, meta.kv, meta.n, err, sizeof err) != 0)
-        wf_fatal(c, "wf_st_write", WF_WHERE, "%s", err);
+    char name[64];
+    snprintf(name, sizeof name, "%s.safetensors", base);
+    write_st(c, dir, name, t, n, &meta, known);
     for (int i = 0; i < n; i++) {
         free((char *)t[i].name);
         free((float *)t[i].data);
@@ -301,13 +311,14 @@ static double seconds_now(void) {
 }
 
 /* Root, once every file is in tmp: config.json, the manifest, the swap. */
-static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const char *old) {
+static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const char *old,
+                          const wf_manifest_known *known) {
     char err[2 * PATH_MAX + 512];
     write_config(c, tmp);
     wf_ckpt_test_kill("written");
     wf_ckpt_info info;
     make_info(c, &info);
-    if (wf_manifest_write(tmp, &info, c->p->hf_config, err, sizeof err) != 0 ||
+    if (wf_manifest_write(tmp, &info, c->p->hf_config, known, err, sizeof err) != 0 ||
         wf_fsync_dir(tmp, err, sizeof err) != 0)
         wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
     wf_ckpt_test_kill("manifest");
@@ -370,16 +381,21 @@ static void *write_in_background(void *arg) {
     double t0 = seconds_now();
     char model[64], optim[64];
     stage_names(c, model, optim, sizeof model, c->stage);
-    write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off);
+    wf_manifest_known *known = NULL;  /* root's files: checksummed as written */
+    if (wf_is_root(c) && !(known = wf_manifest_known_new()))
+        wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
+    /* (with pp > 1 the stage files are joined, and the joined files listed) */
+    write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off, c->p->pp == 1 ? known : NULL);
     free(a->ww), free(a->wm), free(a->wv), free(a->wd), free(a->off);
     a->ww = a->wm = a->wv = a->wd = NULL, a->off = NULL;
     if (!wf_is_root(c)) return NULL;  /* another stage's writer: its files are in */
     if (c->p->pp > 1) {
         wait_for_stages(c, a->tmp);
-        merge_stages(c, a->tmp, "model");
-        merge_stages(c, a->tmp, "optimizer");
+        merge_stages(c, a->tmp, "model", known);
+        merge_stages(c, a->tmp, "optimizer", known);
     }
-    finish_folder(c, a->tmp, a->dir, a->old);
+    finish_folder(c, a->tmp, a->dir, a->old, known);
+    wf_manifest_known_free(known);
     wf_log(c, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n", c->step,
            a->dir, 1000.0 * (seconds_now() - t0));
     return NULL;
@@ -465,20 +481,24 @@ static void save_folder(wf_ctx *c, const char *dir) {
                p->pp > 1 ? " (one writer per pipeline stage)" : "");
         return;
     }
+    wf_manifest_known *known = NULL;  /* root's files: checksummed as written */
+    if (wf_is_root(c) && !(known = wf_manifest_known_new()))
+        wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
     if (c->dp_rank == 0 && c->tp_rank == 0) {
         char model[64], optim[64];
         stage_names(c, model, optim, sizeof model, c->stage);
-        write_files(c, tmp, model, optim, ww, wm, wv, wd, off);
+        write_files(c, tmp, model, optim, ww, wm, wv, wd, off, p->pp == 1 ? known : NULL);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     if (wf_is_root(c)) {
         if (p->pp > 1) {
-            merge_stages(c, tmp, "model");
-            merge_stages(c, tmp, "optimizer");
+            merge_stages(c, tmp, "model", known);
+            merge_stages(c, tmp, "optimizer", known);
         }
-        finish_folder(c, tmp, dir, old);
+        finish_folder(c, tmp, dir, old, known);
+        wf_manifest_known_free(known);
         /* only now: renamed into place and the parent folder synced */
-        wf_log(c, "checkpoint: step %ld saved to %s\n", c->step, dir);
+        wf_log(c, "checkpoint: step %ld saved to %s (%.1f ms)\n", c->step, dir, 1000.0 * (seconds_now() - t0));
     }
     free(ww);
     free(wm);

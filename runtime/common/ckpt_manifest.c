@@ -176,8 +176,61 @@ static cJSON *tensors_of(const char *path, const char *shown, char *err, size_t 
     return t;
 }
 
-int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *config_text, char *err,
-                      size_t errlen)
+/* One cJSON object per file, keyed by its name: {"bytes", "crc32c", "tensors"}
+ * exactly as the entry the manifest gives a file it reads. */
+struct wf_manifest_known {
+    cJSON *files;
+};
+
+wf_manifest_known *wf_manifest_known_new(void)
+{
+    wf_manifest_known *k = malloc(sizeof *k);
+    if (k && !(k->files = cJSON_CreateObject())) {
+        free(k);
+        k = NULL;
+    }
+    return k;
+}
+
+void wf_manifest_known_free(wf_manifest_known *k)
+{
+    if (!k)
+        return;
+    cJSON_Delete(k->files);
+    free(k);
+}
+
+int wf_manifest_known_add(wf_manifest_known *k, const char *name, const wf_st_tensor *t, int n,
+                          const wf_st_sums *s)
+{
+    char hex[9];
+    cJSON *f = cJSON_CreateObject(), *tensors = cJSON_CreateObject();
+    if (!f || !tensors) {
+        cJSON_Delete(f);
+        cJSON_Delete(tensors);
+        return -1;
+    }
+    cJSON_AddNumberToObject(f, "bytes", (double)s->bytes);
+    hex8(hex, s->crc);
+    cJSON_AddStringToObject(f, "crc32c", hex);
+    for (int i = 0; i < n; i++) {
+        cJSON *one = cJSON_AddObjectToObject(tensors, t[i].name);
+        cJSON *sh = one ? cJSON_AddArrayToObject(one, "shape") : NULL;
+        if (!sh)
+            break;
+        for (int d = 0; d < t[i].ndim; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t[i].shape[d]));
+        hex8(hex, s->tensor_crc[i]);
+        cJSON_AddStringToObject(one, "crc32c", hex);
+    }
+    cJSON_AddItemToObject(f, "tensors", tensors);
+    cJSON_DeleteItemFromObjectCaseSensitive(k->files, name);  /* a file written again */
+    cJSON_AddItemToObject(k->files, name, f);
+    return cJSON_GetArraySize(tensors) == n ? 0 : -1;
+}
+
+int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *config_text,
+                      const wf_manifest_known *known, char *err, size_t errlen)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
     DIR *d = opendir(dir);
@@ -228,8 +281,30 @@ int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *con
         uint32_t crc;
         long size;
         char hex[9];
-        if (wf_path_fmt(path, sizeof path, err, errlen, "%s/%s", dir, names[i]) != 0 ||
-            crc_file(path, path, &crc, &size, err, errlen) != 0) {
+        if (wf_path_fmt(path, sizeof path, err, errlen, "%s/%s", dir, names[i]) != 0) {
+            rc = -1;
+            break;
+        }
+        const cJSON *k = known ? cJSON_GetObjectItemCaseSensitive(known->files, names[i]) : NULL;
+        if (k) {  /* checksummed as written: its size on disk must be what was written */
+            struct stat st;
+            int fd = open_regular(path, path, &st, err, errlen);
+            if (fd < 0) {
+                rc = -1;
+                break;
+            }
+            close(fd);
+            const cJSON *b = cJSON_GetObjectItemCaseSensitive(k, "bytes");
+            double want = b ? b->valuedouble : -1;
+            if ((double)st.st_size != want) {
+                set_err(err, errlen, "%s: %lld bytes on disk, %.0f written", path, (long long)st.st_size, want);
+                rc = -1;
+                break;
+            }
+            cJSON_AddItemToObject(files, names[i], cJSON_Duplicate(k, 1));
+            continue;
+        }
+        if (crc_file(path, path, &crc, &size, err, errlen) != 0) {
             rc = -1;
             break;
         }

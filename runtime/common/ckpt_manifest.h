@@ -20,6 +20,8 @@
 
 #include <stddef.h>
 
+#include "safetensors.h"
+
 #define WF_CKPT_MANIFEST "manifest.json"
 
 typedef struct wf_ckpt_info {
@@ -31,11 +33,24 @@ typedef struct wf_ckpt_info {
     long hysteresis, good_steps, skipped;
 } wf_ckpt_info;
 
+/* The checksums of files this process wrote, taken as it wrote them
+ * (wf_st_write_sums), so that the manifest need not read them back. */
+typedef struct wf_manifest_known wf_manifest_known;
+wf_manifest_known *wf_manifest_known_new(void);
+/* Records file name (a name in the folder) written from tensors t[0..n) with
+ * the checksums s; 0, or -1 out of memory. */
+int wf_manifest_known_add(wf_manifest_known *k, const char *name, const wf_st_tensor *t, int n,
+                          const wf_st_sums *s);
+void wf_manifest_known_free(wf_manifest_known *k);  /* NULL is allowed */
+
 /* Writes dir/manifest.json (fsync'ed) for the files now in dir (every
  * regular file but the marker), with the checkpoint's facts from info and
- * the program's config.json text. */
-int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *config_text, char *err,
-                      size_t errlen);
+ * the program's config.json text.  A file in known (may be NULL) is listed
+ * with its recorded checksums once its size on disk is checked equal to the
+ * recorded one; every other file is read to checksum it.  The manifest is
+ * the same either way. */
+int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *config_text,
+                      const wf_manifest_known *known, char *err, size_t errlen);
 
 /* Verifies dir against its manifest: every listed file a regular file (no
  * symbolic link, FIFO or device) of the listed size and checksum; each

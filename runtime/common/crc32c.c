@@ -31,6 +31,39 @@ uint32_t wf_crc32c_portable(uint32_t crc, const void *buf, size_t n)
     return ~crc;
 }
 
+/* Polynomials mod POLY in the reflected order CRC-32C uses: bit 31 holds
+ * x^0, bit 0 holds x^31.  a * b mod POLY: for each term x^i of a (i = 0 up),
+ * add b * x^i; multiplying by x is a right shift, folding x^32 back in. */
+static uint32_t mul_mod(uint32_t a, uint32_t b)
+{
+    uint32_t prod = 0;
+    for (int i = 0; i < 32; i++) {
+        if (a & (0x80000000u >> i))
+            prod ^= b;
+        b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+    }
+    return prod;
+}
+
+/* x^(8 n) mod POLY, by squaring: n bytes of zeros appended shift a CRC by it. */
+static uint32_t x_pow_8n(size_t n)
+{
+    uint32_t result = 0x80000000u, base = 0x80000000u >> 8;  /* x^0, x^8 */
+    for (; n; n >>= 1) {
+        if (n & 1)
+            result = mul_mod(result, base);
+        base = mul_mod(base, base);
+    }
+    return result;
+}
+
+/* The CRC is linear but for its pre- and post-inversion, which cancel between
+ * the two parts: crc(a b) = crc(a) * x^(8 |b|) + crc(b). */
+uint32_t wf_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
+{
+    return mul_mod(crc_a, x_pow_8n(len_b)) ^ crc_b;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf,
                                                                 size_t n)

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "crc32c.h"
 #include "err_text.h"
 
 #define FILE_MAX_NDIM WF_ST_FILE_MAX_NDIM
@@ -162,21 +163,36 @@ static long numel_of(int ndim, const long *shape)
     return n;
 }
 
-static int write_floats(FILE *f, const float *x, long n)
+/* Writes n floats little-endian; *crc (crc may be NULL) receives the CRC-32C
+ * of the bytes written, computed a piece at a time just before the piece is
+ * written (while it is in the cache). */
+static int write_floats(FILE *f, const float *x, long n, uint32_t *crc)
 {
-    if (n == 0)
-        return 0;
-    if (host_is_le())
-        return fwrite(x, sizeof(float), (size_t)n, f) == (size_t)n ? 0 : -1;
-    float buf[4096];
+    enum { PIECE = 1 << 16 };  /* floats: 256 KiB */
+    uint32_t c = 0;
+    int le = host_is_le();
+    float *buf = le ? NULL : malloc(sizeof(float) * PIECE);
+    if (!le && !buf)
+        return -1;
     for (long i = 0; i < n;) {
-        long c = n - i < 4096 ? n - i : 4096;
-        memcpy(buf, x + i, (size_t)c * sizeof(float));
-        swap4(buf, (size_t)c);
-        if (fwrite(buf, sizeof(float), (size_t)c, f) != (size_t)c)
+        long k = n - i < PIECE ? n - i : PIECE;
+        const float *piece = x + i;
+        if (!le) {
+            memcpy(buf, piece, (size_t)k * sizeof(float));
+            swap4(buf, (size_t)k);
+            piece = buf;
+        }
+        if (crc)
+            c = wf_crc32c(c, piece, (size_t)k * sizeof(float));
+        if (fwrite(piece, sizeof(float), (size_t)k, f) != (size_t)k) {
+            free(buf);
             return -1;
-        i += c;
+        }
+        i += k;
     }
+    free(buf);
+    if (crc)
+        *crc = c;
     return 0;
 }
 
@@ -206,6 +222,12 @@ static void sync_parent_dir(const char *path)
 
 int wf_st_write(const char *path, const wf_st_tensor *t, int n,
                 const char *const *meta_kv, int n_meta, char *err, size_t errlen)
+{
+    return wf_st_write_sums(path, t, n, meta_kv, n_meta, NULL, err, errlen);
+}
+
+int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char *const *meta_kv,
+                     int n_meta, wf_st_sums *sums, char *err, size_t errlen)
 {
     if (!path || !*path) {
         set_err(err, errlen, "checkpoint: no output path given");
@@ -354,9 +376,24 @@ int wf_st_write(const char *path, const wf_st_tensor *t, int n,
         lenb[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
     if (fwrite(lenb, 1, 8, f) != 8 || fwrite(h.s, 1, h.len, f) != h.len)
         goto write_failed;
-    for (int i = 0; i < n; i++)
-        if (write_floats(f, t[i].data, numel_of(t[i].ndim, t[i].shape)) != 0)
+    /* the file's checksum: the header's, then each tensor's joined on */
+    uint32_t file_crc = sums ? wf_crc32c(wf_crc32c(0, lenb, 8), h.s, h.len) : 0;
+    long file_bytes = 8 + (long)h.len;
+    for (int i = 0; i < n; i++) {
+        long ne = numel_of(t[i].ndim, t[i].shape);
+        uint32_t crc = 0;
+        if (write_floats(f, t[i].data, ne, sums ? &crc : NULL) != 0)
             goto write_failed;
+        file_bytes += 4 * ne;
+        if (sums) {
+            file_crc = wf_crc32c_combine(file_crc, crc, 4 * (size_t)ne);
+            sums->tensor_crc[i] = crc;
+        }
+    }
+    if (sums) {
+        sums->crc = file_crc;
+        sums->bytes = file_bytes;
+    }
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         goto write_failed;
     {

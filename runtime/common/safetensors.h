@@ -16,6 +16,7 @@
 #define WEFT_SAFETENSORS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define WF_ST_MAX_NDIM 4       /* what the writer takes */
 #define WF_ST_FILE_MAX_NDIM 8  /* what a file read may hold */
@@ -35,6 +36,17 @@ typedef struct {
  * distinct, and not "__metadata__". */
 int wf_st_write(const char *path, const wf_st_tensor *t, int n,
                 const char *const *meta_kv, int n_meta, char *err, size_t errlen);
+
+/* wf_st_write's checksums of what it wrote (CRC-32C, crc32c.h), computed
+ * as it writes: the whole file's and its size, and each tensor's data bytes
+ * as stored, in the order given (tensor_crc: the caller's array of n). */
+typedef struct {
+    uint32_t crc;
+    long bytes;
+    uint32_t *tensor_crc;
+} wf_st_sums;
+int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char *const *meta_kv,
+                     int n_meta, wf_st_sums *sums, char *err, size_t errlen);
 
 typedef struct wf_st_file wf_st_file;
 

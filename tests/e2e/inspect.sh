@@ -42,6 +42,44 @@ check "text names the $layers fused linear_dgelu pairs (pp 2)" \
   grep -q "^fused linear_dgelu (input gradient + gelu backward in one call), $layers: h.0.mlp.c_proj .*h.$((layers - 1)).mlp.c_proj\$" "$WORK/all.txt"
 check "--dump=graph marks c_proj and its gelu" \
   bash -c "grep -q 'linear .*backward fused linear_dgelu with op' '$WORK/graph.txt' && grep -q 'gelu .*backward fused with op' '$WORK/graph.txt'"
+# checkpoint saves (issue 18): each rank's part after its last instruction,
+# with the figures of weft check's checkpoint section (compiler/report_ckpt.c)
+"$WEFT" check "$PLAN" "${mesh[@]}" >"$WORK/check.txt"
+read -r copy0 copy1 < <(sed -n 's/^  async copy *\([0-9.]* [KMG]*i*B\) *\([0-9.]* [KMG]*i*B\) .*/\1|\2/p' \
+  "$WORK/check.txt" | tr ' |' '_ ')
+copy0=${copy0//_/ } copy1=${copy1//_/ }
+join=$(sed -n 's/^  async join *\([0-9.]* [KMG]*i*B\) .*/\1/p' "$WORK/check.txt")
+section() {  # section FILE RANK OUT: that rank's checkpoint lines into OUT
+  awk -v r="rank $2:" '$1 " " $2 == r { on = 1; next } /^rank |^timeline/ { on = 0 }
+                       on && (/checkpoint after/ || /^    /)' "$1" >"$3"
+}
+for r in 0 1 2 3; do section "$WORK/all.txt" $r "$WORK/ckpt$r.txt"; done
+check "weft check gives 2 stage copies and a join ($copy0, $copy1; $join)" \
+  test -n "$copy0" -a -n "$copy1" -a -n "$join"
+check "rank 0 writes stage 0's files, copying what weft check says ($copy0)" \
+  grep -q "writer of stage 0: --async-save copies $copy0 to host memory" "$WORK/ckpt0.txt"
+check "rank 2 writes stage 1's files, copying what weft check says ($copy1)" \
+  grep -q "writer of stage 1: --async-save copies $copy1 to host memory" "$WORK/ckpt2.txt"
+check "rank 0 joins the stages' files ($join at a time) and writes the manifest" \
+  bash -c "grep -q 'joins them ($join at a time) into model.safetensors' '$WORK/ckpt0.txt' &&
+           grep -q 'manifest.json' '$WORK/ckpt0.txt'"
+check "rank 2 (a stage writer, not rank 0) joins nothing" bash -c "! grep -q joins '$WORK/ckpt2.txt'"
+check "ranks 1 and 3 (dp 1) write nothing" \
+  bash -c "grep -q 'writes nothing, keeps no copy' '$WORK/ckpt1.txt' &&
+           grep -q 'writes nothing, keeps no copy' '$WORK/ckpt3.txt'"
+check "the save sits after each rank's last instruction" \
+  test "$(grep -c '^  checkpoint after #' "$WORK/all.txt")" = 4
+check "the timeline names the step boundary's writers" \
+  grep -q '^step boundary: checkpoint writers rank 0 (stage 0), rank 2 (stage 1)' "$WORK/all.txt"
+"$WEFT" inspect "$PLAN" --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=1 --set train.ckpt_every=5 >"$WORK/tp.txt"
+section "$WORK/tp.txt" 0 "$WORK/tp0.txt"
+section "$WORK/tp.txt" 1 "$WORK/tp1.txt"
+check "tp 2: rank 1 sends its shards to rank 0, the writer; saves every 5 steps" \
+  bash -c "grep -q 'sends its tp shards to rank 0 (stage 0.s writer)' '$WORK/tp1.txt' &&
+           grep -q 'every 5 steps (--ckpt DIR)' '$WORK/tp1.txt'"
+check "tp 2, pp 1: rank 0 writes model.safetensors and the manifest itself" \
+  bash -c "grep -q 'writes model.safetensors (.*) and optimizer.safetensors' '$WORK/tp0.txt' &&
+           grep -q 'then writes config.json and manifest.json' '$WORK/tp0.txt'"
 rc=0; "$WEFT" inspect "$PLAN" "${mesh[@]}" --rank 9 2>/dev/null || rc=$?
 check "a rank outside the plan is a usage error" test $rc = 2
 echo "$passed passed, $failed failed"

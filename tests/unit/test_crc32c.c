@@ -48,6 +48,16 @@ int main(void)
     }
     check(same, "500 random buffers: the fast path equals the table");
     check(cont, "500 random splits: crc(crc(a), b) == crc(a b)");
+    int comb = 1;
+    for (int t = 0; t < 500; t++) {
+        size_t len = (size_t)rand() % N, cut = len ? (size_t)rand() % (len + 1) : 0;
+        comb &= wf_crc32c_combine(wf_crc32c(0, b, cut), wf_crc32c(0, b + cut, len - cut), len - cut) ==
+                wf_crc32c(0, b, len);
+    }
+    check(comb, "500 random splits: combine(crc(a), crc(b), |b|) == crc(a b)");
+    check(wf_crc32c_combine(wf_crc32c(0, "1234", 4), wf_crc32c(0, "56789", 5), 5) == 0xE3069283u,
+          "combine(\"1234\", \"56789\") -> e3069283");
+    check(wf_crc32c_combine(0xE3069283u, 0, 0) == 0xE3069283u, "combine with an empty b keeps a's");
     b[100] ^= 1;
     uint32_t flipped = wf_crc32c(0, b, N);
     b[100] ^= 1;
