@@ -253,7 +253,7 @@ void wf_optimizer_step(wf_ctx *c) {
     c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
     if (p->precision != WF_FP32 && !p->grad_accum32) {  /* the reduced gradients, stored in 16 bits */
         if (p->zero >= 2) wf_backend_round_copy(c, p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
-        else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
+        else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
     }
     float unscale = 1.0f;  /* fp16: divides the loss scale out, before clipping */
     if (p->precision == WF_FP16) {

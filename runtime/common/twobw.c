@@ -142,6 +142,7 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
 void wf_tied_send_grad(wf_ctx *c) {
     if (deferred(c, TAIL_SEND_GRAD, 0)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
+    if (q->bucket < 0) return;  /* frozen: no gradient (both copies are) */
     wf_buckets_wait(c);  /* its dp reduction first */
     wf_backend_sync(c);  /* host MPI and copies on the arenas below */
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
@@ -156,6 +157,7 @@ void wf_tied_send_grad(wf_ctx *c) {
 void wf_tied_recv_grad(wf_ctx *c) {
     if (deferred(c, TAIL_RECV_GRAD, 0)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
+    if (q->bucket < 0) return;  /* frozen: no gradient (both copies are) */
     wf_buckets_wait(c);
     wf_backend_sync(c);
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte gradient from the last stage");
@@ -236,7 +238,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     complete_metrics(c);
     wf_tp_partial_grads(c);
     if (p->precision != WF_FP32 && !p->grad_accum32)  /* the reduced gradients, in 16 bits (as step.c) */
-        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
+        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
     c->loss_sum = 0;
@@ -248,7 +250,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     /* in stream order: a host memset here raced the CUDA backend's AdamW,
      * still queued on the stream, which then read zeroed gradients (every
      * 2BW step left the weights as they were; found by tests/e2e/cuda_emu_run.sh) */
-    wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->param_numel);
+    wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->grad_numel);
     c->last_lr = lr;
     c->step++;
 }

@@ -28,11 +28,13 @@ common=(--set data.train="$WORK/vlm.bin" --set train.steps=$STEPS --set batch.gl
         --set model.vision.init_std=0.02 --set model.llm.init_std=0.02)
 # A reference runs on one rank (ref_l4: a 4-layer language model, for the
 # interleaved schedule's 4 chunks); every other row must match its reference.
-# name       ref    L  dp tp pp micro zero schedule    v recompute
+# name       ref    L  dp tp pp micro zero schedule    v recompute freeze precision
+# (freeze: none, or the frozen part of weft.vlm's freeze; precision fp32 when absent)
 layouts=(
   "ref         ref    2  1  1  1  16   0    1f1b        1 none"
   "dp2         ref    2  2  1  1   8   0    1f1b        1 none"
   "dp2_acc2    ref    2  2  1  1   4   0    1f1b        1 none"
+  "z1_dp2      ref    2  2  1  1   8   1    1f1b        1 none"
   "z2_dp2      ref    2  2  1  1   8   2    1f1b        1 none"
   "z3_dp2      ref    2  2  1  1   8   3    1f1b        1 none"
   "tp2         ref    2  1  2  1  16   0    1f1b        1 none"
@@ -43,24 +45,76 @@ layouts=(
   "3d_2x2x2    ref    2  2  2  2   2   0    1f1b        1 none"
   "ref_l4      ref_l4 4  1  1  1  16   0    1f1b        1 none"
   "pp2_inter   ref_l4 4  1  1  2   4   0    interleaved 2 none"
+  "fzv_ref     fzv_ref 2 1  1  1  16   0    1f1b        1 none      vision"
+  "fzv_z1_dp2  fzv_ref 2 2  1  1   8   1    1f1b        1 none      vision"
+  "fzv_tp2     fzv_ref 2 1  2  1  16   0    1f1b        1 none      vision"
+  "fzv_pp2     fzv_ref 2 1  1  2   4   0    1f1b        1 none      vision"
+  "fzl_ref     fzl_ref 2 1  1  1  16   0    1f1b        1 none      llm"
+  "fzl_z2_dp2  fzl_ref 2 2  1  1   8   2    1f1b        1 none      llm"
+  "fzl_pp2     fzl_ref 2 1  1  2   4   0    1f1b        1 none      llm"
+  "bf16_ref    bf16_ref 2 1 1  1  16   0    1f1b        1 none      none   bf16"
+  "bf16_dp2    bf16_ref 2 2 1  1   8   0    1f1b        1 none      none   bf16"
+  "bf16_tp2    bf16_ref 2 1 2  1  16   0    1f1b        1 none      none   bf16"
+  "fp16_ref    fp16_ref 2 1 1  1  16   0    1f1b        1 none      none   fp16"
+  "fp16_dp2    fp16_ref 2 2 1  1   8   0    1f1b        1 none      none   fp16"
 )
 for row in "${layouts[@]}"; do
-  read -r name ref layers dp tp pp micro zero sched virt rc <<<"$row"
+  read -r name ref layers dp tp pp micro zero sched virt rc freeze prec <<<"$row"
+  freeze=${freeze:-none} prec=${prec:-fp32}
   if [ -n "${LAYOUTS:-}" ] && [ $name != $ref ] && [[ " $LAYOUTS " != *" $name "* ]]; then continue; fi
   if [ -n "${LAYOUTS:-}" ] && [ $name = $ref ] && [[ " $LAYOUTS " != *" $ref "* ]] &&
      ! printf '%s\n' "${layouts[@]}" | awk -v r=$ref -v l=" $LAYOUTS " '$2 == r && index(l, " " $1 " ") { f = 1 } END { exit !f }'; then
     continue
   fi
+  frozen=()
+  [ $freeze = none ] || frozen=(--set model.freeze.$freeze=true)
   build_plan $name plans/vlm_tiny.lua "${common[@]}" --set mesh.dp=$dp --set mesh.tp=$tp --set mesh.pp=$pp \
     --set batch.micro=$micro --set zero=$zero --set pipeline.schedule=$sched --set pipeline.virtual=$virt \
-    --set recompute=$rc --set model.llm.layers=$layers --set cluster.devices_per_node=$((dp * tp * pp))
+    --set recompute=$rc --set model.llm.layers=$layers --set cluster.devices_per_node=$((dp * tp * pp)) \
+    --set precision=$prec "${frozen[@]}"
   run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
-  if [ $name = $ref ]; then run_plan $ref --steps 0 --save "$WORK/$ref.init" >/dev/null; continue; fi
-  what="dp $dp tp $tp pp $pp $sched v$virt, micro $micro, ZeRO-$zero, recompute $rc"
-  loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && ok=1 || ok=0
-  norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || ok=0
+  if [ $name = $ref ]; then run_plan $ref --steps 0 --save "$WORK/$ref.init" >/dev/null; fi
+  if [ $freeze != none ]; then
+    # the frozen part's weights are bit for bit their initial values, and the
+    # rest trained (ckpt diff lists each tensor that differs at all)
+    moved=$("$WEFT" ckpt diff "$WORK/$ref.init/model.safetensors" "$WORK/$name.ckpt/model.safetensors" |
+            sed -n 's/^\([^ ]*\) *max|a-b|.*/\1/p') || true
+    if [ $freeze = vision ]; then part='vision_model\.'; else part='^\(vision_model\|multi_modal_projector\)\.'; fi
+    # freeze llm: only encoder and projector tensors may move; vision: none of the encoder's
+    if [ $freeze = vision ]; then
+      bad=$(grep -c "$part" <<<"$moved" || true)
+    else
+      bad=$(grep -vc "$part" <<<"$moved" || true)
+    fi
+    check "$name: the frozen $freeze weights bit-identical to their initial values ($bad moved), $(grep -c . <<<"$moved") tensors trained" \
+      test "$bad" = 0 -a -n "$moved"
+  fi
+  [ $name = $ref ] && continue
+  what="dp $dp tp $tp pp $pp $sched v$virt, micro $micro, ZeRO-$zero, recompute $rc, freeze $freeze, $prec"
+  if [ $prec = fp32 ]; then
+    loss_tol=$LOSS_TOL norm_tol=$NORM_TOL w_tol=$(reduction_noise $STEPS $((GLOBAL * SEQ)))
+  else
+    # 16-bit storage (lib.sh's storage_noise): sqrt(T (A + B) / 3) u of the
+    # updates for the weights, A and B the two runs' roundings on a value's
+    # path in a step, plus fp32's reordering; the losses and gradient norms
+    # are functions of those weights and of the same roundings in their own
+    # step, so they are held to the same relative bound
+    u=$([ $prec = bf16 ] && echo 0.00390625 || echo 0.00048828125)  # 2^-8, 2^-11
+    w_tol=$(awk -v a="$(storage_noise $STEPS $u "$(rounding_sites "$WORK/$ref")" \
+                        "$(rounding_sites "$WORK/$name")")" -v b="$(reduction_noise $STEPS $((GLOBAL * SEQ)))" \
+            'BEGIN { printf "%.3e", a + b }')
+    loss_tol=$w_tol norm_tol=$w_tol
+  fi
+  loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $loss_tol) && ok=1 || ok=0
+  norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $norm_tol) || ok=0
+  # 16-bit: the key biases (the middle third of each fused qkv bias, the
+  # LLM's and the encoder's) have a zero gradient in exact arithmetic (softmax
+  # ignores a shift shared by all keys), so they hold rounding noise AdamW
+  # turned into whole steps: held to adam_reach alone (precision.sh)
+  noise=()
+  [ $prec = fp32 ] || noise=(--noise "h.*.attn.c_attn.bias:32:64" --noise "*self_attn.qkv.bias:32:64")
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
-          --norm-tol "$(reduction_noise $STEPS $((GLOBAL * SEQ)))" --from "$WORK/$ref.init/model.safetensors" \
+          --norm-tol "$w_tol" --from "$WORK/$ref.init/model.safetensors" "${noise[@]}" \
           --bound "$(adam_reach "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl")" | tail -n 1) || ok=0
   check "$name ($what): $loss_msg, $norm_msg; $w_msg" test $ok = 1
 done

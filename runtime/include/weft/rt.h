@@ -298,7 +298,8 @@ typedef struct wf_param {
     enum wf_init init;
     float std;          /* for WF_INIT_NORMAL */
     int decay;          /* 1: weight decay applies (matrices), 0: biases, norms */
-    int bucket;         /* bucket holding this parameter's gradient */
+    int bucket;         /* bucket holding this parameter's gradient; -1: frozen (weft.vlm's
+                           freeze), no gradient or optimizer state, past grad_numel */
     /* tensor parallelism: shape[] is this rank's part of a gshape[] tensor */
     int split;          /* WF_SPLIT_NONE (replicated), WF_SPLIT_ROWS, WF_SPLIT_COLS */
     int sections;       /* column blocks split separately (3 for fused q, k, v) */
@@ -368,7 +369,8 @@ typedef struct wf_program {
     int scale_dynamic, scale_window, scale_hysteresis;
     double scale_initial, scale_min;
     int offload_params;      /* ZeRO-3: the parameter shard in host memory */
-    long grad_numel;         /* ZeRO >= 2: the bucket-buffer arena (gradients), floats */
+    long grad_numel;         /* the gradient arena, floats: ZeRO >= 2 its bucket buffers, else the
+                                parameter arena's trainable prefix (frozen parameters follow it) */
     long gather_numel;       /* ZeRO-3: the gather arena (parameters in use), floats */
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
