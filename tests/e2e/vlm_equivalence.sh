@@ -28,50 +28,55 @@ common=(--set data.train="$WORK/vlm.bin" --set train.steps=$STEPS --set batch.gl
         --set model.vision.init_std=0.02 --set model.llm.init_std=0.02)
 # A reference runs on one rank (ref_l4: a 4-layer language model, for the
 # interleaved schedule's 4 chunks); every other row must match its reference.
-# name       ref    L  dp tp pp micro zero schedule    v recompute freeze precision
-# (freeze: none, or the frozen part of weft.vlm's freeze; precision fp32 when absent)
+# name       ref     L dp tp pp micro zero schedule    v recompute [--set k=v ...]
 layouts=(
-  "ref         ref    2  1  1  1  16   0    1f1b        1 none"
-  "dp2         ref    2  2  1  1   8   0    1f1b        1 none"
-  "dp2_acc2    ref    2  2  1  1   4   0    1f1b        1 none"
-  "z1_dp2      ref    2  2  1  1   8   1    1f1b        1 none"
-  "z2_dp2      ref    2  2  1  1   8   2    1f1b        1 none"
-  "z3_dp2      ref    2  2  1  1   8   3    1f1b        1 none"
-  "tp2         ref    2  1  2  1  16   0    1f1b        1 none"
-  "pp2         ref    2  1  1  2   4   0    1f1b        1 none"
-  "pp2_gpipe   ref    2  1  1  2   4   0    gpipe       1 none"
-  "rc_dp2      ref    2  2  1  1   8   0    1f1b        1 full"
-  "rs_tp2      ref    2  1  2  1  16   0    1f1b        1 selective"
-  "3d_2x2x2    ref    2  2  2  2   2   0    1f1b        1 none"
-  "ref_l4      ref_l4 4  1  1  1  16   0    1f1b        1 none"
-  "pp2_inter   ref_l4 4  1  1  2   4   0    interleaved 2 none"
-  "fzv_ref     fzv_ref 2 1  1  1  16   0    1f1b        1 none      vision"
-  "fzv_z1_dp2  fzv_ref 2 2  1  1   8   1    1f1b        1 none      vision"
-  "fzv_tp2     fzv_ref 2 1  2  1  16   0    1f1b        1 none      vision"
-  "fzv_pp2     fzv_ref 2 1  1  2   4   0    1f1b        1 none      vision"
-  "fzl_ref     fzl_ref 2 1  1  1  16   0    1f1b        1 none      llm"
-  "fzl_z2_dp2  fzl_ref 2 2  1  1   8   2    1f1b        1 none      llm"
-  "fzl_pp2     fzl_ref 2 1  1  2   4   0    1f1b        1 none      llm"
-  "bf16_ref    bf16_ref 2 1 1  1  16   0    1f1b        1 none      none   bf16"
-  "bf16_dp2    bf16_ref 2 2 1  1   8   0    1f1b        1 none      none   bf16"
-  "bf16_tp2    bf16_ref 2 1 2  1  16   0    1f1b        1 none      none   bf16"
-  "fp16_ref    fp16_ref 2 1 1  1  16   0    1f1b        1 none      none   fp16"
-  "fp16_dp2    fp16_ref 2 2 1  1   8   0    1f1b        1 none      none   fp16"
+  "ref         ref     2  1  1  1  16   0    1f1b        1 none"
+  "dp2         ref     2  2  1  1   8   0    1f1b        1 none"
+  "dp2_acc2    ref     2  2  1  1   4   0    1f1b        1 none"
+  "z1_dp2      ref     2  2  1  1   8   1    1f1b        1 none"
+  "z2_dp2      ref     2  2  1  1   8   2    1f1b        1 none"
+  "z3_dp2      ref     2  2  1  1   8   3    1f1b        1 none"
+  "tp2         ref     2  1  2  1  16   0    1f1b        1 none"
+  "tp2_sp      ref     2  1  2  1  16   0    1f1b        1 none      mesh.sp=true"
+  "pp2         ref     2  1  1  2   4   0    1f1b        1 none"
+  "pp2_gpipe   ref     2  1  1  2   4   0    gpipe       1 none"
+  "rc_dp2      ref     2  2  1  1   8   0    1f1b        1 full"
+  "rs_tp2      ref     2  1  2  1  16   0    1f1b        1 selective"
+  "rs_tp2_sp   ref     2  1  2  1  16   0    1f1b        1 selective mesh.sp=true"
+  "3d_2x2x2    ref     2  2  2  2   2   0    1f1b        1 none"
+  "3d_sp       ref     2  2  2  2   2   0    1f1b        1 none      mesh.sp=true"
+  "ref_l4      ref_l4  4  1  1  1  16   0    1f1b        1 none"
+  "pp2_inter   ref_l4  4  1  1  2   4   0    interleaved 2 none"
+  "fzv_ref     fzv_ref 2  1  1  1  16   0    1f1b        1 none      model.freeze.vision=true"
+  "fzv_z1_dp2  fzv_ref 2  2  1  1   8   1    1f1b        1 none      model.freeze.vision=true"
+  "fzv_tp2_sp  fzv_ref 2  1  2  1  16   0    1f1b        1 none      model.freeze.vision=true mesh.sp=true"
+  "fzv_pp2     fzv_ref 2  1  1  2   4   0    1f1b        1 none      model.freeze.vision=true"
+  "fzl_ref     fzl_ref 2  1  1  1  16   0    1f1b        1 none      model.freeze.llm=true"
+  "fzl_z2_dp2  fzl_ref 2  2  1  1   8   2    1f1b        1 none      model.freeze.llm=true"
+  "fzl_tp2     fzl_ref 2  1  2  1  16   0    1f1b        1 none      model.freeze.llm=true"
+  "fzl_pp2     fzl_ref 2  1  1  2   4   0    1f1b        1 none      model.freeze.llm=true"
+  "bf16_ref    bf16_ref 2 1  1  1  16   0    1f1b        1 none      precision=bf16"
+  "bf16_dp2    bf16_ref 2 2  1  1   8   0    1f1b        1 none      precision=bf16"
+  "bf16_tp2    bf16_ref 2 1  2  1  16   0    1f1b        1 none      precision=bf16"
+  "fp16_ref    fp16_ref 2 1  1  1  16   0    1f1b        1 none      precision=fp16"
+  "fp16_dp2    fp16_ref 2 2  1  1   8   0    1f1b        1 none      precision=fp16"
 )
 for row in "${layouts[@]}"; do
-  read -r name ref layers dp tp pp micro zero sched virt rc freeze prec <<<"$row"
-  freeze=${freeze:-none} prec=${prec:-fp32}
+  read -r name ref layers dp tp pp micro zero sched virt rc extra <<<"$row"
+  sets=() freeze=none prec=fp32
+  for kv in ${extra:-}; do
+    sets+=(--set "$kv")
+    case $kv in model.freeze.*) freeze=${kv#model.freeze.}; freeze=${freeze%=*} ;; precision=*) prec=${kv#*=} ;; esac
+  done
   if [ -n "${LAYOUTS:-}" ] && [ $name != $ref ] && [[ " $LAYOUTS " != *" $name "* ]]; then continue; fi
   if [ -n "${LAYOUTS:-}" ] && [ $name = $ref ] && [[ " $LAYOUTS " != *" $ref "* ]] &&
      ! printf '%s\n' "${layouts[@]}" | awk -v r=$ref -v l=" $LAYOUTS " '$2 == r && index(l, " " $1 " ") { f = 1 } END { exit !f }'; then
     continue
   fi
-  frozen=()
-  [ $freeze = none ] || frozen=(--set model.freeze.$freeze=true)
   build_plan $name plans/vlm_tiny.lua "${common[@]}" --set mesh.dp=$dp --set mesh.tp=$tp --set mesh.pp=$pp \
     --set batch.micro=$micro --set zero=$zero --set pipeline.schedule=$sched --set pipeline.virtual=$virt \
     --set recompute=$rc --set model.llm.layers=$layers --set cluster.devices_per_node=$((dp * tp * pp)) \
-    --set precision=$prec "${frozen[@]}"
+    "${sets[@]}"
   run_plan $name --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   if [ $name = $ref ]; then run_plan $ref --steps 0 --save "$WORK/$ref.init" >/dev/null; fi
   if [ $freeze != none ]; then
@@ -90,7 +95,7 @@ for row in "${layouts[@]}"; do
       test "$bad" = 0 -a -n "$moved"
   fi
   [ $name = $ref ] && continue
-  what="dp $dp tp $tp pp $pp $sched v$virt, micro $micro, ZeRO-$zero, recompute $rc, freeze $freeze, $prec"
+  what="dp $dp tp $tp pp $pp $sched v$virt, micro $micro, ZeRO-$zero, recompute $rc${extra:+, $extra}"
   if [ $prec = fp32 ]; then
     loss_tol=$LOSS_TOL norm_tol=$NORM_TOL w_tol=$(reduction_noise $STEPS $((GLOBAL * SEQ)))
   else

@@ -199,6 +199,18 @@ void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *i
                         int P, int C);
 void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
                         int C);
+/* Sequence parallelism: the same, on this tp rank's rows [row0, row0 + rows)
+ * of the microbatch's B*T (out, dout, text, image and their gradients hold
+ * those rows only; they may start and end inside a sample).  The patch
+ * embedding's dw and dpos are this rank's part: the tp group sums them. */
+void wf_patch_embed_rows_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                             const float *pos, long row0, long rows, int T, int IH, int IW, int CH, int p, int D);
+void wf_patch_embed_rows_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                             const uint8_t *image, long row0, long rows, int T, int IH, int IW, int CH, int p, int D);
+void wf_image_merge_rows_fwd(wf_ctx *c, float *out, const float *text, const float *image, long row0, long rows,
+                             int T, int P, int C);
+void wf_image_merge_rows_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, long row0, long rows,
+                             int T, int P, int C);
 /* The current microbatch's images, B * IH * IW * CH bytes (a VLM plan). */
 const uint8_t *wf_images(wf_ctx *c);
 
