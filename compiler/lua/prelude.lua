@@ -1241,9 +1241,6 @@ local function make_plan(spec)
   end
   s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... }")
   if s.model.image then  -- a VLM: what this version runs it with
-    if s.pipeline and type(s.pipeline) == "table" and s.pipeline.schedule == "pipedream-2bw" then
-      fail("pipeline.schedule", "\"pipedream-2bw\" with weft.vlm " .. SUPPORTED_LATER, "\"1f1b\", \"gpipe\", ...")
-    end
     -- ZeRO-3 keeps parameters only as bucket shards, and a frozen
     -- parameter, having no gradient, is in no bucket
     if s.model.frozen and s.zero == 3 then

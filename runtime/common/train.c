@@ -245,6 +245,7 @@ static void log_ready(wf_ctx *c, double *first_loss) {
         if (isnan(*first_loss)) *first_loss = c->ready[i].loss;
         c->last_loss = c->ready[i].loss;
         c->last_norm = c->ready[i].norm;
+        c->last_desc_loss = c->ready[i].desc;
         write_step(c, step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, c->step_ms[(step - 1) % 2]);
     }
     c->n_ready = 0;

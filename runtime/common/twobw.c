@@ -100,6 +100,10 @@ static void load_batch(wf_ctx *c, long r) {
         uint64_t base = (uint64_t)r * (uint64_t)p->global_batch
                       + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;
         long at = ((r % 2) * p->accum + m) * (long)p->micro * p->seq;
+        if (p->image_positions > 0) {  /* a VLM: images and masked targets (batch_vlm.c) */
+            wf_vlm_batch_load(c, (int)((r % 2) * p->accum + m), r, base);
+            continue;
+        }
         for (int j = 0; j < p->micro; j++)
             if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, c->tokens + at + (long)j * p->seq,
                                c->targets + at + (long)j * p->seq, err, sizeof err) != 0)
@@ -200,7 +204,9 @@ static void complete_metrics(wf_ctx *c) {
     wf_watch_what(c, -1, "step metrics all-reduce (over all ranks)");
     WF_MPI(c, MPI_Wait(&c->metrics_req, MPI_STATUS_IGNORE));
     wf_watch_done();
-    double loss = c->metrics_sum[0] / ((double)p->global_batch * p->seq);
+    /* a VLM: the mean over its loss positions (batch_vlm.c) */
+    double loss = c->metrics_sum[0] / (c->vlm ? (c->metrics_positions > 0 ? c->metrics_positions : 1)
+                                              : (double)p->global_batch * p->seq);
     if (!isfinite(loss))
         wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)", loss,
                  c->metrics_step + 1);
@@ -208,6 +214,7 @@ static void complete_metrics(wf_ctx *c) {
     c->ready[c->n_ready].loss = loss;
     c->ready[c->n_ready].lr = c->metrics_lr;
     c->ready[c->n_ready].norm = sqrt(c->metrics_sum[1]);
+    c->ready[c->n_ready].desc = c->metrics_sum[3] > 0 ? c->metrics_sum[2] / c->metrics_sum[3] : NAN;
     c->n_ready++;
     c->metrics_step = -1;
 }
@@ -219,9 +226,12 @@ static void start_metrics(wf_ctx *c, double lr) {
     double sum = wf_local_grad_sq(c);
     c->metrics_sum[0] = c->tp_rank == 0 ? c->loss_sum : 0.0;
     c->metrics_sum[1] = c->dp_rank == 0 ? sum : 0.0;
+    c->metrics_sum[2] = c->tp_rank == 0 ? c->desc_loss_sum : 0.0;  /* a VLM's descriptive positions */
+    c->metrics_sum[3] = c->tp_rank == 0 ? c->desc_count : 0.0;
+    c->metrics_positions = c->vlm ? c->vlm_positions[c->step % 2] : 0;  /* batch step's half */
     c->metrics_lr = lr;
     c->metrics_step = c->step;
-    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->metrics_sum, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->metrics_sum, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                              &c->metrics_req));
 }
 
@@ -241,7 +251,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
         wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
-    c->loss_sum = 0;
+    c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
     wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */

@@ -47,6 +47,9 @@ layouts=(
   "3d_sp       ref     2  2  2  2   2   0    1f1b        1 none      mesh.sp=true"
   "ref_l4      ref_l4  4  1  1  1  16   0    1f1b        1 none"
   "pp2_inter   ref_l4  4  1  1  2   4   0    interleaved 2 none"
+  "tbw_ref     tbw_ref 2  1  1  1  16   0    pipedream-2bw 1 none      clip_grad_norm=0"
+  "tbw_pp2     tbw_ref 2  1  1  2   4   0    pipedream-2bw 1 none      clip_grad_norm=0"
+  "tbw_dp2pp2  tbw_ref 2  2  1  2   2   0    pipedream-2bw 1 none      clip_grad_norm=0"
   "fzv_ref     fzv_ref 2  1  1  1  16   0    1f1b        1 none      model.freeze.vision=true"
   "fzv_z1_dp2  fzv_ref 2  2  1  1   8   1    1f1b        1 none      model.freeze.vision=true"
   "fzv_tp2_sp  fzv_ref 2  1  2  1  16   0    1f1b        1 none      model.freeze.vision=true mesh.sp=true"
@@ -112,6 +115,7 @@ for row in "${layouts[@]}"; do
   fi
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $loss_tol) && ok=1 || ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $norm_tol) || ok=0
+  desc_msg=$(same_field loss_descriptive "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $loss_tol) || ok=0
   # 16-bit: the key biases (the middle third of each fused qkv bias, the
   # LLM's and the encoder's) have a zero gradient in exact arithmetic (softmax
   # ignores a shift shared by all keys), so they hold rounding noise AdamW
@@ -121,7 +125,7 @@ for row in "${layouts[@]}"; do
   w_msg=$("$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
           --norm-tol "$w_tol" --from "$WORK/$ref.init/model.safetensors" "${noise[@]}" \
           --bound "$(adam_reach "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl")" | tail -n 1) || ok=0
-  check "$name ($what): $loss_msg, $norm_msg; $w_msg" test $ok = 1
+  check "$name ($what): $loss_msg, $norm_msg, $desc_msg; $w_msg" test $ok = 1
 done
 # the encoder and projector run on the first pipeline stage only; selective
 # recompute recomputes the encoder's bidirectional attention as such
