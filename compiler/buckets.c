@@ -26,6 +26,7 @@ int pass_buckets(Program *p) {
     int alone_tied = p->zero > 0 && p->pp > 1;
     p->buckets = calloc((size_t)p->n_params, sizeof *p->buckets);
     p->param_numel = calloc((size_t)p->pp, sizeof(long));
+    p->train_numel = calloc((size_t)p->pp, sizeof(long));
     p->n_buckets = 0;
     /* buckets.mb counts gradient bytes as the plan stores them: 16-bit modes 2 a value */
     double el = strcmp(p->precision, "fp32") == 0 ? 4.0 : 2.0;
@@ -35,6 +36,12 @@ int pass_buckets(Program *p) {
         for (int r = 0; r < p->n_params; r++) {
             ir_param *q = &p->params[p->grad_order[r]];
             if (q->stage != stage) continue;
+            if (q->frozen) {  /* after the trainable ones (graph.c sorts them last): no gradient, no bucket */
+                q->offset = offset;
+                q->bucket = -1;
+                offset += q->numel;
+                continue;
+            }
             double bytes = el * (double)q->numel;
             /* a parameter larger than the cap gets a bucket of its own */
             int tied = alone_tied && is_tied(p, p->grad_order[r]);
@@ -53,6 +60,7 @@ int pass_buckets(Program *p) {
             cur->last_param = r;
             cur->ready_after_op = q->last_grad_op;
             offset += q->numel;
+            p->train_numel[stage] = offset;
         }
         p->param_numel[stage] = offset;
     }

@@ -134,7 +134,8 @@ static int tied_role(const Program *p, int k) {
 static void emit_params(writer *o, const Program *p, int stage) {
     char mname[WF_MAX_NAME + 8];
     emit(o, "/* Parameter arena (the gradient arena has the same layout): offsets in floats,\n"
-         " * in the order backward completes the gradients, so each bucket is contiguous. */\n");
+         " * in the order backward completes the gradients, so each bucket is contiguous%s. */\n",
+         p->train_numel[stage] < p->param_numel[stage] ? ";\n * frozen parameters (bucket -1) last, past the gradient arena" : "");
     if (p->zero >= 3)
         emit(o, "/* ZeRO-3: each rank stores only its shards; P_ names where a parameter lies\n"
              " * once its bucket is all-gathered into the gather arena (BUCKETS[k].gather). */\n");
@@ -150,7 +151,7 @@ static void emit_params(writer *o, const Program *p, int stage) {
              " * into this rank's gradient shard, then reused): offsets in floats. */\n", p->zero);
         for (int r = 0; r < p->n_params; r++) {
             const ir_param *q = &p->params[p->grad_order[r]];
-            if (q->stage != stage) continue;
+            if (q->stage != stage || q->frozen) continue;  /* a frozen one has no gradient */
             macro_name("G_", q->name, mname, sizeof mname);
             const ir_bucket *bk = &p->buckets[q->bucket];
             emit(o, "#define %-32s %ldL\n", mname, bk->buffer + q->offset - bk->offset);
@@ -169,7 +170,7 @@ static void emit_params(writer *o, const Program *p, int stage) {
         for (int d = 0; d < q->ndim; d++) emit(o, "%s%ld", d ? ", " : "", q->shape[d]);
         char lit[40];
         emit(o, " }, %s, %s, %d, %d", INIT_NAMES[q->init], float_literal(q->std, lit, sizeof lit),
-          q->decay, q->bucket - first_bucket);
+          q->decay, q->frozen ? -1 : q->bucket - first_bucket);
         static const char *const splits[] = { "WF_SPLIT_NONE", "WF_SPLIT_ROWS", "WF_SPLIT_COLS" };
         emit(o, ",\n      %s, %d, { ", splits[q->split], q->sections);
         for (int d = 0; d < q->ndim; d++) emit(o, "%s%ld", d ? ", " : "", q->gshape[d]);
@@ -384,7 +385,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
       program_slots(p, stage), p->region_numel[stage], program_dact_sets(p, stage),
       strcmp(p->schedule, "pipedream-2bw") == 0);
     if (p->zero) program_fields(o, ".zero = %d, .shards = SHARDS,", p->zero);
-    if (p->zero >= 2) program_fields(o, ".grad_numel = %ldL,", p->grad_buf_numel[stage]);
+    /* the gradient arena: ZeRO-2's bucket buffers, else the trainable prefix of the parameters' */
+    program_fields(o, ".grad_numel = %ldL,", p->zero >= 2 ? p->grad_buf_numel[stage] : p->train_numel[stage]);
     if (p->zero >= 3) program_fields(o, ".gather_numel = %ldL,", p->gather_numel[stage]);
     if (p->offload_params) program_fields(o, ".offload_params = 1,");
     if (p->offload_optimizer) program_fields(o, ".offload_optimizer = 1,");

@@ -281,10 +281,33 @@ void emit_forward_op(writer *o, const Program *p, int i) {
     round_output(o, p, i, &x);
 }
 
+/* Frozen parameters (graph.c's marks): the half op i's backward still
+ * needs, or nothing; such an op is in no fused pair (fuse.c). */
+static void emit_partial_backward(writer *o, const Program *p, int i, const operands *x) {
+    const ir_op *op = &p->ops[i];
+    const op_row *r = op_row_of(op->kind);
+    if (!op->grad_in && !op->grad_w) {
+        emit(o, "    /* %s: no backward (nothing it depends on is trained) */\n", op_name(op->kind));
+        return;
+    }
+    emit_prof(o, p, i);
+    if (op->grad_in) {  /* a frozen op passing gradients back: no parameter gradients */
+        r->emit_bwd_input(o, p, i, x, op_kernels_of(p, op));
+        round_input_grads(o, p, i, x);
+    } else {            /* a trained op on frozen inputs: no input gradients */
+        r->emit_bwd_weight(o, p, i, x, op_kernels_of(p, op));
+        round_param_grads(o, p, i, x);
+    }
+}
+
 void emit_backward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
     get_operands(p, i, &x);
+    if (!op_full_backward(op)) {
+        emit_partial_backward(o, p, i, &x);
+        return;
+    }
     if (op->fused == FUSED_ADD_LN_ADD) {  /* its input gradients are final: round them */
         emit_fused_comment(o, p, i, "backward in");
         round_input_grads(o, p, i, &x);
@@ -333,10 +356,11 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     operands x;
     get_operands(p, i, &x);
     if (op->n_in == 0 || op->n_param == 0) {
-        if (weight != (op->n_in == 0)) return 0;
+        if (weight != (op->n_in == 0) || !(weight ? op->grad_w : op->grad_in)) return 0;
         emit_backward_op(o, p, i);
         return 1;
     }
+    if (!(weight ? op->grad_w : op->grad_in)) return 0;  /* frozen: that half is not needed */
     emit_prof(o, p, i);
     if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
         emit_fused_bwd(o, p, i, &x, 0);

@@ -24,6 +24,7 @@
 
 static int fusable(const Program *p, int i) {
     const ir_op *add = &p->ops[i], *ln = &p->ops[i + 1];
+    if (!op_full_backward(&p->ops[i]) || !op_full_backward(&p->ops[i + 1])) return 0;
     return add->kind == OP_ADD && ln->kind == OP_LAYERNORM && add->n_in == 2 &&
            add->in[0] != add->in[1] && ln->n_in == 1 && ln->in[0] == add->out && ln->n_param == 2 &&
            add->chunk == ln->chunk && add->fused == FUSED_NONE &&
@@ -63,6 +64,7 @@ int count_fused(const Program *p) {
  * LLaMA's swiglu is left alone. */
 static int fusable_linear_gelu(const Program *p, int i) {
     const ir_op *lin = &p->ops[i], *g = &p->ops[i + 1];
+    if (!op_full_backward(&p->ops[i]) || !op_full_backward(&p->ops[i + 1])) return 0;
     return lin->kind == OP_LINEAR && g->kind == OP_GELU && lin->n_in == 1 && g->n_in == 1 &&
            g->in[0] == lin->out && lin->chunk == g->chunk && lin->fused == FUSED_NONE &&
            g->fused == FUSED_NONE && p->tensors[lin->out].rows_div == 1 && p->tensors[g->out].rows_div == 1 &&
@@ -114,7 +116,8 @@ static int readers(const Program *p, int t) {
 static int fusable_linear_dgelu(const Program *p, int i) {
     const ir_op *g = &p->ops[i], *lin = &p->ops[i + 1];
     if (g->kind != OP_GELU || lin->kind != OP_LINEAR || g->n_in != 1 || lin->n_in != 1 ||
-        lin->in[0] != g->out || lin->fused != FUSED_NONE || g->chunk != lin->chunk)
+        lin->in[0] != g->out || lin->fused != FUSED_NONE || g->chunk != lin->chunk ||
+        !op_full_backward(g) || !op_full_backward(lin))
         return 0;
     int pre = g->in[0];
     if (pre <= 0 || p->ops[p->tensors[pre].producer].chunk != g->chunk) return 0;

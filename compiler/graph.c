@@ -13,6 +13,7 @@ static const Program *sort_ctx;
 static int by_completion(const void *a, const void *b) {
     const ir_param *pa = &sort_ctx->params[*(const int *)a];
     const ir_param *pb = &sort_ctx->params[*(const int *)b];
+    if (pa->frozen != pb->frozen) return pa->frozen - pb->frozen;  /* frozen ones last (buckets.c) */
     if (pa->last_grad_op != pb->last_grad_op) return pa->last_grad_op - pb->last_grad_op;
     return *(const int *)a - *(const int *)b;
 }
@@ -34,7 +35,42 @@ long untied_embedding(const Program *p) {
     return 0;
 }
 
+/* What each op's backward computes (weft.vlm's freeze): parameters'
+ * gradients where it has a trainable parameter, input gradients where an
+ * input depends on one.  A frozen encoder before any trainable part thus has
+ * no backward at all; a frozen language model still passes gradients back
+ * to a trainable projector, without computing its own weights'. */
+static int mark_gradients(Program *p) {
+    char *needs = wf_checked(calloc((size_t)p->n_tensors + 1, 1), "gradient marks");
+    for (int i = 0; i < p->n_ops; i++) {
+        ir_op *o = &p->ops[i];
+        int frozen = 0;
+        o->grad_w = o->grad_in = 0;
+        for (int k = 0; k < o->n_param; k++) {
+            frozen |= p->params[o->param[k]].frozen;
+            o->grad_w |= !p->params[o->param[k]].frozen;
+        }
+        if (frozen && o->grad_w) {  /* its backward computes all its parameters' gradients or none */
+            free(needs);
+            return wf_op_error(p, i, "%s: parameter %s is frozen but another of the op's is not",
+                               op_name(o->kind), p->params[o->param[0]].name);
+        }
+        for (int k = 0; k < o->n_in; k++) o->grad_in |= needs[o->in[k]];
+        needs[o->out] = (char)(o->grad_w || o->grad_in);
+        const op_row *r = op_row_of(o->kind);  /* a half of its backward alone: the row's call for it */
+        if (!op_full_backward(o) && (o->grad_in || o->grad_w) && !(o->grad_in ? r->emit_bwd_input : r->emit_bwd_weight)) {
+            free(needs);
+            return wf_op_error(p, i, "%s has no separate %s gradient call, which freezing its %s needs",
+                               op_name(o->kind), o->grad_in ? "input" : "parameter",
+                               o->grad_in ? "parameters" : "inputs");
+        }
+    }
+    free(needs);
+    return 0;
+}
+
 int pass_graph(Program *p) {
+    if (mark_gradients(p) != 0) return -1;
     for (int i = 0; i < p->n_params; i++) p->params[i].last_grad_op = -1;
     for (int i = p->n_ops - 1; i >= 0; i--) {
         int bwd_index = p->n_ops - 1 - i;

@@ -115,6 +115,9 @@ static int load_params(Program *p, lua_State *L, int g) {
         char layout[16];  /* the prelude's mark (Graph:param): nil or "transposed" */
         get_str(L, t, "layout", layout, sizeof layout);
         q->transposed = strcmp(layout, "transposed") == 0;
+        lua_getfield(L, t, "frozen");  /* weft.vlm's freeze (nil: trainable) */
+        q->frozen = lua_toboolean(L, -1);
+        lua_pop(L, 1);
         memcpy(q->gshape, q->shape, sizeof q->gshape);
         q->split = SPLIT_NONE;
         q->sections = 1;

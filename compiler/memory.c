@@ -116,10 +116,11 @@ program_memory program_memory_of(const Program *p, int stage) {
     int slots = program_slots(p, stage), wide = strcmp(p->precision, "fp32") == 0;
     int two_batches = p->sched && p->sched->pro;  /* 2BW without flush */
     double psi = (double)p->param_numel[stage];
+    double trained = (double)p->train_numel[stage];  /* frozen parameters (weft.vlm's freeze) excluded */
     double shard = p->zero ? 4.0 * (double)p->shard_numel[stage] : 0;
-    double moments = p->zero ? shard : 4.0 * psi;  /* one float per element this rank updates */
+    double moments = p->zero ? shard : 4.0 * trained;  /* one float per element this rank updates */
     m.params = p->zero >= 3 ? arena(shard) + arena(4.0 * (double)p->gather_numel[stage]) : arena(4.0 * psi);
-    m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * psi);
+    m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * trained);
     if (p->zero == 1) m.grads += arena(shard);
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
     m.moments = 2 * arena(moments);              /* AdamW m and v */

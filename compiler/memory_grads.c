@@ -16,7 +16,9 @@
  * Those intervals are coloured over each stage's instruction list, in order,
  * lowest free set first; the sets a stage reserves are the most in use at
  * once (1 for a schedule whose backward is one instruction after its
- * receive). */
+ * receive).  Frozen parameters (weft.vlm's freeze) leave gradients out: an
+ * op without a backward touches none, one without input gradients only its
+ * output's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +81,9 @@ static long lay_out_chunk(Program *p, int k) {
         for (int q = 0; q < 4; q++) {
             if (ops[q] < 0) continue;
             const ir_op *o = &p->ops[ops[q]];
+            if (!o->grad_in && !o->grad_w) continue;  /* frozen: it has no backward (graph.c) */
             touch(p, k, &g, o->out, j);
+            if (!o->grad_in) continue;                /* nor input gradients */
             for (int n = 0; n < o->n_in; n++) touch(p, k, &g, o->in[n], j);
         }
     }

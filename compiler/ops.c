@@ -95,15 +95,18 @@ static const op_row table[OP__COUNT] = {
     /* ---- a VLM's vision encoder and its hand-off (ops_vision.c; CPU kernels only) ---- */
     [OP_PATCH_EMBED] = {
         .name = "patch_embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 2, .param_max = 2,
-        .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = replicated_shard,
+        .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = vision_shard,
         .backends = BACKEND_CPU, .cost = COST_GEMM, .flops = patch_embed_flops,
-        .k = FWD_BWD("wf_patch_embed_fwd", "wf_patch_embed_bwd"),
-        .emit_fwd = patch_embed_emit_fwd, .emit_bwd = patch_embed_emit_bwd, .label = "A_PATCHES" },
+        /* all rows; or this tp rank's under sequence parallelism */
+        .k = { { "wf_patch_embed_fwd", "wf_patch_embed_bwd", NULL, NULL },
+               { "wf_patch_embed_rows_fwd", "wf_patch_embed_rows_bwd", NULL, NULL } },
+        .variant = vision_variant, .emit_fwd = patch_embed_emit_fwd, .emit_bwd = patch_embed_emit_bwd, .label = "A_PATCHES" },
     [OP_IMAGE_MERGE] = {
         .name = "image_merge", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,
-        .check = image_merge_check, .shard = replicated_shard, .backends = BACKEND_CPU, .cost = COST_ADD,
-        .k = FWD_BWD("wf_image_merge_fwd", "wf_image_merge_bwd"),
-        .emit_fwd = image_merge_emit_fwd, .emit_bwd = image_merge_emit_bwd, .label = "A_IMAGE_MERGE" },
+        .check = image_merge_check, .shard = vision_shard, .backends = BACKEND_CPU, .cost = COST_ADD,
+        .k = { { "wf_image_merge_fwd", "wf_image_merge_bwd", NULL, NULL },
+               { "wf_image_merge_rows_fwd", "wf_image_merge_rows_bwd", NULL, NULL } },
+        .variant = vision_variant, .emit_fwd = image_merge_emit_fwd, .emit_bwd = image_merge_emit_bwd, .label = "A_IMAGE_MERGE" },
 
     /* ---- added by the shard pass (tensor parallelism; never sharded again) ---- */
     [OP_VOCAB_EMBED] = {

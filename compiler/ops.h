@@ -204,7 +204,8 @@ void kernel_emit_bwd(writer *w, const Program *p, int i, const operands *x, cons
 /* ops_vision.c */
 const char *patch_embed_check(const Program *p, int i);
 long patch_embed_scratch(const Program *p, const ir_op *o);
-int replicated_shard(shard_ctx *r, const ir_op *o);
+int vision_shard(shard_ctx *r, const ir_op *o);
+int vision_variant(const Program *p, const ir_op *o);
 double patch_embed_flops(const Program *p, const ir_op *o);
 void patch_embed_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void patch_embed_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);

@@ -6,7 +6,10 @@
  * patches are its rows [0, P) (the WVLM format puts the placeholders first,
  * runtime/common/data_vlm.h); its rows past P carry zeros through the
  * encoder and are dropped at the hand-off.  Under tensor parallelism both
- * ops run whole on every rank (their inputs and output are replicated). */
+ * ops run whole on every rank (their inputs and output are replicated);
+ * under sequence parallelism each tp rank runs them on its own rows, as the
+ * language model's embedding is (the encoder's stream split as the LLM's):
+ * the patch embedding's parameters then get partial gradients (tp_partial). */
 #include "ops.h"
 
 /* ---- patch_embed: image -> (N, D), weight [D, C, p, p], position embedding [P, D] ---- */
@@ -30,11 +33,17 @@ long patch_embed_scratch(const Program *p, const ir_op *o) {
     return (long)p->image_positions * p->image_c * p->patch * p->patch;
 }
 
-int replicated_shard(shard_ctx *r, const ir_op *o) {
+int vision_shard(shard_ctx *r, const ir_op *o) {
     Program *p = shard_program(r);
-    int out = shard_add(r, o->kind, o, shard_in(r, o, 0), shard_in(r, o, 1), o->n_param > 0 ? o->param[0] : -1,
-                        o->n_param > 1 ? o->param[1] : -1, op_out_width(p, o), 1);
-    return out;
+    int rows_div = p->sp ? p->tp : 1;
+    for (int k = 0; k < o->n_param; k++) p->params[o->param[k]].tp_partial = p->sp;
+    return shard_add(r, o->kind, o, shard_in(r, o, 0), shard_in(r, o, 1), o->n_param > 0 ? o->param[0] : -1,
+                     o->n_param > 1 ? o->param[1] : -1, op_out_width(p, o), rows_div);
+}
+
+/* 1: this tp rank's rows (sequence parallelism) */
+int vision_variant(const Program *p, const ir_op *o) {
+    return p->tensors[o->out].rows_div > 1;
 }
 
 double patch_embed_flops(const Program *p, const ir_op *o) {
@@ -42,13 +51,21 @@ double patch_embed_flops(const Program *p, const ir_op *o) {
 }
 
 void patch_embed_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
+    if (vision_variant(p, &p->ops[i])) {
+        emit(wr, "    %s(c, a + %s, wf_scratch(c), wf_images(c), w + %s, w + %s, %s, %s, T, %d, %d, %d, %d, %ld);\n",
+             k->fwd, x->out, x->w0, x->w1, x->row0, x->rows, p->image_h, p->image_w, p->image_c, p->patch, x->width);
+        return;
+    }
     emit(wr, "    %s(c, a + %s, wf_scratch(c), wf_images(c), w + %s, w + %s, B, T, %d, %d, %d, %d, %ld);\n", k->fwd,
          x->out, x->w0, x->w1, p->image_h, p->image_w, p->image_c, p->patch, x->width);
 }
 
 void patch_embed_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
+    if (vision_variant(p, &p->ops[i])) {
+        emit(wr, "    %s(c, g + %s, g + %s, wf_scratch(c), d + D_%s, wf_images(c), %s, %s, T, %d, %d, %d, %d, %ld);\n",
+             k->bwd, x->g0, x->g1, x->out, x->row0, x->rows, p->image_h, p->image_w, p->image_c, p->patch, x->width);
+        return;
+    }
     emit(wr, "    %s(c, g + %s, g + %s, wf_scratch(c), d + D_%s, wf_images(c), B, T, %d, %d, %d, %d, %ld);\n",
          k->bwd, x->g0, x->g1, x->out, p->image_h, p->image_w, p->image_c, p->patch, x->width);
 }
@@ -64,13 +81,21 @@ const char *image_merge_check(const Program *p, int i) {
 }
 
 void image_merge_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
+    if (vision_variant(p, &p->ops[i])) {
+        emit(wr, "    %s(c, a + %s, a + %s, a + %s, %s, %s, T, %d, %ld);\n", k->fwd, x->out, x->in0, x->in1, x->row0,
+             x->rows, p->image_positions, x->width);
+        return;
+    }
     emit(wr, "    %s(c, a + %s, a + %s, a + %s, B, T, %d, %ld);\n", k->fwd, x->out, x->in0, x->in1, p->image_positions,
          x->width);
 }
 
 void image_merge_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
+    if (vision_variant(p, &p->ops[i])) {
+        emit(wr, "    %s(c, d + D_%s, d + D_%s, d + D_%s, %s, %s, T, %d, %ld);\n", k->bwd, x->in0, x->in1, x->out,
+             x->row0, x->rows, p->image_positions, x->width);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, d + D_%s, d + D_%s, B, T, %d, %ld);\n", k->bwd, x->in0, x->in1, x->out,
          p->image_positions, x->width);
 }

@@ -13,6 +13,7 @@ void program_free(Program *p) {
     free(p->grad_order);
     free(p->buckets);
     free(p->param_numel);
+    free(p->train_numel);
     free(p->act_numel);
     free(p->dact_numel);
     free(p->dact_sets);

@@ -67,6 +67,8 @@ typedef struct {
     int tp_partial;     /* replicated, but each tp rank holds a partial gradient (sp) */
     int transposed;     /* checkpoints store it (out, in), as Hugging Face nn.Linear: the
                            prelude marked it layout = "transposed" (LLaMA's projections) */
+    int frozen;         /* weft.vlm's freeze: no gradient, no optimizer state (laid out after
+                           the stage's trainable parameters, in no bucket) */
     /* set by partition */
     int stage;          /* pipeline stage holding it */
     int tied_to;        /* -1, or the parameter this is a copy of on another stage
@@ -133,7 +135,18 @@ typedef struct {
     int fused;             /* set by graph (fuse.c): FUSED_NONE, or which end of a pair */
     int dgelu;             /* set by graph (fuse.c): DGELU_NONE, or which end of a backward pair */
     int kernel;            /* OP_KERNEL: index into Program.kernels (user_kernel.h) */
+    /* set by graph (frozen parameters, weft.vlm's freeze): what its backward
+     * must compute; neither: no backward at all */
+    int grad_in;           /* its input gradients: an input depends on a trainable parameter */
+    int grad_w;            /* its parameters' gradients: it has a trainable parameter */
 } ir_op;
+
+/* Whether op o's backward is whole: its input gradients (if it has inputs)
+ * and its parameters' gradients (if it has parameters); fuse.c pairs only
+ * such ops.  Frozen parameters (weft.vlm's freeze) leave part or all out. */
+static inline int op_full_backward(const ir_op *o) {
+    return (o->n_in == 0 || o->grad_in) && (o->n_param == 0 || o->grad_w);
+}
 
 /* Fused pairs keep both ops (and their tensors, saved buffers and gradient
  * completion points), so every pass after graph sees the same graph; only
@@ -253,6 +266,7 @@ typedef struct Program {
     ir_bucket *buckets; int n_buckets;
     /* per pipeline stage (arrays of pp): arena sizes in floats */
     long *param_numel;      /* parameters (and gradients) */
+    long *train_numel;      /* its trainable prefix: the gradient arena (frozen parameters follow) */
     long *act_numel;        /* one activation slot, incl. saved buffers (not the region) */
     long *dact_numel;       /* one activation-gradient set (the largest chunk's packed gradients) */
     int *dact_sets;         /* sets a stage reserves: backwards live at once (memory_grads.c) */

@@ -102,6 +102,22 @@ void program_report(const Program *p, FILE *out) {
                 k->fwd, k->bwd, k->flops_fwd, k->flops_bwd, user_kernel_bytes(k, 0), user_kernel_bytes(k, 1));
     }
     fprintf(out, "params    %s (%ld)\n", a, p->n_param_total);
+    long frozen = 0;  /* weft.vlm's freeze: what it leaves out of backward (graph.c) */
+    int no_bwd = 0, half_bwd = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        long whole = 1;  /* the full tensor, whatever tensor parallelism splits */
+        for (int d = 0; d < p->params[k].ndim; d++) whole *= p->params[k].gshape[d];
+        if (p->params[k].frozen && p->params[k].tied_to < 0) frozen += whole;
+    }
+    for (int i = 0; i < p->n_ops; i++) {
+        no_bwd += !p->ops[i].grad_in && !p->ops[i].grad_w;
+        half_bwd += (p->ops[i].grad_in || p->ops[i].grad_w) && !op_full_backward(&p->ops[i]);
+    }
+    if (frozen) {
+        human_count((double)frozen, b, sizeof b);
+        fprintf(out, "frozen    %s (%ld): no gradients, no optimizer state; of %d ops' backwards %d skipped, "
+                     "%d without parameter or input gradients\n", b, frozen, p->n_ops, no_bwd, half_bwd);
+    }
     double tokens = (double)p->global_batch * p->seq;
     human_count(p->flops_per_token * tokens, b, sizeof b);
     human_count(p->flops_per_token, c, sizeof c);

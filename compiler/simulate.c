@@ -329,6 +329,10 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
      * act16, so no backward time of its own; a 16-bit plan with float
      * activations keeps one elementwise pass after the GEMM (linear.cu). */
     if (!calib && o->dgelu == DGELU_GELU && (strcmp(p->precision, "fp32") == 0 || p->act16)) t.b = 0;
+    /* weft.vlm's freeze (graph.c): the part of the backward that is left out */
+    if (!o->grad_in && !o->grad_w) t.b = t.w = 0;
+    else if (!o->grad_w) t.b -= t.w, t.w = 0;      /* input gradients only */
+    else if (o->n_in > 0 && !o->grad_in) t.b = t.w;  /* parameter gradients only */
     return t;
 }
 

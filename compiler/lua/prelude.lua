@@ -772,7 +772,6 @@ end
 ---------------------------------------------------------------------------
 -- Vision-language models (weft.vit, weft.vlm).
 ---------------------------------------------------------------------------
-local VLM_LATER = "is not supported yet by this version of weft"
 
 -- A ViT as SigLIP's vision tower: patch embedding, learned position
 -- embeddings, pre-norm blocks with bidirectional attention and a GELU (tanh)
@@ -851,8 +850,8 @@ local function make_vlm(spec)
     projector = { "boolean", default = false },
     llm = { "boolean", default = false },
   })
-  for _, k in ipairs { "vision", "projector", "llm" } do
-    if freeze[k] then fail("vlm.freeze." .. k, "true: freezing " .. VLM_LATER, "false") end
+  if freeze.vision and freeze.projector and freeze.llm then
+    fail("vlm.freeze", "every part frozen: nothing would train", "at most two of vision, projector and llm true")
   end
   local v, positions = check_vit(respec(s.vision))
   local llm = respec(s.llm)
@@ -893,6 +892,13 @@ local function make_vlm(spec)
   end
   local obj = (family == "llama" and make_llama or make_gpt2)(llm, vision)
   obj.image, obj.vision, obj.image_token = image, make_vit(v), s.image_token
+  -- freeze: a frozen part's parameters get no gradients, no optimizer state
+  -- and no backward of their own (graph.c decides which backward still runs)
+  for _, q in ipairs(obj.graph.params) do
+    local part = q.name:find("^vision_model%.") and "vision"
+              or q.name:find("^multi_modal_projector%.") and "projector" or "llm"
+    if freeze[part] then q.frozen, obj.frozen = true, true end
+  end
   return obj
 end
 
@@ -1235,11 +1241,10 @@ local function make_plan(spec)
   end
   s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... }")
   if s.model.image then  -- a VLM: what this version runs it with
-    if s.mesh and type(s.mesh) == "table" and s.mesh.sp then
-      fail("mesh.sp", "true with weft.vlm " .. SUPPORTED_LATER, "false")
-    end
-    if s.pipeline and type(s.pipeline) == "table" and s.pipeline.schedule == "pipedream-2bw" then
-      fail("pipeline.schedule", "\"pipedream-2bw\" with weft.vlm " .. SUPPORTED_LATER, "\"1f1b\", \"gpipe\", ...")
+    -- ZeRO-3 keeps parameters only as bucket shards, and a frozen
+    -- parameter, having no gradient, is in no bucket
+    if s.model.frozen and s.zero == 3 then
+      fail("zero", "3 with weft.vlm's freeze " .. SUPPORTED_LATER, "0, 1 or 2")
     end
   end
   s.optimizer = rebuild("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")

@@ -7,7 +7,8 @@
  * sampling is a pure function of (seed, global sample index)), so the
  * gradient scale is the same in every layout and no rank waits on another
  * for it.  The loss on the descriptive positions (mask 2: the words the
- * image determines) is reported beside it. */
+ * image determines) is reported beside it.  PipeDream-2BW keeps two batches
+ * in flight: batch r in the buffers' half r % 2, with its own loss scale. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,9 @@ void wf_vlm_batch_setup(wf_ctx *c) {
             if ((tokens[2 * i] | tokens[2 * i + 1] << 8) != p->image_token)
                 wf_fatal(c, "wf_vlm_open", WF_WHERE, "%s: the image placeholders start at position > 0; "
                          "weft.vlm reads them at positions 0 .. %d", c->opt.data, p->image_positions - 1);
-    c->images = wf_alloc(c, (size_t)img * (size_t)p->micro * (size_t)p->accum, "images");
-    c->loss_mask = wf_alloc(c, (size_t)N * (size_t)p->accum, "loss mask");
+    size_t batches = p->prologue ? 2 : 1;  /* 2BW without flush: two batches in flight */
+    c->images = wf_alloc(c, (size_t)img * (size_t)p->micro * (size_t)p->accum * batches, "images");
+    c->loss_mask = wf_alloc(c, (size_t)N * (size_t)p->accum * batches, "loss mask");
 }
 
 /* Loss positions in global samples [g0, g0 + n). */
@@ -44,15 +46,21 @@ static double loss_positions(const wf_ctx *c, uint64_t g0, long n) {
     return count;
 }
 
-/* Microbatch m of the step: global samples base .. base + micro - 1. */
-void wf_vlm_batch_load(wf_ctx *c, int m, uint64_t base) {
+/* A microbatch of batch `batch` (global samples base .. base + micro - 1)
+ * into buffer slot `slot` (the microbatch's index; under 2BW (batch % 2) x
+ * accum + its index). */
+void wf_vlm_batch_load(wf_ctx *c, int slot, long batch, uint64_t base) {
     const wf_program *p = c->p;
     long T = p->seq, N = (long)p->micro * T, img = (long)p->image_h * p->image_w * p->image_c;
     char err[512];
-    if (m == 0) {  /* the step's first microbatch: the global batch's loss positions */
-        c->step_loss_positions = loss_positions(c, (uint64_t)c->step * (uint64_t)p->global_batch, p->global_batch);
-        double n = c->step_loss_positions > 0 ? c->step_loss_positions : 1;
-        c->loss_scale = (float)(1.0 / n);
+    int m = slot;
+    if (slot % p->accum == 0) {  /* the batch's first microbatch: the global batch's loss positions */
+        double n = loss_positions(c, (uint64_t)batch * (uint64_t)p->global_batch, p->global_batch);
+        int half = slot / p->accum;
+        c->vlm_positions[half] = n;
+        c->vlm_scale[half] = (float)(1.0 / (n > 0 ? n : 1));
+        c->step_loss_positions = n;
+        c->loss_scale = c->vlm_scale[half];
     }
     int32_t *tok = c->tokens + (long)m * N, *tgt = c->targets + (long)m * N;
     uint8_t *mask = c->loss_mask + (long)m * N, *im = c->images + (long)m * p->micro * img;

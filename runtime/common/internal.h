@@ -74,9 +74,11 @@ struct wf_ctx {
     wf_data *data;
     /* a VLM (p->image_positions > 0): its WVLM file instead of data (batch_vlm.c) */
     struct wf_vlm *vlm;
-    uint8_t *images;               /* the step's images, accum x B x H*W*C */
-    uint8_t *loss_mask;            /* accum x B*T: 0 no loss, 1 text, 2 descriptive */
+    uint8_t *images;               /* the step's images, accum x B x H*W*C (2BW: two batches) */
+    uint8_t *loss_mask;            /* accum x B*T: 0 no loss, 1 text, 2 descriptive (2BW: two batches) */
     double step_loss_positions;    /* loss positions in the step's global batch */
+    double vlm_positions[2];       /* ... of the batch in each half of the buffers (2BW: batch r in r % 2) */
+    float vlm_scale[2];            /* and its loss scale, 1 / positions */
     double desc_loss_sum, desc_count;  /* this rank's descriptive positions this step */
     double last_desc_loss;         /* the step's mean loss on descriptive positions */
     /* bucket all-reduces in flight */
@@ -96,9 +98,10 @@ struct wf_ctx {
     float *tied_buf;               /* the wte gradient on its way to stage 0 */
     MPI_Request tied_grad_req, tied_w_req[2];
     MPI_Request metrics_req;       /* loss and squared gradient norm of step metrics_step */
-    double metrics_sum[2], metrics_lr;
+    double metrics_sum[4], metrics_lr; /* loss, squared norm; a VLM's descriptive loss sum and count */
+    double metrics_positions;      /* a VLM: the loss positions of batch metrics_step */
     long metrics_step;             /* -1: none in flight */
-    struct { long step; double loss, lr, norm; } ready[2]; /* reduced, not yet logged */
+    struct { long step; double loss, lr, norm, desc; } ready[2]; /* reduced, not yet logged */
     int n_ready;
     double step_ms[2];             /* wall time of the call that optimized step t, at t % 2 */
     double arena_bytes;            /* allocated for training (metrics.c), this rank */
@@ -264,7 +267,7 @@ void wf_opt_ranges_setup(wf_ctx *c);                    /* opt_ranges.c, after w
 float *wf_opt_weights_base(wf_ctx *c, float *weights);  /* what the table's offsets are from */
 float *wf_opt_grads_base(wf_ctx *c);
 void wf_vlm_batch_setup(wf_ctx *c);                     /* batch_vlm.c: a VLM plan's data */
-void wf_vlm_batch_load(wf_ctx *c, int m, uint64_t base);
+void wf_vlm_batch_load(wf_ctx *c, int slot, long batch, uint64_t base);
 void wf_vlm_add_losses(wf_ctx *c);
 void wf_vlm_batch_close(wf_ctx *c);
 void wf_2bw_setup(wf_ctx *c);                           /* twobw.c */

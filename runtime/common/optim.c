@@ -45,7 +45,7 @@ void wf_tp_partial_grads(wf_ctx *c) {
     if (!p->sp || p->tp == 1) return;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
-        if (!q->tp_partial) continue;
+        if (!q->tp_partial || q->bucket < 0) continue;  /* a frozen one has no gradient */
         /* tp ranks share the bucket layout, so (ZeRO >= 2) also the shard */
         long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;
         if (hi <= lo) continue;

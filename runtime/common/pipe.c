@@ -83,7 +83,7 @@ void wf_tied_grads(wf_ctx *c) {
     const wf_program *p = c->p;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
-        if (!q->tied) continue;
+        if (!q->tied || q->bucket < 0) continue;  /* a frozen one has no gradient */
         /* under ZeRO both copies are alone in a bucket, so sharded alike:
          * ZeRO >= 2 sums just this rank's shard */
         long lo = p->zero >= 2 ? c->own_lo[k] : 0, hi = p->zero >= 2 ? c->own_hi[k] : q->numel;

@@ -92,8 +92,10 @@ const int32_t *wf_targets(wf_ctx *c) { return wf_targets_of(c, c->micro_index); 
 const int32_t *wf_tokens_of(wf_ctx *c, int m) { return c->tokens + (long)m * c->p->micro * c->p->seq; }
 const int32_t *wf_targets_of(wf_ctx *c, int m) { return c->targets + (long)m * c->p->micro * c->p->seq; }
 float wf_loss_scale(wf_ctx *c) {
-    if (c->p->precision == WF_FP16) return (float)(c->loss_scale * c->scaler.scale);
-    return c->loss_scale;
+    /* a VLM: its microbatch's batch's (batch_vlm.c; two batches under 2BW) */
+    float scale = c->vlm ? c->vlm_scale[c->micro_index / c->p->accum] : c->loss_scale;
+    if (c->p->precision == WF_FP16) return (float)(scale * c->scaler.scale);
+    return scale;
 }
 float *wf_losses(wf_ctx *c) { return c->losses; }
 void wf_add_loss(wf_ctx *c, double loss_sum) {
@@ -114,7 +116,7 @@ static void load_micro(wf_ctx *c, int m) {
     int32_t *tgt = c->targets + (long)m * p->micro * p->seq;
     wf_backend_host_write(c);
     if (p->image_positions > 0) {  /* a VLM: images and masked targets (batch_vlm.c) */
-        wf_vlm_batch_load(c, m, base);
+        wf_vlm_batch_load(c, m, c->step, base);
         return;
     }
     for (int j = 0; j < p->micro; j++) {
@@ -252,7 +254,7 @@ void wf_optimizer_step(wf_ctx *c) {
     c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
     if (p->precision != WF_FP32 && !p->grad_accum32) {  /* the reduced gradients, stored in 16 bits */
         if (p->zero >= 2) wf_backend_round_copy(c, p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
-        else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
+        else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
     }
     float unscale = 1.0f;  /* fp16: divides the loss scale out, before clipping */
     if (p->precision == WF_FP16) {

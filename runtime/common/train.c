@@ -159,7 +159,7 @@ static void allocate(wf_ctx *c) {
     if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
     else c->params = wf_alloc(c, np, "parameters");
     if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
-    else c->grads = wf_alloc(c, np, "gradients");
+    else c->grads = wf_alloc(c, (size_t)(p->grad_numel ? p->grad_numel : 1) * sizeof(float), "gradients");
     wf_zero_setup(c);
     wf_opt_ranges_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
@@ -246,6 +246,7 @@ static void log_ready(wf_ctx *c, double *first_loss) {
         if (isnan(*first_loss)) *first_loss = c->ready[i].loss;
         c->last_loss = c->ready[i].loss;
         c->last_norm = c->ready[i].norm;
+        c->last_desc_loss = c->ready[i].desc;
         write_step(c, step, c->ready[i].loss, c->ready[i].lr, c->ready[i].norm, c->step_ms[(step - 1) % 2]);
     }
     c->n_ready = 0;

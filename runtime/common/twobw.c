@@ -100,6 +100,10 @@ static void load_batch(wf_ctx *c, long r) {
         uint64_t base = (uint64_t)r * (uint64_t)p->global_batch
                       + ((uint64_t)m * p->dp + (uint64_t)c->dp_rank) * (uint64_t)p->micro;
         long at = ((r % 2) * p->accum + m) * (long)p->micro * p->seq;
+        if (p->image_positions > 0) {  /* a VLM: images and masked targets (batch_vlm.c) */
+            wf_vlm_batch_load(c, (int)((r % 2) * p->accum + m), r, base);
+            continue;
+        }
         for (int j = 0; j < p->micro; j++)
             if (wf_data_sample(c->data, p->seed, base + (uint64_t)j, c->tokens + at + (long)j * p->seq,
                                c->targets + at + (long)j * p->seq, err, sizeof err) != 0)
@@ -142,6 +146,7 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
 void wf_tied_send_grad(wf_ctx *c) {
     if (deferred(c, TAIL_SEND_GRAD, 0)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
+    if (q->bucket < 0) return;  /* frozen: no gradient (both copies are) */
     wf_buckets_wait(c);  /* its dp reduction first */
     wf_backend_sync(c);  /* host MPI and copies on the arenas below */
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
@@ -156,6 +161,7 @@ void wf_tied_send_grad(wf_ctx *c) {
 void wf_tied_recv_grad(wf_ctx *c) {
     if (deferred(c, TAIL_RECV_GRAD, 0)) return;
     const wf_param *q = &c->p->params[tied_param(c)];
+    if (q->bucket < 0) return;  /* frozen: no gradient (both copies are) */
     wf_buckets_wait(c);
     wf_backend_sync(c);
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte gradient from the last stage");
@@ -198,7 +204,9 @@ static void complete_metrics(wf_ctx *c) {
     wf_watch_what(c, -1, "step metrics all-reduce (over all ranks)");
     WF_MPI(c, MPI_Wait(&c->metrics_req, MPI_STATUS_IGNORE));
     wf_watch_done();
-    double loss = c->metrics_sum[0] / ((double)p->global_batch * p->seq);
+    /* a VLM: the mean over its loss positions (batch_vlm.c) */
+    double loss = c->metrics_sum[0] / (c->vlm ? (c->metrics_positions > 0 ? c->metrics_positions : 1)
+                                              : (double)p->global_batch * p->seq);
     if (!isfinite(loss))
         wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)", loss,
                  c->metrics_step + 1);
@@ -206,6 +214,7 @@ static void complete_metrics(wf_ctx *c) {
     c->ready[c->n_ready].loss = loss;
     c->ready[c->n_ready].lr = c->metrics_lr;
     c->ready[c->n_ready].norm = sqrt(c->metrics_sum[1]);
+    c->ready[c->n_ready].desc = c->metrics_sum[3] > 0 ? c->metrics_sum[2] / c->metrics_sum[3] : NAN;
     c->n_ready++;
     c->metrics_step = -1;
 }
@@ -217,9 +226,12 @@ static void start_metrics(wf_ctx *c, double lr) {
     double sum = wf_local_grad_sq(c);
     c->metrics_sum[0] = c->tp_rank == 0 ? c->loss_sum : 0.0;
     c->metrics_sum[1] = c->dp_rank == 0 ? sum : 0.0;
+    c->metrics_sum[2] = c->tp_rank == 0 ? c->desc_loss_sum : 0.0;  /* a VLM's descriptive positions */
+    c->metrics_sum[3] = c->tp_rank == 0 ? c->desc_count : 0.0;
+    c->metrics_positions = c->vlm ? c->vlm_positions[c->step % 2] : 0;  /* batch step's half */
     c->metrics_lr = lr;
     c->metrics_step = c->step;
-    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->metrics_sum, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+    WF_MPI(c, MPI_Iallreduce(MPI_IN_PLACE, c->metrics_sum, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                              &c->metrics_req));
 }
 
@@ -236,10 +248,10 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     complete_metrics(c);
     wf_tp_partial_grads(c);
     if (p->precision != WF_FP32 && !p->grad_accum32)  /* the reduced gradients, in 16 bits (as step.c) */
-        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->param_numel);
+        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
-    c->loss_sum = 0;
+    c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
     wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
@@ -248,7 +260,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     /* in stream order: a host memset here raced the CUDA backend's AdamW,
      * still queued on the stream, which then read zeroed gradients (every
      * 2BW step left the weights as they were; found by tests/e2e/cuda_emu_run.sh) */
-    wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->param_numel);
+    wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->grad_numel);
     c->last_lr = lr;
     c->step++;
 }

@@ -18,10 +18,10 @@ void wf_zero_setup(wf_ctx *c) {
     c->own_lo = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "ZeRO ranges");
     c->own_hi = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "ZeRO ranges");
     c->moment_base = wf_alloc(c, sizeof(long) * (size_t)p->n_params, "ZeRO ranges");
-    c->moment_numel = p->param_numel;
+    c->moment_numel = p->grad_numel;  /* the trainable prefix: a frozen parameter updates nothing */
     for (int k = 0; k < p->n_params; k++) {
         c->own_lo[k] = 0;
-        c->own_hi[k] = p->params[k].numel;
+        c->own_hi[k] = p->params[k].bucket < 0 ? 0 : p->params[k].numel;
         c->moment_base[k] = p->params[k].offset;
     }
     if (!p->zero) return;
@@ -52,6 +52,7 @@ void wf_zero_setup(wf_ctx *c) {
     }
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
+        if (q->bucket < 0) continue;  /* frozen: owns nothing (0, 0 above) */
         const wf_bucket *bk = &p->buckets[q->bucket];
         long lo = bk->offset + shard_at(p, q->bucket, c->dp_rank);
         long hi = bk->offset + shard_at(p, q->bucket, c->dp_rank + 1);

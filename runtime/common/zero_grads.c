@@ -46,5 +46,5 @@ float *wf_own_grad(wf_ctx *c, int k) {
 void wf_zero_grads_clear(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->zero >= 2) wf_backend_zero(c, c->grad_shard, sizeof(float) * (size_t)c->moment_numel);
-    else wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->param_numel);
+    else wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->grad_numel);
 }

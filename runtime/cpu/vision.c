@@ -97,3 +97,74 @@ void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dou
             for (int i = 0; i < C; i++) d[i] += dout[at + i];
         }
 }
+
+/* ---- sequence parallelism: this tp rank's rows [row0, row0 + rows) of the
+ * microbatch's B*T, which may start and end inside a sample ---- */
+
+/* Runs body once for each sample b that rows [row0, row0 + rows) meet, with
+ * its positions [t0, t1) among them, the first of them local row n. */
+#define FOR_SAMPLE_SPANS(row0, rows, T, body)                                   \
+    for (long n_ = (row0); n_ < (row0) + (rows);) {                             \
+        long b = n_ / (T), stop_ = (b + 1) * (T) < (row0) + (rows) ? (b + 1) * (T) : (row0) + (rows); \
+        int t0 = (int)(n_ - b * (T)), t1 = (int)(stop_ - b * (T));              \
+        long n = n_ - (row0);                                                   \
+        body                                                                    \
+        n_ = stop_;                                                             \
+    }
+
+void wf_patch_embed_rows_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                             const float *pos, long row0, long rows, int T, int IH, int IW, int CH, int p, int D)
+{
+    (void)c;
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    FOR_SAMPLE_SPANS(row0, rows, T, {
+        float *o = out + n * D;
+        int i1 = t1 < P ? t1 : P;  /* image rows [t0, i1), then zeros */
+        if (t0 < i1) {
+            patches_of(scratch, image + b * IH * IW * CH, IH, IW, CH, p);
+            wf_sgemm(0, 1, i1 - t0, D, K, 1.0f, scratch + (long)t0 * K, K, w, K, 0.0f, o, D);
+            for (int t = t0; t < i1; t++)
+                for (int d = 0; d < D; d++) o[(long)(t - t0) * D + d] += pos[(long)t * D + d];
+        }
+        int z0 = t0 > P ? t0 : P;
+        if (z0 < t1) memset(o + (long)(z0 - t0) * D, 0, sizeof(float) * (size_t)(t1 - z0) * (size_t)D);
+    })
+}
+
+/* this rank's part of dw and dpos (the tp group sums them: tp_partial) */
+void wf_patch_embed_rows_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                             const uint8_t *image, long row0, long rows, int T, int IH, int IW, int CH, int p, int D)
+{
+    (void)c;
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    FOR_SAMPLE_SPANS(row0, rows, T, {
+        const float *g = dout + n * D;
+        int i1 = t1 < P ? t1 : P;
+        if (t0 < i1) {
+            patches_of(scratch, image + b * IH * IW * CH, IH, IW, CH, p);
+            wf_sgemm(1, 0, D, K, i1 - t0, 1.0f, g, D, scratch + (long)t0 * K, K, 1.0f, dw, K);
+            for (int t = t0; t < i1; t++)
+                for (int d = 0; d < D; d++) dpos[(long)t * D + d] += g[(long)(t - t0) * D + d];
+        }
+    })
+}
+
+void wf_image_merge_rows_fwd(wf_ctx *c, float *out, const float *text, const float *image, long row0, long rows,
+                             int T, int P, int C)
+{
+    (void)c;
+    for (long i = 0; i < rows; i++) {
+        const float *src = (row0 + i) % T < P ? image : text;
+        memcpy(out + i * C, src + i * C, sizeof(float) * (size_t)C);
+    }
+}
+
+void wf_image_merge_rows_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, long row0, long rows,
+                             int T, int P, int C)
+{
+    (void)c;
+    for (long i = 0; i < rows; i++) {
+        float *d = ((row0 + i) % T < P ? dimage : dtext) + i * C;
+        for (int j = 0; j < C; j++) d[j] += dout[i * C + j];
+    }
+}

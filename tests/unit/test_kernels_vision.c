@@ -9,7 +9,9 @@
  *          match again (backward kernels accumulate).
  * Attention is checked for prefix = 0 (causal: and then equal to
  * wf_attention_fwd bit for bit), a middle prefix, and prefix = T (fully
- * bidirectional).  Then self-tests: a gradient scaled by 1.01 must be
+ * bidirectional).  Sequence parallelism's row kernels (wf_patch_embed_rows_*,
+ * wf_image_merge_rows_*) are checked the same way, called on three slices of
+ * the rows in turn.  Then self-tests: a gradient scaled by 1.01 must be
  * reported wrong, and so must a causal kernel checked against the
  * bidirectional reference.
  * Tolerance: |got - ref| <= max(ATOL, RTOL |ref|), as in test_kernels.c:
@@ -127,6 +129,43 @@ static void att_bwd(float *const *x, float *const *g, const float *dout)
 }
 
 static void merge_fwd(float *const *x, float *out) { wf_image_merge_fwd(NULL, out, x[0], x[1], B, T, P, C); }
+
+/* Sequence parallelism's row kernels, called on g_parts equal slices of the
+ * N rows in turn (as g_parts tp ranks would, each on its own rows): the
+ * slices together must be the whole kernel, so the same reference and finite
+ * differences check them; the parameter gradients are the slices' sum (the
+ * tp group's all-reduce of a tp_partial gradient). */
+static int g_parts = 1;
+static void pe_rows_fwd(float *const *x, float *out)
+{
+    long rows = N / g_parts;
+    for (int r = 0; r < g_parts; r++)
+        wf_patch_embed_rows_fwd(NULL, out + r * rows * C, g_scratch, g_img, x[0], x[1], r * rows, rows, T, IH, IW,
+                                CH, PATCH, C);
+}
+static void pe_rows_bwd(float *const *x, float *const *g, const float *dout)
+{
+    (void)x;
+    long rows = N / g_parts;
+    for (int r = 0; r < g_parts; r++)
+        wf_patch_embed_rows_bwd(NULL, g[0], g[1], g_scratch, dout + r * rows * C, g_img, r * rows, rows, T, IH,
+                                IW, CH, PATCH, C);
+}
+static void merge_rows_fwd(float *const *x, float *out)
+{
+    long rows = N / g_parts;
+    for (int r = 0; r < g_parts; r++)
+        wf_image_merge_rows_fwd(NULL, out + r * rows * C, x[0] + r * rows * C, x[1] + r * rows * C, r * rows, rows,
+                                T, P, C);
+}
+static void merge_rows_bwd(float *const *x, float *const *g, const float *dout)
+{
+    (void)x;
+    long rows = N / g_parts;
+    for (int r = 0; r < g_parts; r++)
+        wf_image_merge_rows_bwd(NULL, g[0] + r * rows * C, g[1] + r * rows * C, dout + r * rows * C, r * rows, rows,
+                                T, P, C);
+}
 static void merge_bwd(float *const *x, float *const *g, const float *dout)
 {
     (void)x;
@@ -135,8 +174,9 @@ static void merge_bwd(float *const *x, float *const *g, const float *dout)
 
 /* ---- the configurations ------------------------------------------------------- */
 
-static void test_patch_embed(int b, int t, int ih, int iw, int ch, int patch, int c)
+static void test_patch_embed(int b, int t, int ih, int iw, int ch, int patch, int c, int parts)
 {
+    g_parts = parts;
     B = b, T = t, IH = ih, IW = iw, CH = ch, PATCH = patch, C = c, N = B * T;
     P = (IH / PATCH) * (IW / PATCH), K = CH * PATCH * PATCH;
     g_img = xmalloc((size_t)B * IH * IW * CH);
@@ -145,9 +185,9 @@ static void test_patch_embed(int b, int t, int ih, int iw, int ch, int patch, in
     kernel k = { "patch_embed", 2, { (long)C * K, (long)P * C }, (long)N * C,
                  { frand((long)C * K, -0.3, 0.3), frand((long)P * C, -0.5, 0.5) },
                  { xmalloc(sizeof(float) * (size_t)C * K), xmalloc(sizeof(float) * (size_t)P * C) }, ref_patch_embed,
-                 pe_fwd, pe_bwd };
+                 parts > 1 ? pe_rows_fwd : pe_fwd, parts > 1 ? pe_rows_bwd : pe_bwd };
     char cfg[80];
-    snprintf(cfg, sizeof cfg, "B%d T%d %dx%dx%d p%d D%d", B, T, IH, IW, CH, PATCH, C);
+    snprintf(cfg, sizeof cfg, "B%d T%d %dx%dx%d p%d D%d%s", B, T, IH, IW, CH, PATCH, C, parts > 1 ? " rows/3" : "");
     check(&k, cfg, 1.0f, 0);
     for (int a = 0; a < 2; a++) free(k.x[a]), free(k.g[a]);
     free(g_img), free(g_scratch);
@@ -178,15 +218,16 @@ static void test_attention(int b, int t, int c, int h, int prefix, int kernel_pr
     free(k.x[0]), free(k.g[0]), free(g_att), free(g_out), free(g_scratch);
 }
 
-static void test_merge(int b, int t, int p, int c)
+static void test_merge(int b, int t, int p, int c, int parts)
 {
     B = b, T = t, P = p, C = c, N = B * T;
+    g_parts = parts;
     kernel k = { "image_merge", 2, { (long)N * C, (long)N * C }, (long)N * C,
                  { frand((long)N * C, -1, 1), frand((long)N * C, -1, 1) },
                  { xmalloc(sizeof(float) * (size_t)N * C), xmalloc(sizeof(float) * (size_t)N * C) }, ref_merge,
-                 merge_fwd, merge_bwd };
+                 parts > 1 ? merge_rows_fwd : merge_fwd, parts > 1 ? merge_rows_bwd : merge_bwd };
     char cfg[80];
-    snprintf(cfg, sizeof cfg, "B%d T%d P%d C%d", B, T, P, C);
+    snprintf(cfg, sizeof cfg, "B%d T%d P%d C%d%s", B, T, P, C, parts > 1 ? " rows/3" : "");
     check(&k, cfg, 1.0f, 0);
     for (int a = 0; a < 2; a++) free(k.x[a]), free(k.g[a]);
 }
@@ -219,15 +260,20 @@ static void test_xent_ignore(void)
 
 int main(void)
 {
-    test_patch_embed(2, 7, 4, 6, 3, 2, 5);   /* P = 6 < T = 7: a text row after the image */
-    test_patch_embed(1, 4, 8, 8, 3, 4, 3);   /* P = T = 4 */
-    test_patch_embed(2, 9, 6, 3, 1, 3, 4);   /* one channel, P = 2 */
+    test_patch_embed(2, 7, 4, 6, 3, 2, 5, 1);   /* P = 6 < T = 7: a text row after the image */
+    test_patch_embed(1, 4, 8, 8, 3, 4, 3, 1);   /* P = T = 4 */
+    test_patch_embed(2, 9, 6, 3, 1, 3, 4, 1);   /* one channel, P = 2 */
+    /* sequence parallelism: 3 slices of 6 rows, the middle one across samples
+     * (rows 6-8 of sample 0, image rows 0-2 of sample 1) */
+    test_patch_embed(2, 9, 4, 6, 3, 2, 5, 3);   /* P = 6: slices end inside the image */
+    test_patch_embed(2, 9, 6, 3, 1, 3, 4, 3);   /* P = 2 */
     test_attention(2, 7, 6, 2, 0, 0, 1.0f, 0);
     test_attention(2, 7, 6, 2, 3, 3, 1.0f, 0);
     test_attention(2, 7, 6, 2, 7, 7, 1.0f, 0);
     test_attention(1, 5, 9, 3, 5, 5, 1.0f, 0);
-    test_merge(2, 7, 3, 4);
-    test_merge(1, 4, 4, 3);
+    test_merge(2, 7, 3, 4, 1);
+    test_merge(1, 4, 4, 3, 1);
+    test_merge(2, 9, 4, 3, 3);  /* 3 slices of 6 rows */
     test_xent_ignore();
     /* self-tests: the checker fails a wrong gradient and a wrong mask */
     test_attention(2, 7, 6, 2, 7, 7, 1.01f, 1);

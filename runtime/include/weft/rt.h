@@ -199,6 +199,18 @@ void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *i
                         int P, int C);
 void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
                         int C);
+/* Sequence parallelism: the same, on this tp rank's rows [row0, row0 + rows)
+ * of the microbatch's B*T (out, dout, text, image and their gradients hold
+ * those rows only; they may start and end inside a sample).  The patch
+ * embedding's dw and dpos are this rank's part: the tp group sums them. */
+void wf_patch_embed_rows_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                             const float *pos, long row0, long rows, int T, int IH, int IW, int CH, int p, int D);
+void wf_patch_embed_rows_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                             const uint8_t *image, long row0, long rows, int T, int IH, int IW, int CH, int p, int D);
+void wf_image_merge_rows_fwd(wf_ctx *c, float *out, const float *text, const float *image, long row0, long rows,
+                             int T, int P, int C);
+void wf_image_merge_rows_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, long row0, long rows,
+                             int T, int P, int C);
 /* The current microbatch's images, B * IH * IW * CH bytes (a VLM plan). */
 const uint8_t *wf_images(wf_ctx *c);
 
@@ -298,7 +310,8 @@ typedef struct wf_param {
     enum wf_init init;
     float std;          /* for WF_INIT_NORMAL */
     int decay;          /* 1: weight decay applies (matrices), 0: biases, norms */
-    int bucket;         /* bucket holding this parameter's gradient */
+    int bucket;         /* bucket holding this parameter's gradient; -1: frozen (weft.vlm's
+                           freeze), no gradient or optimizer state, past grad_numel */
     /* tensor parallelism: shape[] is this rank's part of a gshape[] tensor */
     int split;          /* WF_SPLIT_NONE (replicated), WF_SPLIT_ROWS, WF_SPLIT_COLS */
     int sections;       /* column blocks split separately (3 for fused q, k, v) */
@@ -368,7 +381,8 @@ typedef struct wf_program {
     int scale_dynamic, scale_window, scale_hysteresis;
     double scale_initial, scale_min;
     int offload_params;      /* ZeRO-3: the parameter shard in host memory */
-    long grad_numel;         /* ZeRO >= 2: the bucket-buffer arena (gradients), floats */
+    long grad_numel;         /* the gradient arena, floats: ZeRO >= 2 its bucket buffers, else the
+                                parameter arena's trainable prefix (frozen parameters follow it) */
     long gather_numel;       /* ZeRO-3: the gather arena (parameters in use), floats */
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
