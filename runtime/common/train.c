@@ -180,6 +180,8 @@ static void allocate(wf_ctx *c) {
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)sets * sizeof(float), "activation gradients");
     if (p->weight_delay) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
+    if (p->stage16_numel > 0)  /* act16 on the CPU (cpu/stage16.h) */
+        c->stage16 = wf_alloc(c, (size_t)p->stage16_numel * sizeof(float), "16-bit activation staging");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
     c->comm = wf_alloc(c, (size_t)p->comm_numel * sizeof(float), "tensor-parallel staging");
     c->recv = wf_alloc(c, (size_t)p->recv_buffers * (size_t)p->recv_numel * sizeof(float),
