@@ -84,7 +84,7 @@ typedef struct {
 enum { ROWS_TOKENS };
 /* How an activation is stored: floats, or the plan's 16-bit type two a float
  * (act16; set by the memory pass).  bf16 / fp16 values kept in floats (the
- * CPU backend's rounding) are stored as DTYPE_FP32. */
+ * CPU backend's rounding under WEFT_ACT16=0) are stored as DTYPE_FP32. */
 enum { DTYPE_FP32, DTYPE_BF16, DTYPE_FP16 };
 
 /* An activation: rows x width values, plus what an op saves for backward. */
