@@ -4,9 +4,10 @@
 #include "program.h"
 
 static const wf_backend BACKENDS[] = {
-    /* C for CPUs: floats throughout, attention keeps a log-sum-exp per query
-     * row (runtime/cpu/attention.c), and the host is the device */
-    { .name = "cpu", .suffix = "c", .attention_lse = 1 },
+    /* C for CPUs: float kernels (on 16-bit activations staged as floats,
+     * act16.c), attention keeps a log-sum-exp per query row
+     * (runtime/cpu/attention.c), and the host is the device */
+    { .name = "cpu", .suffix = "c", .act16 = 1, .act16_staged = 1, .attention_lse = 1 },
     /* CUDA C++ for NVIDIA GPUs (runtime/cuda) */
     { .name = "cuda", .suffix = "cu", .cuda_cxx = 1, .act16 = 1, .attention_lse = 1,
       .runtime_buffers = 1, .separate_memory = 1, .check = cuda_backend_check },

@@ -13,6 +13,8 @@ typedef struct wf_backend {
     int cuda_cxx;             /* the program text is CUDA C++ (make_program, a CUDA
                                  build file, NCCL settings in launch.sh) */
     int act16;                /* may store activations in 16 bits under bf16 / fp16 (act16.c) */
+    int act16_staged;         /* ... with float kernels on staged operands (runtime/cpu/stage16.h):
+                                 no 16-bit weight copies, the LM head's dlogits stay float */
     int attention_lse;        /* attention saves only a log-sum-exp per query row and
                                  head (flash style), not the (T, T) probabilities */
     int runtime_buffers;      /* the runtime allocates buffers of its own at the first

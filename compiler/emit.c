@@ -410,9 +410,10 @@ static void emit_main(writer *o, const Program *p, int stage) {
     /* 16-bit data-parallel gradient sums (plan.dp_comm) */
     if (p->dp > 1 && dp_comm16(p))
         program_fields(o, ".dp_comm16 = 1, .dp16_numel = %ldL,", dp16_staging_numel(p, stage));
-    /* 16-bit activation storage (act16.c): CUDA, bf16 / fp16 */
+    /* 16-bit activation storage (act16.c): bf16 / fp16 */
     program_fields(o, ".act16 = %d, .cast_numel = %ldL, .weight16_numel = %ldL,", p->act16, p->cast_numel[stage],
       p->weight16_numel[stage]);
+    if (p->stage16_numel[stage]) program_fields(o, ".stage16_numel = %ldL,", p->stage16_numel[stage]);
     program_fields(o, ".lr = %.9g, .min_lr = %.9g, .beta1 = %.9g, .beta2 = %.9g, .eps = %.9g,",
       p->lr, p->min_lr, p->beta1, p->beta2, p->eps);
     program_fields(o, ".weight_decay = %.9g, .clip = %.9g, .warmup = %d, .steps = %d,",

@@ -110,9 +110,11 @@ void get_operands(const Program *p, int i, operands *x) {
  *     = "fp32", which accumulates them in floats);
  * saved buffers (layernorm statistics, attention probabilities) stay fp32.
  * Nothing is emitted under fp32, whose programs are unchanged.  Under act16
- * (act16.c: --backend cuda) the kernels store activations and their
- * gradients as rounded 16-bit values themselves: only parameter gradients
- * are rounded here. */
+ * (act16.c) the kernels store activations and their gradients as rounded
+ * 16-bit values themselves: only parameter gradients are rounded here.  On
+ * the CPU a comment marks where the kernel's staging rounds what the float-
+ * storage program would round with a call (tests count the roundings on a
+ * value's path from them, tests/e2e/lib.sh's rounding_sites). */
 static const char *round_fn(const Program *p) {
     if (strcmp(p->precision, "bf16") == 0) return "wf_to_bf16";
     if (strcmp(p->precision, "fp16") == 0) return "wf_to_fp16";
@@ -124,15 +126,23 @@ static const char *act_round_fn(const Program *p) {
     return p->act16 ? NULL : round_fn(p);
 }
 
+/* the CPU's act16: a kernel's staging rounds here (stage16.h) */
+static int staged(const Program *p) { return p->act16 && backend_of(p)->act16_staged; }
+
 static void round_output(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = act_round_fn(p);
-    if (!fn || op_row_of(p->ops[i].kind)->loss) return;
+    if (op_row_of(p->ops[i].kind)->loss) return;
+    if (staged(p)) emit(o, "    /* a + %s: stored rounded to %s */\n", x->out, p->precision);
+    if (!fn) return;
     emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
 }
 
 static void round_input_grads(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = act_round_fn(p);
     const ir_op *op = &p->ops[i];
+    if (staged(p))
+        for (int k = 0; k < op->n_in; k++)
+            emit(o, "    /* d + D_%s: stored rounded to %s */\n", k ? x->in1 : x->in0, p->precision);
     if (!fn) return;
     for (int k = 0; k < op->n_in; k++) {
         const ir_tensor *t = &p->tensors[op->in[k]];

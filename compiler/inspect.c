@@ -203,7 +203,7 @@ int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out)
         fprintf(out, "plan %s: dp %d x tp %d x pp %d = %d ranks, %s schedule, %d microbatches\n",
                 p->plan_name, p->dp, p->tp, p->pp, p->world, p->pp > 1 ? p->schedule : "single-stage",
                 p->accum);
-        if (p->act16)  /* act16.c: --backend cuda, bf16 / fp16 */
+        if (p->act16)  /* act16.c: bf16 / fp16 */
             fprintf(out, "activations: %s (16-bit storage)\n", p->precision);
         if (count_fused(p) > 0) {  /* fuse.c: which layernorms take their add along */
             fprintf(out, "fused residual_layernorm (add + layernorm in one kernel), %d:", count_fused(p));

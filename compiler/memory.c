@@ -139,6 +139,8 @@ program_memory program_memory_of(const Program *p, int stage) {
     m.scratch += arena(4.0 * (double)recv * (double)recv_numel);
     m.cast = p->act16 && p->cast_numel ? 4.0 * (double)p->cast_numel[stage] : 0;
     m.w16 = p->act16 && p->weight16_numel ? 4.0 * (double)p->weight16_numel[stage] : 0;
+    /* act16 on the CPU: the float staging of a kernel call (runtime/cpu/stage16.h) */
+    if (p->stage16_numel && p->stage16_numel[stage] > 0) m.scratch += 4.0 * (double)p->stage16_numel[stage];
     m.runtime = tables(p, stage) + (two_batches ? tied_buffer(p, stage) : 0);
     if (runtime_buffers(p)) m.runtime += cuda_buffers(p, stage);
     m.host = 0;
@@ -317,9 +319,11 @@ int pass_memory(Program *p) {
     if (p->tp > 1 && (p->act16 || tp_comm16(p)) && p->sp) p->comm_numel += align16((whole + p->tp - 1) / p->tp);
     p->cast_numel = calloc((size_t)p->pp, sizeof(long));
     p->weight16_numel = calloc((size_t)p->pp, sizeof(long));
+    p->stage16_numel = calloc((size_t)p->pp, sizeof(long));
     for (int stage = 0; stage < p->pp; stage++) {
         p->cast_numel[stage] = act16_cast_numel(p, stage);
         p->weight16_numel[stage] = act16_weight16_numel(p, stage);
+        p->stage16_numel[stage] = act16_stage_numel(p, stage);
     }
     return memory_check(p);  /* no two live places overlap */
 }

@@ -53,7 +53,8 @@ void model_state_report(const Program *p, FILE *out) {
     if (p->pp > 1) snprintf(n, sizeof n, " (stage %d)", worst);
     fprintf(out, "model state%s: %.2f B per parameter = weights %.2f%s + gradients %.2f + fp32 master %.2f "
                  "+ AdamW moments %.2f", n, s.total, s.params,
-            p->act16 ? (p->zero >= 3 ? " (with the 16-bit cast buffer)" : " (with the 16-bit GEMM copies)") : "",
+            !p->act16 || backend_of(p)->act16_staged ? ""
+            : p->zero >= 3 ? " (with the 16-bit cast buffer)" : " (with the 16-bit GEMM copies)",
             s.grads, s.master, s.moments);
     if (p->zero) fprintf(out, "; ZeRO-%d over dp %d", p->zero, p->dp);
     if (strcmp(p->precision, "fp32") != 0)

@@ -11,10 +11,13 @@ const char *lmhead_check(const Program *p, int i) {
     return NULL;
 }
 
-/* dlogits of this rank's vocabulary: the plan's 16-bit type under act16 */
+/* dlogits of this rank's vocabulary: the plan's 16-bit type under act16 on
+ * CUDA; floats on the CPU, whose float kernel reads them whole (staging
+ * them would take as many floats again) */
 long lmhead_saved(const Program *p, const ir_op *o) {
     (void)o;
-    return act_storage(p, (long)p->micro * p->seq * (p->vocab_padded / p->tp));
+    long n = (long)p->micro * p->seq * (p->vocab_padded / p->tp);
+    return backend_of(p)->act16_staged ? n : act_storage(p, n);
 }
 
 /* this rank's vocab_padded / tp rows of the (tied or own) weight, on the

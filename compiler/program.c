@@ -33,6 +33,7 @@ void program_free(Program *p) {
     free(p->gathers);
     free(p->cast_numel);
     free(p->weight16_numel);
+    free(p->stage16_numel);
     if (p->sched) schedule_free(p->sched);
     free(p->sched);
     memset(p, 0, sizeof *p);

@@ -86,7 +86,7 @@ typedef struct {
 enum { ROWS_TOKENS };
 /* How an activation is stored: floats, or the plan's 16-bit type two a float
  * (act16; set by the memory pass).  bf16 / fp16 values kept in floats (the
- * CPU backend's rounding) are stored as DTYPE_FP32. */
+ * CPU backend's rounding under WEFT_ACT16=0) are stored as DTYPE_FP32. */
 enum { DTYPE_FP32, DTYPE_BF16, DTYPE_FP16 };
 
 /* An activation: rows x width values, plus what an op saves for backward. */
@@ -301,6 +301,7 @@ typedef struct Program {
     int act16;
     long *cast_numel;        /* per stage, act16 under ZeRO-3: the CUDA cast buffer, floats (else 0) */
     long *weight16_numel;    /* per stage, act16 without ZeRO-3: the 16-bit weight copies, floats */
+    long *stage16_numel;     /* per stage, act16 on the CPU: one kernel call's float staging (else 0) */
 } Program;
 
 /* The reporter: passes never print to stdout; diagnostics go through here. */
@@ -336,12 +337,13 @@ int pass_memory(Program *p);
  * attention alike (B*H*T floats, H the query heads; its scratch the same). */
 int attention_saves_lse(const Program *p, const ir_op *o);
 int pass_zero(Program *p);   /* zero_plan.c: bucket buffers, gathers, shards */
-/* act16.c: whether this plan stores activations in 16 bits (--backend cuda,
- * bf16 / fp16, only audited ops), set by pass_memory before it sizes
+/* act16.c: whether this plan stores activations in 16 bits (bf16 / fp16,
+ * only audited ops), set by pass_memory before it sizes
  * anything; the floats n activation values take in storage (n, or (n + 1) / 2
  * under act16); tensor t's storage floats for one microbatch (unaligned: what
  * messages and copies move); a stage's 16-bit weight copies (act16 without
- * ZeRO-3, else 0) and its cast buffer (act16 under ZeRO-3, else 0). */
+ * ZeRO-3, else 0) and its cast buffer (act16 under ZeRO-3, else 0), both
+ * CUDA's; on the CPU the float staging of a kernel call's operands. */
 int act16_decide(const Program *p);
 long act_storage(const Program *p, long n);
 long tensor_storage(const Program *p, int t);
@@ -349,6 +351,7 @@ long tensor_rows(const Program *p, int t);   /* tensor t's rows on this rank, on
 const char *dtype_name(int dtype);           /* "fp32", "bf16", "fp16" */
 long act16_weight16_numel(const Program *p, int stage);
 long act16_cast_numel(const Program *p, int stage);
+long act16_stage_numel(const Program *p, int stage);
 int pass_emit(const Program *p, const char *out_dir, const char *runtime_dir);
 /* backend "cpu" (as pass_emit) or "cuda": stageN.cu and a CUDA build file
  * (emit.c); cuda_backend_check refuses what runtime/cuda lacks (backend_cuda.c). */

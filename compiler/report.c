@@ -323,8 +323,8 @@ void program_dump(const Program *p, const char *after, FILE *out) {
     if (p->act16 && p->cast_numel)
         for (int s = 0; s < p->pp; s++)
             fprintf(out, "stage %d act16: activations stored as 16-bit values, two a float; "
-                         "cast buffer %ld floats, 16-bit weights %ld floats\n", s, p->cast_numel[s],
-                    p->weight16_numel[s]);
+                         "cast buffer %ld floats, 16-bit weights %ld floats, float staging %ld floats\n", s,
+                    p->cast_numel[s], p->weight16_numel[s], p->stage16_numel ? p->stage16_numel[s] : 0);
     if (p->places && strcmp(after, "memory") == 0) memory_dump(p, out);
     /* the instruction lists (2BW: prologue, steady step and epilogue) */
     if (p->sched && strcmp(after, "schedule") == 0) schedule_dump(p->sched, out);

@@ -69,6 +69,9 @@ struct wf_ctx {
     wf_scaler scaler;
     wf_opt_table ranges;           /* the ranges AdamW, the norm and the overflow check cover */
     float *acts, *dacts, *scratch, *losses;
+    float *stage16;                /* act16 on the CPU: a kernel call's operands as floats
+                                      (cpu/stage16.h); NULL otherwise */
+    int staging;                   /* 1 while a CPU kernel runs on staged floats */
     int32_t *tokens, *targets;     /* the step's microbatches, accum x B*T each */
     int micro_index;               /* microbatch the single-stage step is on */
     wf_data *data;

@@ -5,7 +5,8 @@
 
 int wf_ctx_precision(wf_ctx *c) { return c ? c->p->precision : WF_FP32; }
 
-int wf_ctx_act16(wf_ctx *c) { return c ? c->p->act16 : 0; }
+/* 0 inside a staged CPU kernel call (cpu/stage16.h): its operands are floats */
+int wf_ctx_act16(wf_ctx *c) { return c ? c->p->act16 && !c->staging : 0; }
 
 /* For kernel tests (tests/gpu/check_kernels.c), which have no plan: a
  * context that carries only a precision and the activation storage (rank 0,

@@ -19,15 +19,16 @@ int wf_tp_rank(wf_ctx *c) { return c->tp_rank; }
  * plan's 16-bit type and sum in it (coll.h: each add rounds to the type),
  * as Megatron's do.  Under act16 the activations are those 16-bit values
  * already and the collectives work on them in place; float activations (the
- * CPU backend, whose values the generated code has rounded to the type) are
- * packed into 16 bits in c->comm around each collective, exactly.  So both
- * backends, over MPI, compute the same sums.  An input gradient is its old
- * value plus the 16-bit sum, rounded once more (by the add under act16, by
- * the generated code on the CPU).
+ * CPU backend's float storage, WEFT_ACT16=0, whose values the generated code
+ * has rounded to the type) are packed into 16 bits in c->comm around each
+ * collective, exactly.  So both backends and storages, over MPI, compute the
+ * same sums.  An input gradient is its old value plus the 16-bit sum,
+ * rounded once more (by the add under act16, by the generated code with
+ * float storage).
  *
  * tp_comm16 = 0 (fp32 plans, and plan.tp_comm = "fp32"): sums in fp32.  With
  * float activations the collectives work on the tensors in place.  Under
- * act16 every sum goes through floats in c->comm, as the CPU backend sums the
+ * act16 every sum goes through floats in c->comm, as float storage sums the
  * same rounded values in fp32 and rounds once after: widen, collective in
  * fp32, then narrow (or add the floats into a gradient) with one rounding
  * (kernels_tp.h).

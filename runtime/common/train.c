@@ -180,6 +180,8 @@ static void allocate(wf_ctx *c) {
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)sets * sizeof(float), "activation gradients");
     if (p->weight_delay) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
+    if (p->stage16_numel > 0)  /* act16 on the CPU (cpu/stage16.h) */
+        c->stage16 = wf_alloc(c, (size_t)p->stage16_numel * sizeof(float), "16-bit activation staging");
     c->losses = wf_alloc(c, (size_t)N * sizeof(float), "losses");
     c->comm = wf_alloc(c, (size_t)p->comm_numel * sizeof(float), "tensor-parallel staging");
     if (p->dp16_numel) c->dp16 = wf_alloc(c, (size_t)p->dp16_numel * sizeof(float), "16-bit gradient staging");
@@ -345,8 +347,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
            p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);
     wf_log(c, "%s\n", blas);
     if (p->precision != WF_FP32)
-        wf_log(c, "precision: %s storage (emulated: rounded fp32), fp32 master weights and AdamW "
+        wf_log(c, "precision: %s storage (%s), fp32 master weights and AdamW "
                "moments%s%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
+               p->act16 ? "activations and their gradients in 16 bits, weights and gradients as rounded fp32"
+                        : "emulated: rounded fp32",
                p->grad_accum32 ? ", weight gradients accumulated in fp32" : "",
                p->precision == WF_FP16 ? (p->scale_dynamic ? ", dynamic loss scale" : ", static loss scale") : "");
     if (p->zero || p->offload_optimizer)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "blas.h"
+#include "stage16.h"
 
 enum { STRIP = 64 };
 
@@ -157,19 +158,42 @@ static heads grouped(const float *qk, const float *v, float *dqk, float *dv, flo
 
 void wf_attention_prefix_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C, int H,
                              int prefix) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        qkv = wf_stage16_in(&s, qkv, 3L * B * T * C);
+        out = wf_stage16_out(&s, out, (long)B * T * C);
+        wf_attention_prefix_fwd(c, out, att, qkv, B, T, C, H, prefix);
+        wf_stage16_end(&s);
+        return;
+    }
     FOR_HEADS_FWD(B, H, T, packed(qkv, NULL, out, b, T, C, H, prefix), att);
     heads a0 = packed(qkv, NULL, out, 0, T, C, H, prefix);
     wf_gemm_stats_add(attention_flops(&a0, B));
 }
 
 void wf_attention_fwd(wf_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        qkv = wf_stage16_in(&s, qkv, 3L * B * T * C);
+        out = wf_stage16_out(&s, out, (long)B * T * C);
+        wf_attention_fwd(c, out, att, qkv, B, T, C, H);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_attention_prefix_fwd(c, out, att, qkv, B, T, C, H, 0);
 }
 
 void wf_gqa_attention_fwd(wf_ctx *c, float *out, float *att, const float *qk, const float *v, int B, int T, int H,
                           int KVH, int hd) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        qk = wf_stage16_in(&s, qk, (long)B * T * (H + KVH) * hd);
+        v = wf_stage16_in(&s, v, (long)B * T * KVH * hd);
+        out = wf_stage16_out(&s, out, (long)B * T * H * hd);
+        wf_gqa_attention_fwd(c, out, att, qk, v, B, T, H, KVH, hd);
+        wf_stage16_end(&s);
+        return;
+    }
     FOR_HEADS_FWD(B, H, T, grouped(qk, v, NULL, NULL, out, b, T, H, KVH, hd), att);
     heads a0 = grouped(qk, v, NULL, NULL, out, 0, T, H, KVH, hd);
     wf_gemm_stats_add(attention_flops(&a0, B));
@@ -210,7 +234,16 @@ static heads make_grouped(const void *arg, int b) {
 /* att: the forward's log-sum-exp; scratch: D, B*H*T floats */
 void wf_attention_prefix_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
                              const float *out, const float *att, int B, int T, int C, int H, int prefix) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)B * T * C);
+        qkv = wf_stage16_in(&s, qkv, 3L * B * T * C);
+        out = wf_stage16_in(&s, out, (long)B * T * C);
+        dqkv = wf_stage16_acc(&s, dqkv, 3L * B * T * C);
+        wf_attention_prefix_bwd(c, dqkv, scratch, dout, qkv, out, att, B, T, C, H, prefix);
+        wf_stage16_end(&s);
+        return;
+    }
     bwd_args g = { qkv, NULL, out, dqkv, NULL, T, C, H, H, C / H, prefix };
     bwd_all(make_packed, &g, dout, (long)T * C, att, scratch, B, H, H, T);
     heads a0 = make_packed(&g, 0);
@@ -219,13 +252,34 @@ void wf_attention_prefix_bwd(wf_ctx *c, float *dqkv, float *scratch, const float
 
 void wf_attention_bwd(wf_ctx *c, float *dqkv, float *scratch, const float *dout, const float *qkv,
                       const float *out, const float *att, int B, int T, int C, int H) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)B * T * C);
+        qkv = wf_stage16_in(&s, qkv, 3L * B * T * C);
+        out = wf_stage16_in(&s, out, (long)B * T * C);
+        dqkv = wf_stage16_acc(&s, dqkv, 3L * B * T * C);
+        wf_attention_bwd(c, dqkv, scratch, dout, qkv, out, att, B, T, C, H);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_attention_prefix_bwd(c, dqkv, scratch, dout, qkv, out, att, B, T, C, H, 0);
 }
 
 void wf_gqa_attention_bwd(wf_ctx *c, float *dqk, float *dv, float *scratch, const float *dout, const float *qk,
                           const float *v, const float *out, const float *att, int B, int T, int H, int KVH,
                           int hd) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)B * T * H * hd);
+        qk = wf_stage16_in(&s, qk, (long)B * T * (H + KVH) * hd);
+        v = wf_stage16_in(&s, v, (long)B * T * KVH * hd);
+        out = wf_stage16_in(&s, out, (long)B * T * H * hd);
+        dqk = wf_stage16_acc(&s, dqk, (long)B * T * (H + KVH) * hd);
+        dv = wf_stage16_acc(&s, dv, (long)B * T * KVH * hd);
+        wf_gqa_attention_bwd(c, dqk, dv, scratch, dout, qk, v, out, att, B, T, H, KVH, hd);
+        wf_stage16_end(&s);
+        return;
+    }
     bwd_args g = { qk, v, out, dqk, dv, T, 0, H, KVH, hd, 0 };
     bwd_all(make_grouped, &g, dout, (long)T * H * hd, att, scratch, B, H, KVH, T);
     heads a0 = make_grouped(&g, 0);

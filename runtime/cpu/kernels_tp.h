@@ -14,7 +14,8 @@ extern "C" {
  * after, in the places the whole head (wf_lmhead_xent_fwd) rounds them, so
  * that every tensor-parallel layout gives the single-rank numbers.  x and
  * logits / dlogits are in c's activation storage (weft/rt.h: 16-bit values
- * under act16, CUDA only; c NULL: floats). */
+ * under act16 on CUDA; the CPU stages x as floats, stage16.h, and keeps its
+ * logits / dlogits float; c NULL: floats). */
 void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x, const float *wte_part,
                      int N, int C, int VL, int valid, int precision);
 /* reads the logits: per row the local sum of exp(logit - global max) and the
@@ -32,7 +33,7 @@ double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *r
  * into floats, floats narrowed into storage (rounded to nearest even, the
  * CPU's wf_to_bf16 / wf_to_fp16), and floats added into storage with one
  * rounding of the float sum (dst = round(dst + src)).  With float storage
- * (the CPU backend, fp32) they copy and add. */
+ * (fp32, or the CPU's WEFT_ACT16=0) they copy and add. */
 void wf_tp_widen(wf_ctx *c, float *dst, const float *src, long n);
 void wf_tp_narrow(wf_ctx *c, float *dst, const float *src, long n);
 void wf_tp_add_floats(wf_ctx *c, float *dst, const float *src, long n);

@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "layernorm_row.h"
+#include "stage16.h"
 
 #define LN_EPS 1e-5
 
@@ -28,7 +29,14 @@
 void wf_layernorm_fwd(wf_ctx *c, float *out, float *mean, float *rstd,
                       const float *inp, const float *w, const float *b, int N, int C)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        inp = wf_stage16_in(&s, inp, (long)N * C);
+        out = wf_stage16_out(&s, out, (long)N * C);
+        wf_layernorm_fwd(c, out, mean, rstd, inp, w, b, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
 #pragma omp parallel for schedule(static) if ((long)N * C > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
@@ -60,13 +68,30 @@ void wf_layernorm_bwd(wf_ctx *c, float *dinp, float *dw, float *db,
                       const float *dout, const float *inp, const float *w,
                       const float *mean, const float *rstd, int N, int C)
 {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * C);
+        inp = wf_stage16_in(&s, inp, (long)N * C);
+        dinp = wf_stage16_acc(&s, dinp, (long)N * C);
+        wf_layernorm_bwd(c, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_layernorm_bwd_input(c, dinp, dout, inp, w, mean, rstd, N, C);
     wf_layernorm_bwd_weight(c, dw, db, dout, inp, mean, rstd, N, C);
 }
 
 void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * C);
+        inp = wf_stage16_in(&s, inp, (long)N * C);
+        dinp = wf_stage16_acc(&s, dinp, (long)N * C);
+        wf_layernorm_bwd_input(c, dinp, dout, inp, w, mean, rstd, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
 #pragma omp parallel for schedule(static) if ((long)N * C > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C, *d = dout + (long)n * C;
@@ -82,7 +107,14 @@ void wf_layernorm_bwd_input(wf_ctx *c, float *dinp, const float *dout, const flo
 
 void wf_layernorm_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, const float *inp,
                              const float *mean, const float *rstd, int N, int C) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * C);
+        inp = wf_stage16_in(&s, inp, (long)N * C);
+        wf_layernorm_bwd_weight(c, dw, db, dout, inp, mean, rstd, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
     /* threads take blocks of columns; each column still sums its rows in
      * order, so the result does not depend on the thread count */
     enum { COLS = 64 };
@@ -111,6 +143,16 @@ static float stored(int precision, float x) {
 void wf_residual_layernorm_fwd(wf_ctx *c, float *res_out, float *ln_out, float *mean, float *rstd,
                                const float *a, const float *b, const float *w, const float *bias,
                                int N, int C) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        a = wf_stage16_in(&s, a, (long)N * C);
+        b = wf_stage16_in(&s, b, (long)N * C);
+        res_out = wf_stage16_out(&s, res_out, (long)N * C);
+        ln_out = wf_stage16_out(&s, ln_out, (long)N * C);
+        wf_residual_layernorm_fwd(c, res_out, ln_out, mean, rstd, a, b, w, bias, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
     int precision = wf_ctx_precision(c);
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -135,6 +177,17 @@ void wf_residual_layernorm_fwd(wf_ctx *c, float *res_out, float *ln_out, float *
 void wf_residual_layernorm_bwd_input(wf_ctx *c, float *da, float *db, const float *dres,
                                      const float *dln, const float *res, const float *w,
                                      const float *mean, const float *rstd, int N, int C) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dres = wf_stage16_in(&s, dres, (long)N * C);
+        dln = wf_stage16_in(&s, dln, (long)N * C);
+        res = wf_stage16_in(&s, res, (long)N * C);
+        da = wf_stage16_acc(&s, da, (long)N * C);
+        db = wf_stage16_acc(&s, db, (long)N * C);
+        wf_residual_layernorm_bwd_input(c, da, db, dres, dln, res, w, mean, rstd, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
     int precision = wf_ctx_precision(c);
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -156,6 +209,17 @@ void wf_residual_layernorm_bwd_input(wf_ctx *c, float *da, float *db, const floa
 void wf_residual_layernorm_bwd(wf_ctx *c, float *da, float *db, float *dw, float *dbias,
                                const float *dres, const float *dln, const float *res,
                                const float *w, const float *mean, const float *rstd, int N, int C) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dres = wf_stage16_in(&s, dres, (long)N * C);
+        dln = wf_stage16_in(&s, dln, (long)N * C);
+        res = wf_stage16_in(&s, res, (long)N * C);
+        da = wf_stage16_acc(&s, da, (long)N * C);
+        db = wf_stage16_acc(&s, db, (long)N * C);
+        wf_residual_layernorm_bwd(c, da, db, dw, dbias, dres, dln, res, w, mean, rstd, N, C);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_residual_layernorm_bwd_input(c, da, db, dres, dln, res, w, mean, rstd, N, C);
     wf_layernorm_bwd_weight(c, dw, dbias, dln, res, mean, rstd, N, C);
 }

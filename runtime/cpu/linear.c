@@ -31,13 +31,21 @@
 #include "gelu_value.h"
 #include "linear_gelu.h"
 #include "precision_bits.h"
+#include "stage16.h"
 
 /* ---- linear ---------------------------------------------------------------- */
 
 void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
                    const float *b, int N, int K, int M)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        inp = wf_stage16_in(&s, inp, (long)N * K);
+        out = wf_stage16_out(&s, out, (long)N * M);
+        wf_linear_fwd(c, out, inp, w, b, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(0, 0, N, M, K, 1.0f, inp, K, w, M, 0.0f, out, M);
     if (!b)
         return;
@@ -52,19 +60,42 @@ void wf_linear_fwd(wf_ctx *c, float *out, const float *inp, const float *w,
 void wf_linear_bwd(wf_ctx *c, float *dinp, float *dw, float *db, const float *dout,
                    const float *inp, const float *w, int N, int K, int M)
 {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * M);
+        inp = wf_stage16_in(&s, inp, (long)N * K);
+        dinp = wf_stage16_acc(&s, dinp, (long)N * K);
+        wf_linear_bwd(c, dinp, dw, db, dout, inp, w, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_linear_bwd_input(c, dinp, dout, w, N, K, M);
     wf_linear_bwd_weight(c, dw, db, dout, inp, N, K, M);
 }
 
 void wf_linear_bwd_input(wf_ctx *c, float *dinp, const float *dout, const float *w, int N, int K,
                          int M) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * M);
+        dinp = wf_stage16_acc(&s, dinp, (long)N * K);
+        wf_linear_bwd_input(c, dinp, dout, w, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(0, 1, N, K, M, 1.0f, dout, M, w, M, 1.0f, dinp, K);
 }
 
 void wf_linear_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, const float *inp,
                           int N, int K, int M) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * M);
+        inp = wf_stage16_in(&s, inp, (long)N * K);
+        wf_linear_bwd_weight(c, dw, db, dout, inp, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(1, 0, K, M, N, 1.0f, inp, K, dout, M, 1.0f, dw, M);
     if (!db) return;
     for (int n = 0; n < N; n++)
@@ -75,6 +106,15 @@ void wf_linear_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, co
 
 void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, const float *w,
                         const float *b, int N, int K, int M) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        inp = wf_stage16_in(&s, inp, (long)N * K);
+        pre = wf_stage16_out(&s, pre, (long)N * M);
+        out = wf_stage16_out(&s, out, (long)N * M);
+        wf_linear_gelu_fwd(c, pre, out, inp, w, b, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     int precision = wf_ctx_precision(c);
     wf_sgemm(0, 0, N, M, K, 1.0f, inp, K, w, M, 0.0f, pre, M);
 #pragma omp parallel for schedule(static) if ((long)N * M > 65536)
@@ -91,12 +131,31 @@ void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, con
 
 void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, const float *dout,
                               const float *pre, const float *w, int N, int K, int M) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * M);
+        pre = wf_stage16_in(&s, pre, (long)N * M);
+        dpre = wf_stage16_acc(&s, dpre, (long)N * M);
+        dinp = wf_stage16_acc(&s, dinp, (long)N * K);
+        wf_linear_gelu_bwd_input(c, dinp, dpre, dout, pre, w, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_gelu_round_bwd(c, wf_ctx_precision(c), dpre, pre, dout, (long)N * M);
     wf_linear_bwd_input(c, dinp, dpre, w, N, K, M);
 }
 
 void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *dout, const float *pre,
                                const float *w, int N, int K, int M) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)N * M);
+        pre = wf_stage16_in(&s, pre, (long)N * K);
+        dpre = wf_stage16_out(&s, dpre, (long)N * K);
+        wf_linear_dgelu_bwd_input(c, dpre, dout, pre, w, N, K, M);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(0, 1, N, K, M, 1.0f, dout, M, w, M, 0.0f, dpre, K);
     wf_dgelu_round(c, wf_ctx_precision(c), dpre, pre, dpre, (long)N * K);
 }

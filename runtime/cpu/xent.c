@@ -18,6 +18,7 @@
 #include "dlogits_row.h"
 #include "kernels_tp.h"
 #include "precision_bits.h"
+#include "stage16.h"
 
 /* ---- tied LM head and cross-entropy ---------------------------------------- */
 
@@ -78,6 +79,13 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
                           const float *wte, const int32_t *targets, float scale, int N, int C,
                           int V)
 {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        double r = wf_lmhead_xent_fwd(c, dlogits, losses, x, wte, targets, scale, N, C, V);
+        wf_stage16_end(&s);
+        return r;
+    }
     int precision = wf_ctx_precision(c);
     /* logits (N,V) = x (N,C) @ wte^T, written straight into dlogits */
     wf_sgemm(0, 1, N, V, C, 1.0f, x, C, wte, C, 0.0f, dlogits, V);
@@ -97,6 +105,14 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
 void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
                         const float *x, const float *wte, int N, int C, int V)
 {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        dx = wf_stage16_acc(&s, dx, (long)N * C);
+        wf_lmhead_xent_bwd(c, dx, dwte, dlogits, x, wte, N, C, V);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte, N, C, V);
     wf_lmhead_xent_bwd_weight(c, dwte, dlogits, x, N, C, V);
 }
@@ -104,13 +120,25 @@ void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
 /* B of the LM head: dx += dlogits @ wte (the forward wrote dlogits). */
 void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits, const float *wte, int N,
                               int C, int V) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dx = wf_stage16_acc(&s, dx, (long)N * C);
+        wf_lmhead_xent_bwd_input(c, dx, dlogits, wte, N, C, V);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(0, 0, N, C, V, 1.0f, dlogits, V, wte, C, 1.0f, dx, C);
 }
 
 void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, const float *x, int N,
                                int C, int V) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        wf_lmhead_xent_bwd_weight(c, dwte, dlogits, x, N, C, V);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(1, 0, V, C, N, 1.0f, dlogits, V, x, C, 1.0f, dwte, C);
 }
 
@@ -120,7 +148,13 @@ void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, con
  * the local maximum (-inf when the whole shard is padding). */
 void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x, const float *wte_part,
                      int N, int C, int VL, int valid, int precision) {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        wf_vocab_logits(c, logits, rowmax, x, wte_part, N, C, VL, valid, precision);
+        wf_stage16_end(&s);
+        return;
+    }
     wf_sgemm(0, 1, N, VL, C, 1.0f, x, C, wte_part, C, 0.0f, logits, VL);
     for (int n = 0; n < N; n++) {
         float *row = logits + (long)n * VL;
@@ -176,6 +210,14 @@ double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *r
 
 void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
                        const float *x, const float *wte_part, int N, int C, int VL) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        dx = wf_stage16_acc(&s, dx, (long)N * C);
+        wf_vocab_xent_bwd(c, dx, dwte_part, dlogits, x, wte_part, N, C, VL);
+        wf_stage16_end(&s);
+        return;
+    }
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
     wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);

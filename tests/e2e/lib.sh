@@ -170,9 +170,11 @@ weights_match() {
 # are left out of the norms (`ckpt diff --noise`) and held to adam_reach.
 # rounding_sites DIR: per step, the rounding calls of one run's programs
 # (DIR/stage*.c) a value passes plus its weight gradient's accumulations
+# (under 16-bit storage the kernels round where the programs say "stored
+# rounded", emit_ops.c)
 rounding_sites() {
   local calls accum
-  calls=$(cat "$1"/stage*.c | grep -c 'wf_to_[bf][fp]16(c, [ad] +')
+  calls=$(cat "$1"/stage*.c | grep -c 'wf_to_[bf][fp]16(c, [ad] +\|/\* [ad] + [A-Z0-9_]*: stored rounded to ')
   accum=$(sed -n 's/.*\.accum = \([0-9]*\),.*/\1/p' "$1/stage0.c" | head -n 1)
   echo $((calls + ${accum:-1}))
 }

@@ -29,8 +29,9 @@
  *           + 20N) = 9478144 in fp32 (the 20N on stage 1's 4 ranks only),
  *           and 4759552 with 2-byte values (the loss's stay 20N);
  *      pp = 4 (dp, tp) pairs x 4 microbatches x 3 boundaries x 2 directions
- *           x (N / 2 rows x h x 4 bytes) = 1572864 (CPU: floats even in bf16;
- *           CUDA bf16: half, 786432);
+ *           x (N / 2 rows x h x 4 bytes) = 1572864 (bf16, in 16-bit storage
+ *           on both backends: half, 786432; the CPU's float storage,
+ *           WEFT_ACT16=0: 1572864);
  *      dp = 4 Psi_stage per rank, Psi_stage0 = 2 blocks x 25184 + wpe 4096
  *           + wte/2 8192 = 62656, Psi_stage1 = 50368 + ln_f 128 + the tied
  *           wte copy 8192 = 58688 (a block on one tp rank: ln_1 128 +
@@ -60,6 +61,7 @@
  *    nodes with whole messages, 42 GiB (/ tp = 8) with scatter/gather, and
  *    its all-gathers 8 x 64 x 7 x 2 x 7/8 x 48 MiB = 294 GiB inside nodes. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "passes_fixture.h"
 
@@ -128,10 +130,16 @@ int main(void) {
         }
         wire_step w = wire_per_step(&p);
         expect(b ? "gpt2_3d bf16 cuda tp" : "gpt2_3d bf16 cpu tp", w.tp, 4759552, 0);
-        expect(b ? "gpt2_3d bf16 cuda pp (16-bit storage)" : "gpt2_3d bf16 cpu pp (float storage)", w.pp,
-               b ? 786432 : 1572864, 0);
+        expect(b ? "gpt2_3d bf16 cuda pp (16-bit storage)" : "gpt2_3d bf16 cpu pp (16-bit storage)", w.pp,
+               786432, 0);
         program_free(&p);
     }
+    setenv("WEFT_ACT16", "0", 1);  /* the CPU's float storage (compiler/act16.c) */
+    if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", "precision=bf16", NULL) == 0) {
+        expect("gpt2_3d bf16 cpu pp (float storage)", wire_per_step(&p).pp, 1572864, 0);
+        program_free(&p);
+    } else check(0, "gpt2_3d bf16 cpu float storage compiles");
+    unsetenv("WEFT_ACT16");
     if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", "cluster.nodes=2", "cluster.devices_per_node=4", NULL) == 0) {
         wire_step w = wire_per_step(&p);
         expect("gpt2_3d on 2 x 4, tp-dp-pp: tp", w.tp, 9478144, 0);

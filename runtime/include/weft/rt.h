@@ -408,12 +408,14 @@ typedef struct wf_program {
     double planned_bytes;    /* the compiler's memory plan for one rank of this stage */
     /* plan.comm: how --backend cuda communicates (the CPU backend has MPI only) */
     int comm;                /* enum wf_comm: WF_COMM_NCCL (0) or WF_COMM_MPI */
-    /* 16-bit activation storage (--backend cuda, bf16 / fp16; see
-     * "Activation storage" below): 1 stores activations as 16-bit values */
+    /* 16-bit activation storage (bf16 / fp16; see "Activation storage"
+     * below): 1 stores activations as 16-bit values */
     int act16;
     long cast_numel;         /* act16 under ZeRO-3: the cast buffer (wf_cuda_cast_buffer), floats */
     long weight16_numel;     /* act16 otherwise: the GEMM weights' 16-bit copies
                                 (wf_cuda_weight16_slot), floats */
+    long stage16_numel;      /* act16 on the CPU: the float staging of one kernel
+                                call's activation operands (runtime/cpu/stage16.h) */
     /* 1: the tensor-parallel collectives carry the plan's 16-bit type (bf16 /
      * fp16 plans; the compiler's tp_comm16, plan.tp_comm): act16 storage
      * as it is, float activations (the CPU) packed into 16 bits around each
@@ -442,7 +444,7 @@ typedef struct wf_program {
  * it as bf16 / fp16 bits (runtime/cuda/storage.cuh), rounding each value
  * they store (ties to even), so the generated code calls no wf_to_bf16 /
  * wf_to_fp16 on activations.  The `float *` of the kernel signatures then
- * only carries the address.  The LM head's saved dlogits are 16-bit too
+ * only carries the address.  On CUDA the LM head's saved dlogits are 16-bit too
  * ((N * V + 1) / 2 floats; the kernel writes its logits and dlogits in the
  * 16-bit type on every backend, see wf_lmhead_xent_fwd).  What stays float:
  * the other state a forward saves for its backward (layernorm mean and rstd,
@@ -450,8 +452,12 @@ typedef struct wf_program {
  * scratch, parameters, gradients and optimizer state (and the tensor-
  * parallel collectives' staging under tp_comm16 = 0: their sums are fp32,
  * runtime/common/tp.c).
- * Without act16 (every CPU program, fp32 plans) activations are floats whose
- * values the generated code rounds to the 16-bit type after each kernel. */
+ * The CPU kernels compute in floats: under act16 each entry point widens
+ * its 16-bit operands into float staging, runs, and rounds its outputs back
+ * (runtime/cpu/stage16.h); there the LM head's dlogits stay floats.
+ * Without act16 (fp32 plans, and 16-bit plans where the compiler keeps float
+ * storage) activations are floats whose values the generated code rounds to
+ * the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
 
 /* Arena access for generated code. */
