@@ -265,8 +265,9 @@ static double bubble_factor(int sched, int pp, int m, int v) {
     }
 }
 
-/* Peak activation slots of a stage (the verified schedule's own count,
- * schedule.h), cached: schedules are shared by many candidates. */
+/* Peak activation slots of a stage (the schedule's own count, from its
+ * compute orders: schedule_peak_slots), cached: schedules are shared by many
+ * candidates. */
 typedef struct { int sched, pp, accum, virt, slots; } slot_entry;
 static slot_entry slot_cache[4096];
 static int n_slot_cache;
@@ -278,14 +279,8 @@ static int stage_slots(int sched, int pp, int accum, int virt) {
         const slot_entry *e = &slot_cache[i];
         if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt) return e->slots;
     }
-    schedule s = { 0 };
-    char err[256];
-    int slots = 1;
-    if (schedule_build(&s, (sched_kind)sched, pp, accum, virt, err, sizeof err) == 0 && s.slots) {
-        for (int st = 0; st < pp; st++)
-            if (s.slots[st] > slots) slots = s.slots[st];
-    }
-    schedule_free(&s);
+    int slots = schedule_peak_slots((sched_kind)sched, pp, accum, virt);
+    if (slots < 1) slots = 1;
     if (n_slot_cache < 4096) slot_cache[n_slot_cache++] = (slot_entry){ sched, pp, accum, virt, slots };
     return slots;
 }
