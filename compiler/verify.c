@@ -750,10 +750,19 @@ static void put(bytes *k, const void *p, size_t n)
     k->n += n;
 }
 
+/* The lists without dslot: the memory pass numbers the activation-gradient
+ * sets after the schedule pass verified the lists, and nothing here reads
+ * them (the memory pass's own check does), so the lists simulate verifies
+ * again are the same input. */
 static void put_lists(bytes *k, sched_instr *const *lists, const int *n, int stages)
 {
     put(k, n, sizeof(int) * (size_t)stages);
-    for (int st = 0; st < stages; st++) put(k, lists[st], sizeof(sched_instr) * (size_t)n[st]);
+    for (int st = 0; st < stages; st++)
+        for (int i = 0; i < n[st]; i++) {
+            sched_instr in = lists[st][i];
+            in.dslot = -1;
+            put(k, &in, sizeof in);
+        }
 }
 
 static bytes schedule_key(const schedule *s)
@@ -777,8 +786,8 @@ static bytes schedule_key(const schedule *s)
  * schedule the schedule pass verified.  Exact comparison, no hash trusted;
  * at most MEMO_BYTES kept, oldest dropped first.  Failures are never kept
  * (each run reports its own). */
-enum { MEMO_SLOTS = 16 };
-#define MEMO_BYTES ((size_t)96 << 20)
+enum { MEMO_SLOTS = 32 };
+#define MEMO_BYTES ((size_t)192 << 20)
 static bytes memo[MEMO_SLOTS];
 static int memo_next;
 
