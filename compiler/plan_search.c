@@ -21,8 +21,13 @@
  *   4. dominance: once a layout fits with no recompute and ZeRO <= 1, its
  *      recompute variants (never faster) are not built.
  * A cap on builds (--max-priced) keeps the worst case bounded; the counts of
- * each rule are printed.  Everything is deterministic: ties are broken by
- * the candidate's fields. */
+ * each rule are printed.  After it, the best layout's bucket size and stage
+ * partition are refined by a few more builds (refine_buckets,
+ * refine_partition).  Everything is deterministic: ties are broken by the
+ * candidate's fields.  What makes a build cheap enough (~0.05-0.1 s for the
+ * 1T model): the prelude builds the model's graph once per load, schedule
+ * slot counts come from the compute orders alone (schedule_peak_slots), and
+ * a schedule verified once is not verified again (schedule_verify's memo). */
 
 #include <math.h>
 #include <stdio.h>
