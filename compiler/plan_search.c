@@ -29,6 +29,7 @@
  * slot counts come from the compute orders alone (schedule_peak_slots), and
  * a schedule verified once is not verified again (schedule_verify's memo). */
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1062,6 +1063,11 @@ int plan_search_main(int argc, char **argv) {
             return EXIT_PLAN;
         }
     }
+    /* every build allocates and frees arrays of the same sizes again (a 1T
+     * candidate's schedule and memory plan are tens of MiB): keep freed
+     * memory in the heap rather than unmapping it and faulting it in anew */
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (load_base(&S) != 0) return EXIT_PLAN;
