@@ -79,9 +79,18 @@ static op_kind op_from_name(const char *s) {
     return OP__COUNT;
 }
 
-static int find_param(const Program *p, const char *name) {
-    for (int i = 0; i < p->n_params; i++)
-        if (strcmp(p->params[i].name, name) == 0) return i;
+/* Names are unique (the prelude refuses a second definition).  Ops mostly
+ * use the parameters in the order they were defined, so the search starts
+ * after the last one found (*hint) and wraps: linear, not quadratic, in the
+ * model's size. */
+static int find_param(const Program *p, const char *name, int *hint) {
+    for (int k = 0; k < p->n_params; k++) {
+        int i = (*hint + k) % p->n_params;
+        if (strcmp(p->params[i].name, name) == 0) {
+            *hint = i + 1;
+            return i;
+        }
+    }
     return -1;
 }
 
@@ -137,6 +146,7 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
     p->n_tensors = p->n_ops + 1;  /* tensor ids start at 1, one per op output */
     p->tensors = checked_calloc((size_t)p->n_tensors, sizeof *p->tensors, "the tensor list");
     if (!p->ops || !p->tensors) return -1;
+    int hint = 0;  /* find_param's start */
     for (int i = 0; i < p->n_ops; i++) {
         lua_rawgeti(L, list, i + 1);
         int t = lua_gettop(L);
@@ -169,7 +179,7 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
         for (int k = 0; k < o->n_param && k < 2; k++) {
             lua_rawgeti(L, ps, k + 1);
             const char *name = lua_tostring(L, -1);
-            o->param[k] = find_param(p, name ? name : "");
+            o->param[k] = find_param(p, name ? name : "", &hint);
             lua_pop(L, 1);
             if (o->param[k] < 0) {
                 wf_error("internal: op %d uses unknown parameter %s", i, name ? name : "?");

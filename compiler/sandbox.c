@@ -79,7 +79,17 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
     lua_getallocf(L, (void **)&sb);
     if (ar->event == LUA_HOOKLINE) {
         lua_getinfo(L, "S", ar);
-        if (strcmp(ar->source, sb->chunkname) == 0) sb->last_line = ar->currentline;
+        /* a chunk's functions share its source string, and only two chunks
+         * are ever loaded (the prelude and the plan): one strcmp for each */
+        if (ar->source == sb->other_source) return;
+        if (ar->source != sb->plan_source) {
+            if (strcmp(ar->source, sb->chunkname) != 0) {
+                sb->other_source = ar->source;
+                return;
+            }
+            sb->plan_source = ar->source;
+        }
+        sb->last_line = ar->currentline;
         return;
     }
     sb->instructions += HOOK_EVERY;

@@ -12,6 +12,9 @@ typedef struct wf_sandbox {
     long long instructions;    /* counted by the hook */
     double t0;                 /* CPU time at the start, for the limit */
     int last_line;             /* last plan line the hook saw */
+    /* the hook's memo of lua_Debug.source: the plan chunk's and another
+     * chunk's (the prelude's) string, so most line events skip the strcmp */
+    const char *plan_source, *other_source;
     const char *volatile in_library;  /* the guarded library function running, for the watchdog */
     char chunkname[520];       /* "@path" */
     char display[512];

@@ -627,6 +627,78 @@ void schedule_free(schedule *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Each stage's compute order (F, B, or I and W): *ord[st] has *nord[st] ops.
+ * 0, or -1 with err set (the arrays are then freed). */
+static int compute_orders(sched_kind kind, int stages, int micro, int virt, cop ***ord_out, int **nord_out,
+                          char *err, size_t errlen)
+{
+    int per_stage = 3 * micro * virt; /* compute ops per stage, at most */
+    cop **ord = calloc((size_t)stages, sizeof *ord);
+    int *nord = calloc((size_t)stages, sizeof *nord);
+    int rc = -1;
+    if (!ord || !nord) goto out;
+    for (int st = 0; st < stages; st++)
+        if (!(ord[st] = malloc(sizeof(cop) * (size_t)per_stage))) goto out;
+    if (kind == SCHED_ZBH1) {
+        if (order_zbh1(stages, micro, ord, nord) != 0) {
+            fail(err, errlen, "zb-h1: list scheduling did not finish (stages %d, micro %d)",
+                 stages, micro);
+            goto out;
+        }
+    } else {
+        for (int st = 0; st < stages; st++) {
+            if (kind == SCHED_GPIPE) order_gpipe(micro, st, ord[st], &nord[st]);
+            else if (kind == SCHED_INTERLEAVED)
+                order_interleaved(stages, micro, virt, st, ord[st], &nord[st]);
+            else order_1f1b(stages, micro, st, ord[st], &nord[st]);
+        }
+    }
+    rc = 0;
+out:
+    if (rc != 0) {
+        if (ord)
+            for (int st = 0; st < stages; st++) free(ord[st]);
+        free(ord);
+        free(nord);
+        if (err && errlen && !err[0]) fail(err, errlen, "%s: out of memory", sched_name(kind));
+        ord = NULL, nord = NULL;
+    }
+    *ord_out = ord;
+    *nord_out = nord;
+    return rc;
+}
+
+/* The slot count emit_stage gives the order: a FWD takes a slot, a BWD (or
+ * the BWD_WEIGHT of a split backward) frees one; messages take none. */
+static int order_slots(const cop *ord, int n)
+{
+    int live = 0, peak = 0;
+    for (int i = 0; i < n; i++) {
+        if (ord[i].op == 'F' && ++live > peak) peak = live;
+        else if (ord[i].op == 'B' || ord[i].op == 'W') live--;
+    }
+    return peak;
+}
+
+int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt)
+{
+    if (kind == SCHED_2BW || (unsigned)kind >= SCHED__COUNT || stages < 1 || micro < 1 || virt < 1 ||
+        (kind == SCHED_INTERLEAVED ? micro % stages != 0 : virt != 1) ||
+        (long)stages * micro * virt > (1L << 24))
+        return -1;
+    cop **ord;
+    int *nord, peak = 0;
+    if (compute_orders(kind, stages, micro, virt, &ord, &nord, NULL, 0) != 0) return -1;
+    for (int st = 0; st < stages; st++) {
+        int k = order_slots(ord[st], nord[st]);
+        if (k > peak) peak = k;
+        free(ord[st]);
+    }
+    free(ord);
+    free(nord);
+    return peak;
+}
+
 int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,
                    char *err, size_t errlen)
 {
@@ -683,28 +755,11 @@ int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt
     s->n = calloc((size_t)stages, sizeof *s->n);
     s->slots = calloc((size_t)stages, sizeof *s->slots);
     s->bufs = calloc((size_t)stages, sizeof *s->bufs);
-    int per_stage = 3 * micro * virt; /* compute ops per stage, at most */
-    cop **ord = calloc((size_t)stages, sizeof *ord);
-    int *nord = calloc((size_t)stages, sizeof *nord);
+    cop **ord = NULL;
+    int *nord = NULL;
     int rc = -1;
-    if (!s->ins || !s->n || !s->slots || !s->bufs || !ord || !nord) goto out;
-    for (int st = 0; st < stages; st++)
-        if (!(ord[st] = malloc(sizeof(cop) * (size_t)per_stage))) goto out;
-
-    if (kind == SCHED_ZBH1) {
-        if (order_zbh1(stages, micro, ord, nord) != 0) {
-            fail(err, errlen, "zb-h1: list scheduling did not finish (stages %d, micro %d)",
-                 stages, micro);
-            goto out;
-        }
-    } else {
-        for (int st = 0; st < stages; st++) {
-            if (kind == SCHED_GPIPE) order_gpipe(micro, st, ord[st], &nord[st]);
-            else if (kind == SCHED_INTERLEAVED)
-                order_interleaved(stages, micro, virt, st, ord[st], &nord[st]);
-            else order_1f1b(stages, micro, st, ord[st], &nord[st]);
-        }
-    }
+    if (!s->ins || !s->n || !s->slots || !s->bufs) goto out;
+    if (compute_orders(kind, stages, micro, virt, &ord, &nord, err, errlen) != 0) goto out;
     if (lower(s, ord, nord, err, errlen) != 0) goto out;
     if (kind == SCHED_2BW && schedule_split_2bw(s, batch, err, errlen) != 0) goto out;
     rc = 0;

@@ -125,6 +125,11 @@ typedef struct {
 int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,
                    char *err, size_t errlen);
 void schedule_free(schedule *s);
+/* max(slots[]) of the schedule schedule_build would make, from the compute
+ * orders alone (no messages placed, nothing verified): for searches that
+ * only need the activation count.  -1 for a shape schedule_build refuses,
+ * and for SCHED_2BW (its slots come after the three-batch split). */
+int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt);
 
 /* schedule_2bw.c. Turns a 1F1B schedule built over 3 * micro microbatches into
  * the 2BW prologue, steady step and epilogue (fields above); with tied, adds the

@@ -720,7 +720,118 @@ out:
     return rc;
 }
 
+static int verify_schedule_once(const schedule *s, char *err, size_t errlen);
+
+/* ---- the memo of verified schedules ------------------------------------ */
+
+/* A schedule's every field as bytes: two schedules with the same bytes are
+ * the same input to verify_schedule_once.  NULL when out of memory. */
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+} bytes;
+
+static void put(bytes *k, const void *p, size_t n)
+{
+    if (!k->b && k->cap) return; /* failed before */
+    if (k->n + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 4096;
+        while (cap < k->n + n) cap *= 2;
+        unsigned char *b = realloc(k->b, cap);
+        if (!b) {
+            free(k->b);
+            k->b = NULL;
+            k->cap = 1;
+            return;
+        }
+        k->b = b, k->cap = cap;
+    }
+    memcpy(k->b + k->n, p, n);
+    k->n += n;
+}
+
+/* The lists without dslot: the memory pass numbers the activation-gradient
+ * sets after the schedule pass verified the lists, and nothing here reads
+ * them (the memory pass's own check does), so the lists simulate verifies
+ * again are the same input. */
+static void put_lists(bytes *k, sched_instr *const *lists, const int *n, int stages)
+{
+    put(k, n, sizeof(int) * (size_t)stages);
+    for (int st = 0; st < stages; st++)
+        for (int i = 0; i < n[st]; i++) {
+            sched_instr in = lists[st][i];
+            in.dslot = -1;
+            put(k, &in, sizeof in);
+        }
+}
+
+static bytes schedule_key(const schedule *s)
+{
+    bytes k = {NULL, 0, 0};
+    int head[] = {s->kind, s->stages, s->micro, s->virt, s->chunks, s->split_backward, s->weight_delay,
+                  s->tied, s->split, s->pro != NULL};
+    put(&k, head, sizeof head);
+    put(&k, s->slots, sizeof(int) * (size_t)s->stages);
+    put(&k, s->bufs, sizeof(int) * (size_t)s->stages);
+    put_lists(&k, s->ins, s->n, s->stages);
+    if (s->pro) {
+        put_lists(&k, s->pro, s->npro, s->stages);
+        put_lists(&k, s->epi, s->nepi, s->stages);
+    }
+    return k;
+}
+
+/* Schedules that passed, byte for byte: a search (weft plan) builds and
+ * prices many candidates with the same pipeline, and simulate verifies the
+ * schedule the schedule pass verified.  Exact comparison, no hash trusted;
+ * at most MEMO_BYTES kept, oldest dropped first.  Failures are never kept
+ * (each run reports its own). */
+enum { MEMO_SLOTS = 32 };
+#define MEMO_BYTES ((size_t)192 << 20)
+static bytes memo[MEMO_SLOTS];
+static int memo_next;
+
+static int memo_has(const bytes *k)
+{
+    for (int i = 0; i < MEMO_SLOTS; i++)
+        if (memo[i].b && memo[i].n == k->n && memcmp(memo[i].b, k->b, k->n) == 0) return 1;
+    return 0;
+}
+
+static void memo_add(bytes k)
+{
+    size_t total = k.n;
+    for (int i = 0; i < MEMO_SLOTS; i++) total += memo[i].n;
+    /* drop the oldest until it fits (or nothing is left) */
+    for (int i = 0; i < MEMO_SLOTS && total > MEMO_BYTES; i++) {
+        bytes *o = &memo[(memo_next + i) % MEMO_SLOTS];
+        total -= o->n;
+        free(o->b);
+        *o = (bytes){NULL, 0, 0};
+    }
+    if (k.n > MEMO_BYTES) {
+        free(k.b);
+        return;
+    }
+    free(memo[memo_next].b);
+    memo[memo_next] = k;
+    memo_next = (memo_next + 1) % MEMO_SLOTS;
+}
+
 int schedule_verify(const schedule *s, char *err, size_t errlen)
+{
+    bytes k = schedule_key(s);
+    if (k.b && memo_has(&k)) {
+        free(k.b);
+        return 0;
+    }
+    int rc = verify_schedule_once(s, err, errlen);
+    if (rc == 0 && k.b) memo_add(k);
+    else free(k.b);
+    return rc;
+}
+
+static int verify_schedule_once(const schedule *s, char *err, size_t errlen)
 {
     if (s->pro) { /* PipeDream-2BW: prologue + steady + steady + epilogue */
         schedule u;
@@ -728,7 +839,7 @@ int schedule_verify(const schedule *s, char *err, size_t errlen)
             if (err && errlen) snprintf(err, errlen, "out of memory");
             return -1;
         }
-        int rc = schedule_verify(&u, err, errlen);
+        int rc = verify_schedule_once(&u, err, errlen);
         schedule_free(&u);
         return rc;
     }

@@ -77,7 +77,9 @@ int verify_run(const verify_input *in, char *err, size_t errlen);
 
 /* A built pipeline schedule, rank == stage, no collective groups; for
  * PipeDream-2BW the unrolled prologue + steady + steady + epilogue.  With
- * scatter/gather (s->split > 1) on stages x split ranks (verify_tp_build). */
+ * scatter/gather (s->split > 1) on stages x split ranks (verify_tp_build).
+ * A schedule equal byte for byte to one that passed before in this process
+ * passes without running again (the search prices many alike). */
 int schedule_verify(const schedule *s, char *err, size_t errlen);
 
 /* A scatter/gather schedule as the ranks run it: stages x split ranks, rank

@@ -275,9 +275,15 @@ end
 -- table that merely carries __kind = "model" is refused.
 local made = setmetatable({}, { __mode = "k" })
 
+-- While a constructor runs for the plan, models defer their graph (see
+-- model_object); weft.plan's rebuild makes it at once.
+local defer_graphs = false
+
 local function constructor(name, kind, make)
   return entry(name, function(spec)
+    defer_graphs = true
     local obj = make(spec)
+    defer_graphs = false
     -- the plan line of the call, which weft.plan's rebuild keeps (load.c
     -- gives it to every op of a model: shape errors then name it)
     local line = plan_line(2) or 0
@@ -643,6 +649,26 @@ end
 ---------------------------------------------------------------------------
 local make_gpt2, make_llama  -- (spec, vision): vision(g) builds a VLM's encoder (make_vlm)
 
+-- A model object with its graph from build().  weft.plan never reads the
+-- graph of the object the plan holds (it rebuilds the model from its spec),
+-- so a constructor called by the plan defers it until the plan reads
+-- obj.graph, if ever: the model is then built once per load, not twice.
+-- Only models whose spec has no user kernel defer: built-in layers cannot
+-- fail once the spec is checked, a kernel's application may, and must fail
+-- on the constructor's line.
+local function model_object(obj, build, may_defer)
+  if defer_graphs and may_defer then
+    return setmetatable(obj, { __index = function(t, k)
+      if k ~= "graph" then return nil end
+      local g = build()
+      rawset(t, "graph", g)
+      return g
+    end })
+  end
+  obj.graph = build()
+  return obj
+end
+
 function make_gpt2(spec, vision)
   local s = check_fields("gpt2", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
@@ -660,34 +686,38 @@ function make_gpt2(spec, vision)
     fail("gpt2.heads", s.heads .. " does not divide hidden = " .. s.hidden,
          "a divisor of " .. s.hidden .. ": " .. divisors(s.hidden))
   end
-  local g = new_graph { seq = s.seq, vocab = s.vocab }
-  local C, std = s.hidden, s.init_std
-  -- GPT-2 scales the projections that write into the residual stream.
-  local proj_std = std / sqrt(2 * s.layers)
-  g:input { kind = "tokens" }
-  local image = vision and vision(g, C)
-  local x = g:embedding("wte", "wpe", C, std)
-  if image then x = g:image_merge(x, image) end
-  for l = 0, s.layers - 1 do
-    local p = "h." .. l .. "."
-    g:block(l)
-    local h = g:layernorm(x, p .. "ln_1")
-    h = g:linear(h, p .. "attn.c_attn", 3 * C, "column", std)
-    h = g:attention(h, s.heads)
-    h = g:linear(h, p .. "attn.c_proj", C, "row", proj_std)
-    x = g:add(x, h)
-    h = g:layernorm(x, p .. "ln_2")
-    h = g:linear(h, p .. "mlp.c_fc", 4 * C, "column", std)
-    if kernel_of(s.activation) then h = g:apply(s.activation, h)
-    elseif s.activation == "gelu" then h = g:gelu_erf(h) else h = g:gelu(h) end
-    h = g:linear(h, p .. "mlp.c_proj", C, "row", proj_std)
-    x = g:add(x, h)
+  local function build()
+    local g = new_graph { seq = s.seq, vocab = s.vocab }
+    local C, std = s.hidden, s.init_std
+    -- GPT-2 scales the projections that write into the residual stream.
+    local proj_std = std / sqrt(2 * s.layers)
+    g:input { kind = "tokens" }
+    local image = vision and vision(g, C)
+    local x = g:embedding("wte", "wpe", C, std)
+    if image then x = g:image_merge(x, image) end
+    for l = 0, s.layers - 1 do
+      local p = "h." .. l .. "."
+      g:block(l)
+      local h = g:layernorm(x, p .. "ln_1")
+      h = g:linear(h, p .. "attn.c_attn", 3 * C, "column", std)
+      h = g:attention(h, s.heads)
+      h = g:linear(h, p .. "attn.c_proj", C, "row", proj_std)
+      x = g:add(x, h)
+      h = g:layernorm(x, p .. "ln_2")
+      h = g:linear(h, p .. "mlp.c_fc", 4 * C, "column", std)
+      if kernel_of(s.activation) then h = g:apply(s.activation, h)
+      elseif s.activation == "gelu" then h = g:gelu_erf(h) else h = g:gelu(h) end
+      h = g:linear(h, p .. "mlp.c_proj", C, "row", proj_std)
+      x = g:add(x, h)
+    end
+    g:block(nil)
+    x = g:layernorm(x, "ln_f")
+    g:lm_head_xent(x)
+    return g
   end
-  g:block(nil)
-  x = g:layernorm(x, "ln_f")
-  g:lm_head_xent(x)
-  return { __kind = "model", family = "gpt2", layers = s.layers, hidden = C,
-           heads = s.heads, seq = s.seq, vocab = s.vocab, graph = g, spec = s }
+  return model_object({ __kind = "model", family = "gpt2", layers = s.layers, hidden = s.hidden,
+                        heads = s.heads, seq = s.seq, vocab = s.vocab, spec = s },
+                      build, not kernel_of(s.activation))
 end
 
 -- LLaMA (Touvron et al. 2023): pre-norm RMSNorm blocks, rotary positions,
@@ -734,39 +764,43 @@ function make_llama(spec, vision)
     fail("llama.heads", "head size hidden / heads = " .. s.hidden .. " / " .. s.heads .. " = " .. hd
          .. " is odd; RoPE turns pairs of features", "heads making hidden / heads even")
   end
-  local g = new_graph { seq = s.seq, vocab = s.vocab }
-  local C, std, kvd = s.hidden, s.init_std, s.kv_heads * hd
-  -- as GPT-2, the projections that write into the residual stream are scaled
-  local proj_std = std / sqrt(2 * s.layers)
-  -- Hugging Face's nn.Linear keeps its weights (out, in): so do the checkpoints
-  local HF = "transposed"
-  g:input { kind = "tokens" }
-  local image = vision and vision(g, C)
-  local x = g:token_embedding("model.embed_tokens", C, std)
-  if image then x = g:image_merge(x, image) end
-  for l = 0, s.layers - 1 do
-    local p = "model.layers." .. l .. "."
-    g:block(l)
-    local h = norm(g, x, p .. "input_layernorm")
-    local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false, HF)
-    local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false, HF)
-    local v = g:linear(h, p .. "self_attn.v_proj", kvd, "column", std, false, HF)
-    h = g:gqa_attention(g:rope(q, k, s.heads, s.kv_heads, s.rope_theta), v, s.heads, s.kv_heads)
-    h = g:linear(h, p .. "self_attn.o_proj", C, "row", proj_std, false, HF)
-    x = g:add(x, h)
-    h = norm(g, x, p .. "post_attention_layernorm")
-    local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false, HF)
-    local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false, HF)
-    local gated = kernel_of(s.mlp_gate) and g:apply(s.mlp_gate, gate, up) or g:swiglu(gate, up)
-    h = g:linear(gated, p .. "mlp.down_proj", C, "row", proj_std, false, HF)
-    x = g:add(x, h)
+  local function build()
+    local g = new_graph { seq = s.seq, vocab = s.vocab }
+    local C, std, kvd = s.hidden, s.init_std, s.kv_heads * hd
+    -- as GPT-2, the projections that write into the residual stream are scaled
+    local proj_std = std / sqrt(2 * s.layers)
+    -- Hugging Face's nn.Linear keeps its weights (out, in): so do the checkpoints
+    local HF = "transposed"
+    g:input { kind = "tokens" }
+    local image = vision and vision(g, C)
+    local x = g:token_embedding("model.embed_tokens", C, std)
+    if image then x = g:image_merge(x, image) end
+    for l = 0, s.layers - 1 do
+      local p = "model.layers." .. l .. "."
+      g:block(l)
+      local h = norm(g, x, p .. "input_layernorm")
+      local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false, HF)
+      local k = g:linear(h, p .. "self_attn.k_proj", kvd, "column", std, false, HF)
+      local v = g:linear(h, p .. "self_attn.v_proj", kvd, "column", std, false, HF)
+      h = g:gqa_attention(g:rope(q, k, s.heads, s.kv_heads, s.rope_theta), v, s.heads, s.kv_heads)
+      h = g:linear(h, p .. "self_attn.o_proj", C, "row", proj_std, false, HF)
+      x = g:add(x, h)
+      h = norm(g, x, p .. "post_attention_layernorm")
+      local gate = g:linear(h, p .. "mlp.gate_proj", s.ffn_hidden, "column", std, false, HF)
+      local up = g:linear(h, p .. "mlp.up_proj", s.ffn_hidden, "column", std, false, HF)
+      local gated = kernel_of(s.mlp_gate) and g:apply(s.mlp_gate, gate, up) or g:swiglu(gate, up)
+      h = g:linear(gated, p .. "mlp.down_proj", C, "row", proj_std, false, HF)
+      x = g:add(x, h)
+    end
+    g:block(nil)
+    x = norm(g, x, "model.norm")
+    g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
+    return g
   end
-  g:block(nil)
-  x = norm(g, x, "model.norm")
-  g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
-  return { __kind = "model", family = "llama", layers = s.layers, hidden = C, heads = s.heads,
-           kv_heads = s.kv_heads, ffn_hidden = s.ffn_hidden, rope_theta = s.rope_theta,
-           norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, graph = g, spec = s }
+  return model_object({ __kind = "model", family = "llama", layers = s.layers, hidden = s.hidden, heads = s.heads,
+                        kv_heads = s.kv_heads, ffn_hidden = s.ffn_hidden, rope_theta = s.rope_theta,
+                        norm_eps = s.norm_eps, seq = s.seq, vocab = s.vocab, spec = s },
+                      build, not (kernel_of(s.norm) or kernel_of(s.mlp_gate)))
 end
 
 ---------------------------------------------------------------------------
@@ -1229,6 +1263,7 @@ local function make_plan(spec)
 
   local function rebuild(field, v, kind, ctor)
     local rec = from[v]
+    defer_graphs = false  -- the graph load.c reads is made here
     if rec and rec.kind == kind then
       local obj = rec.make(v)
       obj.line = rec.line

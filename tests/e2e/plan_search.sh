@@ -64,6 +64,55 @@ check "gpt2_3d: the best plan passes weft check" "$WEFT" check "$WORK/3d.lua"
 check "--scaling reports 2, 4 and 8 ranks" \
   bash -c "grep -q '^   1x      2 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   2x      4 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   4x      8 GPUs: MFU' '$WORK/scale.txt'"
 
+# 3b. Stage partitions: the partition pass balances FLOPs, which is not the
+# fastest split for simulate (the first stage also holds the embedding, the
+# last the LM head and loss).  tiny with 7 layers on 3 ranks, global batch 4
+# (dp 3 does not divide it, tp 3 not the 4 heads): every layout is pp 3.  The
+# search moves a layer across the first and last boundaries of its best and
+# keeps a faster split; the written plan pins it (pipeline.stages).
+part=(plans/tiny.lua --set model.layers=7 --set cluster.devices_per_node=3 --global-batch 4 --top 3)
+"$WEFT" plan "${part[@]}" --print-sets -o "$WORK/part.lua" >"$WORK/part.txt" 2>/dev/null
+cat "$WORK/part.txt" | grep -v '^sets'
+check "partitions: the refinement's builds are counted" \
+  grep -q "^stage partitions: .* ([1-9][0-9]* of the builds)" "$WORK/part.txt"
+check "partitions: the table shows each row's layers per stage" \
+  grep -q "^1  *dp 1 tp 1 pp 3 .* \[[0-9* ]*\]  " "$WORK/part.txt"
+# row 1 against the same layout with the partition pass's own split
+sets1=$(awk -F'\t' '$1 == "sets" && $2 == 1 { print $4 }' "$WORK/part.txt")
+# shellcheck disable=SC2086
+own=$(echo $sets1 | sed 's/--set pipeline\.stages\.[0-9]*=[0-9]*//g')
+# shellcheck disable=SC2086
+t_own=$("$WEFT" simulate plans/tiny.lua $own | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p')
+# shellcheck disable=SC2086
+t_best=$("$WEFT" simulate plans/tiny.lua $sets1 | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p')
+check "partitions: row 1 ($t_best tokens/s) is faster than its layout with the partition pass's split ($t_own)" \
+  awk -v a="$t_best" -v b="$t_own" 'BEGIN { exit !(a != "" && b != "" && a > b) }'
+check "partitions: the written plan sets the split and passes weft check" \
+  bash -c "grep -q 'pipeline.stages.1' '$WORK/part.lua' && '$WEFT' check '$WORK/part.lua' >/dev/null"
+t_written=$("$WEFT" simulate "$WORK/part.lua" | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p')
+check "partitions: the written plan is row 1 ($t_written tokens/s)" test "$t_written" = "$t_best"
+
+# 3c. A VLM (plans/vlm_tiny.lua) on 4 CPU ranks of one node: the prelude
+# refuses sequence parallelism with weft.vlm, so the search never builds it;
+# its encoder runs on the first stage and is priced there.
+"$WEFT" plan plans/vlm_tiny.lua --set cluster.devices_per_node=4 --top 8 --print-sets -o "$WORK/vlm.lua" \
+  >"$WORK/vlm.txt" 2>"$WORK/vlm.err"
+grep -v '^sets' "$WORK/vlm.txt"
+check "vlm: weft plan writes a plan weft check accepts" "$WEFT" check "$WORK/vlm.lua"
+check "vlm: sequence parallelism is pruned before any build" \
+  bash -c "grep -q 'sequence parallelism not supported with a VLM [1-9]' '$WORK/vlm.txt' && ! grep -q 'mesh.sp: true with weft.vlm' '$WORK/vlm.txt'"
+# a pipelined row: its price is simulate's, whose first chunk holds the encoder
+row=$(awk -F'\t' '$1 == "sets" && $4 ~ /mesh.pp=2/ { print $2; exit }' "$WORK/vlm.txt")
+setsp=$(awk -F'\t' -v r="$row" '$1 == "sets" && $2 == r { print $4 }' "$WORK/vlm.txt")
+# shellcheck disable=SC2086
+"$WEFT" simulate plans/vlm_tiny.lua $setsp >"$WORK/vlm_sim.txt"
+t_row=$(awk -v r="$row" '$1 == r && $2 == "dp" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $(i - 2); exit } }' "$WORK/vlm.txt")
+t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/vlm_sim.txt")
+check "vlm: row $row (pp 2) is priced as simulate prices it ($t_row s, simulate $t_sim s)" \
+  bash -c "[ -n '$row' ] && [ '$t_row' = '$t_sim' ]"
+check "vlm: simulate puts the encoder in the first chunk's compute" \
+  grep -q "^encoder   vision encoder and projector [0-9.]* ms of the first chunk's" "$WORK/vlm_sim.txt"
+
 # 4. Impossible requests: exit 1 with the nearest feasible change.  1T
 # parameters hold 16 bytes each in fp32 (weights, gradients, AdamW's two
 # moments): 15021 GiB, over 72 GiB (80 with 10% spare) = 209 GPUs, so the

@@ -297,6 +297,33 @@ int main(void)
     grid_case(SCHED_INTERLEAVED, 4, 8, 3);
     grid_case(SCHED_INTERLEAVED, 3, 6, 4);
 
+    /* schedule_peak_slots (weft plan's memory bound) counts the slots of the
+     * schedule schedule_build makes, from its compute orders alone: equal to
+     * the built schedule's largest slots[] on every kind but 2BW, over
+     * stage counts 1..8 and microbatches 1..3 * stages (the short, the
+     * exactly-full and the steady-state pipelines) */
+    int slot_cases = 0, slot_equal = 0;
+    for (int k = 0; k < SCHED__COUNT; k++)
+        for (int p = 1; p <= 8 && k != SCHED_2BW; p++)
+            for (int m = 1; m <= 3 * p; m++) {
+                int v = k == SCHED_INTERLEAVED ? 2 : 1;
+                if (k == SCHED_INTERLEAVED && m % p != 0) continue;
+                if (schedule_build(&s, (sched_kind)k, p, m, v, err, sizeof err) != 0) continue;
+                int built = 0;
+                for (int st = 0; st < p; st++)
+                    if (s.slots[st] > built) built = s.slots[st];
+                schedule_free(&s);
+                int peak = schedule_peak_slots((sched_kind)k, p, m, v);
+                slot_cases++;
+                if (peak == built) slot_equal++;
+                else check(0, "schedule_peak_slots(%s, %d, %d, %d) = %d, the built schedule has %d",
+                           sched_name((sched_kind)k), p, m, v, peak, built);
+            }
+    check(slot_cases > 100 && slot_equal == slot_cases,
+          "schedule_peak_slots equals the built schedule's peak slots in %d of %d cases", slot_equal, slot_cases);
+    check(schedule_peak_slots(SCHED_INTERLEAVED, 4, 6, 2) == -1 && schedule_peak_slots(SCHED_2BW, 4, 8, 1) == -1,
+          "schedule_peak_slots refuses what schedule_build refuses (interleaved m=6 p=4) and 2BW");
+
     /* argument errors */
     err[0] = 0;
     int rc = schedule_build(&s, SCHED_INTERLEAVED, 4, 6, 2, err, sizeof err);

@@ -496,6 +496,40 @@ static void tied_messages(void)
     }
 }
 
+/* schedule_verify's memo of schedules that passed: a schedule edited in
+ * place after it passed is verified again (and fails), even when the edit
+ * keeps its length; the unedited bytes pass again. */
+static void verified_memo(void)
+{
+    schedule s;
+    char e[512];
+    if (schedule_build(&s, SCHED_1F1B, 4, 8, 1, e, sizeof e) != 0) {
+        check(0, "build 1f1b p=4 m=8: %s", e);
+        return;
+    }
+    err[0] = 0;
+    int first = schedule_verify(&s, err, sizeof err), again = schedule_verify(&s, err, sizeof err);
+    check(first == 0 && again == 0, "1f1b p=4 m=8 passes, and again (from the memo)");
+    /* stage 1's first RECV_ACT now names a microbatch stage 0 never sends
+     * first: same length, one field changed */
+    int i = 0;
+    while (i < s.n[1] && s.ins[1][i].op != SI_RECV_ACT) i++;
+    if (i == s.n[1]) {
+        check(0, "1f1b p=4 m=8: stage 1 has a RECV_ACT");
+        schedule_free(&s);
+        return;
+    }
+    int m = s.ins[1][i].m;
+    s.ins[1][i].m = m + 1;
+    err[0] = 0;
+    int edited = schedule_verify(&s, err, sizeof err);
+    check(edited == -1 && strstr(err, "rank 1"), "the same schedule with one receive's microbatch changed "
+          "after it passed: verified again and rejected: %s", err);
+    s.ins[1][i].m = m;
+    check(schedule_verify(&s, err, sizeof err) == 0, "restored: passes");
+    schedule_free(&s);
+}
+
 int main(void)
 {
     correct_pipeline();
@@ -508,6 +542,7 @@ int main(void)
     other_errors();
     built_schedules();
     tied_messages();
+    verified_memo();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
