@@ -205,3 +205,40 @@ double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *
     c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * N, WF_F64, WF_SUM, NULL);
     return wf_vocab_dlogits(c, dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin, precision);
 }
+
+/* The vocabulary-parallel head fused and chunked (the CPU backend's, from
+ * the backward; wf_lmhead_xent_chunked's form): per chunk of token rows the
+ * local logits go into scratch (chunk x VL), the row maxima and the sums
+ * are all-reduced for the chunk's rows, and dlogits feed dx (partial over
+ * the vocabulary: the tp_copy before the head sums it) and dwte_part.
+ * Every tp rank holds the same targets, so all skip the same idle chunks
+ * and their collectives stay matched. */
+double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *losses, float *scratch,
+                             const float *x, const float *wte_part, const int32_t *targets,
+                             float scale, int N, int C, int VL, int v_begin, int vocab, int chunk) {
+    int valid = vocab - v_begin;
+    valid = valid < 0 ? 0 : valid > VL ? VL : valid;
+    if (chunk < 1 || chunk > N) chunk = N;
+    /* comm holds a chunk's row maxima (floats), then its 2 x chunk doubles */
+    float *rowmax = c->comm;
+    double *stats = (double *)(c->comm + ((chunk + 1) & ~1));
+    int precision = wf_ctx_precision(c);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        const float *xc = x + (long)r0 * C;
+        if (wf_xent_rows_idle(targets + r0, n)) {
+            for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
+            continue;
+        }
+        wf_vocab_logits(c, scratch, rowmax, xc, wte_part, n, C, VL, valid, precision);
+        c->coll->allreduce(c, WF_GROUP_TP, rowmax, n, WF_F32, WF_MAX, NULL);
+        wf_vocab_exp(c, scratch, stats, rowmax, targets + r0, n, VL, v_begin, valid);
+        c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * n, WF_F64, WF_SUM, NULL);
+        wf_vocab_dlogits(c, scratch, losses + r0, rowmax, stats, targets + r0, scale, n, VL, v_begin,
+                         precision);
+        wf_vocab_xent_bwd(c, dx + (long)r0 * C, dwte_part, scratch, xc, wte_part, n, C, VL);
+    }
+    double total = 0.0;  /* in token order, as wf_vocab_dlogits' */
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total;
+}

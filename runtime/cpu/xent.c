@@ -92,6 +92,48 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
     return total;
 }
 
+/* Whether rows [0, n) of targets hold no loss position (all < 0): a VLM's
+ * image and pad positions, whose chunk then needs no GEMM at all. */
+int wf_xent_rows_idle(const int32_t *targets, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (targets[i] >= 0) return 0;
+    return 1;
+}
+
+/* The fused, chunked head (the CPU backend's, called from the backward):
+ * per chunk of `chunk` token rows, logits into scratch, softmax, loss and
+ * dlogits in place, then both backward GEMMs consume the chunk, so at most
+ * chunk x V logits exist at once.  The per-row arithmetic is
+ * softmax_xent_row's, the whole head's; only dwte's sum over tokens is
+ * split into per-chunk partial sums. */
+double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, float *scratch,
+                              const float *x, const float *wte, const int32_t *targets,
+                              float scale, int N, int C, int V, int chunk)
+{
+    int precision = wf_ctx_precision(c);
+    if (chunk < 1 || chunk > N) chunk = N;
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        const float *xc = x + (long)r0 * C;
+        if (wf_xent_rows_idle(targets + r0, n)) {  /* no loss, no gradient */
+            for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
+            continue;
+        }
+        wf_sgemm(0, 1, n, V, C, 1.0f, xc, C, wte, C, 0.0f, scratch, V);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            losses[r0 + i] = (float)softmax_xent_row(scratch + (long)i * V, targets[r0 + i], scale,
+                                                     V, precision);
+        wf_sgemm(0, 0, n, C, V, 1.0f, scratch, V, wte, C, 1.0f, dx + (long)r0 * C, C);
+        wf_sgemm(1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C);
+    }
+    double total = 0.0;  /* in token order, as wf_lmhead_xent_fwd's */
+    for (int n = 0; n < N; n++)
+        total += losses[n];
+    return total;
+}
+
 /* dx += dlogits @ wte; dwte += dlogits^T @ x (the B and W halves
  * below); the forward wrote dlogits. */
 void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
