@@ -80,6 +80,7 @@ void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, con
 #pragma omp parallel for schedule(static) if ((long)N * M > 65536)
     for (int n = 0; n < N; n++) {
         float *p = pre + (long)n * M, *o = out + (long)n * M;
+#pragma omp simd
         for (int j = 0; j < M; j++) {
             float x = b ? p[j] + b[j] : p[j];
             x = wf_hd_round(precision, x);
