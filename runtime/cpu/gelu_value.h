@@ -14,6 +14,7 @@
 #ifndef WEFT_GELU_VALUE_H
 #define WEFT_GELU_VALUE_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -56,11 +57,12 @@ static inline WF_HD float wf_exp_float(float y) {
 }
 
 /* e^(-2u), u = sqrt(2/pi) (x + 0.044715 x^3), the argument clamped to
- * [-87, 88]: past it the GELU is x or 0 to within x e^-87 */
+ * [-87, 87]: past it the GELU is x or 0 to within |x| e^-87.  One select on
+ * |y| (two compares in a row keep gcc from vectorising the loop under the
+ * default -ftrapping-math). */
 static inline WF_HD float wf_gelu_e(float x) {
     float y = -2.0f * (WF_GELU_A * (x + WF_GELU_B * x * x * x));
-    y = y < -87.0f ? -87.0f : y;
-    y = y > 88.0f ? 88.0f : y;
+    y = fabsf(y) > 87.0f ? copysignf(87.0f, y) : y;
     return wf_exp_float(y);
 }
 
