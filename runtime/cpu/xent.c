@@ -16,6 +16,7 @@
 
 #include "blas.h"
 #include "dlogits_row.h"
+#include "exp_float.h"
 #include "kernels_tp.h"
 #include "precision_bits.h"
 
@@ -43,14 +44,19 @@ static double softmax_xent_row(float *row, int target, float scale, int V, int p
     for (int j = 1; j < V; j++)
         max = row[j] > max ? row[j] : max;
     double target_logit = (double)row[target] - max;
-    /* one exp per element, in float; the sum is kept in double */
+    /* one exp per element, in float (exp_float.h: the loop vectorises; a
+     * logit more than 87 below the maximum counts as e^-87, which changes the
+     * row's sum, at least 1, by under 2^-125 of itself); the sum is kept in
+     * double, in vector-width partial sums */
+#pragma omp simd
+    for (int j = 0; j < V; j++) {
+        float y = row[j] - max;
+        y = fabsf(y) > 87.0f ? copysignf(87.0f, y) : y;  /* y <= 0: -87; one select, as gelu_value.h has */
+        row[j] = wf_exp_float(y);
+    }
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < V; j++) {
-        float e = expf(row[j] - max);
-        row[j] = e;
-        sum += e;
-    }
+    for (int j = 0; j < V; j++) sum += row[j];
     wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
     return log(sum) - target_logit;
 }
@@ -158,6 +164,13 @@ void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, con
 
 /* ---- vocabulary-parallel LM head and cross-entropy ------------------------- */
 
+/* e^y as softmax_xent_row takes it (y <= 0: a logit less its row's maximum),
+ * and 0 for a padding column's -inf */
+static inline float xent_exp(float y) {
+    if (y == -INFINITY) return 0.0f;
+    return wf_exp_float(fabsf(y) > 87.0f ? copysignf(87.0f, y) : y);
+}
+
 /* logits (N, VL) = x @ wte_part^T, padding columns set to -inf; rowmax[n] is
  * the local maximum (-inf when the whole shard is padding). */
 void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x, const float *wte_part,
@@ -186,7 +199,7 @@ void wf_vocab_exp(wf_ctx *c, const float *logits, double *stats, const float *ro
         int t = targets[n] - v_begin;
         stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
         double sum = 0.0;
-        for (int j = 0; j < valid; j++) sum += expf(row[j] - rowmax[n]);
+        for (int j = 0; j < valid; j++) sum += xent_exp(row[j] - rowmax[n]);
         stats[2 * n] = sum;
     }
 }
@@ -206,7 +219,7 @@ double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *r
             losses[n] = 0.0f;
             continue;
         }
-        for (int j = 0; j < VL; j++) row[j] = expf(row[j] - rowmax[n]);
+        for (int j = 0; j < VL; j++) row[j] = xent_exp(row[j] - rowmax[n]);
         wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
                        precision);
         losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
