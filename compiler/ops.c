@@ -66,7 +66,7 @@ static const op_row table[OP__COUNT] = {
         .emit_fwd = binary_emit_fwd, .emit_bwd = add_emit_bwd, .stem = "residual" },
     [OP_LMHEAD_XENT] = {
         .name = "lmhead_xent", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
-        .check = lmhead_check, .saved = lmhead_saved, .shard = lmhead_shard, .act16 = op_act16_always,
+        .check = lmhead_check, .saved = lmhead_saved, .scratch = lmhead_scratch, .shard = lmhead_shard, .act16 = op_act16_always,
         .backends = BOTH, .gemm_weight = 1, .loss = 1, .cost = COST_XENT, .flops = lmhead_flops,
         /* the whole vocabulary; or this rank's part of it (tp > 1) */
         .k = { { "wf_lmhead_xent_fwd", "wf_lmhead_xent_bwd", "wf_lmhead_xent_bwd_input", "wf_lmhead_xent_bwd_weight" },

@@ -1,7 +1,36 @@
 /* ops_loss.c: the loss head's row (ops.c): the LM head's matmul over the
  * vocabulary fused with softmax cross-entropy, per token; vocabulary-
  * parallel under tensor parallelism (logits are never gathered). */
+#include <string.h>
+
 #include "ops.h"
+
+/* The CPU backend runs the head fused and chunked in the backward
+ * (wf_lmhead_xent_chunked): logits, softmax, loss and both backward GEMMs
+ * chunk by chunk of tokens, nothing saved between the passes.  CUDA keeps
+ * the (N, V) dlogits from its forward (runtime/cuda/xent.cu). */
+int lmhead_chunked(const Program *p) { return strcmp(p->backend, "cuda") != 0; }
+
+/* Rows per chunk: as many as LMHEAD_CHUNK_BYTES of logits hold, but never
+ * fewer than LMHEAD_MIN_ROWS (nor more than the microbatch's tokens).  The
+ * floor is for the W GEMM, dwte += dlogits^T x, whose inner dimension is the
+ * chunk: each chunk reads and writes the whole (V, C) gradient once, so a
+ * chunk of k rows adds 8 V C bytes of traffic per 2 k V C FLOPs; at 256
+ * rows that is 64 FLOPs per byte, above what the GEMM needs to stay compute
+ * bound here, and OpenBLAS's own inner blocking (256-384 on its x86-64
+ * kernels) cuts K into pieces of that size anyway.  The byte budget lets a
+ * small vocabulary take the microbatch in one chunk.  bench/lmhead_chunk
+ * measures the head's time against the chunk. */
+#define LMHEAD_CHUNK_BYTES (32L << 20)
+#define LMHEAD_MIN_ROWS 256L
+
+long lmhead_chunk_rows(const Program *p) {
+    long N = (long)p->micro * p->seq, VL = p->vocab_padded / p->tp;
+    if (p->lmhead_chunk > 0) return p->lmhead_chunk < N ? p->lmhead_chunk : N;  /* the plan's */
+    long rows = LMHEAD_CHUNK_BYTES / (4 * (VL > 0 ? VL : 1));
+    if (rows < LMHEAD_MIN_ROWS) rows = LMHEAD_MIN_ROWS;
+    return rows < N ? rows : N;
+}
 
 const char *lmhead_check(const Program *p, int i) {
     const ir_op *o = &p->ops[i];
@@ -11,13 +40,19 @@ const char *lmhead_check(const Program *p, int i) {
     return NULL;
 }
 
-/* dlogits of this rank's vocabulary: the plan's 16-bit type under act16 on
- * CUDA; floats on the CPU, whose float kernel reads them whole (staging
- * them would take as many floats again) */
+/* CUDA: dlogits of this rank's vocabulary, the plan's 16-bit type under
+ * act16.  CPU: nothing (the backward computes them, a chunk at a time). */
 long lmhead_saved(const Program *p, const ir_op *o) {
     (void)o;
+    if (lmhead_chunked(p)) return 0;
     long n = (long)p->micro * p->seq * (p->vocab_padded / p->tp);
     return backend_of(p)->act16_staged ? n : act_storage(p, n);
+}
+
+/* CPU: one chunk's logits of this rank's vocabulary (floats). */
+long lmhead_scratch(const Program *p, const ir_op *o) {
+    (void)o;
+    return lmhead_chunked(p) ? lmhead_chunk_rows(p) * (p->vocab_padded / p->tp) : 0;
 }
 
 /* this rank's vocab_padded / tp rows of the (tied or own) weight, on the
@@ -43,8 +78,28 @@ int lmhead_variant(const Program *p, const ir_op *o) {
     return p->tp > 1;
 }
 
+/* The chunked head's one call (CPU), whole backward or B half: it adds the
+ * parameter gradient too, through wf_grad_ptr (a B half has no g). */
+static void emit_chunked(writer *wr, const Program *p, const operands *x) {
+    if (p->tp == 1)
+        emit(wr, "    wf_add_loss(c, wf_lmhead_xent_chunked(c, d + D_%s, wf_grad_ptr(c, 0) + %s, wf_losses(c),\n"
+             "                                         wf_scratch(c), a + %s, w + %s, wf_targets(c),\n"
+             "                                         wf_loss_scale(c), N, %ld, V, %ld));\n",
+             x->in0, x->g0, x->in0, x->w0, x->in_width, lmhead_chunk_rows(p));
+    else
+        emit(wr, "    wf_add_loss(c, wf_vocab_xent_chunked(c, d + D_%s, wf_grad_ptr(c, 0) + %s, wf_losses(c),\n"
+             "                                        wf_scratch(c), a + %s, w + %s, wf_targets(c),\n"
+             "                                        wf_loss_scale(c), N, %ld, VL, wf_tp_rank(c) * VL, V,\n"
+             "                                        %ld));\n",
+             x->in0, x->g0, x->in0, x->w0, x->in_width, lmhead_chunk_rows(p));
+}
+
 void lmhead_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)i;
+    if (lmhead_chunked(p)) {
+        emit(wr, "    /* the LM head and loss run in backward, fused and chunked */\n");
+        return;
+    }
     if (p->tp == 1)
         emit(wr, "    wf_add_loss(c, %s(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
              "                                     wf_targets(c), wf_loss_scale(c), N, %ld, V));\n",
@@ -58,18 +113,30 @@ void lmhead_emit_fwd(writer *wr, const Program *p, int i, const operands *x, con
 
 void lmhead_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)i;
+    if (lmhead_chunked(p)) {
+        emit_chunked(wr, p, x);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, g + %s, a + %s, a + %s, w + %s, N, %ld, %s);\n", k->bwd, x->in0, x->g0, x->s,
          x->in0, x->w0, x->in_width, p->tp > 1 ? "VL" : "V");
 }
 
 void lmhead_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)i;
+    if (lmhead_chunked(p)) {  /* both halves: dwte needs the chunk's dlogits too */
+        emit_chunked(wr, p, x);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, a + %s, w + %s, N, %ld, %s);\n", k->bwd_input, x->in0, x->s, x->w0, x->in_width,
          p->tp > 1 ? "VL" : "V");
 }
 
 void lmhead_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)i;
+    if (lmhead_chunked(p)) {
+        emit(wr, "    /* the LM head's weight gradient: in its B half (fused, chunked) */\n");
+        return;
+    }
     emit(wr, "    %s(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", k->bwd_weight, x->g0, x->s, x->in0, x->in_width,
          p->tp > 1 ? "VL" : "V");
 }

@@ -290,6 +290,7 @@ typedef struct Program {
     char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
     char grad_accum[8];      /* plan.grad_accum: "auto", "fp32", "bf16" or "fp16" (model_state.c) */
     char dp_comm[8];         /* plan.dp_comm: "fp32", "bf16" or "fp16" (wire.c) */
+    long lmhead_chunk;       /* plan.lmhead_chunk: CPU LM head rows per chunk, 0 auto (ops_loss.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
     /* --backend: "cuda", or "cpu" (also empty); set after load, read by the

@@ -264,6 +264,10 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, el);
         t.w = gemm;
         t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, el);
+        if (lmhead_chunked(p)) {  /* the CPU's: all of it in backward, in its B half */
+            t.b += t.f;
+            t.f = t.w = 0;
+        }
         break;
     }
     case COST_NORM:

@@ -206,3 +206,4 @@ double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *
     c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * N, WF_F64, WF_SUM, NULL);
     return wf_vocab_dlogits(c, dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin, precision);
 }
+

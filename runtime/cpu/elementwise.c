@@ -248,7 +248,8 @@ void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
 
 /* ---- GELU ------------------------------------------------------------------ */
 
-/* the formula is gelu_value.h's, shared with the fused linear + GELU */
+/* the formula is gelu_value.h's, shared with the fused linear + GELU; no libm
+ * call in it, so the loops vectorise (simd) */
 
 void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
 {
@@ -260,7 +261,7 @@ void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
         wf_stage16_end(&s);
         return;
     }
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
         out[i] = wf_gelu_value(inp[i]);
     }
@@ -277,7 +278,7 @@ void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, lo
         wf_stage16_end(&s);
         return;
     }
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
         dinp[i] += wf_gelu_grad(inp[i]) * dout[i];
     }
@@ -321,9 +322,16 @@ void wf_gelu_erf_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout
 }
 
 /* ---- GELU with the 16-bit rounding (linear_gelu.h) ------------------------- */
+/* Under fp32 there is nothing to round (wf_hd_round is x itself): those
+ * loops are written without it, so that they vectorise; the same values. */
 
 void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
     (void)c;
+    if (precision == WF_FP32) {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) out[i] = wf_gelu_value(pre[i]);
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) {
         float x = wf_hd_round(precision, pre[i]);
@@ -335,12 +343,22 @@ void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n)
 void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, const float *dout,
                        long n) {
     (void)c;
+    if (precision == WF_FP32) {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dpre[i] = dpre[i] + wf_gelu_grad(pre[i]) * dout[i];
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
 }
 
 void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n) {
     (void)c;
+    if (precision == WF_FP32) {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dpre[i] = wf_gelu_grad(pre[i]) * acc[i];
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, wf_gelu_grad(pre[i]) * acc[i]);
 }

@@ -120,6 +120,15 @@ void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, con
 #pragma omp parallel for schedule(static) if ((long)N * M > 65536)
     for (int n = 0; n < N; n++) {
         float *p = pre + (long)n * M, *o = out + (long)n * M;
+        if (precision == WF_FP32) {  /* nothing to round: loops that vectorise, the same values */
+            if (b) {
+#pragma omp simd
+                for (int j = 0; j < M; j++) p[j] += b[j];
+            }
+#pragma omp simd
+            for (int j = 0; j < M; j++) o[j] = wf_gelu_value(p[j]);
+            continue;
+        }
         for (int j = 0; j < M; j++) {
             float x = b ? p[j] + b[j] : p[j];
             x = wf_hd_round(precision, x);

@@ -16,6 +16,8 @@
 
 #include "blas.h"
 #include "dlogits_row.h"
+#include "exp_float.h"
+#include "internal.h"
 #include "kernels_tp.h"
 #include "precision_bits.h"
 #include "stage16.h"
@@ -44,14 +46,19 @@ static double softmax_xent_row(float *row, int target, float scale, int V, int p
     for (int j = 1; j < V; j++)
         max = row[j] > max ? row[j] : max;
     double target_logit = (double)row[target] - max;
-    /* one exp per element, in float; the sum is kept in double */
+    /* one exp per element, in float (exp_float.h: the loop vectorises; a
+     * logit more than 87 below the maximum counts as e^-87, which changes the
+     * row's sum, at least 1, by under 2^-125 of itself); the sum is kept in
+     * double, in vector-width partial sums */
+#pragma omp simd
+    for (int j = 0; j < V; j++) {
+        float y = row[j] - max;
+        y = fabsf(y) > 87.0f ? copysignf(87.0f, y) : y;  /* y <= 0: -87; one select, as gelu_value.h has */
+        row[j] = wf_exp_float(y);
+    }
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < V; j++) {
-        float e = expf(row[j] - max);
-        row[j] = e;
-        sum += e;
-    }
+    for (int j = 0; j < V; j++) sum += row[j];
     wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
     return log(sum) - target_logit;
 }
@@ -95,6 +102,57 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
     for (int n = 0; n < N; n++)
         losses[n] = (float)softmax_xent_row(dlogits + (long)n * V, targets[n], scale, V, precision);
     double total = 0.0;
+    for (int n = 0; n < N; n++)
+        total += losses[n];
+    return total;
+}
+
+/* Whether rows [0, n) of targets hold no loss position (all < 0): a VLM's
+ * image and pad positions, whose chunk then needs no GEMM at all. */
+int wf_xent_rows_idle(const int32_t *targets, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (targets[i] >= 0) return 0;
+    return 1;
+}
+
+/* The fused, chunked head (the CPU backend's, called from the backward):
+ * per chunk of `chunk` token rows, logits into scratch, softmax, loss and
+ * dlogits in place, then both backward GEMMs consume the chunk, so at most
+ * chunk x V logits exist at once.  The per-row arithmetic is
+ * softmax_xent_row's, the whole head's; only dwte's sum over tokens is
+ * split into per-chunk partial sums. */
+double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, float *scratch,
+                              const float *x, const float *wte, const int32_t *targets,
+                              float scale, int N, int C, int V, int chunk)
+{
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        dx = wf_stage16_acc(&s, dx, (long)N * C);
+        double total = wf_lmhead_xent_chunked(c, dx, dwte, losses, scratch, x, wte, targets, scale, N, C, V,
+                                              chunk);
+        wf_stage16_end(&s);
+        return total;
+    }
+    int precision = wf_ctx_precision(c);
+    if (chunk < 1 || chunk > N) chunk = N;
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        const float *xc = x + (long)r0 * C;
+        if (wf_xent_rows_idle(targets + r0, n)) {  /* no loss, no gradient */
+            for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
+            continue;
+        }
+        wf_sgemm(0, 1, n, V, C, 1.0f, xc, C, wte, C, 0.0f, scratch, V);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            losses[r0 + i] = (float)softmax_xent_row(scratch + (long)i * V, targets[r0 + i], scale,
+                                                     V, precision);
+        wf_sgemm(0, 0, n, C, V, 1.0f, scratch, V, wte, C, 1.0f, dx + (long)r0 * C, C);
+        wf_sgemm(1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C);
+    }
+    double total = 0.0;  /* in token order, as wf_lmhead_xent_fwd's */
     for (int n = 0; n < N; n++)
         total += losses[n];
     return total;
@@ -144,6 +202,13 @@ void wf_lmhead_xent_bwd_weight(wf_ctx *c, float *dwte, const float *dlogits, con
 
 /* ---- vocabulary-parallel LM head and cross-entropy ------------------------- */
 
+/* e^y as softmax_xent_row takes it (y <= 0: a logit less its row's maximum),
+ * and 0 for a padding column's -inf */
+static inline float xent_exp(float y) {
+    if (y == -INFINITY) return 0.0f;
+    return wf_exp_float(fabsf(y) > 87.0f ? copysignf(87.0f, y) : y);
+}
+
 /* logits (N, VL) = x @ wte_part^T, padding columns set to -inf; rowmax[n] is
  * the local maximum (-inf when the whole shard is padding). */
 void wf_vocab_logits(wf_ctx *c, float *logits, float *rowmax, const float *x, const float *wte_part,
@@ -178,7 +243,7 @@ void wf_vocab_exp(wf_ctx *c, const float *logits, double *stats, const float *ro
         int t = targets[n] - v_begin;
         stats[2 * n + 1] = (t >= 0 && t < valid) ? (double)row[t] - rowmax[n] : 0.0;
         double sum = 0.0;
-        for (int j = 0; j < valid; j++) sum += expf(row[j] - rowmax[n]);
+        for (int j = 0; j < valid; j++) sum += xent_exp(row[j] - rowmax[n]);
         stats[2 * n] = sum;
     }
 }
@@ -198,7 +263,7 @@ double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *r
             losses[n] = 0.0f;
             continue;
         }
-        for (int j = 0; j < VL; j++) row[j] = expf(row[j] - rowmax[n]);
+        for (int j = 0; j < VL; j++) row[j] = xent_exp(row[j] - rowmax[n]);
         wf_dlogits_row(row, (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
                        precision);
         losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
@@ -221,4 +286,51 @@ void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlog
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
     wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
+}
+
+/* The vocabulary-parallel head fused and chunked (the CPU backend's, from
+ * the backward; wf_lmhead_xent_chunked's form): per chunk of token rows the
+ * local logits go into scratch (chunk x VL), the row maxima and the sums
+ * are all-reduced for the chunk's rows, and dlogits feed dx (partial over
+ * the vocabulary: the tp_copy before the head sums it) and dwte_part.
+ * Every tp rank holds the same targets, so all skip the same idle chunks
+ * and their collectives stay matched. */
+double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *losses, float *scratch,
+                             const float *x, const float *wte_part, const int32_t *targets,
+                             float scale, int N, int C, int VL, int v_begin, int vocab, int chunk) {
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: stage the whole x and dx once, so the chunks
+                                     * below index floats (stage16.h) */
+        x = wf_stage16_in(&s, x, (long)N * C);
+        dx = wf_stage16_acc(&s, dx, (long)N * C);
+        double total = wf_vocab_xent_chunked(c, dx, dwte_part, losses, scratch, x, wte_part, targets, scale,
+                                             N, C, VL, v_begin, vocab, chunk);
+        wf_stage16_end(&s);
+        return total;
+    }
+    int valid = vocab - v_begin;
+    valid = valid < 0 ? 0 : valid > VL ? VL : valid;
+    if (chunk < 1 || chunk > N) chunk = N;
+    /* comm holds a chunk's row maxima (floats), then its 2 x chunk doubles */
+    float *rowmax = c->comm;
+    double *stats = (double *)(c->comm + ((chunk + 1) & ~1));
+    int precision = wf_ctx_precision(c);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        const float *xc = x + (long)r0 * C;
+        if (wf_xent_rows_idle(targets + r0, n)) {
+            for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
+            continue;
+        }
+        wf_vocab_logits(c, scratch, rowmax, xc, wte_part, n, C, VL, valid, precision);
+        c->coll->allreduce(c, WF_GROUP_TP, rowmax, n, WF_F32, WF_MAX, NULL);
+        wf_vocab_exp(c, scratch, stats, rowmax, targets + r0, n, VL, v_begin, valid);
+        c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * n, WF_F64, WF_SUM, NULL);
+        wf_vocab_dlogits(c, scratch, losses + r0, rowmax, stats, targets + r0, scale, n, VL, v_begin,
+                         precision);
+        wf_vocab_xent_bwd(c, dx + (long)r0 * C, dwte_part, scratch, xc, wte_part, n, C, VL);
+    }
+    double total = 0.0;  /* in token order, as wf_vocab_dlogits' */
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total;
 }

@@ -6,7 +6,9 @@
 # vocabulary tp does not divide), under pipeline parallelism (pp = 2, 4 with
 # gpipe, 1f1b, interleaved and zb-h1; 1, pp and 2pp+1 microbatches) and 3D
 # meshes (dp x tp x pp = 2 x 2 x 2, also with ranks numbered in other mesh.orders),
-# GPT-2 with the exact erf GELU (activation = "gelu": sp, 3D interleaved with full recompute and ZeRO-1, zb-h1), with full and selective activation recompute and with
+# GPT-2 with the exact erf GELU (activation = "gelu": sp, 3D interleaved with full recompute and ZeRO-1, zb-h1),
+# with the CPU LM head in chunks of 100 rows (lmhead_chunk: whole, vocabulary-parallel
+# with sp and with padding, zb-h1's B half), with full and selective activation recompute and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
 # tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
@@ -117,12 +119,16 @@ layouts=(
   "erf_tp2_sp ref_erf   256   4 16     1  2  1  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu"
   "erf_3d_int ref_erf   256   4 16     2  2  1  2 interleaved  2  4    0.05  1  1  0  tp-dp-pp gelu"
   "erf_pp2_zb ref_erf   256   4 16     1  1  0  2 zb-h1        1  4    25  0  0  0  tp-dp-pp gelu"
+  "lmc100     ref       256   2 16     1  1  0  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu_new 100"
+  "lmc_tp2_sp ref       256   2 16     1  2  1  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu_new 100"
+  "lmc_v250   ref_v250  250   2 16     1  4  0  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu_new 100"
+  "lmc_pp2_zb ref_l4    256   4 16     1  2  0  2 zb-h1        1  4    25  0  0  0  tp-dp-pp gelu_new 100"
 )
 passed=0 failed=0
 layouts_needed $(printf '%s\n' "${layouts[@]}" | awk '{ print $1, $2 }')
 for row in "${layouts[@]}"; do
-  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off order act <<<"$row"
-  order=${order:-tp-dp-pp} act=${act:-gelu_new}
+  read -r name ref vocab layers global dp tp sp pp sched virt micro mb rc zero off order act lmc <<<"$row"
+  order=${order:-tp-dp-pp} act=${act:-gelu_new} lmc=${lmc:-0}
   layout_selected "$name" || continue
   data="$WORK/synth.bin"; [ "$vocab" = 256 ] || data="$WORK/v$vocab.bin"
   sp_flag=false; [ "$sp" = 1 ] && sp_flag=true
@@ -133,7 +139,7 @@ for row in "${layouts[@]}"; do
     --set recompute="$(case $rc in 1) echo full ;; 2) echo selective ;; *) echo none ;; esac)" \
     --set zero="$zero" --set offload.optimizer="$([ $((off & 1)) = 1 ] && echo cpu || echo none)" \
     --set offload.params="$([ $((off & 2)) = 2 ] && echo cpu || echo none)" --set mesh.order="$order" \
-    $([ "$act" = gelu_new ] || echo --set model.activation="$act")
+    $([ "$act" = gelu_new ] || echo --set model.activation="$act") --set lmhead_chunk="$lmc"
   run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >/dev/null
   # the initial weights, common to every layout: what the updates are measured from
   [ "$name" = "$ref" ] && { run_plan "$name" --steps 0 --save "$WORK/$name.init" >/dev/null; continue; }
@@ -145,6 +151,7 @@ for row in "${layouts[@]}"; do
   [ $((off & 2)) = 2 ] && what="$what, parameter offload"
   [ "$order" != tp-dp-pp ] && what="$what, ranks in mesh.order $order"
   [ "$act" != gelu_new ] && what="$what, exact erf GELU"
+  [ "$lmc" != 0 ] && what="$what, LM head in chunks of $lmc rows"
   loss_msg=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $LOSS_TOL) && loss_ok=1 || loss_ok=0
   norm_msg=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" $NORM_TOL) || loss_ok=0
   norm_tol=${WEIGHT_NORM_TOL:-$(reduction_noise $STEPS $((global * 64)))}  # seq 64
@@ -166,6 +173,15 @@ if [ -f "$WORK/ref_erf.ckpt/model.safetensors" ] && [ -f "$WORK/ref_l4.ckpt/mode
     eval 'grep -q wf_gelu_erf_fwd "$WORK/ref_erf/stage0.c" && ! grep -q wf_gelu_erf_fwd "$WORK/ref_l4/stage0.c"'
   check "the exact GELU's weights differ from the tanh GELU's" \
     eval '! "$WEFT" ckpt diff "$WORK/ref_l4.ckpt/model.safetensors" "$WORK/ref_erf.ckpt/model.safetensors" >/dev/null'
+fi
+# The lmc rows prove something only if the CPU head really ran in chunks of
+# 100 rows (the compiler's choice at vocab 256 is the whole microbatch), whole
+# and vocabulary-parallel.
+if [ -f "$WORK/lmc100/stage0.c" ] && [ -f "$WORK/lmc_tp2_sp/stage0.c" ]; then
+  check "lmc100 and lmc_tp2_sp call the chunked heads with 100 rows, ref with its microbatch" \
+    eval 'grep -A2 wf_lmhead_xent_chunked "$WORK/lmc100/stage0.c" | grep -q "V, 100));" &&
+          grep -A3 wf_vocab_xent_chunked "$WORK/lmc_tp2_sp/stage0.c" | grep -q " 100));" &&
+          grep -A2 wf_lmhead_xent_chunked "$WORK/ref/stage0.c" | grep -q "V, 1024));"'
 fi
 # ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
 # when parameters arrive, never the result.

@@ -10,8 +10,8 @@ source "$(dirname "$0")/lib.sh"
 
 data=$(make_data)
 build_plan prof plans/tiny.lua --set data.train="$data" --set train.steps=3
-check "generated code names the classifier's class before the LM head" \
-  grep -B1 -q "wf_lmhead_xent_fwd" <(grep -A1 "wf_prof(c, WF_PROF_CLASSIFIER)" "$WORK/prof/stage0.c")
+check "generated code names the classifier's class before the (CPU: fused, chunked) LM head" \
+  grep -B1 -q "wf_lmhead_xent_chunked" <(grep -A1 "wf_prof(c, WF_PROF_CLASSIFIER)" "$WORK/prof/stage0.c")
 "$WORK/prof/launch.sh" --profile >"$WORK/out.txt" 2>&1 || { cat "$WORK/out.txt"; exit 1; }
 "$WORK/prof/launch.sh" >"$WORK/plain.txt" 2>&1
 cat "$WORK/out.txt" | grep -E "^(done|profile)"

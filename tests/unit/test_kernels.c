@@ -902,6 +902,128 @@ static void test_lmhead_xent(void)
     tfree_all();
 }
 
+/* The CPU backend's fused, chunked head (wf_lmhead_xent_chunked): logits,
+ * softmax, loss and both backward GEMMs in one call, `chunk` token rows at a
+ * time.  (1) Against float64: losses and their total, and what dx / dwte
+ * received (twice: it accumulates) against finite differences, as
+ * test_lmhead_xent.  (2) Against the unchunked pair (wf_lmhead_xent_fwd then
+ * _bwd), element by element, within what the arithmetic allows two float
+ * evaluations that group the sums differently to differ by (u = 2^-24,
+ * gamma_k = k u / (1 - k u); S(...) a sum of absolute terms, in double from
+ * the exact values):
+ *   logits: each a float sum of C products, within gamma_C S(|x w|) of exact,
+ *     so the two differ by d_n <= 2 gamma_C max_v S(|x_n w_v|) in row n;
+ *   dlogits: the same per-row code on logits that differ by d_n: the
+ *     softmax moves by at most p (e^(2 d_n) - 1); each evaluation rounds the
+ *     logit - max (relative u, so exp by |l - max| u), expf (1 ulp), 1 / sum,
+ *     p and p * scale (and p - 1 at the target): |D dl| <= scale (p e + 2u
+ *     [v = t]) with e = e^(2 d_n) - 1 + 2 (5 + |l - max|) u;
+ *   dwte = sum over N tokens of dl x (the chunks' partial sums vs one sum):
+ *     2 gamma_N S(|dl x|) + S(|D dl| |x|); dx = sum over V of dl wte, likewise
+ *     with gamma_V;
+ *   losses: log(sum) - (l_t - max) moves by 2 d_n, and each evaluation's
+ *     sum of exponentials is within (2 + R_n) u relative (R_n the row's
+ *     logit range), the float result within u |loss|: 2 d_n + 2 (2 + R_n) u
+ *     + 2 u |loss|.
+ * The bounds use the exact |dl| = scale |p - onehot|; the float values are
+ * within a few u of them, which the factor 1.01 covers.  Printed: the largest
+ * |difference| / bound (<= 1 passes). */
+static double gamma_k(long k) { return (double)k * 0x1p-24 / (1.0 - (double)k * 0x1p-24); }
+
+static void test_lmhead_xent_chunked(int chunk)
+{
+    const double u = 0x1p-24, slack = 1.01;
+    long n_x = (long)N * C, n_w = (long)V * C, n_p = (long)N * V;
+    float *x = frand(n_x, -1, 1), *wte = frand(n_w, -1, 1);
+    double *in[] = {to_double(x, n_x), to_double(wte, n_w)};
+    result r;
+
+    /* (1) float64 and finite differences */
+    float *losses = fbuf(N), *scratch = fbuf((long)(chunk < N ? chunk : N) * V);
+    double *ref_losses = dbuf(N), *probs = dbuf(n_p);
+    ref_lmhead_impl(in[0], in[1], ref_losses, probs);
+    double ref_total = 0.0;
+    for (int n = 0; n < N; n++)
+        ref_total += ref_losses[n];
+    double *R = dbuf(N);
+    for (int n = 0; n < N; n++)
+        R[n] = g_scale;
+    double *fd_x = fd_grad(ref_lmhead, in, 0, n_x, R, N);
+    double *fd_w = fd_grad(ref_lmhead, in, 1, n_w, R, N);
+    grad dx = grad_new(n_x), dw = grad_new(n_w);
+    for (int call = 1; call <= 2; call++) {
+        double total = wf_lmhead_xent_chunked(NULL, dx.g, dw.g, losses, scratch, x, wte, g_tgt,
+                                              g_scale, N, C, V, chunk);
+        float total_f = (float)total;
+        double e = worse(grad_err(dx.g, dx.g0, call, fd_x, n_x), grad_err(dw.g, dw.g0, call, fd_w, n_w));
+        if (call == 1) {
+            r.fwd = worse(rel_err(losses, ref_losses, N), rel_err(&total_f, &ref_total, 1));
+            r.bwd = e;
+        } else {
+            r.acc = e;
+        }
+    }
+    char what[32];
+    snprintf(what, sizeof what, "lmhead_chunk%d", chunk);
+    report(what, r);
+
+    /* (2) the unchunked pair, from zero gradients */
+    float *dl_whole = fbuf(n_p), *l_whole = fbuf(N);
+    float *dx1 = fbuf(n_x), *dw1 = fbuf(n_w), *dx2 = fbuf(n_x), *dw2 = fbuf(n_w);
+    memset(dx1, 0, sizeof(float) * (size_t)n_x), memset(dw1, 0, sizeof(float) * (size_t)n_w);
+    memset(dx2, 0, sizeof(float) * (size_t)n_x), memset(dw2, 0, sizeof(float) * (size_t)n_w);
+    wf_lmhead_xent_fwd(NULL, dl_whole, l_whole, x, wte, g_tgt, g_scale, N, C, V);
+    wf_lmhead_xent_bwd(NULL, dx1, dw1, dl_whole, x, wte, N, C, V);
+    wf_lmhead_xent_chunked(NULL, dx2, dw2, losses, scratch, x, wte, g_tgt, g_scale, N, C, V, chunk);
+    double *dlb = dbuf(n_p), *absdl = dbuf(n_p), *d = dbuf(N);
+    double worst = 0.0;
+    for (int n = 0; n < N; n++) {
+        double lmax = -INFINITY, lmin = INFINITY, smax = 0.0;
+        for (int v = 0; v < V; v++) {
+            double l = 0.0, sabs = 0.0;
+            for (int i = 0; i < C; i++) {
+                l += in[0][(long)n * C + i] * in[1][(long)v * C + i];
+                sabs += fabs(in[0][(long)n * C + i] * in[1][(long)v * C + i]);
+            }
+            lmax = fmax(lmax, l), lmin = fmin(lmin, l), smax = fmax(smax, sabs);
+        }
+        d[n] = 2.0 * gamma_k(C) * smax;
+        for (int v = 0; v < V; v++) {
+            double p = probs[(long)n * V + v];
+            double e = expm1(2.0 * d[n]) + 2.0 * (5.0 + (lmax - lmin)) * u;
+            dlb[(long)n * V + v] = slack * g_scale * (p * e + (v == g_tgt[n] ? 2.0 * u : 0.0));
+            absdl[(long)n * V + v] = g_scale * fabs(p - (v == g_tgt[n]));
+        }
+        double bound = slack * (2.0 * d[n] + 2.0 * (2.0 + (lmax - lmin)) * u + 2.0 * u * fabs(ref_losses[n]));
+        worst = fmax(worst, fabs((double)losses[n] - l_whole[n]) / bound);
+    }
+    for (int v = 0; v < V; v++)
+        for (int i = 0; i < C; i++) {
+            double s = 0.0, sd = 0.0;
+            for (int n = 0; n < N; n++) {
+                double xa = fabs(in[0][(long)n * C + i]);
+                s += absdl[(long)n * V + v] * xa, sd += dlb[(long)n * V + v] * xa;
+            }
+            double bound = slack * 2.0 * gamma_k(N) * s + sd;
+            worst = fmax(worst, fabs((double)dw2[(long)v * C + i] - dw1[(long)v * C + i]) / bound);
+        }
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) {
+            double s = 0.0, sd = 0.0;
+            for (int v = 0; v < V; v++) {
+                double wa = fabs(in[1][(long)v * C + i]);
+                s += absdl[(long)n * V + v] * wa, sd += dlb[(long)n * V + v] * wa;
+            }
+            double bound = slack * 2.0 * gamma_k(V) * s + sd;
+            worst = fmax(worst, fabs((double)dx2[(long)n * C + i] - dx1[(long)n * C + i]) / bound);
+        }
+    int ok = worst <= 1.0;
+    printf("%-16s %-22s vs unchunked: worst |diff| / bound %.2e  %s\n", what, cfg_name, worst, ok ? "ok" : "FAIL");
+    if (!ok)
+        failures++;
+    tfree_all();
+}
+
 /* The vocabulary-parallel pieces (kernels_tp.h), put together here as
  * runtime/common/tp.c does over two tp ranks (the all-reduces written out),
  * against the whole head: the same dlogits and losses, and 0 in the padding
@@ -1006,6 +1128,9 @@ static void run_config(config cfg)
     test_add();
     test_residual_layernorm();
     test_lmhead_xent();
+    test_lmhead_xent_chunked(1);          /* one row at a time */
+    test_lmhead_xent_chunked(N > 3 ? 3 : 2); /* a partial last chunk where N % 3 != 0 */
+    test_lmhead_xent_chunked(N);          /* the whole microbatch */
     test_vocab_xent_pieces();
 
     free(g_tok);

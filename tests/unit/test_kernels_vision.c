@@ -258,6 +258,49 @@ static void test_xent_ignore(void)
     free(x), free(w), free(d1), free(d2), free(l1), free(l2);
 }
 
+/* The same through the CPU backend's chunked head, two rows a chunk: the
+ * first chunk has no loss position at all and is skipped (loss 0, dx rows and
+ * dwte untouched by it); the kept rows' losses, dx and the dwte they make are
+ * the whole head's on the same targets.  Tolerance: the two evaluations sum
+ * the same at most max(n, v, c) = 7 products per value in different
+ * groupings (the chunks' partial sums of dwte), each within gamma_7 = 4.2e-7
+ * of the sum of |terms|; those sums are below 3 max|value| here (|x|, |w| <=
+ * 1, |dl| <= 0.5), and the logits' own 2 gamma_5 relay through the softmax
+ * with a factor <= 2: 1e-5 of the largest |value| covers it with margin. */
+static void test_xent_ignore_chunked(void)
+{
+    int n = 6, c = 5, v = 7;
+    float *x = frand((long)n * c, -1, 1), *w = frand((long)v * c, -1, 1);
+    float *dl = xmalloc(sizeof(float) * (size_t)n * v), *l1 = xmalloc(sizeof(float) * (size_t)n);
+    float *l2 = xmalloc(sizeof(float) * (size_t)n), *scratch = xmalloc(sizeof(float) * 2 * (size_t)v);
+    float *dx1 = frand((long)n * c, -1, 1), *dw1 = frand((long)v * c, -1, 1);
+    float *dx2 = xmalloc(sizeof(float) * (size_t)n * c), *dw2 = xmalloc(sizeof(float) * (size_t)v * c);
+    memcpy(dx2, dx1, sizeof(float) * (size_t)n * c), memcpy(dw2, dw1, sizeof(float) * (size_t)v * c);
+    int32_t some[6] = { -1, -1, 2, -1, 5, 6 };
+    double s1 = wf_lmhead_xent_fwd(NULL, dl, l1, x, w, some, 0.5f, n, c, v);
+    wf_lmhead_xent_bwd(NULL, dx1, dw1, dl, x, w, n, c, v);
+    float *dx0 = xmalloc(sizeof(float) * (size_t)n * c);
+    memcpy(dx0, dx2, sizeof(float) * (size_t)n * c);
+    double s2 = wf_lmhead_xent_chunked(NULL, dx2, dw2, l2, scratch, x, w, some, 0.5f, n, c, v, 2);
+    int ok = 1;
+    double big = 0, worst = 0;
+    for (int i = 0; i < n; i++) {
+        if (some[i] < 0) ok &= l2[i] == 0.0f;
+        else worst = fmax(worst, fabs(l2[i] - l1[i])), big = fmax(big, fabs(l1[i]));
+        for (int j = 0; j < c; j++) {
+            long k = (long)i * c + j;
+            if (some[i] < 0) ok &= dx2[k] == dx0[k];  /* nothing added */
+            worst = fmax(worst, fabs(dx2[k] - dx1[k])), big = fmax(big, fabs(dx1[k]));
+        }
+    }
+    for (long k = 0; k < (long)v * c; k++) worst = fmax(worst, fabs(dw2[k] - dw1[k])), big = fmax(big, fabs(dw1[k]));
+    ok &= worst <= 1e-5 * big && fabs(s2 - s1) <= 1e-5 * fabs(s1);
+    printf("%-16s %-30s worst %.1e of %.1e %s\n", "lmhead_chunked", "targets -1, idle chunk skipped", worst, big,
+           ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(x), free(w), free(dl), free(l1), free(l2), free(scratch), free(dx1), free(dw1), free(dx2), free(dw2), free(dx0);
+}
+
 int main(void)
 {
     test_patch_embed(2, 7, 4, 6, 3, 2, 5, 1);   /* P = 6 < T = 7: a text row after the image */
@@ -275,6 +318,7 @@ int main(void)
     test_merge(1, 4, 4, 3, 1);
     test_merge(2, 9, 4, 3, 3);  /* 3 slices of 6 rows */
     test_xent_ignore();
+    test_xent_ignore_chunked();
     /* self-tests: the checker fails a wrong gradient and a wrong mask */
     test_attention(2, 7, 6, 2, 7, 7, 1.01f, 1);
     test_attention(2, 7, 6, 2, 7, 0, 1.0f, 1);

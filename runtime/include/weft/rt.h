@@ -141,6 +141,16 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
 /* dx += dlogits @ wte and dwte += dlogits^T @ x. */
 void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
                         const float *x, const float *wte, int N, int C, int V);
+/* The CPU backend's head: forward and backward together, chunk by chunk of
+ * `chunk` token rows (the compiler's lmhead_chunk_rows), from the backward
+ * pass: per chunk the logits (in scratch, chunk x V floats) become dlogits
+ * as above, then dx += dlogits @ wte and dwte += dlogits^T @ x, so the
+ * (N, V) logits never exist whole.  losses and the returned sum as
+ * wf_lmhead_xent_fwd's; a chunk whose targets are all < 0 costs nothing. */
+double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, float *scratch,
+                              const float *x, const float *wte, const int32_t *targets,
+                              float scale, int N, int C, int V, int chunk);
+int wf_xent_rows_idle(const int32_t *targets, int n);
 
 /* ---- the LLaMA family (runtime/cpu/llama.c, attention.c) -------------- */
 
@@ -251,6 +261,11 @@ double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *
                          int VL, int v_begin, int vocab);
 void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
                        const float *x, const float *wte_part, int N, int C, int VL);
+/* The vocabulary-parallel form of wf_lmhead_xent_chunked (scratch: chunk x
+ * VL floats; the collectives per chunk, on the chunk's rows). */
+double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *losses, float *scratch,
+                             const float *x, const float *wte_part, const int32_t *targets,
+                             float scale, int N, int C, int VL, int v_begin, int vocab, int chunk);
 
 /* ---- split backward for zero-bubble schedules (beside each op's kernels):
  * *_bwd_input ("B") and *_bwd_weight ("W") add up to the combined kernel.
