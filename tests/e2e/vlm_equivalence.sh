@@ -12,8 +12,10 @@
 # single-rank final weights.  `vlm_equivalence.sh frozen16` runs the other
 # table: weft.vlm's freeze (vision: dp 2 ZeRO-1, tp 2 with sp, pp 2; llm:
 # dp 2 ZeRO-2, tp 2, pp 2) against the single-rank frozen run, the frozen
-# weights bit-identical to their initial values; and bf16 (dp 2, tp 2) and
-# fp16 (dp 2) against the single-rank run in the same precision.
+# weights bit-identical to their initial values (also under bf16, against
+# the fp32 initial weights), a resume after step 5 bit-identical; and bf16
+# (dp 2, tp 2) and fp16 (dp 2) against the single-rank run in the same
+# precision.
 # Every layout reads the same global batch (sampling is a pure function of
 # the global sample index) and scales the loss by the same count of loss
 # positions (runtime/common/batch_vlm.c).
