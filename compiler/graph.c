@@ -44,16 +44,16 @@ static int mark_gradients(Program *p) {
     char *needs = wf_checked(calloc((size_t)p->n_tensors + 1, 1), "gradient marks");
     for (int i = 0; i < p->n_ops; i++) {
         ir_op *o = &p->ops[i];
-        int frozen = 0;
+        int frozen = -1;  /* one of its parameters that is */
         o->grad_w = o->grad_in = 0;
         for (int k = 0; k < o->n_param; k++) {
-            frozen |= p->params[o->param[k]].frozen;
+            if (p->params[o->param[k]].frozen) frozen = o->param[k];
             o->grad_w |= !p->params[o->param[k]].frozen;
         }
-        if (frozen && o->grad_w) {  /* its backward computes all its parameters' gradients or none */
+        if (frozen >= 0 && o->grad_w) {  /* its backward computes all its parameters' gradients or none */
             free(needs);
             return wf_op_error(p, i, "%s: parameter %s is frozen but another of the op's is not",
-                               op_name(o->kind), p->params[o->param[0]].name);
+                               op_name(o->kind), p->params[frozen].name);
         }
         for (int k = 0; k < o->n_in; k++) o->grad_in |= needs[o->in[k]];
         needs[o->out] = (char)(o->grad_w || o->grad_in);

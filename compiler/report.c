@@ -116,7 +116,7 @@ void program_report(const Program *p, FILE *out) {
     if (frozen) {
         human_count((double)frozen, b, sizeof b);
         fprintf(out, "frozen    %s (%ld): no gradients, no optimizer state; of %d ops' backwards %d skipped, "
-                     "%d without parameter or input gradients\n", b, frozen, p->n_ops, no_bwd, half_bwd);
+                     "%d only half (input or parameter gradients)\n", b, frozen, p->n_ops, no_bwd, half_bwd);
     }
     double tokens = (double)p->global_batch * p->seq;
     human_count(p->flops_per_token * tokens, b, sizeof b);

@@ -101,6 +101,16 @@ static void round_on_host(int precision, float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = wf_hd_round(precision, x[i]);
 }
 
+/* The prefix of the parameter arena that trains: frozen parameters (bucket
+ * -1, weft.vlm's freeze) lie after it and, having no master, keep their fp32
+ * values in the working copy (the kernels read floats either way). */
+static long trained_prefix(const wf_program *p) {
+    long n = p->param_numel;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].bucket < 0 && p->params[k].offset < n) n = p->params[k].offset;
+    return n;
+}
+
 /* bf16 / fp16: the weights as initialized or loaded (fp32) become the master
  * copy of the part this rank updates, and the working copy that the kernels
  * read is rounded to 16 bits.  A PipeDream-2BW checkpoint loads two versions:
@@ -114,7 +124,7 @@ void wf_master_setup(wf_ctx *c) {
     c->master = p->offload_optimizer ? wf_alloc_host_arena(c, bytes, "fp32 master weights (host)")
                                      : wf_alloc(c, bytes, "fp32 master weights");
     wf_moment_keep(c, two ? c->next_params : c->params, c->master);
-    round_on_host(p->precision, c->params, p->param_numel);
-    if (two) round_on_host(p->precision, c->next_params, p->param_numel);
+    round_on_host(p->precision, c->params, trained_prefix(p));
+    if (two) round_on_host(p->precision, c->next_params, trained_prefix(p));
     wf_params_changed(c);
 }

@@ -12,8 +12,10 @@
 # single-rank final weights.  `vlm_equivalence.sh frozen16` runs the other
 # table: weft.vlm's freeze (vision: dp 2 ZeRO-1, tp 2 with sp, pp 2; llm:
 # dp 2 ZeRO-2, tp 2, pp 2) against the single-rank frozen run, the frozen
-# weights bit-identical to their initial values; and bf16 (dp 2, tp 2) and
-# fp16 (dp 2) against the single-rank run in the same precision.
+# weights bit-identical to their initial values (also under bf16, against
+# the fp32 initial weights), a resume after step 5 bit-identical; and bf16
+# (dp 2, tp 2) and fp16 (dp 2) against the single-rank run in the same
+# precision.
 # Every layout reads the same global batch (sampling is a pure function of
 # the global sample index) and scales the loss by the same count of loss
 # positions (runtime/common/batch_vlm.c).
@@ -99,6 +101,7 @@ frozen16=(
   "fzl_z2_dp2  fzl_ref 2  2  1  1   8   2    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
   "fzl_tp2     fzl_ref 2  1  2  1  16   0    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
   "fzl_pp2     fzl_ref 2  1  1  2   4   0    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
+  "fzv_bf16    fzv_bf16 2 1  1  1  16   0    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16"
   "bf16_ref    bf16_ref 2 1  1  1  16   0    1f1b        1 none      precision=bf16"
   "bf16_dp2    bf16_ref 2 2  1  1   8   0    1f1b        1 none      precision=bf16"
   "bf16_tp2    bf16_ref 2 1  2  1  16   0    1f1b        1 none      precision=bf16"
@@ -129,7 +132,12 @@ for row in "${layouts[@]}"; do
   if [ $freeze != none ]; then
     # the frozen part's weights are bit for bit their initial values, and the
     # rest trained (ckpt diff lists each tensor that differs at all)
-    moved=$("$WEFT" ckpt diff "$WORK/$ref.init/model.safetensors" "$WORK/$name.ckpt/model.safetensors" |
+    # (a 16-bit run against the fp32 run's initial weights: its own initial
+    # checkpoint comes from the same save, so a frozen weight lost in it
+    # would match itself)
+    init=$WORK/$ref.init
+    [ $prec = fp32 ] || init=$WORK/fz${freeze:0:1}_ref.init
+    moved=$("$WEFT" ckpt diff "$init/model.safetensors" "$WORK/$name.ckpt/model.safetensors" |
             sed -n 's/^\([^ ]*\) *max|a-b|.*/\1/p') || true
     if [ $freeze = vision ]; then part='vision_model\.'; else part='^\(vision_model\|multi_modal_projector\)\.'; fi
     # freeze llm: only encoder and projector tensors may move; vision: none of the encoder's
@@ -186,7 +194,7 @@ if [ "$GROUP" = frozen16 ]; then
   # it after 5 of the 10 steps ends bit-identical to the uninterrupted run
   # (the frozen parameters have no optimizer state to restore)
   strip() { sed 's/, "ms".*//' "$1"; }
-  for ref in fzv_ref fzl_ref; do
+  for ref in fzv_ref fzl_ref fzv_bf16; do
     [ -f "$WORK/$ref.jsonl" ] || continue
     run_plan $ref --steps 5 --save "$WORK/$ref.half" >/dev/null
     run_plan $ref --resume "$WORK/$ref.half" --metrics "$WORK/$ref.resumed.jsonl" --save "$WORK/$ref.resumed" >/dev/null
