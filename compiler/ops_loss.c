@@ -13,16 +13,20 @@ int lmhead_chunked(const Program *p) { return strcmp(p->backend, "cuda") != 0; }
 
 /* Rows per chunk: as many as LMHEAD_CHUNK_BYTES of logits hold, but never
  * fewer than LMHEAD_MIN_ROWS (nor more than the microbatch's tokens).  The
- * floor is for the W GEMM, dwte += dlogits^T x, whose inner dimension is the
- * chunk: each chunk reads and writes the whole (V, C) gradient once, so a
- * chunk of k rows adds 8 V C bytes of traffic per 2 k V C FLOPs; at 256
- * rows that is 64 FLOPs per byte, above what the GEMM needs to stay compute
- * bound here, and OpenBLAS's own inner blocking (256-384 on its x86-64
- * kernels) cuts K into pieces of that size anyway.  The byte budget lets a
- * small vocabulary take the microbatch in one chunk.  bench/lmhead_chunk
- * measures the head's time against the chunk. */
+ * floor is what a chunk costs: each one streams the whole (V, C) weight
+ * through two GEMMs and reads and writes the whole (V, C) gradient in the
+ * third (dwte += dlogits^T x, whose inner dimension is the chunk), 16 V C
+ * bytes against 6 k V C FLOPs for k rows.  build/bench/lmhead_chunk at the
+ * tiny GPT's head (N 1024, C 256, V 50304, two threads, on a machine shared
+ * with other jobs) measured the chunked head at x1.67 / 1.40 / 1.21 / 1.13 of
+ * the unchunked pair's time for chunks of 64 / 128 / 256 / 512 rows, and
+ * x0.95 for one chunk of 1024 (a second run: x3.7 / 1.9 / 1.55 / 1.08 /
+ * 0.86): 512 rows keeps the cost near 10% while halving that head's logits
+ * (196 to 98 MiB); larger microbatches gain more (16384 tokens: 3.1 GiB of
+ * logits unchunked, 98 MiB in chunks).  The byte budget lets a small
+ * vocabulary take the microbatch in one chunk. */
 #define LMHEAD_CHUNK_BYTES (32L << 20)
-#define LMHEAD_MIN_ROWS 256L
+#define LMHEAD_MIN_ROWS 512L
 
 long lmhead_chunk_rows(const Program *p) {
     long N = (long)p->micro * p->seq, VL = p->vocab_padded / p->tp;

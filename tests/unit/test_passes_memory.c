@@ -19,7 +19,7 @@
  *        2hN, the two c_proj outputs, which no backward reads (memory_slot.c):
  *        each lives from its linear to its residual add, in the stage's region;
  *      scratch = B*H*T (D of every query row) on CUDA; on the CPU the LM
- *        head's chunk of logits, N*V here (ops_loss.c: at least 256 rows, so
+ *        head's chunk of logits, N*V here (ops_loss.c: at least 512 rows, so
  *        the whole microbatch of 64), the larger;
  *      under act16 (CUDA bf16) every activation count halves (saved state
  *        but the dlogits stays float).
