@@ -441,14 +441,17 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
     return 0;
 }
 
-/* CPU backend with more ranks on a node than cores: the ranks computing at
- * a time share the cores (ranks waiting in a pipeline bubble or a receive
- * yield theirs), so the step stretches by (busy ranks) / cores when above 1. */
-static double oversubscription(const Program *p, double bubble) {
+/* CPU backend with more ranks on a node than cores: the ranks share the
+ * cores, and a waiting rank (in a pipeline bubble, a receive, a collective)
+ * takes its share as a computing one does: oversubscribed, Open MPI polls in
+ * its blocking calls (yielding between polls), and a rank blocked in
+ * MPI_Recv used as much CPU as the rank computing beside it on one core
+ * (bench/mpi_wait.sh).  So the step stretches by ranks / cores, bubble or
+ * not: a pipeline's idle time is not filled by the other ranks' work. */
+static double oversubscription(const Program *p) {
     if (!calib) return 1;
     int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
-    double busy = ranks * (1.0 - (bubble > 0 ? bubble : 0));
-    return busy > calib->cores ? busy / calib->cores : 1;
+    return ranks > calib->cores ? (double)ranks / calib->cores : 1;
 }
 
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
@@ -592,9 +595,9 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     }
     sim_times_free(&tm);
     double bubble = span > 0 ? 1.0 - busy / span : 0, bubble_busiest = span > 0 ? 1.0 - busiest / span : 0;
-    double share = oversubscription(p, bubble);
+    double share = oversubscription(p);
     span *= share;
-    optim *= oversubscription(p, 0);  /* every rank steps its optimizer at once */
+    optim *= share;  /* every rank steps its optimizer at once */
     double iter = span + exposed_dp + optim;
     double tokens = (double)p->global_batch * p->seq;
     double tflops = p->flops_per_token * tokens / iter / p->world / 1e12;
