@@ -104,6 +104,7 @@
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
 source "$(dirname "$0")/lib.sh"
+# WEFT_TIMEOUT_SCALE (set by a sanitized build, bench/sanitize.sh) multiplies each run's `timeout`.
 RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
 PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
 # four emulated devices: the ranks of a layout use one each (device.c), up to
@@ -251,7 +252,7 @@ run_row() {
     echo "FAIL $name: does not build on the emulator: $(tail -n 3 "$WORK/$name.compile.log" "$WORK/$name.build.log")"
     return 1
   fi
-  if ! timeout 120 "$WORK/$name/launch.sh" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
+  if ! timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$name/launch.sh" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
        >"$WORK/$name.log" 2>&1; then
     # the rank's own error, not mpirun's closing words
     echo "FAIL $name: did not run: $(grep -E '^(weft: |cuda_emu|emulated NCCL)' "$WORK/$name.log" | head -n 2 ||
@@ -374,7 +375,7 @@ weight16_log() {  # weight16_log LOG STEP: the weights step STEP converts, one a
 case " ${ROWS:-bf16} " in *" bf16 "*)
   gemm_weights=$(awk '/(wf_linear_fwd|wf_linear_gelu_fwd|xent_fwd)\(/ && match($0, /w \+ P_[A-Z0-9_]*/) {
                         print substr($0, RSTART, RLENGTH) }' "$WORK/bf16/stage0.cu" | sort -u | wc -l)
-  if WEFT_WEIGHT16_LOG=1 timeout 120 "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
+  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
     for step in 1 2; do
       n=$(weight16_log "$WORK/bf16_w16.log" $step | wc -l) u=$(weight16_log "$WORK/bf16_w16.log" $step | sort -u | wc -l)
       check "bf16: step $step converts each of the $gemm_weights GEMM weights once ($n conversions, $u weights)" \
@@ -410,9 +411,9 @@ fp16_captures() {  # fp16_captures LOG STEP...: captured at step 2, again at eac
 case " ${ROWS:-fp16} " in *" fp16 "*)
   check "fp16: captured at step 2, again at step 3 for the doubled loss scale, replayed at step 4" \
     fp16_captures "$WORK/fp16.log" 3
-  if timeout 120 "$WORK/fp16/launch.sh" --steps 4 --inject-overflow 2 --metrics "$WORK/fp16_inj.jsonl" \
+  if timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/fp16/launch.sh" --steps 4 --inject-overflow 2 --metrics "$WORK/fp16_inj.jsonl" \
        >"$WORK/fp16_inj.log" 2>&1 &&
-     timeout 120 "$WORK/fp16/launch.sh" --steps 4 --inject-overflow 2 --no-graph \
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/fp16/launch.sh" --steps 4 --inject-overflow 2 --no-graph \
        --metrics "$WORK/fp16_inj_eager.jsonl" >"$WORK/fp16_inj_eager.log" 2>&1; then
     check "fp16 with an overflow at step 2: skipped, the graph captured again at step 3 for the halved scale" \
       fp16_captures "$WORK/fp16_inj.log" 3
@@ -442,7 +443,7 @@ case " ${ROWS:-pp2_2bw_nccl} " in *" pp2_2bw_nccl "*)
     grep -q 'comm: nccl' '$WORK/pp2_2bw_nccl.log' && grep -q 'cuda graph: on (captured step 2' '$WORK/pp2_2bw_nccl.log' &&
     grep -q 'cuda graph: on (captured step 3' '$WORK/pp2_2bw_nccl.log'"
   if [ -f "$WORK/pp2_2bw_nccl.jsonl" ] &&
-     timeout 120 "$WORK/pp2_2bw_nccl/launch.sh" --no-graph --metrics "$WORK/2bw_eager.jsonl" \
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/pp2_2bw_nccl/launch.sh" --no-graph --metrics "$WORK/2bw_eager.jsonl" \
        --save "$WORK/2bw_eager.ckpt" >"$WORK/2bw_eager.log" 2>&1; then
     loss=$(same_field loss "$WORK/2bw_eager.jsonl" "$WORK/pp2_2bw_nccl.jsonl" 0) && rc=0 || rc=1
     norm=$(same_field grad_norm "$WORK/2bw_eager.jsonl" "$WORK/pp2_2bw_nccl.jsonl" 0) || rc=1
@@ -483,7 +484,7 @@ case " ${ROWS:-pp2_tp2_2bw_nccl} " in *" pp2_tp2_2bw_nccl "*)
   check "$t: both weight versions' steps captured" bash -c "
     grep -q 'cuda graph: on (captured step 2' '$WORK/$t.log' && grep -q 'cuda graph: on (captured step 3' '$WORK/$t.log'"
   if [ -f "$WORK/$t.jsonl" ] &&
-     timeout 120 "$WORK/$t/launch.sh" --no-graph --metrics "$WORK/${t}_eager.jsonl" --save "$WORK/${t}_eager.ckpt" \
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --no-graph --metrics "$WORK/${t}_eager.jsonl" --save "$WORK/${t}_eager.ckpt" \
        >"$WORK/${t}_eager.log" 2>&1; then
     out=$(identical $t ${t}_eager 6) && rc=0 || rc=1
     check "$t: graph replay vs --no-graph (identical): $out" test $rc = 0
@@ -491,9 +492,9 @@ case " ${ROWS:-pp2_tp2_2bw_nccl} " in *" pp2_tp2_2bw_nccl "*)
     failed=$((failed + 1)); echo "FAIL $t --no-graph: did not run: $(tail -n 2 "$WORK/${t}_eager.log")"
   fi
   if [ -f "$WORK/$t.jsonl" ] &&
-     timeout 120 "$WORK/$t/launch.sh" --steps 5 --ckpt "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_half.jsonl" \
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --steps 5 --ckpt "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_half.jsonl" \
        >"$WORK/${t}_half.log" 2>&1 &&
-     timeout 120 "$WORK/$t/launch.sh" --resume "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_resumed.jsonl" \
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --resume "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_resumed.jsonl" \
        --save "$WORK/${t}_resumed.ckpt" >"$WORK/${t}_resumed.log" 2>&1; then
     head -n 5 "$WORK/$t.jsonl" >"$WORK/${t}_first5.jsonl"
     loss=$(same_field loss "$WORK/${t}_first5.jsonl" "$WORK/${t}_half.jsonl" 0) && rc=0 || rc=1
@@ -524,9 +525,9 @@ esac
 case " ${ROWS:-fp16_2bw} " in *" fp16_2bw "*)
   t=fp16_2bw
   check "$t: captured at step 2, again at step 3 for the doubled loss scale" fp16_captures "$WORK/$t.log" 3
-  if timeout 120 "$WORK/$t/launch.sh" --steps 4 --inject-overflow 2 --metrics "$WORK/${t}_inj.jsonl" \
+  if timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --steps 4 --inject-overflow 2 --metrics "$WORK/${t}_inj.jsonl" \
        >"$WORK/${t}_inj.log" 2>&1 &&
-     timeout 120 "$WORK/$t/launch.sh" --steps 4 --inject-overflow 2 --no-graph \
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --steps 4 --inject-overflow 2 --no-graph \
        --metrics "$WORK/${t}_inj_eager.jsonl" >"$WORK/${t}_inj_eager.log" 2>&1; then
     check "$t with an overflow at step 2: step 2 skipped, captured again at step 3" bash -c "
       grep -q '\"step\": 2, .*\"skipped\": true' '$WORK/${t}_inj.jsonl' &&
@@ -538,8 +539,8 @@ case " ${ROWS:-fp16_2bw} " in *" fp16_2bw "*)
   fi
   # resumed after step 2: the loss scale and its counters restored, step 3
   # eager (the scale doubles), step 4 captured with the doubled scale
-  if timeout 120 "$WORK/$t/launch.sh" --steps 2 --save "$WORK/${t}_half.ckpt" >"$WORK/${t}_half.log" 2>&1 &&
-     timeout 120 "$WORK/$t/launch.sh" --resume "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_resumed.jsonl" \
+  if timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --steps 2 --save "$WORK/${t}_half.ckpt" >"$WORK/${t}_half.log" 2>&1 &&
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$t/launch.sh" --resume "$WORK/${t}_half.ckpt" --metrics "$WORK/${t}_resumed.jsonl" \
        --save "$WORK/${t}_resumed.ckpt" >"$WORK/${t}_resumed.log" 2>&1; then
     out=$(identical $t ${t}_resumed 2) && rc=0 || rc=1
     fp16_same_fields() { cmp -s <(fp16_fields "$1") <(fp16_fields "$2"); }
@@ -560,7 +561,7 @@ esac
 # the one-rank row replayed a captured graph; eager steps must give the same losses
 case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac
 if [ -f "$WORK/one.jsonl" ] &&
-   timeout 120 "$WORK/one/launch.sh" --no-graph --metrics "$WORK/one_eager.jsonl" >"$WORK/one_eager.log" 2>&1; then
+   timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/one/launch.sh" --no-graph --metrics "$WORK/one_eager.jsonl" >"$WORK/one_eager.log" 2>&1; then
   check "one: the step was captured ($(grep -o 'cuda graph: on[^)]*)' "$WORK/one.log"))" \
     grep -q 'cuda graph: on (captured step 2' "$WORK/one.log"
   same=$(same_field loss "$WORK/one.jsonl" "$WORK/one_eager.jsonl" 0) && rc=0 || rc=1
@@ -572,8 +573,8 @@ fi
 # a checkpoint written by the CUDA program after step 2 and resumed (the host
 # loads the arenas, the graph is captured again): the same last two steps, bit
 # for bit, and the same final weights
-if timeout 120 "$WORK/one/launch.sh" --steps 2 --save "$WORK/half.ckpt" >"$WORK/half.log" 2>&1 &&
-   timeout 120 "$WORK/one/launch.sh" --resume "$WORK/half.ckpt" --metrics "$WORK/resumed.jsonl" \
+if timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/one/launch.sh" --steps 2 --save "$WORK/half.ckpt" >"$WORK/half.log" 2>&1 &&
+   timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/one/launch.sh" --resume "$WORK/half.ckpt" --metrics "$WORK/resumed.jsonl" \
      --save "$WORK/resumed.ckpt" >"$WORK/resumed.log" 2>&1; then
   tail -n 2 "$WORK/one.jsonl" >"$WORK/one_last2.jsonl"
   same=$(same_field loss "$WORK/one_last2.jsonl" "$WORK/resumed.jsonl" 0) && rc=0 || rc=1
@@ -586,7 +587,7 @@ fi
 
 # a broken kernel must show: every warp reduction's shuffle returns the lane's own value
 if [ -x "$WORK/one/build/stage0" ]; then
-  WF_EMU_FAULT=shfl_down timeout 120 "$WORK/one/launch.sh" --metrics "$WORK/fault.jsonl" \
+  WF_EMU_FAULT=shfl_down timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/one/launch.sh" --metrics "$WORK/fault.jsonl" \
     --save "$WORK/fault.ckpt" >"$WORK/fault.log" 2>&1 || true
   if out=$(compare fault ref fp32 2>&1); then
     failed=$((failed + 1)); echo "FAIL WF_EMU_FAULT=shfl_down went unnoticed: $out"
@@ -596,7 +597,7 @@ if [ -x "$WORK/one/build/stage0" ]; then
 fi
 # comm = "nccl", two ranks on one emulated device: refused, as on one GPU
 if build_emu nccl plans/tiny.lua --set mesh.dp=2 --set batch.micro=1; then
-  WF_EMU_DEVICES=1 timeout 60 "$WORK/nccl/launch.sh" --steps 1 >"$WORK/nccl.log" 2>&1 || true
+  WF_EMU_DEVICES=1 timeout $((60 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/nccl/launch.sh" --steps 1 >"$WORK/nccl.log" 2>&1 || true
   check "comm = nccl, two ranks on one emulated device: refused, naming comm = \"mpi\"" \
     grep -Eq "rank [01]: ncclCommInitRank failed .*both use GPU 0 .*compile with comm = \"mpi\"" "$WORK/nccl.log"
 else

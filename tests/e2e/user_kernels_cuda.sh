@@ -14,6 +14,7 @@
 # whose RMSNorms are the rowwise kernel (user_kernels/kernels/rmsnorm.c: a
 # thread per row forward, one thread over the rows backward), against the
 # same CPU run, under the same tolerances.
+# WEFT_TIMEOUT_SCALE (set by a sanitized build, bench/sanitize.sh) multiplies each run's `timeout`.
 source "$(dirname "$0")/lib.sh"
 RT=${WEFT_CUDA_EMU_RUNTIME:?set WEFT_CUDA_EMU_RUNTIME to the folder of weft-runtime-emu.cmake}
 PROG=${WEFT_CUDA_EMU_PROGRAM:?set WEFT_CUDA_EMU_PROGRAM to tests/cuda_emu/program}
@@ -27,7 +28,7 @@ emu_vs_cpu() {
   local dir=$1 ref=$2 label=$3 field f tol r ok
   cmake -S "$PROG" -B "$dir/build" -DWEFT_PROGRAM="$dir" -DWEFT_RUNTIME="$RT" >"$dir.cmake.log" 2>&1 \
     && cmake --build "$dir/build" >"$dir.build.log" 2>&1 || { cat "$dir.cmake.log" "$dir.build.log"; exit 1; }
-  timeout 300 "$dir/launch.sh" --quiet --metrics "$dir.jsonl" >/dev/null
+  timeout $((300 * ${WEFT_TIMEOUT_SCALE:-1})) "$dir/launch.sh" --quiet --metrics "$dir.jsonl" >/dev/null
   for field in "loss 1e-4" "grad_norm 1e-3"; do
     read -r f tol <<<"$field"
     if r=$(same_field "$f" "$ref" "$dir.jsonl" "$tol"); then ok=true; else ok=false; fi

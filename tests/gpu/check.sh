@@ -52,6 +52,7 @@
 # e2e_cuda_emu), the tiny plan is shrunk, and the kernels (ctest
 # cuda_emu_kernels) and the benchmark (bench_script.sh) are left to their own
 # tests.
+# WEFT_TIMEOUT_SCALE (set by a sanitized build, bench/sanitize.sh) multiplies each run's `timeout`.
 cd "$(dirname "$0")/../.." || exit 2
 set -o pipefail
 # the steps below write their logs into a scratch folder ($OUT from here on);
@@ -128,7 +129,7 @@ echo "== kernels: CUDA vs CPU =="
 if [ -n "$EMULATED" ]; then
   row "kernels" "emulated: ctest cuda_emu_kernels checks them" ok
 elif "$BUILD/tests/check_kernels_cpu" run "$OUT/kernels_cpu.bin" &&
-   timeout 300 "$BUILD/tests/check_kernels_cuda" run "$OUT/kernels_cuda.bin" >"$OUT/kernels_cuda.log" 2>&1; then
+   timeout $((300 * ${WEFT_TIMEOUT_SCALE:-1})) "$BUILD/tests/check_kernels_cuda" run "$OUT/kernels_cuda.bin" >"$OUT/kernels_cuda.log" 2>&1; then
   "$BUILD/tests/check_kernels_cpu" compare "$OUT/kernels_cpu.bin" "$OUT/kernels_cuda.bin" >"$OUT/kernels.txt"
   status=$?
   cat "$OUT/kernels.txt"
@@ -173,7 +174,7 @@ train_both() {
   shift
   for backend in cpu cuda; do
     if ! build_for "$name-$backend" "$plan" $backend "$@" >"$OUT/$name-$backend.build.log" 2>&1 ||
-       ! timeout 300 "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
+       ! timeout $((300 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/$name-$backend/launch.sh" --steps 10 --data "$data" \
            --metrics "$OUT/$name-$backend.jsonl" --save "$WORK/$name-$backend.ckpt" \
            >"$OUT/$name-$backend.log" 2>&1; then
       tail -n 5 "$OUT/$name-$backend.build.log" "$OUT/$name-$backend.log"
@@ -277,7 +278,7 @@ done
 echo "== CUDA graph vs eager; comm checks =="
 case " ${LAYOUTS:-one-rank} " in *" one-rank "*)
   if [ -f "$OUT/one-rank-cuda.jsonl" ] &&
-     timeout 300 "$WORK/one-rank-cuda/launch.sh" --steps 10 --data "$data" --no-graph \
+     timeout $((300 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/one-rank-cuda/launch.sh" --steps 10 --data "$data" --no-graph \
        --metrics "$OUT/one-rank-eager.jsonl" >"$OUT/one-rank-eager.log" 2>&1; then
     on=$(grep -o 'cuda graph: on (captured step [0-9]*, [0-9]* nodes)' "$OUT/one-rank-cuda.log")
     row "tiny one-rank: graph log" "${on:-no 'cuda graph: on' line}" "$([ -n "$on" ] && echo ok || echo FAIL)"
@@ -297,7 +298,7 @@ case " ${LAYOUTS:-dp2} " in *" dp2 "*)
     "$(grep -q 'cuda graph: off: comm = mpi' "$OUT/dp2-cuda.log" 2>/dev/null && echo ok || echo FAIL)"
   # NCCL with two ranks of one communicator on one device: a clear refusal
   if build_for dp2-nccl plans/tiny.lua cuda --set mesh.dp=2 >"$OUT/dp2-nccl.build.log" 2>&1; then
-    timeout 120 "$WORK/dp2-nccl/launch.sh" --steps 1 --data "$data" >"$OUT/dp2-nccl.log" 2>&1
+    timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/dp2-nccl/launch.sh" --steps 1 --data "$data" >"$OUT/dp2-nccl.log" 2>&1
     row "comm = nccl, two ranks on one GPU: refused" "$(grep -o 'NCCL needs one device per rank' "$OUT/dp2-nccl.log" | head -1)" \
       "$(grep -q 'rank [01]: ncclCommInitRank failed.*NCCL needs one device per rank' "$OUT/dp2-nccl.log" && echo ok || echo FAIL)"
   else
@@ -309,7 +310,7 @@ esac
 echo "== weft calibrate --backend cuda =="
 if [ -n "$EMULATED" ]; then
   row "weft calibrate --backend cuda" "emulated: ctest e2e_calibrate_cuda runs it" ok
-elif WEFT_RUNTIME=$BUILD/runtime timeout 180 "$BUILD/compiler/weft" calibrate --backend cuda --gpus 1 \
+elif WEFT_RUNTIME=$BUILD/runtime timeout $((180 * ${WEFT_TIMEOUT_SCALE:-1})) "$BUILD/compiler/weft" calibrate --backend cuda --gpus 1 \
        -o "$OUT/cluster_cuda.lua" >"$OUT/calibrate.log" 2>&1; then
   cat "$OUT/calibrate.log"
   row "weft calibrate --backend cuda" \
@@ -324,7 +325,7 @@ fi
 echo "== benchmark: GPT-2 124M, bf16, micro-batch 16 =="
 if [ -n "$EMULATED" ]; then
   row "GPT-2 124M bf16 (target 500k tokens/s)" "emulated: not run (bench_script.sh tests the script)" ok
-elif OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout 240 bash bench/gpu_gpt2.sh >"$OUT/bench.log" 2>&1; then
+elif OUT=$OUT WEFT_GPU_BUILD=$BUILD STEPS=20 timeout $((240 * ${WEFT_TIMEOUT_SCALE:-1})) bash bench/gpu_gpt2.sh >"$OUT/bench.log" 2>&1; then
   cat "$OUT/gpt2_bench.txt"
   row "GPT-2 124M bf16 (target 500k tokens/s)" \
       "$(sed -n 's/^tokens\/s *\([0-9]*\).*/\1 tokens\/s/p' "$OUT/gpt2_bench.txt"), MFU $(sed -n 's/^MFU *\([0-9.]*%\).*/\1/p' "$OUT/gpt2_bench.txt")" ok
