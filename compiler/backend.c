@@ -6,7 +6,7 @@
 static const wf_backend BACKENDS[] = {
     /* C for CPUs: floats throughout, attention keeps a log-sum-exp per query
      * row (runtime/cpu/attention.c), and the host is the device */
-    { .name = "cpu", .suffix = "c", .attention_lse = 1 },
+    { .name = "cpu", .suffix = "c", .attention_lse = 1, .param16 = 1 },
     /* CUDA C++ for NVIDIA GPUs (runtime/cuda) */
     { .name = "cuda", .suffix = "cu", .cuda_cxx = 1, .act16 = 1, .attention_lse = 1,
       .runtime_buffers = 1, .separate_memory = 1, .check = cuda_backend_check },

@@ -13,6 +13,7 @@ typedef struct wf_backend {
     int cuda_cxx;             /* the program text is CUDA C++ (make_program, a CUDA
                                  build file, NCCL settings in launch.sh) */
     int act16;                /* may store activations in 16 bits under bf16 / fp16 (act16.c) */
+    int param16;              /* may store the working parameters in 16 bits (param16.c) */
     int attention_lse;        /* attention saves only a log-sum-exp per query row and
                                  head (flash style), not the (T, T) probabilities */
     int runtime_buffers;      /* the runtime allocates buffers of its own at the first

@@ -275,6 +275,7 @@ typedef struct Program {
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
     char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
     char grad_accum[8];      /* plan.grad_accum: "auto", "fp32", "bf16" or "fp16" (model_state.c) */
+    char param_storage[8];   /* plan.param_storage: "auto" or "fp32" (param16.c) */
     char dp_comm[8];         /* plan.dp_comm: "fp32", "bf16" or "fp16" (wire.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
     int n_nccl_env;
@@ -410,6 +411,12 @@ int tp_comm16(const Program *p);
  * memory.c counts them) per parameter the rank computes with; model_state_report:
  * `weft check`'s lines on it. */
 int grad_accum16(const Program *p);
+/* param16.c: 1 when the working parameters are stored in the plan's 16-bit
+ * type (bf16 / fp16, plan.param_storage "auto", the CPU backend, ZeRO < 3),
+ * 0 when the parameter arena holds floats.  param16_scratch_numel: the
+ * floats one op's parameters take widened (the largest op of the stage). */
+int param16(const Program *p);
+long param16_scratch_numel(const Program *p, int stage);
 typedef struct {
     double params;   /* working weights (both 2BW versions), act16's 16-bit GEMM copies or cast buffer */
     double grads;    /* the gradient arena, ZeRO's shard and bucket buffers */

@@ -1,0 +1,39 @@
+/* param16.c: working parameters stored in 16 bits (plan.param_storage).
+ *
+ * Under bf16 / fp16 the kernels compute with the parameters rounded to the
+ * plan's 16-bit type, and the optimizer keeps the fp32 truth (the masters).
+ * param16 stores that working copy as 16-bit values in the parameter arena
+ * (2 bytes each, half the float arena of plan.param_storage = "fp32").  The
+ * CPU kernels take floats: the generated code widens each op's parameters
+ * into one float scratch arena before its call (runtime wf_widen_params),
+ * which the memory plan counts at the size of the stage's largest op.  The
+ * values the kernels read are the same floats either way (every working
+ * weight is a rounded value), so the numbers are bit for bit those of the
+ * float layout.  Not yet: the CUDA backend (its GEMMs keep their own 16-bit
+ * copies, act16.c), ZeRO-3 (float shards and gather buffers). */
+#include <string.h>
+
+#include "backend.h"
+#include "memory_pack.h"
+#include "program.h"
+
+int param16(const Program *p) {
+    if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
+    if (!backend_of(p)->param16 || p->zero >= 3) return 0;
+    return strcmp(p->param_storage, "fp32") != 0;
+}
+
+/* The widened parameters of one op sit end to end, each aligned as the
+ * arenas' tensors (runtime wf_widen_params places them so). */
+long param16_scratch_numel(const Program *p, int stage) {
+    long most = 0;
+    if (!param16(p)) return 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->chunk % p->pp != stage) continue;
+        long n = 0;
+        for (int k = 0; k < o->n_param; k++) n += align16(p->params[o->param[k]].numel);
+        if (n > most) most = n;
+    }
+    return most;
+}
