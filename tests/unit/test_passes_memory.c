@@ -22,7 +22,11 @@
  *        but the dlogits stays float).
  *    Psi = 12 L h^2 + 13 L h + (V + T) h + 2h parameters (tied LM head).
  * 2. Model states per rank (program_memory_of), three models, dp 1, 2, 4,
- *    ZeRO 0 / 1, fp32 / bf16 / fp16: parameters 4 Psi, gradients 4 Psi
+ *    ZeRO 0 / 1, fp32 / bf16 / fp16: parameters 4 Psi (fp32; 16-bit plans
+ *    store them in 2 bytes, 2 Psi, plus the float scratch one op's weights
+ *    are widened into, the largest op's: the embedding's wte and wpe or
+ *    c_fc's weight and bias, 4 max((V + T) h, 4 h^2 + 4 h) bytes;
+ *    compiler/param16.c), gradients 4 Psi
  *    (+ 4 Psi / dp, ZeRO-1's reduced shard), AdamW K Psi / (dp under ZeRO-1),
  *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
@@ -100,11 +104,13 @@ static void model_states(void) {
                     double psi = (double)psi_of(d[0], d[1], d[3], d[4]), K = pr == 0 ? 8 : 12;
                     program_memory mem = program_memory_of(&p, 0);
                     double G = 4 * psi + (zero ? 4 * psi / dp : 0), O = K * psi / (zero ? dp : 1);
-                    check(p.n_param_total == (long)psi && near(mem.params, 4 * psi) && near(mem.grads, G) &&
+                    double widest = fmax((double)((d[4] + d[3]) * d[1]), (double)(4 * d[1] * d[1] + 4 * d[1]));
+                    double P = pr == 0 ? 4 * psi : 2 * psi + 4 * widest;
+                    check(p.n_param_total == (long)psi && near(mem.params, P) && near(mem.grads, G) &&
                           near(mem.optim, O),
-                          "L%ld h%ld s%ld V%ld dp %d zero %d %s: Psi %.0f = %ld; parameters 4 Psi ~ %.0f, gradients "
+                          "L%ld h%ld s%ld V%ld dp %d zero %d %s: Psi %.0f = %ld; parameters %.0f ~ %.0f, gradients "
                           "%.0f ~ %.0f, AdamW %.0f ~ %.0f", d[0], d[1], d[3], d[4], dp, zero, precs[pr], psi,
-                          p.n_param_total, mem.params, G, mem.grads, O, mem.optim);
+                          p.n_param_total, P, mem.params, G, mem.grads, O, mem.optim);
                     program_free(&p);
                 }
 }
