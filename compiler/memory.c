@@ -279,6 +279,7 @@ int memory_carries_grad(const Program *p, int t) {
 
 int pass_memory(Program *p) {
     p->act16 = act16_decide(p);  /* before any size: it halves the activations */
+    p->param16 = param16_decide(p);
     int dtype = !p->act16 ? DTYPE_FP32 : strcmp(p->precision, "bf16") == 0 ? DTYPE_BF16 : DTYPE_FP16;
     for (int t = 1; t < p->n_tensors; t++) p->tensors[t].dtype = dtype;
     p->act_numel = calloc((size_t)p->pp, sizeof(long));

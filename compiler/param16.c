@@ -9,7 +9,8 @@
  * which the memory plan counts at the size of the stage's largest op.  The
  * values the kernels read are the same floats either way (every working
  * weight is a rounded value), so the numbers are bit for bit those of the
- * float layout.  Not yet: the CUDA backend (its GEMMs keep their own 16-bit
+ * float layout.  "auto" stores 16 bits where that saves memory (below).
+ * Not yet: the CUDA backend (its GEMMs keep their own 16-bit
  * copies, act16.c), ZeRO-3 (float shards and gather buffers). */
 #include <string.h>
 
@@ -17,17 +18,10 @@
 #include "memory_pack.h"
 #include "program.h"
 
-int param16(const Program *p) {
-    if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
-    if (!backend_of(p)->param16 || p->zero >= 3) return 0;
-    return strcmp(p->param_storage, "fp32") != 0;
-}
-
 /* The widened parameters of one op sit end to end, each aligned as the
  * arenas' tensors (runtime wf_widen_params places them so). */
-long param16_scratch_numel(const Program *p, int stage) {
+static long widest(const Program *p, int stage) {
     long most = 0;
-    if (!param16(p)) return 0;
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
         if (o->chunk % p->pp != stage) continue;
@@ -36,4 +30,22 @@ long param16_scratch_numel(const Program *p, int stage) {
         if (n > most) most = n;
     }
     return most;
+}
+
+/* "auto" stores 16 bits where that saves bytes on every stage (one layout
+ * for the job: the tied wte's messages between the pipeline's ends carry
+ * it): the 2 bytes a parameter saves against the scratch, which a small
+ * model with a large vocabulary can outgrow (its LM head widens V x C). */
+int param16_decide(const Program *p) {
+    if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
+    if (!backend_of(p)->param16 || p->zero >= 3 || strcmp(p->param_storage, "fp32") == 0) return 0;
+    for (int st = 0; st < p->pp; st++)
+        if (2.0 * (double)p->param_numel[st] <= 4.0 * (double)widest(p, st)) return 0;
+    return 1;
+}
+
+int param16(const Program *p) { return p->param16; }
+
+long param16_scratch_numel(const Program *p, int stage) {
+    return param16(p) ? widest(p, stage) : 0;
 }

@@ -31,6 +31,7 @@
  *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
  *    shard up to whole floats (at most dp - 1 floats a bucket).
+ *    param16_rule: when the 16-bit layout applies (compiler/param16.c).
  * 3. Attention's saved buffer on both backends on six plans (tp, selective
  *    recompute, the 3D plan, LLaMA's grouped-query attention).
  * 4. The memory checker (memory_check.c) passes every plan's layout, and
@@ -113,6 +114,38 @@ static void model_states(void) {
                           p.n_param_total, P, mem.params, G, mem.grads, O, mem.optim);
                     program_free(&p);
                 }
+}
+
+/* param16.c's rule: 16-bit working parameters under bf16 / fp16 on the CPU
+ * without ZeRO-3 unless param_storage = "fp32", and only where the 2 bytes a
+ * parameter saves outweigh the float scratch of the widest op: one block of
+ * h 64 with vocabulary 50304 (Psi ~ 3.3M, the LM head's wte 3.2M floats:
+ * 6.6 MB saved against 12.9 MB of scratch) keeps the float arena, 4 Psi. */
+static void param16_rule(void) {
+    struct { const char *name, *backend, *sets[3]; int want; } v[] = {
+        { "bf16 cpu", "cpu", { "precision=bf16", NULL }, 1 },
+        { "fp16 cpu", "cpu", { "precision=fp16", NULL }, 1 },
+        { "fp32 cpu", "cpu", { "precision=fp32", NULL }, 0 },
+        { "bf16 cpu param_storage=fp32", "cpu", { "precision=bf16", "param_storage=fp32", NULL }, 0 },
+        { "bf16 cpu zero 3", "cpu", { "precision=bf16", "zero=3", NULL }, 0 },
+        { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 0 },
+        { "bf16 cpu vocab 50304", "cpu", { "precision=bf16", "model.vocab=50304", NULL }, 0 },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        Program p;
+        if (compile_with(&p, "plans/tiny.lua", v[i].backend, "model.layers=1", "model.hidden=64", "model.seq=32",
+                         v[i].sets[0], v[i].sets[1], NULL) != 0) {
+            check(0, "%s compiles", v[i].name);
+            continue;
+        }
+        program_memory mem = program_memory_of(&p, 0);
+        double psi = (double)p.param_numel[0], scratch = 4.0 * (double)param16_scratch_numel(&p, 0);
+        int arena = v[i].want ? mem.params == 2 * psi + scratch && scratch > 0 && scratch < 2 * psi
+                              : scratch == 0 && (p.zero >= 3 || mem.params >= 4 * psi);
+        check(p.param16 == v[i].want && arena, "%s: param16 %d (want %d), parameters %.0f B for Psi %.0f, "
+              "scratch %.0f B", v[i].name, p.param16, v[i].want, mem.params, psi, scratch);
+        program_free(&p);
+    }
 }
 
 /* Attention's saved floats: B*H*T on the CPU and on CUDA alike (the
@@ -228,6 +261,7 @@ static void checker(void) {
 int main(void) {
     one_block();
     model_states();
+    param16_rule();
     attention();
     checker();
     return summary();
