@@ -48,25 +48,32 @@ void wf_params16_alloc(wf_ctx *c) {
     c->wscratch = wf_alloc(c, sizeof(float) * (size_t)p->wscratch_numel, "parameters widened for one op");
 }
 
-/* Startup: float copies for initialization or loading (host memory, freed
- * by wf_params16_adopt, not arenas). */
+/* Startup: float copies for initialization or loading, not arenas.  The
+ * gradient arena, whole without ZeRO-2 and idle until the first backward,
+ * holds the first (so the startup's peak memory does not grow); 2BW's other
+ * version is a copy of it unless a checkpoint loads both. */
 void wf_params16_startup(wf_ctx *c) {
     const wf_program *p = c->p;
     size_t bytes = sizeof(float) * (size_t)p->param_numel;
-    c->params = wf_host_alloc(c, bytes, "parameters (startup, fp32)");
-    if (p->weight_delay) c->next_params = wf_host_alloc(c, bytes, "PipeDream-2BW version (startup, fp32)");
+    c->params = p->zero < 2 ? c->grads : wf_host_alloc(c, bytes, "parameters (startup, fp32)");
+    c->next_params = NULL;
+    if (p->weight_delay && c->opt.resume)
+        c->next_params = wf_host_alloc(c, bytes, "PipeDream-2BW version (startup, fp32)");
 }
 
-/* The startup floats (already rounded by wf_master_setup) into the arenas. */
+/* The startup floats (already rounded by wf_master_setup) into the arenas;
+ * the gradient arena zeroed again. */
 void wf_params16_adopt(wf_ctx *c) {
     const wf_program *p = c->p;
-    float *from[2] = { c->params, c->next_params };
+    float *from[2] = { c->params, c->next_params ? c->next_params : c->params };
     for (int v = 0; v < 2; v++) {
         if (!c->params16[v]) continue;
         uint16_t *to = bits_of(c->params16[v]);
         for (long i = 0; i < p->param_numel; i++) to[i] = narrow(p->precision, from[v][i]);
-        free(from[v]);
     }
+    if (c->next_params) free(c->next_params);
+    if (c->params == c->grads) memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    else free(c->params);
     c->params = c->params16[0];
     c->next_params = c->params16[1];
 }

@@ -383,9 +383,9 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         free(c->params);
         c->params = gather;
     }
-    if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
+    if (p->param16) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
+    else if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
-    if (p->param16) wf_params16_adopt(c);
     wf_params_changed(c);
     before = wf_alloc_total();
     if (p->prologue) wf_2bw_setup(c);
