@@ -121,7 +121,8 @@ program_memory program_memory_of(const Program *p, int stage) {
     /* param16.c: the working parameters in 2 bytes, and the float scratch
      * that one op's parameters are widened into for its kernels */
     double pbytes = param16(p) ? 2.0 : 4.0;
-    m.params = p->zero >= 3 ? arena(shard) + arena(4.0 * (double)p->gather_numel[stage]) : arena(pbytes * psi);
+    double pshard = p->zero ? pbytes * (double)p->shard_numel[stage] : 0;  /* ZeRO-3's parameter shard */
+    m.params = p->zero >= 3 ? arena(pshard) + arena(pbytes * (double)p->gather_numel[stage]) : arena(pbytes * psi);
     if (param16(p)) m.params += arena(4.0 * (double)param16_scratch_numel(p, stage));
     m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * psi);
     if (p->zero == 1) m.grads += arena(shard);
@@ -149,8 +150,8 @@ program_memory program_memory_of(const Program *p, int stage) {
         m.optim = 0;
     }
     if (p->offload_params) {     /* so is an offloaded parameter shard */
-        m.host += arena(shard);
-        m.params -= arena(shard);
+        m.host += arena(pshard);
+        m.params -= arena(pshard);
     }
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast + m.w16 + m.runtime;
     return m;
@@ -279,7 +280,6 @@ int memory_carries_grad(const Program *p, int t) {
 
 int pass_memory(Program *p) {
     p->act16 = act16_decide(p);  /* before any size: it halves the activations */
-    p->param16 = param16_decide(p);
     int dtype = !p->act16 ? DTYPE_FP32 : strcmp(p->precision, "bf16") == 0 ? DTYPE_BF16 : DTYPE_FP16;
     for (int t = 1; t < p->n_tensors; t++) p->tensors[t].dtype = dtype;
     p->act_numel = calloc((size_t)p->pp, sizeof(long));

@@ -9,7 +9,8 @@
  * arenas (what the runtime allocates, byte for byte on the CPU) over the
  * rank's parameters (its tp and pp share), so they say what this runtime
  * stores, not what an ideal one would: on the CPU the working weights are
- * 2 bytes (param16.c, with the float scratch of one op's widened weights),
+ * 2 bytes (param16.c, with the float scratch of one op's widened weights;
+ * ZeRO-3's shards and gather buffers too),
  * elsewhere the weight arena holds floats (16-bit values rounded in them)
  * and act16 adds a 16-bit copy of each GEMM weight; the gradient arena
  * holds floats. */
@@ -29,6 +30,7 @@ model_state model_state_of(const Program *p, int stage) {
     s.numel = (double)p->param_numel[stage];
     double shard = p->zero ? 4.0 * (double)p->shard_numel[stage] : 0;
     /* an offloaded ZeRO-3 shard is host memory (memory.c moves it there) */
+    if (param16(p)) shard /= 2;  /* 16-bit parameter shards (param16.c) */
     double host_shard = p->offload_params ? (shard > 0 ? shard : 64.0) : 0;
     double per = s.numel > 0 ? 1.0 / s.numel : 0;
     s.params = (m.params + host_shard + m.w16 + m.cast) * per;

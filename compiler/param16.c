@@ -10,8 +10,9 @@
  * values the kernels read are the same floats either way (every working
  * weight is a rounded value), so the numbers are bit for bit those of the
  * float layout.  "auto" stores 16 bits where that saves memory (below).
- * Not yet: the CUDA backend (its GEMMs keep their own 16-bit
- * copies, act16.c), ZeRO-3 (float shards and gather buffers). */
+ * Under ZeRO-3 the shards and the gather buffers hold the 16-bit values
+ * (the all-gathers move them).  Not yet: the CUDA backend (its GEMMs keep
+ * their own 16-bit copies, act16.c). */
 #include <string.h>
 
 #include "backend.h"
@@ -38,9 +39,11 @@ static long widest(const Program *p, int stage) {
  * model with a large vocabulary can outgrow (its LM head widens V x C). */
 int param16_decide(const Program *p) {
     if (strcmp(p->precision, "bf16") != 0 && strcmp(p->precision, "fp16") != 0) return 0;
-    if (!backend_of(p)->param16 || p->zero >= 3 || strcmp(p->param_storage, "fp32") == 0) return 0;
-    for (int st = 0; st < p->pp; st++)
-        if (2.0 * (double)p->param_numel[st] <= 4.0 * (double)widest(p, st)) return 0;
+    if (!backend_of(p)->param16 || strcmp(p->param_storage, "fp32") == 0) return 0;
+    for (int st = 0; st < p->pp; st++) {  /* ZeRO-3: the shard and the gather buffers */
+        double n = p->zero >= 3 ? (double)p->shard_numel[st] + (double)p->gather_numel[st] : (double)p->param_numel[st];
+        if (2.0 * n <= 4.0 * (double)widest(p, st)) return 0;
+    }
     return 1;
 }
 

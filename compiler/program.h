@@ -286,7 +286,7 @@ typedef struct Program {
      * stores activations and their gradients as the plan's 16-bit type, two
      * values a float (weft/rt.h, "Activation storage") */
     int act16;
-    /* 16-bit working parameters (param16.c, decided by the memory pass) */
+    /* 16-bit working parameters (param16.c, decided by the zero pass) */
     int param16;
     long *cast_numel;        /* per stage, act16 under ZeRO-3: the CUDA cast buffer, floats (else 0) */
     long *weight16_numel;    /* per stage, act16 without ZeRO-3: the 16-bit weight copies, floats */
@@ -413,9 +413,9 @@ int tp_comm16(const Program *p);
  * memory.c counts them) per parameter the rank computes with; model_state_report:
  * `weft check`'s lines on it. */
 int grad_accum16(const Program *p);
-/* param16.c: param16_decide (the memory pass), then param16: 1 when the
+/* param16.c: param16_decide (the zero pass, after the memory pass), then param16: 1 when the
  * working parameters are stored in the plan's 16-bit type (bf16 / fp16,
- * plan.param_storage "auto", the CPU backend, ZeRO < 3, and it saves bytes
+ * plan.param_storage "auto", the CPU backend, and it saves bytes
  * on every stage), 0 when the parameter arena holds floats.
  * param16_scratch_numel: the floats one op's parameters take widened (the
  * largest op of the stage; 0 without param16). */

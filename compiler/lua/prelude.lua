@@ -1216,7 +1216,7 @@ local function make_plan(spec)
     grad_accum = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
     -- how the working parameters (the copy the kernels read) are stored under
     -- bf16 / fp16: "auto" in the plan's 16-bit type, 2 bytes each, where the
-    -- backend does (the CPU without ZeRO-3) and that saves memory (the kernels
+    -- backend does (the CPU) and that saves memory (the kernels
     -- widen one op's weights into float scratch); "fp32" as floats holding the
     -- rounded values (the older layout: the same numbers, twice the bytes)
     param_storage = { "string", one_of = { "auto", "fp32" }, default = "auto" },

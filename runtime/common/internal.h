@@ -247,6 +247,7 @@ void wf_params16_adopt(wf_ctx *c);
 float *wf_params16_widened(wf_ctx *c, const float *version);
 void wf_params16_copy(wf_ctx *c, float *dst, const float *src);
 void *wf_params16_at(float *version, long off);
+void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n);
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */
 void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);

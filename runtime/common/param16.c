@@ -1,5 +1,5 @@
 /* param16.c: working parameters stored in 16 bits (wf_program.param16, the
- * compiler's param16.c; the CPU backend, ZeRO < 3).
+ * compiler's param16.c; the CPU backend).
  *
  * The parameter arena then holds bf16 / fp16 bits, 2 bytes a value, and
  * c->params, c->next_params and 2BW's wver[] carry its address as `float *`
@@ -10,7 +10,8 @@
  * checkpoint loading write floats, wf_master_setup rounds them), which
  * wf_params16_adopt then narrows into the arenas.  Every value the float
  * layout held was a rounded one, so widening gives it back exactly: the
- * kernels see the same floats. */
+ * kernels see the same floats.  Under ZeRO-3 c->params is the 16-bit gather
+ * arena and the shards are 16-bit too (zero_params.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,9 @@ const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1) 
 void wf_params16_alloc(wf_ctx *c) {
     const wf_program *p = c->p;
     size_t bytes = sizeof(uint16_t) * (size_t)p->param_numel;
-    c->params16[0] = (float *)wf_alloc(c, bytes, "parameters (16-bit)");
+    if (p->zero >= 3) bytes = sizeof(uint16_t) * (size_t)p->gather_numel;
+    c->params16[0] = (float *)wf_alloc(c, bytes, p->zero >= 3 ? "parameter gather buffers (16-bit)" : "parameters (16-bit)");
+    c->params = c->params16[0];
     if (p->weight_delay) c->params16[1] = (float *)wf_alloc(c, bytes, "PipeDream-2BW weight version (16-bit)");
     c->wscratch = wf_alloc(c, sizeof(float) * (size_t)p->wscratch_numel, "parameters widened for one op");
 }
@@ -84,6 +87,12 @@ float *wf_params16_widened(wf_ctx *c, const float *version) {
     float *out = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "parameters widened (checkpoint)");
     widen(p->precision, out, (const uint16_t *)(const void *)version, p->param_numel);
     return out;
+}
+
+/* n floats of src as 16-bit values at dst */
+void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n) {
+    uint16_t *to = dst;
+    for (long i = 0; i < n; i++) to[i] = narrow(c->p->precision, src[i]);
 }
 
 /* dst = src, version to version (2BW) */

@@ -156,8 +156,8 @@ static void allocate(wf_ctx *c) {
     long N = (long)p->micro * p->seq;
     /* ZeRO-3 keeps only the gather buffers of the parameters in use here (the
      * shards are allocated by wf_zero_setup); ZeRO-2 only the bucket buffers */
-    if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
-    else if (p->param16) wf_params16_alloc(c);  /* 16-bit, and the widening scratch */
+    if (p->param16) wf_params16_alloc(c);  /* 16-bit (ZeRO-3: the gather buffers), and the widening scratch */
+    else if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
     else c->params = wf_alloc(c, np, "parameters");
     if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
     else c->grads = wf_alloc(c, np, "gradients");
@@ -372,7 +372,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     float *gather = c->params;
     if (p->zero >= 3)  /* host memory: initialised or loaded, then sharded and freed */
         c->params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
-    if (p->param16) wf_params16_startup(c);  /* floats until rounded, then 16-bit */
+    if (p->param16 && p->zero < 3) wf_params16_startup(c);  /* floats until rounded, then 16-bit */
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
     before = wf_alloc_total();
@@ -383,7 +383,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         free(c->params);
         c->params = gather;
     }
-    if (p->param16) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
+    if (p->param16 && p->zero < 3) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
     else if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     wf_params_changed(c);

@@ -40,13 +40,14 @@ void wf_zero_setup(wf_ctx *c) {
     }
     c->moment_numel = compact;
     size_t shard_bytes = sizeof(float) * (size_t)(compact ? compact : 1);
+    size_t pshard_bytes = (p->param16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)(compact ? compact : 1);
     if (p->zero == 1) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
     if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
     if (p->zero >= 3) {
         /* offload: pinned host memory on CUDA (zero_params.c copies it to
          * the device before each gather); one memory on the CPU backend */
-        c->param_shard = p->offload_params ? wf_alloc_host_arena(c, shard_bytes, "parameter shard (ZeRO-3, host)")
-                                           : wf_alloc(c, shard_bytes, "parameter shard (ZeRO-3)");
+        c->param_shard = p->offload_params ? wf_alloc_host_arena(c, pshard_bytes, "parameter shard (ZeRO-3, host)")
+                                           : wf_alloc(c, pshard_bytes, "parameter shard (ZeRO-3)");
         c->gather_req = wf_alloc(c, sizeof(wf_req) * (size_t)p->n_buckets, "ZeRO-3 gathers");
         wf_req_init(c->gather_req, p->n_buckets);
     }

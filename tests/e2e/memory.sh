@@ -58,8 +58,9 @@ between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= 
 # zero_states L h heads s V dp zero mb PREC E K [P]: one plan's rows against
 # hand-computed values, E bytes per parameter or gradient element and K bytes
 # of optimizer state per parameter (fp32: 4 and 8; bf16 / fp16: 4 and 12);
-# P the bytes of a whole (ZeRO-2) parameter, E unless given (bf16 / fp16: 2,
-# with the float scratch of one op's widened weights, as above).
+# P the bytes of a parameter element (ZeRO-2's whole ones, ZeRO-3's shard and
+# gather buffers), E unless given (bf16 / fp16: 2, with the float scratch of
+# one op's widened weights, as above).
 zero_states() {
   local L=$1 h=$2 heads=$3 s=$4 V=$5 dp=$6 zero=$7 mb=$8 prec=$9 E=${10} K=${11} P=${12:-${10}} S=0
   local psi=$(( 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h )) buf gat
@@ -81,15 +82,17 @@ zero_states() {
   check "$what: gradients = shard + buffers ~ $(field gradients)" \
     near "$(field gradients)" $((E * psi / dp + $(field 'bucket bufs')))
   if [ "$zero" = 3 ]; then
-    check "$what: parameter shard $E Psi / dp" near "$(field 'param shard')" $((E * psi / dp))
+    [ "$P" = "$E" ] || S=$(widened $h $s $V)
+    gat=$((gat / E * P))
+    check "$what: parameter shard $P Psi / dp" near "$(field 'param shard')" $((P * psi / dp))
     if [ "$mb" = 1000 ]; then
-      check "$what: gather buffer $E Psi" near "$(field 'gather bufs')" $gat
+      check "$what: gather buffer $P Psi" near "$(field 'gather bufs')" $gat
     else
-      check "$what: gather buffers $E max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
-        between "$(field 'gather bufs')" $gat $((gat + 64 * E * h))
+      check "$what: gather buffers $P max(V h, 8 h^2) = $gat (+ vectors) ~ $(field 'gather bufs')" \
+        between "$(field 'gather bufs')" $gat $((gat + 64 * P * h))
     fi
-    check "$what: parameters = shard + gather buffers ~ $(field parameters)" \
-      near "$(field parameters)" $((E * psi / dp + $(field 'gather bufs')))
+    check "$what: parameters = shard + gather buffers + $S ~ $(field parameters)" \
+      near "$(field parameters)" $((P * psi / dp + $(field 'gather bufs') + S))
   else
     [ "$P" = "$E" ] || S=$(widened $h $s $V)
     check "$what: parameters $P Psi + $S (whole)" near "$(field parameters)" $((P * psi + S))
@@ -127,29 +130,30 @@ check "offload.params alone on CUDA: a note says AdamW reaches the host shard ov
   ! '$WEFT' check plans/tiny.lua --backend cuda --set mesh.dp=2 --set zero=3 --set offload.params=cpu \
       --set offload.optimizer=cpu | grep -q '^  note .*offload.params without'"
 # ZeRO-2 and ZeRO-3 in bf16 / fp16: every row above (floats: 4 bytes per
-# gradient element and ZeRO-3 parameter element, as the runtime allocates
-# them; ZeRO-2's whole parameters in 2 bytes), and the optimizer 12 Psi / dp
-# (fp32 master, m and v, all sharded).
+# gradient element, as the runtime allocates them; parameters in 2 bytes:
+# ZeRO-2's whole ones, ZeRO-3's shard and gather buffers), and the optimizer
+# 12 Psi / dp (fp32 master, m and v, all sharded).
 while read -r L h heads s V; do
   for dp in 2 4; do for zero in 2 3; do for mb in 1000 0; do for prec in bf16 fp16; do
-    P=4; [ $zero = 2 ] && P=2
-    zero_states $L $h $heads $s $V $dp $zero $mb $prec 4 12 $P
+    zero_states $L $h $heads $s $V $dp $zero $mb $prec 4 12 2
   done; done; done; done
 done <<'MODELS'
 2 64 4 64 256
 6 96 6 32 1000
 MODELS
 # bf16 ZeRO-3 with both offloads: the host holds the 12 Psi / dp optimizer
-# and the 4 Psi / dp parameter shard; the device keeps the gather buffers.
+# and the 2 Psi / dp parameter shard (16-bit); the device keeps the gather
+# buffers and the float scratch of one op's widened weights.
 psi=$(( 12 * 2 * 64 * 64 + 13 * 2 * 64 + (256 + 64) * 64 + 2 * 64 ))
 out=$("$WEFT" check plans/tiny.lua --set model.layers=2 --set model.hidden=64 --set model.heads=4 \
       --set model.seq=64 --set model.vocab=256 --set mesh.dp=2 --set batch.micro=4 --set batch.global=8 \
       --set zero=3 --set precision=bf16 --set offload.params=cpu --set offload.optimizer=cpu)
-check "bf16 ZeRO-3 offload: host (12 + 4) Psi / dp = $((16 * psi / 2))" \
-  near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" $((16 * psi / 2))
+check "bf16 ZeRO-3 offload: host (12 + 2) Psi / dp = $((14 * psi / 2))" \
+  near "$(sed -n 's/^  host (offload) *//p' <<<"$out" | to_bytes)" $((14 * psi / 2))
 check "bf16 ZeRO-3 offload: no optimizer state on the device" \
   test "$(sed -n 's/^  optimizer *//p' <<<"$out" | to_bytes)" = 0
-check "bf16 ZeRO-3 offload: parameters on the device are the gather buffers only" \
-  near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" "$(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes)"
+check "bf16 ZeRO-3 offload: parameters on the device are the gather buffers and the scratch only" \
+  near "$(sed -n 's/^  parameters *//p' <<<"$out" | to_bytes)" \
+    $(($(sed -n 's/^  gather bufs *//p' <<<"$out" | to_bytes) + $(widened 64 64 256)))
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
