@@ -410,6 +410,9 @@ static void emit_main(writer *o, const Program *p, int stage) {
     /* 16-bit data-parallel gradient sums (plan.dp_comm) */
     if (p->dp > 1 && dp_comm16(p))
         program_fields(o, ".dp_comm16 = 1, .dp16_numel = %ldL,", dp16_staging_numel(p, stage));
+    /* working parameters stored in 16 bits (param16.c), and the float scratch
+     * an op's parameters are widened into */
+    if (param16(p)) program_fields(o, ".param16 = 1, .wscratch_numel = %ldL,", param16_scratch_numel(p, stage));
     /* 16-bit activation storage (act16.c): bf16 / fp16 */
     program_fields(o, ".act16 = %d, .cast_numel = %ldL, .weight16_numel = %ldL,", p->act16, p->cast_numel[stage],
       p->weight16_numel[stage]);

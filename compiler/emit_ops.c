@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "memory_pack.h"
 #include "ops.h"
 
 /* ---- names ---------------------------------------------------------------- */
@@ -87,6 +88,10 @@ void get_operands(const Program *p, int i, operands *x) {
     if (op->n_in > 1) tname(p, op->in[1], x->in1, sizeof x->in1);
     if (op->n_param > 0) pname(p, op, 0, x->w0, sizeof x->w0);
     if (op->n_param > 1) pname(p, op, 1, x->w1, sizeof x->w1);
+    if (param16(p) && op->n_param > 0) {  /* w is the widened scratch (widen_params) */
+        snprintf(x->w0, sizeof x->w0, "0");
+        if (op->n_param > 1) snprintf(x->w1, sizeof x->w1, "%ldL", align16(p->params[op->param[0]].numel));
+    }
     const char *gp = p->zero >= 2 ? "G_" : "P_";
     if (op->n_param > 0) macro_name(gp, p->params[op->param[0]].name, x->g0, sizeof x->g0);
     if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, x->g1, sizeof x->g1);
@@ -96,6 +101,19 @@ void get_operands(const Program *p, int i, operands *x) {
     x->row0 = sharded ? "wf_tp_rank(c) * NL" : "0";
     x->width = p->tensors[op->out].width;
     x->in_width = op->n_in > 0 ? p->tensors[op->in[0]].width : 0;
+}
+
+/* param16 (param16.c): op i's parameters, stored in 16 bits, widened into
+ * the float scratch that `w` then points at, the first at 0 and the second
+ * after it (get_operands spells them so). */
+static void widen_params(writer *o, const Program *p, int i) {
+    const ir_op *op = &p->ops[i];
+    if (!param16(p) || op->n_param == 0) return;
+    char a[WF_MAX_NAME + 8], b[WF_MAX_NAME + 8] = "0";
+    pname(p, op, 0, a, sizeof a);
+    if (op->n_param > 1) pname(p, op, 1, b, sizeof b);
+    emit(o, "    w = wf_widen_params(c, %s, %ldL, %s, %ldL);\n", a, p->params[op->param[0]].numel, b,
+         op->n_param > 1 ? p->params[op->param[1]].numel : 0L);
 }
 
 /* ---- 16-bit storage (bf16 / fp16) ----------------------------------------
@@ -273,6 +291,7 @@ void emit_forward_op(writer *o, const Program *p, int i) {
         emit_fused_comment(o, p, i, "computed by");
         return;
     }
+    widen_params(o, p, i);
     if (op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_fwd(o, p, i, &x);
@@ -323,6 +342,7 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         round_input_grads(o, p, i, &x);
         return;
     }
+    widen_params(o, p, i);
     if (op->dgelu != DGELU_GELU && op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_bwd(o, p, i, &x, 1);
@@ -371,6 +391,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         return 1;
     }
     if (!(weight ? op->grad_w : op->grad_in)) return 0;  /* frozen: that half is not needed */
+    widen_params(o, p, i);
     emit_prof(o, p, i);
     if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
         emit_fused_bwd(o, p, i, &x, 0);

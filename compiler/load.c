@@ -469,6 +469,7 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     get_str(L, plan, "comm", p->comm, sizeof p->comm);
     get_str(L, plan, "tp_comm", p->tp_comm, sizeof p->tp_comm);
     get_str(L, plan, "grad_accum", p->grad_accum, sizeof p->grad_accum);
+    get_str(L, plan, "param_storage", p->param_storage, sizeof p->param_storage);
     get_str(L, plan, "dp_comm", p->dp_comm, sizeof p->dp_comm);
     p->lmhead_chunk = (long)get_int(L, plan, "lmhead_chunk");
     lua_settop(L, plan);

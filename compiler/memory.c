@@ -105,7 +105,8 @@ static double tied_buffer(const Program *p, int stage) {
     return arena(4.0 * (double)(most ? most : 1));
 }
 
-/* Every arena holds floats: 16-bit plans keep their weights, gradients and
+/* Every arena holds floats but the working parameters under param16
+ * (param16.c: 2 bytes each, the CPU): 16-bit plans keep their gradients and
  * activations as rounded fp32 values (act16 packs two 16-bit activations in
  * a float), beside fp32 masters and moments.  ZeRO-1 adds the reduced
  * gradient shard, ZeRO-2 keeps the shard and the bucket buffers backward
@@ -119,10 +120,15 @@ program_memory program_memory_of(const Program *p, int stage) {
     double trained = (double)p->train_numel[stage];  /* frozen parameters (weft.vlm's freeze) excluded */
     double shard = p->zero ? 4.0 * (double)p->shard_numel[stage] : 0;
     double moments = p->zero ? shard : 4.0 * trained;  /* one float per element this rank updates */
-    m.params = p->zero >= 3 ? arena(shard) + arena(4.0 * (double)p->gather_numel[stage]) : arena(4.0 * psi);
+    /* param16.c: the working parameters in 2 bytes, and the float scratch
+     * that one op's parameters are widened into for its kernels */
+    double pbytes = param16(p) ? 2.0 : 4.0;
+    double pshard = p->zero ? pbytes * (double)p->shard_numel[stage] : 0;  /* ZeRO-3's parameter shard */
+    m.params = p->zero >= 3 ? arena(pshard) + arena(pbytes * (double)p->gather_numel[stage]) : arena(pbytes * psi);
+    if (param16(p)) m.params += arena(4.0 * (double)param16_scratch_numel(p, stage));
     m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * trained);
     if (p->zero == 1) m.grads += arena(shard);
-    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(4.0 * psi);  /* two weight versions */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(pbytes * psi);  /* two weight versions */
     m.moments = 2 * arena(moments);              /* AdamW m and v */
     m.master = wide ? 0 : arena(moments);        /* fp32 masters, laid out as the moments */
     m.optim = m.moments + m.master;
@@ -149,8 +155,8 @@ program_memory program_memory_of(const Program *p, int stage) {
         m.optim = 0;
     }
     if (p->offload_params) {     /* so is an offloaded parameter shard */
-        m.host += arena(shard);
-        m.params -= arena(shard);
+        m.host += arena(pshard);
+        m.params -= arena(pshard);
     }
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast + m.w16 + m.runtime;
     return m;

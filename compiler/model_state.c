@@ -8,9 +8,12 @@
  * gradients (2) and the weights (3) by dp.  Here the figures are memory.c's
  * arenas (what the runtime allocates, byte for byte on the CPU) over the
  * rank's parameters (its tp and pp share), so they say what this runtime
- * stores, not what an ideal one would: the weight and gradient arenas hold
- * floats (16-bit values rounded in them), and act16 adds a 16-bit copy of
- * each GEMM weight. */
+ * stores, not what an ideal one would: on the CPU the working weights are
+ * 2 bytes (param16.c, with the float scratch of one op's widened weights;
+ * ZeRO-3's shards and gather buffers too),
+ * elsewhere the weight arena holds floats (16-bit values rounded in them)
+ * and act16 adds a 16-bit copy of each GEMM weight; the gradient arena
+ * holds floats. */
 #include <string.h>
 
 #include "ops.h"
@@ -27,6 +30,7 @@ model_state model_state_of(const Program *p, int stage) {
     s.numel = (double)p->param_numel[stage];
     double shard = p->zero ? 4.0 * (double)p->shard_numel[stage] : 0;
     /* an offloaded ZeRO-3 shard is host memory (memory.c moves it there) */
+    if (param16(p)) shard /= 2;  /* 16-bit parameter shards (param16.c) */
     double host_shard = p->offload_params ? (shard > 0 ? shard : 64.0) : 0;
     double per = s.numel > 0 ? 1.0 / s.numel : 0;
     s.params = (m.params + host_shard + m.w16 + m.cast) * per;
@@ -53,8 +57,9 @@ void model_state_report(const Program *p, FILE *out) {
     if (p->pp > 1) snprintf(n, sizeof n, " (stage %d)", worst);
     fprintf(out, "model state%s: %.2f B per parameter = weights %.2f%s + gradients %.2f + fp32 master %.2f "
                  "+ AdamW moments %.2f", n, s.total, s.params,
-            !p->act16 || backend_of(p)->act16_staged ? ""
-            : p->zero >= 3 ? " (with the 16-bit cast buffer)" : " (with the 16-bit GEMM copies)",
+            p->act16 && !backend_of(p)->act16_staged
+                ? (p->zero >= 3 ? " (with the 16-bit cast buffer)" : " (with the 16-bit GEMM copies)")
+            : param16(p) ? " (16-bit, with one op's widened)" : "",
             s.grads, s.master, s.moments);
     if (p->zero) fprintf(out, "; ZeRO-%d over dp %d", p->zero, p->dp);
     if (strcmp(p->precision, "fp32") != 0)

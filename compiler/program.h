@@ -289,6 +289,7 @@ typedef struct Program {
     char comm[8];            /* "nccl" or "mpi" (host-staged; ranks may share a GPU) */
     char tp_comm[8];         /* plan.tp_comm: "auto", "fp32", "bf16" or "fp16" (wire.c) */
     char grad_accum[8];      /* plan.grad_accum: "auto", "fp32", "bf16" or "fp16" (model_state.c) */
+    char param_storage[8];   /* plan.param_storage: "auto" or "fp32" (param16.c) */
     char dp_comm[8];         /* plan.dp_comm: "fp32", "bf16" or "fp16" (wire.c) */
     long lmhead_chunk;       /* plan.lmhead_chunk: CPU LM head rows per chunk, 0 auto (ops_loss.c) */
     char nccl_env[WF_MAX_NCCL_ENV][160];  /* "NCCL_ALGO=Ring", sorted by name */
@@ -300,6 +301,8 @@ typedef struct Program {
      * stores activations and their gradients as the plan's 16-bit type, two
      * values a float (weft/rt.h, "Activation storage") */
     int act16;
+    /* 16-bit working parameters (param16.c, decided by the zero pass) */
+    int param16;
     long *cast_numel;        /* per stage, act16 under ZeRO-3: the CUDA cast buffer, floats (else 0) */
     long *weight16_numel;    /* per stage, act16 without ZeRO-3: the 16-bit weight copies, floats */
     long *stage16_numel;     /* per stage, act16 on the CPU: one kernel call's float staging (else 0) */
@@ -436,6 +439,15 @@ int tp_comm16(const Program *p);
  * memory.c counts them) per parameter the rank computes with; model_state_report:
  * `weft check`'s lines on it. */
 int grad_accum16(const Program *p);
+/* param16.c: param16_decide (the zero pass, after the memory pass), then param16: 1 when the
+ * working parameters are stored in the plan's 16-bit type (bf16 / fp16,
+ * plan.param_storage "auto", the CPU backend, and it saves bytes
+ * on every stage), 0 when the parameter arena holds floats.
+ * param16_scratch_numel: the floats one op's parameters take widened (the
+ * largest op of the stage; 0 without param16). */
+int param16_decide(const Program *p);
+int param16(const Program *p);
+long param16_scratch_numel(const Program *p, int stage);
 typedef struct {
     double params;   /* working weights (both 2BW versions), act16's 16-bit GEMM copies or cast buffer */
     double grads;    /* the gradient arena, ZeRO's shard and bucket buffers */

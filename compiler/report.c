@@ -199,7 +199,8 @@ void program_report(const Program *p, FILE *out) {
             fprintf(out, "  %-12s", what[i]);
             for (int s = 0; s < p->pp; s++) {
                 long n = i == 1 ? p->gather_numel[s] : i == 3 ? p->grad_buf_numel[s] : p->shard_numel[s];
-                program_human_bytes(4.0 * (double)n, a, sizeof a);  /* floats, as memory.c */
+                /* floats, as memory.c, but 16-bit parameters (param16.c) */
+                program_human_bytes((i < 2 && param16(p) ? 2.0 : 4.0) * (double)n, a, sizeof a);
                 fprintf(out, " %12s", a);
             }
             fputc('\n', out);

@@ -338,7 +338,7 @@ static int verify_disjoint(const Program *p, const char *what, int gathers) {
     return rc;
 }
 
-int pass_zero(Program *p) {
+static int zero_layout(Program *p) {
     p->shard_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
     p->grad_buf_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
     p->gather_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
@@ -363,4 +363,12 @@ int pass_zero(Program *p) {
     if (p->zero < 3) return 0;
     plan_gathers(p);
     return verify_disjoint(p, "gather buffers", 1);
+}
+
+/* The shards and buffers fixed, the parameters' storage (param16.c) can be
+ * weighed: its rule counts them. */
+int pass_zero(Program *p) {
+    int rc = zero_layout(p);
+    p->param16 = rc == 0 ? param16_decide(p) : 0;
+    return rc;
 }

@@ -1254,6 +1254,12 @@ local function make_plan(spec)
     -- every accumulation under bf16 / fp16, as every plan always did), "fp32"
     -- in floats, rounded never (Megatron's --accumulate-allreduce-grads-in-fp32)
     grad_accum = { "string", one_of = { "auto", "fp32", "bf16", "fp16" }, default = "auto" },
+    -- how the working parameters (the copy the kernels read) are stored under
+    -- bf16 / fp16: "auto" in the plan's 16-bit type, 2 bytes each, where the
+    -- backend does (the CPU) and that saves memory (the kernels
+    -- widen one op's weights into float scratch); "fp32" as floats holding the
+    -- rounded values (the older layout: the same numbers, twice the bytes)
+    param_storage = { "string", one_of = { "auto", "fp32" }, default = "auto" },
     -- the values the data-parallel gradient all-reduce carries: "fp32" (the
     -- default: gradients accumulate in fp32, and Megatron then reduces them
     -- in fp32 too), or the plan's 16-bit type (half the bytes; each rank's

@@ -450,7 +450,11 @@ static void save_folder(wf_ctx *c, const char *dir) {
         ww = gather_whole(c, weights, off, total);
         wm = gather_whole(c, full_m, off, total);
         wv = gather_whole(c, full_v, off, total);
-        if (p->weight_delay) wd = gather_whole(c, c->params, off, total);
+        if (p->weight_delay && p->param16) {  /* 16-bit values (param16.c) */
+            float *delayed = wf_params16_widened(c, c->params);
+            wd = gather_whole(c, delayed, off, total);
+            free(delayed);
+        } else if (p->weight_delay) wd = gather_whole(c, c->params, off, total);
     }
     free(full_m);
     free(full_v);

@@ -68,6 +68,11 @@ void wf_init_params(wf_ctx *c) {
 /* A digest of the parameters, to check that data-parallel replicas agree. */
 uint64_t wf_params_digest(const wf_ctx *c) {
     uint64_t h = 0;
+    if (c->p->param16) {  /* 16-bit values (param16.c) */
+        const uint16_t *v = (const uint16_t *)(const void *)c->params;
+        for (long i = 0; i < c->p->param_numel; i++) h = mix64(h ^ v[i]) + (uint64_t)i;
+        return h;
+    }
     const uint32_t *bits = (const uint32_t *)c->params;
     for (long i = 0; i < c->p->param_numel; i++) h = mix64(h ^ bits[i]) + (uint64_t)i;
     return h;

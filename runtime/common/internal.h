@@ -66,6 +66,11 @@ struct wf_ctx {
     float *params, *grads, *adam_m, *adam_v;
     float *master;                 /* bf16 / fp16: the fp32 master weights this rank
                                       updates, laid out like the moments; else NULL */
+    /* param16 (param16.c): the 16-bit parameter arenas (the version params
+     * starts on, 2BW's other; their address as float *), and the float
+     * scratch one op's parameters are widened into */
+    float *params16[2];
+    float *wscratch;
     wf_scaler scaler;
     wf_opt_table ranges;           /* the ranges AdamW, the norm and the overflow check cover */
     float *acts, *dacts, *scratch, *losses;
@@ -248,6 +253,16 @@ void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set);
 void wf_ckpt_wait(wf_ctx *c);
 void wf_ckpt_load(wf_ctx *c, const char *dir);
 uint64_t wf_params_digest(const wf_ctx *c);
+/* param16.c: the 16-bit parameter arenas (allocate), float copies for the
+ * startup and their narrowing into the arenas once rounded, a version
+ * widened (the caller frees), a copy, element off's address */
+void wf_params16_alloc(wf_ctx *c);
+void wf_params16_startup(wf_ctx *c);
+void wf_params16_adopt(wf_ctx *c);
+float *wf_params16_widened(wf_ctx *c, const float *version);
+void wf_params16_copy(wf_ctx *c, float *dst, const float *src);
+void *wf_params16_at(float *version, long off);
+void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n);
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */
 void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);

@@ -14,7 +14,7 @@ void wf_adamw_host(const wf_adamw_args *a) {
         const wf_opt_range *r = &a->t.r[k];
         if (a->skip_tied_copy && r->tied_copy) continue;
         float decay = r->decay ? a->decay : 0.0f;
-        float *w = a->weights + r->w, *m = a->m + r->mom, *v = a->v + r->mom;
+        float *w = a->param16 ? NULL : a->weights + r->w, *m = a->m + r->mom, *v = a->v + r->mom;
         const float *g = a->grads + r->g;
         /* 16-bit modes update the fp32 master copy, then store it rounded */
         float *x = a->master ? a->master + r->mom : w;
@@ -27,7 +27,15 @@ void wf_adamw_host(const wf_adamw_args *a) {
             float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
             x[i] -= step_size * m[i] / denom + decay * x[i];
         }
-        if (a->master)
+        if (a->master && a->param16) {  /* stored as bits: the same rounding */
+            uint16_t *w16 = (uint16_t *)(void *)a->weights + r->w;
+            if (a->precision == WF_BF16)
+#pragma omp parallel for simd schedule(static) if (r->n > 65536)
+                for (long i = 0; i < r->n; i++) w16[i] = wf_hd_bf16_bits(x[i]);
+            else
+#pragma omp parallel for simd schedule(static) if (r->n > 65536)
+                for (long i = 0; i < r->n; i++) w16[i] = wf_hd_fp16_bits(x[i]);
+        } else if (a->master)
 #pragma omp parallel for simd schedule(static) if (r->n > 65536)
             for (long i = 0; i < r->n; i++) w[i] = wf_hd_round(a->precision, x[i]);
     }

@@ -65,7 +65,8 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     float *weights = c->params;
     if (p->weight_delay) {
         /* fp32: a plain copy, where the arenas live (on the device for CUDA) */
-        wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
+        if (p->param16) wf_params16_copy(c, c->params, c->next_params);
+        else wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
         wf_params_changed(c);
         weights = c->next_params;
     }
@@ -82,7 +83,7 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
         .t = c->ranges, .weights = wf_opt_weights_base(c, weights), .grads = wf_opt_grads_base(c),
         .m = c->adam_m, .v = c->adam_v,
         .master = c->master,  /* 16-bit modes update the fp32 master, then store it rounded */
-        .precision = p->precision, .skip_tied_copy = skip_tied_copy,
+        .precision = p->precision, .param16 = p->param16, .skip_tied_copy = skip_tied_copy,
         .b1 = (float)p->beta1, .b2 = (float)p->beta2, .eps = (float)p->eps,
         .step_size = (float)(lr / bc1), .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)),
         .grad_scale = grad_scale, .decay = (float)(lr * p->weight_decay),

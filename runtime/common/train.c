@@ -156,7 +156,8 @@ static void allocate(wf_ctx *c) {
     long N = (long)p->micro * p->seq;
     /* ZeRO-3 keeps only the gather buffers of the parameters in use here (the
      * shards are allocated by wf_zero_setup); ZeRO-2 only the bucket buffers */
-    if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
+    if (p->param16) wf_params16_alloc(c);  /* 16-bit (ZeRO-3: the gather buffers), and the widening scratch */
+    else if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
     else c->params = wf_alloc(c, np, "parameters");
     if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
     else c->grads = wf_alloc(c, (size_t)(p->grad_numel ? p->grad_numel : 1) * sizeof(float), "gradients");
@@ -178,7 +179,7 @@ static void allocate(wf_ctx *c) {
                        "activations");
     int sets = p->dact_sets > 0 ? p->dact_sets : 1;
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)sets * sizeof(float), "activation gradients");
-    if (p->weight_delay) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
+    if (p->weight_delay && !p->param16) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     if (p->stage16_numel > 0)  /* act16 on the CPU (cpu/stage16.h) */
         c->stage16 = wf_alloc(c, (size_t)p->stage16_numel * sizeof(float), "16-bit activation staging");
@@ -377,6 +378,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     float *gather = c->params;
     if (p->zero >= 3)  /* host memory: initialised or loaded, then sharded and freed */
         c->params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
+    if (p->param16 && p->zero < 3) wf_params16_startup(c);  /* floats until rounded, then 16-bit */
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
     before = wf_alloc_total();
@@ -387,7 +389,8 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         free(c->params);
         c->params = gather;
     }
-    if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
+    if (p->param16 && p->zero < 3) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
+    else if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     wf_params_changed(c);
     before = wf_alloc_total();

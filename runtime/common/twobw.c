@@ -180,7 +180,10 @@ void wf_tied_send_weights(wf_ctx *c, int m) {
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte weights to the last stage");
     WF_MPI(c, MPI_Wait(&c->tied_w_req[r % 2], MPI_STATUS_IGNORE));
     wf_watch_done();
-    WF_MPI(c, MPI_Isend(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 1,
+    /* param16: the version holds 16-bit values, sent as they are */
+    int p16 = c->p->param16;
+    void *at = p16 ? wf_params16_at(c->wver[r % 2], q->offset) : (void *)(c->wver[r % 2] + q->offset);
+    WF_MPI(c, MPI_Isend(at, count(c, q->numel, "MPI_Isend"), p16 ? MPI_UINT16_T : MPI_FLOAT, 1,
                         TAG_TIED_WEIGHT, c->group_comm[WF_GROUP_TIED], &c->tied_w_req[r % 2]));
 }
 
@@ -190,7 +193,9 @@ void wf_tied_recv_weights(wf_ctx *c, int m) {
     long r = real_batch(c, m);
     wf_backend_sync(c);  /* kernels may still read this version */
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte weights from stage 0");
-    WF_MPI(c, MPI_Recv(c->wver[r % 2] + q->offset, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 0,
+    int p16 = c->p->param16;
+    void *at = p16 ? wf_params16_at(c->wver[r % 2], q->offset) : (void *)(c->wver[r % 2] + q->offset);
+    WF_MPI(c, MPI_Recv(at, count(c, q->numel, "MPI_Recv"), p16 ? MPI_UINT16_T : MPI_FLOAT, 0,
                        TAG_TIED_WEIGHT, c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
     wf_params_changed(c);
@@ -254,7 +259,8 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
-    wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
+    if (p->param16) wf_params16_copy(c, dst, src);
+    else wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
     wf_params_changed(c);
     wf_adamw_into(c, dst, lr, 1.0f, 1);
     /* in stream order: a host memset here raced the CUDA backend's AdamW,

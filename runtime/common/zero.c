@@ -40,13 +40,14 @@ void wf_zero_setup(wf_ctx *c) {
     }
     c->moment_numel = compact;
     size_t shard_bytes = sizeof(float) * (size_t)(compact ? compact : 1);
+    size_t pshard_bytes = (p->param16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)(compact ? compact : 1);
     if (p->zero == 1) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
     if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
     if (p->zero >= 3) {
         /* offload: pinned host memory on CUDA (zero_params.c copies it to
          * the device before each gather); one memory on the CPU backend */
-        c->param_shard = p->offload_params ? wf_alloc_host_arena(c, shard_bytes, "parameter shard (ZeRO-3, host)")
-                                           : wf_alloc(c, shard_bytes, "parameter shard (ZeRO-3)");
+        c->param_shard = p->offload_params ? wf_alloc_host_arena(c, pshard_bytes, "parameter shard (ZeRO-3, host)")
+                                           : wf_alloc(c, pshard_bytes, "parameter shard (ZeRO-3)");
         c->gather_req = wf_alloc(c, sizeof(wf_req) * (size_t)p->n_buckets, "ZeRO-3 gathers");
         wf_req_init(c->gather_req, p->n_buckets);
     }
@@ -91,6 +92,17 @@ void wf_zero_after_reduce(wf_ctx *c) {
 void wf_zero_gather_params(wf_ctx *c) {
     const wf_program *p = c->p;
     if (!p->zero || p->zero >= 3) return;  /* ZeRO-3 gathers a bucket when it is used */
+    if (p->param16) {  /* 16-bit values (param16.c; host MPI, the CPU backend) */
+        for (int b = 0; b < p->n_buckets; b++) {
+            wf_watch_what(c, WF_GROUP_DP, "bucket %d parameter all-gather (ZeRO-%d, 16-bit)", b, p->zero);
+            WF_MPI(c, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wf_params16_at(c->params, p->buckets[b].offset),
+                                     c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,
+                                     MPI_UINT16_T, c->group_comm[WF_GROUP_DP]));
+        }
+        wf_watch_done();
+        wf_params_changed(c);
+        return;
+    }
     for (int b = 0; b < p->n_buckets; b++)
         c->coll->allgatherv(c, WF_GROUP_DP, NULL, c->params + p->buckets[b].offset, c->zero_counts + (long)b * p->dp,
                             c->zero_displs + (long)b * p->dp, &c->bucket_req[b]);

@@ -13,6 +13,12 @@
 void wf_gather_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     const int *counts = c->zero_counts + (long)k * p->dp, *displs = c->zero_displs + (long)k * p->dp;
+    if (p->param16) {  /* 16-bit shards and gather buffers (param16.c): host MPI, the CPU backend */
+        uint16_t *shard = (uint16_t *)(void *)c->param_shard, *into = (uint16_t *)(void *)c->params;
+        WF_MPI(c, MPI_Iallgatherv(shard + c->zero_base[k], counts[c->dp_rank], MPI_UINT16_T, into + p->buckets[k].gather,
+                                  counts, displs, MPI_UINT16_T, c->group_comm[WF_GROUP_DP], &c->gather_req[k].mpi));
+        return;
+    }
     const float *mine = c->param_shard + c->zero_base[k];
     float *whole = c->params + p->buckets[k].gather;
     if (p->offload_params) {
@@ -40,4 +46,14 @@ float *wf_own_weights(wf_ctx *c, float *weights, int k) {
 /* Every rank contributes its shards; the dp group sums them into whole tensors. */
 float *wf_params_whole(wf_ctx *c) { return wf_moment_full(c, c->param_shard); }
 
-void wf_params_adopt(wf_ctx *c, const float *whole) { wf_moment_keep(c, whole, c->param_shard); }
+void wf_params_adopt(wf_ctx *c, const float *whole) {
+    if (!c->p->param16) {
+        wf_moment_keep(c, whole, c->param_shard);
+        return;
+    }
+    /* 16-bit shards: the rounded values as bits (param16.c) */
+    const wf_program *p = c->p;
+    for (int k = 0; k < p->n_params; k++)
+        wf_params16_narrow(c, wf_params16_at(c->param_shard, c->moment_base[k]),
+                           whole + p->params[k].offset + c->own_lo[k], c->own_hi[k] - c->own_lo[k]);
+}

@@ -25,11 +25,16 @@
  *        but the dlogits stays float).
  *    Psi = 12 L h^2 + 13 L h + (V + T) h + 2h parameters (tied LM head).
  * 2. Model states per rank (program_memory_of), three models, dp 1, 2, 4,
- *    ZeRO 0 / 1, fp32 / bf16 / fp16: parameters 4 Psi, gradients 4 Psi
+ *    ZeRO 0 / 1, fp32 / bf16 / fp16: parameters 4 Psi (fp32; 16-bit plans
+ *    store them in 2 bytes, 2 Psi, plus the float scratch one op's weights
+ *    are widened into, the largest op's: the embedding's wte and wpe or
+ *    c_fc's weight and bias, 4 max((V + T) h, 4 h^2 + 4 h) bytes;
+ *    compiler/param16.c), gradients 4 Psi
  *    (+ 4 Psi / dp, ZeRO-1's reduced shard), AdamW K Psi / (dp under ZeRO-1),
  *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
  *    shard up to whole floats (at most dp - 1 floats a bucket).
+ *    param16_rule: when the 16-bit layout applies (compiler/param16.c).
  * 3. Attention's saved buffer on both backends on six plans (tp, selective
  *    recompute, the 3D plan, LLaMA's grouped-query attention).
  * 4. The memory checker (memory_check.c) passes every plan's layout, and
@@ -103,13 +108,49 @@ static void model_states(void) {
                     double psi = (double)psi_of(d[0], d[1], d[3], d[4]), K = pr == 0 ? 8 : 12;
                     program_memory mem = program_memory_of(&p, 0);
                     double G = 4 * psi + (zero ? 4 * psi / dp : 0), O = K * psi / (zero ? dp : 1);
-                    check(p.n_param_total == (long)psi && near(mem.params, 4 * psi) && near(mem.grads, G) &&
+                    double widest = fmax((double)((d[4] + d[3]) * d[1]), (double)(4 * d[1] * d[1] + 4 * d[1]));
+                    double P = pr == 0 ? 4 * psi : 2 * psi + 4 * widest;
+                    check(p.n_param_total == (long)psi && near(mem.params, P) && near(mem.grads, G) &&
                           near(mem.optim, O),
-                          "L%ld h%ld s%ld V%ld dp %d zero %d %s: Psi %.0f = %ld; parameters 4 Psi ~ %.0f, gradients "
+                          "L%ld h%ld s%ld V%ld dp %d zero %d %s: Psi %.0f = %ld; parameters %.0f ~ %.0f, gradients "
                           "%.0f ~ %.0f, AdamW %.0f ~ %.0f", d[0], d[1], d[3], d[4], dp, zero, precs[pr], psi,
-                          p.n_param_total, mem.params, G, mem.grads, O, mem.optim);
+                          p.n_param_total, P, mem.params, G, mem.grads, O, mem.optim);
                     program_free(&p);
                 }
+}
+
+/* param16.c's rule: 16-bit working parameters under bf16 / fp16 on the CPU
+ * without ZeRO-3 unless param_storage = "fp32", and only where the 2 bytes a
+ * parameter saves (ZeRO-3: in its shard and gather buffers) outweigh the
+ * float scratch of the widest op: one block of
+ * h 64 with vocabulary 50304 (Psi ~ 3.3M, the LM head's wte 3.2M floats:
+ * 6.6 MB saved against 12.9 MB of scratch) keeps the float arena, 4 Psi. */
+static void param16_rule(void) {
+    struct { const char *name, *backend, *sets[3]; int want; } v[] = {
+        { "bf16 cpu", "cpu", { "precision=bf16", NULL }, 1 },
+        { "fp16 cpu", "cpu", { "precision=fp16", NULL }, 1 },
+        { "fp32 cpu", "cpu", { "precision=fp32", NULL }, 0 },
+        { "bf16 cpu param_storage=fp32", "cpu", { "precision=bf16", "param_storage=fp32", NULL }, 0 },
+        { "bf16 cpu zero 3", "cpu", { "precision=bf16", "zero=3", NULL }, 1 },
+        { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 0 },
+        { "bf16 cpu vocab 50304", "cpu", { "precision=bf16", "model.vocab=50304", NULL }, 0 },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        Program p;
+        if (compile_with(&p, "plans/tiny.lua", v[i].backend, "model.layers=1", "model.hidden=64", "model.seq=32",
+                         v[i].sets[0], v[i].sets[1], NULL) != 0) {
+            check(0, "%s compiles", v[i].name);
+            continue;
+        }
+        program_memory mem = program_memory_of(&p, 0);
+        double psi = (double)p.param_numel[0], scratch = 4.0 * (double)param16_scratch_numel(&p, 0);
+        if (p.zero >= 3) psi = (double)(p.shard_numel[0] + p.gather_numel[0]);  /* ZeRO-3's shard and gathers */
+        int arena = v[i].want ? mem.params == 2 * psi + scratch && scratch > 0 && scratch < 2 * psi
+                              : scratch == 0 && mem.params >= 4 * psi;
+        check(p.param16 == v[i].want && arena, "%s: param16 %d (want %d), parameters %.0f B for Psi %.0f, "
+              "scratch %.0f B", v[i].name, p.param16, v[i].want, mem.params, psi, scratch);
+        program_free(&p);
+    }
 }
 
 /* Attention's saved floats: B*H*T on the CPU and on CUDA alike (the
@@ -247,6 +288,7 @@ static void checker(void) {
 int main(void) {
     one_block();
     model_states();
+    param16_rule();
     attention();
     checker();
     return summary();

@@ -441,6 +441,14 @@ typedef struct wf_program {
      * optimizer step rounds them.  0: rounded to the 16-bit type after every
      * accumulation and after the data-parallel sum (fp32 plans: no rounding) */
     int grad_accum32;
+    /* 1: the working parameters are stored in the plan's 16-bit type (bf16 /
+     * fp16 bits, 2 bytes each; the compiler's param16.c): the parameter
+     * arena (and 2BW's second version) holds uint16_t, the fp32 masters stay
+     * the truth, and the generated code widens an op's parameters into a
+     * float scratch of wscratch_numel floats before its kernels
+     * (wf_widen_params).  0: the arena holds floats (rounded values). */
+    int param16;
+    long wscratch_numel;
     /* 1: the data-parallel bucket all-reduce, or ZeRO's reduce-scatter,
      * carries the plan's 16-bit type (plan.dp_comm; MPI or NCCL): each bucket
      * packed into 16 bits in its first half through dp16_numel floats of
@@ -477,6 +485,10 @@ int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests 
 
 /* Arena access for generated code. */
 float *wf_param_ptr(wf_ctx *c, long off);
+/* param16: parameters at arena offsets off0 (n0 values) and off1 (n1; 0
+ * for none) widened to floats in the scratch: returns it, the first at 0 and
+ * the second at n0 rounded up to 16 floats. */
+const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1);
 float *wf_grad_ptr(wf_ctx *c, long off);
 float *wf_act_ptr(wf_ctx *c, long off);
 float *wf_dact_ptr(wf_ctx *c, long off);

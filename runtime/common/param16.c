@@ -1,0 +1,104 @@
+/* param16.c: working parameters stored in 16 bits (wf_program.param16, the
+ * compiler's param16.c; the CPU backend).
+ *
+ * The parameter arena then holds bf16 / fp16 bits, 2 bytes a value, and
+ * c->params, c->next_params and 2BW's wver[] carry its address as `float *`
+ * (as act16's activations do): code that swaps versions is unchanged, and
+ * code that reads or writes values goes through here.  The fp32 masters stay
+ * the truth: the optimizer stores each updated master rounded, as bits
+ * (opt_host.c).  Training starts on float copies (initialization and
+ * checkpoint loading write floats, wf_master_setup rounds them), which
+ * wf_params16_adopt then narrows into the arenas.  Every value the float
+ * layout held was a rounded one, so widening gives it back exactly: the
+ * kernels see the same floats.  Under ZeRO-3 c->params is the 16-bit gather
+ * arena and the shards are 16-bit too (zero_params.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "precision_bits.h"
+
+static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
+
+static float value_of(int precision, uint16_t h) {
+    return precision == WF_BF16 ? wf_hd_bf16_value(h) : wf_hd_fp16_value(h);
+}
+
+static uint16_t narrow(int precision, float x) {
+    return precision == WF_BF16 ? wf_hd_bf16_bits(x) : wf_hd_fp16_bits(x);
+}
+
+static void widen(int precision, float *dst, const uint16_t *src, long n) {
+    for (long i = 0; i < n; i++) dst[i] = value_of(precision, src[i]);
+}
+
+const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1) {
+    const wf_program *p = c->p;
+    const uint16_t *v = bits_of(c->params);
+    widen(p->precision, c->wscratch, v + off0, n0);
+    if (n1 > 0) widen(p->precision, c->wscratch + ((n0 + 15) & ~15L), v + off1, n1);
+    return c->wscratch;
+}
+
+/* The arenas (allocate): the version(s) and the scratch. */
+void wf_params16_alloc(wf_ctx *c) {
+    const wf_program *p = c->p;
+    size_t bytes = sizeof(uint16_t) * (size_t)p->param_numel;
+    if (p->zero >= 3) bytes = sizeof(uint16_t) * (size_t)p->gather_numel;
+    c->params16[0] = (float *)wf_alloc(c, bytes, p->zero >= 3 ? "parameter gather buffers (16-bit)" : "parameters (16-bit)");
+    c->params = c->params16[0];
+    if (p->weight_delay) c->params16[1] = (float *)wf_alloc(c, bytes, "PipeDream-2BW weight version (16-bit)");
+    c->wscratch = wf_alloc(c, sizeof(float) * (size_t)p->wscratch_numel, "parameters widened for one op");
+}
+
+/* Startup: float copies for initialization or loading, not arenas.  The
+ * gradient arena, whole without ZeRO-2 and idle until the first backward,
+ * holds the first (so the startup's peak memory does not grow); 2BW's other
+ * version is a copy of it unless a checkpoint loads both. */
+void wf_params16_startup(wf_ctx *c) {
+    const wf_program *p = c->p;
+    size_t bytes = sizeof(float) * (size_t)p->param_numel;
+    c->params = p->zero < 2 ? c->grads : wf_host_alloc(c, bytes, "parameters (startup, fp32)");
+    c->next_params = NULL;
+    if (p->weight_delay && c->opt.resume)
+        c->next_params = wf_host_alloc(c, bytes, "PipeDream-2BW version (startup, fp32)");
+}
+
+/* The startup floats (already rounded by wf_master_setup) into the arenas;
+ * the gradient arena zeroed again. */
+void wf_params16_adopt(wf_ctx *c) {
+    const wf_program *p = c->p;
+    float *from[2] = { c->params, c->next_params ? c->next_params : c->params };
+    for (int v = 0; v < 2; v++) {
+        if (!c->params16[v]) continue;
+        uint16_t *to = bits_of(c->params16[v]);
+        for (long i = 0; i < p->param_numel; i++) to[i] = narrow(p->precision, from[v][i]);
+    }
+    if (c->next_params) free(c->next_params);
+    if (c->params == c->grads) memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    else free(c->params);
+    c->params = c->params16[0];
+    c->next_params = c->params16[1];
+}
+
+/* A version's values as floats (host memory, the caller frees). */
+float *wf_params16_widened(wf_ctx *c, const float *version) {
+    const wf_program *p = c->p;
+    float *out = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "parameters widened (checkpoint)");
+    widen(p->precision, out, (const uint16_t *)(const void *)version, p->param_numel);
+    return out;
+}
+
+/* n floats of src as 16-bit values at dst */
+void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n) {
+    uint16_t *to = dst;
+    for (long i = 0; i < n; i++) to[i] = narrow(c->p->precision, src[i]);
+}
+
+/* dst = src, version to version (2BW) */
+void wf_params16_copy(wf_ctx *c, float *dst, const float *src) {
+    memcpy(dst, src, sizeof(uint16_t) * (size_t)c->p->param_numel);
+}
+
+/* Element `off` of a version, as the address MPI sends from or receives into. */
+void *wf_params16_at(float *version, long off) { return bits_of(version) + off; }
