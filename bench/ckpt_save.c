@@ -64,7 +64,8 @@ static void remove_folder(const char *dir)
     const char *files[] = { "model.safetensors", "optimizer.safetensors", "config.json", "manifest.json" };
     char path[4096];
     for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        int n = snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (n < 0 || n >= (int)sizeof path) return;  /* too long: remove nothing rather than a truncated path */
         unlink(path);
     }
     rmdir(dir);
@@ -131,6 +132,10 @@ int main(int argc, char **argv)
     /* 3 * NT tensors of `per` floats (a multiple of 1024) make MB */
     long per = (mb << 20) / 4 / (3 * NT) / 1024 * 1024;
     float *data[3 * NT];
+    if (strlen(argv[2]) > 3000) {  /* every path below is DIR plus a short name: none is truncated */
+        fprintf(stderr, "ckpt_save: DIR is too long\n");
+        return 2;
+    }
     srand(1);
     for (int i = 0; i < 3 * NT; i++) {
         data[i] = malloc(sizeof(float) * (size_t)per);
