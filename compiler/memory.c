@@ -131,6 +131,10 @@ program_memory program_memory_of(const Program *p, int stage) {
     double N = (double)p->micro * p->seq;
     m.scratch = arena(4.0 * (double)p->scratch_numel) + arena(4.0 * N) +
                 2 * arena(4.0 * N * p->accum * (two_batches ? 2 : 1)) + arena(4.0 * (double)p->comm_numel);
+    /* a VLM's uint8 images and loss masks of every microbatch (batch_vlm.c, every rank) */
+    if (p->image_positions > 0)
+        m.scratch += arena((double)p->image_h * p->image_w * p->image_c * p->micro * p->accum) +
+                     arena(N * p->accum);
     long recv_numel = 0;
     int recv = p->pp > 1 && p->sched ? stage_recv_buffers(p, stage, &recv_numel) : 0;
     m.scratch += arena(4.0 * (double)recv * (double)recv_numel);

@@ -92,16 +92,16 @@ static const op_row table[OP__COUNT] = {
         .cost = COST_POINTWISE, .k = FWD_BWD("wf_swiglu_fwd", "wf_swiglu_bwd"),
         .emit_fwd = binary_emit_fwd, .emit_bwd = swiglu_emit_bwd },
 
-    /* ---- a VLM's vision encoder and its hand-off (ops_vision.c; CPU kernels only) ---- */
+    /* ---- a VLM's vision encoder and its hand-off (ops_vision.c; runtime/cpu/vision.c, runtime/cuda/vision.cu) ---- */
     [OP_PATCH_EMBED] = {
         .name = "patch_embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 2, .param_max = 2,
         .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = replicated_shard,
-        .backends = BACKEND_CPU, .cost = COST_GEMM, .flops = patch_embed_flops,
+        .backends = BOTH, .cost = COST_GEMM, .flops = patch_embed_flops,
         .k = FWD_BWD("wf_patch_embed_fwd", "wf_patch_embed_bwd"),
         .emit_fwd = patch_embed_emit_fwd, .emit_bwd = patch_embed_emit_bwd, .label = "A_PATCHES" },
     [OP_IMAGE_MERGE] = {
         .name = "image_merge", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,
-        .check = image_merge_check, .shard = replicated_shard, .backends = BACKEND_CPU, .cost = COST_ADD,
+        .check = image_merge_check, .shard = replicated_shard, .backends = BOTH, .cost = COST_ADD,
         .k = FWD_BWD("wf_image_merge_fwd", "wf_image_merge_bwd"),
         .emit_fwd = image_merge_emit_fwd, .emit_bwd = image_merge_emit_bwd, .label = "A_IMAGE_MERGE" },
 

@@ -346,10 +346,12 @@ function Graph:param(name, shape, init, std, decay, layout)
   end
   -- "qkv": a fused q|k|v projection's weight or bias, saved as three tensors
   -- (its name's "qkv_proj" read as q_proj, k_proj, v_proj), a weight (out, in)
-  if layout ~= nil and not ((layout == "transposed" and #shape == 2) or
-                            (layout == "qkv" and (#shape == 1 or #shape == 2) and name:find("qkv_proj", 1, true))) then
-    fail(name, "layout " .. show(layout) .. (#shape > 2 and " of a " .. #shape .. "-dimensional parameter" or ""),
-         "nil, \"transposed\" for a matrix, or \"qkv\" for a fused qkv_proj weight or bias")
+  local dims_ok = layout == "transposed" and #shape == 2
+                  or layout == "qkv" and (#shape == 1 or #shape == 2) and shape[#shape] % 3 == 0
+  if layout ~= nil and not (dims_ok and (layout ~= "qkv" or name:find("qkv_proj", 1, true))) then
+    fail(name, "layout " .. show(layout) .. ((layout == "transposed" or layout == "qkv") and not dims_ok
+                                             and " of a " .. #shape .. "-dimensional parameter" or ""),
+         "nil, \"transposed\" for a matrix, or \"qkv\" for a qkv_proj weight or bias")
   end
   self.names[name] = true
   self.params[#self.params + 1] = { name = name, shape = shape, init = init,
