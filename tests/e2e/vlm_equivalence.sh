@@ -12,7 +12,12 @@
 # positions (runtime/common/batch_vlm.c).
 #
 # Tolerances as tests/e2e/equivalence.sh derives them (fp32 reduction-order
-# noise): losses within 2e-6 relative, gradient norms within 1e-6; weights
+# noise): losses within 2e-6 relative; gradient norms within K u = 2.3e-5
+# (every weight gradient a sum of K = 16 x 24 token contributions, reordered
+# by the layout: (K - 1) u of it at most, u = 2^-24; equivalence.sh's 1e-6
+# sits below that bound, and the interleaved row, whose stages sum their
+# chunks' gradients in another order, reached 1.0e-6 once the encoder lost its
+# final norm; a bucket reduced twice moves the norm by 1e-3 or more); weights
 # per tensor within T K u of the updates (lib.sh's reduction_noise, K = 16 x
 # 24 tokens a step, T = 10 steps) and per element within what AdamW can move
 # them (lib.sh's adam_reach).  The encoder's key bias (saved apart, as
@@ -21,7 +26,8 @@
 # alone, as equivalence.sh's c_attn key bias is.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-STEPS=10 LOSS_TOL=2e-6 NORM_TOL=1e-6 GLOBAL=16 SEQ=24
+STEPS=10 LOSS_TOL=2e-6 GLOBAL=16 SEQ=24
+NORM_TOL=$(awk -v k=$((GLOBAL * SEQ)) 'BEGIN { printf "%.2e", k * 2 ^ -24 }')
 "$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq $SEQ --count 512 --seed 5 >/dev/null
 # GPT-2's init_std 0.02, as tests/e2e/equivalence.sh runs: the bounds above
 # take the rounding differences as not amplified, which holds near this
