@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "program.h"
 #include "sandbox.h"
 #include "user_kernel.h"
@@ -173,7 +174,7 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
         char kind[32];
         get_str(L, t, "op", kind, sizeof kind);
         o->kind = op_from_name(kind);
-        if (o->kind >= OP__GRAPH_COUNT) {
+        if (o->kind >= OP__COUNT || !op_row_of(o->kind) || !op_row_of(o->kind)->graph) {  /* the table's graph ops */
             wf_error("internal: unknown op '%s' in the model graph", kind);
             return -1;
         }

@@ -111,8 +111,9 @@ static const op_row table[OP__COUNT] = {
         .act16 = op_act16_always, .backends = BOTH, .lookup = 1, .cost = COST_ADD,
         .k = FWD_BWD("wf_vocab_embed_fwd", "wf_vocab_embed_bwd"),
         .emit_fwd = vocab_embed_emit_fwd, .emit_bwd = vocab_embed_emit_bwd, .label = "A_EMBED_PARTIAL" },
-    [OP_POS_ADD] = {
-        .name = "pos_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
+    [OP_POS_ADD] = {  /* also a graph op: Graph:position_add (a GPT-2 VLM) */
+        .name = "pos_add", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
+        .check = pos_add_check, .shard = replicated_shard,
         .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_ADD,
         .k = { { "wf_pos_add_fwd", "wf_pos_add_bwd", "wf_pos_add_bwd_input", "wf_pos_add_bwd_weight" } },
         .emit_fwd = pos_add_emit_fwd, .emit_bwd = pos_add_emit_bwd,

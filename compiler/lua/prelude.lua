@@ -478,6 +478,14 @@ function Graph:attention(qkv, heads, prefix)
   return self:op("attention", ids { qkv }, {}, qkv.width // 3, { heads = heads, prefix = prefix })
 end
 
+-- + a learned position embedding [seq, width] (a GPT-2 VLM adds it after the
+-- image rows are merged in, as transformers' GPT-2 inside LLaVA does).
+function Graph:position_add(x, prefix, std)
+  need("position_add", self, { "x", "tensor", x, "prefix", "string", prefix, "std", "number", std })
+  local wpe = self:param(prefix .. ".weight", { self.seq, x.width }, "normal", std, 1)
+  return self:op("pos_add", ids { x }, { wpe }, x.width)
+end
+
 -- The token embedding alone (no position embedding: LLaMA rotates q and k).
 function Graph:token_embedding(prefix, dim, std)
   need("token_embedding", self, { "prefix", "string", prefix, "dim", "integer", dim, "std", "number", std })
@@ -703,8 +711,14 @@ function make_gpt2(spec, vision, prefix)
   local M = prefix or ""
   g:input { kind = "tokens" }
   local image = vision and vision(g, C)
-  local x = g:embedding(M .. "wte", M .. "wpe", C, std)
-  if image then x = g:image_merge(x, image) end
+  local x
+  if image then  -- the positions added to the image rows too, as LLaVA's GPT-2 does
+    x = g:token_embedding(M .. "wte", C, std)
+    g.tied = M .. "wte.weight"
+    x = g:position_add(g:image_merge(x, image), M .. "wpe", std / 2)
+  else
+    x = g:embedding(M .. "wte", M .. "wpe", C, std)
+  end
   for l = 0, s.layers - 1 do
     local p = M .. "h." .. l .. "."
     g:block(l)

@@ -16,8 +16,8 @@
 # (every weight gradient a sum of K = 16 x 24 token contributions, reordered
 # by the layout: (K - 1) u of it at most, u = 2^-24; equivalence.sh's 1e-6
 # sits below that bound, and the interleaved row, whose stages sum their
-# chunks' gradients in another order, reached 1.0e-6 once the encoder lost its
-# final norm; a bucket reduced twice moves the norm by 1e-3 or more); weights
+# chunks' gradients in another order, has reached 1.0e-6 in a version of this
+# model; a bucket reduced twice moves the norm by 1e-3 or more); weights
 # per tensor within T K u of the updates (lib.sh's reduction_noise, K = 16 x
 # 24 tokens a step, T = 10 steps) and per element within what AdamW can move
 # them (lib.sh's adam_reach).  The encoder's key bias (saved apart, as
