@@ -6,7 +6,8 @@
  * on the device, fp32 master weights); anything else is refused here, by
  * name, rather than failing later when the generated program links.  Which
  * ops runtime/cuda has kernels (or host collectives) for is each op's row
- * (ops.h, backends). */
+ * (ops.h, backends); a VLM's vision ops only in their all-rows form (no
+ * sequence parallelism). */
 #include <string.h>
 
 #include "ops.h"
@@ -26,11 +27,18 @@ int cuda_backend_check(const Program *p) {
                  "--backend cpu)", p->plan_path, p->hidden / p->heads, p->hidden, p->heads);
         return -1;
     }
-    for (int i = 0; i < p->n_ops; i++)
+    for (int i = 0; i < p->n_ops; i++) {
         if (!op_has_backend(p->ops[i].kind, BACKEND_CUDA)) {
             wf_error("%s: plan.model: op %d (%s) has no CUDA kernel yet (compile with --backend cpu)",
                      p->plan_path, i, op_name(p->ops[i].kind));
             return -1;
         }
+        /* under sequence parallelism a VLM's vision ops run their rows
+         * variants (ops_vision.c), which runtime/cuda/vision.cu lacks */
+        if (p->sp && (p->ops[i].kind == OP_PATCH_EMBED || p->ops[i].kind == OP_IMAGE_MERGE))
+            return wf_op_error(p, i, "plan.mesh.sp: sequence parallelism with weft.vlm is not available with "
+                               "--backend cuda yet (vision.cu has no per-rank-rows kernels; valid: sp = false, "
+                               "or compile with --backend cpu)");
+    }
     return 0;
 }

@@ -175,7 +175,8 @@ static void emit_params(writer *o, const Program *p, int stage) {
         emit(o, ",\n      %s, %d, { ", splits[q->split], q->sections);
         for (int d = 0; d < q->ndim; d++) emit(o, "%s%ld", d ? ", " : "", q->gshape[d]);
         emit(o, " }, %d, %d", q->tp_partial, tied_role(p, p->grad_order[r]));
-        if (q->transposed) emit(o, ", 1 /* saved transposed */");
+        if (q->qkv) emit(o, ", %d, 1 /* saved%s as q, k, v */", q->transposed, q->transposed ? " transposed" : "");
+        else if (q->transposed) emit(o, ", 1 /* saved transposed */");
         emit(o, " },\n");
     }
     emit(o, "};\n\n");
@@ -358,9 +359,28 @@ static void emit_hf_config(writer *o, const Program *p) {
     emit(o, ";\n\n");
 }
 
+/* Stage 0's Hugging Face constants (Graph:hf_constant), which it saves. */
+static void emit_hf_consts(writer *o, const Program *p, int stage) {
+    if (stage != 0 || p->n_hf_consts == 0) return;
+    emit(o, "/* tensors of the Hugging Face model Weft does not compute with: saved\n"
+         " * as value throughout or as a copy of a parameter, never read back */\n");
+    emit(o, "static const wf_hf_const HF_CONSTS[%d] = {\n", p->n_hf_consts);
+    for (int i = 0; i < p->n_hf_consts; i++) {
+        const ir_hf_const *h = &p->hf_consts[i];
+        char name[4 * WF_MAX_NAME], lit[40];
+        emit(o, "    { \"%s\", %d, { ", c_text(o, h->name, name, sizeof name), h->ndim);
+        for (int d = 0; d < h->ndim; d++) emit(o, "%s%ld", d ? ", " : "", h->shape[d]);
+        emit(o, " }, %s", float_literal(h->value, lit, sizeof lit));
+        if (h->copy >= 0) emit(o, ", \"%s\"", c_text(o, p->params[h->copy].name, name, sizeof name));
+        emit(o, " },\n");
+    }
+    emit(o, "};\n\n");
+}
+
 static void emit_main(writer *o, const Program *p, int stage) {
     emit_mesh(o, p);
     emit_hf_config(o, p);
+    emit_hf_consts(o, p, stage);
     if (cuda_backend) emit(o, "static wf_program make_program(void) {\n    wf_program P = {};\n");
     else emit(o, "static const wf_program PROGRAM = {\n");
     char path[4 * PATH_MAX], data[4 * PATH_MAX];
@@ -431,6 +451,8 @@ static void emit_main(writer *o, const Program *p, int stage) {
      * not change with comm) */
     program_fields(o, ".comm = %s,", cuda_backend && strcmp(p->comm, "nccl") == 0 ? "WF_COMM_NCCL" : "WF_COMM_MPI");
     program_fields(o, ".step = step, .hf_config = HF_CONFIG,");
+    if (stage == 0 && p->n_hf_consts)
+        program_fields(o, ".hf_consts = HF_CONSTS, .n_hf_consts = %d,", p->n_hf_consts);
     if (p->sched && p->sched->pro) program_fields(o, ".prologue = prologue, .epilogue = epilogue,");
     if (cuda_backend) emit(o, "    return P;\n}\n\nstatic const wf_program PROGRAM = make_program();\n\n");
     else emit(o, "};\n\n");

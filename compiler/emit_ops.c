@@ -29,7 +29,15 @@ void op_label(const Program *p, int i, char *out, size_t n) {
     const op_row *r = op_row_of(o->kind);
     char prefix[WF_MAX_NAME] = "";
     if (r->label) {
-        snprintf(out, n, "%s", r->label);
+        /* a fixed label an earlier op has too (a GPT-2 VLM's embed, then its
+         * pos_add): numbered from the second */
+        int nth = 1;
+        for (int j = 0; j < i; j++) {
+            const op_row *q = op_row_of(p->ops[j].kind);
+            nth += q && q->label && strcmp(q->label, r->label) == 0;
+        }
+        if (nth > 1) snprintf(out, n, "%s_%d", r->label, nth);
+        else snprintf(out, n, "%s", r->label);
         return;
     }
     if (r->label_param) {

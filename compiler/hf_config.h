@@ -6,7 +6,8 @@
 
 #include "program.h"
 
-/* Writes the JSON text (a GPT2Config or a LlamaConfig) into out[0 .. n);
+/* Writes the JSON text (a GPT2Config, a LlamaConfig, or for a weft.vlm a
+ * LlavaConfig around one) into out[0 .. n);
  * returns its length, or -1 when it does not fit. */
 int hf_config_json(const Program *p, char *out, size_t n);
 

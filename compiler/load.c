@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "program.h"
 #include "sandbox.h"
 #include "user_kernel.h"
@@ -121,9 +122,10 @@ static int load_params(Program *p, lua_State *L, int g) {
                 : strcmp(init, "normal") == 0 ? INIT_NORMAL : INIT_ZEROS;
         q->std = get_num(L, t, "std");
         q->decay = (int)get_int(L, t, "decay");
-        char layout[16];  /* the prelude's mark (Graph:param): nil or "transposed" */
+        char layout[16];  /* the prelude's mark (Graph:param): nil, "transposed" or "qkv" */
         get_str(L, t, "layout", layout, sizeof layout);
-        q->transposed = strcmp(layout, "transposed") == 0;
+        q->qkv = strcmp(layout, "qkv") == 0;
+        q->transposed = strcmp(layout, "transposed") == 0 || (q->qkv && q->ndim == 2);
         lua_getfield(L, t, "frozen");  /* weft.vlm's freeze (nil: trainable) */
         q->frozen = lua_toboolean(L, -1);
         lua_pop(L, 1);
@@ -134,6 +136,38 @@ static int load_params(Program *p, lua_State *L, int g) {
     }
     lua_pop(L, 1);
     STACK_BALANCED(L, top, "load_params");
+    return 0;
+}
+
+/* The graph's Hugging Face constants (Graph:hf_constant), after its params. */
+static int load_hf_consts(Program *p, lua_State *L, int g) {
+    int top = lua_gettop(L);
+    int list = push_sub(L, g, "hf_constants");
+    p->n_hf_consts = (int)lua_rawlen(L, list);
+    p->hf_consts = checked_calloc((size_t)p->n_hf_consts, sizeof *p->hf_consts, "the constant list");
+    if (!p->hf_consts) return -1;
+    for (int i = 0; i < p->n_hf_consts; i++) {
+        lua_rawgeti(L, list, i + 1);
+        int t = lua_gettop(L);
+        ir_hf_const *h = &p->hf_consts[i];
+        get_str(L, t, "name", h->name, sizeof h->name);
+        int shape = push_sub(L, t, "shape");
+        h->ndim = (int)lua_rawlen(L, shape);
+        for (int d = 0; d < h->ndim && d < 4; d++) {
+            lua_rawgeti(L, shape, d + 1);
+            h->shape[d] = (long)lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        lua_getfield(L, t, "value");  /* a number, or the name of the parameter it copies */
+        int hint = 0;
+        h->copy = lua_type(L, -1) == LUA_TSTRING ? find_param(p, lua_tostring(L, -1), &hint) : -1;
+        h->value = h->copy < 0 ? lua_tonumber(L, -1) : 0.0;
+        lua_pop(L, 1);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    STACK_BALANCED(L, top, "load_hf_consts");
     return 0;
 }
 
@@ -154,7 +188,7 @@ static int load_ops(Program *p, lua_State *L, int g, int line) {
         char kind[32];
         get_str(L, t, "op", kind, sizeof kind);
         o->kind = op_from_name(kind);
-        if (o->kind >= OP__GRAPH_COUNT) {
+        if (o->kind >= OP__COUNT || !op_row_of(o->kind) || !op_row_of(o->kind)->graph) {  /* the table's graph ops */
             wf_error("internal: unknown op '%s' in the model graph", kind);
             return -1;
         }
@@ -329,11 +363,20 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
         p->image_token = (int)get_int(L, im, "token");
     }
     lua_pop(L, 1);
+    lua_getfield(L, model, "vision");  /* weft.vlm: its encoder's shape (config.json's vision_config) */
+    if (lua_istable(L, -1)) {
+        int v = lua_gettop(L);
+        p->vit_layers = (int)get_int(L, v, "layers");
+        p->vit_hidden = (int)get_int(L, v, "hidden");
+        p->vit_heads = (int)get_int(L, v, "heads");
+        p->vit_mlp = (int)get_int(L, v, "mlp");
+    }
+    lua_pop(L, 1);
     lua_getfield(L, model, "line");  /* where the plan called weft.gpt2 / weft.llama */
     int model_line = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);
     int g = push_sub(L, model, "graph");
-    if (load_params(p, L, g) != 0 || load_ops(p, L, g, model_line) != 0 || load_inputs(p, L, g) != 0 ||
+    if (load_params(p, L, g) != 0 || load_hf_consts(p, L, g) != 0 || load_ops(p, L, g, model_line) != 0 || load_inputs(p, L, g) != 0 ||
         user_kernel_check_all(p) != 0) {
         sandbox_close(&sb);
         return -1;

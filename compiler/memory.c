@@ -140,6 +140,11 @@ program_memory program_memory_of(const Program *p, int stage) {
     m.scratch = arena(4.0 * (double)p->scratch_numel) + arena(4.0 * N) +
                 2 * arena(4.0 * N * p->accum * (two_batches ? 2 : 1)) + arena(4.0 * (double)p->comm_numel);
     if (dp16_staging_numel(p, stage)) m.scratch += 4.0 * (double)dp16_staging_numel(p, stage);  /* dp_comm.c */
+    /* a VLM's uint8 images and loss masks of every microbatch (train.c, every rank;
+     * two batches' worth under 2BW without flush, as the tokens) */
+    if (p->image_positions > 0)
+        m.scratch += arena((double)p->image_h * p->image_w * p->image_c * p->micro * p->accum * (two_batches ? 2 : 1)) +
+                     arena(N * p->accum * (two_batches ? 2 : 1));
     long recv_numel = 0;
     int recv = p->pp > 1 && p->sched ? stage_recv_buffers(p, stage, &recv_numel) : 0;
     m.scratch += arena(4.0 * (double)recv * (double)recv_numel);

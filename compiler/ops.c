@@ -92,18 +92,19 @@ static const op_row table[OP__COUNT] = {
         .cost = COST_POINTWISE, .k = FWD_BWD("wf_swiglu_fwd", "wf_swiglu_bwd"),
         .emit_fwd = binary_emit_fwd, .emit_bwd = swiglu_emit_bwd },
 
-    /* ---- a VLM's vision encoder and its hand-off (ops_vision.c; CPU kernels only) ---- */
+    /* ---- a VLM's vision encoder and its hand-off (ops_vision.c; runtime/cpu/vision.c, runtime/cuda/vision.cu) ---- */
     [OP_PATCH_EMBED] = {
         .name = "patch_embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 2, .param_max = 2,
         .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = vision_shard,
-        .backends = BACKEND_CPU, .cost = COST_GEMM, .flops = patch_embed_flops,
-        /* all rows; or this tp rank's under sequence parallelism */
+        .backends = BOTH, .cost = COST_GEMM, .flops = patch_embed_flops,
+        /* all rows; or this tp rank's under sequence parallelism (CPU only:
+         * backend_cuda.c refuses a VLM with sp) */
         .k = { { "wf_patch_embed_fwd", "wf_patch_embed_bwd", NULL, NULL },
                { "wf_patch_embed_rows_fwd", "wf_patch_embed_rows_bwd", NULL, NULL } },
         .variant = vision_variant, .emit_fwd = patch_embed_emit_fwd, .emit_bwd = patch_embed_emit_bwd, .label = "A_PATCHES" },
     [OP_IMAGE_MERGE] = {
         .name = "image_merge", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,
-        .check = image_merge_check, .shard = vision_shard, .backends = BACKEND_CPU, .cost = COST_ADD,
+        .check = image_merge_check, .shard = vision_shard, .backends = BOTH, .cost = COST_ADD,
         .k = { { "wf_image_merge_fwd", "wf_image_merge_bwd", NULL, NULL },
                { "wf_image_merge_rows_fwd", "wf_image_merge_rows_bwd", NULL, NULL } },
         .variant = vision_variant, .emit_fwd = image_merge_emit_fwd, .emit_bwd = image_merge_emit_bwd, .label = "A_IMAGE_MERGE" },
@@ -114,8 +115,10 @@ static const op_row table[OP__COUNT] = {
         .act16 = op_act16_always, .backends = BOTH, .lookup = 1, .cost = COST_ADD,
         .k = FWD_BWD("wf_vocab_embed_fwd", "wf_vocab_embed_bwd"),
         .emit_fwd = vocab_embed_emit_fwd, .emit_bwd = vocab_embed_emit_bwd, .label = "A_EMBED_PARTIAL" },
-    [OP_POS_ADD] = {
-        .name = "pos_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
+    [OP_POS_ADD] = {  /* also a graph op: Graph:position_add (a GPT-2 VLM) */
+        .name = "pos_add", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
+        /* as a graph op it follows the merged stream: this tp rank's rows under sp */
+        .check = pos_add_check, .shard = vision_shard,
         .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_ADD,
         .k = { { "wf_pos_add_fwd", "wf_pos_add_bwd", "wf_pos_add_bwd_input", "wf_pos_add_bwd_weight" } },
         .emit_fwd = pos_add_emit_fwd, .emit_bwd = pos_add_emit_bwd,

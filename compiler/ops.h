@@ -132,6 +132,7 @@ void embed_emit_fwd(writer *w, const Program *p, int i, const operands *x, const
 void embed_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void vocab_embed_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void vocab_embed_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
+const char *pos_add_check(const Program *p, int i);
 void pos_add_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void pos_add_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void pos_add_emit_bwd_input(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);

@@ -61,6 +61,18 @@ void vocab_embed_emit_bwd(writer *wr, const Program *p, int i, const operands *x
 }
 
 /* ---- pos_add: + the position embedding of this rank's rows ---- */
+/* In a graph (Graph:position_add, a GPT-2 VLM's positions added after the
+ * image rows are merged in, as transformers' GPT-2 inside LLaVA adds them):
+ * a [seq, width] table.  The shard pass makes it too (embed_shard). */
+const char *pos_add_check(const Program *p, int i) {
+    const ir_op *o = &p->ops[i];
+    const ir_param *w = &p->params[o->param[0]];
+    long out = op_out_width(p, o);
+    if (w->ndim != 2 || w->shape[0] != p->seq || w->shape[1] != out || op_in_width(p, o, 0) != out)
+        return "position embedding needs a [seq, width] table and an input of its width";
+    return NULL;
+}
+
 void pos_add_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
     (void)p, (void)i;
     emit(wr, "    %s(c, a + %s, a + %s, w + %s, %s, %s, T, C);\n", k->fwd, x->out, x->in0, x->w0, x->row0, x->rows);

@@ -52,6 +52,17 @@ typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL } init_kind;
 enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_COLS };
 enum { RECOMPUTE_NONE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE };
 
+/* A tensor Hugging Face's model has and Weft's does not compute with
+ * (Graph:hf_constant): checkpoints hold it filled with value, or a copy of
+ * parameter copy (-1: none). */
+typedef struct {
+    char name[WF_MAX_NAME];
+    int ndim;
+    long shape[4];
+    double value;
+    int copy;
+} ir_hf_const;
+
 typedef struct {
     char name[WF_MAX_NAME];
     int ndim;
@@ -69,6 +80,9 @@ typedef struct {
                            prelude marked it layout = "transposed" (LLaMA's projections) */
     int frozen;         /* weft.vlm's freeze: no gradient, no optimizer state (laid out after
                            the stage's trainable parameters, in no bucket) */
+    int qkv;            /* layout "qkv": checkpoints store its q, k and v thirds (of the
+                           output features) as three tensors, "qkv_proj" in its name
+                           read as q_proj, k_proj and v_proj (SigLIP's attention) */
     /* set by partition */
     int stage;          /* pipeline stage holding it */
     int tied_to;        /* -1, or the parameter this is a copy of on another stage
@@ -208,6 +222,7 @@ typedef struct Program {
      * cut into image_positions patches of patch x patch, whose projections
      * replace the token rows [0, image_positions); 0: a text-only model */
     int image_h, image_w, image_c, patch, image_positions, image_token;
+    int vit_layers, vit_hidden, vit_heads, vit_mlp;  /* its encoder (weft.vit) */
     /* mesh and cluster */
     int dp, tp, pp, world;
     /* the mesh as data (weft/mesh.h), laid out by mesh.order, fastest axis
@@ -258,6 +273,7 @@ typedef struct Program {
     struct user_kernel *kernels; int n_kernels;
     /* graph */
     ir_param *params; int n_params;
+    ir_hf_const *hf_consts; int n_hf_consts;
     ir_op *ops; int n_ops;
     ir_tensor *tensors; int n_tensors;
     int *grad_order;        /* parameter indices in the order their gradients complete */

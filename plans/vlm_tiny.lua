@@ -20,6 +20,6 @@ return w.plan {
   batch = { micro = 32, global = 32 },
   optimizer = w.adamw { lr = 3e-3, min_lr = 3e-4, warmup = 10, weight_decay = 0.0 },
   clip_grad_norm = 1.0,
-  train = { steps = 200, log_every = 20, seed = 1337 },
+  train = { steps = 300, log_every = 20, seed = 1337 },
   data = { train = "data/vlm.bin" },
 }

@@ -312,7 +312,7 @@ local function new_graph(spec)
   })
   return setmetatable({ __kind = "graph", seq = spec.seq, vocab = spec.vocab,
                         params = {}, ops = {}, n_tensors = 0, names = {}, inputs = {},
-                        n_blocks = 0 }, GraphMT)
+                        n_blocks = 0, hf_constants = {} }, GraphMT)
 end
 
 -- The primitives are public, so they check what a plan passes them: a Lua
@@ -350,14 +350,48 @@ function Graph:param(name, shape, init, std, decay, layout)
       fail(name, "dimension " .. i .. " is " .. show(s), "an integer in 1 .. " .. LIMIT)
     end
   end
-  if layout ~= nil and (layout ~= "transposed" or #shape ~= 2) then
-    fail(name, "layout " .. show(layout) .. (#shape ~= 2 and " of a " .. #shape .. "-dimensional parameter" or ""),
-         "nil, or \"transposed\" for a matrix")
+  -- "qkv": a fused q|k|v projection's weight or bias, saved as three tensors
+  -- (its name's "qkv_proj" read as q_proj, k_proj, v_proj), a weight (out, in)
+  local dims_ok = layout == "transposed" and #shape == 2
+                  or layout == "qkv" and (#shape == 1 or #shape == 2) and shape[#shape] % 3 == 0
+  if layout ~= nil and not (dims_ok and (layout ~= "qkv" or name:find("qkv_proj", 1, true))) then
+    fail(name, "layout " .. show(layout) .. ((layout == "transposed" or layout == "qkv") and not dims_ok
+                                             and " of a " .. #shape .. "-dimensional parameter" or ""),
+         "nil, \"transposed\" for a matrix, or \"qkv\" for a qkv_proj weight or bias")
   end
   self.names[name] = true
   self.params[#self.params + 1] = { name = name, shape = shape, init = init,
                                     std = std or 0, decay = decay, layout = layout }
   return name
+end
+
+-- A tensor of Hugging Face's model that Weft's does not compute with, saved
+-- in every checkpoint so that transformers finds all its weights, and not
+-- read back: `value` throughout (a number), or a copy of the parameter named
+-- `value` (of the same shape).  SigLIP's post_layernorm (LLaVA reads the
+-- encoder's features before it); the patch convolution's bias (Weft folds it
+-- into the position embedding, so the convolution's own is 0); LLaVA's
+-- lm_head over a GPT-2, whose tied head LLaVA cannot tie.
+function Graph:hf_constant(name, shape, value)
+  need("hf_constant", self, { "name", "string", name, "shape", "table", shape })
+  if type(value) == "string" then
+    local src
+    for _, q in ipairs(self.params) do if q.name == value then src = q end end
+    if not src or #src.shape ~= #shape or src.shape[1] ~= shape[1] or src.shape[#shape] ~= shape[#shape] then
+      fail("graph:hf_constant", "value " .. show(value) .. " is not a parameter of the shape given",
+           "a number, or the name of a parameter defined before, of the same shape")
+    end
+  elseif mtype(value) == nil then
+    fail("graph:hf_constant", "value " .. show(value), "a number, or a parameter's name")
+  end
+  if self.names[name] then fail("graph:hf_constant", name .. " is already a parameter or constant", "a new name") end
+  for i, s in ipairs(shape) do
+    if mtype(s) ~= "integer" or s < 1 or s > LIMIT then
+      fail(name, "dimension " .. i .. " is " .. show(s), "an integer in 1 .. " .. LIMIT)
+    end
+  end
+  self.names[name] = true
+  self.hf_constants[#self.hf_constants + 1] = { name = name, shape = shape, value = value }
 end
 
 function Graph:tensor(width)
@@ -434,7 +468,7 @@ function Graph:linear(x, prefix, out_features, parallel, std, bias, layout)
   if bias == false then
     return self:op("linear", ids { x }, { w }, out_features, { parallel = parallel })
   end
-  local b = self:param(prefix .. ".bias", { out_features }, "zeros", 0, 0)
+  local b = self:param(prefix .. ".bias", { out_features }, "zeros", 0, 0, layout == "qkv" and "qkv" or nil)
   return self:op("linear", ids { x }, { w, b }, out_features, { parallel = parallel })
 end
 
@@ -448,6 +482,14 @@ function Graph:attention(qkv, heads, prefix)
     fail("graph:attention", "prefix " .. show(prefix) .. " is not a number of positions", "0 .. " .. self.seq)
   end
   return self:op("attention", ids { qkv }, {}, qkv.width // 3, { heads = heads, prefix = prefix })
+end
+
+-- + a learned position embedding [seq, width] (a GPT-2 VLM adds it after the
+-- image rows are merged in, as transformers' GPT-2 inside LLaVA does).
+function Graph:position_add(x, prefix, std)
+  need("position_add", self, { "x", "tensor", x, "prefix", "string", prefix, "std", "number", std })
+  local wpe = self:param(prefix .. ".weight", { self.seq, x.width }, "normal", std, 1)
+  return self:op("pos_add", ids { x }, { wpe }, x.width)
 end
 
 -- The token embedding alone (no position embedding: LLaMA rotates q and k).
@@ -647,7 +689,8 @@ end
 ---------------------------------------------------------------------------
 -- Model families.
 ---------------------------------------------------------------------------
-local make_gpt2, make_llama  -- (spec, vision): vision(g) builds a VLM's encoder (make_vlm)
+local make_gpt2, make_llama  -- (spec, vision, prefix): vision(g) builds a VLM's encoder, prefix
+                             -- leads the language model's names (make_vlm)
 
 -- A model object with its graph from build().  weft.plan never reads the
 -- graph of the object the plan holds (it rebuilds the model from its spec),
@@ -669,7 +712,7 @@ local function model_object(obj, build, may_defer)
   return obj
 end
 
-function make_gpt2(spec, vision)
+function make_gpt2(spec, vision, prefix)
   local s = check_fields("gpt2", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
     hidden = { "integer", min = 1, max = 1 << 16, required = true },
@@ -691,12 +734,20 @@ function make_gpt2(spec, vision)
     local C, std = s.hidden, s.init_std
     -- GPT-2 scales the projections that write into the residual stream.
     local proj_std = std / sqrt(2 * s.layers)
+    -- the names: GPT2LMHeadModel's, or with LLaVA's prefix "model.language_model."
+    local M = prefix or ""
     g:input { kind = "tokens" }
     local image = vision and vision(g, C)
-    local x = g:embedding("wte", "wpe", C, std)
-    if image then x = g:image_merge(x, image) end
+    local x
+    if image then  -- the positions added to the image rows too, as LLaVA's GPT-2 does
+      x = g:token_embedding(M .. "wte", C, std)
+      g.tied = M .. "wte.weight"
+      x = g:position_add(g:image_merge(x, image), M .. "wpe", std / 2)
+    else
+      x = g:embedding(M .. "wte", M .. "wpe", C, std)
+    end
     for l = 0, s.layers - 1 do
-      local p = "h." .. l .. "."
+      local p = M .. "h." .. l .. "."
       g:block(l)
       local h = g:layernorm(x, p .. "ln_1")
       h = g:linear(h, p .. "attn.c_attn", 3 * C, "column", std)
@@ -711,8 +762,11 @@ function make_gpt2(spec, vision)
       x = g:add(x, h)
     end
     g:block(nil)
-    x = g:layernorm(x, "ln_f")
+    x = g:layernorm(x, M .. "ln_f")
     g:lm_head_xent(x)
+    -- under LLaVA (prefix given), whose lm_head transformers ties to an
+    -- embed_tokens GPT-2 lacks: the head is saved untied, a copy of wte
+    if prefix then g:hf_constant("lm_head.weight", { s.vocab, C }, M .. "wte.weight") end
     return g
   end
   return model_object({ __kind = "model", family = "gpt2", layers = s.layers, hidden = s.hidden,
@@ -725,7 +779,7 @@ end
 -- Parameter names are Hugging Face LlamaForCausalLM's; the projection
 -- weights are held (in, out) like every weft linear and checkpointed (out, in)
 -- as HF's are (layout "transposed").
-function make_llama(spec, vision)
+function make_llama(spec, vision, prefix)
   local s = check_fields("llama", spec, {
     layers = { "integer", min = 1, max = 1024, required = true },
     hidden = { "integer", min = 1, max = 1 << 16, required = true },
@@ -771,12 +825,14 @@ function make_llama(spec, vision)
     local proj_std = std / sqrt(2 * s.layers)
     -- Hugging Face's nn.Linear keeps its weights (out, in): so do the checkpoints
     local HF = "transposed"
+    -- the decoder's names: LlamaForCausalLM's "model.", LLaVA's "model.language_model."
+    local M = prefix or "model."
     g:input { kind = "tokens" }
     local image = vision and vision(g, C)
-    local x = g:token_embedding("model.embed_tokens", C, std)
+    local x = g:token_embedding(M .. "embed_tokens", C, std)
     if image then x = g:image_merge(x, image) end
     for l = 0, s.layers - 1 do
-      local p = "model.layers." .. l .. "."
+      local p = M .. "layers." .. l .. "."
       g:block(l)
       local h = norm(g, x, p .. "input_layernorm")
       local q = g:linear(h, p .. "self_attn.q_proj", C, "column", std, false, HF)
@@ -793,7 +849,7 @@ function make_llama(spec, vision)
       x = g:add(x, h)
     end
     g:block(nil)
-    x = norm(g, x, "model.norm")
+    x = norm(g, x, M .. "norm")
     g:lm_head_xent(x, g:param("lm_head.weight", { s.vocab, C }, "normal", std, 1))
     return g
   end
@@ -900,37 +956,49 @@ local function make_vlm(spec)
   end
   local image = { height = v.image, width = v.image, channels = v.channels, patch = v.patch,
                   positions = positions, token = s.image_token }
-  -- built into the language model's graph, before its token embedding
+  -- built into the language model's graph, before its token embedding, named
+  -- and laid out as transformers' LlavaForConditionalGeneration keeps a
+  -- SigLIP tower and LLaVA's projector: nn.Linear weights (out, in), the
+  -- fused q|k|v saved as q_proj, k_proj and v_proj (layout "qkv")
+  local V, PJ, HF = "model.vision_tower.vision_model.", "model.multi_modal_projector.", "transposed"
   local function vision(g, C)
     local std, D, P = v.init_std, v.hidden, positions
     local proj_std = std / sqrt(2 * v.layers)
-    local x = g:patch_embedding("vision_model.embeddings", image, D, std)
+    local x = g:patch_embedding(V .. "embeddings", image, D, std)
+    g:hf_constant(V .. "embeddings.patch_embedding.bias", { D }, 0)
     for l = 0, v.layers - 1 do
-      local p = "vision_model.encoder.layers." .. l .. "."
+      local p = V .. "encoder.layers." .. l .. "."
       local h = g:layernorm(x, p .. "layer_norm1")
-      h = g:linear(h, p .. "self_attn.qkv", 3 * D, "column", std)
+      h = g:linear(h, p .. "self_attn.qkv_proj", 3 * D, "column", std, nil, "qkv")
       h = g:attention(h, v.heads, P)
-      h = g:linear(h, p .. "self_attn.out_proj", D, "row", proj_std)
+      h = g:linear(h, p .. "self_attn.out_proj", D, "row", proj_std, nil, HF)
       x = g:add(x, h)
       h = g:layernorm(x, p .. "layer_norm2")
-      h = g:linear(h, p .. "mlp.fc1", v.mlp, "column", std)
+      h = g:linear(h, p .. "mlp.fc1", v.mlp, "column", std, nil, HF)
       h = g:gelu(h)
-      h = g:linear(h, p .. "mlp.fc2", D, "row", proj_std)
+      h = g:linear(h, p .. "mlp.fc2", D, "row", proj_std, nil, HF)
       x = g:add(x, h)
     end
-    x = g:layernorm(x, "vision_model.post_layernorm")
-    if proj.layers == 1 then return g:linear(x, "multi_modal_projector.linear_1", C, nil, std) end
-    x = g:linear(x, "multi_modal_projector.linear_1", C, "column", std)
+    -- The features are the last layer's output: LLaVA's vision_feature_layer
+    -- = -1 reads hidden_states[-1], which SigLIP's post_layernorm never
+    -- touches, so Weft computes no final norm here (hf_config.c; the file
+    -- still holds the unused norm, as the identity).
+    g:hf_constant(V .. "post_layernorm.weight", { D }, 1)
+    g:hf_constant(V .. "post_layernorm.bias", { D }, 0)
+    if proj.layers == 1 then return g:linear(x, PJ .. "linear_1", C, nil, std, nil, HF) end
+    x = g:linear(x, PJ .. "linear_1", C, "column", std, nil, HF)
     x = g:gelu_erf(x)
-    return g:linear(x, "multi_modal_projector.linear_2", C, "row", std)
+    return g:linear(x, PJ .. "linear_2", C, "row", std, nil, HF)
   end
-  local obj = (family == "llama" and make_llama or make_gpt2)(llm, vision)
+  -- the language model's names under LLaVA's: "model.language_model."
+  local obj = (family == "llama" and make_llama or make_gpt2)(llm, vision, "model.language_model.")
   obj.image, obj.vision, obj.image_token = image, make_vit(v), s.image_token
   -- freeze: a frozen part's parameters get no gradients, no optimizer state
   -- and no backward of their own (graph.c decides which backward still runs)
+  -- (by the names above: a part is the parameters under its prefix)
   for _, q in ipairs(obj.graph.params) do
-    local part = q.name:find("^vision_model%.") and "vision"
-              or q.name:find("^multi_modal_projector%.") and "projector" or "llm"
+    local part = q.name:sub(1, #V) == V and "vision"
+              or q.name:sub(1, #PJ) == PJ and "projector" or "llm"
     if freeze[part] then q.frozen, obj.frozen = true, true end
   end
   return obj

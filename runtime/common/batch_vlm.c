@@ -14,9 +14,10 @@
 
 #include "internal.h"
 
+/* Opens the data (c->images and c->loss_mask are allocated with the arenas,
+ * train.c, which the memory plan counts). */
 void wf_vlm_batch_setup(wf_ctx *c) {
     const wf_program *p = c->p;
-    long N = (long)p->micro * p->seq, img = (long)p->image_h * p->image_w * p->image_c;
     char err[512];
     wf_vlm_shape want = { p->image_h, p->image_w, p->image_c, p->seq, p->vocab, p->image_token, p->image_positions };
     if (wf_vlm_open(&c->vlm, c->opt.data, &want, err, sizeof err) != 0)
@@ -28,9 +29,6 @@ void wf_vlm_batch_setup(wf_ctx *c) {
             if ((tokens[2 * i] | tokens[2 * i + 1] << 8) != p->image_token)
                 wf_fatal(c, "wf_vlm_open", WF_WHERE, "%s: the image placeholders start at position > 0; "
                          "weft.vlm reads them at positions 0 .. %d", c->opt.data, p->image_positions - 1);
-    size_t batches = p->prologue ? 2 : 1;  /* 2BW without flush: two batches in flight */
-    c->images = wf_alloc(c, (size_t)img * (size_t)p->micro * (size_t)p->accum * batches, "images");
-    c->loss_mask = wf_alloc(c, (size_t)N * (size_t)p->accum * batches, "loss mask");
 }
 
 /* Loss positions in global samples [g0, g0 + n). */

@@ -1,10 +1,12 @@
 /* ckpt.c: checkpoints as a folder that Hugging Face and PyTorch tools read:
  *   model.safetensors      full tensors, named and shaped as in HF GPT-2
  *   optimizer.safetensors  AdamW moments ("exp_avg.NAME", "exp_avg_sq.NAME")
- *   config.json            the compiler's GPT2Config or LlamaConfig, carried by
- *                          the program (LLaMA's projection weights, (in, out)
- *                          in weft, are saved transposed, (out, in), as HF's
- *                          nn.Linear keeps them)
+ *   config.json            the compiler's GPT2Config, LlamaConfig or (weft.vlm)
+ *                          LlavaConfig, carried by the program (projection
+ *                          weights, (in, out) in weft, are saved transposed,
+ *                          (out, in), as HF's nn.Linear keeps them; a fused
+ *                          q|k|v as three tensors; a VLM's stage 0 adds the
+ *                          constants HF's SigLIP has and Weft does not use)
  *   manifest.json          the step, data position, plan hash, config, and
  *                          every file's size and CRC-32C, every tensor's shape
  *                          and CRC-32C (ckpt_manifest.h): a load verifies it all
@@ -92,21 +94,82 @@ static float *gather_whole(wf_ctx *c, const float *base, const long *off, long t
     return whole;
 }
 
-static void fill_tensors(const wf_ctx *c, const float *whole, const long *off, wf_st_tensor *t,
-                         char (*names)[128], const char *prefix) {
+/* The name section s (0 .. sections(q) - 1) of parameter q has in a file,
+ * after prefix: its own, or for a fused q|k|v ("qkv") its "qkv_proj" read as
+ * q_proj, k_proj or v_proj. */
+static int sections_of(const wf_param *q) { return q->qkv ? 3 : 1; }
+
+static void saved_name(const wf_param *q, int s, const char *prefix, char *out, size_t n) {
+    const char *at = q->qkv ? strstr(q->name, "qkv_proj") : NULL;
+    if (!at) {
+        snprintf(out, n, "%s%s", prefix, q->name);
+        return;
+    }
+    snprintf(out, n, "%s%.*s%c%s", prefix, (int)(at - q->name), q->name, "qkv"[s], at + 1 + 2);
+}
+
+/* A parameter's tensors as the file holds them (transposed ones (out, in)):
+ * whole[0 .. numel) in the file's layout is its sections one after another,
+ * each shape[0] / sections rows. */
+static void file_shape(const wf_param *q, long *shape) {
+    memcpy(shape, q->gshape, sizeof(long) * 4);
+    if (q->transposed) {
+        shape[0] = q->gshape[1];
+        shape[1] = q->gshape[0];
+    }
+    shape[0] /= sections_of(q);
+}
+
+/* Appends this stage's saved tensors (not the tied copies their owner saves)
+ * to t; returns how many. */
+static int fill_tensors(const wf_ctx *c, const float *whole, const long *off, wf_st_tensor *t,
+                        char (*names)[128], const char *prefix) {
     const wf_program *p = c->p;
+    int n = 0;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
-        snprintf(names[k], 128, "%s%s", prefix, q->name);
-        t[k].name = names[k];
-        t[k].ndim = q->ndim;
-        memcpy(t[k].shape, q->gshape, sizeof t[k].shape);
-        if (q->transposed) {
-            t[k].shape[0] = q->gshape[1];
-            t[k].shape[1] = q->gshape[0];
+        if (q->tied && q->tied != 1) continue;
+        long shape[4];
+        file_shape(q, shape);
+        long part = whole_numel(q) / sections_of(q);
+        for (int s = 0; s < sections_of(q); s++, n++) {
+            saved_name(q, s, prefix, names[n], 128);
+            t[n].name = names[n];
+            t[n].ndim = q->ndim;
+            memcpy(t[n].shape, shape, sizeof t[n].shape);
+            t[n].data = whole + off[k] + s * part;
         }
-        t[k].data = whole + off[k];
     }
+    return n;
+}
+
+/* Stage 0's Hugging Face constants (wf_hf_const), appended to t; the values
+ * live in *buf (the caller frees it), a copy's in whole. */
+static int fill_consts(wf_ctx *c, const float *whole, const long *off, wf_st_tensor *t, float **buf) {
+    const wf_program *p = c->p;
+    long total = 0;
+    for (int i = 0; i < p->n_hf_consts; i++) {
+        long numel = 1;
+        for (int d = 0; d < p->hf_consts[i].ndim; d++) numel *= p->hf_consts[i].shape[d];
+        total += numel;
+    }
+    *buf = wf_host_alloc(c, sizeof(float) * (size_t)(total ? total : 1), "checkpoint constants");
+    float *at = *buf;
+    for (int i = 0; i < p->n_hf_consts; i++) {
+        const wf_hf_const *h = &p->hf_consts[i];
+        long numel = 1;
+        for (int d = 0; d < h->ndim; d++) numel *= h->shape[d];
+        for (long j = 0; j < numel; j++) at[j] = h->value;
+        t[i].name = h->name;
+        t[i].ndim = h->ndim;
+        memset(t[i].shape, 0, sizeof t[i].shape);
+        memcpy(t[i].shape, h->shape, sizeof(long) * (size_t)h->ndim);
+        t[i].data = at;
+        for (int k = 0; h->copy && k < p->n_params; k++)  /* the program's own: never absent */
+            if (strcmp(p->params[k].name, h->copy) == 0) t[i].data = whole + off[k];
+        at += numel;
+    }
+    return p->n_hf_consts;
 }
 
 static int is_llama(const wf_program *p) { return p->family && strcmp(p->family, "llama") == 0; }
@@ -126,18 +189,6 @@ static void write_config(const wf_ctx *c, const char *dir) {
         wf_fatal(c, "fwrite", WF_WHERE, "writing %s failed: %s", path, strerror(errno));
     }
     if (fclose(f) != 0) wf_fatal(c, "fclose", WF_WHERE, "writing %s failed", path);
-}
-
-/* Drops the tied copies (their owner saves them) from t[0 .. n_params * (1 +
- * both)]; returns how many remain. */
-static int pack_owned(const wf_ctx *c, wf_st_tensor *t, char (*names)[128], int both) {
-    const wf_program *p = c->p;
-    int n = 0;
-    (void)names;
-    for (int half = 0; half <= both; half++)
-        for (int k = 0; k < p->n_params; k++)
-            if (!p->params[k].tied || p->params[k].tied == 1) t[n++] = t[half * p->n_params + k];
-    return n;
 }
 
 /* Metadata every checkpoint file carries (strings live in `buf`). */
@@ -198,16 +249,19 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
     const wf_program *p = c->p;
     ckpt_meta meta;
     make_meta(c, &meta);
-    wf_st_tensor *t = wf_host_alloc(c, sizeof *t * 3 * (size_t)p->n_params, "checkpoint index");
-    char (*names)[128] = wf_host_alloc(c, 128 * 3 * (size_t)p->n_params, "checkpoint names");
-    fill_tensors(c, ww, off, t, names, "");
-    int n = pack_owned(c, t, names, 0);
+    /* at most 3 tensors a parameter (a fused q|k|v), in up to 3 sets */
+    size_t most = 9 * (size_t)p->n_params + (size_t)p->n_hf_consts;
+    wf_st_tensor *t = wf_host_alloc(c, sizeof *t * most, "checkpoint index");
+    char (*names)[128] = wf_host_alloc(c, 128 * most, "checkpoint names");
+    float *consts = NULL;
+    int n = fill_tensors(c, ww, off, t, names, "");
+    n += fill_consts(c, ww, off, t + n, &consts);  /* Hugging Face's, in the model file only */
     write_st(c, dir, model_name, t, n, &meta, known);
-    fill_tensors(c, wm, off, t, names, "exp_avg.");
-    fill_tensors(c, wv, off, t + p->n_params, names + p->n_params, "exp_avg_sq.");
+    free(consts);
+    n = fill_tensors(c, wm, off, t, names, "exp_avg.");
+    n += fill_tensors(c, wv, off, t + n, names + n, "exp_avg_sq.");
     /* PipeDream-2BW: the older weight version too, so that a resume continues exactly */
-    if (wd) fill_tensors(c, wd, off, t + 2 * p->n_params, names + 2 * p->n_params, "delayed.");
-    n = pack_owned(c, t, names, wd ? 2 : 1);
+    if (wd) n += fill_tensors(c, wd, off, t + n, names + n, "delayed.");
     write_st(c, dir, optim_name, t, n, &meta, known);
     free(t);
     free(names);
@@ -589,16 +643,14 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
     float *whole = wf_host_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
-        snprintf(name, sizeof name, "%s%s", prefix, q->name);
-        long shape[4];
-        memcpy(shape, q->gshape, sizeof shape);
-        if (q->transposed) {
-            shape[0] = q->gshape[1];
-            shape[1] = q->gshape[0];
+        long shape[4], part = whole_numel(q) / sections_of(q);
+        file_shape(q, shape);
+        for (int s = 0; s < sections_of(q); s++) {
+            saved_name(q, s, prefix, name, sizeof name);
+            if (wf_st_read(f, name, q->ndim, shape, whole + s * part, err, sizeof err) != 0)
+                wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err, path);
         }
-        if (wf_st_read(f, name, q->ndim, shape, whole, err, sizeof err) != 0)
-            wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err, path);
-        if (q->transposed) transpose(c, whole, shape[0], shape[1]);
+        if (q->transposed) transpose(c, whole, shape[0] * sections_of(q), shape[1]);
         float *dst = base + q->offset;
         for (long i = 0; i < q->numel; i++) {
             long g = wf_global_index(q, c->tp_rank, i);
@@ -663,7 +715,7 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
         long shape[4];
         char first[160];
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
-        snprintf(first, sizeof first, "delayed.%s", p->params[0].name);
+        saved_name(&p->params[0], 0, "delayed.", first, sizeof first);
         if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, "delayed.");
     }
     wf_st_close(f);

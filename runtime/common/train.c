@@ -191,6 +191,11 @@ static void allocate(wf_ctx *c) {
     size_t batches = p->prologue ? 2 : 1;  /* 2BW without flush: two batches in flight */
     c->tokens = wf_alloc(c, (size_t)N * (size_t)p->accum * batches * sizeof(int32_t), "tokens");
     c->targets = wf_alloc(c, (size_t)N * (size_t)p->accum * batches * sizeof(int32_t), "targets");
+    if (p->image_positions > 0) {  /* a VLM's images and loss masks of every microbatch (batch_vlm.c) */
+        c->images = wf_alloc(c, (size_t)p->image_h * p->image_w * p->image_c * (size_t)p->micro * p->accum * batches,
+                             "images");
+        c->loss_mask = wf_alloc(c, (size_t)N * (size_t)p->accum * batches, "loss mask");
+    }
     c->bucket_req = wf_alloc(c, (size_t)p->n_buckets * sizeof(wf_req), "bucket requests");
     wf_req_init(c->bucket_req, p->n_buckets);
     /* d(global mean loss)/d(one token's loss): each rank's gradients are

@@ -121,7 +121,8 @@ int wf_xent_rows_idle(const int32_t *targets, int n)
  * dlogits in place, then both backward GEMMs consume the chunk, so at most
  * chunk x V logits exist at once.  The per-row arithmetic is
  * softmax_xent_row's, the whole head's; only dwte's sum over tokens is
- * split into per-chunk partial sums. */
+ * split into per-chunk partial sums.  dwte NULL: a frozen head (weft.vlm's
+ * freeze), dx alone. */
 double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, float *scratch,
                               const float *x, const float *wte, const int32_t *targets,
                               float scale, int N, int C, int V, int chunk)
@@ -150,7 +151,7 @@ double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, 
             losses[r0 + i] = (float)softmax_xent_row(scratch + (long)i * V, targets[r0 + i], scale,
                                                      V, precision);
         wf_sgemm(0, 0, n, C, V, 1.0f, scratch, V, wte, C, 1.0f, dx + (long)r0 * C, C);
-        wf_sgemm(1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C);
+        if (dwte) wf_sgemm(1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C);
     }
     double total = 0.0;  /* in token order, as wf_lmhead_xent_fwd's */
     for (int n = 0; n < N; n++)
@@ -285,7 +286,7 @@ void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlog
     }
     /* dx is partial over the vocabulary; the tp_copy before the head sums it */
     wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
-    wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
+    if (dwte_part) wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
 }
 
 /* The vocabulary-parallel head fused and chunked (the CPU backend's, from

@@ -147,12 +147,24 @@ __device__ static void dlogits_pass(typename S::raw *row, float max, float inv, 
         S::store(row, j, dlogit(S::load(row, j), j, max, inv, t, scale, prec));
 }
 
+/* A position without loss (target < 0: a VLM's image and pad positions, as
+ * the CPU's xent.c): its dlogits row is 0 and so is its loss.  The whole
+ * block takes this branch or none. */
+template <class S>
+__device__ static bool no_loss_row(typename S::raw *row, float *losses, long n, int t, int V) {
+    if (t >= 0) return false;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) S::store(row, j, 0.0f);
+    if (threadIdx.x == 0) losses[n] = 0.0f;
+    return true;
+}
+
 template <class S>
 __global__ static void fused_xent_kernel(typename S::raw *logits, float *losses, const int32_t *targets,
                                          float scale, int V, int prec) {
     enum { W = wf_vec<S>::width };
     long n = blockIdx.x;
     typename S::raw *row = logits + n * V;
+    if (no_loss_row<S>(row, losses, n, targets[n], V)) return;
     /* pass 1: this thread's running maximum m and its sum of exp(x - m) */
     float m = -INFINITY;
     double s = 0.0;
@@ -274,6 +286,7 @@ __global__ static void vocab_dlogits_kernel(typename S::raw *logits, float *loss
                                             const double *stats, const int32_t *targets,
                                             float scale, int VL, int v_begin, int prec) {
     long n = blockIdx.x;
+    if (no_loss_row<S>(logits + n * VL, losses, n, targets[n], VL)) return;
     dlogits_pass<S>(logits + n * VL, rowmax[n], (float)(1.0 / stats[2 * n]), targets[n] - v_begin, scale, VL,
                     prec);
     if (threadIdx.x == 0) losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);

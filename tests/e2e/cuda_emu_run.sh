@@ -113,6 +113,12 @@ export OMP_NUM_THREADS=1 WF_EMU_ASYNC=1 WF_EMU_DEVICES=4
 DATA=$(make_data)
 small=(--set model.hidden=64 --set model.seq=32 --set model.layers=2 --set train.steps=4
        --set data.train="$DATA" --set batch.global=4)
+# weft.vlm plans (plans/vlm_*.lua: their own small sizes) read image + text
+# records; init_std 0.02 as e2e_vlm_equivalence runs them
+"$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 64 --seed 5 >/dev/null
+vlm_small=(--set train.steps=4 --set data.train="$WORK/vlm.bin" --set batch.global=4
+           --set model.vision.init_std=0.02 --set model.llm.init_std=0.02)
+sizes() { case $1 in plans/vlm_*) echo vlm_small ;; *) echo small ;; esac; }  # sizes PLAN: the array's name
 
 # Two jobs at a time (EMU_JOBS): each build and each emulated rank is one
 # single-threaded process, and CI has two cores.  A job's status goes to
@@ -130,11 +136,15 @@ spawn() {  # spawn NAME COMMAND...: runs COMMAND in the background
 ref_job() {
   local name=$1 plan=$2
   shift 2
-  build_plan "$name" "$plan" "${small[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" &&
+  local -n base=$(sizes "$plan")
+  build_plan "$name" "$plan" "${base[@]}" --set mesh.dp=1 --set batch.micro=2 "$@" &&
     run_plan "$name" --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" >"$WORK/$name.log" 2>&1 &&
     { [ "$name" != ref ] || run_plan ref --steps 0 --save "$WORK/ref.init" >>"$WORK/ref.log" 2>&1; }  # a0: equiv rows
 }
-build_ref() { spawn "$1" ref_job "$@"; }
+# (spawned below, once the rows are known: with ROWS, only the references
+# the selected rows compare with)
+build_ref() { ref_args+=("$(printf '%q ' "$@")"); }
+ref_args=()
 build_ref ref plans/tiny.lua
 build_ref ref_bf16 plans/tiny.lua --set precision=bf16
 build_ref ref_llama plans/llama_tiny.lua
@@ -165,16 +175,16 @@ build_ref ref_hs160 plans/tiny.lua "${hs160[@]}"
 # plan.grad_accum = "fp32": weight gradients accumulated in floats (two
 # microbatches a step on one rank)
 build_ref ref_bf16_ga32 plans/tiny.lua --set precision=bf16 --set grad_accum=fp32
-wait
-for r in "$WORK"/ref*.rc; do
-  [ "$(cat "$r")" = 0 ] || { echo "FAIL the CPU reference $(basename "$r" .rc): $(tail -n 3 "${r%.rc}.out")"; exit 1; }
-done
+# weft.vlm: a ViT, LLaVA's projector and a LLaMA or a GPT-2
+build_ref ref_vlm plans/vlm_llama.lua
+build_ref ref_vlm_gpt2 plans/vlm_tiny.lua
 
 # build_emu NAME PLAN [--set ...]: compiled for CUDA, built on the emulator
 build_emu() {
   local name=$1 plan=$2
   shift 2
-  "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${small[@]}" "$@" 2>"$WORK/$name.compile.log" &&
+  local -n base=$(sizes "$plan")
+  "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${base[@]}" "$@" 2>"$WORK/$name.compile.log" &&
     cmake -S "$PROG" -B "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
       >"$WORK/$name.cmake.log" 2>&1 &&
     cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
@@ -308,7 +318,26 @@ rows=(
   "hs160     ref_hs160  fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 ${hs160[*]}"
   "bf16_ga32 ref_bf16_ga32 act16 plans/tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set grad_accum=fp32"
   "bf16_ga32_dp2 ref_bf16_ga32 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set grad_accum=fp32 --set comm=mpi"
+  "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2"
+  "vlm_gpt2  ref_vlm_gpt2 fp32 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2"
+  "vlm_tp2   ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
 )
+ref_needed() {  # ref_needed REF: a selected row compares with it
+  local row name ref
+  for row in "${rows[@]}"; do
+    read -r name ref _ <<<"$row"
+    case " ${ROWS:-$name} " in *" $name "*) [ "$ref" = "$1" ] && return 0 ;; esac
+  done
+  return 1
+}
+for args in "${ref_args[@]}"; do
+  eval "set -- $args"
+  if ref_needed "$1"; then spawn "$1" ref_job "$@"; fi
+done
+wait
+for r in "$WORK"/ref*.rc; do
+  [ "$(cat "$r")" = 0 ] || { echo "FAIL the CPU reference $(basename "$r" .rc): $(tail -n 3 "${r%.rc}.out")"; exit 1; }
+done
 selected=()
 for row in "${rows[@]}"; do
   read -r name ref kind plan sets <<<"$row"

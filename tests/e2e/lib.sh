@@ -141,11 +141,12 @@ reduction_noise() {
 # per tensor against the updates) and no element differs by more than AdamW
 # can move it (adam_reach); prints ckpt diff's summary.
 # weights_match A.safetensors B.safetensors INIT.safetensors REF_PROGRAM.c REF_METRICS.jsonl TOKENS_PER_STEP
+#   [ckpt diff options, e.g. --noise PATTERN:LO:HI]
 weights_match() {
   local bound tol
   bound=$(adam_reach "$4" "$5") || return 1
   tol=$(reduction_noise "$(grep -c '"loss"' "$5")" "$6")
-  "$WEFT" ckpt diff "$1" "$2" --norm-tol "$tol" --from "$3" --bound "$bound" | tail -n 1
+  "$WEFT" ckpt diff "$1" "$2" --norm-tol "$tol" --from "$3" --bound "$bound" "${@:7}" | tail -n 1
   return "${PIPESTATUS[0]}"
 }
 

@@ -104,6 +104,22 @@ int main(void) {
     p.n_ops = 5; /* past the list: not an op of the program */
     check(accepted(p), "an op kind past n_ops is not read: %s", last_error);
 
+    /* a VLM's vision ops: on CUDA, but not their sequence-parallel rows
+     * variants (runtime/cuda/vision.cu has none) */
+    p = gpt2();
+    ops[1].kind = OP_PATCH_EMBED;
+    ops[2].kind = OP_IMAGE_MERGE;
+    check(accepted(p), "a VLM's patch_embed and image_merge are accepted: %s", last_error);
+    p.sp = 1;
+    check(refused(p, "plans/x.lua: model graph op 1 (patch_embed): plan.mesh.sp: sequence parallelism with "
+                     "weft.vlm is not available with --backend cuda"),
+          "a VLM under sequence parallelism refused, by op and field: %s", last_error);
+    ops[1].kind = OP_LAYERNORM;
+    check(refused(p, "op 2 (image_merge): plan.mesh.sp"), "image_merge alone refused too: %s", last_error);
+    p = gpt2();
+    p.sp = 1;
+    check(accepted(p), "sequence parallelism without a VLM is accepted: %s", last_error);
+
     /* the op table (compiler/ops.c): every kind has a complete row (a
      * graph op also a shape rule and a shard rule, an op with parameters
      * and inputs its B and W halves); the GPT-2 and LLaMA ops and the
@@ -112,7 +128,10 @@ int main(void) {
     for (int k = 0; k < OP__COUNT; k++) {
         const op_row *r = op_row_of((op_kind)k);
         int ok = r && r->name && ((r->k[0].fwd && r->k[0].bwd) || k == OP_KERNEL) && r->emit_fwd && r->emit_bwd &&
-                 (!r->graph || (r->check && r->shard)) && (k < OP__GRAPH_COUNT) == r->graph &&
+                 (!r->graph || (r->check && r->shard)) &&
+                 /* past OP__GRAPH_COUNT the shard pass's ops; of those only pos_add
+                  * is a graph op too (Graph:position_add, a GPT-2 VLM) */
+                 (k < OP__GRAPH_COUNT ? r->graph : r->graph == (k == OP_POS_ADD)) &&
                  (r->param_min == 0 || r->in_max == 0 ||
                   (r->emit_bwd_input && r->emit_bwd_weight && r->k[0].bwd_input && r->k[0].bwd_weight));
         check(ok, "op kind %d (%s) has a complete row", k, op_name((op_kind)k));

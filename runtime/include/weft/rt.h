@@ -336,7 +336,24 @@ typedef struct wf_param {
                            head's wte): gradients summed with it, saved by the owner */
     int transposed;     /* checkpoints hold it transposed, (out, in) as Hugging Face
                            nn.Linear (llama); here it is (in, out) like every linear */
+    int qkv;            /* checkpoints hold its q, k and v thirds (of the output features)
+                           as three tensors, "qkv_proj" in its name read as q_proj,
+                           k_proj and v_proj (SigLIP's attention in a VLM) */
 } wf_param;
+
+/* A tensor of the Hugging Face model that Weft's does not compute with
+ * (SigLIP's post_layernorm; its patch convolution's bias, which Weft folds
+ * into the position embedding; LLaVA's untied lm_head over a GPT-2):
+ * checkpoints hold it filled with value, or, when copy names a parameter of
+ * this stage, that parameter's tensor; a load does not read it back (the
+ * manifest's checksums keep it as written). */
+typedef struct wf_hf_const {
+    const char *name;
+    int ndim;
+    long shape[4];
+    float value;
+    const char *copy;
+} wf_hf_const;
 
 /* A fused gradient bucket: a contiguous range of the gradient arena. */
 typedef struct wf_bucket {
@@ -457,6 +474,8 @@ typedef struct wf_program {
     int dp_comm16;
     long dp16_numel;
     const char *hf_config;   /* config.json's text (the compiler's), copied into checkpoints */
+    const wf_hf_const *hf_consts;  /* stage 0 writes them into every checkpoint */
+    int n_hf_consts;
 } wf_program;
 
 /* Activation storage.  Under act16 every activation tensor and activation
