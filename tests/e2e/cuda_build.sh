@@ -17,9 +17,18 @@ fi
 # version shows up here by name: write it in runtime/cuda/, or list it and
 # refuse its op for --backend cuda in compiler/backend_cuda.c.
 # CPU-only: BLAS plumbing (the one-pool GEMM cut, FLOPs counted by callers
-# of cblas_sgemm) and the classifier's dlogits row.  (The LLaMA family's kernels are runtime/cuda/llama.cu and
-# attention.cu's wf_gqa_attention_*.)
-CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row"
+# of cblas_sgemm) and the classifier's dlogits row; the fused, chunked LM head
+# and its idle-chunk test (CUDA keeps its forward's dlogits: ops_loss.c picks
+# per backend); the staging of 16-bit activations as floats (runtime/cpu/
+# stage16.h: CUDA kernels read 16 bits themselves); and the sequence-parallel
+# row kernels of weft.vlm's patch embedding and image merge (a VLM with
+# sequence parallelism is refused for --backend cuda in backend_cuda.c).
+# (The LLaMA family's kernels are runtime/cuda/llama.cu and attention.cu's
+# wf_gqa_attention_*.)
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row
+  wf_lmhead_xent_chunked wf_vocab_xent_chunked wf_xent_rows_idle
+  wf_stage16_begin wf_stage16_in wf_stage16_out wf_stage16_acc wf_stage16_end
+  wf_patch_embed_rows_fwd wf_patch_embed_rows_bwd wf_image_merge_rows_fwd wf_image_merge_rows_bwd"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
 missing=$(comm -23 <(symbols "$RT/libweftrt.a") <(symbols "$RT/cuda/libweftrt_cuda.a") |
           grep -vxF -f <(tr ' ' '\n' <<<"$CPU_ONLY") || true)
