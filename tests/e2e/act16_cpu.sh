@@ -41,7 +41,7 @@ programs_are() {
   done
 }
 
-STEPS=20
+STEPS=10
 one=(--set mesh.dp=1 --set batch.micro=4 --set batch.global=4)
 tp2pp2=(--set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 --set batch.micro=2 --set batch.global=8)
 # name plan precision overrides...
