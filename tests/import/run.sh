@@ -105,10 +105,10 @@ good zero3_70b $dir/zero3_70b.json 64 plans/llama_70b.lua pass \
   'train = { steps = 250000 }'
 # The 70B plan's memory verdict: fp16 model states sharded by ZeRO-3 over dp 8
 # after tp 8, the optimizer (12 Psi: fp32 master, m, v) and the parameter shard
-# (4 Psi: weft's arenas hold 16-bit values as rounded floats) offloaded.
+# (2 Psi: 16-bit working parameters, plan.param_storage "auto") offloaded.
 if "$WEFT" check "$tmp/zero3_70b.lua" --set data.train=x >"$tmp/70b.check" 2>&1 &&
-   grep -q "fits in the 80.00 GiB" "$tmp/70b.check" && grep -q "host (offload) *16.06 GiB" "$tmp/70b.check"; then
-  ok "zero3_70b memory: fits, 16.06 GiB host (12 + 4 bytes x 69.0e9 / 64)"
+   grep -q "fits in the 80.00 GiB" "$tmp/70b.check" && grep -q "host (offload) *14.05 GiB" "$tmp/70b.check"; then
+  ok "zero3_70b memory: fits, 14.05 GiB host (12 + 2 bytes x 69.0e9 / 64)"
 else
   no "zero3_70b memory" "$(grep -E 'verdict|host' "$tmp/70b.check")"
 fi
