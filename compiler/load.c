@@ -153,7 +153,8 @@ static int load_hf_consts(Program *p, lua_State *L, int g) {
         get_str(L, t, "name", h->name, sizeof h->name);
         int shape = push_sub(L, t, "shape");
         h->ndim = (int)lua_rawlen(L, shape);
-        for (int d = 0; d < h->ndim && d < 4; d++) {
+        if (h->ndim < 1 || h->ndim > 4) h->ndim = h->ndim < 1 ? 1 : 4;  /* Graph:hf_constant checks 1-4 dims */
+        for (int d = 0; d < h->ndim; d++) {
             lua_rawgeti(L, shape, d + 1);
             h->shape[d] = (long)lua_tointeger(L, -1);
             lua_pop(L, 1);

@@ -8,6 +8,7 @@
 void program_free(Program *p) {
     user_kernel_free(p);
     free(p->params);
+    free(p->hf_consts);
     free(p->ops);
     free(p->tensors);
     free(p->grad_order);

@@ -385,10 +385,16 @@ function Graph:hf_constant(name, shape, value)
     fail("graph:hf_constant", "value " .. show(value), "a number, or a parameter's name")
   end
   if self.names[name] then fail("graph:hf_constant", name .. " is already a parameter or constant", "a new name") end
+  if #shape < 1 or #shape > 4 then
+    fail(name, "shape has " .. #shape .. " dimensions", "1 to 4 dimensions")
+  end
+  local numel = 1
   for i, s in ipairs(shape) do
     if mtype(s) ~= "integer" or s < 1 or s > LIMIT then
       fail(name, "dimension " .. i .. " is " .. show(s), "an integer in 1 .. " .. LIMIT)
     end
+    numel = numel * s
+    if numel > LIMIT then fail(name, "shape of " .. show(numel) .. "+ elements", "at most " .. LIMIT .. " elements") end
   end
   self.names[name] = true
   self.hf_constants[#self.hf_constants + 1] = { name = name, shape = shape, value = value }
