@@ -19,26 +19,6 @@
 
 #include "host_device.h"
 
-static inline WF_HD uint32_t wf_hd_f32_bits(float x) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(x);
-#else
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-#endif
-}
-
-static inline WF_HD float wf_hd_f32_from(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(u);
-#else
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-#endif
-}
-
 static inline WF_HD uint16_t wf_hd_bf16_bits(float x) {
     uint32_t u = wf_hd_f32_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);  /* quiet NaN */

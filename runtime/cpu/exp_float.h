@@ -7,20 +7,8 @@
 #define WEFT_EXP_FLOAT_H
 
 #include <stdint.h>
-#include <string.h>
 
 #include "host_device.h"
-
-/* the float whose bits are b */
-static inline WF_HD float wf_float_of_bits(int32_t b) {
-#ifdef __CUDA_ARCH__
-    return __int_as_float(b);
-#else
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-#endif
-}
 
 /* e^y for y in [-87, 88] (the caller clamps): y = k ln 2 + r with k the
  * nearest integer (1.5 * 2^23 added and taken away rounds to it) and |r| <=
@@ -41,7 +29,7 @@ static inline WF_HD float wf_exp_float(float y) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    return p * wf_float_of_bits(((int32_t)k + 127) << 23);
+    return p * wf_hd_f32_from((uint32_t)((int32_t)k + 127) << 23);
 }
 
 #endif
