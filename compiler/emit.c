@@ -248,7 +248,13 @@ static void emit_activations(writer *o, const Program *p, int stage) {
     for (int i = 0; i < p->n_ops; i++) {
         if (p->ops[i].chunk % p->pp != stage) continue;
         op_label(p, i, label, sizeof label);
-        if (memory_tensor_in_region(p, p->ops[i].out))
+        int alias = p->tensors[p->ops[i].out].alias;
+        if (alias > 0) {  /* an in-place op (memory_inplace.c): the place of its dying input */
+            char in[WF_MAX_NAME + 8];
+            op_label(p, p->tensors[alias].producer, in, sizeof in);
+            emit(o, "#define %-28s (wf_act_region(c) - a + %ldL) /* (N, %ld), in place of %s */\n", label,
+              p->tensors[p->ops[i].out].offset, p->tensors[p->ops[i].out].width, in);
+        } else if (memory_tensor_in_region(p, p->ops[i].out))
             emit(o, "#define %-28s (wf_act_region(c) - a + %ldL) /* (N, %ld) */\n", label,
               p->tensors[p->ops[i].out].offset, p->tensors[p->ops[i].out].width);
         else

@@ -291,7 +291,10 @@ int memory_carries_grad(const Program *p, int t) {
 int pass_memory(Program *p) {
     p->act16 = act16_decide(p);  /* before any size: it halves the activations */
     int dtype = !p->act16 ? DTYPE_FP32 : strcmp(p->precision, "bf16") == 0 ? DTYPE_BF16 : DTYPE_FP16;
-    for (int t = 1; t < p->n_tensors; t++) p->tensors[t].dtype = dtype;
+    for (int t = 1; t < p->n_tensors; t++) {
+        p->tensors[t].dtype = dtype;
+        p->tensors[t].alias = 0;  /* memory_inplace.c sets it */
+    }
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
     p->dact_numel = calloc((size_t)p->pp, sizeof(long));
     p->region_numel = calloc((size_t)p->pp, sizeof(long));

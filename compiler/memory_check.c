@@ -1,7 +1,11 @@
 /* memory_check.c: the memory pass's placements re-checked (program.h's
  * mem_place): every place lies inside its arena, and no two places of one
- * arena that are live at the same time share a float.  It runs after every
- * memory pass, so a layout bug is a compile error, not a wrong gradient. */
+ * arena that are live at the same time share a float, but for the planned
+ * in-place aliases (memory_inplace.c), each accepted only as planned: the
+ * output's alias is the input, at the same offset with the same size, and
+ * the input's interval ends at the tick where the output's begins.  It runs
+ * after every memory pass, so a layout bug is a compile error, not a wrong
+ * gradient. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +45,12 @@ static void place_name(const Program *p, const mem_place *pl, char *out, size_t 
     else snprintf(out, n, "%s %s", pl->kind == PLACE_ACT ? "activation" : "gradient", label);
 }
 
+/* x takes y's place in place, as planned (offsets already compared equal) */
+static int planned_alias(const Program *p, const mem_place *x, const mem_place *y) {
+    return x->kind == PLACE_ACT && y->kind == PLACE_ACT && x->id != y->id && p->tensors[x->id].alias == y->id &&
+           x->numel == y->numel && y->end == x->begin;
+}
+
 static int by_arena(const void *a, const void *b) {
     const mem_place *x = a, *y = b;
     if (x->stage != y->stage) return x->stage - y->stage;
@@ -70,6 +80,7 @@ int memory_check(const Program *p) {
             if (pl[j].begin > pl[i].end || pl[i].begin > pl[j].end) continue;
             long o2 = memory_place_offset(p, &pl[j]);
             if (o2 >= off + pl[i].numel || off >= o2 + pl[j].numel) continue;
+            if (o2 == off && (planned_alias(p, &pl[i], &pl[j]) || planned_alias(p, &pl[j], &pl[i]))) continue;
             place_name(p, &pl[i], a, sizeof a);
             place_name(p, &pl[j], b, sizeof b);
             wf_error("internal: memory pass: stage %d: %s (@%ld+%ld, live %d..%d) overlaps %s (@%ld+%ld, "
@@ -84,8 +95,10 @@ int memory_check(const Program *p) {
 
 void memory_dump(const Program *p, FILE *out) {
     char name[2 * WF_MAX_NAME];
-    fprintf(out, "memory places (activation slot, and the stage's recompute region: live forward ops; "
-                 "gradient set: live backward steps of its chunk, zeroed before op):\n");
+    fprintf(out, "memory places (activation slot: live forward ops; the stage's recompute region: forward ops, "
+                 "or under full recompute ticks, each block's forward then its backward; gradient set: live "
+                 "backward steps of its chunk, zeroed before op; \"in place of\": an in-place op's output in "
+                 "its dying input's place):\n");
     for (int i = 0; i < p->n_places; i++) {
         const mem_place *pl = &p->places[i];
         place_name(p, pl, name, sizeof name);
@@ -94,6 +107,12 @@ void memory_dump(const Program *p, FILE *out) {
         if (pl->region) fprintf(out, " region");
         fprintf(out, "  %-40s @%ld+%ld live %d..%d", name, memory_place_offset(p, pl), pl->numel, pl->begin,
                 pl->end);
+        if (pl->kind == PLACE_ACT && p->tensors[pl->id].alias > 0) {  /* memory_inplace.c */
+            mem_place in = *pl;
+            in.id = p->tensors[pl->id].alias;
+            place_name(p, &in, name, sizeof name);
+            fprintf(out, " in place of %s", name + strlen("activation "));
+        }
         if (in_dacts(pl)) {
             if (pl->zero_op >= 0) fprintf(out, " zeroed before op %d", pl->zero_op);
             else fprintf(out, " received whole");

@@ -16,4 +16,12 @@ typedef struct {
  * the same time, largest first; returns the region's size (0 for none). */
 long pack_first_fit(pack_item *items, int n);
 
+/* The same, with in-place ops (memory_inplace.c): an in-place op's output
+ * (an exact item: its interval ends at its last reader) shares the place
+ * of an exact input item that dies where the output is written; tick[i]
+ * is op i's forward tick on the items' clock.  Sets the outputs' alias. */
+struct Program;
+long memory_pack_in_place(struct Program *p, pack_item *items, const int *kind, const int *id, const char *exact,
+                          int n, const int *tick);
+
 #endif

@@ -83,14 +83,16 @@ static int rerun(const Program *p, int i) {
 typedef struct {
     pack_item *items;
     int *kind, *id;  /* PLACE_ACT tensor / PLACE_SAVED op / PLACE_CHUNK_IN chunk */
+    char *exact;     /* its interval ends at its last reader (an in-place op may take its place) */
     int n;
 } place_items;
 
-static void add_item(place_items *s, int kind, int id, int begin, int end, long size) {
+static void add_item(place_items *s, int kind, int id, int begin, int end, long size, int exact) {
     s->items[s->n].begin = begin;
     s->items[s->n].end = end;
     s->items[s->n].size = size;
     s->kind[s->n] = kind;
+    s->exact[s->n] = (char)exact;
     s->id[s->n++] = id;
 }
 
@@ -98,6 +100,7 @@ static void items_alloc(place_items *s, size_t cap) {
     s->items = wf_checked(calloc(cap, sizeof *s->items), "memory pass");
     s->kind = wf_checked(calloc(cap, sizeof(int)), "memory pass");
     s->id = wf_checked(calloc(cap, sizeof(int)), "memory pass");
+    s->exact = wf_checked(calloc(cap, 1), "memory pass");
     s->n = 0;
 }
 
@@ -105,11 +108,67 @@ static void items_free(place_items *s) {
     free(s->items);
     free(s->kind);
     free(s->id);
+    free(s->exact);
 }
 
-/* Packs the items, sets their offsets, records their places; returns the size. */
-static long place(Program *p, int stage, int chunk, int region, place_items *s) {
-    long top = pack_first_fit(s->items, s->n);
+/* The region's clock.  Slot places count forward op indices.  Under full
+ * recompute the region counts ticks: block l's ops lo..hi (n of them) take
+ * 2n ticks, its forward (or its recompute) lo..hi and then its backward
+ * hi..lo (emit_step.c rebuilds a block just before its backward), every
+ * other op one tick.  So a block-internal tensor lives from its writer to
+ * its last reader, forward or backward (memory_bwd_reads), and a block's
+ * working set is what is live at one of its ticks, not all its tensors side
+ * by side.  Not under a split backward (zero-bubble: W reads the block's
+ * tensors after B) nor with a block's ops not contiguous: then ticks are
+ * op indices and an internal tensor lives over its whole block, as before. */
+typedef struct {
+    int *fwd, *bwd;  /* op i's forward tick, its backward's (a block op's; else its forward's) */
+    int ticks;       /* the step's */
+    int blocks;      /* the two-phase block ticks apply */
+} region_clock;
+
+static void clock_build(const Program *p, region_clock *c) {
+    int n = p->n_ops > 0 ? p->n_ops : 1;
+    c->fwd = wf_checked(malloc(sizeof(int) * (size_t)n), "memory pass");
+    c->bwd = wf_checked(malloc(sizeof(int) * (size_t)n), "memory pass");
+    c->blocks = p->recompute == RECOMPUTE_FULL && !(p->sched && p->sched->split_backward);
+    char *seen = wf_checked(calloc((size_t)p->layers + 1, 1), "memory pass");
+    for (int i = 0; i < p->n_ops && c->blocks; i++) {  /* each block's ops one run */
+        int l = p->ops[i].layer;
+        if (l < 0 || l >= p->layers || (i > 0 && p->ops[i - 1].layer == l)) continue;
+        if (seen[l]) c->blocks = 0;
+        seen[l] = 1;
+    }
+    free(seen);
+    int now = 0;
+    for (int i = 0; i < p->n_ops;) {
+        int l = p->ops[i].layer, j = i + 1;
+        if (!c->blocks || l < 0 || l >= p->layers) {
+            c->fwd[i] = c->bwd[i] = c->blocks ? now++ : i;
+            i++;
+            continue;
+        }
+        while (j < p->n_ops && p->ops[j].layer == l) j++;
+        for (int q = i; q < j; q++) {
+            c->fwd[q] = now + (q - i);
+            c->bwd[q] = now + 2 * (j - i) - 1 - (q - i);
+        }
+        now += 2 * (j - i);
+        i = j;
+    }
+    c->ticks = c->blocks ? now : p->n_ops;
+}
+
+static void clock_free(region_clock *c) {
+    free(c->fwd);
+    free(c->bwd);
+}
+
+/* Packs the items, sets their offsets, records their places; returns the
+ * size.  The region's items (clock: its ticks) take in-place ops. */
+static long place(Program *p, int stage, int chunk, int region, place_items *s, const region_clock *clock) {
+    long top = clock ? memory_pack_in_place(p, s->items, s->kind, s->id, s->exact, s->n, clock->fwd)
+                     : pack_first_fit(s->items, s->n);
     for (int it = 0; it < s->n; it++) {
         long off = s->items[it].offset;
         if (s->kind[it] == PLACE_ACT) p->tensors[s->id[it]].offset = off;
@@ -158,7 +217,7 @@ static int lone_chunk(const Program *p, int k) {
 /* One unit's slot items (chunk k, or every chunk of a stage without a
  * pipeline: ops [first, end), `end - 1` standing for the end of the
  * forward); its forward transients go to the region's items (flagged). */
-static void unit_items(Program *p, int stage, int k, place_items *s, place_items *r) {
+static void unit_items(Program *p, int stage, int k, place_items *s, place_items *r, const region_clock *clock) {
     int whole = p->pp == 1, first = whole ? 0 : p->chunk_first_op[k], end = whole ? p->n_ops : p->chunk_end_op[k];
     int last = end - 1;
     int *b = wf_checked(malloc(sizeof(int) * (size_t)(p->n_tensors + 1)), "memory pass");
@@ -167,7 +226,7 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
     for (int t = 0; t <= p->n_tensors; t++) b[t] = e[t] = -1;
     /* the chunk's output, staged for its send at the end of the FWD (emit_step.c) */
     int out = !whole && staged_sends(p) && k + 1 < p->n_chunks ? p->chunk_in[k + 1] : 0;
-    int lone = !whole && lone_chunk(p, k), all = p->n_ops - 1;
+    int lone = !whole && lone_chunk(p, k), all = clock->ticks - 1;
     for (int i = first; i < end; i++) {
         const ir_op *o = &p->ops[i];
         if (o->chunk % p->pp != stage) continue;
@@ -207,12 +266,12 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
         else if (stop <= p->tensors[t].producer) kept[t] = 1;
         if (!kept[t]) {  /* dead once the forward ends: the stage's region */
             p->block_internal[t] |= 2;
-            add_item(r, PLACE_ACT, t, begin, stop, memory_tensor_numel(p, t));
+            add_item(r, PLACE_ACT, t, clock->fwd[begin], clock->fwd[stop], memory_tensor_numel(p, t), 1);
         } else if (lone) {
             p->block_internal[t] |= 2;
-            add_item(r, PLACE_ACT, t, 0, all, memory_tensor_numel(p, t));
+            add_item(r, PLACE_ACT, t, 0, all, memory_tensor_numel(p, t), 0);
         } else {
-            add_item(s, PLACE_ACT, t, begin, last, memory_tensor_numel(p, t));
+            add_item(s, PLACE_ACT, t, begin, last, memory_tensor_numel(p, t), 0);
         }
     }
     for (int i = first; i < end; i++) {
@@ -221,28 +280,46 @@ static void unit_items(Program *p, int stage, int k, place_items *s, place_items
         int j = pair_of(p, i);
         if (lone) {
             p->block_internal[o->out] |= 4;
-            add_item(r, PLACE_SAVED, i, 0, all, align16(o->saved_numel));
+            add_item(r, PLACE_SAVED, i, 0, all, align16(o->saved_numel), 0);
         } else {
-            add_item(s, PLACE_SAVED, i, j < i ? j : i, last, align16(o->saved_numel));
+            add_item(s, PLACE_SAVED, i, j < i ? j : i, last, align16(o->saved_numel), 0);
         }
     }
     for (int c = 0; c < p->n_chunks; c++) {
         if (!p->chunk_in[c] || c % p->pp != stage || (!whole && c != k)) continue;
-        add_item(s, PLACE_CHUNK_IN, c, whole ? 0 : first, last, memory_tensor_numel(p, p->chunk_in[c]));
+        add_item(s, PLACE_CHUNK_IN, c, whole ? 0 : first, last, memory_tensor_numel(p, p->chunk_in[c]), 0);
     }
     free(b);
     free(e);
     free(kept);
 }
 
-/* The recompute region's own items, in forward op indices: a block-internal
- * tensor or saved buffer (full recompute) over its block's ops (forward, or
- * recompute and backward), selective's attention buffer at its op, a
- * regathered tensor from its gather to its last reader (forward, or its
- * rerun and that reader's backward).  Backward uses each over the mirror
- * of its forward interval, and the forward transients not at all, so one
- * packing serves both. */
-static void recompute_items(const Program *p, int stage, place_items *r) {
+/* Block-internal tensor t, written by op g of the block at ops [lo, hi]:
+ * its interval on the region's two-phase clock, from its writer (a fused
+ * pair's first op) to its last reader in the block's forward or, later,
+ * its backward (a fused pair's backward counted at its earlier op, whose
+ * tick is later). */
+static void internal_interval(const Program *p, const region_clock *clock, int g, int lo, int hi, int *begin,
+                              int *end) {
+    int t = p->ops[g].out, pg = pair_of(p, g);
+    *begin = clock->fwd[pg < g ? pg : g];
+    *end = clock->fwd[pg > g ? pg : g];
+    for (int j = lo; j <= hi; j++) {
+        int pj = pair_of(p, j), a = pj < j ? pj : j, z = pj > j ? pj : j;
+        for (int n = 0; n < p->ops[j].n_in; n++)
+            if (p->ops[j].in[n] == t && clock->fwd[z] > *end) *end = clock->fwd[z];
+        if (memory_bwd_reads(p, j, t) && clock->bwd[a] > *end) *end = clock->bwd[a];
+    }
+}
+
+/* The recompute region's own items, on the region's clock: a block-internal
+ * tensor (full recompute) from its writer to its last reader, forward or
+ * backward, its op's saved buffer from its forward to its backward (over
+ * the whole block without the two-phase clock), selective's attention
+ * buffer at its op, a regathered tensor from its gather to its last reader
+ * (forward, or its rerun and that reader's backward: the mirror of its
+ * forward interval, which the forward transients do not use). */
+static void recompute_items(const Program *p, int stage, place_items *r, const region_clock *clock) {
     int *lo = wf_checked(malloc(sizeof(int) * (size_t)(p->layers + 1)), "memory pass");
     int *hi = wf_checked(malloc(sizeof(int) * (size_t)(p->layers + 1)), "memory pass");
     for (int l = 0; l <= p->layers; l++) lo[l] = hi[l] = -1;
@@ -257,16 +334,26 @@ static void recompute_items(const Program *p, int stage, place_items *r) {
         if (o->chunk % p->pp != stage) continue;
         int l = o->layer;
         if (memory_block_internal(p, o->out) && l >= 0 && l < p->layers) {
-            add_item(r, PLACE_ACT, o->out, lo[l], hi[l], memory_tensor_numel(p, o->out));
-            if (o->saved_numel) add_item(r, PLACE_SAVED, i, lo[l], hi[l], align16(o->saved_numel));
+            int b, e, pi = pair_of(p, i), a = pi < i ? pi : i;
+            if (clock->blocks) {
+                internal_interval(p, clock, i, lo[l], hi[l], &b, &e);
+                add_item(r, PLACE_ACT, o->out, b, e, memory_tensor_numel(p, o->out), 1);
+                b = clock->fwd[a];
+                e = clock->bwd[a];
+            } else {
+                add_item(r, PLACE_ACT, o->out, lo[l], hi[l], memory_tensor_numel(p, o->out), 0);
+                b = lo[l];
+                e = hi[l];
+            }
+            if (o->saved_numel) add_item(r, PLACE_SAVED, i, b, e, align16(o->saved_numel), 0);
         } else if (memory_regathered(p, i)) {
             int end = i;
             for (int q = i + 1; q < p->chunk_end_op[o->chunk]; q++)
                 for (int n = 0; n < p->ops[q].n_in; n++)
                     if (p->ops[q].in[n] == o->out) end = q;
-            add_item(r, PLACE_ACT, o->out, i, end, memory_tensor_numel(p, o->out));
+            add_item(r, PLACE_ACT, o->out, clock->fwd[i], clock->fwd[end], memory_tensor_numel(p, o->out), 0);
         } else if (o->saved_numel && memory_saved_in_region(p, o)) {  /* selective's attention */
-            add_item(r, PLACE_SAVED, i, i, i, align16(o->saved_numel));
+            add_item(r, PLACE_SAVED, i, clock->fwd[i], clock->fwd[i], align16(o->saved_numel), 0);
         }
     }
     free(lo);
@@ -280,16 +367,19 @@ void memory_lay_out_acts(Program *p, int stage) {
     size_t cap = (size_t)(p->n_tensors + p->n_ops + p->n_chunks + 1);
     items_alloc(&s, cap);
     items_alloc(&r, 2 * cap);
-    recompute_items(p, stage, &r);
+    region_clock clock;
+    clock_build(p, &clock);
+    recompute_items(p, stage, &r, &clock);
     for (int k = 0; k < units; k++) {
         if (p->pp > 1 && k % p->pp != stage) continue;
         s.n = 0;
-        unit_items(p, stage, k, &s, &r);
-        long top = place(p, stage, p->pp == 1 ? -1 : k, 0, &s);  /* a slot holds one chunk: only its places meet */
+        unit_items(p, stage, k, &s, &r, &clock);
+        long top = place(p, stage, p->pp == 1 ? -1 : k, 0, &s, NULL);  /* a slot holds one chunk: only its places meet */
         if (top > size) size = top;
     }
     p->act_numel[stage] = size;
-    p->region_numel[stage] = place(p, stage, -1, 1, &r);
+    p->region_numel[stage] = place(p, stage, -1, 1, &r, &clock);
+    clock_free(&clock);
     items_free(&s);
     items_free(&r);
 }

@@ -62,7 +62,7 @@ static const op_row table[OP__COUNT] = {
     [OP_ADD] = {
         .name = "add", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,
         .check = add_check, .shard = pointwise_shard, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
-        .cost = COST_ADD, .k = FWD_BWD("wf_add_fwd", "wf_add_bwd"),
+        .inplace = 1, .cost = COST_ADD, .k = FWD_BWD("wf_add_fwd", "wf_add_bwd"),
         .emit_fwd = binary_emit_fwd, .emit_bwd = add_emit_bwd, .stem = "residual" },
     [OP_LMHEAD_XENT] = {
         .name = "lmhead_xent", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
@@ -119,14 +119,14 @@ static const op_row table[OP__COUNT] = {
         .name = "pos_add", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
         /* as a graph op it follows the merged stream: this tp rank's rows under sp */
         .check = pos_add_check, .shard = vision_shard,
-        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_ADD,
+        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .inplace = 1, .cost = COST_ADD,
         .k = { { "wf_pos_add_fwd", "wf_pos_add_bwd", "wf_pos_add_bwd_input", "wf_pos_add_bwd_weight" } },
         .emit_fwd = pos_add_emit_fwd, .emit_bwd = pos_add_emit_bwd,
         .emit_bwd_input = pos_add_emit_bwd_input, .emit_bwd_weight = pos_add_emit_bwd_weight,
         .label = "A_EMBED" },
     [OP_BIAS_ADD] = {
         .name = "bias_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
-        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .cost = COST_ADD,
+        .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .inplace = 1, .cost = COST_ADD,
         /* its B half is pos_add's: din += dout */
         .k = { { "wf_bias_add_fwd", "wf_bias_add_bwd", "wf_pos_add_bwd_input", "wf_bias_add_bwd_weight" } },
         .emit_fwd = bias_add_emit_fwd, .emit_bwd = bias_add_emit_bwd,
@@ -134,10 +134,12 @@ static const op_row table[OP__COUNT] = {
         .label_param = 1 },  /* named after the whole bias: h.0.attn.c_proj.bias */
     [OP_TP_COPY] = {
         .name = "tp_copy", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
+        .inplace = 1,
         .cost = COST_COMM, .coll_fwd = COLL_NONE, .coll_bwd = COLL_ALLREDUCE,
         .k = FWD_BWD("wf_tp_copy_fwd", "wf_tp_copy_bwd"), .emit_fwd = tp_emit_fwd, .emit_bwd = tp_emit_bwd },
     [OP_TP_REDUCE] = {
         .name = "tp_reduce", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
+        .inplace = 1,
         .cost = COST_COMM, .coll_fwd = COLL_ALLREDUCE, .coll_bwd = COLL_NONE,
         .k = FWD_BWD("wf_tp_reduce_fwd", "wf_tp_reduce_bwd"), .emit_fwd = tp_emit_fwd, .emit_bwd = tp_emit_bwd },
     [OP_TP_GATHER] = {

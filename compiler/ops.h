@@ -85,6 +85,13 @@ typedef struct {
     long (*scratch)(const Program *p, const ir_op *o);
     int selective;             /* recomputed under recompute = "selective" (its saved state shared) */
     int keeps_shape;           /* its output has its first input's width and rows (verify_ir) */
+    /* in place: its output may take the place of an input of its size that
+     * dies at it (the memory pass, memory_slot.c).  Only where both
+     * backends' forward kernels run element by element (each value read
+     * before it is written, no restrict) or skip a copy onto itself
+     * (runtime/common/tp.c), and the 16-bit staging (runtime/cpu/stage16.c)
+     * stages an aliased operand once. */
+    int inplace;
     const char *hf_activation; /* an activation: its Hugging Face name (config.json's activation_function) */
     /* the tensor-parallel rewrite: appends the op's sharded form, returns
      * its output tensor (NULL: the op cannot be tensor-parallel) */

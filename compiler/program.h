@@ -112,6 +112,8 @@ typedef struct {
     long offset;     /* in the activation slot */
     long doffset;    /* its gradient's, in an activation-gradient set (memory pass; -1: none) */
     int producer;    /* op index */
+    int alias;       /* memory pass: the input whose place it takes (its producer runs in
+                        place, ops.h's inplace, and that input dies there); 0: none */
 } ir_tensor;
 
 /* What the memory pass placed, with its live interval (memory_check.c

@@ -112,9 +112,14 @@ static float *reduce_scatter_packed(wf_ctx *c, const float *in, long n) {
     return piece;
 }
 
+/* The memory pass may run copy and reduce in place (compiler/ops.c's
+ * inplace: out == in when in dies here): no copy onto itself. */
+static void copy_unless_same(wf_ctx *c, float *out, const float *in, long floats) {
+    if (out != in) wf_backend_copy(c, out, in, sizeof(float) * (size_t)floats);
+}
+
 void wf_tp_copy_fwd(wf_ctx *c, float *out, const float *in, long n) {
-    long floats = wf_ctx_act16(c) ? (n + 1) / 2 : n;
-    wf_backend_copy(c, out, in, sizeof(float) * (size_t)floats);
+    copy_unless_same(c, out, in, wf_ctx_act16(c) ? (n + 1) / 2 : n);
 }
 
 void wf_tp_copy_bwd(wf_ctx *c, float *din, float *dout, long n) {
@@ -137,14 +142,14 @@ void wf_tp_copy_bwd(wf_ctx *c, float *din, float *dout, long n) {
 
 void wf_tp_reduce_fwd(wf_ctx *c, float *out, const float *in, long n) {
     if (comm16(c) && wf_ctx_act16(c)) {
-        wf_backend_copy(c, out, in, sizeof(float) * (size_t)((n + 1) / 2));
+        copy_unless_same(c, out, in, (n + 1) / 2);
         allreduce16(c, out, n);
     } else if (comm16(c)) {
         pack16(c, c->comm, in, n);
         allreduce16(c, c->comm, n);
         unpack16(c, out, c->comm, n, 0);
     } else if (!wf_ctx_act16(c)) {
-        wf_backend_copy(c, out, in, sizeof(float) * (size_t)n);
+        copy_unless_same(c, out, in, n);
         allreduce(c, out, n);
     } else {
         wf_tp_widen(c, c->comm, in, n);

@@ -39,7 +39,8 @@
  *    recompute, the 3D plan, LLaMA's grouped-query attention).
  * 4. The memory checker (memory_check.c) passes every plan's layout, and
  *    catches an overlap planted in it: a gradient moved onto another one
- *    live at the same step, an activation onto another activation; every
+ *    live at the same step, an activation onto another activation, an
+ *    in-place alias (memory_inplace.c) the plan does not record; every
  *    gradient a backward op touches is live at that op's step. */
 #include <math.h>
 #include <stdlib.h>
@@ -228,12 +229,13 @@ static const mem_place *grad_place(const Program *p, int t, int k) {
 }
 
 static void checker(void) {
-    struct { const char *name, *plan, *sets[3]; } v[] = {
-        { "tiny", "plans/tiny.lua", { NULL } },
-        { "full recompute", "plans/tiny.lua", { "recompute=full", NULL } },
-        { "3d", "plans/gpt2_3d.lua", { NULL } },
-        { "zero-bubble", "plans/gpt2_3d.lua", { "pipeline.schedule=zb-h1", "pipeline.virtual=1", NULL } },
-        { "llama", "plans/llama_tiny.lua", { NULL } },
+    struct { const char *name, *plan, *sets[3]; int aliases; } v[] = {
+        { "tiny", "plans/tiny.lua", { NULL }, 0 },
+        { "full recompute", "plans/tiny.lua", { "recompute=full", NULL }, 0 },
+        { "3d", "plans/gpt2_3d.lua", { NULL }, 1 },
+        { "zero-bubble", "plans/gpt2_3d.lua", { "pipeline.schedule=zb-h1", "pipeline.virtual=1", NULL }, 1 },
+        { "tp full recompute", "plans/gpt2_3d.lua", { "mesh.sp=false", "recompute=full", NULL }, 1 },
+        { "llama", "plans/llama_tiny.lua", { NULL }, 0 },
     };
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
         Program p;
@@ -242,6 +244,24 @@ static void checker(void) {
             continue;
         }
         check(memory_check(&p) == 0, "%s: the checker passes the memory pass's layout", v[i].name);
+        /* in-place ops (memory_inplace.c): each planned alias shares its input's place, and the same
+         * place without the plan (the alias cleared) is an overlap the checker catches */
+        int aliases = 0, shared = 0, caught = 0;
+        for (int t = 1; t < p.n_tensors; t++) {
+            int a = p.tensors[t].alias;
+            if (!a) continue;
+            aliases++;
+            shared += p.tensors[t].offset == p.tensors[a].offset;
+            if (aliases > 8) continue;  /* the checker's time */
+            p.tensors[t].alias = 0;
+            caught += memory_check(&p) != 0;
+            p.tensors[t].alias = a;
+        }
+        if (v[i].aliases)
+            check(aliases > 0, "%s: tensor-parallel ops run in place (%d aliases)", v[i].name, aliases);
+        check(shared == aliases, "%s: every alias has its input's offset (%d of %d)", v[i].name, shared, aliases);
+        check(caught == (aliases < 8 ? aliases : 8), "%s: an alias not planned is caught as an overlap (%d of %d)",
+              v[i].name, caught, aliases < 8 ? aliases : 8);
         /* every gradient touched by a backward op is live at its step */
         int dead = 0;
         for (int o = 0; o < p.n_ops; o++) {
