@@ -44,12 +44,12 @@
 #   interleaved  per_layer * (L/(pv)) * min(pv + p - 1 - 2s, mv) + working set
 # and every stage is compared with its own formula.  The work column is the
 # formula's working set; the head column (the last stage only) what Weft's
-# last stage holds that the formula leaves out: the LM head's 2sbh input in
-# each slot (under interleaving every slot of the stage is sized by its
-# largest chunk, the loss chunk), the fp32 logits 4sbv/t once, and under
-# selective recompute + SP the 2sbh norm output regathered before its
-# linear's backward (Megatron-LM regathers it too; the selective formula has
-# no working set).  Each row shows the stage
+# last stage holds that the formula leaves out: the LM head's 2sbh input
+# (full recompute: in each slot; under interleaving every slot of the stage
+# is sized by its largest chunk, the loss chunk; selective recompute + SP:
+# once, gathered again before the head's backward as Megatron-LM's output
+# layer does, like the blocks' norm outputs, in the region) and the CUDA
+# head's dlogits, 2sbv/t in 16 bits, once.  Each row shows the stage
 # whose activations are the largest share of its formula (the a/f column's
 # worst), stage 0's ratio, and the largest total over the stages; STAGES=1
 # prints a row per stage instead (tests/e2e/paper_plans.sh checks every one).
@@ -66,7 +66,21 @@
 #   full recompute: a slot keeps each block's input (2sbh); the chunk's
 #     output waits for its send in a staging buffer (scratch), not the slot;
 #     the region (once per stage) holds one block's internals and the
-#     forward's transients, so the working set is counted once.
+#     forward's transients, so the working set is counted once.  Each
+#     internal tensor lives there from its writer to its last reader in the
+#     block's recompute or backward, and the in-place ops (the tp copy and
+#     all-reduce, the bias and residual adds: compiler/memory_inplace.c)
+#     write over their dying inputs, so the working set is what one tick of
+#     the block needs: the tp copies of the two norms' outputs, the
+#     residual between them, the partial sums one at a time (about 8 sbh of
+#     full-width tensors with 24/t sbh of sharded ones, against the formula's
+#     10 + 24/t + 5as/(ht)): every stage is at or under its formula.
+#   selective + SP: the region holds the forward's transients, the
+#     row-parallel linear's unreduced (N, h) partial before its
+#     reduce-scatter and the all-gathered norm output, one at a time (2sbh,
+#     as Megatron-LM allocates them; the formula has no working set), so a
+#     stage with few layers (a deep pipeline's last) is over by that and the
+#     LM head (below).
 #   Both: the first stage's embedding and the last stage's LM head add a few
 #     sbh, and 64-byte alignment per tensor.
 # The note column: "formula does not fit" where even the formula's
@@ -125,8 +139,7 @@ for plan in "$PLANS"/*.lua; do
         for (k = 0; k < n; k++) {
           if (v > 1) { units = p * v + p - 1 - 2 * k; if (units > m * v) units = m * v; F[k] = per * L / (p * v) * units + work }
           else { units = p - k; if (units > m) units = m; F[k] = per * L / p * units + work }
-          if (k == n - 1) H = 2 * s * mb * h * (v > 1 ? units : 1) + 4 * s * mb * V / t  # the LM head (above)
-          if (k == n - 1 && mode == "selective") H += 2 * s * mb * h  # the regathered norm output (above)
+          if (k == n - 1) H = 2 * s * mb * h * (v > 1 && mode == "full" ? units : 1) + 2 * s * mb * V / t  # the LM head (above)
           if (A[k] / F[k] > A[w] / F[w]) w = k
           if (T[k] > most) most = T[k]
           if (T[k] - A[k] + F[k] > dev) note = "formula does not fit"

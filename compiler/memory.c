@@ -242,12 +242,17 @@ static int first_bwd_reader(const Program *p, int t) {
  * linear that reads it (Korthikanti et al. 2022, section 4.2.3: the
  * backward keeps only this rank's 1/t shard, the norm's output, and gathers
  * it again), so the gathered (N, h) tensor lives only while its linear runs,
- * in the recompute region, not in every slot.  Not under a split backward
+ * in the recompute region, not in every slot (nor, on the last stage, the
+ * LM head's input in the region for the whole step).  Not under a split backward
  * (zero-bubble): W reads it long after B. */
 static int regathered(const Program *p, const ir_op *o) {
-    if (p->recompute != RECOMPUTE_SELECTIVE || o->kind != OP_TP_GATHER || o->layer < 0) return 0;
+    if (p->recompute != RECOMPUTE_SELECTIVE || o->kind != OP_TP_GATHER) return 0;
     if (p->sched && p->sched->split_backward) return 0;
-    return first_bwd_reader(p, o->out) >= 0;
+    int r = first_bwd_reader(p, o->out);
+    /* a block's gather, or the final norm's before the LM head (Megatron-LM's
+     * output layer, a column-parallel linear under sequence parallelism, also
+     * keeps only the shard and gathers it again in backward) */
+    return r >= 0 && (o->layer >= 0 || op_row_of(p->ops[r].kind)->loss);
 }
 
 int memory_selective_op(const Program *p, int i) {

@@ -83,6 +83,7 @@ layouts=(
   "3d_sp_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  0  0"
   "ref_g20    ref_g20   256   4 20     1  1  0  1 1f1b         1 20    25  0  0  0"
   "rc_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  1  0  0"
+  "rc_tp2     ref       256   2 16     1  2  0  1 1f1b         1 16    25  1  0  0"
   "rc_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  1  0  0"
   "rc_pp2     ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  1  0  0"
   "rc_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    25  1  0  0"
