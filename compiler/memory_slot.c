@@ -20,7 +20,10 @@
  *     dlogits); the chunk's received input likewise.
  * Those intervals are packed by first-fit by decreasing size
  * (memory_pack.c), so the slot is what backward keeps plus the largest
- * forward working set at one op, and memory_check.c re-checks them. */
+ * forward working set at one op, and memory_check.c re-checks them.  The
+ * stage's region (once per stage: forward transients, full recompute's
+ * block internals, selective's buffers) is packed on its own clock (below),
+ * where in-place ops take their dying inputs' places (memory_inplace.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -119,7 +119,9 @@ typedef struct {
 /* What the memory pass placed, with its live interval (memory_check.c
  * verifies that no two live at once overlap; --dump=memory prints them).
  * Activation slots: intervals in forward op indices (a slot holds one
- * microbatch of one stage).  Activation-gradient sets: in backward steps of
+ * microbatch of one stage); the stage's recompute region: the same, or
+ * under full recompute ticks of each block's forward then its backward
+ * (memory_slot.c's clock).  Activation-gradient sets: in backward steps of
  * one chunk (step j runs op chunk_end - 1 - j); a set holds one chunk's
  * backward at a time, so only places of the same chunk can meet. */
 enum { PLACE_ACT, PLACE_SAVED, PLACE_CHUNK_IN, PLACE_DACT, PLACE_DCHUNK_IN };
