@@ -38,6 +38,12 @@
 #         the fp32 rows, which compare weights: in 4 steps of this small model an
 #         attention backward fed the wrong tensor moved the bf16 losses by only
 #         3e-5 and the norms by 1e-3.
+#   r16   bf16 / fp16 plans whose activations stay in float storage, each
+#         value rounded to the 16-bit type by the call after the kernel that
+#         wrote it, on both backends (a VLM: its patch embedding and image
+#         hand-off have no 16-bit storage, so act16 is off, `.act16 = 0`):
+#         act16's tolerances, 1e-4 in loss and 1e-3 in gradient norm.
+#         Measured: see vlm_bf16, vlm_fp16_dp2, vlm_fzv_bf16, vlm_fzl_bf16.
 # bf16_ga32 and bf16_ga32_dp2 accumulate weight gradients in fp32
 # (plan.grad_accum = "fp32": no rounding call on them, none in the optimizer
 # step), against the CPU's run of the same plan with act16's tolerances.
@@ -178,6 +184,15 @@ build_ref ref_bf16_ga32 plans/tiny.lua --set precision=bf16 --set grad_accum=fp3
 # weft.vlm: a ViT, LLaVA's projector and a LLaMA or a GPT-2
 build_ref ref_vlm plans/vlm_llama.lua
 build_ref ref_vlm_gpt2 plans/vlm_tiny.lua
+# in 16 bits (the encoder's values rounded as the LLM's), and with freeze:
+# the frozen weights fp32 under bf16 on both backends (no master holds them);
+# a frozen GPT-2 runs its fused pairs' input halves alone (fuse.c)
+build_ref ref_vlm_bf16 plans/vlm_llama.lua --set precision=bf16
+build_ref ref_vlm_fp16 plans/vlm_llama.lua "${fp16_scale[@]}"
+build_ref ref_vlm_fzv plans/vlm_llama.lua --set model.freeze.vision=true
+build_ref ref_vlm_fzv_bf16 plans/vlm_llama.lua --set model.freeze.vision=true --set precision=bf16
+build_ref ref_vlm_fzl plans/vlm_tiny.lua --set model.freeze.llm=true
+build_ref ref_vlm_fzl_bf16 plans/vlm_tiny.lua --set model.freeze.llm=true --set precision=bf16
 
 # build_emu NAME PLAN [--set ...]: compiled for CUDA, built on the emulator
 build_emu() {
@@ -197,8 +212,12 @@ compare() {
   # layout against the single-rank losses and weights); bf16: check.sh's
   local tl=1e-4 tn=1e-3 tw=1e-3
   [ "$kind" = equiv ] && tl=2e-6 tn=1e-6
-  if [ "$kind" = act16 ]; then
-    grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
+  if [ "$kind" = act16 ] || [ "$kind" = r16 ]; then
+    if [ "$kind" = r16 ]; then  # float storage, each value rounded by the call after its kernel
+      grep -q '\.act16 = 0' "$WORK/$name"/stage0.cu || { echo "act16 is on in $name/stage0.cu"; return 1; }
+    else
+      grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
+    fi
     case $name in *_ga32*)  # fp32 accumulation: the runtime told, no weight gradient rounded
       grep -q '\.grad_accum32 = 1' "$WORK/$name"/stage0.cu && ! grep -q 'wf_to_bf16(c, g + ' "$WORK/$name"/stage*.cu ||
         { echo "$name rounds its weight gradients"; return 1; } ;;
@@ -321,6 +340,12 @@ rows=(
   "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2"
   "vlm_gpt2  ref_vlm_gpt2 fp32 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2"
   "vlm_tp2   ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
+  "vlm_bf16  ref_vlm_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
+  "vlm_fp16_dp2 ref_vlm_fp16 r16 plans/vlm_llama.lua --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=mpi"
+  "vlm_fzv   ref_vlm_fzv fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2 --set model.freeze.vision=true"
+  "vlm_fzv_bf16 ref_vlm_fzv_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.vision=true --set precision=bf16"
+  "vlm_fzl   ref_vlm_fzl fp32 plans/vlm_tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true"
+  "vlm_fzl_bf16 ref_vlm_fzl_bf16 r16 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true --set precision=bf16"
 )
 ref_needed() {  # ref_needed REF: a selected row compares with it
   local row name ref
@@ -363,6 +388,25 @@ for name in pp2_tp2_sg bf16_pp2_tp2_nccl pp2_tp2_2bw_nccl; do
       grep -q 'wf_pipe_gather(c, ' "$WORK/$name/stage1.cu" ;;
   esac
 done
+
+# freeze under bf16: the frozen part's weights stay their fp32 initial
+# values on the emulated device as on the CPU (ckpt diff lists every tensor
+# that differs at all between the two runs' checkpoints; the trained parts
+# differ within act16's tolerances, the frozen ones must not at all)
+frozen_same() {  # frozen_same NAME REF PATTERN: no tensor matching PATTERN differs
+  local moved
+  moved=$("$WEFT" ckpt diff "$WORK/$2.ckpt/model.safetensors" "$WORK/$1.ckpt/model.safetensors" --tol 0 --atol 0 |
+          sed -n 's/^\([^ ]*\) *max|a-b|.*/\1/p') || true
+  [ -n "$moved" ] && ! grep -q "$3" <<<"$moved"  # (the trained parts differ: the diff did run)
+}
+case " ${ROWS:-vlm_fzv_bf16} " in *" vlm_fzv_bf16 "*)
+  check "vlm_fzv_bf16: the frozen vision tower bit-identical to the CPU's (fp32, untouched)" \
+    frozen_same vlm_fzv_bf16 ref_vlm_fzv_bf16 '^model\.vision_tower\.' ;;
+esac
+case " ${ROWS:-vlm_fzl_bf16} " in *" vlm_fzl_bf16 "*)
+  check "vlm_fzl_bf16: the frozen language model bit-identical to the CPU's (fp32, untouched)" \
+    frozen_same vlm_fzl_bf16 ref_vlm_fzl_bf16 '^model\.language_model\.\|^lm_head\.' ;;
+esac
 
 # two ranks over NCCL capture their steps too (graph.c: only comm = "mpi" and
 # host work keep steps eager), NCCL operations included

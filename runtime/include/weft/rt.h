@@ -415,7 +415,7 @@ typedef struct wf_program {
     int offload_params;      /* ZeRO-3: the parameter shard in host memory */
     long grad_numel;         /* the gradient arena, floats: ZeRO >= 2 its bucket buffers, else the
                                 parameter arena's trainable prefix (frozen parameters follow it) */
-    long gather_numel;       /* ZeRO-3: the gather arena (parameters in use), floats */
+    long gather_numel;       /* ZeRO-3: the gather arena (parameters in use; frozen ones whole at its end), floats */
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
     /* optimizer and schedule */
@@ -522,7 +522,8 @@ float *wf_losses(wf_ctx *c);           /* N floats of per-token loss */
  * class before calling it; the time until the next switch is that class's. */
 enum {
     WF_PROF_GEMM, WF_PROF_ATTENTION, WF_PROF_NORM, WF_PROF_ELEMENTWISE, WF_PROF_CLASSIFIER,
-    WF_PROF_OPTIMIZER, WF_PROF_COMM, WF_PROF_OTHER, WF_PROF_CLASSES
+    WF_PROF_OPTIMIZER, WF_PROF_COMM, WF_PROF_OTHER, WF_PROF_CLASSES,
+    WF_PROF_ENCODER = 16  /* or-ed into a class: a VLM's vision encoder / projector op (also summed apart) */
 };
 void wf_prof(wf_ctx *c, int cls);
 
