@@ -225,6 +225,11 @@ if [ "$GROUP" = frozen16 ]; then
   agrad() { "$WEFT" check plans/vlm_tiny.lua "$@" | sed -n 's/^ *act\. grads *//p'; }
   a_full=$(agrad) a_fzl=$(agrad --set model.freeze.llm=true)
   check "weft check, freeze llm: activation gradients ${a_fzl:-?} (unfrozen ${a_full:-?})" test -n "$a_full" -a "$a_full" = "$a_fzl"
+  # (the LLM's four fused add + layernorm pairs run their input half, and
+  # its two c_proj linears their input gradient with the gelu's)
+  [ -f "$WORK/fzl_ref/stage0.c" ] && check "fzl_ref: the frozen language model's fused pairs kept (input halves)" \
+    eval '[ $(grep -c "wf_residual_layernorm_bwd_input(" "$WORK/fzl_ref/stage0.c") = 4 ] &&
+          [ $(grep -c "wf_linear_dgelu_bwd_input(" "$WORK/fzl_ref/stage0.c") = 4 ]'
   # weft simulate leaves the frozen encoder's backward out: what remains of
   # it and the projector is their forward and the projector's weight gradients
   enc() {
