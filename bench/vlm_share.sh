@@ -25,7 +25,7 @@ fi
 "$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 512 --seed 5 >/dev/null
 sets=(--set mesh.pp=2 --set cluster.devices_per_node=2 --set batch.micro=8 --set data.train="$WORK/vlm.bin"
       --set train.steps="$STEPS" "$@")
-"$WEFT" compile plans/vlm_tiny.lua -o "$WORK/prog" "${sets[@]}" >/dev/null
+"$WEFT" compile plans/vlm_tiny.lua -o "$WORK/prog" "${sets[@]}" >/dev/null 2>&1
 cmake -S "$WORK/prog" -B "$WORK/prog/build" >/dev/null && cmake --build "$WORK/prog/build" >/dev/null
 "$WORK/prog/launch.sh" --profile >"$WORK/run.log" 2>&1 </dev/null
 grep -E '^profile rank' "$WORK/run.log"
