@@ -501,6 +501,9 @@ typedef struct wf_program {
  * storage) activations are floats whose values the generated code rounds to
  * the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
+/* x lies among the frozen weights (weft.vlm's freeze), fp32 values under a
+ * 16-bit plan: a GEMM reads them unrounded (0 when c is NULL) */
+int wf_frozen_weight(wf_ctx *c, const void *x);
 
 /* Arena access for generated code. */
 float *wf_param_ptr(wf_ctx *c, long off);
