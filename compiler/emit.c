@@ -138,13 +138,19 @@ static void emit_params(writer *o, const Program *p, int stage) {
          p->train_numel[stage] < p->param_numel[stage] ? ";\n * frozen parameters (bucket -1) last, past the gradient arena" : "");
     if (p->zero >= 3)
         emit(o, "/* ZeRO-3: each rank stores only its shards; P_ names where a parameter lies\n"
-             " * once its bucket is all-gathered into the gather arena (BUCKETS[k].gather). */\n");
+             " * once its bucket is all-gathered into the gather arena (BUCKETS[k].gather)%s. */\n",
+             p->train_numel[stage] < p->param_numel[stage]
+                 ? ";\n * frozen parameters are whole on every rank, at the gather arena's end" : "");
     for (int r = 0; r < p->n_params; r++) {
         const ir_param *q = &p->params[p->grad_order[r]];
         if (q->stage != stage) continue;
         macro_name("P_", q->name, mname, sizeof mname);
-        const ir_bucket *bk = &p->buckets[q->bucket];
-        emit(o, "#define %-32s %ldL\n", mname, p->zero >= 3 ? bk->gather + q->offset - bk->offset : q->offset);
+        long at = q->offset;
+        if (p->zero >= 3 && q->bucket >= 0)
+            at = p->buckets[q->bucket].gather + q->offset - p->buckets[q->bucket].offset;
+        else if (p->zero >= 3)  /* frozen: whole, past the gather buffers (zero_plan.c) */
+            at = p->gather_numel[stage] - p->param_numel[stage] + q->offset;
+        emit(o, "#define %-32s %ldL\n", mname, at);
     }
     if (p->zero >= 2) {
         emit(o, "\n/* ZeRO-%d: backward writes gradients into bucket buffers (reduce-scattered\n"

@@ -288,7 +288,12 @@ static const char *prof_class(const Program *p, int i) {
 }
 
 static void emit_prof(writer *o, const Program *p, int i) {
-    emit(o, "    wf_prof(c, %s);\n", prof_class(p, i));
+    /* a VLM's encoder and projector: their compute is also counted apart
+     * (a tensor-parallel collective among them stays communication, as
+     * simulate's encoder line leaves communication out) */
+    const char *cls = prof_class(p, i);
+    int enc = op_in_encoder(p, i) && strcmp(cls, "WF_PROF_COMM") != 0;
+    emit(o, "    wf_prof(c, %s%s);\n", cls, enc ? " | WF_PROF_ENCODER" : "");
 }
 
 void emit_forward_op(writer *o, const Program *p, int i) {
@@ -341,7 +346,10 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     operands x;
     get_operands(p, i, &x);
-    if (!op_full_backward(op)) {
+    /* a fused pair (fuse.c) whose parameters are frozen keeps its fused
+     * input half; the parameter gradients' calls are left out (wgrad) */
+    int paired = op->fused != FUSED_NONE || op->dgelu != DGELU_NONE, wgrad = op->grad_w || op->n_param == 0;
+    if (!op_full_backward(op) && !(paired && op->grad_in)) {
         emit_partial_backward(o, p, i, &x);
         return;
     }
@@ -353,8 +361,8 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     widen_params(o, p, i);
     if (op->dgelu != DGELU_GELU && op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
-        emit_fused_bwd(o, p, i, &x, 1);
-        round_param_grads(o, p, i, &x);
+        emit_fused_bwd(o, p, i, &x, wgrad);
+        if (wgrad) round_param_grads(o, p, i, &x);
         return;
     }
     if (op->dgelu == DGELU_GELU) {  /* before the forward pair's: it is in both */
@@ -363,8 +371,8 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     }
     if (op->dgelu == DGELU_LINEAR) {
         emit_linear_dgelu_bwd_input(o, p, i, &x);
-        emit_linear_bwd_weight(o, p, i, &x);
-        round_param_grads(o, p, i, &x);
+        if (wgrad) emit_linear_bwd_weight(o, p, i, &x);
+        if (wgrad) round_param_grads(o, p, i, &x);
         return;
     }
     if (op->fused == FUSED_LIN_GELU_GELU) {  /* its d(pre) is rounded in the fused call */
@@ -373,9 +381,9 @@ void emit_backward_op(writer *o, const Program *p, int i) {
     }
     if (op->fused == FUSED_LIN_GELU_LINEAR) {
         emit_linear_gelu_bwd_input(o, p, i, &x);
-        emit_linear_bwd_weight(o, p, i, &x);
+        if (wgrad) emit_linear_bwd_weight(o, p, i, &x);
         round_input_grads(o, p, i, &x);
-        round_param_grads(o, p, i, &x);
+        if (wgrad) round_param_grads(o, p, i, &x);
         return;
     }
     op_row_of(op->kind)->emit_bwd(o, p, i, &x, op_kernels_of(p, op));

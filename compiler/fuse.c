@@ -22,9 +22,21 @@
  * and in zero-bubble's B half (the W half is the layernorm's own). */
 #include "program.h"
 
+/* Frozen parameters (weft.vlm's freeze, graph.c's marks): a pair is fused
+ * when neither op has a backward (a frozen encoder: only the forward runs
+ * fused), or when both pass their input gradients whole: the fused
+ * backward's input half (the calls zero-bubble's B half makes) then runs
+ * alone where the parameters are frozen, and their gradients are left out
+ * (emit_ops.c).  A trained op on frozen inputs (no input gradient) is in no
+ * pair: no fused call computes parameter gradients without input ones. */
+static int backward_pairs(const ir_op *a, const ir_op *b) {
+    if (!a->grad_in && !a->grad_w && !b->grad_in && !b->grad_w) return 1;
+    return (a->n_in == 0 || a->grad_in) && (b->n_in == 0 || b->grad_in);
+}
+
 static int fusable(const Program *p, int i) {
     const ir_op *add = &p->ops[i], *ln = &p->ops[i + 1];
-    if (!op_full_backward(&p->ops[i]) || !op_full_backward(&p->ops[i + 1])) return 0;
+    if (!backward_pairs(add, ln)) return 0;
     return add->kind == OP_ADD && ln->kind == OP_LAYERNORM && add->n_in == 2 &&
            add->in[0] != add->in[1] && ln->n_in == 1 && ln->in[0] == add->out && ln->n_param == 2 &&
            add->chunk == ln->chunk && add->fused == FUSED_NONE &&
@@ -64,7 +76,7 @@ int count_fused(const Program *p) {
  * LLaMA's swiglu is left alone. */
 static int fusable_linear_gelu(const Program *p, int i) {
     const ir_op *lin = &p->ops[i], *g = &p->ops[i + 1];
-    if (!op_full_backward(&p->ops[i]) || !op_full_backward(&p->ops[i + 1])) return 0;
+    if (!backward_pairs(lin, g)) return 0;
     return lin->kind == OP_LINEAR && g->kind == OP_GELU && lin->n_in == 1 && g->n_in == 1 &&
            g->in[0] == lin->out && lin->chunk == g->chunk && lin->fused == FUSED_NONE &&
            g->fused == FUSED_NONE && p->tensors[lin->out].rows_div == 1 && p->tensors[g->out].rows_div == 1 &&
@@ -117,7 +129,7 @@ static int fusable_linear_dgelu(const Program *p, int i) {
     const ir_op *g = &p->ops[i], *lin = &p->ops[i + 1];
     if (g->kind != OP_GELU || lin->kind != OP_LINEAR || g->n_in != 1 || lin->n_in != 1 ||
         lin->in[0] != g->out || lin->fused != FUSED_NONE || g->chunk != lin->chunk ||
-        !op_full_backward(g) || !op_full_backward(lin))
+        !g->grad_in || !lin->grad_in)  /* (only backward pairs here: both pass input gradients) */
         return 0;
     int pre = g->in[0];
     if (pre <= 0 || p->ops[p->tensors[pre].producer].chunk != g->chunk) return 0;

@@ -236,6 +236,17 @@ int inspect_plan(const Program *p, int only_rank, const char *format, FILE *out)
             }
             fputc('\n', out);
         }
+        if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk, in FLOPs */
+            double tokens = (double)p->micro * p->seq, enc = 0;
+            for (int i = p->chunk_first_op[0]; i < p->chunk_end_op[0]; i++) {
+                const op_row *r = op_row_of(p->ops[i].kind);
+                if (r->flops && op_in_encoder(p, i)) enc += tokens * r->flops(p, &p->ops[i]);
+            }
+            double first = chunk_flops(p, 0);
+            fprintf(out, "encoder   vision encoder and projector %.4g MFLOP of the first chunk's %.4g MFLOP forward "
+                         "per microbatch (%.1f%%; the matmuls, as partition weighs them)\n",
+                    enc / 1e6, first / 1e6, first > 0 ? 100.0 * enc / first : 0);
+        }
         print_streams(p, s, only_rank, out);
         fprintf(out, "timeline (unit costs):\n");
         schedule_timeline(s, out);

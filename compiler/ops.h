@@ -218,6 +218,7 @@ long patch_embed_scratch(const Program *p, const ir_op *o);
 int vision_shard(shard_ctx *r, const ir_op *o);
 int vision_variant(const Program *p, const ir_op *o);
 double patch_embed_flops(const Program *p, const ir_op *o);
+int op_in_encoder(const Program *p, int i);  /* a VLM's vision encoder or projector op */
 void patch_embed_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 void patch_embed_emit_bwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);
 const char *image_merge_check(const Program *p, int i);

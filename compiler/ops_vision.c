@@ -46,6 +46,19 @@ int vision_variant(const Program *p, const ir_op *o) {
     return p->tensors[o->out].rows_div > 1;
 }
 
+/* A VLM's vision encoder and projector: the ops before the image hand-off
+ * (image_merge), less the language model's token embedding and position
+ * add that precede it.  simulate and inspect price them, --profile times
+ * them (emit_ops.c's WF_PROF_ENCODER): one rule for all three. */
+int op_in_encoder(const Program *p, int i) {
+    if (p->image_positions <= 0) return 0;
+    int merge = -1;
+    for (int j = 0; j < p->n_ops && merge < 0; j++)
+        if (p->ops[j].kind == OP_IMAGE_MERGE) merge = j;
+    const ir_op *o = &p->ops[i];
+    return i < merge && !op_row_of(o->kind)->lookup && o->kind != OP_POS_ADD;
+}
+
 double patch_embed_flops(const Program *p, const ir_op *o) {
     return 2.0 * p->image_c * p->patch * p->patch * op_out_width(p, o) * p->image_positions / p->seq;
 }

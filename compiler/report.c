@@ -115,8 +115,10 @@ void program_report(const Program *p, FILE *out) {
     }
     if (frozen) {
         human_count((double)frozen, b, sizeof b);
-        fprintf(out, "frozen    %s (%ld): no gradients, no optimizer state; of %d ops' backwards %d skipped, "
-                     "%d only half (input or parameter gradients)\n", b, frozen, p->n_ops, no_bwd, half_bwd);
+        fprintf(out, "frozen    %s (%ld): no gradients, no optimizer state%s; of %d ops' backwards %d skipped, "
+                     "%d only half (input or parameter gradients)\n", b, frozen,
+                p->zero >= 3 ? ", whole on every rank outside ZeRO-3's shards (never gathered)" : "",
+                p->n_ops, no_bwd, half_bwd);
     }
     double tokens = (double)p->global_batch * p->seq;
     human_count(p->flops_per_token * tokens, b, sizeof b);

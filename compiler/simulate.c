@@ -367,16 +367,13 @@ static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm
  * ops before the image hand-off, less the token embedding's) and of the
  * whole first chunk, which holds them, per microbatch. */
 static void encoder_seconds(const Program *p, double peak, double hbm, double *enc, double *first) {
-    int merge = -1;
     *enc = *first = 0;
-    for (int i = 0; i < p->n_ops; i++)
-        if (p->ops[i].kind == OP_IMAGE_MERGE) merge = i;
     for (int i = p->chunk_first_op[0]; i < p->chunk_end_op[0]; i++) {
         const ir_op *o = &p->ops[i];
         op_time t = op_seconds(p, o, peak, hbm);
         if (t.comm > 0) continue;
         *first += t.f + t.b;
-        if (i < merge && !op_row_of(o->kind)->lookup && o->kind != OP_POS_ADD) *enc += t.f + t.b;
+        if (op_in_encoder(p, i)) *enc += t.f + t.b;
     }
 }
 

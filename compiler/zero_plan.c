@@ -362,6 +362,11 @@ static int zero_layout(Program *p) {
     if (verify_disjoint(p, "gradient buffers", 0) != 0) return -1;
     if (p->zero < 3) return 0;
     plan_gathers(p);
+    /* Frozen parameters (weft.vlm's freeze; no bucket, no gradient) are kept
+     * whole on every rank, after the gather buffers: they are never
+     * all-gathered, and the emitted P_ offsets and the runtime
+     * (zero_params.c) place them at gather_numel - param_numel + offset. */
+    for (int s = 0; s < p->pp; s++) p->gather_numel[s] += p->param_numel[s] - p->train_numel[s];
     return verify_disjoint(p, "gather buffers", 1);
 }
 

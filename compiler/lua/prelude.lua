@@ -1358,13 +1358,6 @@ local function make_plan(spec)
     fail(field, "expected " .. article(kind) .. " made by " .. ctor .. ", got " .. got, ctor)
   end
   s.model = rebuild("plan.model", s.model, "model", "weft.gpt2 { ... }, weft.llama { ... } or weft.vlm { ... }")
-  if s.model.image then  -- a VLM: what this version runs it with
-    -- ZeRO-3 keeps parameters only as bucket shards, and a frozen
-    -- parameter, having no gradient, is in no bucket
-    if s.model.frozen and s.zero == 3 then
-      fail("zero", "3 with weft.vlm's freeze " .. SUPPORTED_LATER, "0, 1 or 2")
-    end
-  end
   s.optimizer = rebuild("plan.optimizer", s.optimizer, "optimizer", "weft.adamw { ... }")
   s.cluster = rebuild("plan.cluster", s.cluster, "cluster", "weft.cluster { ... }")
 

@@ -494,9 +494,12 @@ static void save_folder(wf_ctx *c, const char *dir) {
     /* 16-bit modes save the fp32 masters, so that a resume is exact;
      * ZeRO-3 gathers the parameter shards */
     float *full_w = c->master ? wf_moment_full(c, c->master) : p->zero >= 3 ? wf_params_whole(c) : NULL;
-    for (int k = 0; c->master && k < p->n_params; k++)  /* frozen (weft.vlm): no master, fp32 working values */
+    for (int k = 0; c->master && p->zero < 3 && k < p->n_params; k++)  /* frozen (weft.vlm): no master, fp32 working values */
         if (p->params[k].bucket < 0)
             memcpy(full_w + p->params[k].offset, weights + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
+    for (int k = 0; c->master && p->zero >= 3 && k < p->n_params; k++)  /* (ZeRO-3: whole at the gather arena's end) */
+        if (p->params[k].bucket < 0)
+            memcpy(full_w + p->params[k].offset, c->params + wf_frozen_at(p, k), sizeof(float) * (size_t)p->params[k].numel);
     if (full_w) weights = full_w;
     float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);

@@ -275,6 +275,8 @@ float *wf_own_weights(wf_ctx *c, float *weights, int k);
 void wf_zero_grads_clear(wf_ctx *c);
 float *wf_params_whole(wf_ctx *c);           /* ZeRO-3: whole parameters (caller frees) */
 void wf_params_adopt(wf_ctx *c, const float *whole);  /* ZeRO-3: keep this rank's shards */
+long wf_frozen_at(const wf_program *p, int k);         /* a frozen parameter's offset in c->params */
+void wf_frozen_adopt(wf_ctx *c, const float *whole);   /* ZeRO-3: the frozen ones, whole, into c->params */
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
 void wf_scaler_init(wf_ctx *c);                         /* loss_scale.c */
 int wf_grads_overflow(wf_ctx *c);

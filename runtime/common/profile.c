@@ -22,9 +22,10 @@ static const char *const NAMES[WF_PROF_CLASSES] = {
 static struct {
     int on;
     int done;  /* stopped at the end of training: the summary prints */
-    int cur;
+    int cur;   /* a class, WF_PROF_ENCODER or-ed in for a VLM's encoder ops */
     double since;
     double seconds[WF_PROF_CLASSES];
+    double encoder;  /* the encoder's and projector's ops, whatever their class */
 } P;
 
 static double now_s(void) {
@@ -35,7 +36,8 @@ static double now_s(void) {
 
 static void switch_to(int cls) {
     double t = now_s();
-    P.seconds[P.cur] += t - P.since;
+    P.seconds[P.cur & ~WF_PROF_ENCODER] += t - P.since;
+    if (P.cur & WF_PROF_ENCODER) P.encoder += t - P.since;
     P.since = t;
     P.cur = cls;
 }
@@ -62,6 +64,7 @@ void wf_prof_start(int on) {
     P.cur = WF_PROF_OTHER;
     P.since = now_s();
     for (int k = 0; k < WF_PROF_CLASSES; k++) P.seconds[k] = 0;
+    P.encoder = 0;
 }
 
 void wf_prof_stop(wf_ctx *c) {
@@ -74,15 +77,21 @@ void wf_prof_stop(wf_ctx *c) {
 
 /* Every rank calls it: rank 0 prints one line per rank (ranks differ:
  * pipeline stages, the last one's head), milliseconds per step and each
- * class's share of the measured time. */
+ * class's share of the measured time; where a VLM's encoder ran (stage 0),
+ * a second line gives its and the projector's time (a part of the classes'
+ * compute, gemm to classifier), as a share of the step and of that compute,
+ * the measure weft simulate predicts (its "encoder" line). */
 void wf_prof_summary(wf_ctx *c, int steps) {
     if (!P.done) return;
-    double *all = wf_is_root(c) ? malloc(sizeof(double) * WF_PROF_CLASSES * (size_t)c->world) : NULL;
-    WF_MPI(c, MPI_Gather(P.seconds, WF_PROF_CLASSES, MPI_DOUBLE, all, WF_PROF_CLASSES, MPI_DOUBLE, 0,
-                         MPI_COMM_WORLD));
+    enum { N = WF_PROF_CLASSES + 1 };  /* the classes, then the encoder's time */
+    double mine[N];
+    for (int k = 0; k < WF_PROF_CLASSES; k++) mine[k] = P.seconds[k];
+    mine[WF_PROF_CLASSES] = P.encoder;
+    double *all = wf_is_root(c) ? malloc(sizeof(double) * N * (size_t)c->world) : NULL;
+    WF_MPI(c, MPI_Gather(mine, N, MPI_DOUBLE, all, N, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     if (!all) return;
     for (int r = 0; r < c->world; r++) {
-        const double *s = all + (long)r * WF_PROF_CLASSES;
+        const double *s = all + (long)r * N;
         double total = 0;
         for (int k = 0; k < WF_PROF_CLASSES; k++) total += s[k];
         char line[512];
@@ -92,6 +101,13 @@ void wf_prof_summary(wf_ctx *c, int steps) {
                             steps > 0 ? 1000.0 * s[k] / steps : 0.0, total > 0 ? 100.0 * s[k] / total : 0.0,
                             k + 1 < WF_PROF_CLASSES ? "," : "");
         wf_log(c, "%s\n", line);
+        if (s[WF_PROF_CLASSES] <= 0) continue;
+        double compute = 0;  /* the ops' classes: the runtime's optimizer, waits and the rest left out */
+        for (int k = WF_PROF_GEMM; k <= WF_PROF_CLASSIFIER; k++) compute += s[k];
+        wf_log(c, "profile rank %d encoder: vision encoder and projector %.2f ms/step, %.1f%% of the step, "
+                  "%.1f%% of its compute (%.2f ms/step)\n", r, steps > 0 ? 1000.0 * s[WF_PROF_CLASSES] / steps : 0.0,
+               total > 0 ? 100.0 * s[WF_PROF_CLASSES] / total : 0.0,
+               compute > 0 ? 100.0 * s[WF_PROF_CLASSES] / compute : 0.0, steps > 0 ? 1000.0 * compute / steps : 0.0);
     }
     free(all);
 }

@@ -390,9 +390,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
     c->arena_bytes += (double)(wf_alloc_total() - before);
     if (p->zero >= 3) {  /* keep this rank's shard; c->params becomes the gather arena */
-        wf_params_adopt(c, c->params);
-        free(c->params);
+        float *whole = c->params;
+        wf_params_adopt(c, whole);
         c->params = gather;
+        wf_frozen_adopt(c, whole);  /* frozen: whole on every rank, never gathered */
+        free(whole);
     }
     if (p->param16 && p->zero < 3) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
     else if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */

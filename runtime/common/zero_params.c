@@ -43,8 +43,32 @@ float *wf_own_weights(wf_ctx *c, float *weights, int k) {
     return weights + c->p->params[k].offset;
 }
 
-/* Every rank contributes its shards; the dp group sums them into whole tensors. */
-float *wf_params_whole(wf_ctx *c) { return wf_moment_full(c, c->param_shard); }
+/* Frozen parameters (bucket -1, weft.vlm's freeze) have no gradient and no
+ * optimizer state, so ZeRO-3 keeps them out of its shards: whole on every
+ * rank (and in fp32 under 16-bit precision, as without ZeRO), at the end of
+ * the gather arena, where the compiler's zero pass put them. */
+long wf_frozen_at(const wf_program *p, int k) {
+    return p->zero >= 3 ? p->gather_numel - p->param_numel + p->params[k].offset : p->params[k].offset;
+}
+
+/* whole (laid out as the parameter arena) -> the frozen ones' places in params */
+void wf_frozen_adopt(wf_ctx *c, const float *whole) {
+    const wf_program *p = c->p;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].bucket < 0)
+            memcpy(c->params + wf_frozen_at(p, k), whole + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
+}
+
+/* Every rank contributes its shards; the dp group sums them into whole
+ * tensors (the frozen ones, whole everywhere, are copied after the sum). */
+float *wf_params_whole(wf_ctx *c) {
+    float *whole = wf_moment_full(c, c->param_shard);
+    const wf_program *p = c->p;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].bucket < 0)
+            memcpy(whole + p->params[k].offset, c->params + wf_frozen_at(p, k), sizeof(float) * (size_t)p->params[k].numel);
+    return whole;
+}
 
 void wf_params_adopt(wf_ctx *c, const float *whole) {
     if (!c->p->param16) {

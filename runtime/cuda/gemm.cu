@@ -21,7 +21,10 @@
  *         LM head's float dlogits included: its kernel rounds them).  The
  *         one exception is an operand kept in fp32 on purpose (the
  *         attention probabilities): that one is rounded by the conversion,
- *         as it would be by a framework storing it in 16 bits.
+ *         as it would be by a framework storing it in 16 bits.  A frozen
+ *         weight (weft.vlm's freeze: fp32 values, no master) is not:
+ *         a GEMM reading one computes in fp32 (CUBLAS_COMPUTE_32F), as the
+ *         CPU backend does (wf_frozen_weight).
  *
  * Typed operands (wf_cuda_gemm, for 16-bit activation storage: weft/rt.h):
  * A and B bf16 or fp16 (one type), C/D that type or fp32, CUBLAS_COMPUTE_32F
@@ -132,7 +135,9 @@ static struct wf_cuda_gemm *gemm_of(wf_ctx *c) {
     return x->gemm;
 }
 
-static cublasComputeType_t compute_type(wf_ctx *c) {
+/* (a frozen weight, fp32 under a 16-bit plan, is read as it is: fp32) */
+static cublasComputeType_t compute_type(wf_ctx *c, const void *A, const void *B) {
+    if (wf_frozen_weight(c, A) || wf_frozen_weight(c, B)) return CUBLAS_COMPUTE_32F;
     switch (wf_ctx_precision(c)) {
     case WF_BF16: return CUBLAS_COMPUTE_32F_FAST_16BF;
     case WF_FP16: return CUBLAS_COMPUTE_32F_FAST_16F;
@@ -410,7 +415,7 @@ static void gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float a
     key.lda = lda, key.ldb = ldb, key.ldc = ldc, key.batch = batch, key.has_bias = bias != NULL;
     key.sA = batch > 1 ? sA : 0, key.sB = batch > 1 ? sB : 0, key.sC = batch > 1 ? sC : 0;
     key.ta = ta, key.tb = tb, key.tc = tc;
-    key.compute = ta == CUDA_R_32F && tc == CUDA_R_32F ? compute_type(c) : CUBLAS_COMPUTE_32F;
+    key.compute = ta == CUDA_R_32F && tc == CUDA_R_32F ? compute_type(c, A, B) : CUBLAS_COMPUTE_32F;
     key.align[0] = batched_alignment(A, batch, sA, type_bytes(ta));
     key.align[1] = batched_alignment(B, batch, sB, type_bytes(tb));
     key.align[2] = batched_alignment(C, batch, sC, type_bytes(tc)), key.align[3] = alignment(bias_d);
@@ -483,7 +488,7 @@ static void matmul_with_aux(wf_ctx *c, gemm_plan *g, int M, int N, int K, const 
 
 int wf_cuda_sgemm_bias_gelu(wf_ctx *c, int M, int N, int K, const float *A, int lda, const float *B,
                             int ldb, float *C, int ldc, const float *bias, float *aux) {
-    if (compute_type(c) != CUBLAS_COMPUTE_32F || ldc % 8 != 0) return 0;  /* see the top */
+    if (compute_type(c, NULL, NULL) != CUBLAS_COMPUTE_32F || ldc % 8 != 0) return 0;  /* see the top */
     ensure_lt(c);
     gemm_plan key;
     memset(&key, 0, sizeof key);
@@ -504,7 +509,8 @@ int wf_cuda_gemm_dgelu(wf_ctx *c, int M, int N, int K, const void *A, int lda, c
                        cudaDataType_t typeAB, void *D, cudaDataType_t typeD, int ldd, const void *aux) {
     if (typeAB != typeD)
         wf_cuda_fail(c, "wf_cuda_gemm_dgelu", WF_CUDA_WHERE, "A, B, D and aux must have one type");
-    cublasComputeType_t compute = typeAB == CUDA_R_32F ? compute_type(c) : CUBLAS_COMPUTE_32F;
+    /* (the plan's, not a frozen weight's: fp32 plans only, see the top) */
+    cublasComputeType_t compute = typeAB == CUDA_R_32F ? compute_type(c, NULL, NULL) : CUBLAS_COMPUTE_32F;
     if (compute != CUBLAS_COMPUTE_32F || ldd % 8 != 0) return 0;  /* see the top */
     ensure_lt(c);
     gemm_plan key;

@@ -69,7 +69,8 @@ static void bias_now(int M, int N, float *C, int ldc, long sC, int batch, const 
 extern "C" void wf_cuda_sgemm(wf_ctx *c, int transA, int transB, int M, int N, int K, float alpha,
                               const float *A, int lda, long sA, const float *B, int ldb, long sB,
                               float beta, float *C, int ldc, long sC, int batch) {
-    int precision = wf_ctx_precision(c);
+    /* gemm.cu's compute type: fp32 for a frozen weight (wf_frozen_weight) */
+    int precision = wf_frozen_weight(c, A) || wf_frozen_weight(c, B) ? WF_FP32 : wf_ctx_precision(c);
     workspace(c);
     wf_emu::enqueue([=] {
         sgemm_now(precision, transA, transB, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);

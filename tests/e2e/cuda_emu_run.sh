@@ -38,6 +38,22 @@
 #         the fp32 rows, which compare weights: in 4 steps of this small model an
 #         attention backward fed the wrong tensor moved the bf16 losses by only
 #         3e-5 and the norms by 1e-3.
+#   r16   bf16 / fp16 plans whose activations stay in float storage, each
+#         value rounded to the 16-bit type by the call after the kernel that
+#         wrote it, on both backends (a VLM: its patch embedding and image
+#         hand-off have no 16-bit storage, so act16 is off, `.act16 = 0`).
+#         Unlike act16's typed GEMMs these round each backend's own fp32
+#         result (OpenBLAS's fp32 sums; the emulated cuBLASLt's), whose last
+#         bits differ, and such a difference flips a 16-bit rounding now and
+#         then.  vlm_bf16's step 1 is bit-identical, and so are both runs'
+#         checkpoints after it, but from step 2 on they drift:
+#         losses within check.sh's bf16 1e-2, gradient norms within lib.sh's
+#         storage_noise W = sqrt(T (A + B) / 3) u (A, B: the two programs'
+#         rounding calls; u = 2^-8, fp16 2^-11).  Measured: vlm_bf16 1.1e-4
+#         in loss, 1.6e-3 in norm; vlm_fzl_bf16 2.4e-5 / 8.4e-4; vlm_fzv_bf16
+#         3.6e-9 / 2.0e-4; vlm_fp16_dp2 1.2e-6 / 0 (the freeze rows were
+#         6.2e-5 / 5.7e-3 and 3.7e-5 / 3.2e-3 while the device's GEMMs
+#         rounded the frozen fp32 weights to bf16: wf_frozen_weight).
 # bf16_ga32 and bf16_ga32_dp2 accumulate weight gradients in fp32
 # (plan.grad_accum = "fp32": no rounding call on them, none in the optimizer
 # step), against the CPU's run of the same plan with act16's tolerances.
@@ -178,6 +194,15 @@ build_ref ref_bf16_ga32 plans/tiny.lua --set precision=bf16 --set grad_accum=fp3
 # weft.vlm: a ViT, LLaVA's projector and a LLaMA or a GPT-2
 build_ref ref_vlm plans/vlm_llama.lua
 build_ref ref_vlm_gpt2 plans/vlm_tiny.lua
+# in 16 bits (the encoder's values rounded as the LLM's), and with freeze:
+# the frozen weights fp32 under bf16 on both backends (no master holds them);
+# a frozen GPT-2 runs its fused pairs' input halves alone (fuse.c)
+build_ref ref_vlm_bf16 plans/vlm_llama.lua --set precision=bf16
+build_ref ref_vlm_fp16 plans/vlm_llama.lua "${fp16_scale[@]}"
+build_ref ref_vlm_fzv plans/vlm_llama.lua --set model.freeze.vision=true
+build_ref ref_vlm_fzv_bf16 plans/vlm_llama.lua --set model.freeze.vision=true --set precision=bf16
+build_ref ref_vlm_fzl plans/vlm_tiny.lua --set model.freeze.llm=true
+build_ref ref_vlm_fzl_bf16 plans/vlm_tiny.lua --set model.freeze.llm=true --set precision=bf16
 
 # build_emu NAME PLAN [--set ...]: compiled for CUDA, built on the emulator
 build_emu() {
@@ -197,6 +222,18 @@ compare() {
   # layout against the single-rank losses and weights); bf16: check.sh's
   local tl=1e-4 tn=1e-3 tw=1e-3
   [ "$kind" = equiv ] && tl=2e-6 tn=1e-6
+  if [ "$kind" = r16 ]; then  # float storage, each value rounded by the call after its kernel
+    grep -q '\.act16 = 0' "$WORK/$name"/stage0.cu || { echo "act16 is on in $name/stage0.cu"; return 1; }
+    local sa sb u16=0.00390625 w
+    grep -q 'precision = WF_FP16' "$WORK/$name"/stage0.cu && u16=0.00048828125
+    sa=$(rounding_sites "$WORK/$ref")
+    sb=$(( $(cat "$WORK/$name"/stage*.cu | grep -c 'wf_to_[bf][fp]16(c, [ad] +') + 1 ))
+    w=$(storage_noise "$(grep -c '"loss"' "$WORK/$ref.jsonl")" $u16 "$sa" "$sb")
+    loss=$(same_field loss "$WORK/$ref.jsonl" "$WORK/$name.jsonl" 1e-2) || ok=1
+    norm=$(same_field grad_norm "$WORK/$ref.jsonl" "$WORK/$name.jsonl" "$w") || ok=1
+    echo "$loss, $norm (W = $w)"
+    return $ok
+  fi
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
     case $name in *_ga32*)  # fp32 accumulation: the runtime told, no weight gradient rounded
@@ -321,6 +358,12 @@ rows=(
   "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2"
   "vlm_gpt2  ref_vlm_gpt2 fp32 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2"
   "vlm_tp2   ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
+  "vlm_bf16  ref_vlm_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
+  "vlm_fp16_dp2 ref_vlm_fp16 r16 plans/vlm_llama.lua --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=mpi"
+  "vlm_fzv   ref_vlm_fzv fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2 --set model.freeze.vision=true"
+  "vlm_fzv_bf16 ref_vlm_fzv_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.vision=true --set precision=bf16"
+  "vlm_fzl   ref_vlm_fzl fp32 plans/vlm_tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true"
+  "vlm_fzl_bf16 ref_vlm_fzl_bf16 r16 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true --set precision=bf16"
 )
 ref_needed() {  # ref_needed REF: a selected row compares with it
   local row name ref
@@ -363,6 +406,38 @@ for name in pp2_tp2_sg bf16_pp2_tp2_nccl pp2_tp2_2bw_nccl; do
       grep -q 'wf_pipe_gather(c, ' "$WORK/$name/stage1.cu" ;;
   esac
 done
+
+# freeze under bf16: the frozen part's weights stay their fp32 initial
+# values on the emulated device as on the CPU (ckpt diff lists every tensor
+# that differs at all between the two runs' checkpoints; the trained parts
+# differ within act16's tolerances, the frozen ones must not at all)
+frozen_same() {  # frozen_same NAME REF PATTERN: no tensor matching PATTERN differs
+  local moved
+  moved=$("$WEFT" ckpt diff "$WORK/$2.ckpt/model.safetensors" "$WORK/$1.ckpt/model.safetensors" --tol 0 --atol 0 |
+          sed -n 's/^\([^ ]*\) *max|a-b|.*/\1/p') || true
+  [ -n "$moved" ] && ! grep -q "$3" <<<"$moved"  # (the trained parts differ: the diff did run)
+}
+case " ${ROWS:-vlm_fzv_bf16} " in *" vlm_fzv_bf16 "*)
+  check "vlm_fzv_bf16: the frozen vision tower bit-identical to the CPU's (fp32, untouched)" \
+    frozen_same vlm_fzv_bf16 ref_vlm_fzv_bf16 '^model\.vision_tower\.' ;;
+esac
+# The frozen tower's fp32 weights go into the device's GEMMs unrounded
+# (wf_frozen_weight: fp32 compute for them, as the CPU's sgemm): step 1,
+# whose values the two backends share bit for bit here (vlm_bf16 too), gives
+# the CPU's loss and norm exactly; a GEMM rounding them to bf16 moved them by
+# 1.7e-5 and 1.8e-3.
+first_step() {  # first_step JSONL: step 1's loss and gradient norm
+  head -n 1 "$1" | grep -Eo '"(loss|grad_norm)": [^,]*'
+}
+case " ${ROWS:-vlm_fzv_bf16} " in *" vlm_fzv_bf16 "*)
+  first_same() { [ -n "$(first_step "$1")" ] && [ "$(first_step "$1")" = "$(first_step "$2")" ]; }
+  check "vlm_fzv_bf16: step 1 bit-identical to the CPU's (the frozen weights read unrounded): $(first_step "$WORK/vlm_fzv_bf16.jsonl" | xargs)" \
+    first_same "$WORK/vlm_fzv_bf16.jsonl" "$WORK/ref_vlm_fzv_bf16.jsonl" ;;
+esac
+case " ${ROWS:-vlm_fzl_bf16} " in *" vlm_fzl_bf16 "*)
+  check "vlm_fzl_bf16: the frozen language model bit-identical to the CPU's (fp32, untouched)" \
+    frozen_same vlm_fzl_bf16 ref_vlm_fzl_bf16 '^model\.language_model\.\|^lm_head\.' ;;
+esac
 
 # two ranks over NCCL capture their steps too (graph.c: only comm = "mpi" and
 # host work keep steps eager), NCCL operations included

@@ -11,9 +11,11 @@
 # loss, descriptive loss and gradient norm at every step for 10 steps and the
 # single-rank final weights.  `vlm_equivalence.sh frozen16` runs the other
 # table: weft.vlm's freeze (vision: dp 2 ZeRO-1, tp 2 with sp, pp 2; llm:
-# dp 2 ZeRO-2, tp 2, pp 2) against the single-rank frozen run, the frozen
-# weights bit-identical to their initial values (also under bf16, against
-# the fp32 initial weights), a resume after step 5 bit-identical; and bf16
+# dp 2 ZeRO-2, tp 2, pp 2; both: dp 2 ZeRO-3, whose frozen parameters stay
+# whole outside its shards, vision also under bf16) against the single-rank
+# frozen run, the frozen weights bit-identical to their initial values (also
+# under bf16, against the fp32 initial weights), a resume after step 5
+# bit-identical (the single-rank runs and ZeRO-3's); and bf16
 # (dp 2, tp 2) and fp16 (dp 2) against the single-rank run in the same
 # precision.
 # Every layout reads the same global batch (sampling is a pure function of
@@ -104,7 +106,10 @@ frozen16=(
   "fzl_z2_dp2  fzl_ref 2  2  1  1   8   2    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
   "fzl_tp2     fzl_ref 2  1  2  1  16   0    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
   "fzl_pp2     fzl_ref 2  1  1  2   4   0    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
+  "fzv_z3_dp2  fzv_ref 2  2  1  1   8   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 buckets.mb=0.02"
+  "fzl_z3_dp2  fzl_ref 2  2  1  1   8   3    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1 buckets.mb=0.02"
   "fzv_bf16    fzv_bf16 2 1  1  1  16   0    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16"
+  "fzv_z3_bf16 fzv_bf16 2 2  1  1   8   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16 buckets.mb=0.02"
   "bf16_ref    bf16_ref 2 1  1  1  16   0    1f1b        1 none      precision=bf16"
   "bf16_dp2    bf16_ref 2 2  1  1   8   0    1f1b        1 none      precision=bf16"
   "bf16_tp2    bf16_ref 2 1  2  1  16   0    1f1b        1 none      precision=bf16"
@@ -200,7 +205,9 @@ if [ "$GROUP" = frozen16 ]; then
   # it after 5 of the 10 steps ends bit-identical to the uninterrupted run
   # (the frozen parameters have no optimizer state to restore)
   strip() { sed 's/, "ms".*//' "$1"; }
-  for ref in fzv_ref fzl_ref fzv_bf16; do
+  # (ZeRO-3's rows too: the frozen parameters, outside its shards, saved
+  # and loaded whole)
+  for ref in fzv_ref fzl_ref fzv_bf16 fzv_z3_dp2 fzl_z3_dp2; do
     [ -f "$WORK/$ref.jsonl" ] || continue
     run_plan $ref --steps 5 --save "$WORK/$ref.half" >/dev/null
     run_plan $ref --resume "$WORK/$ref.half" --metrics "$WORK/$ref.resumed.jsonl" --save "$WORK/$ref.resumed" >/dev/null
@@ -208,6 +215,21 @@ if [ "$GROUP" = frozen16 ]; then
       eval 'cmp -s <(strip "$WORK/$ref.resumed.jsonl") <(strip "$WORK/$ref.jsonl" | sed -n 6,10p) &&
             "$WEFT" ckpt diff "$WORK/$ref.ckpt/model.safetensors" "$WORK/$ref.resumed/model.safetensors" >/dev/null'
   done
+  # ZeRO-3 keeps frozen parameters whole on every rank, outside its shards
+  # (no gradient to reduce, no optimizer state to shard): weft check says so
+  z3=$("$WEFT" check plans/vlm_tiny.lua --set mesh.dp=2 --set cluster.devices_per_node=2 --set zero=3 \
+       --set batch.micro=16 --set model.freeze.vision=true 2>&1 | grep '^frozen' || true)
+  check "weft check, ZeRO-3 with freeze vision: ${z3:-no frozen line}" grep -q "whole on every rank outside ZeRO-3's shards" <<<"$z3"
+  # freeze llm keeps the fused pairs (their backward's input half alone,
+  # fuse.c): its activation gradients are the unfrozen run's
+  agrad() { "$WEFT" check plans/vlm_tiny.lua "$@" | sed -n 's/^ *act\. grads *//p'; }
+  a_full=$(agrad) a_fzl=$(agrad --set model.freeze.llm=true)
+  check "weft check, freeze llm: activation gradients ${a_fzl:-?} (unfrozen ${a_full:-?})" test -n "$a_full" -a "$a_full" = "$a_fzl"
+  # (the LLM's four fused add + layernorm pairs run their input half, and
+  # its two c_proj linears their input gradient with the gelu's)
+  [ -f "$WORK/fzl_ref/stage0.c" ] && check "fzl_ref: the frozen language model's fused pairs kept (input halves)" \
+    eval '[ $(grep -c "wf_residual_layernorm_bwd_input(" "$WORK/fzl_ref/stage0.c") = 4 ] &&
+          [ $(grep -c "wf_linear_dgelu_bwd_input(" "$WORK/fzl_ref/stage0.c") = 4 ]'
   # weft simulate leaves the frozen encoder's backward out: what remains of
   # it and the projector is their forward and the projector's weight gradients
   enc() {

@@ -415,7 +415,7 @@ typedef struct wf_program {
     int offload_params;      /* ZeRO-3: the parameter shard in host memory */
     long grad_numel;         /* the gradient arena, floats: ZeRO >= 2 its bucket buffers, else the
                                 parameter arena's trainable prefix (frozen parameters follow it) */
-    long gather_numel;       /* ZeRO-3: the gather arena (parameters in use), floats */
+    long gather_numel;       /* ZeRO-3: the gather arena (parameters in use; frozen ones whole at its end), floats */
     const long *shards;      /* zero: bucket k's dp shard r is [shards[k*(dp+1)+r],
                                 shards[k*(dp+1)+r+1]) relative to the bucket */
     /* optimizer and schedule */
@@ -501,6 +501,9 @@ typedef struct wf_program {
  * storage) activations are floats whose values the generated code rounds to
  * the 16-bit type after each kernel. */
 int wf_ctx_act16(wf_ctx *c);            /* 0 when c is NULL, as in kernel tests */
+/* x lies among the frozen weights (weft.vlm's freeze), fp32 values under a
+ * 16-bit plan: a GEMM reads them unrounded (0 when c is NULL) */
+int wf_frozen_weight(wf_ctx *c, const void *x);
 
 /* Arena access for generated code. */
 float *wf_param_ptr(wf_ctx *c, long off);
@@ -522,7 +525,8 @@ float *wf_losses(wf_ctx *c);           /* N floats of per-token loss */
  * class before calling it; the time until the next switch is that class's. */
 enum {
     WF_PROF_GEMM, WF_PROF_ATTENTION, WF_PROF_NORM, WF_PROF_ELEMENTWISE, WF_PROF_CLASSIFIER,
-    WF_PROF_OPTIMIZER, WF_PROF_COMM, WF_PROF_OTHER, WF_PROF_CLASSES
+    WF_PROF_OPTIMIZER, WF_PROF_COMM, WF_PROF_OTHER, WF_PROF_CLASSES,
+    WF_PROF_ENCODER = 16  /* or-ed into a class: a VLM's vision encoder / projector op (also summed apart) */
 };
 void wf_prof(wf_ctx *c, int cls);
 
