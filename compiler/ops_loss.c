@@ -107,23 +107,23 @@ int lmhead_variant(const Program *p, const ir_op *o) {
 
 /* The head's one call, whole backward or B half: it adds the parameter
  * gradient too, through wf_grad_ptr (a B half has no g). */
-static void emit_chunked(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
+static void emit_chunked(writer *wr, const Program *p, int i, const operands *x) {
     /* a frozen head weight (weft.vlm's freeze: its input gradient alone) has
      * no gradient, not even an offset: NULL, and the kernel skips dwte */
     char dw[sizeof x->g0 + 32];
     if (p->ops[i].grad_w) snprintf(dw, sizeof dw, "wf_grad_ptr(c, 0) + %s", x->g0);
     else snprintf(dw, sizeof dw, "NULL");
     if (p->tp == 1)
-        emit(wr, "    wf_add_loss(c, %s(c, d + D_%s, %s, wf_losses(c),\n"
+        emit(wr, "    wf_add_loss(c, wf_lmhead_xent_chunked(c, d + D_%s, %s, wf_losses(c),\n"
              "                                         wf_scratch(c), a + %s, w + %s, wf_targets(c),\n"
              "                                         wf_loss_scale(c), N, %ld, V, %ld));\n",
-             k->bwd, x->in0, dw, x->in0, x->w0, x->in_width, lmhead_chunk_rows(p));
+             x->in0, dw, x->in0, x->w0, x->in_width, lmhead_chunk_rows(p));
     else
-        emit(wr, "    wf_add_loss(c, %s(c, d + D_%s, %s, wf_losses(c),\n"
+        emit(wr, "    wf_add_loss(c, wf_vocab_xent_chunked(c, d + D_%s, %s, wf_losses(c),\n"
              "                                        wf_scratch(c), a + %s, w + %s, wf_targets(c),\n"
              "                                        wf_loss_scale(c), N, %ld, VL, wf_tp_rank(c) * VL, V,\n"
              "                                        %ld));\n",
-             k->bwd, x->in0, dw, x->in0, x->w0, x->in_width, lmhead_chunk_rows(p));
+             x->in0, dw, x->in0, x->w0, x->in_width, lmhead_chunk_rows(p));
 }
 
 void lmhead_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
@@ -132,12 +132,14 @@ void lmhead_emit_fwd(writer *wr, const Program *p, int i, const operands *x, con
 }
 
 void lmhead_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    emit_chunked(wr, p, i, x, k);
+    (void)k;
+    emit_chunked(wr, p, i, x);
 }
 
 /* both halves in B: dwte needs the chunk's dlogits too */
 void lmhead_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    emit_chunked(wr, p, i, x, k);
+    (void)k;
+    emit_chunked(wr, p, i, x);
 }
 
 void lmhead_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
