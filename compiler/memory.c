@@ -313,7 +313,7 @@ int pass_memory(Program *p) {
     long N = (long)p->micro * p->seq;
     /* the largest scratch a backward needs (ops.h's scratch: attention's,
      * one head's (T, T) dP on the CPU, on CUDA the rowsum(P * dP) of every
-     * query row; the CPU LM head's chunk of logits) */
+     * query row; the LM head's chunk of logits, ops_loss.c) */
     long scratch = 16;
     for (int i = 0; i < p->n_ops; i++) {
         const op_row *r = op_row_of(p->ops[i].kind);

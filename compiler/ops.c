@@ -68,7 +68,10 @@ static const op_row table[OP__COUNT] = {
         .name = "lmhead_xent", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
         .check = lmhead_check, .saved = lmhead_saved, .scratch = lmhead_scratch, .shard = lmhead_shard, .act16 = op_act16_always,
         .backends = BOTH, .gemm_weight = 1, .loss = 1, .cost = COST_XENT, .flops = lmhead_flops,
-        /* the whole vocabulary; or this rank's part of it (tp > 1) */
+        /* the whole vocabulary; or this rank's part of it (tp > 1): the
+         * kernels the fused, chunked call generated programs make from the
+         * backward (wf_lmhead_xent_chunked, wf_vocab_xent_chunked: ops_loss.c)
+         * is made of, chunk by chunk */
         .k = { { "wf_lmhead_xent_fwd", "wf_lmhead_xent_bwd", "wf_lmhead_xent_bwd_input", "wf_lmhead_xent_bwd_weight" },
                { "wf_vocab_xent_fwd", "wf_vocab_xent_bwd", "wf_lmhead_xent_bwd_input", "wf_lmhead_xent_bwd_weight" } },
         .variant = lmhead_variant, .emit_fwd = lmhead_emit_fwd, .emit_bwd = lmhead_emit_bwd,

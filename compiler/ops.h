@@ -197,8 +197,7 @@ void swiglu_emit_bwd(writer *w, const Program *p, int i, const operands *x, cons
 const char *lmhead_check(const Program *p, int i);
 long lmhead_saved(const Program *p, const ir_op *o);
 long lmhead_scratch(const Program *p, const ir_op *o);
-long lmhead_chunk_rows(const Program *p);  /* the CPU head's rows per chunk */
-int lmhead_chunked(const Program *p);     /* the head runs fused and chunked in backward (CPU) */
+long lmhead_chunk_rows(const Program *p);  /* the head's rows per chunk (fused, chunked in backward) */
 int lmhead_shard(shard_ctx *r, const ir_op *o);
 double lmhead_flops(const Program *p, const ir_op *o);
 int lmhead_variant(const Program *p, const ir_op *o);

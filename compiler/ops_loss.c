@@ -5,34 +5,57 @@
 
 #include "ops.h"
 
-/* The CPU backend runs the head fused and chunked in the backward
- * (wf_lmhead_xent_chunked): logits, softmax, loss and both backward GEMMs
- * chunk by chunk of tokens, nothing saved between the passes.  CUDA keeps
- * the (N, V) dlogits from its forward (runtime/cuda/xent.cu). */
-int lmhead_chunked(const Program *p) { return strcmp(p->backend, "cuda") != 0; }
-
-/* Rows per chunk: as many as LMHEAD_CHUNK_BYTES of logits hold, but never
- * fewer than LMHEAD_MIN_ROWS (nor more than the microbatch's tokens).  The
- * floor is what a chunk costs: each one streams the whole (V, C) weight
- * through two GEMMs and reads and writes the whole (V, C) gradient in the
- * third (dwte += dlogits^T x, whose inner dimension is the chunk), 16 V C
- * bytes against 6 k V C FLOPs for k rows.  build/bench/lmhead_chunk at the
- * tiny GPT's head (N 1024, C 256, V 50304, two threads, on a machine shared
- * with other jobs) measured the chunked head at x1.67 / 1.40 / 1.21 / 1.13 of
- * the unchunked pair's time for chunks of 64 / 128 / 256 / 512 rows, and
- * x0.95 for one chunk of 1024 (a second run: x3.7 / 1.9 / 1.55 / 1.08 /
- * 0.86): 512 rows keeps the cost near 10% while halving that head's logits
- * (196 to 98 MiB); larger microbatches gain more (16384 tokens: 3.1 GiB of
- * logits unchunked, 98 MiB in chunks).  The byte budget lets a small
- * vocabulary take the microbatch in one chunk. */
+/* Every backend runs the head fused and chunked in the backward
+ * (wf_lmhead_xent_chunked, wf_vocab_xent_chunked: runtime/cpu/xent.c,
+ * runtime/cuda/xent.cu and xent_vocab.c): logits, softmax, loss and both
+ * backward GEMMs chunk by chunk of tokens, nothing saved between the passes,
+ * so the program text is one for both backends and only the chunk size is
+ * the backend's.
+ *
+ * Rows per chunk: as many as a budget of logits bytes holds, but never
+ * fewer than a floor (nor more than the microbatch's tokens).  The floor is
+ * what a chunk costs: each one streams the whole (V, C) weight through two
+ * GEMMs and reads and writes the whole (V, C) fp32 gradient in the third
+ * (dwte += dlogits^T x, whose inner dimension is the chunk), 16 V C bytes
+ * against 6 k V C FLOPs for k rows.
+ *
+ * CPU: build/bench/lmhead_chunk at the tiny GPT's head (N 1024, C 256, V
+ * 50304, two threads, on a machine shared with other jobs) measured the
+ * chunked head at x1.67 / 1.40 / 1.21 / 1.13 of the unchunked pair's time
+ * for chunks of 64 / 128 / 256 / 512 rows, and x0.95 for one chunk of 1024
+ * (a second run: x3.7 / 1.9 / 1.55 / 1.08 / 0.86): 512 rows keeps the cost
+ * near 10% while halving that head's logits (196 to 98 MiB); larger
+ * microbatches gain more (16384 tokens: 3.1 GiB of logits unchunked, 98 MiB
+ * in chunks).  The byte budget lets a small vocabulary take the microbatch
+ * in one chunk.
+ *
+ * CUDA: an H100's tensor cores do about 300 FLOPs (bf16, ~990 TFLOP/s) per
+ * byte of HBM (3.35 TB/s), so dwte's 8 V C bytes of read-modify-write per
+ * chunk cost less than its 2 k V C FLOPs only from k ~ 1200 rows; a floor
+ * of 2048 rows keeps that traffic under ~60% of the GEMM's time and the
+ * whole chunk's overhead near 10-20% of the head (an estimate from those
+ * peaks, not a measurement: no GPU was at hand), and a budget of 256 MiB of
+ * logits (16-bit under act16: 2668 rows at V 50304) takes a GPT-2
+ * microbatch of 8 x 1024 tokens in four chunks instead of 786 MiB whole. */
 #define LMHEAD_CHUNK_BYTES (32L << 20)
 #define LMHEAD_MIN_ROWS 512L
+#define LMHEAD_CUDA_CHUNK_BYTES (256L << 20)
+#define LMHEAD_CUDA_MIN_ROWS 2048L
+
+/* bytes of one logit in the chunk's scratch: floats on a backend that
+ * stages 16-bit activations (the CPU), else the activation storage's */
+static long logit_bytes(const Program *p) {
+    return backend_of(p)->act16_staged || !p->act16 ? 4 : 2;
+}
 
 long lmhead_chunk_rows(const Program *p) {
     long N = (long)p->micro * p->seq, VL = p->vocab_padded / p->tp;
     if (p->lmhead_chunk > 0) return p->lmhead_chunk < N ? p->lmhead_chunk : N;  /* the plan's */
-    long rows = LMHEAD_CHUNK_BYTES / (4 * (VL > 0 ? VL : 1));
-    if (rows < LMHEAD_MIN_ROWS) rows = LMHEAD_MIN_ROWS;
+    int cuda = backend_of(p)->cuda_cxx;
+    long budget = cuda ? LMHEAD_CUDA_CHUNK_BYTES : LMHEAD_CHUNK_BYTES;
+    long floor = cuda ? LMHEAD_CUDA_MIN_ROWS : LMHEAD_MIN_ROWS;
+    long rows = budget / (logit_bytes(p) * (VL > 0 ? VL : 1));
+    if (rows < floor) rows = floor;
     return rows < N ? rows : N;
 }
 
@@ -44,19 +67,19 @@ const char *lmhead_check(const Program *p, int i) {
     return NULL;
 }
 
-/* CUDA: dlogits of this rank's vocabulary, the plan's 16-bit type under
- * act16.  CPU: nothing (the backward computes them, a chunk at a time). */
+/* Nothing: the backward computes the logits again, a chunk at a time. */
 long lmhead_saved(const Program *p, const ir_op *o) {
-    (void)o;
-    if (lmhead_chunked(p)) return 0;
-    long n = (long)p->micro * p->seq * (p->vocab_padded / p->tp);
-    return backend_of(p)->act16_staged ? n : act_storage(p, n);
+    (void)p, (void)o;
+    return 0;
 }
 
-/* CPU: one chunk's logits of this rank's vocabulary (floats). */
+/* One chunk's logits of this rank's vocabulary: floats on the CPU (its
+ * kernels stage 16-bit activations as floats), in the activation storage on
+ * CUDA (16-bit under act16). */
 long lmhead_scratch(const Program *p, const ir_op *o) {
     (void)o;
-    return lmhead_chunked(p) ? lmhead_chunk_rows(p) * (p->vocab_padded / p->tp) : 0;
+    long n = lmhead_chunk_rows(p) * (p->vocab_padded / p->tp);
+    return backend_of(p)->act16_staged ? n : act_storage(p, n);
 }
 
 /* this rank's vocab_padded / tp rows of the (tied or own) weight, on the
@@ -82,8 +105,8 @@ int lmhead_variant(const Program *p, const ir_op *o) {
     return p->tp > 1;
 }
 
-/* The chunked head's one call (CPU), whole backward or B half: it adds the
- * parameter gradient too, through wf_grad_ptr (a B half has no g). */
+/* The head's one call, whole backward or B half: it adds the parameter
+ * gradient too, through wf_grad_ptr (a B half has no g). */
 static void emit_chunked(writer *wr, const Program *p, int i, const operands *x) {
     /* a frozen head weight (weft.vlm's freeze: its input gradient alone) has
      * no gradient, not even an offset: NULL, and the kernel skips dwte */
@@ -104,48 +127,22 @@ static void emit_chunked(writer *wr, const Program *p, int i, const operands *x)
 }
 
 void lmhead_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
-    if (lmhead_chunked(p)) {
-        emit(wr, "    /* the LM head and loss run in backward, fused and chunked */\n");
-        return;
-    }
-    if (p->tp == 1)
-        emit(wr, "    wf_add_loss(c, %s(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-             "                                     wf_targets(c), wf_loss_scale(c), N, %ld, V));\n",
-             k->fwd, x->s, x->in0, x->w0, x->in_width);
-    else
-        emit(wr, "    wf_add_loss(c, %s(c, a + %s, wf_losses(c), a + %s, w + %s,\n"
-             "                                    wf_targets(c), wf_loss_scale(c), N, %ld, VL,\n"
-             "                                    wf_tp_rank(c) * VL, V));\n",
-             k->fwd, x->s, x->in0, x->w0, x->in_width);
+    (void)p, (void)i, (void)x, (void)k;
+    emit(wr, "    /* the LM head and loss run in backward, fused and chunked */\n");
 }
 
 void lmhead_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
-    if (lmhead_chunked(p)) {
-        emit_chunked(wr, p, i, x);
-        return;
-    }
-    emit(wr, "    %s(c, d + D_%s, g + %s, a + %s, a + %s, w + %s, N, %ld, %s);\n", k->bwd, x->in0, x->g0, x->s,
-         x->in0, x->w0, x->in_width, p->tp > 1 ? "VL" : "V");
+    (void)k;
+    emit_chunked(wr, p, i, x);
 }
 
+/* both halves in B: dwte needs the chunk's dlogits too */
 void lmhead_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
-    if (lmhead_chunked(p)) {  /* both halves: dwte needs the chunk's dlogits too */
-        emit_chunked(wr, p, i, x);
-        return;
-    }
-    emit(wr, "    %s(c, d + D_%s, a + %s, w + %s, N, %ld, %s);\n", k->bwd_input, x->in0, x->s, x->w0, x->in_width,
-         p->tp > 1 ? "VL" : "V");
+    (void)k;
+    emit_chunked(wr, p, i, x);
 }
 
 void lmhead_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)i;
-    if (lmhead_chunked(p)) {
-        emit(wr, "    /* the LM head's weight gradient: in its B half (fused, chunked) */\n");
-        return;
-    }
-    emit(wr, "    %s(c, g + %s, a + %s, a + %s, N, %ld, %s);\n", k->bwd_weight, x->g0, x->s, x->in0, x->in_width,
-         p->tp > 1 ? "VL" : "V");
+    (void)p, (void)i, (void)x, (void)k;
+    emit(wr, "    /* the LM head's weight gradient: in its B half (fused, chunked) */\n");
 }

@@ -259,15 +259,20 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
         break;
     }
     case COST_XENT: {
+        /* as every backend runs it (ops_loss.c): all of it in backward, in
+         * its B half, a chunk of rows at a time, each chunk three GEMMs of
+         * its own shape (logits, dx, and dwte over the chunk's rows, which
+         * streams the whole weight gradient once a chunk), the softmax and
+         * its gradient over all the logits */
         double K = (double)p->tensors[o->in[0]].width, V = (double)p->vocab_padded / p->tp;
-        double gemm = gemm_seconds(p, tokens, V, K, peak, hbm);
-        t.f = gemm + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, el);
-        t.w = gemm;
-        t.b = 2 * gemm + elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, el);
-        if (lmhead_chunked(p)) {  /* the CPU's: all of it in backward, in its B half */
-            t.b += t.f;
-            t.f = t.w = 0;
-        }
+        double rows = (double)lmhead_chunk_rows(p), whole = floor(tokens / rows), rest = tokens - whole * rows;
+        double chunk = gemm_seconds(p, rows, V, K, peak, hbm) + gemm_seconds(p, rows, K, V, peak, hbm) +
+                       gemm_seconds(p, V, K, rows, peak, hbm);
+        double last = rest <= 0 ? 0 : gemm_seconds(p, rest, V, K, peak, hbm) + gemm_seconds(p, rest, K, V, peak, hbm) +
+                                      gemm_seconds(p, V, K, rest, peak, hbm);
+        t.b = whole * chunk + last + elementwise(calib ? calib->xent : none, tokens * V, 0, hbm, el) +
+              elementwise(calib ? calib->xent : none, tokens * V, 1, hbm, el);
+        t.f = t.w = 0;
         break;
     }
     case COST_NORM:

@@ -1339,8 +1339,9 @@ local function make_plan(spec)
     -- in fp32 too), or the plan's 16-bit type (half the bytes; each rank's
     -- gradient and each partial sum rounded to it)
     dp_comm = { "string", one_of = { "fp32", "bf16", "fp16" }, default = "fp32" },
-    -- the CPU backend's LM head runs fused and chunked: token rows per chunk
-    -- of logits (0: the compiler's choice, ops_loss.c's lmhead_chunk_rows)
+    -- the LM head runs fused and chunked in backward (both backends): token
+    -- rows per chunk of logits (0: the compiler's choice per backend,
+    -- ops_loss.c's lmhead_chunk_rows)
     lmhead_chunk = { "integer", min = 0, max = 1 << 30, default = 0 },
   })
 

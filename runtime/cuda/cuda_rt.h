@@ -121,6 +121,12 @@ void wf_cuda_act_gemm(wf_ctx *c, int transA, int transB, int M, int N, int K, co
                       enum wf_gemm_role roleA, int lda, const float *B, enum wf_gemm_role roleB, int ldb,
                       float beta, float *C, enum wf_gemm_role roleC, int ldc, const float *bias);
 
+/* An activation pointer moved by n elements of c's activation storage
+ * (floats, or 16-bit values under act16): a chunk of rows of a tensor. */
+static inline const float *wf_cuda_act_at(wf_ctx *c, const float *x, long n) {
+    return wf_ctx_act16(c) ? (const float *)((const unsigned short *)x + n) : x + n;
+}
+
 /* The fused linear + GELU's GEMM (gemm.cu, cuBLASLt's GELU_AUX(_BIAS)
  * epilogue), row-major, no transposes, batch 1:
  *   aux (M,N) = A (M,K) @ B (K,N) + bias (NULL: none), C = gelu(aux),
@@ -179,6 +185,16 @@ const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n);
  * (async.c) reads and clears the sum. */
 double *wf_cuda_loss_acc(wf_ctx *c);
 void wf_cuda_loss_on_device(wf_ctx *c, int on);
+
+/* The vocabulary-parallel head's pieces for its chunked form (xent.cu,
+ * xent_vocab.c): wf_vocab_dlogits without the sum of the token losses, and
+ * that sum over N losses as every head takes it (on the device when
+ * wf_cuda_loss_on_device is on, then 0; else returned), `kernel` naming the
+ * caller in errors. */
+void wf_cuda_vocab_dlogits_rows(wf_ctx *c, float *dlogits, float *losses, const float *rowmax,
+                                const double *stats, const int32_t *targets, float scale, int N, int VL,
+                                int v_begin, int precision);
+double wf_cuda_loss_sum(wf_ctx *c, const float *losses, int N, const char *kernel);
 
 #ifdef __cplusplus
 }

@@ -83,11 +83,6 @@ extern "C" void wf_linear_gelu_bwd_input(wf_ctx *c, float *dinp, float *dpre, co
  * rounds each block into dpre. */
 enum { FALLBACK_FLOATS = WF_DGELU_FALLBACK_FLOATS };
 
-/* x moved by n activation elements of c's storage */
-static const float *act_at(wf_ctx *c, const float *x, long n) {
-    return wf_ctx_act16(c) ? (const float *)((const uint16_t *)x + n) : x + n;
-}
-
 /* One per context (cuda_rt.h's wf_cuda_ctx). */
 static float *fallback_buffer(wf_ctx *c, long floats) {
     wf_cuda_ctx *x = wf_cuda_of(c);
@@ -122,9 +117,9 @@ extern "C" void wf_linear_dgelu_bwd_input(wf_ctx *c, float *dpre, const float *d
     float *acc = fallback_buffer(c, (long)rows * K);
     for (int r0 = 0; r0 < N; r0 += rows) {
         int r = N - r0 < rows ? N - r0 : rows;
-        wf_cuda_gemm(c, 0, 1, r, K, M, 1.0f, act_at(c, dout, (long)r0 * M), t, M, w16, t, M, 0.0f, acc,
+        wf_cuda_gemm(c, 0, 1, r, K, M, 1.0f, wf_cuda_act_at(c, dout, (long)r0 * M), t, M, w16, t, M, 0.0f, acc,
                      CUDA_R_32F, K, NULL);
-        wf_dgelu_round(c, precision, (float *)act_at(c, dpre, (long)r0 * K), act_at(c, pre, (long)r0 * K), acc,
+        wf_dgelu_round(c, precision, (float *)wf_cuda_act_at(c, dpre, (long)r0 * K), wf_cuda_act_at(c, pre, (long)r0 * K), acc,
                        (long)r * K);
     }
 }

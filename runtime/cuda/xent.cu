@@ -1,8 +1,11 @@
 /* xent.cu: the tied LM head with softmax cross-entropy fused with its
  * gradient, whole and vocabulary-parallel (the local pieces
- * runtime/common/tp.c puts together with all-reduces), and its split
- * backward halves, which only multiply: the forward writes
- * dlogits = (softmax - onehot(target)) * scale over the logits.
+ * runtime/common/tp.c and xent_vocab.c put together with all-reduces), and
+ * its backward halves, which only multiply: the forward writes
+ * dlogits = (softmax - onehot(target)) * scale over the logits.  Generated
+ * programs call the fused, chunked form (wf_lmhead_xent_chunked below,
+ * wf_vocab_xent_chunked in xent_vocab.c), made of these same kernels a
+ * chunk of token rows at a time.
  *
  * One block per row.  The whole row: one read for the maximum and the sum of
  * exponentials together (online softmax: each thread keeps a running maximum
@@ -204,6 +207,39 @@ extern "C" double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, c
     return host_sum(c, losses, N, "wf_lmhead_xent_fwd");
 }
 
+/* The head fused and chunked (weft/rt.h; the compiler emits it for every
+ * backend, from the backward): per chunk of `chunk` token rows the logits
+ * go into scratch (chunk x V in c's activation storage: 16-bit under
+ * act16), the row kernel above turns them into dlogits and losses in place,
+ * and the two backward GEMMs consume them, so at most chunk x V logits
+ * exist at once.  Each row's arithmetic is wf_lmhead_xent_fwd's and
+ * wf_lmhead_xent_bwd's; only dwte's sum over tokens is split into per-chunk
+ * partial sums (cuBLASLt's beta 1), as runtime/cpu/xent.c splits it.
+ * Unlike the CPU, no chunk is skipped for having no loss position (targets
+ * all < 0): the targets are on the device and a captured step replays the
+ * same launches every step; such a chunk's dlogits are zeros (no_loss_row),
+ * which add nothing to dx and dwte.  The token losses are summed once,
+ * over all N, as the unchunked head sums them.  dwte NULL: a frozen head. */
+extern "C" double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, float *scratch,
+                                         const float *x, const float *wte, const int32_t *targets,
+                                         float scale, int N, int C, int V, int chunk) {
+    if (chunk < 1 || chunk > N) chunk = N;
+    int prec = row_prec(c);
+    cudaStream_t st = wf_cuda_stream(c);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        const float *xc = wf_cuda_act_at(c, x, (long)r0 * C);
+        wf_cuda_act_gemm(c, 0, 1, n, V, C, xc, WF_ACT, C, wte, WF_WEIGHT, C, 0.0f, scratch, WF_ACT, V, NULL);
+        WF_BY_STORAGE(c, S, WF_LAUNCH(fused_xent_kernel<S>, n, WF_THREADS, 0, st)(
+                                wf_act<S>(scratch), losses + r0, targets + r0, scale, V, prec));
+        wf_cuda_act_gemm(c, 0, 0, n, C, V, scratch, WF_ACT, V, wte, WF_WEIGHT, C, 1.0f,
+                         (float *)wf_cuda_act_at(c, dx, (long)r0 * C), WF_ACT, C, NULL);
+        if (dwte)
+            wf_cuda_act_gemm(c, 1, 0, V, C, n, scratch, WF_ACT, V, xc, WF_ACT, C, 1.0f, dwte, WF_GRAD, C, NULL);
+    }
+    return host_sum(c, losses, N, "wf_lmhead_xent_chunked");
+}
+
 extern "C" void wf_lmhead_xent_bwd_input(wf_ctx *c, float *dx, const float *dlogits,
                                          const float *wte, int N, int C, int V) {
     /* dx (N,C) += dlogits (N,V) @ wte (V,C); act16: all three 16-bit, one
@@ -292,13 +328,24 @@ __global__ static void vocab_dlogits_kernel(typename S::raw *logits, float *loss
     if (threadIdx.x == 0) losses[n] = (float)(log(stats[2 * n]) - stats[2 * n + 1]);
 }
 
-extern "C" double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *rowmax,
-                                   const double *stats, const int32_t *targets, float scale, int N,
-                                   int VL, int v_begin, int precision) {
+extern "C" void wf_cuda_vocab_dlogits_rows(wf_ctx *c, float *dlogits, float *losses, const float *rowmax,
+                                           const double *stats, const int32_t *targets, float scale, int N,
+                                           int VL, int v_begin, int precision) {
     int prec = wf_ctx_act16(c) ? WF_FP32 : precision;
     WF_BY_STORAGE(c, S, WF_LAUNCH(vocab_dlogits_kernel<S>, N, WF_THREADS, 0, wf_cuda_stream(c))(
                             wf_act<S>(dlogits), losses, rowmax, stats, targets, scale, VL, v_begin, prec));
+    wf_cuda_sync(c, "wf_vocab_dlogits");
+}
+
+extern "C" double wf_vocab_dlogits(wf_ctx *c, float *dlogits, float *losses, const float *rowmax,
+                                   const double *stats, const int32_t *targets, float scale, int N,
+                                   int VL, int v_begin, int precision) {
+    wf_cuda_vocab_dlogits_rows(c, dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin, precision);
     return host_sum(c, losses, N, "wf_vocab_dlogits");
+}
+
+extern "C" double wf_cuda_loss_sum(wf_ctx *c, const float *losses, int N, const char *kernel) {
+    return host_sum(c, losses, N, kernel);
 }
 
 extern "C" void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,

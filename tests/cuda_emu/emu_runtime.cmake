@@ -4,7 +4,7 @@
 #   - runtime/common as libweftrt_cuda takes it (libweftrt's common/ sources),
 #     with the real precision_of.c (the kernels read the plan's precision from
 #     the rank's context, not emu_device.cc's fake contexts);
-#   - runtime/cuda's host files unchanged: device.c, cuda_ctx.c, async.c, graph.c (over
+#   - runtime/cuda's host files unchanged: device.c, cuda_ctx.c, xent_vocab.c, async.c, graph.c (over
 #     emu.cc's CUDA runtime calls, CUDA graphs included) and coll_nccl.c (over
 #     tests/nccl_fake's NCCL-over-MPI, its operations queued on the emulated
 #     device by emu_nccl.cc; ranks see one device each only under
@@ -24,7 +24,7 @@ endforeach()
 add_library(weftrt_cuda_emu_full STATIC ${emu_common_sources}
   $<TARGET_OBJECTS:weft_cuda_emu_kernels>
   ${cuda_dir}/device.c ${cuda_dir}/async.c ${cuda_dir}/graph.c ${cuda_dir}/coll_nccl.c ${cuda_dir}/cast.c
-  ${cuda_dir}/cuda_ctx.c
+  ${cuda_dir}/cuda_ctx.c ${cuda_dir}/xent_vocab.c
   ${emu_dir}/emu_nccl_ops.c ${emu_dir}/emu_nccl.cc)
 set_target_properties(weftrt_cuda_emu_full PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
 # the fake nccl.h before the toolkit's

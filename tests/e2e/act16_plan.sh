@@ -26,11 +26,12 @@ counts() {
 }
 # the 16-bit weight copies a stage program must plan (runtime/cuda/cast.c):
 # align16((numel + 1) / 2) for each GEMM weight, the first parameter of each
-# linear's and the LM head's forward call
+# linear's forward call and of the LM head's chunked call (which spans lines)
 expected_weight16() {
   awk '/^#define P_/ { off[$2] = $3 + 0 }
-       /(wf_linear_fwd|wf_linear_gelu_fwd|xent_fwd)\(/ && match($0, /w \+ P_[A-Z0-9_]*/) {
-         used[substr($0, RSTART + 4, RLENGTH - 4)] = 1 }
+       /xent_chunked\(/ { head = 1 }
+       (head || /(wf_linear_fwd|wf_linear_gelu_fwd)\(/) && match($0, /w \+ P_[A-Z0-9_]*/) {
+         used[substr($0, RSTART + 4, RLENGTH - 4)] = 1; head = 0 }
        /^    \{ "/ { numel[$3 + 0] = $4 + 0 }
        END { for (q in used) { n = numel[off[q]]; t += int((int((n + 1) / 2) + 15) / 16) * 16 }
              print t }' "$1"
@@ -42,8 +43,10 @@ expected_cast() {
   awk '/^    \{ "/ { n = $4 + 0; if (int((n + 1) / 2) > w) w = int((n + 1) / 2) }
        END { print int((w + 15) / 16) * 16 }' "$1"
 }
-# lmhead_saved DUMP: the floats of the LM head's saved dlogits in a --dump=memory
-lmhead_saved() { sed -n 's/.*lmhead_xent .*saved @[0-9]*+\([0-9]*\).*/\1/p' "$1"; }
+# scratch_of DUMP: the kernel scratch of a --dump=memory, floats (in these
+# plans the LM head's chunk of logits, the whole microbatch's, is its largest
+# user: ops_loss.c)
+scratch_of() { sed -n 's/.*scratch \([0-9]*\) floats/\1/p' "$1" | sort -u; }
 
 for plan in tiny llama_tiny; do
   for pr in fp32 bf16 fp16; do
@@ -70,9 +73,11 @@ for plan in tiny llama_tiny; do
   check "$plan bf16 --dump=memory says act16 and the 16-bit weights" \
     grep -q "^stage 0 act16: .* cast buffer 0 floats, 16-bit weights ${want} floats" "$WORK/$plan-bf16.dump"
   "$WEFT" check plans/$plan.lua --backend cuda --set precision=fp32 --dump=memory >"$WORK/$plan-fp32.dump"
-  s32=$(lmhead_saved "$WORK/$plan-fp32.dump") s16=$(lmhead_saved "$WORK/$plan-bf16.dump")
-  check "$plan bf16: the LM head's saved dlogits are 16-bit storage ($s16 of fp32's $s32 floats)" \
-    test -n "$s32" -a "$s16" = "$(((s32 + 1) / 2))"
+  s32=$(scratch_of "$WORK/$plan-fp32.dump") s16=$(scratch_of "$WORK/$plan-bf16.dump")
+  check "$plan bf16: the LM head's chunk of logits in scratch is 16-bit storage ($s16 of fp32's $s32 floats)" \
+    test -n "$s32" -a "$s16" = "$((((s32 + 1) / 2 + 15) / 16 * 16))"
+  check "$plan: the LM head saves nothing (fused and chunked in backward)" \
+    bash -c "! grep -q 'lmhead_xent .*saved @' '$WORK/$plan-fp32.dump' '$WORK/$plan-bf16.dump'"
   # memory: activation gradients are exactly half (alignment aside), the
   # activation slot a little more (its saved state stays float)
   a32=$(bytes activations "$WORK/$plan-fp32.check") a16=$(bytes activations "$WORK/$plan-bf16.check")
@@ -90,7 +95,7 @@ for plan in tiny llama_tiny; do
     cu=$WORK/$plan-tp2-$sp/stage0.cu
     check "$plan bf16 tp 2 sp $sp --backend cuda: act16 = 1, no rounding call on activations, tp collectives" \
       bash -c "grep -q 'P\.act16 = 1;' '$cu' && ! grep -q 'wf_to_bf16(c, [ad] + ' '$cu' &&
-               grep -q 'wf_tp_\(reduce\|scatter\)_fwd(' '$cu' && grep -q 'wf_vocab_xent_fwd(' '$cu'"
+               grep -q 'wf_tp_\(reduce\|scatter\)_fwd(' '$cu' && grep -q 'wf_vocab_xent_chunked(' '$cu'"
   done
   # the CPU backend stores 16-bit activations with no 16-bit weight copies
   # and float staging; WEFT_ACT16=0 keeps them floats, rounded after each kernel

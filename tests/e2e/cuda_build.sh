@@ -17,16 +17,16 @@ fi
 # version shows up here by name: write it in runtime/cuda/, or list it and
 # refuse its op for --backend cuda in compiler/backend_cuda.c.
 # CPU-only: BLAS plumbing (the one-pool GEMM cut, FLOPs counted by callers
-# of cblas_sgemm) and the classifier's dlogits row; the fused, chunked LM head
-# and its idle-chunk test (CUDA keeps its forward's dlogits: ops_loss.c picks
-# per backend); the staging of 16-bit activations as floats (runtime/cpu/
+# of cblas_sgemm) and the classifier's dlogits row; the chunked LM head's
+# idle-chunk test (it reads the targets on the host: CUDA computes such a
+# chunk's zero dlogits instead, runtime/cuda/xent.cu); the staging of 16-bit activations as floats (runtime/cpu/
 # stage16.h: CUDA kernels read 16 bits themselves); and the sequence-parallel
 # row kernels of weft.vlm's patch embedding and image merge (a VLM with
 # sequence parallelism is refused for --backend cuda in backend_cuda.c).
 # (The LLaMA family's kernels are runtime/cuda/llama.cu and attention.cu's
 # wf_gqa_attention_*.)
 CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row
-  wf_lmhead_xent_chunked wf_vocab_xent_chunked wf_xent_rows_idle
+  wf_xent_rows_idle
   wf_stage16_begin wf_stage16_in wf_stage16_out wf_stage16_acc wf_stage16_end
   wf_patch_embed_rows_fwd wf_patch_embed_rows_bwd wf_image_merge_rows_fwd wf_image_merge_rows_bwd"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
@@ -48,21 +48,28 @@ check "the build file targets sm_90 and links weft::runtime_cuda" \
 "$WEFT" compile plans/tiny.lua -o "$WORK/tiny-cpu" 2>/dev/null
 # The program text is the CPU backend's but for its own file name and PROGRAM,
 # which C++ builds by assignments (its designated initializers must follow
-# declaration order): the same fields, the same values.  Saved buffers are
-# per backend (CUDA's attention keeps a log-sum-exp, not T x T: see
-# e2e/attention_memory.sh), so their offsets (S_*), the activation slot,
-# the scratch size and the planned bytes are left out here; so is .comm
-# (the CPU backend's is always WF_COMM_MPI, checked below).
+# declaration order): the same fields, the same values.  Both backends save
+# the same buffers (attention's log-sum-exp; the LM head nothing: both run
+# it fused and chunked in backward, the same wf_lmhead_xent_chunked call,
+# ops_loss.c, whose chunk size alone is the backend's and is tiny's whole
+# microbatch on both), so the offsets, the activation slot and the scratch
+# are the same too; only the planned bytes (CUDA's runtime buffers) and
+# .comm (the CPU backend's is always WF_COMM_MPI, checked below) are left out.
 fields() { sed -n '/PROGRAM = {/,/^};/p; /make_program(void) {/,/^}/p' "$1" | grep -o '\.[a-z_0-9]* = [^,;]*' |
-           grep -v -e '^\.act_numel' -e '^\.scratch_numel' -e '^\.planned_bytes' -e '^\.comm = ' | sort; }
-# The LM head differs by design: the CPU runs it with its loss in backward,
-# fused and chunked (wf_lmhead_xent_chunked), CUDA keeps its forward's
-# dlogits (ops_loss.c), so the LM head's calls and the activation offsets
-# (A_*, placed after the saved tensors) are left out too.
-program_text() { tail -n +2 "$1" | sed "/$2/,\$d" | grep -v -e '^#define [SA]_' -e 'lmhead_xent' -e 'LM head and loss' |
-                 grep -v -e '^ *wf_targets(c), wf_loss_scale(c), N, ' -e '^ *wf_scratch(c), a + A_LN_F' -e '^ *wf_loss_scale(c), N, '; }
-check "the program text is the CPU backend's (but for its own file name, PROGRAM's form, saved offsets, the LM head)" \
+           grep -v -e '^\.planned_bytes' -e '^\.comm = ' | sort; }
+program_text() { tail -n +2 "$1" | sed "/$2/,\$d"; }
+check "the program text is the CPU backend's (but for its own file name and PROGRAM's form)" \
   diff <(program_text "$WORK/tiny-cpu/stage0.c" 'PROGRAM = {') <(program_text "$WORK/tiny/stage0.cu" 'make_program(void) {')
+# At GPT-2's vocabulary the chunk sizes part (ops_loss.c: at least 512 rows
+# on the CPU, 2048 on CUDA, at most tiny's microbatch of 1024 tokens): the
+# texts differ in that number alone.
+for b in cpu:c cuda:cu; do
+  "$WEFT" compile plans/tiny.lua -o "$WORK/v50k-${b%%:*}" --backend ${b%%:*} --set model.vocab=50304 2>/dev/null
+done
+chunk_as() { sed "s/wf_loss_scale(c), N, 128, V, $1));/wf_loss_scale(c), N, 128, V, CHUNK));/"; }
+check "vocab 50304: the head's chunk is 512 rows on the CPU, 1024 on CUDA, the program texts otherwise the same" \
+  diff <(program_text "$WORK/v50k-cpu/stage0.c" 'PROGRAM = {' | chunk_as 512) \
+       <(program_text "$WORK/v50k-cuda/stage0.cu" 'make_program(void) {' | chunk_as 1024)
 fields "$WORK/tiny-cpu/stage0.c" >"$WORK/fields.c"
 fields "$WORK/tiny/stage0.cu" >"$WORK/fields.cu"
 check "PROGRAM: the same $(wc -l <"$WORK/fields.cu") fields and values in C and C++" \

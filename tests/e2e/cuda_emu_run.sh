@@ -116,6 +116,14 @@
 # bf16_dp2_dpc_nccl likewise over NCCL (ncclBfloat16 all-reduces on the comm
 # stream, packed and widened on the compute stream), and bf16_z2_dpc_nccl
 # with ZeRO-2's in-place bf16 reduce-scatter (NCCL's scratch in 16 bits).
+# The LM head runs fused and chunked in backward (ops_loss.c; runtime/cuda/
+# xent.cu, xent_vocab.c), one chunk of the microbatch's 64 tokens in the rows
+# above; bf16_tp2_chunk and vlm_chunk cut it into chunks of 24 and 15 rows
+# (lmhead_chunk): the vocabulary-parallel head with its all-reduces per
+# chunk, and a VLM (the whole head, fp32) whose first chunk holds image
+# placeholders only (rows 0-14 of its 24: targets -1; the CPU skips such a
+# chunk, CUDA computes its zero dlogits), against the CPU's unchunked runs
+# with their rows' tolerances: chunking only splits dwte's sum over tokens.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -364,6 +372,8 @@ rows=(
   "vlm_fzv_bf16 ref_vlm_fzv_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.vision=true --set precision=bf16"
   "vlm_fzl   ref_vlm_fzl fp32 plans/vlm_tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true"
   "vlm_fzl_bf16 ref_vlm_fzl_bf16 r16 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true --set precision=bf16"
+  "bf16_tp2_chunk ref_bf16_tp2 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi --set lmhead_chunk=24"
+  "vlm_chunk ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2 --set lmhead_chunk=15"
 )
 ref_needed() {  # ref_needed REF: a selected row compares with it
   local row name ref
@@ -470,15 +480,19 @@ esac
 
 # act16's 16-bit weight copies (runtime/cuda/cast.c): the bf16 row (2
 # microbatches a step) converts each GEMM weight (a linear's, the LM head's
-# wte) once a step, not before each of the 4 GEMMs that read it (forward and
-# input gradient of each microbatch), and again after every optimizer step.
+# wte) once a step, not before each of the GEMMs that read it (a linear's
+# forward and input gradient of each microbatch; the head's logits and input
+# gradient of each chunk), and again after every optimizer step.
 # Eager steps (--no-graph), so that every conversion is the host's decision.
 weight16_log() {  # weight16_log LOG STEP: the weights step STEP converts, one a line
   grep -o "weight16: step $2 converts [^ ]*" "$1" | awk '{ print $5 }'
 }
 case " ${ROWS:-bf16} " in *" bf16 "*)
-  gemm_weights=$(awk '/(wf_linear_fwd|wf_linear_gelu_fwd|xent_fwd)\(/ && match($0, /w \+ P_[A-Z0-9_]*/) {
-                        print substr($0, RSTART, RLENGTH) }' "$WORK/bf16/stage0.cu" | sort -u | wc -l)
+  # the linears' weights (on their call's line) and the LM head's (its
+  # chunked call spans lines: the first weight after it)
+  gemm_weights=$(awk '/xent_chunked\(/ { head = 1 }
+                      (head || /(wf_linear_fwd|wf_linear_gelu_fwd)\(/) && match($0, /w \+ P_[A-Z0-9_]*/) {
+                        print substr($0, RSTART, RLENGTH); head = 0 }' "$WORK/bf16/stage0.cu" | sort -u | wc -l)
   if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
     for step in 1 2; do
       n=$(weight16_log "$WORK/bf16_w16.log" $step | wc -l) u=$(weight16_log "$WORK/bf16_w16.log" $step | sort -u | wc -l)

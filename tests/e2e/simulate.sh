@@ -53,6 +53,16 @@ check "dp 48: the last bucket's all-reduce is exposed ($e s; one full bucket 0.0
 check "predicted Chrome trace reads back" "$WEFT" trace compare "$WORK/1t.json" "$WORK/1t.json"
 "$WEFT" simulate plans/tiny.lua --set mesh.pp=2 --set mesh.dp=1 --set batch.micro=2 --format svg -o "$WORK/t.svg"
 check "predicted SVG timeline is complete" grep -q "</svg>" "$WORK/t.svg"
+# The LM head as both backends run it (ops_loss.c): nothing in forward, all of
+# it in backward a chunk of token rows at a time, each chunk's three GEMMs at
+# the chunk's shape (dwte over the chunk's rows streams the whole weight
+# gradient once a chunk): GPT-2 on CUDA in 128-row chunks instead of the
+# compiler's (2668 rows of bf16 logits) has the same forward, a slower backward.
+fb() { "$WEFT" simulate plans/gpt2_124m.lua --backend cuda "$@" | sed -n 's/.*forward \([0-9.]*\) ms, backward \([0-9.]*\) ms.*/\1 \2/p'; }
+read -r f0 b0 < <(fb)
+read -r f128 b128 < <(fb --set lmhead_chunk=128)
+check "CUDA GPT-2 head in 128-row chunks: forward the same ($f0 = $f128 ms), backward slower ($b0 -> $b128 ms)" \
+  awk -v f0="$f0" -v f1="$f128" -v b0="$b0" -v b1="$b128" 'BEGIN { exit !(f0 != "" && f0 == f1 && b1 > 1.1 * b0) }'
 # Measured traces: a zb-h1 pipeline traced for one step matches the predicted
 # timeline event for event (durations differ; that is what the report shows).
 DATA=$(make_data)

@@ -182,6 +182,39 @@ static void xent_wide_rows(int VW) {
     put_double(name, "loss sum", loss);
 }
 
+static void put16(const char *kernel, const char *what, int p, const float *arg, long n);
+
+/* The fused, chunked head generated programs call (wf_lmhead_xent_chunked):
+ * chunks of 40 rows over N = 96 (two whole, one of 16 rows).  The first
+ * chunk's targets are all -1 (a VLM's image positions: the CPU skips that
+ * chunk, CUDA computes its zero dlogits) and so is row 50's; dx and dwte
+ * start from what they hold (+=).  c NULL: floats, the usual 1e-5; else c's
+ * 16-bit storage (act16 on CUDA; the CPU's floats, rounded as its generated
+ * code rounds dx): dx and the losses are 16-bit outputs, and dwte too, as
+ * each backend rounds the dlogits it sums to 16 bits itself (where their
+ * fp32 logits differ in the last bit, to neighbouring values). */
+static void lmhead_chunked_case(wf_ctx *c, int p, const char *tag, float *dx, float *dwte, const float *x,
+                                const float *wte, const int32_t *targets) {
+    enum { CHUNK = 40 };
+    int32_t *tgt = wf_backend_alloc(NULL, sizeof(int32_t) * N);
+    for (int i = 0; i < N; i++) tgt[i] = i < CHUNK || i == 50 ? -1 : targets[i];
+    float *scratch = buf((long)CHUNK * V), *losses = buf(N);
+    char k[40];
+    snprintf(k, sizeof k, "lmhead_xent_chunked%s", tag);
+    double loss = wf_lmhead_xent_chunked(c, dx, dwte, losses, scratch, x, wte, tgt, 1.0f / N, N, C, V, CHUNK);
+    if (!c) {
+        put(k, "dx", dx, (long)N * C);
+        put(k, "dwte", dwte, (long)V * C);
+        put(k, "losses", losses, N);
+        put_double(k, "loss sum", loss);
+        return;
+    }
+    put16(k, "dx [16-bit]", p, dx, (long)N * C);
+    put(k, "dwte [16-bit]", dwte, (long)V * C);
+    put(k, "losses [16-bit]", losses, N);
+    put_double(k, "loss sum [16-bit]", loss);
+}
+
 static void run_all(void) {
     /* embedding */
     int32_t *tok = tokens(N, V), *tgt = tokens(N, V);
@@ -334,6 +367,7 @@ static void run_all(void) {
     wf_lmhead_xent_bwd(NULL, dx, dwte, dlg, x, wte, N, C, V);
     put("lmhead_xent_bwd", "dx", dx, (long)N * C);
     put("lmhead_xent_bwd", "dwte", dwte, (long)V * C);
+    lmhead_chunked_case(NULL, WF_FP32, "", dx, dwte, x, wte, tgt);
     xent_wide_rows(5003);
     xent_wide_rows(5004);
     float *pl = probs_rows(N, VL);
@@ -720,6 +754,8 @@ static void gemm_act16_case(int p) {
     snprintf(k, sizeof k, "lmhead_xent_bwd_weight %s act16", tag);
     wf_lmhead_xent_bwd_weight(c, dwte, pl, x, N, C, VL);
     put(k, "dwte", dwte, (long)VL * C);
+    snprintf(k, sizeof k, " %s act16", tag);
+    lmhead_chunked_case(c, p, k, act16_buf(p, nx, 1.0f), dwte, x, wte, tgt);
 }
 
 /* n random multiples of 1/16 in [-1, 1]: five significant bits, exact in

@@ -141,12 +141,17 @@ double wf_lmhead_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float 
 /* dx += dlogits @ wte and dwte += dlogits^T @ x. */
 void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
                         const float *x, const float *wte, int N, int C, int V);
-/* The CPU backend's head: forward and backward together, chunk by chunk of
- * `chunk` token rows (the compiler's lmhead_chunk_rows), from the backward
- * pass: per chunk the logits (in scratch, chunk x V floats) become dlogits
- * as above, then dx += dlogits @ wte and dwte += dlogits^T @ x, so the
- * (N, V) logits never exist whole.  losses and the returned sum as
- * wf_lmhead_xent_fwd's; a chunk whose targets are all < 0 costs nothing. */
+/* The head generated programs call (both backends): forward and backward
+ * together, chunk by chunk of `chunk` token rows (the compiler's
+ * lmhead_chunk_rows), from the backward pass: per chunk the logits (in
+ * scratch: chunk x V floats on the CPU, chunk x V values of the activation
+ * storage on CUDA) become dlogits as above, then dx += dlogits @ wte and
+ * dwte += dlogits^T @ x (dwte NULL: a frozen head, dx alone), so the (N, V)
+ * logits never exist whole.  losses and the returned sum as
+ * wf_lmhead_xent_fwd's.  A chunk whose targets are all < 0 adds nothing; the
+ * CPU skips it (wf_xent_rows_idle, CPU-only: it reads the targets on the
+ * host), CUDA computes its zero dlogits (a captured step replays the same
+ * launches). */
 double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, float *scratch,
                               const float *x, const float *wte, const int32_t *targets,
                               float scale, int N, int C, int V, int chunk);
@@ -262,7 +267,7 @@ double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *
 void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlogits,
                        const float *x, const float *wte_part, int N, int C, int VL);
 /* The vocabulary-parallel form of wf_lmhead_xent_chunked (scratch: chunk x
- * VL floats; the collectives per chunk, on the chunk's rows). */
+ * VL logits; the collectives per chunk, on the chunk's rows, in c->comm). */
 double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *losses, float *scratch,
                              const float *x, const float *wte_part, const int32_t *targets,
                              float scale, int N, int C, int VL, int v_begin, int vocab, int chunk);
@@ -486,12 +491,12 @@ typedef struct wf_program {
  * it as bf16 / fp16 bits (runtime/cuda/storage.cuh), rounding each value
  * they store (ties to even), so the generated code calls no wf_to_bf16 /
  * wf_to_fp16 on activations.  The `float *` of the kernel signatures then
- * only carries the address.  On CUDA the LM head's saved dlogits are 16-bit too
- * ((N * V + 1) / 2 floats; the kernel writes its logits and dlogits in the
- * 16-bit type on every backend, see wf_lmhead_xent_fwd).  What stays float:
- * the other state a forward saves for its backward (layernorm mean and rstd,
- * RMSNorm rstd, attention's att / log-sum-exp), per-token losses, kernel
- * scratch, parameters, gradients and optimizer state (and the tensor-
+ * only carries the address.  On CUDA the LM head's logits and dlogits are
+ * 16-bit too (the kernels write them in the 16-bit type on every backend, see
+ * wf_lmhead_xent_fwd), the chunked head's chunk of them in kernel scratch.
+ * What stays float: the other state a forward saves for its backward
+ * (layernorm mean and rstd, RMSNorm rstd, attention's att / log-sum-exp),
+ * per-token losses, the rest of kernel scratch, parameters, gradients and optimizer state (and the tensor-
  * parallel collectives' staging under tp_comm16 = 0: their sums are fp32,
  * runtime/common/tp.c).
  * The CPU kernels compute in floats: under act16 each entry point widens
