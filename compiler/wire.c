@@ -175,13 +175,15 @@ wire_step wire_per_step(const Program *p) {
                 continue;
             }
             ring(p, r, WF_AXIS_DP, 1, (p->zero >= 2 ? accum : 1) * bytes, &w.dp);
-            /* the parameters travel as fp32 whatever the gradients' type */
-            if (p->zero < 3) ring(p, r, WF_AXIS_DP, 1, 4.0 * (double)bk->numel, &w.dp);
+            /* the parameters travel as stored (16 bits under param16.c),
+             * whatever the gradients' type */
+            if (p->zero < 3) ring(p, r, WF_AXIS_DP, 1, (param16(p) ? 2.0 : 4.0) * (double)bk->numel, &w.dp);
         }
         if (p->zero >= 3)
             for (int g = 0; g < p->n_gathers; g++)
                 if (p->gathers[g].stage == stage)
-                    ring(p, r, WF_AXIS_DP, 1, accum * 4.0 * (double)p->buckets[p->gathers[g].bucket].numel, &w.dp);
+                    ring(p, r, WF_AXIS_DP, 1, accum * (param16(p) ? 2.0 : 4.0) * (double)p->buckets[p->gathers[g].bucket].numel,
+                         &w.dp);
         /* the tied wte: first and last stage sum their gradients, each
          * sending its whole copy to the other once a step */
         if (p->pp > 1 && (stage == 0 || stage == p->pp - 1)) {

@@ -167,6 +167,7 @@ build_ref ref_2bw6 plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set cl
 # tp 4 in 16 bits: four partials per fp32 sum (at tp 2 a 16-bit sum of two
 # 16-bit partials rounds as the fp32 one does)
 build_ref ref_bf16_tp4 plans/tiny.lua --set precision=bf16 --set mesh.tp=4
+build_ref ref_fp16_tp2 plans/tiny.lua "${fp16_scale[@]}" --set mesh.tp=2
 # fp16 with 2BW's delayed update on one rank (pp > 1 refuses fp16: checked below)
 build_ref ref_fp16_2bw plans/tiny.lua "${fp16_scale[@]}" --set pipeline.schedule=pipedream-2bw
 # head size 160 (the 530B and 1T GPTs'): attention.cu's 16-thread rows, 16-row tiles
@@ -199,6 +200,11 @@ compare() {
   [ "$kind" = equiv ] && tl=2e-6 tn=1e-6
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
+    case $name in  # 16-bit working parameters (param16) but under 2BW and param_storage = "fp32"
+      *2bw*|*_pf32) ! grep -q '\.param16 = 1' "$WORK/$name"/stage0.cu || { echo "$name stores 16-bit parameters"; return 1; } ;;
+      *) grep -q '\.param16 = 1' "$WORK/$name"/stage0.cu && grep -q '\.weight16_numel = 0L' "$WORK/$name"/stage0.cu &&
+           grep -q '\.cast_numel = 0L' "$WORK/$name"/stage0.cu || { echo "$name: no 16-bit parameters"; return 1; } ;;
+    esac
     case $name in *_ga32*)  # fp32 accumulation: the runtime told, no weight gradient rounded
       grep -q '\.grad_accum32 = 1' "$WORK/$name"/stage0.cu && ! grep -q 'wf_to_bf16(c, g + ' "$WORK/$name"/stage*.cu ||
         { echo "$name rounds its weight gradients"; return 1; } ;;
@@ -317,6 +323,12 @@ rows=(
   "fp16_2bw  ref_fp16_2bw act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]} --set pipeline.schedule=pipedream-2bw"
   "hs160     ref_hs160  fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 ${hs160[*]}"
   "bf16_ga32 ref_bf16_ga32 act16 plans/tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set grad_accum=fp32"
+  "bf16_pf32 ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set param_storage=fp32"
+  "bf16_z1_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set zero=1 --set buckets.mb=0.05"
+  "bf16_z3_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set zero=3 --set buckets.mb=0.05"
+  "fp16_z1   ref_fp16   act16 plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=mpi --set zero=1 --set buckets.mb=0.05"
+  "fp16_z3_nccl ref_fp16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=nccl --set zero=3 --set buckets.mb=0.05"
+  "fp16_tp2  ref_fp16_tp2 act16 plans/tiny.lua    --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 ${fp16_scale[*]} --set comm=mpi"
   "bf16_ga32_dp2 ref_bf16_ga32 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set grad_accum=fp32 --set comm=mpi"
   "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2"
   "vlm_gpt2  ref_vlm_gpt2 fp32 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2"
@@ -393,25 +405,36 @@ case " ${ROWS:-bf16_2bw_nccl} " in *" bf16_2bw_nccl "*)
     grep -q 'cuda graph: on (captured step 3' '$WORK/bf16_2bw_nccl.log'" ;;
 esac
 
-# act16's 16-bit weight copies (runtime/cuda/cast.c): the bf16 row (2
+# act16's 16-bit weight copies (runtime/cuda/cast.c), kept where the working
+# parameters are floats (param_storage = "fp32"): the bf16_pf32 row (2
 # microbatches a step) converts each GEMM weight (a linear's, the LM head's
 # wte) once a step, not before each of the 4 GEMMs that read it (forward and
 # input gradient of each microbatch), and again after every optimizer step.
+# Under 16-bit working parameters (the bf16 row) the GEMMs read the stored
+# bits: no conversion at all.
 # Eager steps (--no-graph), so that every conversion is the host's decision.
 weight16_log() {  # weight16_log LOG STEP: the weights step STEP converts, one a line
   grep -o "weight16: step $2 converts [^ ]*" "$1" | awk '{ print $5 }'
 }
-case " ${ROWS:-bf16} " in *" bf16 "*)
+case " ${ROWS:-bf16_pf32} " in *" bf16_pf32 "*)
   gemm_weights=$(awk '/(wf_linear_fwd|wf_linear_gelu_fwd|xent_fwd)\(/ && match($0, /w \+ P_[A-Z0-9_]*/) {
-                        print substr($0, RSTART, RLENGTH) }' "$WORK/bf16/stage0.cu" | sort -u | wc -l)
-  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
+                        print substr($0, RSTART, RLENGTH) }' "$WORK/bf16_pf32/stage0.cu" | sort -u | wc -l)
+  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16_pf32/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
     for step in 1 2; do
       n=$(weight16_log "$WORK/bf16_w16.log" $step | wc -l) u=$(weight16_log "$WORK/bf16_w16.log" $step | sort -u | wc -l)
-      check "bf16: step $step converts each of the $gemm_weights GEMM weights once ($n conversions, $u weights)" \
+      check "bf16_pf32: step $step converts each of the $gemm_weights GEMM weights once ($n conversions, $u weights)" \
         test "$n" = "$gemm_weights" -a "$u" = "$gemm_weights" -a "$gemm_weights" -gt 4
     done
   else
-    failed=$((failed + 1)); echo "FAIL bf16 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_w16.log")"
+    failed=$((failed + 1)); echo "FAIL bf16_pf32 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_w16.log")"
+  fi ;;
+esac
+case " ${ROWS:-bf16} " in *" bf16 "*)
+  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_p16.log" 2>&1; then
+    check "bf16 (16-bit parameters): the GEMMs read the stored weights, no conversion" \
+      bash -c "! grep -q 'weight16: step' '$WORK/bf16_p16.log'"
+  else
+    failed=$((failed + 1)); echo "FAIL bf16 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_p16.log")"
   fi ;;
 esac
 
