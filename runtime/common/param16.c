@@ -46,7 +46,8 @@ const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1) 
         c->w16_bits = v + off0;
         c->w16_n = -n0;
         n0 = -n0;
-    } else {
+    } else {  /* no weight in place: a GEMM on this op's widened floats fails (cast.c) */
+        c->w16_slot = NULL;
         wf_backend_from16(c, c->wscratch, v + off0, n0);
     }
     if (n1 > 0) wf_backend_from16(c, c->wscratch + ((n0 + 15) & ~15L), v + off1, n1);
