@@ -220,8 +220,9 @@ void wire_report(const Program *p, FILE *out) {
         if (i == 1) fprintf(out, "  (%s%s)", p->act16 ? p->precision : "fp32",
                             p->scatter_gather ? ", 1/tp slices: scatter/gather" : "");
         if (i == 2) fprintf(out, "  (the slices all-gathered in the tp group)");
-        if (i == 3) fprintf(out, "  (%s gradients%s)", dp_comm16(p) ? p->dp_comm : "fp32",
-                            p->zero ? ", fp32 parameters" : "");
+        if (i == 3) fprintf(out, "  (%s gradients%s%s%s)", dp_comm16(p) ? p->dp_comm : "fp32",
+                            p->zero ? ", " : "", p->zero ? (param16(p) ? p->precision : "fp32") : "",
+                            p->zero ? " parameters" : "");
         if (i == 4) fprintf(out, "  (fp32 gradients)");
         fputc('\n', out);
     }
