@@ -100,6 +100,16 @@
 # bf16_dp2_dpc_nccl likewise over NCCL (ncclBfloat16 all-reduces on the comm
 # stream, packed and widened on the compute stream), and bf16_z2_dpc_nccl
 # with ZeRO-2's in-place bf16 reduce-scatter (NCCL's scratch in 16 bits).
+# 16-bit working parameters (plan.param_storage "auto", compiler/param16.c):
+# every act16 row stores them in 2 bytes (the program must say .param16 = 1
+# and plan no weight copies or cast buffer) but the 2BW rows and bf16_pf32
+# (param_storage = "fp32": float weights, the GEMMs' 16-bit copies); the CPU
+# references store them so too.  The GEMMs read the stored bits in place, the
+# other kernels widened floats, AdamW writes the rounded bits, ZeRO's
+# all-gathers move 16-bit values: bf16_z1_nccl (ZeRO-1, NCCL's all-gather
+# of 16-bit values), bf16_z3 / bf16_z3_nccl (ZeRO-3's 16-bit shards and
+# gather buffers over MPI and NCCL), fp16_z1, fp16_z3_nccl, fp16_tp2 keep
+# act16's tolerances; bf16 against bf16_pf32 is bit for bit (below).
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
