@@ -107,9 +107,15 @@
 # references store them so too.  The GEMMs read the stored bits in place, the
 # other kernels widened floats, AdamW writes the rounded bits, ZeRO's
 # all-gathers move 16-bit values: bf16_z1_nccl (ZeRO-1, NCCL's all-gather
-# of 16-bit values), bf16_z3 / bf16_z3_nccl (ZeRO-3's 16-bit shards and
-# gather buffers over MPI and NCCL), fp16_z1, fp16_z3_nccl, fp16_tp2 keep
-# act16's tolerances; bf16 against bf16_pf32 is bit for bit (below).
+# of 16-bit values), bf16_z3 and fp16_z3_nccl (ZeRO-3's 16-bit shards and
+# gather buffers over MPI and NCCL), fp16_z1, fp16_tp2 keep act16's
+# tolerances (measured, loss / norm: bf16 1.4e-5 / 5.2e-4, fp16 2.1e-6 /
+# 4.3e-5, bf16_z1_nccl 1.0e-5 / 6.0e-4, bf16_z3 1.4e-5 / 4.9e-4, fp16_z1
+# 2.1e-6 / 7.6e-5, fp16_z3_nccl 2.1e-6 / 4.7e-5, bf16_tp2 1.3e-5 / 1.9e-4,
+# fp16_tp2 5.1e-6 / 4.1e-5); bf16 against bf16_pf32 is bit for bit (below).
+# AdamW storing bf16 bits by truncation instead of rounding to nearest even
+# failed both: the bf16 row's norm by 3.5e-3, and 28 of 28 weight tensors
+# off bf16_pf32's.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -335,7 +341,6 @@ rows=(
   "bf16_ga32 ref_bf16_ga32 act16 plans/tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set grad_accum=fp32"
   "bf16_pf32 ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set param_storage=fp32"
   "bf16_z1_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set zero=1 --set buckets.mb=0.05"
-  "bf16_z3_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set zero=3 --set buckets.mb=0.05"
   "fp16_z1   ref_fp16   act16 plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=mpi --set zero=1 --set buckets.mb=0.05"
   "fp16_z3_nccl ref_fp16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=nccl --set zero=3 --set buckets.mb=0.05"
   "fp16_tp2  ref_fp16_tp2 act16 plans/tiny.lua    --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 ${fp16_scale[*]} --set comm=mpi"
