@@ -92,7 +92,9 @@ static int gemm_weight(const Program *p, int k) {
  * wf_cuda_weight16): converted at its first use after the parameters were
  * written, reused by the other microbatches and the backward.  One slot of
  * align16((numel + 1) / 2) floats per GEMM weight of the stage.  ZeRO-3 has
- * none: its gather buffers hold different parameters in turn. */
+ * none: its gather buffers hold different parameters in turn.  Neither has
+ * 16-bit working parameters (param16.c), whose stored bits the GEMMs read:
+ * the zero pass zeroes this and the cast buffer once it decides them. */
 long act16_weight16_numel(const Program *p, int stage) {
     if (!p->act16 || p->zero >= 3 || backend_of(p)->act16_staged) return 0;
     long total = 0;

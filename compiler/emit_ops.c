@@ -120,7 +120,9 @@ static void widen_params(writer *o, const Program *p, int i) {
     char a[WF_MAX_NAME + 8], b[WF_MAX_NAME + 8] = "0";
     pname(p, op, 0, a, sizeof a);
     if (op->n_param > 1) pname(p, op, 1, b, sizeof b);
-    emit(o, "    w = wf_widen_params(c, %s, %ldL, %s, %ldL);\n", a, p->params[op->param[0]].numel, b,
+    /* a negative count: a GEMM weight read in 16 bits in place (CUDA) */
+    emit(o, "    w = wf_widen_params(c, %s, %ldL, %s, %ldL);\n", a,
+         param16_in_place(p, i) ? -p->params[op->param[0]].numel : p->params[op->param[0]].numel, b,
          op->n_param > 1 ? p->params[op->param[1]].numel : 0L);
 }
 

@@ -160,11 +160,12 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
                                 (dp_comm16(p) ? 2 : 4) * p->buckets[b].numel);
                     else if (p->buckets[b].stage == stage && p->dp > 1)
                         fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks): reduce-scatter of %s gradients, "
-                                "%ld bytes%s, fp32 parameters, %ld bytes%s\n",
+                                "%ld bytes%s, %s parameters, %ld bytes%s\n",
                                 p->zero, b, p->dp, dp_comm16(p) ? p->dp_comm : "fp32",
                                 (dp_comm16(p) ? 2 : 4) * p->buckets[b].numel,
                                 p->zero >= 2 ? " every microbatch into the gradient shard" : "",
-                                4 * p->buckets[b].numel,
+                                param16(p) ? p->precision : "fp32",  /* as stored (param16.c) */
+                                (param16(p) ? 2 : 4) * p->buckets[b].numel,
                                 p->zero >= 3 ? " all-gathered before each use" : " all-gathered after the step");
                 if (p->pp > 1 && (stage == 0 || stage == p->pp - 1) && !s->pro)
                     fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);

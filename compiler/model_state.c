@@ -8,12 +8,12 @@
  * gradients (2) and the weights (3) by dp.  Here the figures are memory.c's
  * arenas (what the runtime allocates, byte for byte on the CPU) over the
  * rank's parameters (its tp and pp share), so they say what this runtime
- * stores, not what an ideal one would: on the CPU the working weights are
- * 2 bytes (param16.c, with the float scratch of one op's widened weights;
- * ZeRO-3's shards and gather buffers too),
- * elsewhere the weight arena holds floats (16-bit values rounded in them)
- * and act16 adds a 16-bit copy of each GEMM weight; the gradient arena
- * holds floats. */
+ * stores, not what an ideal one would: under param16 (bf16 / fp16, both
+ * backends) the working weights are 2 bytes (param16.c, with the float
+ * scratch of one op's widened weights; ZeRO-3's shards and gather buffers
+ * too; CUDA's GEMMs read them in place); with param_storage = "fp32" the
+ * weight arena holds floats (16-bit values rounded in them) and CUDA's act16
+ * adds a 16-bit copy of each GEMM weight; the gradient arena holds floats. */
 #include <string.h>
 
 #include "ops.h"
@@ -57,9 +57,10 @@ void model_state_report(const Program *p, FILE *out) {
     if (p->pp > 1) snprintf(n, sizeof n, " (stage %d)", worst);
     fprintf(out, "model state%s: %.2f B per parameter = weights %.2f%s + gradients %.2f + fp32 master %.2f "
                  "+ AdamW moments %.2f", n, s.total, s.params,
-            p->act16 && !backend_of(p)->act16_staged
+            param16(p) ? " (16-bit, with one op's widened)"
+            : p->act16 && !backend_of(p)->act16_staged
                 ? (p->zero >= 3 ? " (with the 16-bit cast buffer)" : " (with the 16-bit GEMM copies)")
-            : param16(p) ? " (16-bit, with one op's widened)" : "",
+            : "",
             s.grads, s.master, s.moments);
     if (p->zero) fprintf(out, "; ZeRO-%d over dp %d", p->zero, p->dp);
     if (strcmp(p->precision, "fp32") != 0)

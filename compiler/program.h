@@ -467,6 +467,9 @@ int grad_accum16(const Program *p);
  * largest op of the stage; 0 without param16). */
 int param16_decide(const Program *p);
 int param16(const Program *p);
+/* param16_in_place: 1 when op i's first parameter, a GEMM weight, is read
+ * in 16 bits where it is stored (CUDA), not widened into the scratch. */
+int param16_in_place(const Program *p, int i);
 long param16_scratch_numel(const Program *p, int stage);
 typedef struct {
     double params;   /* working weights (both 2BW versions), act16's 16-bit GEMM copies or cast buffer */

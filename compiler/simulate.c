@@ -554,14 +554,16 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     /* data parallel: each stage's buckets, ring all-reduce across nodes when the
      * dp group spans them, overlapped with the last microbatch's backward */
     /* data parallel, per stage: its buckets' ring collectives across nodes when
-     * the dp group spans them (16-bit gradients travel in 16 bits on GPUs; the
-     * CPU backend sends floats; plan.grad_accum = "fp32" keeps them floats).  Plain dp all-reduces overlapping the last
+     * the dp group spans them (gradients travel in 16 bits only under
+     * plan.dp_comm, on either backend, as runtime/common/dp_comm.c and wire.c:
+     * 16-bit accumulation alone sends floats; 16-bit working parameters,
+     * param16.c, are gathered in 16 bits).  Plain dp all-reduces overlapping the last
      * microbatch's backward; ZeRO reduce-scatters overlapping backward (every
      * microbatch from stage 2 on), then the updated shards all-gathered after
      * the step (stages 1, 2); stage 3 instead all-gathers each bucket before
      * its use in forward and again in backward, prefetched so that it overlaps
      * that compute. */
-    double el = calib || !grad_accum16(p) ? 4.0 : 2.0;
+    double el = dp_comm16(p) ? 2.0 : 4.0, pel = param16(p) ? 2.0 : 4.0;
     double exposed_dp = 0, dp_comm = 0;
     int dp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_DP);
     const cost_link *dp_link = group_link(p, dp_apart, p->dp);
@@ -577,7 +579,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 last_rs = cost_reduce_scatter_ring(bytes, p->dp, &dpl);
                 ar += last_ar;
                 rs += last_rs;
-                ag += cost_allgather_ring(bytes, p->dp, &dpl);
+                ag += cost_allgather_ring(pel * p->buckets[k].numel, p->dp, &dpl);
             }
         /* exposed: what does not fit under the last microbatch's backward,
          * and never less than the last bucket's own collective */

@@ -175,13 +175,15 @@ wire_step wire_per_step(const Program *p) {
                 continue;
             }
             ring(p, r, WF_AXIS_DP, 1, (p->zero >= 2 ? accum : 1) * bytes, &w.dp);
-            /* the parameters travel as fp32 whatever the gradients' type */
-            if (p->zero < 3) ring(p, r, WF_AXIS_DP, 1, 4.0 * (double)bk->numel, &w.dp);
+            /* the parameters travel as stored (16 bits under param16.c),
+             * whatever the gradients' type */
+            if (p->zero < 3) ring(p, r, WF_AXIS_DP, 1, (param16(p) ? 2.0 : 4.0) * (double)bk->numel, &w.dp);
         }
         if (p->zero >= 3)
             for (int g = 0; g < p->n_gathers; g++)
                 if (p->gathers[g].stage == stage)
-                    ring(p, r, WF_AXIS_DP, 1, accum * 4.0 * (double)p->buckets[p->gathers[g].bucket].numel, &w.dp);
+                    ring(p, r, WF_AXIS_DP, 1, accum * (param16(p) ? 2.0 : 4.0) * (double)p->buckets[p->gathers[g].bucket].numel,
+                         &w.dp);
         /* the tied wte: first and last stage sum their gradients, each
          * sending its whole copy to the other once a step */
         if (p->pp > 1 && (stage == 0 || stage == p->pp - 1)) {
@@ -218,8 +220,9 @@ void wire_report(const Program *p, FILE *out) {
         if (i == 1) fprintf(out, "  (%s%s)", p->act16 ? p->precision : "fp32",
                             p->scatter_gather ? ", 1/tp slices: scatter/gather" : "");
         if (i == 2) fprintf(out, "  (the slices all-gathered in the tp group)");
-        if (i == 3) fprintf(out, "  (%s gradients%s)", dp_comm16(p) ? p->dp_comm : "fp32",
-                            p->zero ? ", fp32 parameters" : "");
+        if (i == 3) fprintf(out, "  (%s gradients%s%s%s)", dp_comm16(p) ? p->dp_comm : "fp32",
+                            p->zero ? ", " : "", p->zero ? (param16(p) ? p->precision : "fp32") : "",
+                            p->zero ? " parameters" : "");
         if (i == 4) fprintf(out, "  (fp32 gradients)");
         fputc('\n', out);
     }

@@ -375,5 +375,11 @@ static int zero_layout(Program *p) {
 int pass_zero(Program *p) {
     int rc = zero_layout(p);
     p->param16 = rc == 0 ? param16_decide(p) : 0;
+    /* CUDA's GEMMs then read the parameters' own 16 bits: no weight copies,
+     * no cast buffer (act16.c; the memory pass counted them before) */
+    for (int st = 0; p->param16 && backend_of(p)->param16_gemm && st < p->pp; st++) {
+        if (p->cast_numel) p->cast_numel[st] = 0;
+        if (p->weight16_numel) p->weight16_numel[st] = 0;
+    }
     return rc;
 }

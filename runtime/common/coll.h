@@ -58,10 +58,11 @@ typedef struct wf_coll_ops {
      * place, the result at the start of send */
     void (*reduce_scatterv)(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
                             wf_dtype t, wf_req *r);
-    /* recv + displs[r] receives rank r's counts[r] floats; send NULL: this
-     * rank's part is in recv already */
-    void (*allgatherv)(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
-                       const int *displs, wf_req *r);
+    /* recv + displs[r] receives rank r's counts[r] values of type t (WF_F32,
+     * or 16-bit copied as they are: 16-bit working parameters); send NULL:
+     * this rank's part is in recv already */
+    void (*allgatherv)(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
+                       const int *displs, wf_dtype t, wf_req *r);
     /* equal parts of n values of type t (WF_F32 or 16-bit): out holds
      * group-size x n / receives n */
     void (*allgather)(wf_ctx *c, wf_group g, float *out, const float *in, long n, wf_dtype t);

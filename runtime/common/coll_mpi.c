@@ -79,18 +79,18 @@ static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const void *send, void *r
     wf_watch_group(-1);
 }
 
-static void mpi_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
-                           const int *displs, wf_req *r) {
+static void mpi_allgatherv(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
+                           const int *displs, wf_dtype t, wf_req *r) {
     wf_backend_sync(c);
     wf_watch_group(g);
     int me = 0;
     WF_MPI(c, MPI_Comm_rank(wf_group_comm(c, g), &me));
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
     if (send)
-        WF_MPI(c, MPI_Iallgatherv(send, counts[me], MPI_FLOAT, recv, counts, displs, MPI_FLOAT,
+        WF_MPI(c, MPI_Iallgatherv(send, counts[me], type_of(t), recv, counts, displs, type_of(t),
                                   wf_group_comm(c, g), req));
     else
-        WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, MPI_FLOAT,
+        WF_MPI(c, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs, type_of(t),
                                   wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
     wf_watch_group(-1);

@@ -71,6 +71,11 @@ struct wf_ctx {
      * scratch one op's parameters are widened into */
     float *params16[2];
     float *wscratch;
+    /* the GEMM weight the last wf_widen_params left in 16 bits in place (a
+     * negative count, CUDA): its unwritten slot in the scratch, its bits */
+    const float *w16_slot;
+    const void *w16_bits;
+    long w16_n;
     wf_scaler scaler;
     wf_opt_table ranges;           /* the ranges AdamW, the norm and the overflow check cover */
     float *acts, *dacts, *scratch, *losses;
@@ -263,6 +268,7 @@ float *wf_params16_widened(wf_ctx *c, const float *version);
 void wf_params16_copy(wf_ctx *c, float *dst, const float *src);
 void *wf_params16_at(float *version, long off);
 void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n);
+wf_dtype wf_params16_type(wf_ctx *c);  /* the collectives' type of the stored values */
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */
 void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);

@@ -1,5 +1,7 @@
 /* param16.c: working parameters stored in 16 bits (wf_program.param16, the
- * compiler's param16.c; the CPU backend).
+ * compiler's param16.c; both backends: on CUDA the arenas are managed
+ * memory, which this file's host loops touch only at startup and for
+ * checkpoints, after the device is idle).
  *
  * The parameter arena then holds bf16 / fp16 bits, 2 bytes a value, and
  * c->params, c->next_params and 2BW's wver[] carry its address as `float *`
@@ -32,11 +34,23 @@ static void widen(int precision, float *dst, const uint16_t *src, long n) {
     for (long i = 0; i < n; i++) dst[i] = value_of(precision, src[i]);
 }
 
+/* In stream order where the arenas live (a kernel on CUDA, which must not
+ * see a host loop run ahead of it).  n0 < 0: parameter 0 is a GEMM weight
+ * that the backend's GEMMs read as 16-bit values where it is stored (CUDA:
+ * runtime/cuda/cast.c's wf_cuda_weight16_in_place finds it by its slot); the
+ * compiler gives that only to such a backend. */
 const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1) {
-    const wf_program *p = c->p;
     const uint16_t *v = bits_of(c->params);
-    widen(p->precision, c->wscratch, v + off0, n0);
-    if (n1 > 0) widen(p->precision, c->wscratch + ((n0 + 15) & ~15L), v + off1, n1);
+    if (n0 < 0) {
+        c->w16_slot = c->wscratch;
+        c->w16_bits = v + off0;
+        c->w16_n = -n0;
+        n0 = -n0;
+    } else {  /* no weight in place: a GEMM on this op's widened floats fails (cast.c) */
+        c->w16_slot = NULL;
+        wf_backend_from16(c, c->wscratch, v + off0, n0);
+    }
+    if (n1 > 0) wf_backend_from16(c, c->wscratch + ((n0 + 15) & ~15L), v + off1, n1);
     return c->wscratch;
 }
 
@@ -95,10 +109,13 @@ void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n) {
     for (long i = 0; i < n; i++) to[i] = narrow(c->p->precision, src[i]);
 }
 
-/* dst = src, version to version (2BW) */
+/* dst = src, version to version (2BW), where the arenas live */
 void wf_params16_copy(wf_ctx *c, float *dst, const float *src) {
-    memcpy(dst, src, sizeof(uint16_t) * (size_t)c->p->param_numel);
+    wf_backend_copy(c, dst, src, sizeof(uint16_t) * (size_t)c->p->param_numel);
 }
+
+/* The collectives' type for the stored values (copied, never summed). */
+wf_dtype wf_params16_type(wf_ctx *c) { return c->p->precision == WF_BF16 ? WF_B16 : WF_F16; }
 
 /* Element `off` of a version, as the address MPI sends from or receives into. */
 void *wf_params16_at(float *version, long off) { return bits_of(version) + off; }

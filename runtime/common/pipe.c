@@ -67,7 +67,7 @@ void wf_pipe_gather(wf_ctx *c, float *buf, long n) {
         displs[r] = r * counts[r];
     }
     wf_watch_what(c, WF_GROUP_TP, "scatter/gather all-gather of a pipeline message (%ld floats)", n);
-    c->coll->allgatherv(c, WF_GROUP_TP, NULL, buf, counts, displs, NULL);
+    c->coll->allgatherv(c, WF_GROUP_TP, NULL, buf, counts, displs, WF_F32, NULL);
     wf_watch_done();
 }
 

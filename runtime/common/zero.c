@@ -92,22 +92,16 @@ void wf_zero_after_reduce(wf_ctx *c) {
 void wf_zero_gather_params(wf_ctx *c) {
     const wf_program *p = c->p;
     if (!p->zero || p->zero >= 3) return;  /* ZeRO-3 gathers a bucket when it is used */
-    if (p->param16) {  /* 16-bit values (param16.c; host MPI, the CPU backend) */
-        for (int b = 0; b < p->n_buckets; b++) {
-            wf_watch_what(c, WF_GROUP_DP, "bucket %d parameter all-gather (ZeRO-%d, 16-bit)", b, p->zero);
-            WF_MPI(c, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wf_params16_at(c->params, p->buckets[b].offset),
-                                     c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,
-                                     MPI_UINT16_T, c->group_comm[WF_GROUP_DP]));
-        }
-        wf_watch_done();
-        wf_params_changed(c);
-        return;
-    }
-    for (int b = 0; b < p->n_buckets; b++)
-        c->coll->allgatherv(c, WF_GROUP_DP, NULL, c->params + p->buckets[b].offset, c->zero_counts + (long)b * p->dp,
-                            c->zero_displs + (long)b * p->dp, &c->bucket_req[b]);
+    /* 16-bit working parameters (param16.c) travel as they are stored */
+    wf_dtype t = p->param16 ? wf_params16_type(c) : WF_F32;
     for (int b = 0; b < p->n_buckets; b++) {
-        wf_watch_what(c, WF_GROUP_DP, "bucket %d parameter all-gather (ZeRO-%d)", b, p->zero);
+        void *at = p->param16 ? wf_params16_at(c->params, p->buckets[b].offset) : (void *)(c->params + p->buckets[b].offset);
+        c->coll->allgatherv(c, WF_GROUP_DP, NULL, at, c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,
+                            t, &c->bucket_req[b]);
+    }
+    for (int b = 0; b < p->n_buckets; b++) {
+        wf_watch_what(c, WF_GROUP_DP, "bucket %d parameter all-gather (ZeRO-%d%s)", b, p->zero,
+                      p->param16 ? ", 16-bit" : "");
         c->coll->wait(c, &c->bucket_req[b], 1);
     }
     wf_watch_done();

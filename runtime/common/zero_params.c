@@ -13,23 +13,20 @@
 void wf_gather_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     const int *counts = c->zero_counts + (long)k * p->dp, *displs = c->zero_displs + (long)k * p->dp;
-    if (p->param16) {  /* 16-bit shards and gather buffers (param16.c): host MPI, the CPU backend */
-        uint16_t *shard = (uint16_t *)(void *)c->param_shard, *into = (uint16_t *)(void *)c->params;
-        WF_MPI(c, MPI_Iallgatherv(shard + c->zero_base[k], counts[c->dp_rank], MPI_UINT16_T, into + p->buckets[k].gather,
-                                  counts, displs, MPI_UINT16_T, c->group_comm[WF_GROUP_DP], &c->gather_req[k].mpi));
-        return;
-    }
-    const float *mine = c->param_shard + c->zero_base[k];
-    float *whole = c->params + p->buckets[k].gather;
+    /* 16-bit shards and gather buffers (param16.c) travel as they are stored */
+    size_t size = p->param16 ? sizeof(uint16_t) : sizeof(float);
+    const char *mine = (const char *)c->param_shard + size * (size_t)c->zero_base[k];
+    char *whole = (char *)c->params + size * (size_t)p->buckets[k].gather;
     if (p->offload_params) {
         /* an offloaded shard is host memory, which NCCL does not read: it
          * goes to its place in the gather buffer first (in stream order,
          * before the collective), and the gather runs in place */
         int me = c->dp_rank;
-        wf_backend_copy(c, whole + displs[me], mine, sizeof(float) * (size_t)counts[me]);
+        wf_backend_copy(c, whole + size * (size_t)displs[me], mine, size * (size_t)counts[me]);
         mine = NULL;
     }
-    c->coll->allgatherv(c, WF_GROUP_DP, mine, whole, counts, displs, &c->gather_req[k]);
+    c->coll->allgatherv(c, WF_GROUP_DP, mine, whole, counts, displs, p->param16 ? wf_params16_type(c) : WF_F32,
+                        &c->gather_req[k]);
 }
 
 void wf_gather_wait(wf_ctx *c, int k) {

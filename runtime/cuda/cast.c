@@ -159,6 +159,20 @@ void *wf_cuda_weight16_slot(wf_ctx *c, const float *w, long n, int *convert) {
 #endif
 }
 
+const void *wf_cuda_weight16_in_place(wf_ctx *c, const float *w, long n) {
+#ifdef WF_CAST_NO_PLAN
+    (void)c, (void)w, (void)n;
+    return NULL;
+#else
+    if (!c || !c->p->param16) return NULL;
+    long at = c->w16_slot ? (long)(w - c->w16_slot) : -1;
+    if (!c->w16_slot || w < c->w16_slot || at + n > c->w16_n)
+        weight16_fail(c, "under 16-bit parameters a GEMM weight of %ld values is not the one "
+                      "wf_widen_params left in place (%ld values)", n, c->w16_n);
+    return (const uint16_t *)c->w16_bits + at;
+#endif
+}
+
 void wf_cuda_weight16_forget(wf_ctx *c) {
     struct wf_cuda_cast *s = cast_of(c);
     for (int i = 0; i < s->n_slots; i++) s->slots[i].src = NULL;

@@ -225,19 +225,21 @@ static void nccl_reduce_scatterv(wf_ctx *c, wf_group g, const void *send, void *
     finish(c, s, r);
 }
 
-static void nccl_allgatherv(wf_ctx *c, wf_group g, const float *send, float *recv, const int *counts,
-                            const int *displs, wf_req *r) {
+static void nccl_allgatherv(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
+                            const int *displs, wf_dtype t, wf_req *r) {
     nccl_group *s = begin(c, g);
-    const float *mine = send ? send : recv + displs[s->rank];
+    size_t size = t == WF_F64 ? 8 : t == WF_F32 ? 4 : 2;  /* bytes a value */
+    char *at = recv;
+    const void *mine = send ? send : at + size * (size_t)displs[s->rank];
     int contiguous = equal_counts(counts, s->size);
     for (int i = 0; i < s->size && contiguous; i++) contiguous = displs[i] == i * counts[0];
     if (contiguous) {  /* in place when mine == recv + rank * count, as NCCL allows */
-        WF_NCCL(c, ncclAllGather(mine, recv, (size_t)counts[0], ncclFloat32, s->comm, s->stream));
+        WF_NCCL(c, ncclAllGather(mine, recv, (size_t)counts[0], nccl_type(t), s->comm, s->stream));
     } else {
         WF_NCCL(c, ncclGroupStart());
         for (int i = 0; i < s->size; i++)
-            WF_NCCL(c, ncclBroadcast(i == s->rank ? mine : recv + displs[i], recv + displs[i], (size_t)counts[i],
-                                     ncclFloat32, i, s->comm, s->stream));
+            WF_NCCL(c, ncclBroadcast(i == s->rank ? mine : at + size * (size_t)displs[i], at + size * (size_t)displs[i],
+                                     (size_t)counts[i], nccl_type(t), i, s->comm, s->stream));
         WF_NCCL(c, ncclGroupEnd());
     }
     finish(c, s, r);

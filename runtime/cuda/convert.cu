@@ -27,10 +27,13 @@ extern "C" void wf_cuda_to16(wf_ctx *c, void *dst, cudaDataType_t type, const fl
     wf_cuda_sync(c, "wf_cuda_to16");
 }
 
-/* w's n floats as c's 16-bit type: its copy, converted on the stream unless
- * it is current; without copies (ZeRO-3, kernel tests) in the cast buffer,
+/* w's n floats as c's 16-bit type: under 16-bit working parameters the
+ * stored values themselves; else its copy, converted on the stream unless it
+ * is current; without copies (ZeRO-3, kernel tests) in the cast buffer,
  * which the next conversion reuses */
 extern "C" const void *wf_cuda_weight16(wf_ctx *c, const float *w, long n) {
+    const void *stored = wf_cuda_weight16_in_place(c, w, n);  /* 16-bit parameters: no copy */
+    if (stored) return stored;
     int convert;
     void *dst = wf_cuda_weight16_slot(c, w, n, &convert);
     if (!dst) dst = wf_cuda_cast_buffer(c, (n + 1) / 2);

@@ -170,6 +170,12 @@ float *wf_cuda_cast_buffer(wf_ctx *c, long floats);
  * where the plan keeps no copies: ZeRO-3, kernel tests.  A weight that is
  * not a parameter of the arena, or a layout past the plan, fails. */
 void *wf_cuda_weight16_slot(wf_ctx *c, const float *w, long n, int *convert);
+/* 16-bit working parameters (wf_program.param16): the stored 16-bit values
+ * of the GEMM weight whose scratch slot w (n values from it) points into,
+ * as the last wf_widen_params left it (a negative count, weft/rt.h); NULL
+ * without param16 (and kernel tests).  A weight GEMM on any other address
+ * under param16 fails: its floats were never written. */
+const void *wf_cuda_weight16_in_place(wf_ctx *c, const float *w, long n);
 /* Every copy is stale from here on (graph.c: a captured step converts each
  * weight at its first use, whatever the host recorded before; a replay's
  * conversions are not the host's record). */

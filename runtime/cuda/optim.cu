@@ -53,7 +53,10 @@ __global__ static void adamw_kernel(wf_adamw_args a) {
         float xi = *x;
         xi -= a.step_size * m / denom + decay * xi;
         *x = xi;
-        if (a.master) a.weights[r->w + j] = wf_hd_round(a.precision, xi);
+        if (a.master && a.param16)  /* 16-bit working parameters: the rounded bits */
+            reinterpret_cast<uint16_t *>(a.weights)[r->w + j] =
+                a.precision == WF_BF16 ? wf_hd_bf16_bits(xi) : wf_hd_fp16_bits(xi);
+        else if (a.master) a.weights[r->w + j] = wf_hd_round(a.precision, xi);
     }
 }
 

@@ -48,10 +48,18 @@ expected_cast() {
 # user: ops_loss.c)
 scratch_of() { sed -n 's/.*scratch \([0-9]*\) floats/\1/p' "$1" | sort -u; }
 
+# The 16-bit weight copies exist where the working parameters are floats
+# (param_storage = "fp32"): the 16-bit plans below say so.  By default
+# (param16, compiler/param16.c) CUDA's GEMMs read the stored 16-bit weights:
+# no copies, no cast buffer, each linear's and LM head's weight left in place
+# (a negative count in its wf_widen_params), checked after this loop.
+pf32=(--set param_storage=fp32)
 for plan in tiny llama_tiny; do
   for pr in fp32 bf16 fp16; do
-    "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-$pr" --backend cuda --set precision=$pr 2>/dev/null
-    "$WEFT" check plans/$plan.lua --backend cuda --set precision=$pr >"$WORK/$plan-$pr.check"
+    st=()
+    [ $pr = fp32 ] || st=("${pf32[@]}")
+    "$WEFT" compile plans/$plan.lua -o "$WORK/$plan-$pr" --backend cuda --set precision=$pr "${st[@]}" 2>/dev/null
+    "$WEFT" check plans/$plan.lua --backend cuda --set precision=$pr "${st[@]}" >"$WORK/$plan-$pr.check"
   done
   cu=$WORK/$plan-bf16/stage0.cu
   check "$plan bf16 --backend cuda: P.act16 = 1" grep -q 'P\.act16 = 1;' "$cu"
@@ -66,7 +74,7 @@ for plan in tiny llama_tiny; do
     grep -q "P\.cast_numel = 0L; P\.weight16_numel = ${want}L;" "$cu"
   check "$plan fp32 --backend cuda: act16 = 0, no cast buffer, no 16-bit weights" \
     grep -q 'P\.act16 = 0; P\.cast_numel = 0L; P\.weight16_numel = 0L;' "$WORK/$plan-fp32/stage0.cu"
-  "$WEFT" check plans/$plan.lua --backend cuda --set precision=bf16 --dump=memory >"$WORK/$plan-bf16.dump"
+  "$WEFT" check plans/$plan.lua --backend cuda --set precision=bf16 "${pf32[@]}" --dump=memory >"$WORK/$plan-bf16.dump"
   offs=$(grep -o '\(act\|saved\) @[0-9]*' "$WORK/$plan-bf16.dump" | grep -o '[0-9]*$')
   check "$plan bf16: every activation and saved buffer starts on 16 floats ($(echo $offs | wc -w) offsets)" \
     bash -c "test $(echo $offs | wc -w) -gt 20 && for o in $(echo $offs); do [ \$((o % 16)) = 0 ] || exit 1; done"
@@ -138,16 +146,33 @@ for plan in tiny llama_tiny; do
     test -z "$unrounded" -a "$(grep -c 'wf_to_bf16(c, d + ' "$c")" -gt 10
 done
 
-# gpt2_124m (the benchmark plan, bf16): a 16-bit copy of wte and of the 48
+# 16-bit working parameters (the default): no copies, no cast buffer (ZeRO-3
+# too), the GEMM weights read in place (negative counts), 2 bytes a weight in
+# check's model state
+for z in 0 3; do
+  "$WEFT" compile plans/tiny.lua -o "$WORK/p16-z$z" --backend cuda --set precision=bf16 --set mesh.dp=2 --set zero=$z 2>/dev/null
+  cu=$WORK/p16-z$z/stage0.cu
+  inplace=$(grep -c 'w = wf_widen_params(c, P_[A-Z0-9_]*, -[0-9]*L' "$cu")
+  linears=$(grep -c 'w = wf_widen_params(c, P_H[0-9]*_\(ATTN\|MLP\)_C_[A-Z]*_WEIGHT, ' "$cu")
+  check "tiny bf16 ZeRO-$z --backend cuda: 16-bit parameters, no weight copies or cast buffer, the $linears linear weights (and wte's LM head) read in place ($inplace)" \
+    bash -c "grep -q 'P\.param16 = 1;' '$cu' && grep -q 'P\.act16 = 1; P\.cast_numel = 0L; P\.weight16_numel = 0L;' '$cu' &&
+             test $linears -gt 4 -a $inplace -gt $linears &&
+             ! grep -q 'w = wf_widen_params(c, P_H[0-9]*_\\(ATTN\\|MLP\\)_C_[A-Z]*_WEIGHT, [0-9]' '$cu' &&
+             grep -q 'w = wf_widen_params(c, P_WTE_WEIGHT, -[0-9]*L' '$cu' && grep -q 'w = wf_widen_params(c, P_WTE_WEIGHT, [0-9]*L' '$cu'"
+done
+check "tiny bf16 --backend cuda: check's model state says 16-bit weights, no GEMM copies" \
+  bash -c "'$WEFT' check plans/tiny.lua --backend cuda --set precision=bf16 | grep -q '^model state: .* weights [0-9.]* (16-bit, with one op.s widened)'"
+
+# gpt2_124m (the benchmark plan, bf16) with float weights: a 16-bit copy of wte and of the 48
 # linear weights, 124M - wpe - norms and biases
-"$WEFT" compile plans/gpt2_124m.lua -o "$WORK/g124" --backend cuda 2>/dev/null
+"$WEFT" compile plans/gpt2_124m.lua -o "$WORK/g124" --backend cuda "${pf32[@]}" 2>/dev/null
 want=$(expected_weight16 "$WORK/g124/stage0.cu")
 check "gpt2_124m: weight16_numel = $want, the 16-bit copies of wte and the linear weights" \
   bash -c "grep -q 'P\.weight16_numel = ${want}L;' '$WORK/g124/stage0.cu' &&
            test $want = $(((50304 * 768 + 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072)) / 2))"
 # ZeRO-3 keeps no copies (its gather buffers hold different parameters in
 # turn): one cast buffer for the stage's largest parameter
-"$WEFT" compile plans/tiny.lua -o "$WORK/z3" --backend cuda --set precision=bf16 --set mesh.dp=2 --set zero=3 2>/dev/null
+"$WEFT" compile plans/tiny.lua -o "$WORK/z3" --backend cuda --set precision=bf16 --set mesh.dp=2 --set zero=3 "${pf32[@]}" 2>/dev/null
 want=$(expected_cast "$WORK/z3/stage0.cu")
 check "tiny bf16 ZeRO-3: cast_numel = align16((largest param + 1) / 2) = $want, no 16-bit weights" \
   grep -q "P\.cast_numel = ${want}L; P\.weight16_numel = 0L;" "$WORK/z3/stage0.cu"

@@ -124,6 +124,22 @@
 # placeholders only (rows 0-14 of its 24: targets -1; the CPU skips such a
 # chunk, CUDA computes its zero dlogits), against the CPU's unchunked runs
 # with their rows' tolerances: chunking only splits dwte's sum over tokens.
+# 16-bit working parameters (plan.param_storage "auto", compiler/param16.c):
+# every act16 row stores them in 2 bytes (the program must say .param16 = 1
+# and plan no weight copies or cast buffer) but the 2BW rows and bf16_pf32
+# (param_storage = "fp32": float weights, the GEMMs' 16-bit copies); the CPU
+# references store them so too.  The GEMMs read the stored bits in place, the
+# other kernels widened floats, AdamW writes the rounded bits, ZeRO's
+# all-gathers move 16-bit values: bf16_z1_nccl (ZeRO-1, NCCL's all-gather
+# of 16-bit values), bf16_z3 and fp16_z3_nccl (ZeRO-3's 16-bit shards and
+# gather buffers over MPI and NCCL), fp16_z1, fp16_tp2 keep act16's
+# tolerances (measured, loss / norm: bf16 1.4e-5 / 5.2e-4, fp16 2.1e-6 /
+# 4.3e-5, bf16_z1_nccl 1.0e-5 / 6.0e-4, bf16_z3 1.4e-5 / 4.9e-4, fp16_z1
+# 2.1e-6 / 7.6e-5, fp16_z3_nccl 2.1e-6 / 4.7e-5, bf16_tp2 1.3e-5 / 1.9e-4,
+# fp16_tp2 5.1e-6 / 4.1e-5); bf16 against bf16_pf32 is bit for bit (below).
+# AdamW storing bf16 bits by truncation instead of rounding to nearest even
+# failed both: the bf16 row's norm by 3.5e-3, and 28 of 28 weight tensors
+# off bf16_pf32's.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -191,6 +207,7 @@ build_ref ref_2bw6 plans/tiny.lua --set pipeline.schedule=pipedream-2bw --set cl
 # tp 4 in 16 bits: four partials per fp32 sum (at tp 2 a 16-bit sum of two
 # 16-bit partials rounds as the fp32 one does)
 build_ref ref_bf16_tp4 plans/tiny.lua --set precision=bf16 --set mesh.tp=4
+build_ref ref_fp16_tp2 plans/tiny.lua "${fp16_scale[@]}" --set mesh.tp=2
 # fp16 with 2BW's delayed update on one rank (pp > 1 refuses fp16: checked below)
 build_ref ref_fp16_2bw plans/tiny.lua "${fp16_scale[@]}" --set pipeline.schedule=pipedream-2bw
 # head size 160 (the 530B and 1T GPTs'): attention.cu's 16-thread rows, 16-row tiles
@@ -244,6 +261,11 @@ compare() {
   fi
   if [ "$kind" = act16 ]; then
     grep -q '\.act16 = 1' "$WORK/$name"/stage0.cu || { echo "act16 is off in $name/stage0.cu"; return 1; }
+    case $name in  # 16-bit working parameters (param16) but under 2BW and param_storage = "fp32"
+      *2bw*|*_pf32) ! grep -q '\.param16 = 1' "$WORK/$name"/stage0.cu || { echo "$name stores 16-bit parameters"; return 1; } ;;
+      *) grep -q '\.param16 = 1' "$WORK/$name"/stage0.cu && grep -q '\.weight16_numel = 0L' "$WORK/$name"/stage0.cu &&
+           grep -q '\.cast_numel = 0L' "$WORK/$name"/stage0.cu || { echo "$name: no 16-bit parameters"; return 1; } ;;
+    esac
     case $name in *_ga32*)  # fp32 accumulation: the runtime told, no weight gradient rounded
       grep -q '\.grad_accum32 = 1' "$WORK/$name"/stage0.cu && ! grep -q 'wf_to_bf16(c, g + ' "$WORK/$name"/stage*.cu ||
         { echo "$name rounds its weight gradients"; return 1; } ;;
@@ -362,6 +384,11 @@ rows=(
   "fp16_2bw  ref_fp16_2bw act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 ${fp16_scale[*]} --set pipeline.schedule=pipedream-2bw"
   "hs160     ref_hs160  fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 ${hs160[*]}"
   "bf16_ga32 ref_bf16_ga32 act16 plans/tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set grad_accum=fp32"
+  "bf16_pf32 ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set param_storage=fp32"
+  "bf16_z1_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set zero=1 --set buckets.mb=0.05"
+  "fp16_z1   ref_fp16   act16 plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=mpi --set zero=1 --set buckets.mb=0.05"
+  "fp16_z3_nccl ref_fp16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=nccl --set zero=3 --set buckets.mb=0.05"
+  "fp16_tp2  ref_fp16_tp2 act16 plans/tiny.lua    --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 ${fp16_scale[*]} --set comm=mpi"
   "bf16_ga32_dp2 ref_bf16_ga32 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set grad_accum=fp32 --set comm=mpi"
   "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2"
   "vlm_gpt2  ref_vlm_gpt2 fp32 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2"
@@ -478,29 +505,40 @@ case " ${ROWS:-bf16_2bw_nccl} " in *" bf16_2bw_nccl "*)
     grep -q 'cuda graph: on (captured step 3' '$WORK/bf16_2bw_nccl.log'" ;;
 esac
 
-# act16's 16-bit weight copies (runtime/cuda/cast.c): the bf16 row (2
+# act16's 16-bit weight copies (runtime/cuda/cast.c), kept where the working
+# parameters are floats (param_storage = "fp32"): the bf16_pf32 row (2
 # microbatches a step) converts each GEMM weight (a linear's, the LM head's
 # wte) once a step, not before each of the GEMMs that read it (a linear's
 # forward and input gradient of each microbatch; the head's logits and input
 # gradient of each chunk), and again after every optimizer step.
+# Under 16-bit working parameters (the bf16 row) the GEMMs read the stored
+# bits: no conversion at all.
 # Eager steps (--no-graph), so that every conversion is the host's decision.
 weight16_log() {  # weight16_log LOG STEP: the weights step STEP converts, one a line
   grep -o "weight16: step $2 converts [^ ]*" "$1" | awk '{ print $5 }'
 }
-case " ${ROWS:-bf16} " in *" bf16 "*)
+case " ${ROWS:-bf16_pf32} " in *" bf16_pf32 "*)
   # the linears' weights (on their call's line) and the LM head's (its
   # chunked call spans lines: the first weight after it)
   gemm_weights=$(awk '/xent_chunked\(/ { head = 1 }
                       (head || /(wf_linear_fwd|wf_linear_gelu_fwd)\(/) && match($0, /w \+ P_[A-Z0-9_]*/) {
-                        print substr($0, RSTART, RLENGTH); head = 0 }' "$WORK/bf16/stage0.cu" | sort -u | wc -l)
-  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
+                        print substr($0, RSTART, RLENGTH); head = 0 }' "$WORK/bf16_pf32/stage0.cu" | sort -u | wc -l)
+  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16_pf32/launch.sh" --steps 2 --no-graph >"$WORK/bf16_w16.log" 2>&1; then
     for step in 1 2; do
       n=$(weight16_log "$WORK/bf16_w16.log" $step | wc -l) u=$(weight16_log "$WORK/bf16_w16.log" $step | sort -u | wc -l)
-      check "bf16: step $step converts each of the $gemm_weights GEMM weights once ($n conversions, $u weights)" \
+      check "bf16_pf32: step $step converts each of the $gemm_weights GEMM weights once ($n conversions, $u weights)" \
         test "$n" = "$gemm_weights" -a "$u" = "$gemm_weights" -a "$gemm_weights" -gt 4
     done
   else
-    failed=$((failed + 1)); echo "FAIL bf16 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_w16.log")"
+    failed=$((failed + 1)); echo "FAIL bf16_pf32 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_w16.log")"
+  fi ;;
+esac
+case " ${ROWS:-bf16} " in *" bf16 "*)
+  if WEFT_WEIGHT16_LOG=1 timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/bf16/launch.sh" --steps 2 --no-graph >"$WORK/bf16_p16.log" 2>&1; then
+    check "bf16 (16-bit parameters): the GEMMs read the stored weights, no conversion" \
+      bash -c "! grep -q 'weight16: step' '$WORK/bf16_p16.log'"
+  else
+    failed=$((failed + 1)); echo "FAIL bf16 WEFT_WEIGHT16_LOG: did not run: $(tail -n 2 "$WORK/bf16_p16.log")"
   fi ;;
 esac
 
@@ -677,6 +715,16 @@ case " ${ROWS:-fp16_2bw} " in *" fp16_2bw "*)
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
+# 16-bit working parameters change no number on CUDA either: every kernel
+# reads the values the float arena held (rounded floats widened exactly; the
+# GEMMs the stored bits, which the copies held), and AdamW rounds the same
+# master: the bf16 row against bf16_pf32 (param_storage = "fp32", its GEMMs on
+# 16-bit copies), bit for bit, losses, norms and final weights and moments.
+case " ${ROWS:-bf16 bf16_pf32} " in *" bf16 "*) case " ${ROWS:-bf16 bf16_pf32} " in *" bf16_pf32 "*)
+  out=$(identical bf16 bf16_pf32 4) && rc=0 || rc=1
+  check "bf16 (16-bit parameters) vs bf16_pf32 (float parameters, 16-bit copies), identical: $out" test $rc = 0 ;;
+  esac ;;
+esac
 case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac
 if [ -f "$WORK/one.jsonl" ] &&
    timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/one/launch.sh" --no-graph --metrics "$WORK/one_eager.jsonl" >"$WORK/one_eager.log" 2>&1; then

@@ -41,8 +41,9 @@
 # And the bytes: weft check's dp row halves (tiny's buckets hold all
 # Psi = 842496 parameters; at dp 2, 2 ranks x Psi x 4 bytes = 6.43 MiB in
 # fp32, x 2 bytes = 3.21 MiB in bf16); under ZeRO-1 the reduce-scatter halves
-# and the parameters' all-gather stays fp32 (3.21 + 3.21 = 6.43 MiB fp32,
-# 1.61 + 3.21 = 4.82 MiB bf16); the program asks for it (.dp_comm16 = 1) and
+# and the parameters' all-gather moves them as stored, 16-bit (param16.c:
+# 3.21 + 1.61 = 4.82 MiB with fp32 sums, 1.61 + 1.61 = 3.21 MiB bf16); the
+# program asks for it (.dp_comm16 = 1) and
 # its staging buffer, and allocates what the memory plan says to the byte.
 source "$(dirname "$0")/lib.sh"
 DATA=$(make_data)
@@ -133,13 +134,13 @@ dp_bytes() { "$WEFT" check plans/tiny.lua "${small[@]}" --set mesh.dp=2 --set ba
   sed -n 's/^  dp  *\([0-9.]*\) \([KMG]*i*B\) .*/\1 \2/p'; }
 check "weft check: dp 6.43 MiB per step with fp32 sums" test "$(dp_bytes)" = "6.43 MiB"
 check "weft check: dp 3.21 MiB per step with bf16 sums" test "$(dp_bytes --set dp_comm=bf16)" = "3.21 MiB"
-check "weft check: ZeRO-1 dp 6.43 MiB per step with fp32 sums" test "$(dp_bytes --set zero=1)" = "6.43 MiB"
-check "weft check: ZeRO-1 dp 4.82 MiB with bf16 gradients, fp32 parameters" test "$(dp_bytes --set zero=1 --set dp_comm=bf16)" = "4.82 MiB"
-# each bucket once (sort -u): 2 Psi bytes of bf16 gradients, 4 Psi of fp32 parameters
+check "weft check: ZeRO-1 dp 4.82 MiB per step with fp32 sums, bf16 parameters" test "$(dp_bytes --set zero=1)" = "4.82 MiB"
+check "weft check: ZeRO-1 dp 3.21 MiB with bf16 gradients, bf16 parameters" test "$(dp_bytes --set zero=1 --set dp_comm=bf16)" = "3.21 MiB"
+# each bucket once (sort -u): 2 Psi bytes of bf16 gradients, 2 Psi of bf16 parameters
 zero_inspect=$("$WEFT" inspect plans/tiny.lua "${small[@]}" --set mesh.dp=2 --set batch.micro=8 --set zero=1 --set dp_comm=bf16 |
   grep 'ZeRO-1 bucket' | sort -u | awk '{ g += $13; w += $17 } END { print g, w }')
-check "weft inspect: ZeRO-1's reduce-scatter in bf16, 2 bytes a gradient, parameters in fp32 ($zero_inspect)" \
-  test "$zero_inspect" = "1684992 3369984"
+check "weft inspect: ZeRO-1's reduce-scatter in bf16, 2 bytes a gradient, parameters in bf16 ($zero_inspect)" \
+  test "$zero_inspect" = "1684992 1684992"
 check "weft inspect: each bucket's all-reduce in bf16, 2 bytes a gradient" \
   bash -c "'$WEFT' inspect plans/tiny.lua ${small[*]} --set mesh.dp=2 --set batch.micro=8 --set dp_comm=bf16 |
            grep -q 'all-reduce bucket 0 over dp group (2 ranks): bf16 '"

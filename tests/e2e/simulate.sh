@@ -31,7 +31,7 @@ check "a slower inter-node link (RoCE 100 vs IB NDR) slows the dp all-reduce ($d
 # slows its reduction (NCCL rings over 8 NICs a node: NDR 8 x 46 GB/s is capped
 # by NVLink 4's 360, RoCE 100 is 8 x 11 = 88: about 4x); dp 8 at stride 1 stays
 # inside a node and does not notice the inter-node link.
-dp_of() { "$WEFT" simulate "$1" | sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p'; }
+dp_of() { "$WEFT" simulate "$@" | sed -n 's/^comm .*dp all-reduce \([0-9.]*\) s.*/\1/p'; }
 sed 's/mesh = { dp = 6, tp = 8, pp = 64, sp = true }/mesh = { dp = 48, tp = 1, pp = 64 }/' plans/gpt_1t.lua >"$WORK/dp48.lua"
 sed 's/device = w.gpu.H100_SXM }/device = w.gpu.H100_SXM, inter_link = w.link.ROCE100 }/' "$WORK/dp48.lua" >"$WORK/dp48_roce.lua"
 sed 's/nodes = 384/nodes = 64/; s/mesh = { dp = 6, tp = 8, pp = 64, sp = true }/mesh = { dp = 8, tp = 1, pp = 64 }/' plans/gpt_1t.lua >"$WORK/dp8.lua"
@@ -41,6 +41,14 @@ check "dp 48 at stride 1 crosses nodes: RoCE 100 slows its all-reduce ($a -> $b 
   awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 3 * a) }'
 check "dp 8 at stride 1 stays on NVLink: the inter-node link does not matter ($c = $d s)" \
   awk -v a="$c" -v b="$d" 'BEGIN { exit !(a > 0 && a == b) }'
+# The gradients' bytes on the wire follow plan.dp_comm, as the runtime sends
+# them (runtime/common/dp_comm.c, compiler/wire.c), not the type they
+# accumulate in: bf16 gradients go as floats by default, and dp_comm = "bf16"
+# halves a ring all-reduce of full buckets (its per-step latency aside).
+f=$(dp_of "$WORK/dp48.lua" --set precision=bf16) h=$(dp_of "$WORK/dp48.lua" --set precision=bf16 --set dp_comm=bf16)
+g=$(dp_of "$WORK/dp48.lua")
+check "bf16 gradients all-reduce as floats unless dp_comm = bf16 ($f s as fp32's $g s; $h s in bf16)" \
+  awk -v f="$f" -v g="$g" -v h="$h" 'BEGIN { exit !(f > 0 && f / g > 0.99 && f / g < 1.01 && h / f > 0.45 && h / f < 0.55) }'
 # The last bucket's reduction starts only when backward ends: never hidden,
 # though backward is far longer than the whole reduction.  A full 25 MiB
 # bucket (fp32 plan) over 48 ranks on 6 nodes at 360 GB/s bus: 2 x 47/48 x

@@ -120,8 +120,9 @@ static void model_states(void) {
                 }
 }
 
-/* param16.c's rule: 16-bit working parameters under bf16 / fp16 on the CPU
- * without ZeRO-3 unless param_storage = "fp32", and only where the 2 bytes a
+/* param16.c's rule: 16-bit working parameters under bf16 / fp16 on either
+ * backend (CUDA: with act16, whose GEMMs read them in place; not under 2BW)
+ * unless param_storage = "fp32", and only where the 2 bytes a
  * parameter saves (ZeRO-3: in its shard and gather buffers) outweigh the
  * float scratch of the widest op: one block of
  * h 64 with vocabulary 50304 (Psi ~ 3.3M, the LM head's wte 3.2M floats:
@@ -133,7 +134,9 @@ static void param16_rule(void) {
         { "fp32 cpu", "cpu", { "precision=fp32", NULL }, 0 },
         { "bf16 cpu param_storage=fp32", "cpu", { "precision=bf16", "param_storage=fp32", NULL }, 0 },
         { "bf16 cpu zero 3", "cpu", { "precision=bf16", "zero=3", NULL }, 1 },
-        { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 0 },
+        { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 1 },
+        { "bf16 cuda zero 3", "cuda", { "precision=bf16", "zero=3", NULL }, 1 },
+        { "bf16 cuda param_storage=fp32", "cuda", { "precision=bf16", "param_storage=fp32", NULL }, 0 },
         { "bf16 cpu vocab 50304", "cpu", { "precision=bf16", "model.vocab=50304", NULL }, 0 },
     };
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) {

@@ -53,8 +53,8 @@
  * 5. gpt2_3d bf16 with dp_comm = "bf16": the dp all-reduce in 2 bytes,
  *    1941504 / 2 = 970752.  With ZeRO-1 the ring reduce-scatter of the 16-bit
  *    gradients is half a ring all-reduce, 970752 / 2 = 485376, and the
- *    parameters' all-gather stays fp32: 1941504 / 2 = 970752; 1456128 in all
- *    (a 16-bit all-gather would give 970752).
+ *    parameters' all-gather moves them as stored, 16-bit (param16.c):
+ *    970752 / 2 = 485376; 970752 in all (fp32 parameters gave 1456128).
  * 6. plans/paper/korthikanti_175b.lua (tp 8, pp 8, bf16 on CUDA: 16-bit
  *    messages of micro 1 x 2048 x 12288 values, 48 MiB; 64 microbatches):
  *    8 tp ranks x 64 x 7 boundaries x 2 directions x 48 MiB = 336 GiB across
@@ -178,7 +178,8 @@ int main(void) {
         program_free(&p);
     } else check(0, "gpt2_3d with dp_comm compiles");
     if (compile_with(&p, "plans/gpt2_3d.lua", "cpu", "precision=bf16", "dp_comm=bf16", "zero=1", NULL) == 0) {
-        expect("gpt2_3d bf16 dp_comm bf16 ZeRO-1: dp", wire_per_step(&p).dp, 1456128, 0);
+        expect("gpt2_3d bf16 dp_comm bf16 ZeRO-1: dp", wire_per_step(&p).dp, p.param16 ? 970752 : 1456128, 0);
+        check(p.param16, "gpt2_3d bf16 ZeRO-1: 16-bit working parameters");
         program_free(&p);
     } else check(0, "gpt2_3d with dp_comm and ZeRO-1 compiles");
     double mib48 = 2048.0 * 12288 * 2, whole = 8.0 * 64 * 7 * 2 * mib48;

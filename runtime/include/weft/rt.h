@@ -468,7 +468,8 @@ typedef struct wf_program {
      * arena (and 2BW's second version) holds uint16_t, the fp32 masters stay
      * the truth, and the generated code widens an op's parameters into a
      * float scratch of wscratch_numel floats before its kernels
-     * (wf_widen_params).  0: the arena holds floats (rounded values). */
+     * (wf_widen_params; on CUDA the GEMMs read their weights' bits in
+     * place).  0: the arena holds floats (rounded values). */
     int param16;
     long wscratch_numel;
     /* 1: the data-parallel bucket all-reduce, or ZeRO's reduce-scatter,
@@ -514,7 +515,10 @@ int wf_frozen_weight(wf_ctx *c, const void *x);
 float *wf_param_ptr(wf_ctx *c, long off);
 /* param16: parameters at arena offsets off0 (n0 values) and off1 (n1; 0
  * for none) widened to floats in the scratch: returns it, the first at 0 and
- * the second at n0 rounded up to 16 floats. */
+ * the second at |n0| rounded up to 16 floats.  n0 < 0 (CUDA): the first is a
+ * GEMM weight of -n0 values, left in 16 bits where it is stored; its slot in
+ * the scratch is not written, and the GEMMs given that address read the
+ * stored bits instead (runtime/cuda/cast.c). */
 const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1);
 float *wf_grad_ptr(wf_ctx *c, long off);
 float *wf_act_ptr(wf_ctx *c, long off);
