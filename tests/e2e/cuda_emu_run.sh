@@ -118,7 +118,7 @@
 # with ZeRO-2's in-place bf16 reduce-scatter (NCCL's scratch in 16 bits).
 # The LM head runs fused and chunked in backward (ops_loss.c; runtime/cuda/
 # xent.cu, xent_vocab.c), one chunk of the microbatch's 64 tokens in the rows
-# above; bf16_tp2_chunk and vlm_chunk cut it into chunks of 24 and 15 rows
+# above but bf16_tp2 and vlm, which cut it into chunks of 24 and 15 rows
 # (lmhead_chunk): the vocabulary-parallel head with its all-reduces per
 # chunk, and a VLM (the whole head, fp32) whose first chunk holds image
 # placeholders only (rows 0-14 of its 24: targets -1; the CPU skips such a
@@ -132,10 +132,10 @@
 # other kernels widened floats, AdamW writes the rounded bits, ZeRO's
 # all-gathers move 16-bit values: bf16_z1_nccl (ZeRO-1, NCCL's all-gather
 # of 16-bit values), bf16_z3 and fp16_z3_nccl (ZeRO-3's 16-bit shards and
-# gather buffers over MPI and NCCL), fp16_z1, fp16_tp2 keep act16's
+# gather buffers over MPI and NCCL), fp16_tp2 keep act16's
 # tolerances (measured, loss / norm: bf16 1.4e-5 / 5.2e-4, fp16 2.1e-6 /
-# 4.3e-5, bf16_z1_nccl 1.0e-5 / 6.0e-4, bf16_z3 1.4e-5 / 4.9e-4, fp16_z1
-# 2.1e-6 / 7.6e-5, fp16_z3_nccl 2.1e-6 / 4.7e-5, bf16_tp2 1.3e-5 / 1.9e-4,
+# 4.3e-5, bf16_z1_nccl 1.0e-5 / 6.0e-4, bf16_z3 1.4e-5 / 4.9e-4, fp16_z1 (ZeRO-1,
+# dp 2; left out of the rows for the suite's time) 2.1e-6 / 7.6e-5, fp16_z3_nccl 2.1e-6 / 4.7e-5, bf16_tp2 1.3e-5 / 1.9e-4,
 # fp16_tp2 5.1e-6 / 4.1e-5); bf16 against bf16_pf32 is bit for bit (below).
 # AdamW storing bf16 bits by truncation instead of rounding to nearest even
 # failed both: the bf16 row's norm by 3.5e-3, and 28 of 28 weight tensors
@@ -356,7 +356,7 @@ rows=(
   "bf16_full ref_bf16_full act16 plans/tiny.lua  --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set recompute=full"
   "sel       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=selective"
   "full      ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set batch.micro=2 --set recompute=full"
-  "bf16_tp2  ref_bf16_tp2 act16 plans/tiny.lua    --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi"
+  "bf16_tp2  ref_bf16_tp2 act16 plans/tiny.lua    --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi --set lmhead_chunk=24"
   "bf16_sp2_nccl ref_bf16_sp2 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set batch.micro=2 --set precision=bf16 --set comm=nccl"
   "llama_bf16_tp2 ref_llama_bf16_tp2 act16 plans/llama_tiny.lua --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi"
   "llama_bf16 ref_llama_bf16 act16 plans/llama_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
@@ -386,11 +386,10 @@ rows=(
   "bf16_ga32 ref_bf16_ga32 act16 plans/tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set grad_accum=fp32"
   "bf16_pf32 ref_bf16   act16 plans/tiny.lua      --set mesh.dp=1 --set batch.micro=2 --set precision=bf16 --set param_storage=fp32"
   "bf16_z1_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set zero=1 --set buckets.mb=0.05"
-  "fp16_z1   ref_fp16   act16 plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=mpi --set zero=1 --set buckets.mb=0.05"
   "fp16_z3_nccl ref_fp16 act16 plans/tiny.lua     --set mesh.dp=2 --set batch.micro=1 ${fp16_scale[*]} --set comm=nccl --set zero=3 --set buckets.mb=0.05"
   "fp16_tp2  ref_fp16_tp2 act16 plans/tiny.lua    --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 ${fp16_scale[*]} --set comm=mpi"
   "bf16_ga32_dp2 ref_bf16_ga32 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set grad_accum=fp32 --set comm=mpi"
-  "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2"
+  "vlm       ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2 --set lmhead_chunk=15"
   "vlm_gpt2  ref_vlm_gpt2 fp32 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2"
   "vlm_tp2   ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
   "vlm_bf16  ref_vlm_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set precision=bf16"
@@ -399,8 +398,6 @@ rows=(
   "vlm_fzv_bf16 ref_vlm_fzv_bf16 r16 plans/vlm_llama.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.vision=true --set precision=bf16"
   "vlm_fzl   ref_vlm_fzl fp32 plans/vlm_tiny.lua   --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true"
   "vlm_fzl_bf16 ref_vlm_fzl_bf16 r16 plans/vlm_tiny.lua --set mesh.dp=1 --set batch.micro=2 --set model.freeze.llm=true --set precision=bf16"
-  "bf16_tp2_chunk ref_bf16_tp2 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set precision=bf16 --set comm=mpi --set lmhead_chunk=24"
-  "vlm_chunk ref_vlm    fp32 plans/vlm_llama.lua  --set mesh.dp=1 --set batch.micro=2 --set lmhead_chunk=15"
 )
 ref_needed() {  # ref_needed REF: a selected row compares with it
   local row name ref
