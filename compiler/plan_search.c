@@ -882,7 +882,9 @@ static int write_best(const search *S, const cand *c) {
     fputs("}\n"
           "local real = weft\n"
           "-- sets every SET path under `prefix` (nil: all but those of built objects) in t\n"
-          "local function apply(t, prefix)\n"
+          "-- a weft.vlm's own fields; its language model's are the rest of model.*\n"
+          "local VLM = { llm = true, vision = true, projector = true, freeze = true, image_token = true }\n"
+          "local function apply(t, prefix, vlm)\n"
           "  for _, kv in ipairs(SET) do\n"
           "    local path = kv[1]\n"
           "    local head = path:match(\"^[^.]+\")\n"
@@ -892,6 +894,7 @@ static int write_best(const search *S, const cand *c) {
           "    elseif not ((head == \"cluster\" or head == \"model\") and t[head] ~= nil) then\n"
           "      rest = path\n"
           "    end\n"
+          "    if rest and prefix == \"model\" and (VLM[rest:match(\"^[^.]+\")] or false) ~= vlm then rest = nil end\n"
           "    if rest and rest ~= \"\" then\n"
           "      local keys = {}\n"
           "      for k in rest:gmatch(\"[^.]+\") do keys[#keys + 1] = math.tointeger(tonumber(k)) or k end\n"
@@ -909,8 +912,9 @@ static int write_best(const search *S, const cand *c) {
           "for k, v in pairs(real) do weft[k] = v end\n"
           "weft.plan = function(spec) return real.plan(apply(spec)) end\n"
           "weft.cluster = function(spec) return real.cluster(apply(spec, \"cluster\")) end\n"
-          "weft.gpt2 = function(spec) return real.gpt2(apply(spec, \"model\")) end\n"
-          "weft.llama = function(spec) return real.llama(apply(spec, \"model\")) end\n"
+          "weft.gpt2 = function(spec) return real.gpt2(apply(spec, \"model\", false)) end\n"
+          "weft.llama = function(spec) return real.llama(apply(spec, \"model\", false)) end\n"
+          "weft.vlm = function(spec) return real.vlm(apply(spec, \"model\", true)) end\n"
           "return (function()\n", f);
     fputs(body, f);
     fputs("\nend)()\n", f);
