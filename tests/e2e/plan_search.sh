@@ -12,9 +12,15 @@ source "$(dirname "$0")/lib.sh"
 mid=(plans/gpt_1t.lua --set model.layers=8 --set model.hidden=4096 --set model.heads=32
      --set batch.global=256 --gpus 32 --top 4)
 rc=0
-"$WEFT" plan "${mid[@]}" -o "$WORK/mid.lua" >"$WORK/mid.txt" 2>"$WORK/mid.err" || rc=$?
+WEFT_PLAN_DEBUG=1 "$WEFT" plan "${mid[@]}" -o "$WORK/mid.lua" >"$WORK/mid.txt" 2>"$WORK/mid.err" || rc=$?
 cat "$WORK/mid.txt"
 check "weft plan finds a layout for 8 x 4096 on 32 H100s (exit $rc)" test "$rc" = 0
+# the memory lower bound against what the memory model plans for every build
+# (WEFT_PLAN_DEBUG), interleaved layouts included
+read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
+  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/mid.err")
+check "the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
+  bash -c "[ '$n_built' -gt 20 ] && [ '$n_over' = 0 ]"
 check "it prints how many candidates were enumerated, pruned and priced" \
   grep -q "^candidates enumerated [0-9]*; pruned: .*memory lower bound [0-9]*" "$WORK/mid.txt"
 check "the table has the step time, tokens/s, MFU, memory, bubble, exposed, comm/compute" \
