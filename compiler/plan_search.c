@@ -102,7 +102,7 @@ typedef struct {
     double bw, bg, bo;
     /* activation and activation-gradient bytes per layer and token of one
      * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
-    double act_tok[8][2][3][2];
+    double act_tok[8][2][3][3];
     /* a VLM's first stage (vlm_stage0), by tp (index log2) and recompute;
      * [0] < 0: not measured yet */
     double vlm0[8][3][V0_N];
@@ -331,19 +331,20 @@ static int stage_slots(int sched, int pp, int accum, int virt) {
 }
 
 /* One activation slot of the first pipeline stage (as the memory model
- * counts it; the stage's region and activation-gradient sets left out):
+ * counts it; the stage's region left out), and one activation-gradient set
+ * (a stage has at least one, and its count is not the slots'):
  * fixed bytes per token (the embedding's) plus bytes per layer and token,
  * from two builds of the model cut to 2 stages of 1 and 2 layers each
  * (pipeline.stages), micro 1,
  * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
-static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer) {
+static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer, double *dact) {
     int ti = 0;
-    *fixed = *per_layer = 0;
+    *fixed = *per_layer = *dact = 0;
     while ((1 << ti) < tp && ti < 7) ti++;
     if ((1 << ti) != tp) return;  /* not a power of 2: no bound (0 is always below) */
     double *slot = S->act_tok[ti][sp][rc];
     if (slot[0] >= 0) {
-        *fixed = slot[0], *per_layer = slot[1];
+        *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
         return;
     }
     char b[9][64], msg[512];
@@ -357,7 +358,7 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
     for (int i = 0; i < 6; i++) sets[n++] = b[i];
-    double bytes[2] = { 0, 0 };
+    double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 };
     for (int k = 0; k < 2; k++) {
         /* pinned: the partition pass's balance may give stage 0 three of 4
          * layers (a light LM head), which made this twice the per-layer
@@ -372,18 +373,19 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
         int rc2 = compile_plan(&p, &o);
         wf_error_capture(NULL, 0);
         if (rc2 == 0) {
-            /* the slot; the stage's region and its activation-gradient sets,
-             * whose count is not the slots' (a share of them per slot put
-             * interleaved layouts' bound above their plan), are left out */
+            /* the slot and one gradient set (a share of the sets per slot put
+             * interleaved layouts' bound above their plan) */
             bytes[k] = 4.0 * (double)p.act_numel[0];
+            dset[k] = 4.0 * (double)p.dact_numel[0];
         }
         program_free(&p);
-        if (rc2 != 0) { bytes[0] = bytes[1] = 0; break; }
+        if (rc2 != 0) { bytes[0] = bytes[1] = dset[0] = dset[1] = 0; break; }
     }
     double d = bytes[1] - bytes[0], f = bytes[0] - d;  /* stage 0 holds 1, then 2 layers */
     slot[1] = d > 0 ? d / S->seq : 0;
     slot[0] = f > 0 ? f / S->seq : 0;
-    *fixed = slot[0], *per_layer = slot[1];
+    slot[2] = (dset[0] < dset[1] ? dset[0] : dset[1]) / S->seq;
+    *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
 }
 
 /* A VLM's first stage, which alone holds the vision encoder and projector
@@ -482,9 +484,10 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     }
     int slots = stage_slots(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt);
     int chunk_layers = S->layers / (c->pp * c->virt);
-    double fixed, per_layer;
-    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer);
-    double acts = (fixed + per_layer * chunk_layers) * c->micro * S->seq * slots;
+    double fixed, per_layer, dact;
+    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer, &dact);
+    /* the slots, and at least one activation-gradient set */
+    double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
     return per * (w + g + o) + acts;
 }
 
