@@ -115,4 +115,6 @@ END {
     if (top > 0)
         printf "top-ranked layout measured %.2f ms; best measured %.2f ms (rank %d): %s (%.1f%% slower)\n",
                top, best, bi, top <= 1.05 * best ? "within 5%" : "NOT within 5%", 100 * (top / best - 1)
+    else
+        printf "top-ranked layout: not measured (its build or every run failed; see above)\n"
 }' "$work/pairs"

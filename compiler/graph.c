@@ -39,8 +39,10 @@ long untied_embedding(const Program *p) {
  * gradients where it has a trainable parameter, input gradients where an
  * input depends on one.  A frozen encoder before any trainable part thus has
  * no backward at all; a frozen language model still passes gradients back
- * to a trainable projector, without computing its own weights'. */
-static int mark_gradients(Program *p) {
+ * to a trainable projector, without computing its own weights'.  The
+ * partition pass marks them first too (its balance prices each op's
+ * backward); nothing between the two changes what they depend on. */
+int graph_mark_gradients(Program *p) {
     char *needs = wf_checked(calloc((size_t)p->n_tensors + 1, 1), "gradient marks");
     for (int i = 0; i < p->n_ops; i++) {
         ir_op *o = &p->ops[i];
@@ -70,7 +72,7 @@ static int mark_gradients(Program *p) {
 }
 
 int pass_graph(Program *p) {
-    if (mark_gradients(p) != 0) return -1;
+    if (graph_mark_gradients(p) != 0) return -1;
     for (int i = 0; i < p->n_params; i++) p->params[i].last_grad_op = -1;
     for (int i = p->n_ops - 1; i >= 0; i--) {
         int bwd_index = p->n_ops - 1 - i;

@@ -1,7 +1,11 @@
 /* partition.c: the `partition` pass.  Cuts the op list into pp * virt
  * pipeline chunks of whole transformer blocks (the embedding joins the first
  * chunk, the final norm, LM head and loss the last), either as the plan's
- * pipeline.stages says or balanced by compute cost.  Chunk k runs on stage
+ * pipeline.stages says or balanced by compute cost: each op's forward and
+ * backward seconds as `weft simulate` prices them (simulate_op_seconds, so
+ * a frozen encoder's missing backward is left out here as there; recompute's
+ * second forward is not counted: it adds about the same to every block, and
+ * which ops it repeats depends on the chunks).  Chunk k runs on stage
  * k % pp.  A parameter used on two stages (the tied wte: embedding on the
  * first, LM head on the last) gets a copy on the second; the runtime sums
  * their gradients so both stay equal. */
@@ -9,13 +13,7 @@
 #include <string.h>
 
 #include "ops.h"
-
-/* FLOPs of op i for one token, forward (the balance only needs ratios):
- * its row's count, or 10 per output value for memory-bound ops, roughly. */
-static double op_flops(const Program *p, const ir_op *o) {
-    const op_row *r = op_row_of(o->kind);
-    return r->flops ? r->flops(p, o) : 10.0 * p->tensors[o->out].width;
-}
+#include "simulate.h"
 
 /* Layers per chunk minimizing the most expensive chunk; cost[0] and
  * cost[L+1] are the parts outside blocks, glued to the first and last chunk. */
@@ -59,14 +57,21 @@ int pass_partition(Program *p) {
     int *layers = wf_checked(malloc(sizeof(int) * (size_t)K), "partition pass");
     if (p->chunk_layers) {
         memcpy(layers, p->chunk_layers, sizeof(int) * (size_t)K);
+    } else if (K == 1) {
+        layers[0] = L;
     } else {
+        /* what each op's backward computes, as the graph pass will mark it */
+        if (graph_mark_gradients(p) != 0) {
+            free(layers);
+            return -1;
+        }
         double *cost = wf_checked(calloc((size_t)L + 2, sizeof(double)), "partition pass");
         int seen_block = 0;
         for (int i = 0; i < p->n_ops; i++) {
             const ir_op *o = &p->ops[i];
             if (o->layer >= 0) seen_block = 1;
             int slot = o->layer >= 0 ? o->layer + 1 : (seen_block ? L + 1 : 0);
-            cost[slot] += op_flops(p, o);
+            cost[slot] += simulate_op_seconds(p, i);
         }
         balance(cost, L, K, layers);
         free(cost);

@@ -12,7 +12,9 @@
  *      dp divides the global batch, the schedule's own rules;
  *   2. a memory lower bound per rank (parameter, gradient and optimizer bytes
  *      per parameter and activation bytes per layer and token, measured on two
- *      small builds of the same model) picks, for each recompute level, the
+ *      small builds of the same model; for a VLM, its first stage, which
+ *      alone holds the vision encoder and projector, and every rank's
+ *      images, measured likewise) picks, for each recompute level, the
  *      smallest ZeRO stage that may fit; layouts where none may fit are out;
  *   3. a step-time lower bound (the model's FLOPs at the device's peak,
  *      stretched by the schedule's unavoidable bubble and by recompute):
@@ -52,6 +54,11 @@ enum { MAX_PART = 32 };
 /* a candidate's --set list: the user's, the cluster's, 12 layout fields and
  * one per given chunk */
 enum { MAX_CAND_SETS = MAX_SETS + 4 + 12 + MAX_PART };
+
+/* vlm0's fields: stage 0's parameter, gradient and optimizer bytes with one
+ * layer and what each further layer adds; its activation slot and one
+ * activation-gradient set per token with one layer */
+enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_N };
 
 static const char *const SCHED_NAMES[] = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" };
 static const char *const RC_NAMES[] = { "none", "selective", "full" };
@@ -95,7 +102,11 @@ typedef struct {
     double bw, bg, bo;
     /* activation and activation-gradient bytes per layer and token of one
      * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
-    double act_tok[8][2][3][2];
+    double act_tok[8][2][3][3];
+    /* a VLM's first stage (vlm_stage0), by tp (index log2) and recompute;
+     * [0] < 0: not measured yet */
+    double vlm0[8][3][V0_N];
+    double image_bytes; /* a VLM: one sample's uint8 image */
     const char *base_sets[MAX_SETS + 24];
     int n_base;
     char device[32];
@@ -227,6 +238,9 @@ static int price(const Program *p, cand *c) {
     return 0;
 }
 
+static void layout_name(const cand *c, char *buf, size_t n);
+static double mem_lower_bound(search *S, const cand *c, int accum);
+
 /* Builds, measures and prices c; moves up the ZeRO stages while it does not fit. */
 static void evaluate(search *S, cand *c) {
     for (;;) {
@@ -245,11 +259,10 @@ static void evaluate(search *S, cand *c) {
             c->n_part = p.pp > 1 && p.chunk_layers && p.n_chunks <= MAX_PART ? p.n_chunks : 0;
             for (int i = 0; i < c->n_part; i++) c->part[i] = p.chunk_layers[i];
         }
-        if (getenv("WEFT_PLAN_DEBUG")) {  /* the memory lower bound against the model */
-            program_memory pm = program_memory_of(&p, 0);
-            fprintf(stderr, "debug: lb %.1f GiB real %.1f GiB (acts %.1f dacts %.1f params %.1f slots %d) bw %g\n",
-                    c->mem_lb / 1073741824.0, c->mem / 1073741824.0, pm.acts / 1073741824.0, pm.dacts / 1073741824.0,
-                    pm.params / 1073741824.0, program_slots(&p, 0), S->bw);
+        if (getenv("WEFT_PLAN_DEBUG")) {  /* the memory lower bound against the model, bytes (e2e_plan_search) */
+            char name[400];
+            layout_name(c, name, sizeof name);
+            fprintf(stderr, "debug: bound %.0f planned %.0f: %s\n", c->mem_lb, c->mem, name);
         }
         if (c->mem > S->device_bytes) {
             double gib = 1024.0 * 1024 * 1024;
@@ -258,6 +271,7 @@ static void evaluate(search *S, cand *c) {
             if (can_up && S->built < S->a.max_priced) {
                 program_free(&p);
                 c->zero++;
+                c->mem_lb = mem_lower_bound(S, c, S->global / c->dp / c->micro);  /* the new stage's */
                 continue;
             }
             c->state = 2;
@@ -292,36 +306,45 @@ static double bubble_factor(int sched, int pp, int m, int v) {
 /* Peak activation slots of a stage (the schedule's own count, from its
  * compute orders: schedule_peak_slots), cached: schedules are shared by many
  * candidates. */
-typedef struct { int sched, pp, accum, virt, slots; } slot_entry;
+typedef struct { int sched, pp, accum, virt, first, slots; } slot_entry;
 static slot_entry slot_cache[4096];
 static int n_slot_cache;
 
-static int stage_slots(int sched, int pp, int accum, int virt) {
+/* first: stage 0's slots (schedule_stage_slots), else the most of any stage */
+static int stage_slots_of(int sched, int pp, int accum, int virt, int first) {
     if (pp <= 1) return 1;
     if (sched == SCHED_2BW) sched = SCHED_1F1B;  /* 2BW keeps 1F1B's order per step */
     for (int i = 0; i < n_slot_cache; i++) {
         const slot_entry *e = &slot_cache[i];
-        if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt) return e->slots;
+        if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt && e->first == first)
+            return e->slots;
     }
-    int slots = schedule_peak_slots((sched_kind)sched, pp, accum, virt);
+    int slots = first ? schedule_stage_slots((sched_kind)sched, pp, accum, virt, 0)
+                      : schedule_peak_slots((sched_kind)sched, pp, accum, virt);
     if (slots < 1) slots = 1;
-    if (n_slot_cache < 4096) slot_cache[n_slot_cache++] = (slot_entry){ sched, pp, accum, virt, slots };
+    if (n_slot_cache < 4096) slot_cache[n_slot_cache++] = (slot_entry){ sched, pp, accum, virt, first, slots };
     return slots;
 }
 
-/* One activation slot of the first pipeline stage (activations and their
- * gradients, as the memory model counts them, less the stage's region):
+static int stage_slots(int sched, int pp, int accum, int virt) {
+    return stage_slots_of(sched, pp, accum, virt, 0);
+}
+
+/* One activation slot of the first pipeline stage (as the memory model
+ * counts it; the stage's region left out), and one activation-gradient set
+ * (a stage has at least one, and its count is not the slots'):
  * fixed bytes per token (the embedding's) plus bytes per layer and token,
- * from two builds of the model cut to 2 stages of 1 and 2 layers, micro 1,
+ * from two builds of the model cut to 2 stages of 1 and 2 layers each
+ * (pipeline.stages), micro 1,
  * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
-static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer) {
+static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer, double *dact) {
     int ti = 0;
-    *fixed = *per_layer = 0;
+    *fixed = *per_layer = *dact = 0;
     while ((1 << ti) < tp && ti < 7) ti++;
     if ((1 << ti) != tp) return;  /* not a power of 2: no bound (0 is always below) */
     double *slot = S->act_tok[ti][sp][rc];
     if (slot[0] >= 0) {
-        *fixed = slot[0], *per_layer = slot[1];
+        *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
         return;
     }
     char b[9][64], msg[512];
@@ -335,43 +358,136 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
     for (int i = 0; i < 6; i++) sets[n++] = b[i];
-    double bytes[2] = { 0, 0 };
+    double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 };
     for (int k = 0; k < 2; k++) {
+        /* pinned: the partition pass's balance may give stage 0 three of 4
+         * layers (a light LM head), which made this twice the per-layer
+         * bytes and the bound prune layouts that fit */
         snprintf(b[6], 64, "model.layers=%d", 2 + 2 * k);
-        sets[n] = b[6];
-        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 1, .backend = S->a.backend };
+        snprintf(b[7], 64, "pipeline.stages.1=%d", 1 + k);
+        snprintf(b[8], 64, "pipeline.stages.2=%d", 1 + k);
+        sets[n] = b[6], sets[n + 1] = b[7], sets[n + 2] = b[8];
+        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 3, .backend = S->a.backend };
         Program p;
         wf_error_capture(msg, sizeof msg);
         int rc2 = compile_plan(&p, &o);
         wf_error_capture(NULL, 0);
         if (rc2 == 0) {
-            /* the slot (and the gradient sets' share); the stage's region, once
-             * per stage whatever the slots, is left out of the bound */
-            program_memory pm = program_memory_of(&p, 0);
-            bytes[k] = 4.0 * (double)p.act_numel[0] + pm.dacts / program_slots(&p, 0);
+            /* the slot and one gradient set (a share of the sets per slot put
+             * interleaved layouts' bound above their plan) */
+            bytes[k] = 4.0 * (double)p.act_numel[0];
+            dset[k] = 4.0 * (double)p.dact_numel[0];
         }
         program_free(&p);
-        if (rc2 != 0) { bytes[0] = bytes[1] = 0; break; }
+        if (rc2 != 0) { bytes[0] = bytes[1] = dset[0] = dset[1] = 0; break; }
     }
     double d = bytes[1] - bytes[0], f = bytes[0] - d;  /* stage 0 holds 1, then 2 layers */
     slot[1] = d > 0 ? d / S->seq : 0;
     slot[0] = f > 0 ? f / S->seq : 0;
-    *fixed = slot[0], *per_layer = slot[1];
+    slot[2] = (dset[0] < dset[1] ? dset[0] : dset[1]) / S->seq;
+    *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
+}
+
+/* A VLM's first stage, which alone holds the vision encoder and projector
+ * (whole, or their tp shards), from two builds of the model cut to 2
+ * stages of one tp group, pipeline.stages { l, 1 } with l = 1 and 2
+ * language-model layers, micro 1, 2 microbatches, no ZeRO: its parameter,
+ * gradient and optimizer bytes, and the size of its activation slot and of
+ * one activation-gradient set, per token.  Measured once per (tp,
+ * recompute); all 0 (no bound) when a build fails. */
+static const double *vlm_stage0(search *S, int tp, int rc) {
+    static const double none[V0_N];
+    int ti = 0;
+    while ((1 << ti) < tp && ti < 7) ti++;
+    if ((1 << ti) != tp) return none;
+    double *v = S->vlm0[ti][rc];
+    if (v[0] >= 0) return v;
+    char b[10][64], msg[512];
+    const char *sets[MAX_SETS + 40];
+    int n = 0;
+    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
+    snprintf(b[1], 64, "mesh.tp=%d", tp);
+    snprintf(b[2], 64, "mesh.sp=false");
+    snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
+    snprintf(b[4], 64, "mesh.pp=2");
+    snprintf(b[5], 64, "batch.global=2");
+    snprintf(b[6], 64, "pipeline.stages.2=1");
+    for (int i = 0; i < 7; i++) sets[n++] = b[i];
+    double m[2][V0_N];
+    memset(m, 0, sizeof m);
+    for (int l = 1; l <= 2; l++) {
+        snprintf(b[7], 64, "model.llm.layers=%d", l + 1);
+        snprintf(b[8], 64, "pipeline.stages.1=%d", l);
+        sets[n] = b[7], sets[n + 1] = b[8];
+        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 2, .backend = S->a.backend };
+        Program p;
+        wf_error_capture(msg, sizeof msg);
+        int rc2 = compile_plan(&p, &o);
+        wf_error_capture(NULL, 0);
+        if (rc2 == 0) {
+            program_memory pm = program_memory_of(&p, 0);
+            double *x = m[l - 1], tokens = (double)p.micro * p.seq;
+            x[V0_W] = pm.params, x[V0_G] = pm.grads, x[V0_O] = pm.optim;
+            x[V0_ACT] = 4.0 * (double)p.act_numel[0] / tokens;
+            x[V0_DACT] = 4.0 * (double)p.dact_numel[0] / tokens;
+        }
+        program_free(&p);
+        if (rc2 != 0) {
+            memset(m, 0, sizeof m);
+            break;
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        v[k] = m[0][k];
+        v[V0_DW + k] = m[1][k] > m[0][k] ? m[1][k] - m[0][k] : 0;
+    }
+    v[V0_ACT] = m[0][V0_ACT], v[V0_DACT] = m[0][V0_DACT];
+    return v;
+}
+
+/* A VLM's lower bounds, bytes: its first stage's (the encoder and
+ * projector, the embedding and at least one layer per chunk: whatever the
+ * partition, refined or not, gives it) and what every rank holds beside:
+ * the images, masks, tokens and targets of the step's microbatches
+ * (memory.c's scratch). */
+static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, double *every) {
+    const double *v = vlm_stage0(S, c->tp, c->rc);
+    int dp = c->dp;
+    double extra = c->virt - 1;  /* stage 0's layers beyond the one measured */
+    double w = v[V0_W] + extra * v[V0_DW], g = v[V0_G] + extra * v[V0_DG], o = v[V0_O] + extra * v[V0_DO];
+    if (c->zero >= 3) w /= dp;
+    if (c->offload) w = 0, o = 0;
+    if (c->zero >= 2) g /= dp;
+    if (c->zero >= 1) o /= dp;
+    double tokens = (double)c->micro * S->seq;
+    int slots = stage_slots_of(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt, 1);
+    *first = w + g + o + (v[V0_ACT] * slots + v[V0_DACT]) * tokens;
+    *every = (S->image_bytes * c->micro + tokens) * accum + 2 * 4.0 * tokens * accum;
 }
 
 /* Bytes per rank on the fullest stage, a lower bound: its share of the
  * parameters, gradients and optimizer state (ZeRO shards, offload removes),
- * and its activation slots times the activations of its layers. */
+ * and its activation slots times the activations of its layers.  A VLM's
+ * first stage also holds the encoder (vlm_lower_bound). */
 static double mem_lower_bound(search *S, const cand *c, int accum) {
     double per = (double)S->params / ((double)c->tp * c->pp);
     double w = S->bw / (c->zero >= 3 ? c->dp : 1), g = S->bg / (c->zero >= 2 ? c->dp : 1);
     double o = c->offload ? 0 : S->bo / (c->zero >= 1 ? c->dp : 1);
     if (c->offload) w = 0;
+    if (S->vlm) {
+        /* the whole model's average share, or the first stage's, which holds
+         * the encoder (slot_bytes's layer-count override is no VLM field) */
+        double avg = per * (w + g + o), first, every;
+        vlm_lower_bound(S, c, accum, &first, &every);
+        return (avg > first ? avg : first) + every;
+    }
     int slots = stage_slots(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt);
     int chunk_layers = S->layers / (c->pp * c->virt);
-    double fixed, per_layer;
-    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer);
-    double acts = (fixed + per_layer * chunk_layers) * c->micro * S->seq * slots;
+    double fixed, per_layer, dact;
+    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer, &dact);
+    /* the slots, and at least one activation-gradient set */
+    double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
     return per * (w + g + o) + acts;
 }
 
@@ -578,10 +694,12 @@ static void refine_buckets(search *S) {
  * (and a VLM's encoder), the last the LM head and loss, whose time is not in
  * proportion to their FLOPs, and ties in the largest chunk are broken
  * arbitrarily (tiny with 7 layers on 3 stages: the balance gives 2 3 2, 3 2 2
- * is 2.5% faster).  So the best pipelined layout (one chunk per stage) is
- * priced again with one layer moved across the first boundary and across the
- * last, each way, and climbs while one of them is faster: at most
- * 4 * PART_ROUNDS builds beyond --max-priced. */
+ * is 2.5% faster).  So the best pipelined layout is priced again with one
+ * layer moved across its first chunk boundary and across its last, each way,
+ * and climbs while one of them is faster: at most 4 * PART_ROUNDS builds
+ * beyond --max-priced.  An interleaved layout's pp * virtual chunks are moved
+ * the same way (its first chunk, on stage 0, holds the embedding, its last,
+ * on the last stage, the head); pipeline.stages lists every chunk's layers. */
 enum { PART_ROUNDS = 3 };
 static void refine_partition(search *S) {
     cand *best = NULL;
@@ -589,7 +707,7 @@ static void refine_partition(search *S) {
         cand *c = &S->c[i];
         if (c->state == 1 && (!best || by_result(&c, &best) < 0)) best = c;
     }
-    if (!best || best->pp <= 1 || best->virt != 1 || best->n_part != best->pp) return;
+    if (!best || best->pp <= 1 || best->n_part != best->pp * best->virt) return;
     cand base = *best;
     for (int round = 0; round < PART_ROUNDS; round++) {
         int K = base.n_part, improved = 0;
@@ -647,7 +765,7 @@ static void print_counts(const search *S, FILE *out) {
             S->built, S->refused, S->nofit, S->priced);
     if (S->part_tried)
         fprintf(out, "stage partitions: the best pipelined layout priced again with a layer moved across its "
-                     "first and last stage boundaries (%ld of the builds): faster in %ld rounds\n",
+                     "first and last chunk boundaries (%ld of the builds): faster in %ld rounds\n",
                 S->part_tried, S->part_better);
     if (S->bucket_tried)
         fprintf(out, "bucket sizes: the best layout priced again at 1/4, 1/2, 2 and 4 times its %g MiB "
@@ -773,7 +891,9 @@ static int write_best(const search *S, const cand *c) {
     fputs("}\n"
           "local real = weft\n"
           "-- sets every SET path under `prefix` (nil: all but those of built objects) in t\n"
-          "local function apply(t, prefix)\n"
+          "-- a weft.vlm's own fields; its language model's are the rest of model.*\n"
+          "local VLM = { llm = true, vision = true, projector = true, freeze = true, image_token = true }\n"
+          "local function apply(t, prefix, vlm)\n"
           "  for _, kv in ipairs(SET) do\n"
           "    local path = kv[1]\n"
           "    local head = path:match(\"^[^.]+\")\n"
@@ -783,6 +903,7 @@ static int write_best(const search *S, const cand *c) {
           "    elseif not ((head == \"cluster\" or head == \"model\") and t[head] ~= nil) then\n"
           "      rest = path\n"
           "    end\n"
+          "    if rest and prefix == \"model\" and (VLM[rest:match(\"^[^.]+\")] or false) ~= vlm then rest = nil end\n"
           "    if rest and rest ~= \"\" then\n"
           "      local keys = {}\n"
           "      for k in rest:gmatch(\"[^.]+\") do keys[#keys + 1] = math.tointeger(tonumber(k)) or k end\n"
@@ -800,8 +921,9 @@ static int write_best(const search *S, const cand *c) {
           "for k, v in pairs(real) do weft[k] = v end\n"
           "weft.plan = function(spec) return real.plan(apply(spec)) end\n"
           "weft.cluster = function(spec) return real.cluster(apply(spec, \"cluster\")) end\n"
-          "weft.gpt2 = function(spec) return real.gpt2(apply(spec, \"model\")) end\n"
-          "weft.llama = function(spec) return real.llama(apply(spec, \"model\")) end\n"
+          "weft.gpt2 = function(spec) return real.gpt2(apply(spec, \"model\", false)) end\n"
+          "weft.llama = function(spec) return real.llama(apply(spec, \"model\", false)) end\n"
+          "weft.vlm = function(spec) return real.vlm(apply(spec, \"model\", true)) end\n"
           "return (function()\n", f);
     fputs(body, f);
     fputs("\nend)()\n", f);
@@ -921,6 +1043,7 @@ static int load_base(search *S) {
     S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
     S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
     S->vlm = p.image_positions > 0;
+    S->image_bytes = S->vlm ? (double)p.image_h * p.image_w * p.image_c : 0;
     S->global = S->a.global ? S->a.global : p.global_batch, S->clip0 = p.clip == 0;
     S->bucket_mb = p.bucket_mb;
     S->device_bytes = p.device_memory_gib * 1024.0 * 1024 * 1024;
@@ -962,7 +1085,7 @@ static int load_base(search *S) {
     S->n_base = n - 1;
     for (int t = 0; t < 8; t++)
         for (int q = 0; q < 2; q++)
-            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = -1;
+            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = S->vlm0[t][r][0] = -1;
     compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
     wf_error_capture(msg, sizeof msg);
     rc = compile_plan(&p, &o);

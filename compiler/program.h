@@ -346,6 +346,7 @@ int pass_check(Program *p);
 int pass_shard(Program *p);
 int pass_partition(Program *p);
 int pass_graph(Program *p);
+int graph_mark_gradients(Program *p);       /* graph.c: each op's grad_in / grad_w (weft.vlm's freeze) */
 void fuse_residual_layernorm(Program *p);   /* fuse.c, the end of pass_graph */
 int count_fused(const Program *p);         /* fused pairs, for reports */
 void fuse_linear_gelu(Program *p);          /* fuse.c, after fuse_residual_layernorm */

@@ -680,9 +680,11 @@ static int order_slots(const cop *ord, int n)
     return peak;
 }
 
-int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt)
+/* The slots of stage `only`, or (only < 0) the most of any stage. */
+static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
 {
-    if (kind == SCHED_2BW || (unsigned)kind >= SCHED__COUNT || stages < 1 || micro < 1 || virt < 1 ||
+    if (only >= stages ||
+        kind == SCHED_2BW || (unsigned)kind >= SCHED__COUNT || stages < 1 || micro < 1 || virt < 1 ||
         (kind == SCHED_INTERLEAVED ? micro % stages != 0 : virt != 1) ||
         (long)stages * micro * virt > (1L << 24))
         return -1;
@@ -691,12 +693,22 @@ int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt)
     if (compute_orders(kind, stages, micro, virt, &ord, &nord, NULL, 0) != 0) return -1;
     for (int st = 0; st < stages; st++) {
         int k = order_slots(ord[st], nord[st]);
-        if (k > peak) peak = k;
+        if ((only < 0 || st == only) && k > peak) peak = k;
         free(ord[st]);
     }
     free(ord);
     free(nord);
     return peak;
+}
+
+int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt)
+{
+    return slots_of(kind, stages, micro, virt, -1);
+}
+
+int schedule_stage_slots(sched_kind kind, int stages, int micro, int virt, int stage)
+{
+    return stage < 0 ? -1 : slots_of(kind, stages, micro, virt, stage);
 }
 
 int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,

@@ -130,6 +130,9 @@ void schedule_free(schedule *s);
  * only need the activation count.  -1 for a shape schedule_build refuses,
  * and for SCHED_2BW (its slots come after the three-batch split). */
 int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt);
+/* slots[stage] of that schedule, likewise (weft plan's bound on a VLM's
+ * first stage, which alone holds the encoder). */
+int schedule_stage_slots(sched_kind kind, int stages, int micro, int virt, int stage);
 
 /* schedule_2bw.c. Turns a 1F1B schedule built over 3 * micro microbatches into
  * the 2BW prologue, steady step and epilogue (fields above); with tied, adds the

@@ -345,6 +345,26 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     return t;
 }
 
+/* The plan's own links (its cluster description; a CUDA cluster file's
+ * measured NCCL figures replace the intra-node one in simulate_plan). */
+static void plan_links(const Program *p) {
+    plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us, p->intra_bus_gbs };
+    plan_inter = (cost_link){ "inter-node", p->inter_gbs, p->inter_latency_us, p->inter_bus_gbs };
+}
+
+static double device_peak(const Program *p);
+
+double simulate_op_seconds(const Program *p, int i) {
+    const sim_calibration *c0 = calib, *g0 = gcal;
+    cost_link intra0 = plan_intra, inter0 = plan_inter;
+    calib = gcal = NULL;
+    plan_links(p);
+    double peak = device_peak(p), hbm = p->device_hbm_gbs > 0 ? p->device_hbm_gbs : 20.0;
+    op_time t = op_seconds(p, &p->ops[i], peak, hbm);
+    calib = c0, gcal = g0, plan_intra = intra0, plan_inter = inter0;
+    return t.f + t.b;
+}
+
 /* One microbatch of chunk k; f and b hold compute only, comm_f and comm_b
  * the tensor-parallel collectives of each direction. */
 typedef struct { op_time t; double comm_f, comm_b; } chunk_time;
@@ -459,12 +479,11 @@ static double oversubscription(const Program *p) {
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
     calib = cal && cal->loaded && !cal->cuda ? cal : NULL;
     gcal = cal && cal->loaded && cal->cuda ? cal : NULL;
-    plan_intra = (cost_link){ "intra-node", p->intra_gbs, p->intra_latency_us, p->intra_bus_gbs };
+    plan_links(p);
     if (gcal && gcal->nccl_bus_gbs > 0) {  /* measured inside a node: NCCL's all-reduce */
         plan_intra.bus_gbs = gcal->nccl_bus_gbs;
         plan_intra.latency_us = gcal->nccl_latency_us;
     }
-    plan_inter = (cost_link){ "inter-node", p->inter_gbs, p->inter_latency_us, p->inter_bus_gbs };
     if (calib) {
         calib_link.name = "calibrated";
         calib_link.gbs = calib->link_gbs;

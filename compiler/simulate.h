@@ -39,6 +39,11 @@ typedef struct {
  * reporting (a broken measurement is refused). */
 int simulate_load_calibration(const char *path, sim_calibration *cal);
 int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out);
+/* Seconds of one microbatch of op i, forward and backward together (less
+ * what weft.vlm's freeze leaves out of its backward), as simulate prices it
+ * on the plan's device with no calibration: the partition pass balances the
+ * pipeline chunks by it (one cost model for both). */
+double simulate_op_seconds(const Program *p, int i);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's
  * optimizer step, as simulate_plan predicts them (for weft calibrate). */
 int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,

@@ -12,9 +12,15 @@ source "$(dirname "$0")/lib.sh"
 mid=(plans/gpt_1t.lua --set model.layers=8 --set model.hidden=4096 --set model.heads=32
      --set batch.global=256 --gpus 32 --top 4)
 rc=0
-"$WEFT" plan "${mid[@]}" -o "$WORK/mid.lua" >"$WORK/mid.txt" 2>"$WORK/mid.err" || rc=$?
+WEFT_PLAN_DEBUG=1 "$WEFT" plan "${mid[@]}" -o "$WORK/mid.lua" >"$WORK/mid.txt" 2>"$WORK/mid.err" || rc=$?
 cat "$WORK/mid.txt"
 check "weft plan finds a layout for 8 x 4096 on 32 H100s (exit $rc)" test "$rc" = 0
+# the memory lower bound against what the memory model plans for every build
+# (WEFT_PLAN_DEBUG), interleaved layouts included
+read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
+  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/mid.err")
+check "the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
+  bash -c "[ '$n_built' -gt 20 ] && [ '$n_over' = 0 ]"
 check "it prints how many candidates were enumerated, pruned and priced" \
   grep -q "^candidates enumerated [0-9]*; pruned: .*memory lower bound [0-9]*" "$WORK/mid.txt"
 check "the table has the step time, tokens/s, MFU, memory, bubble, exposed, comm/compute" \
@@ -112,6 +118,51 @@ check "vlm: row $row (pp 2) is priced as simulate prices it ($t_row s, simulate 
   bash -c "[ -n '$row' ] && [ '$t_row' = '$t_sim' ]"
 check "vlm: simulate puts the encoder in the first chunk's compute" \
   grep -q "^encoder   vision encoder and projector [0-9.]* ms of the first chunk's" "$WORK/vlm_sim.txt"
+
+# 3d. Interleaved layouts' partitions are refined too (pp * virtual chunks,
+# a layer moved across the first and last chunk boundaries).  A 32-layer,
+# 12288-wide GPT on 64 H100s, global batch 512: the best is interleaved.
+il=(plans/gpt_1t.lua --set model.layers=32 --set model.hidden=12288 --set model.heads=96
+    --set batch.global=512 --gpus 64 --top 2)
+"$WEFT" plan "${il[@]}" -o "$WORK/il.lua" >"$WORK/il.txt" 2>/dev/null
+grep -E '^(1|stage) ' "$WORK/il.txt"
+check "interleaved: the best row is interleaved, with pp x virtual chunks in brackets" \
+  grep -q "^1  *dp .* interleaved/[24] .* \[[0-9* ]*\]  " "$WORK/il.txt"
+check "interleaved: its partition was priced again (the refinement's builds are counted)" \
+  grep -q "^stage partitions: .* ([1-9][0-9]* of the builds)" "$WORK/il.txt"
+"$WEFT" simulate "$WORK/il.lua" >"$WORK/il_sim.txt"
+t_table=$(awk '$1 == 1 && $2 == "dp" { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print $(i - 2); exit } }' "$WORK/il.txt")
+t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/il_sim.txt")
+check "interleaved: the written plan passes weft check and simulates at the table's $t_table s ($t_sim s)" \
+  bash -c "'$WEFT' check '$WORK/il.lua' >/dev/null && [ -n '$t_table' ] && [ '$t_table' = '$t_sim' ]"
+
+# 3e. A VLM's memory lower bound: the first stage alone holds the vision
+# encoder and projector, and every rank the step's images.  vlm_tiny with 8
+# ViT and 8 language-model layers on 4 ranks of 0.012 GiB: the bound (printed
+# with the planned bytes of every build under WEFT_PLAN_DEBUG) is never above
+# what the memory model plans for the built candidate, ZeRO steps and
+# refinements included, and it prunes layouts before they are built.
+vb=(plans/vlm_tiny.lua --set model.vision.layers=8 --set model.llm.layers=8 --set cluster.devices_per_node=4
+    --set cluster.device.memory_gib=0.012 --top 3)
+WEFT_PLAN_DEBUG=1 "$WEFT" plan "${vb[@]}" -o "$WORK/vb.lua" >"$WORK/vb.txt" 2>"$WORK/vb.err"
+read -r n_built n_over tightest < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
+  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } if (p > 0 && b / p > t) t = b / p }
+  END { printf "%d %d %.3f\n", n, v, t }' "$WORK/vb.err")
+built=$(sed -n 's/^built \([0-9]*\) through.*/\1/p' "$WORK/vb.txt")
+check "vlm bound: printed for every one of the $built builds ($n_built)" \
+  bash -c "[ -n '$built' ] && [ '$built' -gt 20 ] && [ '$built' = '$n_built' ]"
+check "vlm bound: never above the planned bytes ($n_over of $n_built over; tightest bound/planned $tightest)" \
+  test "$n_over" = 0
+check "vlm bound: tight where the encoder's stage decides (some bound >= 0.9 of the plan)" \
+  awk -v t="$tightest" 'BEGIN { exit !(t >= 0.9) }'
+check "vlm bound: it prunes layouts before they are built" \
+  grep -q "memory lower bound [1-9][0-9]*;" "$WORK/vb.txt"
+p_set=$("$WEFT" check plans/vlm_tiny.lua --set model.vision.layers=8 --set model.llm.layers=8 | sed -n 's/^params .*(\([0-9]*\))$/\1/p')
+p_written=$("$WEFT" check "$WORK/vb.lua" | sed -n 's/^params .*(\([0-9]*\))$/\1/p')
+check "vlm: the written plan keeps the searched model's encoder and language model ($p_written of $p_set parameters)" \
+  bash -c "[ -n '$p_set' ] && [ '$p_set' = '$p_written' ]"
+check "vlm bound: the written plan fits" \
+  bash -c "'$WEFT' simulate '$WORK/vb.lua' | grep -q 'fits: ' && ! '$WEFT' simulate '$WORK/vb.lua' | grep -q 'does not fit'"
 
 # 4. Impossible requests: exit 1 with the nearest feasible change.  1T
 # parameters hold 16 bytes each in fp32 (weights, gradients, AdamW's two

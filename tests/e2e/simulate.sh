@@ -129,5 +129,26 @@ tiny_pp4_zero1 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=4 --set model.layers
 tiny_z3_off    plans/tiny.lua --set mesh.dp=2 --set zero=3 --set offload.params=cpu --set offload.optimizer=cpu --backend cuda
 llama_tp2_bf16 plans/llama_tiny.lua --set mesh.tp=2 --set precision=bf16 --backend cuda
 PLANS
+
+# The partition pass balances the stages by simulate's own per-op time
+# (simulate_op_seconds), so a frozen vision encoder, which has no backward at
+# all (graph.c), costs its forward alone there too.  vlm_tiny with 8 ViT and
+# 8 language-model layers on 2 stages, 8 microbatches: trainable, the
+# encoder's forward and backward keep stage 0 to 1 layer; frozen, stage 0
+# takes more, and simulate prices that split faster than the trainable
+# encoder's split under the same freeze.
+vlm=(plans/vlm_tiny.lua --set model.vision.layers=8 --set model.llm.layers=8 --set mesh.pp=2
+     --set cluster.devices_per_node=2 --set batch.micro=4)
+stage0_layers() { sed -n 's/^  chunk 0 on stage 0: layers 0\.\.\([0-9]*\) .*/\1/p' | awk '{ print $1 + 1 }'; }
+l_train=$("$WEFT" check "${vlm[@]}" | stage0_layers)
+l_frozen=$("$WEFT" check "${vlm[@]}" --set model.freeze.vision=true | stage0_layers)
+check "partition: freezing the encoder moves layers onto stage 0 ($l_train -> $l_frozen of 8)" \
+  awk -v a="$l_train" -v b="$l_frozen" 'BEGIN { exit !(a != "" && b != "" && b > a) }'
+tps() { sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p'; }
+t_own=$("$WEFT" simulate "${vlm[@]}" --set model.freeze.vision=true | tps)
+t_pinned=$("$WEFT" simulate "${vlm[@]}" --set model.freeze.vision=true --set pipeline.stages.1="$l_train" \
+  --set pipeline.stages.2=$((8 - l_train)) | tps)
+check "partition: frozen, its own split ($t_own tokens/s) is faster than the trainable one's ($t_pinned)" \
+  awk -v a="$t_own" -v b="$t_pinned" 'BEGIN { exit !(a != "" && b != "" && a > b) }'
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
