@@ -16,6 +16,7 @@ typedef struct wf_backend {
     int act16_staged;         /* ... with float kernels on staged operands (runtime/cpu/stage16.h):
                                  no 16-bit weight copies, the LM head's dlogits stay float */
     int param16;              /* may store the working parameters in 16 bits (param16.c) */
+    int grad16;               /* may store the weight gradients in 16 bits (grad16.c) */
     int attention_lse;        /* attention saves only a log-sum-exp per query row and
                                  head (flash style), not the (T, T) probabilities */
     int runtime_buffers;      /* the runtime allocates buffers of its own at the first

@@ -46,7 +46,8 @@ static void inject(wf_ctx *c) {
 int wf_grads_overflow(wf_ctx *c) {
     for (int i = 0; i < c->opt.n_inject; i++)
         if (c->opt.inject_step[i] == c->step + 1 && c->opt.inject_rank[i] == c->rank) inject(c);
-    int bad = wf_backend_nonfinite(c, &c->ranges, wf_opt_grads_base(c));  /* ZeRO-2: this rank's shard */
+    int bad = c->p->grad16 && c->p->zero < 2 ? wf_grad16_nonfinite(c)  /* 16-bit gradients (grad16.c) */
+            : wf_backend_nonfinite(c, &c->ranges, wf_opt_grads_base(c));  /* ZeRO-2: this rank's shard */
     wf_watch_what(c, -1, "fp16 overflow check (all-reduce over all ranks)");
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
     wf_watch_done();

@@ -159,8 +159,10 @@ static void allocate(wf_ctx *c) {
     if (p->param16) wf_params16_alloc(c);  /* 16-bit (ZeRO-3: the gather buffers), and the widening scratch */
     else if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
     else c->params = wf_alloc(c, np, "parameters");
-    if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
-    else c->grads = wf_alloc(c, (size_t)(p->grad_numel ? p->grad_numel : 1) * sizeof(float), "gradients");
+    size_t gb = p->grad16 ? sizeof(uint16_t) : sizeof(float);  /* grad16.c: 16-bit gradients */
+    if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * gb, "gradient bucket buffers");
+    else c->grads = wf_alloc(c, (size_t)(p->grad_numel ? p->grad_numel : 1) * gb, "gradients");
+    if (p->grad16) wf_grad16_alloc(c);  /* the widening scratch and the sums' staging */
     wf_zero_setup(c);
     wf_opt_ranges_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
