@@ -33,7 +33,7 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $STEPS s
 for r in "${rows[@]}"; do
   name=${r%%|*}
   read -r -a args <<<"${r#*|}"
-  for v in 0 1; do
+  for v in 0 auto; do
     WEFT_GRAD16=$v "$WEFT" compile "${args[@]}" --set precision=bf16 --set train.steps=$STEPS \
       --set train.log_every=1000 -o "$WORK/$name-$v" 2>/dev/null
     cmake -S "$WORK/$name-$v" -B "$WORK/$name-$v/build" >/dev/null && cmake --build "$WORK/$name-$v/build" >/dev/null
@@ -41,22 +41,22 @@ for r in "${rows[@]}"; do
   done
   declare -A tok=()
   for ((k = 0; k < ROUNDS; k++)); do
-    for v in 0 1; do
+    for v in 0 auto; do
       (cd "$WORK" && "$WORK/$name-$v/launch.sh" >"$WORK/$name-$v.log" 2>&1)
       t=$(sed -n 's/^throughput: \([0-9.]*\) tokens\/s.*/\1/p' "$WORK/$name-$v.log")
       tok[$v]="${tok[$v]:-} $t"
     done
   done
   best() { tr ' ' '\n' <<<"$1" | sort -g | tail -1; }
-  t0=$(best "${tok[0]}") t1=$(best "${tok[1]}")
+  t0=$(best "${tok[0]}") t1=$(best "${tok[auto]}")
   rss() { sed -n 's/^peak RSS: rank 0 \([0-9.]*\) MiB.*/\1/p' "$1"; }
   alloc() { sed -n 's/^memory: rank 0 allocated \([0-9.]*\) MiB, planned \([0-9.]*\) MiB.*/\1 of \2 planned/p' "$1"; }
   echo "== $name              float gradients | 16-bit gradients | ratio"
-  echo "gradients (check)     $(row gradients "$WORK/$name-0.check") | $(row gradients "$WORK/$name-1.check")"
-  echo "B per param (check)   $(per_param "$WORK/$name-0.check") | $(per_param "$WORK/$name-1.check")"
-  echo "total (check)         $(row total "$WORK/$name-0.check") | $(row total "$WORK/$name-1.check")"
-  echo "allocated, MiB        $(alloc "$WORK/$name-0.log") | $(alloc "$WORK/$name-1.log")"
-  echo "peak RSS rank 0, MiB  $(rss "$WORK/$name-0.log") | $(rss "$WORK/$name-1.log") | $(ratio "$(rss "$WORK/$name-1.log")" "$(rss "$WORK/$name-0.log")")"
-  echo "tokens/s (best of $ROUNDS)   $t0 | $t1 | $(ratio "$t1" "$t0")   (each:${tok[0]} |${tok[1]})"
+  echo "gradients (check)     $(row gradients "$WORK/$name-0.check") | $(row gradients "$WORK/$name-auto.check")"
+  echo "B per param (check)   $(per_param "$WORK/$name-0.check") | $(per_param "$WORK/$name-auto.check")"
+  echo "total (check)         $(row total "$WORK/$name-0.check") | $(row total "$WORK/$name-auto.check")"
+  echo "allocated, MiB        $(alloc "$WORK/$name-0.log") | $(alloc "$WORK/$name-auto.log")"
+  echo "peak RSS rank 0, MiB  $(rss "$WORK/$name-0.log") | $(rss "$WORK/$name-auto.log") | $(ratio "$(rss "$WORK/$name-auto.log")" "$(rss "$WORK/$name-0.log")")"
+  echo "tokens/s (best of $ROUNDS)   $t0 | $t1 | $(ratio "$t1" "$t0")   (each:${tok[0]} |${tok[auto]})"
   unset tok
 done

@@ -141,6 +141,11 @@ static void grad16_names(const Program *p, int i, char *a, char *b, size_t size)
     if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, b, size);
 }
 
+/* the CPU's chunked LM head widens its gradient in its call (ops_loss.c) */
+static int widens_itself(const Program *p, const ir_op *op) {
+    return op->kind == OP_LMHEAD_XENT && lmhead_chunked(p);
+}
+
 static void widen_grads(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     if (!grad16(p) || op->n_param == 0 || !op->grad_w) return;
@@ -393,7 +398,7 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         return;
     }
     widen_params(o, p, i);
-    widen_grads(o, p, i);
+    if (!widens_itself(p, op)) widen_grads(o, p, i);
     if (op->dgelu != DGELU_GELU && op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_bwd(o, p, i, &x, 1);
@@ -461,6 +466,9 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         r->emit_bwd_input(o, p, i, &x, op_kernels_of(p, op));
     if (weight) round_param_grads(o, p, i, &x);
     else round_input_grads(o, p, i, &x);
+    /* the chunked head's B half wrote its weight gradient: stored now (its
+     * W half widens and stores the same values again) */
+    if (!weight && grad16(p) && op->grad_w && widens_itself(p, op)) narrow_grads(o, p, i);
     return 1;
 }
 

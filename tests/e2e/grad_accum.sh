@@ -74,9 +74,10 @@ for row in "${layouts[@]}"; do
 done
 
 # the generated code: parameter gradients rounded under "auto" only
-rounds_grads() { grep -q 'wf_to_bf16(c, g + ' "$WORK/$1"/stage*.c; }
+# (16-bit gradient storage, grad16.c: wf_narrow_grads stores them rounded)
+rounds_grads() { grep -q 'wf_to_bf16(c, g + \|wf_narrow_grads(c, ' "$WORK/$1"/stage*.c; }
 check "auto rounds weight gradients in the generated code" rounds_grads auto_ref
-check "fp32 does not" bash -c "! grep -q 'wf_to_bf16(c, g + ' '$WORK'/fp32_ref/stage*.c"
+check "fp32 does not" bash -c "! grep -q 'wf_to_bf16(c, g + \|wf_narrow_grads(c, ' '$WORK'/fp32_ref/stage*.c"
 check "fp32 tells the runtime (.grad_accum32 = 1)" grep -q '\.grad_accum32 = 1,' "$WORK/fp32_ref/stage0.c"
 check "auto leaves the program as it was (no .grad_accum32)" bash -c "! grep -q grad_accum32 '$WORK'/auto_ref/stage*.c"
 
