@@ -23,7 +23,7 @@
  * ZeRO-2's shard stays float (it accumulates the microbatches unrounded).
  * "Where it saves" as param16.c: a small model with a large vocabulary
  * widens its V x C head gradient each microbatch into more than it saves.
- * Not (yet): ZeRO-3, 16-bit dp sums (plan.dp_comm), PipeDream-2BW, frozen
+ * Not (yet): ZeRO-3, 16-bit dp sums (plan.dp_comm), PipeDream-2BW over dp, frozen
  * parameters, the CUDA backend (float gradient arenas, rounded in place).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
@@ -86,7 +86,8 @@ int grad16_decide(const Program *p) {
     if (env && strcmp(env, "0") == 0) return 0;
     if (p->zero >= 3 || (p->zero && p->dp < 2)) return 0;
     if (p->dp > 1 && dp_comm16(p)) return 0;
-    if (strcmp(p->schedule, "pipedream-2bw") == 0) return 0;
+    /* 2BW sends the tied wte's gradient after its dp sum: floats only at dp 1 */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->dp > 1 || p->zero)) return 0;
     for (int st = 0; st < p->pp; st++)
         if (p->train_numel && p->train_numel[st] != p->param_numel[st]) return 0;
     if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */

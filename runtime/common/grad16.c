@@ -185,6 +185,36 @@ void wf_grad16_step_sums(wf_ctx *c) {
     }
 }
 
+/* ---- PipeDream-2BW (dp 1, twobw.c) --------------------------------------- */
+
+/* The tp sums only (2BW sends the tied wte's gradient itself). */
+void wf_grad16_tp_sums(wf_ctx *c) {
+    const wf_program *p = c->p;
+    for (int j = 0; j < p->n_params; j++) {
+        const wf_param *q = &p->params[j];
+        if (q->bucket < 0 || !tp_sum(c, q)) continue;
+        widen(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+        sums_after(c, q, c->gstage, q->numel);
+        narrow(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+    }
+}
+
+/* dst = the n gradients at off, as floats */
+void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n) {
+    widen(c->p->precision, dst, bits_of(c->grads) + off, n);
+}
+
+/* the n gradients at off += src, rounded once (the float program's add,
+ * then its optimizer step's rounding; 2BW's tied wte) */
+void wf_grad16_add(wf_ctx *c, long off, const float *src, long n) {
+    int prec = c->p->precision;
+    uint16_t *g = bits_of(c->grads) + off;
+    for (long i = 0; i < n; i++) {
+        float v = (prec == WF_BF16 ? wf_hd_bf16_value(g[i]) : wf_hd_fp16_value(g[i])) + src[i];
+        g[i] = prec == WF_BF16 ? wf_hd_bf16_bits(v) : wf_hd_fp16_bits(v);
+    }
+}
+
 /* ---- what the optimizer step reads (ZeRO < 2: the arena's bits) ------------ */
 
 double wf_grad16_sumsq(wf_ctx *c) {

@@ -277,6 +277,9 @@ void wf_grad16_alloc(wf_ctx *c);
 void wf_grad16_bucket_start(wf_ctx *c, int k);
 void wf_grad16_finish(wf_ctx *c);
 void wf_grad16_step_sums(wf_ctx *c);
+void wf_grad16_tp_sums(wf_ctx *c);                      /* 2BW: tp sums only */
+void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n);
+void wf_grad16_add(wf_ctx *c, long off, const float *src, long n);
 double wf_grad16_sumsq(wf_ctx *c);
 int wf_grad16_nonfinite(wf_ctx *c);
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */

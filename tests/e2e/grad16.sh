@@ -8,10 +8,11 @@
 # the tp / tied sums after them run on the same floats in the same order,
 # rounded once as before.  So there is no tolerance: every step's loss and
 # gradient norm and the saved checkpoints (weights, moments) agree bit for
-# bit, over dp 2 (ZeRO-0, ZeRO-1 with tp 2 and sequence parallelism, ZeRO-2
-# fp16 with loss scaling, offloaded), tp 2 x pp 2 with sp (tied wte, tp
-# partial sums, dp 1), dp 2 x pp 2 (the tied wte's bucket summed after the dp
-# sum); a resume continues a 16-bit run bit for bit.  Both layouts allocate
+# bit, over dp 2 (ZeRO-1 with tp 2 and sequence parallelism, ZeRO-2 fp16
+# with loss scaling, offloaded), tp 2 x pp 2 with sp (tied wte, tp partial
+# sums, dp 1), dp 2 x pp 2 (buckets in flight one at a time; the tied wte's
+# bucket summed after the dp sum), PipeDream-2BW on pp 2 (its tied wte sent
+# as floats); a resume continues a 16-bit run bit for bit.  Both layouts allocate
 # exactly what memory.c planned; the 16-bit arena is half the float one.
 # (rows in $lay: lib.sh's check() has a local $name)
 source "$(dirname "$0")/lib.sh"
@@ -21,8 +22,8 @@ small=(--set data.train="$DATA" --set model.layers=2 --set model.hidden=64 --set
 
 #      name      prec dp tp pp zero extra
 layouts=("bf16    bf16 1  1  1  0"
-         "dp2     bf16 2  1  1  0"
          "dp2pp2  bf16 2  1  2  0"
+         "pp2_2bw bf16 1  1  2  0    pipeline.schedule=pipedream-2bw clip_grad_norm=0"
          "tp2pp2  bf16 1  2  2  0    mesh.sp=true"
          "z1tp2   bf16 2  2  1  1    mesh.sp=true"
          "z2fp16  fp16 2  1  1  2    offload.optimizer=cpu")
@@ -55,7 +56,7 @@ for row in "${layouts[@]}"; do
 done
 
 # resume: 2 steps, saved, 2 more from the checkpoint = the 4-step run
-lay=dp2
+lay=dp2pp2
 "$WORK/g16_$lay/launch.sh" --steps 2 --save "$WORK/half.ck" >/dev/null 2>&1 </dev/null
 "$WORK/g16_$lay/launch.sh" --resume "$WORK/half.ck" --metrics "$WORK/resumed.jsonl" --save "$WORK/resumed.ck" \
   >/dev/null 2>&1 </dev/null
