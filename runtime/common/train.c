@@ -355,10 +355,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
            p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);
     wf_log(c, "%s\n", blas);
     if (p->precision != WF_FP32)
-        wf_log(c, "precision: %s storage (%s), fp32 master weights and AdamW "
+        wf_log(c, "precision: %s storage (%s; weights %s, weight gradients %s), fp32 master weights and AdamW "
                "moments%s%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
-               p->act16 ? "activations and their gradients in 16 bits, weights and gradients as rounded fp32"
-                        : "emulated: rounded fp32",
+               p->act16 ? "activations and their gradients in 16 bits" : "activations emulated: rounded fp32",
+               p->param16 ? "in 16 bits" : "as rounded fp32", p->grad16 ? "in 16 bits" : p->grad_accum32 ? "in fp32" : "as rounded fp32",
                p->grad_accum32 ? ", weight gradients accumulated in fp32" : "",
                p->precision == WF_FP16 ? (p->scale_dynamic ? ", dynamic loss scale" : ", static loss scale") : "");
     if (p->zero || p->offload_optimizer)
