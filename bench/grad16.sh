@@ -27,7 +27,7 @@ row() {  # bytes of a `weft check` memory row
       m = u == "B" ? 1 : u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 0
       printf "%.2f MiB", f[1] * m / 1048576; exit }' "$2"
 }
-per_param() { sed -n 's/^model state[^:]*: \([0-9.]*\) B per parameter.*gradients \([0-9.]*\).*/\1 (gradients \2)/p' "$1"; }
+per_param() { sed -n 's/^model state[^:]*: \([0-9.]*\) B per parameter.*gradients \([0-9][0-9.]*\).*/\1 (gradients \2)/p' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $STEPS steps, $ROUNDS rounds, bf16"
 for r in "${rows[@]}"; do
