@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "precision_bits.h"
 
 void wf_scaler_init(wf_ctx *c) {
     const wf_program *p = c->p;
@@ -38,6 +39,11 @@ static void inject(wf_ctx *c) {
     wf_backend_sync(c);
     for (int k = 0; k < p->n_params; k++)
         if (c->own_hi[k] > c->own_lo[k]) {
+            if (p->grad16 && p->zero < 2) {  /* 16-bit gradients (grad16.c): inf's bits */
+                uint16_t *g = (uint16_t *)(void *)c->grads + p->params[k].offset + c->own_lo[k];
+                *g = p->precision == WF_BF16 ? wf_hd_bf16_bits(INFINITY) : wf_hd_fp16_bits(INFINITY);
+                return;
+            }
             wf_own_grad(c, k)[c->own_lo[k]] = INFINITY;
             return;
         }
