@@ -20,7 +20,9 @@
  *     in the optimizer step where the float program summed them, on their
  *     floats (the bucket's dp sum in the staging, ZeRO-1's shard), before
  *     the one rounding the float program's optimizer step did;
- *   - the optimizer, the norm and fp16's overflow check read the bits.
+ *   - the optimizer, the norm and fp16's overflow check read the bits;
+ *   - PipeDream-2BW (dp 1): the tied wte's gradient travels as floats
+ *     (twobw.c's message) and is added with one rounding.
  * ZeRO-2's shard stays float: it accumulates the microbatches unrounded. */
 #include <math.h>
 #include <string.h>
