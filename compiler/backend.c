@@ -5,10 +5,12 @@
 
 static const wf_backend BACKENDS[] = {
     /* C for CPUs: float kernels (on 16-bit activations staged as floats,
-     * act16.c, and 16-bit parameters widened per op, param16.c), attention
+     * act16.c, 16-bit parameters and weight gradients widened per op,
+     * param16.c and grad16.c), attention
      * keeps a log-sum-exp per query row (runtime/cpu/attention.c), and the
      * host is the device */
-    { .name = "cpu", .suffix = "c", .act16 = 1, .act16_staged = 1, .attention_lse = 1, .param16 = 1 },
+    { .name = "cpu", .suffix = "c", .act16 = 1, .act16_staged = 1, .attention_lse = 1, .param16 = 1,
+      .grad16 = 1 },
     /* CUDA C++ for NVIDIA GPUs (runtime/cuda): 16-bit parameters read in
      * place by the GEMMs, the others widened per op (param16.c) */
     { .name = "cuda", .suffix = "cu", .cuda_cxx = 1, .act16 = 1, .attention_lse = 1, .param16 = 1,

@@ -18,6 +18,7 @@ typedef struct wf_backend {
     int param16;              /* may store the working parameters in 16 bits (param16.c) */
     int param16_gemm;         /* ... and its GEMMs read a weight's 16-bit values in place
                                  (not widened; no 16-bit copies, act16.c) */
+    int grad16;               /* may store the weight gradients in 16 bits (grad16.c) */
     int attention_lse;        /* attention saves only a log-sum-exp per query row and
                                  head (flash style), not the (T, T) probabilities */
     int runtime_buffers;      /* the runtime allocates buffers of its own at the first

@@ -445,6 +445,11 @@ static void emit_main(writer *o, const Program *p, int stage) {
     /* working parameters stored in 16 bits (param16.c), and the float scratch
      * an op's parameters are widened into */
     if (param16(p)) program_fields(o, ".param16 = 1, .wscratch_numel = %ldL,", param16_scratch_numel(p, stage));
+    /* weight gradients stored in 16 bits (grad16.c): the float scratch an
+     * op's gradients are widened into, the staging of the sums */
+    if (grad16(p))
+        program_fields(o, ".grad16 = 1, .gscratch_numel = %ldL, .gstage_numel = %ldL,", grad16_scratch_numel(p, stage),
+          grad16_stage_numel(p, stage));
     /* 16-bit activation storage (act16.c): bf16 / fp16 */
     program_fields(o, ".act16 = %d, .cast_numel = %ldL, .weight16_numel = %ldL,", p->act16, p->cast_numel[stage],
       p->weight16_numel[stage]);

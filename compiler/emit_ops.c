@@ -103,6 +103,10 @@ void get_operands(const Program *p, int i, operands *x) {
     const char *gp = p->zero >= 2 ? "G_" : "P_";
     if (op->n_param > 0) macro_name(gp, p->params[op->param[0]].name, x->g0, sizeof x->g0);
     if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, x->g1, sizeof x->g1);
+    if (grad16(p) && op->n_param > 0) {  /* g is the widened scratch (widen_grads) */
+        snprintf(x->g0, sizeof x->g0, "0");
+        if (op->n_param > 1) snprintf(x->g1, sizeof x->g1, "%ldL", align16(p->params[op->param[0]].numel));
+    }
     sname(p, i, x->s, sizeof x->s);
     int sharded = p->tensors[op->out].rows_div > 1;
     x->rows = sharded ? "NL" : "N";
@@ -123,6 +127,44 @@ static void widen_params(writer *o, const Program *p, int i) {
     /* a negative count: a GEMM weight read in 16 bits in place (CUDA) */
     emit(o, "    w = wf_widen_params(c, %s, %ldL, %s, %ldL);\n", a,
          param16_in_place(p, i) ? -p->params[op->param[0]].numel : p->params[op->param[0]].numel, b,
+         op->n_param > 1 ? p->params[op->param[1]].numel : 0L);
+}
+
+/* grad16 (grad16.c): op i's parameter gradients, stored in 16 bits, widened
+ * into the float scratch that `g` then points at before the kernel that
+ * accumulates into them (the first at 0, the second after it, as
+ * get_operands spells them), and stored back rounded after it (the
+ * rounding the float arena got from round_param_grads). */
+static void grad16_names(const Program *p, int i, char *a, char *b, size_t size) {
+    const ir_op *op = &p->ops[i];
+    const char *gp = p->zero >= 2 ? "G_" : "P_";
+    macro_name(gp, p->params[op->param[0]].name, a, size);
+    snprintf(b, size, "0");
+    if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, b, size);
+}
+
+/* the CPU's chunked LM head widens its gradient in its call (ops_loss.c) */
+static int widens_itself(const Program *p, const ir_op *op) {
+    return op->kind == OP_LMHEAD_XENT && lmhead_chunked(p);
+}
+
+static void widen_grads(writer *o, const Program *p, int i) {
+    const ir_op *op = &p->ops[i];
+    if (!grad16(p) || op->n_param == 0 || !op->grad_w) return;
+    char a[WF_MAX_NAME + 8], b[WF_MAX_NAME + 8];
+    grad16_names(p, i, a, b, sizeof a);
+    emit(o, "    g = wf_widen_grads(c, %s, %ldL, %s, %ldL);\n", a, p->params[op->param[0]].numel, b,
+         op->n_param > 1 ? p->params[op->param[1]].numel : 0L);
+}
+
+static void narrow_grads(writer *o, const Program *p, int i) {
+    const ir_op *op = &p->ops[i];
+    char a[WF_MAX_NAME + 8], b[WF_MAX_NAME + 8];
+    grad16_names(p, i, a, b, sizeof a);
+    /* the float program's rounding calls, by name, as act16's markers */
+    emit(o, "    /* g + %s: stored rounded to %s */\n", a, p->precision);
+    if (op->n_param > 1) emit(o, "    /* g + %s: stored rounded to %s */\n", b, p->precision);
+    emit(o, "    wf_narrow_grads(c, %s, %ldL, %s, %ldL);\n", a, p->params[op->param[0]].numel, b,
          op->n_param > 1 ? p->params[op->param[1]].numel : 0L);
 }
 
@@ -182,7 +224,11 @@ static void round_input_grads(writer *o, const Program *p, int i, const operands
 static void round_param_grads(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = grad_accum16(p) ? round_fn(p) : NULL;  /* plan.grad_accum = "fp32": never */
     const ir_op *op = &p->ops[i];
-    if (!fn) return;
+    if (!fn || op->n_param == 0) return;
+    if (grad16(p)) {  /* stored rounded, as 16-bit bits */
+        narrow_grads(o, p, i);
+        return;
+    }
     for (int k = 0; k < op->n_param; k++)
         emit(o, "    %s(c, g + %s, %ldL);\n", fn, k ? x->g1 : x->g0, p->params[op->param[k]].numel);
 }
@@ -339,6 +385,7 @@ static void emit_partial_backward(writer *o, const Program *p, int i, const oper
         r->emit_bwd_input(o, p, i, x, op_kernels_of(p, op));
         round_input_grads(o, p, i, x);
     } else {            /* a trained op on frozen inputs: no input gradients */
+        widen_grads(o, p, i);
         r->emit_bwd_weight(o, p, i, x, op_kernels_of(p, op));
         round_param_grads(o, p, i, x);
     }
@@ -361,6 +408,7 @@ void emit_backward_op(writer *o, const Program *p, int i) {
         return;
     }
     widen_params(o, p, i);
+    if (!widens_itself(p, op)) widen_grads(o, p, i);
     if (op->dgelu != DGELU_GELU && op->fused != FUSED_LIN_GELU_GELU) emit_prof(o, p, i);
     if (op->fused == FUSED_ADD_LN_NORM) {
         emit_fused_bwd(o, p, i, &x, wgrad);
@@ -410,6 +458,7 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     }
     if (!(weight ? op->grad_w : op->grad_in)) return 0;  /* frozen: that half is not needed */
     widen_params(o, p, i);
+    if (weight) widen_grads(o, p, i);
     emit_prof(o, p, i);
     if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */
         emit_fused_bwd(o, p, i, &x, 0);
@@ -427,6 +476,9 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         r->emit_bwd_input(o, p, i, &x, op_kernels_of(p, op));
     if (weight) round_param_grads(o, p, i, &x);
     else round_input_grads(o, p, i, &x);
+    /* the chunked head's B half wrote its weight gradient: stored now (its
+     * W half widens and stores the same values again) */
+    if (!weight && grad16(p) && op->grad_w && widens_itself(p, op)) narrow_grads(o, p, i);
     return 1;
 }
 

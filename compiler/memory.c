@@ -106,9 +106,10 @@ static double tied_buffer(const Program *p, int stage) {
 }
 
 /* Every arena holds floats but the working parameters under param16
- * (param16.c: 2 bytes each, the CPU): 16-bit plans keep their gradients and
- * activations as rounded fp32 values (act16 packs two 16-bit activations in
- * a float), beside fp32 masters and moments.  ZeRO-1 adds the reduced
+ * (param16.c: 2 bytes each, the CPU) and the gradients under grad16
+ * (grad16.c, likewise): otherwise 16-bit plans keep them as rounded fp32
+ * values (act16 packs two 16-bit activations in a float), beside fp32
+ * masters and moments.  ZeRO-1 adds the reduced
  * gradient shard, ZeRO-2 keeps the shard and the bucket buffers backward
  * writes, ZeRO-3 the parameter shard and the gather buffers of the buckets
  * in use; a shard is dp rank 0's, the largest. */
@@ -126,8 +127,14 @@ program_memory program_memory_of(const Program *p, int stage) {
     double pshard = p->zero ? pbytes * (double)p->shard_numel[stage] : 0;  /* ZeRO-3's parameter shard */
     m.params = p->zero >= 3 ? arena(pshard) + arena(pbytes * (double)p->gather_numel[stage]) : arena(pbytes * psi);
     if (param16(p)) m.params += arena(4.0 * (double)param16_scratch_numel(p, stage));
-    m.grads = p->zero >= 2 ? arena(shard) + arena(4.0 * (double)p->grad_buf_numel[stage]) : arena(4.0 * trained);
+    /* grad16.c: the gradients (ZeRO-2: the bucket buffers) in 2 bytes, one
+     * op's gradients widened and the sums' staging in floats; ZeRO's
+     * reduced shard stays float */
+    double gbytes = grad16(p) ? 2.0 : 4.0;
+    m.grads = p->zero >= 2 ? arena(shard) + arena(gbytes * (double)p->grad_buf_numel[stage]) : arena(gbytes * trained);
     if (p->zero == 1) m.grads += arena(shard);
+    if (grad16(p))
+        m.grads += arena(4.0 * (double)grad16_scratch_numel(p, stage)) + arena(4.0 * (double)grad16_stage_numel(p, stage));
     if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(pbytes * psi);  /* two weight versions */
     m.moments = 2 * arena(moments);              /* AdamW m and v */
     m.master = wide ? 0 : arena(moments);        /* fp32 masters, laid out as the moments */

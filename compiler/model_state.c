@@ -13,7 +13,9 @@
  * scratch of one op's widened weights; ZeRO-3's shards and gather buffers
  * too; CUDA's GEMMs read them in place); with param_storage = "fp32" the
  * weight arena holds floats (16-bit values rounded in them) and CUDA's act16
- * adds a 16-bit copy of each GEMM weight; the gradient arena holds floats. */
+ * adds a 16-bit copy of each GEMM weight; the gradients are 2 bytes on the
+ * CPU under 16-bit accumulation (grad16.c, with one op's widened and the
+ * sums' staging), floats elsewhere. */
 #include <string.h>
 
 #include "ops.h"
@@ -55,13 +57,13 @@ void model_state_report(const Program *p, FILE *out) {
     model_state s = model_state_of(p, worst);
     char n[32] = "";
     if (p->pp > 1) snprintf(n, sizeof n, " (stage %d)", worst);
-    fprintf(out, "model state%s: %.2f B per parameter = weights %.2f%s + gradients %.2f + fp32 master %.2f "
+    fprintf(out, "model state%s: %.2f B per parameter = weights %.2f%s + gradients %.2f%s + fp32 master %.2f "
                  "+ AdamW moments %.2f", n, s.total, s.params,
             param16(p) ? " (16-bit, with one op's widened)"
             : p->act16 && !backend_of(p)->act16_staged
                 ? (p->zero >= 3 ? " (with the 16-bit cast buffer)" : " (with the 16-bit GEMM copies)")
             : "",
-            s.grads, s.master, s.moments);
+            s.grads, grad16(p) ? " (16-bit, with one op's widened and the sums' staging)" : "", s.master, s.moments);
     if (p->zero) fprintf(out, "; ZeRO-%d over dp %d", p->zero, p->dp);
     if (strcmp(p->precision, "fp32") != 0)
         fprintf(out, "; gradients accumulate in %s (plan.grad_accum)", grad_accum16(p) ? p->precision : "fp32");

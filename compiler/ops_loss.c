@@ -110,9 +110,16 @@ int lmhead_variant(const Program *p, const ir_op *o) {
 static void emit_chunked(writer *wr, const Program *p, int i, const operands *x) {
     /* a frozen head weight (weft.vlm's freeze: its input gradient alone) has
      * no gradient, not even an offset: NULL, and the kernel skips dwte */
-    char dw[sizeof x->g0 + 32];
-    if (p->ops[i].grad_w) snprintf(dw, sizeof dw, "wf_grad_ptr(c, 0) + %s", x->g0);
-    else snprintf(dw, sizeof dw, "NULL");
+    char dw[sizeof x->g0 + 96];
+    if (p->ops[i].grad_w && grad16(p)) {  /* 16-bit gradients: widened here (B half too), stored by the caller */
+        char name[WF_MAX_NAME + 8];
+        macro_name(p->zero >= 2 ? "G_" : "P_", p->params[p->ops[i].param[0]].name, name, sizeof name);
+        snprintf(dw, sizeof dw, "wf_widen_grads(c, %s, %ldL, 0, 0L)", name, p->params[p->ops[i].param[0]].numel);
+    } else if (p->ops[i].grad_w) {
+        snprintf(dw, sizeof dw, "wf_grad_ptr(c, 0) + %s", x->g0);
+    } else {
+        snprintf(dw, sizeof dw, "NULL");
+    }
     if (p->tp == 1)
         emit(wr, "    wf_add_loss(c, wf_lmhead_xent_chunked(c, d + D_%s, %s, wf_losses(c),\n"
              "                                         wf_scratch(c), a + %s, w + %s, wf_targets(c),\n"

@@ -323,6 +323,8 @@ typedef struct Program {
     int act16;
     /* 16-bit working parameters (param16.c, decided by the zero pass) */
     int param16;
+    /* 16-bit weight gradients (grad16.c, decided by the zero pass) */
+    int grad16;
     long *cast_numel;        /* per stage, act16 under ZeRO-3: the CUDA cast buffer, floats (else 0) */
     long *weight16_numel;    /* per stage, act16 without ZeRO-3: the 16-bit weight copies, floats */
     long *stage16_numel;     /* per stage, act16 on the CPU: one kernel call's float staging (else 0) */
@@ -472,6 +474,17 @@ int param16(const Program *p);
  * in 16 bits where it is stored (CUDA), not widened into the scratch. */
 int param16_in_place(const Program *p, int i);
 long param16_scratch_numel(const Program *p, int stage);
+/* grad16.c: grad16_decide (the zero pass, after param16_decide), then
+ * grad16: 1 when the weight gradients are stored in the plan's 16-bit type
+ * (bf16 / fp16 accumulated in that type, the CPU backend, ZeRO < 3, and it
+ * saves bytes on every stage).  grad16_scratch_numel: the floats one op's
+ * parameter gradients take widened (the stage's largest op);
+ * grad16_stage_numel: the float staging of the sums (a bucket's dp sum and
+ * the tp / tied sums after it); both 0 without grad16. */
+int grad16_decide(const Program *p);
+int grad16(const Program *p);
+long grad16_scratch_numel(const Program *p, int stage);
+long grad16_stage_numel(const Program *p, int stage);
 typedef struct {
     double params;   /* working weights (both 2BW versions), act16's 16-bit GEMM copies or cast buffer */
     double grads;    /* the gradient arena, ZeRO's shard and bucket buffers */

@@ -153,6 +153,9 @@ void program_report(const Program *p, FILE *out) {
         if (p->act16)
             fprintf(out, "          activations and their gradients stored as %s (16-bit storage; "
                          "saved statistics fp32)\n", p->precision);
+        if (p->grad16)
+            fprintf(out, "          weight gradients stored as %s (2 bytes; their sums on fp32 staging, "
+                         "rounded once)\n", p->precision);
     }
     comm_report(p, out);
     fprintf(out, "buckets   %d of at most %g MiB, in backward order:\n", p->n_buckets, p->bucket_mb);

@@ -370,8 +370,8 @@ static int zero_layout(Program *p) {
     return verify_disjoint(p, "gather buffers", 1);
 }
 
-/* The shards and buffers fixed, the parameters' storage (param16.c) can be
- * weighed: its rule counts them. */
+/* The shards and buffers fixed, the parameters' and gradients' storage
+ * (param16.c, grad16.c) can be weighed: their rules count them. */
 int pass_zero(Program *p) {
     int rc = zero_layout(p);
     p->param16 = rc == 0 ? param16_decide(p) : 0;
@@ -381,5 +381,6 @@ int pass_zero(Program *p) {
         if (p->cast_numel) p->cast_numel[st] = 0;
         if (p->weight16_numel) p->weight16_numel[st] = 0;
     }
+    p->grad16 = rc == 0 ? grad16_decide(p) : 0;
     return rc;
 }

@@ -76,6 +76,11 @@ struct wf_ctx {
     const float *w16_slot;
     const void *w16_bits;
     long w16_n;
+    /* grad16 (grad16.c): the float scratch one op's gradients are widened
+     * into, the staging of the sums, and the bucket whose dp sum is in
+     * flight in it (-1: none) */
+    float *gscratch, *gstage;
+    int g16_inflight;
     wf_scaler scaler;
     wf_opt_table ranges;           /* the ranges AdamW, the norm and the overflow check cover */
     float *acts, *dacts, *scratch, *losses;
@@ -269,6 +274,20 @@ void wf_params16_copy(wf_ctx *c, float *dst, const float *src);
 void *wf_params16_at(float *version, long off);
 void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n);
 wf_dtype wf_params16_type(wf_ctx *c);  /* the collectives' type of the stored values */
+/* grad16.c: the arenas (allocate); a bucket's dp sum started through the
+ * staging, the one in flight finished; the step's remaining sums (the
+ * buckets of parameters summed after the dp sum, tp and tied) and ZeRO-1's
+ * shards stored back; the norm's share and the overflow check on the
+ * 16-bit gradients */
+void wf_grad16_alloc(wf_ctx *c);
+void wf_grad16_bucket_start(wf_ctx *c, int k);
+void wf_grad16_finish(wf_ctx *c);
+void wf_grad16_step_sums(wf_ctx *c);
+void wf_grad16_tp_sums(wf_ctx *c);                      /* 2BW: tp sums only */
+void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n);
+void wf_grad16_add(wf_ctx *c, long off, const float *src, long n);
+double wf_grad16_sumsq(wf_ctx *c);
+int wf_grad16_nonfinite(wf_ctx *c);
 void wf_zero_setup(wf_ctx *c);                          /* zero.c */
 void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);

@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "precision_bits.h"
 
 void wf_scaler_init(wf_ctx *c) {
     const wf_program *p = c->p;
@@ -38,6 +39,11 @@ static void inject(wf_ctx *c) {
     wf_backend_sync(c);
     for (int k = 0; k < p->n_params; k++)
         if (c->own_hi[k] > c->own_lo[k]) {
+            if (p->grad16 && p->zero < 2) {  /* 16-bit gradients (grad16.c): inf's bits */
+                uint16_t *g = (uint16_t *)(void *)c->grads + p->params[k].offset + c->own_lo[k];
+                *g = p->precision == WF_BF16 ? wf_hd_bf16_bits(INFINITY) : wf_hd_fp16_bits(INFINITY);
+                return;
+            }
             wf_own_grad(c, k)[c->own_lo[k]] = INFINITY;
             return;
         }
@@ -46,7 +52,8 @@ static void inject(wf_ctx *c) {
 int wf_grads_overflow(wf_ctx *c) {
     for (int i = 0; i < c->opt.n_inject; i++)
         if (c->opt.inject_step[i] == c->step + 1 && c->opt.inject_rank[i] == c->rank) inject(c);
-    int bad = wf_backend_nonfinite(c, &c->ranges, wf_opt_grads_base(c));  /* ZeRO-2: this rank's shard */
+    int bad = c->p->grad16 && c->p->zero < 2 ? wf_grad16_nonfinite(c)  /* 16-bit gradients (grad16.c) */
+            : wf_backend_nonfinite(c, &c->ranges, wf_opt_grads_base(c));  /* ZeRO-2: this rank's shard */
     wf_watch_what(c, -1, "fp16 overflow check (all-reduce over all ranks)");
     WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
     wf_watch_done();

@@ -47,6 +47,8 @@ typedef struct wf_adamw_args {
     int precision;           /* with a master: the weights get the master rounded to this */
     int param16;             /* the weights are 16-bit bits of that type (the CPU's param16):
                                 weights carries their address, r->w counts values */
+    int grads16;             /* the gradients are 16-bit bits of that type (the CPU's grad16):
+                                grads carries their address, r->g counts values */
     int skip_tied_copy;      /* leave ranges marked tied_copy alone */
     float b1, b2, eps, step_size, inv_bc2_sqrt, grad_scale;
     float decay;             /* lr * weight_decay, for ranges marked decay */

@@ -15,13 +15,16 @@ void wf_adamw_host(const wf_adamw_args *a) {
         if (a->skip_tied_copy && r->tied_copy) continue;
         float decay = r->decay ? a->decay : 0.0f;
         float *w = a->param16 ? NULL : a->weights + r->w, *m = a->m + r->mom, *v = a->v + r->mom;
-        const float *g = a->grads + r->g;
+        const float *g = a->grads16 ? NULL : a->grads + r->g;
+        const uint16_t *g16 = a->grads16 ? (const uint16_t *)(const void *)a->grads + r->g : NULL;
+        int bf16 = a->precision == WF_BF16;
         /* 16-bit modes update the fp32 master copy, then store it rounded */
         float *x = a->master ? a->master + r->mom : w;
         /* each element on its own: the same numbers on any thread count */
 #pragma omp parallel for simd schedule(static) if (r->n > 65536)
         for (long i = 0; i < r->n; i++) {
-            float gi = g[i] * grad_scale;
+            /* 16-bit gradients: the value the float arena held */
+            float gi = (g16 ? (bf16 ? wf_hd_bf16_value(g16[i]) : wf_hd_fp16_value(g16[i])) : g[i]) * grad_scale;
             m[i] = b1 * m[i] + (1.0f - b1) * gi;
             v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
             float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;

@@ -18,6 +18,7 @@ double wf_lr_at(const wf_program *p, long step) {
  * once per tp group: parameters the tp group replicates by tp rank 0 only,
  * the LM head's copy of wte not at all (stage 0 counts wte). */
 double wf_local_grad_sq(wf_ctx *c) {
+    if (c->p->grad16 && c->p->zero < 2) return wf_grad16_sumsq(c);  /* 16-bit gradients (grad16.c) */
     return wf_backend_sumsq(c, &c->ranges, wf_opt_grads_base(c));  /* ranges marked in_norm */
 }
 
@@ -83,7 +84,8 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
         .t = c->ranges, .weights = wf_opt_weights_base(c, weights), .grads = wf_opt_grads_base(c),
         .m = c->adam_m, .v = c->adam_v,
         .master = c->master,  /* 16-bit modes update the fp32 master, then store it rounded */
-        .precision = p->precision, .param16 = p->param16, .skip_tied_copy = skip_tied_copy,
+        .precision = p->precision, .param16 = p->param16, .grads16 = p->grad16 && p->zero < 2,
+        .skip_tied_copy = skip_tied_copy,
         .b1 = (float)p->beta1, .b2 = (float)p->beta2, .eps = (float)p->eps,
         .step_size = (float)(lr / bc1), .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)),
         .grad_scale = grad_scale, .decay = (float)(lr * p->weight_decay),

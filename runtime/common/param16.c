@@ -67,19 +67,33 @@ void wf_params16_alloc(wf_ctx *c) {
 
 /* Startup: float copies for initialization or loading, not arenas.  The
  * gradient arena, whole without ZeRO-2 and idle until the first backward,
- * holds the first (so the startup's peak memory does not grow); 2BW's other
+ * holds the first (so the startup's peak memory does not grow); under
+ * grad16 (2 bytes a gradient, too small) AdamW's first moment on a fresh
+ * start, else the activation arena, where large enough; 2BW's other
  * version is a copy of it unless a checkpoint loads both. */
+static void *idle_arena(wf_ctx *c, size_t bytes) {
+    const wf_program *p = c->p;
+    if (p->zero < 2 && !p->grad16) return c->grads;
+    /* a fresh start's first moment (zero until the first step; a resume
+     * loads it), when it is device memory as large */
+    if (!c->opt.resume && !p->offload_optimizer && sizeof(float) * (size_t)c->moment_numel >= bytes) return c->adam_m;
+    size_t acts = ((size_t)p->act_numel * (size_t)(p->slots > 0 ? p->slots : 1) + (size_t)p->act_region_numel) *
+                  sizeof(float);
+    return acts >= bytes ? c->acts : NULL;
+}
+
 void wf_params16_startup(wf_ctx *c) {
     const wf_program *p = c->p;
     size_t bytes = sizeof(float) * (size_t)p->param_numel;
-    c->params = p->zero < 2 ? c->grads : wf_host_alloc(c, bytes, "parameters (startup, fp32)");
+    float *idle = idle_arena(c, bytes);
+    c->params = idle ? idle : wf_host_alloc(c, bytes, "parameters (startup, fp32)");
     c->next_params = NULL;
     if (p->weight_delay && c->opt.resume)
         c->next_params = wf_host_alloc(c, bytes, "PipeDream-2BW version (startup, fp32)");
 }
 
 /* The startup floats (already rounded by wf_master_setup) into the arenas;
- * the gradient arena zeroed again. */
+ * the borrowed arena zeroed again. */
 void wf_params16_adopt(wf_ctx *c) {
     const wf_program *p = c->p;
     float *from[2] = { c->params, c->next_params ? c->next_params : c->params };
@@ -89,7 +103,7 @@ void wf_params16_adopt(wf_ctx *c) {
         for (long i = 0; i < p->param_numel; i++) to[i] = narrow(p->precision, from[v][i]);
     }
     if (c->next_params) free(c->next_params);
-    if (c->params == c->grads) memset(c->grads, 0, sizeof(float) * (size_t)p->param_numel);
+    if (c->params == c->grads || c->params == c->acts || c->params == c->adam_m) memset(c->params, 0, sizeof(float) * (size_t)p->param_numel);
     else free(c->params);
     c->params = c->params16[0];
     c->next_params = c->params16[1];

@@ -174,6 +174,10 @@ float *wf_dact_slot(wf_ctx *c, int slot) { return c->dacts + (long)slot * c->p->
 void wf_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     if (p->dp == 1) return;
+    if (p->grad16) {  /* through float staging (grad16.c) */
+        wf_grad16_bucket_start(c, k);
+        return;
+    }
     if (p->zero) {
         wf_zero_bucket_start(c, k);
         c->n_inflight++;
@@ -200,6 +204,11 @@ void wf_progress(wf_ctx *c) {
 }
 
 void wf_buckets_wait(wf_ctx *c) {
+    if (c->p->grad16) {  /* one bucket at most in flight; ZeRO-1's shards stored by the step */
+        wf_grad16_finish(c);
+        c->n_inflight = 0;
+        return;
+    }
     if (c->n_inflight == 0 && c->p->dp == 1) return;
     /* one bucket at a time, so that the watchdog can name the one it waits on */
     for (int k = 0; k < c->p->n_buckets; k++) {
@@ -248,13 +257,17 @@ void wf_optimizer_step(wf_ctx *c) {
         wf_fatal(c, "wf_optimizer_step", WF_WHERE, "loss is %g at step %ld (diverged)",
                  c->last_loss, c->step + 1);
 
-    wf_tp_partial_grads(c);
-    wf_tied_grads(c);
+    if (p->grad16 && p->zero < 2) {  /* the same sums on floats, rounded into 16 bits (grad16.c) */
+        wf_grad16_step_sums(c);
+    } else {
+        wf_tp_partial_grads(c);
+        wf_tied_grads(c);
+    }
     wf_backend_sync(c);  /* NCCL: the tied sum ran on a comm stream */
     c->last_lr = wf_lr_at(p, c->step - c->scaler.skipped);
     if (p->precision != WF_FP32 && !p->grad_accum32) {  /* the reduced gradients, stored in 16 bits */
         if (p->zero >= 2) wf_backend_round_copy(c, p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
-        else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
+        else if (!p->grad16) wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
     }
     float unscale = 1.0f;  /* fp16: divides the loss scale out, before clipping */
     if (p->precision == WF_FP16) {

@@ -159,8 +159,10 @@ static void allocate(wf_ctx *c) {
     if (p->param16) wf_params16_alloc(c);  /* 16-bit (ZeRO-3: the gather buffers), and the widening scratch */
     else if (p->zero >= 3) c->params = wf_alloc(c, (size_t)p->gather_numel * sizeof(float), "parameter gather buffers");
     else c->params = wf_alloc(c, np, "parameters");
-    if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * sizeof(float), "gradient bucket buffers");
-    else c->grads = wf_alloc(c, (size_t)(p->grad_numel ? p->grad_numel : 1) * sizeof(float), "gradients");
+    size_t gb = p->grad16 ? sizeof(uint16_t) : sizeof(float);  /* grad16.c: 16-bit gradients */
+    if (p->zero >= 2) c->grads = wf_alloc(c, (size_t)p->grad_numel * gb, "gradient bucket buffers");
+    else c->grads = wf_alloc(c, (size_t)(p->grad_numel ? p->grad_numel : 1) * gb, "gradients");
+    if (p->grad16) wf_grad16_alloc(c);  /* the widening scratch and the sums' staging */
     wf_zero_setup(c);
     wf_opt_ranges_setup(c);
     size_t nm = (size_t)(c->moment_numel ? c->moment_numel : 1) * sizeof(float);
@@ -353,10 +355,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
            p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);
     wf_log(c, "%s\n", blas);
     if (p->precision != WF_FP32)
-        wf_log(c, "precision: %s storage (%s), fp32 master weights and AdamW "
+        wf_log(c, "precision: %s storage (%s; weights %s, weight gradients %s), fp32 master weights and AdamW "
                "moments%s%s\n", p->precision == WF_BF16 ? "bf16" : "fp16",
-               p->act16 ? "activations and their gradients in 16 bits, weights and gradients as rounded fp32"
-                        : "emulated: rounded fp32",
+               p->act16 ? "activations and their gradients in 16 bits" : "activations emulated: rounded fp32",
+               p->param16 ? "in 16 bits" : "as rounded fp32", p->grad16 ? "in 16 bits" : p->grad_accum32 ? "in fp32" : "as rounded fp32",
                p->grad_accum32 ? ", weight gradients accumulated in fp32" : "",
                p->precision == WF_FP16 ? (p->scale_dynamic ? ", dynamic loss scale" : ", static loss scale") : "");
     if (p->zero || p->offload_optimizer)

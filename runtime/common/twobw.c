@@ -152,7 +152,8 @@ void wf_tied_send_grad(wf_ctx *c) {
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
     wf_watch_done();
-    memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
+    if (c->p->grad16) wf_grad16_widened(c, c->tied_buf, q->offset, q->numel);  /* 16-bit gradients (grad16.c) */
+    else memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
     WF_MPI(c, MPI_Isend(c->tied_buf, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
                         c->group_comm[WF_GROUP_TIED], &c->tied_grad_req));
 }
@@ -168,6 +169,10 @@ void wf_tied_recv_grad(wf_ctx *c) {
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
                        c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
+    if (c->p->grad16) {  /* the same sum, rounded once (grad16.c) */
+        wf_grad16_add(c, q->offset, c->tied_buf, q->numel);
+        return;
+    }
     float *g = c->grads + q->offset;
     for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
 }
@@ -251,9 +256,13 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     wf_backend_sync(c);  /* the optimizer runs on the host */
     c->loss_sum += wf_backend_loss_take(c);  /* CUDA: this batch's losses, summed on the device */
     complete_metrics(c);
-    wf_tp_partial_grads(c);
-    if (p->precision != WF_FP32 && !p->grad_accum32)  /* the reduced gradients, in 16 bits (as step.c) */
-        wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
+    if (p->grad16) {
+        wf_grad16_tp_sums(c);  /* on floats, stored rounded (grad16.c) */
+    } else {
+        wf_tp_partial_grads(c);
+        if (p->precision != WF_FP32 && !p->grad_accum32)  /* the reduced gradients, in 16 bits (as step.c) */
+            wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
+    }
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
     c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
@@ -266,7 +275,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     /* in stream order: a host memset here raced the CUDA backend's AdamW,
      * still queued on the stream, which then read zeroed gradients (every
      * 2BW step left the weights as they were; found by tests/e2e/cuda_emu_run.sh) */
-    wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->grad_numel);
+    wf_backend_zero(c, c->grads, (p->grad16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)p->grad_numel);
     c->last_lr = lr;
     c->step++;
 }

@@ -13,6 +13,10 @@
 
 void wf_grad_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
+    if (p->grad16) {  /* 16-bit buffers, through float staging (grad16.c) */
+        wf_grad16_bucket_start(c, k);
+        return;
+    }
     float *buf = c->grads + p->buckets[k].buffer;
     if (p->dp_comm16) wf_dp16_pack(c, buf, p->buckets[k].numel);  /* dp_comm.c */
     c->coll->reduce_scatterv(c, WF_GROUP_DP, buf, buf, c->zero_counts + (long)k * p->dp,
@@ -22,6 +26,10 @@ void wf_grad_bucket_start(wf_ctx *c, int k) {
 
 void wf_grad_bucket_wait(wf_ctx *c, int k) {
     const wf_program *p = c->p;
+    if (p->grad16) {  /* unless a later bucket's start finished it already */
+        if (c->g16_inflight == k) wf_grad16_finish(c);
+        return;
+    }
     wf_watch_what(c, WF_GROUP_DP, "bucket %d gradient reduce-scatter (ZeRO-%d)", k, p->zero);
     c->coll->wait(c, &c->bucket_req[k], 1);
     wf_watch_done();
@@ -46,5 +54,5 @@ float *wf_own_grad(wf_ctx *c, int k) {
 void wf_zero_grads_clear(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->zero >= 2) wf_backend_zero(c, c->grad_shard, sizeof(float) * (size_t)c->moment_numel);
-    else wf_backend_zero(c, c->grads, sizeof(float) * (size_t)p->grad_numel);
+    else wf_backend_zero(c, c->grads, (p->grad16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)p->grad_numel);
 }

@@ -23,7 +23,9 @@ while read -r L h heads s V; do
   for dp in 2; do
     for zero in 0 1; do
     for prec in fp32 bf16; do
-      out=$("$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
+      # float gradients (WEFT_GRAD16=0): the 16-bit ones (2 Psi + one op's
+      # widened + the sums' staging) are test_passes_memory's and grad16.sh's
+      out=$(WEFT_GRAD16=0 "$WEFT" check plans/tiny.lua --set model.layers=$L --set model.hidden=$h --set model.heads=$heads \
             --set model.seq=$s --set model.vocab=$V --set mesh.dp=$dp --set batch.micro=4 \
             --set batch.global=$((4 * dp)) --set zero=$zero --set precision=$prec)
       count=$(sed -n 's/^params .*(\([0-9]*\))$/\1/p' <<<"$out")

@@ -30,12 +30,15 @@
  *    store them in 2 bytes, 2 Psi, plus the float scratch one op's weights
  *    are widened into, the largest op's: the embedding's wte and wpe or
  *    c_fc's weight and bias, 4 max((V + T) h, 4 h^2 + 4 h) bytes;
- *    compiler/param16.c), gradients 4 Psi
+ *    compiler/param16.c), gradients 4 Psi (16-bit plans where grad16.c
+ *    stores them in 2 bytes: 2 Psi, plus one op's widened gradients and the
+ *    sums' staging in floats)
  *    (+ 4 Psi / dp, ZeRO-1's reduced shard), AdamW K Psi / (dp under ZeRO-1),
  *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
  *    shard up to whole floats (at most dp - 1 floats a bucket).
- *    param16_rule: when the 16-bit layout applies (compiler/param16.c).
+ *    param16_rule: when the 16-bit layout applies (compiler/param16.c);
+ *    grad16_rule: likewise for the gradients (compiler/grad16.c).
  * 3. Attention's saved buffer on both backends on six plans (tp, selective
  *    recompute, the 3D plan, LLaMA's grouped-query attention).
  * 4. The memory checker (memory_check.c) passes every plan's layout, and
@@ -45,6 +48,7 @@
  *    gradient a backward op touches is live at that op's step. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "passes_fixture.h"
 
@@ -108,7 +112,11 @@ static void model_states(void) {
                     }
                     double psi = (double)psi_of(d[0], d[1], d[3], d[4]), K = pr == 0 ? 8 : 12;
                     program_memory mem = program_memory_of(&p, 0);
-                    double G = 4 * psi + (zero ? 4 * psi / dp : 0), O = K * psi / (zero ? dp : 1);
+                    /* grad16.c: 2 bytes a gradient, one op's widened and the sums' staging in floats
+                     * (an empty arena is wf_alloc's 64 bytes) */
+                    double g16 = 4.0 * (double)grad16_scratch_numel(&p, 0) +
+                                 fmax(4.0 * (double)grad16_stage_numel(&p, 0), 64);
+                    double G = (p.grad16 ? 2 * psi + g16 : 4 * psi) + (zero ? 4 * psi / dp : 0), O = K * psi / (zero ? dp : 1);
                     double widest = fmax((double)((d[4] + d[3]) * d[1]), (double)(4 * d[1] * d[1] + 4 * d[1]));
                     double P = pr == 0 ? 4 * psi : 2 * psi + 4 * widest;
                     check(p.n_param_total == (long)psi && near(mem.params, P) && near(mem.grads, G) &&
@@ -153,6 +161,41 @@ static void param16_rule(void) {
                               : scratch == 0 && mem.params >= 4 * psi;
         check(p.param16 == v[i].want && arena, "%s: param16 %d (want %d), parameters %.0f B for Psi %.0f, "
               "scratch %.0f B", v[i].name, p.param16, v[i].want, mem.params, psi, scratch);
+        program_free(&p);
+    }
+}
+
+/* grad16.c's rule: 16-bit weight gradients under bf16 / fp16 accumulated in
+ * that type on the CPU, ZeRO < 3, and only where the 2 bytes a gradient saves
+ * outweigh the float scratch of the widest op's gradients and the staging
+ * (dp 1 on one stage: none); the vocabulary-50304 block of param16_rule
+ * keeps the float arena.  The arena: 2 Psi + scratch + staging, or 4 Psi. */
+static void grad16_rule(void) {
+    struct { const char *name, *backend, *sets[3]; int want; } v[] = {
+        { "bf16 cpu", "cpu", { "precision=bf16", NULL }, 1 },
+        { "fp16 cpu", "cpu", { "precision=fp16", NULL }, 1 },
+        { "fp32 cpu", "cpu", { "precision=fp32", NULL }, 0 },
+        { "bf16 cpu grad_accum=fp32", "cpu", { "precision=bf16", "grad_accum=fp32", NULL }, 0 },
+        { "bf16 cpu zero 3", "cpu", { "precision=bf16", "zero=3", NULL }, 0 },
+        { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 0 },
+        { "bf16 cpu vocab 50304", "cpu", { "precision=bf16", "model.vocab=50304", NULL }, 0 },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        Program p;
+        /* dp 1 (one stage: no staging), but ZeRO-3's dp 2 */
+        const char *dp = v[i].sets[1] && strcmp(v[i].sets[1], "zero=3") == 0 ? "mesh.dp=2" : "mesh.dp=1";
+        if (compile_with(&p, "plans/tiny.lua", v[i].backend, "model.layers=1", "model.hidden=64", "model.seq=32",
+                         dp, v[i].sets[0], v[i].sets[1], NULL) != 0) {
+            check(0, "%s compiles", v[i].name);
+            continue;
+        }
+        program_memory mem = program_memory_of(&p, 0);
+        double psi = (double)p.param_numel[0], scratch = 4.0 * (double)grad16_scratch_numel(&p, 0);
+        double stage = 4.0 * (double)grad16_stage_numel(&p, 0);
+        int arena = v[i].want ? mem.grads == 2 * psi + scratch + 64 && scratch > 0 && stage == 0
+                              : scratch == 0 && (p.zero >= 2 || mem.grads >= 4 * psi);
+        check(p.grad16 == v[i].want && arena, "%s: grad16 %d (want %d), gradients %.0f B for Psi %.0f, "
+              "scratch %.0f B, staging %.0f B", v[i].name, p.grad16, v[i].want, mem.grads, psi, scratch, stage);
         program_free(&p);
     }
 }
@@ -305,6 +348,7 @@ int main(void) {
     one_block();
     model_states();
     param16_rule();
+    grad16_rule();
     attention();
     checker();
     return summary();

@@ -472,6 +472,17 @@ typedef struct wf_program {
      * place).  0: the arena holds floats (rounded values). */
     int param16;
     long wscratch_numel;
+    /* 1: the weight gradients are stored in the plan's 16-bit type (the
+     * compiler's grad16.c; the CPU backend, gradients accumulated in that
+     * type, ZeRO < 3): the gradient arena (ZeRO-2: the bucket buffers)
+     * holds uint16_t, 2 bytes a gradient.  The generated code widens an
+     * op's parameter gradients into gscratch_numel floats before its
+     * backward kernels (wf_widen_grads) and stores them back rounded
+     * (wf_narrow_grads); the data-parallel sums and the tp / tied sums after
+     * them run on floats in gstage_numel floats of staging and are rounded
+     * once (runtime/common/grad16.c).  0: the arena holds floats. */
+    int grad16;
+    long gscratch_numel, gstage_numel;
     /* 1: the data-parallel bucket all-reduce, or ZeRO's reduce-scatter,
      * carries the plan's 16-bit type (plan.dp_comm; MPI or NCCL): each bucket
      * packed into 16 bits in its first half through dp16_numel floats of
@@ -521,6 +532,13 @@ float *wf_param_ptr(wf_ctx *c, long off);
  * stored bits instead (runtime/cuda/cast.c). */
 const float *wf_widen_params(wf_ctx *c, long off0, long n0, long off1, long n1);
 float *wf_grad_ptr(wf_ctx *c, long off);
+/* grad16: the gradients at offsets off0 (n0 values) and off1 (n1; 0 for
+ * none) of the gradient arena (ZeRO-2: of the bucket buffers) widened to
+ * floats in the scratch: returns it, the first at 0 and the second at n0
+ * rounded up to 16 floats.  wf_narrow_grads stores the scratch back,
+ * rounded to the 16-bit type. */
+float *wf_widen_grads(wf_ctx *c, long off0, long n0, long off1, long n1);
+void wf_narrow_grads(wf_ctx *c, long off0, long n0, long off1, long n1);
 float *wf_act_ptr(wf_ctx *c, long off);
 float *wf_dact_ptr(wf_ctx *c, long off);
 float *wf_scratch(wf_ctx *c);

@@ -1,0 +1,106 @@
+/* grad16.c: weight gradients stored in 16 bits (bf16 / fp16 plans whose
+ * gradients accumulate in that type, plan.grad_accum; the CPU backend).
+ *
+ * Under 16-bit accumulation every weight gradient the float arena held was
+ * already a value of the plan's 16-bit type: the generated code rounded it
+ * after each backward op, the optimizer step after the reductions.  grad16
+ * stores those values as 2-byte bits (the gradient arena, ZeRO-2's bucket
+ * buffers) and keeps every sum that used to run in floats in floats:
+ *
+ *   - a backward op's parameter gradients are widened into a float scratch
+ *     before its kernels (runtime wf_widen_grads), which accumulate there
+ *     as before, and are stored back rounded (wf_narrow_grads): the value
+ *     the float program rounded to, so the kernels need no change;
+ *   - a bucket's data-parallel sum (all-reduce, ZeRO's reduce-scatter) runs
+ *     on its values widened into a float staging buffer (the stage's
+ *     largest bucket; one bucket in flight at a time) and is rounded once
+ *     into the arena, or into ZeRO's float shard;
+ *   - the sequence-parallel tp sums and the tied wte's sum between the
+ *     pipeline's ends run in that staging too, after the dp sum and before
+ *     the one rounding, as the float program summed them before rounding.
+ * So a run stores the float program's values bit for bit.  Memory: 2 bytes
+ * a gradient plus one op's widened gradients and the staging, in floats;
+ * ZeRO-2's shard stays float (it accumulates the microbatches unrounded).
+ * "Where it saves" as param16.c: a small model with a large vocabulary
+ * widens its V x C head gradient each microbatch into more than it saves.
+ * Not (yet): ZeRO-3, 16-bit dp sums (plan.dp_comm), PipeDream-2BW over dp, frozen
+ * parameters, the CUDA backend (float gradient arenas, rounded in place).
+ * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
+ * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
+ * wherever it can, saving or not (the test's small layouts).  Under ZeRO-2
+ * it rarely saves: the bucket buffers are a few buckets, the staging one
+ * more in floats. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "memory_pack.h"
+#include "ops.h"
+
+/* One op's parameter gradients, widened end to end (runtime wf_widen_grads
+ * places the second at the first's numel rounded up to 16 floats). */
+static long widest(const Program *p, int stage) {
+    long most = 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->chunk % p->pp != stage || !o->grad_w) continue;
+        long n = 0;
+        for (int k = 0; k < o->n_param; k++) n += align16(p->params[o->param[k]].numel);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+/* A parameter whose gradient is summed after the dp sum: sequence
+ * parallelism's partial gradients (over tp) and the tied wte's two copies
+ * (over the pipeline's ends). */
+static int summed_after(const Program *p, int k) {
+    const ir_param *q = &p->params[k];
+    if (q->tp_partial && p->sp && p->tp > 1) return 1;
+    if (p->pp < 2) return 0;
+    if (q->tied_to >= 0) return 1;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].tied_to == k) return 1;
+    return 0;
+}
+
+/* The float staging: with dp > 1 the stage's largest bucket (its dp sum,
+ * and the sums after it, run there); with dp 1 the largest parameter
+ * summed after it (one at a time). */
+long grad16_stage_numel_of(const Program *p, int stage) {
+    long most = 0;
+    if (p->dp > 1) {
+        for (int b = 0; b < p->n_buckets; b++)
+            if (p->buckets[b].stage == stage && p->buckets[b].numel > most) most = p->buckets[b].numel;
+        return align16(most);
+    }
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].stage == stage && !p->params[k].frozen && summed_after(p, k) && p->params[k].numel > most)
+            most = p->params[k].numel;
+    return align16(most);
+}
+
+int grad16_decide(const Program *p) {
+    if (!grad_accum16(p) || !backend_of(p)->grad16) return 0;
+    const char *env = getenv("WEFT_GRAD16");
+    if (env && strcmp(env, "0") == 0) return 0;
+    if (p->zero >= 3 || (p->zero && p->dp < 2)) return 0;
+    if (p->dp > 1 && dp_comm16(p)) return 0;
+    /* 2BW sends the tied wte's gradient after its dp sum: floats only at dp 1 */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->dp > 1 || p->zero)) return 0;
+    for (int st = 0; st < p->pp; st++)
+        if (p->train_numel && p->train_numel[st] != p->param_numel[st]) return 0;
+    if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */
+    for (int st = 0; st < p->pp; st++) {
+        /* ZeRO-2: the bucket buffers are what is stored in 16 bits */
+        double n = p->zero >= 2 ? (double)p->grad_buf_numel[st] : (double)p->param_numel[st];
+        if (2.0 * n <= 4.0 * (double)(widest(p, st) + grad16_stage_numel_of(p, st))) return 0;
+    }
+    return 1;
+}
+
+int grad16(const Program *p) { return p->grad16; }
+
+long grad16_scratch_numel(const Program *p, int stage) { return grad16(p) ? widest(p, stage) : 0; }
+
+long grad16_stage_numel(const Program *p, int stage) { return grad16(p) ? grad16_stage_numel_of(p, stage) : 0; }

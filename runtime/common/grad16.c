@@ -1,0 +1,248 @@
+/* grad16.c: weight gradients stored in 16 bits (wf_program.grad16, the
+ * compiler's grad16.c; the CPU backend, gradients accumulated in the plan's
+ * 16-bit type, ZeRO < 3).
+ *
+ * The gradient arena (ZeRO-2: its bucket buffers) holds bf16 / fp16 bits,
+ * 2 bytes a gradient; c->grads carries its address as `float *`.  Every
+ * value the float arena held there was one rounded to the type, so the
+ * 16-bit arena holds the same values, and every sum that ran on those
+ * floats runs on them widened, in the same order, rounded once where the
+ * float program rounded:
+ *   - backward: the generated code widens an op's parameter gradients into
+ *     c->gscratch, the kernels accumulate there, wf_narrow_grads stores them
+ *     rounded (the float program's round_param_grads);
+ *   - the data-parallel sum of a bucket runs on its values widened into
+ *     c->gstage: one bucket in flight at a time (the next bucket's start
+ *     finishes it), its sum rounded into the arena (ZeRO-0), kept in
+ *     ZeRO-1's float shard, or added into ZeRO-2's float shard;
+ *   - parameters summed after the dp sum (sequence parallelism's partial
+ *     gradients over tp, the tied wte over the pipeline's ends) are summed
+ *     in the optimizer step where the float program summed them, on their
+ *     floats (the bucket's dp sum in the staging, ZeRO-1's shard), before
+ *     the one rounding the float program's optimizer step did;
+ *   - the optimizer, the norm and fp16's overflow check read the bits;
+ *   - PipeDream-2BW (dp 1): the tied wte's gradient travels as floats
+ *     (twobw.c's message) and is added with one rounding.
+ * ZeRO-2's shard stays float: it accumulates the microbatches unrounded. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+#include "precision_bits.h"
+
+static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
+
+static void widen(int precision, float *dst, const uint16_t *src, long n) {
+    if (precision == WF_BF16)
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_value(src[i]);
+    else
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_value(src[i]);
+}
+
+static void narrow(int precision, uint16_t *dst, const float *src, long n) {
+    if (precision == WF_BF16)
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_bits(src[i]);
+    else
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_bits(src[i]);
+}
+
+static long second(long n0) { return (n0 + 15) & ~15L; }
+
+float *wf_widen_grads(wf_ctx *c, long off0, long n0, long off1, long n1) {
+    int prec = c->p->precision;
+    widen(prec, c->gscratch, bits_of(c->grads) + off0, n0);
+    if (n1 > 0) widen(prec, c->gscratch + second(n0), bits_of(c->grads) + off1, n1);
+    return c->gscratch;
+}
+
+void wf_narrow_grads(wf_ctx *c, long off0, long n0, long off1, long n1) {
+    int prec = c->p->precision;
+    narrow(prec, bits_of(c->grads) + off0, c->gscratch, n0);
+    if (n1 > 0) narrow(prec, bits_of(c->grads) + off1, c->gscratch + second(n0), n1);
+}
+
+void wf_grad16_alloc(wf_ctx *c) {
+    const wf_program *p = c->p;
+    c->gscratch = wf_alloc(c, sizeof(float) * (size_t)p->gscratch_numel, "gradients widened for one op");
+    c->gstage = wf_alloc(c, sizeof(float) * (size_t)p->gstage_numel, "gradient sums' staging (fp32)");
+    c->g16_inflight = -1;
+}
+
+/* ---- the sums ------------------------------------------------------------- */
+
+static int tied_sum(const wf_ctx *c, const wf_param *q) {
+    return q->tied && c->group_comm[WF_GROUP_TIED] != MPI_COMM_NULL;
+}
+
+static int tp_sum(const wf_ctx *c, const wf_param *q) { return q->tp_partial && c->p->sp && c->p->tp > 1; }
+
+/* Summed after the dp sum (wf_tp_partial_grads, wf_tied_grads): its bucket's
+ * dp sum waits for them (ZeRO-0), so that one rounding follows all three. */
+static int deferred(const wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].bucket == k && (tp_sum(c, &p->params[j]) || tied_sum(c, &p->params[j]))) return 1;
+    return 0;
+}
+
+/* The tp and tied sums of parameter j's n floats at g, in the float
+ * program's order (all tp sums, then the tied ones: per element the same). */
+static void sums_after(wf_ctx *c, const wf_param *q, float *g, long n) {
+    if (n <= 0) return;
+    if (tp_sum(c, q)) {
+        wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, g, (int)n, MPI_FLOAT, MPI_SUM, c->group_comm[WF_GROUP_TP]));
+    }
+    if (tied_sum(c, q)) {
+        wf_watch_what(c, WF_GROUP_TIED, "tied-gradient all-reduce of %s", q->name);
+        c->coll->allreduce(c, WF_GROUP_TIED, g, n, WF_F32, WF_SUM, NULL);
+    }
+    wf_watch_done();
+}
+
+static float *bucket_grads(wf_ctx *c, int k) {
+    const wf_bucket *b = &c->p->buckets[k];
+    return (float *)(void *)(bits_of(c->grads) + (c->p->zero >= 2 ? b->buffer : b->offset));
+}
+
+/* Bucket k is complete (its last microbatch, or every one under ZeRO-2):
+ * its floats into the staging, and its dp sum started there. */
+void wf_grad16_bucket_start(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    if (!p->zero && deferred(c, k)) return;  /* wf_grad16_step_sums */
+    wf_grad16_finish(c);                     /* the staging is free again */
+    const wf_bucket *b = &p->buckets[k];
+    widen(p->precision, c->gstage, bits_of(bucket_grads(c, k)), b->numel);
+    if (p->zero >= 2)  /* its values are staged: the buffer starts over */
+        wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)b->numel);
+    if (!p->zero)
+        c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
+    else  /* ZeRO-1 into its float shard, ZeRO-2 in place */
+        c->coll->reduce_scatterv(c, WF_GROUP_DP, c->gstage, p->zero == 1 ? c->zero_buf + c->zero_base[k] : c->gstage,
+                                 c->zero_counts + (long)k * p->dp, WF_F32, &c->bucket_req[k]);
+    c->g16_inflight = k;
+    c->n_inflight = 1;
+}
+
+/* The bucket in flight: its sum rounded into the arena (ZeRO-0), left in
+ * ZeRO-1's shard (rounded by wf_grad16_step_sums), or this rank's part
+ * added into ZeRO-2's float shard. */
+void wf_grad16_finish(wf_ctx *c) {
+    const wf_program *p = c->p;
+    int k = c->g16_inflight;
+    if (k < 0) return;
+    wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
+    c->coll->wait(c, &c->bucket_req[k], 1);
+    wf_watch_done();
+    if (!p->zero) narrow(p->precision, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
+    if (p->zero >= 2)
+        wf_backend_add_floats(c, c->grad_shard + c->zero_base[k], c->gstage,
+                              c->zero_counts[(long)k * p->dp + c->dp_rank]);
+    c->g16_inflight = -1;
+}
+
+static long shard_at(const wf_program *p, int k, int r) { return p->shards[(long)k * (p->dp + 1) + r]; }
+
+/* The optimizer step's sums (ZeRO < 2; where the float program ran
+ * wf_tp_partial_grads and wf_tied_grads), then each gradient rounded once
+ * into the arena where the float program's step rounded it. */
+void wf_grad16_step_sums(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (p->zero == 1) {  /* this rank's shards: floats until here */
+        for (int j = 0; j < p->n_params; j++)
+            if (p->params[j].bucket >= 0)
+                sums_after(c, &p->params[j], c->zero_buf + c->moment_base[j], c->own_hi[j] - c->own_lo[j]);
+        for (int k = 0; k < p->n_buckets; k++)
+            narrow(p->precision, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
+                   c->zero_buf + c->zero_base[k], c->zero_counts[(long)k * p->dp + c->dp_rank]);
+        return;
+    }
+    for (int k = 0; k < p->n_buckets; k++) {
+        if (!deferred(c, k)) continue;
+        const wf_bucket *b = &p->buckets[k];
+        if (p->dp > 1) {  /* the whole bucket: its dp sum, then the others, one rounding */
+            widen(p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
+            /* the bucket's request, as wf_bucket_start's (the same MPI algorithm) */
+            c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
+            wf_watch_what(c, WF_GROUP_DP, "bucket %d all-reduce", k);
+            c->coll->wait(c, &c->bucket_req[k], 1);
+            wf_watch_done();
+            for (int j = 0; j < p->n_params; j++)
+                if (p->params[j].bucket == k)
+                    sums_after(c, &p->params[j], c->gstage + (p->params[j].offset - b->offset), p->params[j].numel);
+            narrow(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
+            continue;
+        }
+        for (int j = 0; j < p->n_params; j++) {  /* dp 1: parameter by parameter */
+            const wf_param *q = &p->params[j];
+            if (q->bucket != k || !(tp_sum(c, q) || tied_sum(c, q))) continue;
+            widen(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+            sums_after(c, q, c->gstage, q->numel);
+            narrow(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+        }
+    }
+}
+
+/* ---- PipeDream-2BW (dp 1, twobw.c) --------------------------------------- */
+
+/* The tp sums only (2BW sends the tied wte's gradient itself). */
+void wf_grad16_tp_sums(wf_ctx *c) {
+    const wf_program *p = c->p;
+    for (int j = 0; j < p->n_params; j++) {
+        const wf_param *q = &p->params[j];
+        if (q->bucket < 0 || !tp_sum(c, q)) continue;
+        widen(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+        sums_after(c, q, c->gstage, q->numel);
+        narrow(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+    }
+}
+
+/* dst = the n gradients at off, as floats */
+void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n) {
+    widen(c->p->precision, dst, bits_of(c->grads) + off, n);
+}
+
+/* the n gradients at off += src, rounded once (the float program's add,
+ * then its optimizer step's rounding; 2BW's tied wte) */
+void wf_grad16_add(wf_ctx *c, long off, const float *src, long n) {
+    int prec = c->p->precision;
+    uint16_t *g = bits_of(c->grads) + off;
+    for (long i = 0; i < n; i++) {
+        float v = (prec == WF_BF16 ? wf_hd_bf16_value(g[i]) : wf_hd_fp16_value(g[i])) + src[i];
+        g[i] = prec == WF_BF16 ? wf_hd_bf16_bits(v) : wf_hd_fp16_bits(v);
+    }
+}
+
+/* ---- what the optimizer step reads (ZeRO < 2: the arena's bits) ------------ */
+
+double wf_grad16_sumsq(wf_ctx *c) {
+    const wf_opt_table *t = &c->ranges;
+    const uint16_t *g = bits_of(c->grads);
+    int prec = c->p->precision;
+    double sum = 0;
+    for (int k = 0; k < t->n; k++) {
+        if (!t->r[k].in_norm) continue;
+        const uint16_t *x = g + t->r[k].g;
+        for (long i = 0; i < t->r[k].n; i++) {
+            double v = prec == WF_BF16 ? wf_hd_bf16_value(x[i]) : wf_hd_fp16_value(x[i]);
+            sum += v * v;
+        }
+    }
+    return sum;
+}
+
+int wf_grad16_nonfinite(wf_ctx *c) {
+    const wf_opt_table *t = &c->ranges;
+    const uint16_t *g = bits_of(c->grads);
+    int prec = c->p->precision;
+    for (int k = 0; k < t->n; k++) {
+        const uint16_t *x = g + t->r[k].g;
+        for (long i = 0; i < t->r[k].n; i++)
+            if (!isfinite(prec == WF_BF16 ? wf_hd_bf16_value(x[i]) : wf_hd_fp16_value(x[i]))) return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# grad16: the weight gradients of a bf16 / fp16 plan that accumulates them in
+# that type (plan.grad_accum "auto") stored in 2 bytes on the CPU backend
+# (compiler/grad16.c, runtime/common/grad16.c) against the float arena of
+# rounded values (WEFT_GRAD16=0 in the compiler's environment).  The kernels
+# accumulate into an op's gradients widened to floats, stored back rounded
+# (the rounding the float program did in place); the data-parallel sums and
+# the tp / tied sums after them run on the same floats in the same order,
+# rounded once as before.  So there is no tolerance: every step's loss and
+# gradient norm and the saved checkpoints (weights, moments) agree bit for
+# bit, over dp 2 (ZeRO-1 with tp 2 and sequence parallelism, ZeRO-2 fp16
+# with loss scaling, offloaded), tp 2 x pp 2 with sp (tied wte, tp partial
+# sums, dp 1), dp 2 x pp 2 (buckets in flight one at a time; the tied wte's
+# bucket summed after the dp sum), PipeDream-2BW on pp 2 (its tied wte sent
+# as floats); a resume continues a 16-bit run bit for bit.  Both layouts allocate
+# exactly what memory.c planned; the 16-bit arena is half the float one.
+# (rows in $lay: lib.sh's check() has a local $name)
+source "$(dirname "$0")/lib.sh"
+DATA=$(make_data)
+small=(--set data.train="$DATA" --set model.layers=2 --set model.hidden=64 --set model.seq=64
+       --set batch.global=16 --set buckets.mb=0.05 --set train.steps=4)
+
+#      name      prec dp tp pp zero extra
+layouts=("bf16    bf16 1  1  1  0"
+         "dp2pp2  bf16 2  1  2  0"
+         "pp2_2bw bf16 1  1  2  0    pipeline.schedule=pipedream-2bw clip_grad_norm=0"
+         "tp2pp2  bf16 1  2  2  0    mesh.sp=true"
+         "z1tp2   bf16 2  2  1  1    mesh.sp=true"
+         "z2fp16  fp16 2  1  1  2    offload.optimizer=cpu")
+strip() { sed 's/, "ms".*//' "$1"; }  # step, loss, grad_norm, lr (not the times and bytes)
+for row in "${layouts[@]}"; do
+  read -r lay prec dp tp pp zero extra <<<"$row"
+  sets=()
+  for e in $extra; do sets+=(--set "$e"); done
+  for form in f32 g16; do
+    # WEFT_GRAD16=1: 16 bits even where these small layouts' scratch and
+    # staging outweigh the 2 bytes saved (grad16.c's rule would keep floats)
+    if [ $form = f32 ]; then export WEFT_GRAD16=0; else export WEFT_GRAD16=1; fi
+    build_plan "${form}_$lay" plans/tiny.lua "${small[@]}" --set precision=$prec --set mesh.dp=$dp \
+      --set mesh.tp=$tp --set mesh.pp=$pp --set zero=$zero "${sets[@]}"
+    unset WEFT_GRAD16
+    "$WORK/${form}_$lay/launch.sh" --metrics "$WORK/${form}_$lay.jsonl" --save "$WORK/${form}_$lay.ck" \
+      >"$WORK/${form}_$lay.log" 2>&1 </dev/null
+  done
+  same() {
+    cmp -s <(strip "$WORK/f32_$lay.jsonl") <(strip "$WORK/g16_$lay.jsonl") &&
+      [ "$(wc -l <"$WORK/g16_$lay.jsonl")" = 4 ] &&
+      "$WEFT" ckpt diff "$WORK/f32_$lay.ck/model.safetensors" "$WORK/g16_$lay.ck/model.safetensors" >/dev/null &&
+      "$WEFT" ckpt diff "$WORK/f32_$lay.ck/optimizer.safetensors" "$WORK/g16_$lay.ck/optimizer.safetensors" \
+        >/dev/null
+  }
+  check "$lay: 16-bit gradients give the float arena's losses, norms and checkpoints bit for bit" same
+  forms() { grep -q '\.grad16 = 1' "$WORK/g16_$lay"/stage0.c && grep -q 'wf_narrow_grads(c, ' "$WORK/g16_$lay"/stage0.c &&
+            ! grep -q 'grad16\|wf_narrow_grads' "$WORK/f32_$lay"/stage*.c; }
+  check "$lay: the 16-bit program stores 16-bit gradients, the float one does not" forms
+done
+
+# resume: 2 steps, saved, 2 more from the checkpoint = the 4-step run
+lay=dp2pp2
+"$WORK/g16_$lay/launch.sh" --steps 2 --save "$WORK/half.ck" >/dev/null 2>&1 </dev/null
+"$WORK/g16_$lay/launch.sh" --resume "$WORK/half.ck" --metrics "$WORK/resumed.jsonl" --save "$WORK/resumed.ck" \
+  >/dev/null 2>&1 </dev/null
+resumed() {
+  cmp -s <(strip "$WORK/g16_$lay.jsonl" | tail -n 2) <(strip "$WORK/resumed.jsonl") &&
+    "$WEFT" ckpt diff "$WORK/g16_$lay.ck/model.safetensors" "$WORK/resumed.ck/model.safetensors" >/dev/null &&
+    "$WEFT" ckpt diff "$WORK/g16_$lay.ck/optimizer.safetensors" "$WORK/resumed.ck/optimizer.safetensors" >/dev/null
+}
+check "$lay: a resume from a 16-bit run's checkpoint continues it bit for bit" resumed
+
+# memory: planned = allocated, byte for byte (rank 0's metrics), every rank's ratio 1.000
+exact_memory() {
+  tail -n 1 "$WORK/$1.jsonl" | awk '{ match($0, /"mem_bytes": [0-9]+/); a = substr($0, RSTART + 13, RLENGTH - 13)
+    match($0, /"mem_planned_bytes": [0-9]+/); p = substr($0, RSTART + 21, RLENGTH - 21)
+    exit !(p > 0 && a == p) }' &&
+    grep -q '^memory: .*largest over ranks 1\.000x' "$WORK/$1.log"
+}
+mem_of() { tail -n 1 "$WORK/$1.jsonl" | sed -n 's/.*"mem_bytes": \([0-9]*\).*/\1/p'; }
+for row in "${layouts[@]}"; do
+  read -r lay prec dp tp pp zero extra <<<"$row"
+  for form in f32 g16; do check "${form}_$lay: allocated as planned" exact_memory "${form}_$lay"; done
+done
+# dp 1: the 16-bit arena is 2 bytes less per gradient, less the widening
+# scratch (one op's gradients in floats) and the staging (none to sum at dp 1
+# on one stage: wf_alloc's 64 bytes), to the byte
+field() { grep -o "\.$1 = [0-9]*L" "$WORK/g16_bf16/stage0.c" | tr -dc 0-9; }
+fewer() {
+  awk -v a="$(mem_of g16_bf16)" -v f="$(mem_of f32_bf16)" -v n="$(field grad_numel)" -v s="$(field gscratch_numel)" \
+    -v t="$(field gstage_numel)" \
+    'BEGIN { st = 4 * t > 0 ? 4 * t : 64; d = f - a
+             print "saved " d " B = 2 x " n " - 4 x " s " - " st "?"
+             exit !(n > 0 && s > 0 && t == 0 && d == 2 * n - 4 * s - st) }'
+}
+check "dp 1: 16-bit gradients allocate 2 B per gradient less, but one op's widened floats" fewer
+
+# weft check: bf16 dp 1, gradients about 2 B per parameter (plus the
+# scratch: one op's gradients in floats; tiny's embedding, (256 + 64) x 64
+# floats over 120,576 parameters), 4 with WEFT_GRAD16=0
+grads_per_param() {  # grads_per_param LOW HIGH --set ...: check's gradient bytes per parameter in [LOW, HIGH]
+  local lo=$1 hi=$2
+  shift 2
+  "$WEFT" check plans/tiny.lua "${small[@]}" --set precision=bf16 "$@" 2>&1 |
+    awk -v lo="$lo" -v hi="$hi" '/^model state/ { match($0, /gradients [0-9.]+/); v = substr($0, RSTART + 10, RLENGTH - 10) + 0; found = 1 }
+      END { print "gradients " v " B per parameter"; exit !(found && v >= lo && v <= hi) }'
+}
+HIGH=$(awk 'BEGIN { printf "%.4f", 2 + 4 * (256 + 64) * 64 / 120576 + 0.01 }')
+check "weft check: bf16 dp 1 keeps 2 B of gradient per parameter (+ one op's widened, <= $HIGH)" \
+  grads_per_param 2 "$HIGH" --set mesh.dp=1
+float_grads() { WEFT_GRAD16=0 grads_per_param 3.999 4.001 --set mesh.dp=1; }
+check "weft check: WEFT_GRAD16=0 keeps 4" float_grads
+check "weft check: grad_accum = fp32 keeps 4" grads_per_param 3.999 4.001 --set mesh.dp=1 --set grad_accum=fp32
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
