@@ -143,9 +143,11 @@ static void grad16_names(const Program *p, int i, char *a, char *b, size_t size)
     if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, b, size);
 }
 
-/* the CPU's chunked LM head widens its gradient in its call (ops_loss.c) */
+/* the chunked LM head (every backend's, ops_loss.c) widens its gradient in
+ * its call (runtime/cpu/xent.c; grad16 is the CPU's only) */
 static int widens_itself(const Program *p, const ir_op *op) {
-    return op->kind == OP_LMHEAD_XENT && lmhead_chunked(p);
+    (void)p;
+    return op->kind == OP_LMHEAD_XENT;
 }
 
 static void widen_grads(writer *o, const Program *p, int i) {
