@@ -169,6 +169,7 @@ static int collect_uses(const Program *p, int (*uses)[2]) {
         if (p->recompute == RECOMPUTE_FULL && o->layer >= 0) rc_time = 2 * n - 1 - last[o->layer];
         for (int k = 0; k < o->n_param; k++) {
             int b = p->params[o->param[k]].bucket;
+            if (b < 0) continue;  /* frozen: in no bucket, whole on every rank, never gathered */
             uses[u][0] = i, uses[u++][1] = b;
             uses[u][0] = 2 * n - 1 - i, uses[u++][1] = b;
             if (rc_time >= 0) uses[u][0] = rc_time, uses[u++][1] = b;
