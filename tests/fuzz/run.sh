@@ -59,7 +59,8 @@ run() {
     else
         printf 'FAIL fuzz_%s: exit %d; input kept as %s\n' "$name" "$rc" \
             "$(ls -t "$build/artifacts/$name-"* 2> /dev/null | head -1)"
-        grep -A25 -m1 -E '^==[0-9]+==ERROR|runtime error|ERROR: libFuzzer' "$scratch/$name.log"
+        grep -A25 -m1 -E '^==[0-9]+==ERROR|runtime error|ERROR: libFuzzer' "$scratch/$name.log" ||
+            tail -20 "$scratch/$name.log"  # no report: the log's end says why it stopped
         failed=1
     fi
 }
