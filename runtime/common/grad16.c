@@ -27,42 +27,25 @@
 #include <math.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "internal.h"
 #include "precision_bits.h"
 
 static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
 
-static void widen(int precision, float *dst, const uint16_t *src, long n) {
-    if (precision == WF_BF16)
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_value(src[i]);
-    else
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_value(src[i]);
-}
-
-static void narrow(int precision, uint16_t *dst, const float *src, long n) {
-    if (precision == WF_BF16)
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_bits(src[i]);
-    else
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_bits(src[i]);
-}
-
 static long second(long n0) { return (n0 + 15) & ~15L; }
 
 float *wf_widen_grads(wf_ctx *c, long off0, long n0, long off1, long n1) {
     int prec = c->p->precision;
-    widen(prec, c->gscratch, bits_of(c->grads) + off0, n0);
-    if (n1 > 0) widen(prec, c->gscratch + second(n0), bits_of(c->grads) + off1, n1);
+    wf_widen16(prec, c->gscratch, bits_of(c->grads) + off0, n0);
+    if (n1 > 0) wf_widen16(prec, c->gscratch + second(n0), bits_of(c->grads) + off1, n1);
     return c->gscratch;
 }
 
 void wf_narrow_grads(wf_ctx *c, long off0, long n0, long off1, long n1) {
     int prec = c->p->precision;
-    narrow(prec, bits_of(c->grads) + off0, c->gscratch, n0);
-    if (n1 > 0) narrow(prec, bits_of(c->grads) + off1, c->gscratch + second(n0), n1);
+    wf_narrow16(prec, bits_of(c->grads) + off0, c->gscratch, n0);
+    if (n1 > 0) wf_narrow16(prec, bits_of(c->grads) + off1, c->gscratch + second(n0), n1);
 }
 
 void wf_grad16_alloc(wf_ctx *c) {
@@ -116,7 +99,7 @@ void wf_grad16_bucket_start(wf_ctx *c, int k) {
     if (!p->zero && deferred(c, k)) return;  /* wf_grad16_step_sums */
     wf_grad16_finish(c);                     /* the staging is free again */
     const wf_bucket *b = &p->buckets[k];
-    widen(p->precision, c->gstage, bits_of(bucket_grads(c, k)), b->numel);
+    wf_widen16(p->precision, c->gstage, bits_of(bucket_grads(c, k)), b->numel);
     if (p->zero >= 2)  /* its values are staged: the buffer starts over */
         wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)b->numel);
     if (!p->zero)
@@ -138,7 +121,7 @@ void wf_grad16_finish(wf_ctx *c) {
     wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
     c->coll->wait(c, &c->bucket_req[k], 1);
     wf_watch_done();
-    if (!p->zero) narrow(p->precision, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
+    if (!p->zero) wf_narrow16(p->precision, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
     if (p->zero >= 2)
         wf_backend_add_floats(c, c->grad_shard + c->zero_base[k], c->gstage,
                               c->zero_counts[(long)k * p->dp + c->dp_rank]);
@@ -157,7 +140,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
             if (p->params[j].bucket >= 0)
                 sums_after(c, &p->params[j], c->zero_buf + c->moment_base[j], c->own_hi[j] - c->own_lo[j]);
         for (int k = 0; k < p->n_buckets; k++)
-            narrow(p->precision, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
+            wf_narrow16(p->precision, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
                    c->zero_buf + c->zero_base[k], c->zero_counts[(long)k * p->dp + c->dp_rank]);
         return;
     }
@@ -165,7 +148,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
         if (!deferred(c, k)) continue;
         const wf_bucket *b = &p->buckets[k];
         if (p->dp > 1) {  /* the whole bucket: its dp sum, then the others, one rounding */
-            widen(p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
+            wf_widen16(p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
             /* the bucket's request, as wf_bucket_start's (the same MPI algorithm) */
             c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
             wf_watch_what(c, WF_GROUP_DP, "bucket %d all-reduce", k);
@@ -174,15 +157,15 @@ void wf_grad16_step_sums(wf_ctx *c) {
             for (int j = 0; j < p->n_params; j++)
                 if (p->params[j].bucket == k)
                     sums_after(c, &p->params[j], c->gstage + (p->params[j].offset - b->offset), p->params[j].numel);
-            narrow(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
+            wf_narrow16(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
             continue;
         }
         for (int j = 0; j < p->n_params; j++) {  /* dp 1: parameter by parameter */
             const wf_param *q = &p->params[j];
             if (q->bucket != k || !(tp_sum(c, q) || tied_sum(c, q))) continue;
-            widen(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+            wf_widen16(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
             sums_after(c, q, c->gstage, q->numel);
-            narrow(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+            wf_narrow16(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
         }
     }
 }
@@ -195,15 +178,15 @@ void wf_grad16_tp_sums(wf_ctx *c) {
     for (int j = 0; j < p->n_params; j++) {
         const wf_param *q = &p->params[j];
         if (q->bucket < 0 || !tp_sum(c, q)) continue;
-        widen(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+        wf_widen16(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
         sums_after(c, q, c->gstage, q->numel);
-        narrow(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+        wf_narrow16(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
     }
 }
 
 /* dst = the n gradients at off, as floats */
 void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n) {
-    widen(c->p->precision, dst, bits_of(c->grads) + off, n);
+    wf_widen16(c->p->precision, dst, bits_of(c->grads) + off, n);
 }
 
 /* the n gradients at off += src, rounded once (the float program's add,
@@ -212,8 +195,7 @@ void wf_grad16_add(wf_ctx *c, long off, const float *src, long n) {
     int prec = c->p->precision;
     uint16_t *g = bits_of(c->grads) + off;
     for (long i = 0; i < n; i++) {
-        float v = (prec == WF_BF16 ? wf_hd_bf16_value(g[i]) : wf_hd_fp16_value(g[i])) + src[i];
-        g[i] = prec == WF_BF16 ? wf_hd_bf16_bits(v) : wf_hd_fp16_bits(v);
+        g[i] = wf_hd_16_bits(prec, wf_hd_16_value(prec, g[i]) + src[i]);
     }
 }
 
@@ -228,7 +210,7 @@ double wf_grad16_sumsq(wf_ctx *c) {
         if (!t->r[k].in_norm) continue;
         const uint16_t *x = g + t->r[k].g;
         for (long i = 0; i < t->r[k].n; i++) {
-            double v = prec == WF_BF16 ? wf_hd_bf16_value(x[i]) : wf_hd_fp16_value(x[i]);
+            double v = wf_hd_16_value(prec, x[i]);
             sum += v * v;
         }
     }
@@ -242,7 +224,7 @@ int wf_grad16_nonfinite(wf_ctx *c) {
     for (int k = 0; k < t->n; k++) {
         const uint16_t *x = g + t->r[k].g;
         for (long i = 0; i < t->r[k].n; i++)
-            if (!isfinite(prec == WF_BF16 ? wf_hd_bf16_value(x[i]) : wf_hd_fp16_value(x[i]))) return 1;
+            if (!isfinite(wf_hd_16_value(prec, x[i]))) return 1;
     }
     return 0;
 }

@@ -4,6 +4,7 @@
  * masters then live in pinned host memory, as DeepSpeed's CPU Adam). */
 #include <math.h>
 
+#include "convert16.h"
 #include "opt_backend.h"
 #include "precision_bits.h"
 
@@ -17,27 +18,20 @@ void wf_adamw_host(const wf_adamw_args *a) {
         float *w = a->param16 ? NULL : a->weights + r->w, *m = a->m + r->mom, *v = a->v + r->mom;
         const float *g = a->grads16 ? NULL : a->grads + r->g;
         const uint16_t *g16 = a->grads16 ? (const uint16_t *)(const void *)a->grads + r->g : NULL;
-        int bf16 = a->precision == WF_BF16;
         /* 16-bit modes update the fp32 master copy, then store it rounded */
         float *x = a->master ? a->master + r->mom : w;
         /* each element on its own: the same numbers on any thread count */
 #pragma omp parallel for simd schedule(static) if (r->n > 65536)
         for (long i = 0; i < r->n; i++) {
             /* 16-bit gradients: the value the float arena held */
-            float gi = (g16 ? (bf16 ? wf_hd_bf16_value(g16[i]) : wf_hd_fp16_value(g16[i])) : g[i]) * grad_scale;
+            float gi = (g16 ? wf_hd_16_value(a->precision, g16[i]) : g[i]) * grad_scale;
             m[i] = b1 * m[i] + (1.0f - b1) * gi;
             v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
             float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
             x[i] -= step_size * m[i] / denom + decay * x[i];
         }
         if (a->master && a->param16) {  /* stored as bits: the same rounding */
-            uint16_t *w16 = (uint16_t *)(void *)a->weights + r->w;
-            if (a->precision == WF_BF16)
-#pragma omp parallel for simd schedule(static) if (r->n > 65536)
-                for (long i = 0; i < r->n; i++) w16[i] = wf_hd_bf16_bits(x[i]);
-            else
-#pragma omp parallel for simd schedule(static) if (r->n > 65536)
-                for (long i = 0; i < r->n; i++) w16[i] = wf_hd_fp16_bits(x[i]);
+            wf_narrow16(a->precision, (uint16_t *)(void *)a->weights + r->w, x, r->n);
         } else if (a->master)
 #pragma omp parallel for simd schedule(static) if (r->n > 65536)
             for (long i = 0; i < r->n; i++) w[i] = wf_hd_round(a->precision, x[i]);

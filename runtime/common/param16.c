@@ -17,22 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "internal.h"
-#include "precision_bits.h"
 
 static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
-
-static float value_of(int precision, uint16_t h) {
-    return precision == WF_BF16 ? wf_hd_bf16_value(h) : wf_hd_fp16_value(h);
-}
-
-static uint16_t narrow(int precision, float x) {
-    return precision == WF_BF16 ? wf_hd_bf16_bits(x) : wf_hd_fp16_bits(x);
-}
-
-static void widen(int precision, float *dst, const uint16_t *src, long n) {
-    for (long i = 0; i < n; i++) dst[i] = value_of(precision, src[i]);
-}
 
 /* In stream order where the arenas live (a kernel on CUDA, which must not
  * see a host loop run ahead of it).  n0 < 0: parameter 0 is a GEMM weight
@@ -99,8 +87,7 @@ void wf_params16_adopt(wf_ctx *c) {
     float *from[2] = { c->params, c->next_params ? c->next_params : c->params };
     for (int v = 0; v < 2; v++) {
         if (!c->params16[v]) continue;
-        uint16_t *to = bits_of(c->params16[v]);
-        for (long i = 0; i < p->param_numel; i++) to[i] = narrow(p->precision, from[v][i]);
+        wf_narrow16(p->precision, bits_of(c->params16[v]), from[v], p->param_numel);
     }
     if (c->next_params) free(c->next_params);
     if (c->params == c->grads || c->params == c->acts || c->params == c->adam_m) memset(c->params, 0, sizeof(float) * (size_t)p->param_numel);
@@ -113,14 +100,13 @@ void wf_params16_adopt(wf_ctx *c) {
 float *wf_params16_widened(wf_ctx *c, const float *version) {
     const wf_program *p = c->p;
     float *out = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "parameters widened (checkpoint)");
-    widen(p->precision, out, (const uint16_t *)(const void *)version, p->param_numel);
+    wf_widen16(p->precision, out, (const uint16_t *)(const void *)version, p->param_numel);
     return out;
 }
 
 /* n floats of src as 16-bit values at dst */
 void wf_params16_narrow(wf_ctx *c, void *dst, const float *src, long n) {
-    uint16_t *to = dst;
-    for (long i = 0; i < n; i++) to[i] = narrow(c->p->precision, src[i]);
+    wf_narrow16(c->p->precision, dst, src, n);
 }
 
 /* dst = src, version to version (2BW), where the arenas live */

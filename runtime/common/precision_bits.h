@@ -58,6 +58,16 @@ static inline WF_HD float wf_hd_fp16_value(uint16_t h) {
     return wf_hd_f32_from(sign | ((e + 112u) << 23) | (m << 13));
 }
 
+/* The plan's 16-bit type (enum wf_precision: WF_BF16, else fp16): h's
+ * value, and x's bits */
+static inline WF_HD float wf_hd_16_value(int precision, uint16_t h) {
+    return precision == WF_BF16 ? wf_hd_bf16_value(h) : wf_hd_fp16_value(h);
+}
+
+static inline WF_HD uint16_t wf_hd_16_bits(int precision, float x) {
+    return precision == WF_BF16 ? wf_hd_bf16_bits(x) : wf_hd_fp16_bits(x);
+}
+
 /* x rounded to the precision (enum wf_precision; fp32: x itself) */
 static inline WF_HD float wf_hd_round(int precision, float x) {
     if (precision == WF_BF16) return wf_hd_bf16_value(wf_hd_bf16_bits(x));

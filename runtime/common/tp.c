@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "internal.h"
 #include "kernels_tp.h"
 #include "precision_bits.h"
@@ -64,19 +65,15 @@ static float *comm_piece16(wf_ctx *c, long n) { return c->comm + (((n * c->p->tp
  * activations are in host memory.  The values are rounded to the type
  * already, so packing is exact. */
 static void pack16(wf_ctx *c, float *dst, const float *src, long n) {
-    uint16_t *d = (uint16_t *)dst;
-    if (type16(c) == WF_B16)
-        for (long i = 0; i < n; i++) d[i] = wf_hd_bf16_bits(src[i]);
-    else
-        for (long i = 0; i < n; i++) d[i] = wf_hd_fp16_bits(src[i]);
+    wf_narrow16(wf_ctx_precision(c), (uint16_t *)dst, src, n);
 }
 
 /* dst = the values (add: dst += them; the generated code rounds dst after) */
 static void unpack16(wf_ctx *c, float *dst, const float *src, long n, int add) {
     const uint16_t *h = (const uint16_t *)src;
-    int bf = type16(c) == WF_B16;
+    int prec = wf_ctx_precision(c);
     for (long i = 0; i < n; i++) {
-        float v = bf ? wf_hd_bf16_value(h[i]) : wf_hd_fp16_value(h[i]);
+        float v = wf_hd_16_value(prec, h[i]);
         dst[i] = add ? dst[i] + v : v;
     }
 }

@@ -1,0 +1,25 @@
+/* convert16.c: floats to and from the plan's 16-bit type, n at a time, on
+ * the host (precision_bits.h's rounding).  Each element is converted on its
+ * own, so the result is the same on any thread count; the branch on the
+ * type is outside the loops, which then vectorize. */
+#include "convert16.h"
+
+#include "precision_bits.h"
+
+void wf_widen16(int precision, float *dst, const uint16_t *src, long n) {
+    if (precision == WF_BF16)
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_value(src[i]);
+    else
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_value(src[i]);
+}
+
+void wf_narrow16(int precision, uint16_t *dst, const float *src, long n) {
+    if (precision == WF_BF16)
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_bits(src[i]);
+    else
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_bits(src[i]);
+}

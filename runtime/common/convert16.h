@@ -1,0 +1,14 @@
+/* convert16.h: bulk conversions between floats and the plan's 16-bit type
+ * on the host (convert16.c), shared by the 16-bit arenas (param16.c,
+ * grad16.c). */
+#ifndef WEFT_CONVERT16_H
+#define WEFT_CONVERT16_H
+
+#include <stdint.h>
+
+/* dst[i] = src[i]'s value (precision: WF_BF16, else fp16) */
+void wf_widen16(int precision, float *dst, const uint16_t *src, long n);
+/* dst[i] = src[i] rounded to the type, ties to even, as bits */
+void wf_narrow16(int precision, uint16_t *dst, const float *src, long n);
+
+#endif
