@@ -5,7 +5,9 @@
 # and bytes per parameter, the run's allocated = planned bytes and peak RSS
 # (rank 0, the run's last log line), and tokens/s, the two alternating ROUNDS
 # times so that both see the same machine load; the last column is the ratio
-# 16-bit / float.  Run from the repository root after scripts/build.sh.
+# 16-bit / float (tiny_c16, tiny_z1c16: 16-bit dp sums, plan.dp_comm, where
+# the stored bits are sent as they are).  Run from the repository root after
+# scripts/build.sh; ONLY="name ..." runs those rows.
 set -euo pipefail
 WEFT=${WEFT:-build/compiler/weft}
 export WEFT_RUNTIME=${WEFT_RUNTIME:-$PWD/build/runtime}
@@ -19,6 +21,8 @@ trap 'rm -rf "$WORK"' EXIT
 rows=(
   "tiny|plans/tiny.lua --set data.train=$WORK/synth.bin"
   "tiny_dp1|plans/tiny.lua --set data.train=$WORK/synth.bin --set mesh.dp=1"
+  "tiny_c16|plans/tiny.lua --set data.train=$WORK/synth.bin --set dp_comm=bf16"
+  "tiny_z1c16|plans/tiny.lua --set data.train=$WORK/synth.bin --set dp_comm=bf16 --set zero=1"
   "h512|plans/tiny.lua --set model.layers=4 --set model.hidden=512 --set model.heads=8 --set model.seq=128 --set model.vocab=4096 --set data.train=$WORK/v4k.bin --set batch.global=4 --set batch.micro=4 --set buckets.mb=25 --set mesh.dp=1"
 )
 row() {  # bytes of a `weft check` memory row
@@ -32,6 +36,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $STEPS steps, $ROUNDS rounds, bf16"
 for r in "${rows[@]}"; do
   name=${r%%|*}
+  [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || continue  # ONLY="tiny h512": those rows
   read -r -a args <<<"${r#*|}"
   for v in 0 auto; do
     WEFT_GRAD16=$v "$WEFT" compile "${args[@]}" --set precision=bf16 --set train.steps=$STEPS \

@@ -23,7 +23,11 @@
  * ZeRO-2's shard stays float (it accumulates the microbatches unrounded).
  * "Where it saves" as param16.c: a small model with a large vocabulary
  * widens its V x C head gradient each microbatch into more than it saves.
- * Not (yet): ZeRO-3, 16-bit dp sums (plan.dp_comm), PipeDream-2BW over dp, frozen
+ * A 16-bit dp sum (plan.dp_comm) already ran in the stored type, so there a
+ * bucket's bits are sent as they are: no staging for the dp sum, half the
+ * bytes of the float one (the tp and tied sums after it still run on floats,
+ * one parameter at a time, as at dp 1).
+ * Not (yet): ZeRO-3, PipeDream-2BW over dp, frozen
  * parameters, the CUDA backend (float gradient arenas, rounded in place).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
@@ -65,11 +69,15 @@ static int summed_after(const Program *p, int k) {
 }
 
 /* The float staging: with dp > 1 the stage's largest bucket (its dp sum,
- * and the sums after it, run there); with dp 1 the largest parameter
- * summed after it (one at a time). */
+ * and the sums after it, run there); with dp 1, or a 16-bit dp sum
+ * (plan.dp_comm: the bucket's bits are summed in place, runtime grad16.c)
+ * without ZeRO, the largest parameter summed after it (one at a time);
+ * none for a 16-bit dp sum under ZeRO (its float shard holds those sums). */
 long grad16_stage_numel_of(const Program *p, int stage) {
     long most = 0;
-    if (p->dp > 1) {
+    int sum16 = p->dp > 1 && dp_comm16(p);
+    if (sum16 && p->zero) return 0;
+    if (p->dp > 1 && !sum16) {
         for (int b = 0; b < p->n_buckets; b++)
             if (p->buckets[b].stage == stage && p->buckets[b].numel > most) most = p->buckets[b].numel;
         return align16(most);
@@ -85,7 +93,6 @@ int grad16_decide(const Program *p) {
     const char *env = getenv("WEFT_GRAD16");
     if (env && strcmp(env, "0") == 0) return 0;
     if (p->zero >= 3 || (p->zero && p->dp < 2)) return 0;
-    if (p->dp > 1 && dp_comm16(p)) return 0;
     /* 2BW sends the tied wte's gradient after its dp sum: floats only at dp 1 */
     if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->dp > 1 || p->zero)) return 0;
     for (int st = 0; st < p->pp; st++)

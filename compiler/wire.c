@@ -49,9 +49,10 @@ long pipe_message_bytes(const Program *p) {
 int dp_comm16(const Program *p) { return p->dp_comm[0] && strcmp(p->dp_comm, "fp32") != 0; }
 
 /* runtime/common/dp_comm.c's staging for one bucket's packed gradients (2
- * bytes each): the stage's largest bucket, in floats; 0 without 16-bit sums */
+ * bytes each): the stage's largest bucket, in floats; 0 without 16-bit sums,
+ * or where the gradients are stored in 16 bits already (grad16.c) */
 long dp16_staging_numel(const Program *p, int stage) {
-    if (p->dp < 2 || !dp_comm16(p)) return 0;
+    if (p->dp < 2 || !dp_comm16(p) || grad16(p)) return 0;
     long most = 0;
     for (int b = 0; b < p->n_buckets; b++)
         if (p->buckets[b].stage == stage && p->buckets[b].numel > most) most = p->buckets[b].numel;

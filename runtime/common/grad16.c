@@ -15,6 +15,9 @@
  *     c->gstage: one bucket in flight at a time (the next bucket's start
  *     finishes it), its sum rounded into the arena (ZeRO-0), kept in
  *     ZeRO-1's float shard, or added into ZeRO-2's float shard;
+ *   - a 16-bit dp sum (plan.dp_comm) sends the bucket's bits as they are,
+ *     every bucket in flight at once, no staging (the float program packed
+ *     the same values into the same 16-bit message, dp_comm.c);
  *   - parameters summed after the dp sum (sequence parallelism's partial
  *     gradients over tp, the tied wte over the pipeline's ends) are summed
  *     in the optimizer step where the float program summed them, on their
@@ -92,10 +95,69 @@ static float *bucket_grads(wf_ctx *c, int k) {
     return (float *)(void *)(bits_of(c->grads) + (c->p->zero >= 2 ? b->buffer : b->offset));
 }
 
+/* plan.dp_comm 16-bit (dp > 1): the dp sum runs in the stored type, so a
+ * bucket's bits are its message, summed in place as dp_comm.c's packed
+ * floats were (the same values, count and type): no staging, any number of
+ * buckets in flight.  ZeRO-1 receives its 16-bit shard where the float
+ * program did (the start of its float shard). */
+static int direct(const wf_program *p) { return p->dp_comm16 && p->dp > 1; }
+
+static wf_dtype type16(const wf_program *p) { return p->precision == WF_BF16 ? WF_B16 : WF_F16; }
+
+static void direct_start(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    void *g = bucket_grads(c, k);
+    if (!p->zero)
+        c->coll->allreduce(c, WF_GROUP_DP, g, p->buckets[k].numel, type16(p), WF_SUM, &c->bucket_req[k]);
+    else
+        c->coll->reduce_scatterv(c, WF_GROUP_DP, g, p->zero == 1 ? (void *)(c->zero_buf + c->zero_base[k]) : g,
+                                 c->zero_counts + (long)k * p->dp, type16(p), &c->bucket_req[k]);
+    c->n_inflight++;
+}
+
+/* dst[i] = the value of the 16-bit src[i], where src is dst's first half
+ * (ZeRO-1's shard): from the end, so no value is overwritten unread */
+static void widen_in_place(int precision, float *dst, long n) {
+    const uint16_t *src = (const uint16_t *)(const void *)dst;
+    for (long i = n - 1; i >= 0; i--) dst[i] = wf_hd_16_value(precision, src[i]);
+}
+
+/* ZeRO-2: this rank's summed part (the buffer's start) added into its float
+ * shard as the float program added it (a float add of the same values),
+ * the buffer zeroed for the next microbatch. */
+static void direct_shard_add(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    const uint16_t *g = bits_of(bucket_grads(c, k));
+    float *shard = c->grad_shard + c->zero_base[k];
+    long n = c->zero_counts[(long)k * p->dp + c->dp_rank];
+    for (long i = 0; i < n; i++) shard[i] += wf_hd_16_value(p->precision, g[i]);
+    wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)p->buckets[k].numel);
+}
+
+static void direct_wait(wf_ctx *c, int k) {
+    wf_watch_what(c, WF_GROUP_DP, "bucket %d %s (16-bit)", k, c->p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
+    c->coll->wait(c, &c->bucket_req[k], 1);
+    wf_watch_done();
+}
+
+/* ZeRO-2's wait on bucket k (zero_grads.c) */
+void wf_grad16_bucket_wait(wf_ctx *c, int k) {
+    if (!direct(c->p)) {  /* unless a later bucket's start finished it already */
+        if (c->g16_inflight == k) wf_grad16_finish(c);
+        return;
+    }
+    direct_wait(c, k);
+    direct_shard_add(c, k);
+}
+
 /* Bucket k is complete (its last microbatch, or every one under ZeRO-2):
  * its floats into the staging, and its dp sum started there. */
 void wf_grad16_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
+    if (direct(p)) {
+        direct_start(c, k);
+        return;
+    }
     if (!p->zero && deferred(c, k)) return;  /* wf_grad16_step_sums */
     wf_grad16_finish(c);                     /* the staging is free again */
     const wf_bucket *b = &p->buckets[k];
@@ -116,6 +178,15 @@ void wf_grad16_bucket_start(wf_ctx *c, int k) {
  * added into ZeRO-2's float shard. */
 void wf_grad16_finish(wf_ctx *c) {
     const wf_program *p = c->p;
+    if (direct(p)) {  /* every bucket (ZeRO-2 waited on each already) */
+        for (int b = 0; p->zero < 2 && b < p->n_buckets; b++) {
+            direct_wait(c, b);
+            if (p->zero == 1)
+                widen_in_place(p->precision, c->zero_buf + c->zero_base[b], c->zero_counts[(long)b * p->dp + c->dp_rank]);
+        }
+        c->n_inflight = 0;
+        return;
+    }
     int k = c->g16_inflight;
     if (k < 0) return;
     wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
@@ -147,7 +218,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
     for (int k = 0; k < p->n_buckets; k++) {
         if (!deferred(c, k)) continue;
         const wf_bucket *b = &p->buckets[k];
-        if (p->dp > 1) {  /* the whole bucket: its dp sum, then the others, one rounding */
+        if (p->dp > 1 && !direct(p)) {  /* the whole bucket: its dp sum, then the others, one rounding */
             wf_widen16(p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
             /* the bucket's request, as wf_bucket_start's (the same MPI algorithm) */
             c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
@@ -160,7 +231,8 @@ void wf_grad16_step_sums(wf_ctx *c) {
             wf_narrow16(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
             continue;
         }
-        for (int j = 0; j < p->n_params; j++) {  /* dp 1: parameter by parameter */
+        /* dp 1, or the dp sum done in 16 bits: parameter by parameter */
+        for (int j = 0; j < p->n_params; j++) {
             const wf_param *q = &p->params[j];
             if (q->bucket != k || !(tp_sum(c, q) || tied_sum(c, q))) continue;
             wf_widen16(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);

@@ -282,6 +282,7 @@ wf_dtype wf_params16_type(wf_ctx *c);  /* the collectives' type of the stored va
 void wf_grad16_alloc(wf_ctx *c);
 void wf_grad16_bucket_start(wf_ctx *c, int k);
 void wf_grad16_finish(wf_ctx *c);
+void wf_grad16_bucket_wait(wf_ctx *c, int k);          /* ZeRO-2 */
 void wf_grad16_step_sums(wf_ctx *c);
 void wf_grad16_tp_sums(wf_ctx *c);                      /* 2BW: tp sums only */
 void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n);

@@ -26,8 +26,8 @@ void wf_grad_bucket_start(wf_ctx *c, int k) {
 
 void wf_grad_bucket_wait(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    if (p->grad16) {  /* unless a later bucket's start finished it already */
-        if (c->g16_inflight == k) wf_grad16_finish(c);
+    if (p->grad16) {  /* grad16.c */
+        wf_grad16_bucket_wait(c, k);
         return;
     }
     wf_watch_what(c, WF_GROUP_DP, "bucket %d gradient reduce-scatter (ZeRO-%d)", k, p->zero);

@@ -12,7 +12,11 @@
 # with loss scaling, offloaded), tp 2 x pp 2 with sp (tied wte, tp partial
 # sums, dp 1), dp 2 x pp 2 (buckets in flight one at a time; the tied wte's
 # bucket summed after the dp sum), PipeDream-2BW on pp 2 (its tied wte sent
-# as floats); a resume continues a 16-bit run bit for bit.  Both layouts allocate
+# as floats); and with 16-bit dp sums (plan.dp_comm; the "c16" rows: the
+# stored bits are the message, every bucket in flight at once, no staging:
+# dp 2 x pp 2 whose tied wte is summed on floats after its 16-bit dp sum,
+# ZeRO-1 with tp 2 and sp, ZeRO-2 fp16); a resume continues a 16-bit run bit
+# for bit.  Both layouts allocate
 # exactly what memory.c planned; the 16-bit arena is half the float one.
 # (rows in $lay: lib.sh's check() has a local $name)
 source "$(dirname "$0")/lib.sh"
@@ -26,7 +30,10 @@ layouts=("bf16    bf16 1  1  1  0"
          "pp2_2bw bf16 1  1  2  0    pipeline.schedule=pipedream-2bw clip_grad_norm=0"
          "tp2pp2  bf16 1  2  2  0    mesh.sp=true"
          "z1tp2   bf16 2  2  1  1    mesh.sp=true"
-         "z2fp16  fp16 2  1  1  2    offload.optimizer=cpu")
+         "z2fp16  fp16 2  1  1  2    offload.optimizer=cpu"
+         "dp2pp2c16 bf16 2 1  2  0    dp_comm=bf16"
+         "z1c16   bf16 2  2  1  1    mesh.sp=true dp_comm=bf16"
+         "z2c16   fp16 2  1  1  2    dp_comm=fp16")
 strip() { sed 's/, "ms".*//' "$1"; }  # step, loss, grad_norm, lr (not the times and bytes)
 for row in "${layouts[@]}"; do
   read -r lay prec dp tp pp zero extra <<<"$row"
@@ -92,6 +99,21 @@ fewer() {
 }
 check "dp 1: 16-bit gradients allocate 2 B per gradient less, but one op's widened floats" fewer
 
+# 16-bit dp sums: the float program packs each bucket through dp_comm.c's
+# staging (dp16_numel); the 16-bit one sends its bits and stages nothing
+# (ZeRO's float shard holds the sums after the dp sum; ZeRO-0 stages only
+# the tied wte, one parameter, not its whole bucket)
+staged() { grep -o "\.$1 = [0-9]*L" "$WORK/$2"/stage0.c | sed 's/.* = \([0-9]*\)L/\1/'; }
+no_staging() {
+  local f=$(staged dp16_numel "f32_$1") g=$(staged dp16_numel "g16_$1") s=$(staged gstage_numel "g16_$1")
+  echo "$1: float packing staging $f, 16-bit: packing ${g:-none}, sums' staging $s (want ${2})"
+  [ "${f:-0}" -gt 0 ] && [ "${g:-0}" = 0 ] && [ "$s" = "$2" ]
+}
+wte=$(awk 'BEGIN { printf "%d", int((256 * 64 + 15) / 16) * 16 }')  # tiny's wte, vocab 256 x hidden 64
+check "z1c16: 16-bit dp sums need no float staging" no_staging z1c16 0
+check "z2c16: 16-bit dp sums need no float staging" no_staging z2c16 0
+check "dp2pp2c16: 16-bit dp sums stage only the tied wte ($wte floats)" no_staging dp2pp2c16 "$wte"
+
 # weft check: bf16 dp 1, gradients about 2 B per parameter (plus the
 # scratch: one op's gradients in floats; tiny's embedding, (256 + 64) x 64
 # floats over 120,576 parameters), 4 with WEFT_GRAD16=0
@@ -105,6 +127,10 @@ grads_per_param() {  # grads_per_param LOW HIGH --set ...: check's gradient byte
 HIGH=$(awk 'BEGIN { printf "%.4f", 2 + 4 * (256 + 64) * 64 / 120576 + 0.01 }')
 check "weft check: bf16 dp 1 keeps 2 B of gradient per parameter (+ one op's widened, <= $HIGH)" \
   grads_per_param 2 "$HIGH" --set mesh.dp=1
+# dp 2 with 16-bit dp sums: no staging for them, so dp 1's figure (before:
+# 4, float gradients wherever dp_comm was 16-bit)
+check "weft check: bf16 dp 2 with dp_comm = bf16 keeps 2 B per parameter (+ one op's widened, <= $HIGH)" \
+  grads_per_param 2 "$HIGH" --set mesh.dp=2 --set dp_comm=bf16
 float_grads() { WEFT_GRAD16=0 grads_per_param 3.999 4.001 --set mesh.dp=1; }
 check "weft check: WEFT_GRAD16=0 keeps 4" float_grads
 check "weft check: grad_accum = fp32 keeps 4" grads_per_param 3.999 4.001 --set mesh.dp=1 --set grad_accum=fp32
