@@ -6,7 +6,8 @@
 # (rank 0, the run's last log line), and tokens/s, the two alternating ROUNDS
 # times so that both see the same machine load; the last column is the ratio
 # 16-bit / float (tiny_c16, tiny_z1c16: 16-bit dp sums, plan.dp_comm, where
-# the stored bits are sent as they are).  Run from the repository root after
+# the stored bits are sent as they are; tiny_z3: ZeRO-3; vlm_frozen:
+# vlm_tiny.lua with its vision encoder frozen, no gradients there).  Run from the repository root after
 # scripts/build.sh; ONLY="name ..." runs those rows.
 set -euo pipefail
 WEFT=${WEFT:-build/compiler/weft}
@@ -17,12 +18,15 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 "$WEFT" data synth -o "$WORK/synth.bin" --tokens 200000 --vocab 256 --branch 4 --seed 7 >/dev/null
 "$WEFT" data synth -o "$WORK/v4k.bin" --vocab 4096 --tokens 1000000 >/dev/null
+"$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 512 --seed 5 >/dev/null
 # name | plan and overrides (bench/param16.sh's model for "h512": 1 rank, vocab 4096)
 rows=(
   "tiny|plans/tiny.lua --set data.train=$WORK/synth.bin"
   "tiny_dp1|plans/tiny.lua --set data.train=$WORK/synth.bin --set mesh.dp=1"
   "tiny_c16|plans/tiny.lua --set data.train=$WORK/synth.bin --set dp_comm=bf16"
   "tiny_z1c16|plans/tiny.lua --set data.train=$WORK/synth.bin --set dp_comm=bf16 --set zero=1"
+  "tiny_z3|plans/tiny.lua --set data.train=$WORK/synth.bin --set zero=3"
+  "vlm_frozen|plans/vlm_tiny.lua --set data.train=$WORK/vlm.bin --set model.freeze.vision=true --set mesh.dp=1"
   "h512|plans/tiny.lua --set model.layers=4 --set model.hidden=512 --set model.heads=8 --set model.seq=128 --set model.vocab=4096 --set data.train=$WORK/v4k.bin --set batch.global=4 --set batch.micro=4 --set buckets.mb=25 --set mesh.dp=1"
 )
 row() {  # bytes of a `weft check` memory row

@@ -27,8 +27,12 @@
  * bucket's bits are sent as they are: no staging for the dp sum, half the
  * bytes of the float one (the tp and tied sums after it still run on floats,
  * one parameter at a time, as at dp 1).
- * Not (yet): ZeRO-3, PipeDream-2BW over dp, frozen
- * parameters, the CUDA backend (float gradient arenas, rounded in place).
+ * ZeRO-3 stores its bucket buffers in 16 bits as ZeRO-2 does (its
+ * parameters' gathers are param16.c's); frozen parameters (weft.vlm's
+ * freeze) have no gradient, no bucket and no backward op that writes one,
+ * so they are simply not counted (the arena holds the trained ones).
+ * Not (yet): PipeDream-2BW over dp, the CUDA backend (float gradient
+ * arenas, rounded in place).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
  * wherever it can, saving or not (the test's small layouts).  Under ZeRO-2
@@ -92,15 +96,14 @@ int grad16_decide(const Program *p) {
     if (!grad_accum16(p) || !backend_of(p)->grad16) return 0;
     const char *env = getenv("WEFT_GRAD16");
     if (env && strcmp(env, "0") == 0) return 0;
-    if (p->zero >= 3 || (p->zero && p->dp < 2)) return 0;
+    if (p->zero && p->dp < 2) return 0;
     /* 2BW sends the tied wte's gradient after its dp sum: floats only at dp 1 */
     if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->dp > 1 || p->zero)) return 0;
-    for (int st = 0; st < p->pp; st++)
-        if (p->train_numel && p->train_numel[st] != p->param_numel[st]) return 0;
     if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */
     for (int st = 0; st < p->pp; st++) {
-        /* ZeRO-2: the bucket buffers are what is stored in 16 bits */
-        double n = p->zero >= 2 ? (double)p->grad_buf_numel[st] : (double)p->param_numel[st];
+        /* ZeRO-2 and 3: the bucket buffers are what is stored in 16 bits;
+         * otherwise the trained parameters' gradients (a frozen one has none) */
+        double n = p->zero >= 2 ? (double)p->grad_buf_numel[st] : (double)p->train_numel[st];
         if (2.0 * n <= 4.0 * (double)(widest(p, st) + grad16_stage_numel_of(p, st))) return 0;
     }
     return 1;

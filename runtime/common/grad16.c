@@ -1,6 +1,8 @@
 /* grad16.c: weight gradients stored in 16 bits (wf_program.grad16, the
  * compiler's grad16.c; the CPU backend, gradients accumulated in the plan's
- * 16-bit type, ZeRO < 3).
+ * 16-bit type; any ZeRO stage: ZeRO-3's gradients are ZeRO-2's; frozen
+ * parameters, in no bucket, have none and are skipped wherever parameters
+ * are walked: bucket >= 0 or == k).
  *
  * The gradient arena (ZeRO-2: its bucket buffers) holds bf16 / fp16 bits,
  * 2 bytes a gradient; c->grads carries its address as `float *`.  Every

@@ -15,14 +15,21 @@
 # as floats); and with 16-bit dp sums (plan.dp_comm; the "c16" rows: the
 # stored bits are the message, every bucket in flight at once, no staging:
 # dp 2 x pp 2 whose tied wte is summed on floats after its 16-bit dp sum,
-# ZeRO-1 with tp 2 and sp, ZeRO-2 fp16); a resume continues a 16-bit run bit
-# for bit.  Both layouts allocate
+# ZeRO-1 with tp 2 and sp, ZeRO-2 and ZeRO-3 fp16); ZeRO-3 with frozen
+# parameters (vlm_tiny's vision encoder; no gradient, no bucket) and ZeRO-1
+# with its language model frozen; a resume continues a 16-bit run bit for
+# bit.  Both layouts allocate
 # exactly what memory.c planned; the 16-bit arena is half the float one.
 # (rows in $lay: lib.sh's check() has a local $name)
 source "$(dirname "$0")/lib.sh"
 DATA=$(make_data)
 small=(--set data.train="$DATA" --set model.layers=2 --set model.hidden=64 --set model.seq=64
        --set batch.global=16 --set buckets.mb=0.05 --set train.steps=4)
+# rows marked "vlm": plans/vlm_tiny.lua, whose freeze leaves parameters
+# without gradients (in no bucket, past the gradient arena)
+"$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 512 --seed 5 >/dev/null
+vlm=(--set data.train="$WORK/vlm.bin" --set batch.global=16 --set batch.micro=8 --set train.steps=4
+     --set optimizer.weight_decay=0.1)
 
 #      name      prec dp tp pp zero extra
 layouts=("bf16    bf16 1  1  1  0"
@@ -33,17 +40,22 @@ layouts=("bf16    bf16 1  1  1  0"
          "z2fp16  fp16 2  1  1  2    offload.optimizer=cpu"
          "dp2pp2c16 bf16 2 1  2  0    dp_comm=bf16"
          "z1c16   bf16 2  2  1  1    mesh.sp=true dp_comm=bf16"
-         "z2c16   fp16 2  1  1  2    dp_comm=fp16")
+         "z2c16   fp16 2  1  1  2    dp_comm=fp16"
+         "z3c16   fp16 2  1  1  3    dp_comm=fp16"
+         "fzv_z3  bf16 2  1  1  3    vlm model.freeze.vision=true buckets.mb=0.02"
+         "fzl_z1  bf16 2  1  1  1    vlm model.freeze.llm=true")
 strip() { sed 's/, "ms".*//' "$1"; }  # step, loss, grad_norm, lr (not the times and bytes)
 for row in "${layouts[@]}"; do
   read -r lay prec dp tp pp zero extra <<<"$row"
-  sets=()
-  for e in $extra; do sets+=(--set "$e"); done
+  sets=() plan=plans/tiny.lua base=("${small[@]}")
+  for e in $extra; do
+    if [ "$e" = vlm ]; then plan=plans/vlm_tiny.lua base=("${vlm[@]}"); else sets+=(--set "$e"); fi
+  done
   for form in f32 g16; do
     # WEFT_GRAD16=1: 16 bits even where these small layouts' scratch and
     # staging outweigh the 2 bytes saved (grad16.c's rule would keep floats)
     if [ $form = f32 ]; then export WEFT_GRAD16=0; else export WEFT_GRAD16=1; fi
-    build_plan "${form}_$lay" plans/tiny.lua "${small[@]}" --set precision=$prec --set mesh.dp=$dp \
+    build_plan "${form}_$lay" "$plan" "${base[@]}" --set precision=$prec --set mesh.dp=$dp \
       --set mesh.tp=$tp --set mesh.pp=$pp --set zero=$zero "${sets[@]}"
     unset WEFT_GRAD16
     "$WORK/${form}_$lay/launch.sh" --metrics "$WORK/${form}_$lay.jsonl" --save "$WORK/${form}_$lay.ck" \
