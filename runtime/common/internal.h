@@ -61,6 +61,7 @@ struct wf_ctx {
     wf_req *gather_req;            /* ZeRO-3: one all-gather per bucket */
     float *comm;                   /* staging for tensor-parallel collectives */
     float *dp16;                   /* plan.dp_comm 16-bit: a bucket's packed gradients (dp_comm.c) */
+    int dp16_packed;               /* buckets packed since the last wf_buckets_wait unpacked them */
     float *recv;                   /* received activations waiting for their forward */
     /* arenas, allocated once before the loop */
     float *params, *grads, *adam_m, *adam_v;

@@ -186,6 +186,7 @@ void wf_bucket_start(wf_ctx *c, int k) {
     const wf_bucket *b = &p->buckets[k];
     if (p->dp_comm16) {  /* dp_comm.c */
         wf_dp16_pack(c, c->grads + b->offset, b->numel);
+        c->dp16_packed = 1;
         c->coll->allreduce(c, WF_GROUP_DP, c->grads + b->offset, b->numel, wf_dp16_type(c), WF_SUM,
                            &c->bucket_req[k]);
     } else {
@@ -204,7 +205,7 @@ void wf_progress(wf_ctx *c) {
 }
 
 void wf_buckets_wait(wf_ctx *c) {
-    if (c->p->grad16) {  /* one bucket at most in flight; ZeRO-1's shards stored by the step */
+    if (c->p->grad16) {  /* one bucket at most in flight (16-bit dp sums: all); ZeRO-1's shards stored by the step */
         wf_grad16_finish(c);
         c->n_inflight = 0;
         return;
@@ -214,9 +215,13 @@ void wf_buckets_wait(wf_ctx *c) {
     for (int k = 0; k < c->p->n_buckets; k++) {
         wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, c->p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
         c->coll->wait(c, &c->bucket_req[k], 1);
-        if (c->p->dp_comm16 && !c->p->zero && c->p->dp > 1)  /* every bucket started this step */
+        /* every bucket started this step, once: 2BW waits twice a step (its
+         * tied wte's exchange, then the optimizer), and a second unpack
+         * read the floats as 16-bit pairs (gradient norms near 1e37) */
+        if (c->dp16_packed)
             wf_dp16_unpack(c, c->grads + c->p->buckets[k].offset, c->p->buckets[k].numel);
     }
+    c->dp16_packed = 0;
     wf_watch_done();
     c->n_inflight = 0;
     wf_zero_after_reduce(c);
