@@ -31,7 +31,7 @@
  * parameters' gathers are param16.c's); frozen parameters (weft.vlm's
  * freeze) have no gradient, no bucket and no backward op that writes one,
  * so they are simply not counted (the arena holds the trained ones).
- * Not (yet): PipeDream-2BW over dp, the CUDA backend (float gradient
+ * Not (yet): PipeDream-2BW over dp with fp32 dp sums, the CUDA backend (float gradient
  * arenas, rounded in place).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
@@ -97,8 +97,10 @@ int grad16_decide(const Program *p) {
     const char *env = getenv("WEFT_GRAD16");
     if (env && strcmp(env, "0") == 0) return 0;
     if (p->zero && p->dp < 2) return 0;
-    /* 2BW sends the tied wte's gradient after its dp sum: floats only at dp 1 */
-    if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->dp > 1 || p->zero)) return 0;
+    /* 2BW sends the tied wte's gradient after its dp sum, which must stay
+     * unrounded in floats until then (as the float program's); a 16-bit dp
+     * sum rounded it already, so there the stored bits serve */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->zero || (p->dp > 1 && !dp_comm16(p)))) return 0;
     if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */
     for (int st = 0; st < p->pp; st++) {
         /* ZeRO-2 and 3: the bucket buffers are what is stored in 16 bits;

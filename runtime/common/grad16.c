@@ -26,7 +26,8 @@
  *     floats (the bucket's dp sum in the staging, ZeRO-1's shard), before
  *     the one rounding the float program's optimizer step did;
  *   - the optimizer, the norm and fp16's overflow check read the bits;
- *   - PipeDream-2BW (dp 1): the tied wte's gradient travels as floats
+ *   - PipeDream-2BW (dp 1, or dp > 1 with 16-bit dp sums, whose result is
+ *     stored as it is): the tied wte's gradient travels as floats
  *     (twobw.c's message) and is added with one rounding.
  * ZeRO-2's shard stays float: it accumulates the microbatches unrounded. */
 #include <math.h>
@@ -244,7 +245,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
     }
 }
 
-/* ---- PipeDream-2BW (dp 1, twobw.c) --------------------------------------- */
+/* ---- PipeDream-2BW (dp 1 or 16-bit dp sums, twobw.c) --------------------------------------- */
 
 /* The tp sums only (2BW sends the tied wte's gradient itself). */
 void wf_grad16_tp_sums(wf_ctx *c) {
