@@ -31,8 +31,10 @@
  * parameters' gathers are param16.c's); frozen parameters (weft.vlm's
  * freeze) have no gradient, no bucket and no backward op that writes one,
  * so they are simply not counted (the arena holds the trained ones).
- * Not (yet): PipeDream-2BW over dp with fp32 dp sums, the CUDA backend (float gradient
- * arenas, rounded in place).
+ * PipeDream-2BW over dp with fp32 dp sums keeps the tied wte's bucket in
+ * the staging from its dp sum through the exchange between the pipeline's
+ * ends (runtime wf_grad16_tied_grad).  Not (yet): ZeRO with 2BW (the prelude
+ * refuses it), the CUDA backend (float gradient arenas, rounded in place).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
  * wherever it can, saving or not (the test's small layouts).  Under ZeRO-2
@@ -97,10 +99,8 @@ int grad16_decide(const Program *p) {
     const char *env = getenv("WEFT_GRAD16");
     if (env && strcmp(env, "0") == 0) return 0;
     if (p->zero && p->dp < 2) return 0;
-    /* 2BW sends the tied wte's gradient after its dp sum, which must stay
-     * unrounded in floats until then (as the float program's); a 16-bit dp
-     * sum rounded it already, so there the stored bits serve */
-    if (strcmp(p->schedule, "pipedream-2bw") == 0 && (p->zero || (p->dp > 1 && !dp_comm16(p)))) return 0;
+    /* 2BW: no ZeRO (the prelude refuses it) */
+    if (strcmp(p->schedule, "pipedream-2bw") == 0 && p->zero) return 0;
     if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */
     for (int st = 0; st < p->pp; st++) {
         /* ZeRO-2 and 3: the bucket buffers are what is stored in 16 bits;

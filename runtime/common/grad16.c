@@ -27,7 +27,8 @@
  *     the one rounding the float program's optimizer step did;
  *   - the optimizer, the norm and fp16's overflow check read the bits;
  *   - PipeDream-2BW (dp 1, or dp > 1 with 16-bit dp sums, whose result is
- *     stored as it is): the tied wte's gradient travels as floats
+ *     stored as it is; with fp32 dp sums the tied wte's bucket stays in the
+ *     staging through the exchange): the tied wte's gradient travels as floats
  *     (twobw.c's message) and is added with one rounding.
  * ZeRO-2's shard stays float: it accumulates the microbatches unrounded. */
 #include <math.h>
@@ -245,11 +246,78 @@ void wf_grad16_step_sums(wf_ctx *c) {
     }
 }
 
-/* ---- PipeDream-2BW (dp 1 or 16-bit dp sums, twobw.c) --------------------------------------- */
+/* ---- PipeDream-2BW (twobw.c) --------------------------------------- */
 
-/* The tp sums only (2BW sends the tied wte's gradient itself). */
+/* 2BW over dp with fp32 dp sums: a bucket summed after its dp sum (the
+ * tied wte's, or one with tp sums; deferred by wf_grad16_bucket_start) is
+ * summed in the staging and kept there in floats, unrounded as the float
+ * program kept it, through the tied wte's exchange and the tp sums, then
+ * rounded once (bucket_staged, bucket_store). */
+static int staged_2bw(const wf_program *p) { return p->dp > 1 && !direct(p); }
+int wf_grad16_2bw_staged(const wf_ctx *c) { return staged_2bw(c->p); }
+
+static int holds_tied(const wf_ctx *c, int k) {
+    for (int j = 0; j < c->p->n_params; j++)
+        if (c->p->params[j].bucket == k && tied_sum(c, &c->p->params[j])) return 1;
+    return 0;
+}
+
+static void bucket_staged(wf_ctx *c, int k) {
+    const wf_bucket *b = &c->p->buckets[k];
+    wf_widen16(c->p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
+    c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
+    wf_watch_what(c, WF_GROUP_DP, "bucket %d all-reduce", k);
+    c->coll->wait(c, &c->bucket_req[k], 1);
+    wf_watch_done();
+}
+
+/* the bucket's tp sums in the staging (never its tied sum: 2BW sends that
+ * itself), then the whole bucket rounded into the arena */
+static void bucket_store(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    const wf_bucket *b = &p->buckets[k];
+    for (int j = 0; j < p->n_params; j++) {
+        const wf_param *q = &p->params[j];
+        if (q->bucket != k || !tp_sum(c, q)) continue;
+        wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
+        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, c->gstage + (q->offset - b->offset), (int)q->numel, MPI_FLOAT, MPI_SUM,
+                                c->group_comm[WF_GROUP_TP]));
+        wf_watch_done();
+    }
+    wf_narrow16(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
+}
+
+/* The tied wte q's gradient as floats for 2BW's exchange: after its dp sum
+ * (dp > 1: its bucket's, in the staging, until wf_grad16_tied_done) */
+float *wf_grad16_tied_grad(wf_ctx *c, const wf_param *q) {
+    if (!staged_2bw(c->p)) {
+        wf_grad16_widened(c, c->tied_buf, q->offset, q->numel);
+        return c->tied_buf;
+    }
+    bucket_staged(c, q->bucket);
+    return c->gstage + (q->offset - c->p->buckets[q->bucket].offset);
+}
+
+/* The exchange done: the gradient (g, from wf_grad16_tied_grad) stored
+ * rounded once, with its bucket's tp sums at dp > 1 */
+void wf_grad16_tied_done(wf_ctx *c, const wf_param *q, const float *g) {
+    if (staged_2bw(c->p)) bucket_store(c, q->bucket);
+    else wf_narrow16(c->p->precision, bits_of(c->grads) + q->offset, g, q->numel);
+}
+
+/* The tp sums only (2BW sends the tied wte's gradient itself; over dp with
+ * fp32 dp sums, the buckets with tp sums and no tied wte are summed here,
+ * the tied wte's by the exchange). */
 void wf_grad16_tp_sums(wf_ctx *c) {
     const wf_program *p = c->p;
+    if (staged_2bw(p)) {
+        for (int k = 0; k < p->n_buckets; k++)
+            if (deferred(c, k) && !holds_tied(c, k)) {
+                bucket_staged(c, k);
+                bucket_store(c, k);
+            }
+        return;
+    }
     for (int j = 0; j < p->n_params; j++) {
         const wf_param *q = &p->params[j];
         if (q->bucket < 0 || !tp_sum(c, q)) continue;

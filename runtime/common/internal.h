@@ -287,6 +287,9 @@ void wf_grad16_bucket_wait(wf_ctx *c, int k);          /* ZeRO-2 */
 void wf_grad16_step_sums(wf_ctx *c);
 void wf_grad16_tp_sums(wf_ctx *c);                      /* 2BW: tp sums only */
 void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n);
+int wf_grad16_2bw_staged(const wf_ctx *c);  /* 2BW over dp, fp32 dp sums: the tied wte's bucket in the staging */
+float *wf_grad16_tied_grad(wf_ctx *c, const wf_param *q);  /* 2BW's tied wte exchange */
+void wf_grad16_tied_done(wf_ctx *c, const wf_param *q, const float *g);
 void wf_grad16_add(wf_ctx *c, long off, const float *src, long n);
 double wf_grad16_sumsq(wf_ctx *c);
 int wf_grad16_nonfinite(wf_ctx *c);

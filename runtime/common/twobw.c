@@ -152,8 +152,13 @@ void wf_tied_send_grad(wf_ctx *c) {
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
     wf_watch_done();
-    if (c->p->grad16) wf_grad16_widened(c, c->tied_buf, q->offset, q->numel);  /* 16-bit gradients (grad16.c) */
-    else memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
+    if (c->p->grad16) {  /* 16-bit gradients (grad16.c): the floats after the dp sum */
+        float *g = wf_grad16_tied_grad(c, q);
+        if (g != c->tied_buf) memcpy(c->tied_buf, g, sizeof(float) * (size_t)q->numel);
+        wf_grad16_tied_done(c, q, g);
+    } else {
+        memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
+    }
     WF_MPI(c, MPI_Isend(c->tied_buf, count(c, q->numel, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
                         c->group_comm[WF_GROUP_TIED], &c->tied_grad_req));
 }
@@ -169,8 +174,14 @@ void wf_tied_recv_grad(wf_ctx *c) {
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
                        c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
-    if (c->p->grad16) {  /* the same sum, rounded once (grad16.c) */
-        wf_grad16_add(c, q->offset, c->tied_buf, q->numel);
+    if (c->p->grad16) {  /* the same sum on the floats after the dp sum, rounded once (grad16.c) */
+        if (!wf_grad16_2bw_staged(c)) {  /* dp 1 or 16-bit dp sums: the stored values */
+            wf_grad16_add(c, q->offset, c->tied_buf, q->numel);
+            return;
+        }
+        float *g = wf_grad16_tied_grad(c, q);
+        for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
+        wf_grad16_tied_done(c, q, g);
         return;
     }
     float *g = c->grads + q->offset;
