@@ -166,17 +166,21 @@ static void param16_rule(void) {
 }
 
 /* grad16.c's rule: 16-bit weight gradients under bf16 / fp16 accumulated in
- * that type on the CPU, ZeRO < 3, and only where the 2 bytes a gradient saves
+ * that type on the CPU, and only where the 2 bytes a gradient saves
  * outweigh the float scratch of the widest op's gradients and the staging
  * (dp 1 on one stage: none); the vocabulary-50304 block of param16_rule
- * keeps the float arena.  The arena: 2 Psi + scratch + staging, or 4 Psi. */
+ * keeps the float arena.  The arena: 2 Psi + scratch + staging, or 4 Psi.
+ * ZeRO-3 (dp 2) stores only its bucket buffers in 16 bits: with fp32 dp
+ * sums the staging (a bucket in floats) outweighs what they save on this
+ * one-layer model; with 16-bit dp sums there is no staging, so it saves. */
 static void grad16_rule(void) {
-    struct { const char *name, *backend, *sets[3]; int want; } v[] = {
+    struct { const char *name, *backend, *sets[4]; int want; } v[] = {
         { "bf16 cpu", "cpu", { "precision=bf16", NULL }, 1 },
         { "fp16 cpu", "cpu", { "precision=fp16", NULL }, 1 },
         { "fp32 cpu", "cpu", { "precision=fp32", NULL }, 0 },
         { "bf16 cpu grad_accum=fp32", "cpu", { "precision=bf16", "grad_accum=fp32", NULL }, 0 },
         { "bf16 cpu zero 3", "cpu", { "precision=bf16", "zero=3", NULL }, 0 },
+        { "bf16 cpu zero 3 dp_comm bf16", "cpu", { "precision=bf16", "zero=3", "dp_comm=bf16", NULL }, 1 },
         { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 0 },
         { "bf16 cpu vocab 50304", "cpu", { "precision=bf16", "model.vocab=50304", NULL }, 0 },
     };
@@ -185,15 +189,19 @@ static void grad16_rule(void) {
         /* dp 1 (one stage: no staging), but ZeRO-3's dp 2 */
         const char *dp = v[i].sets[1] && strcmp(v[i].sets[1], "zero=3") == 0 ? "mesh.dp=2" : "mesh.dp=1";
         if (compile_with(&p, "plans/tiny.lua", v[i].backend, "model.layers=1", "model.hidden=64", "model.seq=32",
-                         dp, v[i].sets[0], v[i].sets[1], NULL) != 0) {
+                         dp, v[i].sets[0], v[i].sets[1], v[i].sets[1] ? v[i].sets[2] : NULL, NULL) != 0) {
             check(0, "%s compiles", v[i].name);
             continue;
         }
         program_memory mem = program_memory_of(&p, 0);
         double psi = (double)p.param_numel[0], scratch = 4.0 * (double)grad16_scratch_numel(&p, 0);
         double stage = 4.0 * (double)grad16_stage_numel(&p, 0);
-        int arena = v[i].want ? mem.grads == 2 * psi + scratch + 64 && scratch > 0 && stage == 0
-                              : scratch == 0 && (p.zero >= 2 || mem.grads >= 4 * psi);
+        /* ZeRO-3: the float shard, 2 bytes a bucket-buffer gradient, the
+         * scratch and the empty staging (64 bytes) */
+        double z3 = p.zero >= 3 ? 4.0 * (double)p.shard_numel[0] + 2.0 * (double)p.grad_buf_numel[0] + scratch + 64 : 0;
+        int arena = !v[i].want ? scratch == 0 && (p.zero >= 2 || mem.grads >= 4 * psi)
+                    : p.zero >= 3 ? mem.grads == z3 && scratch > 0 && stage == 0
+                                  : mem.grads == 2 * psi + scratch + 64 && scratch > 0 && stage == 0;
         check(p.grad16 == v[i].want && arena, "%s: grad16 %d (want %d), gradients %.0f B for Psi %.0f, "
               "scratch %.0f B, staging %.0f B", v[i].name, p.grad16, v[i].want, mem.grads, psi, scratch, stage);
         program_free(&p);
