@@ -74,6 +74,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   add_library(weftrt_cuda_emu STATIC $<TARGET_OBJECTS:weft_cuda_emu_kernels> ${emu_dir}/emu_device.cc
       ${PROJECT_SOURCE_DIR}/runtime/common/precision_scalar.c   # rt.h's scalar conversions
       ${PROJECT_SOURCE_DIR}/runtime/common/opt_host.c           # the offloaded AdamW
+      ${PROJECT_SOURCE_DIR}/runtime/common/convert16.c          # opt_host.c's bulk 16-bit conversions
       ${cuda_dir}/cast.c)                                        # the cast buffer (act16)
   set_target_properties(weftrt_cuda_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_include_directories(weftrt_cuda_emu PUBLIC ${PROJECT_SOURCE_DIR}/runtime/include
