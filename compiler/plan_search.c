@@ -643,6 +643,19 @@ static void bounds(search *S, cand *c, int accum, int probe) {
         if (c->pp > 1) stage = fmax(stage, c->virt * t[1] + fmax(t[0], t[2]));
         double busy = accum * stage;
         if (c->pp == 1 || c->sched != SCHED_2BW) c->lb = lb = fmax(lb, busy);
+        /* gpipe, 1F1B, interleaved: the last stage's first op waits for
+         * microbatch 0's forward through the chunks before it, and its last
+         * (a backward) is followed by that backward through them; with one
+         * chunk a stage those hold everything but the last stage, which holds
+         * the head and a block at least (the more it holds, the longer:
+         * accum >= 1); with more, the first pp - 1 chunks hold a block each
+         * and the first the embedding.  (zb-h1's last ops are weight
+         * gradients, which nothing waits for: not bounded so.) */
+        if (c->pp > 1 && c->sched <= SCHED_INTERLEAVED) {
+            double T = L * t[1] + t[0] + t[2], last = c->virt * t[1] + t[2];
+            double fill = c->virt == 1 ? T - last : (c->pp - 1) * t[1] + t[0];
+            c->lb = lb = fmax(lb, fill + accum * last);
+        }
         /* the estimate: the schedule's bubble, and each microbatch's sends
          * between stages in both directions (a 1/tp slice, then all-gathered
          * inside the tp group) */
