@@ -16,10 +16,14 @@
  *      alone holds the vision encoder and projector, and every rank's
  *      images, measured likewise) picks, for each recompute level, the
  *      smallest ZeRO stage that may fit; layouts where none may fit are out;
- *   3. a step-time lower bound (the model's FLOPs at the device's peak,
- *      stretched by the schedule's unavoidable bubble and by recompute):
- *      candidates are built best-first by an estimate, and the search stops
- *      once the next lower bound exceeds the K-th best priced step time;
+ *   3. a step-time lower bound (simulate's own per-op prices of one block,
+ *      the embedding and the head, from one one-block build per tp, sp,
+ *      recompute and micro: the busiest stage's work and the pipeline's
+ *      fill, see bounds(); the model's FLOPs at peak where that build
+ *      fails): candidates are built best-first by an estimate (the same
+ *      prices with the schedule's bubble, the sends and the dp collectives),
+ *      and one whose lower bound exceeds the K-th best priced step time is
+ *      not built;
  *   4. dominance: once a layout fits with no recompute and ZeRO <= 1, its
  *      recompute variants (never faster) are not built.
  * A cap on builds (--max-priced) keeps the worst case bounded; the counts of
