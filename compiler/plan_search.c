@@ -593,7 +593,8 @@ static int layer_seconds(search *S, const cand *c, double t[3]) {
  * pipeline.stages cannot do better.  The answer is k blocks plus nothing,
  * t[0] or t[2], for the least k that lets the chunks hold all L blocks. */
 static double least_max_chunk(int L, int K, const double t[3]) {
-    if (!(t[1] > 0)) return fmax(t[0], t[2]) + (K == 1 ? fmin(t[0], t[2]) : 0);
+    if (K == 1) return L * t[1] + t[0] + t[2];
+    if (!(t[1] > 0)) return fmax(t[0], t[2]);
     double best = INFINITY;
     for (int k = 1; k <= L; k++)
         for (int e = 0; e < 3; e++) {
@@ -602,11 +603,9 @@ static double least_max_chunk(int L, int K, const double t[3]) {
             /* blocks each chunk can take under M (1e-9: k * t[1] / t[1] may round below k) */
             double cap0 = floor((M - t[0]) / t[1] + 1e-9), capl = floor((M - t[2]) / t[1] + 1e-9);
             double mid = floor(M / t[1] + 1e-9);
-            int ok = K == 1 ? floor((M - t[0] - t[2]) / t[1] + 1e-9) >= L
-                            : cap0 >= 1 && capl >= 1 && cap0 + capl + (K - 2) * mid >= L;
-            if (ok) best = M;
+            if (cap0 >= 1 && capl >= 1 && cap0 + capl + (K - 2) * mid >= L) best = M;
         }
-    return best * (1 - 1e-9);
+    return isfinite(best) ? best * (1 - 1e-9) : 0;  /* (k = L always fits: never 0) */
 }
 
 static void bounds(search *S, cand *c, int accum, int probe) {
@@ -773,10 +772,12 @@ static int same_layout(const cand *a, const cand *b) {
 /* Builds best-first until the bound, the cap or the list ends. */
 static void search_run(search *S) {
     qsort(S->c, (size_t)S->n, sizeof *S->c, by_est);
-    /* worst first (e2e_plan_search): the order decides only what the cap
-     * leaves out, never the answer below it */
+    /* worst first and no step-time pruning, every candidate under the cap
+     * built (e2e_plan_search): the order and the bound decide only what
+     * the cap leaves out, never the answer below it */
     const char *order = getenv("WEFT_PLAN_ORDER");
-    if (order && !strcmp(order, "reverse"))
+    int exhaustive = order && !strcmp(order, "reverse");
+    if (exhaustive)
         for (int i = 0, j = S->n - 1; i < j; i++, j--) {
             cand t = S->c[i];
             S->c[i] = S->c[j], S->c[j] = t;
@@ -788,7 +789,7 @@ static void search_run(search *S) {
         cand *c = &S->c[i];
         /* cannot enter the top k; the list is in estimate order, not bound
          * order, so later candidates are still looked at */
-        if (!memory_first && c->lb > best[k - 1]) {
+        if (!memory_first && !exhaustive && c->lb > best[k - 1]) {
             S->pruned_bound++;
             continue;
         }
