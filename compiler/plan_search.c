@@ -264,6 +264,13 @@ static int price(const Program *p, cand *c) {
 static void layout_name(const cand *c, char *buf, size_t n);
 static double mem_lower_bound(search *S, const cand *c, int accum);
 
+/* A priced candidate's step, s: from tokens/s, which simulate prints to
+ * more digits than the step (to the unit: relative error at most
+ * 0.5 / tokens/s) */
+static double step_of(const search *S, const cand *c) {
+    return c->tps > 0 ? (double)S->global * S->seq / c->tps : c->iter > 0 ? c->iter : INFINITY;
+}
+
 /* Builds, measures and prices c; moves up the ZeRO stages while it does not fit. */
 static void evaluate(search *S, cand *c) {
     for (;;) {
@@ -315,7 +322,8 @@ static void evaluate(search *S, cand *c) {
             if (getenv("WEFT_PLAN_DEBUG")) {  /* the step-time lower bound against simulate (e2e_plan_search) */
                 char name[400];
                 layout_name(c, name, sizeof name);
-                fprintf(stderr, "debug: time bound %.6g priced %.6g estimate %.6g: %s\n", c->lb, c->iter, c->est, name);
+                fprintf(stderr, "debug: time bound %.9g priced %.9g tokens/s %.0f estimate %.6g: %s\n", c->lb,
+                        step_of(S, c), c->tps, c->est, name);
             }
         }
         program_free(&p);
@@ -802,7 +810,7 @@ static void search_run(search *S) {
         if (skip) { c->state = 4; S->dominated++; continue; }
         evaluate(S, c);
         if (c->state == 1) {
-            double t = c->iter > 0 ? c->iter : INFINITY;
+            double t = step_of(S, c);
             for (int j = 0; j < k; j++)
                 if (t < best[j]) { double s = best[j]; best[j] = t; t = s; }
         }
@@ -949,8 +957,7 @@ static void print_sets(const search *S, cand **r, int nr, FILE *out) {
         char buf[12 + MAX_PART][64];
         const char *sets[MAX_CAND_SETS];
         int ns = set_list(S, r[i], buf, sets);
-        double t = r[i]->tps > 0 ? (double)S->global * S->seq / r[i]->tps : r[i]->iter;
-        fprintf(out, "sets\t%d\t%.6g\t", i + 1, t);
+        fprintf(out, "sets\t%d\t%.6g\t", i + 1, step_of(S, r[i]));
         for (int k = 0; k < ns; k++) fprintf(out, "%s--set %s", k ? " " : "", sets[k]);
         fputc('\n', out);
     }
