@@ -77,6 +77,7 @@ typedef struct {
     /* layers per pipeline chunk: the partition pass's balance (read back
      * after the build), or given (refine_partition: set as pipeline.stages) */
     int n_part, part[MAX_PART], part_given;
+    int probe;             /* its entry in search.probes (layer_seconds), -1 none */
     double iter, tps, mfu, mem, bubble, exposed, ratio;
     char why[400];
 } cand;
@@ -113,7 +114,9 @@ typedef struct {
     double image_bytes; /* a VLM: one sample's uint8 image */
     /* per-block and other seconds per microbatch by (tp, sp, recompute,
      * micro), from one-block builds (layer_seconds); the step-time bound */
-    struct probe { int tp, sp, rc, micro, ok; double before, layer, after; } *probes;
+    /* refused: the one-block build's error; confirmed: a candidate's own
+     * build was refused with the same error, so the rest are not built */
+    struct probe { int tp, sp, rc, micro, ok, confirmed; double before, layer, after; char refused[320]; } *probes;
     int n_probes, cap_probes;
     const char *base_sets[MAX_SETS + 24];
     int n_base;
@@ -125,6 +128,7 @@ typedef struct {
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
     long probed;        /* one-block builds for the step-time bound (layer_seconds) */
     long zero_skipped;  /* ZeRO stages not built after a build did not fit (max_stage_bytes) */
+    long refused_alike; /* not built: refused as the one-block and a full build of their kind were */
     /* the best (by estimate) of those the memory lower bound pruned, never
      * built: the rejection list names them with the bound */
     cand mem_pruned[5];
@@ -381,14 +385,13 @@ static int tp_index(int tp) {
 /* A small build for the bounds: the plan as load_base's one rank (the
  * user's --set and the neutral layout, base_sets) with `extra` on top
  * (NULL-terminated).  0 on success; the caller frees p either way. */
-static int build_small(const search *S, Program *p, const char *const *extra) {
+static int build_small(const search *S, Program *p, const char *const *extra, char *msg, size_t n_msg) {
     const char *sets[MAX_SETS + 40];
-    char msg[512];
     int n = 0;
     for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
     for (int i = 0; extra[i]; i++) sets[n++] = extra[i];
     compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
-    wf_error_capture(msg, sizeof msg);
+    wf_error_capture(msg, n_msg);
     int rc = compile_plan(p, &o);
     wf_error_capture(NULL, 0);
     return rc;
@@ -427,7 +430,8 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
         snprintf(b[7], 64, "pipeline.stages.1=%d", 1 + k);
         snprintf(b[8], 64, "pipeline.stages.2=%d", 1 + k);
         Program p;
-        int rc2 = build_small(S, &p, extra);
+        char msg[512];
+        int rc2 = build_small(S, &p, extra, msg, sizeof msg);
         if (rc2 == 0) {
             /* the slot and one gradient set (a share of the sets per slot put
              * interleaved layouts' bound above their plan) */
@@ -472,7 +476,8 @@ static const double *vlm_stage0(search *S, int tp, int rc) {
         snprintf(b[7], 64, "model.llm.layers=%d", l + 1);
         snprintf(b[8], 64, "pipeline.stages.1=%d", l);
         Program p;
-        int rc2 = build_small(S, &p, extra);
+        char msg[512];
+        int rc2 = build_small(S, &p, extra, msg, sizeof msg);
         if (rc2 == 0) {
             program_memory pm = program_memory_of(&p, 0);
             double *x = m[l - 1], tokens = (double)p.micro * p.seq;
@@ -560,11 +565,12 @@ static void keep_mem_pruned(search *S, cand *c, int accum) {
  * simulate prices them (simulate_layer_seconds, with --calibration): from a
  * one-block, one-stage build, cached; -1 when that build fails (a VLM, whose
  * encoder is no block, is not probed). */
-static int layer_seconds(search *S, const cand *c, double t[3]) {
+static int layer_seconds(search *S, cand *c, double t[3]) {
     if (S->vlm) return -1;
     for (int i = 0; i < S->n_probes; i++) {
         const struct probe *q = &S->probes[i];
         if (q->tp == c->tp && q->sp == c->sp && q->rc == c->rc && q->micro == c->micro) {
+            c->probe = i;
             t[0] = q->before, t[1] = q->layer, t[2] = q->after;
             return q->ok ? 0 : -1;
         }
@@ -575,8 +581,9 @@ static int layer_seconds(search *S, const cand *c, double t[3]) {
         if (!t) return -1;
         S->probes = t, S->cap_probes = cap;
     }
+    c->probe = S->n_probes;
     struct probe *q = &S->probes[S->n_probes++];
-    *q = (struct probe){ c->tp, c->sp, c->rc, c->micro, 0, 0, 0, 0 };
+    *q = (struct probe){ c->tp, c->sp, c->rc, c->micro, 0, 0, 0, 0, 0, "" };
     char b[7][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", c->tp);
     snprintf(b[1], 64, "mesh.tp=%d", c->tp);
@@ -587,7 +594,9 @@ static int layer_seconds(search *S, const cand *c, double t[3]) {
     snprintf(b[6], 64, "model.layers=1");
     const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], NULL };
     Program p;
-    int rc = build_small(S, &p, extra);
+    int rc = build_small(S, &p, extra, q->refused, sizeof q->refused);
+    if (rc != 0 && !q->refused[0]) snprintf(q->refused, sizeof q->refused, "?");
+    if (rc == 0) q->refused[0] = 0;
     if (rc == 0 && simulate_layer_seconds(&p, &search_cal, &q->before, &q->layer, &q->after) == 0) q->ok = 1;
     program_free(&p);
     S->probed++;
@@ -733,7 +742,7 @@ static void enumerate(search *S) {
                                 int zmax = dp == 1 ? 0 : sc == 4 ? 0 : (sc == 3 && pp > 1) ? 1 : 3;
                                 int placed = 0;
                                 for (int z = 0; z <= zmax + (zmax == 3) && !placed; z++) {
-                                    cand c = { .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,
+                                    cand c = { .probe = -1, .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,
                                                .virt = v, .zero = z > 3 ? 3 : z, .rc = rc, .offload = z > 3,
                                                .bucket_mb = mb };
                                     c.mem_lb = mem_lower_bound(S, &c, accum);
@@ -808,7 +817,15 @@ static void search_run(search *S) {
                 !S->c[j].offload)
                 skip = 1;
         if (skip) { c->state = 4; S->dominated++; continue; }
+        struct probe *q = c->probe >= 0 ? &S->probes[c->probe] : NULL;
+        if (q && q->confirmed) {  /* refused alike: not built again */
+            snprintf(c->why, sizeof c->why, "%s", q->refused);
+            c->state = 3;
+            S->refused_alike++;
+            continue;
+        }
         evaluate(S, c);
+        if (q && q->refused[0] && c->state == 3 && !strcmp(c->why, q->refused)) q->confirmed = 1;
         if (c->state == 1) {
             double t = step_of(S, c);
             for (int j = 0; j < k; j++)
@@ -927,6 +944,9 @@ static void print_counts(const search *S, FILE *out) {
     fprintf(out, "built %ld through every pass (%ld refused by the passes, %ld do not fit); priced %ld; "
                  "%ld one-block builds for the step-time bound\n",
             S->built, S->refused, S->nofit, S->priced, S->probed);
+    if (S->refused_alike)
+        fprintf(out, "not built: %ld refused as the one-block build and a full build of the same tp, sp, recompute "
+                     "and micro were, with the same error\n", S->refused_alike);
     if (S->part_tried)
         fprintf(out, "stage partitions: the best pipelined layout priced again with a layer moved across its "
                      "first and last chunk boundaries (%ld of the builds): faster in %ld rounds\n",
