@@ -16,10 +16,14 @@
  *      alone holds the vision encoder and projector, and every rank's
  *      images, measured likewise) picks, for each recompute level, the
  *      smallest ZeRO stage that may fit; layouts where none may fit are out;
- *   3. a step-time lower bound (the model's FLOPs at the device's peak,
- *      stretched by the schedule's unavoidable bubble and by recompute):
- *      candidates are built best-first by an estimate, and the search stops
- *      once the next lower bound exceeds the K-th best priced step time;
+ *   3. a step-time lower bound (simulate's own per-op prices of one block,
+ *      the embedding and the head, from one one-block build per tp, sp,
+ *      recompute and micro: the busiest stage's work and the pipeline's
+ *      fill, see bounds(); the model's FLOPs at peak where that build
+ *      fails): candidates are built best-first by an estimate (the same
+ *      prices with the schedule's bubble, the sends and the dp collectives),
+ *      and one whose lower bound exceeds the K-th best priced step time is
+ *      not built;
  *   4. dominance: once a layout fits with no recompute and ZeRO <= 1, its
  *      recompute variants (never faster) are not built.
  * A cap on builds (--max-priced) keeps the worst case bounded; the counts of
@@ -73,6 +77,7 @@ typedef struct {
     /* layers per pipeline chunk: the partition pass's balance (read back
      * after the build), or given (refine_partition: set as pipeline.stages) */
     int n_part, part[MAX_PART], part_given;
+    int probe;             /* its entry in search.probes (layer_seconds), -1 none */
     double iter, tps, mfu, mem, bubble, exposed, ratio;
     char why[400];
 } cand;
@@ -107,6 +112,12 @@ typedef struct {
      * [0] < 0: not measured yet */
     double vlm0[8][3][V0_N];
     double image_bytes; /* a VLM: one sample's uint8 image */
+    /* per-block and other seconds per microbatch by (tp, sp, recompute,
+     * micro), from one-block builds (layer_seconds); the step-time bound */
+    /* refused: the one-block build's error; confirmed: a candidate's own
+     * build was refused with the same error, so the rest are not built */
+    struct probe { int tp, sp, rc, micro, ok, confirmed; double before, layer, after; char refused[320]; } *probes;
+    int n_probes, cap_probes;
     const char *base_sets[MAX_SETS + 24];
     int n_base;
     char device[32];
@@ -115,6 +126,9 @@ typedef struct {
     long enumerated;
     long pruned_arith[8];       /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
+    long probed;        /* one-block builds for the step-time bound (layer_seconds) */
+    long zero_skipped;  /* ZeRO stages not built after a build did not fit (max_stage_bytes) */
+    long refused_alike; /* not built: refused as the one-block and a full build of their kind were */
     /* the best (by estimate) of those the memory lower bound pruned, never
      * built: the rejection list names them with the bound */
     cand mem_pruned[5];
@@ -172,11 +186,24 @@ static int build(const search *S, const cand *c, Program *p, char *msg, size_t n
     return rc;
 }
 
-static double max_stage_bytes(const Program *p) {
+/* The fullest stage's bytes; up[z] for each higher ZeRO stage z, a lower
+ * bound on the same layout's bytes at z: every stage's activations and
+ * gradient sets (ZeRO does not touch them) and its parameters, gradients
+ * and optimizer state divided over dp as z shards them (memory.c's shards
+ * are no smaller), buffers left out. */
+static double max_stage_bytes(const Program *p, int zero, int dp, double up[4]) {
     double m = 0;
+    for (int z = 0; z < 4; z++) up[z] = 0;
     for (int st = 0; st < p->pp; st++) {
         program_memory pm = program_memory_of(p, st);
         if (pm.total > m) m = pm.total;
+        for (int z = zero + 1; z < 4; z++) {
+            /* full state at the current stage, then sharded as z shards it */
+            double w = pm.params * (zero >= 3 ? dp : 1), g = pm.grads * (zero >= 2 ? dp : 1);
+            double o = pm.optim * (zero >= 1 ? dp : 1);
+            double b = pm.acts + pm.dacts + w / (z >= 3 ? dp : 1) + g / (z >= 2 ? dp : 1) + o / dp;
+            if (b > up[z]) up[z] = b;
+        }
     }
     return m;
 }
@@ -241,6 +268,13 @@ static int price(const Program *p, cand *c) {
 static void layout_name(const cand *c, char *buf, size_t n);
 static double mem_lower_bound(search *S, const cand *c, int accum);
 
+/* A priced candidate's step, s: from tokens/s, which simulate prints to
+ * more digits than the step (to the unit: relative error at most
+ * 0.5 / tokens/s) */
+static double step_of(const search *S, const cand *c) {
+    return c->tps > 0 ? (double)S->global * S->seq / c->tps : c->iter > 0 ? c->iter : INFINITY;
+}
+
 /* Builds, measures and prices c; moves up the ZeRO stages while it does not fit. */
 static void evaluate(search *S, cand *c) {
     for (;;) {
@@ -254,7 +288,8 @@ static void evaluate(search *S, cand *c) {
             program_free(&p);
             return;
         }
-        c->mem = max_stage_bytes(&p);
+        double up[4];
+        c->mem = max_stage_bytes(&p, c->zero, c->dp, up);
         if (!c->part_given) {
             c->n_part = p.pp > 1 && p.chunk_layers && p.n_chunks <= MAX_PART ? p.n_chunks : 0;
             for (int i = 0; i < c->n_part; i++) c->part[i] = p.chunk_layers[i];
@@ -267,11 +302,14 @@ static void evaluate(search *S, cand *c) {
         if (c->mem > S->device_bytes) {
             double gib = 1024.0 * 1024 * 1024;
             snprintf(c->why, sizeof c->why, "does not fit: %.1f of %.0f GiB", c->mem / gib, S->device_bytes / gib);
-            int can_up = c->dp > 1 && c->zero < 3 && c->sched != 4 && !(c->sched == 3 && c->zero >= 1 && c->pp > 1);
-            if (can_up && S->built < S->a.max_priced) {
+            /* the next ZeRO stage the schedule allows and the bound does not rule out */
+            int zmax = c->dp == 1 || c->sched == 4 ? 0 : (c->sched == 3 && c->pp > 1) ? 1 : 3, z = c->zero + 1;
+            while (z <= zmax && up[z] > S->device_bytes) z++;
+            S->zero_skipped += (z <= zmax ? z : zmax + 1) - c->zero - 1;
+            if (z <= zmax && S->built < S->a.max_priced) {
                 program_free(&p);
-                c->zero++;
-                c->mem_lb = mem_lower_bound(S, c, S->global / c->dp / c->micro);  /* the new stage's */
+                c->zero = z;
+                c->mem_lb = fmax(mem_lower_bound(S, c, S->global / c->dp / c->micro), up[z]);  /* the new stage's */
                 continue;
             }
             c->state = 2;
@@ -285,6 +323,12 @@ static void evaluate(search *S, cand *c) {
         } else {
             c->state = 1;
             S->priced++;
+            if (getenv("WEFT_PLAN_DEBUG")) {  /* the step-time lower bound against simulate (e2e_plan_search) */
+                char name[400];
+                layout_name(c, name, sizeof name);
+                fprintf(stderr, "debug: time bound %.9g priced %.9g tokens/s %.0f estimate %.6g: %s\n", c->lb,
+                        step_of(S, c), c->tps, c->est, name);
+            }
         }
         program_free(&p);
         return;
@@ -330,6 +374,29 @@ static int stage_slots(int sched, int pp, int accum, int virt) {
     return stage_slots_of(sched, pp, accum, virt, 0);
 }
 
+/* log2 of tp, the index of the bounds' per-tp tables; -1 when tp is not a
+ * power of 2 (such layouts get no measured bound: 0 is always below) */
+static int tp_index(int tp) {
+    int ti = 0;
+    while ((1 << ti) < tp && ti < 7) ti++;
+    return (1 << ti) == tp ? ti : -1;
+}
+
+/* A small build for the bounds: the plan as load_base's one rank (the
+ * user's --set and the neutral layout, base_sets) with `extra` on top
+ * (NULL-terminated).  0 on success; the caller frees p either way. */
+static int build_small(const search *S, Program *p, const char *const *extra, char *msg, size_t n_msg) {
+    const char *sets[MAX_SETS + 40];
+    int n = 0;
+    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    for (int i = 0; extra[i]; i++) sets[n++] = extra[i];
+    compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
+    wf_error_capture(msg, n_msg);
+    int rc = compile_plan(p, &o);
+    wf_error_capture(NULL, 0);
+    return rc;
+}
+
 /* One activation slot of the first pipeline stage (as the memory model
  * counts it; the stage's region left out), and one activation-gradient set
  * (a stage has at least one, and its count is not the slots'):
@@ -338,26 +405,22 @@ static int stage_slots(int sched, int pp, int accum, int virt) {
  * (pipeline.stages), micro 1,
  * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
 static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer, double *dact) {
-    int ti = 0;
+    int ti = tp_index(tp);
     *fixed = *per_layer = *dact = 0;
-    while ((1 << ti) < tp && ti < 7) ti++;
-    if ((1 << ti) != tp) return;  /* not a power of 2: no bound (0 is always below) */
+    if (ti < 0) return;
     double *slot = S->act_tok[ti][sp][rc];
     if (slot[0] >= 0) {
         *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
         return;
     }
-    char b[9][64], msg[512];
-    const char *sets[MAX_SETS + 40];
-    int n = 0;
-    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    char b[9][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
     snprintf(b[1], 64, "mesh.tp=%d", tp);
     snprintf(b[2], 64, "mesh.sp=%s", sp ? "true" : "false");
     snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
-    for (int i = 0; i < 6; i++) sets[n++] = b[i];
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], NULL };
     double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 };
     for (int k = 0; k < 2; k++) {
         /* pinned: the partition pass's balance may give stage 0 three of 4
@@ -366,12 +429,9 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
         snprintf(b[6], 64, "model.layers=%d", 2 + 2 * k);
         snprintf(b[7], 64, "pipeline.stages.1=%d", 1 + k);
         snprintf(b[8], 64, "pipeline.stages.2=%d", 1 + k);
-        sets[n] = b[6], sets[n + 1] = b[7], sets[n + 2] = b[8];
-        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 3, .backend = S->a.backend };
         Program p;
-        wf_error_capture(msg, sizeof msg);
-        int rc2 = compile_plan(&p, &o);
-        wf_error_capture(NULL, 0);
+        char msg[512];
+        int rc2 = build_small(S, &p, extra, msg, sizeof msg);
         if (rc2 == 0) {
             /* the slot and one gradient set (a share of the sets per slot put
              * interleaved layouts' bound above their plan) */
@@ -397,15 +457,11 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
  * recompute); all 0 (no bound) when a build fails. */
 static const double *vlm_stage0(search *S, int tp, int rc) {
     static const double none[V0_N];
-    int ti = 0;
-    while ((1 << ti) < tp && ti < 7) ti++;
-    if ((1 << ti) != tp) return none;
+    int ti = tp_index(tp);
+    if (ti < 0) return none;
     double *v = S->vlm0[ti][rc];
     if (v[0] >= 0) return v;
-    char b[10][64], msg[512];
-    const char *sets[MAX_SETS + 40];
-    int n = 0;
-    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    char b[9][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
     snprintf(b[1], 64, "mesh.tp=%d", tp);
     snprintf(b[2], 64, "mesh.sp=false");
@@ -413,18 +469,15 @@ static const double *vlm_stage0(search *S, int tp, int rc) {
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
     snprintf(b[6], 64, "pipeline.stages.2=1");
-    for (int i = 0; i < 7; i++) sets[n++] = b[i];
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], NULL };
     double m[2][V0_N];
     memset(m, 0, sizeof m);
     for (int l = 1; l <= 2; l++) {
         snprintf(b[7], 64, "model.llm.layers=%d", l + 1);
         snprintf(b[8], 64, "pipeline.stages.1=%d", l);
-        sets[n] = b[7], sets[n + 1] = b[8];
-        compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n + 2, .backend = S->a.backend };
         Program p;
-        wf_error_capture(msg, sizeof msg);
-        int rc2 = compile_plan(&p, &o);
-        wf_error_capture(NULL, 0);
+        char msg[512];
+        int rc2 = build_small(S, &p, extra, msg, sizeof msg);
         if (rc2 == 0) {
             program_memory pm = program_memory_of(&p, 0);
             double *x = m[l - 1], tokens = (double)p.micro * p.seq;
@@ -491,11 +544,11 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     return per * (w + g + o) + acts;
 }
 
-static void bounds(const search *S, cand *c, int accum);
+static void bounds(search *S, cand *c, int accum, int probe);
 
 /* c, pruned by the memory lower bound, among the five best such by estimate */
 static void keep_mem_pruned(search *S, cand *c, int accum) {
-    bounds(S, c, accum);
+    bounds(S, c, accum, 0);
     int n = S->n_mem_pruned, cap = (int)(sizeof S->mem_pruned / sizeof S->mem_pruned[0]);
     if (n == cap && c->est >= S->mem_pruned[n - 1].est) return;
     int i = n < cap ? n++ : n - 1;
@@ -507,7 +560,72 @@ static void keep_mem_pruned(search *S, cand *c, int accum) {
     S->n_mem_pruned = n;
 }
 
-static void bounds(const search *S, cand *c, int accum) {
+/* Seconds per microbatch of one transformer block and of the ops before
+ * (embedding) and after the blocks (LM head, loss) for c's tp, sp, recompute and micro, as
+ * simulate prices them (simulate_layer_seconds, with --calibration): from a
+ * one-block, one-stage build, cached; -1 when that build fails (a VLM, whose
+ * encoder is no block, is not probed). */
+static int layer_seconds(search *S, cand *c, double t[3]) {
+    if (S->vlm) return -1;
+    for (int i = 0; i < S->n_probes; i++) {
+        const struct probe *q = &S->probes[i];
+        if (q->tp == c->tp && q->sp == c->sp && q->rc == c->rc && q->micro == c->micro) {
+            c->probe = i;
+            t[0] = q->before, t[1] = q->layer, t[2] = q->after;
+            return q->ok ? 0 : -1;
+        }
+    }
+    if (S->n_probes == S->cap_probes) {
+        int cap = S->cap_probes ? 2 * S->cap_probes : 64;
+        struct probe *t = realloc(S->probes, sizeof *t * (size_t)cap);
+        if (!t) return -1;
+        S->probes = t, S->cap_probes = cap;
+    }
+    c->probe = S->n_probes;
+    struct probe *q = &S->probes[S->n_probes++];
+    *q = (struct probe){ c->tp, c->sp, c->rc, c->micro, 0, 0, 0, 0, 0, "" };
+    char b[7][64];
+    snprintf(b[0], 64, "cluster.devices_per_node=%d", c->tp);
+    snprintf(b[1], 64, "mesh.tp=%d", c->tp);
+    snprintf(b[2], 64, "mesh.sp=%s", c->sp ? "true" : "false");
+    snprintf(b[3], 64, "recompute=%s", RC_NAMES[c->rc]);
+    snprintf(b[4], 64, "batch.micro=%d", c->micro);
+    snprintf(b[5], 64, "batch.global=%d", c->micro);
+    snprintf(b[6], 64, "model.layers=1");
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], NULL };
+    Program p;
+    int rc = build_small(S, &p, extra, q->refused, sizeof q->refused);
+    if (rc != 0 && !q->refused[0]) snprintf(q->refused, sizeof q->refused, "?");
+    if (rc == 0) q->refused[0] = 0;
+    if (rc == 0 && simulate_layer_seconds(&p, &search_cal, &q->before, &q->layer, &q->after) == 0) q->ok = 1;
+    program_free(&p);
+    S->probed++;
+    t[0] = q->before, t[1] = q->layer, t[2] = q->after;
+    return q->ok ? 0 : -1;
+}
+
+/* The least possible cost of the costliest of K chunks of whole blocks
+ * (each holds at least one; the first also t[0], the last t[2]; a block
+ * costs t[1]), whatever the split: partition.c's balance or the plan's own
+ * pipeline.stages cannot do better.  The answer is k blocks plus nothing,
+ * t[0] or t[2], for the least k that lets the chunks hold all L blocks. */
+static double least_max_chunk(int L, int K, const double t[3]) {
+    if (K == 1) return L * t[1] + t[0] + t[2];
+    if (!(t[1] > 0)) return fmax(t[0], t[2]);
+    double best = INFINITY;
+    for (int k = 1; k <= L; k++)
+        for (int e = 0; e < 3; e++) {
+            double M = k * t[1] + (e == 0 ? 0 : t[e == 1 ? 0 : 2]);
+            if (M >= best) continue;
+            /* blocks each chunk can take under M (1e-9: k * t[1] / t[1] may round below k) */
+            double cap0 = floor((M - t[0]) / t[1] + 1e-9), capl = floor((M - t[2]) / t[1] + 1e-9);
+            double mid = floor(M / t[1] + 1e-9);
+            if (cap0 >= 1 && capl >= 1 && cap0 + capl + (K - 2) * mid >= L) best = M;
+        }
+    return isfinite(best) ? best * (1 - 1e-9) : 0;  /* (k = L always fits: never 0) */
+}
+
+static void bounds(search *S, cand *c, int accum, int probe) {
     double lb = S->flops_step / (S->world * S->peak * 1e12);
     /* full recompute runs the blocks' forward twice: + a third of their FLOPs */
     double h = S->hidden, L = S->layers;
@@ -524,8 +642,49 @@ static void bounds(const search *S, cand *c, int accum) {
     double shard = (double)S->params / ((double)c->tp * c->pp) * S->el;
     double dp = cost_allreduce_ring(shard, c->dp, c->dp * c->tp > S->dpn ? &inter : &intra);
     double z = c->zero >= 3 ? accum * dp : c->zero == 2 ? 0.5 * accum * dp / 2 : 0;
-    c->est = lb / (eff > 0 ? eff : 1) + tp + 0.25 * dp + z + (c->rc == 1 ? 0.02 * lb : 0) +
-             (c->offload ? 0.5 * lb : 0);
+    double t[3], pipe = lb / (eff > 0 ? eff : 1) + tp + (c->rc == 1 ? 0.02 * lb : 0);
+    if (probe && layer_seconds(S, c, t) != 0) {
+        /* the one-block build was refused (micro * seq * vocab over 32 bits,
+         * a kernel the backend lacks): this one likely is too, so it is
+         * built last, if the cap allows */
+        pipe = INFINITY;
+    } else if (probe) {
+        /* simulate's own per-op prices: every stage runs accum microbatches
+         * of its chunks one at a time, so the span (and the step) is no
+         * shorter than accum times the busiest stage's chunks, which hold at
+         * least the average of every block and the rest, at least the
+         * costliest chunk of the best split (least_max_chunk), and on the
+         * first and last stage one block per chunk beside the embedding or
+         * the head.  2BW's steady
+         * step is a difference of two spans: only the FLOP bound. */
+        double stage = fmax((L * t[1] + t[0] + t[2]) / c->pp, least_max_chunk(S->layers, c->pp * c->virt, t));
+        /* interleaved: stage 0 holds the embedding and the last stage the
+         * head, beside one block in each of their virt chunks */
+        if (c->pp > 1) stage = fmax(stage, c->virt * t[1] + fmax(t[0], t[2]));
+        double busy = accum * stage;
+        if (c->pp == 1 || c->sched != SCHED_2BW) c->lb = lb = fmax(lb, busy);
+        /* gpipe, 1F1B, interleaved: the last stage's first op waits for
+         * microbatch 0's forward through the chunks before it, and its last
+         * (a backward) is followed by that backward through them; with one
+         * chunk a stage those hold everything but the last stage, which holds
+         * the head and a block at least (the more it holds, the longer:
+         * accum >= 1); with more, the first pp - 1 chunks hold a block each
+         * and the first the embedding.  (zb-h1's last ops are weight
+         * gradients, which nothing waits for: not bounded so.) */
+        if (c->pp > 1 && c->sched <= SCHED_INTERLEAVED) {
+            double T = L * t[1] + t[0] + t[2], last = c->virt * t[1] + t[2];
+            double fill = c->virt == 1 ? T - last : (c->pp - 1) * t[1] + t[0];
+            c->lb = lb = fmax(lb, fill + accum * last);
+        }
+        /* the estimate: the schedule's bubble, and each microbatch's sends
+         * between stages in both directions (a 1/tp slice, then all-gathered
+         * inside the tp group) */
+        double send = 4.0 * c->micro * S->seq * h;
+        double p2p = c->pp > 1 ? cost_p2p(send / c->tp, c->dp * c->tp >= S->dpn ? &inter : &intra) +
+                                     cost_allgather_ring(send, c->tp, &intra) : 0;
+        pipe = (busy + 2.0 * accum * c->virt * p2p) * bubble_factor(c->sched, c->pp, accum, c->virt);
+    }
+    c->est = pipe + 0.25 * dp + z + (c->offload ? 0.5 * lb : 0);
 }
 
 /* ---- enumeration -------------------------------------------------------- */
@@ -583,7 +742,7 @@ static void enumerate(search *S) {
                                 int zmax = dp == 1 ? 0 : sc == 4 ? 0 : (sc == 3 && pp > 1) ? 1 : 3;
                                 int placed = 0;
                                 for (int z = 0; z <= zmax + (zmax == 3) && !placed; z++) {
-                                    cand c = { .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,
+                                    cand c = { .probe = -1, .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,
                                                .virt = v, .zero = z > 3 ? 3 : z, .rc = rc, .offload = z > 3,
                                                .bucket_mb = mb };
                                     c.mem_lb = mem_lower_bound(S, &c, accum);
@@ -592,7 +751,7 @@ static void enumerate(search *S) {
                                         keep_mem_pruned(S, &c, accum);
                                         continue;
                                     }
-                                    bounds(S, &c, accum);
+                                    bounds(S, &c, accum, 1);
                                     add(S, &c);
                                     placed = 1;
                                 }
@@ -630,6 +789,16 @@ static int same_layout(const cand *a, const cand *b) {
 /* Builds best-first until the bound, the cap or the list ends. */
 static void search_run(search *S) {
     qsort(S->c, (size_t)S->n, sizeof *S->c, by_est);
+    /* worst first and no step-time pruning, every candidate under the cap
+     * built (e2e_plan_search): the order and the bound decide only what
+     * the cap leaves out, never the answer below it */
+    const char *order = getenv("WEFT_PLAN_ORDER");
+    int exhaustive = order && !strcmp(order, "reverse");
+    if (exhaustive)
+        for (int i = 0, j = S->n - 1; i < j; i++, j--) {
+            cand t = S->c[i];
+            S->c[i] = S->c[j], S->c[j] = t;
+        }
     int k = S->a.top > 0 ? S->a.top : 1;
     double *best = calloc((size_t)k, sizeof *best);  /* the k best step times, ascending */
     for (int i = 0; i < k; i++) best[i] = INFINITY;
@@ -637,7 +806,7 @@ static void search_run(search *S) {
         cand *c = &S->c[i];
         /* cannot enter the top k; the list is in estimate order, not bound
          * order, so later candidates are still looked at */
-        if (!memory_first && c->lb > best[k - 1]) {
+        if (!memory_first && !exhaustive && c->lb > best[k - 1]) {
             S->pruned_bound++;
             continue;
         }
@@ -648,14 +817,32 @@ static void search_run(search *S) {
                 !S->c[j].offload)
                 skip = 1;
         if (skip) { c->state = 4; S->dominated++; continue; }
+        struct probe *q = c->probe >= 0 ? &S->probes[c->probe] : NULL;
+        if (q && q->confirmed) {  /* refused alike: not built again */
+            snprintf(c->why, sizeof c->why, "%s", q->refused);
+            c->state = 3;
+            S->refused_alike++;
+            continue;
+        }
         evaluate(S, c);
+        if (q && q->refused[0] && c->state == 3 && !strcmp(c->why, q->refused)) q->confirmed = 1;
         if (c->state == 1) {
-            double t = c->iter > 0 ? c->iter : INFINITY;
+            double t = step_of(S, c);
             for (int j = 0; j < k; j++)
                 if (t < best[j]) { double s = best[j]; best[j] = t; t = s; }
         }
     }
     free(best);
+}
+
+/* The best priced candidate so far (the table's first row), or NULL. */
+static cand *best_priced(search *S) {
+    cand *best = NULL;
+    for (int i = 0; i < S->n; i++) {
+        cand *c = &S->c[i];
+        if (c->state == 1 && (!best || by_result(&c, &best) < 0)) best = c;
+    }
+    return best;
 }
 
 /* Bucket sizes around the best: the enumeration gives each layout one size
@@ -664,11 +851,7 @@ static void search_run(search *S) {
  * smaller buckets leave less of the reduction exposed after backward but pay
  * a collective's latency each.  Four builds beyond --max-priced. */
 static void refine_buckets(search *S) {
-    cand *best = NULL;
-    for (int i = 0; i < S->n; i++) {
-        cand *c = &S->c[i];
-        if (c->state == 1 && (!best || by_result(&c, &best) < 0)) best = c;
-    }
+    cand *best = best_priced(S);
     if (!best || best->dp <= 1) return;
     static const double factor[] = { 0.25, 0.5, 2, 4 };
     cand base = *best;
@@ -702,11 +885,7 @@ static void refine_buckets(search *S) {
  * on the last stage, the head); pipeline.stages lists every chunk's layers. */
 enum { PART_ROUNDS = 3 };
 static void refine_partition(search *S) {
-    cand *best = NULL;
-    for (int i = 0; i < S->n; i++) {
-        cand *c = &S->c[i];
-        if (c->state == 1 && (!best || by_result(&c, &best) < 0)) best = c;
-    }
+    cand *best = best_priced(S);
     if (!best || best->pp <= 1 || best->n_part != best->pp * best->virt) return;
     cand base = *best;
     for (int round = 0; round < PART_ROUNDS; round++) {
@@ -759,10 +938,15 @@ static void print_counts(const search *S, FILE *out) {
     fprintf(out, "candidates enumerated %ld; pruned: ", S->enumerated);
     for (int r = 0; r < 8; r++)
         if (S->pruned_arith[r]) fprintf(out, "%s %ld; ", RULES[r], S->pruned_arith[r]);
-    fprintf(out, "memory lower bound %ld; step-time lower bound %ld; dominated %ld; over --max-priced %ld\n",
-            S->pruned_mem, S->pruned_bound, S->dominated, S->pruned_cap);
-    fprintf(out, "built %ld through every pass (%ld refused by the passes, %ld do not fit); priced %ld\n",
-            S->built, S->refused, S->nofit, S->priced);
+    fprintf(out, "memory lower bound %ld; higher ZeRO stages ruled out by a build's memory %ld; "
+                 "step-time lower bound %ld; dominated %ld; over --max-priced %ld\n",
+            S->pruned_mem, S->zero_skipped, S->pruned_bound, S->dominated, S->pruned_cap);
+    fprintf(out, "built %ld through every pass (%ld refused by the passes, %ld do not fit); priced %ld; "
+                 "%ld one-block builds for the step-time bound\n",
+            S->built, S->refused, S->nofit, S->priced, S->probed);
+    if (S->refused_alike)
+        fprintf(out, "not built: %ld refused as the one-block build and a full build of the same tp, sp, recompute "
+                     "and micro were, with the same error\n", S->refused_alike);
     if (S->part_tried)
         fprintf(out, "stage partitions: the best pipelined layout priced again with a layer moved across its "
                      "first and last chunk boundaries (%ld of the builds): faster in %ld rounds\n",
@@ -793,8 +977,7 @@ static void print_sets(const search *S, cand **r, int nr, FILE *out) {
         char buf[12 + MAX_PART][64];
         const char *sets[MAX_CAND_SETS];
         int ns = set_list(S, r[i], buf, sets);
-        double t = r[i]->tps > 0 ? (double)S->global * S->seq / r[i]->tps : r[i]->iter;
-        fprintf(out, "sets\t%d\t%.6g\t", i + 1, t);
+        fprintf(out, "sets\t%d\t%.6g\t", i + 1, step_of(S, r[i]));
         for (int k = 0; k < ns; k++) fprintf(out, "%s--set %s", k ? " " : "", sets[k]);
         fputc('\n', out);
     }
@@ -1201,6 +1384,7 @@ int plan_search_main(int argc, char **argv) {
     if (!best) {
         explain_none(&S);
         free(S.c);
+        free(S.probes);
         return EXIT_PLAN;
     }
     rc = EXIT_OK;
@@ -1221,6 +1405,7 @@ int plan_search_main(int argc, char **argv) {
             cand *b = NULL;
             if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0 && b) mfu[s] = b->mfu, ratio[s] = b->ratio;
             free(T.c);
+            free(T.probes);
         }
         printf("scaling (same global batch, the best layout found at each size):\n");
         for (int s = 0; s < 3; s++) {
@@ -1233,5 +1418,6 @@ int plan_search_main(int argc, char **argv) {
         }
     }
     free(S.c);
+    free(S.probes);
     return rc;
 }

@@ -369,22 +369,25 @@ double simulate_op_seconds(const Program *p, int i) {
  * the tensor-parallel collectives of each direction. */
 typedef struct { op_time t; double comm_f, comm_b; } chunk_time;
 
+/* Adds op i (one microbatch, its recompute included) to sum. */
+static void add_op(const Program *p, int i, double peak, double hbm, chunk_time *sum) {
+    op_time t = op_seconds(p, &p->ops[i], peak, hbm);
+    int again = (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) ||
+                memory_selective_op(p, i);  /* attention, the regathered gathers (memory.c) */
+    if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
+        sum->comm_f += t.f, sum->comm_b += t.b;
+        if (again) sum->comm_b += t.f;  /* forward again */
+    } else {
+        sum->t.f += t.f;
+        sum->t.b += t.b + (again ? t.f : 0);
+        sum->t.w += t.w;
+    }
+    sum->t.comm += t.comm;
+}
+
 static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
     chunk_time sum = { { 0, 0, 0, 0 }, 0, 0 };
-    for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) {
-        op_time t = op_seconds(p, &p->ops[i], peak, hbm);
-        int again = (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) ||
-                    memory_selective_op(p, i);  /* attention, the regathered gathers (memory.c) */
-        if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
-            sum.comm_f += t.f, sum.comm_b += t.b;
-            if (again) sum.comm_b += t.f;  /* forward again */
-        } else {
-            sum.t.f += t.f;
-            sum.t.b += t.b + (again ? t.f : 0);
-            sum.t.w += t.w;
-        }
-        sum.t.comm += t.comm;
-    }
+    for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) add_op(p, i, peak, hbm, &sum);
     return sum;
 }
 
@@ -476,7 +479,8 @@ static double oversubscription(const Program *p) {
     return ranks > calib->cores ? (double)ranks / calib->cores : 1;
 }
 
-int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
+/* The calibration (CPU or CUDA) and the links simulate_plan prices with. */
+static void use_calibration(const Program *p, const sim_calibration *cal) {
     calib = cal && cal->loaded && !cal->cuda ? cal : NULL;
     gcal = cal && cal->loaded && cal->cuda ? cal : NULL;
     plan_links(p);
@@ -489,6 +493,33 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         calib_link.gbs = calib->link_gbs;
         calib_link.latency_us = calib->link_latency_us;
     }
+}
+
+int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
+                           double *after) {
+    use_calibration(p, cal);
+    double peak = device_peak(p), hbm = calib ? calib->hbm_gbs : p->device_hbm_gbs > 0 ? p->device_hbm_gbs : 20.0;
+    double gain = thread_gain(p);
+    const double *in = calib ? calib->inplace : (const double[3]){ 1, 1, 1 };
+    /* [0] before the block, [1] the block, [2] after it */
+    chunk_time part[3];
+    memset(part, 0, sizeof part);
+    if (p->n_chunks != 1) return -1;
+    int seen = 0;
+    for (int i = p->chunk_first_op[0]; i < p->chunk_end_op[0]; i++) {
+        if (p->ops[i].layer > 0) return -1;  /* one block expected */
+        if (p->ops[i].layer == 0) seen = 1;
+        add_op(p, i, peak, hbm, &part[p->ops[i].layer == 0 ? 1 : seen ? 2 : 0]);
+    }
+    double s[3];
+    for (int k = 0; k < 3; k++)  /* as stage_times: in place, the rank's threads */
+        s[k] = (part[k].t.f * in[0] + part[k].t.b * in[1]) / gain + part[k].comm_f + part[k].comm_b;
+    *before = s[0], *layer = s[1], *after = s[2];
+    return 0;
+}
+
+int simulate_plan(const Program *p, const sim_calibration *cal, const char *format, FILE *out) {
+    use_calibration(p, cal);
     schedule own = { 0 };
     const schedule *s = p->sched;
     char err[256];

@@ -44,6 +44,14 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
  * on the plan's device with no calibration: the partition pass balances the
  * pipeline chunks by it (one cost model for both). */
 double simulate_op_seconds(const Program *p, int i);
+/* Seconds of one microbatch's forward and backward (recompute and the
+ * tensor-parallel collectives included, as simulate_plan's stages price them
+ * with cal) of a one-block program's block (layer) and of its other ops
+ * before it (the embedding) and after it (final norm, LM head, loss).  weft
+ * plan's step-time bound: a stage of n blocks is busy at least n * layer per
+ * microbatch.  -1: more than one block or chunk. */
+int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
+                           double *after);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's
  * optimizer step, as simulate_plan predicts them (for weft calibrate). */
 int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,
