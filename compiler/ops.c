@@ -100,8 +100,8 @@ static const op_row table[OP__COUNT] = {
         .name = "patch_embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 2, .param_max = 2,
         .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = vision_shard,
         .backends = BOTH, .cost = COST_GEMM, .flops = patch_embed_flops,
-        /* all rows; or this tp rank's under sequence parallelism (CPU only:
-         * backend_cuda.c refuses a VLM with sp) */
+        /* all rows; or this tp rank's under sequence parallelism (both
+         * backends: runtime/cpu/vision.c, runtime/cuda/vision.cu) */
         .k = { { "wf_patch_embed_fwd", "wf_patch_embed_bwd", NULL, NULL },
                { "wf_patch_embed_rows_fwd", "wf_patch_embed_rows_bwd", NULL, NULL } },
         .variant = vision_variant, .emit_fwd = patch_embed_emit_fwd, .emit_bwd = patch_embed_emit_bwd, .label = "A_PATCHES" },

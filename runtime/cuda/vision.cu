@@ -1,6 +1,7 @@
 /* vision.cu: a VLM's vision kernels on the GPU, as runtime/cpu/vision.c and
  * attention.c have them (weft/rt.h): the patch embedding of uint8
- * images, the image / text hand-off, and self-attention whose first `prefix`
+ * images, the image / text hand-off (all rows, or under sequence parallelism
+ * a tp rank's own), and self-attention whose first `prefix`
  * positions see each other both ways.  fp32 activations only (the plan's ops
  * run on the CPU backend so far: no 16-bit storage here).  Backward kernels
  * accumulate, each sum in a fixed order by one thread: no atomics.
@@ -117,6 +118,104 @@ extern "C" void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const
     WF_LAUNCH(image_merge_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dtext, dimage, dout, T, P, C,
                                                                                        n);
     wf_cuda_sync(c, "wf_image_merge_bwd");
+}
+
+/* ---- sequence parallelism: this tp rank's rows [row0, row0 + rows) of the
+ * microbatch's B*T (runtime/cpu/vision.c's *_rows_*), which may start and end
+ * inside a sample; local row n is global row row0 + n, position (row0 + n) % T */
+__global__ static void patch_embed_rows_fwd_kernel(float *out, const uint8_t *image, const float *w, const float *pos,
+                                                   long row0, long rows, int T, int IH, int IW, int CH, int p, int D) {
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    GRID_STRIDE(i, rows * D) {
+        int d = (int)(i % D);
+        long g = row0 + i / D, b = g / T;
+        int t = (int)(g % T);
+        if (t >= P) { out[i] = 0.0f; continue; }
+        const uint8_t *img = image + b * IH * IW * CH;
+        float acc = 0.0f;
+        for (int k = 0; k < K; k++) acc += pixel_at(img, IH, IW, CH, p, t, k) * w[(long)d * K + k];
+        out[i] = acc + pos[(long)t * D + d];
+    }
+}
+
+/* dw[d, k] += this rank's image rows, in order */
+__global__ static void patch_embed_rows_dw_kernel(float *dw, const float *dout, const uint8_t *image, long row0,
+                                                  long rows, int T, int IH, int IW, int CH, int p, int D) {
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    GRID_STRIDE(i, (long)D * K) {
+        int d = (int)(i / K), k = (int)(i % K);
+        float acc = 0.0f;
+        for (long n = 0; n < rows; n++) {
+            long g = row0 + n;
+            int t = (int)(g % T);
+            if (t < P) acc += dout[n * D + d] * pixel_at(image + (g / T) * IH * IW * CH, IH, IW, CH, p, t, k);
+        }
+        dw[i] += acc;
+    }
+}
+
+/* dpos[t, d] += the rows at position t among this rank's, sample by sample */
+__global__ static void patch_embed_rows_dpos_kernel(float *dpos, const float *dout, long row0, long rows, int T,
+                                                    int P, int D) {
+    GRID_STRIDE(i, (long)P * D) {
+        int t = (int)(i / D), d = (int)(i % D);
+        float acc = 0.0f;
+        for (long b = row0 / T; b * T < row0 + rows; b++) {
+            long g = b * T + t;
+            if (g >= row0 && g < row0 + rows) acc += dout[(g - row0) * D + d];
+        }
+        dpos[i] += acc;
+    }
+}
+
+extern "C" void wf_patch_embed_rows_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                                        const float *pos, long row0, long rows, int T, int IH, int IW, int CH, int p,
+                                        int D) {
+    (void)scratch;
+    WF_LAUNCH(patch_embed_rows_fwd_kernel, wf_blocks(rows * D), WF_THREADS, 0, wf_cuda_stream(c))(
+        out, image, w, pos, row0, rows, T, IH, IW, CH, p, D);
+    wf_cuda_sync(c, "wf_patch_embed_rows_fwd");
+}
+
+extern "C" void wf_patch_embed_rows_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                                        const uint8_t *image, long row0, long rows, int T, int IH, int IW, int CH,
+                                        int p, int D) {
+    (void)scratch;
+    int P = (IH / p) * (IW / p), K = CH * p * p;
+    WF_LAUNCH(patch_embed_rows_dw_kernel, wf_blocks((long)D * K), WF_THREADS, 0, wf_cuda_stream(c))(
+        dw, dout, image, row0, rows, T, IH, IW, CH, p, D);
+    WF_LAUNCH(patch_embed_rows_dpos_kernel, wf_blocks((long)P * D), WF_THREADS, 0, wf_cuda_stream(c))(
+        dpos, dout, row0, rows, T, P, D);
+    wf_cuda_sync(c, "wf_patch_embed_rows_bwd");
+}
+
+__global__ static void image_merge_rows_fwd_kernel(float *out, const float *text, const float *image, long row0,
+                                                   int T, int P, int C, long n) {
+    GRID_STRIDE(i, n) out[i] = (row0 + i / C) % T < P ? image[i] : text[i];
+}
+
+__global__ static void image_merge_rows_bwd_kernel(float *dtext, float *dimage, const float *dout, long row0, int T,
+                                                   int P, int C, long n) {
+    GRID_STRIDE(i, n) {
+        if ((row0 + i / C) % T < P) dimage[i] += dout[i];
+        else dtext[i] += dout[i];
+    }
+}
+
+extern "C" void wf_image_merge_rows_fwd(wf_ctx *c, float *out, const float *text, const float *image, long row0,
+                                        long rows, int T, int P, int C) {
+    long n = rows * C;
+    WF_LAUNCH(image_merge_rows_fwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(out, text, image, row0, T,
+                                                                                           P, C, n);
+    wf_cuda_sync(c, "wf_image_merge_rows_fwd");
+}
+
+extern "C" void wf_image_merge_rows_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, long row0,
+                                        long rows, int T, int P, int C) {
+    long n = rows * C;
+    WF_LAUNCH(image_merge_rows_bwd_kernel, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dtext, dimage, dout, row0,
+                                                                                           T, P, C, n);
+    wf_cuda_sync(c, "wf_image_merge_rows_bwd");
 }
 
 /* ---- attention with a bidirectional prefix ---- */

@@ -482,6 +482,37 @@ static void vision_case(const char *tag, int b, int t, int ih, int iw, int ch, i
     snprintf(name, sizeof name, "image_merge_bwd%s", tag);
     put(name, "dtext", dtext, n * d);
     put(name, "dimage", dimage, n * d);
+    /* sequence parallelism's row kernels on three slices of the B*T rows,
+     * cut inside samples (n / 3 + 1 and 2n / 3 + 1): each slice's out,
+     * text, image and their gradients hold its rows only; dw and dpos sum
+     * over the slices */
+    long cut[4] = { 0, n / 3 + 1, 2 * n / 3 + 1, n };
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_patch_embed_rows_fwd(NULL, o + r0 * d, scratch, img, w, pos, r0, nr, t, ih, iw, ch, p, d);
+    }
+    snprintf(name, sizeof name, "patch_embed_rows_fwd%s", tag);
+    put(name, "out", o, n * d);
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_patch_embed_rows_bwd(NULL, dw, dpos, scratch, dout + r0 * d, img, r0, nr, t, ih, iw, ch, p, d);
+    }
+    snprintf(name, sizeof name, "patch_embed_rows_bwd%s", tag);
+    put(name, "dw", dw, (long)d * K);
+    put(name, "dpos", dpos, P * d);
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_image_merge_rows_fwd(NULL, o + r0 * d, text + r0 * d, dout + r0 * d, r0, nr, t, (int)P, d);
+    }
+    snprintf(name, sizeof name, "image_merge_rows_fwd%s", tag);
+    put(name, "out", o, n * d);
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_image_merge_rows_bwd(NULL, dtext + r0 * d, dimage + r0 * d, dout + r0 * d, r0, nr, t, (int)P, d);
+    }
+    snprintf(name, sizeof name, "image_merge_rows_bwd%s", tag);
+    put(name, "dtext", dtext, n * d);
+    put(name, "dimage", dimage, n * d);
     float *qkv = buf(n * 3 * d), *ao = buf(n * d), *dqkv = buf(n * 3 * d), *att = buf(rows * t);
     wf_attention_prefix_fwd(NULL, ao, att, qkv, b, t, d, h, prefix);
     snprintf(name, sizeof name, "attention_prefix_fwd%s", tag);
