@@ -108,6 +108,8 @@ frozen16=(
   "fzl_pp2     fzl_ref 2  1  1  2   4   0    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
   "fzv_z3_dp2  fzv_ref 2  2  1  1   8   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 buckets.mb=0.02"
   "fzl_z3_dp2  fzl_ref 2  2  1  1   8   3    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1 buckets.mb=0.02"
+  "fzv_z3_dp2pp2 fzv_ref 2 2 1  2   4   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 buckets.mb=0.02"
+  "fzl_z3_dp2pp2 fzl_ref 2 2 1  2   4   3    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1 buckets.mb=0.02"
   "fzv_bf16    fzv_bf16 2 1  1  1  16   0    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16"
   "fzv_z3_bf16 fzv_bf16 2 2  1  1   8   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16 buckets.mb=0.02"
   "bf16_ref    bf16_ref 2 1  1  1  16   0    1f1b        1 none      precision=bf16"
