@@ -28,7 +28,7 @@ for layout in "1 rank:1:$GLOBAL" "dp 2:2:$((GLOBAL / 2))"; do
   prog=$WORK/dp$dp
   "$WEFT" compile "$PLAN" -o "$prog" --set data.train="$WORK/vlm.bin" --set train.steps="$STEPS" \
     --set batch.global="$GLOBAL" --set batch.micro="$micro" --set mesh.dp="$dp" \
-    --set cluster.devices_per_node="$dp" "$@" >/dev/null
+    --set cluster.devices_per_node="$dp" "$@" >/dev/null 2>&1
   cmake -S "$prog" -B "$prog/build" >/dev/null && cmake --build "$prog/build" >/dev/null
   "$prog/launch.sh" --metrics "$WORK/dp$dp.jsonl" >"$WORK/dp$dp.log" 2>&1 </dev/null ||
     { tail -n 5 "$WORK/dp$dp.log"; exit 1; }
@@ -37,3 +37,5 @@ for layout in "1 rank:1:$GLOBAL" "dp 2:2:$((GLOBAL / 2))"; do
   awk -v n="$name" -v ms="$ms" -v g="$GLOBAL" -v t=$SEQ -v p=$P 'BEGIN {
     s = ms / 1000; printf "%-34s %9.2f %9.1f %12.0f %14.0f\n", n, ms, g / s, g * t / s, g * (t - p) / s }'
 done
+# on a shared machine the dp 2 row is only as fast as the cores left to it
+echo "($(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
