@@ -46,6 +46,23 @@ int vision_variant(const Program *p, const ir_op *o) {
     return p->tensors[o->out].rows_div > 1;
 }
 
+/* act16 (act16.c) for both rows.  The audit: patch_embed writes one
+ * activation, its output (the image rows' embeddings plus positions, zeros
+ * past them), which emit_ops.c rounds after it in the float-storage form;
+ * its backward reads that output's gradient and writes only parameter
+ * gradients (the image is uint8 input, not an activation).  image_merge
+ * copies each row of its output from one of its two inputs (16-bit values
+ * copied are those values) and its backward adds the output's gradient into
+ * the inputs' gradients, which emit_ops.c rounds after it.  So on the CPU,
+ * whose entry points stage these operands (runtime/cpu/vision.c), 16-bit
+ * storage changes no bit, whole or on a tp rank's rows.  On CUDA the
+ * kernels (runtime/cuda/vision.cu, the prefix attention's too) read and
+ * write floats: there a VLM keeps float storage until they store 16 bits. */
+int vision_act16(const Program *p, const ir_op *o) {
+    (void)o;
+    return backend_of(p)->act16_staged;
+}
+
 /* A VLM's vision encoder and projector: the ops before the image hand-off
  * (image_merge), less the language model's token embedding and position
  * add that precede it.  simulate and inspect price them, --profile times
