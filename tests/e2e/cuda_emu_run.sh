@@ -40,8 +40,10 @@
 #         3e-5 and the norms by 1e-3.
 #   r16   bf16 / fp16 plans whose activations stay in float storage, each
 #         value rounded to the 16-bit type by the call after the kernel that
-#         wrote it, on both backends (a VLM: its patch embedding and image
-#         hand-off have no 16-bit storage, so act16 is off, `.act16 = 0`).
+#         wrote it (a VLM on CUDA: its patch embedding and image hand-off
+#         kernels store floats, so act16 is off, `.act16 = 0`; the CPU's
+#         reference stores 16 bits, bit for bit its float storage, whose
+#         rounding calls rounding_sites counts by their markers).
 #         Unlike act16's typed GEMMs these round each backend's own fp32
 #         result (OpenBLAS's fp32 sums; the emulated cuBLASLt's), whose last
 #         bits differ, and such a difference flips a 16-bit rounding now and
