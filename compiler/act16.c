@@ -35,8 +35,8 @@
  * its logits and dlogits as the whole head does.  So every op of the model
  * graph qualifies; each op's row says so (ops.h, act16), so that an op
  * added later keeps activations in floats until someone audits its rounding.
- * A VLM's patch embedding and image hand-off qualify on the CPU only
- * (ops_vision.c, vision_act16: CUDA's vision kernels store floats). */
+ * A VLM's patch embedding and image hand-off qualify too, but on CUDA not
+ * with frozen parameters (ops_vision.c, vision_act16). */
 #include <stdlib.h>
 #include <string.h>
 
