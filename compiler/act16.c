@@ -34,7 +34,9 @@
  * or gather's input gradient is its old value plus the sum, rounded once.  The vocabulary-parallel LM head rounds
  * its logits and dlogits as the whole head does.  So every op of the model
  * graph qualifies; each op's row says so (ops.h, act16), so that an op
- * added later keeps activations in floats until someone audits its rounding. */
+ * added later keeps activations in floats until someone audits its rounding.
+ * A VLM's patch embedding and image hand-off qualify too, but on CUDA not
+ * with frozen parameters (ops_vision.c, vision_act16). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,8 +6,8 @@
  * on the device, fp32 master weights); anything else is refused here, by
  * name, rather than failing later when the generated program links.  Which
  * ops runtime/cuda has kernels (or host collectives) for is each op's row
- * (ops.h, backends); a VLM's vision ops only in their all-rows form (no
- * sequence parallelism). */
+ * (ops.h, backends); a VLM's vision ops in both forms (all rows, and a tp
+ * rank's own under sequence parallelism: runtime/cuda/vision.cu). */
 #include <string.h>
 
 #include "ops.h"
@@ -33,12 +33,6 @@ int cuda_backend_check(const Program *p) {
                      p->plan_path, i, op_name(p->ops[i].kind));
             return -1;
         }
-        /* under sequence parallelism a VLM's vision ops run their rows
-         * variants (ops_vision.c), which runtime/cuda/vision.cu lacks */
-        if (p->sp && (p->ops[i].kind == OP_PATCH_EMBED || p->ops[i].kind == OP_IMAGE_MERGE))
-            return wf_op_error(p, i, "plan.mesh.sp: sequence parallelism with weft.vlm is not available with "
-                               "--backend cuda yet (vision.cu has no per-rank-rows kernels; valid: sp = false, "
-                               "or compile with --backend cpu)");
     }
     return 0;
 }

@@ -99,15 +99,15 @@ static const op_row table[OP__COUNT] = {
     [OP_PATCH_EMBED] = {
         .name = "patch_embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 2, .param_max = 2,
         .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = vision_shard,
-        .backends = BOTH, .cost = COST_GEMM, .flops = patch_embed_flops,
-        /* all rows; or this tp rank's under sequence parallelism (CPU only:
-         * backend_cuda.c refuses a VLM with sp) */
+        .act16 = vision_act16, .backends = BOTH, .cost = COST_GEMM, .flops = patch_embed_flops,
+        /* all rows; or this tp rank's under sequence parallelism (both
+         * backends: runtime/cpu/vision.c, runtime/cuda/vision.cu) */
         .k = { { "wf_patch_embed_fwd", "wf_patch_embed_bwd", NULL, NULL },
                { "wf_patch_embed_rows_fwd", "wf_patch_embed_rows_bwd", NULL, NULL } },
         .variant = vision_variant, .emit_fwd = patch_embed_emit_fwd, .emit_bwd = patch_embed_emit_bwd, .label = "A_PATCHES" },
     [OP_IMAGE_MERGE] = {
         .name = "image_merge", .graph = 1, .in_min = 2, .in_max = 2, .param_min = 0, .param_max = 0,
-        .check = image_merge_check, .shard = vision_shard, .backends = BOTH, .cost = COST_ADD,
+        .check = image_merge_check, .shard = vision_shard, .act16 = vision_act16, .backends = BOTH, .cost = COST_ADD,
         .k = { { "wf_image_merge_fwd", "wf_image_merge_bwd", NULL, NULL },
                { "wf_image_merge_rows_fwd", "wf_image_merge_rows_bwd", NULL, NULL } },
         .variant = vision_variant, .emit_fwd = image_merge_emit_fwd, .emit_bwd = image_merge_emit_bwd, .label = "A_IMAGE_MERGE" },

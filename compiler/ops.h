@@ -216,6 +216,7 @@ const char *patch_embed_check(const Program *p, int i);
 long patch_embed_scratch(const Program *p, const ir_op *o);
 int vision_shard(shard_ctx *r, const ir_op *o);
 int vision_variant(const Program *p, const ir_op *o);
+int vision_act16(const Program *p, const ir_op *o);  /* act16: not on CUDA with frozen parameters */
 double patch_embed_flops(const Program *p, const ir_op *o);
 int op_in_encoder(const Program *p, int i);  /* a VLM's vision encoder or projector op */
 void patch_embed_emit_fwd(writer *w, const Program *p, int i, const operands *x, const op_kernels *k);

@@ -46,6 +46,29 @@ int vision_variant(const Program *p, const ir_op *o) {
     return p->tensors[o->out].rows_div > 1;
 }
 
+/* act16 (act16.c) for both rows.  The audit: patch_embed writes one
+ * activation, its output (the image rows' embeddings plus positions, zeros
+ * past them), which emit_ops.c rounds after it in the float-storage form;
+ * its backward reads that output's gradient and writes only parameter
+ * gradients (the image is uint8 input, not an activation).  image_merge
+ * copies each row of its output from one of its two inputs (16-bit values
+ * copied are those values) and its backward adds the output's gradient into
+ * the inputs' gradients, which emit_ops.c rounds after it.  The CPU's entry
+ * points stage these operands (runtime/cpu/vision.c), so 16-bit storage
+ * changes no bit there, whole or on a tp rank's rows; CUDA's kernels
+ * (runtime/cuda/vision.cu, the encoder's prefix attention too) load and
+ * store them in c's storage, each stored value computed in floats and
+ * rounded once.  On CUDA a plan with frozen parameters (weft.vlm's freeze)
+ * keeps float storage: act16's GEMMs read 16-bit copies of their weights,
+ * which would round the frozen fp32 weights the CPU reads as they are. */
+int vision_act16(const Program *p, const ir_op *o) {
+    (void)o;
+    if (backend_of(p)->act16_staged) return 1;
+    for (int k = 0; k < p->n_params; k++)
+        if (p->params[k].frozen) return 0;
+    return 1;
+}
+
 /* A VLM's vision encoder and projector: the ops before the image hand-off
  * (image_merge), less the language model's token embedding and position
  * add that precede it.  simulate and inspect price them, --profile times

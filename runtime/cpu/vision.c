@@ -9,12 +9,18 @@
  * runtime/common/data_vlm.h).  The encoder's rows past P carry zeros in and
  * are dropped at the hand-off, so they get no gradient.
  *
- * Every backward kernel accumulates (+=) into its gradient outputs. */
+ * Every backward kernel accumulates (+=) into its gradient outputs.
+ *
+ * Under act16 (stage16.h) each entry point stages its activation operands:
+ * the patch embedding's output and its gradient, the hand-off's two inputs,
+ * output and their gradients.  The image (uint8), the parameters and their
+ * gradients, and the scratch are not activations and are passed as they are. */
 #include "weft/rt.h"
 
 #include <string.h>
 
 #include "blas.h"
+#include "stage16.h"
 
 /* SigLIP's normalisation, x = (v / 255 - 0.5) / 0.5 (data_vlm.h). */
 static float pixel(uint8_t v) { return (float)v * (1.0f / 127.5f) - 1.0f; }
@@ -46,7 +52,13 @@ long wf_patch_embed_scratch(int IH, int IW, int CH, int p)
 void wf_patch_embed_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
                         const float *pos, int B, int T, int IH, int IW, int CH, int p, int D)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        out = wf_stage16_out(&s, out, (long)B * T * D);
+        wf_patch_embed_fwd(c, out, scratch, image, w, pos, B, T, IH, IW, CH, p, D);
+        wf_stage16_end(&s);
+        return;
+    }
     int P = (IH / p) * (IW / p), K = CH * p * p;
     for (int b = 0; b < B; b++) {
         float *o = out + (long)b * T * D;
@@ -62,7 +74,13 @@ void wf_patch_embed_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *im
 void wf_patch_embed_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
                         const uint8_t *image, int B, int T, int IH, int IW, int CH, int p, int D)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, (long)B * T * D);
+        wf_patch_embed_bwd(c, dw, dpos, scratch, dout, image, B, T, IH, IW, CH, p, D);
+        wf_stage16_end(&s);
+        return;
+    }
     int P = (IH / p) * (IW / p), K = CH * p * p;
     for (int b = 0; b < B; b++) {
         const float *g = dout + (long)b * T * D;
@@ -78,7 +96,16 @@ void wf_patch_embed_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const
 void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *image, int B, int T,
                         int P, int C)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        long n = (long)B * T * C;
+        text = wf_stage16_in(&s, text, n);
+        image = wf_stage16_in(&s, image, n);
+        out = wf_stage16_out(&s, out, n);
+        wf_image_merge_fwd(c, out, text, image, B, T, P, C);
+        wf_stage16_end(&s);
+        return;
+    }
     for (int b = 0; b < B; b++) {
         long at = (long)b * T * C, n_img = (long)P * C;
         memcpy(out + at, image + at, sizeof(float) * (size_t)n_img);
@@ -89,7 +116,16 @@ void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *i
 void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
                         int C)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        long n = (long)B * T * C;
+        dout = wf_stage16_in(&s, dout, n);
+        dtext = wf_stage16_acc(&s, dtext, n);
+        dimage = wf_stage16_acc(&s, dimage, n);
+        wf_image_merge_bwd(c, dtext, dimage, dout, B, T, P, C);
+        wf_stage16_end(&s);
+        return;
+    }
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             long at = ((long)b * T + t) * C;
@@ -115,7 +151,13 @@ void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dou
 void wf_patch_embed_rows_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
                              const float *pos, long row0, long rows, int T, int IH, int IW, int CH, int p, int D)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        out = wf_stage16_out(&s, out, rows * D);
+        wf_patch_embed_rows_fwd(c, out, scratch, image, w, pos, row0, rows, T, IH, IW, CH, p, D);
+        wf_stage16_end(&s);
+        return;
+    }
     int P = (IH / p) * (IW / p), K = CH * p * p;
     FOR_SAMPLE_SPANS(row0, rows, T, {
         float *o = out + n * D;
@@ -135,7 +177,13 @@ void wf_patch_embed_rows_fwd(wf_ctx *c, float *out, float *scratch, const uint8_
 void wf_patch_embed_rows_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
                              const uint8_t *image, long row0, long rows, int T, int IH, int IW, int CH, int p, int D)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, rows * D);
+        wf_patch_embed_rows_bwd(c, dw, dpos, scratch, dout, image, row0, rows, T, IH, IW, CH, p, D);
+        wf_stage16_end(&s);
+        return;
+    }
     int P = (IH / p) * (IW / p), K = CH * p * p;
     FOR_SAMPLE_SPANS(row0, rows, T, {
         const float *g = dout + n * D;
@@ -152,7 +200,15 @@ void wf_patch_embed_rows_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, 
 void wf_image_merge_rows_fwd(wf_ctx *c, float *out, const float *text, const float *image, long row0, long rows,
                              int T, int P, int C)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        text = wf_stage16_in(&s, text, rows * C);
+        image = wf_stage16_in(&s, image, rows * C);
+        out = wf_stage16_out(&s, out, rows * C);
+        wf_image_merge_rows_fwd(c, out, text, image, row0, rows, T, P, C);
+        wf_stage16_end(&s);
+        return;
+    }
     for (long i = 0; i < rows; i++) {
         const float *src = (row0 + i) % T < P ? image : text;
         memcpy(out + i * C, src + i * C, sizeof(float) * (size_t)C);
@@ -162,7 +218,15 @@ void wf_image_merge_rows_fwd(wf_ctx *c, float *out, const float *text, const flo
 void wf_image_merge_rows_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, long row0, long rows,
                              int T, int P, int C)
 {
-    (void)c;
+    wf_stage16 s;
+    if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
+        dout = wf_stage16_in(&s, dout, rows * C);
+        dtext = wf_stage16_acc(&s, dtext, rows * C);
+        dimage = wf_stage16_acc(&s, dimage, rows * C);
+        wf_image_merge_rows_bwd(c, dtext, dimage, dout, row0, rows, T, P, C);
+        wf_stage16_end(&s);
+        return;
+    }
     for (long i = 0; i < rows; i++) {
         float *d = ((row0 + i) % T < P ? dimage : dtext) + i * C;
         for (int j = 0; j < C; j++) d[j] += dout[i * C + j];

@@ -10,12 +10,16 @@
 # (weights, fp32 masters, AdamW moments), with no tolerance.  Layouts: GPT-2
 # (tiny), LLaMA (llama_tiny: RMSNorm, RoPE, GQA, SwiGLU), and tp 2 x pp 2
 # (tensor-parallel collectives, vocabulary-parallel loss, pipeline messages;
-# with sequence parallelism, and with fp32 tensor-parallel sums).  Also:
+# with sequence parallelism, and with fp32 tensor-parallel sums), and
+# weft.vlm (plans/vlm_*.lua on vlm-synth records: the patch embedding, the
+# encoder's prefix attention and the image hand-off; single-rank in bf16, and
+# tp 2 with sequence parallelism in fp16, their kernels on each rank's rows).  Also:
 # `weft check` halves the activation gradients and about halves the
 # activations (their saved statistics and the LM head's dlogits stay float),
 # and the run allocates exactly what the compiler planned.
 source "$(dirname "$0")/lib.sh"
 DATA=$(make_data)
+"$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 64 --seed 5 >/dev/null
 
 # bytes NAME FILE: a row of `weft check`'s memory table in bytes (stage 0)
 bytes() {
@@ -51,12 +55,16 @@ layouts=(
   "llama-bf16 llama_tiny bf16 ${one[*]}"
   "tp2pp2-bf16-sp tiny bf16 ${tp2pp2[*]} --set mesh.sp=true"
   "tp2pp2-fp16-tpfp32 tiny fp16 ${tp2pp2[*]} --set tp_comm=fp32"
+  "vlm-bf16 vlm_llama bf16 ${one[*]}"
+  "vlm-tp2-sp-fp16 vlm_tiny fp16 --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true --set batch.micro=2 --set batch.global=4"
 )
 for row in "${layouts[@]}"; do
   read -r name plan pr sets <<<"$row"
   case " ${ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac  # ONLY="tiny-bf16 ...": those rows
   # shellcheck disable=SC2206
-  args=(plans/$plan.lua --set precision=$pr --set data.train="$DATA" --set train.steps=$STEPS $sets)
+  data=$DATA
+  case $plan in vlm_*) data=$WORK/vlm.bin ;; esac
+  args=(plans/$plan.lua --set precision=$pr --set data.train="$data" --set train.steps=$STEPS $sets)
   WEFT_ACT16=0 build_plan "$name-f32" "${args[@]}"
   build_plan "$name-16" "${args[@]}"
   check "$name: 16-bit storage (act16 = 1, float staging planned, no rounding call on activations or their gradients); WEFT_ACT16=0 floats" \

@@ -246,6 +246,19 @@ if command -v g++ >/dev/null 2>&1; then
        g++ -std=c++17 -fsyntax-only -x c++ -Iruntime/include \"\$f\" || exit 1; done"
 fi
 
+# weft.vlm: the patch embedding, the image hand-off and the encoder's prefix
+# attention store 16 bits on both backends (compiler/ops_vision.c,
+# vision_act16), but on CUDA a plan with frozen parameters keeps float
+# storage (act16's GEMMs would read its frozen fp32 weights rounded)
+"$WEFT" compile plans/vlm_llama.lua -o "$WORK/vlm-cpu16" --set precision=bf16 2>/dev/null
+"$WEFT" compile plans/vlm_llama.lua -o "$WORK/vlm-cuda" --backend cuda --set precision=bf16 2>/dev/null
+"$WEFT" compile plans/vlm_llama.lua -o "$WORK/vlm-cuda-fzv" --backend cuda --set precision=bf16 \
+  --set model.freeze.vision=true 2>/dev/null
+check "vlm_llama bf16: act16 = 1 on the CPU and CUDA (no rounding call on activations); frozen vision on CUDA: float storage" \
+  bash -c "grep -q '\.act16 = 1,' '$WORK/vlm-cpu16/stage0.c' && ! grep -q 'wf_to_bf16(c, [ad] + ' '$WORK/vlm-cpu16/stage0.c' &&
+           grep -q 'P\.act16 = 1;' '$WORK/vlm-cuda/stage0.cu' && ! grep -q 'wf_to_bf16(c, [ad] + ' '$WORK/vlm-cuda/stage0.cu' &&
+           grep -q 'P\.act16 = 0;' '$WORK/vlm-cuda-fzv/stage0.cu' && grep -q 'wf_to_bf16(c, a + ' '$WORK/vlm-cuda-fzv/stage0.cu'"
+
 # simulate: the pipeline messages of gpt2_124m (the benchmark plan) split in
 # two stages take half the time in bf16 with 16-bit storage (CUDA, and the
 # CPU by default) as with the CPU's float storage (WEFT_ACT16=0), whose bf16

@@ -12,7 +12,9 @@
 # single-rank final weights.  `vlm_equivalence.sh frozen16` runs the other
 # table: weft.vlm's freeze (vision: dp 2 ZeRO-1, tp 2 with sp, pp 2; llm:
 # dp 2 ZeRO-2, tp 2, pp 2; both: dp 2 ZeRO-3, whose frozen parameters stay
-# whole outside its shards, vision also under bf16) against the single-rank
+# whole outside its shards, vision also under bf16, and dp 2 x pp 2 ZeRO-3:
+# freeze vision leaves stage 0 its projector and embeddings to shard, freeze
+# llm leaves stage 1 no trainable parameter at all) against the single-rank
 # frozen run, the frozen weights bit-identical to their initial values (also
 # under bf16, against the fp32 initial weights), a resume after step 5
 # bit-identical (the single-rank runs and ZeRO-3's); and bf16
@@ -108,6 +110,8 @@ frozen16=(
   "fzl_pp2     fzl_ref 2  1  1  2   4   0    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1"
   "fzv_z3_dp2  fzv_ref 2  2  1  1   8   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 buckets.mb=0.02"
   "fzl_z3_dp2  fzl_ref 2  2  1  1   8   3    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1 buckets.mb=0.02"
+  "fzv_z3_dp2pp2 fzv_ref 2 2 1  2   4   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 buckets.mb=0.02"
+  "fzl_z3_dp2pp2 fzl_ref 2 2 1  2   4   3    1f1b        1 none      model.freeze.llm=true optimizer.weight_decay=0.1 buckets.mb=0.02"
   "fzv_bf16    fzv_bf16 2 1  1  1  16   0    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16"
   "fzv_z3_bf16 fzv_bf16 2 2  1  1   8   3    1f1b        1 none      model.freeze.vision=true optimizer.weight_decay=0.1 precision=bf16 buckets.mb=0.02"
   "bf16_ref    bf16_ref 2 1  1  1  16   0    1f1b        1 none      precision=bf16"
@@ -206,8 +210,8 @@ if [ "$GROUP" = frozen16 ]; then
   # (the frozen parameters have no optimizer state to restore)
   strip() { sed 's/, "ms".*//' "$1"; }
   # (ZeRO-3's rows too: the frozen parameters, outside its shards, saved
-  # and loaded whole)
-  for ref in fzv_ref fzl_ref fzv_bf16 fzv_z3_dp2 fzl_z3_dp2; do
+  # and loaded whole; at pp 2 with freeze llm, a stage with no shard at all)
+  for ref in fzv_ref fzl_ref fzv_bf16 fzv_z3_dp2 fzl_z3_dp2 fzl_z3_dp2pp2; do
     [ -f "$WORK/$ref.jsonl" ] || continue
     run_plan $ref --steps 5 --save "$WORK/$ref.half" >/dev/null
     run_plan $ref --resume "$WORK/$ref.half" --metrics "$WORK/$ref.resumed.jsonl" --save "$WORK/$ref.resumed" >/dev/null

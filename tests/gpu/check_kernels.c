@@ -482,6 +482,37 @@ static void vision_case(const char *tag, int b, int t, int ih, int iw, int ch, i
     snprintf(name, sizeof name, "image_merge_bwd%s", tag);
     put(name, "dtext", dtext, n * d);
     put(name, "dimage", dimage, n * d);
+    /* sequence parallelism's row kernels on three slices of the B*T rows,
+     * cut inside samples (n / 3 + 1 and 2n / 3 + 1): each slice's out,
+     * text, image and their gradients hold its rows only; dw and dpos sum
+     * over the slices */
+    long cut[4] = { 0, n / 3 + 1, 2 * n / 3 + 1, n };
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_patch_embed_rows_fwd(NULL, o + r0 * d, scratch, img, w, pos, r0, nr, t, ih, iw, ch, p, d);
+    }
+    snprintf(name, sizeof name, "patch_embed_rows_fwd%s", tag);
+    put(name, "out", o, n * d);
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_patch_embed_rows_bwd(NULL, dw, dpos, scratch, dout + r0 * d, img, r0, nr, t, ih, iw, ch, p, d);
+    }
+    snprintf(name, sizeof name, "patch_embed_rows_bwd%s", tag);
+    put(name, "dw", dw, (long)d * K);
+    put(name, "dpos", dpos, P * d);
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_image_merge_rows_fwd(NULL, o + r0 * d, text + r0 * d, dout + r0 * d, r0, nr, t, (int)P, d);
+    }
+    snprintf(name, sizeof name, "image_merge_rows_fwd%s", tag);
+    put(name, "out", o, n * d);
+    for (int s = 0; s < 3; s++) {
+        long r0 = cut[s], nr = cut[s + 1] - r0;
+        wf_image_merge_rows_bwd(NULL, dtext + r0 * d, dimage + r0 * d, dout + r0 * d, r0, nr, t, (int)P, d);
+    }
+    snprintf(name, sizeof name, "image_merge_rows_bwd%s", tag);
+    put(name, "dtext", dtext, n * d);
+    put(name, "dimage", dimage, n * d);
     float *qkv = buf(n * 3 * d), *ao = buf(n * d), *dqkv = buf(n * 3 * d), *att = buf(rows * t);
     wf_attention_prefix_fwd(NULL, ao, att, qkv, b, t, d, h, prefix);
     snprintf(name, sizeof name, "attention_prefix_fwd%s", tag);
@@ -653,6 +684,83 @@ static float *gemm16_param(int precision, long n) {
     float *x = buf(n);
     for (long i = 0; i < n; i++) x[i] = act16_round(precision, x[i]);
     return x;
+}
+
+/* A VLM's kernels under act16 (runtime/cuda/vision.cu's 16-bit storage
+ * against the CPU's floats rounded as its staging rounds them): the patch
+ * embedding and the hand-off whole and on two slices of the rows, and the
+ * prefix attention with head size 40 (two of the CUDA kernels' 32-value
+ * chunks).  Parameters are rounded values, as a bf16 / fp16 plan's; the
+ * gradients start from random 16-bit values (the += contract).  A patch
+ * embedding's and the attention's 16-bit outputs are sums the backends add
+ * in other orders, so they may round to the neighbouring value: "[16-bit]";
+ * the hand-off copies and adds one value to another (both exact up to the
+ * one rounding): 1e-5; dw and dpos are float sums of 16-bit values: 1e-5. */
+static void vision_act16_case(int pr) {
+    const char *tag = pr == WF_BF16 ? "bf16" : "fp16";
+    wf_ctx *c = act16_ctx(pr);
+    int b = 2, t = 24, ih = 32, iw = 32, ch = 3, p = 8, d = 80, h = 2, prefix = 16;
+    long n = (long)b * t, P = (long)(ih / p) * (iw / p), K = (long)ch * p * p, rows = (long)b * h * t;
+    uint8_t *img = wf_backend_alloc(NULL, (size_t)b * ih * iw * ch);
+    if (!img) exit(2);
+    for (long i = 0; i < (long)b * ih * iw * ch; i++) img[i] = (uint8_t)((uniform() + 1.0f) * 127.9f);
+    float *w = gemm16_param(pr, (long)d * K), *pos = gemm16_param(pr, P * d);
+    float *dw = buf((long)d * K), *dpos = buf(P * d), *scratch = buf(K * P > rows ? K * P : rows);
+    float *o = act16_buf(pr, n * d, 1.0f), *dout = act16_buf(pr, n * d, 1.0f), *text = act16_buf(pr, n * d, 1.0f);
+    float *dtext = act16_buf(pr, n * d, 1.0f), *dimage = act16_buf(pr, n * d, 1.0f);
+    char k[64];
+    snprintf(k, sizeof k, "patch_embed_fwd %s act16", tag);
+    wf_patch_embed_fwd(c, o, scratch, img, w, pos, b, t, ih, iw, ch, p, d);
+    put16(k, "out [16-bit]", pr, o, n * d);
+    snprintf(k, sizeof k, "patch_embed_bwd %s act16", tag);
+    wf_patch_embed_bwd(c, dw, dpos, scratch, dout, img, b, t, ih, iw, ch, p, d);
+    put(k, "dw", dw, (long)d * K);
+    put(k, "dpos", dpos, P * d);
+    snprintf(k, sizeof k, "image_merge_fwd %s act16", tag);
+    wf_image_merge_fwd(c, o, text, dout, b, t, (int)P, d);
+    put16(k, "out", pr, o, n * d);
+    snprintf(k, sizeof k, "image_merge_bwd %s act16", tag);
+    wf_image_merge_bwd(c, dtext, dimage, dout, b, t, (int)P, d);
+    put16(k, "dtext", pr, dtext, n * d);
+    put16(k, "dimage", pr, dimage, n * d);
+    /* the rows kernels on two slices cut inside a sample (row 13) */
+    long cut[3] = { 0, 13, n };
+    float *ro = act16_buf(pr, n * d, 1.0f), *rdt = act16_buf(pr, n * d, 1.0f), *rdi = act16_buf(pr, n * d, 1.0f);
+    for (int sl = 0; sl < 2; sl++) {
+        long r0 = cut[sl], nr = cut[sl + 1] - r0;
+        wf_patch_embed_rows_fwd(c, act16_at(ro, r0 * d), scratch, img, w, pos, r0, nr, t, ih, iw, ch, p, d);
+        wf_patch_embed_rows_bwd(c, dw, dpos, scratch, act16_at(dout, r0 * d), img, r0, nr, t, ih, iw, ch, p, d);
+    }
+    snprintf(k, sizeof k, "patch_embed_rows_fwd %s act16", tag);
+    put16(k, "out [16-bit]", pr, ro, n * d);
+    snprintf(k, sizeof k, "patch_embed_rows_bwd %s act16", tag);
+    put(k, "dw", dw, (long)d * K);
+    put(k, "dpos", dpos, P * d);
+    for (int sl = 0; sl < 2; sl++) {
+        long r0 = cut[sl], nr = cut[sl + 1] - r0;
+        wf_image_merge_rows_fwd(c, act16_at(ro, r0 * d), act16_at(text, r0 * d), act16_at(dout, r0 * d), r0, nr, t,
+                                (int)P, d);
+        wf_image_merge_rows_bwd(c, act16_at(rdt, r0 * d), act16_at(rdi, r0 * d), act16_at(dout, r0 * d), r0, nr, t,
+                                (int)P, d);
+    }
+    snprintf(k, sizeof k, "image_merge_rows %s act16", tag);
+    put16(k, "out", pr, ro, n * d);
+    put16(k, "dtext", pr, rdt, n * d);
+    put16(k, "dimage", pr, rdi, n * d);
+    float *qkv = act16_buf(pr, n * 3 * d, 1.0f), *dqkv = act16_buf(pr, n * 3 * d, 1.0f), *att = buf(rows * t);
+    snprintf(k, sizeof k, "attention_prefix_fwd %s act16", tag);
+    wf_attention_prefix_fwd(c, o, att, qkv, b, t, d, h, prefix);
+    put16(k, "out [16-bit]", pr, o, n * d);
+    /* the backward reads the forward's out as each backend stored it: give
+     * both the same (the CPU's rounded floats packed) */
+    float *oh = malloc(sizeof(float) * (size_t)(n * d));
+    if (!oh) exit(2);
+    act16_out(pr, oh, o, n * d);
+    float *o16 = act16_in(pr, oh, n * d);
+    snprintf(k, sizeof k, "attention_prefix_bwd %s act16", tag);
+    wf_attention_prefix_bwd(c, dqkv, scratch, dout, qkv, o16, att, b, t, d, h, prefix);
+    put16(k, "dqkv [16-bit]", pr, dqkv, n * 3 * d);
+    free(oh);
 }
 
 /* The linear layers and the LM head under act16: inputs and 16-bit
@@ -1609,6 +1717,8 @@ int main(int argc, char **argv) {
         vision_case(" 32x32 p8 prefix=16", 2, 24, 32, 32, 3, 8, 40, 4, 16);
         vision_case(" 12x20 p4 prefix=T", 3, 15, 12, 20, 1, 4, 18, 3, 15);
         vision_case(" 8x8 p4 prefix=0", 1, 9, 8, 8, 3, 4, 12, 2, 0);
+        vision_act16_case(WF_BF16);
+        vision_act16_case(WF_FP16);
         run_gemm_act16();
         run_optimizer();
         run_act16_kernels();
