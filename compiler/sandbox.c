@@ -40,6 +40,8 @@ static const long long INSTRUCTION_BUDGET = 400LL * 1000 * 1000;
 /* CPU time, not wall time: a loaded machine must not fail a good plan */
 double wf_sandbox_cpu_limit_s = 2.0;
 size_t wf_sandbox_pattern_cap = 0;
+size_t wf_sandbox_rep_cap = 0;
+void (*wf_sandbox_watchdog_end)(void) = NULL;
 /* The watchdog fires this much later than the hook's own check: Lua code is
  * stopped by the hook, the watchdog only ever catches a C function. */
 static const double WATCHDOG_GRACE_S = 1.0;
@@ -144,12 +146,14 @@ static void watchdog_fired(int sig) {
     at = put_text(msg, at, sizeof msg, " s of CPU time inside ");
     const char *in = sb->in_library;
     at = put_text(msg, at, sizeof msg, in ? in : "a library function");
+    int pattern = in && in[0] == 's' && strcmp(in, "string.rep") != 0;
     at = put_text(msg, at, sizeof msg,
-                  in && in[0] == 's' ? " (look for a string pattern that backtracks, e.g. \".-.-.-x\" "
-                                       "or a back-reference, over a long subject)\n"
-                                     : " (look for a library call over a huge table or range)\n");
+                  pattern ? " (look for a string pattern that backtracks, e.g. \".-.-.-x\" "
+                            "or a back-reference, over a long subject)\n"
+                          : " (look for a library call over a huge table, range or string)\n");
     ssize_t ignored = write(2, msg, at);
     (void)ignored;
+    if (wf_sandbox_watchdog_end) wf_sandbox_watchdog_end();
     _exit(1);
 }
 
@@ -223,6 +227,18 @@ static int guarded_call(lua_State *L) {
         /* a non-empty result is bounded by the memory cap; "" repeated is not */
         lua_Integer times = lua_tointeger(L, 2);
         if (times > 0) charge(L, sb, (lua_Unsigned)times, 1, kind);
+    }
+    if (wf_sandbox_rep_cap && kind == G_REP && n >= 2 && lua_isinteger(L, 2) && lua_tointeger(L, 2) > 0) {
+        /* the fuzzer's bound: under AddressSanitizer each repetition's memcpy
+         * is intercepted, and 128 MiB of "x" took 1.5 s of CPU time in the C
+         * function, past the watchdog */
+        lua_Integer times = lua_tointeger(L, 2);
+        size_t s_len = 0, sep_len = 0;  /* numbers as strings, as string.rep converts them */
+        if (lua_isstring(L, 1)) lua_tolstring(L, 1, &s_len);
+        if (n >= 3 && lua_isstring(L, 3)) lua_tolstring(L, 3, &sep_len);
+        size_t unit = s_len + sep_len;
+        if (unit && (lua_Unsigned)times > wf_sandbox_rep_cap / unit)
+            return luaL_error(L, "%s: result refused under the fuzzer's bound", guard_names[kind]);
     }
     if (wf_sandbox_pattern_cap && kind >= G_FIND && kind <= G_GSUB && lua_type(L, 1) == LUA_TSTRING &&
         lua_type(L, 2) == LUA_TSTRING) {

@@ -31,6 +31,12 @@ extern double wf_sandbox_cpu_limit_s;
  * most two repetitions in its pattern: bounded without the watchdog, which
  * ends the process. */
 extern size_t wf_sandbox_pattern_cap;
+/* 0, or (the fuzzer) the longest result string.rep makes, in bytes. */
+extern size_t wf_sandbox_rep_cap;
+/* NULL, or (the fuzzer: abort, so that libFuzzer reports the input and keeps
+ * it) what the watchdog calls after printing its message, instead of ending
+ * the process with exit status 1. */
+extern void (*wf_sandbox_watchdog_end)(void);
 /* Pushes the mesh module for the prelude (mesh_lua.c): its axes, default
  * order and mesh.order parser. */
 void mesh_push_lua(lua_State *L);

@@ -7,6 +7,8 @@
  * runs in the test cuda_emu_gemm, over emu_cublaslt.cc's fake cuBLASLt. */
 #include <stdint.h>
 
+#include <vector>
+
 #include "cuda_rt.h"
 #include "gelu_value.h"
 #include "precision_bits.h"
@@ -114,14 +116,20 @@ extern "C" void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, in
     workspace(c);
     bias16_buffer(c, typeC, bias, N);
     wf_emu::enqueue([=] {
+        /* the operands as floats once, a row of A and a column of B each
+         * contiguous (the sums below read them M N K times) */
+        std::vector<float> a((size_t)M * K), b((size_t)N * K);
+        for (int i = 0; i < M; i++)
+            for (int k = 0; k < K; k++)
+                a[(size_t)i * K + k] = load_typed(A, typeA, transA ? (long)k * lda + i : (long)i * lda + k);
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                b[(size_t)j * K + k] = load_typed(B, typeB, transB ? (long)j * ldb + k : (long)k * ldb + j);
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
+                const float *x = &a[(size_t)i * K], *y = &b[(size_t)j * K];
                 double s = 0.0;
-                for (int k = 0; k < K; k++) {
-                    float x = load_typed(A, typeA, transA ? (long)k * lda + i : (long)i * lda + k);
-                    float y = load_typed(B, typeB, transB ? (long)j * ldb + k : (long)k * ldb + j);
-                    s += (double)x * y;
-                }
+                for (int k = 0; k < K; k++) s += (double)x[k] * y[k];
                 long at = (long)i * ldc + j;
                 float v = beta == 0.0f ? (float)(alpha * s)
                                        : (float)(alpha * s + (double)beta * load_typed(C, typeC, at));

@@ -238,7 +238,7 @@ build_emu() {
   shift 2
   local -n base=$(sizes "$plan")
   "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${base[@]}" "$@" 2>"$WORK/$name.compile.log" &&
-    cmake -S "$PROG" -B "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
+    configure "$PROG" "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
       >"$WORK/$name.cmake.log" 2>&1 &&
     cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
 }

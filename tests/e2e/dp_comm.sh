@@ -70,7 +70,7 @@ if [ -n "${WEFT_NCCL_FAKE:-}" ]; then
     local name=$1
     shift
     "$WEFT" compile plans/tiny.lua -o "$WORK/$name" "${small[@]}" "$@" 2>/dev/null &&
-      cmake -S "$WORK/$name" -B "$WORK/$name/build" -DWEFT_RUNTIME="$WEFT_NCCL_FAKE" >"$WORK/$name.cmake.log" 2>&1 &&
+      configure "$WORK/$name" "$WORK/$name/build" -DWEFT_RUNTIME="$WEFT_NCCL_FAKE" >"$WORK/$name.cmake.log" 2>&1 &&
       cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
   }
   build_fake nccl_dp2_bf16 --set mesh.dp=2 --set batch.micro=8 --set dp_comm=bf16

@@ -36,10 +36,44 @@ build_plan() {
     return 0
   fi
   "$WEFT" compile "$plan" -o "$WORK/$name" "$@" 2>/dev/null
-  cmake -S "$WORK/$name" -B "$WORK/$name/build" >"$WORK/$name.cmake.log" 2>&1 \
+  configure "$WORK/$name" "$WORK/$name/build" >"$WORK/$name.cmake.log" 2>&1 \
     || { cat "$WORK/$name.cmake.log"; return 1; }
   cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1 \
     || { cat "$WORK/$name.build.log"; return 1; }
+}
+
+# configure SRC BUILD [cmake options]: cmake's configure step for a program
+# (generated, or tests/cuda_emu/program).  The first program of a test with
+# SRC's languages runs cmake's checks: the compilers, find_package MPI and
+# OpenMP, pkg-config (0.6 s of CPU time for C, 0.9 s with C++: as much as
+# compiling a small plan's stage).  The others start from its answers, which
+# depend on the machine only: its cache less the folders' own entries and the
+# inputs (WEFT_*, CMAKE_BUILD_TYPE), preloaded with -C, and its compilers'
+# descriptions (CMakeFiles/<version>/*.cmake).  WEFT_CMAKE_FRESH=1: every
+# program from scratch.
+configure() {
+  local src=$1 build=$2 langs seed tmp
+  shift 2
+  langs=$(sed -n 's/^project([^ )]*\(.*\))$/\1/p' "$src/CMakeLists.txt" | tr -c 'A-Za-z\n' _)
+  seed=$WORK/cmake-seed$langs
+  if [ -z "${WEFT_CMAKE_FRESH:-}" ] && [ -f "$seed/init.cmake" ]; then
+    mkdir -p "$build/CMakeFiles" && cp -R "$seed/CMakeFiles/." "$build/CMakeFiles/" &&
+      cmake -C "$seed/init.cmake" -S "$src" -B "$build" "$@"
+    return
+  fi
+  cmake -S "$src" -B "$build" "$@" || return
+  # the seed, made whole in a folder of its own and renamed (two jobs may race)
+  tmp=$(mktemp -d "$WORK/cmake-seed.XXXXXX") && mkdir "$tmp/CMakeFiles" &&
+    cp -R "$build"/CMakeFiles/[0-9]*.[0-9]* "$tmp/CMakeFiles/" && rm -rf "$tmp"/CMakeFiles/*/CompilerId* &&
+    grep -v -F -e "$build" -e "$(cd "$src" && pwd)" "$build/CMakeCache.txt" | awk -F= '
+      /^[A-Za-z_][A-Za-z0-9_.+-]*:[A-Z]+=/ {
+        split($1, nt, ":"); name = nt[1]; type = nt[2]
+        if (name ~ /^(WEFT_|CMAKE_BUILD_TYPE$|CMAKE_HOME_DIRECTORY$|CMAKE_CACHEFILE_DIR$)/ || type == "STATIC") next
+        if (type == "UNINITIALIZED") type = "STRING"
+        v = substr($0, length($1) + 2); gsub(/[\\"$]/, "\\\\&", v)
+        printf "set(%s \"%s\" CACHE %s \"\")\n", name, v, type }' >"$tmp/init.cmake" &&
+    { mv -T "$tmp" "$seed" 2>/dev/null || rm -rf "$tmp"; }
+  return 0
 }
 
 # Runs a built plan: run_plan NAME [program options]

@@ -23,7 +23,7 @@ build_fake() {
   local name=$1
   shift
   "$WEFT" compile "$PLAN" -o "$WORK/$name" "${common[@]}" "$@" 2>/dev/null
-  cmake -S "$WORK/$name" -B "$WORK/$name/build" -DWEFT_RUNTIME="$FAKE" >"$WORK/$name.cmake.log" 2>&1 &&
+  configure "$WORK/$name" "$WORK/$name/build" -DWEFT_RUNTIME="$FAKE" >"$WORK/$name.cmake.log" 2>&1 &&
     cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
 }
 

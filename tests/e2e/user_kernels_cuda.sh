@@ -26,7 +26,7 @@ small=(--set data.train="$DATA" --set train.steps=4 --set mesh.tp=1 --set mesh.p
 # emulator, trains it, and compares its losses and norms with the CPU run's
 emu_vs_cpu() {
   local dir=$1 ref=$2 label=$3 field f tol r ok
-  cmake -S "$PROG" -B "$dir/build" -DWEFT_PROGRAM="$dir" -DWEFT_RUNTIME="$RT" >"$dir.cmake.log" 2>&1 \
+  configure "$PROG" "$dir/build" -DWEFT_PROGRAM="$dir" -DWEFT_RUNTIME="$RT" >"$dir.cmake.log" 2>&1 \
     && cmake --build "$dir/build" >"$dir.build.log" 2>&1 || { cat "$dir.cmake.log" "$dir.build.log"; exit 1; }
   timeout $((300 * ${WEFT_TIMEOUT_SCALE:-1})) "$dir/launch.sh" --quiet --metrics "$dir.jsonl" >/dev/null
   for field in "loss 1e-4" "grad_norm 1e-3"; do

@@ -3,7 +3,8 @@
 #
 # Builds the libFuzzer harnesses (tests/fuzz/CMakeLists.txt, with clang) into
 # BUILD_DIR (default build/fuzz) and runs each for SECONDS from its seed
-# corpus: plans (plans/, tests/plans/, tests/unit/plans/), DeepSpeed configs
+# corpus: plans (plans/, tests/plans/, tests/unit/plans/, and tests/fuzz/regress_plan/:
+# inputs that once ended a harness), DeepSpeed configs
 # (tests/import/), and safetensors files made by safetensors_seeds.py.  New
 # inputs the fuzzer finds go to a temporary folder, never into the tree.
 #
@@ -47,7 +48,9 @@ run() {
     mkdir -p "$scratch/$name"
     local dict_opt=()
     [ -n "$dict" ] && dict_opt=(-dict="$dict")
-    TMPDIR=$scratch/tmp "$build/fuzz_$name" -max_total_time="$seconds" -timeout=10 \
+    # -timeout is wall-clock time: the largest seed (plans/paper/korthikanti_1t.lua)
+    # takes 5 s of CPU time under ASan, and 19 s on a loaded machine
+    TMPDIR=$scratch/tmp "$build/fuzz_$name" -max_total_time="$seconds" -timeout=30 \
         -rss_limit_mb=3072 -close_fd_mask=3 -print_final_stats=1 "${dict_opt[@]}" \
         -artifact_prefix="$build/artifacts/$name-" "$scratch/$name" "$@" > "$scratch/$name.log" 2>&1
     local rc=$?
@@ -65,7 +68,7 @@ run() {
     fi
 }
 
-run plan tests/fuzz/plan.dict plans tests/plans tests/unit/plans
+run plan tests/fuzz/plan.dict plans tests/plans tests/unit/plans tests/fuzz/regress_plan
 run import_ds tests/fuzz/ds.dict tests/import
 run safetensors "" "$scratch/seeds_safetensors"
 exit $failed
