@@ -6,6 +6,7 @@
 
 #include "opt_backend.h"
 #include "precision_bits.h"
+#include "vector_clones.h"
 
 void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a) {
     (void)c;
@@ -17,7 +18,7 @@ void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a) {
  * ones) added in a fixed order. */
 enum { SUMSQ_LANES = 8, SUMSQ_BLOCK = 1 << 16, SUMSQ_GROUP = 64 };
 
-static double block_sumsq(const float *g, long n) {
+WF_VECTOR_CLONES static double block_sumsq(const float *g, long n) {
     double part[SUMSQ_LANES] = { 0 }, sum = 0;
     long i = 0;
     for (; i + SUMSQ_LANES <= n; i += SUMSQ_LANES)
