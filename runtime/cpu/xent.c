@@ -22,6 +22,7 @@
 #include "precision_bits.h"
 #include "stage16.h"
 #include "vector_clones.h"
+#include "vocab_chunk.h"
 
 /* ---- tied LM head and cross-entropy ---------------------------------------- */
 
@@ -329,26 +330,17 @@ double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *loss
         wf_stage16_end(&s);
         return total;
     }
-    int valid = vocab - v_begin;
-    valid = valid < 0 ? 0 : valid > VL ? VL : valid;
-    if (chunk < 1 || chunk > N) chunk = N;
-    /* comm holds a chunk's row maxima (floats), then its 2 x chunk doubles */
-    float *rowmax = c->comm;
-    double *stats = (double *)(c->comm + ((chunk + 1) & ~1));
-    int precision = wf_ctx_precision(c);
-    for (int r0 = 0; r0 < N; r0 += chunk) {
-        int n = N - r0 < chunk ? N - r0 : chunk;
+    wf_vocab_chunks k = wf_vocab_chunks_of(c, N, VL, v_begin, vocab, chunk);
+    for (int r0 = 0; r0 < N; r0 += k.chunk) {
+        int n = wf_vocab_chunk_rows(&k, N, r0);
         const float *xc = x + (long)r0 * C;
         if (wf_xent_rows_idle(targets + r0, n)) {
             for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
             continue;
         }
-        wf_vocab_logits(c, scratch, rowmax, xc, wte_part, n, C, VL, valid, precision);
-        c->coll->allreduce(c, WF_GROUP_TP, rowmax, n, WF_F32, WF_MAX, NULL);
-        wf_vocab_exp(c, scratch, stats, rowmax, targets + r0, n, VL, v_begin, valid);
-        c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * n, WF_F64, WF_SUM, NULL);
-        wf_vocab_dlogits(c, scratch, losses + r0, rowmax, stats, targets + r0, scale, n, VL, v_begin,
-                         precision);
+        wf_vocab_chunk_stats(c, &k, scratch, xc, wte_part, targets + r0, n, C, VL, v_begin);
+        wf_vocab_dlogits(c, scratch, losses + r0, k.rowmax, k.stats, targets + r0, scale, n, VL, v_begin,
+                         k.precision);
         wf_vocab_xent_bwd(c, dx + (long)r0 * C, dwte_part, scratch, xc, wte_part, n, C, VL);
     }
     double total = 0.0;  /* in token order, as wf_vocab_dlogits' */
