@@ -7,8 +7,18 @@
 #include "convert16.h"
 #include "opt_backend.h"
 #include "precision_bits.h"
+#include "vector_clones.h"
 
-void wf_adamw_host(const wf_adamw_args *a) {
+/* one element's update, gi its (scaled) gradient */
+static inline void adamw_element(float gi, float *m, float *v, float *x, float b1, float b2, float eps,
+                                 float step_size, float inv_bc2_sqrt, float decay) {
+    *m = b1 * *m + (1.0f - b1) * gi;
+    *v = b2 * *v + (1.0f - b2) * gi * gi;
+    float denom = sqrtf(*v) * inv_bc2_sqrt + eps;
+    *x -= step_size * *m / denom + decay * *x;
+}
+
+WF_VECTOR_CLONES void wf_adamw_host(const wf_adamw_args *a) {
     float b1 = a->b1, b2 = a->b2, eps = a->eps, step_size = a->step_size;
     float inv_bc2_sqrt = a->inv_bc2_sqrt, grad_scale = a->grad_scale;
     for (int k = 0; k < a->t.n; k++) {
@@ -20,16 +30,19 @@ void wf_adamw_host(const wf_adamw_args *a) {
         const uint16_t *g16 = a->grads16 ? (const uint16_t *)(const void *)a->grads + r->g : NULL;
         /* 16-bit modes update the fp32 master copy, then store it rounded */
         float *x = a->master ? a->master + r->mom : w;
-        /* each element on its own: the same numbers on any thread count */
+        /* each element on its own: the same numbers on any thread count;
+         * float gradients in a loop of their own, which vectorises (a load
+         * from g or g16 chosen per element does not) */
+        if (!g16)
 #pragma omp parallel for simd schedule(static) if (r->n > 65536)
-        for (long i = 0; i < r->n; i++) {
-            /* 16-bit gradients: the value the float arena held */
-            float gi = (g16 ? wf_hd_16_value(a->precision, g16[i]) : g[i]) * grad_scale;
-            m[i] = b1 * m[i] + (1.0f - b1) * gi;
-            v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-            float denom = sqrtf(v[i]) * inv_bc2_sqrt + eps;
-            x[i] -= step_size * m[i] / denom + decay * x[i];
-        }
+            for (long i = 0; i < r->n; i++)
+                adamw_element(g[i] * grad_scale, m + i, v + i, x + i, b1, b2, eps, step_size, inv_bc2_sqrt,
+                              decay);
+        else
+#pragma omp parallel for simd schedule(static) if (r->n > 65536)
+            for (long i = 0; i < r->n; i++)  /* 16-bit gradients: the value the float arena held */
+                adamw_element(wf_hd_16_value(a->precision, g16[i]) * grad_scale, m + i, v + i, x + i, b1, b2,
+                              eps, step_size, inv_bc2_sqrt, decay);
         if (a->master && a->param16) {  /* stored as bits: the same rounding */
             wf_narrow16(a->precision, (uint16_t *)(void *)a->weights + r->w, x, r->n);
         } else if (a->master)

@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "kernels_tp.h"
 #include "precision_bits.h"
+#include "vocab_chunk.h"
 
 int wf_tp_rank(wf_ctx *c) { return c->tp_rank; }
 
@@ -195,17 +196,9 @@ void wf_tp_scatter_bwd(wf_ctx *c, float *din, float *dout, long n) {
 double wf_vocab_xent_fwd(wf_ctx *c, float *dlogits, float *losses, const float *x,
                          const float *wte_part, const int32_t *targets, float scale, int N, int C,
                          int VL, int v_begin, int vocab) {
-    int valid = vocab - v_begin;
-    valid = valid < 0 ? 0 : valid > VL ? VL : valid;
-    /* x and dlogits in activation storage (16-bit under act16) */
-    /* comm holds N row maxima (floats), then 2N doubles of sums and target logits */
-    float *rowmax = c->comm;
-    double *stats = (double *)(c->comm + ((N + 1) & ~1));
-    int precision = wf_ctx_precision(c);  /* 16-bit plans: rounded logits and dlogits */
-    wf_vocab_logits(c, dlogits, rowmax, x, wte_part, N, C, VL, valid, precision);
-    c->coll->allreduce(c, WF_GROUP_TP, rowmax, N, WF_F32, WF_MAX, NULL);
-    wf_vocab_exp(c, dlogits, stats, rowmax, targets, N, VL, v_begin, valid);
-    c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * N, WF_F64, WF_SUM, NULL);
-    return wf_vocab_dlogits(c, dlogits, losses, rowmax, stats, targets, scale, N, VL, v_begin, precision);
+    /* x and dlogits in activation storage (16-bit under act16); all N rows one chunk */
+    wf_vocab_chunks k = wf_vocab_chunks_of(c, N, VL, v_begin, vocab, N);
+    wf_vocab_chunk_stats(c, &k, dlogits, x, wte_part, targets, N, C, VL, v_begin);
+    return wf_vocab_dlogits(c, dlogits, losses, k.rowmax, k.stats, targets, scale, N, VL, v_begin, k.precision);
 }
 

@@ -22,6 +22,7 @@
 #include "linear_gelu.h"
 #include "precision_bits.h"
 #include "stage16.h"
+#include "vector_clones.h"
 
 /* ---- embedding ------------------------------------------------------------- */
 
@@ -251,7 +252,7 @@ void wf_add_bwd(wf_ctx *c, float *da, float *db, const float *dout, long n)
 /* the formula is gelu_value.h's, shared with the fused linear + GELU; no libm
  * call in it, so the loops vectorise (simd) */
 
-void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
+WF_VECTOR_CLONES void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
 {
     wf_stage16 s;
     if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
@@ -267,7 +268,7 @@ void wf_gelu_fwd(wf_ctx *c, float *out, const float *inp, long n)
     }
 }
 
-void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
+WF_VECTOR_CLONES void wf_gelu_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout, long n)
 {
     wf_stage16 s;
     if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */
@@ -325,7 +326,7 @@ void wf_gelu_erf_bwd(wf_ctx *c, float *dinp, const float *inp, const float *dout
 /* Under fp32 there is nothing to round (wf_hd_round is x itself): those
  * loops are written without it, so that they vectorise; the same values. */
 
-void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
+WF_VECTOR_CLONES void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n) {
     (void)c;
     if (precision == WF_FP32) {
 #pragma omp parallel for simd schedule(static) if (n > 65536)
@@ -340,7 +341,7 @@ void wf_gelu_round_fwd(wf_ctx *c, int precision, float *pre, float *out, long n)
     }
 }
 
-void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, const float *dout,
+WF_VECTOR_CLONES void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, const float *dout,
                        long n) {
     (void)c;
     if (precision == WF_FP32) {
@@ -352,7 +353,7 @@ void wf_gelu_round_bwd(wf_ctx *c, int precision, float *dpre, const float *pre, 
     for (long i = 0; i < n; i++) dpre[i] = wf_hd_round(precision, dpre[i] + wf_gelu_grad(pre[i]) * dout[i]);
 }
 
-void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n) {
+WF_VECTOR_CLONES void wf_dgelu_round(wf_ctx *c, int precision, float *dpre, const float *pre, const float *acc, long n) {
     (void)c;
     if (precision == WF_FP32) {
 #pragma omp parallel for simd schedule(static) if (n > 65536)

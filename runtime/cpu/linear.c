@@ -32,6 +32,7 @@
 #include "linear_gelu.h"
 #include "precision_bits.h"
 #include "stage16.h"
+#include "vector_clones.h"
 
 /* ---- linear ---------------------------------------------------------------- */
 
@@ -104,7 +105,7 @@ void wf_linear_bwd_weight(wf_ctx *c, float *dw, float *db, const float *dout, co
 
 /* ---- fused linear + GELU --------------------------------------------------- */
 
-void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, const float *w,
+WF_VECTOR_CLONES void wf_linear_gelu_fwd(wf_ctx *c, float *pre, float *out, const float *inp, const float *w,
                         const float *b, int N, int K, int M) {
     wf_stage16 s;
     if (wf_stage16_begin(c, &s)) {  /* act16: on floats (stage16.h) */

@@ -21,8 +21,25 @@
 #include "kernels_tp.h"
 #include "precision_bits.h"
 #include "stage16.h"
+#include "vector_clones.h"
+#include "vocab_chunk.h"
 
 /* ---- tied LM head and cross-entropy ---------------------------------------- */
+
+/* The row's sum in double, in SUM_LANES partial sums added in a fixed order:
+ * the same on every CPU whatever its vector width (vector_clones.h), and
+ * independent additions rather than one chain. */
+enum { SUM_LANES = 8 };
+
+static inline double sum_lanes(const float *row, int V) {
+    double part[SUM_LANES] = { 0 }, sum = 0.0;
+    int j = 0;
+    for (; j + SUM_LANES <= V; j += SUM_LANES)
+        for (int l = 0; l < SUM_LANES; l++) part[l] += row[j + l];
+    for (; j < V; j++) sum += row[j];
+    for (int l = 0; l < SUM_LANES; l++) sum += part[l];
+    return sum;
+}
 
 /* In place: the logits row becomes dlogits = (softmax - onehot(target)) *
  * scale, the loss gradient, so that backward needs no pass of its own over
@@ -32,7 +49,7 @@
  * (they are stored in it, as Megatron-LM and llm.c keep them), the softmax
  * arithmetic stays fp32 / double, and dlogits are rounded again
  * (wf_dlogits_row). */
-static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
+WF_VECTOR_CLONES static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
 {
     if (target < 0) {  /* a position without loss (a VLM's image and pad positions) */
         for (int j = 0; j < V; j++) row[j] = 0.0f;
@@ -49,16 +66,14 @@ static double softmax_xent_row(float *row, int target, float scale, int V, int p
     /* one exp per element, in float (exp_float.h: the loop vectorises; a
      * logit more than 87 below the maximum counts as e^-87, which changes the
      * row's sum, at least 1, by under 2^-125 of itself); the sum is kept in
-     * double, in vector-width partial sums */
+     * double (sum_lanes) */
 #pragma omp simd
     for (int j = 0; j < V; j++) {
         float y = row[j] - max;
         y = fabsf(y) > 87.0f ? copysignf(87.0f, y) : y;  /* y <= 0: -87; one select, as gelu_value.h has */
         row[j] = wf_exp_float(y);
     }
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < V; j++) sum += row[j];
+    double sum = sum_lanes(row, V);
     wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
     return log(sum) - target_logit;
 }
@@ -68,13 +83,19 @@ static double softmax_xent_row(float *row, int target, float scale, int V, int p
  * then, under a 16-bit plan, the gradient to the 16-bit type.  fp16: the
  * gradients of tiny probabilities (scale is the loss scale over the token
  * count) may become fp16 subnormals or 0, as they do in Megatron-LM. */
-void wf_dlogits_row(float *row, float inv, int target, float scale, int V, int precision)
+WF_VECTOR_CLONES void wf_dlogits_row(float *row, float inv, int target, float scale, int V, int precision)
 {
     float et = target >= 0 && target < V ? row[target] : 0.0f;
-    for (int j = 0; j < V; j++) {
-        float p = row[j] * inv;
-        row[j] = wf_hd_round(precision, p * scale);
-    }
+    if (precision == WF_FP32)  /* nothing to round: a loop that vectorises, the same values */
+        for (int j = 0; j < V; j++) {
+            float p = row[j] * inv;
+            row[j] = p * scale;
+        }
+    else
+        for (int j = 0; j < V; j++) {
+            float p = row[j] * inv;
+            row[j] = wf_hd_round(precision, p * scale);
+        }
     if (target >= 0 && target < V) {
         float p = et * inv;
         p -= 1.0f;
@@ -309,26 +330,17 @@ double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *loss
         wf_stage16_end(&s);
         return total;
     }
-    int valid = vocab - v_begin;
-    valid = valid < 0 ? 0 : valid > VL ? VL : valid;
-    if (chunk < 1 || chunk > N) chunk = N;
-    /* comm holds a chunk's row maxima (floats), then its 2 x chunk doubles */
-    float *rowmax = c->comm;
-    double *stats = (double *)(c->comm + ((chunk + 1) & ~1));
-    int precision = wf_ctx_precision(c);
-    for (int r0 = 0; r0 < N; r0 += chunk) {
-        int n = N - r0 < chunk ? N - r0 : chunk;
+    wf_vocab_chunks k = wf_vocab_chunks_of(c, N, VL, v_begin, vocab, chunk);
+    for (int r0 = 0; r0 < N; r0 += k.chunk) {
+        int n = wf_vocab_chunk_rows(&k, N, r0);
         const float *xc = x + (long)r0 * C;
         if (wf_xent_rows_idle(targets + r0, n)) {
             for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
             continue;
         }
-        wf_vocab_logits(c, scratch, rowmax, xc, wte_part, n, C, VL, valid, precision);
-        c->coll->allreduce(c, WF_GROUP_TP, rowmax, n, WF_F32, WF_MAX, NULL);
-        wf_vocab_exp(c, scratch, stats, rowmax, targets + r0, n, VL, v_begin, valid);
-        c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * n, WF_F64, WF_SUM, NULL);
-        wf_vocab_dlogits(c, scratch, losses + r0, rowmax, stats, targets + r0, scale, n, VL, v_begin,
-                         precision);
+        wf_vocab_chunk_stats(c, &k, scratch, xc, wte_part, targets + r0, n, C, VL, v_begin);
+        wf_vocab_dlogits(c, scratch, losses + r0, k.rowmax, k.stats, targets + r0, scale, n, VL, v_begin,
+                         k.precision);
         wf_vocab_xent_bwd(c, dx + (long)r0 * C, dwte_part, scratch, xc, wte_part, n, C, VL);
     }
     double total = 0.0;  /* in token order, as wf_vocab_dlogits' */

@@ -1,13 +1,15 @@
 /* xent_vocab.c: the vocabulary-parallel LM head fused and chunked on CUDA
  * (weft/rt.h's wf_vocab_xent_chunked; runtime/cpu/xent.c has the CPU's):
  * xent.cu's local pieces a chunk of token rows at a time, with the chunk's
- * row maxima and sums all-reduced over the tp group between them, as
- * runtime/common/tp.c's wf_vocab_xent_fwd does for the whole microbatch.
+ * row maxima and sums all-reduced over the tp group between them
+ * (runtime/common/vocab_chunk.c, as tp.c's wf_vocab_xent_fwd for the whole
+ * microbatch and the CPU's chunked head use them).
  * Host code (the collectives and c->comm are the context's, internal.h),
  * so it lives beside the kernels rather than in them. */
 #include "cuda_rt.h"
 #include "internal.h"
 #include "kernels_tp.h"
+#include "vocab_chunk.h"
 
 /* Per chunk: the local logits into scratch (chunk x VL in activation
  * storage), maxima all-reduced, local sums of exponentials and the target
@@ -20,24 +22,14 @@
 double wf_vocab_xent_chunked(wf_ctx *c, float *dx, float *dwte_part, float *losses, float *scratch,
                              const float *x, const float *wte_part, const int32_t *targets,
                              float scale, int N, int C, int VL, int v_begin, int vocab, int chunk) {
-    int valid = vocab - v_begin;
-    valid = valid < 0 ? 0 : valid > VL ? VL : valid;
-    if (chunk < 1 || chunk > N) chunk = N;
-    /* comm holds a chunk's row maxima (floats), then its 2 x chunk doubles
-     * (compiler/memory.c sizes comm for a whole microbatch's) */
-    float *rowmax = c->comm;
-    double *stats = (double *)(c->comm + ((chunk + 1) & ~1));
-    int precision = wf_ctx_precision(c);
-    for (int r0 = 0; r0 < N; r0 += chunk) {
-        int n = N - r0 < chunk ? N - r0 : chunk;
+    wf_vocab_chunks k = wf_vocab_chunks_of(c, N, VL, v_begin, vocab, chunk);
+    for (int r0 = 0; r0 < N; r0 += k.chunk) {
+        int n = wf_vocab_chunk_rows(&k, N, r0);
         const float *xc = wf_cuda_act_at(c, x, (long)r0 * C);
         float *dxc = (float *)wf_cuda_act_at(c, dx, (long)r0 * C);
-        wf_vocab_logits(c, scratch, rowmax, xc, wte_part, n, C, VL, valid, precision);
-        c->coll->allreduce(c, WF_GROUP_TP, rowmax, n, WF_F32, WF_MAX, NULL);
-        wf_vocab_exp(c, scratch, stats, rowmax, targets + r0, n, VL, v_begin, valid);
-        c->coll->allreduce(c, WF_GROUP_TP, stats, 2L * n, WF_F64, WF_SUM, NULL);
-        wf_cuda_vocab_dlogits_rows(c, scratch, losses + r0, rowmax, stats, targets + r0, scale, n, VL, v_begin,
-                                   precision);
+        wf_vocab_chunk_stats(c, &k, scratch, xc, wte_part, targets + r0, n, C, VL, v_begin);
+        wf_cuda_vocab_dlogits_rows(c, scratch, losses + r0, k.rowmax, k.stats, targets + r0, scale, n, VL,
+                                   v_begin, k.precision);
         wf_lmhead_xent_bwd_input(c, dxc, scratch, wte_part, n, C, VL);
         if (dwte_part) wf_lmhead_xent_bwd_weight(c, dwte_part, scratch, xc, n, C, VL);
     }
