@@ -2,9 +2,10 @@
  * three times, for AVX-512, AVX2 and the baseline x86-64 the build targets
  * (SSE2: four floats a vector), and the program picks the best its CPU runs
  * when it loads (GCC's target_clones, an ifunc; the loops of an OpenMP
- * region inside are cloned with it).  Neither clone target includes FMA, so
- * no multiply-add is contracted: each element's arithmetic is the baseline's
- * bit for bit.  Only a reduction whose order follows the vector width
+ * region inside are cloned with it).  GCC emits FMA in the AVX-512 clone
+ * where it may contract, so every target builds with -ffp-contract=off (the
+ * top CMakeLists.txt; the fake-NCCL runtime of tests/ built without it gave
+ * other gradients): each element's arithmetic is the baseline's bit for bit.  Only a reduction whose order follows the vector width
  * (`omp simd reduction`) would differ between CPUs; the cloned functions
  * keep their sums in a fixed number of lanes instead.  Elsewhere (another
  * compiler, another architecture, a sanitizer build) the macro is empty. */
