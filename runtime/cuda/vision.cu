@@ -30,111 +30,11 @@ __device__ static float pixel_at(const uint8_t *img, int IH, int IW, int CH, int
     return (float)img[((long)y * IW + x) * CH + ch] * (1.0f / 127.5f) - 1.0f;
 }
 
-/* one thread per output value (b, t, d): the patch's dot product with w[d] + pos[t, d] */
-template <class S>
-__global__ static void patch_embed_fwd_kernel(typename S::raw *out, const uint8_t *image, const float *w,
-                                              const float *pos, int B, int T, int IH, int IW, int CH, int p, int D) {
-    int P = (IH / p) * (IW / p), K = CH * p * p;
-    GRID_STRIDE(i, (long)B * T * D) {
-        int d = (int)(i % D), t = (int)((i / D) % T);
-        long b = i / ((long)D * T);
-        if (t >= P) { S::store(out, i, 0.0f); continue; }
-        const uint8_t *img = image + b * IH * IW * CH;
-        float acc = 0.0f;
-        for (int k = 0; k < K; k++) acc += pixel_at(img, IH, IW, CH, p, t, k) * w[(long)d * K + k];
-        S::store(out, i, acc + pos[(long)t * D + d]);
-    }
-}
-
-/* dw[d, k] += sum over samples and patches in order; dpos[t, d] += sum over samples */
-template <class S>
-__global__ static void patch_embed_dw_kernel(float *dw, const typename S::raw *dout, const uint8_t *image, int B,
-                                             int T, int IH, int IW, int CH, int p, int D) {
-    int P = (IH / p) * (IW / p), K = CH * p * p;
-    GRID_STRIDE(i, (long)D * K) {
-        int d = (int)(i / K), k = (int)(i % K);
-        float acc = 0.0f;
-        for (int b = 0; b < B; b++)
-            for (int t = 0; t < P; t++)
-                acc += S::load(dout, ((long)b * T + t) * D + d) * pixel_at(image + (long)b * IH * IW * CH, IH, IW, CH, p, t, k);
-        dw[i] += acc;
-    }
-}
-
-template <class S>
-__global__ static void patch_embed_dpos_kernel(float *dpos, const typename S::raw *dout, int B, int T, int P, int D) {
-    GRID_STRIDE(i, (long)P * D) {
-        int t = (int)(i / D), d = (int)(i % D);
-        float acc = 0.0f;
-        for (int b = 0; b < B; b++) acc += S::load(dout, ((long)b * T + t) * D + d);
-        dpos[i] += acc;
-    }
-}
-
-extern "C" long wf_patch_embed_scratch(int IH, int IW, int CH, int p) {
-    return (long)(IH / p) * (IW / p) * CH * p * p;
-}
-
-extern "C" void wf_patch_embed_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
-                                   const float *pos, int B, int T, int IH, int IW, int CH, int p, int D) {
-    (void)scratch;
-    WF_BY_STORAGE(c, S, WF_LAUNCH(patch_embed_fwd_kernel<S>, wf_blocks((long)B * T * D), WF_THREADS, 0,
-                                  wf_cuda_stream(c))(wf_act<S>(out), image, w, pos, B, T, IH, IW, CH, p, D));
-    wf_cuda_sync(c, "wf_patch_embed_fwd");
-}
-
-extern "C" void wf_patch_embed_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
-                                   const uint8_t *image, int B, int T, int IH, int IW, int CH, int p, int D) {
-    (void)scratch;
-    int P = (IH / p) * (IW / p), K = CH * p * p;
-    WF_BY_STORAGE(c, S, {
-        WF_LAUNCH(patch_embed_dw_kernel<S>, wf_blocks((long)D * K), WF_THREADS, 0, wf_cuda_stream(c))(
-            dw, wf_act<S>(dout), image, B, T, IH, IW, CH, p, D);
-        WF_LAUNCH(patch_embed_dpos_kernel<S>, wf_blocks((long)P * D), WF_THREADS, 0, wf_cuda_stream(c))(
-            dpos, wf_act<S>(dout), B, T, P, D);
-    });
-    wf_cuda_sync(c, "wf_patch_embed_bwd");
-}
-
-/* ---- the hand-off ---- */
-template <class S>
-__global__ static void image_merge_fwd_kernel(typename S::raw *out, const typename S::raw *text,
-                                              const typename S::raw *image, int T, int P, int C, long n) {
-    GRID_STRIDE(i, n) {
-        int t = (int)((i / C) % T);
-        S::store(out, i, S::load(t < P ? image : text, i));
-    }
-}
-
-template <class S>
-__global__ static void image_merge_bwd_kernel(typename S::raw *dtext, typename S::raw *dimage,
-                                              const typename S::raw *dout, int T, int P, int C, long n) {
-    GRID_STRIDE(i, n) {
-        int t = (int)((i / C) % T);
-        typename S::raw *d = t < P ? dimage : dtext;
-        S::store(d, i, S::load(d, i) + S::load(dout, i));
-    }
-}
-
-extern "C" void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *image, int B, int T, int P,
-                                   int C) {
-    long n = (long)B * T * C;
-    WF_BY_STORAGE(c, S, WF_LAUNCH(image_merge_fwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(out), wf_act<S>(text), wf_act<S>(image), T, P, C, n));
-    wf_cuda_sync(c, "wf_image_merge_fwd");
-}
-
-extern "C" void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
-                                   int C) {
-    long n = (long)B * T * C;
-    WF_BY_STORAGE(c, S, WF_LAUNCH(image_merge_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
-                            wf_act<S>(dtext), wf_act<S>(dimage), wf_act<S>(dout), T, P, C, n));
-    wf_cuda_sync(c, "wf_image_merge_bwd");
-}
-
-/* ---- sequence parallelism: this tp rank's rows [row0, row0 + rows) of the
- * microbatch's B*T (runtime/cpu/vision.c's *_rows_*), which may start and end
- * inside a sample; local row n is global row row0 + n, position (row0 + n) % T */
+/* ---- the patch embedding and the image / text hand-off over rows [row0,
+ * row0 + rows) of the microbatch's B*T: a tp rank's own under sequence
+ * parallelism (runtime/cpu/vision.c's *_rows_*), which may start and end
+ * inside a sample, or all of them (row0 0, rows B*T: the same sums in the
+ * same order); local row n is global row row0 + n, position (row0 + n) % T */
 template <class S>
 __global__ static void patch_embed_rows_fwd_kernel(typename S::raw *out, const uint8_t *image, const float *w,
                                                    const float *pos, long row0, long rows, int T, int IH, int IW,
@@ -238,6 +138,31 @@ extern "C" void wf_image_merge_rows_bwd(wf_ctx *c, float *dtext, float *dimage, 
     WF_BY_STORAGE(c, S, WF_LAUNCH(image_merge_rows_bwd_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(
                             wf_act<S>(dtext), wf_act<S>(dimage), wf_act<S>(dout), row0, T, P, C, n));
     wf_cuda_sync(c, "wf_image_merge_rows_bwd");
+}
+
+/* all rows */
+extern "C" long wf_patch_embed_scratch(int IH, int IW, int CH, int p) {
+    return (long)(IH / p) * (IW / p) * CH * p * p;
+}
+
+extern "C" void wf_patch_embed_fwd(wf_ctx *c, float *out, float *scratch, const uint8_t *image, const float *w,
+                                   const float *pos, int B, int T, int IH, int IW, int CH, int p, int D) {
+    wf_patch_embed_rows_fwd(c, out, scratch, image, w, pos, 0, (long)B * T, T, IH, IW, CH, p, D);
+}
+
+extern "C" void wf_patch_embed_bwd(wf_ctx *c, float *dw, float *dpos, float *scratch, const float *dout,
+                                   const uint8_t *image, int B, int T, int IH, int IW, int CH, int p, int D) {
+    wf_patch_embed_rows_bwd(c, dw, dpos, scratch, dout, image, 0, (long)B * T, T, IH, IW, CH, p, D);
+}
+
+extern "C" void wf_image_merge_fwd(wf_ctx *c, float *out, const float *text, const float *image, int B, int T, int P,
+                                   int C) {
+    wf_image_merge_rows_fwd(c, out, text, image, 0, (long)B * T, T, P, C);
+}
+
+extern "C" void wf_image_merge_bwd(wf_ctx *c, float *dtext, float *dimage, const float *dout, int B, int T, int P,
+                                   int C) {
+    wf_image_merge_rows_bwd(c, dtext, dimage, dout, 0, (long)B * T, T, P, C);
 }
 
 /* ---- attention with a bidirectional prefix ----
