@@ -36,6 +36,23 @@ class GPT(nn.Module):
         self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
         self.blocks = nn.ModuleList(Block(C, H) for _ in range(L))
         self.ln_f = nn.LayerNorm(C)
+        self.init_like_weft(L)
+
+    def init_like_weft(self, L):
+        """Weft's prelude initialises as GPT-2 does: normal(0, 0.02) weights,
+        positions at half that, the two projections into the residual stream
+        at 0.02 / sqrt(2 L), zero biases.  PyTorch's defaults (normal(0, 1)
+        embeddings, tied to the head) give logits in the hundreds, a loss near
+        170 and probabilities that underflow into subnormals, which slow every
+        later step several times on CPUs without fast subnormal arithmetic."""
+        std = 0.02
+        nn.init.normal_(self.wte.weight, std=std)
+        nn.init.normal_(self.wpe.weight, std=std / 2)
+        for b in self.blocks:
+            for lin, s in ((b.c_attn, std), (b.attn_proj, std / math.sqrt(2 * L)),
+                           (b.c_fc, std), (b.mlp_proj, std / math.sqrt(2 * L))):
+                nn.init.normal_(lin.weight, std=s)
+                nn.init.zeros_(lin.bias)
 
     def forward(self, idx, targets):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
