@@ -67,20 +67,23 @@ torch_run() {  # torch_run MODEL [--compile] -> tokens/s
 }
 med() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "== sgemm here (OpenBLAS, $CORES threads, the runtime's kernel selection)"
+# the sgemm rate over the model's GEMM shapes (OpenBLAS, all cores, the
+# runtime's kernel selection), measured in every round beside the runs: on a
+# shared or virtual machine one measurement can be 10% off either way
+sgemm_run() {  # sgemm_run MODEL -> GFLOP/s
+  read -r L C H <<<"$(shape "$1")"
+  nice build/bench/sgemm_rate 1024 "$C" 50304 | sed -n 's/.*mean over the model.s shapes: \([0-9.]*\).*/\1/p'
+}
 for m in $MODELS; do
-  read -r L C H <<<"$(shape "$m")"
-  rate=$(nice build/bench/sgemm_rate 1024 "$C" 50304 | sed -n 's/.*mean over the model.s shapes: \([0-9.]*\).*/\1/p')
-  echo "$m: sgemm mean over the model's shapes $rate GFLOP/s"
-  echo "$rate" >"$WORK/$m.sgemm"
   build "$m.one" "$m" 1
   build "$m.two" "$m" 2
 done
 for r in $(seq "$ROUNDS"); do
   for m in $MODELS; do
+    s=$(sgemm_run "$m"); echo "$s" >>"$WORK/$m.sgemm"
     read -r t g <<<"$(weft_run "$m.one")"; echo "$t" >>"$WORK/$m.one.t"; echo "$g" >>"$WORK/$m.one.g"
     read -r t2 g2 <<<"$(weft_run "$m.two")"; echo "$t2" >>"$WORK/$m.two.t"; echo "$g2" >>"$WORK/$m.two.g"
-    line="round $r $m: weft 1x$CORES $t tok/s, weft ${CORES}x1 $t2"
+    line="round $r $m: sgemm $s GFLOP/s, weft 1x$CORES $t tok/s, weft ${CORES}x1 $t2"
     if [ -n "$PY" ]; then
       e=$(torch_run "$m"); echo "$e" >>"$WORK/$m.eager.t"
       c=$(torch_run "$m" --compile); echo "$c" >>"$WORK/$m.compile.t"
@@ -89,9 +92,10 @@ for r in $(seq "$ROUNDS"); do
     echo "$line"
   done
 done
-echo "== medians (tokens/s; x torch.compile; model GFLOP/s over the step / sgemm rate)"
+echo "== medians (tokens/s; x torch.compile; model GFLOP/s over the step / the sgemm rate's median)"
 for m in $MODELS; do
-  rate=$(cat "$WORK/$m.sgemm")
+  rate=$(med <"$WORK/$m.sgemm")
+  echo "$m: sgemm, median over the rounds: $rate GFLOP/s (range $(sort -g "$WORK/$m.sgemm" | sed -n '1p;$p' | paste -sd- -))"
   c=; [ -n "$PY" ] && c=$(med <"$WORK/$m.compile.t")
   for k in one two eager compile; do
     [ -f "$WORK/$m.$k.t" ] || continue
