@@ -768,7 +768,7 @@ esac
 # bit for bit, losses, norms and final weights and moments.
 case " ${ROWS:-bf16 bf16_pf32} " in *" bf16 "*) case " ${ROWS:-bf16 bf16_pf32} " in *" bf16_pf32 "*)
   out=$(identical bf16 bf16_pf32 4) && rc=0 || rc=1
-  check "bf16 (16-bit parameters) vs bf16_pf32 (float parameters, 16-bit copies), identical: $out" test $rc = 0 ;;
+  check "bf16 (16-bit parameters and gradients) vs bf16_pf32 (float parameters, 16-bit copies, float gradients), identical: $out" test $rc = 0 ;;
   esac ;;
 esac
 case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac

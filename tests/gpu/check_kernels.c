@@ -1183,7 +1183,7 @@ static void grad16_conversions(int p) {
         memcpy(y, h, sizeof(uint16_t) * (size_t)m);  /* the 16-bit values in its first half */
         wf_backend_from16_in_place(c, y, m);
         bad = count_differing(y, want, m);
-        snprintf(what, sizeof what, "widened in place, n = %ld", m);
+        snprintf(what, sizeof what, "widened in place, n = %ld [exact]", m);
         must_be_zero(what, bad);
         put(tag, what, y, m);
     }
