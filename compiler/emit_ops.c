@@ -144,7 +144,7 @@ static void grad16_names(const Program *p, int i, char *a, char *b, size_t size)
 }
 
 /* the chunked LM head (every backend's, ops_loss.c) widens its gradient in
- * its call (runtime/cpu/xent.c; grad16 is the CPU's only) */
+ * its call (ops_loss.c's emit_chunked) */
 static int widens_itself(const Program *p, const ir_op *op) {
     (void)p;
     return op->kind == OP_LMHEAD_XENT;

@@ -106,7 +106,7 @@ static double tied_buffer(const Program *p, int stage) {
 }
 
 /* Every arena holds floats but the working parameters under param16
- * (param16.c: 2 bytes each, the CPU) and the gradients under grad16
+ * (param16.c: 2 bytes each, both backends) and the gradients under grad16
  * (grad16.c, likewise): otherwise 16-bit plans keep them as rounded fp32
  * values (act16 packs two 16-bit activations in a float), beside fp32
  * masters and moments.  ZeRO-1 adds the reduced

@@ -13,9 +13,9 @@
  * scratch of one op's widened weights; ZeRO-3's shards and gather buffers
  * too; CUDA's GEMMs read them in place); with param_storage = "fp32" the
  * weight arena holds floats (16-bit values rounded in them) and CUDA's act16
- * adds a 16-bit copy of each GEMM weight; the gradients are 2 bytes on the
- * CPU under 16-bit accumulation (grad16.c, with one op's widened and the
- * sums' staging), floats elsewhere. */
+ * adds a 16-bit copy of each GEMM weight; the gradients are 2 bytes under
+ * 16-bit accumulation where grad16.c decides so (both backends, with one
+ * op's widened and the sums' staging), floats elsewhere. */
 #include <string.h>
 
 #include "ops.h"

@@ -1,6 +1,6 @@
 /* grad16.c: weight gradients stored in 16 bits (wf_program.grad16, the
- * compiler's grad16.c; the CPU backend, gradients accumulated in the plan's
- * 16-bit type; any ZeRO stage: ZeRO-3's gradients are ZeRO-2's; frozen
+ * compiler's grad16.c; gradients accumulated in the plan's 16-bit type;
+ * any ZeRO stage: ZeRO-3's gradients are ZeRO-2's; frozen
  * parameters, in no bucket, have none and are skipped wherever parameters
  * are walked: bucket >= 0 or == k).
  *
@@ -30,12 +30,18 @@
  *     stored as it is; with fp32 dp sums the tied wte's bucket stays in the
  *     staging through the exchange): the tied wte's gradient travels as floats
  *     (twobw.c's message) and is added with one rounding.
- * ZeRO-2's shard stays float: it accumulates the microbatches unrounded. */
+ * ZeRO-2's shard stays float: it accumulates the microbatches unrounded.
+ * Every conversion of the arena runs where it lives, in stream order
+ * (internal.h's wf_backend_from16 and kin: convert16.c's loops on the CPU,
+ * kernels on CUDA); host code that reads floats the device wrote (the
+ * sums after the dp sum over host MPI) waits for the device first.  The
+ * 2BW functions below are the CPU's (the compiler keeps float gradients
+ * for 2BW on CUDA: backend.h's grad16_2bw). */
 #include <math.h>
 #include <string.h>
 
-#include "convert16.h"
 #include "internal.h"
+#include "opt_backend.h"
 #include "precision_bits.h"
 
 static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
@@ -43,16 +49,14 @@ static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
 static long second(long n0) { return (n0 + 15) & ~15L; }
 
 float *wf_widen_grads(wf_ctx *c, long off0, long n0, long off1, long n1) {
-    int prec = c->p->precision;
-    wf_widen16(prec, c->gscratch, bits_of(c->grads) + off0, n0);
-    if (n1 > 0) wf_widen16(prec, c->gscratch + second(n0), bits_of(c->grads) + off1, n1);
+    wf_backend_from16(c, c->gscratch, bits_of(c->grads) + off0, n0);
+    if (n1 > 0) wf_backend_from16(c, c->gscratch + second(n0), bits_of(c->grads) + off1, n1);
     return c->gscratch;
 }
 
 void wf_narrow_grads(wf_ctx *c, long off0, long n0, long off1, long n1) {
-    int prec = c->p->precision;
-    wf_narrow16(prec, bits_of(c->grads) + off0, c->gscratch, n0);
-    if (n1 > 0) wf_narrow16(prec, bits_of(c->grads) + off1, c->gscratch + second(n0), n1);
+    wf_backend_to16(c, bits_of(c->grads) + off0, c->gscratch, n0);
+    if (n1 > 0) wf_backend_to16(c, bits_of(c->grads) + off1, c->gscratch + second(n0), n1);
 }
 
 void wf_grad16_alloc(wf_ctx *c) {
@@ -84,6 +88,7 @@ static int deferred(const wf_ctx *c, int k) {
 static void sums_after(wf_ctx *c, const wf_param *q, float *g, long n) {
     if (n <= 0) return;
     if (tp_sum(c, q)) {
+        wf_backend_sync(c);  /* host MPI reads what the device widened */
         wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, g, (int)n, MPI_FLOAT, MPI_SUM, c->group_comm[WF_GROUP_TP]));
     }
@@ -119,22 +124,15 @@ static void direct_start(wf_ctx *c, int k) {
     c->n_inflight++;
 }
 
-/* dst[i] = the value of the 16-bit src[i], where src is dst's first half
- * (ZeRO-1's shard): from the end, so no value is overwritten unread */
-static void widen_in_place(int precision, float *dst, long n) {
-    const uint16_t *src = (const uint16_t *)(const void *)dst;
-    for (long i = n - 1; i >= 0; i--) dst[i] = wf_hd_16_value(precision, src[i]);
-}
-
 /* ZeRO-2: this rank's summed part (the buffer's start) added into its float
- * shard as the float program added it (a float add of the same values),
- * the buffer zeroed for the next microbatch. */
+ * shard as the float program added it (a float add of the same values; the
+ * staged path's widening and wf_backend_add_floats in one pass, as the
+ * direct path has no float buffer to widen into), the buffer zeroed for the
+ * next microbatch. */
 static void direct_shard_add(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    const uint16_t *g = bits_of(bucket_grads(c, k));
-    float *shard = c->grad_shard + c->zero_base[k];
-    long n = c->zero_counts[(long)k * p->dp + c->dp_rank];
-    for (long i = 0; i < n; i++) shard[i] += wf_hd_16_value(p->precision, g[i]);
+    wf_backend_add16(c, c->grad_shard + c->zero_base[k], bucket_grads(c, k),
+                     c->zero_counts[(long)k * p->dp + c->dp_rank]);
     wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)p->buckets[k].numel);
 }
 
@@ -165,7 +163,7 @@ void wf_grad16_bucket_start(wf_ctx *c, int k) {
     if (!p->zero && deferred(c, k)) return;  /* wf_grad16_step_sums */
     wf_grad16_finish(c);                     /* the staging is free again */
     const wf_bucket *b = &p->buckets[k];
-    wf_widen16(p->precision, c->gstage, bits_of(bucket_grads(c, k)), b->numel);
+    wf_backend_from16(c, c->gstage, bits_of(bucket_grads(c, k)), b->numel);
     if (p->zero >= 2)  /* its values are staged: the buffer starts over */
         wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)b->numel);
     if (!p->zero)
@@ -186,7 +184,7 @@ void wf_grad16_finish(wf_ctx *c) {
         for (int b = 0; p->zero < 2 && b < p->n_buckets; b++) {
             direct_wait(c, b);
             if (p->zero == 1)
-                widen_in_place(p->precision, c->zero_buf + c->zero_base[b], c->zero_counts[(long)b * p->dp + c->dp_rank]);
+                wf_backend_from16_in_place(c, c->zero_buf + c->zero_base[b], c->zero_counts[(long)b * p->dp + c->dp_rank]);
         }
         c->n_inflight = 0;
         return;
@@ -196,7 +194,7 @@ void wf_grad16_finish(wf_ctx *c) {
     wf_watch_what(c, WF_GROUP_DP, "bucket %d %s", k, p->zero ? "reduce-scatter (ZeRO)" : "all-reduce");
     c->coll->wait(c, &c->bucket_req[k], 1);
     wf_watch_done();
-    if (!p->zero) wf_narrow16(p->precision, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
+    if (!p->zero) wf_backend_to16(c, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
     if (p->zero >= 2)
         wf_backend_add_floats(c, c->grad_shard + c->zero_base[k], c->gstage,
                               c->zero_counts[(long)k * p->dp + c->dp_rank]);
@@ -215,7 +213,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
             if (p->params[j].bucket >= 0)
                 sums_after(c, &p->params[j], c->zero_buf + c->moment_base[j], c->own_hi[j] - c->own_lo[j]);
         for (int k = 0; k < p->n_buckets; k++)
-            wf_narrow16(p->precision, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
+            wf_backend_to16(c, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
                    c->zero_buf + c->zero_base[k], c->zero_counts[(long)k * p->dp + c->dp_rank]);
         return;
     }
@@ -223,7 +221,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
         if (!deferred(c, k)) continue;
         const wf_bucket *b = &p->buckets[k];
         if (p->dp > 1 && !direct(p)) {  /* the whole bucket: its dp sum, then the others, one rounding */
-            wf_widen16(p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
+            wf_backend_from16(c, c->gstage, bits_of(c->grads) + b->offset, b->numel);
             /* the bucket's request, as wf_bucket_start's (the same MPI algorithm) */
             c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
             wf_watch_what(c, WF_GROUP_DP, "bucket %d all-reduce", k);
@@ -232,16 +230,16 @@ void wf_grad16_step_sums(wf_ctx *c) {
             for (int j = 0; j < p->n_params; j++)
                 if (p->params[j].bucket == k)
                     sums_after(c, &p->params[j], c->gstage + (p->params[j].offset - b->offset), p->params[j].numel);
-            wf_narrow16(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
+            wf_backend_to16(c, bits_of(c->grads) + b->offset, c->gstage, b->numel);
             continue;
         }
         /* dp 1, or the dp sum done in 16 bits: parameter by parameter */
         for (int j = 0; j < p->n_params; j++) {
             const wf_param *q = &p->params[j];
             if (q->bucket != k || !(tp_sum(c, q) || tied_sum(c, q))) continue;
-            wf_widen16(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+            wf_backend_from16(c, c->gstage, bits_of(c->grads) + q->offset, q->numel);
             sums_after(c, q, c->gstage, q->numel);
-            wf_narrow16(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+            wf_backend_to16(c, bits_of(c->grads) + q->offset, c->gstage, q->numel);
         }
     }
 }
@@ -264,7 +262,7 @@ static int holds_tied(const wf_ctx *c, int k) {
 
 static void bucket_staged(wf_ctx *c, int k) {
     const wf_bucket *b = &c->p->buckets[k];
-    wf_widen16(c->p->precision, c->gstage, bits_of(c->grads) + b->offset, b->numel);
+    wf_backend_from16(c, c->gstage, bits_of(c->grads) + b->offset, b->numel);
     c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
     wf_watch_what(c, WF_GROUP_DP, "bucket %d all-reduce", k);
     c->coll->wait(c, &c->bucket_req[k], 1);
@@ -284,7 +282,7 @@ static void bucket_store(wf_ctx *c, int k) {
                                 c->group_comm[WF_GROUP_TP]));
         wf_watch_done();
     }
-    wf_narrow16(p->precision, bits_of(c->grads) + b->offset, c->gstage, b->numel);
+    wf_backend_to16(c, bits_of(c->grads) + b->offset, c->gstage, b->numel);
 }
 
 /* The tied wte q's gradient as floats for 2BW's exchange: after its dp sum
@@ -302,7 +300,7 @@ float *wf_grad16_tied_grad(wf_ctx *c, const wf_param *q) {
  * rounded once, with its bucket's tp sums at dp > 1 */
 void wf_grad16_tied_done(wf_ctx *c, const wf_param *q, const float *g) {
     if (staged_2bw(c->p)) bucket_store(c, q->bucket);
-    else wf_narrow16(c->p->precision, bits_of(c->grads) + q->offset, g, q->numel);
+    else wf_backend_to16(c, bits_of(c->grads) + q->offset, g, q->numel);
 }
 
 /* The tp sums only (2BW sends the tied wte's gradient itself; over dp with
@@ -321,15 +319,15 @@ void wf_grad16_tp_sums(wf_ctx *c) {
     for (int j = 0; j < p->n_params; j++) {
         const wf_param *q = &p->params[j];
         if (q->bucket < 0 || !tp_sum(c, q)) continue;
-        wf_widen16(p->precision, c->gstage, bits_of(c->grads) + q->offset, q->numel);
+        wf_backend_from16(c, c->gstage, bits_of(c->grads) + q->offset, q->numel);
         sums_after(c, q, c->gstage, q->numel);
-        wf_narrow16(p->precision, bits_of(c->grads) + q->offset, c->gstage, q->numel);
+        wf_backend_to16(c, bits_of(c->grads) + q->offset, c->gstage, q->numel);
     }
 }
 
 /* dst = the n gradients at off, as floats */
 void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n) {
-    wf_widen16(c->p->precision, dst, bits_of(c->grads) + off, n);
+    wf_backend_from16(c, dst, bits_of(c->grads) + off, n);
 }
 
 /* the n gradients at off += src, rounded once (the float program's add,
@@ -344,30 +342,6 @@ void wf_grad16_add(wf_ctx *c, long off, const float *src, long n) {
 
 /* ---- what the optimizer step reads (ZeRO < 2: the arena's bits) ------------ */
 
-double wf_grad16_sumsq(wf_ctx *c) {
-    const wf_opt_table *t = &c->ranges;
-    const uint16_t *g = bits_of(c->grads);
-    int prec = c->p->precision;
-    double sum = 0;
-    for (int k = 0; k < t->n; k++) {
-        if (!t->r[k].in_norm) continue;
-        const uint16_t *x = g + t->r[k].g;
-        for (long i = 0; i < t->r[k].n; i++) {
-            double v = wf_hd_16_value(prec, x[i]);
-            sum += v * v;
-        }
-    }
-    return sum;
-}
+double wf_grad16_sumsq(wf_ctx *c) { return wf_backend_sumsq16(c, &c->ranges, c->grads, c->p->precision); }
 
-int wf_grad16_nonfinite(wf_ctx *c) {
-    const wf_opt_table *t = &c->ranges;
-    const uint16_t *g = bits_of(c->grads);
-    int prec = c->p->precision;
-    for (int k = 0; k < t->n; k++) {
-        const uint16_t *x = g + t->r[k].g;
-        for (long i = 0; i < t->r[k].n; i++)
-            if (!isfinite(wf_hd_16_value(prec, x[i]))) return 1;
-    }
-    return 0;
-}
+int wf_grad16_nonfinite(wf_ctx *c) { return wf_backend_nonfinite16(c, &c->ranges, c->grads, c->p->precision); }

@@ -229,9 +229,14 @@ void wf_dp16_widen(wf_ctx *c, float *dst, const void *src, long n);
 wf_dtype wf_dp16_type(wf_ctx *c);  /* WF_B16 or WF_F16: the plan's */
 /* Their conversions, in stream order on the device that holds the
  * gradients (cpu/backend_host.c; cuda/dp_comm.cu): n floats to the plan's
- * 16-bit type, rounded to nearest even, and n such values back to floats. */
+ * 16-bit type, rounded to nearest even, and n such values back to floats;
+ * also the 16-bit gradients' (grad16.c; cuda/grad16.cu): x's first n 16-bit
+ * values (its first half) widened into its n floats, and dst[i] += the
+ * value of the 16-bit src[i] (a float add). */
 void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n);
 void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n);
+void wf_backend_from16_in_place(wf_ctx *c, float *x, long n);
+void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n);
 void wf_groups_split(wf_ctx *c);  /* every group's communicator, dp_rank, tp_rank, stage */
 MPI_Comm wf_group_comm(const wf_ctx *c, wf_group g);  /* MPI_COMM_NULL: not in one */
 const char *wf_group_name(wf_group g);                /* "dp", ..., "tied" */

@@ -47,7 +47,7 @@ typedef struct wf_adamw_args {
     int precision;           /* with a master: the weights get the master rounded to this */
     int param16;             /* the weights are 16-bit bits of that type (the CPU's param16):
                                 weights carries their address, r->w counts values */
-    int grads16;             /* the gradients are 16-bit bits of that type (the CPU's grad16):
+    int grads16;             /* the gradients are 16-bit bits of that type (grad16):
                                 grads carries their address, r->g counts values */
     int skip_tied_copy;      /* leave ranges marked tied_copy alone */
     float b1, b2, eps, step_size, inv_bc2_sqrt, grad_scale;
@@ -65,6 +65,10 @@ void wf_adamw_host(const wf_adamw_args *a);
 double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float *grads);
 /* 1 if any gradient of any range is inf or NaN, else 0. */
 int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const float *grads);
+/* The same two on 16-bit gradients (grad16: bf16 / fp16 bits of `precision`
+ * at grads, r->g counting values), read as their values. */
+double wf_backend_sumsq16(wf_ctx *c, const wf_opt_table *t, const void *grads, int precision);
+int wf_backend_nonfinite16(wf_ctx *c, const wf_opt_table *t, const void *grads, int precision);
 /* dst[i] = src[i] rounded to the precision (fp32: a copy); dst may be src. */
 void wf_backend_round_copy(wf_ctx *c, int precision, float *dst, const float *src, long n);
 /* dst[i] += src[i] in fp32 where the data lives.  For float state such as

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "internal.h"
 #include "precision_bits.h"
 
@@ -28,15 +29,19 @@ double wf_backend_loss_take(wf_ctx *c) {
 /* No graphs here: --no-graph is accepted and changes nothing. */
 void wf_backend_run_step(wf_ctx *c) { c->p->step(c); }
 
-/* dp_comm.c's conversions (internal.h): on the calling thread */
+/* dp_comm.c's and grad16.c's conversions (internal.h): convert16.c's loops */
 void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n) {
-    uint16_t *d = dst;
-    int bf = wf_ctx_precision(c) == WF_BF16;
-    for (long i = 0; i < n; i++) d[i] = bf ? wf_hd_bf16_bits(src[i]) : wf_hd_fp16_bits(src[i]);
+    wf_narrow16(wf_ctx_precision(c), dst, src, n);
 }
 
 void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n) {
+    wf_widen16(wf_ctx_precision(c), dst, src, n);
+}
+
+void wf_backend_from16_in_place(wf_ctx *c, float *x, long n) { wf_widen16_in_place(wf_ctx_precision(c), x, n); }
+
+void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n) {
     const uint16_t *h = src;
-    int bf = wf_ctx_precision(c) == WF_BF16;
-    for (long i = 0; i < n; i++) dst[i] = bf ? wf_hd_bf16_value(h[i]) : wf_hd_fp16_value(h[i]);
+    int prec = wf_ctx_precision(c);
+    for (long i = 0; i < n; i++) dst[i] += wf_hd_16_value(prec, h[i]);
 }

@@ -1,5 +1,7 @@
 /* dp_comm.cu: the conversions of runtime/common/dp_comm.c (16-bit
- * data-parallel gradient sums, plan.dp_comm) on the device, in stream order:
+ * data-parallel gradient sums, plan.dp_comm) and of grad16.c's 16-bit
+ * weight gradients (widened per op and for their sums, stored rounded) on
+ * the device, in stream order:
  * gradients to the plan's 16-bit type (rounded to nearest even, as the CPU's
  * wf_hd_*_bits) and 16-bit values back to floats.  The same rounding
  * functions as the CPU backend's (precision_bits.h), so both give the same

@@ -11,6 +11,10 @@
  * --fmad=false (CMakeLists.txt), so no multiply-add is fused and the update
  * matches the CPU backend's bit for bit where the inputs do.
  *
+ * Under 16-bit weight gradients (grad16) each reads the bf16 / fp16 value
+ * the float arena held: AdamW by its grads16, the norm and the check by
+ * their 16-bit entries (storage.cuh's loads, the CPU's values).
+ *
  * The sum of squares is deterministic: each thread adds its elements (a
  * fixed grid-stride set) in double, blocks reduce with a fixed tree
  * (wf_block_sum), and one block adds the block sums in index order. */
@@ -18,6 +22,7 @@
 #include "opt_backend.h"
 #include "precision_bits.h"
 #include "reduce.cuh"
+#include "storage.cuh"
 #include "weft/runtime_buffers.h"
 
 #define GRID_STRIDE(i, n) \
@@ -41,7 +46,9 @@ __global__ static void adamw_kernel(wf_adamw_args a) {
         const wf_opt_range *r = range_of(a.t, i);
         if (a.skip_tied_copy && r->tied_copy) continue;
         long j = i - r->start;
-        float gi = a.grads[r->g + j] * a.grad_scale;
+        float g = a.grads16 ? wf_hd_16_value(a.precision, reinterpret_cast<const uint16_t *>(a.grads)[r->g + j])
+                            : a.grads[r->g + j];
+        float gi = g * a.grad_scale;
         float m = a.b1 * a.m[r->mom + j] + (1.0f - a.b1) * gi;
         float v = a.b2 * a.v[r->mom + j] + (1.0f - a.b2) * gi * gi;
         a.m[r->mom + j] = m;
@@ -114,12 +121,13 @@ extern "C" void wf_backend_adamw(wf_ctx *c, const wf_adamw_args *a) {
 
 /* ---- squared norm and overflow check: device scratch kept for the context ---- */
 
-__global__ static void sumsq_blocks_kernel(wf_opt_table t, const float *grads, double *partial) {
+/* S: the gradients' storage (storage.cuh: floats, or grad16's bits) */
+template <class S> __global__ static void sumsq_blocks_kernel(wf_opt_table t, const typename S::raw *grads, double *partial) {
     double s = 0;
     GRID_STRIDE(i, t.total) {
         const wf_opt_range *r = range_of(t, i);
         if (!r->in_norm) continue;
-        double g = grads[r->g + (i - r->start)];
+        double g = S::load(grads, r->g + (i - r->start));
         s += g * g;
     }
     s = wf_block_sum(s);
@@ -133,7 +141,7 @@ __global__ static void sumsq_total_kernel(const double *partial, int n, double *
     if (threadIdx.x == 0) *total = s;
 }
 
-extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float *grads) {
+template <class S> static double sumsq(wf_ctx *c, const wf_opt_table *t, const typename S::raw *grads) {
     if (t->total <= 0) return 0.0;
     cudaStream_t s = wf_cuda_stream(c);
     double *&sumsq_scratch = optim_of(c)->sumsq_scratch;
@@ -141,7 +149,7 @@ extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float
         WF_CUDA(c, wf_cuda_malloc(c, (void **)&sumsq_scratch, sizeof(double) * (SUMSQ_BLOCKS + 1)));
     int blocks = wf_blocks(t->total);
     if (blocks > SUMSQ_BLOCKS) blocks = SUMSQ_BLOCKS;
-    WF_LAUNCH(sumsq_blocks_kernel, blocks, WF_THREADS, 0, s)(on_device(c, t), grads, sumsq_scratch);
+    WF_LAUNCH(sumsq_blocks_kernel<S>, blocks, WF_THREADS, 0, s)(on_device(c, t), grads, sumsq_scratch);
     WF_LAUNCH(sumsq_total_kernel, 1, WF_THREADS, 0, s)(sumsq_scratch, blocks, sumsq_scratch + SUMSQ_BLOCKS);
     double total = 0;
     WF_CUDA(c, cudaMemcpyAsync(&total, sumsq_scratch + SUMSQ_BLOCKS, sizeof total, cudaMemcpyDeviceToHost, s));
@@ -150,25 +158,43 @@ extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float
     return total;
 }
 
+extern "C" double wf_backend_sumsq(wf_ctx *c, const wf_opt_table *t, const float *grads) {
+    return sumsq<wf_st_f32>(c, t, grads);
+}
+
+extern "C" double wf_backend_sumsq16(wf_ctx *c, const wf_opt_table *t, const void *grads, int precision) {
+    const uint16_t *h = static_cast<const uint16_t *>(grads);
+    return precision == WF_BF16 ? sumsq<wf_st_bf16>(c, t, h) : sumsq<wf_st_fp16>(c, t, h);
+}
+
 /* Every thread that meets an inf or NaN writes 1: the same value, so the
  * races do not matter. */
-__global__ static void nonfinite_kernel(wf_opt_table t, const float *grads, int *flag) {
+template <class S> __global__ static void nonfinite_kernel(wf_opt_table t, const typename S::raw *grads, int *flag) {
     GRID_STRIDE(i, t.total) {
         const wf_opt_range *r = range_of(t, i);
-        if (!isfinite(grads[r->g + (i - r->start)])) *flag = 1;
+        if (!isfinite(S::load(grads, r->g + (i - r->start)))) *flag = 1;
     }
 }
 
-extern "C" int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const float *grads) {
+template <class S> static int nonfinite(wf_ctx *c, const wf_opt_table *t, const typename S::raw *grads) {
     if (t->total <= 0) return 0;
     cudaStream_t s = wf_cuda_stream(c);
     int *&nonfinite_flag = optim_of(c)->nonfinite_flag;
     if (!nonfinite_flag) WF_CUDA(c, wf_cuda_malloc(c, (void **)&nonfinite_flag, sizeof(int)));
     WF_CUDA(c, cudaMemsetAsync(nonfinite_flag, 0, sizeof(int), s));
-    WF_LAUNCH(nonfinite_kernel, wf_blocks(t->total), WF_THREADS, 0, s)(on_device(c, t), grads, nonfinite_flag);
+    WF_LAUNCH(nonfinite_kernel<S>, wf_blocks(t->total), WF_THREADS, 0, s)(on_device(c, t), grads, nonfinite_flag);
     int bad = 0;
     WF_CUDA(c, cudaMemcpyAsync(&bad, nonfinite_flag, sizeof bad, cudaMemcpyDeviceToHost, s));
     wf_cuda_sync(c, "nonfinite_kernel");
     WF_CUDA(c, cudaStreamSynchronize(s));  /* the host reads it now */
     return bad != 0;
+}
+
+extern "C" int wf_backend_nonfinite(wf_ctx *c, const wf_opt_table *t, const float *grads) {
+    return nonfinite<wf_st_f32>(c, t, grads);
+}
+
+extern "C" int wf_backend_nonfinite16(wf_ctx *c, const wf_opt_table *t, const void *grads, int precision) {
+    const uint16_t *h = static_cast<const uint16_t *>(grads);
+    return precision == WF_BF16 ? nonfinite<wf_st_bf16>(c, t, h) : nonfinite<wf_st_fp16>(c, t, h);
 }

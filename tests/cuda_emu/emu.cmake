@@ -21,6 +21,7 @@ set(WEFT_EMU_KERNELS
   llama.cu
   convert.cu
   dp_comm.cu
+  grad16.cu
 )
 set(WEFT_EMU_NOT_EMULATED
   gemm.cu      # cuBLASLt: replaced by cuda_emu/emu_gemm.cc (same functions, plain loops);

@@ -111,14 +111,17 @@ check "llama_tiny: the program calls the LLaMA kernels" \
              grep -q \"\$f(c, \" '$WORK/llama_tiny/stage0.cu' || exit 1; done && test -x '$WORK/llama_tiny/build/stage0'"
 check "zb-h1: the split-backward CUDA program builds" \
   build_plan zb plans/gpt2_3d.lua --backend cuda --set pipeline.schedule=zb-h1 --set pipeline.virtual=1
-# bf16: 16-bit activations (act16: the kernels round them), rounding kernels for the
-# parameter gradients, AdamW with fp32 masters on the device
+# bf16: 16-bit activations (act16: the kernels round them), the parameter
+# gradients rounded on the device (stored as 16-bit bits, grad16: the device's
+# narrowing, runtime/cuda/dp_comm.cu; else rounding kernels in place), AdamW
+# with fp32 masters on the device
 check "bf16: the generated CUDA project builds" \
   build_plan tiny_bf16 plans/tiny.lua --backend cuda --set precision=bf16
 check "bf16: the built program stores 16-bit activations (act16)" grep -q 'P\.act16 = 1;' "$WORK/tiny_bf16/stage0.cu"
-check "bf16: the program rounds on the device (wf_to_bf16) and links the device optimizer" \
-  bash -c "grep -q 'wf_to_bf16(c, ' '$WORK/tiny_bf16/stage0.cu' && test -x '$WORK/tiny_bf16/build/stage0' &&
-           nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_adamw$'"
+check "bf16: the program rounds on the device (wf_narrow_grads or wf_to_bf16) and links the device optimizer" \
+  bash -c "grep -q 'wf_narrow_grads(c, \|wf_to_bf16(c, ' '$WORK/tiny_bf16/stage0.cu' && test -x '$WORK/tiny_bf16/build/stage0' &&
+           nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_adamw$' &&
+           nm -g --defined-only '$RT/cuda/libweftrt_cuda.a' | grep -q ' T wf_backend_to16$'"
 # pipeline scatter/gather (tp 2 x pp 2, bf16: slices of 16-bit storage)
 check "scatter/gather: the tp 2 x pp 2 bf16 CUDA project builds" \
   build_plan sg plans/tiny.lua --backend cuda --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 --set precision=bf16

@@ -116,9 +116,11 @@
 # staging buffer, comm = "mpi"): at dp 2 the 16-bit sum of two rounded
 # gradients is the fp32 sum rounded once (tests/e2e/dp_comm.sh), so it keeps
 # bf16_dp2's act16 tolerances; the program must say .dp_comm16 = 1.
-# bf16_dp2_dpc_nccl likewise over NCCL (ncclBfloat16 all-reduces on the comm
-# stream, packed and widened on the compute stream), and bf16_z2_dpc_nccl
+# bf16_z1_dpc_nccl likewise over NCCL under ZeRO-1 (ncclBfloat16
+# reduce-scatters on the comm stream), and bf16_z2_dpc_nccl
 # with ZeRO-2's in-place bf16 reduce-scatter (NCCL's scratch in 16 bits).
+# (Under 16-bit weight gradients, below, the buckets' bits are the message:
+# nothing is packed.)
 # The LM head runs fused and chunked in backward (ops_loss.c; runtime/cuda/
 # xent.cu, xent_vocab.c), one chunk of the microbatch's 64 tokens in the rows
 # above but bf16_tp2 and vlm, which cut it into chunks of 24 and 15 rows
@@ -143,6 +145,21 @@
 # AdamW storing bf16 bits by truncation instead of rounding to nearest even
 # failed both: the bf16 row's norm by 3.5e-3, and 28 of 28 weight tensors
 # off bf16_pf32's.
+# 16-bit weight gradients (plan.grad_accum "auto", compiler/grad16.c): the
+# act16 rows whose layouts save by it store them in 2 bytes (the program says
+# .grad16 = 1; widened per op and for their sums on the device, dp_comm.cu
+# and grad16.cu; AdamW, the norm and fp16's overflow check read the bits,
+# optim.cu): dp 1 (bf16, fp16, llama_bf16), tp 2 (bf16_tp2; with sp:
+# bf16_sp2_nccl), dp 2 with fp32 sums through the float staging (bf16_dp2,
+# compiled with WEFT_GRAD16=1: the staging outweighs what it saves there)
+# and with bf16 sums of the bits themselves (bf16_dp2_dpc), ZeRO-1 with fp32
+# sums (bf16_z1_nccl) and with bf16 sums widened in place in its shard
+# (bf16_z1_dpc_nccl), ZeRO-2 with bf16 sums added into its float shard
+# (bf16_z2_dpc_nccl), checked below, with their act16 tolerances (the CPU
+# references store them so too); 2BW keeps floats on CUDA.  Every
+# value is the one the float arena held, so bf16 (16-bit parameters and
+# gradients) against bf16_pf32, compiled with WEFT_GRAD16=0 (float
+# parameters and gradients), stays bit for bit.
 # Add a row: one line in `rows` (name, CPU reference, kind, plan, --set
 # overrides); a new reference: one build_ref line.  ROWS="one dp2" runs only
 # those rows (the graph and fault checks run with the row `one`).
@@ -237,7 +254,12 @@ build_emu() {
   local name=$1 plan=$2
   shift 2
   local -n base=$(sizes "$plan")
-  "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${base[@]}" "$@" 2>"$WORK/$name.compile.log" &&
+  local grad16=${WEFT_GRAD16-}
+  case $name in  # the compiler's grad16 decision (compiler/grad16.c) overridden:
+    bf16_pf32) grad16=0 ;;  # float gradients too (the 16-bit ones' bit-for-bit twin, below)
+    bf16_dp2) grad16=1 ;;   # 16-bit gradients, though the fp32 dp sums' staging outweighs them here
+  esac
+  WEFT_GRAD16=$grad16 "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${base[@]}" "$@" 2>"$WORK/$name.compile.log" &&
     configure "$PROG" "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
       >"$WORK/$name.cmake.log" 2>&1 &&
     cmake --build "$WORK/$name/build" >"$WORK/$name.build.log" 2>&1
@@ -377,7 +399,7 @@ rows=(
   "bf16_2bw_nccl ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_dp2_dpc ref_bf16   act16 plans/tiny.lua    --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set dp_comm=bf16"
-  "bf16_dp2_dpc_nccl ref_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set dp_comm=bf16"
+  "bf16_z1_dpc_nccl ref_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set dp_comm=bf16 --set zero=1 --set buckets.mb=0.05"
   "bf16_z2_dpc_nccl ref_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl --set dp_comm=bf16 --set zero=2 --set buckets.mb=0.05"
   "bf16_pp2_nccl ref_bf16 act16 plans/tiny.lua     --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set precision=bf16 --set comm=nccl"
   "bf16_z3   ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set zero=3 --set buckets.mb=0.05"
@@ -434,9 +456,21 @@ for name in "${selected[@]}"; do  # in the table's order
   if [ "$(cat "$WORK/row_$name.rc")" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
-for name in bf16_dp2_dpc bf16_dp2_dpc_nccl bf16_z2_dpc_nccl; do
+for name in bf16_dp2_dpc bf16_z1_dpc_nccl bf16_z2_dpc_nccl; do
   case " ${ROWS:-$name} " in *" $name "*)
     check "$name: the CUDA program sums bf16 gradients" grep -q 'dp_comm16 = 1' "$WORK/$name/stage0.cu" ;;
+  esac
+done
+# 16-bit weight gradients (the rows passed above with them)
+for name in bf16 fp16 llama_bf16 bf16_tp2 bf16_sp2_nccl bf16_dp2 bf16_dp2_dpc bf16_z1_nccl bf16_z1_dpc_nccl bf16_z2_dpc_nccl; do
+  case " ${ROWS:-$name} " in *" $name "*)
+    check "$name: the CUDA program stores 16-bit weight gradients" \
+      bash -c "grep -q '\.grad16 = 1' '$WORK/$name/stage0.cu' && grep -q 'wf_narrow_grads(c, ' '$WORK/$name/stage0.cu'" ;;
+  esac
+done
+for name in bf16_pf32 bf16_2bw_nccl; do
+  case " ${ROWS:-$name} " in *" $name "*)
+    check "$name: the CUDA program keeps float weight gradients" bash -c "! grep -q '\.grad16 = 1' '$WORK/$name/stage0.cu'" ;;
   esac
 done
 # a VLM under sequence parallelism: each tp rank embeds and merges its own
@@ -725,14 +759,16 @@ case " ${ROWS:-fp16_2bw} " in *" fp16_2bw "*)
 esac
 
 # the one-rank row replayed a captured graph; eager steps must give the same losses
-# 16-bit working parameters change no number on CUDA either: every kernel
-# reads the values the float arena held (rounded floats widened exactly; the
-# GEMMs the stored bits, which the copies held), and AdamW rounds the same
-# master: the bf16 row against bf16_pf32 (param_storage = "fp32", its GEMMs on
-# 16-bit copies), bit for bit, losses, norms and final weights and moments.
+# 16-bit working parameters and gradients change no number on CUDA either:
+# every kernel reads the values the float arena held (rounded floats widened
+# exactly; the GEMMs the stored bits, which the copies held), AdamW rounds
+# the same master from the same gradients, the norm sums the same values in
+# the same order: the bf16 row against bf16_pf32 (param_storage = "fp32",
+# its GEMMs on 16-bit copies; WEFT_GRAD16=0, its gradients rounded floats),
+# bit for bit, losses, norms and final weights and moments.
 case " ${ROWS:-bf16 bf16_pf32} " in *" bf16 "*) case " ${ROWS:-bf16 bf16_pf32} " in *" bf16_pf32 "*)
   out=$(identical bf16 bf16_pf32 4) && rc=0 || rc=1
-  check "bf16 (16-bit parameters) vs bf16_pf32 (float parameters, 16-bit copies), identical: $out" test $rc = 0 ;;
+  check "bf16 (16-bit parameters and gradients) vs bf16_pf32 (float parameters, 16-bit copies, float gradients), identical: $out" test $rc = 0 ;;
   esac ;;
 esac
 case " ${ROWS:-one} " in *" one "*) ;; *) echo "$passed passed, $failed failed"; [ $failed = 0 ]; exit ;; esac

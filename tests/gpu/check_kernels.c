@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "check_act16.h"
+#include "convert16.h"
 #include "kernels_tp.h"
 #include "linear_gelu.h"
 #include "opt_backend.h"
@@ -34,6 +35,11 @@ void *wf_backend_alloc(const wf_ctx *c, size_t bytes); /* runtime/common/interna
 void wf_backend_sync(wf_ctx *c);      /* the same: the host waits for the device */
 
 static void settle(void) { wf_backend_sync(NULL); }
+/* grad16's conversion hooks (the same header; CUDA: dp_comm.cu, grad16.cu) */
+void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n);
+void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n);
+void wf_backend_from16_in_place(wf_ctx *c, float *x, long n);
+void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n);
 
 /* A context carrying only a plan precision (runtime/common/precision_of.c;
  * the emulator's in tests/cuda_emu/emu_device.cc), for the kernels whose
@@ -1024,11 +1030,19 @@ static float *positive(long n) { /* second moments */
     return v;
 }
 
-static void adamw_case(const char *name, wf_opt_table t, int precision, int skip_tied_copy) {
+/* grads16: the gradients as the plan's 16-bit bits (grad16), their values
+ * the random floats rounded */
+static void adamw_case(const char *name, wf_opt_table t, int precision, int skip_tied_copy, int grads16) {
     float *w = buf(OPT_ARENA), *g = buf(OPT_ARENA), *m = buf(t.total), *v = positive(t.total);
     float *master = precision != WF_FP32 ? buf(t.total) : NULL;
+    if (grads16) {
+        uint16_t *h = wf_backend_alloc(NULL, sizeof(uint16_t) * OPT_ARENA);
+        if (!h) exit(2);
+        wf_narrow16(precision, h, g, OPT_ARENA);
+        g = (float *)(void *)h;  /* as the runtime passes them */
+    }
     wf_adamw_args a = { .t = t, .weights = w, .grads = g, .m = m, .v = v, .master = master,
-                        .precision = precision, .skip_tied_copy = skip_tied_copy,
+                        .precision = precision, .grads16 = grads16, .skip_tied_copy = skip_tied_copy,
                         .b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .step_size = 3e-3f,
                         .inv_bc2_sqrt = 4.5f, .grad_scale = 0.7f, .decay = 6e-5f };
     wf_backend_adamw(NULL, &a);
@@ -1073,10 +1087,12 @@ static float *rounding_inputs(long n) {
 
 static void run_optimizer(void) {
     wf_opt_table t = opt_table();
-    adamw_case("adamw fp32", t, WF_FP32, 0);
-    adamw_case("adamw fp32 skip tied", t, WF_FP32, 1);
-    adamw_case("adamw bf16", t, WF_BF16, 0);
-    adamw_case("adamw fp16 skip tied", t, WF_FP16, 1);
+    adamw_case("adamw fp32", t, WF_FP32, 0, 0);
+    adamw_case("adamw fp32 skip tied", t, WF_FP32, 1, 0);
+    adamw_case("adamw bf16", t, WF_BF16, 0, 0);
+    adamw_case("adamw fp16 skip tied", t, WF_FP16, 1, 0);
+    adamw_case("adamw bf16 grads16", t, WF_BF16, 0, 1);
+    adamw_case("adamw fp16 grads16", t, WF_FP16, 1, 1);
 
     float *g = buf(OPT_ARENA);
     put_double("sumsq", "sum of g^2 (in norm)", wf_backend_sumsq(NULL, &t, g));
@@ -1111,6 +1127,109 @@ static void run_optimizer(void) {
     put("round_copy", "fp16 [exact]", y, n);
     wf_round_copy(WF_FP32, y, x, n);
     put("round_copy", "fp32 (a copy) [exact]", y, n);
+}
+
+/* ---- 16-bit weight gradients (runtime/common/grad16.c) ----------------------
+ * The backend's conversions against convert16.c's host loops, bit for bit
+ * (a count of differing elements, which must be 0, and the results
+ * "[exact]" against the CPU's): narrowing on rounding_inputs' edges,
+ * widening every 16-bit pattern that narrowing made, the in-place widening
+ * of a ZeRO-1 shard at lengths 1, 2, 3 (its halving's edges) and odd
+ * larger ones, and ZeRO-2's add of 16-bit values into floats (a float add
+ * each: exact against the host's).  Then the norm's sum of squares and the
+ * overflow check on 16-bit gradients (the float ones' ranges and cases). */
+static float count_differing(const float *a, const float *b, long n) {
+    settle();
+    float bad = 0;
+    for (long i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof a[i]) != 0;
+    return bad;
+}
+
+static void must_be_zero(const char *what, float bad) {
+    if (bad != 0) {
+        fprintf(stderr, "check_kernels: %s: %g elements differ from convert16.c's\n", what, bad);
+        exit(1);
+    }
+}
+
+static void grad16_conversions(int p) {
+    const char *tag = p == WF_BF16 ? "grad16 bf16" : "grad16 fp16";
+    wf_ctx *c = wf_storage_ctx(p, 0);
+    long n = 20011;
+    float *x = rounding_inputs(n), *y = buf(n), *want = buf(n);
+    uint16_t *h = wf_backend_alloc(NULL, sizeof(uint16_t) * (size_t)n), *hw = malloc(sizeof(uint16_t) * (size_t)n);
+    if (!h || !hw) exit(2);
+    char what[40];
+    wf_backend_to16(c, h, x, n);
+    wf_narrow16(p, hw, x, n);
+    settle();
+    float bad = 0;
+    for (long i = 0; i < n; i++) bad += h[i] != hw[i];
+    must_be_zero("wf_backend_to16", bad);
+    for (long i = 0; i < n; i++) y[i] = h[i];  /* the bits as exact floats */
+    put(tag, "narrowed bits [exact]", y, n);
+    put(tag, "narrowed, differing from wf_narrow16 [exact]", &bad, 1);
+
+    wf_backend_from16(c, y, h, n);
+    wf_widen16(p, want, hw, n);
+    bad = count_differing(y, want, n);
+    must_be_zero("wf_backend_from16", bad);
+    put(tag, "widened [exact]", y, n);
+    put(tag, "widened, differing from wf_widen16 [exact]", &bad, 1);
+
+    static const long lengths[] = { 1, 2, 3, 17, 4099, 20011 };
+    for (int k = 0; k < (int)(sizeof lengths / sizeof *lengths); k++) {
+        long m = lengths[k];
+        memcpy(y, h, sizeof(uint16_t) * (size_t)m);  /* the 16-bit values in its first half */
+        wf_backend_from16_in_place(c, y, m);
+        bad = count_differing(y, want, m);
+        snprintf(what, sizeof what, "widened in place, n = %ld [exact]", m);
+        must_be_zero(what, bad);
+        put(tag, what, y, m);
+    }
+
+    float *acc = buf(n);
+    memcpy(want, acc, sizeof(float) * (size_t)n);
+    wf_backend_add16(c, acc, h, n);
+    settle();  /* want is device-visible memory too */
+    for (long i = 0; i < n; i++) want[i] += p == WF_BF16 ? wf_bf16_value(hw[i]) : wf_fp16_value(hw[i]);
+    bad = count_differing(acc, want, n);
+    must_be_zero("wf_backend_add16", bad);
+    put(tag, "added into floats [exact]", acc, n);
+}
+
+static void grad16_optimizer(int p) {
+    const char *tag = p == WF_BF16 ? "grad16 bf16" : "grad16 fp16";
+    wf_opt_table t = opt_table();
+    float *g = buf(OPT_ARENA);
+    uint16_t *h = wf_backend_alloc(NULL, sizeof(uint16_t) * OPT_ARENA);
+    if (!h) exit(2);
+    wf_narrow16(p, h, g, OPT_ARENA);
+    put_double(tag, "sum of g^2 (in norm)", wf_backend_sumsq16(NULL, &t, h, p));
+    uint16_t inf = p == WF_BF16 ? 0x7f80 : 0x7c00, nan = p == WF_BF16 ? 0x7fc0 : 0x7e00;
+    float flags[4];
+    flags[0] = (float)wf_backend_nonfinite16(NULL, &t, h, p);
+    h[t.r[0].g - 1] = inf;  /* in a gap: not checked */
+    h[t.r[1].g + t.r[1].n] = nan;
+    flags[1] = (float)wf_backend_nonfinite16(NULL, &t, h, p);
+    h[t.r[4].g + t.r[4].n - 1] = inf | 0x8000;  /* -inf, the last element of the last range */
+    flags[2] = (float)wf_backend_nonfinite16(NULL, &t, h, p);
+    h[t.r[4].g + t.r[4].n - 1] = 0;
+    h[t.r[3].g] = nan;  /* the one-element range */
+    flags[3] = (float)wf_backend_nonfinite16(NULL, &t, h, p);
+    put(tag, "nonfinite: clean, gaps, -inf, nan [exact]", flags, 4);
+    if (flags[0] != 0 || flags[1] != 0 || flags[2] != 1 || flags[3] != 1) {
+        fprintf(stderr, "check_kernels: wf_backend_nonfinite16 gave %g %g %g %g, want 0 0 1 1\n", flags[0], flags[1],
+                flags[2], flags[3]);
+        exit(1);
+    }
+}
+
+static void run_grad16(void) {
+    grad16_conversions(WF_BF16);
+    grad16_conversions(WF_FP16);
+    grad16_optimizer(WF_BF16);
+    grad16_optimizer(WF_FP16);
 }
 
 /* ---- 16-bit activation storage (weft/rt.h "Activation storage") --------------
@@ -1721,6 +1840,7 @@ int main(int argc, char **argv) {
         vision_act16_case(WF_FP16);
         run_gemm_act16();
         run_optimizer();
+        run_grad16();
         run_act16_kernels();
         run_width_paths();
         run_colsums();
