@@ -99,7 +99,7 @@ typedef struct {
     char batch_set[64];
     /* from the plan, loaded once */
     int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
-    int vlm;            /* a weft.vlm model: its encoder joins the first stage; no sequence parallelism */
+    int vlm;            /* a weft.vlm model: its encoder joins the first stage */
     double bucket_mb;   /* the plan's */
     double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
     long params;
@@ -108,9 +108,9 @@ typedef struct {
     /* activation and activation-gradient bytes per layer and token of one
      * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
     double act_tok[8][2][3][3];
-    /* a VLM's first stage (vlm_stage0), by tp (index log2) and recompute;
-     * [0] < 0: not measured yet */
-    double vlm0[8][3][V0_N];
+    /* a VLM's first stage (vlm_stage0), by tp (index log2), sp and
+     * recompute; [0] < 0: not measured yet */
+    double vlm0[8][2][3][V0_N];
     double image_bytes; /* a VLM: one sample's uint8 image */
     /* per-block and other seconds per microbatch by (tp, sp, recompute,
      * micro), from one-block builds (layer_seconds); the step-time bound */
@@ -124,7 +124,7 @@ typedef struct {
     cand *c;
     int n;
     long enumerated;
-    long pruned_arith[8];       /* by rule, see RULES */
+    long pruned_arith[7];       /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
     long probed;        /* one-block builds for the step-time bound (layer_seconds) */
     long zero_skipped;  /* ZeRO stages not built after a build did not fit (max_stage_bytes) */
@@ -143,8 +143,8 @@ static const char *const RULES[] = {
     "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
     "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
     "microbatches over the plan's limit", "ZeRO/recompute not allowed with the schedule",
-    "sequence parallelism not supported with a VLM",
 };
+enum { N_RULES = (int)(sizeof RULES / sizeof *RULES) };
 
 /* ---- building one candidate ------------------------------------------- */
 
@@ -453,18 +453,19 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
  * stages of one tp group, pipeline.stages { l, 1 } with l = 1 and 2
  * language-model layers, micro 1, 2 microbatches, no ZeRO: its parameter,
  * gradient and optimizer bytes, and the size of its activation slot and of
- * one activation-gradient set, per token.  Measured once per (tp,
- * recompute); all 0 (no bound) when a build fails. */
-static const double *vlm_stage0(search *S, int tp, int rc) {
+ * one activation-gradient set, per token.  Measured once per (tp, sp,
+ * recompute): sequence parallelism splits the encoder's stream by rows as
+ * the language model's; all 0 (no bound) when a build fails. */
+static const double *vlm_stage0(search *S, int tp, int sp, int rc) {
     static const double none[V0_N];
     int ti = tp_index(tp);
     if (ti < 0) return none;
-    double *v = S->vlm0[ti][rc];
+    double *v = S->vlm0[ti][sp][rc];
     if (v[0] >= 0) return v;
     char b[9][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
     snprintf(b[1], 64, "mesh.tp=%d", tp);
-    snprintf(b[2], 64, "mesh.sp=false");
+    snprintf(b[2], 64, "mesh.sp=%s", sp ? "true" : "false");
     snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
@@ -505,7 +506,7 @@ static const double *vlm_stage0(search *S, int tp, int rc) {
  * the images, masks, tokens and targets of the step's microbatches
  * (memory.c's scratch). */
 static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, double *every) {
-    const double *v = vlm_stage0(S, c->tp, c->rc);
+    const double *v = vlm_stage0(S, c->tp, c->sp, c->rc);
     int dp = c->dp;
     double extra = c->virt - 1;  /* stage 0's layers beyond the one measured */
     double w = v[V0_W] + extra * v[V0_DW], g = v[V0_G] + extra * v[V0_DG], o = v[V0_O] + extra * v[V0_DO];
@@ -719,10 +720,6 @@ static void enumerate(search *S) {
                 int accum = per / micro;
                 for (int sp = 0; sp <= (tp > 1); sp++)
                     for (int sc = 0; sc < 5; sc++)
-                        if (sp && S->vlm) {
-                            /* the prelude refuses mesh.sp with weft.vlm: counted once per layout */
-                            if (sc == 0) S->pruned_arith[7]++;
-                        } else
                         for (int v = 1; v <= 4; v *= 2) {
                             if (pp == 1 && (sc != 1 || v > 1)) continue;  /* one stage: no schedule */
                             if (pp > 1 && (sc == 2) != (v > 1)) continue;
@@ -936,7 +933,7 @@ static void layout_name(const cand *c, char *buf, size_t n) {
 
 static void print_counts(const search *S, FILE *out) {
     fprintf(out, "candidates enumerated %ld; pruned: ", S->enumerated);
-    for (int r = 0; r < 8; r++)
+    for (int r = 0; r < N_RULES; r++)
         if (S->pruned_arith[r]) fprintf(out, "%s %ld; ", RULES[r], S->pruned_arith[r]);
     fprintf(out, "memory lower bound %ld; higher ZeRO stages ruled out by a build's memory %ld; "
                  "step-time lower bound %ld; dominated %ld; over --max-priced %ld\n",
@@ -1268,7 +1265,7 @@ static int load_base(search *S) {
     S->n_base = n - 1;
     for (int t = 0; t < 8; t++)
         for (int q = 0; q < 2; q++)
-            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = S->vlm0[t][r][0] = -1;
+            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = S->vlm0[t][q][r][0] = -1;
     compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
     wf_error_capture(msg, sizeof msg);
     rc = compile_plan(&p, &o);
