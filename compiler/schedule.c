@@ -680,8 +680,9 @@ static int order_slots(const cop *ord, int n)
     return peak;
 }
 
-/* The slots of stage `only`, or (only < 0) the most of any stage. */
-static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
+/* The slots of stage `only`, or (only < 0) the most of any stage; each, if
+ * not NULL, gets every stage's. */
+static int slots_of(sched_kind kind, int stages, int micro, int virt, int only, int *each)
 {
     if (only >= stages ||
         kind == SCHED_2BW || (unsigned)kind >= SCHED__COUNT || stages < 1 || micro < 1 || virt < 1 ||
@@ -694,6 +695,7 @@ static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
     for (int st = 0; st < stages; st++) {
         int k = order_slots(ord[st], nord[st]);
         if ((only < 0 || st == only) && k > peak) peak = k;
+        if (each) each[st] = k;
         free(ord[st]);
     }
     free(ord);
@@ -703,12 +705,17 @@ static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
 
 int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt)
 {
-    return slots_of(kind, stages, micro, virt, -1);
+    return slots_of(kind, stages, micro, virt, -1, NULL);
 }
 
 int schedule_stage_slots(sched_kind kind, int stages, int micro, int virt, int stage)
 {
-    return stage < 0 ? -1 : slots_of(kind, stages, micro, virt, stage);
+    return stage < 0 ? -1 : slots_of(kind, stages, micro, virt, stage, NULL);
+}
+
+int schedule_each_stage_slots(sched_kind kind, int stages, int micro, int virt, int *slots)
+{
+    return slots_of(kind, stages, micro, virt, -1, slots) < 0 ? -1 : 0;
 }
 
 int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,

@@ -21,6 +21,13 @@ read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "
   if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/mid.err")
 check "the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
   bash -c "[ '$n_built' -gt 5 ] && [ '$n_over' = 0 ]"
+# the memory bound follows the stages of the split the partition pass will
+# give (predicted from its costs on a one-block model): the same as the
+# build's for every pipelined build
+n_pred=$(grep -c '^debug: split predicted' "$WORK/mid.err" || true)
+n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$WORK/mid.err" || true)
+check "the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
+  bash -c "[ '$n_pred' -gt 0 ] && [ '$n_miss' = 0 ]"
 check "it prints how many candidates were enumerated, pruned and priced" \
   grep -q "^candidates enumerated [0-9]*; pruned: .*memory lower bound [0-9]*" "$WORK/mid.txt"
 check "the table has the step time, tokens/s, MFU, memory, bubble, exposed, comm/compute" \
@@ -99,6 +106,10 @@ read -r n_mall m_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", ""
   if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/ord2.err")
 check "order: the memory lower bound is never above the planned bytes of any candidate ($m_over of $n_mall over)" \
   bash -c "[ '$n_mall' -gt 100 ] && [ '$m_over' = 0 ] && grep -q 'debug: bound .* interleaved' '$WORK/ord2.err'"
+n_pred=$(grep -c '^debug: split predicted' "$WORK/ord2.err" || true)
+n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$WORK/ord2.err" || true)
+check "order: the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
+  bash -c "[ '$n_pred' -gt 50 ] && [ '$n_miss' = 0 ]"
 
 # 3. CPU plans: the written best compiles through weft check with no change.
 "$WEFT" plan plans/gpt2_3d.lua --top 3 -o "$WORK/3d.lua" >"$WORK/3d.txt" 2>/dev/null
