@@ -28,10 +28,10 @@
  *   4. dominance: once a layout fits with no recompute and ZeRO <= 1, its
  *      recompute variants (never faster) are not built.
  * A cap on builds (--max-priced) keeps the worst case bounded; the counts of
- * each rule are printed.  After it, the best layout's bucket size and stage
- * partition are refined by a few more builds (refine_buckets,
- * refine_partition).  Everything is deterministic: ties are broken by the
- * candidate's fields.  What makes a build cheap enough (~0.05-0.1 s for the
+ * each rule are printed.  After it, the best layout's bucket size and the
+ * stage partitions of the best pipelined layouts are refined by a few more
+ * builds (refine_buckets, refine_partition).  Everything is deterministic:
+ * ties are broken by the candidate's fields.  What makes a build cheap enough (~0.05-0.1 s for the
  * 1T model): the prelude builds the model's graph once per load, schedule
  * slot counts come from the compute orders alone (schedule_peak_slots), and
  * a schedule verified once is not verified again (schedule_verify's memo). */
@@ -154,6 +154,8 @@ typedef struct {
     long bucket_better; /* of them, faster than the best layout's own size */
     double bucket_base; /* the best layout's bucket size before them, MiB */
     long part_tried, part_better;  /* refine_partition: builds, and of them faster */
+    long part_layouts;             /* layouts refined */
+    int part_new_best;             /* a refined layout that was not the best became it */
 } search;
 
 static const char *const RULES[] = {
@@ -1120,11 +1122,10 @@ static void refine_buckets(search *S) {
  * beyond --max-priced.  An interleaved layout's pp * virtual chunks are moved
  * the same way (its first chunk, on stage 0, holds the embedding, its last,
  * on the last stage, the head); pipeline.stages lists every chunk's layers. */
-enum { PART_ROUNDS = 3 };
-static void refine_partition(search *S) {
-    cand *best = best_priced(S);
-    if (!best || best->pp <= 1 || best->n_part != best->pp * best->virt) return;
-    cand base = *best;
+enum { PART_ROUNDS = 3, PART_LAYOUTS = 3 };
+static void refine_one(search *S, const cand *layout) {
+    cand base = *layout;
+    S->part_layouts++;
     for (int round = 0; round < PART_ROUNDS; round++) {
         int K = base.n_part, improved = 0;
         cand next = base;
@@ -1149,6 +1150,32 @@ static void refine_partition(search *S) {
         S->part_better++;
         base = next;
     }
+}
+
+/* The best pipelined layout is refined so; and so are the next ones (up to
+ * PART_LAYOUTS in all, in step order) whose step-time lower bound, which
+ * holds for every split (least_max_chunk), is below the best step so far:
+ * a better split may make one of them the best (an interleaved layout
+ * whose layers do not divide into its chunks evenly, say). */
+static void refine_partition(search *S) {
+    int n = 0;
+    cand **r = malloc(sizeof(cand *) * (size_t)(S->n + 1));
+    if (!r) return;
+    for (int i = 0; i < S->n; i++)
+        if (S->c[i].state == 1 && S->c[i].pp > 1 && S->c[i].n_part == S->c[i].pp * S->c[i].virt) r[n++] = &S->c[i];
+    qsort(r, (size_t)n, sizeof *r, by_result);
+    cand *first = best_priced(S);
+    cand before = first ? *first : (cand){ 0 };
+    for (int i = 0, done = 0; i < n && done < PART_LAYOUTS; i++) {
+        cand *best = best_priced(S);
+        if (done && !(r[i]->lb < step_of(S, best))) continue;
+        cand layout = *r[i];  /* (refine_one adds candidates) */
+        refine_one(S, &layout);
+        done++;
+    }
+    cand *after = best_priced(S);
+    S->part_new_best = first && after && !same_layout(after, &before);
+    free(r);
 }
 
 /* ---- reports ------------------------------------------------------------ */
@@ -1185,9 +1212,10 @@ static void print_counts(const search *S, FILE *out) {
         fprintf(out, "not built: %ld refused as the one-block build and a full build of the same tp, sp, recompute "
                      "and micro were, with the same error\n", S->refused_alike);
     if (S->part_tried)
-        fprintf(out, "stage partitions: the best pipelined layout priced again with a layer moved across its "
-                     "first and last chunk boundaries (%ld of the builds): faster in %ld rounds\n",
-                S->part_tried, S->part_better);
+        fprintf(out, "stage partitions: the best %ld pipelined layout(s) priced again with a layer moved across "
+                     "their first and last chunk boundaries (%ld of the builds): faster in %ld rounds%s\n",
+                S->part_layouts, S->part_tried, S->part_better,
+                S->part_new_best ? "; the best is now a layout that was not the best before" : "");
     if (S->bucket_tried)
         fprintf(out, "bucket sizes: the best layout priced again at 1/4, 1/2, 2 and 4 times its %g MiB "
                      "(%ld of the builds): %ld faster\n", S->bucket_base, S->bucket_tried, S->bucket_better);

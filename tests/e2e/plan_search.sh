@@ -198,6 +198,30 @@ t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/il_sim.txt")
 check "interleaved: the written plan passes weft check and simulates at the table's $t_table s ($t_sim s)" \
   bash -c "'$WEFT' check '$WORK/il.lua' >/dev/null && [ -n '$t_table' ] && [ '$t_table' = '$t_sim' ]"
 
+# 3f. The refinement of partitions can change the winner: the pipelined
+# layouts after the best whose step-time bound (which holds for any split)
+# is below the best step are refined too.  33 layers on the same RoCE
+# cluster: interleaved/2 on 2 stages has 4 chunks of 8 or 9 layers, and the
+# partition pass's split leaves it behind a single-stage layout; a layer
+# moved makes it the best.
+rw=("$WORK/roce.lua" --set model.layers=33 --set model.hidden=12288 --set model.heads=96
+    --set batch.global=128 --gpus 64 --top 2 --print-sets)
+"$WEFT" plan "${rw[@]}" >"$WORK/rw.txt" 2>/dev/null
+grep -E '^(1|2|stage) ' "$WORK/rw.txt"
+check "refined winner: the search says the best changed" \
+  grep -q "^stage partitions: .*; the best is now a layout that was not the best before$" "$WORK/rw.txt"
+sets1=$(awk -F'\t' '$1 == "sets" && $2 == 1 { print $4 }' "$WORK/rw.txt")
+sets2=$(awk -F'\t' '$1 == "sets" && $2 == 2 { print $4 }' "$WORK/rw.txt")
+# shellcheck disable=SC2086
+own=$(echo $sets1 | sed 's/--set pipeline\.stages\.[0-9]*=[0-9]*//g')
+tps() { "$WEFT" simulate "$WORK/roce.lua" "$@" | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p'; }
+# shellcheck disable=SC2086
+t1=$(tps $sets1) t_own=$(tps $own) t2=$(tps $sets2)
+check "refined winner: row 1 is interleaved with its own split ($sets1)" \
+  bash -c "echo '$sets1' | grep -q 'pipeline.schedule=interleaved' && echo '$sets1' | grep -q 'pipeline.stages.1='"
+check "refined winner: with the partition pass's split it was behind row 2 ($t_own < $t2 tokens/s), refined ahead ($t1)" \
+  awk -v a="$t1" -v o="$t_own" -v b="$t2" 'BEGIN { exit !(a != "" && o != "" && b != "" && o < b && a > b) }'
+
 # 3e. A VLM's memory lower bound: the first stage alone holds the vision
 # encoder and projector, and every rank the step's images.  vlm_tiny with 8
 # ViT and 8 language-model layers on 4 ranks of 0.012 GiB: the bound (printed
