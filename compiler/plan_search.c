@@ -483,9 +483,10 @@ static const int *predicted_split(search *S, const cand *c) {
     return layers;
 }
 
-/* Every stage's slots (schedule_each_stage_slots), cached likewise; NULL
- * when the schedule gives none. */
-typedef struct { int sched, pp, accum, virt; int *slots; } slots_entry;
+/* Every stage's slots, then every stage's activation-gradient sets at least
+ * (schedule_each_stage_slots), cached likewise; NULL when the schedule gives
+ * none. */
+typedef struct { int sched, pp, accum, virt; int *slots; } slots_entry;  /* slots[pp..2pp-1]: grad sets */
 static slots_entry each_cache[1024];
 static int n_each_cache;
 
@@ -495,8 +496,8 @@ static const int *each_stage_slots(int sched, int pp, int accum, int virt) {
         const slots_entry *e = &each_cache[i];
         if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt) return e->slots;
     }
-    int *slots = malloc(sizeof(int) * (size_t)pp);
-    if (slots && schedule_each_stage_slots((sched_kind)sched, pp, accum, virt, slots) != 0) {
+    int *slots = malloc(sizeof(int) * 2 * (size_t)pp);
+    if (slots && schedule_each_stage_slots((sched_kind)sched, pp, accum, virt, slots, slots + pp) != 0) {
         free(slots);
         slots = NULL;
     }
@@ -734,7 +735,9 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
             int first = s == 0, last = s == c->pp - 1;
             double fixed_state = first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
                                : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0;
-            double dact = first ? v[AT_DACT] : last ? v[AT_LDACT] : 0;
+            /* a set (as big as the first or last stage's with a layer at
+             * least) per input-gradient half waiting for its weight half */
+            double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) * slots[c->pp + s];
             m = fmax(m, fixed_state + layers * layer_state + (slots[s] * slot + dact) * tokens);
         }
         return m;
@@ -1139,6 +1142,9 @@ static void refine_one(search *S, const cand *layout) {
             c.part[moves[m][1]]++;
             c.part_given = 1;
             c.state = 0, c.why[0] = 0;
+            /* a layer more on a stage that holds many microbatches may not fit */
+            c.mem_lb = mem_lower_bound(S, &c, S->global / c.dp / c.micro);
+            if (c.mem_lb > S->device_bytes) continue;
             if (add(S, &c) != 0) return;
             S->part_tried++;
             cand *v = &S->c[S->n - 1];
