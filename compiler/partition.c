@@ -13,11 +13,10 @@
 #include <string.h>
 
 #include "ops.h"
+#include "partition.h"
 #include "simulate.h"
 
-/* Layers per chunk minimizing the most expensive chunk; cost[0] and
- * cost[L+1] are the parts outside blocks, glued to the first and last chunk. */
-static void balance(const double *cost, int L, int K, int *out) {
+void partition_balance(const double *cost, int L, int K, int *out) {
     /* best[k][i]: the smallest maximum for the first i layers in k chunks */
     double *best = wf_checked(malloc(sizeof(double) * (size_t)(K + 1) * (size_t)(L + 1)), "partition pass");
     int *cut = wf_checked(malloc(sizeof(int) * (size_t)(K + 1) * (size_t)(L + 1)), "partition pass");
@@ -51,6 +50,21 @@ static void balance(const double *cost, int L, int K, int *out) {
     free(prefix);
 }
 
+int partition_costs(Program *p, double *cost) {
+    int L = p->layers;
+    /* what each op's backward computes, as the graph pass will mark it */
+    if (graph_mark_gradients(p) != 0) return -1;
+    for (int i = 0; i < L + 2; i++) cost[i] = 0;
+    int seen_block = 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->layer >= 0) seen_block = 1;
+        int slot = o->layer >= 0 ? o->layer + 1 : (seen_block ? L + 1 : 0);
+        cost[slot] += simulate_op_seconds(p, i);
+    }
+    return 0;
+}
+
 int pass_partition(Program *p) {
     int K = p->pp * p->virt, L = p->layers;
     p->n_chunks = K;
@@ -60,20 +74,13 @@ int pass_partition(Program *p) {
     } else if (K == 1) {
         layers[0] = L;
     } else {
-        /* what each op's backward computes, as the graph pass will mark it */
-        if (graph_mark_gradients(p) != 0) {
+        double *cost = wf_checked(calloc((size_t)L + 2, sizeof(double)), "partition pass");
+        if (partition_costs(p, cost) != 0) {
+            free(cost);
             free(layers);
             return -1;
         }
-        double *cost = wf_checked(calloc((size_t)L + 2, sizeof(double)), "partition pass");
-        int seen_block = 0;
-        for (int i = 0; i < p->n_ops; i++) {
-            const ir_op *o = &p->ops[i];
-            if (o->layer >= 0) seen_block = 1;
-            int slot = o->layer >= 0 ? o->layer + 1 : (seen_block ? L + 1 : 0);
-            cost[slot] += simulate_op_seconds(p, i);
-        }
-        balance(cost, L, K, layers);
+        partition_balance(cost, L, K, layers);
         free(cost);
     }
     /* block l goes to the chunk whose layer range holds it */

@@ -12,7 +12,8 @@
  *      dp divides the global batch, the schedule's own rules;
  *   2. a memory lower bound per rank (parameter, gradient and optimizer bytes
  *      per parameter and activation bytes per layer and token, measured on two
- *      small builds of the same model; for a VLM, its first stage, which
+ *      small builds of the same model; for a pipeline, stage by stage on the
+ *      split the partition pass will give (deep_lower_bound); for a VLM, its first stage, which
  *      alone holds the vision encoder and projector, and every rank's
  *      images, measured likewise) picks, for each recompute level, the
  *      smallest ZeRO stage that may fit; layouts where none may fit are out;
@@ -27,10 +28,10 @@
  *   4. dominance: once a layout fits with no recompute and ZeRO <= 1, its
  *      recompute variants (never faster) are not built.
  * A cap on builds (--max-priced) keeps the worst case bounded; the counts of
- * each rule are printed.  After it, the best layout's bucket size and stage
- * partition are refined by a few more builds (refine_buckets,
- * refine_partition).  Everything is deterministic: ties are broken by the
- * candidate's fields.  What makes a build cheap enough (~0.05-0.1 s for the
+ * each rule are printed.  After it, the best layout's bucket size and the
+ * stage partitions of the best pipelined layouts are refined by a few more
+ * builds (refine_buckets, refine_partition).  Everything is deterministic:
+ * ties are broken by the candidate's fields.  What makes a build cheap enough (~0.05-0.1 s for the
  * 1T model): the prelude builds the model's graph once per load, schedule
  * slot counts come from the compute orders alone (schedule_peak_slots), and
  * a schedule verified once is not verified again (schedule_verify's memo). */
@@ -45,6 +46,7 @@
 #include "cost.h"
 #include "escape.h"
 #include "output.h"
+#include "partition.h"
 #include "pass_list.h"
 #include "plan_search.h"
 #include "program.h"
@@ -63,6 +65,13 @@ enum { MAX_CAND_SETS = MAX_SETS + 4 + 12 + MAX_PART };
  * layer and what each further layer adds; its activation slot and one
  * activation-gradient set per token with one layer */
 enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_N };
+/* act_tok's fields (stage_bytes): the first stage's activation slot, fixed
+ * bytes per token and per layer and token, its activation-gradient set per
+ * token; the last stage's fixed slot bytes and gradient set per token; the
+ * parameter, gradient and optimizer bytes of the first and of the last
+ * stage beside their layers (embedding, head), and of one layer */
+enum { AT_FIXED, AT_LAYER, AT_DACT, AT_LFIXED, AT_LDACT, AT_W0, AT_G0, AT_O0, AT_WL, AT_GL, AT_OL,
+       AT_DW, AT_DG, AT_DO, AT_N };
 
 static const char *const SCHED_NAMES[] = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" };
 static const char *const RC_NAMES[] = { "none", "selective", "full" };
@@ -99,7 +108,7 @@ typedef struct {
     char batch_set[64];
     /* from the plan, loaded once */
     int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
-    int vlm;            /* a weft.vlm model: its encoder joins the first stage; no sequence parallelism */
+    int vlm;            /* a weft.vlm model: its encoder joins the first stage */
     double bucket_mb;   /* the plan's */
     double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
     long params;
@@ -107,10 +116,10 @@ typedef struct {
     double bw, bg, bo;
     /* activation and activation-gradient bytes per layer and token of one
      * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
-    double act_tok[8][2][3][3];
-    /* a VLM's first stage (vlm_stage0), by tp (index log2) and recompute;
-     * [0] < 0: not measured yet */
-    double vlm0[8][3][V0_N];
+    double act_tok[8][2][3][AT_N];
+    /* a VLM's first stage (vlm_stage0), by tp (index log2), sp and
+     * recompute; [0] < 0: not measured yet */
+    double vlm0[8][2][3][V0_N];
     double image_bytes; /* a VLM: one sample's uint8 image */
     /* per-block and other seconds per microbatch by (tp, sp, recompute,
      * micro), from one-block builds (layer_seconds); the step-time bound */
@@ -118,13 +127,21 @@ typedef struct {
      * build was refused with the same error, so the rest are not built */
     struct probe { int tp, sp, rc, micro, ok, confirmed; double before, layer, after; char refused[320]; } *probes;
     int n_probes, cap_probes;
+    /* the partition pass's costs by (tp, sp, micro) (ok 0: unknown), and its
+     * splits by (tp, sp, micro, chunks): the split a build will get
+     * (predicted_split) */
+    struct part_cost { int tp, sp, micro, ok; double cost[3]; } *part_costs;
+    int n_part_costs, cap_part_costs;
+    struct split { int tp, sp, micro, chunks; int *layers; } *splits;
+    int n_splits, cap_splits;
+    long split_checked, split_wrong;  /* WEFT_PLAN_DEBUG: predicted splits against built ones */
     const char *base_sets[MAX_SETS + 24];
     int n_base;
     char device[32];
     cand *c;
     int n;
     long enumerated;
-    long pruned_arith[8];       /* by rule, see RULES */
+    long pruned_arith[7];       /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
     long probed;        /* one-block builds for the step-time bound (layer_seconds) */
     long zero_skipped;  /* ZeRO stages not built after a build did not fit (max_stage_bytes) */
@@ -137,14 +154,16 @@ typedef struct {
     long bucket_better; /* of them, faster than the best layout's own size */
     double bucket_base; /* the best layout's bucket size before them, MiB */
     long part_tried, part_better;  /* refine_partition: builds, and of them faster */
+    long part_layouts;             /* layouts refined */
+    int part_new_best;             /* a refined layout that was not the best became it */
 } search;
 
 static const char *const RULES[] = {
     "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
     "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
     "microbatches over the plan's limit", "ZeRO/recompute not allowed with the schedule",
-    "sequence parallelism not supported with a VLM",
 };
+enum { N_RULES = (int)(sizeof RULES / sizeof *RULES) };
 
 /* ---- building one candidate ------------------------------------------- */
 
@@ -267,6 +286,7 @@ static int price(const Program *p, cand *c) {
 
 static void layout_name(const cand *c, char *buf, size_t n);
 static double mem_lower_bound(search *S, const cand *c, int accum);
+static const int *predicted_split(search *S, const cand *c);
 
 /* A priced candidate's step, s: from tokens/s, which simulate prints to
  * more digits than the step (to the unit: relative error at most
@@ -298,6 +318,12 @@ static void evaluate(search *S, cand *c) {
             char name[400];
             layout_name(c, name, sizeof name);
             fprintf(stderr, "debug: bound %.0f planned %.0f: %s\n", c->mem_lb, c->mem, name);
+            if (p.pp > 1 && p.chunk_layers && !c->part_given) {  /* the bound's split against the build's */
+                const int *q = predicted_split(S, c);
+                int same = q != NULL;
+                for (int k = 0; same && k < p.n_chunks; k++) same = q[k] == p.chunk_layers[k];
+                fprintf(stderr, "debug: split %s: %s\n", !q ? "unknown" : same ? "predicted" : "mispredicted", name);
+            }
         }
         if (c->mem > S->device_bytes) {
             double gib = 1024.0 * 1024 * 1024;
@@ -374,6 +400,136 @@ static int stage_slots(int sched, int pp, int accum, int virt) {
     return stage_slots_of(sched, pp, accum, virt, 0);
 }
 
+/* The partition pass's costs for c's tp, sp and micro (partition_costs):
+ * the part before the blocks, one block, the part after, from the model
+ * cut to one block, taken through the passes before the partition (its
+ * costs do not depend on the chunks, dp, ZeRO or recompute).  Blocks are
+ * alike before the graph pass fuses across them, so a block's sum is the
+ * full model's, to the bit.  0, or -1 (a VLM, or a failed build). */
+static int partition_cost(search *S, const cand *c, double cost[3]) {
+    if (S->vlm) return -1;
+    for (int i = 0; i < S->n_part_costs; i++) {
+        const struct part_cost *q = &S->part_costs[i];
+        if (q->tp == c->tp && q->sp == c->sp && q->micro == c->micro) {
+            memcpy(cost, q->cost, sizeof q->cost);
+            return q->ok ? 0 : -1;
+        }
+    }
+    if (S->n_part_costs == S->cap_part_costs) {
+        int cap = S->cap_part_costs ? 2 * S->cap_part_costs : 32;
+        struct part_cost *t = realloc(S->part_costs, sizeof *t * (size_t)cap);
+        if (!t) return -1;
+        S->part_costs = t, S->cap_part_costs = cap;
+    }
+    struct part_cost *q = &S->part_costs[S->n_part_costs++];
+    *q = (struct part_cost){ c->tp, c->sp, c->micro, 0, { 0, 0, 0 } };
+    char b[6][64];
+    snprintf(b[0], 64, "cluster.devices_per_node=%d", c->tp);
+    snprintf(b[1], 64, "mesh.tp=%d", c->tp);
+    snprintf(b[2], 64, "mesh.sp=%s", c->sp ? "true" : "false");
+    snprintf(b[3], 64, "batch.micro=%d", c->micro);
+    snprintf(b[4], 64, "batch.global=%d", c->micro);
+    snprintf(b[5], 64, "model.layers=1");
+    const char *sets[MAX_SETS + 40];
+    int n = 0;
+    for (int i = 0; i < S->n_base; i++) sets[n++] = S->base_sets[i];
+    for (int i = 0; i < 6; i++) sets[n++] = b[i];
+    Program p;
+    char msg[512];
+    memset(&p, 0, sizeof p);
+    wf_error_capture(msg, sizeof msg);
+    int rc = pass_load(&p, S->a.plan, sets, n);
+    const wf_backend *be = backend_find(S->a.backend);
+    if (rc == 0 && be) snprintf(p.backend, sizeof p.backend, "%s", be->name);  /* as compile_plan */
+    for (int i = 0; rc == 0 && i < WF_N_PASSES && strcmp(WF_PASSES[i].name, "partition"); i++)
+        rc = WF_PASSES[i].run(&p);
+    if (rc == 0 && be && p.layers == 1 && partition_costs(&p, q->cost) == 0) q->ok = 1;
+    wf_error_capture(NULL, 0);
+    program_free(&p);
+    memcpy(cost, q->cost, sizeof q->cost);
+    return q->ok ? 0 : -1;
+}
+
+/* The layers of each of c's pp x virt chunks as the partition pass will
+ * split them (its balance on partition_cost's costs), cached; NULL when
+ * unknown.  A split given to c (refine_partition) is c's own. */
+static const int *predicted_split(search *S, const cand *c) {
+    int K = c->pp * c->virt;
+    if (c->part_given) return c->n_part == K ? c->part : NULL;
+    for (int i = 0; i < S->n_splits; i++) {
+        const struct split *q = &S->splits[i];
+        if (q->tp == c->tp && q->sp == c->sp && q->micro == c->micro && q->chunks == K) return q->layers;
+    }
+    double c3[3];
+    if (partition_cost(S, c, c3) != 0 || K > S->layers) return NULL;
+    if (S->n_splits == S->cap_splits) {
+        int cap = S->cap_splits ? 2 * S->cap_splits : 64;
+        struct split *t = realloc(S->splits, sizeof *t * (size_t)cap);
+        if (!t) return NULL;
+        S->splits = t, S->cap_splits = cap;
+    }
+    int L = S->layers, *layers = malloc(sizeof(int) * (size_t)K);
+    double *cost = malloc(sizeof(double) * (size_t)(L + 2));
+    if (!layers || !cost) {
+        free(layers);
+        free(cost);
+        return NULL;
+    }
+    cost[0] = c3[0], cost[L + 1] = c3[2];
+    for (int l = 1; l <= L; l++) cost[l] = c3[1];
+    partition_balance(cost, L, K, layers);
+    free(cost);
+    S->splits[S->n_splits++] = (struct split){ c->tp, c->sp, c->micro, K, layers };
+    return layers;
+}
+
+/* Every stage's slots, then every stage's activation-gradient sets at least
+ * (schedule_each_stage_slots), cached likewise; NULL when the schedule gives
+ * none. */
+typedef struct { int sched, pp, accum, virt; int *slots; } slots_entry;  /* slots[pp..2pp-1]: grad sets */
+static slots_entry each_cache[1024];
+static int n_each_cache;
+
+static const int *each_stage_slots(int sched, int pp, int accum, int virt) {
+    if (sched == SCHED_2BW) sched = SCHED_1F1B;
+    for (int i = 0; i < n_each_cache; i++) {
+        const slots_entry *e = &each_cache[i];
+        if (e->sched == sched && e->pp == pp && e->accum == accum && e->virt == virt) return e->slots;
+    }
+    int *slots = malloc(sizeof(int) * 2 * (size_t)pp);
+    if (slots && schedule_each_stage_slots((sched_kind)sched, pp, accum, virt, slots, slots + pp) != 0) {
+        free(slots);
+        slots = NULL;
+    }
+    if (n_each_cache < 1024) each_cache[n_each_cache++] = (slots_entry){ sched, pp, accum, virt, slots };
+    return slots;  /* (past the cache's size: not kept, and not freed) */
+}
+
+/* The least bytes the fullest of pp stages can need, over every split of L
+ * layers with at least `least` on each stage, when stage s holding l layers
+ * needs a[s] + b[s] l: the partition pass's split, a refined one or the
+ * plan's own cannot do better.  The least M for which the layers each stage
+ * can hold under M add up to L, found by bisection (returned from below). */
+static double least_max_stage(int L, int pp, int least, const double *a, const double *b) {
+    double lo = 0, hi = 0;
+    for (int s = 0; s < pp; s++) {
+        lo = fmax(lo, a[s] + b[s] * least);  /* every stage holds `least` */
+        hi = fmax(hi, a[s] + b[s] * (L - (double)(pp - 1) * least));  /* any stage may hold the rest */
+    }
+    for (int it = 0; it < 100 && hi - lo > 1e-6 * hi; it++) {  /* lo stays below the answer */
+        double M = 0.5 * (lo + hi), held = 0;
+        int ok = 1;
+        for (int s = 0; s < pp && ok; s++) {
+            double cap = b[s] > 0 ? floor((M - a[s]) / b[s]) : M >= a[s] ? L : -1;
+            if (cap < least) ok = 0;
+            held += fmin(cap, L);
+        }
+        if (ok && held >= L) hi = M;
+        else lo = M;
+    }
+    return lo * (1 - 1e-12);  /* (floor's rounding at the answer itself) */
+}
+
 /* log2 of tp, the index of the bounds' per-tp tables; -1 when tp is not a
  * power of 2 (such layouts get no measured bound: 0 is always below) */
 static int tp_index(int tp) {
@@ -400,19 +556,20 @@ static int build_small(const search *S, Program *p, const char *const *extra, ch
 /* One activation slot of the first pipeline stage (as the memory model
  * counts it; the stage's region left out), and one activation-gradient set
  * (a stage has at least one, and its count is not the slots'):
- * fixed bytes per token (the embedding's) plus bytes per layer and token,
+ * fixed bytes per token (the embedding's) plus bytes per layer and token;
+ * the last stage's slot beside its layers and its gradient set; and the
+ * first and last stages' parameter, gradient and optimizer bytes beside
+ * their layers and those of one layer (act_tok's fields, AT_*),
  * from two builds of the model cut to 2 stages of 1 and 2 layers each
  * (pipeline.stages), micro 1,
- * 2 microbatches, on one tp group.  Measured once per (tp, sp, recompute). */
-static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer, double *dact) {
+ * 2 microbatches, on one tp group, no ZeRO.  Measured once per (tp, sp,
+ * recompute); all 0 (no bound) when tp is no power of 2 or a build fails. */
+static const double *stage_bytes(search *S, int tp, int sp, int rc) {
+    static const double none[AT_N];
     int ti = tp_index(tp);
-    *fixed = *per_layer = *dact = 0;
-    if (ti < 0) return;
+    if (ti < 0) return none;
     double *slot = S->act_tok[ti][sp][rc];
-    if (slot[0] >= 0) {
-        *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
-        return;
-    }
+    if (slot[0] >= 0) return slot;
     char b[9][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
     snprintf(b[1], 64, "mesh.tp=%d", tp);
@@ -421,7 +578,9 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
     const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], NULL };
-    double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 };
+    double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 }, lbytes[2] = { 0, 0 }, ldset[2] = { 0, 0 };
+    double state[2][2][3];  /* [k][first, last][params, grads, optim] */
+    memset(state, 0, sizeof state);
     for (int k = 0; k < 2; k++) {
         /* pinned: the partition pass's balance may give stage 0 three of 4
          * layers (a light LM head), which made this twice the per-layer
@@ -437,15 +596,39 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
              * interleaved layouts' bound above their plan) */
             bytes[k] = 4.0 * (double)p.act_numel[0];
             dset[k] = 4.0 * (double)p.dact_numel[0];
+            lbytes[k] = 4.0 * (double)p.act_numel[1];
+            ldset[k] = 4.0 * (double)p.dact_numel[1];
+            for (int st = 0; st < 2; st++) {
+                program_memory pm = program_memory_of(&p, st);
+                state[k][st][0] = pm.params, state[k][st][1] = pm.grads, state[k][st][2] = pm.optim;
+            }
         }
         program_free(&p);
-        if (rc2 != 0) { bytes[0] = bytes[1] = dset[0] = dset[1] = 0; break; }
+        if (rc2 != 0) {
+            memset(slot, 0, sizeof(double) * AT_N);
+            return slot;
+        }
     }
     double d = bytes[1] - bytes[0], f = bytes[0] - d;  /* stage 0 holds 1, then 2 layers */
-    slot[1] = d > 0 ? d / S->seq : 0;
-    slot[0] = f > 0 ? f / S->seq : 0;
-    slot[2] = (dset[0] < dset[1] ? dset[0] : dset[1]) / S->seq;
-    *fixed = slot[0], *per_layer = slot[1], *dact = slot[2];
+    double lf = lbytes[0] - d;                          /* the last stage likewise */
+    slot[AT_LAYER] = d > 0 ? d / S->seq : 0;
+    slot[AT_FIXED] = f > 0 ? f / S->seq : 0;
+    slot[AT_DACT] = fmin(dset[0], dset[1]) / S->seq;
+    slot[AT_LFIXED] = lf > 0 ? lf / S->seq : 0;
+    slot[AT_LDACT] = fmin(ldset[0], ldset[1]) / S->seq;
+    for (int j = 0; j < 3; j++) {
+        /* a layer's bytes: the first stage's growth (the last's is the same) */
+        double dl = state[1][0][j] - state[0][0][j];
+        slot[AT_DW + j] = dl > 0 ? dl : 0;
+        slot[AT_W0 + j] = fmax(0, state[0][0][j] - slot[AT_DW + j]);
+        slot[AT_WL + j] = fmax(0, state[0][1][j] - slot[AT_DW + j]);
+    }
+    return slot;
+}
+
+static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer, double *dact) {
+    const double *v = stage_bytes(S, tp, sp, rc);
+    *fixed = v[AT_FIXED], *per_layer = v[AT_LAYER], *dact = v[AT_DACT];
 }
 
 /* A VLM's first stage, which alone holds the vision encoder and projector
@@ -453,18 +636,19 @@ static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double 
  * stages of one tp group, pipeline.stages { l, 1 } with l = 1 and 2
  * language-model layers, micro 1, 2 microbatches, no ZeRO: its parameter,
  * gradient and optimizer bytes, and the size of its activation slot and of
- * one activation-gradient set, per token.  Measured once per (tp,
- * recompute); all 0 (no bound) when a build fails. */
-static const double *vlm_stage0(search *S, int tp, int rc) {
+ * one activation-gradient set, per token.  Measured once per (tp, sp,
+ * recompute): sequence parallelism splits the encoder's stream by rows as
+ * the language model's; all 0 (no bound) when a build fails. */
+static const double *vlm_stage0(search *S, int tp, int sp, int rc) {
     static const double none[V0_N];
     int ti = tp_index(tp);
     if (ti < 0) return none;
-    double *v = S->vlm0[ti][rc];
+    double *v = S->vlm0[ti][sp][rc];
     if (v[0] >= 0) return v;
     char b[9][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
     snprintf(b[1], 64, "mesh.tp=%d", tp);
-    snprintf(b[2], 64, "mesh.sp=false");
+    snprintf(b[2], 64, "mesh.sp=%s", sp ? "true" : "false");
     snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
@@ -505,7 +689,7 @@ static const double *vlm_stage0(search *S, int tp, int rc) {
  * the images, masks, tokens and targets of the step's microbatches
  * (memory.c's scratch). */
 static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, double *every) {
-    const double *v = vlm_stage0(S, c->tp, c->rc);
+    const double *v = vlm_stage0(S, c->tp, c->sp, c->rc);
     int dp = c->dp;
     double extra = c->virt - 1;  /* stage 0's layers beyond the one measured */
     double w = v[V0_W] + extra * v[V0_DW], g = v[V0_G] + extra * v[V0_DG], o = v[V0_O] + extra * v[V0_DO];
@@ -517,6 +701,66 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
     int slots = stage_slots_of(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt, 1);
     *first = w + g + o + (v[V0_ACT] * slots + v[V0_DACT]) * tokens;
     *every = (S->image_bytes * c->micro + tokens) * accum + 2 * 4.0 * tokens * accum;
+}
+
+/* Bytes per rank on the fullest stage of a pipeline, a lower bound that
+ * follows the stages one by one: stage s holds l_s layers (at least one a
+ * chunk), the first also the embedding and the last the head (their
+ * parameter, gradient and optimizer bytes measured, stage_bytes), and the
+ * schedule's own slots of stage s (1F1B: the first holds as many
+ * microbatches as there are stages, the last one), each slot the
+ * activations of its layers; the fullest stage of the best possible split
+ * (least_max_stage) is the bound.  The uneven ends matter in deep
+ * pipelines: with 1 or 2 layers a stage, the embedding or a layer more on
+ * a stage is a large share of it.  Interleaved: a slot holds a chunk's
+ * layers, at least one. */
+static double deep_lower_bound(search *S, const cand *c, int accum) {
+    const double *v = stage_bytes(S, c->tp, c->sp, c->rc);
+    const int *slots = each_stage_slots(c->sched, c->pp, accum, c->virt);
+    if (!slots || c->pp > S->layers) return 0;
+    double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
+    double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1, tokens = (double)c->micro * S->seq;
+    double layer_state = v[AT_DW] * zw + v[AT_DG] * zg + v[AT_DO] * zo;
+    const int *split = predicted_split(S, c);
+    if (split) {
+        /* the split the build will get: each stage's bytes, the fullest's */
+        int K = c->pp * c->virt;
+        double m = 0;
+        for (int s = 0; s < c->pp; s++) {
+            double layers = 0, slot = 0;  /* a slot is sized for the stage's largest chunk */
+            for (int k = s; k < K; k += c->pp) {
+                layers += split[k];
+                slot = fmax(slot, split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0));
+            }
+            int first = s == 0, last = s == c->pp - 1;
+            double fixed_state = first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
+                               : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0;
+            /* a set (as big as the first or last stage's with a layer at
+             * least) per input-gradient half waiting for its weight half */
+            double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) * slots[c->pp + s];
+            m = fmax(m, fixed_state + layers * layer_state + (slots[s] * slot + dact) * tokens);
+        }
+        return m;
+    }
+    double *a = malloc(sizeof(double) * 2 * (size_t)c->pp), *b = a ? a + c->pp : NULL;
+    if (!a) return 0;
+    for (int s = 0; s < c->pp; s++) {
+        int first = s == 0, last = s == c->pp - 1;
+        double fixed_state = first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
+                           : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0;
+        double fixed_act = first ? v[AT_FIXED] : last ? v[AT_LFIXED] : 0;
+        double dact = first ? v[AT_DACT] : last ? v[AT_LDACT] : 0;
+        if (c->virt == 1) {
+            a[s] = fixed_state + (slots[s] * fixed_act + dact) * tokens;
+            b[s] = layer_state + slots[s] * v[AT_LAYER] * tokens;
+        } else {  /* which chunk a slot holds is not known: one layer each, no embedding or head */
+            a[s] = fixed_state + (slots[s] * v[AT_LAYER] + dact) * tokens;
+            b[s] = layer_state;
+        }
+    }
+    double m = least_max_stage(S->layers, c->pp, c->virt, a, b);
+    free(a);
+    return m;
 }
 
 /* Bytes per rank on the fullest stage, a lower bound: its share of the
@@ -541,7 +785,9 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer, &dact);
     /* the slots, and at least one activation-gradient set */
     double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
-    return per * (w + g + o) + acts;
+    double avg = per * (w + g + o) + acts;
+    /* (already over the device: the stage-wise bound is not needed) */
+    return c->pp > 1 && avg <= S->device_bytes ? fmax(avg, deep_lower_bound(S, c, accum)) : avg;
 }
 
 static void bounds(search *S, cand *c, int accum, int probe);
@@ -719,10 +965,6 @@ static void enumerate(search *S) {
                 int accum = per / micro;
                 for (int sp = 0; sp <= (tp > 1); sp++)
                     for (int sc = 0; sc < 5; sc++)
-                        if (sp && S->vlm) {
-                            /* the prelude refuses mesh.sp with weft.vlm: counted once per layout */
-                            if (sc == 0) S->pruned_arith[7]++;
-                        } else
                         for (int v = 1; v <= 4; v *= 2) {
                             if (pp == 1 && (sc != 1 || v > 1)) continue;  /* one stage: no schedule */
                             if (pp > 1 && (sc == 2) != (v > 1)) continue;
@@ -883,11 +1125,10 @@ static void refine_buckets(search *S) {
  * beyond --max-priced.  An interleaved layout's pp * virtual chunks are moved
  * the same way (its first chunk, on stage 0, holds the embedding, its last,
  * on the last stage, the head); pipeline.stages lists every chunk's layers. */
-enum { PART_ROUNDS = 3 };
-static void refine_partition(search *S) {
-    cand *best = best_priced(S);
-    if (!best || best->pp <= 1 || best->n_part != best->pp * best->virt) return;
-    cand base = *best;
+enum { PART_ROUNDS = 3, PART_LAYOUTS = 3 };
+static void refine_one(search *S, const cand *layout) {
+    cand base = *layout;
+    S->part_layouts++;
     for (int round = 0; round < PART_ROUNDS; round++) {
         int K = base.n_part, improved = 0;
         cand next = base;
@@ -901,6 +1142,9 @@ static void refine_partition(search *S) {
             c.part[moves[m][1]]++;
             c.part_given = 1;
             c.state = 0, c.why[0] = 0;
+            /* a layer more on a stage that holds many microbatches may not fit */
+            c.mem_lb = mem_lower_bound(S, &c, S->global / c.dp / c.micro);
+            if (c.mem_lb > S->device_bytes) continue;
             if (add(S, &c) != 0) return;
             S->part_tried++;
             cand *v = &S->c[S->n - 1];
@@ -912,6 +1156,32 @@ static void refine_partition(search *S) {
         S->part_better++;
         base = next;
     }
+}
+
+/* The best pipelined layout is refined so; and so are the next ones (up to
+ * PART_LAYOUTS in all, in step order) whose step-time lower bound, which
+ * holds for every split (least_max_chunk), is below the best step so far:
+ * a better split may make one of them the best (an interleaved layout
+ * whose layers do not divide into its chunks evenly, say). */
+static void refine_partition(search *S) {
+    int n = 0;
+    cand **r = malloc(sizeof(cand *) * (size_t)(S->n + 1));
+    if (!r) return;
+    for (int i = 0; i < S->n; i++)
+        if (S->c[i].state == 1 && S->c[i].pp > 1 && S->c[i].n_part == S->c[i].pp * S->c[i].virt) r[n++] = &S->c[i];
+    qsort(r, (size_t)n, sizeof *r, by_result);
+    cand *first = best_priced(S);
+    cand before = first ? *first : (cand){ 0 };
+    for (int i = 0, done = 0; i < n && done < PART_LAYOUTS; i++) {
+        cand *best = best_priced(S);
+        if (done && !(r[i]->lb < step_of(S, best))) continue;
+        cand layout = *r[i];  /* (refine_one adds candidates) */
+        refine_one(S, &layout);
+        done++;
+    }
+    cand *after = best_priced(S);
+    S->part_new_best = first && after && !same_layout(after, &before);
+    free(r);
 }
 
 /* ---- reports ------------------------------------------------------------ */
@@ -936,7 +1206,7 @@ static void layout_name(const cand *c, char *buf, size_t n) {
 
 static void print_counts(const search *S, FILE *out) {
     fprintf(out, "candidates enumerated %ld; pruned: ", S->enumerated);
-    for (int r = 0; r < 8; r++)
+    for (int r = 0; r < N_RULES; r++)
         if (S->pruned_arith[r]) fprintf(out, "%s %ld; ", RULES[r], S->pruned_arith[r]);
     fprintf(out, "memory lower bound %ld; higher ZeRO stages ruled out by a build's memory %ld; "
                  "step-time lower bound %ld; dominated %ld; over --max-priced %ld\n",
@@ -948,9 +1218,10 @@ static void print_counts(const search *S, FILE *out) {
         fprintf(out, "not built: %ld refused as the one-block build and a full build of the same tp, sp, recompute "
                      "and micro were, with the same error\n", S->refused_alike);
     if (S->part_tried)
-        fprintf(out, "stage partitions: the best pipelined layout priced again with a layer moved across its "
-                     "first and last chunk boundaries (%ld of the builds): faster in %ld rounds\n",
-                S->part_tried, S->part_better);
+        fprintf(out, "stage partitions: the best %ld pipelined layout(s) priced again with a layer moved across "
+                     "their first and last chunk boundaries (%ld of the builds): faster in %ld rounds%s\n",
+                S->part_layouts, S->part_tried, S->part_better,
+                S->part_new_best ? "; the best is now a layout that was not the best before" : "");
     if (S->bucket_tried)
         fprintf(out, "bucket sizes: the best layout priced again at 1/4, 1/2, 2 and 4 times its %g MiB "
                      "(%ld of the builds): %ld faster\n", S->bucket_base, S->bucket_tried, S->bucket_better);
@@ -1268,7 +1539,7 @@ static int load_base(search *S) {
     S->n_base = n - 1;
     for (int t = 0; t < 8; t++)
         for (int q = 0; q < 2; q++)
-            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = S->vlm0[t][r][0] = -1;
+            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = S->vlm0[t][q][r][0] = -1;
     compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
     wf_error_capture(msg, sizeof msg);
     rc = compile_plan(&p, &o);
@@ -1327,6 +1598,15 @@ static void explain_none(const search *S) {
             state / gib, gpus);
 }
 
+/* What a search allocates. */
+static void search_free(search *S) {
+    free(S->c);
+    free(S->probes);
+    free(S->part_costs);
+    for (int i = 0; i < S->n_splits; i++) free(S->splits[i].layers);
+    free(S->splits);
+}
+
 static int run_search(search *S, cand **best_out, FILE *out) {
     S->c = malloc(sizeof(cand) * MAX_CAND);
     if (!S->c) return -1;
@@ -1383,8 +1663,7 @@ int plan_search_main(int argc, char **argv) {
     fprintf(stderr, "weft: searched in %.2f s\n", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     if (!best) {
         explain_none(&S);
-        free(S.c);
-        free(S.probes);
+        search_free(&S);
         return EXIT_PLAN;
     }
     rc = EXIT_OK;
@@ -1404,8 +1683,7 @@ int plan_search_main(int argc, char **argv) {
             if (S.a.global) memcpy(T.batch_set, S.batch_set, sizeof T.batch_set);
             cand *b = NULL;
             if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0 && b) mfu[s] = b->mfu, ratio[s] = b->ratio;
-            free(T.c);
-            free(T.probes);
+            search_free(&T);
         }
         printf("scaling (same global batch, the best layout found at each size):\n");
         for (int s = 0; s < 3; s++) {
@@ -1417,7 +1695,6 @@ int plan_search_main(int argc, char **argv) {
             printf("\n");
         }
     }
-    free(S.c);
-    free(S.probes);
+    search_free(&S);
     return rc;
 }

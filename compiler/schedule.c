@@ -680,8 +680,21 @@ static int order_slots(const cop *ord, int n)
     return peak;
 }
 
-/* The slots of stage `only`, or (only < 0) the most of any stage. */
-static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
+/* The most input-gradient halves ('I') whose weight half ('W') is still to
+ * come: activation-gradient sets held open at once (at least 1). */
+static int order_open_sets(const cop *ord, int n)
+{
+    int open = 0, peak = 1;
+    for (int i = 0; i < n; i++) {
+        if (ord[i].op == 'I' && ++open > peak) peak = open;
+        else if (ord[i].op == 'W') open--;
+    }
+    return peak;
+}
+
+/* The slots of stage `only`, or (only < 0) the most of any stage; each, if
+ * not NULL, gets every stage's, and sets every stage's order_open_sets. */
+static int slots_of(sched_kind kind, int stages, int micro, int virt, int only, int *each, int *sets)
 {
     if (only >= stages ||
         kind == SCHED_2BW || (unsigned)kind >= SCHED__COUNT || stages < 1 || micro < 1 || virt < 1 ||
@@ -694,6 +707,8 @@ static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
     for (int st = 0; st < stages; st++) {
         int k = order_slots(ord[st], nord[st]);
         if ((only < 0 || st == only) && k > peak) peak = k;
+        if (each) each[st] = k;
+        if (sets) sets[st] = order_open_sets(ord[st], nord[st]);
         free(ord[st]);
     }
     free(ord);
@@ -703,12 +718,17 @@ static int slots_of(sched_kind kind, int stages, int micro, int virt, int only)
 
 int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt)
 {
-    return slots_of(kind, stages, micro, virt, -1);
+    return slots_of(kind, stages, micro, virt, -1, NULL, NULL);
 }
 
 int schedule_stage_slots(sched_kind kind, int stages, int micro, int virt, int stage)
 {
-    return stage < 0 ? -1 : slots_of(kind, stages, micro, virt, stage);
+    return stage < 0 ? -1 : slots_of(kind, stages, micro, virt, stage, NULL, NULL);
+}
+
+int schedule_each_stage_slots(sched_kind kind, int stages, int micro, int virt, int *slots, int *grad_sets)
+{
+    return slots_of(kind, stages, micro, virt, -1, slots, grad_sets) < 0 ? -1 : 0;
 }
 
 int schedule_build(schedule *s, sched_kind kind, int stages, int micro, int virt,

@@ -133,6 +133,12 @@ int schedule_peak_slots(sched_kind kind, int stages, int micro, int virt);
 /* slots[stage] of that schedule, likewise (weft plan's bound on a VLM's
  * first stage, which alone holds the encoder). */
 int schedule_stage_slots(sched_kind kind, int stages, int micro, int virt, int stage);
+/* every stage's slots[stage] of that schedule in one pass (weft plan's
+ * memory bound on deep pipelines), and grad_sets[stage] (if not NULL): the
+ * most input-gradient halves of a split backward waiting for their weight
+ * half, a lower bound on the activation-gradient sets the memory pass gives
+ * the stage (at least 1); 0, or -1 as schedule_peak_slots. */
+int schedule_each_stage_slots(sched_kind kind, int stages, int micro, int virt, int *slots, int *grad_sets);
 
 /* schedule_2bw.c. Turns a 1F1B schedule built over 3 * micro microbatches into
  * the 2BW prologue, steady step and epilogue (fields above); with tied, adds the

@@ -10,6 +10,8 @@
  *            bucket, whose reduction starts when backward ends;
  * then iteration time, tokens/s, TFLOP/s per device, MFU, bubble, exposed
  * communication, and memory per rank as `weft check` counts it (memory.c).
+ * CPU ranks outnumbering the cores share them along the timeline
+ * (core_share, trace_shared.h).
  * Nothing is emitted: the 1T-parameter, 3072-GPU plan simulates in well under
  * a second. */
 #include <math.h>
@@ -22,6 +24,7 @@
 #include "ops.h"
 #include "simulate.h"
 #include "trace.h"
+#include "trace_shared.h"
 #include "user_kernel.h"
 
 /* The calibration in force for this simulation (CPU backend), or NULL. */
@@ -466,17 +469,61 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
     return 0;
 }
 
+/* A waiting rank's demand on the cores over a computing rank's, when ranks
+ * outnumber cores: Open MPI then yields the core between polls in its
+ * blocking calls (mpi_yield_when_idle, on by default when it knows the node
+ * is oversubscribed, as launch.sh's --oversubscribe tells it), so a rank
+ * blocked in MPI_Recv takes little of a core another rank computes on.
+ * bench/mpi_wait.sh, two ranks on one core, Open MPI 4.1.4 told so: the
+ * rank in MPI_Recv used 0.002 s of CPU while the other computed for 0.31 s
+ * (0.6%; 0.32 s, all of its share, when Open MPI believes each rank has a
+ * core and polls without yielding).  Rounded up. */
+#define WAIT_SHARE 0.01
+
 /* CPU backend with more ranks on a node than cores: the ranks share the
- * cores, and a waiting rank (in a pipeline bubble, a receive, a collective)
- * takes its share as a computing one does: oversubscribed, Open MPI polls in
- * its blocking calls (yielding between polls), and a rank blocked in
- * MPI_Recv used as much CPU as the rank computing beside it on one core
- * (bench/mpi_wait.sh).  So the step stretches by ranks / cores, bubble or
- * not: a pipeline's idle time is not filled by the other ranks' work. */
-static double oversubscription(const Program *p) {
-    if (!calib) return 1;
-    int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
-    return ranks > calib->cores ? (double)ranks / calib->cores : 1;
+ * cores along the timeline (trace_shared.h): the ranks computing at a time
+ * and, at WAIT_SHARE each, those waiting (in a pipeline bubble, a receive,
+ * after their step) divide the cores; a rank computing with a core free runs
+ * at full speed.  The node's ranks are spread over the stages evenly.  0:
+ * every rank has a core (no sharing). */
+static int core_share(const Program *p, trace_share *sh, double *ranks) {
+    int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+    if (!calib || node <= calib->cores) return 0;
+    for (int st = 0; st < p->pp; st++) ranks[st] = (double)node / p->pp;
+    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE };
+    return 1;
+}
+
+/* The step's timeline with these costs into tr (trace_from_costs, or with
+ * the ranks sharing the cores when sh is not NULL) and its span, us: the
+ * makespan; for 2BW without flush the steady step (the trace is fill +
+ * three batches + drain, one 1F1B step fill + one batch + drain, so a
+ * steady step is half the rest).  0, or -1 when the schedule does not
+ * simulate. */
+static int step_timeline(const schedule *s, const trace_costs *costs, const trace_share *sh, trace *tr,
+                         double *span_us) {
+    if ((sh ? trace_from_costs_shared(tr, s, costs, sh) : trace_from_costs(tr, s, costs)) != 0) return -1;
+    *span_us = trace_makespan(tr);
+    if (s->pro) {
+        schedule one = { 0 };
+        trace t1 = { 0 };
+        char err[256];
+        if (schedule_build(&one, SCHED_1F1B, s->stages, s->micro, 1, err, sizeof err) == 0 &&
+            (sh ? trace_from_costs_shared(&t1, &one, costs, sh) : trace_from_costs(&t1, &one, costs)) == 0)
+            *span_us = (trace_makespan(tr) - trace_makespan(&t1)) / 2;
+        trace_free(&t1);
+        schedule_free(&one);
+    }
+    return 0;
+}
+
+/* The longest optimizer step in a trace, us. */
+static double longest_optim(const trace *tr) {
+    double m = 0;
+    for (int i = 0; i < tr->n; i++)
+        if (!strcmp(tr->ev[i].cat, "optimizer") && tr->ev[i].end_us - tr->ev[i].start_us > m)
+            m = tr->ev[i].end_us - tr->ev[i].start_us;
+    return m;
 }
 
 /* The calibration (CPU or CUDA) and the links simulate_plan prices with. */
@@ -569,19 +616,25 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     for (int st = 0; st < p->pp; st++) us[3 * p->n_chunks + st] = tm.optim[st] * 1e6;
     trace_costs costs = { us, us + p->n_chunks, us + 2 * p->n_chunks, p2p * 1e6, us + 3 * p->n_chunks };
     trace tr = { 0 };
-    int failed = trace_from_costs(&tr, s, &costs);
-    double two_bw_step = -1;
-    if (!failed && s->pro) {
-        /* 2BW without flush: the trace is fill + three batches + drain; one 1F1B
-         * step is fill + one batch + drain, so a steady step is half the rest */
-        schedule one = { 0 };
-        trace t1 = { 0 };
-        if (schedule_build(&one, SCHED_1F1B, s->stages, s->micro, 1, err, sizeof err) == 0 &&
-            trace_from_costs(&t1, &one, &costs) == 0)
-            two_bw_step = (trace_makespan(&tr) - trace_makespan(&t1)) / 2 / 1e6;
-        trace_free(&t1);
-        schedule_free(&one);
+    double span_us = 0, shared_us = 0;
+    int failed = step_timeline(s, &costs, NULL, &tr, &span_us);
+    /* ranks sharing cores: the same timeline again, ops slowed as the cores
+     * are shared at each moment; its trace replaces the first */
+    trace_share sh;
+    double *node_ranks = malloc(sizeof(double) * (size_t)p->pp), shared_optim = 0;
+    int shared = !failed && node_ranks && core_share(p, &sh, node_ranks);
+    if (shared) {
+        trace t2 = { 0 };
+        if (step_timeline(s, &costs, &sh, &t2, &shared_us) == 0) {
+            shared_optim = longest_optim(&t2) / 1e6;
+            trace_free(&tr);
+            tr = t2;
+        } else {
+            trace_free(&t2);
+            failed = 1;
+        }
     }
+    free(node_ranks);
     free(us);
     if (failed) {
         wf_error("%s: the schedule does not simulate", p->plan_path);
@@ -600,7 +653,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         if (tm.optim[st] > optim) optim = tm.optim[st];
     }
     /* (a steady 2BW step holds its optimizer step already) */
-    double span = (two_bw_step >= 0 ? two_bw_step : trace_makespan(&tr) / 1e6) - optim;
+    double span = span_us / 1e6 - optim;
     /* data parallel: each stage's buckets, ring all-reduce across nodes when the
      * dp group spans them, overlapped with the last microbatch's backward */
     /* data parallel, per stage: its buckets' ring collectives across nodes when
@@ -649,9 +702,12 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     }
     sim_times_free(&tm);
     double bubble = span > 0 ? 1.0 - busy / span : 0, bubble_busiest = span > 0 ? 1.0 - busiest / span : 0;
-    double share = oversubscription(p);
-    span *= share;
-    optim *= share;  /* every rank steps its optimizer at once */
+    double stretch = 1;  /* the shared timeline's span over the unshared one's */
+    if (shared) {
+        stretch = span_us > 0 ? shared_us / span_us : 1;
+        optim = shared_optim;
+        span = shared_us / 1e6 - optim;
+    }
     double iter = span + exposed_dp + optim;
     double tokens = (double)p->global_batch * p->seq;
     double tflops = p->flops_per_token * tokens / iter / p->world / 1e12;
@@ -670,6 +726,12 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 untied_embedding(p) ? "6(N - embedding) + 12Lhs" : "6N + 12Lhs");
         fprintf(out, "bubble    %.1f%% of stage time (idle, averaged over stages); %.1f%% on the busiest stage\n",
                 100.0 * (bubble > 0 ? bubble : 0), 100.0 * (bubble_busiest > 0 ? bubble_busiest : 0));
+        if (shared) {
+            int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+            fprintf(out, "cores     %d ranks share %d cores: the step's timeline stretches x%.3f (x%.3f were "
+                         "every rank computing throughout; a waiting rank takes %.2f of a computing one's share)\n",
+                    node, calib->cores, stretch, (double)node / calib->cores, WAIT_SHARE);
+        }
         if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk */
             double enc, first;
             encoder_seconds(p, peak, hbm, &enc, &first);
@@ -701,8 +763,6 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         char title[256];
         snprintf(title, sizeof title, "%s (predicted): dp %d x tp %d x pp %d on %s", p->plan_name, p->dp,
                  p->tp, p->pp, p->device);
-        for (int i = 0; i < tr.n; i++)  /* ranks sharing cores stretch the timeline too */
-            tr.ev[i].start_us *= share, tr.ev[i].end_us *= share;
         rc = strcmp(format, "chrome") == 0 ? trace_write_chrome(&tr, title, out) : trace_write_svg(&tr, title, out);
     }
     trace_free(&tr);

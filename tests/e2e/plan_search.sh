@@ -21,6 +21,13 @@ read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "
   if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/mid.err")
 check "the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
   bash -c "[ '$n_built' -gt 5 ] && [ '$n_over' = 0 ]"
+# the memory bound follows the stages of the split the partition pass will
+# give (predicted from its costs on a one-block model): the same as the
+# build's for every pipelined build
+n_pred=$(grep -c '^debug: split predicted' "$WORK/mid.err" || true)
+n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$WORK/mid.err" || true)
+check "the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
+  bash -c "[ '$n_pred' -gt 0 ] && [ '$n_miss' = 0 ]"
 check "it prints how many candidates were enumerated, pruned and priced" \
   grep -q "^candidates enumerated [0-9]*; pruned: .*memory lower bound [0-9]*" "$WORK/mid.txt"
 check "the table has the step time, tokens/s, MFU, memory, bubble, exposed, comm/compute" \
@@ -99,6 +106,10 @@ read -r n_mall m_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", ""
   if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/ord2.err")
 check "order: the memory lower bound is never above the planned bytes of any candidate ($m_over of $n_mall over)" \
   bash -c "[ '$n_mall' -gt 100 ] && [ '$m_over' = 0 ] && grep -q 'debug: bound .* interleaved' '$WORK/ord2.err'"
+n_pred=$(grep -c '^debug: split predicted' "$WORK/ord2.err" || true)
+n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$WORK/ord2.err" || true)
+check "order: the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
+  bash -c "[ '$n_pred' -gt 50 ] && [ '$n_miss' = 0 ]"
 
 # 3. CPU plans: the written best compiles through weft check with no change.
 "$WEFT" plan plans/gpt2_3d.lua --top 3 -o "$WORK/3d.lua" >"$WORK/3d.txt" 2>/dev/null
@@ -137,15 +148,22 @@ check "partitions: the written plan sets the split and passes weft check" \
 t_written=$("$WEFT" simulate "$WORK/part.lua" | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p')
 check "partitions: the written plan is row 1 ($t_written tokens/s)" test "$t_written" = "$t_best"
 
-# 3c. A VLM (plans/vlm_tiny.lua) on 4 CPU ranks of one node: the prelude
-# refuses sequence parallelism with weft.vlm, so the search never builds it;
-# its encoder runs on the first stage and is priced there.
-"$WEFT" plan plans/vlm_tiny.lua --set cluster.devices_per_node=4 --top 8 --print-sets -o "$WORK/vlm.lua" \
-  >"$WORK/vlm.txt" 2>"$WORK/vlm.err"
+# 3c. A VLM (plans/vlm_tiny.lua) on 4 CPU ranks of one node: sequence
+# parallelism is searched as for any model (weft.vlm runs tp + sp on both
+# backends), and the memory bound on its first stage is measured with it;
+# its encoder runs on the first stage and is priced there (the top 12 hold a
+# pipelined row).
+WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/vlm_tiny.lua --set cluster.devices_per_node=4 --top 12 --print-sets \
+  -o "$WORK/vlm.lua" >"$WORK/vlm.txt" 2>"$WORK/vlm.err"
 grep -v '^sets' "$WORK/vlm.txt"
 check "vlm: weft plan writes a plan weft check accepts" "$WEFT" check "$WORK/vlm.lua"
-check "vlm: sequence parallelism is pruned before any build" \
-  bash -c "grep -q 'sequence parallelism not supported with a VLM [1-9]' '$WORK/vlm.txt' && ! grep -q 'mesh.sp: true with weft.vlm' '$WORK/vlm.txt'"
+n_sp=$(grep -c '^debug: time bound .* tp 2+sp ' "$WORK/vlm.err" || true)
+check "vlm: sequence-parallel layouts are built and priced ($n_sp)" \
+  bash -c "[ '$n_sp' -gt 0 ] && ! grep -q 'sequence parallelism not supported' '$WORK/vlm.txt'"
+read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
+  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/vlm.err")
+check "vlm: the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
+  bash -c "[ '$n_built' -gt 5 ] && [ '$n_over' = 0 ]"
 # a pipelined row: its price is simulate's, whose first chunk holds the encoder
 row=$(awk -F'\t' '$1 == "sets" && $4 ~ /mesh.pp=2/ { print $2; exit }' "$WORK/vlm.txt")
 setsp=$(awk -F'\t' -v r="$row" '$1 == "sets" && $2 == r { print $4 }' "$WORK/vlm.txt")
@@ -180,6 +198,30 @@ t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/il_sim.txt")
 check "interleaved: the written plan passes weft check and simulates at the table's $t_table s ($t_sim s)" \
   bash -c "'$WEFT' check '$WORK/il.lua' >/dev/null && [ -n '$t_table' ] && [ '$t_table' = '$t_sim' ]"
 
+# 3f. The refinement of partitions can change the winner: the pipelined
+# layouts after the best whose step-time bound (which holds for any split)
+# is below the best step are refined too.  33 layers on the same RoCE
+# cluster: interleaved/2 on 2 stages has 4 chunks of 8 or 9 layers, and the
+# partition pass's split leaves it behind a single-stage layout; a layer
+# moved makes it the best.
+rw=("$WORK/roce.lua" --set model.layers=33 --set model.hidden=12288 --set model.heads=96
+    --set batch.global=128 --gpus 64 --top 2 --print-sets)
+"$WEFT" plan "${rw[@]}" >"$WORK/rw.txt" 2>/dev/null
+grep -E '^(1|2|stage) ' "$WORK/rw.txt"
+check "refined winner: the search says the best changed" \
+  grep -q "^stage partitions: .*; the best is now a layout that was not the best before$" "$WORK/rw.txt"
+sets1=$(awk -F'\t' '$1 == "sets" && $2 == 1 { print $4 }' "$WORK/rw.txt")
+sets2=$(awk -F'\t' '$1 == "sets" && $2 == 2 { print $4 }' "$WORK/rw.txt")
+# shellcheck disable=SC2086
+own=$(echo $sets1 | sed 's/--set pipeline\.stages\.[0-9]*=[0-9]*//g')
+tps() { "$WEFT" simulate "$WORK/roce.lua" "$@" | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p'; }
+# shellcheck disable=SC2086
+t1=$(tps $sets1) t_own=$(tps $own) t2=$(tps $sets2)
+check "refined winner: row 1 is interleaved with its own split ($sets1)" \
+  bash -c "echo '$sets1' | grep -q 'pipeline.schedule=interleaved' && echo '$sets1' | grep -q 'pipeline.stages.1='"
+check "refined winner: with the partition pass's split it was behind row 2 ($t_own < $t2 tokens/s), refined ahead ($t1)" \
+  awk -v a="$t1" -v o="$t_own" -v b="$t2" 'BEGIN { exit !(a != "" && o != "" && b != "" && o < b && a > b) }'
+
 # 3e. A VLM's memory lower bound: the first stage alone holds the vision
 # encoder and projector, and every rank the step's images.  vlm_tiny with 8
 # ViT and 8 language-model layers on 4 ranks of 0.012 GiB: the bound (printed
@@ -197,6 +239,8 @@ check "vlm bound: printed for every one of the $built builds ($n_built)" \
   bash -c "[ -n '$built' ] && [ '$built' -gt 20 ] && [ '$built' = '$n_built' ]"
 check "vlm bound: never above the planned bytes ($n_over of $n_built over; tightest bound/planned $tightest)" \
   test "$n_over" = 0
+n_spb=$(grep -c '^debug: bound .* tp 2+sp ' "$WORK/vb.err" || true)
+check "vlm bound: sequence-parallel builds are among them ($n_spb)" test "$n_spb" -gt 0
 check "vlm bound: tight where the encoder's stage decides (some bound >= 0.9 of the plan)" \
   awk -v t="$tightest" 'BEGIN { exit !(t >= 0.9) }'
 check "vlm bound: it prunes layouts before they are built" \

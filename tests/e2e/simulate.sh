@@ -100,6 +100,31 @@ fwd() { "$WEFT" simulate plans/tiny.lua --calibration "$1" | sed -n 's/.*forward
 f1=$(fwd "$WORK/one.lua") f2=$(fwd "$WORK/two.lua")
 check "in-place forward factor 2 doubles the predicted forward ($f1 -> $f2 ms)" \
   awk -v a="$f1" -v b="$f2" 'BEGIN { exit !(b > 1.99 * a && b < 2.01 * a) }'
+# More ranks than cores (the file says 2): the ranks share the cores along
+# the predicted timeline, a waiting rank at a small share (compiler/simulate.c,
+# WAIT_SHARE), so the step stretches by 1 to ranks / cores: exactly ranks /
+# cores when every rank computes throughout (dp alone), less with bubbles;
+# 2 ranks on 2 cores do not stretch.
+sed -E 's/^  cores = [0-9]+,/  cores = 2,/' "$WORK/one.lua" >"$WORK/two_cores.lua"
+stretch() {  # the stretch and its ranks / cores, or nothing when no line
+  "$WEFT" simulate plans/tiny.lua --calibration "$WORK/two_cores.lua" "$@" |
+    sed -n 's/^cores  *[0-9]* ranks share 2 cores: the step.s timeline stretches x\([0-9.]*\) (x\([0-9.]*\) .*/\1 \2/p'
+}
+s_dp2=$(stretch)
+read -r s_dp4 r_dp4 < <(stretch --set cluster.devices_per_node=4 --set mesh.dp=4 --set batch.micro=4)
+read -r s_gp r_gp < <(stretch --set cluster.devices_per_node=4 --set mesh.pp=2 --set pipeline.schedule=gpipe \
+  --set batch.micro=4)
+read -r s_tp r_tp < <(stretch --set cluster.devices_per_node=8 --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=4)
+check "2 ranks on 2 cores: no sharing (got '$s_dp2')" test -z "$s_dp2"
+check "dp 4 on 2 cores: every rank computes throughout, stretch x$s_dp4 = ranks / cores x$r_dp4" \
+  bash -c "[ -n '$s_dp4' ] && [ '$s_dp4' = 2.000 ] && [ '$r_dp4' = 2.000 ]"
+check "dp 2 x pp 2 gpipe on 2 cores: bubbles leave cores to the computing stage, 1 < x$s_gp < x$r_gp" \
+  awk -v s="$s_gp" -v r="$r_gp" 'BEGIN { exit !(s != "" && r == 2 && s > 1 && s < r) }'
+# (tiny's 16 samples in 2 microbatches of 8: at most 2 of the 4 stages
+# compute at once, 4 ranks, the other 4 waiting at WAIT_SHARE 0.01: the
+# demand is at most 4.04 on 2 cores, so no op runs slower than 1 / 2.02)
+check "tp 2 x pp 4 on 2 cores: 2 microbatches keep at most half the ranks busy, 1 < x$s_tp <= 2.02 (x$r_tp flat)" \
+  awk -v s="$s_tp" -v r="$r_tp" 'BEGIN { exit !(s != "" && r == 4 && s > 1 && s <= 2.02) }'
 cp "$WORK/cluster.lua" "$WORK/kept.lua"
 WEFT_RUNTIME="$WORK/nowhere" "$WEFT" calibrate -o "$WORK/cluster.lua" 2>"$WORK/cal.err" && failed=$((failed + 1))
 check "calibrate without its runtime fails clearly and keeps the old file" \

@@ -1,0 +1,38 @@
+/* trace_shared.h: a schedule's timed trace when its ranks share fewer cores
+ * than there are ranks (the CPU backend, oversubscribed).
+ *
+ * trace_from_costs (trace.h) gives each rank a core of its own.  Here the
+ * ranks of a node share `cores`: at any moment the ranks that compute and
+ * the ranks that wait (for a message, or at the end of their list) ask for
+ * CPU, a waiting rank `wait_share` of what a computing one asks (Open MPI
+ * polls in its blocking calls, yielding between polls); when the demand
+ * exceeds the cores, each computing rank runs at cores / demand of its
+ * speed, else at full speed.  A pipeline stage stands for its ranks on the
+ * node (`ranks`, which may be a fraction when the node holds part of a
+ * stage), all of them doing the same work at the same time.  Messages are
+ * not slowed (a send's comm_us as in trace.h).
+ *
+ * Properties (tests/unit/test_trace_shared.c): with cores at least the
+ * ranks the trace is trace_from_costs's; with wait_share 1 every op is
+ * slowed by ranks / cores exactly, so with no communication the makespan is
+ * ranks / cores times trace_from_costs's; in between it lies between the
+ * two (each op is slowed by 1 to ranks / cores, and a schedule's times are
+ * max-plus sums of its ops', which grow with them). */
+#ifndef WEFT_TRACE_SHARED_H
+#define WEFT_TRACE_SHARED_H
+
+#include "schedule.h"
+#include "trace.h"
+
+typedef struct {
+    double cores;       /* cores of the node (> 0) */
+    const double *ranks;/* per stage: its ranks on the node (> 0); NULL: 1 each */
+    double wait_share;  /* a waiting rank's CPU demand over a computing rank's, 0..1 */
+} trace_share;
+
+/* trace_from_costs with the ranks sharing the cores as above: appends the
+ * events, at the times the shared cores give them.  0, or -1 when the
+ * schedule does not verify or memory runs out. */
+int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *costs, const trace_share *share);
+
+#endif

@@ -1,0 +1,126 @@
+/* test_trace_shared.c: timelines of ranks that share fewer cores than they
+ * are (trace_shared.h).  With a core per rank the trace is trace_from_costs's;
+ * a two-stage GPipe on one core has the makespan worked out by hand below;
+ * with waiting ranks asking as much as computing ones every op is slowed by
+ * ranks / cores; one stage (nothing waits) is slowed by ranks / cores
+ * whatever a waiting rank costs; in between the makespan lies between the
+ * unshared one and ranks / cores times it, for every schedule kind. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "schedule.h"
+#include "trace.h"
+#include "trace_shared.h"
+
+#include "check.h"
+
+/* relative tolerance: the shared simulation subtracts elapsed work from
+ * what is left (a few ulps per event, a few hundred events) */
+#define REL 1e-9
+
+static int close_to(double a, double b) { return fabs(a - b) <= REL * fabs(b) + 1e-12; }
+
+typedef struct {
+    sched_kind kind;
+    int stages, micro, virt;
+} shape;
+
+static const shape SHAPES[] = {
+    { SCHED_GPIPE, 2, 2, 1 }, { SCHED_GPIPE, 4, 6, 1 }, { SCHED_1F1B, 4, 8, 1 },
+    { SCHED_INTERLEAVED, 4, 8, 2 }, { SCHED_ZBH1, 4, 8, 1 }, { SCHED_2BW, 3, 4, 1 }, { SCHED_1F1B, 1, 4, 1 },
+};
+
+/* Costs that differ by chunk (the first and last chunks heavier, as with
+ * the embedding and the head), and an optimizer step per stage. */
+static double F[64], B[64], W[64], OPT[16];
+static trace_costs costs_for(const schedule *s, double comm) {
+    for (int k = 0; k < s->chunks; k++) {
+        F[k] = 1.0 + (k == 0 ? 0.5 : 0) + (k == s->chunks - 1 ? 0.25 : 0);
+        B[k] = 2 * F[k] + (k == s->chunks - 1 ? 1.0 : 0);
+        W[k] = 0.5 * F[k];
+    }
+    for (int st = 0; st < s->stages; st++) OPT[st] = 0.75;
+    return (trace_costs){ F, B, W, comm, OPT };
+}
+
+static double makespan_of(const schedule *s, const trace_costs *c, const trace_share *sh) {
+    trace t = { 0 };
+    int rc = sh ? trace_from_costs_shared(&t, s, c, sh) : trace_from_costs(&t, s, c);
+    double m = rc == 0 ? trace_makespan(&t) : -1;
+    trace_free(&t);
+    return m;
+}
+
+static void check_hand_worked(void) {
+    /* GPipe, 2 stages of one rank, 2 microbatches, F 1, B 2, no messages'
+     * cost, one core, waiting ranks free.  Unshared: stage 0 F0 [0,1] F1
+     * [1,2], stage 1 F0 [1,2] F1 [2,3], B [3,5] [5,7], stage 0 B [5,7]
+     * [7,9]: 9.  Shared: F0 alone [0,1]; stage 0's F1 and stage 1's F0 at
+     * half speed [1,3]; stage 1's F1 alone [3,4] and its first B [4,6];
+     * stage 1's second B and stage 0's first at half speed [6,10]; stage 0's
+     * last B alone [10,12]: 12 (the core never idles: 2 x (2 + 4) of work).
+     * With waiting ranks asking a full share, half speed throughout: 18. */
+    schedule s;
+    char err[256];
+    if (schedule_build(&s, SCHED_GPIPE, 2, 2, 1, err, sizeof err) != 0) {
+        check(0, "gpipe 2 x 2 builds: %s", err);
+        return;
+    }
+    double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 };
+    trace_costs c = { f, b, w, 0, NULL };
+    trace_share free_wait = { 1, NULL, 0 }, full_wait = { 1, NULL, 1 };
+    double m0 = makespan_of(&s, &c, NULL), m1 = makespan_of(&s, &c, &free_wait), m2 = makespan_of(&s, &c, &full_wait);
+    check(close_to(m0, 9), "gpipe 2 stages x 2 microbatches, a core each: makespan %g (9)", m0);
+    check(close_to(m1, 12), "the same on one core, waiting free: %g (12, by hand)", m1);
+    check(close_to(m2, 18), "the same on one core, a waiting rank asking a full share: %g (18)", m2);
+    schedule_free(&s);
+}
+
+static void check_shapes(void) {
+    for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) {
+        const shape *h = &SHAPES[i];
+        schedule s;
+        char err[256];
+        if (schedule_build(&s, h->kind, h->stages, h->micro, h->virt, err, sizeof err) != 0) {
+            check(0, "%s p=%d m=%d builds: %s", sched_name(h->kind), h->stages, h->micro, err);
+            continue;
+        }
+        /* 2 ranks per stage */
+        double ranks[16];
+        for (int st = 0; st < h->stages; st++) ranks[st] = 2;
+        double R = 2.0 * h->stages;
+        trace_costs with_comm = costs_for(&s, 0.25), no_comm = costs_for(&s, 0);
+        double u = makespan_of(&s, &with_comm, NULL), u0 = makespan_of(&s, &no_comm, NULL);
+        /* a core per rank */
+        trace_share own = { R, ranks, 0.05 };
+        double m = makespan_of(&s, &with_comm, &own);
+        check(close_to(m, u), "%s p=%d m=%d: a core per rank, makespan %g as trace_from_costs's %g",
+              sched_name(h->kind), h->stages, h->micro, m, u);
+        /* waiting asks a full share: every op slowed by R / cores */
+        trace_share full = { 1, ranks, 1 };
+        double mf = makespan_of(&s, &no_comm, &full);
+        check(close_to(mf, u0 * R), "%s p=%d m=%d: %g ranks on one core, waiting at a full share: %g = %g x %g",
+              sched_name(h->kind), h->stages, h->micro, R, mf, u0, R);
+        /* in between: 1 <= stretch <= max(1, R / cores); 1 when the ranks
+         * have a core each, R / cores with one stage (nothing waits), else
+         * strictly below R / cores (bubbles) */
+        for (int cores = 1; cores <= 3; cores++) {
+            trace_share mid = { cores, ranks, 0.05 };
+            double ms = makespan_of(&s, &with_comm, &mid), x = ms / u, top = fmax(1, R / cores);
+            int lo = x >= 1 - REL, hi = x <= top * (1 + REL);
+            int exact = R <= cores ? close_to(x, 1) : h->stages == 1 ? close_to(x, top) : x < top * (1 - 1e-3);
+            check(lo && hi && exact, "%s p=%d m=%d, %g ranks on %d cores: stretch %.4f in [1, %g]%s",
+                  sched_name(h->kind), h->stages, h->micro, R, cores, x, top,
+                  R <= cores ? ", = 1" : h->stages == 1 ? ", = ranks / cores (nothing waits)" : ", below it");
+        }
+        schedule_free(&s);
+    }
+}
+
+int main(void) {
+    check_hand_worked();
+    check_shapes();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
