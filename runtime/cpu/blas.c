@@ -63,27 +63,6 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
     gemm_flops += 2.0 * (double)M * (double)N * (double)K;
 }
 
-void wf_sgemm_nt_panels(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
-                        int ldc, int panel, wf_panel_fn *fn, void *arg)
-{
-    if (M <= 0 || N <= 0)
-        return;
-    double t0 = now_seconds();
-    /* the last panel takes the rest (panel .. 2 panel - 1 columns): no
-     * sliver of a few columns, which OpenBLAS might hand to another kernel */
-    int panels = N / panel > 0 ? N / panel : 1;
-    /* one thread when OpenBLAS threads itself (split off) or inside a parallel region */
-#pragma omp parallel for schedule(static) if (split_on && !omp_in_parallel())
-    for (int k = 0; k < panels; k++) {
-        int c0 = k * panel, cols = k == panels - 1 ? N - c0 : panel;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, cols, K, 1.0f, A, lda, B + (long)c0 * ldb, ldb,
-                    0.0f, C + c0, ldc);
-        fn(arg, c0, cols);
-    }
-    gemm_seconds += now_seconds() - t0;
-    gemm_flops += 2.0 * (double)M * (double)N * (double)K;
-}
-
 void wf_gemm_stats(double *seconds, double *flops)
 {
     if (seconds)

@@ -17,19 +17,6 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta,
               float *C, int ldc);
 
-/* C (M,N) = A (M,K) @ B (N,K)^T (beta 0), in panels of `panel` columns of C
- * over the OpenMP threads (static schedule), each a single-threaded
- * cblas_sgemm; after each panel's product, on the same thread and while the
- * panel is still in cache, fn(arg, col0, cols) (a row pass of the caller's:
- * the classifier's row maxima, xent.c).  Each element of C is the same sum
- * over K as wf_sgemm's, on any thread count.  Timed and counted as wf_sgemm.
- * Small panels keep OpenBLAS's beta pass (the zeroing of C) and the
- * caller's pass in cache instead of two more trips through memory; each
- * panel repacks A, so K x M floats of A should be small beside a panel. */
-typedef void wf_panel_fn(void *arg, int col0, int cols);
-void wf_sgemm_nt_panels(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
-                        int ldc, int panel, wf_panel_fn *fn, void *arg);
-
 /* on: OpenBLAS runs one thread and wf_sgemm cuts large products over the
  * OpenMP threads (blas.c); off (the default): OpenBLAS threads itself. */
 void wf_sgemm_split(int on);

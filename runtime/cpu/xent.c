@@ -13,7 +13,6 @@
 #include "weft/rt.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "blas.h"
 #include "dlogits_row.h"
@@ -78,9 +77,12 @@ static inline double exp_sum_lanes(float *row, float max, int V) {
  * (they are stored in it, as Megatron-LM and llm.c keep them), the softmax
  * arithmetic stays fp32 / double, and dlogits are rounded again
  * (wf_dlogits_row). */
-/* Under a 16-bit plan, the logits row rounded to the plan's type in place;
- * returns the row's maximum (exact: the same whatever the order). */
-static inline float round_max(float *row, int V, int precision) {
+WF_VECTOR_CLONES static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
+{
+    if (target < 0) {  /* a position without loss (a VLM's image and pad positions) */
+        for (int j = 0; j < V; j++) row[j] = 0.0f;
+        return 0.0;
+    }
     if (precision != WF_FP32)
         for (int j = 0; j < V; j++)
             row[j] = wf_hd_round(precision, row[j]);
@@ -88,59 +90,10 @@ static inline float round_max(float *row, int V, int precision) {
 #pragma omp simd reduction(max : max)
     for (int j = 1; j < V; j++)
         max = row[j] > max ? row[j] : max;
-    return max;
-}
-
-/* softmax_xent_row once round_max has run over the row (max its result) */
-WF_VECTOR_CLONES static double softmax_xent_rounded(float *row, float max, int target, float scale, int V,
-                                                    int precision)
-{
-    if (target < 0) {  /* a position without loss (a VLM's image and pad positions) */
-        for (int j = 0; j < V; j++) row[j] = 0.0f;
-        return 0.0;
-    }
     double target_logit = (double)row[target] - max;
     double sum = exp_sum_lanes(row, max, V);
     wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
     return log(sum) - target_logit;
-}
-
-WF_VECTOR_CLONES static double softmax_xent_row(float *row, int target, float scale, int V, int precision)
-{
-    float max = target < 0 ? 0.0f : round_max(row, V, precision);
-    return softmax_xent_rounded(row, max, target, scale, V, precision);
-}
-
-/* The chunked head's logits: scratch (n, V) = x @ wte^T in panels of
- * PANEL vocabulary columns (wf_sgemm_nt_panels), each panel's rows rounded
- * (16-bit plans) and their maxima taken right after its product, while it
- * is in cache: neither OpenBLAS's zeroing of the scratch nor the maximum
- * pass goes through memory.  512 columns of 512 rows are 1 MiB, half a
- * core's L2 here; each panel repacks x's chunk (n x C floats, 512 KiB at
- * C 256).  pmax holds a maximum per panel and row; max[i] their maximum. */
-enum { PANEL = 512 };
-
-typedef struct {
-    float *scratch, *pmax;
-    int n, V, precision;
-} panel_rows;
-
-WF_VECTOR_CLONES static void panel_round_max(void *arg, int col0, int cols) {
-    const panel_rows *r = arg;
-    for (int i = 0; i < r->n; i++)
-        r->pmax[(long)(col0 / PANEL) * r->n + i] = round_max(r->scratch + (long)i * r->V + col0, cols, r->precision);
-}
-
-static void logits_panels(float *scratch, float *max, float *pmax, const float *x, const float *wte, int n,
-                          int C, int V, int precision) {
-    panel_rows r = { scratch, pmax, n, V, precision };
-    wf_sgemm_nt_panels(n, V, C, x, C, wte, C, scratch, V, PANEL, panel_round_max, &r);
-    int panels = V / PANEL > 0 ? V / PANEL : 1;
-    for (int i = 0; i < n; i++) {
-        float m = pmax[i];
-        for (int k = 1; k < panels; k++) m = pmax[(long)k * n + i] > m ? pmax[(long)k * n + i] : m;
-        max[i] = m;
-    }
 }
 
 /* Each product rounded to float in this order: the probability first, then
@@ -224,10 +177,6 @@ double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, 
     }
     int precision = wf_ctx_precision(c);
     if (chunk < 1 || chunk > N) chunk = N;
-    int panels = V / PANEL > 0 ? V / PANEL : 1;
-    float *max = malloc(sizeof(float) * (size_t)chunk * (size_t)(panels + 1));
-    if (!max) wf_fatal(c, "malloc", WF_WHERE, "cannot allocate the classifier's %d row maxima", chunk * (panels + 1));
-    float *pmax = max + chunk;
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         const float *xc = x + (long)r0 * C;
@@ -235,15 +184,14 @@ double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, 
             for (int i = 0; i < n; i++) losses[r0 + i] = 0.0f;
             continue;
         }
-        logits_panels(scratch, max, pmax, xc, wte, n, C, V, precision);
+        wf_sgemm(0, 1, n, V, C, 1.0f, xc, C, wte, C, 0.0f, scratch, V);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++)
-            losses[r0 + i] = (float)softmax_xent_rounded(scratch + (long)i * V, max[i], targets[r0 + i], scale,
-                                                         V, precision);
+            losses[r0 + i] = (float)softmax_xent_row(scratch + (long)i * V, targets[r0 + i], scale,
+                                                     V, precision);
         wf_sgemm(0, 0, n, C, V, 1.0f, scratch, V, wte, C, 1.0f, dx + (long)r0 * C, C);
         if (dwte) wf_sgemm(1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C);
     }
-    free(max);
     double total = 0.0;  /* in token order, as wf_lmhead_xent_fwd's */
     for (int n = 0; n < N; n++)
         total += losses[n];
