@@ -26,45 +26,17 @@
 
 /* ---- tied LM head and cross-entropy ---------------------------------------- */
 
-/* e^(x - max) as the softmax takes it: one exp per element, in float
- * (exp_float.h: the loop vectorises; a logit more than 87 below the maximum
- * counts as e^-87, which changes the row's sum, at least 1, by under 2^-125
- * of itself); one select, as gelu_value.h has */
-static inline float row_exp(float x, float max) {
-    float y = x - max;
-    y = fabsf(y) > 87.0f ? copysignf(87.0f, y) : y;  /* y <= 0: -87 */
-    return wf_exp_float(y);
-}
-
-/* In place: row[j] = e^(row[j] - max), and returns their sum in double, in
- * SUM_LANES partial sums added in a fixed order (element j into lane j mod
- * SUM_LANES, the last V mod SUM_LANES elements into the total first): the
- * same on every CPU whatever its vector width (vector_clones.h), and
- * independent additions rather than one chain.  The sum is taken in the
- * same pass as the exponentials, while they are in registers: one read of
- * the row fewer than a pass of its own. */
+/* The row's sum in double, in SUM_LANES partial sums added in a fixed order:
+ * the same on every CPU whatever its vector width (vector_clones.h), and
+ * independent additions rather than one chain. */
 enum { SUM_LANES = 8 };
 
-static inline double exp_sum_lanes(float *row, float max, int V) {
+static inline double sum_lanes(const float *row, int V) {
     double part[SUM_LANES] = { 0 }, sum = 0.0;
     int j = 0;
-    /* two lane sets a block: sixteen exponentials in one AVX-512 vector;
-     * lane l still takes its elements in order */
-    for (; j + 2 * SUM_LANES <= V; j += 2 * SUM_LANES) {
-#pragma omp simd
-        for (int i = 0; i < 2 * SUM_LANES; i++) row[j + i] = row_exp(row[j + i], max);
+    for (; j + SUM_LANES <= V; j += SUM_LANES)
         for (int l = 0; l < SUM_LANES; l++) part[l] += row[j + l];
-        for (int l = 0; l < SUM_LANES; l++) part[l] += row[j + SUM_LANES + l];
-    }
-    for (; j + SUM_LANES <= V; j += SUM_LANES) {
-#pragma omp simd
-        for (int l = 0; l < SUM_LANES; l++) row[j + l] = row_exp(row[j + l], max);
-        for (int l = 0; l < SUM_LANES; l++) part[l] += row[j + l];
-    }
-    for (; j < V; j++) {
-        row[j] = row_exp(row[j], max);
-        sum += row[j];
-    }
+    for (; j < V; j++) sum += row[j];
     for (int l = 0; l < SUM_LANES; l++) sum += part[l];
     return sum;
 }
@@ -91,7 +63,17 @@ WF_VECTOR_CLONES static double softmax_xent_row(float *row, int target, float sc
     for (int j = 1; j < V; j++)
         max = row[j] > max ? row[j] : max;
     double target_logit = (double)row[target] - max;
-    double sum = exp_sum_lanes(row, max, V);
+    /* one exp per element, in float (exp_float.h: the loop vectorises; a
+     * logit more than 87 below the maximum counts as e^-87, which changes the
+     * row's sum, at least 1, by under 2^-125 of itself); the sum is kept in
+     * double (sum_lanes) */
+#pragma omp simd
+    for (int j = 0; j < V; j++) {
+        float y = row[j] - max;
+        y = fabsf(y) > 87.0f ? copysignf(87.0f, y) : y;  /* y <= 0: -87; one select, as gelu_value.h has */
+        row[j] = wf_exp_float(y);
+    }
+    double sum = sum_lanes(row, V);
     wf_dlogits_row(row, (float)(1.0 / sum), target, scale, V, precision);
     return log(sum) - target_logit;
 }
