@@ -45,17 +45,23 @@ static float operand(int precision, float x) {
 static void sgemm_now(int precision, int transA, int transB, int M, int N, int K, float alpha, const float *A,
                       int lda, long sA, const float *B, int ldb, long sB, float beta, float *C, int ldc, long sC,
                       int batch) {
-    for (int b = 0; b < batch; b++) {
-        const float *a = A + b * sA, *bm = B + b * sB;
-        float *cm = C + b * sC;
+    /* the operands as the library reads them, once, a row of A and a column
+     * of B each contiguous (the sums below read them M N K times) */
+    std::vector<float> a((size_t)M * K), b((size_t)N * K);
+    for (int bi = 0; bi < batch; bi++) {
+        const float *am = A + bi * sA, *bm = B + bi * sB;
+        float *cm = C + bi * sC;
+        for (int i = 0; i < M; i++)
+            for (int k = 0; k < K; k++)
+                a[(size_t)i * K + k] = operand(precision, transA ? am[(long)k * lda + i] : am[(long)i * lda + k]);
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < K; k++)
+                b[(size_t)j * K + k] = operand(precision, transB ? bm[(long)j * ldb + k] : bm[(long)k * ldb + j]);
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
+                const float *x = &a[(size_t)i * K], *y = &b[(size_t)j * K];
                 double s = 0.0;
-                for (int k = 0; k < K; k++) {
-                    float x = operand(precision, transA ? a[(long)k * lda + i] : a[(long)i * lda + k]);
-                    float y = operand(precision, transB ? bm[(long)j * ldb + k] : bm[(long)k * ldb + j]);
-                    s += (double)x * y;
-                }
+                for (int k = 0; k < K; k++) s += (double)x[k] * y[k];
                 float *out = &cm[(long)i * ldc + j];
                 *out = beta == 0.0f ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *out);
             }
