@@ -57,7 +57,10 @@ struct Scheduler {
     int current = -1, threads = 0, live = 0, block_waiting = 0, exited = 0;
     const char *kernel = "";
     const std::function<void()> *body = nullptr;
-    std::vector<unsigned char> smem;
+    /* this launch's dynamic shared memory: 256-byte aligned, as a GPU's
+     * (wmma fragments need 32 bytes; a vector's malloc gives 16) */
+    unsigned char *smem = nullptr;
+    size_t smem_bytes = 0, smem_cap = 0;
     std::map<const void *, size_t> smem_limit;  /* cudaFuncSetAttribute */
     cudaError_t last_error = cudaSuccess;
     const char *fault = nullptr;
@@ -232,7 +235,7 @@ void run_block(dim3 block) {
         int lanes = n - 32 * w < 32 ? n - 32 * w : 32;
         S.warps[w].lanes = S.warps[w].live = lanes;
     }
-    if (!S.smem.empty()) memset(S.smem.data(), 0xff, S.smem.size());
+    if (S.smem_bytes) memset(S.smem, 0xff, S.smem_bytes);
     S.thread.resize(n);
     for (int i = 0; i < n; i++) {
         Thread &t = S.thread[i];
@@ -374,7 +377,13 @@ static void run_grid(const char *name, dim3 grid, dim3 block, size_t smem, const
     S.kernel = name;
     S.body = &body;
     S.threads = (int)threads;
-    S.smem.assign(smem, 0);
+    if (smem > S.smem_cap) {
+        free(S.smem);
+        S.smem_cap = (smem + 255) / 256 * 256;
+        S.smem = (unsigned char *)aligned_alloc(256, S.smem_cap);
+        if (!S.smem) fail("cannot allocate %zu bytes of dynamic shared memory", smem);
+    }
+    S.smem_bytes = smem;
     gridDim = grid;
     blockDim = block;
     long blocks = (long)grid.x * grid.y * grid.z;
@@ -389,7 +398,7 @@ static void run_grid(const char *name, dim3 grid, dim3 block, size_t smem, const
 
 void *dynamic_smem() {
     me();
-    return S.smem.empty() ? nullptr : S.smem.data();
+    return S.smem_bytes ? S.smem : nullptr;
 }
 
 void syncthreads() {
