@@ -42,6 +42,31 @@ static float operand(int precision, float x) {
     return x;
 }
 
+/* s[j] = sum over k of x[k] * y_j[k] in double, k in order, for the n <= 4
+ * columns y_j = b + j K (contiguous): each sum is the plain loop's, the
+ * four independent ones only keep the CPU's adder busy. */
+static void dots(const float *x, const float *b, int K, int n, double *s) {
+    if (n == 4) {
+        const float *y0 = b, *y1 = b + K, *y2 = b + 2L * K, *y3 = b + 3L * K;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (int k = 0; k < K; k++) {
+            double xk = x[k];
+            s0 += xk * y0[k];
+            s1 += xk * y1[k];
+            s2 += xk * y2[k];
+            s3 += xk * y3[k];
+        }
+        s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        const float *y = b + (long)j * K;
+        double t = 0.0;
+        for (int k = 0; k < K; k++) t += (double)x[k] * y[k];
+        s[j] = t;
+    }
+}
+
 static void sgemm_now(int precision, int transA, int transB, int M, int N, int K, float alpha, const float *A,
                       int lda, long sA, const float *B, int ldb, long sB, float beta, float *C, int ldc, long sC,
                       int batch) {
@@ -58,12 +83,15 @@ static void sgemm_now(int precision, int transA, int transB, int M, int N, int K
             for (int k = 0; k < K; k++)
                 b[(size_t)j * K + k] = operand(precision, transB ? bm[(long)j * ldb + k] : bm[(long)k * ldb + j]);
         for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                const float *x = &a[(size_t)i * K], *y = &b[(size_t)j * K];
-                double s = 0.0;
-                for (int k = 0; k < K; k++) s += (double)x[k] * y[k];
-                float *out = &cm[(long)i * ldc + j];
-                *out = beta == 0.0f ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *out);
+            for (int j0 = 0; j0 < N; j0 += 4) {
+                double s[4];
+                int n = N - j0 < 4 ? N - j0 : 4;
+                dots(&a[(size_t)i * K], &b[(size_t)j0 * K], K, n, s);
+                for (int j = j0; j < j0 + n; j++) {
+                    float *out = &cm[(long)i * ldc + j];
+                    *out = beta == 0.0f ? (float)(alpha * s[j - j0])
+                                        : (float)(alpha * s[j - j0] + (double)beta * *out);
+                }
             }
     }
 }
@@ -132,15 +160,17 @@ extern "C" void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, in
             for (int k = 0; k < K; k++)
                 b[(size_t)j * K + k] = load_typed(B, typeB, transB ? (long)j * ldb + k : (long)k * ldb + j);
         for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                const float *x = &a[(size_t)i * K], *y = &b[(size_t)j * K];
-                double s = 0.0;
-                for (int k = 0; k < K; k++) s += (double)x[k] * y[k];
-                long at = (long)i * ldc + j;
-                float v = beta == 0.0f ? (float)(alpha * s)
-                                       : (float)(alpha * s + (double)beta * load_typed(C, typeC, at));
-                if (bias) v += bias[j];
-                store_typed(C, typeC, at, v);
+            for (int j0 = 0; j0 < N; j0 += 4) {
+                double s[4];
+                int n = N - j0 < 4 ? N - j0 : 4;
+                dots(&a[(size_t)i * K], &b[(size_t)j0 * K], K, n, s);
+                for (int j = j0; j < j0 + n; j++) {
+                    long at = (long)i * ldc + j;
+                    float v = beta == 0.0f ? (float)(alpha * s[j - j0])
+                                           : (float)(alpha * s[j - j0] + (double)beta * load_typed(C, typeC, at));
+                    if (bias) v += bias[j];
+                    store_typed(C, typeC, at, v);
+                }
             }
     });
     gemm_flops += 2.0 * M * N * K;
