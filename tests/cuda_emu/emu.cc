@@ -20,11 +20,20 @@ namespace {
 
 enum State { READY, BLOCK_WAIT, WARP_WAIT, DONE };
 
+/* A fiber: a stack and the context saved on it while it is not running. */
 struct Fiber {
     Context ctx;
     char *stack = nullptr;  /* STACK bytes above a PROT_NONE guard page */
+};
+
+/* One thread of the running block.  It holds a fiber from its start to its
+ * end only: a thread that ends hands its fiber to the next thread to start,
+ * so a kernel without barriers runs all its threads on one warm stack,
+ * one after another, without a context switch. */
+struct Thread {
     State state = DONE;
     uint3 tid;
+    Fiber *fiber = nullptr;
 };
 
 /* The guard is large so that a big local array cannot step over it into the
@@ -40,13 +49,18 @@ struct Warp {
 };
 
 struct Scheduler {
-    std::deque<Fiber> fibers;  /* a deque: contexts must not move once saved */
+    std::deque<Fiber> fibers;    /* every fiber made; a deque: contexts must not move once saved */
+    std::vector<Fiber *> spare;  /* those no thread holds, the last one freed on top */
+    std::vector<Thread> thread;  /* the running block's */
     std::vector<Warp> warps;
     Context main_ctx;
     int current = -1, threads = 0, live = 0, block_waiting = 0, exited = 0;
     const char *kernel = "";
     const std::function<void()> *body = nullptr;
-    std::vector<unsigned char> smem;
+    /* this launch's dynamic shared memory: 256-byte aligned, as a GPU's
+     * (wmma fragments need 32 bytes; a vector's malloc gives 16) */
+    unsigned char *smem = nullptr;
+    size_t smem_bytes = 0, smem_cap = 0;
     std::map<const void *, size_t> smem_limit;  /* cudaFuncSetAttribute */
     cudaError_t last_error = cudaSuccess;
     const char *fault = nullptr;
@@ -68,25 +82,77 @@ struct Scheduler {
     exit(1);
 }
 
-Fiber &me() {
+Thread &me() {
     if (S.current < 0) fail("a device function was called outside a kernel launch");
-    return S.fibers[S.current];
+    return S.thread[S.current];
 }
 
+void fiber_main();
+
+/* A fiber for a thread that starts: the spare one freed last (its stack is
+ * still in the cache), or a new one. */
+Fiber *take_fiber() {
+    if (!S.spare.empty()) {
+        Fiber *f = S.spare.back();
+        S.spare.pop_back();
+        return f;
+    }
+    void *m = mmap(nullptr, STACK + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) fail("cannot map a fiber stack");
+    mprotect(m, GUARD, PROT_NONE); /* a stack overflow faults instead of corrupting */
+    S.fibers.emplace_back();
+    Fiber &f = S.fibers.back();
+    f.stack = (char *)m + GUARD;
+    context_init(&f.ctx, f.stack, STACK, fiber_main);
+    return &f;
+}
+
+/* The scheduling order: round robin over the block's threads, each ready
+ * one running until it finishes or waits (first to last, or last to first
+ * under WF_EMU_ORDER=reverse).  The next ready thread after `from` in this
+ * sweep (from -1: the sweep's start), or -1 where the sweep ends. */
+int next_ready(int from) {
+    int n = S.threads;
+    int pos = from < 0 ? 0 : (S.reverse ? n - 1 - from : from) + 1;
+    for (; pos < n; pos++) {
+        int i = S.reverse ? n - 1 - pos : pos;
+        if (S.thread[i].state == READY) return i;
+    }
+    return -1;
+}
+
+/* Leaves the running fiber (saved in from) for thread next, on its fiber
+ * (a fresh one when it has not started), or for the scheduler (next -1: the
+ * sweep ended).  A fiber switches straight to the next one: one context
+ * switch per hand-over, not two through the scheduler. */
+void switch_to(Context *from, int next) {
+    Context *to = &S.main_ctx;
+    S.current = next;
+    if (next >= 0) {
+        Thread &t = S.thread[next];
+        if (!t.fiber) t.fiber = take_fiber();
+        threadIdx = t.tid;
+        to = &t.fiber->ctx;
+    }
+    context_switch(from, to);
+}
+
+/* The running thread waits (its state says at what): the next one runs. */
 void yield() {
-    Fiber &f = me();
-    context_switch(&f.ctx, &S.main_ctx);
+    Thread &t = me();
+    switch_to(&t.fiber->ctx, next_ready(S.current));
 }
 
-/* A fiber runs one thread of the kernel after another (its own thread in each
- * block of each launch): it never returns, so starting a thread costs one
- * context switch, not a fresh context. */
+/* A fiber runs one thread of the kernel after another: a thread that ends
+ * hands the fiber on to the next thread of the sweep when that one has not
+ * started (no context switch), else frees it (to be picked up by a thread
+ * that starts later, which it then runs from the top of this loop). */
 void fiber_main() {
     for (;;) {
         (*S.body)();
-        Fiber &f = me();
+        Thread &t = me();
         Warp &w = S.warps[S.current / 32];
-        f.state = DONE;
+        t.state = DONE;
         S.live--;
         S.exited++;
         w.live--;
@@ -97,7 +163,17 @@ void fiber_main() {
         if (w.waiting > 0)
             fail("thread exited while %d lane(s) of its warp wait at a warp operation (undefined in CUDA)",
                  w.waiting);
-        yield();
+        Fiber *f = t.fiber;
+        t.fiber = nullptr;
+        int next = next_ready(S.current);
+        if (next >= 0 && !S.thread[next].fiber) {
+            S.thread[next].fiber = f;
+            S.current = next;
+            threadIdx = S.thread[next].tid;
+            continue;
+        }
+        S.spare.push_back(f);
+        switch_to(&f->ctx, next);
     }
 }
 
@@ -137,25 +213,11 @@ void catch_faults() {
     }
 }
 
-void grow_pool(int n) {
-    while ((int)S.fibers.size() < n) {
-        Fiber f;
-        void *m = mmap(nullptr, STACK + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-        if (m == MAP_FAILED) fail("cannot map a fiber stack");
-        mprotect(m, GUARD, PROT_NONE); /* a stack overflow faults instead of corrupting */
-        f.stack = (char *)m + GUARD;
-        S.fibers.push_back(f);
-        Fiber &g = S.fibers.back();
-        context_init(&g.ctx, g.stack, STACK, fiber_main);
-    }
-}
-
 const char *describe_waits() {
     static char buf[256];
     int block = 0, warp = 0;
     for (int i = 0; i < S.threads; i++) {
-        State s = S.fibers[i].state;
+        State s = S.thread[i].state;
         block += s == BLOCK_WAIT;
         warp += s == WARP_WAIT;
     }
@@ -173,25 +235,19 @@ void run_block(dim3 block) {
         int lanes = n - 32 * w < 32 ? n - 32 * w : 32;
         S.warps[w].lanes = S.warps[w].live = lanes;
     }
-    if (!S.smem.empty()) memset(S.smem.data(), 0xff, S.smem.size());
+    if (S.smem_bytes) memset(S.smem, 0xff, S.smem_bytes);
+    S.thread.resize(n);
     for (int i = 0; i < n; i++) {
-        Fiber &f = S.fibers[i];
-        f.state = READY;
-        f.tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
+        Thread &t = S.thread[i];
+        t.state = READY;
+        t.tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
     }
-    /* round robin: every ready thread runs until it finishes or waits */
+    /* one sweep of the round robin at a time (the fibers hand over to each
+     * other, the last one of the sweep back here) */
     while (S.live > 0) {
-        bool ran = false;
-        for (int k = 0; k < n; k++) {
-            int i = S.reverse ? n - 1 - k : k;
-            if (S.fibers[i].state != READY) continue;
-            S.current = i;
-            threadIdx = S.fibers[i].tid;
-            context_switch(&S.main_ctx, &S.fibers[i].ctx);
-            ran = true;
-        }
-        S.current = -1;
-        if (!ran) fail("deadlock: no thread can go on (%s)", describe_waits());
+        int first = next_ready(-1);
+        if (first < 0) fail("deadlock: no thread can go on (%s)", describe_waits());
+        switch_to(&S.main_ctx, first);
     }
 }
 
@@ -321,8 +377,13 @@ static void run_grid(const char *name, dim3 grid, dim3 block, size_t smem, const
     S.kernel = name;
     S.body = &body;
     S.threads = (int)threads;
-    S.smem.assign(smem, 0);
-    grow_pool(S.threads);
+    if (smem > S.smem_cap) {
+        free(S.smem);
+        S.smem_cap = (smem + 255) / 256 * 256;
+        S.smem = (unsigned char *)aligned_alloc(256, S.smem_cap);
+        if (!S.smem) fail("cannot allocate %zu bytes of dynamic shared memory", smem);
+    }
+    S.smem_bytes = smem;
     gridDim = grid;
     blockDim = block;
     long blocks = (long)grid.x * grid.y * grid.z;
@@ -337,18 +398,18 @@ static void run_grid(const char *name, dim3 grid, dim3 block, size_t smem, const
 
 void *dynamic_smem() {
     me();
-    return S.smem.empty() ? nullptr : S.smem.data();
+    return S.smem_bytes ? S.smem : nullptr;
 }
 
 void syncthreads() {
-    Fiber &f = me();
+    Thread &f = me();
     if (fault("syncthreads")) return;
     if (S.exited > 0)
         fail("__syncthreads after %d thread(s) of the block exited (undefined in CUDA)", S.exited);
     f.state = BLOCK_WAIT;
     if (++S.block_waiting == S.live) { /* the last one in releases the block */
         for (int i = 0; i < S.threads; i++)
-            if (S.fibers[i].state == BLOCK_WAIT) S.fibers[i].state = READY;
+            if (S.thread[i].state == BLOCK_WAIT) S.thread[i].state = READY;
         S.block_waiting = 0;
     }
     yield();
@@ -358,7 +419,7 @@ int lane() { return me(), S.current % 32; }
 int warp_lanes() { return S.warps[me(), S.current / 32].lanes; }
 
 const uint64_t *warp_exchange(unsigned mask, uint64_t mine, const char *op) {
-    Fiber &f = me();
+    Thread &f = me();
     Warp &w = S.warps[S.current / 32];
     unsigned exist = w.lanes == 32 ? 0xffffffffu : (1u << w.lanes) - 1;
     if ((mask & exist) != exist)
@@ -371,7 +432,7 @@ const uint64_t *warp_exchange(unsigned mask, uint64_t mine, const char *op) {
     if (++w.waiting == w.live) {
         int first = S.current / 32 * 32;
         for (int l = 0; l < w.lanes; l++)
-            if (S.fibers[first + l].state == WARP_WAIT) S.fibers[first + l].state = READY;
+            if (S.thread[first + l].state == WARP_WAIT) S.thread[first + l].state = READY;
         w.waiting = 0;
         w.gen++;
     }

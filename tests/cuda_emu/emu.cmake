@@ -117,7 +117,7 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   add_test(NAME cuda_emu_kernels COMMAND bash ${emu_dir}/kernels.sh
            $<TARGET_FILE:check_kernels_cpu> $<TARGET_FILE:check_kernels_emu> ${cuda_dir}
            "${WEFT_EMU_KERNELS};${WEFT_EMU_NOT_EMULATED}")
-  set_tests_properties(cuda_emu_kernels PROPERTIES TIMEOUT 600)  # four emulator runs; about 60 s on a quiet 2-core machine
+  set_tests_properties(cuda_emu_kernels PROPERTIES TIMEOUT 600)  # four emulator runs; about 30 s on a quiet 2-core machine (36 s of CPU)
 else()
   foreach(t cuda_emu cuda_emu_kernels cuda_emu_ctx e2e_cuda_emu)
     add_test(NAME ${t} COMMAND sh -c "echo 'skipped: no C++ compiler or no CUDA headers (cuda_runtime.h, cublas_v2.h)'; exit 77")

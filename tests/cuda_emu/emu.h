@@ -9,10 +9,12 @@
  *     function-static is exactly one block's shared memory; it keeps the
  *     previous block's values, where a GPU's would be undefined);
  *   - WF_LAUNCH(kernel, grid, block, smem, stream)(args...): runs the whole grid
- *     before it returns, block after block; in a block every thread is a fiber
- *     (its own 64 KiB stack above a guard page; fiber.h switches them) that
- *     runs until it finishes or waits at a barrier, blocks and the block's
- *     threads in order (WF_EMU_ORDER=reverse: last to first, so a barrier
+ *     before it returns, block after block; in a block every thread runs on
+ *     a fiber (a 64 KiB stack above a guard page; fiber.h switches them)
+ *     until it finishes or waits at a barrier, blocks and the block's
+ *     threads in order (a thread that finishes hands its fiber to the next
+ *     one, so threads that never wait share one stack and switch nothing;
+ *     WF_EMU_ORDER=reverse: last to first, so a barrier
  *     missing between one thread's write and another's read, or a block
  *     reading what another block of the same launch writes, shows in one of
  *     the two orders); threadIdx/blockIdx/blockDim/gridDim are set per fiber;

@@ -42,23 +42,69 @@ static float operand(int precision, float x) {
     return x;
 }
 
+/* s[j] = sum over k of x[k] * y_j[k] in double, k in order, for the n <= 4
+ * columns y_j = b + j K (contiguous): each sum is the plain loop's, the
+ * four independent ones only keep the CPU's adder busy. */
+static void dots(const float *x, const float *b, int K, int n, double *s) {
+    if (n == 4) {
+        const float *y0 = b, *y1 = b + K, *y2 = b + 2L * K, *y3 = b + 3L * K;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (int k = 0; k < K; k++) {
+            double xk = x[k];
+            s0 += xk * y0[k];
+            s1 += xk * y1[k];
+            s2 += xk * y2[k];
+            s3 += xk * y3[k];
+        }
+        s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        const float *y = b + (long)j * K;
+        double t = 0.0;
+        for (int k = 0; k < K; k++) t += (double)x[k] * y[k];
+        s[j] = t;
+    }
+}
+
+/* An operand read once as floats, each of its `rows` rows of K contiguous
+ * (a row of A, a column of B: the sums read them M N K times); element
+ * (r, k) is load(k * ld + r) when stored transposed, else load(r * ld + k). */
+template <class Load>
+static std::vector<float> packed(int rows, int K, int transposed, int ld, Load load) {
+    std::vector<float> p((size_t)rows * K);
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < K; k++)
+            p[(size_t)r * K + k] = load(transposed ? (long)k * ld + r : (long)r * ld + k);
+    return p;
+}
+
+/* store(i, j, sum over k of a[i][k] b[j][k]) for the M x N products of two
+ * packed operands, four columns at a time (dots) */
+template <class Store>
+static void products(const std::vector<float> &a, const std::vector<float> &b, int M, int N, int K, Store store) {
+    for (int i = 0; i < M; i++)
+        for (int j0 = 0; j0 < N; j0 += 4) {
+            double s[4];
+            int n = N - j0 < 4 ? N - j0 : 4;
+            dots(&a[(size_t)i * K], &b[(size_t)j0 * K], K, n, s);
+            for (int j = j0; j < j0 + n; j++) store(i, j, s[j - j0]);
+        }
+}
+
 static void sgemm_now(int precision, int transA, int transB, int M, int N, int K, float alpha, const float *A,
                       int lda, long sA, const float *B, int ldb, long sB, float beta, float *C, int ldc, long sC,
                       int batch) {
-    for (int b = 0; b < batch; b++) {
-        const float *a = A + b * sA, *bm = B + b * sB;
-        float *cm = C + b * sC;
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                double s = 0.0;
-                for (int k = 0; k < K; k++) {
-                    float x = operand(precision, transA ? a[(long)k * lda + i] : a[(long)i * lda + k]);
-                    float y = operand(precision, transB ? bm[(long)j * ldb + k] : bm[(long)k * ldb + j]);
-                    s += (double)x * y;
-                }
-                float *out = &cm[(long)i * ldc + j];
-                *out = beta == 0.0f ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *out);
-            }
+    for (int bi = 0; bi < batch; bi++) {
+        const float *am = A + bi * sA, *bm = B + bi * sB;
+        float *cm = C + bi * sC;
+        /* the operands as the library reads them (operand) */
+        auto a = packed(M, K, transA, lda, [&](long e) { return operand(precision, am[e]); });
+        auto b = packed(N, K, !transB, ldb, [&](long e) { return operand(precision, bm[e]); });
+        products(a, b, M, N, K, [&](int i, int j, double s) {
+            float *out = &cm[(long)i * ldc + j];
+            *out = beta == 0.0f ? (float)(alpha * s) : (float)(alpha * s + (double)beta * *out);
+        });
     }
 }
 
@@ -116,26 +162,14 @@ extern "C" void wf_cuda_gemm(wf_ctx *c, int transA, int transB, int M, int N, in
     workspace(c);
     bias16_buffer(c, typeC, bias, N);
     wf_emu::enqueue([=] {
-        /* the operands as floats once, a row of A and a column of B each
-         * contiguous (the sums below read them M N K times) */
-        std::vector<float> a((size_t)M * K), b((size_t)N * K);
-        for (int i = 0; i < M; i++)
-            for (int k = 0; k < K; k++)
-                a[(size_t)i * K + k] = load_typed(A, typeA, transA ? (long)k * lda + i : (long)i * lda + k);
-        for (int j = 0; j < N; j++)
-            for (int k = 0; k < K; k++)
-                b[(size_t)j * K + k] = load_typed(B, typeB, transB ? (long)j * ldb + k : (long)k * ldb + j);
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                const float *x = &a[(size_t)i * K], *y = &b[(size_t)j * K];
-                double s = 0.0;
-                for (int k = 0; k < K; k++) s += (double)x[k] * y[k];
-                long at = (long)i * ldc + j;
-                float v = beta == 0.0f ? (float)(alpha * s)
-                                       : (float)(alpha * s + (double)beta * load_typed(C, typeC, at));
-                if (bias) v += bias[j];
-                store_typed(C, typeC, at, v);
-            }
+        auto a = packed(M, K, transA, lda, [&](long e) { return load_typed(A, typeA, e); });
+        auto b = packed(N, K, !transB, ldb, [&](long e) { return load_typed(B, typeB, e); });
+        products(a, b, M, N, K, [&](int i, int j, double s) {
+            long at = (long)i * ldc + j;
+            float v = beta == 0.0f ? (float)(alpha * s) : (float)(alpha * s + (double)beta * load_typed(C, typeC, at));
+            if (bias) v += bias[j];
+            store_typed(C, typeC, at, v);
+        });
     });
     gemm_flops += 2.0 * M * N * K;
 }

@@ -69,7 +69,7 @@ add_test(NAME e2e_cuda_emu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cuda_emu
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(e2e_cuda_emu PROPERTIES
   ENVIRONMENT "WEFT=$<TARGET_FILE:weft>;WEFT_RUNTIME=${PROJECT_BINARY_DIR}/runtime;WEFT_CUDA_EMU_RUNTIME=${emu_runtime_dir};WEFT_CUDA_EMU_PROGRAM=${emu_dir}/program"
-  DEPENDS cuda_emu_kernels TIMEOUT 900)  # about 300 s on a quiet 2-core machine with its 16-bit dp and VLM rows
+  DEPENDS cuda_emu_kernels TIMEOUT 900)  # about 210 s on a quiet 2-core machine (290 s of CPU over two jobs)
 
 # user kernels (weft.kernel) in a CUDA program on the emulator, against the CPU's built-in ops
 add_test(NAME e2e_user_kernels_cuda COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/user_kernels_cuda.sh
@@ -83,4 +83,4 @@ add_test(NAME e2e_gpu_check_emu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/gpu
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(e2e_gpu_check_emu PROPERTIES
   ENVIRONMENT "WEFT_GPU_BUILD=${PROJECT_BINARY_DIR};WEFT_CUDA_EMU_RUNTIME=${emu_runtime_dir};WEFT_CUDA_EMU_PROGRAM=${emu_dir}/program"
-  TIMEOUT 300)
+  TIMEOUT 300)  # about 45 s on a quiet 2-core machine (28 s of CPU)

@@ -10,7 +10,10 @@ namespace wf_emu {
 #if defined(__x86_64__) && !defined(WF_EMU_UCONTEXT)
 
 /* wf_emu_swap(&from->sp, to->sp): push the callee-saved registers and the
- * MXCSR / x87 control words, save rsp, load the other rsp, pop theirs, ret. */
+ * MXCSR / x87 control words, save rsp, load the other rsp, pop theirs, ret.
+ * The control words are loaded only where they differ from the running
+ * ones (ldmxcsr and fldcw stall the pipeline: most of a switch's cost, and
+ * the kernels never change them). */
 extern "C" void wf_emu_swap(void **save_sp, void *next_sp);
 asm(R"(
     .text
@@ -24,12 +27,17 @@ wf_emu_swap:
     pushq %r14
     pushq %r15
     subq $8, %rsp
+    movq $0, (%rsp)
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movq (%rsp), %rax
     movq %rsp, (%rdi)
     movq %rsi, %rsp
+    cmpq (%rsp), %rax
+    je 1f
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
+1:
     addq $8, %rsp
     popq %r15
     popq %r14
