@@ -155,7 +155,9 @@
 # and with bf16 sums of the bits themselves (bf16_dp2_dpc), ZeRO-1 with fp32
 # sums (bf16_z1_nccl) and with bf16 sums widened in place in its shard
 # (bf16_z1_dpc_nccl), ZeRO-2 with bf16 sums added into its float shard
-# (bf16_z2_dpc_nccl), checked below, with their act16 tolerances (the CPU
+# (bf16_z2_dpc_nccl), ZeRO-3 with fp32 sums through the float staging
+# (fp16_z3_nccl, compiled with WEFT_GRAD16=1 as bf16_dp2), checked below,
+# with their act16 tolerances (the CPU
 # references store them so too); 2BW keeps floats on CUDA.  Every
 # value is the one the float arena held, so bf16 (16-bit parameters and
 # gradients) against bf16_pf32, compiled with WEFT_GRAD16=0 (float
@@ -258,6 +260,7 @@ build_emu() {
   case $name in  # the compiler's grad16 decision (compiler/grad16.c) overridden:
     bf16_pf32) grad16=0 ;;  # float gradients too (the 16-bit ones' bit-for-bit twin, below)
     bf16_dp2) grad16=1 ;;   # 16-bit gradients, though the fp32 dp sums' staging outweighs them here
+    fp16_z3_nccl) grad16=1 ;;  # ZeRO-3's bucket buffers in 16 bits, though the float scratch and staging outweigh them here
   esac
   WEFT_GRAD16=$grad16 "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${base[@]}" "$@" 2>"$WORK/$name.compile.log" &&
     configure "$PROG" "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \
@@ -462,7 +465,7 @@ for name in bf16_dp2_dpc bf16_z1_dpc_nccl bf16_z2_dpc_nccl; do
   esac
 done
 # 16-bit weight gradients (the rows passed above with them)
-for name in bf16 fp16 llama_bf16 bf16_tp2 bf16_sp2_nccl bf16_dp2 bf16_dp2_dpc bf16_z1_nccl bf16_z1_dpc_nccl bf16_z2_dpc_nccl; do
+for name in bf16 fp16 llama_bf16 bf16_tp2 bf16_sp2_nccl bf16_dp2 bf16_dp2_dpc bf16_z1_nccl bf16_z1_dpc_nccl bf16_z2_dpc_nccl fp16_z3_nccl; do
   case " ${ROWS:-$name} " in *" $name "*)
     check "$name: the CUDA program stores 16-bit weight gradients" \
       bash -c "grep -q '\.grad16 = 1' '$WORK/$name/stage0.cu' && grep -q 'wf_narrow_grads(c, ' '$WORK/$name/stage0.cu'" ;;
