@@ -69,9 +69,10 @@ enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_N };
  * bytes per token and per layer and token, its activation-gradient set per
  * token; the last stage's fixed slot bytes and gradient set per token; the
  * parameter, gradient and optimizer bytes of the first and of the last
- * stage beside their layers (embedding, head), and of one layer */
+ * stage beside their layers (embedding, head), and of one layer; the
+ * largest layer parameter's elements (largest_layer_param) */
 enum { AT_FIXED, AT_LAYER, AT_DACT, AT_LFIXED, AT_LDACT, AT_W0, AT_G0, AT_O0, AT_WL, AT_GL, AT_OL,
-       AT_DW, AT_DG, AT_DO, AT_N };
+       AT_DW, AT_DG, AT_DO, AT_BIG, AT_N };
 
 static const char *const SCHED_NAMES[] = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" };
 static const char *const RC_NAMES[] = { "none", "selective", "full" };
@@ -553,6 +554,20 @@ static int build_small(const search *S, Program *p, const char *const *extra, ch
     return rc;
 }
 
+/* The most elements of one trainable parameter of a transformer layer (a
+ * layer's op's, this tp rank's part).  Every stage holds a layer and its
+ * parameters lie in buckets of that stage, so ZeRO's bucket and gather
+ * buffers (zero_plan.c: first fit of whole buckets) hold at least this many. */
+static double largest_layer_param(const Program *p) {
+    long most = 0;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; p->ops[i].layer >= 0 && k < p->ops[i].n_param; k++) {
+            const ir_param *q = &p->params[p->ops[i].param[k]];
+            if (!q->frozen && q->numel > most) most = q->numel;
+        }
+    return (double)most;
+}
+
 /* One activation slot of the first pipeline stage (as the memory model
  * counts it; the stage's region left out), and one activation-gradient set
  * (a stage has at least one, and its count is not the slots'):
@@ -598,6 +613,7 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
             dset[k] = 4.0 * (double)p.dact_numel[0];
             lbytes[k] = 4.0 * (double)p.act_numel[1];
             ldset[k] = 4.0 * (double)p.dact_numel[1];
+            if (k == 0) slot[AT_BIG] = largest_layer_param(&p);
             for (int st = 0; st < 2; st++) {
                 program_memory pm = program_memory_of(&p, st);
                 state[k][st][0] = pm.params, state[k][st][1] = pm.grads, state[k][st][2] = pm.optim;
@@ -703,6 +719,18 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
     *every = (S->image_bytes * c->micro + tokens) * accum + 2 * 4.0 * tokens * accum;
 }
 
+/* ZeRO's buffers on every stage, bytes, a lower bound: ZeRO-2's gradient
+ * bucket buffers and ZeRO-3's gather buffers (zero_plan.c) each hold at
+ * least the largest layer parameter (stage_bytes), in 2 bytes (param16,
+ * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  Prefetch adds
+ * the gathers started ahead, but which parameters those are depends on
+ * the op order, so they are left out.  None for a VLM: its encoder's
+ * layers lie on the first stage only. */
+static double zero_buffer_bound(search *S, const cand *c) {
+    if (c->zero < 2 || S->vlm) return 0;
+    return (c->zero >= 3 ? 2 : 1) * S->el * stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG];
+}
+
 /* Bytes per rank on the fullest stage of a pipeline, a lower bound that
  * follows the stages one by one: stage s holds l_s layers (at least one a
  * chunk), the first also the embedding and the last the head (their
@@ -720,7 +748,7 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
     if (!slots || c->pp > S->layers) return 0;
     double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
     double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1, tokens = (double)c->micro * S->seq;
-    double layer_state = v[AT_DW] * zw + v[AT_DG] * zg + v[AT_DO] * zo;
+    double layer_state = v[AT_DW] * zw + v[AT_DG] * zg + v[AT_DO] * zo, buffers = zero_buffer_bound(S, c);
     const int *split = predicted_split(S, c);
     if (split) {
         /* the split the build will get: each stage's bytes, the fullest's */
@@ -738,7 +766,7 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
             /* a set (as big as the first or last stage's with a layer at
              * least) per input-gradient half waiting for its weight half */
             double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) * slots[c->pp + s];
-            m = fmax(m, fixed_state + layers * layer_state + (slots[s] * slot + dact) * tokens);
+            m = fmax(m, fixed_state + layers * layer_state + (slots[s] * slot + dact) * tokens + buffers);
         }
         return m;
     }
@@ -746,8 +774,8 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
     if (!a) return 0;
     for (int s = 0; s < c->pp; s++) {
         int first = s == 0, last = s == c->pp - 1;
-        double fixed_state = first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
-                           : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0;
+        double fixed_state = buffers + (first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
+                                     : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0);
         double fixed_act = first ? v[AT_FIXED] : last ? v[AT_LFIXED] : 0;
         double dact = first ? v[AT_DACT] : last ? v[AT_LDACT] : 0;
         if (c->virt == 1) {
@@ -785,7 +813,7 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer, &dact);
     /* the slots, and at least one activation-gradient set */
     double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
-    double avg = per * (w + g + o) + acts;
+    double avg = per * (w + g + o) + acts + zero_buffer_bound(S, c);
     /* (already over the device: the stage-wise bound is not needed) */
     return c->pp > 1 && avg <= S->device_bytes ? fmax(avg, deep_lower_bound(S, c, accum)) : avg;
 }

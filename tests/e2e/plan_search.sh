@@ -21,6 +21,14 @@ read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "
   if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/mid.err")
 check "the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
   bash -c "[ '$n_built' -gt 5 ] && [ '$n_over' = 0 ]"
+# ZeRO-3 builds too (their gather and bucket buffers, zero_buffer_bound):
+# the 1T model on 3072 A100s, where layouts need ZeRO-3, priced to 60 builds
+WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1008b.lua --backend cuda --top 1 --max-priced 60 \
+  >/dev/null 2>"$WORK/z3.err" || true
+read -r n_z3 z3_over < <(awk '/^debug: bound .* zero 3 / { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
+  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/z3.err")
+check "zero3: the memory lower bound is never above the planned bytes ($z3_over of $n_z3 ZeRO-3 builds over)" \
+  bash -c "[ '$n_z3' -gt 5 ] && [ '$z3_over' = 0 ]"
 # the memory bound follows the stages of the split the partition pass will
 # give (predicted from its costs on a one-block model): the same as the
 # build's for every pipelined build
