@@ -34,9 +34,11 @@ fi
 : > "$work/ranked"
 for n in 1 2 4 8; do
     "$WEFT" plan "$PLAN" --gpus "$n" --set cluster.devices_per_node="$n" --calibration "$cal" \
-        --top 100000 --max-priced 100000 --print-sets > "$work/plan$n.txt" 2>&1 ||
-        { cat "$work/plan$n.txt" >&2; exit 1; }
-    grep -m1 '^built' "$work/plan$n.txt" | sed "s/^/$n ranks: /" >&2
+        --top 100000 --max-priced 100000 --print-sets > "$work/plan$n.txt" 2> "$work/plan$n.err" ||
+        { cat "$work/plan$n.txt" "$work/plan$n.err" >&2; exit 1; }
+    # stdout and stderr apart: the search's closing message on stderr once
+    # landed inside a buffered "sets" line, which then sorted first as 0 s
+    cat "$work/plan$n.txt" "$work/plan$n.err" | grep -m1 '^built' | sed "s/^/$n ranks: /" >&2
     awk -F'\t' '$1 == "sets" { print $3 "\t" $4 }' "$work/plan$n.txt" >> "$work/ranked"
 done
 sort -g -k1,1 -s "$work/ranked" > "$work/sorted"
