@@ -38,7 +38,7 @@ for n in 1 2 4 8; do
         { cat "$work/plan$n.txt" "$work/plan$n.err" >&2; exit 1; }
     # stdout and stderr apart: the search's closing message on stderr once
     # landed inside a buffered "sets" line, which then sorted first as 0 s
-    cat "$work/plan$n.txt" "$work/plan$n.err" | grep -m1 '^built' | sed "s/^/$n ranks: /" >&2
+    awk -v n="$n" '/^built/ { print n " ranks: " $0; exit }' "$work/plan$n.txt" "$work/plan$n.err" >&2
     awk -F'\t' '$1 == "sets" { print $3 "\t" $4 }' "$work/plan$n.txt" >> "$work/ranked"
 done
 sort -g -k1,1 -s "$work/ranked" > "$work/sorted"
