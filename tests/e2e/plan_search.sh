@@ -6,6 +6,17 @@
 # run: everything here is compile-time (a few seconds).
 source "$(dirname "$0")/lib.sh"
 
+# bounds_over FILE [PATTERN]: the builds WEFT_PLAN_DEBUG printed a memory
+# lower bound for ("debug: bound B planned P: ..."), matching PATTERN (awk
+# regex, default every one), as "count over tightest": how many, how many
+# with the bound above the planned bytes (each printed to stderr), and the
+# largest bound / planned
+bounds_over() {
+  awk -v re="${2:-^debug: bound}" '$0 ~ re && /^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
+    if (b > p) { v++; print "over:", $0 > "/dev/stderr" } if (p > 0 && b / p > t) t = b / p }
+    END { printf "%d %d %.3f\n", n, v, t }' "$1"
+}
+
 # 1. A GPU cluster where memory decides: an 8-layer, 4096-wide GPT on 32 H100s
 # (4 nodes of 8), global batch 256.  The plan's own 64-stage mesh does not
 # suit 8 layers: weft plan lays the model out afresh.
@@ -17,16 +28,14 @@ cat "$WORK/mid.txt"
 check "weft plan finds a layout for 8 x 4096 on 32 H100s (exit $rc)" test "$rc" = 0
 # the memory lower bound against what the memory model plans for every build
 # (WEFT_PLAN_DEBUG), interleaved layouts included
-read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
-  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/mid.err")
+read -r n_built n_over _ < <(bounds_over "$WORK/mid.err")
 check "the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
   bash -c "[ '$n_built' -gt 5 ] && [ '$n_over' = 0 ]"
 # ZeRO-3 builds too (their gather and bucket buffers, zero_buffer_bound):
 # the 1T model on 3072 A100s, where layouts need ZeRO-3, priced to 60 builds
 WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1008b.lua --backend cuda --top 1 --max-priced 60 \
   >/dev/null 2>"$WORK/z3.err" || true
-read -r n_z3 z3_over < <(awk '/^debug: bound .* zero 3 / { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
-  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/z3.err")
+read -r n_z3 z3_over _ < <(bounds_over "$WORK/z3.err" '^debug: bound .* zero 3 ')
 check "zero3: the memory lower bound is never above the planned bytes ($z3_over of $n_z3 ZeRO-3 builds over)" \
   bash -c "[ '$n_z3' -gt 5 ] && [ '$z3_over' = 0 ]"
 # the memory bound follows the stages of the split the partition pass will
@@ -110,8 +119,7 @@ check "order: the step-time bound is never above the step of any candidate ($all
   bash -c "[ '$n_all' -gt 100 ] && [ '$all_over' = 0 ]"
 # the memory lower bound against the memory model on every one of them too
 # (pipelined and interleaved layouts among them)
-read -r n_mall m_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
-  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/ord2.err")
+read -r n_mall m_over _ < <(bounds_over "$WORK/ord2.err")
 check "order: the memory lower bound is never above the planned bytes of any candidate ($m_over of $n_mall over)" \
   bash -c "[ '$n_mall' -gt 100 ] && [ '$m_over' = 0 ] && grep -q 'debug: bound .* interleaved' '$WORK/ord2.err'"
 n_pred=$(grep -c '^debug: split predicted' "$WORK/ord2.err" || true)
@@ -168,8 +176,7 @@ check "vlm: weft plan writes a plan weft check accepts" "$WEFT" check "$WORK/vlm
 n_sp=$(grep -c '^debug: time bound .* tp 2+sp ' "$WORK/vlm.err" || true)
 check "vlm: sequence-parallel layouts are built and priced ($n_sp)" \
   bash -c "[ '$n_sp' -gt 0 ] && ! grep -q 'sequence parallelism not supported' '$WORK/vlm.txt'"
-read -r n_built n_over < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
-  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } } END { print n + 0, v + 0 }' "$WORK/vlm.err")
+read -r n_built n_over _ < <(bounds_over "$WORK/vlm.err")
 check "vlm: the memory lower bound is never above the planned bytes ($n_over of $n_built builds over)" \
   bash -c "[ '$n_built' -gt 5 ] && [ '$n_over' = 0 ]"
 # a pipelined row: its price is simulate's, whose first chunk holds the encoder
@@ -239,9 +246,7 @@ check "refined winner: with the partition pass's split it was behind row 2 ($t_o
 vb=(plans/vlm_tiny.lua --set model.vision.layers=8 --set model.llm.layers=8 --set cluster.devices_per_node=4
     --set cluster.device.memory_gib=0.012 --top 3)
 WEFT_PLAN_DEBUG=1 "$WEFT" plan "${vb[@]}" -o "$WORK/vb.lua" >"$WORK/vb.txt" 2>"$WORK/vb.err"
-read -r n_built n_over tightest < <(awk '/^debug: bound/ { b = $3 + 0; p = $5; sub(":", "", p); p += 0; n++
-  if (b > p) { v++; print "over:", $0 > "/dev/stderr" } if (p > 0 && b / p > t) t = b / p }
-  END { printf "%d %d %.3f\n", n, v, t }' "$WORK/vb.err")
+read -r n_built n_over tightest < <(bounds_over "$WORK/vb.err")
 built=$(sed -n 's/^built \([0-9]*\) through.*/\1/p' "$WORK/vb.txt")
 check "vlm bound: printed for every one of the $built builds ($n_built)" \
   bash -c "[ -n '$built' ] && [ '$built' -gt 20 ] && [ '$built' = '$n_built' ]"
