@@ -21,7 +21,7 @@ elif [[ " $flags " == *" avx "* ]]; then cores+=(Sandybridge)
 fi
 [ ${#cores[@]} = 2 ] || { echo "skipped: this CPU runs no two of Haswell, SkylakeX, Sandybridge"; exit 0; }
 
-EQUIV_ROWS=${EQUIV_ROWS:-"dp2 tp2_sp pp2_1f1b 3d_sp_int z2_dp2tp2"}
+EQUIV_ROWS=${EQUIV_ROWS:-"dp2 tp2_sp pp2_1f1b rc_3d_int z2_dp2tp2"}
 LLAMA_ROWS=${LLAMA_ROWS:-"tp2 tp2_rs 3d_int_rc"}
 build_plan probe plans/tiny.lua --set data.train="$(make_data)" --set model.layers=1 \
   --set model.hidden=32 --set model.seq=16 --set train.steps=1
