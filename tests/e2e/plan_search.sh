@@ -16,6 +16,15 @@ bounds_over() {
     if (b > p) { v++; print "over:", $0 > "/dev/stderr" } if (p > 0 && b / p > t) t = b / p }
     END { printf "%d %d %.3f\n", n, v, t }' "$1"
 }
+# split_predicted FILE MIN LABEL: the bound's predicted stage split is the
+# build's for more than MIN pipelined builds of FILE, and for none it is not
+split_predicted() {
+  local n_pred n_miss
+  n_pred=$(grep -c '^debug: split predicted' "$1" || true)
+  n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$1" || true)
+  check "$3the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
+    bash -c "[ '$n_pred' -gt $2 ] && [ '$n_miss' = 0 ]"
+}
 
 # 1. A GPU cluster where memory decides: an 8-layer, 4096-wide GPT on 32 H100s
 # (4 nodes of 8), global batch 256.  The plan's own 64-stage mesh does not
@@ -41,10 +50,7 @@ check "zero3: the memory lower bound is never above the planned bytes ($z3_over 
 # the memory bound follows the stages of the split the partition pass will
 # give (predicted from its costs on a one-block model): the same as the
 # build's for every pipelined build
-n_pred=$(grep -c '^debug: split predicted' "$WORK/mid.err" || true)
-n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$WORK/mid.err" || true)
-check "the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
-  bash -c "[ '$n_pred' -gt 0 ] && [ '$n_miss' = 0 ]"
+split_predicted "$WORK/mid.err" 0 ""
 check "it prints how many candidates were enumerated, pruned and priced" \
   grep -q "^candidates enumerated [0-9]*; pruned: .*memory lower bound [0-9]*" "$WORK/mid.txt"
 check "the table has the step time, tokens/s, MFU, memory, bubble, exposed, comm/compute" \
@@ -122,10 +128,7 @@ check "order: the step-time bound is never above the step of any candidate ($all
 read -r n_mall m_over _ < <(bounds_over "$WORK/ord2.err")
 check "order: the memory lower bound is never above the planned bytes of any candidate ($m_over of $n_mall over)" \
   bash -c "[ '$n_mall' -gt 100 ] && [ '$m_over' = 0 ] && grep -q 'debug: bound .* interleaved' '$WORK/ord2.err'"
-n_pred=$(grep -c '^debug: split predicted' "$WORK/ord2.err" || true)
-n_miss=$(grep -c '^debug: split \(mispredicted\|unknown\)' "$WORK/ord2.err" || true)
-check "order: the bound's predicted stage split is the build's ($n_pred pipelined builds, $n_miss not)" \
-  bash -c "[ '$n_pred' -gt 50 ] && [ '$n_miss' = 0 ]"
+split_predicted "$WORK/ord2.err" 50 "order: "
 
 # 3. CPU plans: the written best compiles through weft check with no change.
 "$WEFT" plan plans/gpt2_3d.lua --top 3 -o "$WORK/3d.lua" >"$WORK/3d.txt" 2>/dev/null
