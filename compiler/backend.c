@@ -10,7 +10,7 @@ static const wf_backend BACKENDS[] = {
      * keeps a log-sum-exp per query row (runtime/cpu/attention.c), and the
      * host is the device */
     { .name = "cpu", .suffix = "c", .act16 = 1, .act16_staged = 1, .attention_lse = 1, .param16 = 1,
-      .grad16 = 1, .grad16_2bw = 1 },
+      .grad16 = 1 },
     /* CUDA C++ for NVIDIA GPUs (runtime/cuda): 16-bit parameters read in
      * place by the GEMMs, the others widened per op (param16.c); 16-bit
      * weight gradients widened per op on the device (runtime/cuda/grad16.cu) */

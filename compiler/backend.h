@@ -19,8 +19,6 @@ typedef struct wf_backend {
     int param16_gemm;         /* ... and its GEMMs read a weight's 16-bit values in place
                                  (not widened; no 16-bit copies, act16.c) */
     int grad16;               /* may store the weight gradients in 16 bits (grad16.c) */
-    int grad16_2bw;           /* ... under PipeDream-2BW too (its tied wte's exchange adds
-                                 into the 16-bit gradients on the host: the CPU's) */
     int attention_lse;        /* attention saves only a log-sum-exp per query row and
                                  head (flash style), not the (T, T) probabilities */
     int runtime_buffers;      /* the runtime allocates buffers of its own at the first

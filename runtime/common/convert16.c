@@ -31,3 +31,10 @@ void wf_widen16_in_place(int precision, float *x, long n) {
     const uint16_t *src = (const uint16_t *)(const void *)x;
     for (long i = n - 1; i >= 0; i--) x[i] = wf_hd_16_value(precision, src[i]);
 }
+
+void wf_add_into16(int precision, uint16_t *dst, const float *src, long n) {
+    if (precision == WF_BF16)
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_bf16_bits(wf_hd_bf16_value(dst[i]) + src[i]);
+    else
+        for (long i = 0; i < n; i++) dst[i] = wf_hd_fp16_bits(wf_hd_fp16_value(dst[i]) + src[i]);
+}

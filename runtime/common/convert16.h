@@ -12,5 +12,7 @@ void wf_widen16(int precision, float *dst, const uint16_t *src, long n);
 void wf_narrow16(int precision, uint16_t *dst, const float *src, long n);
 /* x's first n 16-bit values (its first half) widened into its n floats */
 void wf_widen16_in_place(int precision, float *x, long n);
+/* dst[i] = (dst[i]'s value + src[i]) rounded to the type, ties to even */
+void wf_add_into16(int precision, uint16_t *dst, const float *src, long n);
 
 #endif

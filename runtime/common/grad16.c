@@ -34,15 +34,13 @@
  * Every conversion of the arena runs where it lives, in stream order
  * (internal.h's wf_backend_from16 and kin: convert16.c's loops on the CPU,
  * kernels on CUDA); host code that reads floats the device wrote (the
- * sums after the dp sum over host MPI) waits for the device first.  The
- * 2BW functions below are the CPU's (the compiler keeps float gradients
- * for 2BW on CUDA: backend.h's grad16_2bw). */
+ * sums after the dp sum over host MPI, 2BW's tied wte message) waits for
+ * the device first. */
 #include <math.h>
 #include <string.h>
 
 #include "internal.h"
 #include "opt_backend.h"
-#include "precision_bits.h"
 
 static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
 
@@ -277,6 +275,7 @@ static void bucket_store(wf_ctx *c, int k) {
     for (int j = 0; j < p->n_params; j++) {
         const wf_param *q = &p->params[j];
         if (q->bucket != k || !tp_sum(c, q)) continue;
+        wf_backend_sync(c);  /* host MPI reads the staging the device summed into */
         wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, c->gstage + (q->offset - b->offset), (int)q->numel, MPI_FLOAT, MPI_SUM,
                                 c->group_comm[WF_GROUP_TP]));
@@ -331,13 +330,9 @@ void wf_grad16_widened(wf_ctx *c, float *dst, long off, long n) {
 }
 
 /* the n gradients at off += src, rounded once (the float program's add,
- * then its optimizer step's rounding; 2BW's tied wte) */
+ * then its optimizer step's rounding; 2BW's tied wte), on the device */
 void wf_grad16_add(wf_ctx *c, long off, const float *src, long n) {
-    int prec = c->p->precision;
-    uint16_t *g = bits_of(c->grads) + off;
-    for (long i = 0; i < n; i++) {
-        g[i] = wf_hd_16_bits(prec, wf_hd_16_value(prec, g[i]) + src[i]);
-    }
+    wf_backend_add_into16(c, bits_of(c->grads) + off, src, n);
 }
 
 /* ---- what the optimizer step reads (ZeRO < 2: the arena's bits) ------------ */

@@ -237,6 +237,9 @@ void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n);
 void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n);
 void wf_backend_from16_in_place(wf_ctx *c, float *x, long n);
 void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n);
+/* ... and the 16-bit dst[i] = its value + the float src[i], rounded once
+ * (2BW's tied wte: the received copy's gradient into the stored one) */
+void wf_backend_add_into16(wf_ctx *c, void *dst, const float *src, long n);
 void wf_groups_split(wf_ctx *c);  /* every group's communicator, dp_rank, tp_rank, stage */
 MPI_Comm wf_group_comm(const wf_ctx *c, wf_group g);  /* MPI_COMM_NULL: not in one */
 const char *wf_group_name(wf_group g);                /* "dp", ..., "tied" */

@@ -24,7 +24,17 @@
  * writer of that version (its OPTIM) waits for the send first.  An NCCL stage
  * send completes at the next such wait, later than a host-staged MPI_Send; the
  * verifier's rendezvous semantics (verify.c) let a send block where it is
- * issued, so no rank waits earlier than the verified order allows. */
+ * issued, so no rank waits earlier than the verified order allows.
+ * Under 16-bit gradients (grad16.c) the tied gradient's widening, its sums
+ * and its rounding back run on the device in stream order (wf_backend_from16,
+ * wf_backend_add_floats, wf_backend_add_into16), into and out of tied_buf;
+ * the send waits for them before MPI reads it.  tied_buf is an arena
+ * (wf_alloc: managed memory on CUDA), which host MPI reads and writes in
+ * place after that wait, as every host-MPI path of the runtime does
+ * (coll_mpi.c), so there is no device-to-host copy to make: the wait is
+ * what a device's copy would need.  The CUDA emulator runs kernels at the
+ * host's next wait (WF_EMU_ASYNC=1), so without it the message is stale
+ * (tests/e2e/cuda_emu_run.sh's bf16_2bw_nccl). */
 #include <math.h>
 #include <string.h>
 
@@ -152,10 +162,11 @@ void wf_tied_send_grad(wf_ctx *c) {
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
     wf_watch_done();
-    if (c->p->grad16) {  /* 16-bit gradients (grad16.c): the floats after the dp sum */
+    if (c->p->grad16) {  /* 16-bit gradients (grad16.c): the floats after the dp sum, widened on the device */
         float *g = wf_grad16_tied_grad(c, q);
-        if (g != c->tied_buf) memcpy(c->tied_buf, g, sizeof(float) * (size_t)q->numel);
+        if (g != c->tied_buf) wf_backend_copy(c, c->tied_buf, g, sizeof(float) * (size_t)q->numel);
         wf_grad16_tied_done(c, q, g);
+        wf_backend_sync(c);  /* MPI reads tied_buf from the host: the kernels above first */
     } else {
         memcpy(c->tied_buf, c->grads + q->offset, sizeof(float) * (size_t)q->numel);
     }
@@ -174,13 +185,13 @@ void wf_tied_recv_grad(wf_ctx *c) {
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
                        c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
-    if (c->p->grad16) {  /* the same sum on the floats after the dp sum, rounded once (grad16.c) */
+    if (c->p->grad16) {  /* the same sum on the floats after the dp sum, rounded once (grad16.c), on the device */
         if (!wf_grad16_2bw_staged(c)) {  /* dp 1 or 16-bit dp sums: the stored values */
             wf_grad16_add(c, q->offset, c->tied_buf, q->numel);
             return;
         }
         float *g = wf_grad16_tied_grad(c, q);
-        for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
+        wf_backend_add_floats(c, g, c->tied_buf, q->numel);
         wf_grad16_tied_done(c, q, g);
         return;
     }

@@ -45,3 +45,7 @@ void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n) {
     int prec = wf_ctx_precision(c);
     for (long i = 0; i < n; i++) dst[i] += wf_hd_16_value(prec, h[i]);
 }
+
+void wf_backend_add_into16(wf_ctx *c, void *dst, const float *src, long n) {
+    wf_add_into16(wf_ctx_precision(c), dst, src, n);
+}

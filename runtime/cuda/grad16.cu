@@ -1,8 +1,10 @@
 /* grad16.cu: the device's part of 16-bit weight gradients
  * (runtime/common/grad16.c) beyond dp_comm.cu's conversions: a ZeRO-1
- * shard's 16-bit sums widened in place, and ZeRO-2's 16-bit sums added into
- * its float shard.  Each value is widened exactly (storage.cuh's loads, the
- * CPU's wf_hd_*_value), so both match the CPU backend bit for bit. */
+ * shard's 16-bit sums widened in place, ZeRO-2's 16-bit sums added into
+ * its float shard, and floats added into 16-bit gradients (2BW's tied wte).
+ * Each value is widened exactly (storage.cuh's loads, the CPU's
+ * wf_hd_*_value) and rounded to nearest even (its stores, the CPU's
+ * wf_hd_*_bits), so all three match the CPU backend bit for bit. */
 #include "cuda_rt.h"
 #include "reduce.cuh"
 #include "storage.cuh"
@@ -49,4 +51,20 @@ extern "C" void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n)
     else
         WF_LAUNCH(add16_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(dst, h, n);
     wf_cuda_sync(c, "add16_kernel");
+}
+
+template <class S> __global__ static void add_into16_kernel(typename S::raw *dst, const float *src, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        S::store(dst, i, S::load(dst, i) + src[i]);
+}
+
+extern "C" void wf_backend_add_into16(wf_ctx *c, void *dst, const float *src, long n) {
+    if (n <= 0) return;
+    uint16_t *h = static_cast<uint16_t *>(dst);
+    cudaStream_t s = wf_cuda_stream(c);
+    if (wf_ctx_precision(c) == WF_BF16)
+        WF_LAUNCH(add_into16_kernel<wf_st_bf16>, wf_blocks(n), WF_THREADS, 0, s)(h, src, n);
+    else
+        WF_LAUNCH(add_into16_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(h, src, n);
+    wf_cuda_sync(c, "add_into16_kernel");
 }

@@ -40,6 +40,7 @@ void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n);
 void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n);
 void wf_backend_from16_in_place(wf_ctx *c, float *x, long n);
 void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n);
+void wf_backend_add_into16(wf_ctx *c, void *dst, const float *src, long n);
 
 /* A context carrying only a plan precision (runtime/common/precision_of.c;
  * the emulator's in tests/cuda_emu/emu_device.cc), for the kernels whose
@@ -1196,6 +1197,23 @@ static void grad16_conversions(int p) {
     bad = count_differing(acc, want, n);
     must_be_zero("wf_backend_add16", bad);
     put(tag, "added into floats [exact]", acc, n);
+
+    /* floats added into the 16-bit values, rounded once (2BW's tied wte).
+     * Bit for bit but for NaNs: which payload a sum of two NaNs keeps is the
+     * hardware's (a GPU returns its canonical NaN), so any NaN is -1 here */
+    memcpy(hw, h, sizeof(uint16_t) * (size_t)n);
+    wf_backend_add_into16(c, h, x + 1, n - 1);
+    wf_add_into16(p, hw, x + 1, n - 1);
+    settle();
+    uint16_t inf16 = p == WF_BF16 ? 0x7f80 : 0x7c00;
+    bad = 0;
+    for (long i = 0; i < n; i++) {
+        int nan = (h[i] & 0x7fff) > inf16, nan_want = (hw[i] & 0x7fff) > inf16;
+        bad += nan != nan_want || (!nan && h[i] != hw[i]);
+        y[i] = nan ? -1.0f : h[i];
+    }
+    must_be_zero("wf_backend_add_into16", bad);
+    put(tag, "floats added into the bits [exact]", y, n);
 }
 
 static void grad16_optimizer(int p) {

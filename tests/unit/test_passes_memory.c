@@ -166,7 +166,7 @@ static void param16_rule(void) {
 }
 
 /* grad16.c's rule: 16-bit weight gradients under bf16 / fp16 accumulated in
- * that type on either backend (CUDA's not under PipeDream-2BW), and only where the 2 bytes a gradient saves
+ * that type on either backend (PipeDream-2BW too), and only where the 2 bytes a gradient saves
  * outweigh the float scratch of the widest op's gradients and the staging
  * (dp 1 on one stage: none); the vocabulary-50304 block of param16_rule
  * keeps the float arena.  The arena: 2 Psi + scratch + staging, or 4 Psi.
@@ -183,7 +183,7 @@ static void grad16_rule(void) {
         { "bf16 cpu zero 3 dp_comm bf16", "cpu", { "precision=bf16", "zero=3", "dp_comm=bf16", NULL }, 1 },
         { "bf16 cuda", "cuda", { "precision=bf16", NULL }, 1 },
         { "bf16 cpu 2bw", "cpu", { "precision=bf16", "pipeline.schedule=pipedream-2bw", NULL }, 1 },
-        { "bf16 cuda 2bw", "cuda", { "precision=bf16", "pipeline.schedule=pipedream-2bw", NULL }, 0 },
+        { "bf16 cuda 2bw", "cuda", { "precision=bf16", "pipeline.schedule=pipedream-2bw", NULL }, 1 },
         { "bf16 cpu vocab 50304", "cpu", { "precision=bf16", "model.vocab=50304", NULL }, 0 },
     };
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
