@@ -35,8 +35,8 @@
  * PipeDream-2BW over dp with fp32 dp sums keeps the tied wte's bucket in
  * the staging from its dp sum through the exchange between the pipeline's
  * ends (runtime wf_grad16_tied_grad; on CUDA its sums run on the device,
- * runtime/cuda/grad16.cu).  Not (yet): ZeRO with 2BW (the prelude refuses
- * it).
+ * runtime/cuda/grad16.cu).  Not (yet): ZeRO-1 with 2BW (float gradients;
+ * the prelude refuses ZeRO-2 and 3 with 2BW).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
  * wherever it can, saving or not (the test's small layouts).  Under ZeRO-2
@@ -101,7 +101,7 @@ int grad16_decide(const Program *p) {
     const char *env = getenv("WEFT_GRAD16");
     if (env && strcmp(env, "0") == 0) return 0;
     if (p->zero && p->dp < 2) return 0;
-    /* 2BW: no ZeRO (the prelude refuses it) */
+    /* 2BW: no ZeRO (ZeRO-1 keeps float gradients; the prelude refuses 2 and 3) */
     if (strcmp(p->schedule, "pipedream-2bw") == 0 && p->zero) return 0;
     if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */
     for (int st = 0; st < p->pp; st++) {

@@ -56,6 +56,7 @@ struct wf_ctx {
     long *zero_base;               /* ZeRO: bucket k's shard in zero_buf / the moments */
     int *zero_counts, *zero_displs;
     float *zero_buf;
+    int zero_unplaced;             /* ZeRO-1: shards reduced into zero_buf, not yet in the arena */
     float *grad_shard;             /* ZeRO >= 2: this rank's gradients (compact, like the moments) */
     float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
     wf_req *gather_req;            /* ZeRO-3: one all-gather per bucket */
@@ -305,6 +306,7 @@ void wf_zero_setup(wf_ctx *c);                          /* zero.c */
 void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);
 void wf_zero_gather_params(wf_ctx *c);
+void wf_zero_gather_version(wf_ctx *c, float *version);  /* 2BW: the version its step updated */
 float *wf_moment_full(wf_ctx *c, const float *moment);
 /* The part of parameter k this rank updates, [own_lo, own_hi): x[i] is its
  * element i, wherever ZeRO keeps it (zero_grads.c, zero_params.c). */

@@ -253,11 +253,12 @@ static void complete_metrics(wf_ctx *c) {
 
 /* This rank's share: the loss counted by tp rank 0 (every tp rank holds it
  * whole), the squared norm by dp rank 0 (replicas hold the same reduced
- * gradient), so one sum over all ranks gives both. */
+ * gradient; under ZeRO-1 by every rank, each its own shards), so one sum
+ * over all ranks gives both. */
 static void start_metrics(wf_ctx *c, double lr) {
     double sum = wf_local_grad_sq(c);
     c->metrics_sum[0] = c->tp_rank == 0 ? c->loss_sum : 0.0;
-    c->metrics_sum[1] = c->dp_rank == 0 ? sum : 0.0;
+    c->metrics_sum[1] = c->dp_rank == 0 || c->p->zero ? sum : 0.0;
     c->metrics_sum[2] = c->tp_rank == 0 ? c->desc_loss_sum : 0.0;  /* a VLM's descriptive positions */
     c->metrics_sum[3] = c->tp_rank == 0 ? c->desc_count : 0.0;
     c->metrics_positions = c->vlm ? c->vlm_positions[c->step % 2] : 0;  /* batch step's half */
@@ -294,6 +295,10 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     else wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
     wf_params_changed(c);
     wf_adamw_into(c, dst, lr, 1.0f, 1);
+    /* ZeRO-1: this rank updated its shards of the new version, the others
+     * come from their owners; the version the next batch computes with
+     * (src) stays whole on every rank, as both do without ZeRO */
+    wf_zero_gather_version(c, dst);
     /* in stream order: a host memset here raced the CUDA backend's AdamW,
      * still queued on the stream, which then read zeroed gradients (every
      * 2BW step left the weights as they were; found by tests/e2e/cuda_emu_run.sh) */

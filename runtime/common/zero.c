@@ -71,15 +71,19 @@ void wf_zero_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     float *g = c->grads + p->buckets[k].offset;
     if (p->dp_comm16) wf_dp16_pack(c, g, p->buckets[k].numel);
+    c->zero_unplaced = 1;
     c->coll->reduce_scatterv(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], c->zero_counts + (long)k * p->dp,
                              p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
 }
 
 /* The reduced shards go back to their places in the gradient arena (the rest
- * of it holds this rank's unreduced gradients and is not read). */
+ * of it holds this rank's unreduced gradients and is not read), once a step:
+ * 2BW waits for its buckets twice (the tied wte's exchange, which adds into
+ * the placed shard, then the optimizer), and a second copy would undo that add. */
 void wf_zero_after_reduce(wf_ctx *c) {
     const wf_program *p = c->p;
-    if (p->zero != 1) return;  /* ZeRO >= 2 reduces into its gradient shard directly */
+    if (p->zero != 1 || !c->zero_unplaced) return;  /* ZeRO >= 2 reduces into its gradient shard directly */
+    c->zero_unplaced = 0;
     for (int b = 0; b < p->n_buckets; b++) {
         float *dst = c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank), *src = c->zero_buf + c->zero_base[b];
         long n = c->zero_counts[b * p->dp + c->dp_rank];
@@ -89,13 +93,16 @@ void wf_zero_after_reduce(wf_ctx *c) {
 }
 
 /* Every rank updated its shards: gather the parameters, bucket by bucket. */
-void wf_zero_gather_params(wf_ctx *c) {
+void wf_zero_gather_params(wf_ctx *c) { wf_zero_gather_version(c, c->params); }
+
+/* ... into `version` (PipeDream-2BW's step updates one of its two) */
+void wf_zero_gather_version(wf_ctx *c, float *version) {
     const wf_program *p = c->p;
     if (!p->zero || p->zero >= 3) return;  /* ZeRO-3 gathers a bucket when it is used */
     /* 16-bit working parameters (param16.c) travel as they are stored */
     wf_dtype t = p->param16 ? wf_params16_type(c) : WF_F32;
     for (int b = 0; b < p->n_buckets; b++) {
-        void *at = p->param16 ? wf_params16_at(c->params, p->buckets[b].offset) : (void *)(c->params + p->buckets[b].offset);
+        void *at = p->param16 ? wf_params16_at(version, p->buckets[b].offset) : (void *)(version + p->buckets[b].offset);
         c->coll->allgatherv(c, WF_GROUP_DP, NULL, at, c->zero_counts + (long)b * p->dp, c->zero_displs + (long)b * p->dp,
                             t, &c->bucket_req[b]);
     }

@@ -1,4 +1,4 @@
--- expect: tests/plans/zero_pipedream.lua:4: plan.zero: 2 with pipedream-2bw is not supported yet by this version of weft (valid: 0)
+-- expect: tests/plans/zero_pipedream.lua:4: plan.zero: 2 with pipedream-2bw is not supported yet by this version of weft (valid: 0 or 1)
 -- PipeDream-2BW keeps two weight versions; sharding them is not planned.
 local w = weft
 return w.plan {
