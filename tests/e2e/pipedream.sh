@@ -62,6 +62,14 @@ run_plan pp2_bf16 --steps 8 --save "$WORK/bf16_8" >/dev/null
 run_plan pp2_bf16 --steps 10 --resume "$WORK/bf16_8" --save "$WORK/bf16_resumed" >/dev/null
 check "bf16 resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/bf16_straight/model.safetensors" "$WORK/bf16_resumed/model.safetensors"
+# ... and under ZeRO-1 (dp 2 x pp 2), where each rank's master is its shard
+# of the newest version
+build_plan z1_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1 --set precision=bf16
+run_plan z1_bf16 --steps 10 --save "$WORK/z1_bf16_straight" >/dev/null
+run_plan z1_bf16 --steps 8 --save "$WORK/z1_bf16_8" >/dev/null
+run_plan z1_bf16 --steps 10 --resume "$WORK/z1_bf16_8" --save "$WORK/z1_bf16_resumed" >/dev/null
+check "bf16 under ZeRO-1: resume from step 8 continues identically: weights" \
+  "$WEFT" ckpt diff "$WORK/z1_bf16_straight/model.safetensors" "$WORK/z1_bf16_resumed/model.safetensors"
 # The delay is real: step 2 still computes on the initial weights, so its
 # loss differs from the synchronous run's step 2 (which saw one update).
 step2() { sed -n 2p "$1" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
