@@ -7,7 +7,9 @@
  *   pp       activations and gradients point-to-point between stages;
  *   dp       bucket all-reduces (NCCL ring, bus bandwidth) on the link the
  *            group spans, overlapping the last backward but for the last
- *            bucket, whose reduction starts when backward ends;
+ *            bucket, whose reduction starts when backward ends; on the CPU
+ *            backend each bucket also costs a rank dp_bucket_us of CPU in
+ *            MPI calls (weft calibrate), which nothing hides;
  * then iteration time, tokens/s, TFLOP/s per device, MFU, bubble, exposed
  * communication, and memory per rank as `weft check` counts it (memory.c).
  * CPU ranks outnumbering the cores share them along the timeline
