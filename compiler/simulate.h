@@ -38,12 +38,11 @@ typedef struct {
 } sim_calibration;
 
 /* An old cluster file without dp_bucket_us: weft-calibrate's measurement on
- * a 2-core machine under Open MPI 4.1, loaded by other work (16.8, 34.9 and
- * 36.5 us in three runs; runtime/tools/calibrate.c).  The runtime itself
- * agrees: tiny.lua at dp 2, 22 buckets of 0.25 MiB against 4 of 1 MiB, spent
- * 0.7-1.2 ms more CPU a step inside MPI_Iallreduce and MPI_Test (a PMPI
- * wrapper timing them, three alternated runs of 30 steps), 40-65 us an extra
- * bucket. */
+ * a 2-core machine under Open MPI 4.1, loaded by other work (14.5, 16.8,
+ * 34.9 and 36.5 us in four runs; runtime/tools/calibrate.c), rounded.  The
+ * runtime itself spends more: bench/dp_buckets.sh (tiny.lua at dp 2, 22
+ * buckets of 0.25 MiB against 4 of 1 MiB) saw 0.7-1.2 ms more CPU a step
+ * inside MPI_Iallreduce and MPI_Test, 40-67 us an extra bucket. */
 #define SIM_DP_BUCKET_US 30.0
 
 /* Reads a cluster file written by weft-calibrate or weft calibrate --backend
