@@ -163,6 +163,13 @@ double cost_p2p(double S, const cost_link *l)
     return alpha(l) + S / bandwidth(l);
 }
 
+double cost_dp_exposed(double total, double last, double overlap, int calls, double per_call)
+{
+    double e = total > overlap ? total - overlap : 0;
+    if (last > e) e = last;
+    return e + (calls > 0 && per_call > 0 ? calls * per_call : 0);
+}
+
 double cost_collective(const char *kind, const char *algo, double S, int n,
                        const cost_link *l)
 {

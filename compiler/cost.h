@@ -84,6 +84,15 @@ double cost_p2p(double S, const cost_link *l);
 double cost_collective(const char *kind, const char *algo, double S, int n,
                        const cost_link *l);
 
+/* Exposed time of one stage's data-parallel bucket collectives, seconds:
+ * total (their sum) runs under the last `overlap` seconds of backward, but
+ * the last bucket's collective (`last`) starts only when backward ends; and
+ * each of `calls` collectives takes `per_call` seconds of the rank's CPU in
+ * MPI calls (issue and progress: Open MPI's non-blocking collectives advance
+ * only inside MPI calls, runtime/common/step.c), which nothing overlaps:
+ *   max(total - overlap, last, 0) + calls * per_call */
+double cost_dp_exposed(double total, double last, double overlap, int calls, double per_call);
+
 /* ---- 3. compute --------------------------------------------------------- */
 
 /* 2MNK / (peak * 1e12 * efficiency). */

@@ -7,7 +7,9 @@
  *   pp       activations and gradients point-to-point between stages;
  *   dp       bucket all-reduces (NCCL ring, bus bandwidth) on the link the
  *            group spans, overlapping the last backward but for the last
- *            bucket, whose reduction starts when backward ends;
+ *            bucket, whose reduction starts when backward ends; on the CPU
+ *            backend each bucket also costs a rank dp_bucket_us of CPU in
+ *            MPI calls (weft calibrate), which nothing hides;
  * then iteration time, tokens/s, TFLOP/s per device, MFU, bubble, exposed
  * communication, and memory per rank as `weft check` counts it (memory.c).
  * CPU ranks outnumbering the cores share them along the timeline
@@ -44,6 +46,22 @@ static int get_number(lua_State *L, const char *k, double *v) {
 static void stop_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     luaL_error(L, "the calibration file runs too long");
+}
+
+/* The first line of the file at path that sets field (field = ...), or 0. */
+static int field_line(const char *path, const char *field) {
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    size_t n = strlen(field);
+    for (int no = 1; f && fgets(line, sizeof line, f); no++) {
+        const char *s = line + strspn(line, " \t");
+        if (strncmp(s, field, n) == 0 && s[n + strspn(s + n, " \t")] == '=') {
+            fclose(f);
+            return no;
+        }
+    }
+    if (f) fclose(f);
+    return 0;
 }
 
 int simulate_load_calibration(const char *path, sim_calibration *cal) {
@@ -99,6 +117,18 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
     }
     lua_pop(L, 1);
     if (!get_number(L, "inplace_threads", &cal->inplace_threads)) cal->inplace_threads = cal->thread_speedup;
+    cal->dp_bucket_s = SIM_DP_BUCKET_US * 1e-6;  /* optional: older files have none */
+    lua_getfield(L, -1, "dp_bucket_us");
+    if (!lua_isnil(L, -1)) {
+        double us = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+        if (!(us >= 0 && isfinite(us))) {
+            wf_error("%s:%d: dp_bucket_us must be a non-negative number of microseconds, not %s", path,
+                     field_line(path, "dp_bucket_us"), lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+            goto done;
+        }
+        cal->dp_bucket_s = us * 1e-6;
+    }
+    lua_pop(L, 1);
     cal->cores = cores >= 1 ? (int)cores : 1;
     cal->loaded = 1;
     rc = 0;
@@ -671,8 +701,12 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     int dp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_DP);
     const cost_link *dp_link = group_link(p, dp_apart, p->dp);
     cost_link dpl = *dp_link;  /* group_link's answer is overwritten by its next call */
+    /* the CPU each bucket's non-blocking collective costs in MPI calls
+     * (weft-calibrate's dp_bucket_us; cost_dp_exposed); NCCL's are not priced so */
+    double per_call = calib ? calib->dp_bucket_s : 0;
     for (int st = 0; st < p->pp; st++) {
         double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st], last_ar = 0, last_rs = 0;
+        int nb = 0;
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {
                 double bytes = el * p->buckets[k].numel;
@@ -683,19 +717,22 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                 ar += last_ar;
                 rs += last_rs;
                 ag += cost_allgather_ring(pel * p->buckets[k].numel, p->dp, &dpl);
+                nb++;
             }
+        if (p->dp <= 1) nb = 0;  /* no collectives at all */
         /* exposed: what does not fit under the last microbatch's backward,
-         * and never less than the last bucket's own collective */
-        double c = ar, e = fmax(ar > bs ? ar - bs : 0, last_ar);
+         * and never less than the last bucket's own collective, plus each
+         * non-blocking collective's CPU in MPI calls */
+        double c = ar, e = cost_dp_exposed(ar, last_ar, bs, nb, per_call);
         if (p->zero == 1) {
             c = rs + ag;
-            e = fmax(rs > bs ? rs - bs : 0, last_rs) + ag;
+            e = cost_dp_exposed(rs, last_rs, bs, nb, per_call) + ag;
         } else if (p->zero == 2) {
             c = p->accum * rs + ag;
-            e = (p->accum - 1) * (rs > bs ? rs - bs : 0) + fmax(rs > bs ? rs - bs : 0, last_rs) + ag;
-        } else if (p->zero >= 3) {
+            e = (p->accum - 1) * (rs > bs ? rs - bs : 0) + cost_dp_exposed(rs, last_rs, bs, p->accum * nb, per_call) + ag;
+        } else if (p->zero >= 3) {  /* a reduce-scatter and two all-gathers a bucket and microbatch */
             c = p->accum * (rs + 2.0 * ag);
-            e = p->accum * ((rs + ag > bs ? rs + ag - bs : 0) + (ag > fs ? ag - fs : 0));
+            e = p->accum * ((rs + ag > bs ? rs + ag - bs : 0) + (ag > fs ? ag - fs : 0)) + 3.0 * p->accum * nb * per_call;
         }
         if (c > dp_comm) dp_comm = c;
         if (e > exposed_dp) exposed_dp = e;

@@ -21,6 +21,9 @@ typedef struct {
      * optimizer), and a lone rank's speedup from every core, both in place */
     double inplace[3];
     double inplace_threads;
+    /* CPU seconds an extra gradient bucket's non-blocking collective costs a
+     * rank in MPI calls (dp_bucket_us; SIM_DP_BUCKET_US when the file has none) */
+    double dp_bucket_s;
     /* a CUDA cluster file (backend = "cuda", weft calibrate --backend cuda):
      * measured GEMM rows { M, N, K, TFLOP/s } (bf16), the attention kernels'
      * TFLOP/s (forward, backward; 0: not measured) and NCCL's all-reduce bus
@@ -33,6 +36,14 @@ typedef struct {
     int att_head, nccl_gpus;
     double nccl_bus_gbs, nccl_latency_us;
 } sim_calibration;
+
+/* An old cluster file without dp_bucket_us: weft-calibrate's measurement on
+ * a 2-core machine under Open MPI 4.1, loaded by other work (14.5, 16.8,
+ * 34.9 and 36.5 us in four runs; runtime/tools/calibrate.c), rounded.  The
+ * runtime itself spends more: bench/dp_buckets.sh (tiny.lua at dp 2, 22
+ * buckets of 0.25 MiB against 4 of 1 MiB) saw 0.7-1.2 ms more CPU a step
+ * inside MPI_Iallreduce and MPI_Test, 40-67 us an extra bucket. */
+#define SIM_DP_BUCKET_US 30.0
 
 /* Reads a cluster file written by weft-calibrate or weft calibrate --backend
  * cuda (a Lua table, run with no libraries); 0 on success, -1 after

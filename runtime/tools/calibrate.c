@@ -4,7 +4,9 @@
  *                on GEMM shapes of a small GPT;
  *   gemm_balance how fast the rate falls for thin shapes (fitted);
  *   hbm_gbs      memory bandwidth per rank (copy);
- *   link_gbs, link_latency_us   MPI point-to-point between two ranks.
+ *   link_gbs, link_latency_us   MPI point-to-point between two ranks;
+ *   dp_bucket_us CPU time a gradient bucket's non-blocking all-reduce adds
+ *                in MPI calls, issued and progressed as the runtime does.
  * Run it with two ranks: mpirun -np 2 weft-calibrate -o cluster.lua */
 #include <mpi.h>
 #include <cblas.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blas.h"
@@ -110,6 +113,76 @@ static double pingpong(int rank, size_t n, int reps) {
     return t;
 }
 
+static double thread_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* One "backward" of the data-parallel pattern the runtime runs
+ * (runtime/common/step.c): GAPS compute gaps (the runtime's GELU backward
+ * over 1M floats, about 2 ms and 12 MB of memory traffic, as a backward
+ * kernel leaves the caches); n buckets of the 4 MiB of gradients started by
+ * MPI_Iallreduce in place over the first three quarters of the gaps; after every gap
+ * MPI_Test on every bucket's request (wf_progress, coll_mpi.c's mpi_test);
+ * then MPI_Wait on each (wf_buckets_wait).  Returns this thread's CPU
+ * seconds inside the issue and test calls, where Open MPI moves and sums the
+ * data (its non-blocking collectives progress only inside MPI calls); the
+ * final waits are left out, as on a loaded machine their CPU time is spent
+ * spinning for the other rank. */
+static double bucket_pattern(float *g, long total, int n, float *const gap[3], long gap_n) {
+    enum { GAPS = 32 };
+    MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)n);
+    for (int i = 0; i < n; i++) r[i] = MPI_REQUEST_NULL;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double in_calls = 0;
+    int started = 0;
+    for (int k = 0; k < GAPS; k++) {
+        wf_gelu_bwd(NULL, gap[0], gap[1], gap[2], gap_n);
+        double c0 = thread_cpu_s();
+        for (; started < n && 4L * started * GAPS < 3L * (k + 1) * n; started++) {
+            long lo = total * started / n, hi = total * (started + 1) / n;
+            MPI_Iallreduce(MPI_IN_PLACE, g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r[started]);
+        }
+        for (int i = 0; i < n; i++) {
+            int done;
+            MPI_Test(&r[i], &done, MPI_STATUS_IGNORE);
+        }
+        in_calls += thread_cpu_s() - c0;
+    }
+    for (int i = 0; i < n; i++) MPI_Wait(&r[i], MPI_STATUS_IGNORE);
+    free(r);
+    return in_calls;
+}
+
+/* What one more bucket costs: the same gradients in MANY buckets and in
+ * FEW, alternated, each the least of its rounds (CPU time, so other load on
+ * the machine changes it little); the difference per extra bucket, seconds.
+ * The gaps are milliseconds of memory traffic, as the runtime's backward
+ * kernels are, so that a bucket stays in flight over several of them and
+ * every MPI_Test on it progresses it with cold caches (with gaps of
+ * microseconds a bucket completes at once and the test costs nothing).  FEW, not one: a
+ * single 4 MiB message takes another path in Open MPI.  Both ranks measure;
+ * the larger is kept (the step waits for the slower). */
+static double dp_bucket_seconds(void) {
+    enum { MANY = 32, FEW = 4, ROUNDS = 7 };
+    long total = 1L << 20, gap_n = 1L << 20;
+    float *g = calloc((size_t)total, sizeof(float)), *gap[3];
+    for (int i = 0; i < 3; i++) gap[i] = calloc((size_t)gap_n, sizeof(float));
+    double many = 1e30, few = 1e30;
+    for (int round = 0; round < ROUNDS; round++) {
+        double t = bucket_pattern(g, total, MANY, gap, gap_n);
+        if (t < many) many = t;
+        t = bucket_pattern(g, total, FEW, gap, gap_n);
+        if (t < few) few = t;
+    }
+    free(g);
+    for (int i = 0; i < 3; i++) free(gap[i]);
+    double per = (many - few) / (MANY - FEW), worst = 0;
+    MPI_Allreduce(&per, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst > 0 ? worst : 0;
+}
+
 int main(int argc, char **argv) {
     wf_blas_select(argc, argv);
     MPI_Init(&argc, &argv);
@@ -159,6 +232,7 @@ int main(int argc, char **argv) {
         double big_t = pingpong(rank, (size_t)16 << 20, 10);
         gbs = (16 << 20) / (big_t - lat) / 1e9;
     }
+    double bucket = world >= 2 ? dp_bucket_seconds() : 0;
     if (rank == 0) {
         FILE *f = fopen(out, "w");
         if (!f) { fprintf(stderr, "weft-calibrate: cannot write %s\n", out); MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -167,6 +241,9 @@ int main(int argc, char **argv) {
         fprintf(f, "  gemm_balance = %.2f,  -- efficiency I / (I + balance)\n", balance);
         fprintf(f, "  hbm_gbs = %.2f,\n  link_gbs = %.3f,\n  link_latency_us = %.3f,\n", hbm,
                 world >= 2 ? gbs : 10.0, world >= 2 ? lat * 1e6 : 1.0);
+        if (world >= 2)
+            fprintf(f, "  dp_bucket_us = %.2f,  -- CPU per extra dp bucket in MPI calls (issue, progress)\n",
+                    bucket * 1e6);
         fprintf(f, "  cores = %ld,            -- a rank alone on the node gets them all\n", cores);
         fprintf(f, "  thread_speedup = %.2f,  -- sgemm with all cores over one thread\n", alone / big);
         fprintf(f, "  -- the runtime's own kernels, ns per element (forward, backward), one thread\n");
@@ -178,8 +255,8 @@ int main(int argc, char **argv) {
         fprintf(f, "  linear = { %.2f, %.2f },     -- GFLOP/s of a linear layer (1024 x 128 -> 512)\n}\n",
                 kn.linear_f, kn.linear_b);
         fclose(f);
-        printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us; wrote %s\n",
-               big, thin, hbm, gbs, lat * 1e6, out);
+        printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us, %.2f us a dp bucket; "
+               "wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, out);
     }
     MPI_Finalize();
     return 0;

@@ -93,6 +93,27 @@ check "calibrate writes in-place factors and a thread speedup" \
   grep -Eq '^  inplace = \{ forward = [0-9.]+, backward = [0-9.]+, optimizer = [0-9.]+ \},' "$WORK/cluster.lua"
 "$WEFT" simulate plans/tiny.lua --calibration "$WORK/cluster.lua" >"$WORK/calibrated.txt"
 check "simulate uses the calibration" grep -q "^iteration" "$WORK/calibrated.txt"
+# dp_bucket_us (weft-calibrate's CPU per dp bucket in MPI calls) is measured,
+# optional (an older file without it loads), and a bad value is refused with
+# file:line and the field.  At 1000 us, the 22 buckets of 0.25 MiB (tiny at
+# dp 2) expose 22 x 1 ms = 0.022 s more than at 0 (each figure is printed to
+# 0.001 s, so the difference within 0.001).
+check "calibrate measures dp_bucket_us" grep -Eq '^  dp_bucket_us = [0-9.]+,' "$WORK/cluster.lua"
+grep -v 'dp_bucket_us' "$WORK/cluster.lua" >"$WORK/old.lua"
+check "a cluster file without dp_bucket_us loads" \
+  bash -c "'$WEFT' simulate plans/tiny.lua --calibration '$WORK/old.lua' | grep -q '^iteration'"
+sed -E 's/^  dp_bucket_us = .*/  dp_bucket_us = -3,/' "$WORK/cluster.lua" >"$WORK/bad.lua"
+line=$(grep -n 'dp_bucket_us' "$WORK/bad.lua" | cut -d: -f1)
+"$WEFT" simulate plans/tiny.lua --calibration "$WORK/bad.lua" >/dev/null 2>"$WORK/bad.err" && failed=$((failed + 1))
+check "a negative dp_bucket_us is refused at bad.lua:$line" grep -q "bad.lua:$line: dp_bucket_us" "$WORK/bad.err"
+exposed() {
+  sed -E "s/^  dp_bucket_us = .*/  dp_bucket_us = $1,/" "$WORK/cluster.lua" >"$WORK/b$1.lua"
+  "$WEFT" simulate plans/tiny.lua --calibration "$WORK/b$1.lua" --set buckets.mb=0.25 |
+    sed -n 's/^comm .*(\([0-9.]*\) s exposed).*/\1/p'
+}
+e0=$(exposed 0) e1=$(exposed 1000)
+check "1000 us a bucket: 22 buckets expose 0.022 s more ($e0 -> $e1 s)" \
+  awk -v a="$e0" -v b="$e1" 'BEGIN { d = b - a; exit !(d >= 0.021 && d <= 0.023) }'
 # The in-place factors scale compute: forward 2x in the file, 2x in the prediction.
 sed -E 's/^  inplace = .*/  inplace = { forward = 1, backward = 1, optimizer = 1 },/' "$WORK/cluster.lua" >"$WORK/one.lua"
 sed -E 's/^  inplace = .*/  inplace = { forward = 2, backward = 1, optimizer = 1 },/' "$WORK/cluster.lua" >"$WORK/two.lua"

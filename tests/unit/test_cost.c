@@ -1,6 +1,6 @@
 /* test_cost.c: the cost model against closed forms and published worked
- * examples: alpha-beta collectives, GEMM efficiency shape, catalog lookups,
- * the memory verdict. */
+ * examples: alpha-beta collectives, GEMM efficiency shape, the exposed
+ * data-parallel buckets, catalog lookups, the memory verdict. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,6 +192,35 @@ static void nccl_busbw(void)
     check(same(cost_allreduce_ring(1e9, 2, &bare), 1e9 / 100e9), "no bus_gbs: nominal gbs");
 }
 
+/* Data-parallel buckets on a CPU-like link (1 GB/s, 5 us a step; weft
+ * calibrate measures MPI near these here): 4 MiB of gradients on 2 ranks, as
+ * one bucket or 16, under 50 ms of backward.  By hand, a ring all-reduce on
+ * 2 ranks is 2 steps of latency plus S/B: one bucket 10 us + 4.194304 ms =
+ * 4.204304 ms, exposed whole (it starts when backward ends); sixteen are
+ * 10 us + 0.262144 ms = 0.272144 ms each, and only the last is exposed.
+ * Free calls favour the small buckets by 3.932160 ms; at 300 us of CPU a
+ * call the sixteen pay 16 x 0.3 = 4.8 ms against 0.3 ms, so they are slower
+ * by 4.8 + 0.272144 - 0.3 - 4.204304 = 0.567840 ms. */
+static void dp_buckets(void)
+{
+    cost_link cpu = {"cpu", 1, 5, 0};
+    double S = 4194304, bw = 50e-3;
+    double one = cost_allreduce_ring(S, 2, &cpu), each = cost_allreduce_ring(S / 16, 2, &cpu);
+    check(same(one, 4.204304e-3) && same(each, 0.272144e-3), "ring all-reduce on 2 ranks: 4 MiB %.6f ms, "
+          "0.25 MiB %.6f ms", one * 1e3, each * 1e3);
+    double few0 = cost_dp_exposed(one, one, bw, 1, 0), many0 = cost_dp_exposed(16 * each, each, bw, 16, 0);
+    check(same(few0 - many0, 3.932160e-3), "free calls: 16 small buckets expose %.6f ms less than one",
+          (few0 - many0) * 1e3);
+    double few = cost_dp_exposed(one, one, bw, 1, 300e-6), many = cost_dp_exposed(16 * each, each, bw, 16, 300e-6);
+    check(same(few, 4.504304e-3) && same(many, 5.072144e-3) && same(many - few, 0.567840e-3),
+          "300 us a call: one bucket %.6f ms, sixteen %.6f ms (slower by %.6f ms)", few * 1e3, many * 1e3,
+          (many - few) * 1e3);
+    /* a backward shorter than the sum: the rest is exposed, then the calls
+     * (4.354304 - 1 = 3.354304 ms, plus 16 x 10 us) */
+    check(same(cost_dp_exposed(16 * each, each, 1e-3, 16, 10e-6), 3.514304e-3),
+          "backward of 1 ms: %.6f ms exposed", cost_dp_exposed(16 * each, each, 1e-3, 16, 10e-6) * 1e3);
+}
+
 static void catalog(void)
 {
     const cost_device *h100 = cost_find_device("H100_SXM");
@@ -245,6 +274,7 @@ int main(void)
     compute();
     gemm_gpu();
     nccl_busbw();
+    dp_buckets();
     catalog();
     verdict();
     printf("%d passed, %d failed\n", passed, failed);
