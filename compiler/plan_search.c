@@ -116,6 +116,7 @@ typedef struct {
     double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
     double intra_bus, inter_bus, hbm;  /* NCCL bus bandwidths (0: nominal), GB/s; HBM, GB/s */
     double dp_el, p_el;  /* bytes a gradient and a working parameter travel in over dp (simulate's) */
+    int prefetch;        /* ZeRO-3 gathers one ahead or more (zero_prefetch, no zero_prefetch_mb) */
     long params;
     /* measured on small builds: bytes per parameter and per layer-token */
     double bw, bg, bo;
@@ -748,15 +749,28 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
 }
 
 /* ZeRO's buffers on every stage, bytes, a lower bound: ZeRO-2's gradient
- * bucket buffers and ZeRO-3's gather buffers (zero_plan.c) each hold at
- * least the largest layer parameter (stage_bytes), in 2 bytes (param16,
- * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  Prefetch adds
- * the gathers started ahead, but which parameters those are depends on
- * the op order, so they are left out.  None for a VLM: its encoder's
+ * bucket buffers and ZeRO-3's gather buffers (zero_plan.c: first fit of
+ * whole buckets, disjoint while live together), in 2 bytes (param16,
+ * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  A chunk's
+ * layers are a run of parameters buckets.c cuts only where a bucket would
+ * pass buckets.mb (C elements): the run lies in one bucket (at least a
+ * layer's T elements), or two buckets side by side hold more than C.  Those
+ * two are live together: a bucket buffer from its first gradient to the
+ * next bucket's completion, a gather (prefetched one ahead, zero_prefetch
+ * 1 or more) from the previous gather's start, and in backward nothing is
+ * gathered between them.  So each kind holds min(T, C), and at least the
+ * largest layer parameter P; under full recompute a layer's forward runs
+ * again at once, its buckets (T at least) all gathered.  Gathers with
+ * zero_prefetch 0 or zero_prefetch_mb: P.  None for a VLM: its encoder's
  * layers lie on the first stage only. */
 static double zero_buffer_bound(search *S, const cand *c) {
     if (c->zero < 2 || S->vlm) return 0;
-    return (c->zero >= 3 ? 2 : 1) * S->el * stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG];
+    double P = stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG], T = 0;
+    int ti = tp_index(c->tp);
+    for (int i = 0; ti >= 0 && i < S->n_lparam[ti]; i++) T += (double)S->lparam[ti][i];
+    double pair = fmax(P, fmin(T, c->bucket_mb * 1048576.0 / S->el));
+    double gather = c->zero < 3 ? 0 : c->rc == 2 ? fmax(T, pair) : S->prefetch ? pair : P;
+    return S->el * (pair + gather);
 }
 
 /* Bytes per rank on the fullest stage of a pipeline, a lower bound that
@@ -1692,6 +1706,7 @@ static int load_base(search *S) {
     /* as simulate_plan's dp collectives (measured here at dp 1, zero 0:
      * param16's choice may differ under ZeRO-3, an estimate's error only) */
     S->dp_el = dp_comm16(&p) ? 2 : 4, S->p_el = param16(&p) ? 2 : 4;
+    S->prefetch = p.zero_prefetch >= 1 && p.zero_prefetch_mb < 0;
     S->flops_step = p.flops_per_token * p.global_batch * p.seq;
     program_free(&p);
     return 0;
