@@ -217,6 +217,24 @@ t_sim=$(sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' "$WORK/il_sim.txt")
 check "interleaved: the written plan passes weft check and simulates at the table's $t_table s ($t_sim s)" \
   bash -c "'$WEFT' check '$WORK/il.lua' >/dev/null && [ -n '$t_table' ] && [ '$t_table' = '$t_sim' ]"
 
+# 3g. The build order prices ZeRO-3 as simulate does (its gathers and
+# reduce-scatter hide under a microbatch's compute): on RoCE 100 itself the
+# dp-32 ZeRO-3 single-stage layout (30.9 s) is built among the first, and
+# the step-time bound then ends the search far below --max-priced, at the
+# best --max-priced 400 finds.  (An estimate that charged ZeRO-3 its whole
+# traffic built it after the cap of 96 and chose an interleaved layout at
+# 35.1 s; with 400 builds it found the 30.9 s.)
+z3o=("$WORK/roce.lua" --set model.layers=32 --set model.hidden=12288 --set model.heads=96
+     --set batch.global=128 --gpus 64 --top 1)
+"$WEFT" plan "${z3o[@]}" >"$WORK/z3o.txt" 2>/dev/null
+"$WEFT" plan "${z3o[@]}" --max-priced 400 >"$WORK/z3o400.txt" 2>/dev/null
+grep -E '^(1|built) ' "$WORK/z3o.txt"
+check "zero3 order: the best row is --max-priced 400's, a ZeRO-3 single-stage layout" \
+  bash -c "grep -q '^1  *dp [0-9]* tp [0-9+sp]* pp 1 .* zero 3 ' '$WORK/z3o.txt' &&
+    [ \"\$(grep '^1 ' '$WORK/z3o.txt')\" = \"\$(grep '^1 ' '$WORK/z3o400.txt')\" ]"
+check "zero3 order: the step-time bound ends the search before the cap (over --max-priced 0)" \
+  grep -q "over --max-priced 0$" "$WORK/z3o.txt"
+
 # 3f. The refinement of partitions can change the winner: the pipelined
 # layouts after the best whose step-time bound (which holds for any split)
 # is below the best step are refined too.  In 3b (tiny, 7 layers on 3
