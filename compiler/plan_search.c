@@ -128,6 +128,7 @@ typedef struct {
      * stage_bytes's build; n_lparam 0: not known */
     long lparam[8][MAX_LPARAM];
     int n_lparam[8];
+    double lpair[8];  /* the most elements of two such parameters next in that order */
     /* a VLM's first stage (vlm_stage0), by tp (index log2), sp and
      * recompute; [0] < 0: not measured yet */
     double vlm0[8][2][3][V0_N];
@@ -580,7 +581,8 @@ static double largest_layer_param(const Program *p) {
 
 /* Layer 0's trainable parameters in the order their gradients complete
  * (p->grad_order), their elements into S->lparam[ti]: buckets.c packs them
- * so, and every layer's are alike. */
+ * so, and every layer's are alike; and the most of two next to each other
+ * in that order (S->lpair[ti]). */
 static void record_layer_params(search *S, int ti, const Program *p) {
     int *layer = malloc(sizeof(int) * (size_t)p->n_params + 1), n = 0;
     if (!layer) return;
@@ -588,11 +590,15 @@ static void record_layer_params(search *S, int ti, const Program *p) {
     for (int i = 0; i < p->n_ops; i++)
         for (int k = 0; k < p->ops[i].n_param; k++)
             if (layer[p->ops[i].param[k]] < 0) layer[p->ops[i].param[k]] = p->ops[i].layer;
-    for (int r = 0; r < p->n_params && n < MAX_LPARAM; r++) {
+    double pair = 0;
+    for (int r = 0; r < p->n_params; r++) {
         const ir_param *q = &p->params[p->grad_order[r]];
-        if (layer[p->grad_order[r]] == 0 && !q->frozen) S->lparam[ti][n++] = q->numel;
+        if (layer[p->grad_order[r]] != 0 || q->frozen) continue;
+        if (n < MAX_LPARAM) S->lparam[ti][n++] = q->numel;
+        if (r > 0 && layer[p->grad_order[r - 1]] == 0 && !p->params[p->grad_order[r - 1]].frozen)
+            pair = fmax(pair, (double)q->numel + (double)p->params[p->grad_order[r - 1]].numel);
     }
-    S->n_lparam[ti] = n;
+    S->n_lparam[ti] = n, S->lpair[ti] = pair;
     free(layer);
 }
 
@@ -754,11 +760,13 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
  * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  A chunk's
  * layers are a run of parameters buckets.c cuts only where a bucket would
  * pass buckets.mb (C elements): the run lies in one bucket (at least a
- * layer's T elements), or two buckets side by side hold more than C.  Those
- * two are live together: a bucket buffer from its first gradient to the
- * next bucket's completion, a gather (prefetched one ahead, zero_prefetch
- * 1 or more) from the previous gather's start, and in backward nothing is
- * gathered between them.  So each kind holds min(T, C), and at least the
+ * layer's T elements), or two buckets side by side hold more than C.  Two
+ * buckets side by side are live together: a bucket buffer from its first
+ * gradient to the next bucket's completion, a gather (prefetched one ahead,
+ * zero_prefetch 1 or more) from the previous gather's start, and in
+ * backward nothing is gathered between them.  Two parameters next in the
+ * run lie in one bucket or in two side by side.  So each kind holds
+ * min(T, C), the most of two parameters next in a layer (lpair), and the
  * largest layer parameter P; under full recompute a layer's forward runs
  * again at once, its buckets (T at least) all gathered.  Gathers with
  * zero_prefetch 0 or zero_prefetch_mb: P.  None for a VLM: its encoder's
@@ -768,7 +776,7 @@ static double zero_buffer_bound(search *S, const cand *c) {
     double P = stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG], T = 0;
     int ti = tp_index(c->tp);
     for (int i = 0; ti >= 0 && i < S->n_lparam[ti]; i++) T += (double)S->lparam[ti][i];
-    double pair = fmax(P, fmin(T, c->bucket_mb * 1048576.0 / S->el));
+    double pair = fmax(fmax(P, ti >= 0 ? S->lpair[ti] : 0), fmin(T, c->bucket_mb * 1048576.0 / S->el));
     double gather = c->zero < 3 ? 0 : c->rc == 2 ? fmax(T, pair) : S->prefetch ? pair : P;
     return S->el * (pair + gather);
 }
