@@ -57,6 +57,8 @@ enum { MAX_SETS = 64, MAX_CAND = 100000 };
 /* pipeline chunks whose partition is recorded and refined (more: the
  * partition pass's own balance, not shown) */
 enum { MAX_PART = 32 };
+/* parameters of one transformer layer recorded for the bucket count */
+enum { MAX_LPARAM = 64 };
 /* a candidate's --set list: the user's, the cluster's, 12 layout fields and
  * one per given chunk */
 enum { MAX_CAND_SETS = MAX_SETS + 4 + 12 + MAX_PART };
@@ -112,12 +114,21 @@ typedef struct {
     int vlm;            /* a weft.vlm model: its encoder joins the first stage */
     double bucket_mb;   /* the plan's */
     double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
+    double intra_bus, inter_bus, hbm;  /* NCCL bus bandwidths (0: nominal), GB/s; HBM, GB/s */
+    double dp_el, p_el;  /* bytes a gradient and a working parameter travel in over dp (simulate's) */
+    int prefetch;        /* ZeRO-3 gathers one ahead or more (zero_prefetch, no zero_prefetch_mb) */
     long params;
     /* measured on small builds: bytes per parameter and per layer-token */
     double bw, bg, bo;
     /* activation and activation-gradient bytes per layer and token of one
      * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
     double act_tok[8][2][3][AT_N];
+    /* one layer's trainable parameters of a tp rank, elements, in the order
+     * their gradients complete (buckets.c's order), by tp (index log2); from
+     * stage_bytes's build; n_lparam 0: not known */
+    long lparam[8][MAX_LPARAM];
+    int n_lparam[8];
+    double lpair[8];  /* the most elements of two such parameters next in that order */
     /* a VLM's first stage (vlm_stage0), by tp (index log2), sp and
      * recompute; [0] < 0: not measured yet */
     double vlm0[8][2][3][V0_N];
@@ -568,6 +579,29 @@ static double largest_layer_param(const Program *p) {
     return (double)most;
 }
 
+/* Layer 0's trainable parameters in the order their gradients complete
+ * (p->grad_order), their elements into S->lparam[ti]: buckets.c packs them
+ * so, and every layer's are alike; and the most of two next to each other
+ * in that order (S->lpair[ti]). */
+static void record_layer_params(search *S, int ti, const Program *p) {
+    int *layer = malloc(sizeof(int) * (size_t)p->n_params + 1), n = 0;
+    if (!layer) return;
+    for (int k = 0; k < p->n_params; k++) layer[k] = -1;
+    for (int i = 0; i < p->n_ops; i++)
+        for (int k = 0; k < p->ops[i].n_param; k++)
+            if (layer[p->ops[i].param[k]] < 0) layer[p->ops[i].param[k]] = p->ops[i].layer;
+    double pair = 0;
+    for (int r = 0; r < p->n_params; r++) {
+        const ir_param *q = &p->params[p->grad_order[r]];
+        if (layer[p->grad_order[r]] != 0 || q->frozen) continue;
+        if (n < MAX_LPARAM) S->lparam[ti][n++] = q->numel;
+        if (r > 0 && layer[p->grad_order[r - 1]] == 0 && !p->params[p->grad_order[r - 1]].frozen)
+            pair = fmax(pair, (double)q->numel + (double)p->params[p->grad_order[r - 1]].numel);
+    }
+    S->n_lparam[ti] = n, S->lpair[ti] = pair;
+    free(layer);
+}
+
 /* One activation slot of the first pipeline stage (as the memory model
  * counts it; the stage's region left out), and one activation-gradient set
  * (a stage has at least one, and its count is not the slots'):
@@ -614,6 +648,7 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
             lbytes[k] = 4.0 * (double)p.act_numel[1];
             ldset[k] = 4.0 * (double)p.dact_numel[1];
             if (k == 0) slot[AT_BIG] = largest_layer_param(&p);
+            if (k == 0) record_layer_params(S, ti, &p);
             for (int st = 0; st < 2; st++) {
                 program_memory pm = program_memory_of(&p, st);
                 state[k][st][0] = pm.params, state[k][st][1] = pm.grads, state[k][st][2] = pm.optim;
@@ -720,15 +755,30 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
 }
 
 /* ZeRO's buffers on every stage, bytes, a lower bound: ZeRO-2's gradient
- * bucket buffers and ZeRO-3's gather buffers (zero_plan.c) each hold at
- * least the largest layer parameter (stage_bytes), in 2 bytes (param16,
- * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  Prefetch adds
- * the gathers started ahead, but which parameters those are depends on
- * the op order, so they are left out.  None for a VLM: its encoder's
+ * bucket buffers and ZeRO-3's gather buffers (zero_plan.c: first fit of
+ * whole buckets, disjoint while live together), in 2 bytes (param16,
+ * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  A chunk's
+ * layers are a run of parameters buckets.c cuts only where a bucket would
+ * pass buckets.mb (C elements): the run lies in one bucket (at least a
+ * layer's T elements), or two buckets side by side hold more than C.  Two
+ * buckets side by side are live together: a bucket buffer from its first
+ * gradient to the next bucket's completion, a gather (prefetched one ahead,
+ * zero_prefetch 1 or more) from the previous gather's start, and in
+ * backward nothing is gathered between them.  Two parameters next in the
+ * run lie in one bucket or in two side by side.  So each kind holds
+ * min(T, C), the most of two parameters next in a layer (lpair), and the
+ * largest layer parameter P; under full recompute a layer's forward runs
+ * again at once, its buckets (T at least) all gathered.  Gathers with
+ * zero_prefetch 0 or zero_prefetch_mb: P.  None for a VLM: its encoder's
  * layers lie on the first stage only. */
 static double zero_buffer_bound(search *S, const cand *c) {
     if (c->zero < 2 || S->vlm) return 0;
-    return (c->zero >= 3 ? 2 : 1) * S->el * stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG];
+    double P = stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG], T = 0;
+    int ti = tp_index(c->tp);
+    for (int i = 0; ti >= 0 && i < S->n_lparam[ti]; i++) T += (double)S->lparam[ti][i];
+    double pair = fmax(fmax(P, ti >= 0 ? S->lpair[ti] : 0), fmin(T, c->bucket_mb * 1048576.0 / S->el));
+    double gather = c->zero < 3 ? 0 : c->rc == 2 ? fmax(T, pair) : S->prefetch ? pair : P;
+    return S->el * (pair + gather);
 }
 
 /* Bytes per rank on the fullest stage of a pipeline, a lower bound that
@@ -899,6 +949,76 @@ static double least_max_chunk(int L, int K, const double t[3]) {
     return isfinite(best) ? best * (1 - 1e-9) : 0;  /* (k = L always fits: never 0) */
 }
 
+/* The link simulate prices c's dp collectives on (simulate.c's group_link
+ * for the default mesh order tp-dp-pp, where a dp group's members are tp
+ * apart): inside a node when the group is, else the NICs of its members on
+ * a node side by side, never more than the link inside the node. */
+static cost_link dp_link(const search *S, const cand *c) {
+    if (search_cal.loaded && !search_cal.cuda)
+        return (cost_link){ "calibrated", search_cal.link_gbs, search_cal.link_latency_us, 0 };
+    cost_link intra = { "intra", S->intra_gbs, S->intra_lat, S->intra_bus };
+    if (search_cal.loaded && search_cal.nccl_bus_gbs > 0)
+        intra.bus_gbs = search_cal.nccl_bus_gbs, intra.latency_us = search_cal.nccl_latency_us;
+    if (c->dp <= 1 || (double)c->dp * c->tp <= S->dpn) return intra;
+    int k = c->tp < S->dpn ? S->dpn / c->tp : 1;
+    if (k > c->dp) k = c->dp;
+    double bus = (S->inter_bus > 0 ? S->inter_bus : S->inter_gbs) * k;
+    double in = intra.bus_gbs > 0 ? intra.bus_gbs : intra.gbs;
+    return (cost_link){ "inter", S->inter_gbs, S->inter_lat, bus < in ? bus : in };
+}
+
+/* The buckets of a stage of c's (each costs its collectives' latency): its
+ * layers' parameters packed as buckets.c packs them (a bucket takes the
+ * next parameter while it stays within buckets.mb of the plan's gradient
+ * type; from ZeRO-2 on, a chunk starts a bucket), one more for the
+ * embedding or the head; from the bytes alone when the layer's parameters
+ * are not known. */
+static double stage_buckets(const search *S, const cand *c) {
+    double cap = c->bucket_mb * 1048576.0 / S->el;  /* elements */
+    int ti = tp_index(c->tp), lc = S->layers / (c->pp * c->virt);
+    if (ti < 0 || !S->n_lparam[ti]) {
+        double n = (double)S->params / ((double)c->tp * c->pp);
+        return fmax(1, ceil(n / cap)) + (c->zero >= 2 ? c->virt - 1 : 0);
+    }
+    long nb = 1;
+    double cur = -1;  /* the open bucket's elements, < 0: none */
+    for (int k = 0; k < c->virt; k++) {
+        if (c->zero >= 2) cur = -1;
+        for (int l = 0; l < (lc > 0 ? lc : 1); l++)
+            for (int i = 0; i < S->n_lparam[ti]; i++) {
+                double x = (double)S->lparam[ti][i];
+                if (cur < 0 || cur + x > cap) nb++, cur = x;
+                else cur += x;
+            }
+    }
+    return (double)nb;
+}
+
+/* The dp communication a step leaves exposed, s, as simulate_plan prices it
+ * for a stage of c's (its formulas, on the average stage): the stage's
+ * parameters of a rank in buckets of c's size, their collectives against
+ * the forward f and backward b of one microbatch of its chunk.  Plain dp:
+ * the all-reduce beyond the last backward, never less than the last
+ * bucket's; ZeRO-1, 2: the reduce-scatter so (ZeRO-2: every microbatch)
+ * and the all-gather after the step; ZeRO-3: every microbatch's
+ * reduce-scatter and backward all-gather beyond its backward and forward
+ * all-gather beyond its forward. */
+static double dp_exposed(const search *S, const cand *c, int accum, double f, double b) {
+    if (c->dp <= 1) return 0;
+    cost_link l = dp_link(S, c);
+    double n = (double)S->params / ((double)c->tp * c->pp), nb = stage_buckets(S, c);
+    double one_ar = cost_allreduce_ring(S->dp_el * n / nb, c->dp, &l);
+    double one_rs = cost_reduce_scatter_ring(S->dp_el * n / nb, c->dp, &l);
+    double ar = nb * one_ar, rs = nb * one_rs, ag = nb * cost_allgather_ring(S->p_el * n / nb, c->dp, &l);
+    double late = fmax(rs - b, 0);
+    switch (c->zero) {
+    case 0: return fmax(fmax(ar - b, 0), one_ar);
+    case 1: return fmax(late, one_rs) + ag;
+    case 2: return (accum - 1) * late + fmax(late, one_rs) + ag;
+    default: return accum * (fmax(rs + ag - b, 0) + fmax(ag - f, 0));
+    }
+}
+
 static void bounds(search *S, cand *c, int accum, int probe) {
     double lb = S->flops_step / (S->world * S->peak * 1e12);
     /* full recompute runs the blocks' forward twice: + a third of their FLOPs */
@@ -913,10 +1033,8 @@ static void bounds(search *S, cand *c, int accum, int probe) {
     double act_bytes = (double)c->micro * S->seq * h * S->el;
     double tp = c->tp > 1 ? (c->rc == 2 ? 6 : 4) * cost_allreduce_ring(act_bytes, c->tp, &intra) : 0;
     tp *= (L / c->pp) * accum * bubble_factor(c->sched, c->pp, accum, c->virt);
-    double shard = (double)S->params / ((double)c->tp * c->pp) * S->el;
-    double dp = cost_allreduce_ring(shard, c->dp, c->dp * c->tp > S->dpn ? &inter : &intra);
-    double z = c->zero >= 3 ? accum * dp : c->zero == 2 ? 0.5 * accum * dp / 2 : 0;
     double t[3], pipe = lb / (eff > 0 ? eff : 1) + tp + (c->rc == 1 ? 0.02 * lb : 0);
+    double chunk = pipe / ((double)accum * c->virt);  /* one microbatch of a chunk, forward and backward */
     if (probe && layer_seconds(S, c, t) != 0) {
         /* the one-block build was refused (micro * seq * vocab over 32 bits,
          * a kernel the backend lacks): this one likely is too, so it is
@@ -957,8 +1075,17 @@ static void bounds(search *S, cand *c, int accum, int probe) {
         double p2p = c->pp > 1 ? cost_p2p(send / c->tp, c->dp * c->tp >= S->dpn ? &inter : &intra) +
                                      cost_allgather_ring(send, c->tp, &intra) : 0;
         pipe = (busy + 2.0 * accum * c->virt * p2p) * bubble_factor(c->sched, c->pp, accum, c->virt);
+        chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
     }
-    c->est = pipe + 0.25 * dp + z + (c->offload ? 0.5 * lb : 0);
+    /* the dp collectives against a chunk's forward and backward (a third
+     * of it forward; full recompute runs the forward again in backward),
+     * and AdamW's step as simulate prices it: 36 bytes a parameter through
+     * HBM (the CPU calibration's, scaled by its measured ratio) */
+    double fwd = chunk * (c->rc == 2 ? 0.25 : 1.0 / 3), n = (double)S->params / ((double)c->tp * c->pp);
+    int cpu = search_cal.loaded && !search_cal.cuda;
+    double optim = 36.0 * n / ((cpu ? search_cal.hbm_gbs : S->hbm) * 1e9) * (cpu ? search_cal.inplace[2] : 1);
+    double dp = isfinite(chunk) ? dp_exposed(S, c, accum, fwd, chunk - fwd) : 0;
+    c->est = pipe + dp + optim + (c->offload ? 0.5 * lb : 0);
 }
 
 /* ---- enumeration -------------------------------------------------------- */
@@ -1531,6 +1658,8 @@ static int load_base(search *S) {
     S->device_bytes = p.device_memory_gib * 1024.0 * 1024 * 1024;
     S->intra_gbs = p.intra_gbs, S->intra_lat = p.intra_latency_us;
     S->inter_gbs = p.inter_gbs, S->inter_lat = p.inter_latency_us;
+    S->intra_bus = p.intra_bus_gbs, S->inter_bus = p.inter_bus_gbs;
+    S->hbm = p.device_hbm_gbs > 0 ? p.device_hbm_gbs : 20.0;
     S->el = strcmp(p.precision, "fp32") ? 2 : 4;
     snprintf(S->device, sizeof S->device, "%s", p.device);
     program_free(&p);
@@ -1582,6 +1711,10 @@ static int load_base(search *S) {
     S->bw = pm.params / p.n_param_total, S->bg = pm.grads / p.n_param_total;
     S->bo = pm.optim / p.n_param_total;
     S->peak = program_peak_tflops(&p);
+    /* as simulate_plan's dp collectives (measured here at dp 1, zero 0:
+     * param16's choice may differ under ZeRO-3, an estimate's error only) */
+    S->dp_el = dp_comm16(&p) ? 2 : 4, S->p_el = param16(&p) ? 2 : 4;
+    S->prefetch = p.zero_prefetch >= 1 && p.zero_prefetch_mb < 0;
     S->flops_step = p.flops_per_token * p.global_batch * p.seq;
     program_free(&p);
     return 0;
