@@ -85,7 +85,7 @@ add_test(NAME e2e_cuda_emu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cuda_emu
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(e2e_cuda_emu PROPERTIES
   ENVIRONMENT "WEFT=$<TARGET_FILE:weft>;WEFT_RUNTIME=${PROJECT_BINARY_DIR}/runtime;WEFT_CUDA_EMU_RUNTIME=${emu_runtime_dir};WEFT_CUDA_EMU_PROGRAM=${emu_dir}/program"
-  DEPENDS cuda_emu_kernels TIMEOUT 900)  # about 210 s on a quiet 2-core machine (290 s of CPU over two jobs)
+  DEPENDS cuda_emu_kernels TIMEOUT 900)  # about 210 s on a quiet 2-core machine; 206 s of CPU (261 s before emu.h was precompiled)
 
 # user kernels (weft.kernel) in a CUDA program on the emulator, against the CPU's built-in ops
 add_test(NAME e2e_user_kernels_cuda COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/user_kernels_cuda.sh
