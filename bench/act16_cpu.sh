@@ -13,6 +13,7 @@ STEPS=${STEPS:-20}
 ROUNDS=${ROUNDS:-2}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/storage_ab.sh"
 "$WEFT" data synth -o "$WORK/synth.bin" --tokens 200000 --vocab 256 --branch 4 --seed 7 >/dev/null
 "$WEFT" data synth -o "$WORK/big.bin" --vocab 50304 --tokens 2000000 >/dev/null
 # name | plan and overrides (bench/step.sh's model for "step": 1 rank, vocab 50304)
@@ -21,35 +22,14 @@ rows=(
   "gpt2_3d|plans/gpt2_3d.lua --set data.train=$WORK/synth.bin"
   "step|plans/tiny.lua --set model.layers=4 --set model.hidden=256 --set model.heads=4 --set model.seq=256 --set model.vocab=50304 --set data.train=$WORK/big.bin --set batch.global=8 --set batch.micro=8 --set mesh.dp=1 --set buckets.mb=25"
 )
-row() {  # bytes of a `weft check` memory row
-  awk -v k="$1" 'substr($0, 3, 12) == sprintf("%-12s", k) {
-      split(substr($0, 15), f, " "); u = f[2]
-      m = u == "B" ? 1 : u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 0
-      printf "%.2f MiB", f[1] * m / 1048576; exit }' "$2"
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $STEPS steps, $ROUNDS rounds, bf16"
 for r in "${rows[@]}"; do
   name=${r%%|*}
   read -r -a args <<<"${r#*|}"
-  for v in 0 1; do
-    WEFT_ACT16=$v "$WEFT" compile "${args[@]}" --set precision=bf16 --set train.steps=$STEPS \
-      --set train.log_every=1000 -o "$WORK/$name-$v" 2>/dev/null
-    cmake -S "$WORK/$name-$v" -B "$WORK/$name-$v/build" >/dev/null && cmake --build "$WORK/$name-$v/build" >/dev/null
-    WEFT_ACT16=$v "$WEFT" check "${args[@]}" --set precision=bf16 >"$WORK/$name-$v.check"
-  done
+  for v in 0 1; do ab_build WEFT_ACT16 "$name" $v "${args[@]}"; done
   declare -A tok=()
-  for ((k = 0; k < ROUNDS; k++)); do
-    for v in 0 1; do
-      (cd "$WORK" && "$WORK/$name-$v/launch.sh" >"$WORK/$name-$v.log" 2>&1)
-      t=$(sed -n 's/^throughput: \([0-9.]*\) tokens\/s.*/\1/p' "$WORK/$name-$v.log")
-      tok[$v]="${tok[$v]:-} $t"
-    done
-  done
-  best() { tr ' ' '\n' <<<"$1" | sort -g | tail -1; }
+  ab_rounds "$name" 0 1
   t0=$(best "${tok[0]}") t1=$(best "${tok[1]}")
-  rss() { sed -n 's/^peak RSS: rank 0 \([0-9.]*\) MiB.*/\1/p' "$1"; }
-  alloc() { sed -n 's/^memory: rank 0 allocated \([0-9.]*\) MiB, planned \([0-9.]*\) MiB.*/\1 of \2 planned/p' "$1"; }
   echo "== $name              float storage | 16-bit storage | ratio"
   echo "activations (check)   $(row activations "$WORK/$name-0.check") | $(row activations "$WORK/$name-1.check")"
   echo "act. grads (check)    $(row "act. grads" "$WORK/$name-0.check") | $(row "act. grads" "$WORK/$name-1.check")"

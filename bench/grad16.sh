@@ -16,6 +16,7 @@ STEPS=${STEPS:-20}
 ROUNDS=${ROUNDS:-2}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/storage_ab.sh"
 "$WEFT" data synth -o "$WORK/synth.bin" --tokens 200000 --vocab 256 --branch 4 --seed 7 >/dev/null
 "$WEFT" data synth -o "$WORK/v4k.bin" --vocab 4096 --tokens 1000000 >/dev/null
 "$WEFT" data vlm-synth -o "$WORK/vlm.bin" --image 32 --patch 8 --seq 24 --count 512 --seed 5 >/dev/null
@@ -29,37 +30,16 @@ rows=(
   "vlm_frozen|plans/vlm_tiny.lua --set data.train=$WORK/vlm.bin --set model.freeze.vision=true --set mesh.dp=1"
   "h512|plans/tiny.lua --set model.layers=4 --set model.hidden=512 --set model.heads=8 --set model.seq=128 --set model.vocab=4096 --set data.train=$WORK/v4k.bin --set batch.global=4 --set batch.micro=4 --set buckets.mb=25 --set mesh.dp=1"
 )
-row() {  # bytes of a `weft check` memory row
-  awk -v k="$1" 'substr($0, 3, 12) == sprintf("%-12s", k) {
-      split(substr($0, 15), f, " "); u = f[2]
-      m = u == "B" ? 1 : u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 0
-      printf "%.2f MiB", f[1] * m / 1048576; exit }' "$2"
-}
 per_param() { sed -n 's/^model state[^:]*: \([0-9.]*\) B per parameter.*gradients \([0-9][0-9.]*\).*/\1 (gradients \2)/p' "$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $STEPS steps, $ROUNDS rounds, bf16"
 for r in "${rows[@]}"; do
   name=${r%%|*}
   [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || continue  # ONLY="tiny h512": those rows
   read -r -a args <<<"${r#*|}"
-  for v in 0 auto; do
-    WEFT_GRAD16=$v "$WEFT" compile "${args[@]}" --set precision=bf16 --set train.steps=$STEPS \
-      --set train.log_every=1000 -o "$WORK/$name-$v" 2>/dev/null
-    cmake -S "$WORK/$name-$v" -B "$WORK/$name-$v/build" >/dev/null && cmake --build "$WORK/$name-$v/build" >/dev/null
-    WEFT_GRAD16=$v "$WEFT" check "${args[@]}" --set precision=bf16 >"$WORK/$name-$v.check"
-  done
+  for v in 0 auto; do ab_build WEFT_GRAD16 "$name" $v "${args[@]}"; done
   declare -A tok=()
-  for ((k = 0; k < ROUNDS; k++)); do
-    for v in 0 auto; do
-      (cd "$WORK" && "$WORK/$name-$v/launch.sh" >"$WORK/$name-$v.log" 2>&1)
-      t=$(sed -n 's/^throughput: \([0-9.]*\) tokens\/s.*/\1/p' "$WORK/$name-$v.log")
-      tok[$v]="${tok[$v]:-} $t"
-    done
-  done
-  best() { tr ' ' '\n' <<<"$1" | sort -g | tail -1; }
+  ab_rounds "$name" 0 auto
   t0=$(best "${tok[0]}") t1=$(best "${tok[auto]}")
-  rss() { sed -n 's/^peak RSS: rank 0 \([0-9.]*\) MiB.*/\1/p' "$1"; }
-  alloc() { sed -n 's/^memory: rank 0 allocated \([0-9.]*\) MiB, planned \([0-9.]*\) MiB.*/\1 of \2 planned/p' "$1"; }
   echo "== $name              float gradients | 16-bit gradients | ratio"
   echo "gradients (check)     $(row gradients "$WORK/$name-0.check") | $(row gradients "$WORK/$name-auto.check")"
   echo "B per param (check)   $(per_param "$WORK/$name-0.check") | $(per_param "$WORK/$name-auto.check")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages weft needs, if any is missing (Debian 12, root).
 set -euo pipefail
-PACKAGES="build-essential cmake pkg-config liblua5.4-dev libopenmpi-dev openmpi-bin libopenblas-dev libcjson-dev libpng-dev libjpeg62-turbo-dev libclang-dev"
+PACKAGES="build-essential cmake ninja-build pkg-config liblua5.4-dev libopenmpi-dev openmpi-bin libopenblas-dev libcjson-dev libpng-dev libjpeg62-turbo-dev libclang-dev"
 missing=()
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -50,12 +50,18 @@ build_plan() {
 # depend on the machine only: its cache less the folders' own entries and the
 # inputs (WEFT_*, CMAKE_BUILD_TYPE), preloaded with -C, and its compilers'
 # descriptions (CMakeFiles/<version>/*.cmake).  WEFT_CMAKE_FRESH=1: every
-# program from scratch.
+# program from scratch.  Ninja where it is installed (CMAKE_GENERATOR, when
+# set, chooses): a generated program's build then costs 0.45 s of CPU time
+# instead of make's 0.65 s (two stages of plans/tiny.lua; make's own
+# dependency scans and progress steps are the difference), 0.02 s instead
+# of 0.12 s when nothing is left to build.
 configure() {
-  local src=$1 build=$2 langs seed tmp
+  local src=$1 build=$2 langs seed tmp gen=${CMAKE_GENERATOR:-}
   shift 2
+  [ -n "$gen" ] || ! command -v ninja >/dev/null || gen=Ninja
+  [ -z "$gen" ] || set -- -G "$gen" "$@"
   langs=$(sed -n 's/^project([^ )]*\(.*\))$/\1/p' "$src/CMakeLists.txt" | tr -c 'A-Za-z\n' _)
-  seed=$WORK/cmake-seed$langs
+  seed=$WORK/cmake-seed$langs${gen// /_}
   if [ -z "${WEFT_CMAKE_FRESH:-}" ] && [ -f "$seed/init.cmake" ]; then
     mkdir -p "$build/CMakeFiles" && cp -R "$seed/CMakeFiles/." "$build/CMakeFiles/" &&
       cmake -C "$seed/init.cmake" -S "$src" -B "$build" "$@"

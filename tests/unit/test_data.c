@@ -6,6 +6,7 @@
 
 #include "data.h"
 #include "datagen.h"
+#include "scratch_dir.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -19,90 +20,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(msg); /* drop an empty "(error)" suffix */
-    if (n >= 3 && !strcmp(msg + n - 3, " ()"))
-        msg[n - 3] = '\0';
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", msg);
-    if (ok)
-        n_pass++;
-    else
-        n_fail++;
-}
-
-/* err contains every one of the NULL-terminated words */
-static int has_words(const char *err, ...)
-{
-    va_list ap;
-    va_start(ap, err);
-    int ok = 1;
-    for (const char *w = va_arg(ap, const char *); w; w = va_arg(ap, const char *))
-        if (!strstr(err, w))
-            ok = 0;
-    va_end(ap);
-    return ok;
-}
-
-static char dir[256];
-
-static void path_in(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", dir, name);
-}
-
-static unsigned char *slurp(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
-static int spit(const char *path, const void *b, long n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    int ok = fwrite(b, 1, (size_t)n, f) == (size_t)n;
-    return (fclose(f) == 0 && ok) ? 0 : -1;
-}
-
 static void put32(unsigned char *p, int32_t v)
 {
     uint32_t u = (uint32_t)v;
     for (int i = 0; i < 4; i++)
         p[i] = (unsigned char)(u >> (8 * i));
-}
-
-static int count_tmp_files(void)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strstr(e->d_name, ".tmp."))
-            n++;
-    closedir(d);
-    return n;
 }
 
 /* Opening path must fail with every NULL-terminated word in the message. */
@@ -655,30 +577,10 @@ static void test_text(void)
     check(rc == -1 && has_words(err, in, "cannot open", NULL), "missing text: \"%s\"", err);
 }
 
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char p[1024];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        remove(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/weft_test_data_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (make_dir("weft_test_data") != 0)
         return 2;
-    }
     printf("test_data: working in %s\n", dir);
     test_sampling();
     test_malformed();

@@ -5,6 +5,7 @@
 #endif
 
 #include "safetensors.h"
+#include "scratch_dir.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -17,84 +18,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(msg); /* drop an empty "(error)" suffix */
-    if (n >= 3 && !strcmp(msg + n - 3, " ()"))
-        msg[n - 3] = '\0';
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", msg);
-    if (ok)
-        n_pass++;
-    else
-        n_fail++;
-}
-
-static int has_words(const char *err, ...)
-{
-    va_list ap;
-    va_start(ap, err);
-    int ok = 1;
-    for (const char *w = va_arg(ap, const char *); w; w = va_arg(ap, const char *))
-        if (!strstr(err, w))
-            ok = 0;
-    va_end(ap);
-    return ok;
-}
-
-static char dir[256];
-
-static void path_in(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", dir, name);
-}
-
-static unsigned char *slurp(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
-static int spit(const char *path, const void *b, long n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    int ok = fwrite(b, 1, (size_t)n, f) == (size_t)n;
-    return (fclose(f) == 0 && ok) ? 0 : -1;
-}
-
-static int count_tmp_files(void)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strstr(e->d_name, ".tmp."))
-            n++;
-    closedir(d);
-    return n;
-}
 
 /* A hand-made file: 8-byte length, header JSON as given, data_len bytes. */
 static void craft(const char *path, uint64_t hlen_field, const char *json, long data_len)
@@ -477,22 +400,6 @@ static void cross_check(const char *p)
     check(system(cmd) == 0, "python safetensors reads the checkpoint we wrote");
 }
 
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char p[1024];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        remove(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* ---- many tensors, unusual files ------------------------------------------ */
 
 /* n tensors of one float each; with dup, the last repeats the first's name. */
@@ -559,12 +466,8 @@ static void test_many_and_odd(void)
 
 int main(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/weft_test_st_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (make_dir("weft_test_st") != 0)
         return 2;
-    }
     printf("test_safetensors: working in %s\n", dir);
     char p[512];
     path_in(p, sizeof p, "model.safetensors");
