@@ -74,7 +74,7 @@ enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_N };
  * stage beside their layers (embedding, head), and of one layer; the
  * largest layer parameter's elements (largest_layer_param) */
 enum { AT_FIXED, AT_LAYER, AT_DACT, AT_LFIXED, AT_LDACT, AT_W0, AT_G0, AT_O0, AT_WL, AT_GL, AT_OL,
-       AT_DW, AT_DG, AT_DO, AT_BIG, AT_N };
+       AT_DW, AT_DG, AT_DO, AT_BIG, AT_WIDE0, AT_WIDEL, AT_N };
 
 static const char *const SCHED_NAMES[] = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" };
 static const char *const RC_NAMES[] = { "none", "selective", "full" };
@@ -602,6 +602,18 @@ static void record_layer_params(search *S, int ti, const Program *p) {
     free(layer);
 }
 
+/* The most parameter elements one op of stage st holds (param16.c and
+ * grad16.c widen that many into their float scratch). */
+static double stage_widest(const Program *p, int st) {
+    long most = 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        long n = 0;
+        for (int k = 0; p->ops[i].chunk % p->pp == st && k < p->ops[i].n_param; k++) n += p->params[p->ops[i].param[k]].numel;
+        if (n > most) most = n;
+    }
+    return (double)most;
+}
+
 /* One activation slot of the first pipeline stage (as the memory model
  * counts it; the stage's region left out), and one activation-gradient set
  * (a stage has at least one, and its count is not the slots'):
@@ -611,7 +623,11 @@ static void record_layer_params(search *S, int ti, const Program *p) {
  * their layers and those of one layer (act_tok's fields, AT_*),
  * from two builds of the model cut to 2 stages of 1 and 2 layers each
  * (pipeline.stages), micro 1,
- * 2 microbatches, on one tp group, no ZeRO.  Measured once per (tp, sp,
+ * 2 microbatches, on one tp group, no ZeRO, parameters and gradients
+ * stored in floats (param_storage, grad_accum "fp32": with 1 or 2 layers a
+ * stage, "auto" stores 16 bits or not as the real stages may not; see
+ * deep_lower_bound), and the most elements of one op of the first and last
+ * stage.  Measured once per (tp, sp,
  * recompute); all 0 (no bound) when tp is no power of 2 or a build fails. */
 static const double *stage_bytes(search *S, int tp, int sp, int rc) {
     static const double none[AT_N];
@@ -626,7 +642,8 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
     snprintf(b[3], 64, "recompute=%s", RC_NAMES[rc]);
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
-    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], NULL };
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+                            "param_storage=fp32", "grad_accum=fp32", NULL };
     double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 }, lbytes[2] = { 0, 0 }, ldset[2] = { 0, 0 };
     double state[2][2][3];  /* [k][first, last][params, grads, optim] */
     memset(state, 0, sizeof state);
@@ -648,6 +665,7 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
             lbytes[k] = 4.0 * (double)p.act_numel[1];
             ldset[k] = 4.0 * (double)p.dact_numel[1];
             if (k == 0) slot[AT_BIG] = largest_layer_param(&p);
+            if (k == 0) slot[AT_WIDE0] = stage_widest(&p, 0), slot[AT_WIDEL] = stage_widest(&p, 1);
             if (k == 0) record_layer_params(S, ti, &p);
             for (int st = 0; st < 2; st++) {
                 program_memory pm = program_memory_of(&p, st);
@@ -798,7 +816,18 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
     if (!slots || c->pp > S->layers) return 0;
     double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
     double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1, tokens = (double)c->micro * S->seq;
-    double layer_state = v[AT_DW] * zw + v[AT_DG] * zg + v[AT_DO] * zo, buffers = zero_buffer_bound(S, c);
+    /* v's parameters and gradients are floats (stage_bytes).  A 16-bit plan
+     * may store them in 2 bytes (param16.c, grad16.c: ZeRO-2's float shard
+     * aside) and widen one op's into a float scratch, at least the stage's
+     * widest op of v's builds: the smaller of the two for what is not a
+     * layer's, half for a layer's (taking floats put the bound of
+     * interleaved layouts at ZeRO 0/1 up to 8% above their plans) */
+    int h16 = S->el == 2, g16 = h16 && c->zero < 2;
+    double dw = v[AT_DW] * (h16 ? 0.5 : 1), dg = v[AT_DG] * (g16 ? 0.5 : 1);
+    double w0 = v[AT_W0] * zw, g0 = v[AT_G0] * zg, wl = v[AT_WL] * zw, gl = v[AT_GL] * zg;
+    if (h16) w0 = fmin(w0, w0 / 2 + 4 * v[AT_WIDE0]), wl = fmin(wl, wl / 2 + 4 * v[AT_WIDEL]);
+    if (g16) g0 = fmin(g0, g0 / 2 + 4 * v[AT_WIDE0]), gl = fmin(gl, gl / 2 + 4 * v[AT_WIDEL]);
+    double layer_state = dw * zw + dg * zg + v[AT_DO] * zo, buffers = zero_buffer_bound(S, c);
     const int *split = predicted_split(S, c);
     if (split) {
         /* the split the build will get: each stage's bytes, the fullest's */
@@ -811,8 +840,7 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
                 slot = fmax(slot, split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0));
             }
             int first = s == 0, last = s == c->pp - 1;
-            double fixed_state = first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
-                               : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0;
+            double fixed_state = first ? w0 + g0 + v[AT_O0] * zo : last ? wl + gl + v[AT_OL] * zo : 0;
             /* a set (as big as the first or last stage's with a layer at
              * least) per input-gradient half waiting for its weight half */
             double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) * slots[c->pp + s];
@@ -824,8 +852,7 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
     if (!a) return 0;
     for (int s = 0; s < c->pp; s++) {
         int first = s == 0, last = s == c->pp - 1;
-        double fixed_state = buffers + (first ? v[AT_W0] * zw + v[AT_G0] * zg + v[AT_O0] * zo
-                                     : last ? v[AT_WL] * zw + v[AT_GL] * zg + v[AT_OL] * zo : 0);
+        double fixed_state = buffers + (first ? w0 + g0 + v[AT_O0] * zo : last ? wl + gl + v[AT_OL] * zo : 0);
         double fixed_act = first ? v[AT_FIXED] : last ? v[AT_LFIXED] : 0;
         double dact = first ? v[AT_DACT] : last ? v[AT_LDACT] : 0;
         if (c->virt == 1) {
