@@ -55,6 +55,15 @@ WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1_7b.lua --backend cuda --t
 read -r n_il il_over _ < <(bounds_over "$WORK/n17.err" '^debug: bound .* interleaved/')
 check "16-bit storage: the memory lower bound is never above the planned bytes ($il_over of $n_il interleaved builds over)" \
   bash -c "[ '$n_il' -gt 5 ] && [ '$il_over' = 0 ]"
+# PipeDream-2BW (no gradient clipping) under ZeRO-1, which the checker
+# accepts (not 2 or 3): the search builds and prices it, mb 16 fitting only
+# with the optimizer sharded, and its bound is not above the plans
+WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1_7b.lua --backend cuda --set clip_grad_norm=0 --top 3 \
+  --max-priced 20 >"$WORK/z1bw.txt" 2>"$WORK/z1bw.err" || true
+check "2BW: a ZeRO-1 PipeDream-2BW layout among the best 3" grep -q "^[123]  *dp .* pipedream-2bw zero 1 " "$WORK/z1bw.txt"
+read -r n_bw bw_over _ < <(bounds_over "$WORK/z1bw.err" '^debug: bound .* pipedream-2bw zero 1 ')
+check "2BW: the memory lower bound is never above the planned bytes ($bw_over of $n_bw ZeRO-1 2BW builds over)" \
+  bash -c "[ '$n_bw' -gt 0 ] && [ '$bw_over' = 0 ]"
 # the memory bound follows the stages of the split the partition pass will
 # give (predicted from its costs on a one-block model): the same as the
 # build's for every pipelined build
