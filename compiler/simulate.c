@@ -252,6 +252,16 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
             t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9);
             t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9);
             t.w = t.b / 2;
+            /* its weights through memory once per microbatch: forward reads
+             * them, backward reads them again and adds into their gradient
+             * (read and write), cold each time as the microbatch's
+             * activations stream in between.  linear was measured on 64
+             * sequences, where this is noise; at batch.micro 1 it is a fifth
+             * of the layer (bench/micro_weights.sh) */
+            double wbytes = 4.0 * K * width;
+            t.f += cost_memory_bound_seconds(wbytes, hbm);
+            t.w += cost_memory_bound_seconds(2.0 * wbytes, hbm);
+            t.b += cost_memory_bound_seconds(3.0 * wbytes, hbm);
         }
         break;
     }
