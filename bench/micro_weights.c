@@ -8,11 +8,14 @@
  * them; printed next to the weight traffic compiler/simulate.c charges for
  * it (16 bytes a weight a microbatch: read forward, read backward, the
  * gradient read and written) at the given copy bandwidth (weft calibrate's
- * hbm_gbs; 0: not printed).
- * Usage: micro_weights [LAYERS C T MICRO ROUNDS HBM_GBS]  (4 128 128 16 5 0) */
+ * hbm_gbs; 0: not printed).  In a step the other ops (attention's scores,
+ * the norms) pass between two uses of a weight; EVICT_MB of memory written
+ * between linear calls stands for them (not timed: only the calls are).
+ * Usage: micro_weights [LAYERS C T MICRO ROUNDS HBM_GBS EVICT_MB]  (4 128 128 16 5 0 0) */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "blas.h"
@@ -33,18 +36,30 @@ enum { SHAPES = 4 };
 
 /* one step's linears: rows per microbatch, MICRO / per microbatches; each
  * layer and shape its own weights and activations (an arena, as a step's) */
-static void step(int L, const int (*kn)[2], float **w, float **dw, float **b, float **db, float **x,
+static char *evict;
+static size_t evict_n;
+
+/* the CPU time of one call, after the other ops' traffic */
+#define TIMED(call)                                \
+    do {                                           \
+        if (evict_n) memset(evict, 1, evict_n);    \
+        double t0_ = cpu_now();                    \
+        call;                                      \
+        *spent += cpu_now() - t0_;                 \
+    } while (0)
+
+static void step(double *spent, int L, const int (*kn)[2], float **w, float **dw, float **b, float **db, float **x,
                  float **y, float **dx, float **dy, int T, int micro, int per) {
     for (int m = 0; m < micro / per; m++) {
         long rows = (long)T * per, off = m * rows;
         for (int i = 0; i < L * SHAPES; i++) {
             int K = kn[i % SHAPES][0], N = kn[i % SHAPES][1];
-            wf_linear_fwd(NULL, y[i] + off * N, x[i] + off * K, w[i], b[i], (int)rows, K, N);
+            TIMED(wf_linear_fwd(NULL, y[i] + off * N, x[i] + off * K, w[i], b[i], (int)rows, K, N));
         }
         for (int i = L * SHAPES - 1; i >= 0; i--) {
             int K = kn[i % SHAPES][0], N = kn[i % SHAPES][1];
-            wf_linear_bwd(NULL, dx[i] + off * K, dw[i], db[i], dy[i] + off * N, x[i] + off * K, w[i], (int)rows,
-                          K, N);
+            TIMED(wf_linear_bwd(NULL, dx[i] + off * K, dw[i], db[i], dy[i] + off * N, x[i] + off * K, w[i],
+                                (int)rows, K, N));
         }
     }
 }
@@ -59,6 +74,8 @@ int main(int argc, char **argv) {
     int T = argc > 3 ? atoi(argv[3]) : 128, micro = argc > 4 ? atoi(argv[4]) : 16;
     int rounds = argc > 5 ? atoi(argv[5]) : 5;
     double hbm = argc > 6 ? atof(argv[6]) : 0;
+    evict_n = argc > 7 ? (size_t)(atof(argv[7]) * (1 << 20)) : 0;
+    if (evict_n && !(evict = malloc(evict_n))) return 1;
     if (L < 1 || C < 1 || T < 1 || micro < 2 || rounds < 1 || rounds > 99) {
         fprintf(stderr, "usage: micro_weights [LAYERS C T MICRO ROUNDS HBM_GBS]\n");
         return 2;
@@ -83,15 +100,14 @@ int main(int argc, char **argv) {
     double t[2][99];
     for (int r = 0; r < rounds; r++)
         for (int v = 0; v < 2; v++) {  /* v 0: MICRO microbatches of one sequence; 1: one of MICRO */
-            double t0 = cpu_now();
-            step(L, kn, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], T, micro, v ? micro : 1);
-            t[v][r] = cpu_now() - t0;
+            t[v][r] = 0;
+            step(&t[v][r], L, kn, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], T, micro, v ? micro : 1);
         }
     qsort(t[0], (size_t)rounds, sizeof(double), cmp);
     qsort(t[1], (size_t)rounds, sizeof(double), cmp);
     double small = t[0][rounds / 2], big = t[1][rounds / 2], extra = (small - big) / (micro - 1);
-    printf("%d layers, C %d, %d sequences of %d tokens (%.1f GFLOP), CPU s medians of %d rounds:\n", L, C, micro, T,
-           flops / 1e9, rounds);
+    printf("%d layers, C %d, %d sequences of %d tokens (%.1f GFLOP), %.0f MiB between calls, CPU s medians of %d "
+           "rounds:\n", L, C, micro, T, flops / 1e9, evict_n / 1048576.0, rounds);
     printf("  %d microbatches of 1: %.4f s   1 microbatch of %d: %.4f s   ratio %.3f\n", micro, small, micro, big,
            small / big);
     printf("  an extra microbatch costs %.3f ms (%.1f us a linear)", extra * 1e3, extra * 1e6 / n);
