@@ -252,6 +252,21 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
             t.f = 2 * tokens * width * K / (calib->linear[0] * 1e9);
             t.b = 4 * tokens * width * K / (calib->linear[1] * 1e9);
             t.w = t.b / 2;
+            /* its weights through memory once per microbatch: forward reads
+             * them, backward reads them again and adds into their gradient
+             * (read and write), cold each time as the microbatch's
+             * activations and the other ops pass in between.  linear was
+             * measured on 64 sequences, where this is noise; many small
+             * microbatches pay it many times.  build/bench/micro_weights
+             * (tiny's linears at 128 tokens, one thread): an extra
+             * microbatch costs 0.3-0.5 ms with the weights left in cache,
+             * 1.2-1.5 ms with 16 MiB written between calls, 2.9 ms with 64,
+             * against 2.0 ms charged at 6.4 GB/s; --profile of whole steps
+             * (the GEMM class, micro 1 against 16) saw 3-4 ms */
+            double wbytes = 4.0 * K * width;
+            t.f += cost_memory_bound_seconds(wbytes, hbm);
+            t.w += cost_memory_bound_seconds(2.0 * wbytes, hbm);
+            t.b += cost_memory_bound_seconds(3.0 * wbytes, hbm);
         }
         break;
     }

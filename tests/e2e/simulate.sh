@@ -121,6 +121,18 @@ fwd() { "$WEFT" simulate plans/tiny.lua --calibration "$1" | sed -n 's/.*forward
 f1=$(fwd "$WORK/one.lua") f2=$(fwd "$WORK/two.lua")
 check "in-place forward factor 2 doubles the predicted forward ($f1 -> $f2 ms)" \
   awk -v a="$f1" -v b="$f2" 'BEGIN { exit !(b > 1.99 * a && b < 2.01 * a) }'
+# A linear's weights go through memory once a microbatch (forward reads them;
+# compiler/simulate.c): tiny's 4 layers hold 4 x 12 x 128^2 = 786432 linear
+# weights, 3.146 MB read at 1 GB/s = 3.146 ms a forward.  At dp 2 on the
+# file's 2 cores a rank has one thread (no thread gain), and everything
+# else scales with the tokens, so forward(micro 1) - forward(micro 8) / 8 =
+# 7/8 of it = 2.753 ms, +-0.002 for the printed 3 decimals.
+sed -E 's/^  hbm_gbs = .*/  hbm_gbs = 1.0,/' "$WORK/one.lua" >"$WORK/hbm1.lua"
+fm() { "$WEFT" simulate plans/tiny.lua --calibration "$WORK/hbm1.lua" --set batch.micro="$1" |
+  sed -n 's/.*forward \([0-9.]*\) ms.*/\1/p'; }
+m1=$(fm 1) m8=$(fm 8)
+check "a microbatch's linear weights through memory: forward at micro 1 $m1 ms - micro 8 $m8 / 8 = 2.753 ms" \
+  awk -v a="$m1" -v b="$m8" 'BEGIN { d = a - b / 8; exit !(d > 2.751 && d < 2.755) }'
 # More ranks than cores (the file says 2): the ranks share the cores along
 # the predicted timeline, a waiting rank at a small share (compiler/simulate.c,
 # WAIT_SHARE), so the step stretches by 1 to ranks / cores: exactly ranks /
