@@ -45,6 +45,7 @@
 
 #include "cost.h"
 #include "escape.h"
+#include "memory_pack.h"
 #include "output.h"
 #include "partition.h"
 #include "pass_list.h"
@@ -69,12 +70,15 @@ enum { MAX_CAND_SETS = MAX_SETS + 4 + 12 + MAX_PART };
 enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_N };
 /* act_tok's fields (stage_bytes): the first stage's activation slot, fixed
  * bytes per token and per layer and token, its activation-gradient set per
- * token; the last stage's fixed slot bytes and gradient set per token; the
+ * token, fixed and per layer; the last stage's fixed slot bytes and gradient
+ * set per token, fixed and per layer; the
  * parameter, gradient and optimizer bytes of the first and of the last
  * stage beside their layers (embedding, head), and of one layer; the
- * largest layer parameter's elements (largest_layer_param) */
-enum { AT_FIXED, AT_LAYER, AT_DACT, AT_LFIXED, AT_LDACT, AT_W0, AT_G0, AT_O0, AT_WL, AT_GL, AT_OL,
-       AT_DW, AT_DG, AT_DO, AT_BIG, AT_WIDE0, AT_WIDEL, AT_N };
+ * largest layer parameter's elements (largest_layer_param); the most
+ * elements one op of the first / last stage holds, and one layer's op with
+ * a gradient (layer_widest) */
+enum { AT_FIXED, AT_LAYER, AT_DACT, AT_DDACT, AT_LFIXED, AT_LDACT, AT_LDDACT, AT_W0, AT_G0, AT_O0, AT_WL, AT_GL, AT_OL,
+       AT_DW, AT_DG, AT_DO, AT_BIG, AT_WIDE0, AT_WIDEL, AT_WIDE, AT_N };
 
 static const char *const SCHED_NAMES[] = { "gpipe", "1f1b", "interleaved", "zb-h1", "pipedream-2bw" };
 static const char *const RC_NAMES[] = { "none", "selective", "full" };
@@ -122,7 +126,7 @@ typedef struct {
     double bw, bg, bo;
     /* activation and activation-gradient bytes per layer and token of one
      * slot, by tp (index log2), sp and recompute; < 0: not measured yet */
-    double act_tok[8][2][3][AT_N];
+    double act_tok[8][2][3][2][AT_N];  /* [tp][sp][recompute][zb-h1] */
     /* one layer's trainable parameters of a tp rank, elements, in the order
      * their gradients complete (buckets.c's order), by tp (index log2); from
      * stage_bytes's build; n_lparam 0: not known */
@@ -298,6 +302,8 @@ static int price(const Program *p, cand *c) {
 
 static void layout_name(const cand *c, char *buf, size_t n);
 static double mem_lower_bound(search *S, const cand *c, int accum);
+static int dbg_stage = -1;
+#define GiB 1073741824.0
 static const int *predicted_split(search *S, const cand *c);
 
 /* A priced candidate's step, s: from tokens/s, which simulate prints to
@@ -322,6 +328,20 @@ static void evaluate(search *S, cand *c) {
         }
         double up[4];
         c->mem = max_stage_bytes(&p, c->zero, c->dp, up);
+        if (getenv("WEFT_PLAN_DEBUG_MEM")) {
+            int fs = 0; double fm = 0;
+            for (int st = 0; st < p.pp; st++) { program_memory pm = program_memory_of(&p, st); if (pm.total > fm) fm = pm.total, fs = st; }
+            program_memory pm = program_memory_of(&p, fs);
+            char name[400];
+            layout_name(c, name, sizeof name);
+            fprintf(stderr, "dbgP %s\ndbgP st %d/%d: total %.2f params %.2f grads %.2f optim %.2f acts %.2f (slots %d x %.3f + region %.3f) dacts %.2f (sets %d x %.3f) scratch %.2f cast %.2f w16 %.2f runtime %.2f\n",
+                    name, fs, p.pp, pm.total / GiB, pm.params / GiB, pm.grads / GiB, pm.optim / GiB, pm.acts / GiB, program_slots(&p, fs),
+                    4.0 * p.act_numel[fs] / GiB, 4.0 * p.region_numel[fs] / GiB, pm.dacts / GiB, program_dact_sets(&p, fs), 4.0 * p.dact_numel[fs] / GiB,
+                    pm.scratch / GiB, pm.cast / GiB, pm.w16 / GiB, pm.runtime / GiB);
+            dbg_stage = fs;
+            fprintf(stderr, "dbgB bound %.2f\n", mem_lower_bound(S, c, S->global / c->dp / c->micro) / GiB);
+            dbg_stage = -1;
+        }
         if (!c->part_given) {
             c->n_part = p.pp > 1 && p.chunk_layers && p.n_chunks <= MAX_PART ? p.n_chunks : 0;
             for (int i = 0; i < c->n_part; i++) c->part[i] = p.chunk_layers[i];
@@ -614,6 +634,20 @@ static double stage_widest(const Program *p, int st) {
     return (double)most;
 }
 
+/* The most parameter elements one layer op with weight gradients holds,
+ * each aligned as param16.c's and grad16.c's widest() count them: every
+ * stage holds a layer, so its float scratch (either's) holds at least this. */
+static double layer_widest(const Program *p) {
+    long most = 0;
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        long n = 0;
+        for (int k = 0; o->layer >= 0 && o->grad_w && k < o->n_param; k++) n += align16(p->params[o->param[k]].numel);
+        if (n > most) most = n;
+    }
+    return (double)most;
+}
+
 /* One activation slot of the first pipeline stage (as the memory model
  * counts it; the stage's region left out), and one activation-gradient set
  * (a stage has at least one, and its count is not the slots'):
@@ -626,14 +660,19 @@ static double stage_widest(const Program *p, int st) {
  * 2 microbatches, on one tp group, no ZeRO, parameters and gradients
  * stored in floats (param_storage, grad_accum "fp32": with 1 or 2 layers a
  * stage, "auto" stores 16 bits or not as the real stages may not; see
- * deep_lower_bound), and the most elements of one op of the first and last
- * stage.  Measured once per (tp, sp,
- * recompute); all 0 (no bound) when tp is no power of 2 or a build fails. */
-static const double *stage_bytes(search *S, int tp, int sp, int rc) {
+ * stage_add16), and the most elements of one op of the first and last
+ * stage.  Measured once per (tp, sp, recompute) with 1F1B, and again with
+ * ZB-H1 for its layouts: its slots keep what the deferred weight-gradient
+ * halves read, and its gradient sets the output gradients they wait for, a
+ * layer's each (with 1F1B's, the 1008B GPT's zb-h1 builds planned 1.9
+ * times the bound's slot and 18 times its gradient set, and did not fit).
+ * All 0 (no bound) when tp is no power of 2 or a build fails. */
+static const double *stage_bytes(search *S, const cand *c) {
     static const double none[AT_N];
+    int tp = c->tp, sp = c->sp, rc = c->rc, zb = c->pp > 1 && c->sched == SCHED_ZBH1;
     int ti = tp_index(tp);
     if (ti < 0) return none;
-    double *slot = S->act_tok[ti][sp][rc];
+    double *slot = S->act_tok[ti][sp][rc][zb];
     if (slot[0] >= 0) return slot;
     char b[9][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * tp);
@@ -643,7 +682,7 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
     const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
-                            "param_storage=fp32", "grad_accum=fp32", NULL };
+                            "param_storage=fp32", "grad_accum=fp32", zb ? "pipeline.schedule=zb-h1" : NULL, NULL };
     double bytes[2] = { 0, 0 }, dset[2] = { 0, 0 }, lbytes[2] = { 0, 0 }, ldset[2] = { 0, 0 };
     double state[2][2][3];  /* [k][first, last][params, grads, optim] */
     memset(state, 0, sizeof state);
@@ -666,6 +705,7 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
             ldset[k] = 4.0 * (double)p.dact_numel[1];
             if (k == 0) slot[AT_BIG] = largest_layer_param(&p);
             if (k == 0) slot[AT_WIDE0] = stage_widest(&p, 0), slot[AT_WIDEL] = stage_widest(&p, 1);
+            if (k == 0) slot[AT_WIDE] = layer_widest(&p);
             if (k == 0) record_layer_params(S, ti, &p);
             for (int st = 0; st < 2; st++) {
                 program_memory pm = program_memory_of(&p, st);
@@ -682,9 +722,11 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
     double lf = lbytes[0] - d;                          /* the last stage likewise */
     slot[AT_LAYER] = d > 0 ? d / S->seq : 0;
     slot[AT_FIXED] = f > 0 ? f / S->seq : 0;
-    slot[AT_DACT] = fmin(dset[0], dset[1]) / S->seq;
+    /* a gradient set: what a layer adds (ZB-H1's), and the rest */
+    double dd = fmax(0, dset[1] - dset[0]), ldd = fmax(0, ldset[1] - ldset[0]);
+    slot[AT_DDACT] = dd / S->seq, slot[AT_DACT] = fmax(0, dset[0] - dd) / S->seq;
     slot[AT_LFIXED] = lf > 0 ? lf / S->seq : 0;
-    slot[AT_LDACT] = fmin(ldset[0], ldset[1]) / S->seq;
+    slot[AT_LDDACT] = ldd / S->seq, slot[AT_LDACT] = fmax(0, ldset[0] - ldd) / S->seq;
     for (int j = 0; j < 3; j++) {
         /* a layer's bytes: the first stage's growth (the last's is the same) */
         double dl = state[1][0][j] - state[0][0][j];
@@ -695,9 +737,9 @@ static const double *stage_bytes(search *S, int tp, int sp, int rc) {
     return slot;
 }
 
-static void slot_bytes(search *S, int tp, int sp, int rc, double *fixed, double *per_layer, double *dact) {
-    const double *v = stage_bytes(S, tp, sp, rc);
-    *fixed = v[AT_FIXED], *per_layer = v[AT_LAYER], *dact = v[AT_DACT];
+static void slot_bytes(search *S, const cand *c, int chunk_layers, double *fixed, double *per_layer, double *dact) {
+    const double *v = stage_bytes(S, c);
+    *fixed = v[AT_FIXED], *per_layer = v[AT_LAYER], *dact = v[AT_DACT] + chunk_layers * v[AT_DDACT];
 }
 
 /* A VLM's first stage, which alone holds the vision encoder and projector
@@ -789,14 +831,64 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
  * again at once, its buckets (T at least) all gathered.  Gathers with
  * zero_prefetch 0 or zero_prefetch_mb: P.  None for a VLM: its encoder's
  * layers lie on the first stage only. */
-static double zero_buffer_bound(search *S, const cand *c) {
-    if (c->zero < 2 || S->vlm) return 0;
-    double P = stage_bytes(S, c->tp, c->sp, c->rc)[AT_BIG], T = 0;
+static void zero_buffer_elems(search *S, const cand *c, double *buckets, double *gathers) {
+    *buckets = *gathers = 0;
+    if (c->zero < 2 || S->vlm) return;
+    double P = stage_bytes(S, c)[AT_BIG], T = 0;
     int ti = tp_index(c->tp);
     for (int i = 0; ti >= 0 && i < S->n_lparam[ti]; i++) T += (double)S->lparam[ti][i];
     double pair = fmax(fmax(P, ti >= 0 ? S->lpair[ti] : 0), fmin(T, c->bucket_mb * 1048576.0 / S->el));
-    double gather = c->zero < 3 ? 0 : c->rc == 2 ? fmax(T, pair) : S->prefetch ? pair : P;
-    return S->el * (pair + gather);
+    *buckets = pair;
+    *gathers = c->zero < 3 ? 0 : c->rc == 2 ? fmax(T, pair) : S->prefetch ? pair : P;
+}
+
+static double zero_buffer_bound(search *S, const cand *c) {
+    double buckets, gathers;
+    zero_buffer_elems(S, c, &buckets, &gathers);
+    return S->el * (buckets + gathers);
+}
+
+/* An arena of f0 + l df bytes in floats (l >= 1 layers) that param16.c or
+ * grad16.c may store in 2 bytes a value beside a float scratch of at least
+ * `scratch` elements ("auto" takes 16 bits only where that saves bytes on
+ * every stage, so a stage holds the smaller of the two at most):
+ * min(f, f / 2 + 4 scratch) = f / 2 + min(f / 2, 4 scratch), at least
+ * f / 2 + min(f(1) / 2, 4 scratch), added to *a + *b l. */
+static void add16(const search *S, double f0, double df, double scratch, double *a, double *b) {
+    if (S->el == 2) *a += f0 / 2 + fmin((f0 + df) / 2, 4 * scratch), *b += df / 2;
+    else *a += f0, *b += df;
+}
+
+/* A pipeline stage's parameters, gradients, optimizer state and ZeRO's
+ * buffers, bytes, a lower bound: the first stage with the embedding, the
+ * last with the head, `layers` layers.  v's parameters and gradients are
+ * floats (stage_bytes); a 16-bit plan may store the working parameters, the
+ * gradients (ZeRO 0 and 1) or ZeRO's bucket buffers in 2 bytes (param16.c,
+ * grad16.c), then widening one op's into a float scratch, at least the
+ * stage's widest op (a layer's on every stage, the embedding's or the head's
+ * on the ends), and summing a bucket over dp in a float staging (dp > 1,
+ * fp32 dp sums), at least the largest layer parameter: min16.  (Halving
+ * only, with no scratch, left ZeRO-3 builds at tp 4 of the 1008B GPT
+ * 5 GiB below their plans and built ones that do not fit.)  ZeRO-1's
+ * reduced shard is floats beside the gradients. */
+static void stage_state(search *S, const cand *c, const double *v, int first, int last, double *a, double *b) {
+    double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
+    double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1;
+    double buckets, gathers;
+    zero_buffer_elems(S, c, &buckets, &gathers);
+    double wide = fmax(v[AT_WIDE], first ? v[AT_WIDE0] : last ? v[AT_WIDEL] : 0);
+    double staging = c->dp > 1 && S->dp_el == 4 ? v[AT_BIG] : 0;
+    double w0 = first ? v[AT_W0] : last ? v[AT_WL] : 0, g0 = first ? v[AT_G0] : last ? v[AT_GL] : 0;
+    double o0 = first ? v[AT_O0] : last ? v[AT_OL] : 0;
+    *a = o0 * zo, *b = v[AT_DO] * zo;
+    add16(S, w0 * zw + 4 * gathers, v[AT_DW] * zw, wide, a, b);
+    if (c->zero >= 2) {  /* the float shard, and the bucket buffers */
+        *a += g0 * zg, *b += v[AT_DG] * zg;
+        add16(S, 4 * buckets, 0, wide + staging, a, b);
+    } else {
+        add16(S, g0, v[AT_DG], wide + staging, a, b);
+        if (c->zero == 1) *a += g0 / c->dp, *b += v[AT_DG] / c->dp;
+    }
 }
 
 /* Bytes per rank on the fullest stage of a pipeline, a lower bound that
@@ -811,40 +903,35 @@ static double zero_buffer_bound(search *S, const cand *c) {
  * a stage is a large share of it.  Interleaved: a slot holds a chunk's
  * layers, at least one. */
 static double deep_lower_bound(search *S, const cand *c, int accum) {
-    const double *v = stage_bytes(S, c->tp, c->sp, c->rc);
+    const double *v = stage_bytes(S, c);
     const int *slots = each_stage_slots(c->sched, c->pp, accum, c->virt);
     if (!slots || c->pp > S->layers) return 0;
-    double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
-    double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1, tokens = (double)c->micro * S->seq;
-    /* v's parameters and gradients are floats (stage_bytes).  A 16-bit plan
-     * may store them in 2 bytes (param16.c, grad16.c: ZeRO-2's float shard
-     * aside) and widen one op's into a float scratch, at least the stage's
-     * widest op of v's builds: the smaller of the two for what is not a
-     * layer's, half for a layer's (taking floats put the bound of
-     * interleaved layouts at ZeRO 0/1 up to 8% above their plans) */
-    int h16 = S->el == 2, g16 = h16 && c->zero < 2;
-    double dw = v[AT_DW] * (h16 ? 0.5 : 1), dg = v[AT_DG] * (g16 ? 0.5 : 1);
-    double w0 = v[AT_W0] * zw, g0 = v[AT_G0] * zg, wl = v[AT_WL] * zw, gl = v[AT_GL] * zg;
-    if (h16) w0 = fmin(w0, w0 / 2 + 4 * v[AT_WIDE0]), wl = fmin(wl, wl / 2 + 4 * v[AT_WIDEL]);
-    if (g16) g0 = fmin(g0, g0 / 2 + 4 * v[AT_WIDE0]), gl = fmin(gl, gl / 2 + 4 * v[AT_WIDEL]);
-    double layer_state = dw * zw + dg * zg + v[AT_DO] * zo, buffers = zero_buffer_bound(S, c);
+    double tokens = (double)c->micro * S->seq;
     const int *split = predicted_split(S, c);
     if (split) {
         /* the split the build will get: each stage's bytes, the fullest's */
         int K = c->pp * c->virt;
         double m = 0;
         for (int s = 0; s < c->pp; s++) {
-            double layers = 0, slot = 0;  /* a slot is sized for the stage's largest chunk */
+            double layers = 0, slot = 0, most = 0;  /* a slot is sized for the stage's largest chunk */
             for (int k = s; k < K; k += c->pp) {
                 layers += split[k];
+                most = fmax(most, split[k]);
                 slot = fmax(slot, split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0));
             }
             int first = s == 0, last = s == c->pp - 1;
-            double fixed_state = first ? w0 + g0 + v[AT_O0] * zo : last ? wl + gl + v[AT_OL] * zo : 0;
+            double sa, sb;
+            stage_state(S, c, v, first, last, &sa, &sb);
             /* a set (as big as the first or last stage's with a layer at
              * least) per input-gradient half waiting for its weight half */
-            double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) * slots[c->pp + s];
-            m = fmax(m, fixed_state + layers * layer_state + (slots[s] * slot + dact) * tokens + buffers);
+            double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) +
+                          most * (first ? v[AT_DDACT] : last ? v[AT_LDDACT] : fmin(v[AT_DDACT], v[AT_LDDACT]));
+            dact *= slots[c->pp + s];
+            m = fmax(m, sa + layers * sb + (slots[s] * slot + dact) * tokens);
+            if (dbg_stage == s)
+                fprintf(stderr, "dbgB st %d: state %.2f (fixed %.2f layers %.0f x %.3f) acts %.2f (slots %d x %.3f) dact %.2f (sets %d)\n", s,
+                        (sa + layers * sb) / GiB, sa / GiB, layers, sb / GiB, slots[s] * slot * tokens / GiB,
+                        slots[s], slot * tokens / GiB, dact * tokens / GiB, slots[c->pp + s]);
         }
         return m;
     }
@@ -852,12 +939,14 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
     if (!a) return 0;
     for (int s = 0; s < c->pp; s++) {
         int first = s == 0, last = s == c->pp - 1;
-        double fixed_state = buffers + (first ? w0 + g0 + v[AT_O0] * zo : last ? wl + gl + v[AT_OL] * zo : 0);
+        double fixed_state, layer_state;
+        stage_state(S, c, v, first, last, &fixed_state, &layer_state);
         double fixed_act = first ? v[AT_FIXED] : last ? v[AT_LFIXED] : 0;
         double dact = first ? v[AT_DACT] : last ? v[AT_LDACT] : 0;
+        double ddact = first ? v[AT_DDACT] : last ? v[AT_LDDACT] : fmin(v[AT_DDACT], v[AT_LDDACT]);
         if (c->virt == 1) {
             a[s] = fixed_state + (slots[s] * fixed_act + dact) * tokens;
-            b[s] = layer_state + slots[s] * v[AT_LAYER] * tokens;
+            b[s] = layer_state + (slots[s] * v[AT_LAYER] + slots[c->pp + s] * ddact) * tokens;
         } else {  /* which chunk a slot holds is not known: one layer each, no embedding or head */
             a[s] = fixed_state + (slots[s] * v[AT_LAYER] + dact) * tokens;
             b[s] = layer_state;
@@ -887,7 +976,7 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     int slots = stage_slots(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt);
     int chunk_layers = S->layers / (c->pp * c->virt);
     double fixed, per_layer, dact;
-    slot_bytes(S, c->tp, c->sp, c->rc, &fixed, &per_layer, &dact);
+    slot_bytes(S, c, chunk_layers, &fixed, &per_layer, &dact);
     /* the slots, and at least one activation-gradient set */
     double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
     double avg = per * (w + g + o) + acts + zero_buffer_bound(S, c);
@@ -1724,7 +1813,8 @@ static int load_base(search *S) {
     S->n_base = n - 1;
     for (int t = 0; t < 8; t++)
         for (int q = 0; q < 2; q++)
-            for (int r = 0; r < 3; r++) S->act_tok[t][q][r][0] = S->vlm0[t][q][r][0] = -1;
+            for (int r = 0; r < 3; r++)
+                S->act_tok[t][q][r][0][0] = S->act_tok[t][q][r][1][0] = S->vlm0[t][q][r][0] = -1;
     compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = n, .backend = S->a.backend };
     wf_error_capture(msg, sizeof msg);
     rc = compile_plan(&p, &o);
