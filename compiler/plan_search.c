@@ -338,7 +338,12 @@ static void evaluate(search *S, cand *c) {
                     name, fs, p.pp, pm.total / GiB, pm.params / GiB, pm.grads / GiB, pm.optim / GiB, pm.acts / GiB, program_slots(&p, fs),
                     4.0 * p.act_numel[fs] / GiB, 4.0 * p.region_numel[fs] / GiB, pm.dacts / GiB, program_dact_sets(&p, fs), 4.0 * p.dact_numel[fs] / GiB,
                     pm.scratch / GiB, pm.cast / GiB, pm.w16 / GiB, pm.runtime / GiB);
-            dbg_stage = fs;
+            dbg_stage = getenv("WEFT_PLAN_DEBUG_ALL") ? -2 : fs;
+            for (int st = 0; dbg_stage == -2 && st < p.pp; st++) {
+                program_memory q = program_memory_of(&p, st);
+                fprintf(stderr, "dbgP st %d: total %.2f state %.2f acts %.2f (slots %d x %.3f + region %.3f) dacts %.2f scratch %.2f\n", st, q.total / GiB,
+                        (q.params + q.grads + q.optim) / GiB, q.acts / GiB, program_slots(&p, st), 4.0 * p.act_numel[st] / GiB, 4.0 * p.region_numel[st] / GiB, q.dacts / GiB, q.scratch / GiB);
+            }
             fprintf(stderr, "dbgB bound %.2f\n", mem_lower_bound(S, c, S->global / c->dp / c->micro) / GiB);
             dbg_stage = -1;
         }
@@ -928,7 +933,7 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
                           most * (first ? v[AT_DDACT] : last ? v[AT_LDDACT] : fmin(v[AT_DDACT], v[AT_LDDACT]));
             dact *= slots[c->pp + s];
             m = fmax(m, sa + layers * sb + (slots[s] * slot + dact) * tokens);
-            if (dbg_stage == s)
+            if (dbg_stage == s || dbg_stage == -2)
                 fprintf(stderr, "dbgB st %d: state %.2f (fixed %.2f layers %.0f x %.3f) acts %.2f (slots %d x %.3f) dact %.2f (sets %d)\n", s,
                         (sa + layers * sb) / GiB, sa / GiB, layers, sb / GiB, slots[s] * slot * tokens / GiB,
                         slots[s], slot * tokens / GiB, dact * tokens / GiB, slots[c->pp + s]);
@@ -973,6 +978,13 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
         vlm_lower_bound(S, c, accum, &first, &every);
         return (avg > first ? avg : first) + every;
     }
+    /* a pipeline: stage by stage (the average share's state beside the
+     * fullest stage's slots is no bound: with an uneven split, as the
+     * partition pass's [7 9 8*14] or a refined one, stage 0 holds the most
+     * slots and fewer layers; its sum was above the plan of the 1T GPT's
+     * refined [15 17 16*6]) */
+    double deep = c->pp > 1 ? deep_lower_bound(S, c, accum) : 0;
+    if (deep > 0) return deep;
     int slots = stage_slots(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt);
     int chunk_layers = S->layers / (c->pp * c->virt);
     double fixed, per_layer, dact;
@@ -980,8 +992,7 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     /* the slots, and at least one activation-gradient set */
     double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
     double avg = per * (w + g + o) + acts + zero_buffer_bound(S, c);
-    /* (already over the device: the stage-wise bound is not needed) */
-    return c->pp > 1 && avg <= S->device_bytes ? fmax(avg, deep_lower_bound(S, c, accum)) : avg;
+    return avg;
 }
 
 static void bounds(search *S, cand *c, int accum, int probe);
