@@ -66,8 +66,9 @@ enum { MAX_CAND_SETS = MAX_SETS + 4 + 12 + MAX_PART };
 
 /* vlm0's fields: stage 0's parameter, gradient and optimizer bytes with one
  * layer and what each further layer adds; its activation slot and one
- * activation-gradient set per token with one layer */
-enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_N };
+ * activation-gradient set per token with one layer; the most parameter
+ * elements of one of its ops, and of one with weight gradients */
+enum { V0_W, V0_G, V0_O, V0_DW, V0_DG, V0_DO, V0_ACT, V0_DACT, V0_WIDE, V0_WIDEG, V0_N };
 /* act_tok's fields (stage_bytes): the first stage's activation slot, fixed
  * bytes per token and per layer and token, its activation-gradient set per
  * token, fixed and per layer; the last stage's fixed slot bytes and gradient
@@ -628,11 +629,13 @@ static void record_layer_params(search *S, int ti, const Program *p) {
 }
 
 /* The most parameter elements one op of stage st holds (param16.c and
- * grad16.c widen that many into their float scratch). */
-static double stage_widest(const Program *p, int st) {
+ * grad16.c widen that many into their float scratch; grad16.c only an op
+ * with weight gradients: `grad`). */
+static double stage_widest(const Program *p, int st, int grad) {
     long most = 0;
     for (int i = 0; i < p->n_ops; i++) {
         long n = 0;
+        if (grad && !p->ops[i].grad_w) continue;
         for (int k = 0; p->ops[i].chunk % p->pp == st && k < p->ops[i].n_param; k++) n += p->params[p->ops[i].param[k]].numel;
         if (n > most) most = n;
     }
@@ -709,7 +712,7 @@ static const double *stage_bytes(search *S, const cand *c) {
             lbytes[k] = 4.0 * (double)p.act_numel[1];
             ldset[k] = 4.0 * (double)p.dact_numel[1];
             if (k == 0) slot[AT_BIG] = largest_layer_param(&p);
-            if (k == 0) slot[AT_WIDE0] = stage_widest(&p, 0), slot[AT_WIDEL] = stage_widest(&p, 1);
+            if (k == 0) slot[AT_WIDE0] = stage_widest(&p, 0, 1), slot[AT_WIDEL] = stage_widest(&p, 1, 1);
             if (k == 0) slot[AT_WIDE] = layer_widest(&p);
             if (k == 0) record_layer_params(S, ti, &p);
             for (int st = 0; st < 2; st++) {
@@ -754,7 +757,10 @@ static void slot_bytes(search *S, const cand *c, int chunk_layers, double *fixed
  * gradient and optimizer bytes, and the size of its activation slot and of
  * one activation-gradient set, per token.  Measured once per (tp, sp,
  * recompute): sequence parallelism splits the encoder's stream by rows as
- * the language model's; all 0 (no bound) when a build fails. */
+ * the language model's; parameters and gradients stored in floats, as
+ * stage_bytes's (with "auto", the 1-layer builds of a 512-token vocabulary
+ * kept floats where the real layouts store 16 bits: bounds up to 6% above
+ * their plans); all 0 (no bound) when a build fails. */
 static const double *vlm_stage0(search *S, int tp, int sp, int rc) {
     static const double none[V0_N];
     int ti = tp_index(tp);
@@ -769,7 +775,8 @@ static const double *vlm_stage0(search *S, int tp, int sp, int rc) {
     snprintf(b[4], 64, "mesh.pp=2");
     snprintf(b[5], 64, "batch.global=2");
     snprintf(b[6], 64, "pipeline.stages.2=1");
-    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], NULL };
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+                            "param_storage=fp32", "grad_accum=fp32", NULL };
     double m[2][V0_N];
     memset(m, 0, sizeof m);
     for (int l = 1; l <= 2; l++) {
@@ -784,6 +791,7 @@ static const double *vlm_stage0(search *S, int tp, int sp, int rc) {
             x[V0_W] = pm.params, x[V0_G] = pm.grads, x[V0_O] = pm.optim;
             x[V0_ACT] = 4.0 * (double)p.act_numel[0] / tokens;
             x[V0_DACT] = 4.0 * (double)p.dact_numel[0] / tokens;
+            x[V0_WIDE] = stage_widest(&p, 0, 0), x[V0_WIDEG] = stage_widest(&p, 0, 1);
         }
         program_free(&p);
         if (rc2 != 0) {
@@ -796,7 +804,19 @@ static const double *vlm_stage0(search *S, int tp, int sp, int rc) {
         v[V0_DW + k] = m[1][k] > m[0][k] ? m[1][k] - m[0][k] : 0;
     }
     v[V0_ACT] = m[0][V0_ACT], v[V0_DACT] = m[0][V0_DACT];
+    v[V0_WIDE] = m[0][V0_WIDE], v[V0_WIDEG] = m[0][V0_WIDEG];
     return v;
+}
+
+/* An arena of f0 + l df bytes in floats (l >= 1 layers) that param16.c or
+ * grad16.c may store in 2 bytes a value beside a float scratch of at least
+ * `scratch` elements ("auto" takes 16 bits only where that saves bytes on
+ * every stage, so a stage holds the smaller of the two at most):
+ * min(f, f / 2 + 4 scratch) = f / 2 + min(f / 2, 4 scratch), at least
+ * f / 2 + min(f(1) / 2, 4 scratch), added to *a + *b l. */
+static void add16(const search *S, double f0, double df, double scratch, double *a, double *b) {
+    if (S->el == 2) *a += f0 / 2 + fmin((f0 + df) / 2, 4 * scratch), *b += df / 2;
+    else *a += f0, *b += df;
 }
 
 /* A VLM's lower bounds, bytes: its first stage's (the encoder and
@@ -811,8 +831,15 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
     double w = v[V0_W] + extra * v[V0_DW], g = v[V0_G] + extra * v[V0_DG], o = v[V0_O] + extra * v[V0_DO];
     if (c->zero >= 3) w /= dp;
     if (c->offload) w = 0, o = 0;
-    if (c->zero >= 2) g /= dp;
     if (c->zero >= 1) o /= dp;
+    /* v's are floats: a 16-bit plan may store them in 2 bytes beside a
+     * float scratch of the stage's widest op (add16); ZeRO-2's gradient
+     * shard is floats, ZeRO-1's beside the gradients */
+    double w16 = 0, g16 = 0, unused = 0;
+    add16(S, w, 0, v[V0_WIDE], &w16, &unused);
+    if (c->zero >= 2) g16 = g / dp;
+    else add16(S, g, 0, v[V0_WIDEG], &g16, &unused), g16 += c->zero == 1 ? g / dp : 0;
+    w = w16, g = g16;
     double tokens = (double)c->micro * S->seq;
     int slots = stage_slots_of(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt, 1);
     *first = w + g + o + (v[V0_ACT] * slots + v[V0_DACT]) * tokens;
@@ -853,16 +880,6 @@ static double zero_buffer_bound(search *S, const cand *c) {
     return S->el * (buckets + gathers);
 }
 
-/* An arena of f0 + l df bytes in floats (l >= 1 layers) that param16.c or
- * grad16.c may store in 2 bytes a value beside a float scratch of at least
- * `scratch` elements ("auto" takes 16 bits only where that saves bytes on
- * every stage, so a stage holds the smaller of the two at most):
- * min(f, f / 2 + 4 scratch) = f / 2 + min(f / 2, 4 scratch), at least
- * f / 2 + min(f(1) / 2, 4 scratch), added to *a + *b l. */
-static void add16(const search *S, double f0, double df, double scratch, double *a, double *b) {
-    if (S->el == 2) *a += f0 / 2 + fmin((f0 + df) / 2, 4 * scratch), *b += df / 2;
-    else *a += f0, *b += df;
-}
 
 /* A pipeline stage's parameters, gradients, optimizer state and ZeRO's
  * buffers, bytes, a lower bound: the first stage with the embedding, the
