@@ -303,8 +303,9 @@ static int price(const Program *p, cand *c) {
 
 static void layout_name(const cand *c, char *buf, size_t n);
 static double mem_lower_bound(search *S, const cand *c, int accum);
-static int dbg_stage = -1;
-#define GiB 1073741824.0
+/* WEFT_PLAN_DEBUG=stages: deep_lower_bound prints each stage's terms */
+static int debug_bound_stages;
+static void debug_stages(search *S, const cand *c, const Program *p);
 static const int *predicted_split(search *S, const cand *c);
 
 /* A priced candidate's step, s: from tokens/s, which simulate prints to
@@ -329,25 +330,7 @@ static void evaluate(search *S, cand *c) {
         }
         double up[4];
         c->mem = max_stage_bytes(&p, c->zero, c->dp, up);
-        if (getenv("WEFT_PLAN_DEBUG_MEM")) {
-            int fs = 0; double fm = 0;
-            for (int st = 0; st < p.pp; st++) { program_memory pm = program_memory_of(&p, st); if (pm.total > fm) fm = pm.total, fs = st; }
-            program_memory pm = program_memory_of(&p, fs);
-            char name[400];
-            layout_name(c, name, sizeof name);
-            fprintf(stderr, "dbgP %s\ndbgP st %d/%d: total %.2f params %.2f grads %.2f optim %.2f acts %.2f (slots %d x %.3f + region %.3f) dacts %.2f (sets %d x %.3f) scratch %.2f cast %.2f w16 %.2f runtime %.2f\n",
-                    name, fs, p.pp, pm.total / GiB, pm.params / GiB, pm.grads / GiB, pm.optim / GiB, pm.acts / GiB, program_slots(&p, fs),
-                    4.0 * p.act_numel[fs] / GiB, 4.0 * p.region_numel[fs] / GiB, pm.dacts / GiB, program_dact_sets(&p, fs), 4.0 * p.dact_numel[fs] / GiB,
-                    pm.scratch / GiB, pm.cast / GiB, pm.w16 / GiB, pm.runtime / GiB);
-            dbg_stage = getenv("WEFT_PLAN_DEBUG_ALL") ? -2 : fs;
-            for (int st = 0; dbg_stage == -2 && st < p.pp; st++) {
-                program_memory q = program_memory_of(&p, st);
-                fprintf(stderr, "dbgP st %d: total %.2f state %.2f acts %.2f (slots %d x %.3f + region %.3f) dacts %.2f scratch %.2f\n", st, q.total / GiB,
-                        (q.params + q.grads + q.optim) / GiB, q.acts / GiB, program_slots(&p, st), 4.0 * p.act_numel[st] / GiB, 4.0 * p.region_numel[st] / GiB, q.dacts / GiB, q.scratch / GiB);
-            }
-            fprintf(stderr, "dbgB bound %.2f\n", mem_lower_bound(S, c, S->global / c->dp / c->micro) / GiB);
-            dbg_stage = -1;
-        }
+        if (getenv("WEFT_PLAN_DEBUG") && !strcmp(getenv("WEFT_PLAN_DEBUG"), "stages")) debug_stages(S, c, &p);
         if (!c->part_given) {
             c->n_part = p.pp > 1 && p.chunk_layers && p.n_chunks <= MAX_PART ? p.n_chunks : 0;
             for (int i = 0; i < c->n_part; i++) c->part[i] = p.chunk_layers[i];
@@ -397,6 +380,32 @@ static void evaluate(search *S, cand *c) {
         program_free(&p);
         return;
     }
+}
+
+/* WEFT_PLAN_DEBUG=stages: each stage's planned bytes by kind beside the
+ * bound's terms for it (deep_lower_bound on the build's own split), GiB:
+ * which term of which stage a loose bound misses. */
+static void debug_stages(search *S, const cand *c, const Program *p) {
+    const double G = 1073741824.0;
+    char name[400];
+    layout_name(c, name, sizeof name);
+    fprintf(stderr, "debug: stages of %s\n", name);
+    for (int st = 0; st < p->pp; st++) {
+        program_memory m = program_memory_of(p, st);
+        fprintf(stderr, "debug: stage %d planned %.3f GiB: params %.3f grads %.3f optim %.3f acts %.3f (%d slots of %.3f, "
+                        "region %.3f) act grads %.3f scratch %.3f cast %.3f w16 %.3f runtime %.3f\n",
+                st, m.total / G, m.params / G, m.grads / G, m.optim / G, m.acts / G, program_slots(p, st),
+                4.0 * (double)p->act_numel[st] / G, 4.0 * (double)p->region_numel[st] / G, m.dacts / G, m.scratch / G,
+                m.cast / G, m.w16 / G, m.runtime / G);
+    }
+    debug_bound_stages = 1;
+    cand d = *c;
+    if (p->pp > 1 && p->chunk_layers && p->n_chunks <= MAX_PART) {  /* the build's own split */
+        d.part_given = 1, d.n_part = p->n_chunks;
+        for (int i = 0; i < d.n_part; i++) d.part[i] = p->chunk_layers[i];
+    }
+    fprintf(stderr, "debug: stages: the bound %.3f GiB\n", mem_lower_bound(S, &d, S->global / c->dp / c->micro) / G);
+    debug_bound_stages = 0;
 }
 
 /* ---- the bounds --------------------------------------------------------- */
@@ -950,10 +959,10 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
                           most * (first ? v[AT_DDACT] : last ? v[AT_LDDACT] : fmin(v[AT_DDACT], v[AT_LDDACT]));
             dact *= slots[c->pp + s];
             m = fmax(m, sa + layers * sb + (slots[s] * slot + dact) * tokens);
-            if (dbg_stage == s || dbg_stage == -2)
-                fprintf(stderr, "dbgB st %d: state %.2f (fixed %.2f layers %.0f x %.3f) acts %.2f (slots %d x %.3f) dact %.2f (sets %d)\n", s,
-                        (sa + layers * sb) / GiB, sa / GiB, layers, sb / GiB, slots[s] * slot * tokens / GiB,
-                        slots[s], slot * tokens / GiB, dact * tokens / GiB, slots[c->pp + s]);
+            if (debug_bound_stages)
+                fprintf(stderr, "debug: stage %d bound: state %.3f GiB (%.0f layers), acts %.3f (%d slots of %.3f), act grads %.3f\n", s,
+                        (sa + layers * sb) / 1073741824.0, layers, slots[s] * slot * tokens / 1073741824.0, slots[s],
+                        slot * tokens / 1073741824.0, dact * tokens / 1073741824.0);
         }
         return m;
     }
