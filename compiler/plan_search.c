@@ -907,10 +907,12 @@ static void stage_state(search *S, const cand *c, const double *v, int first, in
     double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1;
     double buckets, gathers;
     zero_buffer_elems(S, c, &buckets, &gathers);
-    double wide = fmax(v[AT_WIDE], first ? v[AT_WIDE0] : last ? v[AT_WIDEL] : 0);
+    double wide = fmax(v[AT_WIDE], fmax(first ? v[AT_WIDE0] : 0, last ? v[AT_WIDEL] : 0));
     double staging = c->dp > 1 && S->dp_el == 4 ? v[AT_BIG] : 0;
-    double w0 = first ? v[AT_W0] : last ? v[AT_WL] : 0, g0 = first ? v[AT_G0] : last ? v[AT_GL] : 0;
-    double o0 = first ? v[AT_O0] : last ? v[AT_OL] : 0;
+    /* one stage (pp 1) holds the embedding and the head: at least either's
+     * (a tied wte is one table there, a copy on each end of a pipeline) */
+    double w0 = fmax(first ? v[AT_W0] : 0, last ? v[AT_WL] : 0), g0 = fmax(first ? v[AT_G0] : 0, last ? v[AT_GL] : 0);
+    double o0 = fmax(first ? v[AT_O0] : 0, last ? v[AT_OL] : 0);
     *a = o0 * zo, *b = v[AT_DO] * zo;
     add16(S, w0 * zw + 4 * gathers, v[AT_DW] * zw, wide, a, b);
     if (c->zero >= 2) {  /* the float shard, and the bucket buffers */
@@ -1018,6 +1020,11 @@ static double mem_lower_bound(search *S, const cand *c, int accum) {
     /* the slots, and at least one activation-gradient set */
     double acts = ((fixed + per_layer * chunk_layers) * slots + dact) * c->micro * S->seq;
     double avg = per * (w + g + o) + acts + zero_buffer_bound(S, c);
+    if (c->pp == 1) {  /* its one stage as deep_lower_bound takes a pipeline's (stage_state) */
+        double a, b;
+        stage_state(S, c, stage_bytes(S, c), 1, 1, &a, &b);
+        avg = fmax(avg, a + b * S->layers + acts);
+    }
     return avg;
 }
 
