@@ -677,7 +677,7 @@ static double layer_widest(const Program *p) {
  * 2 microbatches, on one tp group, no ZeRO, parameters and gradients
  * stored in floats (param_storage, grad_accum "fp32": with 1 or 2 layers a
  * stage, "auto" stores 16 bits or not as the real stages may not; see
- * stage_add16), and the most elements of one op of the first and last
+ * add16), and the most elements of one op of the first and last
  * stage.  Measured once per (tp, sp, recompute) with 1F1B, and again with
  * ZB-H1 for its layouts: its slots keep what the deferred weight-gradient
  * halves read, and its gradient sets the output gradients they wait for, a
@@ -889,7 +889,6 @@ static double zero_buffer_bound(search *S, const cand *c) {
     return S->el * (buckets + gathers);
 }
 
-
 /* A pipeline stage's parameters, gradients, optimizer state and ZeRO's
  * buffers, bytes, a lower bound: the first stage with the embedding, the
  * last with the head, `layers` layers.  v's parameters and gradients are
@@ -898,7 +897,7 @@ static double zero_buffer_bound(search *S, const cand *c) {
  * grad16.c), then widening one op's into a float scratch, at least the
  * stage's widest op (a layer's on every stage, the embedding's or the head's
  * on the ends), and summing a bucket over dp in a float staging (dp > 1,
- * fp32 dp sums), at least the largest layer parameter: min16.  (Halving
+ * fp32 dp sums), at least the largest layer parameter: add16.  (Halving
  * only, with no scratch, left ZeRO-3 builds at tp 4 of the 1008B GPT
  * 5 GiB below their plans and built ones that do not fit.)  ZeRO-1's
  * reduced shard is floats beside the gradients. */
