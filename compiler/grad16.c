@@ -101,8 +101,6 @@ int grad16_decide(const Program *p) {
     const char *env = getenv("WEFT_GRAD16");
     if (env && strcmp(env, "0") == 0) return 0;
     if (p->zero && p->dp < 2) return 0;
-    /* 2BW: no ZeRO (ZeRO-1 keeps float gradients; the prelude refuses 2 and 3) */
-    if (strcmp(p->schedule, "pipedream-2bw") == 0 && p->zero) return 0;
     if (env && strcmp(env, "1") == 0) return 1;  /* tests: wherever it can, saving or not */
     for (int st = 0; st < p->pp; st++) {
         /* ZeRO-2 and 3: the bucket buffers are what is stored in 16 bits;

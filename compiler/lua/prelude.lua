@@ -1510,10 +1510,10 @@ local function make_plan(spec)
     -- the weight half of backward runs late, outside the chunk whose buffers it would write
     fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0 or 1, or another pipeline.schedule")
   end
-  if s.zero >= 2 and s.pipeline.schedule == "pipedream-2bw" then
-    -- ZeRO-1 shards only the optimizer; sharded gradients or weights would
-    -- have to follow the two weight versions
-    fail("plan.zero", s.zero .. " with pipedream-2bw " .. SUPPORTED_LATER, "0 or 1")
+  if s.zero >= 3 and s.pipeline.schedule == "pipedream-2bw" then
+    -- ZeRO-1 and 2 shard the optimizer and the gradients of one batch; sharded
+    -- weights would have to follow the two weight versions
+    fail("plan.zero", s.zero .. " with pipedream-2bw " .. SUPPORTED_LATER, "0, 1 or 2")
   end
   if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
     -- W runs after later blocks have reused the recomputed activations

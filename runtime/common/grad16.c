@@ -29,7 +29,9 @@
  *   - PipeDream-2BW (dp 1, or dp > 1 with 16-bit dp sums, whose result is
  *     stored as it is; with fp32 dp sums the tied wte's bucket stays in the
  *     staging through the exchange): the tied wte's gradient travels as floats
- *     (twobw.c's message) and is added with one rounding.
+ *     (twobw.c's message) and is added with one rounding; under ZeRO-1 its
+ *     float shard in zero_buf travels and is added there, rounded with the
+ *     other shards by the optimizer step (zero1_store).
  * ZeRO-2's shard stays float: it accumulates the microbatches unrounded.
  * Every conversion of the arena runs where it lives, in stream order
  * (internal.h's wf_backend_from16 and kin: convert16.c's loops on the CPU,
@@ -83,14 +85,14 @@ static int deferred(const wf_ctx *c, int k) {
 
 /* The tp and tied sums of parameter j's n floats at g, in the float
  * program's order (all tp sums, then the tied ones: per element the same). */
-static void sums_after(wf_ctx *c, const wf_param *q, float *g, long n) {
+static void sums_after(wf_ctx *c, const wf_param *q, float *g, long n, int with_tied) {
     if (n <= 0) return;
     if (tp_sum(c, q)) {
         wf_backend_sync(c);  /* host MPI reads what the device widened */
         wf_watch_what(c, WF_GROUP_TP, "sequence-parallel gradient all-reduce of %s", q->name);
         WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, g, (int)n, MPI_FLOAT, MPI_SUM, c->group_comm[WF_GROUP_TP]));
     }
-    if (tied_sum(c, q)) {
+    if (with_tied && tied_sum(c, q)) {
         wf_watch_what(c, WF_GROUP_TIED, "tied-gradient all-reduce of %s", q->name);
         c->coll->allreduce(c, WF_GROUP_TIED, g, n, WF_F32, WF_SUM, NULL);
     }
@@ -119,6 +121,7 @@ static void direct_start(wf_ctx *c, int k) {
     else
         c->coll->reduce_scatterv(c, WF_GROUP_DP, g, p->zero == 1 ? (void *)(c->zero_buf + c->zero_base[k]) : g,
                                  c->zero_counts + (long)k * p->dp, type16(p), &c->bucket_req[k]);
+    c->zero_unplaced = p->zero == 1;  /* its 16-bit shards to widen, once (wf_grad16_finish) */
     c->n_inflight++;
 }
 
@@ -181,9 +184,12 @@ void wf_grad16_finish(wf_ctx *c) {
     if (direct(p)) {  /* every bucket (ZeRO-2 waited on each already) */
         for (int b = 0; p->zero < 2 && b < p->n_buckets; b++) {
             direct_wait(c, b);
-            if (p->zero == 1)
+            /* ZeRO-1 widens once a step: 2BW finishes twice (its tied wte's
+             * exchange, which adds into the widened shard, then the optimizer) */
+            if (p->zero == 1 && c->zero_unplaced)
                 wf_backend_from16_in_place(c, c->zero_buf + c->zero_base[b], c->zero_counts[(long)b * p->dp + c->dp_rank]);
         }
+        c->zero_unplaced = 0;
         c->n_inflight = 0;
         return;
     }
@@ -204,15 +210,23 @@ static long shard_at(const wf_program *p, int k, int r) { return p->shards[(long
 /* The optimizer step's sums (ZeRO < 2; where the float program ran
  * wf_tp_partial_grads and wf_tied_grads), then each gradient rounded once
  * into the arena where the float program's step rounded it. */
+/* ZeRO-1: this rank's shards, floats until here (zero_buf), summed over tp
+ * and (unless 2BW's exchange added it, twobw.c) the tied group, then stored
+ * rounded once into their places in the arena. */
+static void zero1_store(wf_ctx *c, int with_tied) {
+    const wf_program *p = c->p;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].bucket >= 0)
+            sums_after(c, &p->params[j], c->zero_buf + c->moment_base[j], c->own_hi[j] - c->own_lo[j], with_tied);
+    for (int k = 0; k < p->n_buckets; k++)
+        wf_backend_to16(c, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
+                        c->zero_buf + c->zero_base[k], c->zero_counts[(long)k * p->dp + c->dp_rank]);
+}
+
 void wf_grad16_step_sums(wf_ctx *c) {
     const wf_program *p = c->p;
-    if (p->zero == 1) {  /* this rank's shards: floats until here */
-        for (int j = 0; j < p->n_params; j++)
-            if (p->params[j].bucket >= 0)
-                sums_after(c, &p->params[j], c->zero_buf + c->moment_base[j], c->own_hi[j] - c->own_lo[j]);
-        for (int k = 0; k < p->n_buckets; k++)
-            wf_backend_to16(c, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
-                   c->zero_buf + c->zero_base[k], c->zero_counts[(long)k * p->dp + c->dp_rank]);
+    if (p->zero == 1) {
+        zero1_store(c, 1);
         return;
     }
     for (int k = 0; k < p->n_buckets; k++) {
@@ -227,7 +241,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
             wf_watch_done();
             for (int j = 0; j < p->n_params; j++)
                 if (p->params[j].bucket == k)
-                    sums_after(c, &p->params[j], c->gstage + (p->params[j].offset - b->offset), p->params[j].numel);
+                    sums_after(c, &p->params[j], c->gstage + (p->params[j].offset - b->offset), p->params[j].numel, 1);
             wf_backend_to16(c, bits_of(c->grads) + b->offset, c->gstage, b->numel);
             continue;
         }
@@ -236,7 +250,7 @@ void wf_grad16_step_sums(wf_ctx *c) {
             const wf_param *q = &p->params[j];
             if (q->bucket != k || !(tp_sum(c, q) || tied_sum(c, q))) continue;
             wf_backend_from16(c, c->gstage, bits_of(c->grads) + q->offset, q->numel);
-            sums_after(c, q, c->gstage, q->numel);
+            sums_after(c, q, c->gstage, q->numel, 1);
             wf_backend_to16(c, bits_of(c->grads) + q->offset, c->gstage, q->numel);
         }
     }
@@ -307,6 +321,10 @@ void wf_grad16_tied_done(wf_ctx *c, const wf_param *q, const float *g) {
  * the tied wte's by the exchange). */
 void wf_grad16_tp_sums(wf_ctx *c) {
     const wf_program *p = c->p;
+    if (p->zero == 1) {  /* the tied shard's exchange added into zero_buf already (twobw.c) */
+        zero1_store(c, 0);
+        return;
+    }
     if (staged_2bw(p)) {
         for (int k = 0; k < p->n_buckets; k++)
             if (deferred(c, k) && !holds_tied(c, k)) {
@@ -319,7 +337,7 @@ void wf_grad16_tp_sums(wf_ctx *c) {
         const wf_param *q = &p->params[j];
         if (q->bucket < 0 || !tp_sum(c, q)) continue;
         wf_backend_from16(c, c->gstage, bits_of(c->grads) + q->offset, q->numel);
-        sums_after(c, q, c->gstage, q->numel);
+        sums_after(c, q, c->gstage, q->numel, 1);
         wf_backend_to16(c, bits_of(c->grads) + q->offset, c->gstage, q->numel);
     }
 }

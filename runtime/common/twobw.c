@@ -153,15 +153,38 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
 
 /* ---- the tied wte -------------------------------------------------------- */
 
+/* Under ZeRO-2, and ZeRO-1 with 16-bit gradients, this rank's reduced tied
+ * gradient is part of a float shard: elements [own_lo, own_hi) of the
+ * parameter, at the returned pointer plus own_lo.  Only that part travels and
+ * is added: the tied wte is alone in its bucket (compiler/buckets.c), so its
+ * shards are the same on both ends of the tied group.  NULL where the whole
+ * gradient lies in the float arena (no ZeRO; ZeRO-1's shard placed there). */
+static float *tied_shard(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    if (p->zero >= 2) return wf_own_grad(c, k);
+    if (p->zero == 1 && p->grad16) return c->zero_buf + c->moment_base[k] - c->own_lo[k];
+    return NULL;
+}
+
 void wf_tied_send_grad(wf_ctx *c) {
     if (deferred(c, TAIL_SEND_GRAD, 0)) return;
-    const wf_param *q = &c->p->params[tied_param(c)];
+    int k = tied_param(c);
+    const wf_param *q = &c->p->params[k];
     if (q->bucket < 0) return;  /* frozen: no gradient (both copies are) */
     wf_buckets_wait(c);  /* its dp reduction first */
     wf_backend_sync(c);  /* host MPI and copies on the arenas below */
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte gradient to stage 0");
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
     wf_watch_done();
+    float *shard = tied_shard(c, k);
+    if (shard) {  /* this rank's float shard only */
+        long lo = c->own_lo[k], n = c->own_hi[k] - lo;
+        wf_backend_copy(c, c->tied_buf, shard + lo, sizeof(float) * (size_t)n);
+        wf_backend_sync(c);  /* MPI reads tied_buf from the host */
+        WF_MPI(c, MPI_Isend(c->tied_buf, count(c, n, "MPI_Isend"), MPI_FLOAT, 0, TAG_TIED_GRAD,
+                            c->group_comm[WF_GROUP_TIED], &c->tied_grad_req));
+        return;
+    }
     if (c->p->grad16) {  /* 16-bit gradients (grad16.c): the floats after the dp sum, widened on the device */
         float *g = wf_grad16_tied_grad(c, q);
         if (g != c->tied_buf) wf_backend_copy(c, c->tied_buf, g, sizeof(float) * (size_t)q->numel);
@@ -177,10 +200,21 @@ void wf_tied_send_grad(wf_ctx *c) {
 /* The sum is the tied all-reduce of the synchronous schedules: a + b. */
 void wf_tied_recv_grad(wf_ctx *c) {
     if (deferred(c, TAIL_RECV_GRAD, 0)) return;
-    const wf_param *q = &c->p->params[tied_param(c)];
+    int k = tied_param(c);
+    const wf_param *q = &c->p->params[k];
     if (q->bucket < 0) return;  /* frozen: no gradient (both copies are) */
     wf_buckets_wait(c);
     wf_backend_sync(c);
+    float *shard = tied_shard(c, k);
+    if (shard) {  /* the float shards' sum, rounded with the others by the optimizer step */
+        long lo = c->own_lo[k], n = c->own_hi[k] - lo;
+        wf_watch_what(c, WF_GROUP_TIED, "recv tied wte gradient shard from the last stage");
+        WF_MPI(c, MPI_Recv(c->tied_buf, count(c, n, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
+                           c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
+        wf_watch_done();
+        wf_backend_add_floats(c, shard + lo, c->tied_buf, n);
+        return;
+    }
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte gradient from the last stage");
     WF_MPI(c, MPI_Recv(c->tied_buf, count(c, q->numel, "MPI_Recv"), MPI_FLOAT, 1, TAG_TIED_GRAD,
                        c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
@@ -253,7 +287,7 @@ static void complete_metrics(wf_ctx *c) {
 
 /* This rank's share: the loss counted by tp rank 0 (every tp rank holds it
  * whole), the squared norm by dp rank 0 (replicas hold the same reduced
- * gradient; under ZeRO-1 by every rank, each its own shards), so one sum
+ * gradient; under ZeRO by every rank, each its own shards), so one sum
  * over all ranks gives both. */
 static void start_metrics(wf_ctx *c, double lr) {
     double sum = wf_local_grad_sq(c);
@@ -279,12 +313,14 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     wf_backend_sync(c);  /* the optimizer runs on the host */
     c->loss_sum += wf_backend_loss_take(c);  /* CUDA: this batch's losses, summed on the device */
     complete_metrics(c);
-    if (p->grad16) {
+    if (p->grad16 && p->zero < 2) {
         wf_grad16_tp_sums(c);  /* on floats, stored rounded (grad16.c) */
-    } else {
+    } else {  /* ZeRO-2: its float shard, with or without 16-bit bucket buffers */
         wf_tp_partial_grads(c);
-        if (p->precision != WF_FP32 && !p->grad_accum32)  /* the reduced gradients, in 16 bits (as step.c) */
-            wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
+        if (p->precision != WF_FP32 && !p->grad_accum32) {  /* the reduced gradients, in 16 bits (as step.c) */
+            if (p->zero >= 2) wf_backend_round_copy(c, p->precision, c->grad_shard, c->grad_shard, c->moment_numel);
+            else wf_backend_round_copy(c, p->precision, c->grads, c->grads, p->grad_numel);
+        }
     }
     double lr = wf_lr_at(p, b);
     start_metrics(c, lr);
@@ -295,14 +331,15 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     else wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
     wf_params_changed(c);
     wf_adamw_into(c, dst, lr, 1.0f, 1);
-    /* ZeRO-1: this rank updated its shards of the new version, the others
-     * come from their owners; the version the next batch computes with
-     * (src) stays whole on every rank, as both do without ZeRO */
+    /* ZeRO-1 and 2: this rank updated its shards of the new version, the
+     * others come from their owners; the version the next batch computes
+     * with (src) stays whole on every rank, as both do without ZeRO */
     wf_zero_gather_version(c, dst);
-    /* in stream order: a host memset here raced the CUDA backend's AdamW,
-     * still queued on the stream, which then read zeroed gradients (every
-     * 2BW step left the weights as they were; found by tests/e2e/cuda_emu_run.sh) */
-    wf_backend_zero(c, c->grads, (p->grad16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)p->grad_numel);
+    /* in stream order (wf_backend_zero): a host memset here raced the CUDA
+     * backend's AdamW, still queued on the stream, which then read zeroed
+     * gradients (every 2BW step left the weights as they were; found by
+     * tests/e2e/cuda_emu_run.sh); ZeRO-2 clears its shard */
+    wf_zero_grads_clear(c);
     c->last_lr = lr;
     c->step++;
 }

@@ -92,8 +92,11 @@ void wf_zero_after_reduce(wf_ctx *c) {
     }
 }
 
-/* Every rank updated its shards: gather the parameters, bucket by bucket. */
-void wf_zero_gather_params(wf_ctx *c) { wf_zero_gather_version(c, c->params); }
+/* Every rank updated its shards: gather the parameters, bucket by bucket
+ * (one-rank-pipeline 2BW, optim.c's wf_adamw: the version it updated, the
+ * newest; gathering the other left every rank's next version stale outside
+ * its own shards, which the checkpoint saved) */
+void wf_zero_gather_params(wf_ctx *c) { wf_zero_gather_version(c, c->p->weight_delay ? c->next_params : c->params); }
 
 /* ... into `version` (PipeDream-2BW's step updates one of its two) */
 void wf_zero_gather_version(wf_ctx *c, float *version) {

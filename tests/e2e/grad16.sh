@@ -20,7 +20,9 @@
 # with its language model frozen; PipeDream-2BW over dp 2 with 16-bit dp sums
 # (its tied wte's gradient sent as floats after them) and with fp32 dp sums
 # (the tied wte's bucket summed in the staging and kept there, unrounded,
-# through the exchange); a resume continues a 16-bit run bit for
+# through the exchange), and under ZeRO-1 (fp32 and 16-bit dp sums: the tied
+# wte's float shard sent and added, rounded with the other shards) and
+# ZeRO-2 (16-bit bucket buffers, the float shard as without 2BW); a resume continues a 16-bit run bit for
 # bit.  Both layouts allocate
 # exactly what memory.c planned; the 16-bit arena is half the float one.
 # (rows in $lay: lib.sh's check() has a local $name)
@@ -47,7 +49,10 @@ layouts=("bf16    bf16 1  1  1  0"
          "fzv_z3  bf16 2  1  1  3    vlm model.freeze.vision=true buckets.mb=0.02"
          "fzl_z1  bf16 2  1  1  1    vlm model.freeze.llm=true"
          "2bw_dp2c16 bf16 2 1 2  0    pipeline.schedule=pipedream-2bw clip_grad_norm=0 dp_comm=bf16 batch.micro=4"
-         "2bw_dp2 bf16 2  1  2  0    pipeline.schedule=pipedream-2bw clip_grad_norm=0 batch.micro=4")
+         "2bw_dp2 bf16 2  1  2  0    pipeline.schedule=pipedream-2bw clip_grad_norm=0 batch.micro=4"
+         "2bw_z1  bf16 2  1  2  1    pipeline.schedule=pipedream-2bw clip_grad_norm=0 batch.micro=4"
+         "2bw_z1c16 bf16 2 1 2  1    pipeline.schedule=pipedream-2bw clip_grad_norm=0 dp_comm=bf16 batch.micro=4"
+         "2bw_z2  bf16 2  1  2  2    pipeline.schedule=pipedream-2bw clip_grad_norm=0 batch.micro=4")
 strip() { sed 's/, "ms".*//' "$1"; }  # step, loss, grad_norm, lr (not the times and bytes)
 for row in "${layouts[@]}"; do
   read -r lay prec dp tp pp zero extra <<<"$row"
