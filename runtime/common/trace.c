@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -23,20 +24,35 @@ static trace_rec *recs;
 static int n_recs;
 static double t_zero;
 
+/* The system's monotonic clock, one clock for every process of a node (Open MPI's
+ * MPI_Wtime counts from each process's own start). */
+static double clock_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Called by every rank after a barrier.  Ranks leave a barrier at different moments
+ * (milliseconds apart when oversubscribed), so the ranks of a node take the earliest
+ * of their readings as the one origin, and their events compare across ranks. */
 void wf_trace_begin(wf_ctx *c) {
     if (!c->opt.trace) return;
     recs = wf_host_alloc(c, sizeof(trace_rec) * TRACE_CAPACITY, "trace buffer");
-    t_zero = MPI_Wtime();
+    t_zero = clock_s();
+    MPI_Comm node;
+    WF_MPI(c, MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &t_zero, 1, MPI_DOUBLE, MPI_MIN, node));
+    WF_MPI(c, MPI_Comm_free(&node));
 }
 
-double wf_trace_now(wf_ctx *c) { return recs && c->opt.trace ? MPI_Wtime() : 0.0; }
+double wf_trace_now(wf_ctx *c) { return recs && c->opt.trace ? clock_s() : 0.0; }
 
 void wf_trace_event(wf_ctx *c, char kind, int m, int chunk, double start) {
     wf_instr_end();  /* the watchdog's instruction is over */
     if (!recs || n_recs == TRACE_CAPACITY) return;
     trace_rec *r = &recs[n_recs++];
     r->start = start - t_zero;
-    r->end = MPI_Wtime() - t_zero;
+    r->end = clock_s() - t_zero;
     r->m = c->p->prologue ? wf_2bw_real_micro(c, m) : m;
     r->chunk = chunk;
     r->kind = kind;
