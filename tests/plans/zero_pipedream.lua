@@ -1,5 +1,5 @@
 -- expect: tests/plans/zero_pipedream.lua:4: plan.zero: 2 with pipedream-2bw is not supported yet by this version of weft (valid: 0 or 1)
--- PipeDream-2BW keeps two weight versions; sharding them is not planned.
+-- PipeDream-2BW keeps two weight versions; ZeRO-1 shards their optimizer, ZeRO-2/3 is not planned.
 local w = weft
 return w.plan {
   model = w.gpt2 { layers = 4, hidden = 64, heads = 4, seq = 64, vocab = 256 },
