@@ -292,7 +292,10 @@ void wf_optimizer_step(wf_ctx *c) {
     if (p->clip > 0 && norm > p->clip) clip_scale = (float)(p->clip / (norm + 1e-6));
     c->last_norm = norm;
     wf_adamw(c, c->last_lr, clip_scale * unscale);
-    wf_zero_gather_params(c);
+    /* ZeRO-1/2: every rank updated its shards of the version the step wrote;
+     * under 2BW's weight delay that is the newest (next_params), and the one
+     * computed with next (params) was just copied whole from it (wf_adamw) */
+    wf_zero_gather_version(c, p->weight_delay ? c->next_params : c->params);
     wf_zero_grads_clear(c);
     c->step++;
 }

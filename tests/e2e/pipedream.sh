@@ -4,9 +4,11 @@
 # weight versions kept, batch b+1's first forwards running while batch b
 # drains.  Two runs are identical; the loss falls on synthetic data; pp = 2,
 # pp = 4 and dp 2 x pp 2 match a single-rank run that applies each gradient one
-# step late, and so does dp 2 x pp 2 under ZeRO-1 (each rank updates its shard
-# of the new version and all-gathers the rest; the version being computed
-# with stays whole); checkpoints (taken after the epilogue drains the pipeline) change
+# step late, and so do dp 2 x pp 2 and dp 2 on one stage under ZeRO-1 (each
+# rank updates its shard of the new version and all-gathers the rest; the
+# version being computed with stays whole; on one stage the saved new version
+# kept the other ranks' shards at their initial values before step.c gathered
+# it); checkpoints (taken after the epilogue drains the pipeline) change
 # nothing and a resume continues identically; bf16 composes with it; and the schedule has no flush,
 # both as compiled (`weft inspect`) and as run (--trace).
 source "$(dirname "$0")/lib.sh"
@@ -20,6 +22,7 @@ build_plan pp2 "$PLAN" "${set[@]}" --set mesh.pp=2
 build_plan pp4 "$PLAN" "${set[@]}" --set mesh.pp=4 --set train.ckpt_every=4
 build_plan dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2
 build_plan z1dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1
+build_plan z1dp2 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=1
 build_plan ref "$PLAN" "${set[@]}" --set mesh.pp=1
 build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
@@ -33,7 +36,7 @@ check "two runs give identical losses" cmp -s <(strip "$WORK/a.jsonl") <(strip "
 check "two runs give bit-identical weights" "$WEFT" ckpt diff "$WORK/a/model.safetensors" "$WORK/b/model.safetensors"
 steps_in_order() { awk '{ sub(/.*"step": /, ""); sub(/,.*/, ""); if ($0 + 0 != NR) exit 1 } END { exit NR != 10 }' "$1"; }
 check "metrics: one line per step, in order (logged one step late)" steps_in_order "$WORK/a.jsonl"
-for layout in pp2 pp4 dp2pp2 z1dp2pp2; do
+for layout in pp2 pp4 dp2pp2 z1dp2pp2 z1dp2; do
   if [ $layout != pp2 ]; then
     run_plan $layout --steps 10 --metrics "$WORK/$layout.jsonl" --save "$WORK/out_$layout" >/dev/null
   else
