@@ -34,8 +34,7 @@ static int cmp(const void *a, const void *b) {
 
 enum { SHAPES = 4 };
 
-/* one step's linears: rows per microbatch, MICRO / per microbatches; each
- * layer and shape its own weights and activations (an arena, as a step's) */
+/* EVICT_MB of memory written before each timed call (the other ops' traffic) */
 static char *evict;
 static size_t evict_n;
 
@@ -48,6 +47,8 @@ static size_t evict_n;
         *spent += cpu_now() - t0_;                 \
     } while (0)
 
+/* one step's linears: MICRO / per microbatches of per sequences each;
+ * each layer and shape its own weights and activations (an arena, as a step's) */
 static void step(double *spent, int L, const int (*kn)[2], float **w, float **dw, float **b, float **db, float **x,
                  float **y, float **dx, float **dy, int T, int micro, int per) {
     for (int m = 0; m < micro / per; m++) {
@@ -77,13 +78,14 @@ int main(int argc, char **argv) {
     evict_n = argc > 7 ? (size_t)(atof(argv[7]) * (1 << 20)) : 0;
     if (evict_n && !(evict = malloc(evict_n))) return 1;
     if (L < 1 || C < 1 || T < 1 || micro < 2 || rounds < 1 || rounds > 99) {
-        fprintf(stderr, "usage: micro_weights [LAYERS C T MICRO ROUNDS HBM_GBS]\n");
+        fprintf(stderr, "usage: micro_weights [LAYERS C T MICRO ROUNDS HBM_GBS EVICT_MB]\n");
         return 2;
     }
     const int kn[SHAPES][2] = { { C, 3 * C }, { C, C }, { C, 4 * C }, { 4 * C, C } };
     int n = L * SHAPES;
     float **a[8];
-    for (int k = 0; k < 8; k++) a[k] = calloc((size_t)n, sizeof(float *));
+    for (int k = 0; k < 8; k++)
+        if (!(a[k] = calloc((size_t)n, sizeof(float *)))) return 1;
     double params = 0, flops = 0;
     long rows = (long)T * micro;
     for (int i = 0; i < n; i++) {

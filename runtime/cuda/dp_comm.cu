@@ -18,19 +18,13 @@ template <class S> __global__ static void from16_kernel(float *dst, const typena
 extern "C" void wf_backend_to16(wf_ctx *c, void *dst, const float *src, long n) {
     if (n <= 0) return;
     float *d = static_cast<float *>(dst);
-    cudaStream_t s = wf_cuda_stream(c);
-    if (wf_ctx_precision(c) == WF_BF16) wf_narrow_launch<wf_st_bf16>(d, src, n, s);
-    else wf_narrow_launch<wf_st_fp16>(d, src, n, s);
+    WF_BY_16BIT(c, S, wf_narrow_launch<S>(d, src, n, wf_cuda_stream(c)));
     wf_cuda_sync(c, "wf_backend_to16");
 }
 
 extern "C" void wf_backend_from16(wf_ctx *c, float *dst, const void *src, long n) {
     if (n <= 0) return;
     const uint16_t *h = static_cast<const uint16_t *>(src);
-    cudaStream_t s = wf_cuda_stream(c);
-    if (wf_ctx_precision(c) == WF_BF16)
-        WF_LAUNCH(from16_kernel<wf_st_bf16>, wf_blocks(n), WF_THREADS, 0, s)(dst, h, n);
-    else
-        WF_LAUNCH(from16_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(dst, h, n);
+    WF_BY_16BIT(c, S, WF_LAUNCH(from16_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dst, h, n));
     wf_cuda_sync(c, "wf_backend_from16");
 }

@@ -31,9 +31,7 @@ template <class S> static void widen_in_place(float *x, long n, cudaStream_t s) 
 
 extern "C" void wf_backend_from16_in_place(wf_ctx *c, float *x, long n) {
     if (n <= 0) return;
-    cudaStream_t s = wf_cuda_stream(c);
-    if (wf_ctx_precision(c) == WF_BF16) widen_in_place<wf_st_bf16>(x, n, s);
-    else widen_in_place<wf_st_fp16>(x, n, s);
+    WF_BY_16BIT(c, S, widen_in_place<S>(x, n, wf_cuda_stream(c)));
     wf_cuda_sync(c, "widen_range_kernel");
 }
 
@@ -45,11 +43,7 @@ template <class S> __global__ static void add16_kernel(float *dst, const typenam
 extern "C" void wf_backend_add16(wf_ctx *c, float *dst, const void *src, long n) {
     if (n <= 0) return;
     const uint16_t *h = static_cast<const uint16_t *>(src);
-    cudaStream_t s = wf_cuda_stream(c);
-    if (wf_ctx_precision(c) == WF_BF16)
-        WF_LAUNCH(add16_kernel<wf_st_bf16>, wf_blocks(n), WF_THREADS, 0, s)(dst, h, n);
-    else
-        WF_LAUNCH(add16_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(dst, h, n);
+    WF_BY_16BIT(c, S, WF_LAUNCH(add16_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(dst, h, n));
     wf_cuda_sync(c, "add16_kernel");
 }
 
@@ -61,10 +55,6 @@ template <class S> __global__ static void add_into16_kernel(typename S::raw *dst
 extern "C" void wf_backend_add_into16(wf_ctx *c, void *dst, const float *src, long n) {
     if (n <= 0) return;
     uint16_t *h = static_cast<uint16_t *>(dst);
-    cudaStream_t s = wf_cuda_stream(c);
-    if (wf_ctx_precision(c) == WF_BF16)
-        WF_LAUNCH(add_into16_kernel<wf_st_bf16>, wf_blocks(n), WF_THREADS, 0, s)(h, src, n);
-    else
-        WF_LAUNCH(add_into16_kernel<wf_st_fp16>, wf_blocks(n), WF_THREADS, 0, s)(h, src, n);
+    WF_BY_16BIT(c, S, WF_LAUNCH(add_into16_kernel<S>, wf_blocks(n), WF_THREADS, 0, wf_cuda_stream(c))(h, src, n));
     wf_cuda_sync(c, "add_into16_kernel");
 }

@@ -50,18 +50,28 @@ template <class S> static inline const typename S::raw *wf_act(const float *p) {
     return reinterpret_cast<const typename S::raw *>(p);
 }
 
-/* Runs the statements after S with S naming the activation storage of c. */
-#define WF_BY_STORAGE(c, S, ...)                                                  \
+/* Runs the statements after S with S naming the plan's 16-bit type (bf16 or
+ * fp16), whatever the activations' storage: 16-bit gradients and dp sums
+ * (grad16.cu, dp_comm.cu). */
+#define WF_BY_16BIT(c, S, ...)                                                    \
     do {                                                                          \
-        if (!wf_ctx_act16(c)) {                                                   \
-            typedef wf_st_f32 S;                                                  \
-            __VA_ARGS__;                                                          \
-        } else if (wf_ctx_precision(c) == WF_BF16) {                              \
+        if (wf_ctx_precision(c) == WF_BF16) {                                     \
             typedef wf_st_bf16 S;                                                 \
             __VA_ARGS__;                                                          \
         } else {                                                                  \
             typedef wf_st_fp16 S;                                                 \
             __VA_ARGS__;                                                          \
+        }                                                                         \
+    } while (0)
+
+/* ... with S naming the activation storage of c. */
+#define WF_BY_STORAGE(c, S, ...)                                                  \
+    do {                                                                          \
+        if (!wf_ctx_act16(c)) {                                                   \
+            typedef wf_st_f32 S;                                                  \
+            __VA_ARGS__;                                                          \
+        } else {                                                                  \
+            WF_BY_16BIT(c, S, __VA_ARGS__);                                       \
         }                                                                         \
     } while (0)
 

@@ -42,8 +42,10 @@ set(emu_runtime_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu/runtime)
 # headers it pulls in are 68,000 lines, whose parsing took 0.6 of the 0.7 s of
 # CPU time a stage's compile costs (0.14 s with it; the same object code).
 # g++ reads pch/emu.h.gch for `-include pch/emu.h` when the program's options
-# are these (its Release -O2 and the import file's below), and the one-line
-# header otherwise (another build type, another compiler).
+# match these (the import file's below; its Release -O3 -DNDEBUG is accepted
+# against the -O2 here: `g++ -Winvalid-pch -H` marks the .gch used, and a
+# tiny.lua stage's object code is the same with and without it), and the
+# one-line header otherwise (another compiler, options it refuses).
 set(emu_pch ${emu_runtime_dir}/pch/emu.h)
 file(CONFIGURE OUTPUT ${emu_pch} CONTENT "#include \"${emu_dir}/emu.h\"\n")
 set(emu_program_options -ffp-contract=off -Wno-unknown-pragmas ${WEFT_EMU_ALIGN_CHECK} ${WEFT_SANITIZE_FLAGS})
