@@ -64,6 +64,24 @@ static int field_line(const char *path, const char *field) {
     return 0;
 }
 
+/* An optional non-negative number field of the table on top of L's stack
+ * into *v (left as it is when absent); -1 after reporting file:line. */
+static int optional_field(lua_State *L, const char *path, const char *field, const char *unit, double *v) {
+    lua_getfield(L, -1, field);
+    int rc = 0;
+    if (!lua_isnil(L, -1)) {
+        double x = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+        if (x >= 0 && isfinite(x)) *v = x;
+        else {
+            wf_error("%s:%d: %s must be a non-negative number of %s, not %s", path, field_line(path, field), field,
+                     unit, lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+            rc = -1;
+        }
+    }
+    lua_pop(L, 1);
+    return rc;
+}
+
 int simulate_load_calibration(const char *path, sim_calibration *cal) {
     memset(cal, 0, sizeof *cal);
     lua_State *L = luaL_newstate();
@@ -117,18 +135,13 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
     }
     lua_pop(L, 1);
     if (!get_number(L, "inplace_threads", &cal->inplace_threads)) cal->inplace_threads = cal->thread_speedup;
-    cal->dp_bucket_s = SIM_DP_BUCKET_US * 1e-6;  /* optional: older files have none */
-    lua_getfield(L, -1, "dp_bucket_us");
-    if (!lua_isnil(L, -1)) {
-        double us = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
-        if (!(us >= 0 && isfinite(us))) {
-            wf_error("%s:%d: dp_bucket_us must be a non-negative number of microseconds, not %s", path,
-                     field_line(path, "dp_bucket_us"), lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
-            goto done;
-        }
-        cal->dp_bucket_s = us * 1e-6;
-    }
-    lua_pop(L, 1);
+    /* optional fields (older files have none): their defaults */
+    double us = SIM_DP_BUCKET_US, ns = cal->hbm_gbs > 0 ? 36.0 / cal->hbm_gbs : 0;
+    if (optional_field(L, path, "dp_bucket_us", "microseconds", &us) != 0 ||
+        optional_field(L, path, "optimizer_ns", "nanoseconds a parameter", &ns) != 0)
+        goto done;
+    cal->dp_bucket_s = us * 1e-6;
+    cal->optimizer_s = ns * 1e-9;
     cal->cores = cores >= 1 ? (int)cores : 1;
     cal->loaded = 1;
     rc = 0;
@@ -497,9 +510,14 @@ static int stage_times(const Program *p, double peak, double hbm, sim_times *t) 
         t->w[k] = c.t.w * in[1] / gain;
         t->comm[k] = c.comm_f;
     }
-    /* AdamW reads and writes weights, gradients and two moments, then zeroes gradients */
+    /* AdamW reads and writes weights, gradients and two moments, then
+     * zeroes gradients: 36 bytes a parameter through memory; on the CPU
+     * backend, weft-calibrate's measured optimizer_ns a parameter instead
+     * (the runtime's loops run slower than the copy rate: 4.6-4.9 ns here
+     * against 36 bytes' 3.2 ns at 11.2 GB/s, bench/optim_rate) */
     for (int st = 0; st < p->pp; st++)
-        t->optim[st] = cost_memory_bound_seconds(36.0 * p->param_numel[st], hbm) * in[2];
+        t->optim[st] = (calib ? calib->optimizer_s * p->param_numel[st]
+                              : cost_memory_bound_seconds(36.0 * p->param_numel[st], hbm)) * in[2];
     return 0;
 }
 

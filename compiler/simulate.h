@@ -24,6 +24,9 @@ typedef struct {
     /* CPU seconds an extra gradient bucket's non-blocking collective costs a
      * rank in MPI calls (dp_bucket_us; SIM_DP_BUCKET_US when the file has none) */
     double dp_bucket_s;
+    /* seconds of the optimizer step a parameter, one thread (optimizer_ns;
+     * when the file has none, 36 bytes at hbm_gbs) */
+    double optimizer_s;
     /* a CUDA cluster file (backend = "cuda", weft calibrate --backend cuda):
      * measured GEMM rows { M, N, K, TFLOP/s } (bf16), the attention kernels'
      * TFLOP/s (forward, backward; 0: not measured) and NCCL's all-reduce bus
@@ -44,6 +47,9 @@ typedef struct {
  * buckets of 0.25 MiB against 4 of 1 MiB) saw 0.7-1.2 ms more CPU a step
  * inside MPI_Iallreduce and MPI_Test, 40-67 us an extra bucket. */
 #define SIM_DP_BUCKET_US 30.0
+/* An old cluster file without optimizer_ns prices the optimizer step at 36
+ * bytes a parameter (weights, gradients and both moments read and written,
+ * the gradients zeroed) at the file's hbm_gbs. */
 
 /* Reads a cluster file written by weft-calibrate or weft calibrate --backend
  * cuda (a Lua table, run with no libraries); 0 on success, -1 after
