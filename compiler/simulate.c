@@ -142,6 +142,32 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
         goto done;
     cal->dp_bucket_s = us * 1e-6;
     cal->optimizer_s = ns * 1e-9;
+    /* tp_gbs: the bus bandwidth of each collective tensor parallelism calls;
+     * without it, the point-to-point link's (the ring formulas on link_gbs) */
+    static const char *const tp_kinds[3] = { "allreduce", "allgather", "reduce_scatter" };
+    lua_getfield(L, -1, "tp_gbs");
+    int tp_table = lua_istable(L, -1);
+    if (!tp_table && !lua_isnil(L, -1)) {
+        wf_error("%s:%d: tp_gbs must be a table { allreduce = ..., allgather = ..., reduce_scatter = ... } of GB/s",
+                 path, field_line(path, "tp_gbs"));
+        goto done;
+    }
+    for (int k = 0; k < 3; k++) {
+        cal->tp_gbs[k] = cal->link_gbs;
+        if (!tp_table) continue;
+        lua_getfield(L, -1, tp_kinds[k]);
+        if (!lua_isnil(L, -1)) {
+            double x = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+            if (!(x > 0 && isfinite(x))) {
+                wf_error("%s:%d: tp_gbs.%s must be a positive number of GB/s, not %s", path, field_line(path, "tp_gbs"),
+                         tp_kinds[k], lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+                goto done;
+            }
+            cal->tp_gbs[k] = x;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
     cal->cores = cores >= 1 ? (int)cores : 1;
     cal->loaded = 1;
     rc = 0;
@@ -359,10 +385,14 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
          * plan.tp_comm = "fp32") */
         int tp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_TP);
         const cost_link *tp_link = group_link(p, tp_apart, p->tp);
+        /* the CPU backend: each kind at the bus bandwidth weft-calibrate
+         * measured for it (MPI's reduce-scatter runs far below the ring) */
+        cost_link kind[3] = { *tp_link, *tp_link, *tp_link };
+        for (int k = 0; calib && k < 3; k++) kind[k].bus_gbs = calib->tp_gbs[k];
         double sum_el = tp_sum_bytes(p), gather_el = tp_gather_bytes(p);
-        double reduce = cost_allreduce_ring(sum_el * rows * width, p->tp, tp_link);
-        double gather = cost_allgather_ring(gather_el * tokens * width, p->tp, tp_link);
-        double sum = cost_allgather_ring(sum_el * tokens * width, p->tp, tp_link);
+        double reduce = cost_allreduce_ring(sum_el * rows * width, p->tp, &kind[0]);
+        double gather = cost_allgather_ring(gather_el * tokens * width, p->tp, &kind[1]);
+        double sum = cost_reduce_scatter_ring(sum_el * tokens * width, p->tp, &kind[2]);
         double each[] = { [COLL_NONE] = 0, [COLL_ALLREDUCE] = reduce, [COLL_ALLGATHER] = gather,
                           [COLL_REDUCE_SCATTER] = sum };
         t.f = each[r->coll_fwd];

@@ -27,6 +27,9 @@ typedef struct {
     /* seconds of the optimizer step a parameter, one thread (optimizer_ns;
      * when the file has none, 36 bytes at hbm_gbs) */
     double optimizer_s;
+    /* bus GB/s of tensor parallelism's blocking all-reduce, all-gather and
+     * reduce-scatter (tp_gbs; link_gbs each when the file has none) */
+    double tp_gbs[3];
     /* a CUDA cluster file (backend = "cuda", weft calibrate --backend cuda):
      * measured GEMM rows { M, N, K, TFLOP/s } (bf16), the attention kernels'
      * TFLOP/s (forward, backward; 0: not measured) and NCCL's all-reduce bus

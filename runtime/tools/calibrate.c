@@ -8,7 +8,9 @@
  *   dp_bucket_us CPU time a gradient bucket's non-blocking all-reduce adds
  *                in MPI calls, issued and progressed as the runtime does;
  *   optimizer_ns the optimizer step per parameter (AdamW, the gradient
- *                norm's squares, the gradients zeroed), the runtime's loops.
+ *                norm's squares, the gradients zeroed), the runtime's loops;
+ *   tp_gbs       bus bandwidth of the blocking collectives tensor
+ *                parallelism calls (all-reduce, all-gather, reduce-scatter).
  * Run it with two ranks: mpirun -np 2 weft-calibrate -o cluster.lua */
 #include <mpi.h>
 #include <cblas.h>
@@ -161,6 +163,48 @@ static double optimizer_ns(void) {
     return (best[0] + best[1] + best[2]) / N * 1e9;
 }
 
+/* Bus bandwidth, GB/s, of the blocking collectives a tensor-parallel group
+ * calls (tp.c through coll_mpi.c: MPI_Allreduce, MPI_Allgather,
+ * MPI_Reduce_scatter_block), on these two ranks, of a 1 MiB tensor (tiny's
+ * 2048 tokens x 128 floats, tp 2 with sp at micro 16), with 64 MiB written
+ * before each call, as a step's kernels leave the caches: compiler/cost.h's
+ * ring formulas read backwards with the measured latency lat (seconds), so
+ * that simulate's formulas give the measured times.  Each the least of REPS
+ * after a barrier, the slower rank's.  Open MPI 4.1 here (a test program,
+ * 2 ranks, least of 60; the ring formula at the point-to-point 3.93 GB/s in
+ * brackets), 512 KiB: all-reduce 184-195 us (134), all-gather 64 (67),
+ * reduce-scatter 477 (67); 2 MiB: 712-766 (535), 271-311 (267), 1535
+ * (267).  With the caches left hot the reduce-scatter still takes 213-218
+ * and 1000-1093 us: it runs far below the ring, more than an all-reduce. */
+static void tp_collective_gbs(double lat, double gbs[3]) {
+    enum { N = 1 << 18, REPS = 15 };  /* floats of the whole tensor */
+    size_t evict_n = (size_t)64 << 20;
+    float *a = calloc(N, sizeof(float)), *b = calloc(N, sizeof(float));
+    char *evict = malloc(evict_n);
+    double best[3] = { 1e30, 1e30, 1e30 }, worst[3];
+    for (int r = 0; r < REPS; r++)
+        for (int k = 0; k < 3; k++) {
+            memset(evict, r + k, evict_n);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (k == 0) MPI_Allreduce(MPI_IN_PLACE, a, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            else if (k == 1) MPI_Allgather(a, N / 2, MPI_FLOAT, b, N / 2, MPI_FLOAT, MPI_COMM_WORLD);
+            else MPI_Reduce_scatter_block(b, a, N / 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            double t = MPI_Wtime() - t0;
+            if (t < best[k]) best[k] = t;
+        }
+    MPI_Allreduce(best, worst, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    /* two ranks: all-reduce 2 lat + S / B; all-gather, reduce-scatter lat + S / 2B */
+    double S = 4.0 * N, moved[3] = { S, S / 2, S / 2 }, steps[3] = { 2, 1, 1 };
+    for (int k = 0; k < 3; k++) {
+        double t = worst[k] - steps[k] * lat;
+        gbs[k] = moved[k] / (t > 1e-9 ? t : 1e-9) / 1e9;
+    }
+    free(a);
+    free(b);
+    free(evict);
+}
+
 /* One "backward" of the data-parallel pattern the runtime runs
  * (runtime/common/step.c): GAPS compute gaps (the runtime's GELU backward
  * over 1M floats, about 2 ms and 12 MB of memory traffic, as a backward
@@ -276,6 +320,8 @@ int main(int argc, char **argv) {
         gbs = (16 << 20) / (big_t - lat) / 1e9;
     }
     double bucket = world >= 2 ? dp_bucket_seconds() : 0;
+    double tp[3] = { 0, 0, 0 };
+    if (world == 2) tp_collective_gbs(lat, tp);
     if (rank == 0) {
         FILE *f = fopen(out, "w");
         if (!f) { fprintf(stderr, "weft-calibrate: cannot write %s\n", out); MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -287,6 +333,9 @@ int main(int argc, char **argv) {
         if (world >= 2)
             fprintf(f, "  dp_bucket_us = %.2f,  -- CPU per extra dp bucket in MPI calls (issue, progress)\n",
                     bucket * 1e6);
+        if (world == 2)
+            fprintf(f, "  tp_gbs = { allreduce = %.3f, allgather = %.3f, reduce_scatter = %.3f },  -- bus GB/s, blocking, 1 MiB, cold caches\n",
+                    tp[0], tp[1], tp[2]);
         fprintf(f, "  optimizer_ns = %.3f,  -- the optimizer step per parameter (AdamW, norm, zeroing), one thread\n",
                 optim_ns);
         fprintf(f, "  cores = %ld,            -- a rank alone on the node gets them all\n", cores);
@@ -301,7 +350,8 @@ int main(int argc, char **argv) {
                 kn.linear_f, kn.linear_b);
         fclose(f);
         printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us, %.2f us a dp bucket, "
-               "optimizer %.2f ns a parameter; wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, optim_ns, out);
+               "optimizer %.2f ns a parameter; tp collectives (bus GB/s) all-reduce %.2f, all-gather %.2f, reduce-scatter %.2f; "
+               "wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, optim_ns, tp[0], tp[1], tp[2], out);
     }
     MPI_Finalize();
     return 0;
