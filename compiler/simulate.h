@@ -25,7 +25,8 @@ typedef struct {
      * rank in MPI calls (dp_bucket_us; SIM_DP_BUCKET_US when the file has none) */
     double dp_bucket_s;
     /* seconds of the optimizer step a parameter, one thread (optimizer_ns;
-     * when the file has none, 36 bytes at hbm_gbs) */
+     * when the file has none, 36 bytes at hbm_gbs: weights, gradients and
+     * both moments read and written, the gradients zeroed) */
     double optimizer_s;
     /* bus GB/s of tensor parallelism's blocking all-reduce, all-gather and
      * reduce-scatter (tp_gbs; link_gbs each when the file has none) */
@@ -50,9 +51,6 @@ typedef struct {
  * buckets of 0.25 MiB against 4 of 1 MiB) saw 0.7-1.2 ms more CPU a step
  * inside MPI_Iallreduce and MPI_Test, 40-67 us an extra bucket. */
 #define SIM_DP_BUCKET_US 30.0
-/* An old cluster file without optimizer_ns prices the optimizer step at 36
- * bytes a parameter (weights, gradients and both moments read and written,
- * the gradients zeroed) at the file's hbm_gbs. */
 
 /* Reads a cluster file written by weft-calibrate or weft calibrate --backend
  * cuda (a Lua table, run with no libraries); 0 on success, -1 after

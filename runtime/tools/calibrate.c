@@ -334,8 +334,8 @@ int main(int argc, char **argv) {
             fprintf(f, "  dp_bucket_us = %.2f,  -- CPU per extra dp bucket in MPI calls (issue, progress)\n",
                     bucket * 1e6);
         if (world == 2)
-            fprintf(f, "  tp_gbs = { allreduce = %.3f, allgather = %.3f, reduce_scatter = %.3f },  -- bus GB/s, blocking, 1 MiB, cold caches\n",
-                    tp[0], tp[1], tp[2]);
+            fprintf(f, "  tp_gbs = { allreduce = %.3f, allgather = %.3f, reduce_scatter = %.3f },"
+                       "  -- bus GB/s, blocking, 1 MiB, cold caches\n", tp[0], tp[1], tp[2]);
         fprintf(f, "  optimizer_ns = %.3f,  -- the optimizer step per parameter (AdamW, norm, zeroing), one thread\n",
                 optim_ns);
         fprintf(f, "  cores = %ld,            -- a rank alone on the node gets them all\n", cores);
@@ -350,8 +350,8 @@ int main(int argc, char **argv) {
                 kn.linear_f, kn.linear_b);
         fclose(f);
         printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us, %.2f us a dp bucket, "
-               "optimizer %.2f ns a parameter; tp collectives (bus GB/s) all-reduce %.2f, all-gather %.2f, reduce-scatter %.2f; "
-               "wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, optim_ns, tp[0], tp[1], tp[2], out);
+               "optimizer %.2f ns a parameter; tp collectives (bus GB/s) all-reduce %.2f, all-gather %.2f, "
+               "reduce-scatter %.2f; wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, optim_ns, tp[0], tp[1], tp[2], out);
     }
     MPI_Finalize();
     return 0;
