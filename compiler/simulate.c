@@ -64,6 +64,24 @@ static int field_line(const char *path, const char *field) {
     return 0;
 }
 
+/* An optional non-negative number field of the table on top of L's stack
+ * into *v (left as it is when absent); -1 after reporting file:line. */
+static int optional_field(lua_State *L, const char *path, const char *field, const char *unit, double *v) {
+    lua_getfield(L, -1, field);
+    int rc = 0;
+    if (!lua_isnil(L, -1)) {
+        double x = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+        if (x >= 0 && isfinite(x)) *v = x;
+        else {
+            wf_error("%s:%d: %s must be a non-negative number of %s, not %s", path, field_line(path, field), field,
+                     unit, lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+            rc = -1;
+        }
+    }
+    lua_pop(L, 1);
+    return rc;
+}
+
 int simulate_load_calibration(const char *path, sim_calibration *cal) {
     memset(cal, 0, sizeof *cal);
     lua_State *L = luaL_newstate();
@@ -117,16 +135,37 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
     }
     lua_pop(L, 1);
     if (!get_number(L, "inplace_threads", &cal->inplace_threads)) cal->inplace_threads = cal->thread_speedup;
-    cal->dp_bucket_s = SIM_DP_BUCKET_US * 1e-6;  /* optional: older files have none */
-    lua_getfield(L, -1, "dp_bucket_us");
-    if (!lua_isnil(L, -1)) {
-        double us = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
-        if (!(us >= 0 && isfinite(us))) {
-            wf_error("%s:%d: dp_bucket_us must be a non-negative number of microseconds, not %s", path,
-                     field_line(path, "dp_bucket_us"), lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
-            goto done;
+    /* optional fields (older files have none): their defaults */
+    double us = SIM_DP_BUCKET_US, ns = cal->hbm_gbs > 0 ? 36.0 / cal->hbm_gbs : 0;
+    if (optional_field(L, path, "dp_bucket_us", "microseconds", &us) != 0 ||
+        optional_field(L, path, "optimizer_ns", "nanoseconds a parameter", &ns) != 0)
+        goto done;
+    cal->dp_bucket_s = us * 1e-6;
+    cal->optimizer_s = ns * 1e-9;
+    /* tp_gbs: the bus bandwidth of each collective tensor parallelism calls;
+     * without it, the point-to-point link's (the ring formulas on link_gbs) */
+    static const char *const tp_kinds[3] = { "allreduce", "allgather", "reduce_scatter" };
+    lua_getfield(L, -1, "tp_gbs");
+    int tp_table = lua_istable(L, -1);
+    if (!tp_table && !lua_isnil(L, -1)) {
+        wf_error("%s:%d: tp_gbs must be a table { allreduce = ..., allgather = ..., reduce_scatter = ... } of GB/s",
+                 path, field_line(path, "tp_gbs"));
+        goto done;
+    }
+    for (int k = 0; k < 3; k++) {
+        cal->tp_gbs[k] = cal->link_gbs;
+        if (!tp_table) continue;
+        lua_getfield(L, -1, tp_kinds[k]);
+        if (!lua_isnil(L, -1)) {
+            double x = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+            if (!(x > 0 && isfinite(x))) {
+                wf_error("%s:%d: tp_gbs.%s must be a positive number of GB/s, not %s", path, field_line(path, "tp_gbs"),
+                         tp_kinds[k], lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+                goto done;
+            }
+            cal->tp_gbs[k] = x;
         }
-        cal->dp_bucket_s = us * 1e-6;
+        lua_pop(L, 1);
     }
     lua_pop(L, 1);
     cal->cores = cores >= 1 ? (int)cores : 1;
@@ -346,10 +385,14 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
          * plan.tp_comm = "fp32") */
         int tp_apart = wf_mesh_stride(p->axes, p->n_axes, WF_AXIS_TP);
         const cost_link *tp_link = group_link(p, tp_apart, p->tp);
+        /* the CPU backend: each kind at the bus bandwidth weft-calibrate
+         * measured for it (MPI's reduce-scatter runs far below the ring) */
+        cost_link kind[3] = { *tp_link, *tp_link, *tp_link };
+        for (int k = 0; calib && k < 3; k++) kind[k].bus_gbs = calib->tp_gbs[k];
         double sum_el = tp_sum_bytes(p), gather_el = tp_gather_bytes(p);
-        double reduce = cost_allreduce_ring(sum_el * rows * width, p->tp, tp_link);
-        double gather = cost_allgather_ring(gather_el * tokens * width, p->tp, tp_link);
-        double sum = cost_allgather_ring(sum_el * tokens * width, p->tp, tp_link);
+        double reduce = cost_allreduce_ring(sum_el * rows * width, p->tp, &kind[0]);
+        double gather = cost_allgather_ring(gather_el * tokens * width, p->tp, &kind[1]);
+        double sum = cost_reduce_scatter_ring(sum_el * tokens * width, p->tp, &kind[2]);
         double each[] = { [COLL_NONE] = 0, [COLL_ALLREDUCE] = reduce, [COLL_ALLGATHER] = gather,
                           [COLL_REDUCE_SCATTER] = sum };
         t.f = each[r->coll_fwd];
@@ -497,9 +540,14 @@ static int stage_times(const Program *p, double peak, double hbm, sim_times *t) 
         t->w[k] = c.t.w * in[1] / gain;
         t->comm[k] = c.comm_f;
     }
-    /* AdamW reads and writes weights, gradients and two moments, then zeroes gradients */
+    /* AdamW reads and writes weights, gradients and two moments, then
+     * zeroes gradients: 36 bytes a parameter through memory; on the CPU
+     * backend, weft-calibrate's measured optimizer_ns a parameter instead
+     * (the runtime's loops run slower than the copy rate: 4.6-4.9 ns here
+     * against 36 bytes' 3.2 ns at 11.2 GB/s, bench/optim_rate) */
     for (int st = 0; st < p->pp; st++)
-        t->optim[st] = cost_memory_bound_seconds(36.0 * p->param_numel[st], hbm) * in[2];
+        t->optim[st] = (calib ? calib->optimizer_s * p->param_numel[st]
+                              : cost_memory_bound_seconds(36.0 * p->param_numel[st], hbm)) * in[2];
     return 0;
 }
 

@@ -24,6 +24,13 @@ typedef struct {
     /* CPU seconds an extra gradient bucket's non-blocking collective costs a
      * rank in MPI calls (dp_bucket_us; SIM_DP_BUCKET_US when the file has none) */
     double dp_bucket_s;
+    /* seconds of the optimizer step a parameter, one thread (optimizer_ns;
+     * when the file has none, 36 bytes at hbm_gbs: weights, gradients and
+     * both moments read and written, the gradients zeroed) */
+    double optimizer_s;
+    /* bus GB/s of tensor parallelism's blocking all-reduce, all-gather and
+     * reduce-scatter (tp_gbs; link_gbs each when the file has none) */
+    double tp_gbs[3];
     /* a CUDA cluster file (backend = "cuda", weft calibrate --backend cuda):
      * measured GEMM rows { M, N, K, TFLOP/s } (bf16), the attention kernels'
      * TFLOP/s (forward, backward; 0: not measured) and NCCL's all-reduce bus

@@ -6,7 +6,11 @@
  *   hbm_gbs      memory bandwidth per rank (copy);
  *   link_gbs, link_latency_us   MPI point-to-point between two ranks;
  *   dp_bucket_us CPU time a gradient bucket's non-blocking all-reduce adds
- *                in MPI calls, issued and progressed as the runtime does.
+ *                in MPI calls, issued and progressed as the runtime does;
+ *   optimizer_ns the optimizer step per parameter (AdamW, the gradient
+ *                norm's squares, the gradients zeroed), the runtime's loops;
+ *   tp_gbs       bus bandwidth of the blocking collectives tensor
+ *                parallelism calls (all-reduce, all-gather, reduce-scatter).
  * Run it with two ranks: mpirun -np 2 weft-calibrate -o cluster.lua */
 #include <mpi.h>
 #include <cblas.h>
@@ -20,6 +24,7 @@
 
 #include "blas.h"
 #include "internal.h"
+#include "opt_backend.h"
 
 static double gemm_rate(int M, int N, int K) { return wf_sgemm_rate(M, N, K, 3); }
 
@@ -117,6 +122,87 @@ static double thread_cpu_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Nanoseconds per parameter of the runtime's optimizer step on one thread:
+ * AdamW (opt_host.c), the gradient norm's sum of squares and the gradients
+ * zeroed (optim_cpu.c, backend_host.c), over 1M parameters in ranges of
+ * 65536 (a small GPT's largest: the loops stay on one thread up to there).
+ * Each call the least of ROUNDS in this thread's CPU time, after 64 MiB
+ * written (the step's activations pass through the caches before the
+ * optimizer runs).  bench/optim_rate: 4.6-4.9 ns here against the 3.2 ns
+ * of 36 bytes at the copy rate (AdamW alone 3.6-3.8: its sqrt and divide
+ * per value, and its four streams, run below the copy rate). */
+static double optimizer_ns(void) {
+    enum { N = 1 << 20, RANGE = 65536, ROUNDS = 5 };
+    size_t evict_n = (size_t)64 << 20;
+    char *evict = malloc(evict_n);
+    float *w = calloc(N, 4), *g = calloc(N, 4), *m = calloc(N, 4), *v = calloc(N, 4);
+    wf_opt_range r[N / RANGE];
+    for (int k = 0; k < N / RANGE; k++)
+        r[k] = (wf_opt_range){ .start = (long)k * RANGE, .n = RANGE, .w = (long)k * RANGE, .g = (long)k * RANGE,
+                               .mom = (long)k * RANGE, .decay = 1, .in_norm = 1 };
+    for (long i = 0; i < N; i++) w[i] = 0.01f * (float)(i % 7);
+    wf_adamw_args a = { .t = { r, N / RANGE, N }, .weights = w, .grads = g, .m = m, .v = v, .b1 = 0.9f,
+                        .b2 = 0.95f, .eps = 1e-8f, .step_size = 1e-3f, .inv_bc2_sqrt = 1.0f, .grad_scale = 1.0f,
+                        .decay = 1e-4f };
+    double best[3] = { 1e30, 1e30, 1e30 };
+    volatile double sink = 0;  /* the norm's result kept */
+    for (int k = 0; k < ROUNDS; k++)
+        for (int part = 0; part < 3; part++) {
+            for (long i = 0; i < N; i += 64) g[i] = 1e-3f * (float)(i % 5);
+            memset(evict, 1, evict_n);
+            double c0 = thread_cpu_s();
+            if (part == 0) wf_adamw_host(&a);
+            else if (part == 1) sink += wf_backend_sumsq(NULL, &a.t, g);
+            else wf_backend_zero(NULL, g, sizeof(float) * N);
+            double t = thread_cpu_s() - c0;
+            if (t < best[part]) best[part] = t;
+        }
+    free(evict); free(w); free(g); free(m); free(v);
+    return (best[0] + best[1] + best[2]) / N * 1e9;
+}
+
+/* Bus bandwidth, GB/s, of the blocking collectives a tensor-parallel group
+ * calls (tp.c through coll_mpi.c: MPI_Allreduce, MPI_Allgather,
+ * MPI_Reduce_scatter_block), on these two ranks, of a 1 MiB tensor (tiny's
+ * 2048 tokens x 128 floats, tp 2 with sp at micro 16), with 64 MiB written
+ * before each call, as a step's kernels leave the caches: compiler/cost.h's
+ * ring formulas read backwards with the measured latency lat (seconds), so
+ * that simulate's formulas give the measured times.  Each the least of REPS
+ * after a barrier, the slower rank's.  Open MPI 4.1 here (a test program,
+ * 2 ranks, least of 60; the ring formula at the point-to-point 3.93 GB/s in
+ * brackets), 512 KiB: all-reduce 184-195 us (134), all-gather 64 (67),
+ * reduce-scatter 477 (67); 2 MiB: 712-766 (535), 271-311 (267), 1535
+ * (267).  With the caches left hot the reduce-scatter still takes 213-218
+ * and 1000-1093 us: it runs far below the ring, more than an all-reduce. */
+static void tp_collective_gbs(double lat, double gbs[3]) {
+    enum { N = 1 << 18, REPS = 15 };  /* floats of the whole tensor */
+    size_t evict_n = (size_t)64 << 20;
+    float *a = calloc(N, sizeof(float)), *b = calloc(N, sizeof(float));
+    char *evict = malloc(evict_n);
+    double best[3] = { 1e30, 1e30, 1e30 }, worst[3];
+    for (int r = 0; r < REPS; r++)
+        for (int k = 0; k < 3; k++) {
+            memset(evict, r + k, evict_n);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (k == 0) MPI_Allreduce(MPI_IN_PLACE, a, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            else if (k == 1) MPI_Allgather(a, N / 2, MPI_FLOAT, b, N / 2, MPI_FLOAT, MPI_COMM_WORLD);
+            else MPI_Reduce_scatter_block(b, a, N / 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            double t = MPI_Wtime() - t0;
+            if (t < best[k]) best[k] = t;
+        }
+    MPI_Allreduce(best, worst, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    /* two ranks: all-reduce 2 lat + S / B; all-gather, reduce-scatter lat + S / 2B */
+    double S = 4.0 * N, moved[3] = { S, S / 2, S / 2 }, steps[3] = { 2, 1, 1 };
+    for (int k = 0; k < 3; k++) {
+        double t = worst[k] - steps[k] * lat;
+        gbs[k] = moved[k] / (t > 1e-9 ? t : 1e-9) / 1e9;
+    }
+    free(a);
+    free(b);
+    free(evict);
 }
 
 /* One "backward" of the data-parallel pattern the runtime runs
@@ -226,6 +312,7 @@ int main(int argc, char **argv) {
     double hbm = copy_gbs();
     omp_set_num_threads(1);
     kernel_ns kn = measure_kernels(big);
+    double optim_ns = optimizer_ns();
     double lat = 0, gbs = 0;
     if (world >= 2) {
         lat = pingpong(rank, 8, 2000);
@@ -233,6 +320,8 @@ int main(int argc, char **argv) {
         gbs = (16 << 20) / (big_t - lat) / 1e9;
     }
     double bucket = world >= 2 ? dp_bucket_seconds() : 0;
+    double tp[3] = { 0, 0, 0 };
+    if (world == 2) tp_collective_gbs(lat, tp);
     if (rank == 0) {
         FILE *f = fopen(out, "w");
         if (!f) { fprintf(stderr, "weft-calibrate: cannot write %s\n", out); MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -244,6 +333,11 @@ int main(int argc, char **argv) {
         if (world >= 2)
             fprintf(f, "  dp_bucket_us = %.2f,  -- CPU per extra dp bucket in MPI calls (issue, progress)\n",
                     bucket * 1e6);
+        if (world == 2)
+            fprintf(f, "  tp_gbs = { allreduce = %.3f, allgather = %.3f, reduce_scatter = %.3f },"
+                       "  -- bus GB/s, blocking, 1 MiB, cold caches\n", tp[0], tp[1], tp[2]);
+        fprintf(f, "  optimizer_ns = %.3f,  -- the optimizer step per parameter (AdamW, norm, zeroing), one thread\n",
+                optim_ns);
         fprintf(f, "  cores = %ld,            -- a rank alone on the node gets them all\n", cores);
         fprintf(f, "  thread_speedup = %.2f,  -- sgemm with all cores over one thread\n", alone / big);
         fprintf(f, "  -- the runtime's own kernels, ns per element (forward, backward), one thread\n");
@@ -255,8 +349,9 @@ int main(int argc, char **argv) {
         fprintf(f, "  linear = { %.2f, %.2f },     -- GFLOP/s of a linear layer (1024 x 128 -> 512)\n}\n",
                 kn.linear_f, kn.linear_b);
         fclose(f);
-        printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us, %.2f us a dp bucket; "
-               "wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, out);
+        printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us, %.2f us a dp bucket, "
+               "optimizer %.2f ns a parameter; tp collectives (bus GB/s) all-reduce %.2f, all-gather %.2f, "
+               "reduce-scatter %.2f; wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, optim_ns, tp[0], tp[1], tp[2], out);
     }
     MPI_Finalize();
     return 0;

@@ -114,6 +114,45 @@ exposed() {
 e0=$(exposed 0) e1=$(exposed 1000)
 check "1000 us a bucket: 22 buckets expose 0.022 s more ($e0 -> $e1 s)" \
   awk -v a="$e0" -v b="$e1" 'BEGIN { d = b - a; exit !(d >= 0.021 && d <= 0.023) }'
+# optimizer_ns (weft-calibrate's optimizer step a parameter, the runtime's
+# loops) prices the optimizer: tiny holds 842496 parameters (wte 256 x 128,
+# wpe 128 x 128, 4 blocks of 198272, the final norm's 256), so 1000 ns a
+# parameter is 0.842 s (in-place factor 1); a file without it prices 36 bytes
+# a parameter at hbm_gbs, the same 0.842 s at 0.036 GB/s; a bad value is
+# refused with file:line.
+check "calibrate measures optimizer_ns" grep -Eq '^  optimizer_ns = [0-9.]+,' "$WORK/cluster.lua"
+optim() { "$WEFT" simulate plans/tiny.lua --calibration "$1" | sed -n 's/^iteration .* + optimizer \([0-9.]*\) s$/\1/p'; }
+sed -E 's/^  inplace = .*/  inplace = { forward = 1, backward = 1, optimizer = 1 },/; s/^  optimizer_ns = .*/  optimizer_ns = 1000,/' \
+  "$WORK/cluster.lua" >"$WORK/o1000.lua"
+sed -E '/^  optimizer_ns = /d; s/^  hbm_gbs = .*/  hbm_gbs = 0.036,/' "$WORK/o1000.lua" >"$WORK/o36.lua"
+o1=$(optim "$WORK/o1000.lua") o2=$(optim "$WORK/o36.lua")
+check "optimizer_ns 1000 prices tiny's optimizer at 0.842 s ($o1 s); without it 36 bytes at 0.036 GB/s ($o2 s)" \
+  test "$o1" = 0.842 -a "$o2" = 0.842
+sed -E 's/^  optimizer_ns = .*/  optimizer_ns = "fast",/' "$WORK/cluster.lua" >"$WORK/bad_o.lua"
+line=$(grep -n 'optimizer_ns' "$WORK/bad_o.lua" | cut -d: -f1)
+"$WEFT" simulate plans/tiny.lua --calibration "$WORK/bad_o.lua" >/dev/null 2>"$WORK/bad_o.err" && failed=$((failed + 1))
+check "a non-number optimizer_ns is refused at bad_o.lua:$line" grep -q "bad_o.lua:$line: optimizer_ns" "$WORK/bad_o.err"
+# tp_gbs (weft-calibrate's bus GB/s of each blocking collective tp calls)
+# prices tp's collectives kind by kind: tiny at tp 2 with sp, micro 16, runs
+# 9 reduce-scatters a forward (after the embedding, each attention and MLP
+# block) of 2048 x 128 floats, each (2-1)/2 x 1048576 bytes / B, so 4.719 ms
+# at 1 GB/s (latency 0, all-gathers at 1e6 GB/s: nothing), half at 2; a
+# value not positive is refused with file:line.
+check "calibrate measures tp_gbs" \
+  grep -Eq '^  tp_gbs = \{ allreduce = [0-9.]+, allgather = [0-9.]+, reduce_scatter = [0-9.]+ \},' "$WORK/cluster.lua"
+tpc() {
+  sed -E "s/^  tp_gbs = .*/  tp_gbs = { allreduce = 1, allgather = 1e6, reduce_scatter = $1 },/; s/^  link_latency_us = .*/  link_latency_us = 0,/" \
+    "$WORK/cluster.lua" >"$WORK/tp$1.lua"
+  "$WEFT" simulate plans/tiny.lua --calibration "$WORK/tp$1.lua" --set mesh.dp=1 --set mesh.tp=2 --set mesh.sp=true \
+    --set batch.micro=16 | sed -n 's/^comm  *tp collectives \([0-9.]*\) ms per microbatch forward.*/\1/p'
+}
+r1=$(tpc 1) r2=$(tpc 2)
+check "tp_gbs: 9 reduce-scatters of 1 MiB at 1 GB/s $r1 ms = 4.719, at 2 GB/s $r2 ms = 2.359" \
+  test "$r1" = 4.719 -a "$r2" = 2.359
+sed -E 's/^  tp_gbs = .*/  tp_gbs = { allreduce = 1, allgather = 0, reduce_scatter = 1 },/' "$WORK/cluster.lua" >"$WORK/bad_tp.lua"
+line=$(grep -n 'tp_gbs' "$WORK/bad_tp.lua" | cut -d: -f1)
+"$WEFT" simulate plans/tiny.lua --calibration "$WORK/bad_tp.lua" >/dev/null 2>"$WORK/bad_tp.err" && failed=$((failed + 1))
+check "tp_gbs.allgather 0 is refused at bad_tp.lua:$line" grep -q "bad_tp.lua:$line: tp_gbs.allgather" "$WORK/bad_tp.err"
 # The in-place factors scale compute: forward 2x in the file, 2x in the prediction.
 sed -E 's/^  inplace = .*/  inplace = { forward = 1, backward = 1, optimizer = 1 },/' "$WORK/cluster.lua" >"$WORK/one.lua"
 sed -E 's/^  inplace = .*/  inplace = { forward = 2, backward = 1, optimizer = 1 },/' "$WORK/cluster.lua" >"$WORK/two.lua"
