@@ -16,7 +16,9 @@
  * as a generated program runs them; rounds interleave the forms so that a
  * machine's load hits all alike; the process's CPU time (all threads), medians.
  * It also checks that the three forms give the same bits (OpenBLAS zeroes C
- * and adds into it for beta 0 too, so every form stores 0 + the product).
+ * and adds into it for beta 0 too, so every form stores 0 + the product;
+ * the sliced form only with kernels whose rounding does not depend on where
+ * a slice starts: the AVX-512 ones, not always the Haswell ones, blas.c).
  * Usage: gemm_beta [N C V CHUNK [ROUNDS]]   (tokens per microbatch, hidden,
  * vocab, LM head rows per chunk; default 1024 256 50304 512, 7 rounds) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */

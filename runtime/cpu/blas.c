@@ -7,7 +7,12 @@
  * of C into one part per OpenMP thread, each a single-threaded cblas_sgemm on
  * its own rows or columns: each element of C is the same sum over K as
  * unsplit, and the cut does not depend on anything but the shape and the
- * thread count. */
+ * thread count.  The same sum, but not always the same rounding: OpenBLAS's
+ * AVX-512 (SkylakeX) kernels gave the whole product's bits on every shape
+ * tried (test_sgemm_split's, the LM head's), its Haswell (AVX2) kernels
+ * round some elements differently by where the cut falls (bench/gemm_pair
+ * with OPENBLAS_CORETYPE=Haswell), so there the bits depend on the thread
+ * count. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 
 #include "blas.h"
