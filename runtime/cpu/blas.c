@@ -7,7 +7,12 @@
  * of C into one part per OpenMP thread, each a single-threaded cblas_sgemm on
  * its own rows or columns: each element of C is the same sum over K as
  * unsplit, and the cut does not depend on anything but the shape and the
- * thread count. */
+ * thread count.  The same sum, but not always the same rounding: OpenBLAS's
+ * AVX-512 (SkylakeX) kernels gave the whole product's bits on every shape
+ * tried (test_sgemm_split's, the LM head's), its Haswell (AVX2) kernels
+ * round some elements differently by where the cut falls (bench/gemm_pair
+ * with OPENBLAS_CORETYPE=Haswell), so there the bits depend on the thread
+ * count. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 
 #include "blas.h"
@@ -61,6 +66,37 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
     }
     gemm_seconds += now_seconds() - t0;
     gemm_flops += 2.0 * (double)M * (double)N * (double)K;
+}
+
+static void gemm_whole(const wf_gemm *g) {
+    cblas_sgemm(CblasRowMajor, g->transA ? CblasTrans : CblasNoTrans, g->transB ? CblasTrans : CblasNoTrans,
+                g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
+}
+
+static double gemm_flops_of(const wf_gemm *g) { return 2.0 * (double)g->M * (double)g->N * (double)g->K; }
+
+void wf_sgemm_pair(const wf_gemm *x, const wf_gemm *y) {
+    /* whole or cut, each element of C is the same sum over K (above); each
+     * product at least what wf_sgemm would cut in two (8 MFLOP a part), or
+     * waking the second thread costs more than it saves */
+    if (!y || !split_on || omp_in_parallel() || omp_get_max_threads() != 2 || x->M <= 0 || x->N <= 0 ||
+        y->M <= 0 || y->N <= 0 || gemm_flops_of(x) < 16e6 || gemm_flops_of(y) < 16e6) {
+        wf_sgemm(x->transA, x->transB, x->M, x->N, x->K, x->alpha, x->A, x->lda, x->B, x->ldb, x->beta, x->C, x->ldc);
+        if (y)
+            wf_sgemm(y->transA, y->transB, y->M, y->N, y->K, y->alpha, y->A, y->lda, y->B, y->ldb, y->beta, y->C,
+                     y->ldc);
+        return;
+    }
+    double t0 = now_seconds();
+#pragma omp parallel sections num_threads(2)
+    {
+#pragma omp section
+        gemm_whole(x);
+#pragma omp section
+        gemm_whole(y);
+    }
+    gemm_seconds += now_seconds() - t0;
+    gemm_flops += gemm_flops_of(x) + gemm_flops_of(y);
 }
 
 void wf_gemm_stats(double *seconds, double *flops)

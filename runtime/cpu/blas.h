@@ -17,6 +17,31 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
               const float *A, int lda, const float *B, int ldb, float beta,
               float *C, int ldc);
 
+/* One product's operands, in wf_sgemm's order. */
+typedef struct {
+    int transA, transB, M, N, K;
+    float alpha;
+    const float *A;
+    int lda;
+    const float *B;
+    int ldb;
+    float beta;
+    float *C;
+    int ldc;
+} wf_gemm;
+
+/* Two independent products (neither writes what the other reads or writes);
+ * y may be NULL: wf_sgemm on x, then on y.  When wf_sgemm would cut both over
+ * exactly two threads, each runs whole on a thread of its own instead: an
+ * operand that both halves of a cut pack (the LM head's weight in its input
+ * gradient) is packed once, and neither product waits for the slower half of
+ * its cut.  Each product's bits are then those of one thread computing it
+ * whole (test_sgemm_split).  With the AVX-512 kernels the runtime picks where
+ * it can, those were the cut's too on the LM head's shapes; OpenBLAS's
+ * Haswell kernels round some elements of a cut product differently from the
+ * whole one, so there wf_sgemm's own results depend on the thread count. */
+void wf_sgemm_pair(const wf_gemm *x, const wf_gemm *y);
+
 /* on: OpenBLAS runs one thread and wf_sgemm cuts large products over the
  * OpenMP threads (blas.c); off (the default): OpenBLAS threads itself. */
 void wf_sgemm_split(int on);

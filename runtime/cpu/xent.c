@@ -171,8 +171,10 @@ double wf_lmhead_xent_chunked(wf_ctx *c, float *dx, float *dwte, float *losses, 
         for (int i = 0; i < n; i++)
             losses[r0 + i] = (float)softmax_xent_row(scratch + (long)i * V, targets[r0 + i], scale,
                                                      V, precision);
-        wf_sgemm(0, 0, n, C, V, 1.0f, scratch, V, wte, C, 1.0f, dx + (long)r0 * C, C);
-        if (dwte) wf_sgemm(1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C);
+        /* dx += dlogits @ wte and dwte += dlogits^T @ x at once (blas.h) */
+        wf_gemm gx = { 0, 0, n, C, V, 1.0f, scratch, V, wte, C, 1.0f, dx + (long)r0 * C, C };
+        wf_gemm gw = { 1, 0, V, C, n, 1.0f, scratch, V, xc, C, 1.0f, dwte, C };
+        wf_sgemm_pair(&gx, dwte ? &gw : NULL);
     }
     double total = 0.0;  /* in token order, as wf_lmhead_xent_fwd's */
     for (int n = 0; n < N; n++)
@@ -193,8 +195,9 @@ void wf_lmhead_xent_bwd(wf_ctx *c, float *dx, float *dwte, const float *dlogits,
         wf_stage16_end(&s);
         return;
     }
-    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte, N, C, V);
-    wf_lmhead_xent_bwd_weight(c, dwte, dlogits, x, N, C, V);
+    wf_gemm gx = { 0, 0, N, C, V, 1.0f, dlogits, V, wte, C, 1.0f, dx, C };  /* B and W at once (blas.h) */
+    wf_gemm gw = { 1, 0, V, C, N, 1.0f, dlogits, V, x, C, 1.0f, dwte, C };
+    wf_sgemm_pair(&gx, &gw);
 }
 
 /* B of the LM head: dx += dlogits @ wte (the forward wrote dlogits). */
@@ -305,9 +308,11 @@ void wf_vocab_xent_bwd(wf_ctx *c, float *dx, float *dwte_part, const float *dlog
         wf_stage16_end(&s);
         return;
     }
-    /* dx is partial over the vocabulary; the tp_copy before the head sums it */
-    wf_lmhead_xent_bwd_input(c, dx, dlogits, wte_part, N, C, VL);
-    if (dwte_part) wf_lmhead_xent_bwd_weight(c, dwte_part, dlogits, x, N, C, VL);
+    /* dx is partial over the vocabulary; the tp_copy before the head sums it.
+     * Both products at once (blas.h) */
+    wf_gemm gx = { 0, 0, N, C, VL, 1.0f, dlogits, VL, wte_part, C, 1.0f, dx, C };
+    wf_gemm gw = { 1, 0, VL, C, N, 1.0f, dlogits, VL, x, C, 1.0f, dwte_part, C };
+    wf_sgemm_pair(&gx, dwte_part ? &gw : NULL);
 }
 
 /* The vocabulary-parallel head fused and chunked (the CPU backend's, from

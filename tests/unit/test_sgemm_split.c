@@ -7,6 +7,7 @@
  * length K: |c - c64| <= gamma_K * (|alpha| sum |a||b| + |beta c0|) with
  * gamma_K = K u / (1 - K u), u = 2^-24, plus one rounding of the result; a
  * part that computed the wrong rows or columns, or none, is off by O(1). */
+#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -58,6 +59,46 @@ static int run(int ta, int tb, int M, int N, int K, float beta) {
     return bad == 0;
 }
 
+/* wf_sgemm_pair: two products at once, each whole on its own thread, must
+ * give the bits of one thread computing each whole (wf_sgemm without the
+ * cut, OpenBLAS on one thread, as the runtime runs it under the cut), for the
+ * LM head's pair of shapes (dx += dlogits @ w, dw += dlogits^T @ x, both
+ * accumulating); with a NULL second product, those of wf_sgemm on the
+ * first.  Exact equality: the same calls on the same operands. */
+static int pair(int N, int C, int V) {
+    float *s = malloc(sizeof(float) * (size_t)N * V), *w = malloc(sizeof(float) * (size_t)V * C);
+    float *x = malloc(sizeof(float) * (size_t)N * C);
+    float *dx[2], *dw[2];
+    unsigned r = 11u;
+    for (long i = 0; i < (long)N * V; i++) s[i] = rnd(&r);
+    for (long i = 0; i < (long)V * C; i++) w[i] = rnd(&r);
+    for (long i = 0; i < (long)N * C; i++) x[i] = rnd(&r);
+    for (int k = 0; k < 2; k++) {
+        dx[k] = malloc(sizeof(float) * (size_t)N * C), dw[k] = malloc(sizeof(float) * (size_t)V * C);
+        unsigned q = 5u;  /* the same starting gradients in both */
+        for (long i = 0; i < (long)N * C; i++) dx[k][i] = rnd(&q);
+        for (long i = 0; i < (long)V * C; i++) dw[k][i] = rnd(&q);
+    }
+    openblas_set_num_threads(1);
+    wf_sgemm_split(0);  /* the reference: each product whole, on one thread */
+    wf_sgemm(0, 0, N, C, V, 1.0f, s, V, w, C, 1.0f, dx[0], C);
+    wf_sgemm(1, 0, V, C, N, 1.0f, s, V, x, C, 1.0f, dw[0], C);
+    wf_sgemm_split(1);
+    wf_gemm gx = { 0, 0, N, C, V, 1.0f, s, V, w, C, 1.0f, dx[1], C };
+    wf_gemm gw = { 1, 0, V, C, N, 1.0f, s, V, x, C, 1.0f, dw[1], C };
+    wf_sgemm_pair(&gx, &gw);
+    long bad = 0;
+    for (long i = 0; i < (long)N * C; i++) bad += dx[0][i] != dx[1][i];
+    for (long i = 0; i < (long)V * C; i++) bad += dw[0][i] != dw[1][i];
+    wf_sgemm(0, 0, N, C, V, 1.0f, s, V, w, C, 1.0f, dx[0], C);  /* y NULL: wf_sgemm on x */
+    wf_sgemm_pair(&gx, NULL);
+    for (long i = 0; i < (long)N * C; i++) bad += dx[0][i] != dx[1][i];
+    printf("sgemm pair   N %d C %d V %d: %ld elements differ  %s\n", N, C, V, bad, bad ? "FAIL" : "ok");
+    for (int k = 0; k < 2; k++) free(dx[k]), free(dw[k]);
+    free(s), free(w), free(x);
+    return bad == 0;
+}
+
 int main(void) {
     omp_set_num_threads(2);
     wf_sgemm_split(1);
@@ -69,6 +110,7 @@ int main(void) {
             ok &= run(ta, tb, 45, 1517, 197, 0.0f);  /* cut along the columns */
         }
     ok &= run(0, 1, 8, 8, 8, 1.0f);  /* too small to cut */
+    ok &= pair(301, 67, 1517);       /* each product over 16 MFLOP: run at once */
     printf(ok ? "test_sgemm_split: all passed\n" : "test_sgemm_split: FAILED\n");
     return !ok;
 }
