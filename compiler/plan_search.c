@@ -619,7 +619,7 @@ static double largest_layer_param(const Program *p) {
  * so, and every layer's are alike; and the most of two next to each other
  * in that order (S->lpair[ti]). */
 static void record_layer_params(search *S, int ti, const Program *p) {
-    int *layer = malloc(sizeof(int) * (size_t)p->n_params + 1), n = 0;
+    int *layer = malloc(sizeof(int) * ((size_t)p->n_params + 1)), n = 0;
     if (!layer) return;
     for (int k = 0; k < p->n_params; k++) layer[k] = -1;
     for (int i = 0; i < p->n_ops; i++)
@@ -1155,7 +1155,8 @@ static double stage_buckets(const search *S, const cand *c) {
 
 /* The dp communication a step leaves exposed, s, as simulate_plan prices it
  * for a stage of c's (its formulas, on the average stage): the stage's
- * parameters of a rank in buckets of c's size, their collectives against
+ * parameters of a rank in buckets of c's size, their collectives (and each
+ * one's CPU in MPI calls) against
  * the forward f and backward b of one microbatch of its chunk.  Plain dp:
  * the all-reduce beyond the last backward, never less than the last
  * bucket's; ZeRO-1, 2: the reduce-scatter so (ZeRO-2: every microbatch)
@@ -1170,11 +1171,14 @@ static double dp_exposed(const search *S, const cand *c, int accum, double f, do
     double one_rs = cost_reduce_scatter_ring(S->dp_el * n / nb, c->dp, &l);
     double ar = nb * one_ar, rs = nb * one_rs, ag = nb * cost_allgather_ring(S->p_el * n / nb, c->dp, &l);
     double late = fmax(rs - b, 0);
+    /* each non-blocking collective's CPU in MPI calls (a CPU calibration's
+     * dp_bucket_us; 0 otherwise), as simulate adds it */
+    double call = search_cal.dp_bucket_s;
     switch (c->zero) {
-    case 0: return fmax(fmax(ar - b, 0), one_ar);
-    case 1: return fmax(late, one_rs) + ag;
-    case 2: return (accum - 1) * late + fmax(late, one_rs) + ag;
-    default: return accum * (fmax(rs + ag - b, 0) + fmax(ag - f, 0));
+    case 0: return fmax(fmax(ar - b, 0), one_ar) + nb * call;
+    case 1: return fmax(late, one_rs) + ag + nb * call;
+    case 2: return (accum - 1) * late + fmax(late, one_rs) + ag + accum * nb * call;
+    default: return accum * (fmax(rs + ag - b, 0) + fmax(ag - f, 0)) + 3.0 * accum * nb * call;
     }
 }
 

@@ -16,6 +16,7 @@
  * (core_share, trace_shared.h).
  * Nothing is emitted: the 1T-parameter, 3072-GPU plan simulates in well under
  * a second. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,20 +49,24 @@ static void stop_hook(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "the calibration file runs too long");
 }
 
-/* The first line of the file at path that sets field (field = ...), or 0. */
-static int field_line(const char *path, const char *field) {
+/* "path:LINE" of the first line of the file at path that sets field
+ * (`field =`, anywhere in the line), or "path" when none does. */
+static const char *field_where(const char *path, const char *field, char *buf, size_t size) {
     FILE *f = fopen(path, "r");
     char line[1024];
     size_t n = strlen(field);
-    for (int no = 1; f && fgets(line, sizeof line, f); no++) {
-        const char *s = line + strspn(line, " \t");
-        if (strncmp(s, field, n) == 0 && s[n + strspn(s + n, " \t")] == '=') {
-            fclose(f);
-            return no;
+    snprintf(buf, size, "%s", path);
+    for (int no = 1; f && fgets(line, sizeof line, f); no++)
+        for (const char *s = strstr(line, field); s; s = strstr(s + 1, field)) {
+            int word = (s == line || !(isalnum((unsigned char)s[-1]) || s[-1] == '_'));
+            if (word && s[n + strspn(s + n, " \t")] == '=' && s[n + strspn(s + n, " \t") + 1] != '=') {
+                snprintf(buf, size, "%s:%d", path, no);
+                fclose(f);
+                return buf;
+            }
         }
-    }
     if (f) fclose(f);
-    return 0;
+    return buf;
 }
 
 /* An optional non-negative number field of the table on top of L's stack
@@ -73,7 +78,8 @@ static int optional_field(lua_State *L, const char *path, const char *field, con
         double x = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
         if (x >= 0 && isfinite(x)) *v = x;
         else {
-            wf_error("%s:%d: %s must be a non-negative number of %s, not %s", path, field_line(path, field), field,
+            char where[1100];
+            wf_error("%s: %s must be a non-negative number of %s, not %s", field_where(path, field, where, sizeof where), field,
                      unit, lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
             rc = -1;
         }
@@ -110,6 +116,18 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
         wf_error("%s: needs fp32, hbm_gbs, link_gbs and link_latency_us (write it with weft-calibrate)", path);
         goto done;
     }
+    /* rates divide: zero or negative ones would price a step at inf or below 0 */
+    struct { const char *name; double v; int positive; } rates[] = {
+        { "fp32", cal->fp32_tflops, 1 }, { "hbm_gbs", cal->hbm_gbs, 1 },
+        { "link_gbs", cal->link_gbs, 1 }, { "link_latency_us", cal->link_latency_us, 0 },
+    };
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++)
+        if (!isfinite(rates[i].v) || rates[i].v < 0 || (rates[i].positive && rates[i].v == 0)) {
+            char where[1100];
+            wf_error("%s: %s must be a %s number, not %g", field_where(path, rates[i].name, where, sizeof where),
+                     rates[i].name, rates[i].positive ? "positive" : "non-negative", rates[i].v);
+            goto done;
+        }
     if (!get_number(L, "gemm_balance", &cal->gemm_balance)) cal->gemm_balance = 1;
     struct { const char *name; double *v; } kernels[] = {
         { "layernorm", cal->layernorm }, { "gelu", cal->gelu }, { "add", cal->add },
@@ -148,8 +166,9 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
     lua_getfield(L, -1, "tp_gbs");
     int tp_table = lua_istable(L, -1);
     if (!tp_table && !lua_isnil(L, -1)) {
-        wf_error("%s:%d: tp_gbs must be a table { allreduce = ..., allgather = ..., reduce_scatter = ... } of GB/s",
-                 path, field_line(path, "tp_gbs"));
+        char where[1100];
+        wf_error("%s: tp_gbs must be a table { allreduce = ..., allgather = ..., reduce_scatter = ... } of GB/s",
+                 field_where(path, "tp_gbs", where, sizeof where));
         goto done;
     }
     for (int k = 0; k < 3; k++) {
@@ -159,7 +178,8 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
         if (!lua_isnil(L, -1)) {
             double x = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
             if (!(x > 0 && isfinite(x))) {
-                wf_error("%s:%d: tp_gbs.%s must be a positive number of GB/s, not %s", path, field_line(path, "tp_gbs"),
+                char where[1100];
+                wf_error("%s: tp_gbs.%s must be a positive number of GB/s, not %s", field_where(path, "tp_gbs", where, sizeof where),
                          tp_kinds[k], lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
                 goto done;
             }

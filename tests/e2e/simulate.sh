@@ -153,6 +153,16 @@ sed -E 's/^  tp_gbs = .*/  tp_gbs = { allreduce = 1, allgather = 0, reduce_scatt
 line=$(grep -n 'tp_gbs' "$WORK/bad_tp.lua" | cut -d: -f1)
 "$WEFT" simulate plans/tiny.lua --calibration "$WORK/bad_tp.lua" >/dev/null 2>"$WORK/bad_tp.err" && failed=$((failed + 1))
 check "tp_gbs.allgather 0 is refused at bad_tp.lua:$line" grep -q "bad_tp.lua:$line: tp_gbs.allgather" "$WORK/bad_tp.err"
+# Rates divide: hbm_gbs = 0 is refused at its line (it priced a step at inf
+# and nan); a field set on another field's line is found there.
+sed -E 's/^  hbm_gbs = .*/  hbm_gbs = 0,/' "$WORK/cluster.lua" >"$WORK/bad_h.lua"
+line=$(grep -n '^  hbm_gbs' "$WORK/bad_h.lua" | cut -d: -f1)
+"$WEFT" simulate plans/tiny.lua --calibration "$WORK/bad_h.lua" >/dev/null 2>"$WORK/bad_h.err" && failed=$((failed + 1))
+check "hbm_gbs 0 is refused at bad_h.lua:$line" grep -q "bad_h.lua:$line: hbm_gbs must be a positive number" "$WORK/bad_h.err"
+sed -E '/^  dp_bucket_us = /d; s/^  hbm_gbs = (.*),$/  hbm_gbs = \1, dp_bucket_us = "x",/' "$WORK/cluster.lua" >"$WORK/bad_l.lua"
+line=$(grep -n 'dp_bucket_us' "$WORK/bad_l.lua" | cut -d: -f1)
+"$WEFT" simulate plans/tiny.lua --calibration "$WORK/bad_l.lua" >/dev/null 2>"$WORK/bad_l.err" && failed=$((failed + 1))
+check "dp_bucket_us set beside hbm_gbs is refused at bad_l.lua:$line" grep -q "bad_l.lua:$line: dp_bucket_us" "$WORK/bad_l.err"
 # The in-place factors scale compute: forward 2x in the file, 2x in the prediction.
 sed -E 's/^  inplace = .*/  inplace = { forward = 1, backward = 1, optimizer = 1 },/' "$WORK/cluster.lua" >"$WORK/one.lua"
 sed -E 's/^  inplace = .*/  inplace = { forward = 2, backward = 1, optimizer = 1 },/' "$WORK/cluster.lua" >"$WORK/two.lua"
