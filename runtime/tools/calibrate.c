@@ -14,6 +14,7 @@
  * Run it with two ranks: mpirun -np 2 weft-calibrate -o cluster.lua */
 #include <mpi.h>
 #include <cblas.h>
+#include <errno.h>
 #include <omp.h>
 #include <math.h>
 #include <stdio.h>
@@ -323,8 +324,12 @@ int main(int argc, char **argv) {
     double tp[3] = { 0, 0, 0 };
     if (world == 2) tp_collective_gbs(lat, tp);
     if (rank == 0) {
-        FILE *f = fopen(out, "w");
-        if (!f) { fprintf(stderr, "weft-calibrate: cannot write %s\n", out); MPI_Abort(MPI_COMM_WORLD, 1); }
+        /* a temporary sibling, renamed over out only once whole: a failed
+         * run leaves the previous cluster file as it was */
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp-%d", out, (int)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f) { fprintf(stderr, "weft-calibrate: rank 0: cannot write %s: %s\n", tmp, strerror(errno)); MPI_Abort(MPI_COMM_WORLD, 1); }
         fprintf(f, "-- written by weft-calibrate: this machine's CPU backend, per rank\n");
         fprintf(f, "return {\n  name = \"CPU\",\n  fp32 = %.5f,          -- sgemm TFLOP/s, one thread\n", big / 1e3);
         fprintf(f, "  gemm_balance = %.2f,  -- efficiency I / (I + balance)\n", balance);
@@ -348,7 +353,12 @@ int main(int argc, char **argv) {
         fprintf(f, "  xent = { %.4f, %.4f },       -- per logit, GEMMs excluded\n", kn.xent_f, kn.xent_b);
         fprintf(f, "  linear = { %.2f, %.2f },     -- GFLOP/s of a linear layer (1024 x 128 -> 512)\n}\n",
                 kn.linear_f, kn.linear_b);
-        fclose(f);
+        int bad = ferror(f);
+        if (fclose(f) != 0 || bad || rename(tmp, out) != 0) {
+            fprintf(stderr, "weft-calibrate: rank 0: cannot write %s: %s\n", out, strerror(errno));
+            remove(tmp);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         printf("sgemm %.1f GFLOP/s (thin shapes %.1f), copy %.1f GB/s, MPI %.2f GB/s, %.2f us, %.2f us a dp bucket, "
                "optimizer %.2f ns a parameter; tp collectives (bus GB/s) all-reduce %.2f, all-gather %.2f, "
                "reduce-scatter %.2f; wrote %s\n", big, thin, hbm, gbs, lat * 1e6, bucket * 1e6, optim_ns, tp[0], tp[1], tp[2], out);
