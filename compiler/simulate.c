@@ -564,10 +564,15 @@ static int stage_times(const Program *p, double peak, double hbm, sim_times *t) 
      * zeroes gradients: 36 bytes a parameter through memory; on the CPU
      * backend, weft-calibrate's measured optimizer_ns a parameter instead
      * (the runtime's loops run slower than the copy rate: 4.6-4.9 ns here
-     * against 36 bytes' 3.2 ns at 11.2 GB/s, bench/optim_rate) */
-    for (int st = 0; st < p->pp; st++)
-        t->optim[st] = (calib ? calib->optimizer_s * p->param_numel[st]
-                              : cost_memory_bound_seconds(36.0 * p->param_numel[st], hbm)) * in[2];
+     * against 36 bytes' 3.2 ns at 11.2 GB/s, bench/optim_rate).  Under
+     * ZeRO a rank steps its shard only, 1/dp of the stage's parameters
+     * (the zeroing of ZeRO-1's whole gradients, under a tenth of
+     * optimizer_ns, is left out) */
+    double shard = p->zero >= 1 && p->dp > 1 ? 1.0 / p->dp : 1.0;
+    for (int st = 0; st < p->pp; st++) {
+        double n = p->param_numel[st] * shard;
+        t->optim[st] = (calib ? calib->optimizer_s * n : cost_memory_bound_seconds(36.0 * n, hbm)) * in[2];
+    }
     return 0;
 }
 
