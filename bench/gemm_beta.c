@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "blas.h"
 #include "internal.h"
 
@@ -40,16 +41,7 @@ typedef struct {
     int ta, tb, M, N, K;
 } shape;
 
-static double cpu_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* C (M, N) row-major from A and B as the shape reads them */
 static void run_form(int form, const shape *s, const float *A, const float *B, float *C) {
@@ -110,16 +102,16 @@ int main(int argc, char **argv) {
         for (long k = 0; k < nb; k++) B[k] = (float)rand() / RAND_MAX - 0.5f;
         for (int r = -1; r < rounds; r++)  /* round -1 warms up */
             for (int f = 0; f < FORMS; f++) {
-                double t0 = cpu_now();
+                double t0 = bench_cpu_s();
                 run_form(f, s, A, B, out[f]);
-                if (r >= 0) ms[f * rounds + r] = 1e3 * (cpu_now() - t0);
+                if (r >= 0) ms[f * rounds + r] = 1e3 * (bench_cpu_s() - t0);
             }
         int same = memcmp(out[ZERO_ADD], out[BETA0], sizeof(float) * (size_t)nc) == 0 &&
                    memcmp(out[ZERO_ADD], out[BETA0_CUT], sizeof(float) * (size_t)nc) == 0;
         printf("%s %5d x %5d x %5d (C %6.1f MiB):", s->what, s->M, s->N, s->K, 4.0 * nc / 1048576);
         double base = 0;
         for (int f = 0; f < FORMS; f++) {
-            qsort(ms + f * rounds, (size_t)rounds, sizeof(double), cmp);
+            qsort(ms + f * rounds, (size_t)rounds, sizeof(double), bench_cmp_double);
             double m = ms[f * rounds + rounds / 2];
             if (f == ZERO_ADD) base = m;
             printf("  %s %7.2f ms", FORM_NAME[f], m);

@@ -18,22 +18,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "blas.h"
 #include "internal.h"
 
-static double clock_s(clockid_t id) {
-    struct timespec t;
-    clock_gettime(id, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
 }
 
@@ -59,7 +49,7 @@ int main(int argc, char **argv) {
     for (int r = -1; r < rounds; r++)  /* round -1 warms up */
         for (int o = 0; o < 2; o++) {
             int k = (r & 1) ? 1 - o : o;  /* 0: cut, 1: pair; the order alternates */
-            double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = clock_s(CLOCK_MONOTONIC);
+            double c0 = bench_clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = bench_clock_s(CLOCK_MONOTONIC);
             if (k == 0) {
                 wf_sgemm(0, 0, n, C, V, 1.0f, s, V, w, C, 1.0f, dx[0], C);
                 wf_sgemm(1, 0, V, C, n, 1.0f, s, V, x, C, 1.0f, dw[0], C);
@@ -69,7 +59,7 @@ int main(int argc, char **argv) {
                 wf_sgemm_pair(&gx, &gw);
             }
             if (r >= 0)
-                cpu[k][r] = 1e3 * (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0), wall[k][r] = 1e3 * (clock_s(CLOCK_MONOTONIC) - t0);
+                cpu[k][r] = 1e3 * (bench_clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0), wall[k][r] = 1e3 * (bench_clock_s(CLOCK_MONOTONIC) - t0);
         }
     for (int r = 0; r < rounds; r++) ratio[r] = cpu[1][r] / cpu[0][r];
     int same = memcmp(dx[0], dx[1], sizeof(float) * (size_t)n * C) == 0 &&

@@ -11,24 +11,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "blas.h"
 #include "internal.h"
 
-static double clock_s(clockid_t id) {
-    struct timespec t;
-    clock_gettime(id, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double now(void) { return bench_clock_s(CLOCK_MONOTONIC); }
 /* the process's CPU time, every thread's: what a machine shared with other
  * jobs changes least (run with OMP_WAIT_POLICY=PASSIVE, as launch.sh does,
  * or OpenMP's spinning counts too) */
-static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+static double cpu_now(void) { return bench_cpu_s(); }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     wf_blas_select(argc, argv);
@@ -70,8 +62,8 @@ int main(int argc, char **argv) {
            6.0 * N * C * (double)V / 1e9);
     double base = 0;
     for (int k = 0; k < K; k++) {
-        qsort(ms + k * rounds, (size_t)rounds, sizeof(double), cmp);
-        qsort(cpu + k * rounds, (size_t)rounds, sizeof(double), cmp);
+        qsort(ms + k * rounds, (size_t)rounds, sizeof(double), bench_cmp_double);
+        qsort(cpu + k * rounds, (size_t)rounds, sizeof(double), bench_cmp_double);
         double m = ms[k * rounds + rounds / 2], mc = cpu[k * rounds + rounds / 2];
         if (k == 0) base = m;
         if (chunks[k] == 0)

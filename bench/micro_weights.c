@@ -18,19 +18,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "blas.h"
 #include "internal.h"
 
-static double cpu_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 enum { SHAPES = 4 };
 
@@ -42,9 +34,9 @@ static size_t evict_n;
 #define TIMED(call)                                \
     do {                                           \
         if (evict_n) memset(evict, 1, evict_n);    \
-        double t0_ = cpu_now();                    \
+        double t0_ = bench_cpu_s();                \
         call;                                      \
-        *spent += cpu_now() - t0_;                 \
+        *spent += bench_cpu_s() - t0_;             \
     } while (0)
 
 /* one step's linears: MICRO / per microbatches of per sequences each;
@@ -105,8 +97,8 @@ int main(int argc, char **argv) {
             t[v][r] = 0;
             step(&t[v][r], L, kn, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], T, micro, v ? micro : 1);
         }
-    qsort(t[0], (size_t)rounds, sizeof(double), cmp);
-    qsort(t[1], (size_t)rounds, sizeof(double), cmp);
+    qsort(t[0], (size_t)rounds, sizeof(double), bench_cmp_double);
+    qsort(t[1], (size_t)rounds, sizeof(double), bench_cmp_double);
     double small = t[0][rounds / 2], big = t[1][rounds / 2], extra = (small - big) / (micro - 1);
     printf("%d layers, C %d, %d sequences of %d tokens (%.1f GFLOP), %.0f MiB between calls, CPU s medians of %d "
            "rounds:\n", L, C, micro, T, flops / 1e9, evict_n / 1048576.0, rounds);

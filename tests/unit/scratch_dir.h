@@ -1,8 +1,6 @@
 /* scratch_dir.h: for the unit tests that write files (test_data.c,
  * test_safetensors.c): a scratch folder under $TMPDIR, whole files read and
- * written in it, its leftover temporaries counted, and the one-line checks
- * ("ok  : ..." / "FAIL: ...", an empty " ()" error suffix dropped) counted in
- * n_pass and n_fail. */
+ * written in it, its leftover temporaries counted; the one-line checks are check_line.h's. */
 #ifndef WEFT_TEST_SCRATCH_DIR_H
 #define WEFT_TEST_SCRATCH_DIR_H
 #include <dirent.h>
@@ -12,25 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(msg); /* drop an empty "(error)" suffix */
-    if (n >= 3 && !strcmp(msg + n - 3, " ()"))
-        msg[n - 3] = '\0';
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", msg);
-    if (ok)
-        n_pass++;
-    else
-        n_fail++;
-}
+#include "check_line.h"
 
 /* err contains every one of the NULL-terminated words */
 static int has_words(const char *err, ...)

@@ -14,19 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int n_pass, n_fail;
-static char root[256];
+#include "check_line.h"
 
-static void check(int ok, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("%s: %s\n", ok ? "ok  " : "FAIL", msg);
-    ok ? n_pass++ : n_fail++;
-}
+static char root[256];
 
 static const char *at(const char *name)
 {
