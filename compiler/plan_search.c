@@ -136,7 +136,7 @@ typedef struct {
     double lpair[8];  /* the most elements of two such parameters next in that order */
     /* ZeRO's arenas of a one-layer stage (zero_arena), by tp, sp, recompute
      * and bucket size */
-    struct zero_arena { int tp, sp, rc; double mb, buckets, gathers; } *arenas;
+    struct zero_arena { int tp, sp, rc, one; double mb, buckets, gathers; } *arenas;
     int n_arenas, cap_arenas;
     /* a VLM's first stage (vlm_stage0), by tp (index log2), sp and
      * recompute; [0] < 0: not measured yet */
@@ -918,7 +918,7 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
 static const struct zero_arena *zero_arena(search *S, const cand *c) {
     for (int i = 0; i < S->n_arenas; i++) {
         const struct zero_arena *a = &S->arenas[i];
-        if (a->tp == c->tp && a->sp == c->sp && a->rc == c->rc && a->mb == c->bucket_mb) return a;
+        if (a->tp == c->tp && a->sp == c->sp && a->rc == c->rc && a->one == (c->pp == 1) && a->mb == c->bucket_mb) return a;
     }
     if (S->n_arenas == S->cap_arenas) {
         int cap = S->cap_arenas ? 2 * S->cap_arenas : 32;
@@ -927,21 +927,24 @@ static const struct zero_arena *zero_arena(search *S, const cand *c) {
         S->arenas = t, S->cap_arenas = cap;
     }
     struct zero_arena *a = &S->arenas[S->n_arenas++];
-    *a = (struct zero_arena){ c->tp, c->sp, c->rc, c->bucket_mb, 0, 0 };
+    *a = (struct zero_arena){ c->tp, c->sp, c->rc, c->pp == 1, c->bucket_mb, 0, 0 };
+    int one = a->one, st = one ? 0 : 1;
     char b[6][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * c->tp);
     snprintf(b[1], 64, "mesh.tp=%d", c->tp);
     snprintf(b[2], 64, "mesh.sp=%s", c->sp ? "true" : "false");
     snprintf(b[3], 64, "recompute=%s", RC_NAMES[c->rc]);
     snprintf(b[4], 64, "buckets.mb=%g", c->bucket_mb);
-    snprintf(b[5], 64, "cluster.nodes=3");
-    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], "mesh.dp=2", "mesh.pp=3", "zero=3", "batch.global=6",
-                            "model.layers=3", "pipeline.stages.1=1", "pipeline.stages.2=1", "pipeline.stages.3=1", NULL };
+    snprintf(b[5], 64, "cluster.nodes=%d", one ? 1 : 3);
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], "mesh.dp=2", "zero=3",
+                            one ? "mesh.pp=1" : "mesh.pp=3", one ? "batch.global=2" : "batch.global=6",
+                            one ? "model.layers=1" : "model.layers=3", one ? NULL : "pipeline.stages.1=1",
+                            "pipeline.stages.2=1", "pipeline.stages.3=1", NULL };
     Program p;
     char msg[512];
-    if (build_small(S, &p, extra, msg, sizeof msg) == 0 && p.zero >= 3 && p.pp == 3) {
-        a->buckets = (double)p.grad_buf_numel[1];
-        a->gathers = (double)(p.gather_numel[1] - (p.param_numel[1] - p.train_numel[1]));  /* less the frozen */
+    if (build_small(S, &p, extra, msg, sizeof msg) == 0 && p.zero >= 3 && p.pp == (one ? 1 : 3)) {
+        a->buckets = (double)p.grad_buf_numel[st];
+        a->gathers = (double)(p.gather_numel[st] - (p.param_numel[st] - p.train_numel[st]));  /* less the frozen */
     } else if (getenv("WEFT_PLAN_DEBUG")) {
         fprintf(stderr, "debug: zero arena build failed: %s\n", msg);
     }
