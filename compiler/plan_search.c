@@ -402,8 +402,9 @@ static void debug_stages(search *S, const cand *c, const Program *p) {
                 st, m.total / G, m.params / G, m.grads / G, m.optim / G, m.acts / G, program_slots(p, st),
                 4.0 * (double)p->act_numel[st] / G, 4.0 * (double)p->region_numel[st] / G, m.dacts / G, m.scratch / G,
                 m.cast / G, m.w16 / G, m.runtime / G);
-        if (p->zero >= 2 && p->grad_buf_numel)  /* ZeRO's buffers, elements, beside the bound's */
-        {
+        if (p->zero >= 2 && p->grad_buf_numel) {
+            /* ZeRO's arenas, elements: first fit's beside the most live at
+             * once (the least any layout of these spans could take) */
             double gl = 0, bl = 0;
             for (int t = 0; t < 2 * p->n_ops; t++) {
                 double g = 0, b = 0;
@@ -415,12 +416,6 @@ static void debug_stages(search *S, const cand *c, const Program *p) {
             }
             fprintf(stderr, "debug: stage %d zero buffers: buckets %ld gathers %ld; live at once %.0f %.0f\n", st, p->grad_buf_numel[st],
                     p->zero >= 3 && p->gather_numel ? p->gather_numel[st] - (p->param_numel[st] - p->train_numel[st]) : 0, bl, gl);
-            if (st == 0 && getenv("WEFT_PLAN_DEBUG_Z"))
-                for (int e = 0; p->zero >= 3 && e < p->n_gathers; e++)
-                    if (p->gathers[e].stage == st) fprintf(stderr, "debug:   gather b%d n %ld func %d issue %d start %d end %d off %ld\n", p->gathers[e].bucket, p->buckets[p->gathers[e].bucket].numel, p->gathers[e].func, p->gathers[e].issue, p->gathers[e].start, p->gathers[e].end, p->buckets[p->gathers[e].bucket].gather);
-            if (st == 0 && getenv("WEFT_PLAN_DEBUG_Z"))
-                for (int k = 0; k < p->n_buckets; k++)
-                    if (p->buckets[k].stage == st) fprintf(stderr, "debug:   bucket b%d n %ld live %d %d off %ld\n", k, p->buckets[k].numel, p->buckets[k].first_write_op, p->buckets[k].wait_after_op, p->buckets[k].buffer);
         }
     }
     if (c->zero >= 2) {
@@ -885,23 +880,6 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
     *every = (S->image_bytes * c->micro + tokens) * accum + 2 * 4.0 * tokens * accum;
 }
 
-/* ZeRO's buffers on every stage, bytes, a lower bound: ZeRO-2's gradient
- * bucket buffers and ZeRO-3's gather buffers (zero_plan.c: first fit of
- * whole buckets, disjoint while live together), in 2 bytes (param16,
- * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  A chunk's
- * layers are a run of parameters buckets.c cuts only where a bucket would
- * pass buckets.mb (C elements): the run lies in one bucket (at least a
- * layer's T elements), or two buckets side by side hold more than C.  Two
- * buckets side by side are live together: a bucket buffer from its first
- * gradient to the next bucket's completion, a gather (prefetched one ahead,
- * zero_prefetch 1 or more) from the previous gather's start, and in
- * backward nothing is gathered between them.  Two parameters next in the
- * run lie in one bucket or in two side by side.  So each kind holds
- * min(T, C), the most of two parameters next in a layer (lpair), and the
- * largest layer parameter P; under full recompute a layer's forward runs
- * again at once, its buckets (T at least) all gathered.  Gathers with
- * zero_prefetch 0 or zero_prefetch_mb: P.  None for a VLM: its encoder's
- * layers lie on the first stage only. */
 /* The arenas zero_plan.c lays out for a stage of one layer in one chunk,
  * elements (0 0: the build failed): the middle stage of a 3-stage, 3-layer
  * build with c's tp, sp, recompute and bucket size and the plan's prefetch,
@@ -914,7 +892,13 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
  * than qkv) cannot go under proj, the arena is the whole layer where the
  * most live at once is fc1 + fc2.  A stage of more layers or chunks places
  * the same layer's buckets among more (and longer: prefetch crosses layers)
- * spans, first fit at each step taking the lowest gap.  Cached. */
+ * spans, first fit at each step taking the lowest gap (an argument, not a
+ * proof: first fit is not monotone in general; e2e_plan_search checks the
+ * bound against every build).  One stage (pp 1) runs forward and backward
+ * as one function, gathers running from one into the other: its arenas
+ * come from a one-stage, one-layer build (the embedding's and the head's
+ * buckets beside the layer's).  Cached by tp, sp, recompute, bucket size
+ * and pp 1 or not; the build's stage arenas do not depend on dp. */
 static const struct zero_arena *zero_arena(search *S, const cand *c) {
     for (int i = 0; i < S->n_arenas; i++) {
         const struct zero_arena *a = &S->arenas[i];
@@ -952,6 +936,23 @@ static const struct zero_arena *zero_arena(search *S, const cand *c) {
     return a;
 }
 
+/* ZeRO's buffers on every stage, bytes, a lower bound: ZeRO-2's gradient
+ * bucket buffers and ZeRO-3's gather buffers (zero_plan.c: first fit of
+ * whole buckets, disjoint while live together), in 2 bytes (param16,
+ * grad16) or more for 16-bit plans, 4 for fp32 (memory.c).  A chunk's
+ * layers are a run of parameters buckets.c cuts only where a bucket would
+ * pass buckets.mb (C elements): the run lies in one bucket (at least a
+ * layer's T elements), or two buckets side by side hold more than C.  Two
+ * buckets side by side are live together: a bucket buffer from its first
+ * gradient to the next bucket's completion, a gather (prefetched one ahead,
+ * zero_prefetch 1 or more) from the previous gather's start, and in
+ * backward nothing is gathered between them.  Two parameters next in the
+ * run lie in one bucket or in two side by side.  So each kind holds
+ * min(T, C), the most of two parameters next in a layer (lpair), and the
+ * largest layer parameter P; under full recompute a layer's forward runs
+ * again at once, its buckets (T at least) all gathered.  Gathers with
+ * zero_prefetch 0 or zero_prefetch_mb: P.  None for a VLM: its encoder's
+ * layers lie on the first stage only. */
 static void zero_buffer_elems(search *S, const cand *c, double *buckets, double *gathers) {
     *buckets = *gathers = 0;
     if (c->zero < 2 || S->vlm) return;
