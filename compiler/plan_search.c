@@ -1030,12 +1030,23 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
         int K = c->pp * c->virt;
         double m = 0;
         for (int s = 0; s < c->pp; s++) {
-            double layers = 0, slot = 0, most = 0;  /* a slot is sized for the stage's largest chunk */
+            double layers = 0, slot = 0, most = 0, other = 0;  /* a slot is sized for the stage's largest chunk */
             for (int k = s; k < K; k += c->pp) {
                 layers += split[k];
                 most = fmax(most, split[k]);
-                slot = fmax(slot, split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0));
+                double x = split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0);
+                slot = fmax(slot, x);
+                if (k != K - 1) other = fmax(other, x);
             }
+            /* interleaved: the loss chunk, when its stage holds one of its
+             * microbatches at a time (memory_slot.c's lone_chunk), keeps its
+             * activations once in the region and sizes no slot, so the last
+             * stage holds at least slots - 1 of the other chunks' and one
+             * of the largest (the plan's [3*30 2 4] of Korthikanti's 175B
+             * on 64 GPUs was 65 MiB below a bound of 25 slots of its
+             * 4-layer chunk) */
+            double acts = slots[s] * slot;
+            if (c->virt > 1 && s == (K - 1) % c->pp && slots[s] >= 1) acts = (slots[s] - 1) * other + slot;
             int first = s == 0, last = s == c->pp - 1;
             double sa, sb;
             stage_state(S, c, v, first, last, &sa, &sb);
@@ -1044,10 +1055,10 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
             double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) +
                           most * (first ? v[AT_DDACT] : last ? v[AT_LDDACT] : fmin(v[AT_DDACT], v[AT_LDDACT]));
             dact *= slots[c->pp + s];
-            m = fmax(m, sa + layers * sb + (slots[s] * slot + dact) * tokens);
+            m = fmax(m, sa + layers * sb + (acts + dact) * tokens);
             if (debug_bound_stages)
                 fprintf(stderr, "debug: stage %d bound: state %.3f GiB (%.0f layers), acts %.3f (%d slots of %.3f), act grads %.3f\n", s,
-                        (sa + layers * sb) / 1073741824.0, layers, slots[s] * slot * tokens / 1073741824.0, slots[s],
+                        (sa + layers * sb) / 1073741824.0, layers, acts * tokens / 1073741824.0, slots[s],
                         slot * tokens / 1073741824.0, dact * tokens / 1073741824.0);
         }
         return m;
