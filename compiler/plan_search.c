@@ -134,6 +134,10 @@ typedef struct {
     long lparam[8][MAX_LPARAM];
     int n_lparam[8];
     double lpair[8];  /* the most elements of two such parameters next in that order */
+    /* ZeRO's arenas of a one-layer stage (zero_arena), by tp, sp, recompute
+     * and bucket size */
+    struct zero_arena { int tp, sp, rc, one; double mb, buckets, gathers; } *arenas;
+    int n_arenas, cap_arenas;
     /* a VLM's first stage (vlm_stage0), by tp (index log2), sp and
      * recompute; [0] < 0: not measured yet */
     double vlm0[8][2][3][V0_N];
@@ -307,6 +311,7 @@ static double mem_lower_bound(search *S, const cand *c, int accum);
 static int debug_bound_stages;
 static void debug_stages(search *S, const cand *c, const Program *p);
 static const int *predicted_split(search *S, const cand *c);
+static void zero_buffer_elems(search *S, const cand *c, double *buckets, double *gathers);
 
 /* A priced candidate's step, s: from tokens/s, which simulate prints to
  * more digits than the step (to the unit: relative error at most
@@ -397,6 +402,26 @@ static void debug_stages(search *S, const cand *c, const Program *p) {
                 st, m.total / G, m.params / G, m.grads / G, m.optim / G, m.acts / G, program_slots(p, st),
                 4.0 * (double)p->act_numel[st] / G, 4.0 * (double)p->region_numel[st] / G, m.dacts / G, m.scratch / G,
                 m.cast / G, m.w16 / G, m.runtime / G);
+        if (p->zero >= 2 && p->grad_buf_numel) {
+            /* ZeRO's arenas, elements: first fit's beside the most live at
+             * once (the least any layout of these spans could take) */
+            double gl = 0, bl = 0;
+            for (int t = 0; t < 2 * p->n_ops; t++) {
+                double g = 0, b = 0;
+                for (int e = 0; p->zero >= 3 && e < p->n_gathers; e++)
+                    if (p->gathers[e].stage == st && p->gathers[e].issue <= t && t <= p->gathers[e].end) g += p->buckets[p->gathers[e].bucket].numel;
+                for (int k = 0; k < p->n_buckets; k++)
+                    if (p->buckets[k].stage == st && p->buckets[k].first_write_op <= t && t <= p->buckets[k].wait_after_op) b += p->buckets[k].numel;
+                gl = fmax(gl, g), bl = fmax(bl, b);
+            }
+            fprintf(stderr, "debug: stage %d zero buffers: buckets %ld gathers %ld; live at once %.0f %.0f\n", st, p->grad_buf_numel[st],
+                    p->zero >= 3 && p->gather_numel ? p->gather_numel[st] - (p->param_numel[st] - p->train_numel[st]) : 0, bl, gl);
+        }
+    }
+    if (c->zero >= 2) {
+        double zb, zg;
+        zero_buffer_elems(S, c, &zb, &zg);
+        fprintf(stderr, "debug: stages: zero buffers bound: buckets %.0f gathers %.0f\n", zb, zg);
     }
     debug_bound_stages = 1;
     cand d = *c;
@@ -855,6 +880,62 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
     *every = (S->image_bytes * c->micro + tokens) * accum + 2 * 4.0 * tokens * accum;
 }
 
+/* The arenas zero_plan.c lays out for a stage of one layer in one chunk,
+ * elements (0 0: the build failed): the middle stage of a 3-stage, 3-layer
+ * build with c's tp, sp, recompute and bucket size and the plan's prefetch,
+ * at ZeRO-3 (its bucket buffers are ZeRO-2's: plan_bucket_buffers does not
+ * read the stage).  That layer's spans already force first fit past the
+ * most live at once: each bucket has one gather buffer for all its spans,
+ * and backward's spans touch (a gather is issued at the previous one's
+ * start), so at 1008B's tp 8, 128 MiB, qkv, proj, fc1 and fc2 lie side by
+ * side, proj beside fc1 and fc2 beside the next layer's qkv: fc1 (larger
+ * than qkv) cannot go under proj, the arena is the whole layer where the
+ * most live at once is fc1 + fc2.  A stage of more layers or chunks places
+ * the same layer's buckets among more (and longer: prefetch crosses layers)
+ * spans, first fit at each step taking the lowest gap (an argument, not a
+ * proof: first fit is not monotone in general; e2e_plan_search checks the
+ * bound against every build).  One stage (pp 1) runs forward and backward
+ * as one function, gathers running from one into the other: its arenas
+ * come from a one-stage, one-layer build (the embedding's and the head's
+ * buckets beside the layer's).  Cached by tp, sp, recompute, bucket size
+ * and pp 1 or not; the build's stage arenas do not depend on dp. */
+static const struct zero_arena *zero_arena(search *S, const cand *c) {
+    for (int i = 0; i < S->n_arenas; i++) {
+        const struct zero_arena *a = &S->arenas[i];
+        if (a->tp == c->tp && a->sp == c->sp && a->rc == c->rc && a->one == (c->pp == 1) && a->mb == c->bucket_mb) return a;
+    }
+    if (S->n_arenas == S->cap_arenas) {
+        int cap = S->cap_arenas ? 2 * S->cap_arenas : 32;
+        struct zero_arena *t = realloc(S->arenas, sizeof *t * (size_t)cap);
+        if (!t) return NULL;
+        S->arenas = t, S->cap_arenas = cap;
+    }
+    struct zero_arena *a = &S->arenas[S->n_arenas++];
+    *a = (struct zero_arena){ c->tp, c->sp, c->rc, c->pp == 1, c->bucket_mb, 0, 0 };
+    int one = a->one, st = one ? 0 : 1;
+    char b[6][64];
+    snprintf(b[0], 64, "cluster.devices_per_node=%d", 2 * c->tp);
+    snprintf(b[1], 64, "mesh.tp=%d", c->tp);
+    snprintf(b[2], 64, "mesh.sp=%s", c->sp ? "true" : "false");
+    snprintf(b[3], 64, "recompute=%s", RC_NAMES[c->rc]);
+    snprintf(b[4], 64, "buckets.mb=%g", c->bucket_mb);
+    snprintf(b[5], 64, "cluster.nodes=%d", one ? 1 : 3);
+    const char *extra[] = { b[0], b[1], b[2], b[3], b[4], b[5], "mesh.dp=2", "zero=3",
+                            one ? "mesh.pp=1" : "mesh.pp=3", one ? "batch.global=2" : "batch.global=6",
+                            one ? "model.layers=1" : "model.layers=3", one ? NULL : "pipeline.stages.1=1",
+                            "pipeline.stages.2=1", "pipeline.stages.3=1", NULL };
+    Program p;
+    char msg[512];
+    if (build_small(S, &p, extra, msg, sizeof msg) == 0 && p.zero >= 3 && p.pp == (one ? 1 : 3)) {
+        a->buckets = (double)p.grad_buf_numel[st];
+        a->gathers = (double)(p.gather_numel[st] - (p.param_numel[st] - p.train_numel[st]));  /* less the frozen */
+    } else if (getenv("WEFT_PLAN_DEBUG")) {
+        fprintf(stderr, "debug: zero arena build failed: %s\n", msg);
+    }
+    program_free(&p);
+    return a;
+}
+
 /* ZeRO's buffers on every stage, bytes, a lower bound: ZeRO-2's gradient
  * bucket buffers and ZeRO-3's gather buffers (zero_plan.c: first fit of
  * whole buckets, disjoint while live together), in 2 bytes (param16,
@@ -881,6 +962,10 @@ static void zero_buffer_elems(search *S, const cand *c, double *buckets, double 
     double pair = fmax(fmax(P, ti >= 0 ? S->lpair[ti] : 0), fmin(T, c->bucket_mb * 1048576.0 / S->el));
     *buckets = pair;
     *gathers = c->zero < 3 ? 0 : c->rc == 2 ? fmax(T, pair) : S->prefetch ? pair : P;
+    /* and no less than first fit's arenas for a stage of one layer */
+    const struct zero_arena *a = zero_arena(S, c);
+    if (a) *buckets = fmax(*buckets, a->buckets);
+    if (a && c->zero >= 3) *gathers = fmax(*gathers, a->gathers);
 }
 
 static double zero_buffer_bound(search *S, const cand *c) {
@@ -945,12 +1030,23 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
         int K = c->pp * c->virt;
         double m = 0;
         for (int s = 0; s < c->pp; s++) {
-            double layers = 0, slot = 0, most = 0;  /* a slot is sized for the stage's largest chunk */
+            double layers = 0, slot = 0, most = 0, other = 0;  /* a slot is sized for the stage's largest chunk */
             for (int k = s; k < K; k += c->pp) {
                 layers += split[k];
                 most = fmax(most, split[k]);
-                slot = fmax(slot, split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0));
+                double x = split[k] * v[AT_LAYER] + (k == 0 ? v[AT_FIXED] : k == K - 1 ? v[AT_LFIXED] : 0);
+                slot = fmax(slot, x);
+                if (k != K - 1) other = fmax(other, x);
             }
+            /* interleaved: the loss chunk, when its stage holds one of its
+             * microbatches at a time (memory_slot.c's lone_chunk), keeps its
+             * activations once in the region and sizes no slot, so the last
+             * stage holds at least slots - 1 of the other chunks' and one
+             * of the largest (the plan's [3*30 2 4] of Korthikanti's 175B
+             * on 64 GPUs was 65 MiB below a bound of 25 slots of its
+             * 4-layer chunk) */
+            double acts = slots[s] * slot;
+            if (c->virt > 1 && s == (K - 1) % c->pp && slots[s] >= 1) acts = (slots[s] - 1) * other + slot;
             int first = s == 0, last = s == c->pp - 1;
             double sa, sb;
             stage_state(S, c, v, first, last, &sa, &sb);
@@ -959,10 +1055,10 @@ static double deep_lower_bound(search *S, const cand *c, int accum) {
             double dact = (first ? v[AT_DACT] : last ? v[AT_LDACT] : fmin(v[AT_DACT], v[AT_LDACT])) +
                           most * (first ? v[AT_DDACT] : last ? v[AT_LDDACT] : fmin(v[AT_DDACT], v[AT_LDDACT]));
             dact *= slots[c->pp + s];
-            m = fmax(m, sa + layers * sb + (slots[s] * slot + dact) * tokens);
+            m = fmax(m, sa + layers * sb + (acts + dact) * tokens);
             if (debug_bound_stages)
                 fprintf(stderr, "debug: stage %d bound: state %.3f GiB (%.0f layers), acts %.3f (%d slots of %.3f), act grads %.3f\n", s,
-                        (sa + layers * sb) / 1073741824.0, layers, slots[s] * slot * tokens / 1073741824.0, slots[s],
+                        (sa + layers * sb) / 1073741824.0, layers, acts * tokens / 1073741824.0, slots[s],
                         slot * tokens / 1073741824.0, dact * tokens / 1073741824.0);
         }
         return m;
@@ -1928,6 +2024,7 @@ static void explain_none(const search *S) {
 static void search_free(search *S) {
     free(S->c);
     free(S->probes);
+    free(S->arenas);
     free(S->part_costs);
     for (int i = 0; i < S->n_splits; i++) free(S->splits[i].layers);
     free(S->splits);
