@@ -57,17 +57,18 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
 
     double t0 = now_seconds();
     enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
-    /* parts of whole blocks of rows, the last with the rows past the last
-     * block; a part under 8 MFLOP (~0.1 ms) is not worth waking a thread
-     * for: on a busy machine the wake-up alone can cost more (the smallest
-     * part has blocks / parts blocks) */
+    /* parts of whole blocks of rows; a part under 8 MFLOP (~0.1 ms) is not
+     * worth waking a thread for: on a busy machine the wake-up alone can cost
+     * more (the smallest part has blocks / parts blocks) */
     int blocks = M / CUT_ROWS, parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
     if (parts > blocks) parts = blocks;
     while (parts > 1 && 2.0 * (blocks / parts) * CUT_ROWS * N * K < 8e6) parts--;
     if (parts > 1) {
 #pragma omp parallel for schedule(static, 1) num_threads(parts)
         for (int k = 0; k < parts; k++) {
-            int lo = k * blocks / parts * CUT_ROWS, hi = k + 1 == parts ? M : (k + 1) * blocks / parts * CUT_ROWS;
+            /* the last part, which takes the rows past the last block, has the fewer blocks */
+            int lo = (k * blocks + parts - 1) / parts * CUT_ROWS;
+            int hi = k + 1 == parts ? M : ((k + 1) * blocks + parts - 1) / parts * CUT_ROWS;
             /* op(A) rows lo..hi, C rows lo..hi */
             cblas_sgemm(CblasRowMajor, ta, tb, hi - lo, N, K, alpha, transA ? A + lo : A + (long)lo * lda, lda, B,
                         ldb, beta, C + (long)lo * ldc, ldc);
