@@ -3,16 +3,26 @@
  * One thread pool per rank: OpenBLAS's own (pthreads) pool and OpenMP's
  * (every other kernel) would otherwise take turns on the same cores, each
  * spinning while the other works.  When wf_sgemm_split is on (wf_blas_threads
- * sets OpenBLAS to one thread), a large product is cut along the longer side
- * of C into one part per OpenMP thread, each a single-threaded cblas_sgemm on
- * its own rows or columns: each element of C is the same sum over K as
- * unsplit, and the cut does not depend on anything but the shape and the
- * thread count.  The same sum, but not always the same rounding: OpenBLAS's
- * AVX-512 (SkylakeX) kernels gave the whole product's bits on every shape
- * tried (test_sgemm_split's, the LM head's), its Haswell (AVX2) kernels
- * round some elements differently by where the cut falls (bench/gemm_pair
- * with OPENBLAS_CORETYPE=Haswell), so there the bits depend on the thread
- * count. */
+ * sets OpenBLAS to one thread), a large product is cut into one part per
+ * OpenMP thread, each a single-threaded cblas_sgemm on its own rows of C.
+ *
+ * The cut must give the whole product's bits, or results would depend on the
+ * thread count.  Each element of C is the same sum over K either way, but
+ * OpenBLAS's micro-kernels round some elements differently by where a tile
+ * falls relative to the edges of the call (tests/unit/test_sgemm_cut.c
+ * checks every kernel set this CPU runs):
+ *  - columns of C (OpenBLAS's column-major M, the packed-A side): with the
+ *    Haswell/Zen (AVX2) kernels the 8 columns either side of every edge of
+ *    a call, and of every GEMM_P block inside it, come out differently from
+ *    the interior, and the blocks depend on the call's width: no cut of the
+ *    columns (8 to 1152 tried) gave the whole product's bits;
+ *  - rows of C (OpenBLAS's N, the packed-B side): exact where every cut
+ *    falls on a multiple of 24 rows, with the Haswell/Zen kernels (8, 16 and
+ *    32 were not) and the SkylakeX ones (whose small-matrix path rounds
+ *    differently: parts of 8 to 48 rows of a 1000x300x64 product, under
+ *    1 M multiply-adds, took it; every part here is over 8 MFLOP).
+ * So only rows are cut, at multiples of CUT_ROWS = 24 from the first row;
+ * then the bits do not depend on how many parts there are. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 
 #include "blas.h"
@@ -25,6 +35,9 @@
 static double gemm_seconds;
 static double gemm_flops;
 static int split_on;
+
+/* rows of C per block of a cut (header) */
+enum { CUT_ROWS = 24 };
 
 void wf_sgemm_split(int on) { split_on = on; }
 
@@ -44,22 +57,21 @@ void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
 
     double t0 = now_seconds();
     enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
-    int parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
-    /* a part under 8 MFLOP (~0.1 ms) is not worth waking a thread for: on a
-     * busy machine the wake-up alone can cost more; parts of whole 16s */
-    if (parts > 1 && 2.0 * M * N * K >= 8e6 * parts && (M >= 32 * parts || N >= 32 * parts)) {
-        int rows = M >= N, len = rows ? M : N;
-        int step = ((len + parts - 1) / parts + 15) / 16 * 16;
+    /* parts of whole blocks of rows; a part under 8 MFLOP (~0.1 ms) is not
+     * worth waking a thread for: on a busy machine the wake-up alone can cost
+     * more (the smallest part has blocks / parts blocks) */
+    int blocks = M / CUT_ROWS, parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
+    if (parts > blocks) parts = blocks;
+    while (parts > 1 && 2.0 * (blocks / parts) * CUT_ROWS * N * K < 8e6) parts--;
+    if (parts > 1) {
 #pragma omp parallel for schedule(static, 1) num_threads(parts)
         for (int k = 0; k < parts; k++) {
-            int lo = k * step, n = len - lo < step ? len - lo : step;
-            if (n <= 0) continue;
-            if (rows)  /* op(A) rows lo.., C rows lo.. */
-                cblas_sgemm(CblasRowMajor, ta, tb, n, N, K, alpha, transA ? A + lo : A + (long)lo * lda, lda,
-                            B, ldb, beta, C + (long)lo * ldc, ldc);
-            else       /* op(B) columns lo.., C columns lo.. */
-                cblas_sgemm(CblasRowMajor, ta, tb, M, n, K, alpha, A, lda,
-                            transB ? B + (long)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+            /* the last part, which takes the rows past the last block, has the fewer blocks */
+            int lo = (k * blocks + parts - 1) / parts * CUT_ROWS;
+            int hi = k + 1 == parts ? M : ((k + 1) * blocks + parts - 1) / parts * CUT_ROWS;
+            /* op(A) rows lo..hi, C rows lo..hi */
+            cblas_sgemm(CblasRowMajor, ta, tb, hi - lo, N, K, alpha, transA ? A + lo : A + (long)lo * lda, lda, B,
+                        ldb, beta, C + (long)lo * ldc, ldc);
         }
     } else {
         cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -36,10 +36,9 @@ typedef struct {
  * operand that both halves of a cut pack (the LM head's weight in its input
  * gradient) is packed once, and neither product waits for the slower half of
  * its cut.  Each product's bits are then those of one thread computing it
- * whole (test_sgemm_split).  With the AVX-512 kernels the runtime picks where
- * it can, those were the cut's too on the LM head's shapes; OpenBLAS's
- * Haswell kernels round some elements of a cut product differently from the
- * whole one, so there wf_sgemm's own results depend on the thread count. */
+ * whole (test_sgemm_split), as are those of wf_sgemm's cut (blas.c cuts only
+ * where the whole product's bits survive, on every kernel set tried:
+ * test_sgemm_cut). */
 void wf_sgemm_pair(const wf_gemm *x, const wf_gemm *y);
 
 /* on: OpenBLAS runs one thread and wf_sgemm cuts large products over the
