@@ -16,14 +16,14 @@ fi
 # CPU-only ones named here.  A kernel added to runtime/cpu/ without a CUDA
 # version shows up here by name: write it in runtime/cuda/, or list it and
 # refuse its op for --backend cuda in compiler/backend_cuda.c.
-# CPU-only: BLAS plumbing (the one-pool GEMM cut, FLOPs counted by callers
+# CPU-only: BLAS plumbing (the one-pool GEMM cut and pair, FLOPs counted by callers
 # of cblas_sgemm) and the classifier's dlogits row; the chunked LM head's
 # idle-chunk test (it reads the targets on the host: CUDA computes such a
 # chunk's zero dlogits instead, runtime/cuda/xent.cu); the staging of 16-bit activations as floats (runtime/cpu/
 # stage16.h: CUDA kernels read 16 bits themselves).
 # (The LLaMA family's kernels are runtime/cuda/llama.cu and attention.cu's
 # wf_gqa_attention_*.)
-CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row
+CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_pair wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row
   wf_xent_rows_idle
   wf_stage16_begin wf_stage16_in wf_stage16_out wf_stage16_acc wf_stage16_end"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
