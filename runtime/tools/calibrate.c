@@ -29,9 +29,23 @@
 
 static double gemm_rate(int M, int N, int K) { return wf_sgemm_rate(M, N, K, 3); }
 
+/* calloc and malloc that stop the job, naming the rank, instead of
+ * measuring through a null pointer (every size here is above 0) */
+static void *need(void *p, size_t bytes) {
+    if (!p) {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        fprintf(stderr, "weft-calibrate: rank %d: calloc/malloc: cannot allocate %zu bytes\n", rank, bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
+static void *xcalloc(size_t n, size_t size) { return need(calloc(n, size), n * size); }
+static void *xmalloc(size_t bytes) { return need(malloc(bytes), bytes); }
+
 static double copy_gbs(void) {
     size_t n = (size_t)64 << 20;
-    char *a = malloc(n), *b = malloc(n);
+    char *a = xmalloc(n), *b = xmalloc(n);
     memset(a, 1, n);
     memset(b, 2, n);
     double best = 1e30;
@@ -66,13 +80,13 @@ static kernel_ns measure_kernels(double gemm_gflops) {
     /* 64 sequences of 128 tokens: arenas larger than the caches, as in a real step */
     enum { B = 64, T = 128, C = 128, H = 4, V = 4096, N = B * T };
     kernel_ns k;
-    float *x = calloc((size_t)N * 4 * C, 4), *y = calloc((size_t)N * 4 * C, 4), *d = calloc((size_t)N * 4 * C, 4);
-    float *dx = calloc((size_t)N * 4 * C, 4), *w = calloc(4 * C, 4), *b = calloc(4 * C, 4);
+    float *x = xcalloc((size_t)N * 4 * C, 4), *y = xcalloc((size_t)N * 4 * C, 4), *d = xcalloc((size_t)N * 4 * C, 4);
+    float *dx = xcalloc((size_t)N * 4 * C, 4), *w = xcalloc(4 * C, 4), *b = xcalloc(4 * C, 4);
     /* attention keeps B*H*T floats (its log-sum-exp) and needs as many of scratch */
-    float *mean = calloc(N, 4), *rstd = calloc(N, 4), *att = calloc((size_t)B * H * T, 4);
-    float *scratch = calloc((size_t)B * H * T, 4), *dlogits = calloc((size_t)N * V, 4), *losses = calloc(N, 4);
-    float *wte = calloc((size_t)V * C, 4), *dwte = calloc((size_t)V * C, 4);
-    int32_t *tgt = calloc(N, 4);
+    float *mean = xcalloc(N, 4), *rstd = xcalloc(N, 4), *att = xcalloc((size_t)B * H * T, 4);
+    float *scratch = xcalloc((size_t)B * H * T, 4), *dlogits = xcalloc((size_t)N * V, 4), *losses = xcalloc(N, 4);
+    float *wte = xcalloc((size_t)V * C, 4), *dwte = xcalloc((size_t)V * C, 4);
+    int32_t *tgt = xcalloc(N, 4);
     for (long i = 0; i < (long)N * 4 * C; i++) x[i] = (float)(i % 17) * 0.01f;
     for (int i = 0; i < 4 * C; i++) w[i] = 1.0f;
     double t, n = (double)N * C;
@@ -102,7 +116,7 @@ static kernel_ns measure_kernels(double gemm_gflops) {
 
 /* One-way time of an n-byte message between ranks 0 and 1 (ping-pong / 2). */
 static double pingpong(int rank, size_t n, int reps) {
-    char *buf = calloc(n ? n : 1, 1);
+    char *buf = xcalloc(n ? n : 1, 1);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < reps; i++) {
@@ -137,8 +151,8 @@ static double thread_cpu_s(void) {
 static double optimizer_ns(void) {
     enum { N = 1 << 20, RANGE = 65536, ROUNDS = 5 };
     size_t evict_n = (size_t)64 << 20;
-    char *evict = malloc(evict_n);
-    float *w = calloc(N, 4), *g = calloc(N, 4), *m = calloc(N, 4), *v = calloc(N, 4);
+    char *evict = xmalloc(evict_n);
+    float *w = xcalloc(N, 4), *g = xcalloc(N, 4), *m = xcalloc(N, 4), *v = xcalloc(N, 4);
     wf_opt_range r[N / RANGE];
     for (int k = 0; k < N / RANGE; k++)
         r[k] = (wf_opt_range){ .start = (long)k * RANGE, .n = RANGE, .w = (long)k * RANGE, .g = (long)k * RANGE,
@@ -180,8 +194,8 @@ static double optimizer_ns(void) {
 static void tp_collective_gbs(double lat, double gbs[3]) {
     enum { N = 1 << 18, REPS = 15 };  /* floats of the whole tensor */
     size_t evict_n = (size_t)64 << 20;
-    float *a = calloc(N, sizeof(float)), *b = calloc(N, sizeof(float));
-    char *evict = malloc(evict_n);
+    float *a = xcalloc(N, sizeof(float)), *b = xcalloc(N, sizeof(float));
+    char *evict = xmalloc(evict_n);
     double best[3] = { 1e30, 1e30, 1e30 }, worst[3];
     for (int r = 0; r < REPS; r++)
         for (int k = 0; k < 3; k++) {
@@ -219,7 +233,7 @@ static void tp_collective_gbs(double lat, double gbs[3]) {
  * spinning for the other rank. */
 static double bucket_pattern(float *g, long total, int n, float *const gap[3], long gap_n) {
     enum { GAPS = 32 };
-    MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)n);
+    MPI_Request *r = xmalloc(sizeof(MPI_Request) * (size_t)n);
     for (int i = 0; i < n; i++) r[i] = MPI_REQUEST_NULL;
     MPI_Barrier(MPI_COMM_WORLD);
     double in_calls = 0;
@@ -254,8 +268,8 @@ static double bucket_pattern(float *g, long total, int n, float *const gap[3], l
 static double dp_bucket_seconds(void) {
     enum { MANY = 32, FEW = 4, ROUNDS = 7 };
     long total = 1L << 20, gap_n = 1L << 20;
-    float *g = calloc((size_t)total, sizeof(float)), *gap[3];
-    for (int i = 0; i < 3; i++) gap[i] = calloc((size_t)gap_n, sizeof(float));
+    float *g = xcalloc((size_t)total, sizeof(float)), *gap[3];
+    for (int i = 0; i < 3; i++) gap[i] = xcalloc((size_t)gap_n, sizeof(float));
     double many = 1e30, few = 1e30;
     for (int round = 0; round < ROUNDS; round++) {
         double t = bucket_pattern(g, total, MANY, gap, gap_n);
