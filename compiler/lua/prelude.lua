@@ -1506,9 +1506,10 @@ local function make_plan(spec)
          "\"none\", or zero = 3")
   end
   local pipelined = s.mesh.pp > 1
-  if s.zero >= 2 and pipelined and s.pipeline.schedule == "zb-h1" then
-    -- the weight half of backward runs late, outside the chunk whose buffers it would write
-    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0 or 1, or another pipeline.schedule")
+  if s.zero >= 3 and pipelined and s.pipeline.schedule == "zb-h1" then
+    -- ZeRO-2's buckets are reduce-scattered after their last W (zero_plan.c);
+    -- ZeRO-3's all-gathers are planned for whole chunk backwards, not B and W
+    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0, 1 or 2, or another pipeline.schedule")
   end
   if s.zero >= 3 and s.pipeline.schedule == "pipedream-2bw" then
     -- ZeRO-1 and 2 shard the optimizer and the gradients of one batch; sharded
