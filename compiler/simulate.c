@@ -793,7 +793,10 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
      * (weft-calibrate's dp_bucket_us; cost_dp_exposed); NCCL's are not priced so */
     double per_call = calib ? calib->dp_bucket_s : 0;
     for (int st = 0; st < p->pp; st++) {
-        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st], last_ar = 0, last_rs = 0;
+        /* a split backward (zero-bubble) starts the buckets in W: only the
+         * weight half overlaps them */
+        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = s->split_backward ? tm.w[st] : tm.b[st];
+        double last_ar = 0, last_rs = 0;
         int nb = 0;
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {
