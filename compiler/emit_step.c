@@ -136,8 +136,12 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
     emit(o, "    wf_use_micro(c, m);\n");
     if (p->zero >= 2) emit(o, "    (void)last;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
     /* buckets are complete after their last W (B writes no bucket but the
-     * chunked LM head's, which zero_plan.c keeps live from that B on) */
+     * chunked LM head's, which zero_plan.c keeps live from that B on).  Full
+     * recompute: the shared region held later blocks since B, so each block
+     * is rebuilt again from its saved input before its W. */
+    block = -2;
     for (int i = end - 1; i >= first; i--) {
+        if (p->recompute == RECOMPUTE_FULL) maybe_recompute(o, p, i, &block);
         int emitted = emit_backward_half(o, p, i, 1);
         int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
         if (emitted && !started) emit(o, "    wf_progress(c);\n");

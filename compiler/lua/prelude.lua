@@ -1516,11 +1516,6 @@ local function make_plan(spec)
     -- weights would have to follow the two weight versions
     fail("plan.zero", s.zero .. " with pipedream-2bw " .. SUPPORTED_LATER, "0, 1 or 2")
   end
-  if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
-    -- W runs after later blocks have reused the recomputed activations
-    fail("plan.recompute", "\"full\" with the zb-h1 schedule " .. SUPPORTED_LATER,
-         "\"none\", or another pipeline.schedule")
-  end
   s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
   -- a 16-bit format the device has no arithmetic for (V100: no bf16)
   if s.precision ~= "fp32" and (s.cluster.device[s.precision] or 0) <= 0 then

@@ -89,6 +89,7 @@ layouts=(
   "rc_tp2     ref       256   2 16     1  2  0  1 1f1b         1 16    25  1  0  0"
   "rc_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  1  0  0"
   "rc_pp2     ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  1  0  0"
+  "rc_dp2pp2_zb ref_l4  256   4 16     2  1  0  2 zb-h1        1  2    0.05  1  2  0"
   "rc_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  1  0  0"
   "rs_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  2  0  0"
   "rs_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  2  0  0"
