@@ -8,9 +8,10 @@
 # meshes (dp x tp x pp = 2 x 2 x 2, also with ranks numbered in other mesh.orders),
 # GPT-2 with the exact erf GELU (activation = "gelu": sp, 3D interleaved with full recompute and ZeRO-1, zb-h1),
 # with the CPU LM head in chunks of 100 rows (lmhead_chunk: whole, vocabulary-parallel
-# with sp and with padding, zb-h1's B half), with full and selective activation recompute and with
+# with sp and with padding, zb-h1's B half), with full and selective activation recompute (full
+# also under zb-h1, each block rebuilt for B and again for W) and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
-# tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
+# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
