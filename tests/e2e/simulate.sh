@@ -230,7 +230,7 @@ check "dp 2 x pp 2 gpipe, one microbatch, on 2 cores: the computing pair shares 
 # on 2 cores, every rank computing throughout, is estimated at x2 its
 # unshared time like simulate's stretch, so within 25% of its price (the
 # estimate's dp and optimizer terms are approximations, ~15% apart here);
-# an estimate that gave each rank a core would be about half the price.
+# an estimate that gave each rank a core is under a third of it here.
 est=$(WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/tiny.lua --gpus 4 --set cluster.devices_per_node=4 --set mesh.tp=1 \
   --calibration "$WORK/two_cores.lua" --top 3 --max-priced 8 2>&1 >/dev/null |
   sed -n 's/^debug: time bound .* priced \([0-9.e-]*\) .* estimate \([0-9.e-]*\): dp 4 tp 1 pp 1 mb 4 - .*/\1 \2/p' | head -1)
