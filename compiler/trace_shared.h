@@ -16,8 +16,8 @@
  * ranks the trace is trace_from_costs's; with wait_share 1 every op is
  * slowed by ranks / cores exactly, so with no communication the makespan is
  * ranks / cores times trace_from_costs's; in between it lies between the
- * two, placed or not (each op is slowed by 1 to ranks / cores, and a schedule's times are
- * max-plus sums of its ops', which grow with them). */
+ * two, placed or not (each op is slowed by 1 to ranks / cores, and a
+ * schedule's times are max-plus sums of its ops', which grow with them). */
 #ifndef WEFT_TRACE_SHARED_H
 #define WEFT_TRACE_SHARED_H
 
@@ -40,7 +40,8 @@ typedef struct {
  * collectives), so a computing rank runs at 1 / E[the most computing ranks
  * on one core] of its speed (trace_placed_slowdown), never below the
  * speed every rank computing would leave it (cores / ranks), nor above the
- * demand rule's. */
+ * demand rule's.  (Counted exactly up to 256 ranks on a node; more are
+ * taken as spread.) */
 double trace_placed_slowdown(int computing, int ranks, int cores);
 
 /* trace_from_costs with the ranks sharing the cores as above: appends the
