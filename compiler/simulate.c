@@ -607,12 +607,12 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
  * kernel every core is as loaded as the next and it never moves a computing
  * rank off a core it shares with another onto a core whose ranks only wait:
  * the computing ranks sit on the cores as the ranks happen to, and the
- * busiest core sets the pace.  Measured (/proc's last core of each rank,
- * sampled every 2 ms, mpirun as launch.sh runs it, 4 ranks on 2 cores, the
- * machine busy with other jobs): of two ranks computing while two wait in
- * MPI_Recv, the pair shared one core in 6-61% of the samples (5 runs,
- * median 48%; 33% if placed at random, 0% if spread), tiny's dp 2 x pp 2
- * stage 0 pair in 76% and 100% (2 runs).  Two ranks of four computing on 2 cores are
+ * busiest core sets the pace.  bench/mpi_placement.sh (4 ranks on 2 cores
+ * as launch.sh runs them, 2 computing while 2 poll in MPI_Recv; the machine
+ * busy with other jobs): the computing pair shared a core in 0-87% of the
+ * milliseconds, median 35% over 12 rounds (33% if placed at random, 0% if
+ * spread); tiny's dp 2 x pp 2 stage 0 pair, sampled from /proc every 2 ms,
+ * in 76% and 100% (2 runs).  Two ranks of four computing on 2 cores are
  * then 4/3 slower on average (plan_q4: dp 2 x pp 2 gpipe 102-115 ms
  * against dp 2's 78-84).  0: every rank has a core (no sharing). */
 static int core_share(const Program *p, trace_share *sh, double *ranks) {
