@@ -52,6 +52,7 @@
 #include "plan_search.h"
 #include "program.h"
 #include "simulate.h"
+#include "trace_shared.h"
 
 enum { EXIT_OK = 0, EXIT_PLAN = 1, EXIT_USAGE = 2 };
 enum { MAX_SETS = 64, MAX_CAND = 100000 };
@@ -1334,6 +1335,16 @@ static void bounds(search *S, cand *c, int accum, int probe) {
         double p2p = c->pp > 1 ? cost_p2p(send / c->tp, c->dp * c->tp >= S->dpn ? &inter : &intra) +
                                      cost_allgather_ring(send, c->tp, &intra) : 0;
         pipe = (busy + 2.0 * accum * c->virt * p2p) * bubble_factor(c->sched, c->pp, accum, c->virt);
+        /* a CPU node with more ranks than cores (simulate's core_share):
+         * its ranks share the cores, every rank computing at once (one
+         * stage: ranks / cores), or one stage's at a time on cores whose
+         * other ranks wait, the busiest core setting the pace
+         * (trace_placed_slowdown), whichever is slower */
+        int node = S->world < S->dpn ? S->world : S->dpn, cores = search_cal.cores;
+        if (search_cal.loaded && !search_cal.cuda && node > cores) {
+            double placed = trace_placed_slowdown((int)lround((double)node / c->pp), node, cores);
+            pipe = fmax(pipe * placed, busy * node / cores);
+        }
         chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
     }
     /* the dp collectives against a chunk's forward and backward (a third

@@ -606,13 +606,24 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
  * cores along the timeline (trace_shared.h): the ranks computing at a time
  * and, at WAIT_SHARE each, those waiting (in a pipeline bubble, a receive,
  * after their step) divide the cores; a rank computing with a core free runs
- * at full speed.  The node's ranks are spread over the stages evenly.  0:
- * every rank has a core (no sharing). */
+ * at full speed.  The node's ranks are spread over the stages evenly.
+ * Placed: a waiting rank polls (it yields, but stays runnable), so to the
+ * kernel every core is as loaded as the next and it never moves a computing
+ * rank off a core it shares with another onto a core whose ranks only wait:
+ * the computing ranks sit on the cores as the ranks happen to, and the
+ * busiest core sets the pace.  bench/mpi_placement.sh (4 ranks on 2 cores
+ * as launch.sh runs them, 2 computing while 2 poll in MPI_Recv; the machine
+ * busy with other jobs): the computing pair shared a core in 0-87% of the
+ * milliseconds, median 35% over 12 rounds (33% if placed at random, 0% if
+ * spread); tiny's dp 2 x pp 2 stage 0 pair, sampled from /proc every 2 ms,
+ * in 76% and 100% (2 runs).  Two ranks of four computing on 2 cores are
+ * then 4/3 slower on average (plan_q4: dp 2 x pp 2 gpipe 102-115 ms
+ * against dp 2's 78-84).  0: every rank has a core (no sharing). */
 static int core_share(const Program *p, trace_share *sh, double *ranks) {
     int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
     if (!calib || node <= calib->cores) return 0;
     for (int st = 0; st < p->pp; st++) ranks[st] = (double)node / p->pp;
-    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE };
+    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE, 1 };
     return 1;
 }
 

@@ -121,6 +121,50 @@ static int advance(shared_sim *x, int st, stage_state *g, double now)
     return 0;
 }
 
+/* E[max over cores of the computing ranks on it], for every count k of
+ * computing ranks into e[0..ranks]: `ranks` sit on `cores`, ranks / cores
+ * each and one more on the first ranks % cores, k of them chosen uniformly
+ * (a multivariate hypergeometric).  E[max] is the sum over M of
+ * P(max > M); P(max <= M) counts the choices with at most M on every core
+ * (the coefficient of x^k in the product over cores of sum_{j <= M}
+ * C(size, j) x^j) over C(ranks, k), one product for every k.  Doubles hold
+ * the counts up to 256 ranks; past that (or with a core per rank) 1 for
+ * every k.  0, or -1 out of memory. */
+static int placed_slowdowns(int ranks, int cores, double *e)
+{
+    for (int k = 0; k <= ranks; k++) e[k] = 1;
+    if (ranks <= cores || cores < 1 || ranks > 256) return 0;
+    double *ways = malloc(sizeof(double) * (size_t)(3 * (ranks + 1)));
+    if (!ways) return -1;
+    double *next = ways + ranks + 1, *all = next + ranks + 1;
+    all[0] = 1;
+    for (int k = 1; k <= ranks; k++) all[k] = all[k - 1] * (ranks - k + 1) / k;  /* C(ranks, k) */
+    for (int k = 1; k <= ranks; k++) e[k] = 0;
+    for (int M = 0; M < (ranks + cores - 1) / cores; M++) {
+        for (int j = 0; j <= ranks; j++) ways[j] = j == 0;
+        for (int c = 0; c < cores; c++) {
+            int size = ranks / cores + (c < ranks % cores);
+            for (int j = 0; j <= ranks; j++) next[j] = 0;
+            double binom = 1;  /* C(size, i) */
+            for (int i = 0; i <= size && i <= M; binom = binom * (size - i) / (i + 1), i++)
+                for (int j = 0; j + i <= ranks; j++) next[j + i] += ways[j] * binom;
+            for (int j = 0; j <= ranks; j++) ways[j] = next[j];
+        }
+        for (int k = 1; k <= ranks; k++) e[k] += 1 - ways[k] / all[k];
+    }
+    free(ways);
+    return 0;
+}
+
+double trace_placed_slowdown(int computing, int ranks, int cores)
+{
+    if (computing <= 0 || ranks <= cores || cores < 1 || ranks > 256) return 1;
+    double *e = malloc(sizeof(double) * (size_t)(ranks + 1));
+    double x = e && placed_slowdowns(ranks, cores, e) == 0 ? e[computing < ranks ? computing : ranks] : 1;
+    free(e);
+    return x;
+}
+
 int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *costs, const trace_share *share)
 {
     char err[512];
@@ -140,6 +184,14 @@ int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *cost
     for (long k = 0; rc == 0 && k < nmsg; k++) x.arrive[k] = -1;
     if (rc == 0 && s->stages > t->ranks) t->ranks = s->stages;
     double w = share->wait_share < 0 ? 0 : share->wait_share > 1 ? 1 : share->wait_share;
+    /* placed: the slowdown for each count of computing ranks, once */
+    double node = 0;
+    for (int st = 0; st < s->stages; st++) node += share->ranks ? share->ranks[st] : 1;
+    int R = (int)lround(node);
+    double *slow = share->placed && rc == 0 ? malloc(sizeof(double) * (size_t)(R + 1)) : NULL;
+    if (share->placed && (!slow || placed_slowdowns(R, (int)share->cores, slow) != 0)) rc = -1;
+    for (int k = 0; rc == 0 && slow && k <= R; k++)
+        if (slow[k] > node / share->cores) slow[k] = node / share->cores;  /* no slower than every rank computing */
     for (double now = 0; rc == 0;) {
         /* every idle stage as far as it goes now; until none moves and
          * nothing more is sent (a message posted now may let a stage looked
@@ -157,15 +209,21 @@ int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *cost
         if (rc != 0) break;
         /* the demand on the cores: computing ranks, and waiting ranks at
          * their share (those whose list has ended wait for the next step) */
-        double demand = 0;
+        double demand = 0, computing = 0;
         int left = 0;
         for (int st = 0; st < s->stages; st++) {
             double r = share->ranks ? share->ranks[st] : 1;
             demand += g[st].busy ? r : w * r;
+            computing += g[st].busy ? r : 0;
             left += g[st].pc < s->n[st];
         }
         if (!left) break;
         double speed = demand > share->cores ? share->cores / demand : 1;
+        if (slow) {
+            int k = (int)lround(computing);
+            if (k > R) k = R;
+            if (slow[k] > 1 && 1 / slow[k] < speed) speed = 1 / slow[k];
+        }
         /* the next moment: an op ends or a message arrives */
         double next = INFINITY;
         for (int st = 0; st < s->stages; st++) {
@@ -187,6 +245,7 @@ int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *cost
         }
         now = next;
     }
+    free(slow);
     free(x.arrive);
     free(x.comm_free);
     free(g);

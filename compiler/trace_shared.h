@@ -16,8 +16,8 @@
  * ranks the trace is trace_from_costs's; with wait_share 1 every op is
  * slowed by ranks / cores exactly, so with no communication the makespan is
  * ranks / cores times trace_from_costs's; in between it lies between the
- * two (each op is slowed by 1 to ranks / cores, and a schedule's times are
- * max-plus sums of its ops', which grow with them). */
+ * two, placed or not (each op is slowed by 1 to ranks / cores, and a
+ * schedule's times are max-plus sums of its ops', which grow with them). */
 #ifndef WEFT_TRACE_SHARED_H
 #define WEFT_TRACE_SHARED_H
 
@@ -28,7 +28,21 @@ typedef struct {
     double cores;       /* cores of the node (> 0) */
     const double *ranks;/* per stage: its ranks on the node (> 0); NULL: 1 each */
     double wait_share;  /* a waiting rank's CPU demand over a computing rank's, 0..1 */
+    int placed;         /* 1: ranks stay on the cores they run on, computing or
+                         * waiting (see below); 0: computing ranks spread over
+                         * the cores as they please */
 } trace_share;
+
+/* With `placed`, the node's ranks (the sum of `ranks`, rounded) sit evenly
+ * on the cores, some core one more when they do not divide, and those that
+ * compute at a moment are any of them alike: the ranks on the busiest core
+ * set the pace (a stage's ranks keep in step through their messages and
+ * collectives), so a computing rank runs at 1 / E[the most computing ranks
+ * on one core] of its speed (trace_placed_slowdown), never below the
+ * speed every rank computing would leave it (cores / ranks), nor above the
+ * demand rule's.  (Counted exactly up to 256 ranks on a node; more are
+ * taken as spread.) */
+double trace_placed_slowdown(int computing, int ranks, int cores);
 
 /* trace_from_costs with the ranks sharing the cores as above: appends the
  * events, at the times the shared cores give them.  0, or -1 when the

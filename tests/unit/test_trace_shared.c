@@ -1,6 +1,8 @@
 /* test_trace_shared.c: timelines of ranks that share fewer cores than they
  * are (trace_shared.h).  With a core per rank the trace is trace_from_costs's;
- * a two-stage GPipe on one core has the makespan worked out by hand below;
+ * a two-stage GPipe on one core has the makespan worked out by hand below,
+ * and one with its ranks placed on 2 cores; the placed slowdown is the
+ * expectation counted over every choice of computing ranks;
  * with waiting ranks asking as much as computing ones every op is slowed by
  * ranks / cores; one stage (nothing waits) is slowed by ranks / cores
  * whatever a waiting rank costs; in between the makespan lies between the
@@ -69,7 +71,7 @@ static void check_hand_worked(void) {
     }
     double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 };
     trace_costs c = { f, b, w, 0, NULL };
-    trace_share free_wait = { 1, NULL, 0 }, full_wait = { 1, NULL, 1 };
+    trace_share free_wait = { 1, NULL, 0, 0 }, full_wait = { 1, NULL, 1, 0 };
     double m0 = makespan_of(&s, &c, NULL), m1 = makespan_of(&s, &c, &free_wait), m2 = makespan_of(&s, &c, &full_wait);
     check(close_to(m0, 9), "gpipe 2 stages x 2 microbatches, a core each: makespan %g (9)", m0);
     check(close_to(m1, 12), "the same on one core, waiting free: %g (12, by hand)", m1);
@@ -93,33 +95,75 @@ static void check_shapes(void) {
         trace_costs with_comm = costs_for(&s, 0.25), no_comm = costs_for(&s, 0);
         double u = makespan_of(&s, &with_comm, NULL), u0 = makespan_of(&s, &no_comm, NULL);
         /* a core per rank */
-        trace_share own = { R, ranks, 0.05 };
+        trace_share own = { R, ranks, 0.05, 1 };
         double m = makespan_of(&s, &with_comm, &own);
         check(close_to(m, u), "%s p=%d m=%d: a core per rank, makespan %g as trace_from_costs's %g",
               sched_name(h->kind), h->stages, h->micro, m, u);
         /* waiting asks a full share: every op slowed by R / cores */
-        trace_share full = { 1, ranks, 1 };
+        trace_share full = { 1, ranks, 1, 1 };
         double mf = makespan_of(&s, &no_comm, &full);
         check(close_to(mf, u0 * R), "%s p=%d m=%d: %g ranks on one core, waiting at a full share: %g = %g x %g",
               sched_name(h->kind), h->stages, h->micro, R, mf, u0, R);
         /* in between: 1 <= stretch <= max(1, R / cores); 1 when the ranks
          * have a core each, R / cores with one stage (nothing waits), else
          * strictly below R / cores (bubbles) */
-        for (int cores = 1; cores <= 3; cores++) {
-            trace_share mid = { cores, ranks, 0.05 };
+        for (int i = 0; i < 6; i++) {
+            int cores = i % 3 + 1;  /* spread, then placed */
+            trace_share mid = { cores, ranks, 0.05, i >= 3 };
             double ms = makespan_of(&s, &with_comm, &mid), x = ms / u, top = fmax(1, R / cores);
             int lo = x >= 1 - REL, hi = x <= top * (1 + REL);
             int exact = R <= cores ? close_to(x, 1) : h->stages == 1 ? close_to(x, top) : x < top * (1 - 1e-3);
-            check(lo && hi && exact, "%s p=%d m=%d, %g ranks on %d cores: stretch %.4f in [1, %g]%s",
-                  sched_name(h->kind), h->stages, h->micro, R, cores, x, top,
+            check(lo && hi && exact, "%s p=%d m=%d, %g ranks on %d cores%s: stretch %.4f in [1, %g]%s",
+                  sched_name(h->kind), h->stages, h->micro, R, cores, i >= 3 ? " placed" : "", x, top,
                   R <= cores ? ", = 1" : h->stages == 1 ? ", = ranks / cores (nothing waits)" : ", below it");
         }
         schedule_free(&s);
     }
 }
 
+/* trace_placed_slowdown against counting every choice of the computing
+ * ranks (bit masks; core of rank r: the evenly filled layout the function
+ * assumes), and the hand-worked dp 2 x pp 2 case. */
+static void check_placed(void) {
+    for (int R = 1; R <= 9; R++)
+        for (int C = 1; C <= 4; C++)
+            for (int k = 1; k <= R; k++) {
+                int core[16], n = 0;
+                for (int c = 0, r = 0; c < C; c++)
+                    for (int i = 0; i < R / C + (c < R % C); i++) core[r++] = c;
+                double sum = 0;
+                for (unsigned m = 0; m < 1u << R; m++) {
+                    if (__builtin_popcount(m) != k) continue;
+                    int on[4] = { 0 }, most = 0;
+                    for (int r = 0; r < R; r++)
+                        if (m >> r & 1 && ++on[core[r]] > most) most = on[core[r]];
+                    sum += most, n++;
+                }
+                double e = trace_placed_slowdown(k, R, C), want = R <= C ? 1 : sum / n;
+                if (!close_to(e, want)) check(0, "%d of %d ranks on %d cores: E[max] %g, counted %g", k, R, C, e, want);
+            }
+    check(close_to(trace_placed_slowdown(2, 4, 2), 4.0 / 3), "2 of 4 ranks computing on 2 cores: 4/3");
+    /* GPipe, 2 stages of 2 ranks, one microbatch, F 1, B 2, 2 cores,
+     * waiting free: one stage computes at a time (F, F B, B: 6 of work).
+     * Spread, at full speed: 6; placed, every op 4/3 slower: 8. */
+    schedule s;
+    char err[256];
+    if (schedule_build(&s, SCHED_GPIPE, 2, 1, 1, err, sizeof err) != 0) {
+        check(0, "gpipe 2 x 1 builds: %s", err);
+        return;
+    }
+    double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 }, ranks[2] = { 2, 2 };
+    trace_costs c = { f, b, w, 0, NULL };
+    trace_share spread = { 2, ranks, 0, 0 }, placed = { 2, ranks, 0, 1 };
+    double m0 = makespan_of(&s, &c, &spread), m1 = makespan_of(&s, &c, &placed);
+    check(close_to(m0, 6), "dp 2 x pp 2 gpipe on 2 cores, spread: makespan %g (6)", m0);
+    check(close_to(m1, 8), "the same placed: %g (8 = 6 x 4/3)", m1);
+    schedule_free(&s);
+}
+
 int main(void) {
     check_hand_worked();
+    check_placed();
     check_shapes();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
