@@ -75,31 +75,33 @@ run_plan pp2_bf16 --steps 10 --resume "$WORK/bf16_8" --save "$WORK/bf16_resumed"
 check "bf16 resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/bf16_straight/model.safetensors" "$WORK/bf16_resumed/model.safetensors"
 # ... and under ZeRO-1 (dp 2 x pp 2), where each rank's master is its shard
-# of the newest version
-build_plan z1_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1 --set precision=bf16
-run_plan z1_bf16 --steps 10 --save "$WORK/z1_bf16_straight" >/dev/null
-run_plan z1_bf16 --steps 8 --save "$WORK/z1_bf16_8" >/dev/null
+# of the newest version.  (Here and below one run writes the step-8
+# checkpoint on its way: checkpoints change nothing, as pp4 shows below.)
+build_plan z1_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1 --set precision=bf16 \
+  --set train.ckpt_every=8
+run_plan z1_bf16 --steps 10 --save "$WORK/z1_bf16_straight" --ckpt "$WORK/z1_bf16_8" >/dev/null
 run_plan z1_bf16 --steps 10 --resume "$WORK/z1_bf16_8" --save "$WORK/z1_bf16_resumed" >/dev/null
 check "bf16 under ZeRO-1: resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/z1_bf16_straight/model.safetensors" "$WORK/z1_bf16_resumed/model.safetensors"
 # ... and under ZeRO-2 with 16-bit gradients (WEFT_GRAD16=1: its bucket
 # buffers in 2 bytes even where this tiny plan's staging outweighs them),
 # whose float shard starts each step from zero: nothing of it is saved
-WEFT_GRAD16=1 build_plan z2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=2 --set precision=bf16
+WEFT_GRAD16=1 build_plan z2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=2 --set precision=bf16 \
+  --set train.ckpt_every=8
 check "bf16 under ZeRO-2 stores 16-bit gradients" grep -q '\.grad16 = 1' "$WORK/z2_bf16/stage0.c"
-run_plan z2_bf16 --steps 10 --save "$WORK/z2_bf16_straight" >/dev/null
-run_plan z2_bf16 --steps 8 --save "$WORK/z2_bf16_8" >/dev/null
+run_plan z2_bf16 --steps 10 --save "$WORK/z2_bf16_straight" --ckpt "$WORK/z2_bf16_8" >/dev/null
 run_plan z2_bf16 --steps 10 --resume "$WORK/z2_bf16_8" --save "$WORK/z2_bf16_resumed" >/dev/null
 check "bf16 under ZeRO-2: resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/z2_bf16_straight/model.safetensors" "$WORK/z2_bf16_resumed/model.safetensors"
 # ... and under ZeRO-3, whose two versions are 16-bit parameter shards: the
 # checkpoint holds the newest version (the fp32 masters) and the older one
-# (delayed.*, gathered from its shards), and a resume narrows each into its shard
-WEFT_GRAD16=1 build_plan z3_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=3 --set precision=bf16
+# (delayed.*, gathered from its shards), and a resume narrows each into its
+# shard.
+WEFT_GRAD16=1 build_plan z3_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=3 --set precision=bf16 \
+  --set train.ckpt_every=8
 check "bf16 under ZeRO-3 stores 16-bit parameter shards" grep -q '\.param16 = 1' "$WORK/z3_bf16/stage0.c"
 check "bf16 under ZeRO-3 stores 16-bit gradients" grep -q '\.grad16 = 1' "$WORK/z3_bf16/stage0.c"
-run_plan z3_bf16 --steps 10 --metrics "$WORK/z3_bf16.jsonl" --save "$WORK/z3_bf16_straight" >/dev/null
-run_plan z3_bf16 --steps 8 --save "$WORK/z3_bf16_8" >/dev/null
+run_plan z3_bf16 --steps 10 --metrics "$WORK/z3_bf16.jsonl" --save "$WORK/z3_bf16_straight" --ckpt "$WORK/z3_bf16_8" >/dev/null
 run_plan z3_bf16 --steps 10 --resume "$WORK/z3_bf16_8" --save "$WORK/z3_bf16_resumed" >/dev/null
 check "bf16 under ZeRO-3: resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/z3_bf16_straight/model.safetensors" "$WORK/z3_bf16_resumed/model.safetensors"
