@@ -1510,11 +1510,6 @@ local function make_plan(spec)
     -- the weight half of backward runs late, outside the chunk whose buffers it would write
     fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0 or 1, or another pipeline.schedule")
   end
-  if s.offload.params == "cpu" and s.pipeline.schedule == "pipedream-2bw" then
-    -- ZeRO-3 keeps each weight version as a shard (twobw.c); two host shards
-    -- and their copy on the host are not built
-    fail("offload.params", "\"cpu\" with pipedream-2bw " .. SUPPORTED_LATER, "\"none\"")
-  end
   if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
     -- W runs after later blocks have reused the recomputed activations
     fail("plan.recompute", "\"full\" with the zb-h1 schedule " .. SUPPORTED_LATER,

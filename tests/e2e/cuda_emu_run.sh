@@ -411,7 +411,7 @@ rows=(
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
   "bf16_2bw_z1 ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set zero=1 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
-  "z3_2bw_nccl ref_2bw fp32 plans/tiny.lua       --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
+  "z3_2bw_nccl ref_2bw fp32 plans/tiny.lua       --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set offload.params=cpu --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
   "bf16_2bw_nccl ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_dp2_dpc ref_bf16   act16 plans/tiny.lua    --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set dp_comm=bf16"

@@ -30,8 +30,8 @@ build_plan z3dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set ze
 # its checkpoint showed, though the losses were right)
 build_plan z2dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=2
 # ... and under ZeRO-3, whose two versions are shards (optim.c's copy, then
-# AdamW on the newer shard)
-build_plan z3dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=3
+# AdamW on the newer shard), here both in the host arena (offload.params)
+build_plan z3dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=3 --set offload.params=cpu
 build_plan ref "$PLAN" "${set[@]}" --set mesh.pp=1
 build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
