@@ -114,7 +114,7 @@ struct wf_ctx {
     double last_loss, last_norm, last_lr;
     FILE *metrics;
     /* PipeDream-2BW without flush, pp > 1 (twobw.c) */
-    float *wver[2];                /* weight versions: batch b computes on wver[b % 2] */
+    float *wver[2];                /* weight versions: batch b computes on wver[b % 2] (ZeRO-3: shards) */
     long frame_base;               /* real batch of the instruction lists' frame batch 0 */
     float *tied_buf;               /* the wte gradient on its way to stage 0 */
     MPI_Request tied_grad_req, tied_w_req[2];

@@ -4,6 +4,10 @@
  * wver[b % 2].  The stage's OPTIM after batch b's last backward writes
  * V(b+2) = V(b+1) - lr * update(grad of b) into wver[b % 2], which batch b no
  * longer needs: the same numbers as the single-rank delayed update in optim.c.
+ * Under ZeRO-3 a version is this rank's parameter shard: wf_2bw_use_micro
+ * points param_shard at the batch's, which the chunk's gathers then read
+ * (every gather is started and waited inside one chunk function, after its
+ * wf_use_micro), and OPTIM copies and updates shards.
  * The step functions name microbatches in a frame (rt.h); frame_base maps them
  * to real batches for the whole call, fixed when the call begins.
  *
