@@ -118,7 +118,7 @@ void emit_step(writer *o, const Program *p) {
  * before) and W (weight gradients, later, in the bubbles; it starts buckets). */
 static void emit_split_chunk(writer *o, const Program *p, int k) {
     int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
-    int stage = k % p->pp, first_bucket = stage_first_bucket(p, stage);
+    int stage = k % p->pp;
     emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot, int dslot) {\n", k);
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
@@ -134,13 +134,17 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
     emit(o, "    wf_use_micro(c, m);\n");
+    if (p->zero >= 2) emit(o, "    (void)last;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
+    /* buckets are complete after their last W (B writes no bucket but the
+     * chunked LM head's, which zero_plan.c keeps live from that B on).  Full
+     * recompute: the shared region held later blocks since B, so each block
+     * is rebuilt again from its saved input before its W. */
+    block = -2;
     for (int i = end - 1; i >= first; i--) {
-        if (!emit_backward_half(o, p, i, 1)) continue;
-        int j = p->n_ops - 1 - i;
-        for (int b = 0; b < p->n_buckets; b++)
-            if (p->buckets[b].stage == stage && p->buckets[b].ready_after_op == j)
-                emit(o, "    if (last) wf_bucket_start(c, %d);\n", b - first_bucket);
-        emit(o, "    wf_progress(c);\n");
+        if (p->recompute == RECOMPUTE_FULL) maybe_recompute(o, p, i, &block);
+        int emitted = emit_backward_half(o, p, i, 1);
+        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
+        if (emitted && !started) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
 }

@@ -121,9 +121,10 @@ static void items_free(place_items *s) {
  * other op one tick.  So a block-internal tensor lives from its writer to
  * its last reader, forward or backward (memory_bwd_reads), and a block's
  * working set is what is live at one of its ticks, not all its tensors side
- * by side.  Not under a split backward (zero-bubble: W reads the block's
- * tensors after B) nor with a block's ops not contiguous: then ticks are
- * op indices and an internal tensor lives over its whole block, as before. */
+ * by side.  A split backward (zero-bubble) rebuilds the block again before
+ * its W half, which walks the same ticks and reads a subset of what the
+ * whole backward reads.  Not with a block's ops not contiguous: then ticks
+ * are op indices and an internal tensor lives over its whole block. */
 typedef struct {
     int *fwd, *bwd;  /* op i's forward tick, its backward's (a block op's; else its forward's) */
     int ticks;       /* the step's */
@@ -134,7 +135,7 @@ static void clock_build(const Program *p, region_clock *c) {
     int n = p->n_ops > 0 ? p->n_ops : 1;
     c->fwd = wf_checked(malloc(sizeof(int) * (size_t)n), "memory pass");
     c->bwd = wf_checked(malloc(sizeof(int) * (size_t)n), "memory pass");
-    c->blocks = p->recompute == RECOMPUTE_FULL && !(p->sched && p->sched->split_backward);
+    c->blocks = p->recompute == RECOMPUTE_FULL;
     char *seen = wf_checked(calloc((size_t)p->layers + 1, 1), "memory pass");
     for (int i = 0; i < p->n_ops && c->blocks; i++) {  /* each block's ops one run */
         int l = p->ops[i].layer;

@@ -485,13 +485,17 @@ static void add_op(const Program *p, int i, double peak, double hbm, chunk_time 
     op_time t = op_seconds(p, &p->ops[i], peak, hbm);
     int again = (p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0) ||
                 memory_selective_op(p, i);  /* attention, the regathered gathers (memory.c) */
+    /* full recompute under a split backward rebuilds each block for B and
+     * again for W (emit_step.c): a second forward, in the weight half */
+    int for_w = p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0 && p->sched && p->sched->split_backward;
     if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
         sum->comm_f += t.f, sum->comm_b += t.b;
         if (again) sum->comm_b += t.f;  /* forward again */
+        if (for_w) sum->comm_b += t.f;
     } else {
         sum->t.f += t.f;
-        sum->t.b += t.b + (again ? t.f : 0);
-        sum->t.w += t.w;
+        sum->t.b += t.b + (again ? t.f : 0) + (for_w ? t.f : 0);
+        sum->t.w += t.w + (for_w ? t.f : 0);
     }
     sum->t.comm += t.comm;
 }
@@ -793,7 +797,10 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
      * (weft-calibrate's dp_bucket_us; cost_dp_exposed); NCCL's are not priced so */
     double per_call = calib ? calib->dp_bucket_s : 0;
     for (int st = 0; st < p->pp; st++) {
-        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = tm.b[st], last_ar = 0, last_rs = 0;
+        /* a split backward (zero-bubble) starts the buckets in W: only the
+         * weight half overlaps them */
+        double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = s->split_backward ? tm.w[st] : tm.b[st];
+        double last_ar = 0, last_rs = 0;
         int nb = 0;
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {

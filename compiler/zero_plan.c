@@ -70,6 +70,34 @@ static int bucket_live(const Program *p, int k, const int **lo, const int **hi) 
     return 1;
 }
 
+/* Whether, on chunk k's stage, another microbatch's B half of chunk k runs
+ * between some microbatch's B and W halves (zero-bubble schedules). */
+static int b_before_w(const Program *p, int k) {
+    const schedule *s = p->sched;
+    if (!s || !s->split_backward) return 0;
+    int stage = k % p->pp, pending = 0;
+    for (int i = 0; i < s->n[stage]; i++) {
+        const sched_instr *in = &s->ins[stage][i];
+        if (in->chunk != k) continue;
+        if (in->op == SI_BWD_INPUT && pending++ > 0) return 1;
+        if (in->op == SI_BWD_WEIGHT) pending--;
+    }
+    return 0;
+}
+
+/* Whether a parameter of bucket b gets its gradient in a B half: the
+ * chunked LM head's (ops_loss.c computes dwte with the logits' gradient). */
+static int writes_grad_in_b(const Program *p, const ir_bucket *bk) {
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        if (o->kind != OP_LMHEAD_XENT || !o->grad_w) continue;
+        for (int k = 0; k < o->n_param; k++)
+            for (int r = bk->first_param; r <= bk->last_param; r++)
+                if (p->grad_order[r] == o->param[k]) return 1;
+    }
+    return 0;
+}
+
 static void plan_bucket_buffers(Program *p, const int *last_use) {
     int n = p->n_ops;
     g_lo = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
@@ -96,6 +124,15 @@ static void plan_bucket_buffers(Program *p, const int *last_use) {
                 bk->wait_after_op = next->ready_after_op;
                 break;
             }
+        }
+        /* A split backward (zero-bubble) completes buckets in W, the
+         * microbatch's weight half.  The chunked LM head writes its weight
+         * gradient in its B half: where another microbatch's B can run
+         * before a W, its bucket takes gradients between W calls, so it is
+         * live through the whole chunk and shares no float of the stage. */
+        if (b_before_w(p, bk->chunk) && writes_grad_in_b(p, bk)) {
+            bk->first_write_op = n - p->chunk_end_op[bk->chunk];
+            bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
         }
         g_lo[b] = bk->first_write_op;
         g_hi[b] = bk->wait_after_op;

@@ -1506,14 +1506,10 @@ local function make_plan(spec)
          "\"none\", or zero = 3")
   end
   local pipelined = s.mesh.pp > 1
-  if s.zero >= 2 and pipelined and s.pipeline.schedule == "zb-h1" then
-    -- the weight half of backward runs late, outside the chunk whose buffers it would write
-    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0 or 1, or another pipeline.schedule")
-  end
-  if s.recompute == "full" and s.pipeline.schedule == "zb-h1" and s.mesh.pp > 1 then
-    -- W runs after later blocks have reused the recomputed activations
-    fail("plan.recompute", "\"full\" with the zb-h1 schedule " .. SUPPORTED_LATER,
-         "\"none\", or another pipeline.schedule")
+  if s.zero >= 3 and pipelined and s.pipeline.schedule == "zb-h1" then
+    -- ZeRO-2's buckets are reduce-scattered after their last W (zero_plan.c);
+    -- ZeRO-3's all-gathers are planned for whole chunk backwards, not B and W
+    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0, 1 or 2, or another pipeline.schedule")
   end
   s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
   -- a 16-bit format the device has no arithmetic for (V100: no bf16)

@@ -48,44 +48,54 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
-              const float *A, int lda, const float *B, int ldb, float beta,
-              float *C, int ldc)
-{
-    if (M <= 0 || N <= 0)
-        return; /* empty output: nothing to compute, nothing to count */
-
-    double t0 = now_seconds();
-    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
-    /* parts of whole blocks of rows; a part under 8 MFLOP (~0.1 ms) is not
-     * worth waking a thread for: on a busy machine the wake-up alone can cost
-     * more (the smallest part has blocks / parts blocks) */
-    int blocks = M / CUT_ROWS, parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
-    if (parts > blocks) parts = blocks;
-    while (parts > 1 && 2.0 * (blocks / parts) * CUT_ROWS * N * K < 8e6) parts--;
-    if (parts > 1) {
-#pragma omp parallel for schedule(static, 1) num_threads(parts)
-        for (int k = 0; k < parts; k++) {
-            /* the last part, which takes the rows past the last block, has the fewer blocks */
-            int lo = (k * blocks + parts - 1) / parts * CUT_ROWS;
-            int hi = k + 1 == parts ? M : ((k + 1) * blocks + parts - 1) / parts * CUT_ROWS;
-            /* op(A) rows lo..hi, C rows lo..hi */
-            cblas_sgemm(CblasRowMajor, ta, tb, hi - lo, N, K, alpha, transA ? A + lo : A + (long)lo * lda, lda, B,
-                        ldb, beta, C + (long)lo * ldc, ldc);
-        }
-    } else {
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    }
-    gemm_seconds += now_seconds() - t0;
-    gemm_flops += 2.0 * (double)M * (double)N * (double)K;
-}
+static double gemm_flops_of(const wf_gemm *g) { return 2.0 * (double)g->M * (double)g->N * (double)g->K; }
 
 static void gemm_whole(const wf_gemm *g) {
     cblas_sgemm(CblasRowMajor, g->transA ? CblasTrans : CblasNoTrans, g->transB ? CblasTrans : CblasNoTrans,
                 g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
 }
 
-static double gemm_flops_of(const wf_gemm *g) { return 2.0 * (double)g->M * (double)g->N * (double)g->K; }
+/* One product, cut into parts of whole blocks of rows when splitting is on
+ * (header); timed and counted. */
+static void gemm_cut(const wf_gemm *g)
+{
+    if (g->M <= 0 || g->N <= 0)
+        return; /* empty output: nothing to compute, nothing to count */
+
+    double t0 = now_seconds();
+    /* a part under 8 MFLOP (~0.1 ms) is not worth waking a thread for: on a
+     * busy machine the wake-up alone can cost more (the smallest part has
+     * blocks / parts blocks) */
+    int blocks = g->M / CUT_ROWS, parts = split_on && !omp_in_parallel() ? omp_get_max_threads() : 1;
+    if (parts > blocks) parts = blocks;
+    while (parts > 1 && 2.0 * (blocks / parts) * CUT_ROWS * g->N * g->K < 8e6) parts--;
+    if (parts > 1) {
+#pragma omp parallel for schedule(static, 1) num_threads(parts)
+        for (int k = 0; k < parts; k++) {
+            /* the last part, which takes the rows past the last block, has the fewer blocks */
+            int lo = (k * blocks + parts - 1) / parts * CUT_ROWS;
+            int hi = k + 1 == parts ? g->M : ((k + 1) * blocks + parts - 1) / parts * CUT_ROWS;
+            /* op(A) rows lo..hi, C rows lo..hi */
+            wf_gemm part = *g;
+            part.M = hi - lo;
+            part.A = g->transA ? g->A + lo : g->A + (long)lo * g->lda;
+            part.C = g->C + (long)lo * g->ldc;
+            gemm_whole(&part);
+        }
+    } else {
+        gemm_whole(g);
+    }
+    gemm_seconds += now_seconds() - t0;
+    gemm_flops += gemm_flops_of(g);
+}
+
+void wf_sgemm(int transA, int transB, int M, int N, int K, float alpha,
+              const float *A, int lda, const float *B, int ldb, float beta,
+              float *C, int ldc)
+{
+    const wf_gemm g = { transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc };
+    gemm_cut(&g);
+}
 
 void wf_sgemm_pair(const wf_gemm *x, const wf_gemm *y) {
     /* whole or cut, each element of C is the same sum over K (above); each
@@ -93,10 +103,9 @@ void wf_sgemm_pair(const wf_gemm *x, const wf_gemm *y) {
      * waking the second thread costs more than it saves */
     if (!y || !split_on || omp_in_parallel() || omp_get_max_threads() != 2 || x->M <= 0 || x->N <= 0 ||
         y->M <= 0 || y->N <= 0 || gemm_flops_of(x) < 16e6 || gemm_flops_of(y) < 16e6) {
-        wf_sgemm(x->transA, x->transB, x->M, x->N, x->K, x->alpha, x->A, x->lda, x->B, x->ldb, x->beta, x->C, x->ldc);
+        gemm_cut(x);
         if (y)
-            wf_sgemm(y->transA, y->transB, y->M, y->N, y->K, y->alpha, y->A, y->lda, y->B, y->ldb, y->beta, y->C,
-                     y->ldc);
+            gemm_cut(y);
         return;
     }
     double t0 = now_seconds();

@@ -8,9 +8,10 @@
 # meshes (dp x tp x pp = 2 x 2 x 2, also with ranks numbered in other mesh.orders),
 # GPT-2 with the exact erf GELU (activation = "gelu": sp, 3D interleaved with full recompute and ZeRO-1, zb-h1),
 # with the CPU LM head in chunks of 100 rows (lmhead_chunk: whole, vocabulary-parallel
-# with sp and with padding, zb-h1's B half), with full and selective activation recompute and with
+# with sp and with padding, zb-h1's B half), with full and selective activation recompute (full
+# also under zb-h1, each block rebuilt for B and again for W) and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
-# tp and pp) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
+# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
@@ -89,6 +90,7 @@ layouts=(
   "rc_tp2     ref       256   2 16     1  2  0  1 1f1b         1 16    25  1  0  0"
   "rc_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  1  0  0"
   "rc_pp2     ref_l4    256   4 16     1  1  0  2 1f1b         1  4    25  1  0  0"
+  "rc_dp2pp2_zb ref_l4  256   4 16     2  1  0  2 zb-h1        1  2    0.05  1  2  0"
   "rc_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  1  0  0"
   "rs_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  2  0  0"
   "rs_tp2_sp  ref       256   2 16     1  2  1  1 1f1b         1 16    25  2  0  0"
@@ -108,6 +110,7 @@ layouts=(
   "z2_off_dp4 ref       256   2 16     4  1  0  1 1f1b         1  4    0.05  0  2  1"
   "z2_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  2  0"
   "z2_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0  2  0"
+  "z2_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  2  0"
   "z2_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  2  2  0"
   "z3_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  3  0"
   "z3_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  3  0"

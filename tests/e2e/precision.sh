@@ -15,8 +15,9 @@
 #   - a resume restores the masters and the scaler exactly.
 # bf16 and fp16 track fp32 for 20 steps; bf16 under dp 2 (also ZeRO-1, -2, -3,
 # ZeRO-3 with parameters and optimizer offloaded), tp 2 (also sequence
-# parallel), pp 2 (1f1b, zb-h1), dp 2 x pp 2 with ZeRO-3 and dp 2 x tp 2 with
-# ZeRO-2 matches the single-rank bf16 run.
+# parallel), pp 2 (1f1b, zb-h1), dp 2 x pp 2 with ZeRO-3, dp 2 x pp 2 zb-h1 with
+# ZeRO-2 (also resumed exactly) and dp 2 x tp 2 with ZeRO-2 matches the
+# single-rank bf16 run.
 # 16-bit with ZeRO-3: an fp16 overflow on one rank, which holds only its shard
 # of the gradients and masters, skips the step on every rank (the gathered
 # masters and moments do not move) and matches the single-rank run; a resumed
@@ -183,6 +184,7 @@ layouts=(
   "dp2_z3    2  1  1  8    3    false 1f1b"
   "dp2_z3off 2  1  1  8    3    false 1f1b  cpu"
   "dp2pp2_z3 2  1  2  4    3    false 1f1b"
+  "dp2pp2_z2zb 2 1 2  4    2    false zb-h1"
   "dp2tp2_z2 2  2  1  8    2    true  1f1b"
 )
 for row in "${layouts[@]}"; do
@@ -203,6 +205,13 @@ for row in "${layouts[@]}"; do
     test $ok = 0
 done
 
+# ZeRO-2 under zb-h1 resumes exactly too: every W reduce-scatters its buckets
+# into the float shard, so nothing of a step is left in the bucket buffers.
+run_plan b_dp2pp2_z2zb --steps 5 --save "$WORK/b_z2zb_5" >/dev/null
+run_plan b_dp2pp2_z2zb --resume "$WORK/b_z2zb_5" --save "$WORK/b_z2zb_resumed" >/dev/null
+check "bf16 ZeRO-2 zb-h1 resume: weights and AdamW moments byte-identical to the straight run" \
+  eval '"$WEFT" ckpt diff "$WORK/b_dp2pp2_z2zb.ckpt/model.safetensors" "$WORK/b_z2zb_resumed/model.safetensors" &&
+        "$WEFT" ckpt diff "$WORK/b_dp2pp2_z2zb.ckpt/optimizer.safetensors" "$WORK/b_z2zb_resumed/optimizer.safetensors"'
 
 # A resumed bf16 ZeRO-3 run is exact: the checkpoint carries the fp32 masters
 # (each rank's shard, gathered), not just the rounded bf16 weights.

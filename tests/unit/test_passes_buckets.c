@@ -3,10 +3,13 @@
  * backward completes them, each parameter exactly once, buckets within
  * buckets.mb (counted in the plan's gradient bytes) unless one parameter is
  * larger, the tied wte alone under ZeRO with pp > 1, and from ZeRO-2 on no
- * bucket across two chunks.  ZeRO: the compact shard of each bucket is
+ * bucket across two chunks (under zb-h1 too, where the chunked head's bucket
+ * lives through its chunk when a B can run before a W).  ZeRO: the compact shard of each bucket is
  * ceil(numel / dp), buffers (ZeRO >= 2) and gathers (ZeRO-3) live at the
  * same time never share a float, and every use of a parameter lies inside a
  * gather of its bucket. */
+#include <stdlib.h>
+
 #include "passes_fixture.h"
 
 static void bucket_facts(const Program *p, const char *what) {
@@ -121,6 +124,58 @@ static void zero_facts(const Program *p, const char *what) {
           "covering every forward use (%d uncovered)", what, p->n_gathers, uncovered);
 }
 
+/* Whether bucket b's buffer shares a float with another bucket's of its stage. */
+static int shares_floats(const Program *p, int b) {
+    const ir_bucket *x = &p->buckets[b];
+    int n = 0;
+    for (int c = 0; c < p->n_buckets; c++) {
+        const ir_bucket *y = &p->buckets[c];
+        n += c != b && y->stage == x->stage && x->buffer < y->buffer + y->numel && y->buffer < x->buffer + x->numel;
+    }
+    return n;
+}
+
+/* ZeRO-2 under zb-h1: the chunked LM head writes its weight gradient in its
+ * B half.  zb-h1 runs the last stage's W right after its B, so the head's
+ * bucket lives as its gradients do; a list with another microbatch's B
+ * before a W (moved here by hand) makes it take gradients between W calls:
+ * live through the whole chunk, sharing no float of the stage. */
+static void head_bucket_under_zb(void) {
+    Program p;
+    int rc = compile_with(&p, "plans/tiny.lua", "cpu", "zero=2", "mesh.pp=2", "pipeline.schedule=zb-h1",
+                          "batch.micro=2", "buckets.mb=0.02", NULL);
+    check(rc == 0, "zero 2 pp 2 zb-h1 (0.02 MiB) compiles");
+    if (rc != 0) return;
+    int last = p.pp - 1, k = p.n_chunks - 1, head = -1;
+    for (int i = 0; i < p.n_ops; i++)
+        if (p.ops[i].kind == OP_LMHEAD_XENT) head = p.params[p.ops[i].param[0]].bucket;
+    check(head >= 0 && shares_floats(&p, head) > 0, "zb-h1 as built: the head's bucket buffer is reused by "
+          "another bucket of its stage (%d share)", head >= 0 ? shares_floats(&p, head) : -1);
+    /* move W of microbatch 0 to just after B of microbatch 1 */
+    sched_instr *ins = p.sched->ins[last];
+    int w0 = -1, b1 = -1;
+    for (int i = 0; i < p.sched->n[last]; i++) {
+        if (ins[i].op == SI_BWD_WEIGHT && ins[i].m == 0 && ins[i].chunk == k) w0 = i;
+        if (ins[i].op == SI_BWD_INPUT && ins[i].m == 1 && ins[i].chunk == k) b1 = i;
+    }
+    check(w0 >= 0 && b1 > w0, "zb-h1's last stage runs W0 before B1");
+    if (w0 >= 0 && b1 > w0) {
+        sched_instr w = ins[w0];
+        memmove(&ins[w0], &ins[w0 + 1], sizeof *ins * (size_t)(b1 - w0));
+        ins[b1] = w;
+        free(p.shard_numel);
+        free(p.grad_buf_numel);
+        free(p.gather_numel);
+        check(pass_zero(&p) == 0, "the zero pass plans the list with B1 before W0");
+        const ir_bucket *bk = &p.buckets[head];
+        check(bk->first_write_op == p.n_ops - p.chunk_end_op[k] && bk->wait_after_op == p.n_ops - 1 - p.chunk_first_op[k]
+              && shares_floats(&p, head) == 0, "B1 before W0: the head's bucket lives through the chunk's backward "
+              "(%d..%d) and shares no float of its stage", bk->first_write_op, bk->wait_after_op);
+        zero_facts(&p, "B1 before W0");
+    }
+    program_free(&p);
+}
+
 int main(void) {
     Program p;
     struct { const char *what, *sets[6]; } plans[] = {
@@ -131,6 +186,8 @@ int main(void) {
         { "zero 2 mb 0", { "zero=2", "buckets.mb=0", NULL } },
         { "zero 2 pp 2 interleaved", { "zero=2", "mesh.pp=2", "pipeline.schedule=interleaved", "pipeline.virtual=2",
                                        "batch.micro=2", NULL } },
+        { "zero 2 pp 2 zb-h1", { "zero=2", "mesh.pp=2", "pipeline.schedule=zb-h1", "batch.micro=2",
+                                 "buckets.mb=0.05", NULL } },
         { "zero 3 mb 0.02", { "zero=3", "buckets.mb=0.02", NULL } },
         { "zero 3 pp 2", { "zero=3", "mesh.pp=2", "batch.micro=2", "buckets.mb=0.05", NULL } },
     };
@@ -164,6 +221,7 @@ int main(void) {
         }
         program_free(&p);
     }
+    head_bucket_under_zb();
     /* one bucket per stage when everything fits */
     check(compile_with(&p, "plans/tiny.lua", "cpu", "buckets.mb=1000", NULL) == 0 && p.n_buckets == 1 &&
           p.buckets[0].numel == p.param_numel[0], "buckets.mb = 1000: one bucket of the whole arena");

@@ -20,37 +20,27 @@
 #include <unistd.h>
 
 #include "blas.h"
-
-static float rnd(unsigned *s) {
-    *s = *s * 1103515245u + 12345u;
-    return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+#include "sgemm_case.h"
 
 /* elements of C (padding included) where the cut over 2..5 threads differs
  * from the whole product */
 static long differ(int ta, int tb, int M, int N, int K, float beta) {
-    int pad = 3;
-    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-    int lda = ca + pad, ldb = cb + pad, ldc = N + pad;
-    size_t nc = (size_t)M * ldc;
-    float *A = malloc(sizeof(float) * (size_t)ra * lda), *B = malloc(sizeof(float) * (size_t)rb * ldb);
-    float *C0 = malloc(sizeof(float) * nc), *W = malloc(sizeof(float) * nc), *P = malloc(sizeof(float) * nc);
-    unsigned s = 3u + (unsigned)(M * 31 + N * 7 + K + ta * 2 + tb);
-    for (long i = 0; i < (long)ra * lda; i++) A[i] = rnd(&s);
-    for (long i = 0; i < (long)rb * ldb; i++) B[i] = rnd(&s);
-    for (size_t i = 0; i < nc; i++) C0[i] = rnd(&s);
-    memcpy(W, C0, sizeof(float) * nc);
+    sgemm_case c = sgemm_case_make(ta, tb, M, N, K, 3u);
+    float *W = malloc(sizeof(float) * c.nc), *P = malloc(sizeof(float) * c.nc);
+    if (!W || !P) abort();
+    memcpy(W, c.C0, sizeof(float) * c.nc);
     wf_sgemm_split(0);  /* the whole product, OpenBLAS on one thread */
-    wf_sgemm(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, beta, W, ldc);
+    wf_sgemm(ta, tb, M, N, K, 0.75f, c.A, c.lda, c.B, c.ldb, beta, W, c.ldc);
     wf_sgemm_split(1);
     long bad = 0;
     for (int t = 2; t <= 5; t++) {
         omp_set_num_threads(t);
-        memcpy(P, C0, sizeof(float) * nc);
-        wf_sgemm(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, beta, P, ldc);
-        for (size_t i = 0; i < nc; i++) bad += memcmp(&W[i], &P[i], sizeof(float)) != 0;
+        memcpy(P, c.C0, sizeof(float) * c.nc);
+        wf_sgemm(ta, tb, M, N, K, 0.75f, c.A, c.lda, c.B, c.ldb, beta, P, c.ldc);
+        for (size_t i = 0; i < c.nc; i++) bad += memcmp(&W[i], &P[i], sizeof(float)) != 0;
     }
-    free(A), free(B), free(C0), free(W), free(P);
+    sgemm_case_free(&c);
+    free(W), free(P);
     return bad;
 }
 

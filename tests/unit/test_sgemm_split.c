@@ -12,24 +12,18 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas.h"
-
-static float rnd(unsigned *s) {
-    *s = *s * 1103515245u + 12345u;
-    return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+#include "sgemm_case.h"
 
 static int run(int ta, int tb, int M, int N, int K, float beta) {
-    int pad = 3;
-    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-    int lda = ca + pad, ldb = cb + pad, ldc = N + pad;
-    float *A = malloc(sizeof(float) * (size_t)ra * lda), *B = malloc(sizeof(float) * (size_t)rb * ldb);
-    float *C = malloc(sizeof(float) * (size_t)M * ldc), *C0 = malloc(sizeof(float) * (size_t)M * ldc);
-    unsigned s = 7u + (unsigned)(M * 31 + N * 7 + K + ta * 2 + tb);
-    for (long i = 0; i < (long)ra * lda; i++) A[i] = rnd(&s);
-    for (long i = 0; i < (long)rb * ldb; i++) B[i] = rnd(&s);
-    for (long i = 0; i < (long)M * ldc; i++) C0[i] = C[i] = rnd(&s);
+    sgemm_case c = sgemm_case_make(ta, tb, M, N, K, 7u);
+    const float *A = c.A, *B = c.B, *C0 = c.C0;
+    int lda = c.lda, ldb = c.ldb, ldc = c.ldc;
+    float *C = malloc(sizeof(float) * c.nc);
+    if (!C) abort();
+    memcpy(C, C0, sizeof(float) * c.nc);
     float alpha = 0.75f;
     wf_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     double u = ldexp(1.0, -24), gamma = K * u / (1 - K * u), worst = 0;
@@ -55,7 +49,8 @@ static int run(int ta, int tb, int M, int N, int K, float beta) {
             if (C[(long)i * ldc + j] != C0[(long)i * ldc + j]) bad++;
     printf("sgemm split  ta %d tb %d  M %4d N %4d K %3d beta %g: worst err / bound %.3f  %s\n", ta, tb, M, N, K,
            beta, worst, bad ? "FAIL" : "ok");
-    free(A), free(B), free(C), free(C0);
+    free(C);
+    sgemm_case_free(&c);
     return bad == 0;
 }
 
@@ -70,14 +65,14 @@ static int pair(int N, int C, int V) {
     float *x = malloc(sizeof(float) * (size_t)N * C);
     float *dx[2], *dw[2];
     unsigned r = 11u;
-    for (long i = 0; i < (long)N * V; i++) s[i] = rnd(&r);
-    for (long i = 0; i < (long)V * C; i++) w[i] = rnd(&r);
-    for (long i = 0; i < (long)N * C; i++) x[i] = rnd(&r);
+    for (long i = 0; i < (long)N * V; i++) s[i] = sgemm_case_rnd(&r);
+    for (long i = 0; i < (long)V * C; i++) w[i] = sgemm_case_rnd(&r);
+    for (long i = 0; i < (long)N * C; i++) x[i] = sgemm_case_rnd(&r);
     for (int k = 0; k < 2; k++) {
         dx[k] = malloc(sizeof(float) * (size_t)N * C), dw[k] = malloc(sizeof(float) * (size_t)V * C);
         unsigned q = 5u;  /* the same starting gradients in both */
-        for (long i = 0; i < (long)N * C; i++) dx[k][i] = rnd(&q);
-        for (long i = 0; i < (long)V * C; i++) dw[k][i] = rnd(&q);
+        for (long i = 0; i < (long)N * C; i++) dx[k][i] = sgemm_case_rnd(&q);
+        for (long i = 0; i < (long)V * C; i++) dw[k][i] = sgemm_case_rnd(&q);
     }
     openblas_set_num_threads(1);
     wf_sgemm_split(0);  /* the reference: each product whole, on one thread */
