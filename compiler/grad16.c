@@ -35,8 +35,8 @@
  * PipeDream-2BW over dp with fp32 dp sums keeps the tied wte's bucket in
  * the staging from its dp sum through the exchange between the pipeline's
  * ends (runtime wf_grad16_tied_grad; on CUDA its sums run on the device,
- * runtime/cuda/grad16.cu).  Not (yet): ZeRO-1 with 2BW (float gradients;
- * the prelude refuses ZeRO-2 and 3 with 2BW).
+ * runtime/cuda/grad16.cu); under ZeRO 1, 2 and 3 as well
+ * (tests/e2e/pipedream.sh's bf16 resume checks).
  * WEFT_GRAD16=0 in the compiler's environment keeps the float arena: the
  * form tests/e2e/grad16.sh compares with; WEFT_GRAD16=1 stores 16 bits
  * wherever it can, saving or not (the test's small layouts).  Under ZeRO-2

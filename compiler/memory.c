@@ -135,7 +135,9 @@ program_memory program_memory_of(const Program *p, int stage) {
     if (p->zero == 1) m.grads += arena(shard);
     if (grad16(p))
         m.grads += arena(4.0 * (double)grad16_scratch_numel(p, stage)) + arena(4.0 * (double)grad16_stage_numel(p, stage));
-    if (strcmp(p->schedule, "pipedream-2bw") == 0) m.params += arena(pbytes * psi);  /* two weight versions */
+    /* two weight versions; under ZeRO-3 each is a shard (twobw.c) */
+    int versions = strcmp(p->schedule, "pipedream-2bw") == 0 ? 2 : 1;
+    if (versions == 2) m.params += p->zero >= 3 ? arena(pshard) : arena(pbytes * psi);
     m.moments = 2 * arena(moments);              /* AdamW m and v */
     m.master = wide ? 0 : arena(moments);        /* fp32 masters, laid out as the moments */
     m.optim = m.moments + m.master;
@@ -166,9 +168,9 @@ program_memory program_memory_of(const Program *p, int stage) {
         m.host = m.optim;
         m.optim = 0;
     }
-    if (p->offload_params) {     /* so is an offloaded parameter shard */
-        m.host += arena(pshard);
-        m.params -= arena(pshard);
+    if (p->offload_params) {     /* so is an offloaded parameter shard (each version's) */
+        m.host += versions * arena(pshard);
+        m.params -= versions * arena(pshard);
     }
     m.total = m.params + m.grads + m.optim + m.acts + m.dacts + m.scratch + m.cast + m.w16 + m.runtime;
     return m;

@@ -1511,11 +1511,6 @@ local function make_plan(spec)
     -- ZeRO-3's all-gathers are planned for whole chunk backwards, not B and W
     fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0, 1 or 2, or another pipeline.schedule")
   end
-  if s.zero >= 3 and s.pipeline.schedule == "pipedream-2bw" then
-    -- ZeRO-1 and 2 shard the optimizer and the gradients of one batch; sharded
-    -- weights would have to follow the two weight versions
-    fail("plan.zero", s.zero .. " with pipedream-2bw " .. SUPPORTED_LATER, "0, 1 or 2")
-  end
   s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
   -- a 16-bit format the device has no arithmetic for (V100: no bf16)
   if s.precision ~= "fp32" and (s.cluster.device[s.precision] or 0) <= 0 then

@@ -493,7 +493,8 @@ static void save_folder(wf_ctx *c, const char *dir) {
     const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
     /* 16-bit modes save the fp32 masters, so that a resume is exact;
      * ZeRO-3 gathers the parameter shards */
-    float *full_w = c->master ? wf_moment_full(c, c->master) : p->zero >= 3 ? wf_params_whole(c) : NULL;
+    float *newest = p->weight_delay ? c->next_shard : c->param_shard;  /* ZeRO-3 */
+    float *full_w = c->master ? wf_moment_full(c, c->master) : p->zero >= 3 ? wf_params_whole(c, newest) : NULL;
     for (int k = 0; c->master && p->zero < 3 && k < p->n_params; k++)  /* frozen (weft.vlm): no master, fp32 working values */
         if (p->params[k].bucket < 0)
             memcpy(full_w + p->params[k].offset, weights + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
@@ -503,19 +504,24 @@ static void save_folder(wf_ctx *c, const char *dir) {
     if (full_w) weights = full_w;
     float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
+    /* ZeRO-3 under 2BW: the older version from its shards (every rank takes part) */
+    float *delayed = p->weight_delay && p->zero >= 3 ? wf_params_whole(c, c->param_shard) : NULL;
     if (c->dp_rank == 0) {
         ww = gather_whole(c, weights, off, total);
         wm = gather_whole(c, full_m, off, total);
         wv = gather_whole(c, full_v, off, total);
-        if (p->weight_delay && p->param16) {  /* 16-bit values (param16.c) */
-            float *delayed = wf_params16_widened(c, c->params);
+        if (delayed) {
             wd = gather_whole(c, delayed, off, total);
-            free(delayed);
+        } else if (p->weight_delay && p->param16) {  /* 16-bit values (param16.c) */
+            float *wide = wf_params16_widened(c, c->params);
+            wd = gather_whole(c, wide, off, total);
+            free(wide);
         } else if (p->weight_delay) wd = gather_whole(c, c->params, off, total);
     }
     free(full_m);
     free(full_v);
     free(full_w);
+    free(delayed);
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
     char tmp[PATH_MAX], old[PATH_MAX], err[2 * PATH_MAX + 512];

@@ -59,6 +59,7 @@ struct wf_ctx {
     int zero_unplaced;             /* ZeRO-1: shards reduced into zero_buf, not yet in the arena */
     float *grad_shard;             /* ZeRO >= 2: this rank's gradients (compact, like the moments) */
     float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
+    float *next_shard;             /* ZeRO-3 under 2BW: the newest version's (param_shard is one behind) */
     wf_req *gather_req;            /* ZeRO-3: one all-gather per bucket */
     float *comm;                   /* staging for tensor-parallel collectives */
     float *dp16;                   /* plan.dp_comm 16-bit: a bucket's packed gradients (dp_comm.c) */
@@ -113,7 +114,7 @@ struct wf_ctx {
     double last_loss, last_norm, last_lr;
     FILE *metrics;
     /* PipeDream-2BW without flush, pp > 1 (twobw.c) */
-    float *wver[2];                /* weight versions: batch b computes on wver[b % 2] */
+    float *wver[2];                /* weight versions: batch b computes on wver[b % 2] (ZeRO-3: shards) */
     long frame_base;               /* real batch of the instruction lists' frame batch 0 */
     float *tied_buf;               /* the wte gradient on its way to stage 0 */
     MPI_Request tied_grad_req, tied_w_req[2];
@@ -313,8 +314,9 @@ float *wf_moment_full(wf_ctx *c, const float *moment);
 float *wf_own_grad(wf_ctx *c, int k);
 float *wf_own_weights(wf_ctx *c, float *weights, int k);
 void wf_zero_grads_clear(wf_ctx *c);
-float *wf_params_whole(wf_ctx *c);           /* ZeRO-3: whole parameters (caller frees) */
-void wf_params_adopt(wf_ctx *c, const float *whole);  /* ZeRO-3: keep this rank's shards */
+float *wf_params_whole(wf_ctx *c, const float *shard);  /* ZeRO-3: a version's whole parameters (caller frees) */
+void wf_params_adopt(wf_ctx *c, const float *whole, float *shard);  /* ZeRO-3: keep this rank's part */
+void wf_zero_copy_shard(wf_ctx *c, float *dst, const float *src);  /* ZeRO-3 2BW: version over version */
 long wf_frozen_at(const wf_program *p, int k);         /* a frozen parameter's offset in c->params */
 void wf_frozen_adopt(wf_ctx *c, const float *whole);   /* ZeRO-3: the frozen ones, whole, into c->params */
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
@@ -324,7 +326,6 @@ void wf_scaler_update(wf_ctx *c, int overflow);
 void wf_master_setup(wf_ctx *c);                        /* optim.c */
 void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy);
 void wf_opt_ranges_setup(wf_ctx *c);                    /* opt_ranges.c, after wf_zero_setup */
-float *wf_opt_weights_base(wf_ctx *c, float *weights);  /* what the table's offsets are from */
 float *wf_opt_grads_base(wf_ctx *c);
 void wf_vlm_batch_setup(wf_ctx *c);                     /* batch_vlm.c: a VLM plan's data */
 void wf_vlm_batch_load(wf_ctx *c, int slot, long batch, uint64_t base);

@@ -34,9 +34,6 @@ void wf_opt_ranges_setup(wf_ctx *c) {
     c->ranges.total = total;
 }
 
-/* The bases the table's offsets are taken from. */
-float *wf_opt_weights_base(wf_ctx *c, float *weights) {
-    return c->p->zero >= 3 ? c->param_shard : weights;
-}
-
+/* The base the table's gradient offsets are taken from (its weight offsets:
+ * the version the caller updates, under ZeRO-3 that version's shard). */
 float *wf_opt_grads_base(wf_ctx *c) { return c->p->zero >= 2 ? c->grad_shard : c->grads; }

@@ -63,8 +63,11 @@ void wf_tp_partial_grads(wf_ctx *c) {
  * W(t+1) = W(t) - lr * update(grad of W(t-1)). */
 void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     const wf_program *p = c->p;
-    float *weights = c->params;
-    if (p->weight_delay) {
+    float *weights = p->zero >= 3 ? c->param_shard : c->params;
+    if (p->weight_delay && p->zero >= 3) {  /* the versions are shards */
+        wf_zero_copy_shard(c, c->param_shard, c->next_shard);
+        weights = c->next_shard;
+    } else if (p->weight_delay) {
         /* fp32: a plain copy, where the arenas live (on the device for CUDA) */
         if (p->param16) wf_params16_copy(c, c->params, c->next_params);
         else wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
@@ -74,14 +77,15 @@ void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     wf_adamw_into(c, weights, lr, grad_scale, 0);
 }
 
-/* The update itself, in place on `weights`; skip_tied_copy leaves the LM
+/* The update itself, in place on `weights` (under ZeRO-3 a version's shard,
+ * else a whole version); skip_tied_copy leaves the LM
  * head's copy of wte alone (2BW: stage 0 sends its new version). */
 void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy) {
     const wf_program *p = c->p;
     long t = c->step + 1 - c->scaler.skipped;  /* updates, not steps (fp16 skips some) */
     double bc1 = 1.0 - pow(p->beta1, (double)t), bc2 = 1.0 - pow(p->beta2, (double)t);
     wf_adamw_args a = {
-        .t = c->ranges, .weights = wf_opt_weights_base(c, weights), .grads = wf_opt_grads_base(c),
+        .t = c->ranges, .weights = weights, .grads = wf_opt_grads_base(c),
         .m = c->adam_m, .v = c->adam_v,
         .master = c->master,  /* 16-bit modes update the fp32 master, then store it rounded */
         .precision = p->precision, .param16 = p->param16, .grads16 = p->grad16 && p->zero < 2,

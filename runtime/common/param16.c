@@ -49,7 +49,8 @@ void wf_params16_alloc(wf_ctx *c) {
     if (p->zero >= 3) bytes = sizeof(uint16_t) * (size_t)p->gather_numel;
     c->params16[0] = (float *)wf_alloc(c, bytes, p->zero >= 3 ? "parameter gather buffers (16-bit)" : "parameters (16-bit)");
     c->params = c->params16[0];
-    if (p->weight_delay) c->params16[1] = (float *)wf_alloc(c, bytes, "PipeDream-2BW weight version (16-bit)");
+    /* (ZeRO-3: the second version is a second shard, wf_zero_setup) */
+    if (p->weight_delay && p->zero < 3) c->params16[1] = (float *)wf_alloc(c, bytes, "PipeDream-2BW weight version (16-bit)");
     c->wscratch = wf_alloc(c, sizeof(float) * (size_t)p->wscratch_numel, "parameters widened for one op");
 }
 

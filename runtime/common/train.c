@@ -181,7 +181,8 @@ static void allocate(wf_ctx *c) {
                        "activations");
     int sets = p->dact_sets > 0 ? p->dact_sets : 1;
     c->dacts = wf_alloc(c, (size_t)p->dact_numel * (size_t)sets * sizeof(float), "activation gradients");
-    if (p->weight_delay && !p->param16) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
+    /* (ZeRO-3: the second version is a second shard, wf_zero_setup) */
+    if (p->weight_delay && !p->param16 && p->zero < 3) c->next_params = wf_alloc(c, np, "PipeDream-2BW weight version");
     c->scratch = wf_alloc(c, (size_t)p->scratch_numel * sizeof(float), "scratch");
     if (p->stage16_numel > 0)  /* act16 on the CPU (cpu/stage16.h) */
         c->stage16 = wf_alloc(c, (size_t)p->stage16_numel * sizeof(float), "16-bit activation staging");
@@ -383,8 +384,11 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     }
     /* ZeRO-3: whole parameters exist only while they are made or read */
     float *gather = c->params;
-    if (p->zero >= 3)  /* host memory: initialised or loaded, then sharded and freed */
+    if (p->zero >= 3) {  /* host memory: initialised or loaded, then sharded and freed */
         c->params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
+        if (p->weight_delay && c->opt.resume)  /* 2BW: a checkpoint holds both versions */
+            c->next_params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "PipeDream-2BW version (startup)");
+    }
     if (p->param16 && p->zero < 3) wf_params16_startup(c);  /* floats until rounded, then 16-bit */
     if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
     else wf_init_params(c);
@@ -393,13 +397,17 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     c->arena_bytes += (double)(wf_alloc_total() - before);
     if (p->zero >= 3) {  /* keep this rank's shard; c->params becomes the gather arena */
         float *whole = c->params;
-        wf_params_adopt(c, whole);
+        wf_params_adopt(c, whole, c->param_shard);
+        if (p->weight_delay)  /* 2BW: the newest version (loaded, or a copy of the initial one) */
+            wf_params_adopt(c, c->next_params ? c->next_params : whole, c->next_shard);
+        free(c->next_params);
+        c->next_params = NULL;
         c->params = gather;
         wf_frozen_adopt(c, whole);  /* frozen: whole on every rank, never gathered */
         free(whole);
     }
     if (p->param16 && p->zero < 3) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
-    else if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
+    else if (p->weight_delay && p->zero < 3 && !c->opt.resume)  /* a checkpoint holds both versions */
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     wf_params_changed(c);
     before = wf_alloc_total();

@@ -4,6 +4,10 @@
  * wver[b % 2].  The stage's OPTIM after batch b's last backward writes
  * V(b+2) = V(b+1) - lr * update(grad of b) into wver[b % 2], which batch b no
  * longer needs: the same numbers as the single-rank delayed update in optim.c.
+ * Under ZeRO-3 a version is this rank's parameter shard: wf_2bw_use_micro
+ * points param_shard at the batch's, which the chunk's gathers then read
+ * (every gather is started and waited inside one chunk function, after its
+ * wf_use_micro), and OPTIM copies and updates shards.
  * The step functions name microbatches in a frame (rt.h); frame_base maps them
  * to real batches for the whole call, fixed when the call begins.
  *
@@ -70,9 +74,10 @@ void wf_2bw_capture_begin(wf_ctx *c) { tails[c->step % 2].n = 0; }
 
 void wf_2bw_setup(wf_ctx *c) {
     const wf_program *p = c->p;
-    /* params: the version of the next batch (step), next_params the one after */
-    c->wver[c->step % 2] = c->params;
-    c->wver[(c->step + 1) % 2] = c->next_params;
+    /* params: the version of the next batch (step), next_params the one after
+     * (ZeRO-3: the versions are this rank's shards, gathered when used) */
+    c->wver[c->step % 2] = p->zero >= 3 ? c->param_shard : c->params;
+    c->wver[(c->step + 1) % 2] = p->zero >= 3 ? c->next_shard : c->next_params;
     c->tied_grad_req = c->tied_w_req[0] = c->tied_w_req[1] = MPI_REQUEST_NULL;
     c->metrics_req = MPI_REQUEST_NULL;
     c->metrics_step = -1;
@@ -148,7 +153,9 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
                  "this plan)", m);
     long r = real_batch(c, m);
     c->micro_index = (int)((r % 2) * c->p->accum + m % c->p->accum);
-    c->params = c->wver[r % 2];
+    /* ZeRO-3: the chunk's gathers (started after this call) read the shard */
+    if (c->p->zero >= 3) c->param_shard = c->wver[r % 2];
+    else c->params = c->wver[r % 2];
 }
 
 /* ---- the tied wte -------------------------------------------------------- */
@@ -233,30 +240,39 @@ void wf_tied_recv_grad(wf_ctx *c) {
     for (long i = 0; i < q->numel; i++) g[i] += c->tied_buf[i];
 }
 
+/* Where version v's tied wte lies, and how many values travel: the whole
+ * tensor, or under ZeRO-3 this rank's part of it in the version's shard (the
+ * tied wte is alone in its bucket, so both ends shard it alike). */
+static void *tied_weights(wf_ctx *c, float *v, long *n) {
+    int k = tied_param(c);
+    const wf_param *q = &c->p->params[k];
+    long at = c->p->zero >= 3 ? c->moment_base[k] : q->offset;
+    *n = c->p->zero >= 3 ? c->own_hi[k] - c->own_lo[k] : q->numel;
+    return c->p->param16 ? wf_params16_at(v, at) : (void *)(v + at);
+}
+
 void wf_tied_send_weights(wf_ctx *c, int m) {
     if (deferred(c, TAIL_SEND_WEIGHTS, m)) return;
-    const wf_param *q = &c->p->params[tied_param(c)];
-    long r = real_batch(c, m);
+    long r = real_batch(c, m), n;
     wf_backend_sync(c);
     wf_watch_what(c, WF_GROUP_TIED, "send tied wte weights to the last stage");
     WF_MPI(c, MPI_Wait(&c->tied_w_req[r % 2], MPI_STATUS_IGNORE));
     wf_watch_done();
     /* param16: the version holds 16-bit values, sent as they are */
     int p16 = c->p->param16;
-    void *at = p16 ? wf_params16_at(c->wver[r % 2], q->offset) : (void *)(c->wver[r % 2] + q->offset);
-    WF_MPI(c, MPI_Isend(at, count(c, q->numel, "MPI_Isend"), p16 ? MPI_UINT16_T : MPI_FLOAT, 1,
+    void *at = tied_weights(c, c->wver[r % 2], &n);
+    WF_MPI(c, MPI_Isend(at, count(c, n, "MPI_Isend"), p16 ? MPI_UINT16_T : MPI_FLOAT, 1,
                         TAG_TIED_WEIGHT, c->group_comm[WF_GROUP_TIED], &c->tied_w_req[r % 2]));
 }
 
 void wf_tied_recv_weights(wf_ctx *c, int m) {
     if (deferred(c, TAIL_RECV_WEIGHTS, m)) return;
-    const wf_param *q = &c->p->params[tied_param(c)];
-    long r = real_batch(c, m);
+    long r = real_batch(c, m), n;
     wf_backend_sync(c);  /* kernels may still read this version */
     wf_watch_what(c, WF_GROUP_TIED, "recv tied wte weights from stage 0");
     int p16 = c->p->param16;
-    void *at = p16 ? wf_params16_at(c->wver[r % 2], q->offset) : (void *)(c->wver[r % 2] + q->offset);
-    WF_MPI(c, MPI_Recv(at, count(c, q->numel, "MPI_Recv"), p16 ? MPI_UINT16_T : MPI_FLOAT, 0,
+    void *at = tied_weights(c, c->wver[r % 2], &n);
+    WF_MPI(c, MPI_Recv(at, count(c, n, "MPI_Recv"), p16 ? MPI_UINT16_T : MPI_FLOAT, 0,
                        TAG_TIED_WEIGHT, c->group_comm[WF_GROUP_TIED], MPI_STATUS_IGNORE));
     wf_watch_done();
     wf_params_changed(c);
@@ -327,13 +343,15 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
-    if (p->param16) wf_params16_copy(c, dst, src);
+    if (p->zero >= 3) wf_zero_copy_shard(c, dst, src);  /* the versions are shards */
+    else if (p->param16) wf_params16_copy(c, dst, src);
     else wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
     wf_params_changed(c);
     wf_adamw_into(c, dst, lr, 1.0f, 1);
     /* ZeRO-1 and 2: this rank updated its shards of the new version, the
      * others come from their owners; the version the next batch computes
-     * with (src) stays whole on every rank, as both do without ZeRO */
+     * with (src) stays whole on every rank, as both do without ZeRO.
+     * (ZeRO-3 updated its shard of dst, gathered when a batch uses it.) */
     wf_zero_gather_version(c, dst);
     /* in stream order (wf_backend_zero): a host memset here raced the CUDA
      * backend's AdamW, still queued on the stream, which then read zeroed
@@ -367,6 +385,11 @@ void wf_2bw_finish(wf_ctx *c) {
     wf_backend_sync(c);
     complete_metrics(c);
     WF_MPI(c, MPI_Wait(&c->tied_grad_req, MPI_STATUS_IGNORE));
+    if (c->p->zero >= 3) {
+        c->param_shard = c->wver[c->step % 2];
+        c->next_shard = c->wver[(c->step + 1) % 2];
+        return;
+    }
     c->params = c->wver[c->step % 2];
     c->next_params = c->wver[(c->step + 1) % 2];
 }

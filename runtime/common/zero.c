@@ -48,6 +48,11 @@ void wf_zero_setup(wf_ctx *c) {
          * the device before each gather); one memory on the CPU backend */
         c->param_shard = p->offload_params ? wf_alloc_host_arena(c, pshard_bytes, "parameter shard (ZeRO-3, host)")
                                            : wf_alloc(c, pshard_bytes, "parameter shard (ZeRO-3)");
+        /* PipeDream-2BW: a second version is a second shard (twobw.c), not
+         * a whole copy of the parameters */
+        if (p->weight_delay)
+            c->next_shard = p->offload_params ? wf_alloc_host_arena(c, pshard_bytes, "PipeDream-2BW version shard (ZeRO-3, host)")
+                                              : wf_alloc(c, pshard_bytes, "PipeDream-2BW version shard (ZeRO-3)");
         c->gather_req = wf_alloc(c, sizeof(wf_req) * (size_t)p->n_buckets, "ZeRO-3 gathers");
         wf_req_init(c->gather_req, p->n_buckets);
     }

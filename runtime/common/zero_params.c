@@ -6,8 +6,10 @@
  * gather overlaps compute; buffers whose uses never overlap share memory.
  * Whole parameters exist only transiently: at startup (initialization or a
  * checkpoint) and when a checkpoint is written. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "internal.h"
 
 void wf_gather_start(wf_ctx *c, int k) {
@@ -35,6 +37,14 @@ void wf_gather_wait(wf_ctx *c, int k) {
     wf_watch_done();
 }
 
+/* PipeDream-2BW: one version's shard over the other's (the optimizer then
+ * updates dst in place), where the shards live (on the device for CUDA) */
+void wf_zero_copy_shard(wf_ctx *c, float *dst, const float *src) {
+    size_t size = c->p->param16 ? sizeof(uint16_t) : sizeof(float);
+    wf_backend_copy(c, dst, src, size * (size_t)c->moment_numel);
+    wf_params_changed(c);
+}
+
 float *wf_own_weights(wf_ctx *c, float *weights, int k) {
     if (c->p->zero >= 3) return c->param_shard + c->moment_base[k] - c->own_lo[k];
     return weights + c->p->params[k].offset;
@@ -56,25 +66,35 @@ void wf_frozen_adopt(wf_ctx *c, const float *whole) {
             memcpy(c->params + wf_frozen_at(p, k), whole + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
 }
 
-/* Every rank contributes its shards; the dp group sums them into whole
- * tensors (the frozen ones, whole everywhere, are copied after the sum). */
-float *wf_params_whole(wf_ctx *c) {
-    float *whole = wf_moment_full(c, c->param_shard);
+/* Every rank contributes its shard of a version (param_shard, or 2BW's
+ * next_shard); the dp group sums them into whole tensors (the frozen ones,
+ * whole everywhere, are copied after the sum).  A 16-bit shard is widened
+ * first (2BW's older version, which no fp32 master holds). */
+float *wf_params_whole(wf_ctx *c, const float *shard) {
     const wf_program *p = c->p;
+    float *wide = NULL;
+    if (p->param16) {
+        wide = wf_host_alloc(c, sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1), "shard widened (checkpoint)");
+        wf_widen16(p->precision, wide, (const uint16_t *)(const void *)shard, c->moment_numel);
+        shard = wide;
+    }
+    float *whole = wf_moment_full(c, shard);
+    free(wide);
     for (int k = 0; k < p->n_params; k++)
         if (p->params[k].bucket < 0)
             memcpy(whole + p->params[k].offset, c->params + wf_frozen_at(p, k), sizeof(float) * (size_t)p->params[k].numel);
     return whole;
 }
 
-void wf_params_adopt(wf_ctx *c, const float *whole) {
+/* whole -> this rank's part of it, into a version's shard */
+void wf_params_adopt(wf_ctx *c, const float *whole, float *shard) {
     if (!c->p->param16) {
-        wf_moment_keep(c, whole, c->param_shard);
+        wf_moment_keep(c, whole, shard);
         return;
     }
     /* 16-bit shards: the rounded values as bits (param16.c) */
     const wf_program *p = c->p;
     for (int k = 0; k < p->n_params; k++)
-        wf_params16_narrow(c, wf_params16_at(c->param_shard, c->moment_base[k]),
+        wf_params16_narrow(c, wf_params16_at(shard, c->moment_base[k]),
                            whole + p->params[k].offset + c->own_lo[k], c->own_hi[k] - c->own_lo[k]);
 }

@@ -64,7 +64,7 @@
 # head), past what the tensor-core kernels take, on attention.cu's fp32
 # kernels with 16 threads a row, fp32 so that the weights are compared too.
 # The CUDA attention backward forms D = dout . out from the forward's output:
-# sel, full, pp2_zbh1 and z2_2bw_nccl run it where that output is recomputed
+# sel, full, pp2_zbh1 and z3_2bw_nccl run it where that output is recomputed
 # (selective, full recompute) or kept in a pipeline slot (split B/W, 2BW),
 # fp32 rows because their weight check catches a wrong D (the act16 rows'
 # loss and norm tolerances do not).
@@ -84,8 +84,10 @@
 # over tests/nccl_fake, its operations queued in stream order and captured
 # into the CUDA graph with the kernels (emu_nccl.cc); on one device NCCL is
 # refused (checked last).  PipeDream-2BW runs over both (bf16_2bw_z1 over dp 2 x
-# pp 2 under ZeRO-1 with 16-bit gradients; z2_2bw_nccl under ZeRO-2, fp32):
+# pp 2 under ZeRO-1 with 16-bit gradients; z3_2bw_nccl under ZeRO-3, fp32,
+# each weight version a parameter shard, gradients sharded as under ZeRO-2):
 # the tied wte and the metrics stay host MPI beside NCCL's streams (twobw.c).
+# (z3_2bw_nccl was z2_2bw_nccl, zero = 2: 7.1 CPU-s with ROWS, 6.5 at zero = 3.)
 # (They replaced two dp 1 rows, pp2_2bw and pp2_2bw_nccl, whose dp 1 paths
 # pp2_tp2_2bw_nccl and bf16_2bw_nccl still run; measured together with
 # ROWS: 12.1 CPU-s before, 12.6 after, one run each.)
@@ -409,7 +411,7 @@ rows=(
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
   "bf16_2bw_z1 ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set zero=1 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
-  "z2_2bw_nccl ref_2bw fp32 plans/tiny.lua       --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set zero=2 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
+  "z3_2bw_nccl ref_2bw fp32 plans/tiny.lua       --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set offload.params=cpu --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5"
   "bf16_2bw_nccl ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"
   "bf16_dp2  ref_bf16   act16 plans/tiny.lua       --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi"
   "bf16_dp2_dpc ref_bf16   act16 plans/tiny.lua    --set mesh.dp=2 --set batch.micro=1 --set precision=bf16 --set comm=mpi --set dp_comm=bf16"
@@ -649,22 +651,22 @@ esac
 # (steps 2 and 3), the tied wte's exchange and the optimizer run after each
 # replay (graph.c); the prologue and epilogue are eager.  Five steps (step 4
 # replays the graph of step 2) against --no-graph: the same losses, norms and
-# final weights, bit for bit; under ZeRO-2 the reduce-scatters of every
-# microbatch are captured too.
-case " ${ROWS:-z2_2bw_nccl} " in *" z2_2bw_nccl "*)
-  check "z2_2bw_nccl: ran over NCCL, both weight versions' steps captured" bash -c "
-    grep -q 'comm: nccl' '$WORK/z2_2bw_nccl.log' && grep -q 'cuda graph: on (captured step 2' '$WORK/z2_2bw_nccl.log' &&
-    grep -q 'cuda graph: on (captured step 3' '$WORK/z2_2bw_nccl.log'"
-  if [ -f "$WORK/z2_2bw_nccl.jsonl" ] &&
-     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/z2_2bw_nccl/launch.sh" --no-graph --metrics "$WORK/2bw_eager.jsonl" \
+# final weights, bit for bit; under ZeRO-3 the reduce-scatters of every
+# microbatch and the gathers of each version's shard are captured too.
+case " ${ROWS:-z3_2bw_nccl} " in *" z3_2bw_nccl "*)
+  check "z3_2bw_nccl: ran over NCCL, both weight versions' steps captured" bash -c "
+    grep -q 'comm: nccl' '$WORK/z3_2bw_nccl.log' && grep -q 'cuda graph: on (captured step 2' '$WORK/z3_2bw_nccl.log' &&
+    grep -q 'cuda graph: on (captured step 3' '$WORK/z3_2bw_nccl.log'"
+  if [ -f "$WORK/z3_2bw_nccl.jsonl" ] &&
+     timeout $((120 * ${WEFT_TIMEOUT_SCALE:-1})) "$WORK/z3_2bw_nccl/launch.sh" --no-graph --metrics "$WORK/2bw_eager.jsonl" \
        --save "$WORK/2bw_eager.ckpt" >"$WORK/2bw_eager.log" 2>&1; then
-    loss=$(same_field loss "$WORK/2bw_eager.jsonl" "$WORK/z2_2bw_nccl.jsonl" 0) && rc=0 || rc=1
-    norm=$(same_field grad_norm "$WORK/2bw_eager.jsonl" "$WORK/z2_2bw_nccl.jsonl" 0) || rc=1
-    w=$("$WEFT" ckpt diff "$WORK/2bw_eager.ckpt/model.safetensors" "$WORK/z2_2bw_nccl.ckpt/model.safetensors" \
+    loss=$(same_field loss "$WORK/2bw_eager.jsonl" "$WORK/z3_2bw_nccl.jsonl" 0) && rc=0 || rc=1
+    norm=$(same_field grad_norm "$WORK/2bw_eager.jsonl" "$WORK/z3_2bw_nccl.jsonl" 0) || rc=1
+    w=$("$WEFT" ckpt diff "$WORK/2bw_eager.ckpt/model.safetensors" "$WORK/z3_2bw_nccl.ckpt/model.safetensors" \
         --tol 0 --atol 0 | tail -n 1) || rc=1
-    check "z2_2bw_nccl: graph replay vs --no-graph (identical): $loss, $norm; $w" test $rc = 0
+    check "z3_2bw_nccl: graph replay vs --no-graph (identical): $loss, $norm; $w" test $rc = 0
   else
-    failed=$((failed + 1)); echo "FAIL z2_2bw_nccl --no-graph: did not run: $(tail -n 2 "$WORK/2bw_eager.log")"
+    failed=$((failed + 1)); echo "FAIL z3_2bw_nccl --no-graph: did not run: $(tail -n 2 "$WORK/2bw_eager.log")"
   fi ;;
 esac
 

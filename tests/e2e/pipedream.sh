@@ -7,7 +7,9 @@
 # step late, and so does dp 2 x pp 2 under ZeRO-1 (each rank updates its shard
 # of the new version and all-gathers the rest; the version being computed
 # with stays whole) and ZeRO-2 (gradients reduce-scattered every microbatch
-# into a float shard; the tied wte's exchange sends a shard); checkpoints (taken after the epilogue drains the pipeline) change
+# into a float shard; the tied wte's exchange sends a shard) and ZeRO-3 (each
+# weight version a parameter shard, gathered when used; the tied wte's
+# weights travel shard to shard); checkpoints (taken after the epilogue drains the pipeline) change
 # nothing and a resume continues identically; bf16 composes with it; and the schedule has no flush,
 # both as compiled (`weft inspect`) and as run (--trace).
 source "$(dirname "$0")/lib.sh"
@@ -22,10 +24,14 @@ build_plan pp4 "$PLAN" "${set[@]}" --set mesh.pp=4 --set train.ckpt_every=4
 build_plan dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2
 build_plan z1dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1
 build_plan z2dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=2
+build_plan z3dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=3
 # one stage: optim.c's delayed update, whose newest version is gathered (a
 # gather of the other version left it stale outside each rank's shards, as
 # its checkpoint showed, though the losses were right)
 build_plan z2dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=2
+# ... and under ZeRO-3, whose two versions are shards (optim.c's copy, then
+# AdamW on the newer shard), here both in the host arena (offload.params)
+build_plan z3dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=3 --set offload.params=cpu
 build_plan ref "$PLAN" "${set[@]}" --set mesh.pp=1
 build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
@@ -39,7 +45,7 @@ check "two runs give identical losses" cmp -s <(strip "$WORK/a.jsonl") <(strip "
 check "two runs give bit-identical weights" "$WEFT" ckpt diff "$WORK/a/model.safetensors" "$WORK/b/model.safetensors"
 steps_in_order() { awk '{ sub(/.*"step": /, ""); sub(/,.*/, ""); if ($0 + 0 != NR) exit 1 } END { exit NR != 10 }' "$1"; }
 check "metrics: one line per step, in order (logged one step late)" steps_in_order "$WORK/a.jsonl"
-for layout in pp2 pp4 dp2pp2 z1dp2pp2 z2dp2pp2 z2dp2pp1; do
+for layout in pp2 pp4 dp2pp2 z1dp2pp2 z2dp2pp2 z2dp2pp1 z3dp2pp2 z3dp2pp1; do
   if [ $layout != pp2 ]; then
     run_plan $layout --steps 10 --metrics "$WORK/$layout.jsonl" --save "$WORK/out_$layout" >/dev/null
   else
@@ -69,23 +75,36 @@ run_plan pp2_bf16 --steps 10 --resume "$WORK/bf16_8" --save "$WORK/bf16_resumed"
 check "bf16 resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/bf16_straight/model.safetensors" "$WORK/bf16_resumed/model.safetensors"
 # ... and under ZeRO-1 (dp 2 x pp 2), where each rank's master is its shard
-# of the newest version
-build_plan z1_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1 --set precision=bf16
-run_plan z1_bf16 --steps 10 --save "$WORK/z1_bf16_straight" >/dev/null
-run_plan z1_bf16 --steps 8 --save "$WORK/z1_bf16_8" >/dev/null
+# of the newest version.  (Here and below one run writes the step-8
+# checkpoint on its way: checkpoints change nothing, as pp4 shows below.)
+build_plan z1_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=1 --set precision=bf16 \
+  --set train.ckpt_every=8
+run_plan z1_bf16 --steps 10 --save "$WORK/z1_bf16_straight" --ckpt "$WORK/z1_bf16_8" >/dev/null
 run_plan z1_bf16 --steps 10 --resume "$WORK/z1_bf16_8" --save "$WORK/z1_bf16_resumed" >/dev/null
 check "bf16 under ZeRO-1: resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/z1_bf16_straight/model.safetensors" "$WORK/z1_bf16_resumed/model.safetensors"
 # ... and under ZeRO-2 with 16-bit gradients (WEFT_GRAD16=1: its bucket
 # buffers in 2 bytes even where this tiny plan's staging outweighs them),
 # whose float shard starts each step from zero: nothing of it is saved
-WEFT_GRAD16=1 build_plan z2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=2 --set precision=bf16
+WEFT_GRAD16=1 build_plan z2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=2 --set precision=bf16 \
+  --set train.ckpt_every=8
 check "bf16 under ZeRO-2 stores 16-bit gradients" grep -q '\.grad16 = 1' "$WORK/z2_bf16/stage0.c"
-run_plan z2_bf16 --steps 10 --save "$WORK/z2_bf16_straight" >/dev/null
-run_plan z2_bf16 --steps 8 --save "$WORK/z2_bf16_8" >/dev/null
+run_plan z2_bf16 --steps 10 --save "$WORK/z2_bf16_straight" --ckpt "$WORK/z2_bf16_8" >/dev/null
 run_plan z2_bf16 --steps 10 --resume "$WORK/z2_bf16_8" --save "$WORK/z2_bf16_resumed" >/dev/null
 check "bf16 under ZeRO-2: resume from step 8 continues identically: weights" \
   "$WEFT" ckpt diff "$WORK/z2_bf16_straight/model.safetensors" "$WORK/z2_bf16_resumed/model.safetensors"
+# ... and under ZeRO-3, whose two versions are 16-bit parameter shards: the
+# checkpoint holds the newest version (the fp32 masters) and the older one
+# (delayed.*, gathered from its shards), and a resume narrows each into its
+# shard.
+WEFT_GRAD16=1 build_plan z3_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set zero=3 --set precision=bf16 \
+  --set train.ckpt_every=8
+check "bf16 under ZeRO-3 stores 16-bit parameter shards" grep -q '\.param16 = 1' "$WORK/z3_bf16/stage0.c"
+check "bf16 under ZeRO-3 stores 16-bit gradients" grep -q '\.grad16 = 1' "$WORK/z3_bf16/stage0.c"
+run_plan z3_bf16 --steps 10 --metrics "$WORK/z3_bf16.jsonl" --save "$WORK/z3_bf16_straight" --ckpt "$WORK/z3_bf16_8" >/dev/null
+run_plan z3_bf16 --steps 10 --resume "$WORK/z3_bf16_8" --save "$WORK/z3_bf16_resumed" >/dev/null
+check "bf16 under ZeRO-3: resume from step 8 continues identically: weights" \
+  "$WEFT" ckpt diff "$WORK/z3_bf16_straight/model.safetensors" "$WORK/z3_bf16_resumed/model.safetensors"
 # The delay is real: step 2 still computes on the initial weights, so its
 # loss differs from the synchronous run's step 2 (which saw one update).
 step2() { sed -n 2p "$1" | sed 's/.*"loss": \([^,]*\),.*/\1/'; }
@@ -148,10 +167,15 @@ check "trace: stage 0 runs F$M before its own B$((M - 1))" \
 check "stage 0 stages each output for its send in the prologue, the steady step and the epilogue" \
   test "$(awk '/^static void (prologue|step|epilogue)\(/ { f = $3 } /wf_copy\(wf_recv_buffer/ { seen[f] = 1 }
               END { print length(seen) }' "$WORK/pp2/stage0.c")" = 3
-check "pp2: rank 0 allocated what memory.c planned, to the byte" \
+planned_exactly() {  # planned_exactly METRICS: rank 0's arenas are what memory.c planned
   awk '{ match($0, /"mem_bytes": [0-9]+/); a = substr($0, RSTART + 13, RLENGTH - 13)
          match($0, /"mem_planned_bytes": [0-9]+/); p = substr($0, RSTART + 21, RLENGTH - 21)
-         if (!(p > 0 && a == p)) bad = 1 } END { exit bad }' "$WORK/pp2.jsonl"
+         if (!(p > 0 && a == p)) bad = 1 } END { exit bad }' "$1"
+}
+# (ZeRO-3: two parameter shards, one per weight version, and no whole version)
+for layout in pp2 z3dp2pp2 z3dp2pp1 z3_bf16; do
+  check "$layout: rank 0 allocated what memory.c planned, to the byte" planned_exactly "$WORK/$layout.jsonl"
+done
 run_plan pp2 --metrics "$WORK/long.jsonl" >/dev/null
 first=$(sed -n 1p "$WORK/long.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/')
 last=$(tail -n 1 "$WORK/long.jsonl" | sed 's/.*"loss": \([^,]*\),.*/\1/')
