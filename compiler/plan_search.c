@@ -163,7 +163,7 @@ typedef struct {
     cand *c;
     int n;
     long enumerated;
-    long pruned_arith[7];       /* by rule, see RULES */
+    long pruned_arith[6];       /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
     long probed;        /* one-block builds for the step-time bound (layer_seconds) */
     long zero_skipped;  /* ZeRO stages not built after a build did not fit (max_stage_bytes) */
@@ -183,7 +183,7 @@ typedef struct {
 static const char *const RULES[] = {
     "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
     "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
-    "microbatches over the plan's limit", "ZeRO/recompute not allowed with the schedule",
+    "microbatches over the plan's limit",
 };
 enum { N_RULES = (int)(sizeof RULES / sizeof *RULES) };
 
@@ -356,7 +356,7 @@ static void evaluate(search *S, cand *c) {
             double gib = 1024.0 * 1024 * 1024;
             snprintf(c->why, sizeof c->why, "does not fit: %.1f of %.0f GiB", c->mem / gib, S->device_bytes / gib);
             /* the next ZeRO stage the schedule allows and the bound does not rule out */
-            int zmax = c->dp == 1 ? 0 : c->sched == 4 ? 2 : c->sched == 3 && c->pp > 1 ? 1 : 3, z = c->zero + 1;
+            int zmax = c->dp == 1 ? 0 : c->sched == 3 && c->pp > 1 ? 2 : 3, z = c->zero + 1;
             while (z <= zmax && up[z] > S->device_bytes) z++;
             S->zero_skipped += (z <= zmax ? z : zmax + 1) - c->zero - 1;
             if (z <= zmax && S->built < S->a.max_priced) {
@@ -1334,16 +1334,19 @@ static void bounds(search *S, cand *c, int accum, int probe) {
         double send = 4.0 * c->micro * S->seq * h;
         double p2p = c->pp > 1 ? cost_p2p(send / c->tp, c->dp * c->tp >= S->dpn ? &inter : &intra) +
                                      cost_allgather_ring(send, c->tp, &intra) : 0;
-        pipe = (busy + 2.0 * accum * c->virt * p2p) * bubble_factor(c->sched, c->pp, accum, c->virt);
+        /* the one-block build ran tp ranks on its node, whose threads buy
+         * more than the candidate's node's ranks get (simulate's thread_gain) */
+        int node = S->world < S->dpn ? S->world : S->dpn, cores = search_cal.cores;
+        double work = busy * simulate_thread_gain(c->tp, &search_cal) / simulate_thread_gain(node, &search_cal);
+        pipe = (work + 2.0 * accum * c->virt * p2p) * bubble_factor(c->sched, c->pp, accum, c->virt);
         /* a CPU node with more ranks than cores (simulate's core_share):
          * its ranks share the cores, every rank computing at once (one
          * stage: ranks / cores), or one stage's at a time on cores whose
          * other ranks wait, the busiest core setting the pace
          * (trace_placed_slowdown), whichever is slower */
-        int node = S->world < S->dpn ? S->world : S->dpn, cores = search_cal.cores;
         if (search_cal.loaded && !search_cal.cuda && node > cores) {
             double placed = trace_placed_slowdown((int)lround((double)node / c->pp), node, cores);
-            pipe = fmax(pipe * placed, busy * node / cores);
+            pipe = fmax(pipe * placed, work * node / cores);
         }
         chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
     }
@@ -1407,9 +1410,8 @@ static void enumerate(search *S) {
                             }
                             /* per recompute level, the smallest ZeRO stage that may fit */
                             for (int rc = 0; rc < 3; rc++) {
-                                if (sc == 3 && rc == 2 && pp > 1) { S->pruned_arith[6]++; continue; }
-                                /* PipeDream-2BW: ZeRO-2 at most (the prelude refuses 3) */
-                                int zmax = dp == 1 ? 0 : sc == 4 ? 2 : sc == 3 && pp > 1 ? 1 : 3;
+                                /* zb-h1 across stages: ZeRO-2 at most (the prelude refuses 3) */
+                                int zmax = dp == 1 ? 0 : sc == 3 && pp > 1 ? 2 : 3;
                                 int placed = 0;
                                 for (int z = 0; z <= zmax + (zmax == 3) && !placed; z++) {
                                     cand c = { .probe = -1, .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,

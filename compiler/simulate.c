@@ -532,13 +532,16 @@ static double device_peak(const Program *p) {
 /* CPU backend: a rank gets the cores its node's other ranks do not use; what
  * they buy is interpolated from the calibrated lone-rank speedup in place.
  * (More ranks than cores time-share them: see oversubscription.) */
+double simulate_thread_gain(int ranks, const sim_calibration *cal) {
+    if (!cal || !cal->loaded || cal->cuda) return 1;
+    if (ranks > cal->cores) return 1;  /* oversubscribed: see oversubscription() */
+    int threads = cal->cores / (ranks > 0 ? ranks : 1);
+    if (cal->cores <= 1 || threads <= 1) return 1;
+    return 1 + (cal->inplace_threads - 1) * (threads - 1) / (cal->cores - 1);
+}
+
 static double thread_gain(const Program *p) {
-    if (!calib) return 1;
-    int ranks = p->world < p->devices_per_node ? p->world : p->devices_per_node;
-    if (ranks > calib->cores) return 1;  /* oversubscribed: see oversubscription() */
-    int threads = calib->cores / (ranks > 0 ? ranks : 1);
-    if (calib->cores <= 1 || threads <= 1) return 1;
-    return 1 + (calib->inplace_threads - 1) * (threads - 1) / (calib->cores - 1);
+    return simulate_thread_gain(p->world < p->devices_per_node ? p->world : p->devices_per_node, calib);
 }
 
 /* Seconds per microbatch of each chunk (forward, backward, its weight part,

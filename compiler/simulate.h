@@ -68,6 +68,11 @@ double simulate_op_seconds(const Program *p, int i);
  * before it (the embedding) and after it (final norm, LM head, loss).  weft
  * plan's step-time bound: a stage of n blocks is busy at least n * layer per
  * microbatch.  -1: more than one block or chunk. */
+/* CPU backend: what a rank's threads buy when its node runs `ranks` ranks
+ * (the calibrated lone-rank speedup, interpolated over the cores it gets;
+ * 1 without a CPU calibration or when the ranks outnumber the cores). */
+double simulate_thread_gain(int ranks, const sim_calibration *cal);
+
 int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
                            double *after);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's

@@ -229,13 +229,24 @@ check "dp 2 x pp 2 gpipe, one microbatch, on 2 cores: the computing pair shares 
 # weft plan's build-order estimate shares the cores as simulate does: dp 4
 # on 2 cores, every rank computing throughout, is estimated at x2 its
 # unshared time like simulate's stretch, so within 25% of its price (the
-# estimate's dp and optimizer terms are approximations, ~15% apart here);
-# an estimate that gave each rank a core is under a third of it here.
-est=$(WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/tiny.lua --gpus 4 --set cluster.devices_per_node=4 --set mesh.tp=1 \
-  --calibration "$WORK/two_cores.lua" --top 3 --max-priced 8 2>&1 >/dev/null |
-  sed -n 's/^debug: time bound .* priced \([0-9.e-]*\) .* estimate \([0-9.e-]*\): dp 4 tp 1 pp 1 mb 4 - .*/\1 \2/p' | head -1)
-check "plan: dp 4 on 2 cores estimated within 25% of its price (priced, estimate: $est)" \
-  awk -v e="$est" 'BEGIN { split(e, v, " "); exit !(e != "" && v[2] > 0.75 * v[1] && v[2] < 1.25 * v[1]) }'
+# estimate's dp and optimizer terms are approximations, ~5-15% apart here);
+# an estimate that gave each rank a core is under a third of it here.  The
+# one-block builds it starts from ran one rank with both cores' threads; dp 4
+# gets one thread a rank, so the estimate takes back the calibrated thread
+# speedup: at the speedup a loaded machine measures (2.86 once) an estimate
+# that kept it came to 0.36 of the price.
+for speedup in measured 2.86; do
+  cal="$WORK/two_cores.lua"
+  if [ "$speedup" != measured ]; then
+    cal="$WORK/speedup.lua"
+    sed -E "s/^  inplace_threads = [0-9.]+,/  inplace_threads = $speedup,/" "$WORK/two_cores.lua" >"$cal"
+  fi
+  est=$(WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/tiny.lua --gpus 4 --set cluster.devices_per_node=4 --set mesh.tp=1 \
+    --calibration "$cal" --top 3 --max-priced 8 2>&1 >/dev/null |
+    sed -n 's/^debug: time bound .* priced \([0-9.e-]*\) .* estimate \([0-9.e-]*\): dp 4 tp 1 pp 1 mb 4 - .*/\1 \2/p' | head -1)
+  check "plan: dp 4 on 2 cores estimated within 25% of its price, thread speedup $speedup (priced, estimate: $est)" \
+    awk -v e="$est" 'BEGIN { split(e, v, " "); exit !(e != "" && v[2] > 0.75 * v[1] && v[2] < 1.25 * v[1]) }'
+done
 cp "$WORK/cluster.lua" "$WORK/kept.lua"
 WEFT_RUNTIME="$WORK/nowhere" "$WEFT" calibrate -o "$WORK/cluster.lua" 2>"$WORK/cal.err" && failed=$((failed + 1))
 check "calibrate without its runtime fails clearly and keeps the old file" \
