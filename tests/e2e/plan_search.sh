@@ -85,7 +85,9 @@ n_k_il=$(grep -c '^debug: bound .* interleaved/[0-9] .*\[.* [0-9]*\]$' "$WORK/k1
 check "175B: the memory lower bound is never above the planned bytes ($k_over of $n_k builds over, $n_k_il interleaved with a split)" \
   bash -c "[ '$n_k' -gt 40 ] && [ '$n_k_il' -gt 0 ] && [ '$k_over' = 0 ]"
 n_zb=$(grep -c '^debug: bound .* zb-h1 ' "$WORK/z3.err" || true)
-check "1008B: zb-h1 builds are among them ($n_zb)" test "$n_zb" -gt 0
+n_zb2=$(grep -c '^debug: bound .* zb-h1 zero 2 ' "$WORK/z3.err" || true)
+check "1008B: zb-h1 builds are among them ($n_zb), ZeRO-2 ones too ($n_zb2)" \
+  bash -c "[ '$n_zb' -gt 0 ] && [ '$n_zb2' -gt 0 ]"
 # bf16 builds whose parameters and gradients the memory plan stores in 16
 # bits (param16, grad16), interleaved among them: the 1.7B GPT on 32 A100s
 # (the bound took a layer's floats: up to 8% above interleaved plans at ZeRO 0)
@@ -103,6 +105,16 @@ check "2BW: a ZeRO-1 PipeDream-2BW layout among the best 3" grep -q "^[123]  *dp
 read -r n_bw bw_over _ < <(bounds_over "$WORK/z1bw.err" '^debug: bound .* pipedream-2bw zero 1 ')
 check "2BW: the memory lower bound is never above the planned bytes ($bw_over of $n_bw ZeRO-1 2BW builds over)" \
   bash -c "[ '$n_bw' -gt 0 ] && [ '$bw_over' = 0 ]"
+# and under ZeRO-3, each weight version a parameter shard: on the 39.1B GPT
+# on 512 A100s a ZeRO-3 2BW layout is among the best 3, and its bound (the
+# second version counted as a second shard) is not above the plans
+WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_39_1b.lua --backend cuda --set clip_grad_norm=0 --top 3 \
+  --max-priced 20 >"$WORK/z3bw.txt" 2>"$WORK/z3bw.err" || true
+check "2BW: a ZeRO-3 PipeDream-2BW layout among the best 3 of the 39.1B" \
+  grep -q "^[123]  *dp .* pipedream-2bw zero 3 " "$WORK/z3bw.txt"
+read -r n_bw3 bw3_over _ < <(bounds_over "$WORK/z3bw.err" '^debug: bound .* pipedream-2bw zero 3 ')
+check "2BW: the memory lower bound is never above the planned bytes ($bw3_over of $n_bw3 ZeRO-3 2BW builds over)" \
+  bash -c "[ '$n_bw3' -gt 0 ] && [ '$bw3_over' = 0 ]"
 # the memory bound follows the stages of the split the partition pass will
 # give (predicted from its costs on a one-block model): the same as the
 # build's for every pipelined build
