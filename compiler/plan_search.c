@@ -1352,13 +1352,9 @@ static void bounds(search *S, cand *c, int accum, int probe) {
     }
     /* the dp collectives against a chunk's forward and backward (a third
      * of it forward; full recompute runs the forward again in backward),
-     * and AdamW's step as simulate prices it: 36 bytes a parameter through
-     * HBM, or a CPU calibration's optimizer_ns a parameter scaled by its
-     * measured ratio, over the rank's shard under ZeRO */
+     * and AdamW's step as simulate prices it */
     double fwd = chunk * (c->rc == 2 ? 0.25 : 1.0 / 3), n = (double)S->params / ((double)c->tp * c->pp);
-    int cpu = search_cal.loaded && !search_cal.cuda;
-    double stepped = n / (c->zero >= 1 && c->dp > 1 ? c->dp : 1);
-    double optim = cpu ? search_cal.optimizer_s * stepped * search_cal.inplace[2] : 36.0 * stepped / (S->hbm * 1e9);
+    double optim = simulate_optimizer_seconds(n, c->zero, c->dp, S->hbm, &search_cal);
     double dp = isfinite(chunk) ? dp_exposed(S, c, accum, fwd, chunk - fwd) : 0;
     c->est = pipe + dp + optim + (c->offload ? 0.5 * lb : 0);
 }

@@ -544,6 +544,20 @@ static double thread_gain(const Program *p) {
     return simulate_thread_gain(p->world < p->devices_per_node ? p->world : p->devices_per_node, calib);
 }
 
+/* AdamW reads and writes weights, gradients and two moments, then zeroes
+ * gradients: 36 bytes a parameter through memory; on the CPU backend,
+ * weft-calibrate's measured optimizer_ns a parameter instead, times its
+ * in-place factor (the runtime's loops run slower than the copy rate: 4.6-4.9
+ * ns here against 36 bytes' 3.2 ns at 11.2 GB/s, bench/optim_rate).  Under
+ * ZeRO a rank steps its shard only, 1/dp of the stage's parameters (the
+ * zeroing of ZeRO-1's whole gradients, under a tenth of optimizer_ns, is
+ * left out). */
+double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gbs, const sim_calibration *cal) {
+    double n = params * (zero >= 1 && dp > 1 ? 1.0 / dp : 1.0);
+    if (cal && cal->loaded && !cal->cuda) return cal->optimizer_s * n * cal->inplace[2];
+    return cost_memory_bound_seconds(36.0 * n, hbm_gbs);
+}
+
 /* Seconds per microbatch of each chunk (forward, backward, its weight part,
  * tp communication) and of each stage's optimizer step, in place: with the
  * calibration's measured-over-predicted factors and the threads a rank has. */
@@ -567,19 +581,8 @@ static int stage_times(const Program *p, double peak, double hbm, sim_times *t) 
         t->w[k] = c.t.w * in[1] / gain;
         t->comm[k] = c.comm_f;
     }
-    /* AdamW reads and writes weights, gradients and two moments, then
-     * zeroes gradients: 36 bytes a parameter through memory; on the CPU
-     * backend, weft-calibrate's measured optimizer_ns a parameter instead
-     * (the runtime's loops run slower than the copy rate: 4.6-4.9 ns here
-     * against 36 bytes' 3.2 ns at 11.2 GB/s, bench/optim_rate).  Under
-     * ZeRO a rank steps its shard only, 1/dp of the stage's parameters
-     * (the zeroing of ZeRO-1's whole gradients, under a tenth of
-     * optimizer_ns, is left out) */
-    double shard = p->zero >= 1 && p->dp > 1 ? 1.0 / p->dp : 1.0;
-    for (int st = 0; st < p->pp; st++) {
-        double n = p->param_numel[st] * shard;
-        t->optim[st] = (calib ? calib->optimizer_s * n : cost_memory_bound_seconds(36.0 * n, hbm)) * in[2];
-    }
+    for (int st = 0; st < p->pp; st++)
+        t->optim[st] = simulate_optimizer_seconds((double)p->param_numel[st], p->zero, p->dp, hbm, calib);
     return 0;
 }
 

@@ -68,6 +68,11 @@ double simulate_op_seconds(const Program *p, int i);
  * before it (the embedding) and after it (final norm, LM head, loss).  weft
  * plan's step-time bound: a stage of n blocks is busy at least n * layer per
  * microbatch.  -1: more than one block or chunk. */
+/* Seconds of one rank's optimizer step over a stage of `params` parameters
+ * (its 1/dp shard under ZeRO): the CPU calibration's measured rate, or 36
+ * bytes a parameter at hbm_gbs. */
+double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gbs, const sim_calibration *cal);
+
 /* CPU backend: what a rank's threads buy when its node runs `ranks` ranks
  * (the calibrated lone-rank speedup, interpolated over the cores it gets;
  * 1 without a CPU calibration or when the ranks outnumber the cores). */
