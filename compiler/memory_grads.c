@@ -8,8 +8,10 @@
  * its first touch (kernels accumulate into gradients), except the gradient
  * of the chunk's output on a pipeline stage, which the receive writes whole
  * before the backward starts.  The chunk input's gradient lives to the end
- * (it is copied out to be sent after the backward); under a split backward
- * (zero-bubble) every gradient does, since W reads the output gradients.
+ * (it is copied out to be sent after the backward).  Under a split backward
+ * (zero-bubble) the gradients W reads (each weighted op's output gradient:
+ * dW needs dy) live to the end too, as W runs after the whole B; every other
+ * gradient dies at its last touch in B, and later ones take its place.
  *
  * A set holds one (microbatch, chunk) backward at a time: from its first
  * gradient receive or its BWD (zero-bubble: B) to the end of its BWD (or W).
@@ -37,6 +39,15 @@ static void partners(const Program *p, int i, int out[3]) {
     /* a gelu in both pairs reaches both linears: so does each linear */
     if (out[0] >= 0 && p->ops[out[0]].dgelu == DGELU_GELU) out[2] = out[0] + 1;
     if (out[1] >= 0 && p->ops[out[1]].fused == FUSED_LIN_GELU_GELU) out[2] = out[1] - 1;
+}
+
+/* Whether op o's W half (zero-bubble) reads its output's gradient: every
+ * weight half does (linear, norms, bias and position adds: dW from dy and x),
+ * and an op without inputs (the embedding) runs its whole backward in W
+ * (emit_ops.c's emit_backward_half). */
+static int w_reads_output_grad(const ir_op *o) {
+    if (o->n_in == 0 || o->n_param == 0) return o->n_in == 0 && o->grad_w;
+    return o->grad_w;
 }
 
 /* Chunk k's gradient places: index into items, by tensor (0: none); the
@@ -88,7 +99,12 @@ static long lay_out_chunk(Program *p, int k) {
         }
     }
     for (int it = 0; it < g.n; it++)
-        if (split || g.id[it] == p->n_tensors) g.items[it].end = steps - 1;
+        if (g.id[it] == p->n_tensors) g.items[it].end = steps - 1;
+    /* zero-bubble: what W reads lives past the last B step, to W */
+    for (int i = first; split && i < end; i++) {
+        int it = w_reads_output_grad(&p->ops[i]) && p->ops[i].out > 0 ? g.item_of[p->ops[i].out] : -1;
+        if (it >= 0) g.items[it].end = steps - 1;
+    }
     long size = pack_first_fit(g.items, g.n);
     for (int it = 0; it < g.n; it++) {
         mem_place pl;

@@ -41,7 +41,8 @@
  *    grad16_rule: likewise for the gradients (compiler/grad16.c).
  * 3. Attention's saved buffer on both backends on six plans (tp, selective
  *    recompute, the 3D plan, LLaMA's grouped-query attention).
- * 4. The memory checker (memory_check.c) passes every plan's layout, and
+ * 4. Zero-bubble: only what W reads outlives B (zero_bubble below).
+ * 5. The memory checker (memory_check.c) passes every plan's layout, and
  *    catches an overlap planted in it: a gradient moved onto another one
  *    live at the same step, an activation onto another activation, an
  *    in-place alias (memory_inplace.c) the plan does not record; every
@@ -266,6 +267,37 @@ static void attention(void) {
     }
 }
 
+/* Zero-bubble (zb-h1) on tiny with 8 layers over pp 2, micro 4 (h 128,
+ * N = 4 x 128 tokens), CPU fp32: W reads each weighted op's output gradient
+ * (dW from dy and x), so those live from their B step to W, and nothing else
+ * lives past its last touch in B (memory_grads.c).  Stage 0 holds 4 blocks
+ * after the embedding; what W reads there: per block d(ln_1) h, d(c_attn) 3h,
+ * d(attn c_proj) h, d(ln_2) h, d(c_fc) 4h, d(mlp c_proj) h = 11hN, and the
+ * embedding's output gradient hN (its whole backward runs in W).  All of
+ * them are live at B's last step, so the set holds at least (4 x 11 + 1) hN;
+ * the others (residuals, attention's output, the received gradient) fit in
+ * the places not yet taken, so first-fit attains it exactly.  Kept to W, as
+ * before, every gradient of the chunk would add the two residuals' and
+ * attention's output gradients, 3hN a block more.  1F1B's set on the same plan is one block's
+ * peak, 7hN (one_block). */
+static void zero_bubble(void) {
+    const char *sets[] = { "pipeline.schedule=zb-h1", "pipeline.schedule=1f1b" };
+    for (int i = 0; i < 2; i++) {
+        Program p;
+        if (compile_with(&p, "plans/tiny.lua", "cpu", "model.layers=8", "mesh.pp=2", "batch.micro=4", sets[i],
+                         NULL) != 0) {
+            check(0, "tiny pp 2 %s compiles", sets[i]);
+            continue;
+        }
+        long hN = (long)p.hidden * p.micro * p.seq;
+        long want = i == 0 ? (4 * 11 + 1) * hN : 7 * hN;
+        check(p.dact_numel[0] == want && program_dact_sets(&p, 0) == 1,
+              "tiny pp 2 %s: stage 0's activation-gradient set %ld floats x %d (want %ld x 1)", sets[i],
+              p.dact_numel[0], program_dact_sets(&p, 0), want);
+        program_free(&p);
+    }
+}
+
 /* Gradient place of tensor t in chunk k, or NULL. */
 static const mem_place *grad_place(const Program *p, int t, int k) {
     for (int i = 0; i < p->n_places; i++) {
@@ -360,6 +392,7 @@ int main(void) {
     param16_rule();
     grad16_rule();
     attention();
+    zero_bubble();
     checker();
     return summary();
 }
