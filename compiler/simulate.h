@@ -62,12 +62,6 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
  * on the plan's device with no calibration: the partition pass balances the
  * pipeline chunks by it (one cost model for both). */
 double simulate_op_seconds(const Program *p, int i);
-/* Seconds of one microbatch's forward and backward (recompute and the
- * tensor-parallel collectives included, as simulate_plan's stages price them
- * with cal) of a one-block program's block (layer) and of its other ops
- * before it (the embedding) and after it (final norm, LM head, loss).  weft
- * plan's step-time bound: a stage of n blocks is busy at least n * layer per
- * microbatch.  -1: more than one block or chunk. */
 /* Seconds of one rank's optimizer step over a stage of `params` parameters
  * (its 1/dp shard under ZeRO): the CPU calibration's measured rate, or 36
  * bytes a parameter at hbm_gbs. */
@@ -78,6 +72,12 @@ double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gb
  * 1 without a CPU calibration or when the ranks outnumber the cores). */
 double simulate_thread_gain(int ranks, const sim_calibration *cal);
 
+/* Seconds of one microbatch's forward and backward (recompute and the
+ * tensor-parallel collectives included, as simulate_plan's stages price them
+ * with cal) of a one-block program's block (layer) and of its other ops
+ * before it (the embedding) and after it (final norm, LM head, loss).  weft
+ * plan's step-time bound: a stage of n blocks is busy at least n * layer per
+ * microbatch.  -1: more than one block or chunk. */
 int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
                            double *after);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's

@@ -504,24 +504,26 @@ static void save_folder(wf_ctx *c, const char *dir) {
     if (full_w) weights = full_w;
     float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
     float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
-    /* ZeRO-3 under 2BW: the older version from its shards (every rank takes part) */
-    float *delayed = p->weight_delay && p->zero >= 3 ? wf_params_whole(c, c->param_shard) : NULL;
     if (c->dp_rank == 0) {
         ww = gather_whole(c, weights, off, total);
         wm = gather_whole(c, full_m, off, total);
         wv = gather_whole(c, full_v, off, total);
-        if (delayed) {
-            wd = gather_whole(c, delayed, off, total);
-        } else if (p->weight_delay && p->param16) {  /* 16-bit values (param16.c) */
+        if (p->weight_delay && p->zero < 3 && p->param16) {  /* 16-bit values (param16.c) */
             float *wide = wf_params16_widened(c, c->params);
             wd = gather_whole(c, wide, off, total);
             free(wide);
-        } else if (p->weight_delay) wd = gather_whole(c, c->params, off, total);
+        } else if (p->weight_delay && p->zero < 3) wd = gather_whole(c, c->params, off, total);
     }
     free(full_m);
     free(full_v);
     free(full_w);
-    free(delayed);
+    /* ZeRO-3 under 2BW: the older version from its shards (every rank takes
+     * part), once the whole copies above are freed (one fewer at the peak) */
+    if (p->weight_delay && p->zero >= 3) {
+        float *delayed = wf_params_whole(c, c->param_shard);
+        if (c->dp_rank == 0) wd = gather_whole(c, delayed, off, total);
+        free(delayed);
+    }
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
     char tmp[PATH_MAX], old[PATH_MAX], err[2 * PATH_MAX + 512];

@@ -325,6 +325,7 @@ int wf_grads_overflow(wf_ctx *c);
 void wf_scaler_update(wf_ctx *c, int overflow);
 void wf_master_setup(wf_ctx *c);                        /* optim.c */
 void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy);
+void wf_version_copy(wf_ctx *c, float *dst, const float *src);  /* 2BW: version over version */
 void wf_opt_ranges_setup(wf_ctx *c);                    /* opt_ranges.c, after wf_zero_setup */
 float *wf_opt_grads_base(wf_ctx *c);
 void wf_vlm_batch_setup(wf_ctx *c);                     /* batch_vlm.c: a VLM plan's data */

@@ -22,7 +22,7 @@ extern "C" {
 
 typedef struct wf_opt_range {
     long start, n;       /* place in the concatenated element space, length */
-    long w;              /* its first weight, from the weights base (ZeRO-3: param_shard) */
+    long w;              /* its first weight, from the weights base (ZeRO-3: a version's shard) */
     long g;              /* its first gradient, from the gradient base (ZeRO >= 2: grad_shard) */
     long mom;            /* its first moment (and fp32 master) element */
     int decay;           /* AdamW's decoupled weight decay applies (matrices) */
@@ -40,7 +40,7 @@ typedef struct wf_opt_table {
  * by the caller exactly as the CPU loop always used them. */
 typedef struct wf_adamw_args {
     wf_opt_table t;
-    float *weights;          /* weights base (the version being written, or param_shard) */
+    float *weights;          /* weights base: the version being written (ZeRO-3: its shard) */
     const float *grads;      /* gradient base */
     float *m, *v;            /* moments */
     float *master;           /* bf16 / fp16: fp32 master weights (moment layout), else NULL */

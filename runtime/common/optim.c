@@ -64,17 +64,23 @@ void wf_tp_partial_grads(wf_ctx *c) {
 void wf_adamw(wf_ctx *c, double lr, float grad_scale) {
     const wf_program *p = c->p;
     float *weights = p->zero >= 3 ? c->param_shard : c->params;
-    if (p->weight_delay && p->zero >= 3) {  /* the versions are shards */
-        wf_zero_copy_shard(c, c->param_shard, c->next_shard);
-        weights = c->next_shard;
-    } else if (p->weight_delay) {
-        /* fp32: a plain copy, where the arenas live (on the device for CUDA) */
-        if (p->param16) wf_params16_copy(c, c->params, c->next_params);
-        else wf_backend_round_copy(c, WF_FP32, c->params, c->next_params, p->param_numel);
-        wf_params_changed(c);
-        weights = c->next_params;
+    if (p->weight_delay) {  /* the older version becomes W(t); the newest is updated */
+        float *newest = p->zero >= 3 ? c->next_shard : c->next_params;
+        wf_version_copy(c, weights, newest);
+        weights = newest;
     }
     wf_adamw_into(c, weights, lr, grad_scale, 0);
+}
+
+/* PipeDream-2BW: weight version src over version dst, which the optimizer
+ * then updates, where the versions live (on the device for CUDA): ZeRO-3's
+ * parameter shards, 16-bit arenas (param16.c) or fp32 ones (a plain copy). */
+void wf_version_copy(wf_ctx *c, float *dst, const float *src) {
+    const wf_program *p = c->p;
+    if (p->zero >= 3) wf_zero_copy_shard(c, dst, src);
+    else if (p->param16) wf_params16_copy(c, dst, src);
+    else wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);
+    wf_params_changed(c);
 }
 
 /* The update itself, in place on `weights` (under ZeRO-3 a version's shard,

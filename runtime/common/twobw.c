@@ -343,10 +343,7 @@ void wf_2bw_optimizer_step(wf_ctx *c) {
     c->loss_sum = c->desc_loss_sum = c->desc_count = 0;
     float *dst = c->wver[b % 2], *src = c->wver[(b + 1) % 2];
     WF_MPI(c, MPI_Wait(&c->tied_w_req[b % 2], MPI_STATUS_IGNORE));  /* still being sent? */
-    if (p->zero >= 3) wf_zero_copy_shard(c, dst, src);  /* the versions are shards */
-    else if (p->param16) wf_params16_copy(c, dst, src);
-    else wf_backend_round_copy(c, WF_FP32, dst, src, p->param_numel);  /* a copy, on the device for CUDA */
-    wf_params_changed(c);
+    wf_version_copy(c, dst, src);
     wf_adamw_into(c, dst, lr, 1.0f, 1);
     /* ZeRO-1 and 2: this rank updated its shards of the new version, the
      * others come from their owners; the version the next batch computes

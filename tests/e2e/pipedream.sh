@@ -30,8 +30,10 @@ build_plan z3dp2pp2 "$PLAN" "${set[@]}" --set mesh.pp=2 --set mesh.dp=2 --set ze
 # its checkpoint showed, though the losses were right)
 build_plan z2dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=2
 # ... and under ZeRO-3, whose two versions are shards (optim.c's copy, then
-# AdamW on the newer shard), here both in the host arena (offload.params)
-build_plan z3dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=3 --set offload.params=cpu
+# AdamW on the newer shard), here both in the host arena (offload.params);
+# its run writes a step-8 checkpoint on its way (a resume below)
+build_plan z3dp2pp1 "$PLAN" "${set[@]}" --set mesh.pp=1 --set mesh.dp=2 --set zero=3 --set offload.params=cpu \
+  --set train.ckpt_every=8
 build_plan ref "$PLAN" "${set[@]}" --set mesh.pp=1
 build_plan sync "$PLAN" "${set[@]}" --set mesh.pp=1 --set pipeline.schedule=1f1b
 run_plan pp2 --steps 10 --metrics "$WORK/a.jsonl" --save "$WORK/a" >/dev/null
@@ -47,7 +49,9 @@ steps_in_order() { awk '{ sub(/.*"step": /, ""); sub(/,.*/, ""); if ($0 + 0 != N
 check "metrics: one line per step, in order (logged one step late)" steps_in_order "$WORK/a.jsonl"
 for layout in pp2 pp4 dp2pp2 z1dp2pp2 z2dp2pp2 z2dp2pp1 z3dp2pp2 z3dp2pp1; do
   if [ $layout != pp2 ]; then
-    run_plan $layout --steps 10 --metrics "$WORK/$layout.jsonl" --save "$WORK/out_$layout" >/dev/null
+    more=()
+    if [ $layout = z3dp2pp1 ]; then more=(--ckpt "$WORK/z3dp2pp1_8"); fi
+    run_plan $layout --steps 10 --metrics "$WORK/$layout.jsonl" --save "$WORK/out_$layout" "${more[@]}" >/dev/null
   else
     cp "$WORK/a.jsonl" "$WORK/pp2.jsonl"; cp -r "$WORK/a" "$WORK/out_pp2"
   fi
@@ -60,6 +64,14 @@ for layout in pp2 pp4 dp2pp2 z1dp2pp2 z2dp2pp2 z2dp2pp1 z3dp2pp2 z3dp2pp1; do
       "$WORK/ref_init/model.safetensors" "$WORK/ref_program.c" "$WORK/ref.jsonl" $((16 * 64))) && ok=1 || ok=0
   check "$layout matches the single-rank one-step-late reference: weights ($w)" [ $ok = 1 ]
 done
+# ZeRO-3's fp32 versions are saved whole from their shards (model: the
+# newest; optimizer's delayed.*: the one the next batch computes on) and a
+# resume keeps each rank's part of each: resumed from step 8, z3dp2pp1 ends
+# where its straight run did, both versions and the moments bit for bit.
+run_plan z3dp2pp1 --steps 10 --resume "$WORK/z3dp2pp1_8" --save "$WORK/z3dp2pp1_resumed" >/dev/null
+check "z3dp2pp1 (fp32 version shards, offloaded): resume from step 8 continues identically: both versions, moments" \
+  eval '"$WEFT" ckpt diff "$WORK/out_z3dp2pp1/model.safetensors" "$WORK/z3dp2pp1_resumed/model.safetensors" &&
+        "$WEFT" ckpt diff "$WORK/out_z3dp2pp1/optimizer.safetensors" "$WORK/z3dp2pp1_resumed/optimizer.safetensors"'
 # bf16 (16-bit storage, fp32 masters) composes with the two weight versions:
 # pp = 2 matches the single-rank bf16 reference (tolerance as precision.sh's).
 build_plan pp2_bf16 "$PLAN" "${set[@]}" --set mesh.pp=2 --set precision=bf16

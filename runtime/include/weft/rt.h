@@ -474,7 +474,7 @@ typedef struct wf_program {
     long wscratch_numel;
     /* 1: the weight gradients are stored in the plan's 16-bit type (the
      * compiler's grad16.c; gradients accumulated in that type; both
-     * backends, PipeDream-2BW too but not with ZeRO): the gradient arena (ZeRO-2: the bucket buffers)
+     * backends, PipeDream-2BW too, under ZeRO 1-3 as well): the gradient arena (ZeRO-2 and 3: the bucket buffers)
      * holds uint16_t, 2 bytes a gradient.  The generated code widens an
      * op's parameter gradients into gscratch_numel floats before its
      * backward kernels (wf_widen_grads) and stores them back rounded
