@@ -407,7 +407,7 @@ static void debug_stages(search *S, const cand *c, const Program *p) {
             /* ZeRO's arenas, elements: first fit's beside the most live at
              * once (the least any layout of these spans could take) */
             double gl = 0, bl = 0;
-            for (int t = 0; t < 2 * p->n_ops; t++) {
+            for (int t = 0; t < 3 * p->n_ops; t++) {  /* zb-h1's W halves at 2n.. */
                 double g = 0, b = 0;
                 for (int e = 0; p->zero >= 3 && e < p->n_gathers; e++)
                     if (p->gathers[e].stage == st && p->gathers[e].issue <= t && t <= p->gathers[e].end) g += p->buckets[p->gathers[e].bucket].numel;

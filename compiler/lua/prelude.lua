@@ -1505,12 +1505,6 @@ local function make_plan(spec)
     fail("offload.params", "\"cpu\" needs zero = 3 (only sharded parameters move to the host)",
          "\"none\", or zero = 3")
   end
-  local pipelined = s.mesh.pp > 1
-  if s.zero >= 3 and pipelined and s.pipeline.schedule == "zb-h1" then
-    -- ZeRO-2's buckets are reduce-scattered after their last W (zero_plan.c);
-    -- ZeRO-3's all-gathers are planned for whole chunk backwards, not B and W
-    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0, 1 or 2, or another pipeline.schedule")
-  end
   s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
   -- a 16-bit format the device has no arithmetic for (V100: no bf16)
   if s.precision ~= "fp32" and (s.cluster.device[s.precision] or 0) <= 0 then

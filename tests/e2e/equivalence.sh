@@ -11,7 +11,8 @@
 # with sp and with padding, zb-h1's B half), with full and selective activation recompute (full
 # also under zb-h1, each block rebuilt for B and again for W) and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
-# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
+# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp,
+# and under zb-h1: gathered for B, and again for W's rebuild under full recompute), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
@@ -119,6 +120,8 @@ layouts=(
   "z3_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  3  0"
   "z3_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  1  3  2"
   "z3_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  3  0"
+  "z3_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  3  0"
+  "z3_rc_pp2_zb ref_l4  256   4 16     2  1  0  2 zb-h1        1  2    0.05  1  3  2"
   "3d_order1  ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25  0  0  0  dp-pp-tp"
   "3d_order2  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  1  0  pp-tp-dp"
   "ref_erf    ref_erf   256   4 16     1  1  0  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu"
