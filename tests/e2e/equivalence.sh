@@ -192,6 +192,15 @@ if [ -f "$WORK/lmc100/stage0.c" ] && [ -f "$WORK/lmc_tp2_sp/stage0.c" ]; then
           grep -A3 wf_vocab_xent_chunked "$WORK/lmc_tp2_sp/stage0.c" | grep -q " 100));" &&
           grep -A2 wf_lmhead_xent_chunked "$WORK/ref/stage0.c" | grep -q "V, 1024));"'
 fi
+# ZeRO-3 under zb-h1: the gather buffers B and W's rebuilds use are what
+# the memory model planned, to the byte (rank 0's arenas, stage 0)
+for name in z3_pp2_zb z3_rc_pp2_zb; do
+  [ -f "$WORK/$name.jsonl" ] || continue
+  read -r held planned < <(tail -n 1 "$WORK/$name.jsonl" |
+    sed -n 's/.*"mem_bytes": \([0-9]*\), "mem_planned_bytes": \([0-9]*\).*/\1 \2/p')
+  check "$name: rank 0 allocated what memory.c planned (${held:-?} of ${planned:-?} B)" \
+    test "${held:-none}" = "${planned:-?}"
+done
 # ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
 # when parameters arrive, never the result.
 for pf in 0 3 mb; do
