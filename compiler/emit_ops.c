@@ -115,14 +115,14 @@ void get_operands(const Program *p, int i, operands *x) {
     x->in_width = op->n_in > 0 ? p->tensors[op->in[0]].width : 0;
 }
 
-/* param16 (param16.c): op i's parameters, stored in 16 bits, widened into
- * the float scratch that `w` then points at, the first at 0 and the second
- * after it (get_operands spells them so). */
 /* Set while a W half is emitted: W reads no weights (dW = x^T dy, the
  * norms' and biases' sums, the embedding's scatter), and under ZeRO-3 they
  * are not gathered there (zero_plan.c). */
 static int in_w_half;
 
+/* param16 (param16.c): op i's parameters, stored in 16 bits, widened into
+ * the float scratch that `w` then points at, the first at 0 and the second
+ * after it (get_operands spells them so). */
 static void widen_params(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
     if (!param16(p) || op->n_param == 0 || in_w_half) return;

@@ -9,7 +9,9 @@
  *   - ZeRO-3: parameters live as shards; each span of ops using a bucket's
  *     parameters is preceded by an all-gather into a gather buffer, started
  *     `zero_prefetch` gathers ahead so that it overlaps compute.  The buffer
- *     is live from that start to the span's last use.
+ *     is live from that start to the span's last use.  Under zb-h1 the
+ *     backward's uses are its B half's (W reads no weights) and, under full
+ *     recompute, W's rebuild of each block.
  *
  * Both assignments are first fit over live intervals, like a register
  * allocator for intervals of different widths. */

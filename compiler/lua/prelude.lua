@@ -1145,8 +1145,6 @@ end
 local plans_made = setmetatable({}, { __mode = "k" })
 registry["weft.plans"] = plans_made
 
-local SUPPORTED_LATER = "is not supported yet by this version of weft"
-
 -- fp16 loss scaling (DeepSpeed's dynamic loss scaler).  A number is a static
 -- scale; a table a dynamic one.  Scales are powers of two, so that scaling
 -- and unscaling the gradients are exact.  bf16 and fp32 have the range of
