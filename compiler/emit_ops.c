@@ -115,12 +115,17 @@ void get_operands(const Program *p, int i, operands *x) {
     x->in_width = op->n_in > 0 ? p->tensors[op->in[0]].width : 0;
 }
 
+/* Set while a W half is emitted: W reads no weights (dW = x^T dy, the
+ * norms' and biases' sums, the embedding's scatter), and under ZeRO-3 they
+ * are not gathered there (zero_plan.c). */
+static int in_w_half;
+
 /* param16 (param16.c): op i's parameters, stored in 16 bits, widened into
  * the float scratch that `w` then points at, the first at 0 and the second
  * after it (get_operands spells them so). */
 static void widen_params(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
-    if (!param16(p) || op->n_param == 0) return;
+    if (!param16(p) || op->n_param == 0 || in_w_half) return;
     char a[WF_MAX_NAME + 8], b[WF_MAX_NAME + 8] = "0";
     pname(p, op, 0, a, sizeof a);
     if (op->n_param > 1) pname(p, op, 1, b, sizeof b);
@@ -455,11 +460,13 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     get_operands(p, i, &x);
     if (op->n_in == 0 || op->n_param == 0) {
         if (weight != (op->n_in == 0) || !(weight ? op->grad_w : op->grad_in)) return 0;
+        in_w_half = weight;
         emit_backward_op(o, p, i);
+        in_w_half = 0;
         return 1;
     }
     if (!(weight ? op->grad_w : op->grad_in)) return 0;  /* frozen: that half is not needed */
-    widen_params(o, p, i);
+    if (!weight) widen_params(o, p, i);
     if (weight) widen_grads(o, p, i);
     emit_prof(o, p, i);
     if (!weight && op->fused == FUSED_ADD_LN_NORM) {  /* the add's B half is in it */

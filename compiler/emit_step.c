@@ -33,20 +33,22 @@ static void maybe_recompute(writer *o, const Program *p, int i, int *current) {
     emit_recompute(o, p, layer, p->ops[i].chunk % p->pp);
 }
 
-/* ZeRO-3, before the op at time t (forward op i: i, backward op i: 2n-1-i):
- * start the all-gathers planned for t (prefetches), then wait for the ones
- * whose parameters are used from t on. */
+/* ZeRO-3, before the op at time t (forward op i: i, backward op i, or its B
+ * half: 2n-1-i, its W half: 3n-1-i): start the all-gathers planned for t
+ * (prefetches), then wait for the ones whose parameters are used from t on. */
 static void emit_gathers_at(writer *o, const Program *p, int stage, int t) {
     if (p->zero < 3) return;
-    int first = stage_first_bucket(p, stage);
+    int first = stage_first_bucket(p, stage), n = p->n_ops;
     for (int e = 0; e < p->n_gathers; e++)
         if (p->gathers[e].stage == stage && p->gathers[e].issue == t)
             emit(o, "    wf_gather_start(c, %d);\n", p->gathers[e].bucket - first);
     for (int e = 0; e < p->n_gathers; e++)
-        if (p->gathers[e].stage == stage && p->gathers[e].start == t)
+        if (p->gathers[e].stage == stage && p->gathers[e].start == t) {
+            int end = p->gathers[e].end;
             emit(o, "    wf_gather_wait(c, %d); /* used until the %s of op %d */\n", p->gathers[e].bucket - first,
-              p->gathers[e].end < p->n_ops ? "forward" : "backward",
-              p->gathers[e].end < p->n_ops ? p->gathers[e].end : 2 * p->n_ops - 1 - p->gathers[e].end);
+                 end < n ? "forward" : end < 2 * n ? "backward" : "W half",
+                 end < n ? end : end < 2 * n ? 2 * n - 1 - end : 3 * n - 1 - end);
+        }
 }
 
 /* After backward op j: start the reduction of the buckets it completed (with
@@ -123,11 +125,13 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
     emit(o, "    wf_use_micro(c, m);\n");
+    /* ZeRO-3: B reads the weights, so it gathers them (zero_plan.c) */
     int block = -2;
     for (int i = end - 1; i >= first; i--) {
+        emit_gathers_at(o, p, stage, 2 * p->n_ops - 1 - i);
         maybe_recompute(o, p, i, &block);
         emit_grad_zeros(o, p, i);
-        emit_backward_half(o, p, i, 0);
+        if (emit_backward_half(o, p, i, 0) && p->zero >= 3 && i > first) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
     emit(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int dslot, int last) {\n", k);
@@ -141,7 +145,10 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
      * is rebuilt again from its saved input before its W. */
     block = -2;
     for (int i = end - 1; i >= first; i--) {
-        if (p->recompute == RECOMPUTE_FULL) maybe_recompute(o, p, i, &block);
+        if (p->recompute == RECOMPUTE_FULL) {  /* the rebuild reads the weights: gathered again */
+            emit_gathers_at(o, p, stage, 3 * p->n_ops - 1 - i);
+            maybe_recompute(o, p, i, &block);
+        }
         int emitted = emit_backward_half(o, p, i, 1);
         int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
         if (emitted && !started) emit(o, "    wf_progress(c);\n");

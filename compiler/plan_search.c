@@ -356,7 +356,7 @@ static void evaluate(search *S, cand *c) {
             double gib = 1024.0 * 1024 * 1024;
             snprintf(c->why, sizeof c->why, "does not fit: %.1f of %.0f GiB", c->mem / gib, S->device_bytes / gib);
             /* the next ZeRO stage the schedule allows and the bound does not rule out */
-            int zmax = c->dp == 1 ? 0 : c->sched == 3 && c->pp > 1 ? 2 : 3, z = c->zero + 1;
+            int zmax = c->dp == 1 ? 0 : 3, z = c->zero + 1;
             while (z <= zmax && up[z] > S->device_bytes) z++;
             S->zero_skipped += (z <= zmax ? z : zmax + 1) - c->zero - 1;
             if (z <= zmax && S->built < S->a.max_priced) {
@@ -407,7 +407,7 @@ static void debug_stages(search *S, const cand *c, const Program *p) {
             /* ZeRO's arenas, elements: first fit's beside the most live at
              * once (the least any layout of these spans could take) */
             double gl = 0, bl = 0;
-            for (int t = 0; t < 2 * p->n_ops; t++) {
+            for (int t = 0; t < 3 * p->n_ops; t++) {  /* zb-h1's W halves at 2n.. */
                 double g = 0, b = 0;
                 for (int e = 0; p->zero >= 3 && e < p->n_gathers; e++)
                     if (p->gathers[e].stage == st && p->gathers[e].issue <= t && t <= p->gathers[e].end) g += p->buckets[p->gathers[e].bucket].numel;
@@ -1406,8 +1406,7 @@ static void enumerate(search *S) {
                             }
                             /* per recompute level, the smallest ZeRO stage that may fit */
                             for (int rc = 0; rc < 3; rc++) {
-                                /* zb-h1 across stages: ZeRO-2 at most (the prelude refuses 3) */
-                                int zmax = dp == 1 ? 0 : sc == 3 && pp > 1 ? 2 : 3;
+                                int zmax = dp == 1 ? 0 : 3;
                                 int placed = 0;
                                 for (int z = 0; z <= zmax + (zmax == 3) && !placed; z++) {
                                     cand c = { .probe = -1, .dp = dp, .tp = tp, .pp = pp, .sp = sp, .micro = micro, .sched = sc,

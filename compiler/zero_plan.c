@@ -9,7 +9,9 @@
  *   - ZeRO-3: parameters live as shards; each span of ops using a bucket's
  *     parameters is preceded by an all-gather into a gather buffer, started
  *     `zero_prefetch` gathers ahead so that it overlaps compute.  The buffer
- *     is live from that start to the span's last use.
+ *     is live from that start to the span's last use.  Under zb-h1 the
+ *     backward's uses are its B half's (W reads no weights) and, under full
+ *     recompute, W's rebuild of each block.
  *
  * Both assignments are first fit over live intervals, like a register
  * allocator for intervals of different widths. */
@@ -172,13 +174,30 @@ static int cmp_gather(const void *a, const void *b) {
     return x->start != y->start ? x->start - y->start : x->bucket - y->bucket;
 }
 
-/* The generated function time t lies in: a chunk's forward or backward.  A
- * single stage runs forward() and backward() back to back, so gathers may
- * run from one into the other (the LM head's wte is gathered once). */
+/* Zero-bubble: each chunk's backward runs as B (input gradients) and W
+ * (weight gradients, later).  Times: forward op i at i, its B at 2n-1-i, its
+ * W at 3n-1-i. */
+static int split_backward(const Program *p) {
+    return p->pp > 1 && p->sched && p->sched->split_backward;
+}
+
+/* The generated function time t lies in: a chunk's forward, backward (or B)
+ * or W.  A single stage runs forward() and backward() back to back, so
+ * gathers may run from one into the other (the LM head's wte is gathered
+ * once). */
 static int func_of(const Program *p, int t) {
     int n = p->n_ops;
     if (p->pp == 1) return 0;
+    if (t >= 2 * n) return 2 * p->n_chunks + p->ops[3 * n - 1 - t].chunk;
     return t < n ? p->ops[t].chunk : p->n_chunks + p->ops[2 * n - 1 - t].chunk;
+}
+
+/* Whether op o's backward reads its parameters in B (emit_ops.c's
+ * emit_backward_half): W's kernels (dW = x^T dy, the norms' and biases'
+ * sums, the embedding's scatter) read none, and an op without inputs (the
+ * embedding) has no B. */
+static int b_reads_params(const ir_op *o) {
+    return o->n_in > 0 && o->grad_in;
 }
 
 static int *ev_lo, *ev_hi, *ev_first, *ev_count;  /* events grouped by bucket */
@@ -191,9 +210,11 @@ static int gather_live(const Program *p, int k, const int **lo, const int **hi) 
 }
 
 /* (time, bucket) of every use of a parameter: forward, backward and, under
- * full recompute, the block's forward again just before its backward. */
+ * full recompute, the block's forward again just before its backward.  A
+ * split backward uses them in B only, except that full recompute rebuilds
+ * the block once more before its W (emit_step.c's emit_split_chunk). */
 static int collect_uses(const Program *p, int (*uses)[2]) {
-    int n = p->n_ops, u = 0, layers = 0;
+    int n = p->n_ops, u = 0, layers = 0, split = split_backward(p);
     for (int i = 0; i < n; i++)
         if (p->ops[i].layer + 1 > layers) layers = p->ops[i].layer + 1;
     /* each layer's last op, found once (a scan per op was quadratic) */
@@ -208,8 +229,9 @@ static int collect_uses(const Program *p, int (*uses)[2]) {
             int b = p->params[o->param[k]].bucket;
             if (b < 0) continue;  /* frozen: in no bucket, whole on every rank, never gathered */
             uses[u][0] = i, uses[u++][1] = b;
-            uses[u][0] = 2 * n - 1 - i, uses[u++][1] = b;
+            if (!split || b_reads_params(o)) uses[u][0] = 2 * n - 1 - i, uses[u++][1] = b;
             if (rc_time >= 0) uses[u][0] = rc_time, uses[u++][1] = b;
+            if (rc_time >= 0 && split) uses[u][0] = rc_time + n, uses[u++][1] = b;
         }
     }
     free(last);
@@ -248,7 +270,7 @@ static void set_issues(Program *p) {
 
 static void plan_gathers(Program *p) {
     int nb = p->n_buckets;
-    int (*uses)[2] = wf_checked(malloc(sizeof *uses * (size_t)(3 * 2 * p->n_ops + 1)), "zero pass");
+    int (*uses)[2] = wf_checked(malloc(sizeof *uses * (size_t)(4 * 2 * p->n_ops + 1)), "zero pass");
     int nu = collect_uses(p, uses);
     p->gathers = wf_checked(calloc((size_t)nu + 1, sizeof *p->gathers), "zero pass");
     int *open = wf_checked(malloc(sizeof(int) * (size_t)nb), "zero pass"), *cut = wf_checked(calloc((size_t)nb, sizeof(int)), "zero pass");

@@ -1145,8 +1145,6 @@ end
 local plans_made = setmetatable({}, { __mode = "k" })
 registry["weft.plans"] = plans_made
 
-local SUPPORTED_LATER = "is not supported yet by this version of weft"
-
 -- fp16 loss scaling (DeepSpeed's dynamic loss scaler).  A number is a static
 -- scale; a table a dynamic one.  Scales are powers of two, so that scaling
 -- and unscaling the gradients are exact.  bf16 and fp32 have the range of
@@ -1504,12 +1502,6 @@ local function make_plan(spec)
     -- only ZeRO-3 partitions parameters, and only partitioned parameters move
     fail("offload.params", "\"cpu\" needs zero = 3 (only sharded parameters move to the host)",
          "\"none\", or zero = 3")
-  end
-  local pipelined = s.mesh.pp > 1
-  if s.zero >= 3 and pipelined and s.pipeline.schedule == "zb-h1" then
-    -- ZeRO-2's buckets are reduce-scattered after their last W (zero_plan.c);
-    -- ZeRO-3's all-gathers are planned for whole chunk backwards, not B and W
-    fail("plan.zero", s.zero .. " with the zb-h1 schedule " .. SUPPORTED_LATER, "0, 1 or 2, or another pipeline.schedule")
   end
   s.loss_scale = check_loss_scale(s.precision, s.loss_scale)
   -- a 16-bit format the device has no arithmetic for (V100: no bf16)

@@ -93,7 +93,8 @@
 # ROWS: 12.1 CPU-s before, 12.6 after, one run each.)
 # ZeRO-3's offloaded parameter shard is pinned host memory, which the emulated
 # NCCL refuses as a buffer, as NCCL reads device memory only (z3_off: each
-# gather copies the shard to the device first).  The
+# gather copies the shard to the device first), here under zb-h1 over dp 2 x pp 2
+# (B gathers the weights, W none; was dp 2 alone: 5.5 CPU-s with ROWS either way).  The
 # one-rank fp32 row replays a captured CUDA graph from step 2 (graph.c; emu.cc
 # records the capture): with --no-graph, and resumed from its own checkpoint
 # after step 2, the program must give identical losses.  A broken warp shuffle
@@ -407,7 +408,7 @@ rows=(
   "pp2       ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi"
   "tp2       ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.tp=2 --set batch.micro=2 --set comm=mpi"
   "z3_nccl   ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05"
-  "z3_off    ref        equiv plans/tiny.lua      --set mesh.dp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05 --set offload.params=cpu"
+  "z3_off    ref        equiv plans/tiny.lua      --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl --set zero=3 --set buckets.mb=0.05 --set offload.params=cpu --set pipeline.schedule=zb-h1"
   "pp2_nccl  ref        equiv plans/tiny.lua      --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=nccl"
   "pp2_zbh1  ref        fp32 plans/tiny.lua       --set mesh.dp=1 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set pipeline.schedule=zb-h1"
   "bf16_2bw_z1 ref_2bw_bf16 act16 plans/tiny.lua --set mesh.dp=2 --set mesh.pp=2 --set batch.micro=1 --set comm=mpi --set zero=1 --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0 --set train.steps=5 --set precision=bf16"

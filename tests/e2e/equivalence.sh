@@ -11,7 +11,8 @@
 # with sp and with padding, zb-h1's B half), with full and selective activation recompute (full
 # also under zb-h1, each block rebuilt for B and again for W) and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
-# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp), with optimizer and parameter offload, gives
+# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp,
+# and under zb-h1: gathered for B, and again for W's rebuild under full recompute), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
 #
@@ -119,6 +120,8 @@ layouts=(
   "z3_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  3  0"
   "z3_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  1  3  2"
   "z3_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  3  0"
+  "z3_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  3  0"
+  "z3_rc_pp2_zb ref_l4  256   4 16     2  1  0  2 zb-h1        1  2    0.05  1  3  2"
   "3d_order1  ref_l4    256   4 16     2  2  0  2 1f1b         1  2    25  0  0  0  dp-pp-tp"
   "3d_order2  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  0  1  0  pp-tp-dp"
   "ref_erf    ref_erf   256   4 16     1  1  0  1 1f1b         1 16    25  0  0  0  tp-dp-pp gelu"
@@ -189,6 +192,15 @@ if [ -f "$WORK/lmc100/stage0.c" ] && [ -f "$WORK/lmc_tp2_sp/stage0.c" ]; then
           grep -A3 wf_vocab_xent_chunked "$WORK/lmc_tp2_sp/stage0.c" | grep -q " 100));" &&
           grep -A2 wf_lmhead_xent_chunked "$WORK/ref/stage0.c" | grep -q "V, 1024));"'
 fi
+# ZeRO-3 under zb-h1: the gather buffers B and W's rebuilds use are what
+# the memory model planned, to the byte (rank 0's arenas, stage 0)
+for name in z3_pp2_zb z3_rc_pp2_zb; do
+  [ -f "$WORK/$name.jsonl" ] || continue
+  read -r held planned < <(tail -n 1 "$WORK/$name.jsonl" |
+    sed -n 's/.*"mem_bytes": \([0-9]*\), "mem_planned_bytes": \([0-9]*\).*/\1 \2/p')
+  check "$name: rank 0 allocated what memory.c planned (${held:-?} of ${planned:-?} B)" \
+    test "${held:-none}" = "${planned:-?}"
+done
 # ZeRO-3 prefetch depth (how many all-gathers run ahead of use) changes only
 # when parameters arrive, never the result.
 for pf in 0 3 mb; do

@@ -115,6 +115,14 @@ check "2BW: a ZeRO-3 PipeDream-2BW layout among the best 3 of the 39.1B" \
 read -r n_bw3 bw3_over _ < <(bounds_over "$WORK/z3bw.err" '^debug: bound .* pipedream-2bw zero 3 ')
 check "2BW: the memory lower bound is never above the planned bytes ($bw3_over of $n_bw3 ZeRO-3 2BW builds over)" \
   bash -c "[ '$n_bw3' -gt 0 ] && [ '$bw3_over' = 0 ]"
+# zb-h1 at ZeRO-3 (gathers for B, none for W): with clipping (no 2BW), the
+# 39.1B's first builds include two-stage zb-h1 ZeRO-3 layouts, their bound
+# not above the plans
+WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_39_1b.lua --backend cuda --top 1 --max-priced 5 \
+  >/dev/null 2>"$WORK/z3zb.err" || true
+read -r n_zb3 zb3_over _ < <(bounds_over "$WORK/z3zb.err" '^debug: bound .* zb-h1 zero 3 ')
+check "zb-h1: the memory lower bound is never above the planned bytes ($zb3_over of $n_zb3 ZeRO-3 zb-h1 builds over)" \
+  bash -c "[ '$n_zb3' -gt 0 ] && [ '$zb3_over' = 0 ]"
 # the memory bound follows the stages of the split the partition pass will
 # give (predicted from its costs on a one-block model): the same as the
 # build's for every pipelined build
