@@ -111,6 +111,13 @@ typedef struct {
  * --calibration), loaded once */
 static sim_calibration search_cal;
 
+static const char *const RULES[] = {
+    "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
+    "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
+    "microbatches over the plan's limit",
+};
+enum { N_RULES = (int)(sizeof RULES / sizeof *RULES) };
+
 typedef struct {
     args a;
     char cluster_sets[2][64];   /* --gpus: cluster.nodes, cluster.devices_per_node */
@@ -163,7 +170,7 @@ typedef struct {
     cand *c;
     int n;
     long enumerated;
-    long pruned_arith[6];       /* by rule, see RULES */
+    long pruned_arith[N_RULES];  /* by rule, see RULES */
     long pruned_mem, pruned_bound, pruned_cap, dominated, built, priced, refused, nofit;
     long probed;        /* one-block builds for the step-time bound (layer_seconds) */
     long zero_skipped;  /* ZeRO stages not built after a build did not fit (max_stage_bytes) */
@@ -180,12 +187,6 @@ typedef struct {
     int part_new_best;             /* a refined layout that was not the best became it */
 } search;
 
-static const char *const RULES[] = {
-    "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
-    "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
-    "microbatches over the plan's limit",
-};
-enum { N_RULES = (int)(sizeof RULES / sizeof *RULES) };
 
 /* ---- building one candidate ------------------------------------------- */
 

@@ -310,9 +310,8 @@ void wf_zero_gather_params(wf_ctx *c);
 void wf_zero_gather_version(wf_ctx *c, float *version);  /* 2BW: the version its step updated */
 float *wf_moment_full(wf_ctx *c, const float *moment);
 /* The part of parameter k this rank updates, [own_lo, own_hi): x[i] is its
- * element i, wherever ZeRO keeps it (zero_grads.c, zero_params.c). */
+ * element i, wherever ZeRO keeps it (zero_grads.c). */
 float *wf_own_grad(wf_ctx *c, int k);
-float *wf_own_weights(wf_ctx *c, float *weights, int k);
 void wf_zero_grads_clear(wf_ctx *c);
 float *wf_params_whole(wf_ctx *c, const float *shard);  /* ZeRO-3: a version's whole parameters (caller frees) */
 void wf_params_adopt(wf_ctx *c, const float *whole, float *shard);  /* ZeRO-3: keep this rank's part */

@@ -18,7 +18,7 @@ void wf_opt_ranges_setup(wf_ctx *c) {
         wf_opt_range *e = &r[n++];
         e->start = total;
         e->n = hi - lo;
-        /* the element lo, wherever ZeRO keeps it (wf_own_weights, wf_own_grad) */
+        /* the element lo, wherever ZeRO keeps it (as wf_own_grad finds the gradient) */
         e->w = p->zero >= 3 ? c->moment_base[k] : q->offset + lo;
         e->g = p->zero >= 2 ? c->moment_base[k] : q->offset + lo;
         e->mom = c->moment_base[k];

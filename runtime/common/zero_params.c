@@ -45,11 +45,6 @@ void wf_zero_copy_shard(wf_ctx *c, float *dst, const float *src) {
     wf_params_changed(c);
 }
 
-float *wf_own_weights(wf_ctx *c, float *weights, int k) {
-    if (c->p->zero >= 3) return c->param_shard + c->moment_base[k] - c->own_lo[k];
-    return weights + c->p->params[k].offset;
-}
-
 /* Frozen parameters (bucket -1, weft.vlm's freeze) have no gradient and no
  * optimizer state, so ZeRO-3 keeps them out of its shards: whole on every
  * rank (and in fp32 under 16-bit precision, as without ZeRO), at the end of
