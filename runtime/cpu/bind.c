@@ -1,0 +1,75 @@
+/* bind.c: with more ranks on a node than cores, give each rank a core so that
+ * the ranks that compute at the same time do not share one.
+ *
+ * A rank waiting in MPI polls (it yields, but stays runnable), so to the
+ * kernel every core looks as loaded as the next and it never moves a
+ * computing rank off a core it shares with another computing rank onto a core
+ * whose ranks only wait (bench/mpi_placement.sh; compiler/simulate.c's
+ * core_share).  The schedule says who computes together: a stage's ranks
+ * (its dp x tp group) always, and a run of neighbouring stages (a pipeline's
+ * fill, drain and steady state move stage by stage).  Dealing the node's
+ * ranks to the cores in turn, in stage order, puts a stage's ranks on
+ * different cores, and any run of neighbouring stages as evenly as their
+ * ranks allow (each core floor or ceil of the run's ranks / cores).
+ * WEFT_BIND=0 leaves placement to the kernel; so does a user's own
+ * OMP_NUM_THREADS above 1 (one core would not hold the threads). */
+#define _GNU_SOURCE
+#include <omp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static char bind_note[160];
+
+int wf_bind_slot(const int *stage, int n, int me, int cores) {
+    if (cores < 1 || me < 0 || me >= n) return -1;
+    /* me's place in the node's ranks ordered by (stage, node-local rank) */
+    int before = 0;
+    for (int r = 0; r < n; r++)
+        before += stage[r] < stage[me] || (stage[r] == stage[me] && r < me);
+    return before % cores;
+}
+
+void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
+    cpu_set_t have;
+    bind_note[0] = 0;
+    if (sched_getaffinity(0, sizeof have, &have) != 0) return;
+    int cores = CPU_COUNT(&have);
+    if (local_n <= cores || cores < 1) return;  /* a core (or more) each: the kernel spreads them */
+    const char *env = getenv("WEFT_BIND");
+    if (env && strcmp(env, "0") == 0) {
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (WEFT_BIND=0)",
+                 local_n, cores);
+        return;
+    }
+    if (omp_get_max_threads() > 1) {
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, not bound (%d threads a rank)",
+                 local_n, cores, omp_get_max_threads());
+        return;
+    }
+    int *stage = malloc(sizeof(int) * (size_t)local_n);
+    if (!stage) return;
+    WF_MPI((wf_ctx *)c, MPI_Allgather(&c->stage, 1, MPI_INT, stage, 1, MPI_INT, node));
+    int slot = wf_bind_slot(stage, local_n, local, cores);
+    free(stage);
+    /* the slot-th CPU of those this process may run on */
+    int cpu = -1;
+    for (int k = 0, seen = 0; k < CPU_SETSIZE && cpu < 0; k++)
+        if (CPU_ISSET(k, &have) && seen++ == slot) cpu = k;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0) CPU_SET(cpu, &one);
+    if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0) {
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, binding failed: placed by the kernel",
+                 local_n, cores);
+        return;
+    }
+    snprintf(bind_note, sizeof bind_note,
+             "; %d ranks on %d cores, bound in turn by stage (this rank: CPU %d; WEFT_BIND=0 unbinds)",
+             local_n, cores, cpu);
+}
+
+const char *wf_bind_note(void) { return bind_note; }
