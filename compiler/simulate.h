@@ -78,6 +78,11 @@ double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gb
  * 1 without a CPU calibration or when the ranks outnumber the cores). */
 double simulate_thread_gain(int ranks, const sim_calibration *cal);
 
+/* CPU backend, more ranks on a node than cores: whether the runtime binds
+ * them to cores in stage order (runtime/cpu/bind.c): with pp > 1, unless
+ * WEFT_BIND=0 in the environment (read here too). */
+int simulate_cores_bound(int pp);
+
 int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
                            double *after);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's

@@ -257,6 +257,7 @@ const char *wf_blas_better_core(const char *core, const char **flags);
  * in turn in stage order (slot: the node-local rank me's core index, from
  * every node-local rank's stage); the note says what was done, for the log */
 int wf_bind_slot(const int *stage, int n, int me, int cores);
+int wf_bind_cpus(void);  /* the CPUs this process may run on */
 void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n);
 const char *wf_bind_note(void);
 void wf_init_params(wf_ctx *c);                         /* init.c */

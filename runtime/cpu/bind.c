@@ -10,7 +10,10 @@
  * fill, drain and steady state move stage by stage).  Dealing the node's
  * ranks to the cores in turn, in stage order, puts a stage's ranks on
  * different cores, and any run of neighbouring stages as evenly as their
- * ranks allow (each core floor or ceil of the run's ranks / cores).
+ * ranks allow (each core floor or ceil of the run's ranks / cores).  A node
+ * of one stage is left to the kernel: all its ranks compute at once, which
+ * no binding spreads better, and 3 ranks bound on 2 cores would run at half
+ * speed where the kernel's rotation gives each 2/3.
  * WEFT_BIND=0 leaves placement to the kernel; so does a user's own
  * OMP_NUM_THREADS above 1 (one core would not hold the threads). */
 #define _GNU_SOURCE
@@ -19,10 +22,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 static char bind_note[160];
+
+int wf_bind_cpus(void) {
+    cpu_set_t have;
+    if (sched_getaffinity(0, sizeof have, &have) == 0 && CPU_COUNT(&have) > 0) return CPU_COUNT(&have);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
 
 int wf_bind_slot(const int *stage, int n, int me, int cores) {
     if (cores < 1 || me < 0 || me >= n) return -1;
@@ -53,8 +64,15 @@ void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
     int *stage = malloc(sizeof(int) * (size_t)local_n);
     if (!stage) return;
     WF_MPI((wf_ctx *)c, MPI_Allgather(&c->stage, 1, MPI_INT, stage, 1, MPI_INT, node));
+    int others = 0;
+    for (int r = 0; r < local_n; r++) others += stage[r] != stage[0];
     int slot = wf_bind_slot(stage, local_n, local, cores);
     free(stage);
+    if (!others) {  /* one stage: all compute at once, and the kernel evens out what binding cannot */
+        snprintf(bind_note, sizeof bind_note, "; %d ranks of one stage on %d cores, placed by the kernel",
+                 local_n, cores);
+        return;
+    }
     /* the slot-th CPU of those this process may run on */
     int cpu = -1;
     for (int k = 0, seen = 0; k < CPU_SETSIZE && cpu < 0; k++)

@@ -93,7 +93,7 @@ void wf_blas_threads(const wf_ctx *c) {
         MPI_Comm_rank(node, &me);
         split = 1;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = wf_bind_cpus();  /* those this process may run on (taskset, cpusets) */
     int threads = (int)(cores / local);
     if (threads < 1) threads = 1;
     /* the user's OPENBLAS_NUM_THREADS / OMP_NUM_THREADS win; without the
