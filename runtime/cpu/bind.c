@@ -16,7 +16,9 @@
  * speed where the kernel's rotation gives each 2/3.
  * WEFT_BIND=0 leaves placement to the kernel; so does a user's own
  * OMP_NUM_THREADS above 1 (one core would not hold the threads). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <omp.h>
 #include <sched.h>
 #include <stdio.h>
