@@ -47,12 +47,21 @@ int wf_bind_slot(const int *stage, int n, int me, int cores) {
 }
 
 void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
-    cpu_set_t have;
     bind_note[0] = 0;
-    if (sched_getaffinity(0, sizeof have, &have) != 0) return;
-    int cores = CPU_COUNT(&have);
-    if (local_n <= cores || cores < 1) return;  /* a core (or more) each: the kernel spreads them */
+    if (local_n < 2) return;
+    /* every node-local rank's stage, gathered before any rank decides (each
+     * decides alone, so a rank that skipped it would leave the others waiting) */
+    int *stage = malloc(sizeof(int) * (size_t)local_n), mine = c->stage;
+    if (!stage) wf_fatal(c, "malloc", WF_WHERE, "out of memory");
+    WF_MPI((wf_ctx *)c, MPI_Allgather(&mine, 1, MPI_INT, stage, 1, MPI_INT, node));
+    int others = 0;
+    for (int r = 0; r < local_n; r++) others += stage[r] != stage[0];
+    cpu_set_t have;
+    int cores = sched_getaffinity(0, sizeof have, &have) == 0 ? CPU_COUNT(&have) : 0;
+    int slot = wf_bind_slot(stage, local_n, local, cores);
+    free(stage);
     const char *env = getenv("WEFT_BIND");
+    if (local_n <= cores || cores < 1) return;  /* a core (or more) each: the kernel spreads them */
     if (env && strcmp(env, "0") == 0) {
         snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (WEFT_BIND=0)",
                  local_n, cores);
@@ -63,13 +72,6 @@ void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
                  local_n, cores, omp_get_max_threads());
         return;
     }
-    int *stage = malloc(sizeof(int) * (size_t)local_n);
-    if (!stage) return;
-    WF_MPI((wf_ctx *)c, MPI_Allgather(&c->stage, 1, MPI_INT, stage, 1, MPI_INT, node));
-    int others = 0;
-    for (int r = 0; r < local_n; r++) others += stage[r] != stage[0];
-    int slot = wf_bind_slot(stage, local_n, local, cores);
-    free(stage);
     if (!others) {  /* one stage: all compute at once, and the kernel evens out what binding cannot */
         snprintf(bind_note, sizeof bind_note, "; %d ranks of one stage on %d cores, placed by the kernel",
                  local_n, cores);
