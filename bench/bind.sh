@@ -4,17 +4,22 @@
 # them to the kernel (WEFT_BIND=0)?  Four layouts of the default plan on one
 # node of 4 ranks (run it where there are fewer than 4 cores, else nothing is
 # bound): dp 2 x pp 2 gpipe (micro 8: one microbatch a step, the stages
-# alternate), dp 2 x pp 2 1f1b (micro 2, 4 a step), tp 2 x pp 2 1f1b (micro 4)
-# and dp 4.  Each round runs every layout bound and unbound back to back
+# alternate), dp 2 x pp 2 1f1b (micro 2, 4 a step), tp 2 x pp 2 1f1b (micro
+# 4) and dp 4 (the runtime binds neither of the last two, so they show the
+# noise; WEFT_BIND=force binds them too, to measure what it would do).
+# Each round runs every layout bound and unbound back to back
 # (which first alternates by round, so a change in the machine's load
 # touches both alike); a run's step time is the median of its steps after
 # two warm-up steps.  Prints per layout the median over rounds of each and
 # the median of the per-round ratios bound / unbound (< 1: binding wins).
+# On a machine other jobs share, run it at a higher priority than theirs
+# (measured at nice 0 against their nice 10, load ~10 on 2 cores).
 #   bench/bind.sh [ROUNDS] [STEPS]   (defaults 6 and 10; from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/compiler/weft}
 ROUNDS=${1:-6}
+ON=${WEFT_BIND:-1}  # the bound runs' WEFT_BIND (force: tp and one-stage layouts too)
 STEPS=${2:-10}
 [ -x "$WEFT" ] || { echo "bind.sh: $WEFT not built (bash scripts/build.sh)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/weft-bind.XXXXXX")
@@ -52,14 +57,14 @@ run() {
 }
 for round in $(seq "$ROUNDS"); do
     for name in "${names[@]}"; do
-        if [ $((round % 2)) = 1 ]; then run "$name" 1; run "$name" 0; else run "$name" 0; run "$name" 1; fi
+        if [ $((round % 2)) = 1 ]; then run "$name" "$ON"; run "$name" 0; else run "$name" 0; run "$name" "$ON"; fi
     done
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 printf '%-18s %10s %10s %14s  %s\n' layout bound_ms kernel_ms ratio_median per-round_ratios
 for name in "${names[@]}"; do
-    ratios=$(paste "$work/$name.1" "$work/$name.0" | awk '{ printf "%.3f\n", $1 / $2 }')
-    printf '%-18s %10.2f %10.2f %14.3f  %s\n' "$name" "$(median < "$work/$name.1")" "$(median < "$work/$name.0")" \
+    ratios=$(paste "$work/$name.$ON" "$work/$name.0" | awk '{ printf "%.3f\n", $1 / $2 }')
+    printf '%-18s %10.2f %10.2f %14.3f  %s\n' "$name" "$(median < "$work/$name.$ON")" "$(median < "$work/$name.0")" \
         "$(echo "$ratios" | median)" "$(echo "$ratios" | tr '\n' ' ')"
 done

@@ -1348,7 +1348,7 @@ static void bounds(search *S, cand *c, int accum, int probe) {
          * is slower */
         if (search_cal.loaded && !search_cal.cuda && node > cores) {
             int g = (int)lround((double)node / c->pp), whole = g >= 1 && g * c->pp == node;
-            double share = simulate_cores_bound(c->pp) && whole ? trace_bound_slowdown(g, node, cores)
+            double share = simulate_cores_bound(c->pp, c->tp) && whole ? trace_bound_slowdown(g, node, cores)
                                                                 : trace_placed_slowdown(g, node, cores);
             pipe = fmax(pipe * share, work * node / cores);
         }

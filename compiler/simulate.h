@@ -79,9 +79,10 @@ double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gb
 double simulate_thread_gain(int ranks, const sim_calibration *cal);
 
 /* CPU backend, more ranks on a node than cores: whether the runtime binds
- * them to cores in stage order (runtime/cpu/bind.c): with pp > 1, unless
- * WEFT_BIND=0 in the environment (read here too). */
-int simulate_cores_bound(int pp);
+ * them to cores in stage order (runtime/cpu/bind.c): with pp > 1 and tp 1,
+ * unless WEFT_BIND=0 in the environment (read here too); always under
+ * WEFT_BIND=force. */
+int simulate_cores_bound(int pp, int tp);
 
 int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
                            double *after);

@@ -13,9 +13,14 @@
  * ranks allow (each core floor or ceil of the run's ranks / cores).  A node
  * of one stage is left to the kernel: all its ranks compute at once, which
  * no binding spreads better, and 3 ranks bound on 2 cores would run at half
- * speed where the kernel's rotation gives each 2/3.
- * WEFT_BIND=0 leaves placement to the kernel; so does a user's own
- * OMP_NUM_THREADS above 1 (one core would not hold the threads). */
+ * speed where the kernel's rotation gives each 2/3.  So is a node with tensor
+ * parallelism: a tp group syncs every layer, and bound apart, each partner
+ * sharing its core with another stage's rank, a partner waited for the
+ * other's time slice (bench/bind.sh: tp 2 x pp 2 1f1b 1.15x slower bound;
+ * dp 2 x pp 2 1f1b 0.93x, GPipe with one microbatch 0.75x).
+ * WEFT_BIND=0 leaves every layout to the kernel, WEFT_BIND=force binds
+ * those two kinds too (to measure them); a user's own OMP_NUM_THREADS above
+ * 1 is never bound (one core would not hold the threads). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -72,9 +77,15 @@ void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
                  local_n, cores, omp_get_max_threads());
         return;
     }
-    if (!others) {  /* one stage: all compute at once, and the kernel evens out what binding cannot */
+    int force = env && strcmp(env, "force") == 0;  /* bench/bind.sh: what binding would do */
+    if (!others && !force) {  /* one stage: all compute at once, and the kernel evens out what binding cannot */
         snprintf(bind_note, sizeof bind_note, "; %d ranks of one stage on %d cores, placed by the kernel",
                  local_n, cores);
+        return;
+    }
+    if (c->p->tp > 1 && !force) {  /* a tp group syncs every layer: bound apart it waited on time slices */
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (tp %d)",
+                 local_n, cores, c->p->tp);
         return;
     }
     /* the slot-th CPU of those this process may run on */

@@ -210,11 +210,9 @@ check "dp 2 x pp 2 gpipe on 2 cores: bubbles leave cores to the computing stage,
   awk -v s="$s_gp" -v r="$r_gp" 'BEGIN { exit !(s != "" && r == 2 && s > 1 && s < r) }'
 # (tiny's 16 samples in 2 microbatches of 8: at most 2 of the 4 stages
 # compute at once, 4 ranks, the other 4 waiting at WAIT_SHARE 0.01: the
-# demand is at most 4.04 on 2 cores; bound in stage order (trace_shared.h)
-# each stage has a rank on each core, so 2 computing stages ask 2.02 of a
-# core, and placed (WEFT_BIND=0) the 4 computing ranks of 8 on 2 cores of
-# 4 put at most 2.514 on one core on average (176/70), so no op runs
-# slower than 1 / 2.514)
+# demand is at most 4.04 on 2 cores, and placed (trace_shared.h; tp > 1 is
+# not bound) the 4 computing ranks of 8 on 2 cores of 4 put at most 2.514
+# on one core on average (176/70), so no op runs slower than 1 / 2.514)
 check "tp 2 x pp 4 on 2 cores: 2 microbatches keep at most half the ranks busy, 1 < x$s_tp <= 2.52 (x$r_tp flat)" \
   awk -v s="$s_tp" -v r="$r_tp" 'BEGIN { exit !(s != "" && r == 4 && s > 1 && s <= 2.52) }'
 # dp 2 x pp 2 GPipe, one microbatch of 8 a rank: one stage computes at a
