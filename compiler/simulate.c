@@ -625,12 +625,13 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
  * in 76% and 100% (2 runs).  Two ranks of four computing on 2 cores are
  * then 4/3 slower on average (plan_q4: dp 2 x pp 2 gpipe 102-115 ms
  * against dp 2's 78-84).
- * Bound: so the CPU runtime binds each rank of a pipeline to a core, the
+ * Bound: hence the CPU runtime binds a pipeline's ranks to cores, the
  * node's ranks dealt to the cores in turn in stage order (runtime/cpu/bind.c),
  * and a stage runs at the pace of its busiest core (trace_shared.h); one
  * stage (pp 1) is left to the kernel, as are tensor-parallel stages (a tp
  * group syncs every layer; pairs bound apart ran 1.15x slower, bench/bind.sh)
- * and everything under WEFT_BIND=0, which simulate reads too.  0: every rank has a core (no sharing). */
+ * and everything under WEFT_BIND=0, which simulate reads too.
+ * core_share's 0: every rank has a core (no sharing). */
 int simulate_cores_bound(int pp, int tp) {
     const char *env = getenv("WEFT_BIND");
     if (env && strcmp(env, "force") == 0) return 1;  /* as the runtime then binds */
