@@ -629,7 +629,8 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
  * node's ranks dealt to the cores in turn in stage order (runtime/cpu/bind.c),
  * and a stage runs at the pace of its busiest core (trace_shared.h); one
  * stage (pp 1) is left to the kernel, as are tensor-parallel stages (a tp
- * group syncs every layer; pairs bound apart ran 1.15x slower, bench/bind.sh)
+ * group syncs every layer; bound apart, tp 2 x pp 2 ran 1.09x slower over
+ * 16 rounds of bench/bind.sh)
  * and everything under WEFT_BIND=0, which simulate reads too.
  * core_share's 0: every rank has a core (no sharing). */
 int simulate_cores_bound(int pp, int tp) {

@@ -16,8 +16,10 @@
  * speed where the kernel's rotation gives each 2/3.  So is a node with tensor
  * parallelism: a tp group syncs every layer, and bound apart, each partner
  * sharing its core with another stage's rank, a partner waited for the
- * other's time slice (bench/bind.sh: tp 2 x pp 2 1f1b 1.15x slower bound;
- * dp 2 x pp 2 1f1b 0.93x, GPipe with one microbatch 0.75x).
+ * other's time slice (bench/bind.sh, two runs of 8 rounds, medians of the
+ * per-round ratios bound / unbound: tp 2 x pp 2 1f1b 1.15 and 0.96, 1.09
+ * pooled; dp 2 x pp 2 1f1b 0.93 and 0.84, GPipe with one microbatch 0.75
+ * and 0.80; dp 4, one stage, 1.03).
  * WEFT_BIND=0 leaves every layout to the kernel, WEFT_BIND=force binds
  * those two kinds too (to measure them); a user's own OMP_NUM_THREADS above
  * 1 is never bound (one core would not hold the threads). */
