@@ -1343,11 +1343,15 @@ static void bounds(search *S, cand *c, int accum, int probe) {
         /* a CPU node with more ranks than cores (simulate's core_share):
          * its ranks share the cores, every rank computing at once (one
          * stage: ranks / cores), or one stage's at a time on cores whose
-         * other ranks wait, the busiest core setting the pace
-         * (trace_placed_slowdown), whichever is slower */
+         * other ranks wait, the busiest core setting the pace: bound in
+         * stage order (trace_bound_slowdown) when the stages hold whole
+         * ranks, else placed at random (trace_placed_slowdown), whichever
+         * is slower */
         if (search_cal.loaded && !search_cal.cuda && node > cores) {
-            double placed = trace_placed_slowdown((int)lround((double)node / c->pp), node, cores);
-            pipe = fmax(pipe * placed, work * node / cores);
+            int g = (int)lround((double)node / c->pp), whole = g >= 1 && g * c->pp == node;
+            double share = simulate_cores_bound(c->pp, c->tp) && whole ? trace_bound_slowdown(g, node, cores)
+                                                                : trace_placed_slowdown(g, node, cores);
+            pipe = fmax(pipe * share, work * node / cores);
         }
         chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
     }

@@ -624,12 +624,26 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
  * spread); tiny's dp 2 x pp 2 stage 0 pair, sampled from /proc every 2 ms,
  * in 76% and 100% (2 runs).  Two ranks of four computing on 2 cores are
  * then 4/3 slower on average (plan_q4: dp 2 x pp 2 gpipe 102-115 ms
- * against dp 2's 78-84).  0: every rank has a core (no sharing). */
+ * against dp 2's 78-84).
+ * Bound: hence the CPU runtime binds a pipeline's ranks to cores, the
+ * node's ranks dealt to the cores in turn in stage order (runtime/cpu/bind.c),
+ * and a stage runs at the pace of its busiest core (trace_shared.h); one
+ * stage (pp 1) is left to the kernel, as are tensor-parallel stages (a tp
+ * group syncs every layer; bound apart, tp 2 x pp 2 ran 1.09x slower over
+ * 16 rounds of bench/bind.sh)
+ * and everything under WEFT_BIND=0, which simulate reads too.
+ * core_share's 0: every rank has a core (no sharing). */
+int simulate_cores_bound(int pp, int tp) {
+    const char *env = getenv("WEFT_BIND");
+    if (env && strcmp(env, "force") == 0) return 1;  /* as the runtime then binds */
+    return pp > 1 && tp == 1 && !(env && strcmp(env, "0") == 0);
+}
+
 static int core_share(const Program *p, trace_share *sh, double *ranks) {
     int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
     if (!calib || node <= calib->cores) return 0;
     for (int st = 0; st < p->pp; st++) ranks[st] = (double)node / p->pp;
-    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE, 1 };
+    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE, 1, simulate_cores_bound(p->pp, p->tp) };
     return 1;
 }
 
@@ -878,8 +892,9 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         if (shared) {
             int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
             fprintf(out, "cores     %d ranks share %d cores: the step's timeline stretches x%.3f (x%.3f were "
-                         "every rank computing throughout; a waiting rank takes %.2f of a computing one's share)\n",
-                    node, calib->cores, stretch, (double)node / calib->cores, WAIT_SHARE);
+                         "every rank computing throughout; a waiting rank takes %.2f of a computing one's share; %s)\n",
+                    node, calib->cores, stretch, (double)node / calib->cores, WAIT_SHARE,
+                    simulate_cores_bound(p->pp, p->tp) ? "ranks bound to cores in stage order" : "ranks placed by the kernel");
         }
         if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk */
             double enc, first;

@@ -72,6 +72,12 @@ double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gb
  * 1 without a CPU calibration or when the ranks outnumber the cores). */
 double simulate_thread_gain(int ranks, const sim_calibration *cal);
 
+/* CPU backend, more ranks on a node than cores: whether the runtime binds
+ * them to cores in stage order (runtime/cpu/bind.c): with pp > 1 and tp 1,
+ * unless WEFT_BIND=0 in the environment (read here too); always under
+ * WEFT_BIND=force. */
+int simulate_cores_bound(int pp, int tp);
+
 /* Seconds of one microbatch's forward and backward (recompute and the
  * tensor-parallel collectives included, as simulate_plan's stages price them
  * with cal) of a one-block program's block (layer) and of its other ops

@@ -165,6 +165,26 @@ double trace_placed_slowdown(int computing, int ranks, int cores)
     return x;
 }
 
+double trace_bound_slowdown(int computing, int ranks, int cores)
+{
+    if (computing <= 0 || ranks <= cores || cores < 1) return 1;
+    return (computing + cores - 1) / cores;
+}
+
+/* bound: each stage's first rank in the node's stage order, into first[]
+ * (pp + 1 entries, first[pp] the node's ranks), when every stage holds a
+ * whole number of ranks (at least 1); else 0 (not priced bound). */
+static int bound_layout(const trace_share *share, int stages, int *first)
+{
+    first[0] = 0;
+    for (int st = 0; st < stages; st++) {
+        double r = share->ranks ? share->ranks[st] : 1;
+        if (r < 1 || fabs(r - lround(r)) > 1e-9) return 0;
+        first[st + 1] = first[st] + (int)lround(r);
+    }
+    return 1;
+}
+
 int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *costs, const trace_share *share)
 {
     char err[512];
@@ -187,9 +207,15 @@ int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *cost
     /* placed: the slowdown for each count of computing ranks, once */
     double node = 0;
     for (int st = 0; st < s->stages; st++) node += share->ranks ? share->ranks[st] : 1;
-    int R = (int)lround(node);
-    double *slow = share->placed && rc == 0 ? malloc(sizeof(double) * (size_t)(R + 1)) : NULL;
-    if (share->placed && (!slow || placed_slowdowns(R, (int)share->cores, slow) != 0)) rc = -1;
+    int R = (int)lround(node), C = (int)share->cores;
+    /* bound: the stages' rank ranges and each core's demand */
+    int *first = share->bound && rc == 0 ? malloc(sizeof(int) * (size_t)(s->stages + 1)) : NULL;
+    double *core = NULL, *speed = malloc(sizeof(double) * (size_t)s->stages);
+    if (!speed || (share->bound && !first)) rc = -1;
+    int bound = first && C >= 1 && bound_layout(share, s->stages, first);
+    if (bound && !(core = malloc(sizeof(double) * (size_t)C))) rc = -1;
+    double *slow = share->placed && !bound && rc == 0 ? malloc(sizeof(double) * (size_t)(R + 1)) : NULL;
+    if (share->placed && !bound && rc == 0 && (!slow || placed_slowdowns(R, (int)share->cores, slow) != 0)) rc = -1;
     for (int k = 0; rc == 0 && slow && k <= R; k++)
         if (slow[k] > node / share->cores) slow[k] = node / share->cores;  /* no slower than every rank computing */
     for (double now = 0; rc == 0;) {
@@ -218,34 +244,49 @@ int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *cost
             left += g[st].pc < s->n[st];
         }
         if (!left) break;
-        double speed = demand > share->cores ? share->cores / demand : 1;
+        double all = demand > share->cores ? share->cores / demand : 1;
         if (slow) {
             int k = (int)lround(computing);
             if (k > R) k = R;
-            if (slow[k] > 1 && 1 / slow[k] < speed) speed = 1 / slow[k];
+            if (slow[k] > 1 && 1 / slow[k] < all) all = 1 / slow[k];
+        }
+        for (int st = 0; st < s->stages; st++) speed[st] = all;
+        if (bound) {  /* each stage at the pace of its busiest core */
+            for (int k = 0; k < C; k++) core[k] = 0;
+            for (int st = 0; st < s->stages; st++)
+                for (int i = first[st]; i < first[st + 1]; i++) core[i % C] += g[st].busy ? 1 : w;
+            for (int st = 0; st < s->stages; st++) {
+                double most = 1;
+                for (int i = first[st]; i < first[st + 1] && i < first[st] + C; i++)
+                    most = fmax(most, core[i % C]);
+                speed[st] = 1 / most;
+            }
         }
         /* the next moment: an op ends or a message arrives */
         double next = INFINITY;
         for (int st = 0; st < s->stages; st++) {
-            if (g[st].busy && now + g[st].left / speed < next) next = now + g[st].left / speed;
+            if (g[st].busy && now + g[st].left / speed[st] < next) next = now + g[st].left / speed[st];
             if (!g[st].busy && g[st].wake < next) next = g[st].wake;
         }
         if (!isfinite(next)) { rc = -1; break; } /* cannot happen for a verified schedule */
         for (int st = 0; st < s->stages && rc == 0; st++) {
             if (!g[st].busy) continue;
             /* ends now (to rounding: the op that set `next` ends exactly) */
-            if (now + g[st].left / speed <= next * (1 + 1e-12)) {
+            if (now + g[st].left / speed[st] <= next * (1 + 1e-12)) {
                 rc = record(&x, st, &s->ins[st][g[st].pc], g[st].start, next);
                 g[st].busy = 0, g[st].left = 0;
                 g[st].pc++;
                 g[st].posted = 0;
             } else {
-                g[st].left -= (next - now) * speed;
+                g[st].left -= (next - now) * speed[st];
             }
         }
         now = next;
     }
     free(slow);
+    free(first);
+    free(core);
+    free(speed);
     free(x.arrive);
     free(x.comm_free);
     free(g);

@@ -31,6 +31,10 @@ typedef struct {
     int placed;         /* 1: ranks stay on the cores they run on, computing or
                          * waiting (see below); 0: computing ranks spread over
                          * the cores as they please */
+    int bound;          /* 1: each rank bound to a core, the node's ranks dealt
+                         * to the cores in turn in stage order (the CPU
+                         * runtime's runtime/cpu/bind.c; see below): overrides
+                         * placed when every stage's ranks are whole */
 } trace_share;
 
 /* With `placed`, the node's ranks (the sum of `ranks`, rounded) sit evenly
@@ -43,6 +47,15 @@ typedef struct {
  * demand rule's.  (Counted exactly up to 256 ranks on a node; more are
  * taken as spread.) */
 double trace_placed_slowdown(int computing, int ranks, int cores);
+
+/* With `bound`, the ranks (a whole number per stage) sit where bind.c puts
+ * them: the node's ranks in stage order, rank i of them on core i mod
+ * cores.  A core's demand is its computing ranks plus its waiting ones at
+ * wait_share; a stage computes at 1 / the largest demand (at least 1) on
+ * the cores of its ranks (they keep in step).  One stage computing alone,
+ * `computing` ranks of `ranks`, nothing waiting: ceil(computing / cores)
+ * on the busiest core, the slowdown returned here (1 with a core a rank). */
+double trace_bound_slowdown(int computing, int ranks, int cores);
 
 /* trace_from_costs with the ranks sharing the cores as above: appends the
  * events, at the times the shared cores give them.  0, or -1 when the

@@ -253,6 +253,13 @@ void wf_blas_describe(char *out, size_t n);
 /* The OpenBLAS core type this CPU's flags allow when `core` (the library's
  * guess) is weaker, else NULL; *flags names the deciding features. */
 const char *wf_blas_better_core(const char *core, const char **flags);
+/* bind.c (CPU): more ranks on the node than cores: bind each to a core, dealt
+ * in turn in stage order (slot: the node-local rank me's core index, from
+ * every node-local rank's stage); the note says what was done, for the log */
+int wf_bind_slot(const int *stage, int n, int me, int cores);
+int wf_bind_cpus(void);  /* the CPUs this process may run on */
+void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n);
+const char *wf_bind_note(void);
 void wf_init_params(wf_ctx *c);                         /* init.c */
 long wf_global_index(const wf_param *q, int tp_rank, long i);
 double wf_normal(uint64_t seed, const char *name, uint64_t index);

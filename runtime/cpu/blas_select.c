@@ -79,18 +79,21 @@ void wf_blas_describe(char *out, size_t n) {
     else
         snprintf(out + len, n - len, ", %d OpenMP thread(s) per rank, GEMMs split over them",
                  omp_get_max_threads());
+    len = strlen(out);
+    snprintf(out + len, n - len, "%s", wf_bind_note());
 }
 
 /* Ranks on one node share its cores: give each an equal share of threads. */
 void wf_blas_threads(const wf_ctx *c) {
     MPI_Comm node;
-    int local = 1;
+    int local = 1, me = 0, split = 0;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
         MPI_Comm_size(node, &local);
-        MPI_Comm_free(&node);
+        MPI_Comm_rank(node, &me);
+        split = 1;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = wf_bind_cpus();  /* those this process may run on (taskset, cpusets) */
     int threads = (int)(cores / local);
     if (threads < 1) threads = 1;
     /* the user's OPENBLAS_NUM_THREADS / OMP_NUM_THREADS win; without the
@@ -99,5 +102,10 @@ void wf_blas_threads(const wf_ctx *c) {
     if (!getenv("OPENBLAS_NUM_THREADS")) {
         openblas_set_num_threads(1);
         wf_sgemm_split(1);
+    }
+    /* more ranks than cores: a core each, a stage's ranks apart (bind.c) */
+    if (split) {
+        wf_bind_ranks(c, node, me, local);
+        MPI_Comm_free(&node);
     }
 }

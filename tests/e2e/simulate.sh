@@ -210,22 +210,30 @@ check "dp 2 x pp 2 gpipe on 2 cores: bubbles leave cores to the computing stage,
   awk -v s="$s_gp" -v r="$r_gp" 'BEGIN { exit !(s != "" && r == 2 && s > 1 && s < r) }'
 # (tiny's 16 samples in 2 microbatches of 8: at most 2 of the 4 stages
 # compute at once, 4 ranks, the other 4 waiting at WAIT_SHARE 0.01: the
-# demand is at most 4.04 on 2 cores, and placed (trace_shared.h) the 4
-# computing ranks of 8 on 2 cores of 4 put at most 2.514 on one core on
-# average (176/70), so no op runs slower than 1 / 2.514)
+# demand is at most 4.04 on 2 cores, and placed (trace_shared.h; tp > 1 is
+# not bound) the 4 computing ranks of 8 on 2 cores of 4 put at most 2.514
+# on one core on average (176/70), so no op runs slower than 1 / 2.514)
 check "tp 2 x pp 4 on 2 cores: 2 microbatches keep at most half the ranks busy, 1 < x$s_tp <= 2.52 (x$r_tp flat)" \
   awk -v s="$s_tp" -v r="$r_tp" 'BEGIN { exit !(s != "" && r == 4 && s > 1 && s <= 2.52) }'
 # dp 2 x pp 2 GPipe, one microbatch of 8 a rank: one stage computes at a
-# time, 2 ranks of 4 on 2 cores.  Its ranks stay where they are (waiting
-# ranks poll, so the kernel does not spread the computing pair): they share
-# a core 1/3 of the time, x4/3 on average, where a spread pair would run at
-# full speed (x1).  Bounds: 4/3 less the two sends' share (not slowed, 2 x
-# 0.47 ms of ~75) and plus the optimizer's (every rank at once, x2 for ~4%
-# of the step): 1.31 to 1.37.
-read -r s_one r_one < <(stretch --set cluster.devices_per_node=4 --set mesh.pp=2 --set pipeline.schedule=gpipe \
-  --set batch.micro=8)
-check "dp 2 x pp 2 gpipe, one microbatch, on 2 cores: the computing pair shares a core 1/3 of the time, x$s_one ~ 4/3" \
+# time, 2 ranks of 4 on 2 cores.  Left to the kernel (WEFT_BIND=0) its ranks
+# stay where they are (waiting ranks poll, so the kernel does not spread the
+# computing pair): they share a core 1/3 of the time, x4/3 on average, where
+# a spread pair would run at full speed (x1).  Bounds: 4/3 less the two
+# sends' share (not slowed, 2 x 0.47 ms of ~75) and plus the optimizer's
+# (every rank at once, x2 for ~4% of the step): 1.31 to 1.37.
+read -r s_one r_one < <(WEFT_BIND=0 stretch --set cluster.devices_per_node=4 --set mesh.pp=2 \
+  --set pipeline.schedule=gpipe --set batch.micro=8)
+check "dp 2 x pp 2 gpipe, one microbatch, on 2 cores, WEFT_BIND=0: the computing pair shares a core 1/3 of the time, x$s_one ~ 4/3" \
   awk -v s="$s_one" 'BEGIN { exit !(s != "" && s >= 1.31 && s <= 1.37) }'
+# The same bound as the runtime binds it (runtime/cpu/bind.c: ranks 0 1 |
+# 2 3 on cores 0 1 | 0 1): the computing pair is spread, each sharing its
+# core with a waiting rank at 0.01: x1.01, less the sends' share, plus the
+# optimizer's (as above): 1.00 to 1.06.
+read -r s_bd r_bd < <(stretch --set cluster.devices_per_node=4 --set mesh.pp=2 --set pipeline.schedule=gpipe \
+  --set batch.micro=8)
+check "the same bound to cores in stage order: the pair spread, x$s_bd ~ 1.01" \
+  awk -v s="$s_bd" 'BEGIN { exit !(s != "" && s >= 1.00 && s <= 1.06) }'
 # weft plan's build-order estimate shares the cores as simulate does: dp 4
 # on 2 cores, every rank computing throughout, is estimated at x2 its
 # unshared time like simulate's stretch, so within 25% of its price (the
@@ -247,6 +255,22 @@ for speedup in measured 2.86; do
   check "plan: dp 4 on 2 cores estimated within 25% of its price, thread speedup $speedup (priced, estimate: $est)" \
     awk -v e="$est" 'BEGIN { split(e, v, " "); exit !(e != "" && v[2] > 0.75 * v[1] && v[2] < 1.25 * v[1]) }'
 done
+# ... and prices the pipeline's sharing as simulate does: dp 2 x pp 2 GPipe
+# with one microbatch (the stages alternate) on 2 cores is estimated within
+# 15% of its price both bound (the pair spread: the fill and drain's x2 is
+# everyone-computing's x2) and left to the kernel (WEFT_BIND=0: x4/3 on top,
+# 2.67 against 2), and the bound estimate is at most 0.85 of the other (0.75
+# of the pipeline, whose sends, dp and optimizer terms are the same).
+plan_est() {
+  WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/tiny.lua --gpus 4 --set cluster.devices_per_node=4 \
+    --calibration "$WORK/two_cores.lua" --top 3 --max-priced 1000 2>&1 >/dev/null |
+    sed -n 's/^debug: time bound .* priced \([0-9.e-]*\) .* estimate \([0-9.e-]*\): dp 2 tp 1 pp 2 mb 8 gpipe .*/\1 \2/p' | head -1
+}
+est_bound=$(plan_est) est_kernel=$(WEFT_BIND=0 plan_est)
+check "plan: dp 2 x pp 2 gpipe, one microbatch, on 2 cores estimated within 15% of its price, bound ($est_bound) and WEFT_BIND=0 ($est_kernel); bound at most 0.85 of it" \
+  awk -v b="$est_bound" -v k="$est_kernel" 'BEGIN { split(b, x, " "); split(k, y, " ")
+    exit !(b != "" && k != "" && x[2] > 0.85 * x[1] && x[2] < 1.15 * x[1] && y[2] > 0.85 * y[1] && y[2] < 1.15 * y[1] &&
+           x[2] <= 0.85 * y[2]) }'
 cp "$WORK/cluster.lua" "$WORK/kept.lua"
 WEFT_RUNTIME="$WORK/nowhere" "$WEFT" calibrate -o "$WORK/cluster.lua" 2>"$WORK/cal.err" && failed=$((failed + 1))
 check "calibrate without its runtime fails clearly and keeps the old file" \

@@ -71,7 +71,7 @@ static void check_hand_worked(void) {
     }
     double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 };
     trace_costs c = { f, b, w, 0, NULL };
-    trace_share free_wait = { 1, NULL, 0, 0 }, full_wait = { 1, NULL, 1, 0 };
+    trace_share free_wait = { 1, NULL, 0, 0, 0 }, full_wait = { 1, NULL, 1, 0, 0 };
     double m0 = makespan_of(&s, &c, NULL), m1 = makespan_of(&s, &c, &free_wait), m2 = makespan_of(&s, &c, &full_wait);
     check(close_to(m0, 9), "gpipe 2 stages x 2 microbatches, a core each: makespan %g (9)", m0);
     check(close_to(m1, 12), "the same on one core, waiting free: %g (12, by hand)", m1);
@@ -95,26 +95,28 @@ static void check_shapes(void) {
         trace_costs with_comm = costs_for(&s, 0.25), no_comm = costs_for(&s, 0);
         double u = makespan_of(&s, &with_comm, NULL), u0 = makespan_of(&s, &no_comm, NULL);
         /* a core per rank */
-        trace_share own = { R, ranks, 0.05, 1 };
+        trace_share own = { R, ranks, 0.05, 1, 0 };
         double m = makespan_of(&s, &with_comm, &own);
         check(close_to(m, u), "%s p=%d m=%d: a core per rank, makespan %g as trace_from_costs's %g",
               sched_name(h->kind), h->stages, h->micro, m, u);
         /* waiting asks a full share: every op slowed by R / cores */
-        trace_share full = { 1, ranks, 1, 1 };
+        trace_share full = { 1, ranks, 1, 1, 0 };
         double mf = makespan_of(&s, &no_comm, &full);
         check(close_to(mf, u0 * R), "%s p=%d m=%d: %g ranks on one core, waiting at a full share: %g = %g x %g",
               sched_name(h->kind), h->stages, h->micro, R, mf, u0, R);
         /* in between: 1 <= stretch <= max(1, R / cores); 1 when the ranks
          * have a core each, R / cores with one stage (nothing waits), else
          * strictly below R / cores (bubbles) */
-        for (int i = 0; i < 6; i++) {
-            int cores = i % 3 + 1;  /* spread, then placed */
-            trace_share mid = { cores, ranks, 0.05, i >= 3 };
+        for (int i = 0; i < 9; i++) {
+            int cores = i % 3 + 1;  /* spread, then placed, then bound */
+            trace_share mid = { cores, ranks, 0.05, i >= 3 && i < 6, i >= 6 };
             double ms = makespan_of(&s, &with_comm, &mid), x = ms / u, top = fmax(1, R / cores);
+            /* bound, a core holds ceil(R / cores) ranks: 2 on 3 cores (4 ranks) */
+            if (i >= 6) top = fmax(1, ceil(R / cores));
             int lo = x >= 1 - REL, hi = x <= top * (1 + REL);
             int exact = R <= cores ? close_to(x, 1) : h->stages == 1 ? close_to(x, top) : x < top * (1 - 1e-3);
             check(lo && hi && exact, "%s p=%d m=%d, %g ranks on %d cores%s: stretch %.4f in [1, %g]%s",
-                  sched_name(h->kind), h->stages, h->micro, R, cores, i >= 3 ? " placed" : "", x, top,
+                  sched_name(h->kind), h->stages, h->micro, R, cores, i >= 6 ? " bound" : i >= 3 ? " placed" : "", x, top,
                   R <= cores ? ", = 1" : h->stages == 1 ? ", = ranks / cores (nothing waits)" : ", below it");
         }
         schedule_free(&s);
@@ -154,10 +156,26 @@ static void check_placed(void) {
     }
     double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 }, ranks[2] = { 2, 2 };
     trace_costs c = { f, b, w, 0, NULL };
-    trace_share spread = { 2, ranks, 0, 0 }, placed = { 2, ranks, 0, 1 };
+    trace_share spread = { 2, ranks, 0, 0, 0 }, placed = { 2, ranks, 0, 1, 0 };
     double m0 = makespan_of(&s, &c, &spread), m1 = makespan_of(&s, &c, &placed);
     check(close_to(m0, 6), "dp 2 x pp 2 gpipe on 2 cores, spread: makespan %g (6)", m0);
     check(close_to(m1, 8), "the same placed: %g (8 = 6 x 4/3)", m1);
+    /* bound (ranks 0 1 | 2 3 on cores 0 1 | 0 1): each stage's pair on both
+     * cores, full speed: 6; with waiting at 0.05, each computing rank shares
+     * its core with one waiting rank, every op 1.05 slower: 6.3.  Stages of
+     * 3 and 1 ranks (0 1 0 | 1): stage 0 alone has 2 on core 0, half speed,
+     * stage 1 alone full: F0 2, F1 1, B1 2, B0 4: 9. */
+    trace_share bound = { 2, ranks, 0, 0, 1 }, bound_w = { 2, ranks, 0.05, 1, 1 };
+    double m2 = makespan_of(&s, &c, &bound), m3 = makespan_of(&s, &c, &bound_w);
+    check(close_to(m2, 6), "the same bound in stage order: %g (6, as spread)", m2);
+    check(close_to(m3, 6.3), "bound, waiting ranks at 0.05: %g (6.3 = 6 x 1.05)", m3);
+    double uneven[2] = { 3, 1 };
+    trace_share bound31 = { 2, uneven, 0, 0, 1 };
+    double m4 = makespan_of(&s, &c, &bound31);
+    check(close_to(m4, 9), "stages of 3 and 1 ranks bound on 2 cores: %g (9, by hand)", m4);
+    check(trace_bound_slowdown(2, 4, 2) == 1 && trace_bound_slowdown(3, 6, 2) == 2 &&
+              trace_bound_slowdown(4, 8, 2) == 2 && trace_bound_slowdown(2, 2, 2) == 1,
+          "one stage alone bound: ceil(its ranks / cores)");
     schedule_free(&s);
 }
 
