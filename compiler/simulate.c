@@ -856,9 +856,14 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         } else if (p->zero == 2) {
             c = p->accum * rs + ag;
             e = (p->accum - 1) * (rs > bs ? rs - bs : 0) + cost_dp_exposed(rs, last_rs, bs, p->accum * nb, per_call) + ag;
-        } else if (p->zero >= 3) {  /* a reduce-scatter and two all-gathers a bucket and microbatch */
-            c = p->accum * (rs + 2.0 * ag);
-            e = p->accum * ((rs + ag > bs ? rs + ag - bs : 0) + (ag > fs ? ag - fs : 0)) + 3.0 * p->accum * nb * per_call;
+        } else if (p->zero >= 3) {
+            /* a reduce-scatter and two all-gathers a bucket and microbatch
+             * (forward, backward); a split backward under full recompute
+             * gathers once more, for W's rebuild (zero_plan.c), beside W */
+            double back = s->split_backward && p->recompute == RECOMPUTE_FULL ? 2 : 1;
+            c = p->accum * (rs + (1 + back) * ag);
+            e = p->accum * ((rs + back * ag > bs ? rs + back * ag - bs : 0) + (ag > fs ? ag - fs : 0)) +
+                (2 + back) * p->accum * nb * per_call;
         }
         if (c > dp_comm) dp_comm = c;
         if (e > exposed_dp) exposed_dp = e;

@@ -321,5 +321,17 @@ t_pinned=$("$WEFT" simulate "${vlm[@]}" --set model.freeze.vision=true --set pip
   --set pipeline.stages.2=$((8 - l_train)) | tps)
 check "partition: frozen, its own split ($t_own tokens/s) is faster than the trainable one's ($t_pinned)" \
   awk -v a="$t_own" -v b="$t_pinned" 'BEGIN { exit !(a != "" && b != "" && a > b) }'
+# ZeRO-3's all-gathers a microbatch: forward and backward; a split backward
+# (zb-h1) under full recompute gathers a third time, for W's rebuild of the
+# block (zero_plan.c), so its dp traffic is above the same plan without
+# recompute, where 1F1B's is the same either way (one backward gather)
+zdp() {
+  "$WEFT" simulate plans/paper/narayanan_39_1b.lua --backend cuda --set zero=3 --set pipeline.schedule="$1" \
+    --set recompute="$2" | sed -n 's/.*all-gathers (ZeRO-3) \([0-9.]*\) s.*/\1/p'
+}
+z_zb_full=$(zdp zb-h1 full) z_zb_none=$(zdp zb-h1 none) z_1f_full=$(zdp 1f1b full) z_1f_none=$(zdp 1f1b none)
+check "ZeRO-3 under zb-h1 and full recompute gathers for W's rebuild too ($z_zb_full s against $z_zb_none; 1F1B $z_1f_full, $z_1f_none)" \
+  awk -v a="$z_zb_full" -v b="$z_zb_none" -v c="$z_1f_full" -v d="$z_1f_none" \
+  'BEGIN { exit !(a != "" && b != "" && a > 1.1 * b && b == c && c == d) }'
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
