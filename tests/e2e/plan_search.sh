@@ -16,6 +16,14 @@ bounds_over() {
     if (b > p) { v++; print "over:", $0 > "/dev/stderr" } if (p > 0 && b / p > t) t = b / p }
     END { printf "%d %d %.3f\n", n, v, t }' "$1"
 }
+# bound_never_over LABEL FILE PATTERN MIN: more than MIN builds of FILE
+# matching PATTERN, and none with its memory lower bound above the plan
+bound_never_over() {
+  local n over
+  read -r n over _ < <(bounds_over "$2" "$3")
+  check "$1: the memory lower bound is never above the planned bytes ($over of $n builds over)" \
+    bash -c "[ '$n' -gt '$4' ] && [ '$over' = 0 ]"
+}
 # split_predicted FILE MIN LABEL: the bound's predicted stage split is the
 # build's for more than MIN pipelined builds of FILE, and for none it is not
 split_predicted() {
@@ -44,9 +52,7 @@ check "the memory lower bound is never above the planned bytes ($n_over of $n_bu
 # the 1T model on 3072 A100s, where layouts need ZeRO-3, priced to 60 builds
 WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1008b.lua --backend cuda --top 1 --max-priced 60 \
   >/dev/null 2>"$WORK/z3.err" || true
-read -r n_z3 z3_over _ < <(bounds_over "$WORK/z3.err" '^debug: bound .* zero 3 ')
-check "zero3: the memory lower bound is never above the planned bytes ($z3_over of $n_z3 ZeRO-3 builds over)" \
-  bash -c "[ '$n_z3' -gt 5 ] && [ '$z3_over' = 0 ]"
+bound_never_over "zero3" "$WORK/z3.err" '^debug: bound .* zero 3 ' 5
 read -r n_1t all_over _ < <(bounds_over "$WORK/z3.err")
 check "1008B: the memory lower bound is never above the planned bytes ($all_over of $n_1t builds over)" \
   bash -c "[ '$n_1t' -gt 40 ] && [ '$all_over' = 0 ]"
@@ -93,18 +99,14 @@ check "1008B: zb-h1 builds are among them ($n_zb), ZeRO-2 ones too ($n_zb2)" \
 # (the bound took a layer's floats: up to 8% above interleaved plans at ZeRO 0)
 WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1_7b.lua --backend cuda --top 1 --max-priced 20 \
   >/dev/null 2>"$WORK/n17.err" || true
-read -r n_il il_over _ < <(bounds_over "$WORK/n17.err" '^debug: bound .* interleaved/')
-check "16-bit storage: the memory lower bound is never above the planned bytes ($il_over of $n_il interleaved builds over)" \
-  bash -c "[ '$n_il' -gt 5 ] && [ '$il_over' = 0 ]"
+bound_never_over "16-bit storage, interleaved" "$WORK/n17.err" '^debug: bound .* interleaved/' 5
 # PipeDream-2BW (no gradient clipping) under ZeRO-1, which the checker
 # accepts (not 2 or 3): the search builds and prices it, mb 16 fitting only
 # with the optimizer sharded, and its bound is not above the plans
 WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_1_7b.lua --backend cuda --set clip_grad_norm=0 --top 3 \
   --max-priced 20 >"$WORK/z1bw.txt" 2>"$WORK/z1bw.err" || true
 check "2BW: a ZeRO-1 PipeDream-2BW layout among the best 3" grep -q "^[123]  *dp .* pipedream-2bw zero 1 " "$WORK/z1bw.txt"
-read -r n_bw bw_over _ < <(bounds_over "$WORK/z1bw.err" '^debug: bound .* pipedream-2bw zero 1 ')
-check "2BW: the memory lower bound is never above the planned bytes ($bw_over of $n_bw ZeRO-1 2BW builds over)" \
-  bash -c "[ '$n_bw' -gt 0 ] && [ '$bw_over' = 0 ]"
+bound_never_over "2BW, ZeRO-1" "$WORK/z1bw.err" '^debug: bound .* pipedream-2bw zero 1 ' 0
 # and under ZeRO-3, each weight version a parameter shard: on the 39.1B GPT
 # on 512 A100s a ZeRO-3 2BW layout is among the best 3, and its bound (the
 # second version counted as a second shard) is not above the plans
@@ -112,17 +114,13 @@ WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_39_1b.lua --backend cuda --
   --max-priced 20 >"$WORK/z3bw.txt" 2>"$WORK/z3bw.err" || true
 check "2BW: a ZeRO-3 PipeDream-2BW layout among the best 3 of the 39.1B" \
   grep -q "^[123]  *dp .* pipedream-2bw zero 3 " "$WORK/z3bw.txt"
-read -r n_bw3 bw3_over _ < <(bounds_over "$WORK/z3bw.err" '^debug: bound .* pipedream-2bw zero 3 ')
-check "2BW: the memory lower bound is never above the planned bytes ($bw3_over of $n_bw3 ZeRO-3 2BW builds over)" \
-  bash -c "[ '$n_bw3' -gt 0 ] && [ '$bw3_over' = 0 ]"
+bound_never_over "2BW, ZeRO-3" "$WORK/z3bw.err" '^debug: bound .* pipedream-2bw zero 3 ' 0
 # zb-h1 at ZeRO-3 (gathers for B, none for W): with clipping (no 2BW), the
 # 39.1B's first builds include two-stage zb-h1 ZeRO-3 layouts, their bound
 # not above the plans
 WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/paper/narayanan_39_1b.lua --backend cuda --top 1 --max-priced 5 \
   >/dev/null 2>"$WORK/z3zb.err" || true
-read -r n_zb3 zb3_over _ < <(bounds_over "$WORK/z3zb.err" '^debug: bound .* zb-h1 zero 3 ')
-check "zb-h1: the memory lower bound is never above the planned bytes ($zb3_over of $n_zb3 ZeRO-3 zb-h1 builds over)" \
-  bash -c "[ '$n_zb3' -gt 0 ] && [ '$zb3_over' = 0 ]"
+bound_never_over "zb-h1, ZeRO-3" "$WORK/z3zb.err" '^debug: bound .* zb-h1 zero 3 ' 0
 # the memory bound follows the stages of the split the partition pass will
 # give (predicted from its costs on a one-block model): the same as the
 # build's for every pipelined build
