@@ -84,6 +84,9 @@ if(CMAKE_CXX_COMPILER AND WEFT_EMU_CUDA_INCLUDE AND EXISTS ${WEFT_EMU_CUDA_INCLU
   # emu_device.cc's contexts have no wf_ctx layout: cast.c treats every
   # request as a kernel test's (a buffer that grows)
   target_compile_definitions(weftrt_cuda_emu PRIVATE WF_CAST_NO_PLAN)
+  # the kernel tests run opt_host.c's and convert16.c's host loops on one
+  # thread (no OpenMP here; the real libweftrt_cuda links it)
+  target_compile_options(weftrt_cuda_emu PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wno-unknown-pragmas>)
 
   # the whole CUDA runtime on the emulator, for generated programs (e2e_cuda_emu)
   include(${emu_dir}/emu_runtime.cmake)
