@@ -20,12 +20,14 @@ fi
 # of cblas_sgemm) and the classifier's dlogits row; the chunked LM head's
 # idle-chunk test (it reads the targets on the host: CUDA computes such a
 # chunk's zero dlogits instead, runtime/cuda/xent.cu); the staging of 16-bit activations as floats (runtime/cpu/
-# stage16.h: CUDA kernels read 16 bits themselves).
+# stage16.h: CUDA kernels read 16 bits themselves); binding more ranks than
+# cores to the cores (runtime/cpu/bind.c: a GPU rank computes on its device).
 # (The LLaMA family's kernels are runtime/cuda/llama.cu and attention.cu's
 # wf_gqa_attention_*.)
 CPU_ONLY="wf_blas_better_core wf_sgemm wf_sgemm_pair wf_sgemm_rate wf_sgemm_split wf_gemm_stats_add wf_dlogits_row
   wf_xent_rows_idle
-  wf_stage16_begin wf_stage16_in wf_stage16_out wf_stage16_acc wf_stage16_end"
+  wf_stage16_begin wf_stage16_in wf_stage16_out wf_stage16_acc wf_stage16_end
+  wf_bind_slot wf_bind_cpus wf_bind_ranks wf_bind_note"
 symbols() { nm -g --defined-only "$1" 2>/dev/null | awk '$2 == "T" && $3 ~ /^wf_/ { print $3 }' | sort -u; }
 missing=$(comm -23 <(symbols "$RT/libweftrt.a") <(symbols "$RT/cuda/libweftrt_cuda.a") |
           grep -vxF -f <(tr ' ' '\n' <<<"$CPU_ONLY") || true)
