@@ -37,11 +37,17 @@
 
 static char bind_note[160];
 
+/* the CPUs this process may run on, into have: how many (0 if unknown) */
+static int allowed_cpus(cpu_set_t *have) {
+    return sched_getaffinity(0, sizeof *have, have) == 0 ? CPU_COUNT(have) : 0;
+}
+
 int wf_bind_cpus(void) {
     cpu_set_t have;
-    if (sched_getaffinity(0, sizeof have, &have) == 0 && CPU_COUNT(&have) > 0) return CPU_COUNT(&have);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    int n = allowed_cpus(&have);
+    if (n > 0) return n;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
 }
 
 int wf_bind_slot(const int *stage, int n, int me, int cores) {
@@ -64,7 +70,7 @@ void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
     int others = 0;
     for (int r = 0; r < local_n; r++) others += stage[r] != stage[0];
     cpu_set_t have;
-    int cores = sched_getaffinity(0, sizeof have, &have) == 0 ? CPU_COUNT(&have) : 0;
+    int cores = allowed_cpus(&have);
     int slot = wf_bind_slot(stage, local_n, local, cores);
     free(stage);
     const char *env = getenv("WEFT_BIND");
