@@ -20,6 +20,7 @@
 #include "hf_config.h"
 #include "version.h"
 #include "user_kernel.h"
+#include "weft/bind.h"
 
 /* Text from the plan or the command line inside a C string literal or
  * comment (escape.h).  Too long for its buffer: the file fails, never
@@ -461,6 +462,7 @@ static void emit_main(writer *o, const Program *p, int stage) {
     program_fields(o, ".seed = %lluULL, .data_train = \"%s\", .log_every = %d, .ckpt_every = %d,",
       (unsigned long long)p->seed, c_text(o, p->data_train, data, sizeof data), p->log_every, p->ckpt_every);
     program_fields(o, ".fault_timeout_s = %.17g, .chunks = %d,", p->fault_timeout_s, p->n_chunks);
+    if (p->bind != WF_BIND_AUTO) program_fields(o, ".bind = %d, /* cluster.bind = %s */", p->bind, wf_bind_name(p->bind));
     program_fields(o, ".flops_per_token = %.17g,", p->flops_per_token);
     program_fields(o, ".peak_tflops = %.17g, .planned_bytes = %.17g,", program_peak_tflops(p),
       program_planned_bytes(p, stage));

@@ -11,6 +11,7 @@
 #include "program.h"
 #include "sandbox.h"
 #include "user_kernel.h"
+#include "weft/bind.h"
 
 /* Field readers: the prelude guarantees types, so a mismatch here is a bug in
  * weft, not in the plan; still reported, never crashed on. */
@@ -406,6 +407,9 @@ int pass_load(Program *p, const char *path, const char *const *overrides, int n_
     int cluster = push_sub(L, plan, "cluster");
     p->nodes = (int)get_int(L, cluster, "nodes");
     p->devices_per_node = (int)get_int(L, cluster, "devices_per_node");
+    char bind[16];
+    get_str(L, cluster, "bind", bind, sizeof bind);  /* one of them: the prelude checked it */
+    p->bind = wf_bind_mode(bind) < 0 ? WF_BIND_AUTO : wf_bind_mode(bind);
     int dev = push_sub(L, cluster, "device");
     get_str(L, dev, "name", p->device, sizeof p->device);
     p->device_fp32_tflops = get_num(L, dev, "fp32");

@@ -61,9 +61,9 @@ enum { MAX_SETS = 64, MAX_CAND = 100000 };
 enum { MAX_PART = 32 };
 /* parameters of one transformer layer recorded for the bucket count */
 enum { MAX_LPARAM = 64 };
-/* a candidate's --set list: the user's, the cluster's, 12 layout fields and
+/* a candidate's --set list: the user's, the cluster's, 13 layout fields and
  * one per given chunk */
-enum { MAX_CAND_SETS = MAX_SETS + 4 + 12 + MAX_PART };
+enum { MAX_CAND_SETS = MAX_SETS + 4 + 13 + MAX_PART };
 
 /* vlm0's fields: stage 0's parameter, gradient and optimizer bytes with one
  * layer and what each further layer adds; its activation slot and one
@@ -96,6 +96,7 @@ typedef struct {
      * after the build), or given (refine_partition: set as pipeline.stages) */
     int n_part, part[MAX_PART], part_given;
     int probe;             /* its entry in search.probes (layer_seconds), -1 none */
+    int bind_off;          /* cluster.bind = "off" where the plan's "auto" binds and prices slower */
     double iter, tps, mfu, mem, bubble, exposed, ratio;
     char why[400];
 } cand;
@@ -125,6 +126,8 @@ typedef struct {
     /* from the plan, loaded once */
     int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
     int vlm;            /* a weft.vlm model: its encoder joins the first stage */
+    int bind;           /* cluster.bind (weft/bind.h) */
+    char order[64];     /* mesh.order */
     double bucket_mb;   /* the plan's */
     double device_bytes, peak, flops_step, intra_gbs, intra_lat, inter_gbs, inter_lat, el;
     double intra_bus, inter_bus, hbm;  /* NCCL bus bandwidths (0: nominal), GB/s; HBM, GB/s */
@@ -191,7 +194,7 @@ typedef struct {
 /* ---- building one candidate ------------------------------------------- */
 
 static int set_list(const search *S, const cand *c, char buf[][64], const char **sets) {
-    /* buf: 12 + MAX_PART entries; sets: MAX_CAND_SETS */
+    /* buf: 13 + MAX_PART entries; sets: MAX_CAND_SETS */
     int n = 0;
     for (int i = 0; i < S->a.n_user; i++) sets[n++] = S->a.user_sets[i];
     if (S->cluster_sets[0][0]) sets[n++] = S->cluster_sets[0], sets[n++] = S->cluster_sets[1];
@@ -211,6 +214,7 @@ static int set_list(const search *S, const cand *c, char buf[][64], const char *
     SET("offload.optimizer=%s", c->offload ? "cpu" : "none");
     SET("offload.params=%s", c->offload ? "cpu" : "none");
     SET("buckets.mb=%g", c->bucket_mb);
+    SET("cluster.bind=%s", wf_bind_name(c->bind_off ? WF_BIND_OFF : S->bind));
     for (int i = 0; c->part_given && i < c->n_part; i++) SET("pipeline.stages.%d=%d", i + 1, c->part[i]);
 #undef SET
     return n;
@@ -218,7 +222,7 @@ static int set_list(const search *S, const cand *c, char buf[][64], const char *
 
 /* compile_plan with the candidate's overrides; msg gets the first error. */
 static int build(const search *S, const cand *c, Program *p, char *msg, size_t n) {
-    char buf[12 + MAX_PART][64];
+    char buf[13 + MAX_PART][64];
     const char *sets[MAX_CAND_SETS];
     int ns = set_list(S, c, buf, sets);
     compile_options o = { .plan = S->a.plan, .overrides = sets, .n_overrides = ns, .backend = S->a.backend };
@@ -1344,13 +1348,23 @@ static void bounds(search *S, cand *c, int accum, int probe) {
          * its ranks share the cores, every rank computing at once (one
          * stage: ranks / cores), or one stage's at a time on cores whose
          * other ranks wait, the busiest core setting the pace: bound in
-         * stage order (trace_bound_slowdown) when the stages hold whole
-         * ranks, else placed at random (trace_placed_slowdown), whichever
-         * is slower */
+         * stage order (trace_bound_slowdown) when weft/bind.h's rule binds
+         * them and the stages hold whole ranks, else placed at random
+         * (trace_placed_slowdown), whichever is slower.  Where the plan's
+         * "auto" binds and placed prices lower, the candidate says "off". */
+        c->bind_off = 0;
         if (search_cal.loaded && !search_cal.cuda && node > cores) {
             int g = (int)lround((double)node / c->pp), whole = g >= 1 && g * c->pp == node;
-            double share = simulate_cores_bound(c->pp, c->tp) && whole ? trace_bound_slowdown(g, node, cores)
-                                                                : trace_placed_slowdown(g, node, cores);
+            int size[WF_AXES] = { 0 }, stages = c->pp;
+            wf_axis axes[WF_AXES];
+            char problem[160], valid[200];
+            size[WF_AXIS_DP] = c->dp, size[WF_AXIS_TP] = c->tp, size[WF_AXIS_PP] = c->pp;
+            if (wf_mesh_layout(S->order, size, axes, problem, sizeof problem, valid, sizeof valid) == 0)
+                stages = simulate_node_stages(axes, WF_AXES, c->pp, node, NULL);
+            int bound = whole && wf_bind_decide(S->bind, node, cores, stages, c->tp, 1) == WF_BIND_BOUND;
+            double placed = trace_placed_slowdown(g, node, cores);
+            double share = bound ? trace_bound_slowdown(g, node, cores) : placed;
+            if (bound && S->bind == WF_BIND_AUTO && placed < share) share = placed, c->bind_off = 1;
             pipe = fmax(pipe * share, work * node / cores);
         }
         chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
@@ -1675,7 +1689,7 @@ static void print_table(const search *S, cand **r, int nr, FILE *out) {
  * than the step) and the --set overrides that make it. */
 static void print_sets(const search *S, cand **r, int nr, FILE *out) {
     for (int i = 0; i < nr && i < S->a.top; i++) {
-        char buf[12 + MAX_PART][64];
+        char buf[13 + MAX_PART][64];
         const char *sets[MAX_CAND_SETS];
         int ns = set_list(S, r[i], buf, sets);
         fprintf(out, "sets\t%d\t%.6g\t", i + 1, step_of(S, r[i]));
@@ -1747,7 +1761,7 @@ static int write_best(const search *S, const cand *c) {
     char *body = src;
     if (body[0] == '#') body += strcspn(body, "\n");  /* a #! line */
     wf_outfile o;
-    char err[PATH_MAX + 200], buf[12 + MAX_PART][64], name[400], path[1024];
+    char err[PATH_MAX + 200], buf[13 + MAX_PART][64], name[400], path[1024];
     const char *sets[MAX_CAND_SETS];
     if (wf_outfile_open(&o, S->a.out, 0666, err, sizeof err) != 0) {
         wf_error("%s", err);
@@ -1927,6 +1941,8 @@ static int load_base(search *S) {
     S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
     S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
     S->vlm = p.image_positions > 0;
+    S->bind = p.bind;
+    wf_mesh_order(p.axes, p.n_axes, S->order, sizeof S->order);
     S->image_bytes = S->vlm ? (double)p.image_h * p.image_w * p.image_c : 0;
     S->global = S->a.global ? S->a.global : p.global_batch, S->clip0 = p.clip == 0;
     S->bucket_mb = p.bucket_mb;

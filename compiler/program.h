@@ -236,6 +236,7 @@ typedef struct Program {
     int sp;                 /* sequence parallelism inside the tp group */
     int vocab_padded;       /* vocab rounded up to a multiple of tp */
     int nodes, devices_per_node;
+    int bind;               /* cluster.bind: WF_BIND_* (weft/bind.h) */
     char device[32];
     double device_fp32_tflops, device_tf32_tflops, device_fp16_tflops, device_bf16_tflops;
     double device_memory_gib, device_hbm_gbs;

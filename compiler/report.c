@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "program.h"
+#include "simulate.h"
 #include "user_kernel.h"
 
 /* A message quotes what the plan wrote (a field name, a string value), so it
@@ -86,6 +87,23 @@ double program_peak_tflops(const Program *p) {
     return peak > 0 ? peak : p->device_fp32_tflops;
 }
 
+/* The CPU backend's binding of a node's ranks to cores when they outnumber
+ * the cores (weft/bind.h's rule, as simulate prices it and the runtime
+ * binds); nothing where a node holds one rank or on GPUs. */
+static void report_binding(const Program *p, FILE *out) {
+    int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+    if (strcmp(p->device, "CPU") != 0 || node < 2) return;
+    const char *what = "bound to cores in turn in stage order";
+    switch (simulate_binding(p, 1)) {  /* 1 core: as if oversubscribed */
+    case WF_BIND_NOT_ASKED: what = "left to the kernel"; break;
+    case WF_BIND_ONE_STAGE: what = "left to the kernel (the node holds one stage)"; break;
+    case WF_BIND_TP: what = "left to the kernel (tensor parallelism)"; break;
+    default: break;
+    }
+    fprintf(out, "binding   cluster.bind = %s: where a node's %d ranks outnumber its cores, %s (as simulate "
+                 "prices it; WEFT_BIND overrides it at run time, unpriced)\n", wf_bind_name(p->bind), node, what);
+}
+
 void program_report(const Program *p, FILE *out) {
     char a[32], b[32], c[32];
     fprintf(out, "plan      %s (%s)\n", p->plan_name, p->plan_path);
@@ -139,6 +157,7 @@ void program_report(const Program *p, FILE *out) {
             fprintf(out, "%s %s %d", i ? "," : "", wf_axis_name(p->axes[i].kind), p->axes[i].stride);
         fprintf(out, "\n");
     }
+    report_binding(p, out);
     fprintf(out, "batch     global %d = micro %d x dp %d x accumulation %d; %.0f tokens/step\n",
             p->global_batch, p->micro, p->dp, p->accum, tokens);
     fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",

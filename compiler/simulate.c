@@ -29,6 +29,7 @@
 #include "trace.h"
 #include "trace_shared.h"
 #include "user_kernel.h"
+#include "weft/bind.h"
 
 /* The calibration in force for this simulation (CPU backend), or NULL. */
 static const sim_calibration *calib;
@@ -627,23 +628,55 @@ int simulate_reference_times(const Program *p, const sim_calibration *cal, doubl
  * against dp 2's 78-84).
  * Bound: hence the CPU runtime binds a pipeline's ranks to cores, the
  * node's ranks dealt to the cores in turn in stage order (runtime/cpu/bind.c),
- * and a stage runs at the pace of its busiest core (trace_shared.h); one
- * stage (pp 1) is left to the kernel, as are tensor-parallel stages (a tp
- * group syncs every layer; bound apart, tp 2 x pp 2 ran 1.09x slower over
- * 16 rounds of bench/bind.sh)
- * and everything under WEFT_BIND=0, which simulate reads too.
+ * and a stage runs at the pace of its busiest core (trace_shared.h); whether
+ * it does is the plan's cluster.bind under weft/bind.h's rule, which the
+ * runtime and this file both call (simulate_binding): "auto" leaves one
+ * stage on a node (pp 1) to the kernel, and tensor-parallel stages (a tp
+ * group syncs every layer; bound apart, tp 2 x pp 2 ran 1.09x slower over 16
+ * rounds of bench/bind.sh).  The runtime's WEFT_BIND override is not priced.
  * core_share's 0: every rank has a core (no sharing). */
-int simulate_cores_bound(int pp, int tp) {
-    const char *env = getenv("WEFT_BIND");
-    if (env && strcmp(env, "force") == 0) return 1;  /* as the runtime then binds */
-    return pp > 1 && tp == 1 && !(env && strcmp(env, "0") == 0);
+int simulate_node_stages(const wf_axis *axes, int n_axes, int pp, int node, double *count) {
+    int coord[WF_AXES], stages = 0;
+    for (int st = 0; count && st < pp; st++) count[st] = 0;
+    for (int r = 0; r < node; r++) {
+        wf_mesh_coords(axes, n_axes, r, coord);
+        int seen = 0;  /* stage coord[pp] among ranks 0 .. r - 1 */
+        for (int q = 0, c2[WF_AXES]; q < r && !seen; q++) {
+            wf_mesh_coords(axes, n_axes, q, c2);
+            seen = c2[WF_AXIS_PP] == coord[WF_AXIS_PP];
+        }
+        stages += !seen;
+        if (count && coord[WF_AXIS_PP] < pp) count[coord[WF_AXIS_PP]]++;
+    }
+    return stages;
+}
+
+/* The ranks on the first node: the first devices_per_node of the world. */
+static int node_ranks_of(const Program *p) {
+    return p->world < p->devices_per_node ? p->world : p->devices_per_node;
+}
+
+wf_bind_why simulate_binding(const Program *p, int cores) {
+    int node = node_ranks_of(p);
+    /* a thread a rank: launch.sh's runtime gives each cores / ranks, at least 1 */
+    return wf_bind_decide(p->bind, node, cores, simulate_node_stages(p->axes, p->n_axes, p->pp, node, NULL), p->tp,
+                          1);
 }
 
 static int core_share(const Program *p, trace_share *sh, double *ranks) {
-    int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
+    int node = node_ranks_of(p);
     if (!calib || node <= calib->cores) return 0;
-    for (int st = 0; st < p->pp; st++) ranks[st] = (double)node / p->pp;
-    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE, 1, simulate_cores_bound(p->pp, p->tp) };
+    /* the first node's ranks of each stage; when it lacks a stage (the
+     * pipeline spans nodes), the node's ranks spread evenly, as if each node
+     * held every stage alike */
+    simulate_node_stages(p->axes, p->n_axes, p->pp, node, ranks);
+    int every = 1;
+    for (int st = 0; st < p->pp; st++) every &= ranks[st] >= 1;
+    for (int st = 0; !every && st < p->pp; st++) ranks[st] = (double)node / p->pp;
+    /* bound as the runtime decides; priced so only where a stage's ranks are whole */
+    int whole = every || node % p->pp == 0;
+    *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE, 1,
+                         whole && simulate_binding(p, calib->cores) == WF_BIND_BOUND };
     return 1;
 }
 
@@ -897,9 +930,10 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         if (shared) {
             int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
             fprintf(out, "cores     %d ranks share %d cores: the step's timeline stretches x%.3f (x%.3f were "
-                         "every rank computing throughout; a waiting rank takes %.2f of a computing one's share; %s)\n",
+                         "every rank computing throughout; a waiting rank takes %.2f of a computing one's share; %s, "
+                         "cluster.bind = %s)\n",
                     node, calib->cores, stretch, (double)node / calib->cores, WAIT_SHARE,
-                    simulate_cores_bound(p->pp, p->tp) ? "ranks bound to cores in stage order" : "ranks placed by the kernel");
+                    sh.bound ? "ranks bound to cores in stage order" : "ranks placed by the kernel", wf_bind_name(p->bind));
         }
         if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk */
             double enc, first;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "program.h"
+#include "weft/bind.h"
 
 /* format: "text" (iteration time, throughput, MFU, bubble, communication,
  * memory per rank), or "chrome" / "svg" for the predicted timeline. */
@@ -73,10 +74,14 @@ double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gb
 double simulate_thread_gain(int ranks, const sim_calibration *cal);
 
 /* CPU backend, more ranks on a node than cores: whether the runtime binds
- * them to cores in stage order (runtime/cpu/bind.c): with pp > 1 and tp 1,
- * unless WEFT_BIND=0 in the environment (read here too); always under
- * WEFT_BIND=force. */
-int simulate_cores_bound(int pp, int tp);
+ * them to cores in stage order (runtime/cpu/bind.c) on a node of `cores`
+ * cores, and why: the plan's cluster.bind under weft/bind.h's rule, for the
+ * first node's ranks (a thread each).  The runtime's WEFT_BIND override is
+ * not priced. */
+wf_bind_why simulate_binding(const Program *p, int cores);
+/* The pipeline stages ranks 0 .. node - 1 of the mesh hold (the first
+ * node's), and into count[0..pp) (if not NULL) how many of them each. */
+int simulate_node_stages(const wf_axis *axes, int n_axes, int pp, int node, double *count);
 
 /* Seconds of one microbatch's forward and backward (recompute and the
  * tensor-parallel collectives included, as simulate_plan's stages price them

@@ -1077,6 +1077,8 @@ local function make_cluster(spec)
     device = { "table", default = DEFAULT_DEVICE, valid = "weft.gpu.H100_SXM, weft.gpu.CPU, ..." },
     intra_link = { "table", valid = "weft.link.NVLINK4, weft.link.PCIE5, ..." },
     inter_link = { "table", valid = "weft.link.IB_NDR, weft.link.ROCE200, ..." },
+    -- CPU ranks on a node with fewer cores: bound to cores or not (weft/bind.h)
+    bind = { "string", one_of = { "auto", "off", "stages", "all" }, default = "auto" },
   })
   require_kind("cluster.device", s.device, "device", "one of weft.gpu.*")
   s.device = check_fields("cluster.device", s.device, DEVICE)

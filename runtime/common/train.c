@@ -350,7 +350,7 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_backend_setup(c);  /* the collectives: MPI, or NCCL communicators on the same groups */
     wf_preempt_setup(c);
 
-    char blas[256];
+    char blas[512];
     wf_blas_describe(blas, sizeof blas);
     wf_log(c, "weft %s | plan %s (%s) | %d rank(s): dp %d x tp %d x pp %d\n", WF_VERSION,
            p->plan, p->plan_hash, c->world, p->dp, p->tp, p->pp);

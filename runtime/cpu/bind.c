@@ -10,19 +10,21 @@
  * fill, drain and steady state move stage by stage).  Dealing the node's
  * ranks to the cores in turn, in stage order, puts a stage's ranks on
  * different cores, and any run of neighbouring stages as evenly as their
- * ranks allow (each core floor or ceil of the run's ranks / cores).  A node
- * of one stage is left to the kernel: all its ranks compute at once, which
- * no binding spreads better, and 3 ranks bound on 2 cores would run at half
- * speed where the kernel's rotation gives each 2/3.  So is a node with tensor
- * parallelism: a tp group syncs every layer, and bound apart, each partner
- * sharing its core with another stage's rank, a partner waited for the
- * other's time slice (bench/bind.sh, two runs of 8 rounds, medians of the
- * per-round ratios bound / unbound: tp 2 x pp 2 1f1b 1.15 and 0.96, 1.09
- * pooled; dp 2 x pp 2 1f1b 0.93 and 0.84, GPipe with one microbatch 0.75
- * and 0.80; dp 4, one stage, 1.03).
- * WEFT_BIND=0 leaves every layout to the kernel, WEFT_BIND=force binds
- * those two kinds too (to measure them); a user's own OMP_NUM_THREADS above
- * 1 is never bound (one core would not hold the threads). */
+ * ranks allow (each core floor or ceil of the run's ranks / cores).  Whether
+ * to is the plan's cluster.bind, decided by weft/bind.h's rule (the one
+ * simulate prices): "auto" leaves a node of one stage to the kernel (all its
+ * ranks compute at once, which no binding spreads better, and 3 ranks bound
+ * on 2 cores would run at half speed where the kernel's rotation gives each
+ * 2/3), and so a node with tensor parallelism: a tp group syncs every layer,
+ * and bound apart, each partner sharing its core with another stage's rank,
+ * a partner waited for the other's time slice (bench/bind.sh, two runs of 8
+ * rounds, medians of the per-round ratios bound / unbound: tp 2 x pp 2 1f1b
+ * 1.15 and 0.96, 1.09 pooled; dp 2 x pp 2 1f1b 0.93 and 0.84, GPipe with one
+ * microbatch 0.75 and 0.80; dp 4, one stage, 1.03).  WEFT_BIND in the
+ * environment overrides the plan (0 or off, auto, stages, all or force) and
+ * the log says so; simulate does not price the override.  A user's own
+ * OMP_NUM_THREADS above 1 is never bound (one core would not hold the
+ * threads). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -34,8 +36,9 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "weft/bind.h"
 
-static char bind_note[160];
+static char bind_note[256];
 
 /* the CPUs this process may run on, into have: how many (0 if unknown) */
 static int allowed_cpus(cpu_set_t *have) {
@@ -59,6 +62,23 @@ int wf_bind_slot(const int *stage, int n, int me, int cores) {
     return before % cores;
 }
 
+/* The binding the plan asked for (cluster.bind), or WEFT_BIND's when set:
+ * 0 or off, auto, stages, all or force (all); *env_note the override for the
+ * log, else "".  An unknown value is ignored, and said so. */
+static int bind_mode(const wf_ctx *c, char *env_note, size_t n) {
+    const char *env = getenv("WEFT_BIND");
+    int plan = c->p->bind, mode = plan;
+    env_note[0] = 0;
+    if (!env || !*env) return plan;
+    mode = !strcmp(env, "0") ? WF_BIND_OFF : !strcmp(env, "force") ? WF_BIND_ALL : wf_bind_mode(env);
+    if (mode < 0) {
+        snprintf(env_note, n, "; WEFT_BIND=%.16s ignored (0, off, auto, stages, all or force)", env);
+        return plan;
+    }
+    snprintf(env_note, n, "; WEFT_BIND=%.16s overrides the plan's cluster.bind = %s", env, wf_bind_name(plan));
+    return mode;
+}
+
 void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
     bind_note[0] = 0;
     if (local_n < 2) return;
@@ -67,34 +87,40 @@ void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
     int *stage = malloc(sizeof(int) * (size_t)local_n), mine = c->stage;
     if (!stage) wf_fatal(c, "malloc", WF_WHERE, "out of memory");
     WF_MPI((wf_ctx *)c, MPI_Allgather(&mine, 1, MPI_INT, stage, 1, MPI_INT, node));
-    int others = 0;
-    for (int r = 0; r < local_n; r++) others += stage[r] != stage[0];
+    int stages = 0;  /* distinct stages on the node */
+    for (int r = 0; r < local_n; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = stage[q] == stage[r];
+        stages += !seen;
+    }
     cpu_set_t have;
     int cores = allowed_cpus(&have);
     int slot = wf_bind_slot(stage, local_n, local, cores);
     free(stage);
-    const char *env = getenv("WEFT_BIND");
-    if (local_n <= cores || cores < 1) return;  /* a core (or more) each: the kernel spreads them */
-    if (env && strcmp(env, "0") == 0) {
-        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (WEFT_BIND=0)",
-                 local_n, cores);
+    char over[128];
+    int mode = bind_mode(c, over, sizeof over);
+    wf_bind_why why = wf_bind_decide(mode, local_n, cores, stages, c->p->tp, omp_get_max_threads());
+    const char *name = wf_bind_name(mode);
+    switch (why) {
+    case WF_BIND_SPREAD: return;  /* a core (or more) each: the kernel spreads them */
+    case WF_BIND_NOT_ASKED:
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (cluster.bind = %s)%s",
+                 local_n, cores, name, over);
         return;
-    }
-    if (omp_get_max_threads() > 1) {
-        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, not bound (%d threads a rank)",
-                 local_n, cores, omp_get_max_threads());
+    case WF_BIND_THREADS:
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, not bound (%d threads a rank)%s", local_n,
+                 cores, omp_get_max_threads(), over);
         return;
-    }
-    int force = env && strcmp(env, "force") == 0;  /* bench/bind.sh: what binding would do */
-    if (!others && !force) {  /* one stage: all compute at once, and the kernel evens out what binding cannot */
-        snprintf(bind_note, sizeof bind_note, "; %d ranks of one stage on %d cores, placed by the kernel",
-                 local_n, cores);
+    case WF_BIND_ONE_STAGE:
+        snprintf(bind_note, sizeof bind_note,
+                 "; %d ranks of one stage on %d cores, placed by the kernel (cluster.bind = %s)%s", local_n, cores,
+                 name, over);
         return;
-    }
-    if (c->p->tp > 1 && !force) {  /* a tp group syncs every layer: bound apart it waited on time slices */
-        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (tp %d)",
-                 local_n, cores, c->p->tp);
+    case WF_BIND_TP:
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, placed by the kernel (tp %d, cluster.bind = %s)%s",
+                 local_n, cores, c->p->tp, name, over);
         return;
+    case WF_BIND_BOUND: break;
     }
     /* the slot-th CPU of those this process may run on */
     int cpu = -1;
@@ -104,13 +130,13 @@ void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n) {
     CPU_ZERO(&one);
     if (cpu >= 0) CPU_SET(cpu, &one);
     if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0) {
-        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, binding failed: placed by the kernel",
-                 local_n, cores);
+        snprintf(bind_note, sizeof bind_note, "; %d ranks on %d cores, binding failed: placed by the kernel%s",
+                 local_n, cores, over);
         return;
     }
     snprintf(bind_note, sizeof bind_note,
-             "; %d ranks on %d cores, bound in turn by stage (this rank: CPU %d; WEFT_BIND=0 unbinds)",
-             local_n, cores, cpu);
+             "; %d ranks on %d cores, bound in turn by stage (cluster.bind = %s; this rank: CPU %d)%s", local_n,
+             cores, name, cpu, over);
 }
 
 const char *wf_bind_note(void) { return bind_note; }

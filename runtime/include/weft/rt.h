@@ -378,6 +378,7 @@ typedef struct wf_program {
     int dp, tp, pp;
     int sp;                  /* sequence parallelism in the tp group */
     int world;               /* ranks in the job */
+    int bind;                /* cluster.bind: WF_BIND_* (weft/bind.h; 0 "auto") */
     const wf_axis *axes;     /* the mesh (weft/mesh.h), fastest axis first, as */
     int n_axes;              /* mesh.order laid it out; dp, tp, pp are its sizes */
     /* model */
