@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/compiler/weft}
 ROUNDS=${1:-6}
-ON=${WEFT_BIND:-1}  # the bound runs' WEFT_BIND (force: tp and one-stage layouts too)
+ON=${WEFT_BIND:-auto}  # the bound runs' WEFT_BIND (all: tp and one-stage layouts too)
 STEPS=${2:-10}
 [ -x "$WEFT" ] || { echo "bind.sh: $WEFT not built (bash scripts/build.sh)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/weft-bind.XXXXXX")

@@ -216,15 +216,15 @@ check "dp 2 x pp 2 gpipe on 2 cores: bubbles leave cores to the computing stage,
 check "tp 2 x pp 4 on 2 cores: 2 microbatches keep at most half the ranks busy, 1 < x$s_tp <= 2.52 (x$r_tp flat)" \
   awk -v s="$s_tp" -v r="$r_tp" 'BEGIN { exit !(s != "" && r == 4 && s > 1 && s <= 2.52) }'
 # dp 2 x pp 2 GPipe, one microbatch of 8 a rank: one stage computes at a
-# time, 2 ranks of 4 on 2 cores.  Left to the kernel (WEFT_BIND=0) its ranks
+# time, 2 ranks of 4 on 2 cores.  Left to the kernel (cluster.bind = off) its ranks
 # stay where they are (waiting ranks poll, so the kernel does not spread the
 # computing pair): they share a core 1/3 of the time, x4/3 on average, where
 # a spread pair would run at full speed (x1).  Bounds: 4/3 less the two
 # sends' share (not slowed, 2 x 0.47 ms of ~75) and plus the optimizer's
 # (every rank at once, x2 for ~4% of the step): 1.31 to 1.37.
-read -r s_one r_one < <(WEFT_BIND=0 stretch --set cluster.devices_per_node=4 --set mesh.pp=2 \
+read -r s_one r_one < <(stretch --set cluster.bind=off --set cluster.devices_per_node=4 --set mesh.pp=2 \
   --set pipeline.schedule=gpipe --set batch.micro=8)
-check "dp 2 x pp 2 gpipe, one microbatch, on 2 cores, WEFT_BIND=0: the computing pair shares a core 1/3 of the time, x$s_one ~ 4/3" \
+check "dp 2 x pp 2 gpipe, one microbatch, on 2 cores, cluster.bind = off: the computing pair shares a core 1/3 of the time, x$s_one ~ 4/3" \
   awk -v s="$s_one" 'BEGIN { exit !(s != "" && s >= 1.31 && s <= 1.37) }'
 # The same bound as the runtime binds it (runtime/cpu/bind.c: ranks 0 1 |
 # 2 3 on cores 0 1 | 0 1): the computing pair is spread, each sharing its
@@ -258,19 +258,36 @@ done
 # ... and prices the pipeline's sharing as simulate does: dp 2 x pp 2 GPipe
 # with one microbatch (the stages alternate) on 2 cores is estimated within
 # 15% of its price both bound (the pair spread: the fill and drain's x2 is
-# everyone-computing's x2) and left to the kernel (WEFT_BIND=0: x4/3 on top,
+# everyone-computing's x2) and left to the kernel (cluster.bind = off: x4/3 on top,
 # 2.67 against 2), and the bound estimate is at most 0.85 of the other (0.75
 # of the pipeline, whose sends, dp and optimizer terms are the same).
 plan_est() {
-  WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/tiny.lua --gpus 4 --set cluster.devices_per_node=4 \
+  WEFT_PLAN_DEBUG=1 "$WEFT" plan plans/tiny.lua --gpus 4 --set cluster.devices_per_node=4 "$@" \
     --calibration "$WORK/two_cores.lua" --top 3 --max-priced 1000 2>&1 >/dev/null |
     sed -n 's/^debug: time bound .* priced \([0-9.e-]*\) .* estimate \([0-9.e-]*\): dp 2 tp 1 pp 2 mb 8 gpipe .*/\1 \2/p' | head -1
 }
-est_bound=$(plan_est) est_kernel=$(WEFT_BIND=0 plan_est)
-check "plan: dp 2 x pp 2 gpipe, one microbatch, on 2 cores estimated within 15% of its price, bound ($est_bound) and WEFT_BIND=0 ($est_kernel); bound at most 0.85 of it" \
+est_bound=$(plan_est) est_kernel=$(plan_est --set cluster.bind=off)
+check "plan: dp 2 x pp 2 gpipe, one microbatch, on 2 cores estimated within 15% of its price, bound ($est_bound) and cluster.bind = off ($est_kernel); bound at most 0.85 of it" \
   awk -v b="$est_bound" -v k="$est_kernel" 'BEGIN { split(b, x, " "); split(k, y, " ")
     exit !(b != "" && k != "" && x[2] > 0.85 * x[1] && x[2] < 1.15 * x[1] && y[2] > 0.85 * y[1] && y[2] < 1.15 * y[1] &&
            x[2] <= 0.85 * y[2]) }'
+# The plan's cluster.bind is what weft check reports, what the program
+# carries and what its runtime does (runtime/cpu/bind.c under weft/bind.h's
+# rule): dp 2 x pp 2 (two stages on the node) run on one core of this
+# machine, 2 steps of a 2-layer model, is bound under "auto"; WEFT_BIND=off
+# leaves it to the kernel and the log says that it overrides the plan.
+bind_sets=(--set cluster.devices_per_node=4 --set mesh.pp=2 --set model.layers=2 --set model.hidden=32
+           --set model.seq=16 --set train.steps=2)
+check "weft check reports the plan's binding, cluster.bind = off" \
+  bash -c "'$WEFT' check plans/tiny.lua ${bind_sets[*]} --set cluster.bind=off | grep -q '^binding   cluster.bind = off: .* left to the kernel'"
+build_plan bindrun plans/tiny.lua --set data.train="$DATA" "${bind_sets[@]}"
+cpu=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/status)
+log=$(taskset -c "$cpu" "$WORK/bindrun/launch.sh" --steps 2 2>&1 | grep "^blas:" || true)
+check "4 ranks on 1 core, cluster.bind = auto: bound in stage order ($log)" \
+  grep -q "4 ranks on 1 cores, bound in turn by stage (cluster.bind = auto; this rank: CPU $cpu)$" <<<"$log"
+log=$(WEFT_BIND=off taskset -c "$cpu" "$WORK/bindrun/launch.sh" --steps 2 2>&1 | grep "^blas:" || true)
+check "the same under WEFT_BIND=off: left to the kernel, the override said ($log)" \
+  grep -q "placed by the kernel (cluster.bind = off); WEFT_BIND=off overrides the plan's cluster.bind = auto$" <<<"$log"
 cp "$WORK/cluster.lua" "$WORK/kept.lua"
 WEFT_RUNTIME="$WORK/nowhere" "$WEFT" calibrate -o "$WORK/cluster.lua" 2>"$WORK/cal.err" && failed=$((failed + 1))
 check "calibrate without its runtime fails clearly and keeps the old file" \
