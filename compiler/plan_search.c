@@ -1646,6 +1646,7 @@ static void layout_name(const cand *c, char *buf, size_t n) {
         if (j == c->n_part && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, "]");
         i = j;
     }
+    if (c->bind_off && k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, " bind off");
 }
 
 static void print_counts(const search *S, FILE *out) {
