@@ -6,7 +6,7 @@
 # bound): dp 2 x pp 2 gpipe (micro 8: one microbatch a step, the stages
 # alternate), dp 2 x pp 2 1f1b (micro 2, 4 a step), tp 2 x pp 2 1f1b (micro
 # 4) and dp 4 (the runtime binds neither of the last two, so they show the
-# noise; WEFT_BIND=force binds them too, to measure what it would do).
+# noise; WEFT_BIND=all binds them too, to measure what it would do).
 # Each round runs every layout bound and unbound back to back
 # (which first alternates by round, so a change in the machine's load
 # touches both alike); a run's step time is the median of its steps after

@@ -271,6 +271,18 @@ check "plan: dp 2 x pp 2 gpipe, one microbatch, on 2 cores estimated within 15% 
   awk -v b="$est_bound" -v k="$est_kernel" 'BEGIN { split(b, x, " "); split(k, y, " ")
     exit !(b != "" && k != "" && x[2] > 0.85 * x[1] && x[2] < 1.15 * x[1] && y[2] > 0.85 * y[1] && y[2] < 1.15 * y[1] &&
            x[2] <= 0.85 * y[2]) }'
+# A node holding part of the pipeline is priced as the runtime binds it
+# (weft/bind.h's rule on the stages of the node's ranks): dp 4 x pp 2 on two
+# nodes of 4 ranks, dp fastest (tp-dp-pp), puts one stage on each node, left
+# to the kernel under "auto"; pp fastest (pp-dp-tp) both stages on each, bound.
+placement() {
+  "$WEFT" simulate plans/tiny.lua --calibration "$WORK/two_cores.lua" --set cluster.nodes=2 \
+    --set cluster.devices_per_node=4 --set mesh.dp=4 --set mesh.pp=2 --set batch.micro=4 "$@" |
+    sed -n 's/^cores .*; \(ranks [a-z ]*\), cluster.bind = auto)$/\1/p'
+}
+p_one=$(placement) p_both=$(placement --set mesh.order=pp-dp-tp)
+check "dp 4 x pp 2, two nodes of 4: one stage a node priced '$p_one', both stages a node '$p_both'" \
+  test "$p_one" = "ranks placed by the kernel" -a "$p_both" = "ranks bound to cores in stage order"
 # The plan's cluster.bind is what weft check reports, what the program
 # carries and what its runtime does (runtime/cpu/bind.c under weft/bind.h's
 # rule): dp 2 x pp 2 (two stages on the node) run on one core of this

@@ -4,10 +4,12 @@
  * neighbouring stages busy at once) sits on the cores as evenly as its ranks
  * allow: no core holds more than ceil(run's ranks / cores) of them.  Checked
  * for stages outermost in the mesh (a stage's ranks one block) and innermost
- * (a stage's ranks strided), for 1 to 5 cores. */
+ * (a stage's ranks strided), for 1 to 5 cores; and weft/bind.h's rule,
+ * whether to bind, case by case. */
 #include <stdio.h>
 
 #include "internal.h"
+#include "weft/bind.h"
 
 static int failures, checks;
 
@@ -54,6 +56,36 @@ int main(void) {
         failures++;
         printf("FAIL out-of-range arguments not refused\n");
     }
+    /* weft/bind.h's rule, which the runtime binds by and simulate prices:
+     * { mode, ranks, cores, stages on the node, tp, threads, decision } */
+    static const int rule[][7] = {
+        { WF_BIND_AUTO, 4, 4, 2, 1, 1, WF_BIND_SPREAD },     /* a core a rank */
+        { WF_BIND_ALL, 4, 4, 1, 1, 1, WF_BIND_SPREAD },
+        { WF_BIND_AUTO, 4, 2, 2, 1, 1, WF_BIND_BOUND },      /* a pipeline, oversubscribed */
+        { WF_BIND_OFF, 4, 2, 2, 1, 1, WF_BIND_NOT_ASKED },
+        { WF_BIND_AUTO, 4, 2, 1, 1, 1, WF_BIND_ONE_STAGE },  /* one stage on the node */
+        { WF_BIND_STAGES, 4, 2, 1, 1, 1, WF_BIND_ONE_STAGE },
+        { WF_BIND_ALL, 4, 2, 1, 1, 1, WF_BIND_BOUND },
+        { WF_BIND_AUTO, 4, 2, 2, 2, 1, WF_BIND_TP },         /* tensor parallel */
+        { WF_BIND_STAGES, 4, 2, 2, 2, 1, WF_BIND_BOUND },
+        { WF_BIND_ALL, 4, 2, 2, 2, 1, WF_BIND_BOUND },
+        { WF_BIND_ALL, 4, 2, 2, 1, 2, WF_BIND_THREADS },     /* threads a rank */
+    };
+    for (int i = 0; i < (int)(sizeof rule / sizeof rule[0]); i++) {
+        const int *r = rule[i];
+        int got = wf_bind_decide(r[0], r[1], r[2], r[3], r[4], r[5]);
+        checks++;
+        failures += got != r[6];
+        printf("%s cluster.bind = %s, %d ranks on %d cores, %d stage(s), tp %d, %d thread(s): %d (want %d)\n",
+               got == r[6] ? "ok  " : "FAIL", wf_bind_name(r[0]), r[1], r[2], r[3], r[4], r[5], got, r[6]);
+    }
+    /* the names round-trip, an unknown one is refused */
+    for (int m = 0; m < WF_BIND_MODES; m++) {
+        checks++;
+        failures += wf_bind_mode(wf_bind_name(m)) != m;
+    }
+    checks++;
+    failures += wf_bind_mode("force") != -1 || wf_bind_mode(NULL) != -1;
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;
 }
