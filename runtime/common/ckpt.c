@@ -363,7 +363,7 @@ static void bufs_get(const wf_ctx *c, tensor_bufs *b) {
     b->counts = wf_host_alloc(c, sizeof(int) * 2 * (size_t)p->dp, "checkpoint counts");
     b->displs = b->counts + p->dp;
     if (c->tp_rank == 0 && p->tp > 1)
-        b->parts = save_alloc(c, sizeof(float) * (size_t)l * (size_t)p->tp, "checkpoint tp shards");
+        b->parts = save_alloc(c, sizeof(float) * (size_t)l, "checkpoint tp shard received");
 }
 
 static void bufs_free(tensor_bufs *b) {
@@ -376,7 +376,7 @@ static void bufs_free(tensor_bufs *b) {
 /* Parameter k's whole value (kind SRC_*) into dst (whole_numel floats, the
  * file's layout) on the stage's writer, dp 0 and tp 0.  Every rank of the
  * stage calls it, in the same order: a gather over dp of the ZeRO pieces
- * that make the tp shard, then over tp of the shards. */
+ * that make the tp shard, then the tp shards sent to the writer one by one. */
 static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b) {
     const wf_program *p = c->p;
     const wf_param *q = &p->params[k];
@@ -399,22 +399,27 @@ static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b) {
         } else if (c->dp_rank == 0) memcpy(b->local + lo, b->piece, sizeof(float) * (size_t)n);
     }
     if (c->dp_rank != 0) return;
-    const float *parts = b->local;
-    if (p->tp > 1) {
-        WF_MPI(c, MPI_Gather(b->local, (int)q->numel, MPI_FLOAT, b->parts, (int)q->numel, MPI_FLOAT, 0,
-                             c->group_comm[WF_GROUP_TP]));
-        parts = b->parts;
+    /* the tp shards one at a time (not gathered together: that would hold a
+     * second whole tensor), each into its places in dst */
+    if (c->tp_rank != 0) {
+        WF_MPI(c, MPI_Send(b->local, (int)q->numel, MPI_FLOAT, 0, 0, c->group_comm[WF_GROUP_TP]));
+        return;
     }
-    if (c->tp_rank != 0) return;
     long rows = q->gshape[0], cols = q->gshape[1];
     memset(dst, 0, sizeof(float) * (size_t)whole_numel(q));
-    for (int r = 0; r < p->tp; r++)
+    for (int r = 0; r < p->tp; r++) {
+        const float *shard = b->local;
+        if (r > 0) {
+            WF_MPI(c, MPI_Recv(b->parts, (int)q->numel, MPI_FLOAT, r, 0, c->group_comm[WF_GROUP_TP], MPI_STATUS_IGNORE));
+            shard = b->parts;
+        }
         for (long i = 0; i < q->numel; i++) {
             long g = wf_global_index(q, r, i);
             if (g < 0) continue;
             if (q->transposed) g = (g % cols) * rows + g / cols;  /* (in, out) -> the file's (out, in) */
-            dst[g] = parts[(long)r * q->numel + i];
+            dst[g] = shard[i];
         }
+    }
 }
 
 /* the tensors a file of this stage lists, with data NULL (streamed) */
