@@ -3,13 +3,14 @@
 # (OLD: the save that made stage-sized copies; NEW: the streamed one),
 # alternated ROUNDS times in one run so that the shared machine's load falls
 # on both alike.  Prints each build's median save time (the runtime's own
-# "saved to DIR (X ms)") and median CPU seconds of the whole --steps 0 run
+# "saved to DIR (X ms)") and median CPU seconds of the whole --steps STEPS run
 # (startup included, the same for both), and the ratios new / old.
-#   OLD=/path/to/old/build/compiler/weft NEW=build/compiler/weft bash bench/ckpt_stream_ab.sh [MESH...]
+#   OLD=/path/to/old/build/compiler/weft NEW=build/compiler/weft [ROUNDS=5] [STEPS=0] bash bench/ckpt_stream_ab.sh [MESH...]
+# Every round the two builds must write byte-identical files (else it stops).
 # MESH: weft --set options (default: dp 2 with ZeRO-1, the moments sharded).
 set -euo pipefail
 OLD=${OLD:?set OLD to the old weft binary} NEW=${NEW:?set NEW to the new weft binary}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-5} STEPS=${STEPS:-0}  # STEPS: train this many steps first (moments not zero)
 PLAN=${PLAN:-plans/tiny.lua}
 mesh=("$@")
 [ ${#mesh[@]} -gt 0 ] || mesh=(--set zero=1)
@@ -25,8 +26,8 @@ for v in old new; do
 done
 for i in $(seq 1 "$ROUNDS"); do
   for v in old new; do
-    /usr/bin/time -f "%U %S" -o "$WORK/$v.time" "$WORK/$v/launch.sh" --steps 0 --save "$WORK/$v.ckpt" >"$WORK/$v.log"
-    ms=$(sed -n 's/^checkpoint: step 0 saved to .* (\([0-9.]*\) ms)$/\1/p' "$WORK/$v.log")
+    /usr/bin/time -f "%U %S" -o "$WORK/$v.time" "$WORK/$v/launch.sh" --steps "$STEPS" --save "$WORK/$v.ckpt" >"$WORK/$v.log"
+    ms=$(sed -n 's/^checkpoint: step '"$STEPS"' saved to .* (\([0-9.]*\) ms)$/\1/p' "$WORK/$v.log")
     echo "$ms $(awk '{ print $1 + $2 }' "$WORK/$v.time")" >>"$WORK/$v.runs"
   done
   cmp -s "$WORK/old.ckpt/model.safetensors" "$WORK/new.ckpt/model.safetensors" &&
