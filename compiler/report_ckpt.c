@@ -20,8 +20,12 @@ static double whole_numel(const ir_param *q) {
     return n;
 }
 
+/* 2BW's older weight version is saved too, as the runtime does for this
+ * schedule at any pipeline depth (emit.c's weight_delay) */
+static int saves_delayed(const Program *p) { return strcmp(p->schedule, "pipedream-2bw") == 0; }
+
 ckpt_stage ckpt_stage_of(const Program *p, int s) {
-    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
+    int delayed = saves_delayed(p);
     double whole = 0, owned = 0, wmax = 1, lmax = 1;
     for (int k = 0; k < p->n_params; k++) {
         const ir_param *q = &p->params[k];
@@ -57,7 +61,7 @@ double ckpt_join_bytes(const Program *p) {
 }
 
 void ckpt_report(const Program *p, FILE *out) {
-    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
+    int delayed = saves_delayed(p);
     char a[32];
     if (p->ckpt_every > 0)
         fprintf(out, "checkpoint every %d steps (train.ckpt_every) into --ckpt DIR; --save DIR at the end\n",

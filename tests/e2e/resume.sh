@@ -123,6 +123,12 @@ check "step-0 checkpoint: tp 2 x pp 2 (gathered, joined) holds the dp 2 run's te
   _ "$WEFT" "$WORK/init3d" "$WORK/init"
 check "tp 2 x pp 2 save: each rank's host memory peak within the stated bound" \
   save_peaks "$WORK/init3d.log" 4 "$WORK/init3d/model.safetensors"
+# ... the bound weft check states (its 2-digit figure: within 0.5%)
+stated=$("$WEFT" check "$PLAN" "${set[@]}" --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 |
+  awk '$1 == "save" && $2 == "peak" { m = $4 == "KiB" ? 1024 : $4 == "MiB" ? 1048576 : $4 == "GiB" ? 1073741824 : 1; print $3 * m }')
+logged=$(sed -n 's/^checkpoint: save host memory peak on rank 0: [0-9]* bytes, bound \([0-9]*\) .*/\1/p' "$WORK/init3d.log")
+check "weft check states rank 0's bound ($stated vs $logged bytes)" \
+  awk -v a="$stated" -v b="$logged" 'BEGIN { exit !(b > 0 && a > 0.995 * b && a < 1.005 * b) }'
 
 # A checkpoint of a different model is refused, naming the tensor and shapes.
 build_plan other "$PLAN" "${set[@]}" --set model.hidden=32
