@@ -288,9 +288,16 @@ static void report_peak(wf_ctx *c, const char *what, double bound) {
     int world = c->world;
     if (wf_is_root(c)) all = wf_host_alloc(c, sizeof(double) * 2 * (size_t)world, "checkpoint peaks");
     WF_MPI(c, MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    for (int r = 0; all && r < world; r++)
-        wf_log(c, "checkpoint: %s host memory peak on rank %d: %.0f bytes, bound %.0f (weft check)%s\n", what, r,
-               all[2 * r], all[2 * r + 1], all[2 * r] > all[2 * r + 1] ? ": ERROR, over the bound" : "");
+    int worst = 0;  /* (a large job: its worst rank, and any over the bound) */
+    for (int r = 0; all && r < world; r++) {
+        if (all[2 * r] * all[2 * worst + 1] > all[2 * worst] * all[2 * r + 1]) worst = r;
+        if (world <= 16 || all[2 * r] > all[2 * r + 1])
+            wf_log(c, "checkpoint: %s host memory peak on rank %d: %.0f bytes, bound %.0f (weft check)%s\n", what, r,
+                   all[2 * r], all[2 * r + 1], all[2 * r] > all[2 * r + 1] ? ": ERROR, over the bound" : "");
+    }
+    if (all && world > 16)
+        wf_log(c, "checkpoint: %s host memory peak, closest to its bound on rank %d: %.0f bytes, bound %.0f (weft check)\n",
+               what, worst, all[2 * worst], all[2 * worst + 1]);
     free(all);
 }
 
