@@ -54,8 +54,10 @@ int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char 
  * pieces of any size (a piece may span tensors); finish checks that every
  * byte came, fsyncs and renames over path, and (sums non-NULL, opened with
  * sums) gives wf_st_write_sums' checksums.  The bytes are wf_st_write's for
- * the same list.  On any failure the writer is gone and the temporary
- * removed (finish included); abort drops one unfinished. */
+ * the same list.  A failed open or finish leaves no writer and no
+ * temporary; after a failed put the caller aborts, which drops an
+ * unfinished writer and its temporary (any previous file at path is never
+ * touched before the rename). */
 typedef struct wf_st_writer wf_st_writer;
 int wf_st_writer_open(wf_st_writer **w, const char *path, const wf_st_tensor *t, int n,
                       const char *const *meta_kv, int n_meta, int sums, char *err, size_t errlen);
