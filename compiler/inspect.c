@@ -73,7 +73,7 @@ static int writer_of(const Program *p, int stage) {
 /* What rank r does in a checkpoint save, after its last instruction of the
  * step: the figures are report_ckpt.c's, as `weft check` states them. */
 static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int last, FILE *out) {
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32], d[32], e[32];
     if (p->ckpt_every > 0)
         fprintf(out, "  checkpoint after #%d, every %d steps (--ckpt DIR) and at the end (--save DIR):\n", last,
                 p->ckpt_every);
@@ -93,10 +93,11 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
         program_human_bytes(k.peak, b, sizeof b);
         program_human_bytes(k.model_file, c, sizeof c);
         program_human_bytes(k.optim_file, d, sizeof d);
+        program_human_bytes(k.sync, e, sizeof e);
         fprintf(out, "    writer of stage %d%s: --async-save copies %s to host memory (peak %s) and a thread\n"
                      "    writes %s (%s) and %s (%s) while training goes on\n"
-                     "    (without --async-save: written before the next step)\n",
-                stage, p->tp > 1 ? ", gathering its tp group's shards" : "", a, b, model, c, optim, d);
+                     "    (without --async-save: written tensor by tensor before the next step, peak %s)\n",
+                stage, p->tp > 1 ? ", gathering its tp group's shards" : "", a, b, model, c, optim, d, e);
         if (r == 0 && p->pp > 1) {
             program_human_bytes(ckpt_join_bytes(p), a, sizeof a);
             fprintf(out, "    then waits for every stage's files, joins them (%s at a time) into model.safetensors\n"
@@ -109,7 +110,7 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
         fprintf(out, "    sends its tp shards to rank %d (stage %d's writer), keeps no copy\n", writer_of(p, stage), stage);
     } else {
         fprintf(out, "    writes nothing, keeps no copy (dp 0 holds the same weights)%s\n",
-                p->zero ? "; its ZeRO shards of m and v are summed over the dp group" : "");
+                p->zero ? "; sends its ZeRO pieces of each tensor to dp 0" : "");
     }
 }
 

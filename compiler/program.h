@@ -420,11 +420,13 @@ void memory_dump(const Program *p, FILE *out);
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
 void ckpt_report(const Program *p, FILE *out);      /* its checkpoint section (report_ckpt.c) */
-/* report_ckpt.c: what a save asks of stage s's writer rank (dp 0, tp 0), bytes:
- * the host copy --async-save holds until written and its peak while copying,
- * and the tensor data of its two files; and world rank 0's join (pp > 1). */
+/* report_ckpt.c: what a save asks of stage s's ranks, bytes of host memory
+ * (ckpt_peak.h): the writer's (dp 0, tp 0) peak saving synchronously, the
+ * copy --async-save holds until written and its peak while copying; another
+ * dp 0 rank's and the rest's peaks; the tensor data of its two files; and
+ * the buffer of world rank 0's join (pp > 1). */
 typedef struct {
-    double held, peak, model_file, optim_file;
+    double held, peak, sync, dp0, other, model_file, optim_file;
 } ckpt_stage;
 ckpt_stage ckpt_stage_of(const Program *p, int s);
 double ckpt_join_bytes(const Program *p);

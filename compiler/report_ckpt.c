@@ -1,12 +1,15 @@
 /* report_ckpt.c: `weft check`'s checkpoint section: when a periodic save
  * happens, and what --async-save copies to host memory at the step boundary
- * (runtime/common/ckpt.c, save_folder: each pipeline stage's writer rank, dp
- * 0 and tp 0, holds its stage's whole fp32 tensors until a background thread
- * has written them).  `weft inspect` shows each rank's part with the same
+ * (runtime/common/ckpt.c, save_folder: a save streams tensor by tensor, and
+ * under --async-save each pipeline stage's writer rank, dp 0 and tp 0, holds
+ * its stage's whole fp32 tensors until a background thread has written
+ * them); the per-rank bounds are runtime/common/ckpt_peak.h's, which the
+ * runtime checks its measured peak against.  `weft inspect` shows each rank's part with the same
  * figures (ckpt_stage_of, ckpt_join_bytes). */
 #include <stdio.h>
 #include <string.h>
 
+#include "ckpt_peak.h"
 #include "program.h"
 #include "schedule.h"
 
@@ -17,39 +20,48 @@ static double whole_numel(const ir_param *q) {
     return n;
 }
 
+/* 2BW's older weight version is saved too, as the runtime does for this
+ * schedule at any pipeline depth (emit.c's weight_delay) */
+static int saves_delayed(const Program *p) { return strcmp(p->schedule, "pipedream-2bw") == 0; }
+
 ckpt_stage ckpt_stage_of(const Program *p, int s) {
-    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
-    double whole = 0, local = 0, owned = 0;
+    int delayed = saves_delayed(p);
+    double whole = 0, owned = 0, wmax = 1, lmax = 1;
     for (int k = 0; k < p->n_params; k++) {
         const ir_param *q = &p->params[k];
         if (q->stage != s) continue;
         whole += whole_numel(q);  /* tied copies too */
-        local += (double)q->numel;
         if (q->tied_to < 0) owned += whole_numel(q);  /* a tied copy's owner saves it */
+        if (whole_numel(q) > wmax) wmax = whole_numel(q);
+        if ((double)q->numel > lmax) lmax = (double)q->numel;
     }
     ckpt_stage c;
-    /* fp32 weights (the masters in 16-bit modes), AdamW m and v, and 2BW's
-     * older weight version */
+    /* --async-save: fp32 weights (the masters in 16-bit modes), AdamW m and
+     * v, and 2BW's older weight version, whole, on the writer */
     c.held = 4.0 * whole * (3 + delayed);
-    /* for a moment: this rank's m and v made whole over a ZeRO shard, the
-     * fp32 masters or ZeRO-3's gathered weights, and the tp shards received */
-    int full_w = strcmp(p->precision, "fp32") != 0 || p->zero >= 3;
-    c.peak = c.held + 4.0 * local * (2 + full_w) + (p->tp > 1 ? 4.0 * local * p->tp : 0);
+    /* the save goes tensor by tensor (ckpt_peak.h, the runtime's own bound) */
+    c.peak = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 0, c.held);
+    c.sync = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 0, 0);
+    c.dp0 = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 1, 0);
+    c.other = wf_ckpt_save_peak(wmax, lmax, p->tp, 1, 1, 0);
     c.model_file = 4.0 * owned;
     c.optim_file = 4.0 * owned * (2 + delayed);  /* exp_avg, exp_avg_sq (and delayed) */
     return c;
 }
 
+/* the join's buffer: the stage files pass through it a piece at a time */
 double ckpt_join_bytes(const Program *p) {
-    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
-    double owned = 0;
-    for (int k = 0; k < p->n_params; k++)
-        if (p->params[k].tied_to < 0) owned += whole_numel(&p->params[k]);
-    return 4.0 * owned * (2 + delayed);
+    double most = 0;
+    for (int s = 0; s < p->pp; s++) {
+        ckpt_stage c = ckpt_stage_of(p, s);
+        if (c.optim_file > most) most = c.optim_file;
+        if (c.model_file > most) most = c.model_file;
+    }
+    return wf_ckpt_join_buffer(most);
 }
 
 void ckpt_report(const Program *p, FILE *out) {
-    int delayed = p->pp > 1 && p->sched && p->sched->weight_delay;
+    int delayed = saves_delayed(p);
     char a[32];
     if (p->ckpt_every > 0)
         fprintf(out, "checkpoint every %d steps (train.ckpt_every) into --ckpt DIR; --save DIR at the end\n",
@@ -57,28 +69,39 @@ void ckpt_report(const Program *p, FILE *out) {
     else
         fprintf(out, "checkpoint at the end into --save DIR (train.ckpt_every = 0: no periodic saves)\n");
     /* (no apostrophes: tests quote this report in shell words) */
-    fprintf(out, "          --async-save: at the step boundary (after the optimizer update of the step saved,\n"
-                 "          before the first forward of the next) the writer rank of each stage (dp 0, tp 0)\n"
-                 "          copies its whole fp32 weights, AdamW m and v%s to host memory; a thread\n"
-                 "          writes them while training goes on, the other ranks keep no copy\n",
+    fprintf(out, "          a save goes tensor by tensor: each rank copies its shard of one tensor to host memory,\n"
+                 "          dp 0 gathers the ZeRO pieces, the writer rank of each stage (dp 0, tp 0) the tp shards,\n"
+                 "          and writes the whole tensor before the next; --async-save: at the step boundary\n"
+                 "          (after the optimizer update of the step saved, before the first forward of the next)\n"
+                 "          the writer keeps its whole fp32 weights, AdamW m and v%s in host memory;\n"
+                 "          a thread writes them while training goes on, the other ranks keep no copy\n",
             delayed ? " and the older 2BW weights" : "");
-    const char *rows[] = { "async copy", "async peak" };
-    for (int r = 0; r < 2; r++) {
+    const char *rows[] = { "save peak", "async copy", "async peak" };
+    const char *what[] = { "host memory per writer, one whole tensor at a time",
+                           "host memory per writer, held until written",
+                           "host memory per writer while copying" };
+    double other = 0, dp0 = 0;
+    for (int r = 0; r < 3; r++) {
         fprintf(out, "  %-12s", rows[r]);
         for (int s = 0; s < p->pp; s++) {
             ckpt_stage c = ckpt_stage_of(p, s);
-            program_human_bytes(r == 0 ? c.held : c.peak, a, sizeof a);
+            program_human_bytes(r == 0 ? c.sync : r == 1 ? c.held : c.peak, a, sizeof a);
             fprintf(out, " %12s", a);
+            if (c.dp0 > dp0) dp0 = c.dp0;
+            if (c.other > other) other = c.other;
         }
-        fprintf(out, "%s\n", r == 0 ? "  host memory per writer, held until written"
-                                    : "  host memory per writer while copying");
+        fprintf(out, "  %s\n", what[r]);
     }
+    char b[32];
+    program_human_bytes(dp0, a, sizeof a);
+    program_human_bytes(other, b, sizeof b);
+    fprintf(out, "  %-12s %12s  on another rank of dp 0 (its tp shard of one tensor), %s on the rest\n",
+            "save others", a, b);
     if (p->pp > 1) {
-        /* world rank 0 joins the stages' files, one file at a time, once every
-         * stage has written its own */
+        /* world rank 0 joins the stages' files, once every stage has written its own */
         program_human_bytes(ckpt_join_bytes(p), a, sizeof a);
         fprintf(out, "  %-12s %12s  on world rank 0 once the files of every stage are written: the stage files\n"
-                     "               joined into model.safetensors and optimizer.safetensors, then the folder\n"
-                     "               renamed into place\n", "async join", a);
+                     "               copied through one buffer into model.safetensors and optimizer.safetensors,\n"
+                     "               then the folder renamed into place\n", "async join", a);
     }
 }

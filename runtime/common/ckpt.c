@@ -28,6 +28,8 @@
 
 #include "ckpt_folder.h"
 #include "ckpt_manifest.h"
+#include "ckpt_peak.h"
+#include "convert16.h"
 #include "internal.h"
 #include "safetensors.h"
 
@@ -62,36 +64,6 @@ static void transpose(wf_ctx *c, float *m, long rows, long cols) {
     for (long r = 0; r < rows; r++)
         for (long k = 0; k < cols; k++) m[k * rows + r] = tmp[r * cols + k];
     free(tmp);
-}
-
-/* Collects every parameter's tp shards into whole tensors on tp rank 0 of
- * this dp replica (the caller frees the result; NULL on other ranks). */
-static float *gather_whole(wf_ctx *c, const float *base, const long *off, long total) {
-    const wf_program *p = c->p;
-    float *whole = c->tp_rank == 0 ? wf_host_alloc(c, sizeof(float) * (size_t)total, "checkpoint") : NULL;
-    float *parts = c->tp_rank == 0 && p->tp > 1
-                       ? wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel * p->tp, "checkpoint shards")
-                       : NULL;
-    for (int k = 0; k < p->n_params; k++) {
-        const wf_param *q = &p->params[k];
-        if (p->tp == 1) {
-            memcpy(whole + off[k], base + q->offset, sizeof(float) * (size_t)q->numel);
-            continue;
-        }
-        WF_MPI(c, MPI_Gather(base + q->offset, (int)q->numel, MPI_FLOAT, parts, (int)q->numel,
-                             MPI_FLOAT, 0, c->group_comm[WF_GROUP_TP]));
-        if (c->tp_rank != 0) continue;
-        for (int r = 0; r < p->tp; r++)
-            for (long i = 0; i < q->numel; i++) {
-                long g = wf_global_index(q, r, i);
-                if (g >= 0) whole[off[k] + g] = parts[(long)r * q->numel + i];
-            }
-    }
-    free(parts);
-    for (int k = 0; whole && k < p->n_params; k++)  /* (in, out) -> the file's (out, in) */
-        if (p->params[k].transposed)
-            transpose(c, whole + off[k], p->params[k].gshape[0], p->params[k].gshape[1]);
-    return whole;
 }
 
 /* The name section s (0 .. sections(q) - 1) of parameter q has in a file,
@@ -137,14 +109,15 @@ static int fill_tensors(const wf_ctx *c, const float *whole, const long *off, wf
             t[n].name = names[n];
             t[n].ndim = q->ndim;
             memcpy(t[n].shape, shape, sizeof t[n].shape);
-            t[n].data = whole + off[k] + s * part;
+            t[n].data = whole ? whole + off[k] + s * part : NULL;  /* NULL: streamed */
         }
     }
     return n;
 }
 
 /* Stage 0's Hugging Face constants (wf_hf_const), appended to t; the values
- * live in *buf (the caller frees it), a copy's in whole. */
+ * live in *buf (the caller frees it), a copy's in whole; buf NULL: the names
+ * and shapes alone (a streamed save writes the values, const_values). */
 static int fill_consts(wf_ctx *c, const float *whole, const long *off, wf_st_tensor *t, float **buf) {
     const wf_program *p = c->p;
     long total = 0;
@@ -153,21 +126,21 @@ static int fill_consts(wf_ctx *c, const float *whole, const long *off, wf_st_ten
         for (int d = 0; d < p->hf_consts[i].ndim; d++) numel *= p->hf_consts[i].shape[d];
         total += numel;
     }
-    *buf = wf_host_alloc(c, sizeof(float) * (size_t)(total ? total : 1), "checkpoint constants");
-    float *at = *buf;
+    float *at = NULL;
+    if (buf) at = *buf = wf_host_alloc(c, sizeof(float) * (size_t)(total ? total : 1), "checkpoint constants");
     for (int i = 0; i < p->n_hf_consts; i++) {
         const wf_hf_const *h = &p->hf_consts[i];
         long numel = 1;
         for (int d = 0; d < h->ndim; d++) numel *= h->shape[d];
-        for (long j = 0; j < numel; j++) at[j] = h->value;
+        for (long j = 0; at && j < numel; j++) at[j] = h->value;
         t[i].name = h->name;
         t[i].ndim = h->ndim;
         memset(t[i].shape, 0, sizeof t[i].shape);
         memcpy(t[i].shape, h->shape, sizeof(long) * (size_t)h->ndim);
         t[i].data = at;
-        for (int k = 0; h->copy && k < p->n_params; k++)  /* the program's own: never absent */
+        for (int k = 0; whole && h->copy && k < p->n_params; k++)  /* the program's own: never absent */
             if (strcmp(p->params[k].name, h->copy) == 0) t[i].data = whole + off[k];
-        at += numel;
+        if (at) at += numel;
     }
     return p->n_hf_consts;
 }
@@ -267,47 +240,413 @@ static void write_files(wf_ctx *c, const char *dir, const char *model_name, cons
     free(names);
 }
 
-/* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors. */
+static void stage_names(const wf_ctx *c, char *model, char *optim, size_t n, int stage);
+
+/* ---- the save's host memory, counted ------------------------------------
+ * Every buffer of tensor data the save makes comes from save_alloc, so that
+ * its peak can be compared with the bound weft check states (ckpt_peak.h).
+ * Atomic: an --async-save thread frees what the step boundary copied. */
+static size_t save_now, save_peak;
+
+static void *save_alloc(const wf_ctx *c, size_t bytes, const char *what) {
+    size_t *h = wf_host_alloc(c, bytes + 16, what);  /* 16: the size, and floats stay aligned */
+    h[0] = bytes;
+    size_t now = __atomic_add_fetch(&save_now, bytes, __ATOMIC_RELAXED);
+    for (size_t was = __atomic_load_n(&save_peak, __ATOMIC_RELAXED); now > was;)
+        if (__atomic_compare_exchange_n(&save_peak, &was, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+    return (char *)h + 16;
+}
+
+static void save_free(void *q) {
+    if (!q) return;
+    size_t *h = (size_t *)(void *)((char *)q - 16);
+    __atomic_sub_fetch(&save_now, h[0], __ATOMIC_RELAXED);
+    free(h);
+}
+
+/* This stage's largest whole tensor and largest tp shard, in floats. */
+static void largest(const wf_program *p, long *whole_max, long *local_max) {
+    *whole_max = *local_max = 1;
+    for (int k = 0; k < p->n_params; k++) {
+        if (whole_numel(&p->params[k]) > *whole_max) *whole_max = whole_numel(&p->params[k]);
+        if (p->params[k].numel > *local_max) *local_max = p->params[k].numel;
+    }
+}
+
+/* What ckpt_peak.h allows this rank (held: --async-save's copy, else 0). */
+static double save_bound(const wf_ctx *c, double held) {
+    long w, l;
+    largest(c->p, &w, &l);
+    return wf_ckpt_save_peak((double)w, (double)l, c->p->tp, c->dp_rank, c->tp_rank, held);
+}
+
+/* Root logs every rank's measured peak beside its bound (every rank calls
+ * it); over the bound is an error in the accounting, said loudly (the
+ * checkpoint itself is written). */
+static void report_peak(wf_ctx *c, const char *what, double bound) {
+    double mine[2] = { (double)__atomic_load_n(&save_peak, __ATOMIC_RELAXED), bound }, *all = NULL;
+    int world = c->world;
+    if (wf_is_root(c)) all = wf_host_alloc(c, sizeof(double) * 2 * (size_t)world, "checkpoint peaks");
+    WF_MPI(c, MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    int worst = 0;  /* (a large job: its worst rank, and any over the bound) */
+    for (int r = 0; all && r < world; r++) {
+        if (all[2 * r] * all[2 * worst + 1] > all[2 * worst] * all[2 * r + 1]) worst = r;
+        if (world <= 16 || all[2 * r] > all[2 * r + 1])
+            wf_log(c, "checkpoint: %s host memory peak on rank %d: %.0f bytes, bound %.0f (weft check)%s\n", what, r,
+                   all[2 * r], all[2 * r + 1], all[2 * r] > all[2 * r + 1] ? ": ERROR, over the bound" : "");
+    }
+    if (all && world > 16)
+        wf_log(c, "checkpoint: %s host memory peak, closest to its bound on rank %d: %.0f bytes, bound %.0f (weft check)\n",
+               what, worst, all[2 * worst], all[2 * worst + 1]);
+    free(all);
+}
+
+/* ---- one tensor's whole value, streamed ----------------------------------- */
+
+enum { SRC_WEIGHTS, SRC_M, SRC_V, SRC_DELAYED };
+
+/* Where a rank's values of parameter k live: all of its tp shard (`full`,
+ * every dp rank holding it), or its ZeRO piece [own_lo, own_hi) (`piece`);
+ * fp32, or 16-bit bits (param16.c). */
+typedef struct {
+    const void *full, *piece;
+    int bits16;
+} source;
+
+static source shard_source(const wf_ctx *c, int k, float *shard) {
+    int b16 = c->p->param16;
+    source s = { NULL, b16 ? wf_params16_at(shard, c->moment_base[k]) : (void *)(shard + c->moment_base[k]), b16 };
+    return s;
+}
+
+static source source_of(const wf_ctx *c, int k, int kind) {
+    const wf_program *p = c->p;
+    const wf_param *q = &p->params[k];
+    source s = { NULL, NULL, 0 };
+    int frozen = q->bucket < 0;  /* weft.vlm: whole fp32 on every rank, no optimizer state */
+    switch (kind) {
+    case SRC_M: s.piece = c->adam_m + c->moment_base[k]; break;
+    case SRC_V: s.piece = c->adam_v + c->moment_base[k]; break;
+    case SRC_WEIGHTS: {  /* the newest version; 16-bit modes save the fp32 masters */
+        const float *newest = p->weight_delay ? c->next_params : c->params;
+        if (frozen) s.full = p->zero >= 3 ? c->params + wf_frozen_at(p, k) : newest + q->offset;
+        else if (c->master) s.piece = c->master + c->moment_base[k];
+        else if (p->zero >= 3) s = shard_source(c, k, p->weight_delay ? c->next_shard : c->param_shard);
+        else s.full = newest + q->offset;
+        break;
+    }
+    default:  /* SRC_DELAYED: 2BW's older version, which no master holds */
+        if (p->zero >= 3) {
+            if (frozen) s.full = c->params + wf_frozen_at(p, k);
+            else s = shard_source(c, k, c->param_shard);
+        } else if (p->param16) {
+            s.full = wf_params16_at(c->params, q->offset);
+            s.bits16 = 1;
+        } else s.full = c->params + q->offset;
+    }
+    return s;
+}
+
+/* n values of a source as floats at dst */
+static void as_floats(const wf_ctx *c, float *dst, const void *src, int bits16, long n) {
+    if (bits16) wf_widen16(c->p->precision, dst, src, n);
+    else memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
+/* The buffers one tensor needs (ckpt_peak.h), from save_alloc. */
+typedef struct {
+    float *piece, *local, *parts;
+    int *counts, *displs;
+} tensor_bufs;
+
+static void bufs_get(const wf_ctx *c, tensor_bufs *b) {
+    const wf_program *p = c->p;
+    long w, l;
+    largest(p, &w, &l);
+    memset(b, 0, sizeof *b);
+    b->piece = save_alloc(c, sizeof(float) * (size_t)l, "checkpoint piece");
+    if (c->dp_rank != 0) return;
+    b->local = save_alloc(c, sizeof(float) * (size_t)l, "checkpoint tp shard");
+    b->counts = wf_host_alloc(c, sizeof(int) * 2 * (size_t)p->dp, "checkpoint counts");
+    b->displs = b->counts + p->dp;
+    if (c->tp_rank == 0 && p->tp > 1)
+        b->parts = save_alloc(c, sizeof(float) * (size_t)l, "checkpoint tp shard received");
+}
+
+static void bufs_free(tensor_bufs *b) {
+    save_free(b->piece);
+    save_free(b->local);
+    save_free(b->parts);
+    free(b->counts);
+}
+
+/* Parameter k's whole value (kind SRC_*) into dst (whole_numel floats, the
+ * file's layout) on the stage's writer, dp 0 and tp 0.  Every rank of the
+ * stage calls it, in the same order: a gather over dp of the ZeRO pieces
+ * that make the tp shard, then the tp shards sent to the writer one by one. */
+static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b) {
+    const wf_program *p = c->p;
+    const wf_param *q = &p->params[k];
+    source s = source_of(c, k, kind);
+    if (s.full) {  /* every dp replica holds it: dp 0's */
+        if (c->dp_rank == 0) as_floats(c, b->local, s.full, s.bits16, q->numel);
+    } else {
+        long lo = c->own_lo[k], n = c->own_hi[k] - lo;
+        if (p->zero || c->dp_rank == 0) as_floats(c, b->piece, s.piece, s.bits16, n);
+        if (c->dp_rank == 0) memset(b->local, 0, sizeof(float) * (size_t)q->numel);  /* frozen: no moments */
+        if (p->zero) {
+            for (int r = 0; c->dp_rank == 0 && r < p->dp; r++) {
+                long rlo, rhi;
+                wf_zero_own_range(p, k, r, &rlo, &rhi);
+                b->displs[r] = (int)rlo;
+                b->counts[r] = (int)(rhi - rlo);
+            }
+            WF_MPI(c, MPI_Gatherv(b->piece, (int)n, MPI_FLOAT, b->local, b->counts, b->displs, MPI_FLOAT, 0,
+                                  c->group_comm[WF_GROUP_DP]));
+        } else if (c->dp_rank == 0) memcpy(b->local + lo, b->piece, sizeof(float) * (size_t)n);
+    }
+    if (c->dp_rank != 0) return;
+    /* the tp shards one at a time (not gathered together: that would hold a
+     * second whole tensor), each into its places in dst */
+    if (c->tp_rank != 0) {
+        WF_MPI(c, MPI_Send(b->local, (int)q->numel, MPI_FLOAT, 0, 0, c->group_comm[WF_GROUP_TP]));
+        return;
+    }
+    if (p->tp == 1 && !q->transposed) {  /* the shard is the tensor */
+        memcpy(dst, b->local, sizeof(float) * (size_t)whole_numel(q));  /* (rows past a padded end dropped) */
+        return;
+    }
+    long rows = q->gshape[0], cols = q->gshape[1];
+    memset(dst, 0, sizeof(float) * (size_t)whole_numel(q));
+    for (int r = 0; r < p->tp; r++) {
+        const float *shard = b->local;
+        if (r > 0) {
+            WF_MPI(c, MPI_Recv(b->parts, (int)q->numel, MPI_FLOAT, r, 0, c->group_comm[WF_GROUP_TP], MPI_STATUS_IGNORE));
+            shard = b->parts;
+        }
+        for (long i = 0; i < q->numel; i++) {
+            long g = wf_global_index(q, r, i);
+            if (g < 0) continue;
+            if (q->transposed) g = (g % cols) * rows + g / cols;  /* (in, out) -> the file's (out, in) */
+            dst[g] = shard[i];
+        }
+    }
+}
+
+/* the tensors a file of this stage lists, with data NULL (streamed) */
+typedef struct {
+    wf_st_tensor *t;
+    char (*names)[128];
+    int n;
+} tensor_list;
+
+static void list_get(wf_ctx *c, tensor_list *l, int model) {
+    const wf_program *p = c->p;
+    size_t most = 9 * (size_t)p->n_params + (size_t)p->n_hf_consts;
+    l->t = wf_host_alloc(c, sizeof *l->t * most, "checkpoint index");
+    l->names = wf_host_alloc(c, 128 * most, "checkpoint names");
+    if (model) {
+        l->n = fill_tensors(c, NULL, NULL, l->t, l->names, "");
+        l->n += fill_consts(c, NULL, NULL, l->t + l->n, NULL);
+        return;
+    }
+    l->n = fill_tensors(c, NULL, NULL, l->t, l->names, "exp_avg.");
+    l->n += fill_tensors(c, NULL, NULL, l->t + l->n, l->names + l->n, "exp_avg_sq.");
+    if (p->weight_delay) l->n += fill_tensors(c, NULL, NULL, l->t + l->n, l->names + l->n, "delayed.");
+}
+
+static void list_free(tensor_list *l) {
+    free(l->t);
+    free(l->names);
+}
+
+/* A streamed file: opened by the writer rank only (w NULL elsewhere). */
+static wf_st_writer *open_st(wf_ctx *c, const char *path, const tensor_list *l, int sums) {
+    char err[PATH_MAX + 512];
+    ckpt_meta meta;
+    make_meta(c, &meta);
+    wf_st_writer *w;
+    if (wf_st_writer_open(&w, path, l->t, l->n, meta.kv, meta.n, sums, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_writer_open", WF_WHERE, "%s", err);
+    return w;
+}
+
+static void put_floats(wf_ctx *c, wf_st_writer *w, const float *x, long n) {
+    char err[PATH_MAX + 512];
+    if (w && wf_st_writer_floats(w, x, n, err, sizeof err) != 0) {
+        wf_st_writer_abort(w);
+        wf_fatal(c, "wf_st_writer_floats", WF_WHERE, "%s", err);
+    }
+}
+
+/* Finishes a streamed file; root's (known) checksums recorded under name. */
+static void finish_st(wf_ctx *c, wf_st_writer *w, const char *name, const tensor_list *l,
+                      wf_manifest_known *known) {
+    char err[PATH_MAX + 512];
+    wf_st_sums sums = { 0 };
+    if (known) sums.tensor_crc = wf_host_alloc(c, sizeof(uint32_t) * (size_t)(l->n ? l->n : 1), "checkpoint checksums");
+    if (wf_st_writer_finish(w, known ? &sums : NULL, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_writer_finish", WF_WHERE, "%s", err);
+    if (known && wf_manifest_known_add(known, name, l->t, l->n, &sums) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "out of memory recording the checksums of %s", name);
+    free(sums.tensor_crc);
+}
+
+/* The stage's parameters in file order: the tied copies their owner saves are not in its files. */
+static int saved_here(const wf_param *q) { return !(q->tied && q->tied != 1); }
+
+/* Stage 0's Hugging Face constants after the model's tensors: a copy's
+ * values (every rank takes part in obtaining them), or one value repeated. */
+static void const_values(wf_ctx *c, wf_st_writer *w, float *whole, tensor_bufs *b) {
+    const wf_program *p = c->p;
+    float run[1024];
+    for (int i = 0; i < p->n_hf_consts; i++) {
+        const wf_hf_const *h = &p->hf_consts[i];
+        long numel = 1;
+        for (int d = 0; d < h->ndim; d++) numel *= h->shape[d];
+        int copy = -1;
+        for (int k = 0; h->copy && k < p->n_params; k++)
+            if (strcmp(p->params[k].name, h->copy) == 0) copy = k;
+        if (copy >= 0) {
+            obtain(c, copy, SRC_WEIGHTS, whole, b);
+            put_floats(c, w, whole, numel);
+            continue;
+        }
+        for (int j = 0; j < 1024; j++) run[j] = h->value;
+        for (long at = 0; at < numel; at += 1024) put_floats(c, w, run, numel - at < 1024 ? numel - at : 1024);
+    }
+}
+
+/* The synchronous save of this stage: DIR/MODEL and DIR/OPTIM written by
+ * the writer (dp 0, tp 0) tensor by tensor as every rank of the stage
+ * obtains them; root's checksums into known (pp 1). */
+static void write_streamed(wf_ctx *c, const char *dir, wf_manifest_known *known) {
+    const wf_program *p = c->p;
+    int writer = c->dp_rank == 0 && c->tp_rank == 0;
+    char model[64], optim[64], path[PATH_MAX];
+    stage_names(c, model, optim, sizeof model, c->stage);
+    long wmax, lmax;
+    largest(p, &wmax, &lmax);
+    tensor_bufs b;
+    bufs_get(c, &b);
+    float *whole = writer ? save_alloc(c, sizeof(float) * (size_t)wmax, "checkpoint tensor") : NULL;
+    for (int file = 0; file < 2; file++) {
+        tensor_list l;
+        list_get(c, &l, file == 0);
+        const char *name = file == 0 ? model : optim;
+        CKPT_PATH(c, path, "%s/%s", dir, name);
+        wf_st_writer *w = writer ? open_st(c, path, &l, known != NULL) : NULL;
+        int kinds[3] = { SRC_M, SRC_V, SRC_DELAYED }, n_kinds = file == 0 ? 1 : 2 + p->weight_delay;
+        if (file == 0) kinds[0] = SRC_WEIGHTS;
+        for (int j = 0; j < n_kinds; j++)
+            for (int k = 0; k < p->n_params; k++) {
+                if (!saved_here(&p->params[k])) continue;
+                obtain(c, k, kinds[j], whole, &b);
+                put_floats(c, w, whole, whole_numel(&p->params[k]));
+            }
+        if (file == 0) const_values(c, w, whole, &b);
+        if (w) finish_st(c, w, name, &l, known);
+        list_free(&l);
+    }
+    save_free(whole);
+    bufs_free(&b);
+}
+
+/* --async-save at the step boundary: the writer's host copy of every whole
+ * tensor of the stage (*ww .. *wd, laid out by off; the caller's thread
+ * writes and frees them), obtained tensor by tensor as above. */
+static void copy_for_async(wf_ctx *c, const long *off, long total, float **ww, float **wm, float **wv, float **wd) {
+    const wf_program *p = c->p;
+    int writer = c->dp_rank == 0 && c->tp_rank == 0;
+    float **sets[4] = { ww, wm, wv, wd };
+    for (int j = 0; j < 4; j++) {
+        *sets[j] = NULL;
+        if (writer && (j < 3 || p->weight_delay))
+            *sets[j] = save_alloc(c, sizeof(float) * (size_t)(total ? total : 1), "checkpoint (async)");
+    }
+    tensor_bufs b;
+    bufs_get(c, &b);
+    int kinds[4] = { SRC_WEIGHTS, SRC_M, SRC_V, SRC_DELAYED };
+    for (int j = 0; j < 3 + p->weight_delay; j++)
+        for (int k = 0; k < p->n_params; k++)  /* tied copies too: a constant may be a copy of one */
+            obtain(c, k, kinds[j], writer ? *sets[j] + off[k] : NULL, &b);
+    bufs_free(&b);
+}
+
+/* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors:
+ * the joined header from theirs, then their data sections one after another,
+ * through one buffer of at most WF_CKPT_JOIN_PIECE bytes (checksummed as
+ * they pass), never a stage's tensors whole in memory. */
 static void merge_stages(wf_ctx *c, const char *dir, const char *base, wf_manifest_known *known) {
-    char path[PATH_MAX], err[PATH_MAX + 512];
+    const wf_program *p = c->p;
+    char path[PATH_MAX], out[PATH_MAX], err[PATH_MAX + 512];
+    wf_st_file **f = wf_host_alloc(c, sizeof *f * (size_t)p->pp, "checkpoint merge");
+    long *data = wf_host_alloc(c, sizeof(long) * (size_t)p->pp, "checkpoint merge");
     int n = 0, cap = 64;
+    long most = 1;
     wf_st_tensor *t = wf_host_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
-    for (int s = 0; s < c->p->pp; s++) {
-        wf_st_file *f;
+    for (int s = 0; s < p->pp; s++) {
         CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
-        if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-        for (int i = 0; i < wf_st_count(f); i++) {
+        if (wf_st_open(&f[s], path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
+        for (int i = 0; i < wf_st_count(f[s]); i++) {
             if (n == cap) {
                 cap *= 2;
                 t = realloc(t, sizeof *t * (size_t)cap);
                 if (!t) wf_fatal(c, "realloc", WF_WHERE, "out of memory merging checkpoints");
             }
-            const char *name = wf_st_name(f, i);
-            t[n].name = strdup(name);
-            t[n].ndim = wf_st_shape(f, name, t[n].shape, WF_ST_MAX_NDIM);
+            const char *name = wf_st_name(f[s], i);  /* valid until f[s] closes */
+            t[n].name = name;
+            t[n].data = NULL;
+            t[n].ndim = wf_st_shape(f[s], name, t[n].shape, WF_ST_MAX_NDIM);
             if (t[n].ndim > WF_ST_MAX_NDIM)  /* the stage files are this program's: never */
                 wf_fatal(c, "wf_st_shape", WF_WHERE, "%s: tensor %s has %d dimensions (at most %d)",
                          path, name, t[n].ndim, WF_ST_MAX_NDIM);
-            long numel = 1;
-            for (int d = 0; d < t[n].ndim; d++) numel *= t[n].shape[d];
-            float *data = wf_host_alloc(c, sizeof(float) * (size_t)(numel ? numel : 1), "checkpoint tensor");
-            if (wf_st_read(f, name, t[n].ndim, t[n].shape, data, err, sizeof err) != 0)
-                wf_fatal(c, "wf_st_read", WF_WHERE, "%s", err);
-            t[n++].data = data;
+            size_t bytes;
+            wf_st_data(f[s], name, &bytes);
+            data[s] += (long)bytes;
+            n++;
         }
-        wf_st_close(f);
-        unlink(path);
+        if (data[s] > most) most = data[s];
     }
-    ckpt_meta meta;
-    make_meta(c, &meta);
     char name[64];
     snprintf(name, sizeof name, "%s.safetensors", base);
-    write_st(c, dir, name, t, n, &meta, known);
-    for (int i = 0; i < n; i++) {
-        free((char *)t[i].name);
-        free((float *)t[i].data);
+    CKPT_PATH(c, out, "%s/%s", dir, name);
+    tensor_list l = { t, NULL, n };
+    wf_st_writer *w = open_st(c, out, &l, known != NULL);
+    size_t piece = (size_t)wf_ckpt_join_buffer((double)most);
+    unsigned char *buf = save_alloc(c, piece, "checkpoint join");
+    for (int s = 0; s < p->pp; s++) {
+        /* a validated file of ours: its tensors tile the data section, after the header */
+        CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
+        int fd = open(path, O_RDONLY);
+        unsigned char lenb[8];
+        uint64_t hlen = 0;
+        if (fd < 0 || pread(fd, lenb, 8, 0) != 8)
+            wf_fatal(c, "checkpoint", WF_WHERE, "cannot read %s: %s", path, strerror(errno));
+        for (int i = 7; i >= 0; i--) hlen = hlen << 8 | lenb[i];
+        for (long at = 0; at < data[s];) {
+            size_t k = (size_t)(data[s] - at) < piece ? (size_t)(data[s] - at) : piece;
+            ssize_t got = pread(fd, buf, k, (off_t)(8 + hlen + (uint64_t)at));
+            if (got <= 0)
+                wf_fatal(c, "checkpoint", WF_WHERE, "reading %s failed: %s", path, got < 0 ? strerror(errno) : "short file");
+            if (wf_st_writer_bytes(w, buf, (size_t)got, err, sizeof err) != 0) {
+                wf_st_writer_abort(w);
+                wf_fatal(c, "wf_st_writer_bytes", WF_WHERE, "%s", err);
+            }
+            at += got;
+        }
+        close(fd);
+    }
+    save_free(buf);
+    finish_st(c, w, name, &l, known);
+    for (int s = 0; s < p->pp; s++) {
+        wf_st_close(f[s]);
+        CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
+        unlink(path);
     }
     free(t);
+    free(f);
+    free(data);
 }
 
 static void log_note(void *arg, const char *text) { wf_log((const wf_ctx *)arg, "checkpoint: %s\n", text); }
@@ -440,7 +779,7 @@ static void *write_in_background(void *arg) {
         wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
     /* (with pp > 1 the stage files are joined, and the joined files listed) */
     write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off, c->p->pp == 1 ? known : NULL);
-    free(a->ww), free(a->wm), free(a->wv), free(a->wd), free(a->off);
+    save_free(a->ww), save_free(a->wm), save_free(a->wv), save_free(a->wd), free(a->off);
     a->ww = a->wm = a->wv = a->wd = NULL, a->off = NULL;
     if (!wf_is_root(c)) return NULL;  /* another stage's writer: its files are in */
     if (c->p->pp > 1) {
@@ -488,41 +827,15 @@ static void save_folder(wf_ctx *c, const char *dir) {
     wf_ckpt_wait(c);  /* the previous background save, if any, is finished first */
     double t0 = seconds_now();
     wf_backend_sync(c);  /* the host reads every arena */
+    __atomic_store_n(&save_peak, __atomic_load_n(&save_now, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     long *off = wf_host_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
-    const float *weights = p->weight_delay ? c->next_params : c->params;  /* the newest */
-    /* 16-bit modes save the fp32 masters, so that a resume is exact;
-     * ZeRO-3 gathers the parameter shards */
-    float *newest = p->weight_delay ? c->next_shard : c->param_shard;  /* ZeRO-3 */
-    float *full_w = c->master ? wf_moment_full(c, c->master) : p->zero >= 3 ? wf_params_whole(c, newest) : NULL;
-    for (int k = 0; c->master && p->zero < 3 && k < p->n_params; k++)  /* frozen (weft.vlm): no master, fp32 working values */
-        if (p->params[k].bucket < 0)
-            memcpy(full_w + p->params[k].offset, weights + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
-    for (int k = 0; c->master && p->zero >= 3 && k < p->n_params; k++)  /* (ZeRO-3: whole at the gather arena's end) */
-        if (p->params[k].bucket < 0)
-            memcpy(full_w + p->params[k].offset, c->params + wf_frozen_at(p, k), sizeof(float) * (size_t)p->params[k].numel);
-    if (full_w) weights = full_w;
     float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
-    float *full_m = wf_moment_full(c, c->adam_m), *full_v = wf_moment_full(c, c->adam_v);
-    if (c->dp_rank == 0) {
-        ww = gather_whole(c, weights, off, total);
-        wm = gather_whole(c, full_m, off, total);
-        wv = gather_whole(c, full_v, off, total);
-        if (p->weight_delay && p->zero < 3 && p->param16) {  /* 16-bit values (param16.c) */
-            float *wide = wf_params16_widened(c, c->params);
-            wd = gather_whole(c, wide, off, total);
-            free(wide);
-        } else if (p->weight_delay && p->zero < 3) wd = gather_whole(c, c->params, off, total);
-    }
-    free(full_m);
-    free(full_v);
-    free(full_w);
-    /* ZeRO-3 under 2BW: the older version from its shards (every rank takes
-     * part), once the whole copies above are freed (one fewer at the peak) */
-    if (p->weight_delay && p->zero >= 3) {
-        float *delayed = wf_params_whole(c, c->param_shard);
-        if (c->dp_rank == 0) wd = gather_whole(c, delayed, off, total);
-        free(delayed);
+    /* --async-save: the writer's host copy, made now; else streamed below */
+    if (c->opt.async_save) {
+        copy_for_async(c, off, total, &ww, &wm, &wv, &wd);
+        double held = c->dp_rank == 0 && c->tp_rank == 0 ? 4.0 * (double)total * (3 + p->weight_delay) : 0;
+        report_peak(c, "async copy", save_bound(c, held));
     }
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */
     WF_MPI(c, MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -545,7 +858,7 @@ static void save_folder(wf_ctx *c, const char *dir) {
         if (c->dp_rank == 0 && c->tp_rank == 0) {
             start_async(c, dir, tmp, old, ww, wm, wv, wd, off);
         } else {
-            free(ww), free(wm), free(wv), free(wd), free(off);
+            free(off);  /* (a writer's copy only) */
         }
         WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
         wf_log(c, "checkpoint: step %ld copied to host memory in %.1f ms (training blocked); writing %s in "
@@ -556,11 +869,8 @@ static void save_folder(wf_ctx *c, const char *dir) {
     wf_manifest_known *known = NULL;  /* root's files: checksummed as written */
     if (wf_is_root(c) && !(known = wf_manifest_known_new()))
         wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
-    if (c->dp_rank == 0 && c->tp_rank == 0) {
-        char model[64], optim[64];
-        stage_names(c, model, optim, sizeof model, c->stage);
-        write_files(c, tmp, model, optim, ww, wm, wv, wd, off, p->pp == 1 ? known : NULL);
-    }
+    write_streamed(c, tmp, p->pp == 1 ? known : NULL);
+    report_peak(c, "save", save_bound(c, 0));
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     if (wf_is_root(c)) {
         if (p->pp > 1) {
@@ -572,10 +882,6 @@ static void save_folder(wf_ctx *c, const char *dir) {
         /* only now: renamed into place and the parent folder synced */
         wf_log(c, "checkpoint: step %ld saved to %s (%.1f ms)\n", c->step, dir, 1000.0 * (seconds_now() - t0));
     }
-    free(ww);
-    free(wm);
-    free(wv);
-    free(wd);
     free(off);
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
@@ -643,15 +949,17 @@ void wf_ckpt_save_periodic(wf_ctx *c) {
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* Reads whole tensors and keeps this rank's part: resharding on load. */
-static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *base,
+/* Reads whole tensors and keeps this rank's part: resharding on load.  Into
+ * base, laid out like the parameters, or (base NULL) into this rank's ZeRO
+ * shard of a moment, tensor by tensor: no stage-sized buffer. */
+static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *base, float *moment,
                      const char *prefix) {
     const wf_program *p = c->p;
     char err[512], name[160];
-    long most = 0;
-    for (int k = 0; k < p->n_params; k++)
-        if (whole_numel(&p->params[k]) > most) most = whole_numel(&p->params[k]);
+    long most, local_most;
+    largest(p, &most, &local_most);
     float *whole = wf_host_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
+    float *local = base ? NULL : wf_host_alloc(c, sizeof(float) * (size_t)local_most, "checkpoint tp shard");
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         long shape[4], part = whole_numel(q) / sections_of(q);
@@ -662,13 +970,17 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
                 wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err, path);
         }
         if (q->transposed) transpose(c, whole, shape[0] * sections_of(q), shape[1]);
-        float *dst = base + q->offset;
+        float *dst = base ? base + q->offset : local;
         for (long i = 0; i < q->numel; i++) {
             long g = wf_global_index(q, c->tp_rank, i);
             dst[i] = g >= 0 ? whole[g] : 0.0f;
         }
+        if (!base)
+            memcpy(moment + c->moment_base[k], local + c->own_lo[k],
+                   sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
     }
     free(whole);
+    free(local);
 }
 
 /* Root finds and verifies the checkpoint (the folder named, or the complete
@@ -702,7 +1014,7 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
     resolve_and_verify(c, dir, folder, sizeof folder, &info);
     CKPT_PATH(c, path, "%s/model.safetensors", folder);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    read_all(c, f, path, c->params, "");
+    read_all(c, f, path, c->params, NULL, "");
     c->step = info.step;  /* the manifest's, checked equal to every file's metadata */
     if (p->precision == WF_FP16 && info.has_scaler) {
         c->scaler.scale = info.scale;
@@ -714,12 +1026,8 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
 
     CKPT_PATH(c, path, "%s/optimizer.safetensors", folder);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    float *full = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "checkpoint moments");
-    read_all(c, f, path, full, "exp_avg.");
-    wf_moment_keep(c, full, c->adam_m);
-    read_all(c, f, path, full, "exp_avg_sq.");
-    wf_moment_keep(c, full, c->adam_v);
-    free(full);
+    read_all(c, f, path, NULL, c->adam_m, "exp_avg.");
+    read_all(c, f, path, NULL, c->adam_v, "exp_avg_sq.");
     if (p->weight_delay) {
         /* the model is the newest version; the one the next batch computes on
          * is saved as delayed.* (absent in other schedules' checkpoints) */
@@ -727,7 +1035,7 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
         char first[160];
         memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
         saved_name(&p->params[0], 0, "delayed.", first, sizeof first);
-        if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, "delayed.");
+        if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, NULL, "delayed.");
     }
     wf_st_close(f);
     /* the same tensors can still be another model (an activation, an epsilon):

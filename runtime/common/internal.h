@@ -315,12 +315,13 @@ void wf_zero_bucket_start(wf_ctx *c, int k);
 void wf_zero_after_reduce(wf_ctx *c);
 void wf_zero_gather_params(wf_ctx *c);
 void wf_zero_gather_version(wf_ctx *c, float *version);  /* 2BW: the version its step updated */
-float *wf_moment_full(wf_ctx *c, const float *moment);
+/* [lo, hi): the elements of parameter k that dp rank r owns under ZeRO
+ * (its part of the bucket's shard r; empty for a frozen one) */
+void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi);
 /* The part of parameter k this rank updates, [own_lo, own_hi): x[i] is its
  * element i, wherever ZeRO keeps it (zero_grads.c). */
 float *wf_own_grad(wf_ctx *c, int k);
 void wf_zero_grads_clear(wf_ctx *c);
-float *wf_params_whole(wf_ctx *c, const float *shard);  /* ZeRO-3: a version's whole parameters (caller frees) */
 void wf_params_adopt(wf_ctx *c, const float *whole, float *shard);  /* ZeRO-3: keep this rank's part */
 void wf_zero_copy_shard(wf_ctx *c, float *dst, const float *src);  /* ZeRO-3 2BW: version over version */
 long wf_frozen_at(const wf_program *p, int k);         /* a frozen parameter's offset in c->params */

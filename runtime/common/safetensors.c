@@ -163,39 +163,6 @@ static long numel_of(int ndim, const long *shape)
     return n;
 }
 
-/* Writes n floats little-endian; *crc (crc may be NULL) receives the CRC-32C
- * of the bytes written, computed a piece at a time just before the piece is
- * written (while it is in the cache). */
-static int write_floats(FILE *f, const float *x, long n, uint32_t *crc)
-{
-    enum { PIECE = 1 << 16 };  /* floats: 256 KiB */
-    uint32_t c = 0;
-    int le = host_is_le();
-    float *buf = le ? NULL : malloc(sizeof(float) * PIECE);
-    if (!le && !buf)
-        return -1;
-    for (long i = 0; i < n;) {
-        long k = n - i < PIECE ? n - i : PIECE;
-        const float *piece = x + i;
-        if (!le) {
-            memcpy(buf, piece, (size_t)k * sizeof(float));
-            swap4(buf, (size_t)k);
-            piece = buf;
-        }
-        if (crc)
-            c = wf_crc32c(c, piece, (size_t)k * sizeof(float));
-        if (fwrite(piece, sizeof(float), (size_t)k, f) != (size_t)k) {
-            free(buf);
-            return -1;
-        }
-        i += k;
-    }
-    free(buf);
-    if (crc)
-        *crc = c;
-    return 0;
-}
-
 static void sync_parent_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -226,8 +193,10 @@ int wf_st_write(const char *path, const wf_st_tensor *t, int n,
     return wf_st_write_sums(path, t, n, meta_kv, n_meta, NULL, err, errlen);
 }
 
-int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char *const *meta_kv,
-                     int n_meta, wf_st_sums *sums, char *err, size_t errlen)
+/* Checks the tensor list and metadata a writer is given; with data, that
+ * every non-empty tensor has its values. */
+static int check_list(const char *path, const wf_st_tensor *t, int n, const char *const *meta_kv,
+                      int n_meta, int data, char *err, size_t errlen)
 {
     if (!path || !*path) {
         set_err(err, errlen, "checkpoint: no output path given");
@@ -283,45 +252,46 @@ int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char 
                     path, x->name);
             return -1;
         }
-        if (ne > 0 && !x->data) {
+        if (data && ne > 0 && !x->data) {
             set_err(err, errlen, "checkpoint %s: tensor %s has %ld elements but no data",
                     path, x->name, ne);
             return -1;
         }
     }
 
-    {
-        const char **names = malloc(sizeof *names * (size_t)(n > 0 ? n : 1));
-        if (!names) {
-            set_err(err, errlen, "checkpoint %s: out of memory", path);
-            return -1;
-        }
-        for (int i = 0; i < n; i++)
-            names[i] = t[i].name;
-        int oom;
-        const char *twice = first_duplicate(names, n, &oom);
-        if (twice || oom)
-            set_err(err, errlen, oom ? "checkpoint %s: out of memory" :
-                    "checkpoint %s: tensor name %s is given twice", path, twice);
-        free(names);
-        if (twice || oom)
-            return -1;
+    const char **names = malloc(sizeof *names * (size_t)(n > 0 ? n : 1));
+    if (!names) {
+        set_err(err, errlen, "checkpoint %s: out of memory", path);
+        return -1;
     }
+    for (int i = 0; i < n; i++)
+        names[i] = t[i].name;
+    int oom;
+    const char *twice = first_duplicate(names, n, &oom);
+    if (twice || oom)
+        set_err(err, errlen, oom ? "checkpoint %s: out of memory" :
+                "checkpoint %s: tensor name %s is given twice", path, twice);
+    free(names);
+    return twice || oom ? -1 : 0;
+}
 
-    /* header */
-    strbuf h = {0};
-    sb_str(&h, "{");
+/* The JSON header for the list, padded to 8 bytes; -1 (h->s freed) on
+ * overflow or out of memory. */
+static int build_header(strbuf *h, const char *path, const wf_st_tensor *t, int n,
+                        const char *const *meta_kv, int n_meta, char *err, size_t errlen)
+{
+    sb_str(h, "{");
     int first = 1;
     if (n_meta > 0) {
-        sb_str(&h, "\"__metadata__\":{");
+        sb_str(h, "\"__metadata__\":{");
         for (int i = 0; i < n_meta; i++) {
             if (i)
-                sb_str(&h, ",");
-            sb_json_str(&h, meta_kv[2 * i]);
-            sb_str(&h, ":");
-            sb_json_str(&h, meta_kv[2 * i + 1]);
+                sb_str(h, ",");
+            sb_json_str(h, meta_kv[2 * i]);
+            sb_str(h, ":");
+            sb_json_str(h, meta_kv[2 * i + 1]);
         }
-        sb_str(&h, "}");
+        sb_str(h, "}");
         first = 0;
     }
     long off = 0;
@@ -329,101 +299,238 @@ int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char 
         char num[64];
         long bytes = 4 * numel_of(t[i].ndim, t[i].shape);
         if (off > LONG_MAX - bytes) {
-            free(h.s);
+            free(h->s);
             set_err(err, errlen, "checkpoint %s: total tensor size overflows", path);
             return -1;
         }
         if (!first)
-            sb_str(&h, ",");
+            sb_str(h, ",");
         first = 0;
-        sb_json_str(&h, t[i].name);
-        sb_str(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+        sb_json_str(h, t[i].name);
+        sb_str(h, ":{\"dtype\":\"F32\",\"shape\":[");
         for (int d = 0; d < t[i].ndim; d++) {
             snprintf(num, sizeof num, d ? ",%ld" : "%ld", t[i].shape[d]);
-            sb_str(&h, num);
+            sb_str(h, num);
         }
         snprintf(num, sizeof num, "],\"data_offsets\":[%ld,%ld]}", off, off + bytes);
-        sb_str(&h, num);
+        sb_str(h, num);
         off += bytes;
     }
-    sb_str(&h, "}");
-    while (!h.oom && h.len % 8 != 0)
-        sb_str(&h, " ");
-    if (h.oom) {
-        free(h.s);
+    sb_str(h, "}");
+    while (!h->oom && h->len % 8 != 0)
+        sb_str(h, " ");
+    if (h->oom) {
+        free(h->s);
         set_err(err, errlen, "checkpoint %s: out of memory building the header", path);
         return -1;
     }
+    return 0;
+}
 
+struct wf_st_writer {
+    FILE *f;
+    char *path, *tmp;
+    int n, at;             /* tensors; the one whose bytes come next */
+    long *bytes;           /* each tensor's data bytes */
+    long done;             /* bytes of tensor `at` written so far */
+    int sums;              /* checksums wanted */
+    uint32_t crc, file_crc;  /* tensor at's so far; the file's so far */
+    long file_bytes;
+    uint32_t *tensor_crc;
+};
+
+static void writer_free(wf_st_writer *w)
+{
+    free(w->path);
+    free(w->tmp);
+    free(w->bytes);
+    free(w->tensor_crc);
+    free(w);
+}
+
+void wf_st_writer_abort(wf_st_writer *w)
+{
+    if (!w)
+        return;
+    if (w->f)
+        fclose(w->f);
+    remove(w->tmp);
+    writer_free(w);
+}
+
+/* tensors of no bytes are complete as soon as they come up */
+static void skip_empty(wf_st_writer *w)
+{
+    while (w->at < w->n && w->bytes[w->at] == 0)
+        w->tensor_crc[w->at++] = 0;
+}
+
+static int write_failed(wf_st_writer *w, char *err, size_t errlen)
+{
+    set_err(err, errlen,
+            "checkpoint %s: writing temporary file %s failed: %s (any previous %s is unchanged)",
+            w->path, w->tmp, strerror(errno), w->path);
+    return -1;
+}
+
+int wf_st_writer_open(wf_st_writer **out, const char *path, const wf_st_tensor *t, int n,
+                      const char *const *meta_kv, int n_meta, int sums, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (check_list(path, t, n, meta_kv, n_meta, 0, err, errlen) != 0)
+        return -1;
+    strbuf h = {0};
+    if (build_header(&h, path, t, n, meta_kv, n_meta, err, errlen) != 0)
+        return -1;
+    wf_st_writer *w = calloc(1, sizeof *w);
     size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) {
+    if (w) {
+        w->path = dup_str(path);
+        w->tmp = malloc(tlen);
+        w->bytes = malloc(sizeof *w->bytes * (size_t)(n ? n : 1));
+        w->tensor_crc = malloc(sizeof *w->tensor_crc * (size_t)(n ? n : 1));
+    }
+    if (!w || !w->path || !w->tmp || !w->bytes || !w->tensor_crc) {
+        if (w)
+            writer_free(w);
         free(h.s);
         set_err(err, errlen, "checkpoint %s: out of memory", path);
         return -1;
     }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-
-    int rc = -1;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        set_err(err, errlen, "checkpoint %s: cannot create temporary file %s: %s", path, tmp,
+    snprintf(w->tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+    w->n = n;
+    w->sums = sums;
+    for (int i = 0; i < n; i++)
+        w->bytes[i] = 4 * numel_of(t[i].ndim, t[i].shape);
+    w->f = fopen(w->tmp, "wb");
+    if (!w->f) {
+        set_err(err, errlen, "checkpoint %s: cannot create temporary file %s: %s", path, w->tmp,
                 strerror(errno));
-        goto done;
+        free(h.s);
+        writer_free(w);
+        return -1;
     }
     unsigned char lenb[8];
     for (int i = 0; i < 8; i++)
         lenb[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
-    if (fwrite(lenb, 1, 8, f) != 8 || fwrite(h.s, 1, h.len, f) != h.len)
-        goto write_failed;
+    if (fwrite(lenb, 1, 8, w->f) != 8 || fwrite(h.s, 1, h.len, w->f) != h.len) {
+        write_failed(w, err, errlen);
+        free(h.s);
+        wf_st_writer_abort(w);
+        return -1;
+    }
     /* the file's checksum: the header's, then each tensor's joined on */
-    uint32_t file_crc = sums ? wf_crc32c(wf_crc32c(0, lenb, 8), h.s, h.len) : 0;
-    long file_bytes = 8 + (long)h.len;
-    for (int i = 0; i < n; i++) {
-        long ne = numel_of(t[i].ndim, t[i].shape);
-        uint32_t crc = 0;
-        if (write_floats(f, t[i].data, ne, sums ? &crc : NULL) != 0)
-            goto write_failed;
-        file_bytes += 4 * ne;
-        if (sums) {
-            file_crc = wf_crc32c_combine(file_crc, crc, 4 * (size_t)ne);
-            sums->tensor_crc[i] = crc;
+    w->file_crc = sums ? wf_crc32c(wf_crc32c(0, lenb, 8), h.s, h.len) : 0;
+    w->file_bytes = 8 + (long)h.len;
+    free(h.s);
+    skip_empty(w);
+    *out = w;
+    return 0;
+}
+
+int wf_st_writer_bytes(wf_st_writer *w, const void *le, size_t n, char *err, size_t errlen)
+{
+    const unsigned char *b = le;
+    while (n > 0) {
+        if (w->at >= w->n) {
+            set_err(err, errlen, "checkpoint %s: %zu bytes more than its tensors hold", w->path, n);
+            return -1;
+        }
+        size_t k = (size_t)(w->bytes[w->at] - w->done);
+        if (k > n)
+            k = n;
+        if (w->sums)
+            w->crc = wf_crc32c(w->crc, b, k);
+        if (fwrite(b, 1, k, w->f) != k)
+            return write_failed(w, err, errlen);
+        b += k, n -= k;
+        w->done += (long)k;
+        if (w->done == w->bytes[w->at]) {
+            w->tensor_crc[w->at] = w->crc;
+            w->file_crc = wf_crc32c_combine(w->file_crc, w->crc, (size_t)w->bytes[w->at]);
+            w->file_bytes += w->bytes[w->at];
+            w->at++, w->done = 0, w->crc = 0;
+            skip_empty(w);
         }
     }
-    if (sums) {
-        sums->crc = file_crc;
-        sums->bytes = file_bytes;
-    }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        goto write_failed;
-    {
-        FILE *g = f;
-        f = NULL;
-        if (fclose(g) != 0)
-            goto write_failed;
-    }
-    if (rename(tmp, path) != 0) {
-        set_err(err, errlen, "checkpoint %s: cannot rename %s into place: %s", path, tmp,
-                strerror(errno));
-        remove(tmp);
-        goto done;
-    }
-    sync_parent_dir(path);
-    rc = 0;
-    goto done;
+    return 0;
+}
 
-write_failed:
-    set_err(err, errlen,
-            "checkpoint %s: writing temporary file %s failed: %s (any previous %s is "
-            "unchanged)",
-            path, tmp, strerror(errno), path);
-    if (f)
-        fclose(f);
-    remove(tmp);
-done:
-    free(tmp);
-    free(h.s);
+int wf_st_writer_floats(wf_st_writer *w, const float *x, long n, char *err, size_t errlen)
+{
+    enum { PIECE = 1 << 16 };  /* floats: 256 KiB, checksummed while in the cache */
+    int le = host_is_le();
+    float *buf = le ? NULL : malloc(sizeof(float) * PIECE);
+    if (!le && !buf) {
+        set_err(err, errlen, "checkpoint %s: out of memory", w->path);
+        return -1;
+    }
+    int rc = 0;
+    for (long i = 0; i < n && rc == 0;) {
+        long k = n - i < PIECE ? n - i : PIECE;
+        const float *piece = x + i;
+        if (!le) {
+            memcpy(buf, piece, (size_t)k * sizeof(float));
+            swap4(buf, (size_t)k);
+            piece = buf;
+        }
+        rc = wf_st_writer_bytes(w, piece, (size_t)k * sizeof(float), err, errlen);
+        i += k;
+    }
+    free(buf);
     return rc;
+}
+
+int wf_st_writer_finish(wf_st_writer *w, wf_st_sums *sums, char *err, size_t errlen)
+{
+    if (w->at < w->n) {
+        set_err(err, errlen, "checkpoint %s: tensor %d of %d has %ld of its %ld bytes", w->path,
+                w->at, w->n, w->done, w->bytes[w->at]);
+        wf_st_writer_abort(w);
+        return -1;
+    }
+    if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0) {
+        write_failed(w, err, errlen);
+        wf_st_writer_abort(w);
+        return -1;
+    }
+    FILE *g = w->f;
+    w->f = NULL;
+    if (fclose(g) != 0) {
+        write_failed(w, err, errlen);
+        wf_st_writer_abort(w);
+        return -1;
+    }
+    if (rename(w->tmp, w->path) != 0) {
+        set_err(err, errlen, "checkpoint %s: cannot rename %s into place: %s", w->path, w->tmp,
+                strerror(errno));
+        wf_st_writer_abort(w);
+        return -1;
+    }
+    sync_parent_dir(w->path);
+    if (sums && w->sums) {
+        sums->crc = w->file_crc;
+        sums->bytes = w->file_bytes;
+        if (sums->tensor_crc)
+            memcpy(sums->tensor_crc, w->tensor_crc, sizeof *w->tensor_crc * (size_t)w->n);
+    }
+    writer_free(w);
+    return 0;
+}
+
+int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char *const *meta_kv,
+                     int n_meta, wf_st_sums *sums, char *err, size_t errlen)
+{
+    wf_st_writer *w;
+    if (check_list(path, t, n, meta_kv, n_meta, 1, err, errlen) != 0 ||
+        wf_st_writer_open(&w, path, t, n, meta_kv, n_meta, sums != NULL, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (wf_st_writer_floats(w, t[i].data, numel_of(t[i].ndim, t[i].shape), err, errlen) != 0) {
+            wf_st_writer_abort(w);
+            return -1;
+        }
+    return wf_st_writer_finish(w, sums, err, errlen);
 }
 
 /* ---- reading ------------------------------------------------------------- */

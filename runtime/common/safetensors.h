@@ -48,6 +48,25 @@ typedef struct {
 int wf_st_write_sums(const char *path, const wf_st_tensor *t, int n, const char *const *meta_kv,
                      int n_meta, wf_st_sums *sums, char *err, size_t errlen);
 
+/* A file written tensor by tensor, so that no caller holds them all: open
+ * with the whole list (names and shapes; data unused), which writes the
+ * header to "<path>.tmp.<pid>"; then the tensors' values in list order, in
+ * pieces of any size (a piece may span tensors); finish checks that every
+ * byte came, fsyncs and renames over path, and (sums non-NULL, opened with
+ * sums) gives wf_st_write_sums' checksums.  The bytes are wf_st_write's for
+ * the same list.  A failed open or finish leaves no writer and no
+ * temporary; after a failed put the caller aborts, which drops an
+ * unfinished writer and its temporary (any previous file at path is never
+ * touched before the rename). */
+typedef struct wf_st_writer wf_st_writer;
+int wf_st_writer_open(wf_st_writer **w, const char *path, const wf_st_tensor *t, int n,
+                      const char *const *meta_kv, int n_meta, int sums, char *err, size_t errlen);
+int wf_st_writer_floats(wf_st_writer *w, const float *x, long n, char *err, size_t errlen);
+/* bytes as a file holds them (little-endian floats), e.g. another file's */
+int wf_st_writer_bytes(wf_st_writer *w, const void *le, size_t n, char *err, size_t errlen);
+int wf_st_writer_finish(wf_st_writer *w, wf_st_sums *sums, char *err, size_t errlen);
+void wf_st_writer_abort(wf_st_writer *w);
+
 typedef struct wf_st_file wf_st_file;
 
 /* Maps path read-only and validates it: header length against the file size,

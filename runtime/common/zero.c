@@ -59,15 +59,22 @@ void wf_zero_setup(wf_ctx *c) {
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         if (q->bucket < 0) continue;  /* frozen: owns nothing (0, 0 above) */
-        const wf_bucket *bk = &p->buckets[q->bucket];
-        long lo = bk->offset + shard_at(p, q->bucket, c->dp_rank);
-        long hi = bk->offset + shard_at(p, q->bucket, c->dp_rank + 1);
-        long a = q->offset > lo ? q->offset : lo, e = q->offset + q->numel < hi ? q->offset + q->numel : hi;
-        if (e < a) e = a;
-        c->own_lo[k] = a - q->offset;
-        c->own_hi[k] = e - q->offset;
-        c->moment_base[k] = c->zero_base[q->bucket] + (a - lo);
+        wf_zero_own_range(p, k, c->dp_rank, &c->own_lo[k], &c->own_hi[k]);
+        long lo = p->buckets[q->bucket].offset + shard_at(p, q->bucket, c->dp_rank);
+        c->moment_base[k] = c->zero_base[q->bucket] + (q->offset + c->own_lo[k] - lo);
     }
+}
+
+void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi) {
+    const wf_param *q = &p->params[k];
+    *lo = *hi = 0;
+    if (q->bucket < 0) return;
+    const wf_bucket *bk = &p->buckets[q->bucket];
+    long s = bk->offset + shard_at(p, q->bucket, r), e = bk->offset + shard_at(p, q->bucket, r + 1);
+    long a = q->offset > s ? q->offset : s, b = q->offset + q->numel < e ? q->offset + q->numel : e;
+    if (b < a) b = a;
+    *lo = a - q->offset;
+    *hi = b - q->offset;
 }
 
 /* 16-bit sums (plan.dp_comm, dp_comm.c): the bucket packed in its first
@@ -121,23 +128,6 @@ void wf_zero_gather_version(wf_ctx *c, float *version) {
     }
     wf_watch_done();
     wf_params_changed(c);
-}
-
-/* A moment (exp_avg or exp_avg_sq) laid out like the parameters, for
- * checkpoints: with ZeRO each rank fills its shards and the dp group sums. */
-float *wf_moment_full(wf_ctx *c, const float *moment) {
-    const wf_program *p = c->p;
-    float *full = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "checkpoint moments");
-    for (int k = 0; k < p->n_params; k++)
-        memcpy(full + p->params[k].offset + c->own_lo[k], moment + c->moment_base[k],
-               sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
-    /* MPI counts are ints: a rank may hold more than 2^31 floats */
-    const long piece = 1L << 30;
-    for (long at = 0; p->zero && at < p->param_numel; at += piece) {
-        long n = p->param_numel - at < piece ? p->param_numel - at : piece;
-        WF_MPI(c, MPI_Allreduce(MPI_IN_PLACE, full + at, (int)n, MPI_FLOAT, MPI_SUM, c->group_comm[WF_GROUP_DP]));
-    }
-    return full;
 }
 
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment) {

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert16.h"
 #include "internal.h"
 
 void wf_gather_start(wf_ctx *c, int k) {
@@ -59,26 +58,6 @@ void wf_frozen_adopt(wf_ctx *c, const float *whole) {
     for (int k = 0; k < p->n_params; k++)
         if (p->params[k].bucket < 0)
             memcpy(c->params + wf_frozen_at(p, k), whole + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
-}
-
-/* Every rank contributes its shard of a version (param_shard, or 2BW's
- * next_shard); the dp group sums them into whole tensors (the frozen ones,
- * whole everywhere, are copied after the sum).  A 16-bit shard is widened
- * first (2BW's older version, which no fp32 master holds). */
-float *wf_params_whole(wf_ctx *c, const float *shard) {
-    const wf_program *p = c->p;
-    float *wide = NULL;
-    if (p->param16) {
-        wide = wf_host_alloc(c, sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1), "shard widened (checkpoint)");
-        wf_widen16(p->precision, wide, (const uint16_t *)(const void *)shard, c->moment_numel);
-        shard = wide;
-    }
-    float *whole = wf_moment_full(c, shard);
-    free(wide);
-    for (int k = 0; k < p->n_params; k++)
-        if (p->params[k].bucket < 0)
-            memcpy(whole + p->params[k].offset, c->params + wf_frozen_at(p, k), sizeof(float) * (size_t)p->params[k].numel);
-    return whole;
 }
 
 /* whole -> this rank's part of it, into a version's shard */

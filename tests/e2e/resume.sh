@@ -55,6 +55,30 @@ for z in 2 3; do
   check "ZeRO-$z weights equal the unsharded run's" \
     same_weights "$WORK/z${z}_straight/model.safetensors"
 done
+# The save streams tensor by tensor through each layout's own gathers (the
+# ZeRO-3 shards of weights, m and v over dp): the step-0 checkpoint, whose
+# weights every layout shares (moments zero), is the same bytes either way.
+run_plan zero3 --steps 0 --save "$WORK/z3_init" >/dev/null
+check "step-0 checkpoint: ZeRO-3 (dp 2, sharded) writes the unsharded run's bytes" \
+  bash -c 'cmp "$1/model.safetensors" "$2/model.safetensors" && cmp "$1/optimizer.safetensors" "$2/optimizer.safetensors"' \
+  _ "$WORK/z3_init" "$WORK/init"
+# Its host memory: every rank logs its measured peak beside the bound weft
+# check states (runtime/common/ckpt_peak.h: a piece, a tp shard and, on the
+# writer, one whole tensor); the old save held the stage's weights, m and v
+# whole (3 x the model file's tensor bytes) on the writer and made m and v
+# whole on every rank, so the peak is held to a third of that.
+save_peaks() {  # save_peaks OUT RANKS MODEL_FILE: every rank's line, each within its bound, well below the old copies
+  local old=$(( $(stat -c %s "$3") * 3 )) n=0 r peak bound
+  while read -r r peak bound; do
+    n=$((n + 1))
+    [ "$peak" -le "$bound" ] && [ $((peak * 3)) -lt "$old" ] || { echo "rank $r: $peak > $bound or >= $old / 3" >&2; return 1; }
+  done < <(sed -n 's/^checkpoint: save host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\1 \2 \3/p' "$1")
+  [ "$n" = "$2" ]
+}
+"$WORK/zero3/launch.sh" --steps 1 --save "$WORK/z3_peak" >"$WORK/z3_peak.log"
+check "ZeRO-3 save: each rank's host memory peak within the stated bound, under a third of the old copies" \
+  save_peaks "$WORK/z3_peak.log" 2 "$WORK/z3_peak/model.safetensors"
+
 # A ZeRO-3 checkpoint (whole tensors) resumes on the unsharded program.
 run_plan run --steps 10 --resume "$WORK/z3_half" --save "$WORK/z3_to_plain" >/dev/null
 check "ZeRO-3 checkpoint resumes without ZeRO" \
@@ -90,6 +114,21 @@ run_plan tp2pp2 --steps 5 --save "$WORK/half3d" >/dev/null
 run_plan run --steps 10 --resume "$WORK/half3d" --save "$WORK/resharded" >/dev/null
 check "checkpoint from tp 2 x pp 2 resumes on dp 2 (resharded)" \
   same_weights "$WORK/resharded/model.safetensors"
+# tp shards gathered, stage files joined through a bounded buffer: every
+# tensor bit-identical (the files list them in each layout's parameter order)
+"$WORK/tp2pp2/launch.sh" --steps 0 --save "$WORK/init3d" >"$WORK/init3d.log"
+check "step-0 checkpoint: tp 2 x pp 2 (gathered, joined) holds the dp 2 run's tensors bit for bit" \
+  bash -c '"$1" ckpt diff "$2/model.safetensors" "$3/model.safetensors" >/dev/null &&
+           "$1" ckpt diff "$2/optimizer.safetensors" "$3/optimizer.safetensors" >/dev/null' \
+  _ "$WEFT" "$WORK/init3d" "$WORK/init"
+check "tp 2 x pp 2 save: each rank's host memory peak within the stated bound" \
+  save_peaks "$WORK/init3d.log" 4 "$WORK/init3d/model.safetensors"
+# ... the bound weft check states (its 2-digit figure: within 0.5%)
+stated=$("$WEFT" check "$PLAN" "${set[@]}" --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 |
+  awk '$1 == "save" && $2 == "peak" { m = $4 == "KiB" ? 1024 : $4 == "MiB" ? 1048576 : $4 == "GiB" ? 1073741824 : 1; print $3 * m }')
+logged=$(sed -n 's/^checkpoint: save host memory peak on rank 0: [0-9]* bytes, bound \([0-9]*\) .*/\1/p' "$WORK/init3d.log")
+check "weft check states rank 0's bound ($stated vs $logged bytes)" \
+  awk -v a="$stated" -v b="$logged" 'BEGIN { exit !(b > 0 && a > 0.995 * b && a < 1.005 * b) }'
 
 # A checkpoint of a different model is refused, naming the tensor and shapes.
 build_plan other "$PLAN" "${set[@]}" --set model.hidden=32

@@ -464,6 +464,68 @@ static void test_many_and_odd(void)
     }
 }
 
+/* The streaming writer: the same list written in pieces that span tensors
+ * gives wf_st_write's bytes and checksums; too few or too many bytes are
+ * refused with the previous file intact and no temporary left. */
+static void test_streamed(const char *dest)
+{
+    char err[512] = "", p[600], q[700];
+    snprintf(p, sizeof p, "%s.whole", dest);
+    fill();
+    wf_st_tensor t[5] = {
+        {"wte", 2, {V, C}, wte},
+        {"h.0.attn.c_attn.weight", 2, {C, 3 * C}, attn_w},
+        {"ln_f.bias", 1, {C}, ln_b},
+        {"step_scalar", 0, {0}, scal},
+        {"empty", 2, {0, 3}, NULL},
+    };
+    const char *meta[] = {"format", "pt", "step", "123"};
+    uint32_t crc_a[5], crc_b[5];
+    wf_st_sums a = {0, 0, crc_a}, b = {0, 0, crc_b};
+    snprintf(q, sizeof q, "%s.streamed", p);
+    int rc = wf_st_write_sums(p, t, 5, meta, 2, &a, err, sizeof err);
+    /* every value in one buffer, as the tensors follow one another */
+    long n = V * C + C * 3 * C + C + 1;
+    float *all = malloc(sizeof(float) * (size_t)n);
+    memcpy(all, wte, sizeof wte);
+    memcpy(all + V * C, attn_w, sizeof attn_w);
+    memcpy(all + V * C + C * 3 * C, ln_b, sizeof ln_b);
+    all[n - 1] = scal[0];
+    wf_st_writer *w;
+    rc |= wf_st_writer_open(&w, q, t, 5, meta, 2, 1, err, sizeof err);
+    for (long at = 0; rc == 0 && at < n; at += 250)  /* 250 floats: pieces across every boundary */
+        rc = wf_st_writer_floats(w, all + at, n - at < 250 ? n - at : 250, err, sizeof err);
+    rc |= wf_st_writer_finish(w, &b, err, sizeof err);
+    long la, lb;
+    unsigned char *x = slurp(p, &la), *y = slurp(q, &lb);
+    check(rc == 0 && x && y && la == lb && !memcmp(x, y, (size_t)la),
+          "streamed in 250-float pieces: the same %ld bytes as wf_st_write%s%s", la, rc ? ": " : "", rc ? err : "");
+    check(a.crc == b.crc && a.bytes == b.bytes && !memcmp(crc_a, crc_b, sizeof crc_a),
+          "... and the same file and tensor checksums");
+    free(y);
+
+    rc = wf_st_writer_open(&w, p, t, 5, meta, 2, 0, err, sizeof err);
+    rc |= wf_st_writer_floats(w, all, n - 1, err, sizeof err);
+    int fin = wf_st_writer_finish(w, NULL, err, sizeof err);
+    y = slurp(p, &lb);
+    check(rc == 0 && fin == -1 && strstr(err, "bytes") && la == lb && !memcmp(x, y, (size_t)la) &&
+              count_tmp_files() == 0,
+          "a file one float short is refused, the previous file intact: \"%s\"", err);
+    free(y);
+    rc = wf_st_writer_open(&w, p, t, 3, meta, 2, 0, err, sizeof err);
+    int over = wf_st_writer_floats(w, all, n, err, sizeof err);
+    wf_st_writer_abort(w);
+    y = slurp(p, &lb);
+    check(rc == 0 && over == -1 && strstr(err, "more than") && la == lb && !memcmp(x, y, (size_t)la) &&
+              count_tmp_files() == 0,
+          "bytes beyond the tensors are refused, aborted, the previous file intact: \"%s\"", err);
+    free(x);
+    free(y);
+    free(all);
+    remove(p);
+    remove(q);
+}
+
 int main(void)
 {
     if (make_dir("weft_test_st") != 0)
@@ -472,6 +534,7 @@ int main(void)
     char p[512];
     path_in(p, sizeof p, "model.safetensors");
     test_round_trip(p);
+    test_streamed(p);
     cross_check(p);
     test_corrupt(p);
     test_failed_writes(p);

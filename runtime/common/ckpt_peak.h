@@ -1,0 +1,39 @@
+/* ckpt_peak.h: the host memory a checkpoint save takes on one rank, the one
+ * formula `weft check` states (compiler/report_ckpt.c) and the runtime
+ * compares with what the save allocated (runtime/common/ckpt.c).
+ *
+ * The save goes tensor by tensor, in file order.  For each, every rank copies
+ * its piece (its ZeRO shard of it, or all of its tp shard) to host memory;
+ * dp rank 0 of each tp group gathers the pieces into the tp shard; the
+ * stage's writer (dp 0, tp 0) receives the tp shards one at a time and puts
+ * each in its places of the whole tensor, transposed where the file wants
+ * it, in a buffer it writes from.  So a rank holds at most: one piece (<= the
+ * largest tp shard, L floats), on dp 0 one tp shard (L), on the writer one
+ * received shard (L, tp > 1) and one whole tensor (W floats), or under
+ * --async-save the whole stage it holds until written (held bytes) in place
+ * of that one tensor.  World
+ * rank 0 joins pipeline stages' files through one buffer of at most
+ * WF_CKPT_JOIN_PIECE bytes. */
+#ifndef WEFT_CKPT_PEAK_H
+#define WEFT_CKPT_PEAK_H
+
+#define WF_CKPT_JOIN_PIECE (64.0 * 1024 * 1024)
+
+/* bytes; held 0 for a synchronous save */
+static inline double wf_ckpt_save_peak(double whole_max, double local_max, int tp, int dp_rank, int tp_rank,
+                                       double held) {
+    double b = 4.0 * local_max;  /* this rank's piece */
+    if (dp_rank == 0) b += 4.0 * local_max;  /* its tp shard, gathered over dp */
+    if (dp_rank == 0 && tp_rank == 0) {
+        if (tp > 1) b += 4.0 * local_max;  /* another tp rank's shard, received */
+        b += held > 0 ? held : 4.0 * whole_max;
+    }
+    return b;
+}
+
+/* the join's buffer, for stage files of at most file_data bytes of tensors */
+static inline double wf_ckpt_join_buffer(double file_data) {
+    return file_data < WF_CKPT_JOIN_PIECE ? file_data : WF_CKPT_JOIN_PIECE;
+}
+
+#endif
