@@ -214,14 +214,18 @@ static void round_output(writer *o, const Program *p, int i, const operands *x) 
     emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
 }
 
+/* An input gradient in its output gradient's place (op_dinput_shared) is
+ * that gradient, rounded already: no rounding of its own. */
 static void round_input_grads(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = act_round_fn(p);
     const ir_op *op = &p->ops[i];
     if (staged(p))
         for (int k = 0; k < op->n_in; k++)
-            emit(o, "    /* d + D_%s: stored rounded to %s */\n", k ? x->in1 : x->in0, p->precision);
+            if (!op_dinput_shared(p, op, k))
+                emit(o, "    /* d + D_%s: stored rounded to %s */\n", k ? x->in1 : x->in0, p->precision);
     if (!fn) return;
     for (int k = 0; k < op->n_in; k++) {
+        if (op_dinput_shared(p, op, k)) continue;
         const ir_tensor *t = &p->tensors[op->in[k]];
         emit(o, "    %s(c, d + D_%s, %s * %ldL);\n", fn, k ? x->in1 : x->in0, t->rows_div > 1 ? "NL" : "N",
              t->width);
@@ -450,16 +454,19 @@ void emit_backward_op(writer *o, const Program *p, int i) {
 
 /* The two halves of op i's backward for zero-bubble schedules: B (input
  * gradient) when `weight` is 0, W (parameter gradients) when it is 1.
- * Returns 1 if that half emitted anything.  An op without inputs (a
- * lookup) is all W, one without parameters all B; the others have their
- * row's two calls. */
+ * Returns 1 if that half emitted anything.  An op whose parameter gradients
+ * do not wait for W (op_weight_grad_in_w: all but the GEMMs' dW) runs its
+ * whole backward in B; an op without inputs whose row defers them (a
+ * lookup, the patch embedding) is all W; the others have their row's two
+ * calls. */
 int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     const ir_op *op = &p->ops[i];
     const op_row *r = op_row_of(op->kind);
     operands x;
     get_operands(p, i, &x);
-    if (op->n_in == 0 || op->n_param == 0) {
-        if (weight != (op->n_in == 0) || !(weight ? op->grad_w : op->grad_in)) return 0;
+    if (!op_weight_grad_in_w(p, op) || op->n_in == 0) {
+        int in_w = op_weight_grad_in_w(p, op);
+        if (weight != in_w || !(op->grad_in || op->grad_w)) return 0;
         in_w_half = weight;
         emit_backward_op(o, p, i);
         in_w_half = 0;
@@ -485,9 +492,6 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         r->emit_bwd_input(o, p, i, &x, op_kernels_of(p, op));
     if (weight) round_param_grads(o, p, i, &x);
     else round_input_grads(o, p, i, &x);
-    /* the chunked head's B half wrote its weight gradient: stored now (its
-     * W half widens and stores the same values again) */
-    if (!weight && grad16(p) && op->grad_w && widens_itself(p, op)) narrow_grads(o, p, i);
     return 1;
 }
 

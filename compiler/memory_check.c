@@ -3,7 +3,10 @@
  * arena that are live at the same time share a float, but for the planned
  * in-place aliases (memory_inplace.c), each accepted only as planned: the
  * output's alias is the input, at the same offset with the same size, and
- * the input's interval ends at the tick where the output's begins.  It runs
+ * the input's interval ends at the tick where the output's begins; and the
+ * bias adds' shared gradients (memory_grads.c), accepted only as planned:
+ * same offset and size, the input gradient's interval beginning inside its
+ * output gradient's (or further down a chain of such), not zeroed there.  It runs
  * after every memory pass, so a layout bug is a compile error, not a wrong
  * gradient. */
 #include <stdlib.h>
@@ -45,8 +48,18 @@ static void place_name(const Program *p, const mem_place *pl, char *out, size_t 
     else snprintf(out, n, "%s %s", pl->kind == PLACE_ACT ? "activation" : "gradient", label);
 }
 
-/* x takes y's place in place, as planned (offsets already compared equal) */
+/* x takes y's place in place, as planned (offsets already compared equal):
+ * an in-place op's output, whose input dies where it is written; or a bias
+ * add's input gradient, which is its output gradient (memory_grads.c),
+ * from the bias add's step on, where that one is live */
 static int planned_alias(const Program *p, const mem_place *x, const mem_place *y) {
+    if (x->kind == PLACE_DACT && y->kind == PLACE_DACT) {
+        if (x->id == y->id || x->numel != y->numel || x->zero_op >= 0) return 0;
+        if (p->tensors[x->id].dalias == y->id) return y->begin <= x->begin && x->begin <= y->end;
+        for (int t = p->tensors[x->id].dalias; t > 0; t = p->tensors[t].dalias)
+            if (t == y->id) return 1;  /* further down a chain: each link is checked on its own */
+        return 0;
+    }
     return x->kind == PLACE_ACT && y->kind == PLACE_ACT && x->id != y->id && p->tensors[x->id].alias == y->id &&
            x->numel == y->numel && y->end == x->begin;
 }
@@ -98,7 +111,7 @@ void memory_dump(const Program *p, FILE *out) {
     fprintf(out, "memory places (activation slot: live forward ops; the stage's recompute region: forward ops, "
                  "or under full recompute ticks, each block's forward then its backward; gradient set: live "
                  "backward steps of its chunk, zeroed before op; \"in place of\": an in-place op's output in "
-                 "its dying input's place):\n");
+                 "its dying input's place; \"shares the place of\": a bias add's input gradient, its output gradient):\n");
     for (int i = 0; i < p->n_places; i++) {
         const mem_place *pl = &p->places[i];
         place_name(p, pl, name, sizeof name);
@@ -113,7 +126,12 @@ void memory_dump(const Program *p, FILE *out) {
             place_name(p, &in, name, sizeof name);
             fprintf(out, " in place of %s", name + strlen("activation "));
         }
-        if (in_dacts(pl)) {
+        if (pl->kind == PLACE_DACT && p->tensors[pl->id].dalias > 0) {  /* memory_grads.c */
+            mem_place to = *pl;
+            to.id = p->tensors[pl->id].dalias;
+            place_name(p, &to, name, sizeof name);
+            fprintf(out, " shares the place of %s", name);
+        } else if (in_dacts(pl)) {
             if (pl->zero_op >= 0) fprintf(out, " zeroed before op %d", pl->zero_op);
             else fprintf(out, " received whole");
         }

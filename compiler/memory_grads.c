@@ -9,9 +9,10 @@
  * of the chunk's output on a pipeline stage, which the receive writes whole
  * before the backward starts.  The chunk input's gradient lives to the end
  * (it is copied out to be sent after the backward).  Under a split backward
- * (zero-bubble) the gradients W reads (each weighted op's output gradient:
- * dW needs dy) live to the end too, as W runs after the whole B; every other
- * gradient dies at its last touch in B, and later ones take its place.
+ * (zero-bubble) the gradients W reads (the output gradient of each op whose
+ * parameter gradients wait for W, a GEMM's: dW needs dy) live to the end
+ * too, as W runs after the whole B; every other gradient dies at its last
+ * touch in B, and later ones take its place.
  *
  * A set holds one (microbatch, chunk) backward at a time: from its first
  * gradient receive or its BWD (zero-bubble: B) to the end of its BWD (or W).
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "memory_pack.h"
+#include "ops.h"
 #include "program.h"
 #include "schedule.h"
 
@@ -41,13 +43,48 @@ static void partners(const Program *p, int i, int out[3]) {
     if (out[1] >= 0 && p->ops[out[1]].fused == FUSED_LIN_GELU_GELU) out[2] = out[1] - 1;
 }
 
-/* Whether op o's W half (zero-bubble) reads its output's gradient: every
- * weight half does (linear, norms, bias and position adds: dW from dy and x),
- * and an op without inputs (the embedding) runs its whole backward in W
- * (emit_ops.c's emit_backward_half). */
-static int w_reads_output_grad(const ir_op *o) {
-    if (o->n_in == 0 || o->n_param == 0) return o->n_in == 0 && o->grad_w;
-    return o->grad_w;
+/* Whether op o's W half (zero-bubble) reads its output's gradient: a W half
+ * runs where the op's parameter gradients wait for W (ops.h's
+ * op_weight_grad_in_w: the GEMMs' dW from dy and x, and an op without
+ * inputs, the embedding, whose whole backward is there); the others'
+ * parameter gradients run in B with the input gradient. */
+static int w_reads_output_grad(const Program *p, const ir_op *o) {
+    return op_weight_grad_in_w(p, o);
+}
+
+/* The tensor whose gradient place op i's input gradient may share (a bias
+ * add's or a partial sum's all-reduce's output, ops.h's grad_alias), or 0.  Only where the two are one
+ * value: op i is the input's only reader (no other op adds into its
+ * gradient, and no other chunk or stage sends one), the input is made in
+ * chunk k and is not its input, both have the same size and storage type,
+ * and op i is in no fused pair.  The output gradient must be one the
+ * backward builds, not the received one (a receive writes it whole; not a
+ * case that occurs, as a residual add follows every bias add).  A
+ * sequence-parallel reduce-scatter (tp_scatter) changes the rows: not one. */
+static int grad_alias_of(const Program *p, int k, int i, int received) {
+    const ir_op *o = &p->ops[i];
+    const op_row *r = op_row_of(o->kind);
+    if (!r || !r->grad_alias || !o->grad_in || o->n_in != 1 || o->fused != FUSED_NONE || o->dgelu != DGELU_NONE)
+        return 0;
+    int a = o->in[0], out = o->out;
+    if (a <= 0 || out <= 0 || out == received || p->ops[p->tensors[a].producer].chunk != k ||
+        !memory_carries_grad(p, a) || !memory_carries_grad(p, out))
+        return 0;
+    for (int c = 0; c < p->n_chunks; c++)
+        if (p->chunk_in[c] == a) return 0;
+    if (memory_tensor_numel(p, a) != memory_tensor_numel(p, out) || p->tensors[a].dtype != p->tensors[out].dtype)
+        return 0;
+    for (int j = 0; j < p->n_ops; j++)
+        for (int n = 0; n < p->ops[j].n_in; n++)
+            if (p->ops[j].in[n] == a && j != i) return 0;
+    return out;
+}
+
+/* The place a shared gradient item lies in: its chain's last item (a tensor
+ * shares with one made after it, so the chain ends). */
+static int root_of(const int *shares, int it) {
+    while (shares[it] >= 0) it = shares[it];
+    return it;
 }
 
 /* Chunk k's gradient places: index into items, by tensor (0: none); the
@@ -102,10 +139,33 @@ static long lay_out_chunk(Program *p, int k) {
         if (g.id[it] == p->n_tensors) g.items[it].end = steps - 1;
     /* zero-bubble: what W reads lives past the last B step, to W */
     for (int i = first; split && i < end; i++) {
-        int it = w_reads_output_grad(&p->ops[i]) && p->ops[i].out > 0 ? g.item_of[p->ops[i].out] : -1;
+        int it = w_reads_output_grad(p, &p->ops[i]) && p->ops[i].out > 0 ? g.item_of[p->ops[i].out] : -1;
         if (it >= 0) g.items[it].end = steps - 1;
     }
-    long size = pack_first_fit(g.items, g.n);
+    /* an input gradient in its output gradient's place (grad_alias_of): the
+     * two are packed as one item over both intervals (they meet at the op's
+     * step), and the places keep their own intervals.  Chains (a row-
+     * parallel linear's partial sums all-reduced, then the bias added) share
+     * one place: root_of follows them. */
+    int *shares = wf_checked(malloc(sizeof(int) * (size_t)(g.n + 1)), "memory pass");
+    pack_item *packed = wf_checked(calloc((size_t)g.n + 1, sizeof *packed), "memory pass");
+    for (int it = 0; it < g.n; it++) shares[it] = -1;
+    for (int i = first; i < end; i++) {
+        int out = grad_alias_of(p, k, i, received), a = p->ops[i].in[0];
+        if (!out || g.item_of[a] < 0 || g.item_of[out] < 0) continue;
+        shares[g.item_of[a]] = g.item_of[out];
+        p->tensors[a].dalias = out;
+    }
+    int n_packed = 0, *packed_of = wf_checked(malloc(sizeof(int) * (size_t)(g.n + 1)), "memory pass");
+    for (int it = 0; it < g.n; it++)
+        if (shares[it] < 0) packed_of[it] = n_packed, packed[n_packed++] = g.items[it];
+    for (int it = 0; it < g.n; it++) {
+        pack_item *to = &packed[packed_of[root_of(shares, it)]];
+        if (g.items[it].begin < to->begin) to->begin = g.items[it].begin;
+        if (g.items[it].end > to->end) to->end = g.items[it].end;
+    }
+    long size = pack_first_fit(packed, n_packed);
+    for (int it = 0; it < g.n; it++) g.items[it].offset = packed[packed_of[root_of(shares, it)]].offset;
     for (int it = 0; it < g.n; it++) {
         mem_place pl;
         memset(&pl, 0, sizeof pl);
@@ -117,7 +177,8 @@ static long lay_out_chunk(Program *p, int k) {
         pl.begin = g.items[it].begin;
         pl.end = g.items[it].end;
         pl.numel = g.items[it].size;
-        pl.zero_op = !in && g.id[it] == received ? -1 : end - 1 - pl.begin;
+        /* not zeroed: received whole, or sharing a place built before it */
+        pl.zero_op = !in && (g.id[it] == received || shares[it] >= 0) ? -1 : end - 1 - pl.begin;
         if (in) p->chunk_in_doffset[k] = g.items[it].offset;
         else p->tensors[g.id[it]].doffset = g.items[it].offset;
         memory_add_place(p, &pl);
@@ -125,6 +186,9 @@ static long lay_out_chunk(Program *p, int k) {
     free(g.item_of);
     free(g.items);
     free(g.id);
+    free(shares);
+    free(packed);
+    free(packed_of);
     return size;
 }
 

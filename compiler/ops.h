@@ -101,6 +101,19 @@ typedef struct {
     int (*act16)(const Program *p, const ir_op *o);
     unsigned backends;         /* BACKEND_CPU | BACKEND_CUDA */
     int gemm_weight;           /* parameter 0 is a GEMM weight (16-bit copies under act16) */
+    /* zero-bubble (a split backward): its parameter gradients wait for the
+     * W half.  Only a GEMM's dW (x^T dy) does, as in Qi et al. 2023: it costs
+     * as much as the input gradient and nothing before this stage waits for
+     * it.  The others' parameter gradients (the norms' and biases' sums) run
+     * in B with their input gradient, so their output gradient dies there
+     * (op_weight_grad_in_w has the one exception, ZeRO >= 2). */
+    int defer_weight_grad;
+    /* its input gradient is its output gradient (d(x + b)/dx = 1): the
+     * memory pass gives both one place where its input has no other reader
+     * (memory_grads.c), and its emitter then skips the input gradient's
+     * copy (a bias add, ops_linear.c; the all-reduce of a row-parallel
+     * linear's partial sums, whose backward is the identity, ops_tp.c) */
+    int grad_alias;
     int lookup;                /* parameter 0 is the token embedding, looked up (not a matmul) */
     int loss;                  /* ends the graph; its output is the per-token loss, which no
                                   kernel writes (losses go to wf_losses): never rounded */
@@ -128,6 +141,13 @@ const op_row *op_row_of(op_kind k);
 const op_kernels *op_kernels_of(const Program *p, const ir_op *o);
 int op_has_backend(op_kind k, unsigned backend);
 int op_act16_always(const Program *p, const ir_op *o);  /* act16: audited, no condition */
+/* Whether op o's parameter gradients are computed in W under a split
+ * backward (zero-bubble); 0 where it has none to compute.  Every reader of
+ * the split (emitter, memory pass, ZeRO plan, simulator) asks this. */
+int op_weight_grad_in_w(const Program *p, const ir_op *o);
+/* Whether op o's input k's gradient shares its output gradient's place
+ * (grad_alias, memory_grads.c): din = dout is there already, no copy. */
+int op_dinput_shared(const Program *p, const ir_op *o, int k);
 static inline long op_in_width(const Program *p, const ir_op *o, int k) { return p->tensors[o->in[k]].width; }
 static inline long op_out_width(const Program *p, const ir_op *o) { return p->tensors[o->out].width; }
 

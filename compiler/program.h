@@ -114,6 +114,9 @@ typedef struct {
     int producer;    /* op index */
     int alias;       /* memory pass: the input whose place it takes (its producer runs in
                         place, ops.h's inplace, and that input dies there); 0: none */
+    int dalias;      /* memory pass: the tensor whose gradient place its gradient shares
+                        (memory_grads.c: a bias add's input, whose gradient is the bias
+                        add's output gradient, ops.h's grad_alias); 0: none */
 } ir_tensor;
 
 /* What the memory pass placed, with its live interval (memory_check.c
