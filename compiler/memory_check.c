@@ -88,6 +88,15 @@ int memory_check(const Program *p) {
                      pl[i].stage, a, off, pl[i].numel, size);
             rc = -1;
         }
+        /* a gradient planned to share its output gradient's place (the
+         * emitter then writes it nowhere) must lie there */
+        if (!rc && pl[i].kind == PLACE_DACT && p->tensors[pl[i].id].dalias > 0 &&
+            p->tensors[p->tensors[pl[i].id].dalias].doffset != off) {
+            place_name(p, &pl[i], a, sizeof a);
+            wf_error("internal: memory pass: stage %d: %s at %ld shares its output gradient's place, at %ld",
+                     pl[i].stage, a, off, p->tensors[p->tensors[pl[i].id].dalias].doffset);
+            rc = -1;
+        }
         /* the same arena (and, for gradients, chunk) is a run of the sorted places */
         for (int j = i + 1; j < p->n_places && !rc && by_arena(&pl[i], &pl[j]) == 0; j++) {
             if (pl[j].begin > pl[i].end || pl[i].begin > pl[j].end) continue;
