@@ -126,7 +126,8 @@ typedef struct {
     op_kernels k[2];
     int (*variant)(const Program *p, const ir_op *o);
     /* emission: forward, whole backward, and the B / W halves (NULL: an op
-     * without inputs is all W, one without parameters all B) */
+     * without parameters is all B, one without inputs all W where its row
+     * defers its weight gradient; emit_ops.c's emit_backward_half) */
     op_emit_fn emit_fwd, emit_bwd, emit_bwd_input, emit_bwd_weight;
     /* its output's name in generated code: a fixed label ("A_EMBED"), or
      * named after its whole first parameter, or (NULL, 0) after its
