@@ -27,11 +27,14 @@ long memory_place_offset(const Program *p, const mem_place *pl) {
     case PLACE_SAVED: return p->ops[pl->id].saved_offset;
     case PLACE_CHUNK_IN: return p->chunk_in_offset[pl->id];
     case PLACE_DACT: return p->tensors[pl->id].doffset;
+    case PLACE_DPARAM: return p->ops[pl->id].wg_doffset;
     default: return p->chunk_in_doffset[pl->id];
     }
 }
 
-static int in_dacts(const mem_place *pl) { return pl->kind == PLACE_DACT || pl->kind == PLACE_DCHUNK_IN; }
+static int in_dacts(const mem_place *pl) {
+    return pl->kind == PLACE_DACT || pl->kind == PLACE_DCHUNK_IN || pl->kind == PLACE_DPARAM;
+}
 
 /* 0: an activation slot, 1: the stage's recompute region, 2: a gradient set */
 static int arena_of(const mem_place *pl) { return in_dacts(pl) ? 2 : pl->region ? 1 : 0; }
@@ -43,8 +46,10 @@ static void place_name(const Program *p, const mem_place *pl, char *out, size_t 
         snprintf(out, n, "%s A_IN_C%d", pl->kind == PLACE_CHUNK_IN ? "activation" : "gradient", pl->id);
         return;
     }
-    op_label(p, pl->kind == PLACE_SAVED ? pl->id : p->tensors[pl->id].producer, label, sizeof label);
+    int op = pl->kind == PLACE_SAVED || pl->kind == PLACE_DPARAM ? pl->id : p->tensors[pl->id].producer;
+    op_label(p, op, label, sizeof label);
     if (pl->kind == PLACE_SAVED) snprintf(out, n, "saved S%s", label + 1);
+    else if (pl->kind == PLACE_DPARAM) snprintf(out, n, "parameter gradients of %s", label);
     else snprintf(out, n, "%s %s", pl->kind == PLACE_ACT ? "activation" : "gradient", label);
 }
 
@@ -120,7 +125,8 @@ void memory_dump(const Program *p, FILE *out) {
     fprintf(out, "memory places (activation slot: live forward ops; the stage's recompute region: forward ops, "
                  "or under full recompute ticks, each block's forward then its backward; gradient set: live "
                  "backward steps of its chunk, zeroed before op; \"in place of\": an in-place op's output in "
-                 "its dying input's place; \"shares the place of\": a bias add's input gradient, its output gradient):\n");
+                 "its dying input's place; \"shares the place of\": a bias add's input gradient, its output gradient; "
+                 "\"parameter gradients of\": an op's, staged in B for W, ZeRO >= 2 under zb-h1):\n");
     for (int i = 0; i < p->n_places; i++) {
         const mem_place *pl = &p->places[i];
         place_name(p, pl, name, sizeof name);

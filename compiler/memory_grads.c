@@ -80,6 +80,14 @@ static int grad_alias_of(const Program *p, int k, int i, int received) {
     return out;
 }
 
+/* Floats of op o's staged parameter gradients: the first parameter's, then
+ * the second's at the next multiple of 16 (as emit_ops.c spells them). */
+long memory_staged_numel(const Program *p, const ir_op *o) {
+    long n = align16(p->params[o->param[0]].numel);
+    if (o->n_param > 1) n += align16(p->params[o->param[1]].numel);
+    return n;
+}
+
 /* The place a shared gradient item lies in: its chain's last item (a tensor
  * shares with one made after it, so the chain ends). */
 static int root_of(const int *shares, int it) {
@@ -92,7 +100,8 @@ static int root_of(const int *shares, int it) {
 typedef struct {
     int *item_of;  /* n_tensors + 1 */
     pack_item *items;
-    int *id;       /* the tensor of each item (n_tensors: the chunk input) */
+    int *id;       /* the tensor of each item (n_tensors: the chunk input; -1 - i: op i's
+                      staged parameter gradients) */
     int n;
 } chunk_grads;
 
@@ -142,6 +151,18 @@ static long lay_out_chunk(Program *p, int k) {
         int it = w_reads_output_grad(p, &p->ops[i]) && p->ops[i].out > 0 ? g.item_of[p->ops[i].out] : -1;
         if (it >= 0) g.items[it].end = steps - 1;
     }
+    /* parameter gradients staged in B (op_weight_grad_staged): from the
+     * op's B step, where they are zeroed and written, to W, which adds them
+     * into their bucket */
+    for (int i = first; split && i < end; i++) {
+        const ir_op *o = &p->ops[i];
+        if (!op_weight_grad_staged(p, o)) continue;
+        int it = g.n++;
+        g.items[it].begin = end - 1 - i;
+        g.items[it].end = steps - 1;
+        g.items[it].size = memory_staged_numel(p, o);
+        g.id[it] = -1 - i;
+    }
     /* an input gradient in its output gradient's place (grad_alias_of): the
      * two are packed as one item over both intervals (they meet at the op's
      * step), and the places keep their own intervals.  Chains (a row-
@@ -152,6 +173,7 @@ static long lay_out_chunk(Program *p, int k) {
     for (int it = 0; it < g.n; it++) shares[it] = -1;
     for (int i = first; i < end; i++) {
         int out = grad_alias_of(p, k, i, received), a = p->ops[i].in[0];
+        if (!out) continue;
         if (!out || g.item_of[a] < 0 || g.item_of[out] < 0) continue;
         shares[g.item_of[a]] = g.item_of[out];
         p->tensors[a].dalias = out;
@@ -169,6 +191,20 @@ static long lay_out_chunk(Program *p, int k) {
     for (int it = 0; it < g.n; it++) {
         mem_place pl;
         memset(&pl, 0, sizeof pl);
+        if (g.id[it] < 0) {  /* staged parameter gradients */
+            int i = -1 - g.id[it];
+            pl.kind = PLACE_DPARAM;
+            pl.stage = k % p->pp;
+            pl.chunk = k;
+            pl.id = i;
+            pl.begin = g.items[it].begin;
+            pl.end = g.items[it].end;
+            pl.numel = g.items[it].size;
+            pl.zero_op = i;
+            p->ops[i].wg_doffset = g.items[it].offset;
+            memory_add_place(p, &pl);
+            continue;
+        }
         int in = g.id[it] == p->n_tensors;
         pl.kind = in ? PLACE_DCHUNK_IN : PLACE_DACT;
         pl.stage = k % p->pp;
@@ -237,6 +273,7 @@ int memory_lay_out_grads(Program *p) {
     p->dact_sets = wf_checked(calloc((size_t)p->pp, sizeof(int)), "memory pass");
     p->chunk_in_doffset = wf_checked(calloc((size_t)(p->n_chunks > 0 ? p->n_chunks : 1), sizeof(long)), "memory pass");
     for (int t = 0; t < p->n_tensors; t++) p->tensors[t].doffset = -1;
+    for (int i = 0; i < p->n_ops; i++) p->ops[i].wg_doffset = -1;
     for (int k = 0; k < p->n_chunks; k++) {
         long size = lay_out_chunk(p, k);
         if (size > p->dact_numel[k % p->pp]) p->dact_numel[k % p->pp] = size;

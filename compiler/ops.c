@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "ops.h"
+#include "schedule.h"
 
 #define BOTH (BACKEND_CPU | BACKEND_CUDA)
 #define FWD_BWD(f, b) { { f, b, NULL, NULL }, { NULL, NULL, NULL, NULL } }
@@ -188,16 +189,14 @@ int op_act16_always(const Program *p, const ir_op *o) {
 }
 
 int op_weight_grad_in_w(const Program *p, const ir_op *o) {
+    (void)p;
+    return o->grad_w && o->n_param > 0 && op_row_of(o->kind)->defer_weight_grad;
+}
+
+int op_weight_grad_staged(const Program *p, const ir_op *o) {
     const op_row *r = op_row_of(o->kind);
-    if (!o->grad_w || o->n_param == 0) return 0;
-    if (r->defer_weight_grad) return 1;
-    /* ZeRO >= 2: a gradient written in B lands in its bucket's buffer
-     * before every W of the chunk, so that buffer could share memory with
-     * no bucket W completes (zero_plan.c): all of them live at once, the
-     * stage's whole gradient.  There the small sums wait for W as before.
-     * The LM head computes its weight gradient inside its chunked B call
-     * (ops_loss.c), and its one bucket is kept live through the chunk. */
-    return p->zero >= 2 && !r->loss;
+    return p->zero >= 2 && p->pp > 1 && p->sched && p->sched->split_backward && o->grad_w && o->n_param > 0 &&
+           !r->defer_weight_grad && !r->loss;
 }
 
 int op_dinput_shared(const Program *p, const ir_op *o, int k) {

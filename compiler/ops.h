@@ -106,7 +106,7 @@ typedef struct {
      * as much as the input gradient and nothing before this stage waits for
      * it.  The others' parameter gradients (the norms' and biases' sums) run
      * in B with their input gradient, so their output gradient dies there
-     * (op_weight_grad_in_w has the one exception, ZeRO >= 2). */
+     * (under ZeRO >= 2 staged for W to add in, op_weight_grad_staged). */
     int defer_weight_grad;
     /* its input gradient is its output gradient (d(x + b)/dx = 1): the
      * memory pass gives both one place where its input has no other reader
@@ -143,9 +143,19 @@ const op_kernels *op_kernels_of(const Program *p, const ir_op *o);
 int op_has_backend(op_kind k, unsigned backend);
 int op_act16_always(const Program *p, const ir_op *o);  /* act16: audited, no condition */
 /* Whether op o's parameter gradients are computed in W under a split
- * backward (zero-bubble); 0 where it has none to compute.  Every reader of
- * the split (emitter, memory pass, ZeRO plan, simulator) asks this. */
+ * backward (zero-bubble): its row defers them (defer_weight_grad); 0 where
+ * it has none to compute.  Every reader of the split (emitter, memory pass,
+ * ZeRO plan, simulator) asks this. */
 int op_weight_grad_in_w(const Program *p, const ir_op *o);
+/* Whether op o's parameter gradients, computed in B, are staged there:
+ * ZeRO >= 2 under a split backward.  A gradient written into its bucket's
+ * buffer in B would be there before every W of the chunk, so that buffer
+ * could share memory with no bucket W completes (zero_plan.c): all of them
+ * live at once, the stage's whole gradient.  So B writes the sums into the
+ * microbatch's gradient set (memory_grads.c) and W adds them into the
+ * bucket at the op's place.  Not the LM head, whose chunked B call writes
+ * its bucket (kept live through the chunk, zero_plan.c). */
+int op_weight_grad_staged(const Program *p, const ir_op *o);
 /* Whether op o's input k's gradient shares its output gradient's place
  * (grad_alias, memory_grads.c): din = dout is there already, no copy. */
 int op_dinput_shared(const Program *p, const ir_op *o, int k);

@@ -121,23 +121,20 @@ done
 # parameter gradients wait for W (ops.h's op_weight_grad_in_w).  A row-
 # parallel c_proj's output, its all-reduce's and its bias add's gradients
 # are one value in one place (ops.h's grad_alias): h each of the two, 2h.
-# c_attn's 3h/t and c_fc's 4h/t add 0.875h.
-#   ZeRO-2: the norms' and biases' sums stay in W (a gradient B wrote would
-#   pin its bucket buffer), so d(ln_1) and d(ln_2) stay too: 4.875 x 128 =
-#   624 MiB a layer; then the position add's output and the token lookup's
-#   partial sum (its all-reduce's output in its place), 2 x 128 MiB.  All
-#   are live at B's last step: at least 24 x 624 + 256 = 15232 MiB.
-#   ZeRO-0: only the GEMMs' dW wait: 2.875 x 128 = 368 MiB a layer, and the
-#   lookup's partial sum (its whole backward is W's), 128 MiB: at least
-#   24 x 368 + 128 = 8960 MiB.
-# Each at most that plus what B needs for the rest, no more than 1F1B's
-# whole set (its peak at one step).  With every parameter gradient in W and
-# no shared places it was 21376 MiB (24 x 880 + 256); with every gradient
-# of the chunk kept to W, 39.38 GiB.
+# c_attn's 3h/t and c_fc's 4h/t add 0.875h: 2.875 x 128 = 368 MiB a layer;
+# then the token lookup's partial sum (its whole backward is W's; its all-
+# reduce's output in its place), 128 MiB.  All are live at B's last step:
+# at least 24 x 368 + 128 = 8960 MiB, at most that plus what B needs for the
+# rest, no more than 1F1B's whole set (its peak at one step).  Under ZeRO-2
+# the norms' and biases' parameter gradients B computes wait in the set for
+# W (op_weight_grad_staged): 2 norms x 2h + 2 biases x h floats a layer, 6 x
+# 32 KiB = 192 KiB, 4.5 MiB in all, inside that margin.  With every
+# parameter gradient in W and no shared places it was 21376 MiB (24 x 880 +
+# 256); with every gradient of the chunk kept to W, 39.38 GiB.
 grads() { "$WEFT" check --backend cuda plans/paper/narayanan_39_1b.lua --set zero="$2" --set pipeline.schedule="$1" |
   awk '$1 == "act." && $2 == "grads" { print $3 * ($4 == "GiB" ? 1024 : $4 == "MiB" ? 1 : $4 == "KiB" ? 1 / 1024 : 0) }'; }
 one=$(grads 1f1b 2)
-for zl in "2 15232" "0 8960"; do
+for zl in "2 8960" "0 8960"; do
   read -r zero low <<<"$zl"
   zb=$(grads zb-h1 "$zero")
   check "narayanan_39_1b zb-h1 ZeRO-$zero: stage 0 activation gradients $zb MiB, within [$low, $low + 1F1B's $one] MiB" \

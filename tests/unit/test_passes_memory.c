@@ -279,15 +279,16 @@ static void attention(void) {
  * step (its gamma and beta sums run in B now, with its input gradient) its
  * output gradient d(ln_1) hN is live too: the set holds at least 38hN, and
  * the others (residuals, attention's output, the received gradient) fit in
- * the places not yet taken, so first-fit attains it exactly.  Under ZeRO-2
- * the norms' sums stay in W (op_weight_grad_in_w's exception: a B-written
- * gradient would pin its bucket buffer), so d(ln_1) and d(ln_2) are kept to W
- * too, 11hN a block: (4 x 11 + 1) hN, what every plan kept before.  1F1B's
- * set on the same plan is one block's peak, 7hN (one_block). */
+ * the places not yet taken, so first-fit attains it exactly (before, with
+ * the norms' sums in W, d(ln_1) and d(ln_2) were kept too: (4 x 11 + 1) hN).
+ * Under ZeRO-2 B writes the norms' gamma and beta gradients into the set
+ * (op_weight_grad_staged), each op's 2 x align16(h) = 2h floats from its B
+ * step to W: 4 blocks x 2 norms x 2h = 16h more, all live at that step
+ * too.  1F1B's set on the same plan is one block's peak, 7hN (one_block). */
 static void zero_bubble(void) {
     const char *sets[][2] = { { "pipeline.schedule=zb-h1", "zero=0" }, { "pipeline.schedule=zb-h1", "zero=2" },
                               { "pipeline.schedule=1f1b", "zero=0" } };
-    const long blocks[] = { 4 * 9 + 2, 4 * 11 + 1, 7 };
+    const long blocks[] = { 4 * 9 + 2, 4 * 9 + 2, 7 }, staged[] = { 0, 4 * 2 * 2, 0 };  /* hN; h */
     for (int i = 0; i < 3; i++) {
         Program p;
         if (compile_with(&p, "plans/tiny.lua", "cpu", "model.layers=8", "mesh.pp=2", "batch.micro=4", sets[i][0],
@@ -296,7 +297,7 @@ static void zero_bubble(void) {
             continue;
         }
         long hN = (long)p.hidden * p.micro * p.seq;
-        long want = blocks[i] * hN;
+        long want = blocks[i] * hN + staged[i] * p.hidden;
         check(p.dact_numel[0] == want && program_dact_sets(&p, 0) == 1,
               "tiny pp 2 %s %s: stage 0's activation-gradient set %ld floats x %d (want %ld x 1)", sets[i][0],
               sets[i][1], p.dact_numel[0], program_dact_sets(&p, 0), want);
