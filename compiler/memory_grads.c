@@ -12,7 +12,11 @@
  * (zero-bubble) the gradients W reads (the output gradient of each op whose
  * parameter gradients wait for W, a GEMM's: dW needs dy) live to the end
  * too, as W runs after the whole B; every other gradient dies at its last
- * touch in B, and later ones take its place.
+ * touch in B, and later ones take its place.  Under ZeRO >= 2 the other
+ * ops' parameter gradients, computed in B, wait in the set for W to add
+ * them into their bucket (ops.h's op_weight_grad_staged).  An input
+ * gradient equal to its output gradient (a bias add's, a partial sum's
+ * all-reduce's: grad_alias_of) takes that gradient's place.
  *
  * A set holds one (microbatch, chunk) backward at a time: from its first
  * gradient receive or its BWD (zero-bubble: B) to the end of its BWD (or W).
