@@ -88,6 +88,12 @@ static void sname(const Program *p, int i, char *out, size_t n) {
     snprintf(out, n, "S%s", label + 1);
 }
 
+/* The op whose B half is being emitted with its parameter gradients staged
+ * in the gradient set (ops.h's op_weight_grad_staged), or -1: its `g` then
+ * points there (widen_grads), the first parameter's at 0 and the second's
+ * after it, as under grad16. */
+static int staging_op = -1;
+
 void get_operands(const Program *p, int i, operands *x) {
     const ir_op *op = &p->ops[i];
     memset(x, 0, sizeof *x);
@@ -103,7 +109,7 @@ void get_operands(const Program *p, int i, operands *x) {
     const char *gp = p->zero >= 2 ? "G_" : "P_";
     if (op->n_param > 0) macro_name(gp, p->params[op->param[0]].name, x->g0, sizeof x->g0);
     if (op->n_param > 1) macro_name(gp, p->params[op->param[1]].name, x->g1, sizeof x->g1);
-    if (grad16(p) && op->n_param > 0) {  /* g is the widened scratch (widen_grads) */
+    if ((grad16(p) || i == staging_op) && op->n_param > 0) {  /* g is the widened scratch (widen_grads) */
         snprintf(x->g0, sizeof x->g0, "0");
         if (op->n_param > 1) snprintf(x->g1, sizeof x->g1, "%ldL", align16(p->params[op->param[0]].numel));
     }
@@ -157,6 +163,10 @@ static int widens_itself(const Program *p, const ir_op *op) {
 
 static void widen_grads(writer *o, const Program *p, int i) {
     const ir_op *op = &p->ops[i];
+    if (i == staging_op) {  /* no bucket: the gradient set, zeroed before (memory_grads.c) */
+        emit(o, "    g = d + %ldL;  /* staged for W */\n", op->wg_doffset);
+        return;
+    }
     if (!grad16(p) || op->n_param == 0 || !op->grad_w) return;
     char a[WF_MAX_NAME + 8], b[WF_MAX_NAME + 8];
     grad16_names(p, i, a, b, sizeof a);
@@ -214,14 +224,18 @@ static void round_output(writer *o, const Program *p, int i, const operands *x) 
     emit(o, "    %s(c, a + %s, %s * %ldL);\n", fn, x->out, x->rows, x->width);
 }
 
+/* An input gradient in its output gradient's place (op_dinput_shared) is
+ * that gradient, rounded already: no rounding of its own. */
 static void round_input_grads(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = act_round_fn(p);
     const ir_op *op = &p->ops[i];
     if (staged(p))
         for (int k = 0; k < op->n_in; k++)
-            emit(o, "    /* d + D_%s: stored rounded to %s */\n", k ? x->in1 : x->in0, p->precision);
+            if (!op_dinput_shared(p, op, k))
+                emit(o, "    /* d + D_%s: stored rounded to %s */\n", k ? x->in1 : x->in0, p->precision);
     if (!fn) return;
     for (int k = 0; k < op->n_in; k++) {
+        if (op_dinput_shared(p, op, k)) continue;
         const ir_tensor *t = &p->tensors[op->in[k]];
         emit(o, "    %s(c, d + D_%s, %s * %ldL);\n", fn, k ? x->in1 : x->in0, t->rows_div > 1 ? "NL" : "N",
              t->width);
@@ -231,7 +245,7 @@ static void round_input_grads(writer *o, const Program *p, int i, const operands
 static void round_param_grads(writer *o, const Program *p, int i, const operands *x) {
     const char *fn = grad_accum16(p) ? round_fn(p) : NULL;  /* plan.grad_accum = "fp32": never */
     const ir_op *op = &p->ops[i];
-    if (!fn || op->n_param == 0) return;
+    if (!fn || op->n_param == 0 || i == staging_op) return;  /* staged: rounded when W adds it in */
     if (grad16(p)) {  /* stored rounded, as 16-bit bits */
         narrow_grads(o, p, i);
         return;
@@ -450,16 +464,34 @@ void emit_backward_op(writer *o, const Program *p, int i) {
 
 /* The two halves of op i's backward for zero-bubble schedules: B (input
  * gradient) when `weight` is 0, W (parameter gradients) when it is 1.
- * Returns 1 if that half emitted anything.  An op without inputs (a
- * lookup) is all W, one without parameters all B; the others have their
- * row's two calls. */
+ * Returns 1 if that half emitted anything.  An op whose parameter gradients
+ * do not wait for W (op_weight_grad_in_w: all but the GEMMs' dW) runs its
+ * whole backward in B; an op without inputs whose row defers them (a
+ * lookup, the patch embedding) is all W; the others have their row's two
+ * calls. */
 int emit_backward_half(writer *o, const Program *p, int i, int weight) {
     const ir_op *op = &p->ops[i];
     const op_row *r = op_row_of(op->kind);
     operands x;
     get_operands(p, i, &x);
-    if (op->n_in == 0 || op->n_param == 0) {
-        if (weight != (op->n_in == 0) || !(weight ? op->grad_w : op->grad_in)) return 0;
+    if (op_weight_grad_staged(p, op)) {
+        if (!weight) {  /* the whole backward, its parameter gradients into the gradient set */
+            staging_op = i;
+            emit_backward_op(o, p, i);
+            staging_op = -1;
+            emit(o, "    g = wf_grad_ptr(c, 0);\n");
+            return 1;
+        }
+        widen_grads(o, p, i);  /* W: added into the bucket (g), then rounded as a W half's */
+        for (int k = 0; k < op->n_param; k++)
+            emit(o, "    wf_add_grads(c, g + %s, d + %ldL, %ldL);\n", k ? x.g1 : x.g0,
+                 op->wg_doffset + (k ? align16(p->params[op->param[0]].numel) : 0), p->params[op->param[k]].numel);
+        round_param_grads(o, p, i, &x);
+        return 1;
+    }
+    if (!op_weight_grad_in_w(p, op) || op->n_in == 0) {
+        int in_w = op_weight_grad_in_w(p, op);
+        if (weight != in_w || !(op->grad_in || op->grad_w)) return 0;
         in_w_half = weight;
         emit_backward_op(o, p, i);
         in_w_half = 0;
@@ -485,9 +517,6 @@ int emit_backward_half(writer *o, const Program *p, int i, int weight) {
         r->emit_bwd_input(o, p, i, &x, op_kernels_of(p, op));
     if (weight) round_param_grads(o, p, i, &x);
     else round_input_grads(o, p, i, &x);
-    /* the chunked head's B half wrote its weight gradient: stored now (its
-     * W half widens and stores the same values again) */
-    if (!weight && grad16(p) && op->grad_w && widens_itself(p, op)) narrow_grads(o, p, i);
     return 1;
 }
 
@@ -497,6 +526,10 @@ void emit_grad_zeros(writer *o, const Program *p, int i) {
     char label[WF_MAX_NAME + 8];
     for (int k = 0; k < p->n_places; k++) {
         const mem_place *pl = &p->places[k];
+        if (pl->zero_op == i && pl->kind == PLACE_DPARAM) {  /* staged parameter gradients */
+            emit(o, "    wf_zero(d + %ldL, %ldL);\n", p->ops[i].wg_doffset, pl->numel);
+            continue;
+        }
         if (pl->zero_op != i || (pl->kind != PLACE_DACT && pl->kind != PLACE_DCHUNK_IN)) continue;
         int t = pl->kind == PLACE_DACT ? pl->id : p->chunk_in[pl->id];
         tname(p, t, label, sizeof label);

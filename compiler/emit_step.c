@@ -117,13 +117,15 @@ void emit_step(writer *o, const Program *p) {
 /* ---- pipeline stages ------------------------------------------------------ */
 
 /* Zero-bubble: the chunk's backward as B (input gradients, for the stage
- * before) and W (weight gradients, later, in the bubbles; it starts buckets). */
+ * before, with the parameter gradients that are not a GEMM's dW) and W
+ * (the GEMMs' weight gradients, later, in the bubbles; it starts buckets). */
 static void emit_split_chunk(writer *o, const Program *p, int k) {
     int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
     int stage = k % p->pp;
     emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot, int dslot) {\n", k);
-    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot);\n");
-    emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
+    /* g: the parameter gradients B computes (ops.h's op_weight_grad_in_w) */
+    emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot), *g = wf_grad_ptr(c, 0);\n");
+    emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w, (void)g;\n");
     emit(o, "    wf_use_micro(c, m);\n");
     /* ZeRO-3: B reads the weights, so it gathers them (zero_plan.c) */
     int block = -2;
@@ -139,8 +141,10 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w;\n");
     emit(o, "    wf_use_micro(c, m);\n");
     if (p->zero >= 2) emit(o, "    (void)last;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
-    /* buckets are complete after their last W (B writes no bucket but the
-     * chunked LM head's, which zero_plan.c keeps live from that B on).  Full
+    /* buckets are complete after their last W (W runs after the same
+     * microbatch's B, so a bucket with gradients from B is complete there
+     * too; under ZeRO >= 2 B writes no bucket but the chunked LM head's,
+     * which zero_plan.c keeps live from that B on).  Full
      * recompute: the shared region held later blocks since B, so each block
      * is rebuilt again from its saved input before its W. */
     block = -2;

@@ -19,7 +19,8 @@
  * The ops stay in the list (program.h's FUSED_*), so memory planning, the
  * schedule, ZeRO gathers, simulate and inspect see the same graph; emit
  * writes the fused call at the layernorm's place, in forward and backward
- * and in zero-bubble's B half (the W half is the layernorm's own). */
+ * and in zero-bubble's B half (whole there: a layernorm's parameter
+ * gradients do not wait for W, ops.h's op_weight_grad_in_w). */
 #include "program.h"
 
 /* Frozen parameters (weft.vlm's freeze, graph.c's marks): a pair is fused

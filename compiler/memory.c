@@ -307,7 +307,7 @@ int pass_memory(Program *p) {
     int dtype = !p->act16 ? DTYPE_FP32 : strcmp(p->precision, "bf16") == 0 ? DTYPE_BF16 : DTYPE_FP16;
     for (int t = 1; t < p->n_tensors; t++) {
         p->tensors[t].dtype = dtype;
-        p->tensors[t].alias = 0;  /* memory_inplace.c sets it */
+        p->tensors[t].alias = p->tensors[t].dalias = 0;  /* memory_inplace.c, memory_grads.c set them */
     }
     p->act_numel = calloc((size_t)p->pp, sizeof(long));
     p->dact_numel = calloc((size_t)p->pp, sizeof(long));

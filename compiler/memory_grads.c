@@ -9,9 +9,14 @@
  * of the chunk's output on a pipeline stage, which the receive writes whole
  * before the backward starts.  The chunk input's gradient lives to the end
  * (it is copied out to be sent after the backward).  Under a split backward
- * (zero-bubble) the gradients W reads (each weighted op's output gradient:
- * dW needs dy) live to the end too, as W runs after the whole B; every other
- * gradient dies at its last touch in B, and later ones take its place.
+ * (zero-bubble) the gradients W reads (the output gradient of each op whose
+ * parameter gradients wait for W, a GEMM's: dW needs dy) live to the end
+ * too, as W runs after the whole B; every other gradient dies at its last
+ * touch in B, and later ones take its place.  Under ZeRO >= 2 the other
+ * ops' parameter gradients, computed in B, wait in the set for W to add
+ * them into their bucket (ops.h's op_weight_grad_staged).  An input
+ * gradient equal to its output gradient (a bias add's, a partial sum's
+ * all-reduce's: grad_alias_of) takes that gradient's place.
  *
  * A set holds one (microbatch, chunk) backward at a time: from its first
  * gradient receive or its BWD (zero-bubble: B) to the end of its BWD (or W).
@@ -25,6 +30,7 @@
 #include <string.h>
 
 #include "memory_pack.h"
+#include "ops.h"
 #include "program.h"
 #include "schedule.h"
 
@@ -41,13 +47,56 @@ static void partners(const Program *p, int i, int out[3]) {
     if (out[1] >= 0 && p->ops[out[1]].fused == FUSED_LIN_GELU_GELU) out[2] = out[1] - 1;
 }
 
-/* Whether op o's W half (zero-bubble) reads its output's gradient: every
- * weight half does (linear, norms, bias and position adds: dW from dy and x),
- * and an op without inputs (the embedding) runs its whole backward in W
- * (emit_ops.c's emit_backward_half). */
-static int w_reads_output_grad(const ir_op *o) {
-    if (o->n_in == 0 || o->n_param == 0) return o->n_in == 0 && o->grad_w;
-    return o->grad_w;
+/* Whether op o's W half (zero-bubble) reads its output's gradient: a W half
+ * runs where the op's parameter gradients wait for W (ops.h's
+ * op_weight_grad_in_w: the GEMMs' dW from dy and x, and an op without
+ * inputs, the embedding, whose whole backward is there); the others'
+ * parameter gradients run in B with the input gradient. */
+static int w_reads_output_grad(const Program *p, const ir_op *o) {
+    return op_weight_grad_in_w(p, o);
+}
+
+/* The tensor whose gradient place op i's input gradient may share (a bias
+ * add's or a partial sum's all-reduce's output, ops.h's grad_alias), or 0.  Only where the two are one
+ * value: op i is the input's only reader (no other op adds into its
+ * gradient, and no other chunk or stage sends one), the input is made in
+ * chunk k and is not its input, both have the same size and storage type,
+ * and op i is in no fused pair.  The output gradient must be one the
+ * backward builds, not the received one (a receive writes it whole; not a
+ * case that occurs, as a residual add follows every bias add).  A
+ * sequence-parallel reduce-scatter (tp_scatter) changes the rows: not one. */
+static int grad_alias_of(const Program *p, int k, int i, int received) {
+    const ir_op *o = &p->ops[i];
+    const op_row *r = op_row_of(o->kind);
+    if (!r || !r->grad_alias || !o->grad_in || o->n_in != 1 || o->fused != FUSED_NONE || o->dgelu != DGELU_NONE)
+        return 0;
+    int a = o->in[0], out = o->out;
+    if (a <= 0 || out <= 0 || out == received || p->ops[p->tensors[a].producer].chunk != k ||
+        !memory_carries_grad(p, a) || !memory_carries_grad(p, out))
+        return 0;
+    for (int c = 0; c < p->n_chunks; c++)
+        if (p->chunk_in[c] == a) return 0;
+    if (memory_tensor_numel(p, a) != memory_tensor_numel(p, out) || p->tensors[a].dtype != p->tensors[out].dtype)
+        return 0;
+    for (int j = 0; j < p->n_ops; j++)
+        for (int n = 0; n < p->ops[j].n_in; n++)
+            if (p->ops[j].in[n] == a && j != i) return 0;
+    return out;
+}
+
+/* Floats of op o's staged parameter gradients: the first parameter's, then
+ * the second's at the next multiple of 16 (as emit_ops.c spells them). */
+long memory_staged_numel(const Program *p, const ir_op *o) {
+    long n = align16(p->params[o->param[0]].numel);
+    if (o->n_param > 1) n += align16(p->params[o->param[1]].numel);
+    return n;
+}
+
+/* The place a shared gradient item lies in: its chain's last item (a tensor
+ * shares with one made after it, so the chain ends). */
+static int root_of(const int *shares, int it) {
+    while (shares[it] >= 0) it = shares[it];
+    return it;
 }
 
 /* Chunk k's gradient places: index into items, by tensor (0: none); the
@@ -55,7 +104,8 @@ static int w_reads_output_grad(const ir_op *o) {
 typedef struct {
     int *item_of;  /* n_tensors + 1 */
     pack_item *items;
-    int *id;       /* the tensor of each item (n_tensors: the chunk input) */
+    int *id;       /* the tensor of each item (n_tensors: the chunk input; -1 - i: op i's
+                      staged parameter gradients) */
     int n;
 } chunk_grads;
 
@@ -102,13 +152,63 @@ static long lay_out_chunk(Program *p, int k) {
         if (g.id[it] == p->n_tensors) g.items[it].end = steps - 1;
     /* zero-bubble: what W reads lives past the last B step, to W */
     for (int i = first; split && i < end; i++) {
-        int it = w_reads_output_grad(&p->ops[i]) && p->ops[i].out > 0 ? g.item_of[p->ops[i].out] : -1;
+        int it = w_reads_output_grad(p, &p->ops[i]) && p->ops[i].out > 0 ? g.item_of[p->ops[i].out] : -1;
         if (it >= 0) g.items[it].end = steps - 1;
     }
-    long size = pack_first_fit(g.items, g.n);
+    /* parameter gradients staged in B (op_weight_grad_staged): from the
+     * op's B step, where they are zeroed and written, to W, which adds them
+     * into their bucket */
+    for (int i = first; split && i < end; i++) {
+        const ir_op *o = &p->ops[i];
+        if (!op_weight_grad_staged(p, o)) continue;
+        int it = g.n++;
+        g.items[it].begin = end - 1 - i;
+        g.items[it].end = steps - 1;
+        g.items[it].size = memory_staged_numel(p, o);
+        g.id[it] = -1 - i;
+    }
+    /* an input gradient in its output gradient's place (grad_alias_of): the
+     * two are packed as one item over both intervals (they meet at the op's
+     * step), and the places keep their own intervals.  Chains (a row-
+     * parallel linear's partial sums all-reduced, then the bias added) share
+     * one place: root_of follows them. */
+    int *shares = wf_checked(malloc(sizeof(int) * (size_t)(g.n + 1)), "memory pass");
+    pack_item *packed = wf_checked(calloc((size_t)g.n + 1, sizeof *packed), "memory pass");
+    for (int it = 0; it < g.n; it++) shares[it] = -1;
+    for (int i = first; i < end; i++) {
+        int out = grad_alias_of(p, k, i, received), a = p->ops[i].in[0];
+        if (!out) continue;
+        if (!out || g.item_of[a] < 0 || g.item_of[out] < 0) continue;
+        shares[g.item_of[a]] = g.item_of[out];
+        p->tensors[a].dalias = out;
+    }
+    int n_packed = 0, *packed_of = wf_checked(malloc(sizeof(int) * (size_t)(g.n + 1)), "memory pass");
+    for (int it = 0; it < g.n; it++)
+        if (shares[it] < 0) packed_of[it] = n_packed, packed[n_packed++] = g.items[it];
+    for (int it = 0; it < g.n; it++) {
+        pack_item *to = &packed[packed_of[root_of(shares, it)]];
+        if (g.items[it].begin < to->begin) to->begin = g.items[it].begin;
+        if (g.items[it].end > to->end) to->end = g.items[it].end;
+    }
+    long size = pack_first_fit(packed, n_packed);
+    for (int it = 0; it < g.n; it++) g.items[it].offset = packed[packed_of[root_of(shares, it)]].offset;
     for (int it = 0; it < g.n; it++) {
         mem_place pl;
         memset(&pl, 0, sizeof pl);
+        if (g.id[it] < 0) {  /* staged parameter gradients */
+            int i = -1 - g.id[it];
+            pl.kind = PLACE_DPARAM;
+            pl.stage = k % p->pp;
+            pl.chunk = k;
+            pl.id = i;
+            pl.begin = g.items[it].begin;
+            pl.end = g.items[it].end;
+            pl.numel = g.items[it].size;
+            pl.zero_op = i;
+            p->ops[i].wg_doffset = g.items[it].offset;
+            memory_add_place(p, &pl);
+            continue;
+        }
         int in = g.id[it] == p->n_tensors;
         pl.kind = in ? PLACE_DCHUNK_IN : PLACE_DACT;
         pl.stage = k % p->pp;
@@ -117,7 +217,8 @@ static long lay_out_chunk(Program *p, int k) {
         pl.begin = g.items[it].begin;
         pl.end = g.items[it].end;
         pl.numel = g.items[it].size;
-        pl.zero_op = !in && g.id[it] == received ? -1 : end - 1 - pl.begin;
+        /* not zeroed: received whole, or sharing a place built before it */
+        pl.zero_op = !in && (g.id[it] == received || shares[it] >= 0) ? -1 : end - 1 - pl.begin;
         if (in) p->chunk_in_doffset[k] = g.items[it].offset;
         else p->tensors[g.id[it]].doffset = g.items[it].offset;
         memory_add_place(p, &pl);
@@ -125,6 +226,9 @@ static long lay_out_chunk(Program *p, int k) {
     free(g.item_of);
     free(g.items);
     free(g.id);
+    free(shares);
+    free(packed);
+    free(packed_of);
     return size;
 }
 
@@ -173,6 +277,7 @@ int memory_lay_out_grads(Program *p) {
     p->dact_sets = wf_checked(calloc((size_t)p->pp, sizeof(int)), "memory pass");
     p->chunk_in_doffset = wf_checked(calloc((size_t)(p->n_chunks > 0 ? p->n_chunks : 1), sizeof(long)), "memory pass");
     for (int t = 0; t < p->n_tensors; t++) p->tensors[t].doffset = -1;
+    for (int i = 0; i < p->n_ops; i++) p->ops[i].wg_doffset = -1;
     for (int k = 0; k < p->n_chunks; k++) {
         long size = lay_out_chunk(p, k);
         if (size > p->dact_numel[k % p->pp]) p->dact_numel[k % p->pp] = size;

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "ops.h"
+#include "schedule.h"
 
 #define BOTH (BACKEND_CPU | BACKEND_CUDA)
 #define FWD_BWD(f, b) { { f, b, NULL, NULL }, { NULL, NULL, NULL, NULL } }
@@ -14,6 +15,9 @@ static const op_row table[OP__COUNT] = {
         .name = "embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 1, .param_max = 2,
         .check = embed_check, .shard = embed_shard, .act16 = op_act16_always, .backends = BOTH,
         .lookup = 1, .cost = COST_ADD,
+        /* no input gradient: its whole backward (a scatter into the table)
+         * is a weight half that no earlier stage waits for, so W takes it */
+        .defer_weight_grad = 1,
         /* token + position embeddings; tokens only (llama) looks up the whole vocabulary */
         .k = { { "wf_embed_fwd", "wf_embed_bwd", NULL, NULL },
                { "wf_vocab_embed_fwd", "wf_vocab_embed_bwd", NULL, NULL } },
@@ -29,7 +33,7 @@ static const op_row table[OP__COUNT] = {
     [OP_LINEAR] = {
         .name = "linear", .graph = 1, .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 2,
         .check = linear_check, .shard = linear_shard, .act16 = op_act16_always, .backends = BOTH,
-        .gemm_weight = 1, .cost = COST_GEMM, .flops = linear_flops,
+        .gemm_weight = 1, .defer_weight_grad = 1, .cost = COST_GEMM, .flops = linear_flops,
         .k = { { "wf_linear_fwd", "wf_linear_bwd", "wf_linear_bwd_input", "wf_linear_bwd_weight" } },
         .emit_fwd = linear_emit_fwd, .emit_bwd = linear_emit_bwd,
         .emit_bwd_input = linear_emit_bwd_input, .emit_bwd_weight = linear_emit_bwd_weight },
@@ -100,6 +104,7 @@ static const op_row table[OP__COUNT] = {
         .name = "patch_embed", .graph = 1, .in_min = 0, .in_max = 0, .param_min = 2, .param_max = 2,
         .check = patch_embed_check, .scratch = patch_embed_scratch, .shard = vision_shard,
         .act16 = vision_act16, .backends = BOTH, .cost = COST_GEMM, .flops = patch_embed_flops,
+        .defer_weight_grad = 1,  /* its whole backward is a GEMM's dW (no input gradient) */
         /* all rows; or this tp rank's under sequence parallelism (both
          * backends: runtime/cpu/vision.c, runtime/cuda/vision.cu) */
         .k = { { "wf_patch_embed_fwd", "wf_patch_embed_bwd", NULL, NULL },
@@ -116,6 +121,7 @@ static const op_row table[OP__COUNT] = {
     [OP_VOCAB_EMBED] = {
         .name = "vocab_embed", .in_min = 0, .in_max = 0, .param_min = 1, .param_max = 1,
         .act16 = op_act16_always, .backends = BOTH, .lookup = 1, .cost = COST_ADD,
+        .defer_weight_grad = 1,  /* as the embedding's */
         .k = FWD_BWD("wf_vocab_embed_fwd", "wf_vocab_embed_bwd"),
         .emit_fwd = vocab_embed_emit_fwd, .emit_bwd = vocab_embed_emit_bwd, .label = "A_EMBED_PARTIAL" },
     [OP_POS_ADD] = {  /* also a graph op: Graph:position_add (a GPT-2 VLM) */
@@ -130,7 +136,10 @@ static const op_row table[OP__COUNT] = {
     [OP_BIAS_ADD] = {
         .name = "bias_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
         .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .inplace = 1, .cost = COST_ADD,
-        /* its B half is pos_add's: din += dout */
+        /* its B half is pos_add's: din += dout, skipped where din shares
+         * dout's place (grad_alias).  (pos_add's input gradient could alias
+         * too; its kernels are not taught to skip the copy.) */
+        .grad_alias = 1,
         .k = { { "wf_bias_add_fwd", "wf_bias_add_bwd", "wf_pos_add_bwd_input", "wf_bias_add_bwd_weight" } },
         .emit_fwd = bias_add_emit_fwd, .emit_bwd = bias_add_emit_bwd,
         .emit_bwd_input = bias_add_emit_bwd_input, .emit_bwd_weight = bias_add_emit_bwd_weight,
@@ -142,7 +151,7 @@ static const op_row table[OP__COUNT] = {
         .k = FWD_BWD("wf_tp_copy_fwd", "wf_tp_copy_bwd"), .emit_fwd = tp_emit_fwd, .emit_bwd = tp_emit_bwd },
     [OP_TP_REDUCE] = {
         .name = "tp_reduce", .in_min = 1, .in_max = 1, .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1,
-        .inplace = 1,
+        .inplace = 1, .grad_alias = 1,  /* backward: din += dout */
         .cost = COST_COMM, .coll_fwd = COLL_ALLREDUCE, .coll_bwd = COLL_NONE,
         .k = FWD_BWD("wf_tp_reduce_fwd", "wf_tp_reduce_bwd"), .emit_fwd = tp_emit_fwd, .emit_bwd = tp_emit_bwd },
     [OP_TP_GATHER] = {
@@ -177,4 +186,19 @@ int op_has_backend(op_kind k, unsigned backend) {
 int op_act16_always(const Program *p, const ir_op *o) {
     (void)p, (void)o;
     return 1;
+}
+
+int op_weight_grad_in_w(const Program *p, const ir_op *o) {
+    (void)p;
+    return o->grad_w && o->n_param > 0 && op_row_of(o->kind)->defer_weight_grad;
+}
+
+int op_weight_grad_staged(const Program *p, const ir_op *o) {
+    const op_row *r = op_row_of(o->kind);
+    return p->zero >= 2 && p->pp > 1 && p->sched && p->sched->split_backward && o->grad_w && o->n_param > 0 &&
+           !r->defer_weight_grad && !r->loss;
+}
+
+int op_dinput_shared(const Program *p, const ir_op *o, int k) {
+    return k < o->n_in && o->in[k] > 0 && p->tensors[o->in[k]].dalias == o->out;
 }

@@ -101,6 +101,19 @@ typedef struct {
     int (*act16)(const Program *p, const ir_op *o);
     unsigned backends;         /* BACKEND_CPU | BACKEND_CUDA */
     int gemm_weight;           /* parameter 0 is a GEMM weight (16-bit copies under act16) */
+    /* zero-bubble (a split backward): its parameter gradients wait for the
+     * W half.  Only a GEMM's dW (x^T dy) does, as in Qi et al. 2023: it costs
+     * as much as the input gradient and nothing before this stage waits for
+     * it.  The others' parameter gradients (the norms' and biases' sums) run
+     * in B with their input gradient, so their output gradient dies there
+     * (under ZeRO >= 2 staged for W to add in, op_weight_grad_staged). */
+    int defer_weight_grad;
+    /* its input gradient is its output gradient (d(x + b)/dx = 1): the
+     * memory pass gives both one place where its input has no other reader
+     * (memory_grads.c), and its emitter then skips the input gradient's
+     * copy (a bias add, ops_linear.c; the all-reduce of a row-parallel
+     * linear's partial sums, whose backward is the identity, ops_tp.c) */
+    int grad_alias;
     int lookup;                /* parameter 0 is the token embedding, looked up (not a matmul) */
     int loss;                  /* ends the graph; its output is the per-token loss, which no
                                   kernel writes (losses go to wf_losses): never rounded */
@@ -113,7 +126,8 @@ typedef struct {
     op_kernels k[2];
     int (*variant)(const Program *p, const ir_op *o);
     /* emission: forward, whole backward, and the B / W halves (NULL: an op
-     * without inputs is all W, one without parameters all B) */
+     * without parameters is all B, one without inputs all W where its row
+     * defers its weight gradient; emit_ops.c's emit_backward_half) */
     op_emit_fn emit_fwd, emit_bwd, emit_bwd_input, emit_bwd_weight;
     /* its output's name in generated code: a fixed label ("A_EMBED"), or
      * named after its whole first parameter, or (NULL, 0) after its
@@ -128,6 +142,23 @@ const op_row *op_row_of(op_kind k);
 const op_kernels *op_kernels_of(const Program *p, const ir_op *o);
 int op_has_backend(op_kind k, unsigned backend);
 int op_act16_always(const Program *p, const ir_op *o);  /* act16: audited, no condition */
+/* Whether op o's parameter gradients are computed in W under a split
+ * backward (zero-bubble): its row defers them (defer_weight_grad); 0 where
+ * it has none to compute.  Every reader of the split (emitter, memory pass,
+ * ZeRO plan, simulator) asks this. */
+int op_weight_grad_in_w(const Program *p, const ir_op *o);
+/* Whether op o's parameter gradients, computed in B, are staged there:
+ * ZeRO >= 2 under a split backward.  A gradient written into its bucket's
+ * buffer in B would be there before every W of the chunk, so that buffer
+ * could share memory with no bucket W completes (zero_plan.c): all of them
+ * live at once, the stage's whole gradient.  So B writes the sums into the
+ * microbatch's gradient set (memory_grads.c) and W adds them into the
+ * bucket at the op's place.  Not the LM head, whose chunked B call writes
+ * its bucket (kept live through the chunk, zero_plan.c). */
+int op_weight_grad_staged(const Program *p, const ir_op *o);
+/* Whether op o's input k's gradient shares its output gradient's place
+ * (grad_alias, memory_grads.c): din = dout is there already, no copy. */
+int op_dinput_shared(const Program *p, const ir_op *o, int k);
 static inline long op_in_width(const Program *p, const ir_op *o, int k) { return p->tensors[o->in[k]].width; }
 static inline long op_out_width(const Program *p, const ir_op *o) { return p->tensors[o->out].width; }
 

@@ -72,13 +72,20 @@ void bias_add_emit_fwd(writer *wr, const Program *p, int i, const operands *x, c
 }
 
 void bias_add_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)p, (void)i;
+    if (op_dinput_shared(p, &p->ops[i], 0)) {  /* memory_grads.c */
+        emit(wr, "    /* d + D_%s is d + D_%s (one place) */\n", x->in0, x->out);
+        emit(wr, "    %s(c, g + %s, d + D_%s, %s, %ld);\n", k->bwd_weight, x->g0, x->out, x->rows, x->width);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, g + %s, d + D_%s, %s, %ld);\n", k->bwd, x->in0, x->g0, x->out, x->rows, x->width);
 }
 
 void bias_add_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)p, (void)i;  /* din += dout */
-    emit(wr, "    %s(c, d + D_%s, d + D_%s, %s, %ld);\n", k->bwd_input, x->in0, x->out, x->rows, x->width);
+    if (op_dinput_shared(p, &p->ops[i], 0)) {  /* memory_grads.c */
+        emit(wr, "    /* d + D_%s is d + D_%s (one place) */\n", x->in0, x->out);
+        return;
+    }
+    emit(wr, "    %s(c, d + D_%s, d + D_%s, %s, %ld);\n", k->bwd_input, x->in0, x->out, x->rows, x->width);  /* din += dout */
 }
 
 void bias_add_emit_bwd_weight(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {

@@ -17,5 +17,9 @@ void tp_emit_fwd(writer *wr, const Program *p, int i, const operands *x, const o
 }
 
 void tp_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
+    if (op_dinput_shared(p, &p->ops[i], 0)) {  /* tp_reduce's din = dout, one place (memory_grads.c) */
+        emit(wr, "    /* d + D_%s is d + D_%s (one place) */\n", x->in0, x->out);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, d + D_%s, %s * %ldL);\n", k->bwd, x->in0, x->out, tp_rows(p, i), x->width);
 }

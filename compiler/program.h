@@ -114,6 +114,9 @@ typedef struct {
     int producer;    /* op index */
     int alias;       /* memory pass: the input whose place it takes (its producer runs in
                         place, ops.h's inplace, and that input dies there); 0: none */
+    int dalias;      /* memory pass: the tensor whose gradient place its gradient shares
+                        (memory_grads.c: a bias add's input, whose gradient is the bias
+                        add's output gradient, ops.h's grad_alias); 0: none */
 } ir_tensor;
 
 /* What the memory pass placed, with its live interval (memory_check.c
@@ -124,11 +127,11 @@ typedef struct {
  * (memory_slot.c's clock).  Activation-gradient sets: in backward steps of
  * one chunk (step j runs op chunk_end - 1 - j); a set holds one chunk's
  * backward at a time, so only places of the same chunk can meet. */
-enum { PLACE_ACT, PLACE_SAVED, PLACE_CHUNK_IN, PLACE_DACT, PLACE_DCHUNK_IN };
+enum { PLACE_ACT, PLACE_SAVED, PLACE_CHUNK_IN, PLACE_DACT, PLACE_DCHUNK_IN, PLACE_DPARAM };
 typedef struct {
     int kind;          /* PLACE_*: where its offset is (memory_place_offset) */
     int stage, chunk;  /* chunk: the gradient's chunk (PLACE_D*), a slot place's under a pipeline, else -1 */
-    int id;            /* tensor (PLACE_ACT, PLACE_DACT), op (PLACE_SAVED), chunk (*CHUNK_IN) */
+    int id;            /* tensor (PLACE_ACT, PLACE_DACT), op (PLACE_SAVED, PLACE_DPARAM), chunk (*CHUNK_IN) */
     int begin, end;    /* live interval, both ends included */
     int region;        /* PLACE_ACT / PLACE_SAVED: in the stage's recompute region */
     int zero_op;       /* PLACE_DACT: the op before whose backward it is zeroed (-1: received whole) */
@@ -150,6 +153,8 @@ typedef struct {
     int chunk;             /* pipeline chunk (set by partition) */
     long saved_offset;     /* op-specific saved buffers (mean/rstd, att, probs) */
     long saved_numel;
+    long wg_doffset;       /* its parameter gradients staged in B (ops.h's op_weight_grad_staged), in an
+                              activation-gradient set (memory_grads.c; PLACE_DPARAM); -1: none */
     int fused;             /* set by graph (fuse.c): FUSED_NONE, or which end of a pair */
     int dgelu;             /* set by graph (fuse.c): DGELU_NONE, or which end of a backward pair */
     int kernel;            /* OP_KERNEL: index into Program.kernels (user_kernel.h) */
@@ -398,6 +403,8 @@ void memory_add_place(Program *p, const mem_place *pl);
 /* memory.c: tensor t's floats in an arena (aligned); whether it has a gradient */
 long memory_tensor_numel(const Program *p, int t);
 int memory_carries_grad(const Program *p, int t);
+/* floats of op o's parameter gradients staged in B (memory_grads.c) */
+long memory_staged_numel(const Program *p, const ir_op *o);
 /* memory.c: whether tensor t / op o's saved buffer is in the stage's recompute region */
 int memory_tensor_in_region(const Program *p, int t);
 int memory_saved_in_region(const Program *p, const ir_op *o);

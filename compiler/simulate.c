@@ -454,6 +454,9 @@ static op_time op_seconds(const Program *p, const ir_op *o, double peak, double 
     if (!o->grad_in && !o->grad_w) t.b = t.w = 0;
     else if (!o->grad_w) t.b -= t.w, t.w = 0;      /* input gradients only */
     else if (o->n_in > 0 && !o->grad_in) t.b = t.w;  /* parameter gradients only */
+    /* a split backward runs the parameter gradients that do not wait for W
+     * (ops.h's op_weight_grad_in_w) in B: all of t.b is B's */
+    if (!op_weight_grad_in_w(p, o)) t.w = 0;
     return t;
 }
 

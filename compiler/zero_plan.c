@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "memory_pack.h"
+#include "ops.h"
 #include "program.h"
 
 /* Two sets of closed intervals [lo, hi] overlap in time. */
@@ -87,12 +88,14 @@ static int b_before_w(const Program *p, int k) {
     return 0;
 }
 
-/* Whether a parameter of bucket b gets its gradient in a B half: the
- * chunked LM head's (ops_loss.c computes dwte with the logits' gradient). */
+/* Whether a parameter of bucket b gets its gradient in a B half: one not
+ * computed in W (ops.h's op_weight_grad_in_w) nor staged for W to add in
+ * (op_weight_grad_staged), the chunked LM head's, which computes dwte with
+ * the logits' gradient (ops_loss.c). */
 static int writes_grad_in_b(const Program *p, const ir_bucket *bk) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
-        if (o->kind != OP_LMHEAD_XENT || !o->grad_w) continue;
+        if (!o->grad_w || op_weight_grad_in_w(p, o) || op_weight_grad_staged(p, o)) continue;
         for (int k = 0; k < o->n_param; k++)
             for (int r = bk->first_param; r <= bk->last_param; r++)
                 if (p->grad_order[r] == o->param[k]) return 1;

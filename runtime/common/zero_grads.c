@@ -43,6 +43,10 @@ void wf_grad_bucket_wait(wf_ctx *c, int k) {
     wf_backend_zero(c, buf, sizeof(float) * (size_t)p->buckets[k].numel);
 }
 
+void wf_add_grads(wf_ctx *c, float *g, const float *src, long n) {
+    wf_backend_add_floats(c, g, src, n);
+}
+
 float *wf_own_grad(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     if (p->zero >= 2) return c->grad_shard + c->moment_base[k] - c->own_lo[k];

@@ -185,6 +185,7 @@ layouts=(
   "dp2_z3off 2  1  1  8    3    false 1f1b  cpu"
   "dp2pp2_z3 2  1  2  4    3    false 1f1b"
   "dp2pp2_z2zb 2 1 2  4    2    false zb-h1"
+  "dp2pp2_z3zb 2 1 2  4    3    false zb-h1"
   "dp2tp2_z2 2  2  1  8    2    true  1f1b"
 )
 for row in "${layouts[@]}"; do

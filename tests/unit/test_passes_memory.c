@@ -268,32 +268,39 @@ static void attention(void) {
 }
 
 /* Zero-bubble (zb-h1) on tiny with 8 layers over pp 2, micro 4 (h 128,
- * N = 4 x 128 tokens), CPU fp32: W reads each weighted op's output gradient
- * (dW from dy and x), so those live from their B step to W, and nothing else
- * lives past its last touch in B (memory_grads.c).  Stage 0 holds 4 blocks
- * after the embedding; what W reads there: per block d(ln_1) h, d(c_attn) 3h,
- * d(attn c_proj) h, d(ln_2) h, d(c_fc) 4h, d(mlp c_proj) h = 11hN, and the
- * embedding's output gradient hN (its whole backward runs in W).  All of
- * them are live at B's last step, so the set holds at least (4 x 11 + 1) hN;
+ * N = 4 x 128 tokens), CPU fp32.  W reads the output gradient of each op
+ * whose parameter gradients wait for W (ops.h's op_weight_grad_in_w: a
+ * GEMM's dW from dy and x; the embedding, whose whole backward runs in W),
+ * so those live from their B step to W, and nothing else lives past its
+ * last touch in B (memory_grads.c).  Stage 0 holds 4 blocks after the
+ * embedding; what W reads there: per block d(c_attn) 3h + d(attn c_proj) h
+ * + d(c_fc) 4h + d(mlp c_proj) h = 9hN, 4 x 9 = 36hN, and the embedding's
+ * output gradient hN: 37hN, all live at B's last steps.  At block 0's ln_1
+ * step (its gamma and beta sums run in B now, with its input gradient) its
+ * output gradient d(ln_1) hN is live too: the set holds at least 38hN, and
  * the others (residuals, attention's output, the received gradient) fit in
- * the places not yet taken, so first-fit attains it exactly.  Kept to W, as
- * before, every gradient of the chunk would add the two residuals' and
- * attention's output gradients, 3hN a block more.  1F1B's set on the same plan is one block's
- * peak, 7hN (one_block). */
+ * the places not yet taken, so first-fit attains it exactly (before, with
+ * the norms' sums in W, d(ln_1) and d(ln_2) were kept too: (4 x 11 + 1) hN).
+ * Under ZeRO-2 B writes the norms' gamma and beta gradients into the set
+ * (op_weight_grad_staged), each op's 2 x align16(h) = 2h floats from its B
+ * step to W: 4 blocks x 2 norms x 2h = 16h more, all live at that step
+ * too.  1F1B's set on the same plan is one block's peak, 7hN (one_block). */
 static void zero_bubble(void) {
-    const char *sets[] = { "pipeline.schedule=zb-h1", "pipeline.schedule=1f1b" };
-    for (int i = 0; i < 2; i++) {
+    const char *sets[][2] = { { "pipeline.schedule=zb-h1", "zero=0" }, { "pipeline.schedule=zb-h1", "zero=2" },
+                              { "pipeline.schedule=1f1b", "zero=0" } };
+    const long blocks[] = { 4 * 9 + 2, 4 * 9 + 2, 7 }, staged[] = { 0, 4 * 2 * 2, 0 };  /* hN; h */
+    for (int i = 0; i < 3; i++) {
         Program p;
-        if (compile_with(&p, "plans/tiny.lua", "cpu", "model.layers=8", "mesh.pp=2", "batch.micro=4", sets[i],
-                         NULL) != 0) {
-            check(0, "tiny pp 2 %s compiles", sets[i]);
+        if (compile_with(&p, "plans/tiny.lua", "cpu", "model.layers=8", "mesh.pp=2", "batch.micro=4", sets[i][0],
+                         sets[i][1], NULL) != 0) {
+            check(0, "tiny pp 2 %s %s compiles", sets[i][0], sets[i][1]);
             continue;
         }
         long hN = (long)p.hidden * p.micro * p.seq;
-        long want = i == 0 ? (4 * 11 + 1) * hN : 7 * hN;
+        long want = blocks[i] * hN + staged[i] * p.hidden;
         check(p.dact_numel[0] == want && program_dact_sets(&p, 0) == 1,
-              "tiny pp 2 %s: stage 0's activation-gradient set %ld floats x %d (want %ld x 1)", sets[i],
-              p.dact_numel[0], program_dact_sets(&p, 0), want);
+              "tiny pp 2 %s %s: stage 0's activation-gradient set %ld floats x %d (want %ld x 1)", sets[i][0],
+              sets[i][1], p.dact_numel[0], program_dact_sets(&p, 0), want);
         program_free(&p);
     }
 }
@@ -361,6 +368,7 @@ static void checker(void) {
                 mem_place *x = &p.places[a], *y = &p.places[b];
                 if (a == b || x->kind != PLACE_DACT || y->kind != PLACE_DACT || x->chunk != y->chunk) continue;
                 if (x->end < y->begin || y->end < x->begin) continue;
+                if (p.tensors[x->id].doffset == p.tensors[y->id].doffset) continue;  /* shared as planned */
                 long keep = p.tensors[x->id].doffset;
                 p.tensors[x->id].doffset = p.tensors[y->id].doffset;
                 check(memory_check(&p) != 0, "%s: a gradient planted onto a live one is caught", v[i].name);
@@ -368,6 +376,33 @@ static void checker(void) {
                 planted = 1;
             }
         check(planted, "%s: two gradients are live at once somewhere", v[i].name);
+        /* a bias add's (and a partial sum's all-reduce's) input gradient in its output gradient's place
+         * (memory_grads.c): at its offset; the same place without the plan (dalias cleared) is an
+         * overlap, and the plan without the place (moved where it overlaps nothing) is caught too */
+        int dal = 0, dshared = 0, dcaught = 0, dmoved = 0;
+        for (int t = 1; t < p.n_tensors; t++) {
+            int a = p.tensors[t].dalias;
+            if (!a) continue;
+            dal++;
+            dshared += p.tensors[t].doffset == p.tensors[a].doffset;
+            if (dal > 4) continue;  /* the checker's time */
+            p.tensors[t].dalias = 0;
+            dcaught += memory_check(&p) != 0;
+            p.tensors[t].dalias = a;
+            /* moved to floats of its own: the set grown by its size, it at the top, overlapping nothing */
+            int st = p.ops[p.tensors[t].producer].chunk % p.pp;
+            long keep = p.tensors[t].doffset, top = p.dact_numel[st];
+            p.tensors[t].doffset = top;
+            p.dact_numel[st] = top + memory_tensor_numel(&p, t);
+            dmoved += memory_check(&p) != 0;
+            p.tensors[t].doffset = keep;
+            p.dact_numel[st] = top;
+        }
+        if (v[i].aliases)
+            check(dal > 0, "%s: bias adds' input gradients share their output gradient's place (%d)", v[i].name, dal);
+        check(dshared == dal && dcaught == (dal < 4 ? dal : 4) && dmoved == dcaught,
+              "%s: each shared gradient has its output gradient's offset (%d of %d); cleared, the overlap is "
+              "caught (%d), moved, the place is caught (%d)", v[i].name, dshared, dal, dcaught, dmoved);
         planted = 0;
         for (int a = 0; a < p.n_places && !planted; a++)
             for (int b = a + 1; b < p.n_places && !planted; b++) {

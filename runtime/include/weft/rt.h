@@ -628,6 +628,10 @@ void wf_progress(wf_ctx *c);
  * shard and zeroes the buffer for the next bucket that uses it. */
 void wf_grad_bucket_start(wf_ctx *c, int k);
 void wf_grad_bucket_wait(wf_ctx *c, int k);
+/* Zero-bubble under ZeRO >= 2: a norm's or bias's parameter gradients, which
+ * B wrote into the microbatch's activation-gradient set (src, floats), added
+ * into their bucket (g: a float gradient, or its widened scratch) in W. */
+void wf_add_grads(wf_ctx *c, float *g, const float *src, long n);
 /* ZeRO-3 (runtime/common/zero_params.c): all-gather bucket k's parameter
  * shards into its gather buffer; wait before the first use. */
 void wf_gather_start(wf_ctx *c, int k);
