@@ -112,6 +112,7 @@ layouts=(
   "z2_dp2tp2  ref       256   2 16     2  2  1  1 1f1b         1  4    0.05  1  2  0"
   "z2_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0  2  0"
   "z2_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  2  0"
+  "z2_tp2pp2_zb ref_l4  256   4 16     1  2  0  2 zb-h1        1  4    0.05  0  2  0"
   "z2_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  2  2  0"
   "z3_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  3  0"
   "z3_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  3  0"
