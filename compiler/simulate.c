@@ -910,6 +910,8 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         if (c > dp_comm) dp_comm = c;
         if (e > exposed_dp) exposed_dp = e;
     }
+    double n_f = 0, n_b = 0;  /* a microbatch's tp collectives, every chunk */
+    for (int k = 0; k < p->n_chunks; k++) n_f += tm.n_f[k], n_b += tm.n_b[k];
     sim_times_free(&tm);
     double bubble = span > 0 ? 1.0 - busy / span : 0, bubble_busiest = span > 0 ? 1.0 - busiest / span : 0;
     double stretch = 1;  /* the shared timeline's span over the unshared one's */
@@ -943,10 +945,11 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                          "cluster.bind = %s)\n",
                     node, calib->cores, stretch, (double)node / calib->cores, WAIT_SHARE,
                     sh.bound ? "ranks bound to cores in stage order" : "ranks placed by the kernel", wf_bind_name(p->bind));
-            if (p->tp > 1)
-                fprintf(out, "          tp collectives wait for partners descheduled on the shared cores: half the "
-                             "scheduler's slice of %.3f ms (%s) per other runnable rank on the partner's core\n",
-                        calib->sched_slice_s * 1e3, calib->slice_measured ? "measured by weft calibrate"
+            if (n_f + n_b > 0)
+                fprintf(out, "tp waits  %.0f forward and %.0f backward tp collectives a microbatch (all stages) wait "
+                             "for partners descheduled on the shared cores: half the scheduler's slice of %.3f ms "
+                             "(%s) per other runnable rank on the partner's core\n",
+                        n_f, n_b, calib->sched_slice_s * 1e3, calib->slice_measured ? "measured by weft calibrate"
                         : "not measured: EEVDF's default base slice for these cores");
         }
         if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk */
