@@ -26,7 +26,14 @@
 # controls'.  tp is priced low on shared cores, and more so the more ranks
 # share a core, as if each tp collective waited on the time slices of the
 # ranks its members share cores with; a model of it needs the kernel's slice
-# (not readable here), so simulate does not price it yet.
+# (not readable here), so simulate did not price it then.  Now weft calibrate
+# measures the slice and simulate prices each tp collective's wait
+# (trace_shared.h); off/pred0 and bd/pred0 are the prices without the waits.
+# Once, load ~9-10, 4 rounds of 6 steps, slice 3.92 ms: off/pred (off/pred0)
+# dp 2 x pp 2 1.256 (1.256), tp 2 x pp 2 1.348 (1.563), dp 4 x pp 2 1.312
+# (1.312), tp 4 x pp 2 1.390 (2.017), dp 2 x tp 2 x pp 2 1.120 (1.404): the
+# tp layouts 1.07x and 1.06x their controls' (were 1.24x and 1.54x), the
+# mixed one 0.85x (was 1.07x); bound: tp 1.20x and 1.22x (were 1.36x, 1.75x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/compiler/weft}
