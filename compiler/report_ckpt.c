@@ -1,9 +1,8 @@
 /* report_ckpt.c: `weft check`'s checkpoint section: when a periodic save
  * happens, and what --async-save copies to host memory at the step boundary
  * (runtime/common/ckpt.c, save_folder: a save streams tensor by tensor, and
- * under --async-save each pipeline stage's writer rank, dp 0 and tp 0, holds
- * its stage's whole fp32 tensors until a background thread has written
- * them); the per-rank bounds are runtime/common/ckpt_peak.h's, which the
+ * under --async-save every rank holds a copy of its own pieces until its
+ * background thread has streamed them); the per-rank bounds are runtime/common/ckpt_peak.h's, which the
  * runtime checks its measured peak against.  `weft inspect` shows each rank's part with the same
  * figures (ckpt_stage_of, ckpt_join_bytes). */
 #include <stdio.h>
@@ -26,7 +25,7 @@ static int saves_delayed(const Program *p) { return strcmp(p->schedule, "pipedre
 
 ckpt_stage ckpt_stage_of(const Program *p, int s) {
     int delayed = saves_delayed(p);
-    double whole = 0, owned = 0, wmax = 1, lmax = 1;
+    double whole = 0, owned = 0, wmax = 1, lmax = 1, trainable = 0, frozen = 0, shard = 0;
     for (int k = 0; k < p->n_params; k++) {
         const ir_param *q = &p->params[k];
         if (q->stage != s) continue;
@@ -34,13 +33,22 @@ ckpt_stage ckpt_stage_of(const Program *p, int s) {
         if (q->tied_to < 0) owned += whole_numel(q);  /* a tied copy's owner saves it */
         if (whole_numel(q) > wmax) wmax = whole_numel(q);
         if ((double)q->numel > lmax) lmax = (double)q->numel;
+        if (q->frozen) frozen += (double)q->numel;
+        else trainable += (double)q->numel;
     }
+    /* ZeRO: dp rank 0's shard of each bucket, the largest (near-equal shards, emit.c) */
+    for (int b = 0; b < p->n_buckets; b++)
+        if (p->buckets[b].stage == s) shard += (double)((p->buckets[b].numel + p->dp - 1) / p->dp);
     ckpt_stage c;
-    /* --async-save: fp32 weights (the masters in 16-bit modes), AdamW m and
-     * v, and 2BW's older weight version, whole, on the writer */
-    c.held = 4.0 * whole * (3 + delayed);
-    /* the save goes tensor by tensor (ckpt_peak.h, the runtime's own bound) */
-    c.peak = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 0, c.held);
+    (void)whole;
+    /* --async-save: every rank copies what it owns as fp32, dp 0 the most:
+     * weights (the masters in 16-bit modes; ZeRO-3's shard, else the tp
+     * shard, an upper bound for ZeRO-1/2's masters), AdamW m and v (ZeRO's
+     * shard, else the tp shard) and 2BW's older weights; frozen ones whole */
+    double weights = (p->zero >= 3 ? shard : trainable) + frozen, moments = p->zero ? shard : trainable;
+    c.held = 4.0 * (weights * (1 + delayed) + 2 * moments);
+    /* then its thread streams them as the synchronous save does (ckpt_peak.h, the runtime's own bound) */
+    c.peak = wf_ckpt_async_peak(wmax, lmax, p->tp, 0, 0, c.held);
     c.sync = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 0, 0);
     c.dp0 = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 1, 0);
     c.other = wf_ckpt_save_peak(wmax, lmax, p->tp, 1, 1, 0);
@@ -73,13 +81,13 @@ void ckpt_report(const Program *p, FILE *out) {
                  "          dp 0 gathers the ZeRO pieces, the writer rank of each stage (dp 0, tp 0) the tp shards,\n"
                  "          and writes the whole tensor before the next; --async-save: at the step boundary\n"
                  "          (after the optimizer update of the step saved, before the first forward of the next)\n"
-                 "          the writer keeps its whole fp32 weights, AdamW m and v%s in host memory;\n"
-                 "          a thread writes them while training goes on, the other ranks keep no copy\n",
+                 "          every rank copies the fp32 weights, AdamW m and v%s it owns to host memory,\n"
+                 "          and a thread on each rank saves them as above while training goes on\n",
             delayed ? " and the older 2BW weights" : "");
     const char *rows[] = { "save peak", "async copy", "async peak" };
     const char *what[] = { "host memory per writer, one whole tensor at a time",
-                           "host memory per writer, held until written",
-                           "host memory per writer while copying" };
+                           "host memory per rank (dp 0, the most), held until written",
+                           "host memory per writer while its thread writes" };
     double other = 0, dp0 = 0;
     for (int r = 0; r < 3; r++) {
         fprintf(out, "  %-12s", rows[r]);

@@ -347,6 +347,23 @@ static source source_of(const wf_ctx *c, int k, int kind) {
     return s;
 }
 
+/* --async-save: this rank's own pieces of every tensor (what source_of
+ * names, as floats), copied at the step boundary so that a thread can stream
+ * them while training changes the originals.  at[kind * n_params + k] is the
+ * offset of (kind, k) in base, -1 where this rank reads nothing of it. */
+typedef struct {
+    float *base;
+    long *at;
+    char *full;  /* source_of gave `full` (else `piece`) */
+} held_copy;
+
+static source held_source(const wf_ctx *c, const held_copy *h, int k, int kind) {
+    long i = (long)kind * c->p->n_params + k;
+    const float *x = h->at[i] >= 0 ? h->base + h->at[i] : NULL;
+    source s = { h->full[i] ? x : NULL, h->full[i] ? NULL : x, 0 };
+    return s;
+}
+
 /* n values of a source as floats at dst */
 static void as_floats(const wf_ctx *c, float *dst, const void *src, int bits16, long n) {
     if (bits16) wf_widen16(c->p->precision, dst, src, n);
@@ -384,10 +401,10 @@ static void bufs_free(tensor_bufs *b) {
  * file's layout) on the stage's writer, dp 0 and tp 0.  Every rank of the
  * stage calls it, in the same order: a gather over dp of the ZeRO pieces
  * that make the tp shard, then the tp shards sent to the writer one by one. */
-static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b) {
+static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b, const held_copy *h) {
     const wf_program *p = c->p;
     const wf_param *q = &p->params[k];
-    source s = source_of(c, k, kind);
+    source s = h ? held_source(c, h, k, kind) : source_of(c, k, kind);
     if (s.full) {  /* every dp replica holds it: dp 0's */
         if (c->dp_rank == 0) as_floats(c, b->local, s.full, s.bits16, q->numel);
     } else {
@@ -497,7 +514,7 @@ static int saved_here(const wf_param *q) { return !(q->tied && q->tied != 1); }
 
 /* Stage 0's Hugging Face constants after the model's tensors: a copy's
  * values (every rank takes part in obtaining them), or one value repeated. */
-static void const_values(wf_ctx *c, wf_st_writer *w, float *whole, tensor_bufs *b) {
+static void const_values(wf_ctx *c, wf_st_writer *w, float *whole, tensor_bufs *b, const held_copy *h) {
     const wf_program *p = c->p;
     float run[1024];
     for (int i = 0; i < p->n_hf_consts; i++) {
@@ -508,7 +525,7 @@ static void const_values(wf_ctx *c, wf_st_writer *w, float *whole, tensor_bufs *
         for (int k = 0; h->copy && k < p->n_params; k++)
             if (strcmp(p->params[k].name, h->copy) == 0) copy = k;
         if (copy >= 0) {
-            obtain(c, copy, SRC_WEIGHTS, whole, b);
+            obtain(c, copy, SRC_WEIGHTS, whole, b, h);
             put_floats(c, w, whole, numel);
             continue;
         }
@@ -517,10 +534,12 @@ static void const_values(wf_ctx *c, wf_st_writer *w, float *whole, tensor_bufs *
     }
 }
 
-/* The synchronous save of this stage: DIR/MODEL and DIR/OPTIM written by
- * the writer (dp 0, tp 0) tensor by tensor as every rank of the stage
- * obtains them; root's checksums into known (pp 1). */
-static void write_streamed(wf_ctx *c, const char *dir, wf_manifest_known *known) {
+/* The save of this stage: DIR/MODEL and DIR/OPTIM written by the writer
+ * (dp 0, tp 0) tensor by tensor as every rank of the stage obtains them;
+ * root's checksums into known (pp 1).  The pieces come from the live arrays
+ * (h NULL, the synchronous save) or from this rank's held copy (--async-save's
+ * thread, c's group communicators then its duplicates). */
+static void write_streamed(wf_ctx *c, const char *dir, wf_manifest_known *known, const held_copy *h) {
     const wf_program *p = c->p;
     int writer = c->dp_rank == 0 && c->tp_rank == 0;
     char model[64], optim[64], path[PATH_MAX];
@@ -541,10 +560,10 @@ static void write_streamed(wf_ctx *c, const char *dir, wf_manifest_known *known)
         for (int j = 0; j < n_kinds; j++)
             for (int k = 0; k < p->n_params; k++) {
                 if (!saved_here(&p->params[k])) continue;
-                obtain(c, k, kinds[j], whole, &b);
+                obtain(c, k, kinds[j], whole, &b, h);
                 put_floats(c, w, whole, whole_numel(&p->params[k]));
             }
-        if (file == 0) const_values(c, w, whole, &b);
+        if (file == 0) const_values(c, w, whole, &b, h);
         if (w) finish_st(c, w, name, &l, known);
         list_free(&l);
     }
@@ -569,8 +588,42 @@ static void copy_for_async(wf_ctx *c, const long *off, long total, float **ww, f
     int kinds[4] = { SRC_WEIGHTS, SRC_M, SRC_V, SRC_DELAYED };
     for (int j = 0; j < 3 + p->weight_delay; j++)
         for (int k = 0; k < p->n_params; k++)  /* tied copies too: a constant may be a copy of one */
-            obtain(c, k, kinds[j], writer ? *sets[j] + off[k] : NULL, &b);
+            obtain(c, k, kinds[j], writer ? *sets[j] + off[k] : NULL, &b, NULL);
     bufs_free(&b);
+}
+
+/* --async-save with threads: this rank's own pieces into h (what obtain
+ * reads of them, in the same conditions); returns their bytes. */
+static double copy_own(wf_ctx *c, held_copy *h) {
+    const wf_program *p = c->p;
+    long n_at = (long)(3 + p->weight_delay) * p->n_params, total = 0;
+    h->at = wf_host_alloc(c, sizeof(long) * (size_t)n_at, "checkpoint (async) offsets");
+    h->full = wf_host_alloc(c, (size_t)n_at, "checkpoint (async) kinds");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) h->base = save_alloc(c, sizeof(float) * (size_t)(total ? total : 1), "checkpoint (async)");
+        total = 0;
+        for (long i = 0; i < n_at; i++) {
+            int kind = (int)(i / p->n_params), k = (int)(i % p->n_params);
+            source s = source_of(c, k, kind);
+            long n = -1, lo = c->own_lo[k];
+            /* weights of tied copies too: a constant may be a copy of one */
+            if (kind != SRC_WEIGHTS && !saved_here(&p->params[k])) n = -1;
+            else if (s.full) n = c->dp_rank == 0 ? p->params[k].numel : -1;
+            else if (p->zero || c->dp_rank == 0) n = c->own_hi[k] - lo;
+            h->full[i] = s.full != NULL;
+            h->at[i] = n >= 0 ? total : -1;
+            if (pass == 1 && n > 0) as_floats(c, h->base + total, s.full ? s.full : s.piece, s.bits16, n);
+            if (n > 0) total += n;
+        }
+    }
+    return 4.0 * (double)total;
+}
+
+static void held_free(held_copy *h) {
+    save_free(h->base);
+    free(h->at);
+    free(h->full);
+    memset(h, 0, sizeof *h);
 }
 
 /* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors:
@@ -720,20 +773,55 @@ static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const cha
 }
 
 /* --async-save: the host copies made at the step boundary, written by a
- * thread while training goes on; one save in flight at a time.  Every
- * stage's writer (dp 0, tp 0) has its own thread; with pp > 1 each writes its
- * stage's files into the temporary folder, and world rank 0's thread, once
- * its own are written, waits for every other stage's files, joins them and
- * swaps the folder in, as the synchronous save does. */
+ * thread while training goes on; one save in flight at a time.
+ *
+ * With MPI_THREAD_MULTIPLE (the usual case) every rank copies only its own
+ * pieces (copy_own) and every rank's thread runs the synchronous save's
+ * streaming (write_streamed) from them, on duplicates of the dp and tp
+ * communicators (so that its messages never meet training's).  Otherwise
+ * each stage's writer (dp 0, tp 0) gathers its stage's whole tensors at the
+ * step boundary (copy_for_async) and only its thread writes them.
+ *
+ * With pp > 1 each stage's writer writes its stage's files into the
+ * temporary folder, and world rank 0's thread, once its own are written,
+ * waits for every other stage's files, joins them and swaps the folder in,
+ * as the synchronous save does. */
 typedef struct {
     pthread_t thread;
-    int running;
-    wf_ctx snap;  /* the context as of the step saved (step, loss scaler) */
+    int running, streamed;
+    wf_ctx snap;  /* the context as of the step saved (step, loss scaler; the duplicated communicators) */
     char dir[PATH_MAX], tmp[PATH_MAX], old[PATH_MAX];
     float *ww, *wm, *wv, *wd;
     long *off;
+    held_copy own;  /* streamed: this rank's pieces */
+    double held;    /* streamed: their bytes */
 } async_save;
 static async_save pending;
+
+/* The dp and tp communicators' duplicates for the writer threads: made once,
+ * collectively, on the main thread at the first --async-save.  0: no thread
+ * may call MPI (MPI_Init_thread gave less than MPI_THREAD_MULTIPLE). */
+static MPI_Comm thread_comm[WF_GROUPS];
+static int thread_comms_made;
+
+static int streamed_async(wf_ctx *c) {
+    if (thread_comms_made) return thread_comms_made > 0;
+    int provided = MPI_THREAD_SINGLE;
+    WF_MPI(c, MPI_Query_thread(&provided));
+    if (provided < MPI_THREAD_MULTIPLE) {
+        thread_comms_made = -1;
+        if (wf_is_root(c))
+            wf_log(c, "checkpoint: MPI gives no MPI_THREAD_MULTIPLE: --async-save copies each stage's whole "
+                      "tensors to its writer rank, as before\n");
+        return 0;
+    }
+    for (int g = 0; g < WF_GROUPS; g++) {
+        thread_comm[g] = MPI_COMM_NULL;
+        if (c->group_comm[g] != MPI_COMM_NULL) WF_MPI(c, MPI_Comm_dup(c->group_comm[g], &thread_comm[g]));
+    }
+    thread_comms_made = 1;
+    return 1;
+}
 
 static void stage_names(const wf_ctx *c, char *model, char *optim, size_t n, int stage) {
     if (c->p->pp > 1) {
@@ -794,15 +882,40 @@ static void *write_in_background(void *arg) {
     return NULL;
 }
 
+/* every rank's thread, streamed: the synchronous save's code from the held copy */
+static void *stream_in_background(void *arg) {
+    async_save *a = arg;
+    wf_ctx *c = &a->snap;
+    double t0 = seconds_now();
+    wf_manifest_known *known = NULL;
+    if (wf_is_root(c) && !(known = wf_manifest_known_new()))
+        wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
+    write_streamed(c, a->tmp, c->p->pp == 1 ? known : NULL, &a->own);
+    held_free(&a->own);
+    if (!wf_is_root(c)) return NULL;
+    if (c->p->pp > 1) {
+        wait_for_stages(c, a->tmp);
+        merge_stages(c, a->tmp, "model", known);
+        merge_stages(c, a->tmp, "optimizer", known);
+    }
+    finish_folder(c, a->tmp, a->dir, a->old, known);
+    wf_manifest_known_free(known);
+    wf_log(c, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n", c->step,
+           a->dir, 1000.0 * (seconds_now() - t0));
+    return NULL;
+}
+
 static void start_async(wf_ctx *c, const char *dir, const char *tmp, const char *old, float *ww,
                         float *wm, float *wv, float *wd, long *off) {
     async_save *a = &pending;
     a->snap = *c;
+    if (a->streamed)
+        for (int g = 0; g < WF_GROUPS; g++) a->snap.group_comm[g] = thread_comm[g];
     snprintf(a->dir, sizeof a->dir, "%s", dir);  /* each was built with a checked length */
     snprintf(a->tmp, sizeof a->tmp, "%s", tmp);
     snprintf(a->old, sizeof a->old, "%s", old);
     a->ww = ww, a->wm = wm, a->wv = wv, a->wd = wd, a->off = off;
-    int e = pthread_create(&a->thread, NULL, write_in_background, a);
+    int e = pthread_create(&a->thread, NULL, a->streamed ? stream_in_background : write_in_background, a);
     if (e != 0) wf_fatal(c, "pthread_create", WF_WHERE, "cannot start the checkpoint writer: %s", strerror(e));
     a->running = 1;
 }
@@ -813,6 +926,8 @@ void wf_ckpt_wait(wf_ctx *c) {
     int e = pthread_join(pending.thread, NULL);
     if (e != 0) wf_fatal(c, "pthread_join", WF_WHERE, "%s", strerror(e));
     pending.running = 0;
+    if (pending.streamed)  /* every rank waits here at the same point: the thread's peak, reported */
+        report_peak(c, "async", save_bound(c, 0) + pending.held);
     if (c->opt.keep > 0 && c->opt.ckpt && wf_is_root(c)) rotate(c, c->opt.ckpt, c->opt.keep);
     double ms = 1000.0 * (seconds_now() - t0);
     if (ms >= 0.1) wf_log(c, "checkpoint: waited %.1f ms for the background save of step %ld\n", ms, pending.snap.step);
@@ -831,8 +946,11 @@ static void save_folder(wf_ctx *c, const char *dir) {
     long *off = wf_host_alloc(c, sizeof(long) * (size_t)p->n_params, "checkpoint offsets");
     long total = whole_offsets(p, off);
     float *ww = NULL, *wm = NULL, *wv = NULL, *wd = NULL;
-    /* --async-save: the writer's host copy, made now; else streamed below */
-    if (c->opt.async_save) {
+    /* --async-save: the host copies, made now; else streamed below */
+    pending.streamed = c->opt.async_save && streamed_async(c);
+    if (pending.streamed) {
+        pending.held = copy_own(c, &pending.own);
+    } else if (c->opt.async_save) {
         copy_for_async(c, off, total, &ww, &wm, &wv, &wd);
         double held = c->dp_rank == 0 && c->tp_rank == 0 ? 4.0 * (double)total * (3 + p->weight_delay) : 0;
         report_peak(c, "async copy", save_bound(c, held));
@@ -854,8 +972,9 @@ static void save_folder(wf_ctx *c, const char *dir) {
             wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
     }
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
-    if (c->opt.async_save) {  /* each stage's writer writes in the background */
-        if (c->dp_rank == 0 && c->tp_rank == 0) {
+    if (c->opt.async_save) {  /* every rank's thread, or each stage's writer's, writes in the background */
+        if (pending.streamed) free(off), off = NULL;  /* (the writer's whole-stage layout only) */
+        if (pending.streamed || (c->dp_rank == 0 && c->tp_rank == 0)) {
             start_async(c, dir, tmp, old, ww, wm, wv, wd, off);
         } else {
             free(off);  /* (a writer's copy only) */
@@ -869,7 +988,7 @@ static void save_folder(wf_ctx *c, const char *dir) {
     wf_manifest_known *known = NULL;  /* root's files: checksummed as written */
     if (wf_is_root(c) && !(known = wf_manifest_known_new()))
         wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
-    write_streamed(c, tmp, p->pp == 1 ? known : NULL);
+    write_streamed(c, tmp, p->pp == 1 ? known : NULL, NULL);
     report_peak(c, "save", save_bound(c, 0));
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     if (wf_is_root(c)) {

@@ -9,9 +9,10 @@
  * each in its places of the whole tensor, transposed where the file wants
  * it, in a buffer it writes from.  So a rank holds at most: one piece (<= the
  * largest tp shard, L floats), on dp 0 one tp shard (L), on the writer one
- * received shard (L, tp > 1) and one whole tensor (W floats), or under
- * --async-save the whole stage it holds until written (held bytes) in place
- * of that one tensor.  World
+ * received shard (L, tp > 1) and one whole tensor (W floats).  Under
+ * --async-save every rank first copies its own pieces (wf_ckpt_async_peak),
+ * or, where MPI lets no thread call it, the writer holds the whole stage
+ * until written (held bytes) in place of that one tensor.  World
  * rank 0 joins pipeline stages' files through one buffer of at most
  * WF_CKPT_JOIN_PIECE bytes. */
 #ifndef WEFT_CKPT_PEAK_H
@@ -29,6 +30,14 @@ static inline double wf_ckpt_save_peak(double whole_max, double local_max, int t
         b += held > 0 ? held : 4.0 * whole_max;
     }
     return b;
+}
+
+/* --async-save with threads (the usual case): every rank holds a host copy
+ * of its own pieces (own bytes) while its thread runs the synchronous save's
+ * streaming on them */
+static inline double wf_ckpt_async_peak(double whole_max, double local_max, int tp, int dp_rank, int tp_rank,
+                                        double own) {
+    return own + wf_ckpt_save_peak(whole_max, local_max, tp, dp_rank, tp_rank, 0);
 }
 
 /* the join's buffer, for stage files of at most file_data bytes of tensors */

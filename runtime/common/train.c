@@ -327,8 +327,10 @@ int wf_main(int argc, char **argv, const wf_program *p) {
     wf_ctx *c = &ctx;
     c->p = p;
     c->rank = -1;
-    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-        fprintf(stderr, "weft: MPI_Init failed\n");
+    /* threads calling MPI: --async-save's writers (ckpt.c checks what was provided) */
+    int provided;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "weft: MPI_Init_thread failed\n");
         return 1;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
