@@ -518,18 +518,18 @@ static void const_values(wf_ctx *c, wf_st_writer *w, float *whole, tensor_bufs *
     const wf_program *p = c->p;
     float run[1024];
     for (int i = 0; i < p->n_hf_consts; i++) {
-        const wf_hf_const *h = &p->hf_consts[i];
+        const wf_hf_const *hc = &p->hf_consts[i];
         long numel = 1;
-        for (int d = 0; d < h->ndim; d++) numel *= h->shape[d];
+        for (int d = 0; d < hc->ndim; d++) numel *= hc->shape[d];
         int copy = -1;
-        for (int k = 0; h->copy && k < p->n_params; k++)
-            if (strcmp(p->params[k].name, h->copy) == 0) copy = k;
+        for (int k = 0; hc->copy && k < p->n_params; k++)
+            if (strcmp(p->params[k].name, hc->copy) == 0) copy = k;
         if (copy >= 0) {
             obtain(c, copy, SRC_WEIGHTS, whole, b, h);
             put_floats(c, w, whole, numel);
             continue;
         }
-        for (int j = 0; j < 1024; j++) run[j] = h->value;
+        for (int j = 0; j < 1024; j++) run[j] = hc->value;
         for (long at = 0; at < numel; at += 1024) put_floats(c, w, run, numel - at < 1024 ? numel - at : 1024);
     }
 }

@@ -321,15 +321,29 @@ static void check_replicas(wf_ctx *c) {
                  "data-parallel replicas hold different weights after step %ld", c->step);
 }
 
+/* Whether the command line asks for --async-save, read before MPI_Init
+ * (parse_options runs after it): getopt_long takes any prefix of a long
+ * option that names one option, and "--a" names only async-save. */
+static int async_save_asked(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        size_t n = strlen(argv[i]);
+        if (n >= 3 && strncmp(argv[i], "--async-save", n) == 0) return 1;
+    }
+    return 0;
+}
+
 int wf_main(int argc, char **argv, const wf_program *p) {
     wf_blas_select(argc, argv);  /* may re-exec this program with a better BLAS kernel */
     static wf_ctx ctx;
     wf_ctx *c = &ctx;
     c->p = p;
     c->rank = -1;
-    /* threads calling MPI: --async-save's writers (ckpt.c checks what was provided) */
-    int provided;
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    /* threads calling MPI: --async-save's writers (ckpt.c checks what was
+     * provided); without it one thread calls MPI, which spares Open MPI's
+     * locks on every message */
+    int provided, level = async_save_asked(argc, argv) ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+    if (MPI_Init_thread(&argc, &argv, level, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "weft: MPI_Init_thread failed\n");
         return 1;
     }

@@ -64,6 +64,16 @@ build_plan tp2pp2 plans/vlm_llama.lua "${common[@]}" --set mesh.tp=2 --set mesh.
   --set cluster.devices_per_node=4
 build_plan dp2 plans/vlm_llama.lua "${common[@]}" --set mesh.dp=2 --set batch.micro=8 --set cluster.devices_per_node=2
 run_plan tp2pp2 --steps 5 --save "$WORK/half3d" >/dev/null
+# --async-save streams the same files from each rank's own copy, including
+# a constant that copies a parameter (vlm_tiny's GPT-2 saves lm_head.weight,
+# a copy of wte, for LLaVA), obtained from that copy like the parameter
+build_plan tiny_dp2 plans/vlm_tiny.lua --set data.train="$WORK/vlm.bin" --set mesh.dp=2 \
+  --set cluster.devices_per_node=2 --set batch.micro=8 --set batch.global=16
+run_plan tiny_dp2 --steps 2 --save "$WORK/tiny_sync" >/dev/null
+run_plan tiny_dp2 --steps 2 --save "$WORK/tiny_async" --async-save >/dev/null
+check "vlm_tiny dp 2: --async-save writes the synchronous save's files (lm_head.weight, a copy of wte, too)" \
+  bash -c 'cmp "$1/model.safetensors" "$2/model.safetensors" && cmp "$1/optimizer.safetensors" "$2/optimizer.safetensors"' \
+  _ "$WORK/tiny_async" "$WORK/tiny_sync"
 run_plan dp2 --steps 10 --resume "$WORK/half3d" --save "$WORK/resharded" >/dev/null
 check "checkpoint from tp 2 x pp 2 resumes on dp 2 (resharded)" same_weights "$WORK/resharded/model.safetensors"
 run_plan dp2 --steps 5 --save "$WORK/half_dp2" >/dev/null
