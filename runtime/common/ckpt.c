@@ -397,6 +397,58 @@ static void bufs_free(tensor_bufs *b) {
     free(b->counts);
 }
 
+/* MPI counts are ints: a tensor's transfers go in windows of at most this
+ * many floats (2^30: 4 GiB), so that a shard above 2^31 - 1 floats is still
+ * sent whole.  WEFT_CKPT_WINDOW (floats, >= 1) lowers it, so that the tests
+ * run the windows on small tensors. */
+static long window_floats(wf_ctx *c) {
+    static long w;
+    if (w) return w;
+    w = 1L << 30;
+    const char *env = getenv("WEFT_CKPT_WINDOW");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end || v < 1 || v > (1L << 30))
+            wf_fatal(c, "checkpoint", WF_WHERE, "WEFT_CKPT_WINDOW wants floats in 1 .. 2^30, got '%s'", env);
+        w = v;
+    }
+    return w;
+}
+
+/* The dp group's ZeRO pieces of parameter k gathered into dp 0's local,
+ * window by window: in each, every rank sends what of its own range
+ * [own_lo, own_hi) falls inside. */
+static void gather_pieces(wf_ctx *c, int k, const float *piece, tensor_bufs *b) {
+    const wf_program *p = c->p;
+    long numel = p->params[k].numel, w = window_floats(c), lo = c->own_lo[k], hi = c->own_hi[k];
+    for (long w0 = 0; w0 < numel; w0 += w) {
+        long w1 = w0 + w < numel ? w0 + w : numel;
+        long mlo = lo > w0 ? lo : w0, mhi = hi < w1 ? hi : w1;
+        for (int r = 0; c->dp_rank == 0 && r < p->dp; r++) {
+            long rlo, rhi;
+            wf_zero_own_range(p, k, r, &rlo, &rhi);
+            if (rlo < w0) rlo = w0;
+            if (rhi > w1) rhi = w1;
+            b->displs[r] = (int)(rlo - w0);
+            b->counts[r] = rhi > rlo ? (int)(rhi - rlo) : 0;
+        }
+        WF_MPI(c, MPI_Gatherv(piece + (mhi > mlo ? mlo - lo : 0), mhi > mlo ? (int)(mhi - mlo) : 0, MPI_FLOAT,
+                              c->dp_rank == 0 ? b->local + w0 : NULL, b->counts, b->displs, MPI_FLOAT, 0,
+                              c->group_comm[WF_GROUP_DP]));
+    }
+}
+
+/* n floats to (send) or from tp rank `peer`, window by window. */
+static void tp_transfer(wf_ctx *c, float *buf, long n, int peer, int send) {
+    long w = window_floats(c);
+    for (long at = 0; at < n; at += w) {
+        int m = (int)(n - at < w ? n - at : w);
+        if (send) WF_MPI(c, MPI_Send(buf + at, m, MPI_FLOAT, peer, 0, c->group_comm[WF_GROUP_TP]));
+        else WF_MPI(c, MPI_Recv(buf + at, m, MPI_FLOAT, peer, 0, c->group_comm[WF_GROUP_TP], MPI_STATUS_IGNORE));
+    }
+}
+
 /* Parameter k's whole value (kind SRC_*) into dst (whole_numel floats, the
  * file's layout) on the stage's writer, dp 0 and tp 0.  Every rank of the
  * stage calls it, in the same order: a gather over dp of the ZeRO pieces
@@ -411,22 +463,14 @@ static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b, const
         long lo = c->own_lo[k], n = c->own_hi[k] - lo;
         if (p->zero || c->dp_rank == 0) as_floats(c, b->piece, s.piece, s.bits16, n);
         if (c->dp_rank == 0) memset(b->local, 0, sizeof(float) * (size_t)q->numel);  /* frozen: no moments */
-        if (p->zero) {
-            for (int r = 0; c->dp_rank == 0 && r < p->dp; r++) {
-                long rlo, rhi;
-                wf_zero_own_range(p, k, r, &rlo, &rhi);
-                b->displs[r] = (int)rlo;
-                b->counts[r] = (int)(rhi - rlo);
-            }
-            WF_MPI(c, MPI_Gatherv(b->piece, (int)n, MPI_FLOAT, b->local, b->counts, b->displs, MPI_FLOAT, 0,
-                                  c->group_comm[WF_GROUP_DP]));
-        } else if (c->dp_rank == 0) memcpy(b->local + lo, b->piece, sizeof(float) * (size_t)n);
+        if (p->zero) gather_pieces(c, k, b->piece, b);
+        else if (c->dp_rank == 0) memcpy(b->local + lo, b->piece, sizeof(float) * (size_t)n);
     }
     if (c->dp_rank != 0) return;
     /* the tp shards one at a time (not gathered together: that would hold a
      * second whole tensor), each into its places in dst */
     if (c->tp_rank != 0) {
-        WF_MPI(c, MPI_Send(b->local, (int)q->numel, MPI_FLOAT, 0, 0, c->group_comm[WF_GROUP_TP]));
+        tp_transfer(c, b->local, q->numel, 0, 1);
         return;
     }
     if (p->tp == 1 && !q->transposed) {  /* the shard is the tensor */
@@ -438,7 +482,7 @@ static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b, const
     for (int r = 0; r < p->tp; r++) {
         const float *shard = b->local;
         if (r > 0) {
-            WF_MPI(c, MPI_Recv(b->parts, (int)q->numel, MPI_FLOAT, r, 0, c->group_comm[WF_GROUP_TP], MPI_STATUS_IGNORE));
+            tp_transfer(c, b->parts, q->numel, r, 0);
             shard = b->parts;
         }
         for (long i = 0; i < q->numel; i++) {
