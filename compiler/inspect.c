@@ -94,7 +94,7 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
         program_human_bytes(k.model_file, c, sizeof c);
         program_human_bytes(k.optim_file, d, sizeof d);
         program_human_bytes(k.sync, e, sizeof e);
-        fprintf(out, "    writer of stage %d%s: --async-save copies %s to host memory (peak %s) and a thread\n"
+        fprintf(out, "    writer of stage %d%s: --async-save copies its own pieces, %s, to host memory (peak %s), and a thread\n"
                      "    writes %s (%s) and %s (%s) while training goes on\n"
                      "    (without --async-save: written tensor by tensor before the next step, peak %s)\n",
                 stage, p->tp > 1 ? ", gathering its tp group's shards" : "", a, b, model, c, optim, d, e);
@@ -106,11 +106,15 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
         } else if (r == 0) {
             fprintf(out, "    then writes config.json and manifest.json, renames the folder in\n");
         }
-    } else if (dp == 0) {
-        fprintf(out, "    sends its tp shards to rank %d (stage %d's writer), keeps no copy\n", writer_of(p, stage), stage);
     } else {
-        fprintf(out, "    writes nothing, keeps no copy (dp 0 holds the same weights)%s\n",
-                p->zero ? "; sends its ZeRO pieces of each tensor to dp 0" : "");
+        /* --async-save: every rank copies its own pieces first (at most dp 0's, held) */
+        program_human_bytes(ckpt_stage_of(p, stage).held, a, sizeof a);
+        if (dp == 0)
+            fprintf(out, "    sends its tp shard of each tensor to rank %d (stage %d's writer)", writer_of(p, stage), stage);
+        else
+            fprintf(out, "    writes nothing (dp 0 holds the same weights)%s",
+                    p->zero ? "; sends its ZeRO pieces of each tensor to dp 0" : "");
+        fprintf(out, "; --async-save: from its own pieces, copied to host memory (at most %s), by a thread\n", a);
     }
 }
 

@@ -57,16 +57,16 @@ for r in 0 1 2 3; do section "$WORK/all.txt" $r "$WORK/ckpt$r.txt"; done
 check "weft check gives 2 stage copies and a join ($copy0, $copy1; $join)" \
   test -n "$copy0" -a -n "$copy1" -a -n "$join"
 check "rank 0 writes stage 0's files, copying what weft check says ($copy0)" \
-  grep -q "writer of stage 0: --async-save copies $copy0 to host memory" "$WORK/ckpt0.txt"
+  grep -q "writer of stage 0: --async-save copies its own pieces, $copy0, to host memory" "$WORK/ckpt0.txt"
 check "rank 2 writes stage 1's files, copying what weft check says ($copy1)" \
-  grep -q "writer of stage 1: --async-save copies $copy1 to host memory" "$WORK/ckpt2.txt"
+  grep -q "writer of stage 1: --async-save copies its own pieces, $copy1, to host memory" "$WORK/ckpt2.txt"
 check "rank 0 joins the stages' files ($join at a time) and writes the manifest" \
   bash -c "grep -q 'joins them ($join at a time) into model.safetensors' '$WORK/ckpt0.txt' &&
            grep -q 'manifest.json' '$WORK/ckpt0.txt'"
 check "rank 2 (a stage writer, not rank 0) joins nothing" bash -c "! grep -q joins '$WORK/ckpt2.txt'"
-check "ranks 1 and 3 (dp 1) write nothing" \
-  bash -c "grep -q 'writes nothing, keeps no copy' '$WORK/ckpt1.txt' &&
-           grep -q 'writes nothing, keeps no copy' '$WORK/ckpt3.txt'"
+check "ranks 1 and 3 (dp 1) write nothing; under --async-save each copies its own pieces (at most its writer's, $copy0 and $copy1)" \
+  bash -c "grep -q 'writes nothing (dp 0 holds the same weights).*from its own pieces, copied to host memory (at most $copy0)' '$WORK/ckpt1.txt' &&
+           grep -q 'writes nothing (dp 0 holds the same weights).*from its own pieces, copied to host memory (at most $copy1)' '$WORK/ckpt3.txt'"
 check "the save sits after each rank's last instruction" \
   test "$(grep -c '^  checkpoint after #' "$WORK/all.txt")" = 4
 check "the timeline names the step boundary's writers" \
@@ -75,7 +75,7 @@ check "the timeline names the step boundary's writers" \
 section "$WORK/tp.txt" 0 "$WORK/tp0.txt"
 section "$WORK/tp.txt" 1 "$WORK/tp1.txt"
 check "tp 2: rank 1 sends its shards to rank 0, the writer; saves every 5 steps" \
-  bash -c "grep -q 'sends its tp shards to rank 0 (stage 0.s writer)' '$WORK/tp1.txt' &&
+  bash -c "grep -q 'sends its tp shard of each tensor to rank 0 (stage 0.s writer)' '$WORK/tp1.txt' &&
            grep -q 'every 5 steps (--ckpt DIR)' '$WORK/tp1.txt'"
 check "tp 2, pp 1: rank 0 writes model.safetensors and the manifest itself" \
   bash -c "grep -q 'writes model.safetensors (.*) and optimizer.safetensors' '$WORK/tp0.txt' &&
