@@ -15,8 +15,9 @@
  * touch in B, and later ones take its place.  Under ZeRO >= 2 the other
  * ops' parameter gradients, computed in B, wait in the set for W to add
  * them into their bucket (ops.h's op_weight_grad_staged).  An input
- * gradient equal to its output gradient (a bias add's, a partial sum's
- * all-reduce's: grad_alias_of) takes that gradient's place.
+ * gradient equal to its output gradient (a bias add's, the position
+ * add's, a partial sum's all-reduce's: grad_alias_of) takes that
+ * gradient's place.
  *
  * A set holds one (microbatch, chunk) backward at a time: from its first
  * gradient receive or its BWD (zero-bubble: B) to the end of its BWD (or W).
@@ -57,9 +58,10 @@ static int w_reads_output_grad(const Program *p, const ir_op *o) {
 }
 
 /* The tensor whose gradient place op i's input gradient may share (a bias
- * add's or a partial sum's all-reduce's output, ops.h's grad_alias), or 0.  Only where the two are one
- * value: op i is the input's only reader (no other op adds into its
- * gradient, and no other chunk or stage sends one), the input is made in
+ * add's, the position add's or a partial sum's all-reduce's output, ops.h's
+ * grad_alias), or 0.  Only where the two are one value: op i is the
+ * input's only reader (no other op adds into its gradient, and no other
+ * chunk or stage sends one), the input is made in
  * chunk k and is not its input, both have the same size and storage type,
  * and op i is in no fused pair.  The output gradient must be one the
  * backward builds, not the received one (a receive writes it whole; not a

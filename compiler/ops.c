@@ -129,6 +129,7 @@ static const op_row table[OP__COUNT] = {
         /* as a graph op it follows the merged stream: this tp rank's rows under sp */
         .check = pos_add_check, .shard = vision_shard,
         .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .inplace = 1, .cost = COST_ADD,
+        .grad_alias = 1,  /* backward: din += dout (its emitters skip it where shared) */
         .k = { { "wf_pos_add_fwd", "wf_pos_add_bwd", "wf_pos_add_bwd_input", "wf_pos_add_bwd_weight" } },
         .emit_fwd = pos_add_emit_fwd, .emit_bwd = pos_add_emit_bwd,
         .emit_bwd_input = pos_add_emit_bwd_input, .emit_bwd_weight = pos_add_emit_bwd_weight,
@@ -137,8 +138,7 @@ static const op_row table[OP__COUNT] = {
         .name = "bias_add", .in_min = 1, .in_max = 1, .param_min = 1, .param_max = 1,
         .act16 = op_act16_always, .backends = BOTH, .keeps_shape = 1, .inplace = 1, .cost = COST_ADD,
         /* its B half is pos_add's: din += dout, skipped where din shares
-         * dout's place (grad_alias).  (pos_add's input gradient could alias
-         * too; its kernels are not taught to skip the copy.) */
+         * dout's place (grad_alias) */
         .grad_alias = 1,
         .k = { { "wf_bias_add_fwd", "wf_bias_add_bwd", "wf_pos_add_bwd_input", "wf_bias_add_bwd_weight" } },
         .emit_fwd = bias_add_emit_fwd, .emit_bwd = bias_add_emit_bwd,

@@ -111,8 +111,9 @@ typedef struct {
     /* its input gradient is its output gradient (d(x + b)/dx = 1): the
      * memory pass gives both one place where its input has no other reader
      * (memory_grads.c), and its emitter then skips the input gradient's
-     * copy (a bias add, ops_linear.c; the all-reduce of a row-parallel
-     * linear's partial sums, whose backward is the identity, ops_tp.c) */
+     * copy (a bias add, ops_linear.c; the position add, ops_embed.c; the
+     * all-reduce of a row-parallel linear's partial sums, whose backward
+     * is the identity, ops_tp.c) */
     int grad_alias;
     int lookup;                /* parameter 0 is the token embedding, looked up (not a matmul) */
     int loss;                  /* ends the graph; its output is the per-token loss, which no

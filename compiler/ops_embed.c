@@ -78,13 +78,22 @@ void pos_add_emit_fwd(writer *wr, const Program *p, int i, const operands *x, co
     emit(wr, "    %s(c, a + %s, a + %s, w + %s, %s, %s, T, C);\n", k->fwd, x->out, x->in0, x->w0, x->row0, x->rows);
 }
 
+/* din += dout, skipped where din shares dout's place (op_dinput_shared,
+ * memory_grads.c): only the table's gradient is left to sum */
 void pos_add_emit_bwd(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)p, (void)i;
+    if (op_dinput_shared(p, &p->ops[i], 0)) {
+        emit(wr, "    /* d + D_%s is d + D_%s (one place) */\n", x->in0, x->out);
+        emit(wr, "    %s(c, g + %s, d + D_%s, %s, %s, T, C);\n", k->bwd_weight, x->g0, x->out, x->row0, x->rows);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, g + %s, d + D_%s, %s, %s, T, C);\n", k->bwd, x->in0, x->g0, x->out, x->row0, x->rows);
 }
 
 void pos_add_emit_bwd_input(writer *wr, const Program *p, int i, const operands *x, const op_kernels *k) {
-    (void)p, (void)i;
+    if (op_dinput_shared(p, &p->ops[i], 0)) {
+        emit(wr, "    /* d + D_%s is d + D_%s (one place) */\n", x->in0, x->out);
+        return;
+    }
     emit(wr, "    %s(c, d + D_%s, d + D_%s, %s, C);\n", k->bwd_input, x->in0, x->out, x->rows);
 }
 

@@ -403,6 +403,24 @@ static void checker(void) {
         check(dshared == dal && dcaught == (dal < 4 ? dal : 4) && dmoved == dcaught,
               "%s: each shared gradient has its output gradient's offset (%d of %d); cleared, the overlap is "
               "caught (%d), moved, the place is caught (%d)", v[i].name, dshared, dal, dcaught, dmoved);
+        /* the position add's (wte + wpe under tp) likewise: its input gradient is its output's place */
+        int n_pos = 0;
+        for (int o = 0; v[i].aliases && o < p.n_ops; o++) {
+            if (p.ops[o].kind != OP_POS_ADD) continue;
+            n_pos++;
+            int t = p.ops[o].in[0], out = p.ops[o].out, st = p.ops[o].chunk % p.pp;
+            check(p.tensors[t].dalias == out && p.tensors[t].doffset == p.tensors[out].doffset,
+                  "%s: the position add's input gradient shares its output gradient's place (offsets %ld, %ld)",
+                  v[i].name, p.tensors[t].doffset, p.tensors[out].doffset);
+            long keep = p.tensors[t].doffset, top = p.dact_numel[st];
+            p.tensors[t].doffset = top;  /* moved to floats of its own, as above */
+            p.dact_numel[st] = top + memory_tensor_numel(&p, t);
+            check(memory_check(&p) != 0, "%s: the position add's input gradient moved off its place is caught",
+                  v[i].name);
+            p.tensors[t].doffset = keep;
+            p.dact_numel[st] = top;
+        }
+        if (v[i].aliases) check(n_pos > 0, "%s: the plan has a position add (%d)", v[i].name, n_pos);
         planted = 0;
         for (int a = 0; a < p.n_places && !planted; a++)
             for (int b = a + 1; b < p.n_places && !planted; b++) {
