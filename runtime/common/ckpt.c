@@ -900,6 +900,21 @@ static void wait_for_stages(wf_ctx *c, const char *tmp) {
     }
 }
 
+/* World rank 0's end of a background save: the stages' files joined (pp > 1),
+ * the folder finished and renamed in. */
+static void root_finishes(async_save *a, wf_manifest_known *known, double t0) {
+    wf_ctx *c = &a->snap;
+    if (c->p->pp > 1) {
+        wait_for_stages(c, a->tmp);
+        merge_stages(c, a->tmp, "model", known);
+        merge_stages(c, a->tmp, "optimizer", known);
+    }
+    finish_folder(c, a->tmp, a->dir, a->old, known);
+    wf_manifest_known_free(known);
+    wf_log(c, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n", c->step,
+           a->dir, 1000.0 * (seconds_now() - t0));
+}
+
 static void *write_in_background(void *arg) {
     async_save *a = arg;
     wf_ctx *c = &a->snap;
@@ -913,16 +928,7 @@ static void *write_in_background(void *arg) {
     write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off, c->p->pp == 1 ? known : NULL);
     save_free(a->ww), save_free(a->wm), save_free(a->wv), save_free(a->wd), free(a->off);
     a->ww = a->wm = a->wv = a->wd = NULL, a->off = NULL;
-    if (!wf_is_root(c)) return NULL;  /* another stage's writer: its files are in */
-    if (c->p->pp > 1) {
-        wait_for_stages(c, a->tmp);
-        merge_stages(c, a->tmp, "model", known);
-        merge_stages(c, a->tmp, "optimizer", known);
-    }
-    finish_folder(c, a->tmp, a->dir, a->old, known);
-    wf_manifest_known_free(known);
-    wf_log(c, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n", c->step,
-           a->dir, 1000.0 * (seconds_now() - t0));
+    if (wf_is_root(c)) root_finishes(a, known, t0);  /* another stage's writer: its files are in */
     return NULL;
 }
 
@@ -936,16 +942,7 @@ static void *stream_in_background(void *arg) {
         wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
     write_streamed(c, a->tmp, c->p->pp == 1 ? known : NULL, &a->own);
     held_free(&a->own);
-    if (!wf_is_root(c)) return NULL;
-    if (c->p->pp > 1) {
-        wait_for_stages(c, a->tmp);
-        merge_stages(c, a->tmp, "model", known);
-        merge_stages(c, a->tmp, "optimizer", known);
-    }
-    finish_folder(c, a->tmp, a->dir, a->old, known);
-    wf_manifest_known_free(known);
-    wf_log(c, "checkpoint: step %ld saved to %s (written in the background in %.1f ms)\n", c->step,
-           a->dir, 1000.0 * (seconds_now() - t0));
+    if (wf_is_root(c)) root_finishes(a, known, t0);
     return NULL;
 }
 
