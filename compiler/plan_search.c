@@ -1373,17 +1373,14 @@ static void bounds(search *S, cand *c, int accum, int probe) {
             double share = bound ? trace_bound_slowdown(g, node, cores) : placed;
             if (bound && S->bind == WF_BIND_AUTO && placed < share) share = placed, c->bind_off = 1;
             /* and each tp collective waits for partners descheduled there
-             * (simulate's trace_tp_wait_us), behind the other ranks on the
-             * busiest core of whichever sharing sets the pace (one stage's
-             * ranks computing: share; all: node / cores): a stage's
-             * collectives (the average stage's, as `stage`), every
-             * microbatch, stretched by the bubble as work */
-            double all = (double)node / cores, paced = pipe * share >= work * all ? share : all;
+             * (simulate's trace_tp_wait_us, with share - 1 others on the
+             * busiest core): a stage's collectives (the average stage's, as
+             * `stage`), every microbatch, stretched by the bubble as work */
             const double *n = S->probes[c->probe].coll;
             double coll = (L * n[1] + n[0] + n[2]) / c->pp;
-            double waits = accum * coll * trace_tp_wait_us(search_cal.sched_slice_s * 1e6, paced - 1) * 1e-6 *
+            double waits = accum * coll * trace_tp_wait_us(search_cal.sched_slice_s * 1e6, share - 1) * 1e-6 *
                            bubble_factor(c->sched, c->pp, accum, c->virt);
-            pipe = fmax(pipe * share, work * all) + waits;
+            pipe = fmax(pipe * share, work * node / cores) + waits;
         }
         chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
     }
