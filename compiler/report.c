@@ -104,17 +104,6 @@ static void report_binding(const Program *p, FILE *out) {
                  "prices it; WEFT_BIND overrides it at run time, unpriced)\n", wf_bind_name(p->bind), node, what);
 }
 
-/* Where those ranks outnumber the cores and tp > 1: the slice simulate
- * prices tp's waits with (trace_shared.h's trace_tp_wait_us).  weft check
- * reads no calibration, so it names the slice's source, not its value. */
-static void report_tp_waits(const Program *p, FILE *out) {
-    int node = p->world < p->devices_per_node ? p->world : p->devices_per_node;
-    if (strcmp(p->device, "CPU") != 0 || node < 2 || p->tp < 2) return;
-    fprintf(out, "tp waits  there, each tp collective waits half the scheduler's slice per other runnable rank on "
-                 "a partner's core (simulate: sched_slice_ms from weft calibrate, else EEVDF's default for the "
-                 "cores, 0.75 ms x (1 + log2 min(cores, 8)))\n");
-}
-
 void program_report(const Program *p, FILE *out) {
     char a[32], b[32], c[32];
     fprintf(out, "plan      %s (%s)\n", p->plan_name, p->plan_path);
@@ -169,7 +158,6 @@ void program_report(const Program *p, FILE *out) {
         fprintf(out, "\n");
     }
     report_binding(p, out);
-    report_tp_waits(p, out);
     fprintf(out, "batch     global %d = micro %d x dp %d x accumulation %d; %.0f tokens/step\n",
             p->global_batch, p->micro, p->dp, p->accum, tokens);
     fprintf(out, "optimizer adamw lr %g (min %g, warmup %d), betas (%g, %g), wd %g, clip %g; %d steps\n",
