@@ -157,11 +157,7 @@ typedef struct {
      * micro), from one-block builds (layer_seconds); the step-time bound */
     /* refused: the one-block build's error; confirmed: a candidate's own
      * build was refused with the same error, so the rest are not built */
-    struct probe {
-        int tp, sp, rc, micro, ok, confirmed;
-        double before, layer, after, coll[3];  /* coll: tp collectives per part (simulate_layer_seconds) */
-        char refused[320];
-    } *probes;
+    struct probe { int tp, sp, rc, micro, ok, confirmed; double before, layer, after; char refused[320]; } *probes;
     int n_probes, cap_probes;
     /* the partition pass's costs by (tp, sp, micro) (ok 0: unknown), and its
      * splits by (tp, sp, micro, chunks): the split a build will get
@@ -288,9 +284,7 @@ static int price(const Program *p, cand *c) {
     c->mfu = after(text, "; MFU ");
     c->bubble = after(text, "\nbubble ");
     if (isnan(c->bubble)) c->bubble = after(text, "\nbubble    ");
-    /* the comm line's: the tp waits line before it names the collectives too */
-    const char *comm_line = strstr(text, "\ncomm ");
-    double tp_ms = comm_line ? after(comm_line, "tp collectives ") : NAN, p2p_ms = after(text, "pp p2p ");
+    double tp_ms = after(text, "tp collectives "), p2p_ms = after(text, "pp p2p ");
     /* "dp <what> X s (Y s exposed)" */
     const char *ex = strstr(text, " s exposed)");
     double dp_s = NAN;
@@ -1174,7 +1168,7 @@ static int layer_seconds(search *S, cand *c, double t[3]) {
     }
     c->probe = S->n_probes;
     struct probe *q = &S->probes[S->n_probes++];
-    *q = (struct probe){ c->tp, c->sp, c->rc, c->micro, 0, 0, 0, 0, 0, { 0, 0, 0 }, "" };
+    *q = (struct probe){ c->tp, c->sp, c->rc, c->micro, 0, 0, 0, 0, 0, "" };
     char b[7][64];
     snprintf(b[0], 64, "cluster.devices_per_node=%d", c->tp);
     snprintf(b[1], 64, "mesh.tp=%d", c->tp);
@@ -1188,8 +1182,7 @@ static int layer_seconds(search *S, cand *c, double t[3]) {
     int rc = build_small(S, &p, extra, q->refused, sizeof q->refused);
     if (rc != 0 && !q->refused[0]) snprintf(q->refused, sizeof q->refused, "?");
     if (rc == 0) q->refused[0] = 0;
-    if (rc == 0 && simulate_layer_seconds(&p, &search_cal, &q->before, &q->layer, &q->after, q->coll) == 0)
-        q->ok = 1;
+    if (rc == 0 && simulate_layer_seconds(&p, &search_cal, &q->before, &q->layer, &q->after) == 0) q->ok = 1;
     program_free(&p);
     S->probed++;
     t[0] = q->before, t[1] = q->layer, t[2] = q->after;
@@ -1372,15 +1365,7 @@ static void bounds(search *S, cand *c, int accum, int probe) {
             double placed = trace_placed_slowdown(g, node, cores);
             double share = bound ? trace_bound_slowdown(g, node, cores) : placed;
             if (bound && S->bind == WF_BIND_AUTO && placed < share) share = placed, c->bind_off = 1;
-            /* and each tp collective waits for partners descheduled there
-             * (simulate's trace_tp_wait_us, with share - 1 others on the
-             * busiest core): a stage's collectives (the average stage's, as
-             * `stage`), every microbatch, stretched by the bubble as work */
-            const double *n = S->probes[c->probe].coll;
-            double coll = (L * n[1] + n[0] + n[2]) / c->pp;
-            double waits = accum * coll * trace_tp_wait_us(search_cal.sched_slice_s * 1e6, share - 1) * 1e-6 *
-                           bubble_factor(c->sched, c->pp, accum, c->virt);
-            pipe = fmax(pipe * share, work * node / cores) + waits;
+            pipe = fmax(pipe * share, work * node / cores);
         }
         chunk = (L * t[1] + t[0] + t[2]) / (c->pp * c->virt);
     }

@@ -741,7 +741,7 @@ static void use_calibration(const Program *p, const sim_calibration *cal) {
 }
 
 int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
-                           double *after, double coll[3]) {
+                           double *after) {
     use_calibration(p, cal);
     double peak = device_peak(p), hbm = calib ? calib->hbm_gbs : p->device_hbm_gbs > 0 ? p->device_hbm_gbs : 20.0;
     double gain = thread_gain(p);
@@ -760,7 +760,6 @@ int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double 
     for (int k = 0; k < 3; k++)  /* as stage_times: in place, the rank's threads */
         s[k] = (part[k].t.f * in[0] + part[k].t.b * in[1]) / gain + part[k].comm_f + part[k].comm_b;
     *before = s[0], *layer = s[1], *after = s[2];
-    for (int k = 0; coll && k < 3; k++) coll[k] = part[k].n_f + part[k].n_b;
     return 0;
 }
 

@@ -92,11 +92,9 @@ int simulate_node_stages(const wf_axis *axes, int n_axes, int pp, int node, doub
  * with cal) of a one-block program's block (layer) and of its other ops
  * before it (the embedding) and after it (final norm, LM head, loss).  weft
  * plan's step-time bound: a stage of n blocks is busy at least n * layer per
- * microbatch.  coll (NULL: not wanted): the tensor-parallel collectives
- * of each part, forward and backward (those trace_tp_wait_us prices on
- * shared cores).  -1: more than one block or chunk. */
+ * microbatch.  -1: more than one block or chunk. */
 int simulate_layer_seconds(const Program *p, const sim_calibration *cal, double *before, double *layer,
-                           double *after, double coll[3]);
+                           double *after);
 /* Seconds per microbatch of chunk 0's forward and backward and of stage 0's
  * optimizer step, as simulate_plan predicts them (for weft calibrate). */
 int simulate_reference_times(const Program *p, const sim_calibration *cal, double *f, double *b,
