@@ -26,14 +26,7 @@
 # controls'.  tp is priced low on shared cores, and more so the more ranks
 # share a core, as if each tp collective waited on the time slices of the
 # ranks its members share cores with; a model of it needs the kernel's slice
-# (not readable here), so simulate did not price it then.  Now weft calibrate
-# measures the slice and simulate prices each tp collective's wait
-# (trace_shared.h); off/pred0 and bd/pred0 are the prices without the waits.
-# Once, load ~9-10, 4 rounds of 6 steps, slice 3.92 ms: off/pred (off/pred0)
-# dp 2 x pp 2 1.256 (1.256), tp 2 x pp 2 1.348 (1.563), dp 4 x pp 2 1.312
-# (1.312), tp 4 x pp 2 1.390 (2.017), dp 2 x tp 2 x pp 2 1.120 (1.404): the
-# tp layouts 1.07x and 1.06x their controls' (were 1.24x and 1.54x), the
-# mixed one 0.85x (was 1.07x); bound: tp 1.20x and 1.22x (were 1.36x, 1.75x).
+# (not readable here), so simulate does not price it yet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/compiler/weft}
@@ -44,9 +37,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/weft-bind-tp.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$WEFT" data synth -o "$work/d.bin" --tokens 200000 >/dev/null
 "$WEFT" calibrate -o "$work/cal.lua" >/dev/null 2>&1 || { echo "bind_tp.sh: calibrate failed" >&2; exit 1; }
-# the same without tp's waits for descheduled partners (slice 0), as priced before them
-sed -E 's/^  sched_slice_ms = .*/  sched_slice_ms = 0,/' "$work/cal.lua" > "$work/cal0.lua"
-echo "== scheduler slice $(sed -n 's/^  sched_slice_ms = \([0-9.]*\),/\1/p' "$work/cal.lua") ms (weft calibrate)"
 echo "== $(nproc) cores; $ROUNDS rounds of $STEPS steps; ratio = bound in stage order / left to the kernel"
 
 layouts=(
@@ -70,8 +60,6 @@ for l in "${layouts[@]}"; do
         # simulate's step with this machine's cores, ms
         "$WEFT" simulate plans/tiny.lua --calibration "$work/cal.lua" --set cluster.bind=$arm ${l#* } |
             sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' | awk '{ printf "%.1f\n", $1 * 1000 }' > "$work/$name.$arm.pred"
-        "$WEFT" simulate plans/tiny.lua --calibration "$work/cal0.lua" --set cluster.bind=$arm ${l#* } |
-            sed -n 's/^iteration \([0-9.]*\) s.*/\1/p' | awk '{ printf "%.1f\n", $1 * 1000 }' > "$work/$name.$arm.pred0"
     done
     names+=("$name")
 done
@@ -93,16 +81,14 @@ for round in $(seq "$ROUNDS"); do
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-printf '%-12s %8s %8s %8s %8s %7s %12s %10s %8s %8s %9s %9s\n' layout off_ms pred_off bound_ms pred_bd ratio min-max pred_ratio \
-    off/pred bd/pred off/pred0 bd/pred0
+printf '%-12s %8s %8s %8s %8s %7s %12s %10s %8s %8s\n' layout off_ms pred_off bound_ms pred_bd ratio min-max pred_ratio \
+    off/pred bd/pred
 for name in "${names[@]}"; do
     ratios=$(paste "$work/$name.stages.ms" "$work/$name.off.ms" | awk '{ printf "%.3f\n", $1 / $2 }')
     po=$(cat "$work/$name.off.pred") pb=$(cat "$work/$name.stages.pred")
     mo=$(median < "$work/$name.off.ms") mb=$(median < "$work/$name.stages.ms")
-    p0o=$(cat "$work/$name.off.pred0") p0b=$(cat "$work/$name.stages.pred0")
-    printf '%-12s %8.1f %8.1f %8.1f %8.1f %7.3f %5.3f-%5.3f %10.3f %8.3f %8.3f %9.3f %9.3f\n' "$name" "$mo" "$po" "$mb" "$pb" \
+    printf '%-12s %8.1f %8.1f %8.1f %8.1f %7.3f %5.3f-%5.3f %10.3f %8.3f %8.3f\n' "$name" "$mo" "$po" "$mb" "$pb" \
         "$(echo "$ratios" | median)" "$(echo "$ratios" | sort -g | head -1)" "$(echo "$ratios" | sort -g | tail -1)" \
         "$(awk -v a="$pb" -v b="$po" 'BEGIN { print a / b }')" "$(awk -v a="$mo" -v b="$po" 'BEGIN { print a / b }')" \
-        "$(awk -v a="$mb" -v b="$pb" 'BEGIN { print a / b }')" "$(awk -v a="$mo" -v b="$p0o" 'BEGIN { print a / b }')" \
-        "$(awk -v a="$mb" -v b="$p0b" 'BEGIN { print a / b }')"
+        "$(awk -v a="$mb" -v b="$pb" 'BEGIN { print a / b }')"
 done

@@ -8,10 +8,7 @@
  *      and miss what happens between them in a real step, so the medians of
  *      the measured forward, backward and optimizer times over the predicted
  *      ones become in-place factors, and the one-rank run gives what more
- *      threads buy a rank in place;
- *   3. the scheduler's slice: two processes spinning on one CPU for 0.3 s
- *      (sched_slice.h), what a tensor-parallel rank waits for when its
- *      partner shares a core (simulate).
+ *      threads buy a rank in place.
  * The file is written only when everything succeeded (temporary, then
  * renamed). */
 #include <stdio.h>
@@ -25,7 +22,6 @@
 #include "datagen.h"
 #include "output.h"
 #include "pass_list.h"
-#include "sched_slice.h"
 #include "simulate.h"
 #include "trace.h"
 
@@ -153,8 +149,7 @@ static int traced_reference(const char *dir, const char *runtime, int dp, const 
 
 /* Copies the kernel file to out with the in-place lines before its closing
  * brace, through a temporary sibling renamed over out (output.h). */
-static int write_cluster(const char *kernels, const char *out, const double inplace[3], double threads,
-                         const sched_slice_stat *slice) {
+static int write_cluster(const char *kernels, const char *out, const double inplace[3], double threads) {
     FILE *in = fopen(kernels, "r");
     wf_outfile o;
     char err[PATH_MAX + 200];
@@ -174,11 +169,7 @@ static int write_cluster(const char *kernels, const char *out, const double inpl
     fprintf(o.f, "  -- a reference GPT run in place (traced): measured over predicted per microbatch\n");
     fprintf(o.f, "  inplace = { forward = %.3f, backward = %.3f, optimizer = %.3f },\n", inplace[0], inplace[1],
             inplace[2]);
-    fprintf(o.f, "  inplace_threads = %.3f,  -- a lone rank on every core over one thread, in place\n", threads);
-    fprintf(o.f, "  -- two processes spinning on one CPU, stamping CLOCK_MONOTONIC: the median run between\n"
-                 "  -- gaps over 0.1 ms (%d runs; the median gap, the other's run, %.3f ms)\n",
-            slice->runs, slice->wait_ms);
-    fprintf(o.f, "  sched_slice_ms = %.3f,\n}\n", slice->run_ms);
+    fprintf(o.f, "  inplace_threads = %.3f,  -- a lone rank on every core over one thread, in place\n}\n", threads);
     if (wf_outfile_commit(&o, err, sizeof err) != 0) {
         fprintf(stderr, "weft: error: %s\n", err);
         return -1;
@@ -224,11 +215,7 @@ static int measure(const char *dir, const char *runtime, const char *out) {
     printf("in place: forward %.1f ms (predicted %.1f), backward %.1f ms (%.1f), optimizer %.2f ms (%.2f) on one "
            "rank, %.2f ms on two (the step end's waits included); one rank on every core %.2fx\n", m2.f * 1e3,
            p2.f * 1e3, m2.b * 1e3, p2.b * 1e3, m1.optim * 1e3, p1.optim * 1e3, m2.optim * 1e3, threads);
-    sched_slice_stat slice;
-    if (sched_slice_measure(2, 0.3, &slice) != 0) return -1;
-    printf("scheduler slice: %.3f ms median run of two processes sharing a CPU (%d runs; waits %.3f ms)\n",
-           slice.run_ms, slice.runs, slice.wait_ms);
-    if (write_cluster(kernels, out, inplace, threads, &slice) != 0) return -1;
+    if (write_cluster(kernels, out, inplace, threads) != 0) return -1;
     printf("wrote %s\n", out);
     return 0;
 }

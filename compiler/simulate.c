@@ -27,7 +27,6 @@
 #include "ops.h"
 #include "simulate.h"
 #include "trace.h"
-#include "sched_slice.h"
 #include "trace_shared.h"
 #include "user_kernel.h"
 #include "weft/bind.h"
@@ -156,14 +155,10 @@ int simulate_load_calibration(const char *path, sim_calibration *cal) {
     lua_pop(L, 1);
     if (!get_number(L, "inplace_threads", &cal->inplace_threads)) cal->inplace_threads = cal->thread_speedup;
     /* optional fields (older files have none): their defaults */
-    double us = SIM_DP_BUCKET_US, ns = cal->hbm_gbs > 0 ? 36.0 / cal->hbm_gbs : 0, slice = -1;
+    double us = SIM_DP_BUCKET_US, ns = cal->hbm_gbs > 0 ? 36.0 / cal->hbm_gbs : 0;
     if (optional_field(L, path, "dp_bucket_us", "microseconds", &us) != 0 ||
-        optional_field(L, path, "optimizer_ns", "nanoseconds a parameter", &ns) != 0 ||
-        optional_field(L, path, "sched_slice_ms", "milliseconds", &slice) != 0)
+        optional_field(L, path, "optimizer_ns", "nanoseconds a parameter", &ns) != 0)
         goto done;
-    /* the scheduler's slice (sched_slice.h): measured, else EEVDF's default for the cores */
-    cal->slice_measured = slice >= 0;
-    cal->sched_slice_s = (slice >= 0 ? slice : sched_slice_default_ms(cores >= 1 ? (int)cores : 1)) * 1e-3;
     cal->dp_bucket_s = us * 1e-6;
     cal->optimizer_s = ns * 1e-9;
     /* tp_gbs: the bus bandwidth of each collective tensor parallelism calls;
@@ -486,8 +481,8 @@ double simulate_op_seconds(const Program *p, int i) {
 }
 
 /* One microbatch of chunk k; f and b hold compute only, comm_f and comm_b
- * the tensor-parallel collectives of each direction, n_f and n_b how many. */
-typedef struct { op_time t; double comm_f, comm_b, n_f, n_b; } chunk_time;
+ * the tensor-parallel collectives of each direction. */
+typedef struct { op_time t; double comm_f, comm_b; } chunk_time;
 
 /* Adds op i (one microbatch, its recompute included) to sum. */
 static void add_op(const Program *p, int i, double peak, double hbm, chunk_time *sum) {
@@ -499,9 +494,8 @@ static void add_op(const Program *p, int i, double peak, double hbm, chunk_time 
     int for_w = p->recompute == RECOMPUTE_FULL && p->ops[i].layer >= 0 && p->sched && p->sched->split_backward;
     if (t.comm > 0) {  /* a collective: the direction(s) it runs in */
         sum->comm_f += t.f, sum->comm_b += t.b;
-        sum->n_f += t.f > 0, sum->n_b += t.b > 0;
-        if (again) sum->comm_b += t.f, sum->n_b += t.f > 0;  /* forward again */
-        if (for_w) sum->comm_b += t.f, sum->n_b += t.f > 0;
+        if (again) sum->comm_b += t.f;  /* forward again */
+        if (for_w) sum->comm_b += t.f;
     } else {
         sum->t.f += t.f;
         sum->t.b += t.b + (again ? t.f : 0) + (for_w ? t.f : 0);
@@ -511,7 +505,7 @@ static void add_op(const Program *p, int i, double peak, double hbm, chunk_time 
 }
 
 static chunk_time chunk_seconds(const Program *p, int k, double peak, double hbm) {
-    chunk_time sum = { { 0, 0, 0, 0 }, 0, 0, 0, 0 };
+    chunk_time sum = { { 0, 0, 0, 0 }, 0, 0 };
     for (int i = p->chunk_first_op[k]; i < p->chunk_end_op[k]; i++) add_op(p, i, peak, hbm, &sum);
     return sum;
 }
@@ -571,16 +565,15 @@ double simulate_optimizer_seconds(double params, int zero, int dp, double hbm_gb
 /* Seconds per microbatch of each chunk (forward, backward, its weight part,
  * tp communication) and of each stage's optimizer step, in place: with the
  * calibration's measured-over-predicted factors and the threads a rank has. */
-typedef struct { double *f, *b, *w, *comm, *optim, *n_f, *n_b; } sim_times;
+typedef struct { double *f, *b, *w, *comm, *optim; } sim_times;
 
 static void sim_times_free(sim_times *t) { free(t->f); }
 
 static int stage_times(const Program *p, double peak, double hbm, sim_times *t) {
     int n = p->n_chunks;
-    t->f = malloc(sizeof(double) * (size_t)(6 * n + p->pp));
+    t->f = malloc(sizeof(double) * (size_t)(4 * n + p->pp));
     if (!t->f) return -1;
-    t->b = t->f + n, t->w = t->b + n, t->comm = t->w + n, t->n_f = t->comm + n, t->n_b = t->n_f + n;
-    t->optim = t->n_b + n;
+    t->b = t->f + n, t->w = t->b + n, t->comm = t->w + n, t->optim = t->comm + n;
     double gain = thread_gain(p);
     const double *in = calib ? calib->inplace : (const double[3]){ 1, 1, 1 };
     for (int k = 0; k < n; k++) {
@@ -591,7 +584,6 @@ static int stage_times(const Program *p, double peak, double hbm, sim_times *t) 
         t->b[k] = c.t.b * in[1] / gain + c.comm_b;
         t->w[k] = c.t.w * in[1] / gain;
         t->comm[k] = c.comm_f;
-        t->n_f[k] = c.n_f, t->n_b[k] = c.n_b;
     }
     for (int st = 0; st < p->pp; st++)
         t->optim[st] = simulate_optimizer_seconds((double)p->param_numel[st], p->zero, p->dp, hbm, calib);
@@ -674,7 +666,7 @@ wf_bind_why simulate_binding(const Program *p, int cores) {
                           1);
 }
 
-static int core_share(const Program *p, const sim_times *tm, trace_share *sh, double *ranks) {
+static int core_share(const Program *p, trace_share *sh, double *ranks) {
     int node = node_ranks_of(p);
     if (!calib || node <= calib->cores) return 0;
     /* the first node's ranks of each stage; when it lacks a stage (the
@@ -687,8 +679,7 @@ static int core_share(const Program *p, const sim_times *tm, trace_share *sh, do
     /* bound as the runtime decides; priced so only where a stage's ranks are whole */
     int whole = every || node % p->pp == 0;
     *sh = (trace_share){ calib->cores, ranks, WAIT_SHARE, 1,
-                         whole && simulate_binding(p, calib->cores) == WF_BIND_BOUND,
-                         calib->sched_slice_s * 1e6, tm->n_f, tm->n_b };
+                         whole && simulate_binding(p, calib->cores) == WF_BIND_BOUND };
     return 1;
 }
 
@@ -820,7 +811,7 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
      * are shared at each moment; its trace replaces the first */
     trace_share sh;
     double *node_ranks = malloc(sizeof(double) * (size_t)p->pp), shared_optim = 0;
-    int shared = !failed && node_ranks && core_share(p, &tm, &sh, node_ranks);
+    int shared = !failed && node_ranks && core_share(p, &sh, node_ranks);
     if (shared) {
         trace t2 = { 0 };
         if (step_timeline(s, &costs, &sh, &t2, &shared_us) == 0) {
@@ -913,8 +904,6 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
         if (c > dp_comm) dp_comm = c;
         if (e > exposed_dp) exposed_dp = e;
     }
-    double n_f = 0, n_b = 0;  /* a microbatch's tp collectives, every chunk */
-    for (int k = 0; k < p->n_chunks; k++) n_f += tm.n_f[k], n_b += tm.n_b[k];
     sim_times_free(&tm);
     double bubble = span > 0 ? 1.0 - busy / span : 0, bubble_busiest = span > 0 ? 1.0 - busiest / span : 0;
     double stretch = 1;  /* the shared timeline's span over the unshared one's */
@@ -948,12 +937,6 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
                          "cluster.bind = %s)\n",
                     node, calib->cores, stretch, (double)node / calib->cores, WAIT_SHARE,
                     sh.bound ? "ranks bound to cores in stage order" : "ranks placed by the kernel", wf_bind_name(p->bind));
-            if (n_f + n_b > 0)
-                fprintf(out, "tp waits  %.0f forward and %.0f backward tp collectives a microbatch (all stages) wait "
-                             "for partners descheduled on the shared cores: half the scheduler's slice of %.3f ms "
-                             "(%s) per other runnable rank on the partner's core\n",
-                        n_f, n_b, calib->sched_slice_s * 1e3, calib->slice_measured ? "measured by weft calibrate"
-                        : "not measured: EEVDF's default base slice for these cores");
         }
         if (p->image_positions > 0) {  /* a VLM: its encoder's share of the first chunk */
             double enc, first;

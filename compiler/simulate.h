@@ -32,10 +32,6 @@ typedef struct {
     /* bus GB/s of tensor parallelism's blocking all-reduce, all-gather and
      * reduce-scatter (tp_gbs; link_gbs each when the file has none) */
     double tp_gbs[3];
-    /* the CPU scheduler's slice, seconds (sched_slice_ms, measured by weft
-     * calibrate when slice_measured; else sched_slice_default_ms(cores)) */
-    double sched_slice_s;
-    int slice_measured;
     /* a CUDA cluster file (backend = "cuda", weft calibrate --backend cuda):
      * measured GEMM rows { M, N, K, TFLOP/s } (bf16), the attention kernels'
      * TFLOP/s (forward, backward; 0: not measured) and NCCL's all-reduce bus

@@ -171,20 +171,6 @@ double trace_bound_slowdown(int computing, int ranks, int cores)
     return (computing + cores - 1) / cores;
 }
 
-double trace_tp_wait_us(double slice_us, double others)
-{
-    return others > 0 && slice_us > 0 ? others * slice_us / 2 : 0;
-}
-
-/* The tp collectives in instruction in: forward's, B's (a whole backward's
- * or its input half's); W and the rest have none. */
-static double collectives(const trace_share *share, const sched_instr *in)
-{
-    if (in->op == SI_FWD) return share->coll_f ? share->coll_f[in->chunk] : 0;
-    if (in->op == SI_BWD || in->op == SI_BWD_INPUT) return share->coll_b ? share->coll_b[in->chunk] : 0;
-    return 0;
-}
-
 /* bound: each stage's first rank in the node's stage order, into first[]
  * (pp + 1 entries, first[pp] the node's ranks), when every stage holds a
  * whole number of ranks (at least 1); else 0 (not priced bound). */
@@ -275,14 +261,6 @@ int trace_from_costs_shared(trace *t, const schedule *s, const trace_costs *cost
                     most = fmax(most, core[i % C]);
                 speed[st] = 1 / most;
             }
-        }
-        /* tp waits: each busy op's collectives wait for partners
-         * descheduled on the shared cores (trace_tp_wait_us) */
-        for (int st = 0; share->slice_us > 0 && st < s->stages; st++) {
-            const sched_instr *in = g[st].busy ? &s->ins[st][g[st].pc] : NULL;
-            double n = in ? collectives(share, in) : 0, c = in ? compute_cost(&x, st, in) : 0;
-            double wait = n * trace_tp_wait_us(share->slice_us, 1 / speed[st] - 1);
-            if (wait > 0 && c > 0) speed[st] = c / (c / speed[st] + wait);
         }
         /* the next moment: an op ends or a message arrives */
         double next = INFINITY;

@@ -35,21 +35,7 @@ typedef struct {
                          * to the cores in turn in stage order (the CPU
                          * runtime's runtime/cpu/bind.c; see below): overrides
                          * placed when every stage's ranks are whole */
-    double slice_us;    /* the scheduler's slice (sched_slice.h); 0: tp waits not priced */
-    const double *coll_f, *coll_b; /* per chunk: the tensor-parallel collectives in a
-                         * microbatch's forward, backward (B; none in W); NULL: none */
 } trace_share;
-
-/* A tensor-parallel collective completes only when every rank of the group
- * runs: a rank that reaches it waits for partners that the cores' sharing
- * has descheduled.  A partner sharing its core with `others` runnable ranks
- * (beyond itself) is, at a uniformly random moment of their rotation, behind
- * each of them for the rest of that rank's slice, half a slice on average:
- * others * slice / 2 (0 with a core of its own).  In the trace an op of cost
- * c (full speed) with n collectives, run at speed v (1 / the demand its
- * busiest core sees, so others = 1 / v - 1), takes c / v + n * wait: its
- * speed becomes c / (c / v + n * wait), moment by moment. */
-double trace_tp_wait_us(double slice_us, double others);
 
 /* With `placed`, the node's ranks (the sum of `ranks`, rounded) sit evenly
  * on the cores, some core one more when they do not divide, and those that

@@ -99,11 +99,6 @@ check "simulate uses the calibration" grep -q "^iteration" "$WORK/calibrated.txt
 # dp 2) expose 22 x 1 ms = 0.022 s more than at 0 (each figure is printed to
 # 0.001 s, so the difference within 0.001).
 check "calibrate measures dp_bucket_us" grep -Eq '^  dp_bucket_us = [0-9.]+,' "$WORK/cluster.lua"
-check "calibrate measures the scheduler's slice" grep -Eq '^  sched_slice_ms = [0-9.]+,' "$WORK/cluster.lua"
-grep -v 'sched_slice_ms' "$WORK/cluster.lua" | sed -E 's/^  cores = [0-9]+,/  cores = 2,/' >"$WORK/no_slice.lua"
-check "a cluster file without sched_slice_ms prices tp waits with EEVDF's default (1.5 ms on 2 cores)" \
-  bash -c "'$WEFT' simulate plans/tiny.lua --calibration '$WORK/no_slice.lua' --set cluster.devices_per_node=4 \
-    --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 | grep -q 'slice of 1.500 ms (not measured: EEVDF'"
 grep -v 'dp_bucket_us' "$WORK/cluster.lua" >"$WORK/old.lua"
 check "a cluster file without dp_bucket_us loads" \
   bash -c "'$WEFT' simulate plans/tiny.lua --calibration '$WORK/old.lua' | grep -q '^iteration'"
@@ -199,18 +194,15 @@ check "a microbatch's linear weights through memory: forward at micro 1 $m1 ms -
 # cores when every rank computes throughout (dp alone), less with bubbles;
 # 2 ranks on 2 cores do not stretch.
 sed -E 's/^  cores = [0-9]+,/  cores = 2,/' "$WORK/one.lua" >"$WORK/two_cores.lua"
-# (tp's waits for descheduled partners priced apart below: slice 0 here)
-sed -E 's/^  sched_slice_ms = .*/  sched_slice_ms = 0,/' "$WORK/two_cores.lua" >"$WORK/slice0.lua"
-sed -E 's/^  sched_slice_ms = .*/  sched_slice_ms = 100,/' "$WORK/two_cores.lua" >"$WORK/slice100.lua"
 stretch() {  # the stretch and its ranks / cores, or nothing when no line
-  "$WEFT" simulate plans/tiny.lua --calibration "${STRETCH_CAL:-$WORK/two_cores.lua}" "$@" |
+  "$WEFT" simulate plans/tiny.lua --calibration "$WORK/two_cores.lua" "$@" |
     sed -n 's/^cores  *[0-9]* ranks share 2 cores: the step.s timeline stretches x\([0-9.]*\) (x\([0-9.]*\) .*/\1 \2/p'
 }
 s_dp2=$(stretch)
 read -r s_dp4 r_dp4 < <(stretch --set cluster.devices_per_node=4 --set mesh.dp=4 --set batch.micro=4)
 read -r s_gp r_gp < <(stretch --set cluster.devices_per_node=4 --set mesh.pp=2 --set pipeline.schedule=gpipe \
   --set batch.micro=4)
-read -r s_tp r_tp < <(STRETCH_CAL="$WORK/slice0.lua" stretch --set cluster.devices_per_node=8 --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=4)
+read -r s_tp r_tp < <(stretch --set cluster.devices_per_node=8 --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=4)
 check "2 ranks on 2 cores: no sharing (got '$s_dp2')" test -z "$s_dp2"
 check "dp 4 on 2 cores: every rank computes throughout, stretch x$s_dp4 = ranks / cores x$r_dp4" \
   bash -c "[ -n '$s_dp4' ] && [ '$s_dp4' = 2.000 ] && [ '$r_dp4' = 2.000 ]"
@@ -223,30 +215,6 @@ check "dp 2 x pp 2 gpipe on 2 cores: bubbles leave cores to the computing stage,
 # on one core on average (176/70), so no op runs slower than 1 / 2.514)
 check "tp 2 x pp 4 on 2 cores: 2 microbatches keep at most half the ranks busy, 1 < x$s_tp <= 2.52 (x$r_tp flat)" \
   awk -v s="$s_tp" -v r="$r_tp" 'BEGIN { exit !(s != "" && r == 4 && s > 1 && s <= 2.52) }'
-# tp's collectives wait for partners descheduled on the shared cores, half
-# the scheduler's slice S per other runnable rank on the partner's core
-# (trace_shared.h).  tp 2 x pp 2 GPipe with one microbatch on 2 cores: the
-# stages alternate, 2 ranks of 4 computing, placed (tp is not bound), so the
-# partner's core holds another computing rank 1/3 of the time (E[max] =
-# 4/3, others = 1/3): each of the microbatch's n collectives (simulate's tp
-# waits line) waits S / 6, all on the critical path: S = 100 ms against 0
-# adds n x 100 / 6 ms exactly, within the two iterations' printed
-# rounding (0.5 ms each).  With 4 cores (a core a rank) nothing changes.
-tpw=(plans/tiny.lua --set cluster.devices_per_node=4 --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2
-     --set pipeline.schedule=gpipe --set batch.micro=16)
-iter_s() { sed -n 's/^iteration \([0-9.]*\) s.*/\1/p'; }
-"$WEFT" simulate "${tpw[@]}" --calibration "$WORK/slice100.lua" >"$WORK/tpw100.txt"
-n_coll=$(sed -n 's/^tp waits  \([0-9]*\) forward and \([0-9]*\) backward .*/\1 \2/p' "$WORK/tpw100.txt" | awk '{ print $1 + $2 }')
-i100=$(iter_s <"$WORK/tpw100.txt") i0=$("$WEFT" simulate "${tpw[@]}" --calibration "$WORK/slice0.lua" | iter_s)
-check "tp 2 x pp 2 gpipe on 2 cores: a 100 ms slice adds n x 100 / 6 ms to $i0 s (n = $n_coll; $i100 s)" \
-  awk -v a="$i100" -v b="$i0" -v n="$n_coll" 'BEGIN { d = (a - b) * 1e3; e = n * 100 / 6
-    exit !(a != "" && b != "" && n > 0 && d >= e - 1.001 && d <= e + 1.001) }'
-sed -E 's/^  cores = [0-9]+,/  cores = 4,/' "$WORK/slice100.lua" >"$WORK/four100.lua"
-sed -E 's/^  cores = [0-9]+,/  cores = 4,/' "$WORK/slice0.lua" >"$WORK/four0.lua"
-f100=$("$WEFT" simulate "${tpw[@]}" --calibration "$WORK/four100.lua" | grep -v '^memory\|^  stage')
-f0=$("$WEFT" simulate "${tpw[@]}" --calibration "$WORK/four0.lua" | grep -v '^memory\|^  stage')
-check "the same on 4 cores: no tp waits, priced alike whatever the slice" \
-  bash -c "[ -n '$f0' ] && [ '$f0' = '$f100' ] && ! grep -q '^tp waits' <<<'$f0'"
 # dp 2 x pp 2 GPipe, one microbatch of 8 a rank: one stage computes at a
 # time, 2 ranks of 4 on 2 cores.  Left to the kernel (cluster.bind = off) its ranks
 # stay where they are (waiting ranks poll, so the kernel does not spread the

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched_slice.h"
 #include "schedule.h"
 #include "trace.h"
 #include "trace_shared.h"
@@ -72,7 +71,7 @@ static void check_hand_worked(void) {
     }
     double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 };
     trace_costs c = { f, b, w, 0, NULL };
-    trace_share free_wait = { 1, NULL, 0, 0, 0, 0, NULL, NULL }, full_wait = { 1, NULL, 1, 0, 0, 0, NULL, NULL };
+    trace_share free_wait = { 1, NULL, 0, 0, 0 }, full_wait = { 1, NULL, 1, 0, 0 };
     double m0 = makespan_of(&s, &c, NULL), m1 = makespan_of(&s, &c, &free_wait), m2 = makespan_of(&s, &c, &full_wait);
     check(close_to(m0, 9), "gpipe 2 stages x 2 microbatches, a core each: makespan %g (9)", m0);
     check(close_to(m1, 12), "the same on one core, waiting free: %g (12, by hand)", m1);
@@ -96,12 +95,12 @@ static void check_shapes(void) {
         trace_costs with_comm = costs_for(&s, 0.25), no_comm = costs_for(&s, 0);
         double u = makespan_of(&s, &with_comm, NULL), u0 = makespan_of(&s, &no_comm, NULL);
         /* a core per rank */
-        trace_share own = { R, ranks, 0.05, 1, 0, 0, NULL, NULL };
+        trace_share own = { R, ranks, 0.05, 1, 0 };
         double m = makespan_of(&s, &with_comm, &own);
         check(close_to(m, u), "%s p=%d m=%d: a core per rank, makespan %g as trace_from_costs's %g",
               sched_name(h->kind), h->stages, h->micro, m, u);
         /* waiting asks a full share: every op slowed by R / cores */
-        trace_share full = { 1, ranks, 1, 1, 0, 0, NULL, NULL };
+        trace_share full = { 1, ranks, 1, 1, 0 };
         double mf = makespan_of(&s, &no_comm, &full);
         check(close_to(mf, u0 * R), "%s p=%d m=%d: %g ranks on one core, waiting at a full share: %g = %g x %g",
               sched_name(h->kind), h->stages, h->micro, R, mf, u0, R);
@@ -110,7 +109,7 @@ static void check_shapes(void) {
          * strictly below R / cores (bubbles) */
         for (int i = 0; i < 9; i++) {
             int cores = i % 3 + 1;  /* spread, then placed, then bound */
-            trace_share mid = { cores, ranks, 0.05, i >= 3 && i < 6, i >= 6, 0, NULL, NULL };
+            trace_share mid = { cores, ranks, 0.05, i >= 3 && i < 6, i >= 6 };
             double ms = makespan_of(&s, &with_comm, &mid), x = ms / u, top = fmax(1, R / cores);
             /* bound, a core holds ceil(R / cores) ranks: 2 on 3 cores (4 ranks) */
             if (i >= 6) top = fmax(1, ceil(R / cores));
@@ -157,7 +156,7 @@ static void check_placed(void) {
     }
     double f[2] = { 1, 1 }, b[2] = { 2, 2 }, w[2] = { 0, 0 }, ranks[2] = { 2, 2 };
     trace_costs c = { f, b, w, 0, NULL };
-    trace_share spread = { 2, ranks, 0, 0, 0, 0, NULL, NULL }, placed = { 2, ranks, 0, 1, 0, 0, NULL, NULL };
+    trace_share spread = { 2, ranks, 0, 0, 0 }, placed = { 2, ranks, 0, 1, 0 };
     double m0 = makespan_of(&s, &c, &spread), m1 = makespan_of(&s, &c, &placed);
     check(close_to(m0, 6), "dp 2 x pp 2 gpipe on 2 cores, spread: makespan %g (6)", m0);
     check(close_to(m1, 8), "the same placed: %g (8 = 6 x 4/3)", m1);
@@ -166,12 +165,12 @@ static void check_placed(void) {
      * its core with one waiting rank, every op 1.05 slower: 6.3.  Stages of
      * 3 and 1 ranks (0 1 0 | 1): stage 0 alone has 2 on core 0, half speed,
      * stage 1 alone full: F0 2, F1 1, B1 2, B0 4: 9. */
-    trace_share bound = { 2, ranks, 0, 0, 1, 0, NULL, NULL }, bound_w = { 2, ranks, 0.05, 1, 1, 0, NULL, NULL };
+    trace_share bound = { 2, ranks, 0, 0, 1 }, bound_w = { 2, ranks, 0.05, 1, 1 };
     double m2 = makespan_of(&s, &c, &bound), m3 = makespan_of(&s, &c, &bound_w);
     check(close_to(m2, 6), "the same bound in stage order: %g (6, as spread)", m2);
     check(close_to(m3, 6.3), "bound, waiting ranks at 0.05: %g (6.3 = 6 x 1.05)", m3);
     double uneven[2] = { 3, 1 };
-    trace_share bound31 = { 2, uneven, 0, 0, 1, 0, NULL, NULL };
+    trace_share bound31 = { 2, uneven, 0, 0, 1 };
     double m4 = makespan_of(&s, &c, &bound31);
     check(close_to(m4, 9), "stages of 3 and 1 ranks bound on 2 cores: %g (9, by hand)", m4);
     check(trace_bound_slowdown(2, 4, 2) == 1 && trace_bound_slowdown(3, 6, 2) == 2 &&
@@ -180,71 +179,7 @@ static void check_placed(void) {
     schedule_free(&s);
 }
 
-/* Tensor-parallel waits (trace_tp_wait_us): a partner behind `others`
- * runnable ranks waits half a slice per one; in a trace, one stage of 4
- * ranks on 2 cores (nothing waiting: demand 4, half speed, so others = 1),
- * F 1000 us with 2 collectives and B 2000 us with 4, slice 1000 us: each
- * collective 500 us, F 2000 + 1000, B 4000 + 2000: 9000 against 6000
- * unpriced; with a core a rank (2 ranks on 2 cores) 3000 either way. */
-static void check_tp_wait(void) {
-    check(trace_tp_wait_us(1500, 1) == 750 && trace_tp_wait_us(1500, 3) == 2250 &&
-              trace_tp_wait_us(1500, 0) == 0 && trace_tp_wait_us(0, 3) == 0,
-          "tp wait: slice / 2 per other runnable rank (750, 2250; 0 alone or with no slice)");
-    schedule s;
-    char err[256];
-    if (schedule_build(&s, SCHED_1F1B, 1, 1, 1, err, sizeof err) != 0) {
-        check(0, "one stage builds: %s", err);
-        return;
-    }
-    double f[1] = { 1000 }, b[1] = { 2000 }, w[1] = { 0 }, four[1] = { 4 }, two[1] = { 2 };
-    double nf[1] = { 2 }, nb[1] = { 4 };
-    trace_costs c = { f, b, w, 0, NULL };
-    trace_share priced = { 2, four, 0, 0, 0, 1000, nf, nb }, unpriced = { 2, four, 0, 0, 0, 0, nf, nb };
-    trace_share own = { 2, two, 0, 0, 0, 1000, nf, nb };
-    double m0 = makespan_of(&s, &c, &unpriced), m1 = makespan_of(&s, &c, &priced), m2 = makespan_of(&s, &c, &own);
-    check(close_to(m0, 6000), "4 ranks of one stage on 2 cores, no slice: %g (6000)", m0);
-    check(close_to(m1, 9000), "the same with a 1000 us slice, 2 + 4 collectives: %g (9000, by hand)", m1);
-    check(close_to(m2, 3000), "2 ranks on 2 cores, slice 1000 us: %g (3000: no wait)", m2);
-    schedule_free(&s);
-}
-
-/* Synthetic stamps every microsecond (ms here): a stream cut at the start,
- * whole runs of 1.5 (1.45 and a 0.05 ms hiccup inside, under the 0.1 ms
- * gap), 1.4 and 1.6 ms between gaps of 1.5, 3.0, 1.6 and 1.5 ms, cut at
- * the end: median run 1.5, median gap (1.5 + 1.6) / 2 = 1.55.  Tolerance:
- * a run is a difference of stamps near 10 ms, a few ulps. */
-static int synth(double *t) {
-    const double run[] = { 0.7, 1.45, 1.4, 1.6, 0.2 }, gap[] = { 1.5, 3.0, 1.6, 1.5 };
-    int n = 0;
-    double now = 0;
-    for (int r = 0; r < 5; r++) {
-        int steps = (int)lround(run[r] * 1000);
-        for (int i = 0; i <= steps; i++) {
-            double at = now + i * 1e-3 + (r == 1 && i >= 700 ? 0.05 : 0);
-            t[n++] = at * 1e-3;  /* seconds */
-        }
-        now += run[r] + (r == 1 ? 0.05 : 0) + (r < 4 ? gap[r] : 0);
-    }
-    return n;
-}
-
-static void check_slice_stat(void) {
-    static double t[8000];
-    sched_slice_stat st;
-    int n = synth(t);
-    int rc = sched_slice_stat_of(t, n, 100e-6, &st);
-    check(rc == 0 && st.runs == 3 && fabs(st.run_ms - 1.5) < 1e-9 && fabs(st.wait_ms - 1.55) < 1e-9,
-          "slice from stamps: %d runs, median run %g ms (1.5), gap %g ms (1.55)", st.runs, st.run_ms, st.wait_ms);
-    double flat[3] = { 0, 1e-6, 2e-6 };
-    check(sched_slice_stat_of(flat, 3, 100e-6, &st) == -1, "never descheduled: no slice");
-    check(sched_slice_default_ms(1) == 0.75 && sched_slice_default_ms(2) == 1.5 && sched_slice_default_ms(6) == 2.25 &&
-              sched_slice_default_ms(64) == 3.0,
-          "EEVDF's default: 0.75 ms x (1 + ilog2(min(cpus, 8))): 0.75, 1.5, 2.25, 3");
-}
-
 int main(void) {
-    check_tp_wait();
-    check_slice_stat();
     check_hand_worked();
     check_placed();
     check_shapes();
