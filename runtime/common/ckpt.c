@@ -324,6 +324,10 @@ static source source_of(const wf_ctx *c, int k, int kind) {
     const wf_param *q = &p->params[k];
     source s = { NULL, NULL, 0 };
     int frozen = q->bucket < 0;  /* weft.vlm: whole fp32 on every rank, no optimizer state */
+    /* the compiler never stores a plan with frozen weights in 16 bits
+     * (param16_decide), so they are read as floats below in every version */
+    if (frozen && p->param16)
+        wf_fatal(c, "checkpoint", WF_WHERE, "parameter %s is frozen in a 16-bit parameter arena (recompile)", q->name);
     switch (kind) {
     case SRC_M: s.piece = c->adam_m + c->moment_base[k]; break;
     case SRC_V: s.piece = c->adam_v + c->moment_base[k]; break;
@@ -339,7 +343,7 @@ static source source_of(const wf_ctx *c, int k, int kind) {
         if (p->zero >= 3) {
             if (frozen) s.full = c->params + wf_frozen_at(p, k);
             else s = shard_source(c, k, c->param_shard);
-        } else if (p->param16) {
+        } else if (p->param16) {  /* (never frozen: above) */
             s.full = wf_params16_at(c->params, q->offset);
             s.bits16 = 1;
         } else s.full = c->params + q->offset;
