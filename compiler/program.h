@@ -427,6 +427,8 @@ void memory_dump(const Program *p, FILE *out);
 void program_dump(const Program *p, const char *after_pass, FILE *out);
 void program_report(const Program *p, FILE *out);   /* `weft check` */
 void ckpt_report(const Program *p, FILE *out);      /* its checkpoint section (report_ckpt.c) */
+void startup_report(const Program *p, FILE *out);   /* its start-up line (report_startup.c) */
+double startup_peak_of(const Program *p, int s, int resume);  /* stage s, bytes (startup_peak.h) */
 /* report_ckpt.c: what a save asks of stage s's ranks, bytes of host memory
  * (ckpt_peak.h): the writer's (dp 0, tp 0) peak saving synchronously, the
  * copy --async-save holds until written and its peak while copying; another

@@ -273,6 +273,7 @@ void program_report(const Program *p, FILE *out) {
     fprintf(out, "  verdict      %s in the %s of a %s device\n",
             worst <= p->device_memory_gib * 1073741824.0 ? "fits" : "DOES NOT FIT", a, p->device);
     model_state_report(p, out);
+    startup_report(p, out);
     ckpt_report(p, out);
     wire_report(p, out);
 }

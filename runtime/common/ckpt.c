@@ -59,11 +59,11 @@ static long whole_offsets(const wf_program *p, long *off) {
 
 /* rows x cols (row-major) -> cols x rows, in place through a copy. */
 static void transpose(wf_ctx *c, float *m, long rows, long cols) {
-    float *tmp = wf_host_alloc(c, sizeof(float) * (size_t)(rows * cols), "checkpoint transpose");
+    float *tmp = wf_startup_alloc(c, sizeof(float) * (size_t)(rows * cols), "checkpoint transpose");
     memcpy(tmp, m, sizeof(float) * (size_t)(rows * cols));
     for (long r = 0; r < rows; r++)
         for (long k = 0; k < cols; k++) m[k * rows + r] = tmp[r * cols + k];
-    free(tmp);
+    wf_startup_free(tmp);
 }
 
 /* The name section s (0 .. sections(q) - 1) of parameter q has in a file,
@@ -1113,17 +1113,30 @@ void wf_ckpt_save_periodic(wf_ctx *c) {
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* Reads whole tensors and keeps this rank's part: resharding on load.  Into
- * base, laid out like the parameters, or (base NULL) into this rank's ZeRO
- * shard of a moment, tensor by tensor: no stage-sized buffer. */
+/* Element i of this rank's part of q in the whole tensor as the file holds
+ * it (rows x cols, transposed when q->transposed: rows = its sections'
+ * output features): resharding on load is this index. */
+static float file_value(const wf_ctx *c, const wf_param *q, const float *whole, long rows, long cols, long i) {
+    long g = wf_global_index(q, c->tp_rank, i);
+    if (g < 0) return 0.0f;  /* vocabulary padding */
+    return q->transposed ? whole[(g % rows) * cols + g / rows] : whole[g];
+}
+
+/* Reads whole tensors, one at a time (startup_peak.h), and keeps this
+ * rank's part: resharding on load.  Into base, laid out like the
+ * parameters; or this rank's own range of each (its ZeRO shard) into
+ * moment, laid out like the moments; or (both NULL: ZeRO-3's parameters)
+ * each own range placed in the shards and master (zero_startup.c) and the
+ * frozen ones whole in the gather arena.  delayed: ZeRO-3's 2BW older
+ * version, into the current shard only. */
 static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *base, float *moment,
-                     const char *prefix) {
+                     const char *prefix, int delayed) {
     const wf_program *p = c->p;
     char err[512], name[160];
     long most, local_most;
     largest(p, &most, &local_most);
-    float *whole = wf_host_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
-    float *local = base ? NULL : wf_host_alloc(c, sizeof(float) * (size_t)local_most, "checkpoint tp shard");
+    float *whole = wf_startup_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
+    float *own = base ? NULL : wf_startup_alloc(c, sizeof(float) * (size_t)wf_own_most(c), "checkpoint own range");
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         long shape[4], part = whole_numel(q) / sections_of(q);
@@ -1133,18 +1146,28 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
             if (wf_st_read(f, name, q->ndim, shape, whole + s * part, err, sizeof err) != 0)
                 wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err, path);
         }
-        if (q->transposed) transpose(c, whole, shape[0] * sections_of(q), shape[1]);
-        float *dst = base ? base + q->offset : local;
-        for (long i = 0; i < q->numel; i++) {
-            long g = wf_global_index(q, c->tp_rank, i);
-            dst[i] = g >= 0 ? whole[g] : 0.0f;
+        long rows = shape[0] * sections_of(q), cols = shape[1];
+        if (base) {
+            if (q->transposed) transpose(c, whole, rows, cols);
+            for (long i = 0; i < q->numel; i++) {
+                long g = wf_global_index(q, c->tp_rank, i);
+                base[q->offset + i] = g >= 0 ? whole[g] : 0.0f;
+            }
+            continue;
         }
-        if (!base)
-            memcpy(moment + c->moment_base[k], local + c->own_lo[k],
-                   sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
+        if (!moment && q->bucket < 0) {  /* ZeRO-3's frozen: whole on every rank (one version) */
+            float *at = c->params + wf_frozen_at(p, k);
+            for (long i = 0; !delayed && i < q->numel; i++) at[i] = file_value(c, q, whole, rows, cols, i);
+            continue;
+        }
+        long lo = c->own_lo[k], n = c->own_hi[k] - lo;
+        for (long i = 0; i < n; i++) own[i] = file_value(c, q, whole, rows, cols, lo + i);
+        if (moment) memcpy(moment + c->moment_base[k], own, sizeof(float) * (size_t)n);
+        else if (delayed) wf_zero3_place(c, k, own, 0, c->param_shard, NULL);
+        else wf_zero3_place(c, k, own, 1, c->param_shard, p->weight_delay ? c->next_shard : NULL);
     }
-    free(whole);
-    free(local);
+    wf_startup_free(whole);
+    wf_startup_free(own);
 }
 
 /* Root finds and verifies the checkpoint (the folder named, or the complete
@@ -1169,7 +1192,8 @@ static void resolve_and_verify(wf_ctx *c, const char *dir, char *path, size_t n,
     WF_MPI(c, MPI_Bcast(info, (int)sizeof *info, MPI_BYTE, 0, MPI_COMM_WORLD));
 }
 
-/* Every rank reads the full tensors (resharding on load is slicing them). */
+/* Every rank reads the full tensors, one at a time (resharding on load is
+ * slicing them); under ZeRO-3 it keeps only its own ranges. */
 void wf_ckpt_load(wf_ctx *c, const char *dir) {
     char path[PATH_MAX], folder[PATH_MAX], err[PATH_MAX + 1024];
     wf_ckpt_info info;
@@ -1178,7 +1202,7 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
     resolve_and_verify(c, dir, folder, sizeof folder, &info);
     CKPT_PATH(c, path, "%s/model.safetensors", folder);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    read_all(c, f, path, c->params, NULL, "");
+    read_all(c, f, path, p->zero >= 3 ? NULL : c->params, NULL, "", 0);
     c->step = info.step;  /* the manifest's, checked equal to every file's metadata */
     if (p->precision == WF_FP16 && info.has_scaler) {
         c->scaler.scale = info.scale;
@@ -1190,16 +1214,18 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
 
     CKPT_PATH(c, path, "%s/optimizer.safetensors", folder);
     if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    read_all(c, f, path, NULL, c->adam_m, "exp_avg.");
-    read_all(c, f, path, NULL, c->adam_v, "exp_avg_sq.");
+    read_all(c, f, path, NULL, c->adam_m, "exp_avg.", 0);
+    read_all(c, f, path, NULL, c->adam_v, "exp_avg_sq.", 0);
     if (p->weight_delay) {
         /* the model is the newest version; the one the next batch computes on
          * is saved as delayed.* (absent in other schedules' checkpoints) */
         long shape[4];
         char first[160];
-        memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+        /* (ZeRO-3: the model's values are already in both shards) */
+        if (p->zero < 3) memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
         saved_name(&p->params[0], 0, "delayed.", first, sizeof first);
-        if (wf_st_shape(f, first, shape, 4) >= 0) read_all(c, f, path, c->params, NULL, "delayed.");
+        if (wf_st_shape(f, first, shape, 4) >= 0)
+            read_all(c, f, path, p->zero >= 3 ? NULL : c->params, NULL, "delayed.", 1);
     }
     wf_st_close(f);
     /* the same tensors can still be another model (an activation, an epsilon):

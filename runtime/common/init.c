@@ -47,21 +47,27 @@ long wf_global_index(const wf_param *q, int tp_rank, long i) {
     return row * gcols + gcol;
 }
 
+/* Element i of this rank's part of q, as initialised. */
+float wf_init_value(const wf_ctx *c, const wf_param *q, long i) {
+    long g = wf_global_index(q, c->tp_rank, i);
+    if (g < 0) return 0.0f;  /* padding rows stay zero */
+    switch (q->init) {
+    case WF_INIT_ZEROS: return 0.0f;
+    case WF_INIT_ONES: return 1.0f;
+    case WF_INIT_NORMAL: return (float)(q->std * wf_normal(c->p->seed, q->name, (uint64_t)g));
+    }
+    return 0.0f;
+}
+
+/* elements [lo, hi) of this rank's part of q, into w[0 .. hi - lo) */
+void wf_init_range(const wf_ctx *c, const wf_param *q, long lo, long hi, float *w) {
+    for (long i = lo; i < hi; i++) w[i - lo] = wf_init_value(c, q, i);
+}
+
 void wf_init_params(wf_ctx *c) {
     const wf_program *p = c->p;
-    for (int k = 0; k < p->n_params; k++) {
-        const wf_param *q = &p->params[k];
-        float *w = c->params + q->offset;
-        for (long i = 0; i < q->numel; i++) {
-            long g = wf_global_index(q, c->tp_rank, i);
-            if (g < 0) { w[i] = 0.0f; continue; }  /* padding rows stay zero */
-            switch (q->init) {
-            case WF_INIT_ZEROS: w[i] = 0.0f; break;
-            case WF_INIT_ONES: w[i] = 1.0f; break;
-            case WF_INIT_NORMAL: w[i] = (float)(q->std * wf_normal(p->seed, q->name, (uint64_t)g)); break;
-            }
-        }
-    }
+    for (int k = 0; k < p->n_params; k++)
+        wf_init_range(c, &p->params[k], 0, p->params[k].numel, c->params + p->params[k].offset);
     wf_params_changed(c);
 }
 

@@ -261,6 +261,8 @@ int wf_bind_cpus(void);  /* the CPUs this process may run on */
 void wf_bind_ranks(const wf_ctx *c, MPI_Comm node, int local, int local_n);
 const char *wf_bind_note(void);
 void wf_init_params(wf_ctx *c);                         /* init.c */
+float wf_init_value(const wf_ctx *c, const wf_param *q, long i);
+void wf_init_range(const wf_ctx *c, const wf_param *q, long lo, long hi, float *w);
 long wf_global_index(const wf_param *q, int tp_rank, long i);
 double wf_normal(uint64_t seed, const char *name, uint64_t index);
 double wf_lr_at(const wf_program *p, long step);        /* optim.c */
@@ -322,15 +324,21 @@ void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi);
  * element i, wherever ZeRO keeps it (zero_grads.c). */
 float *wf_own_grad(wf_ctx *c, int k);
 void wf_zero_grads_clear(wf_ctx *c);
-void wf_params_adopt(wf_ctx *c, const float *whole, float *shard);  /* ZeRO-3: keep this rank's part */
 void wf_zero_copy_shard(wf_ctx *c, float *dst, const float *src);  /* ZeRO-3 2BW: version over version */
 long wf_frozen_at(const wf_program *p, int k);         /* a frozen parameter's offset in c->params */
-void wf_frozen_adopt(wf_ctx *c, const float *whole);   /* ZeRO-3: the frozen ones, whole, into c->params */
+void wf_zero3_init(wf_ctx *c);                          /* zero_startup.c: ZeRO-3, this rank's ranges only */
+void wf_zero3_place(wf_ctx *c, int k, float *own, int master, float *shard, float *other);
+void *wf_startup_alloc(const wf_ctx *c, size_t bytes, const char *what); /* startup_mem.c: counted, */
+void wf_startup_free(void *q);                          /* host buffers of start-up */
+double wf_startup_bound(const wf_ctx *c);
+void wf_startup_report(wf_ctx *c);
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
+long wf_own_most(const wf_ctx *c);                      /* zero.c: one parameter's most, this rank */
 void wf_scaler_init(wf_ctx *c);                         /* loss_scale.c */
 int wf_grads_overflow(wf_ctx *c);
 void wf_scaler_update(wf_ctx *c, int overflow);
 void wf_master_setup(wf_ctx *c);                        /* optim.c */
+void wf_master_alloc(wf_ctx *c);
 void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int skip_tied_copy);
 void wf_version_copy(wf_ctx *c, float *dst, const float *src);  /* 2BW: version over version */
 void wf_opt_ranges_setup(wf_ctx *c);                    /* opt_ranges.c, after wf_zero_setup */

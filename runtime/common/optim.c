@@ -107,9 +107,10 @@ void wf_adamw_into(wf_ctx *c, float *weights, double lr, float grad_scale, int s
 
 /* x[i] rounded to the precision in place, on the host.  Startup only: the
  * weights were just made or loaded here, and host code reads them next (2BW's
- * copy, ZeRO-3's sharding).  The backend's round (a kernel on CUDA) would run
- * asynchronously, so those reads could see unrounded values, and under ZeRO-3
- * x is a plain host buffer (train.c) that a device kernel must not touch. */
+ * copy, the 16-bit narrowing).  The backend's round (a kernel on CUDA) would run
+ * asynchronously, so those reads could see unrounded values, and x may be
+ * a plain host buffer (param16.c's startup floats) that a device kernel
+ * must not touch. */
 static void round_on_host(int precision, float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = wf_hd_round(precision, x[i]);
 }
@@ -124,6 +125,17 @@ static long trained_prefix(const wf_program *p) {
     return n;
 }
 
+/* bf16 / fp16: the fp32 masters of this rank's part (ZeRO-3's start-up
+ * fills them itself, zero_startup.c) */
+void wf_master_alloc(wf_ctx *c) {
+    const wf_program *p = c->p;
+    if (p->precision == WF_FP32 || c->master) return;
+    size_t bytes = sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1);
+    /* an offloaded optimizer keeps its masters with the moments, on the host */
+    c->master = p->offload_optimizer ? wf_alloc_host_arena(c, bytes, "fp32 master weights (host)")
+                                     : wf_alloc(c, bytes, "fp32 master weights");
+}
+
 /* bf16 / fp16: the weights as initialized or loaded (fp32) become the master
  * copy of the part this rank updates, and the working copy that the kernels
  * read is rounded to 16 bits.  A PipeDream-2BW checkpoint loads two versions:
@@ -132,10 +144,7 @@ void wf_master_setup(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->precision == WF_FP32) return;
     int two = p->weight_delay && c->opt.resume;
-    size_t bytes = sizeof(float) * (size_t)(c->moment_numel ? c->moment_numel : 1);
-    /* an offloaded optimizer keeps its masters with the moments, on the host */
-    c->master = p->offload_optimizer ? wf_alloc_host_arena(c, bytes, "fp32 master weights (host)")
-                                     : wf_alloc(c, bytes, "fp32 master weights");
+    wf_master_alloc(c);
     wf_moment_keep(c, two ? c->next_params : c->params, c->master);
     round_on_host(p->precision, c->params, trained_prefix(p));
     if (two) round_on_host(p->precision, c->next_params, trained_prefix(p));

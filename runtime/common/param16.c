@@ -75,10 +75,10 @@ void wf_params16_startup(wf_ctx *c) {
     const wf_program *p = c->p;
     size_t bytes = sizeof(float) * (size_t)p->param_numel;
     float *idle = idle_arena(c, bytes);
-    c->params = idle ? idle : wf_host_alloc(c, bytes, "parameters (startup, fp32)");
+    c->params = idle ? idle : wf_startup_alloc(c, bytes, "parameters (startup, fp32)");
     c->next_params = NULL;
     if (p->weight_delay && c->opt.resume)
-        c->next_params = wf_host_alloc(c, bytes, "PipeDream-2BW version (startup, fp32)");
+        c->next_params = wf_startup_alloc(c, bytes, "PipeDream-2BW version (startup, fp32)");
 }
 
 /* The startup floats (already rounded by wf_master_setup) into the arenas;
@@ -90,9 +90,9 @@ void wf_params16_adopt(wf_ctx *c) {
         if (!c->params16[v]) continue;
         wf_narrow16(p->precision, bits_of(c->params16[v]), from[v], p->param_numel);
     }
-    if (c->next_params) free(c->next_params);
+    wf_startup_free(c->next_params);
     if (c->params == c->grads || c->params == c->acts || c->params == c->adam_m) memset(c->params, 0, sizeof(float) * (size_t)p->param_numel);
-    else free(c->params);
+    else wf_startup_free(c->params);
     c->params = c->params16[0];
     c->next_params = c->params16[1];
 }

@@ -384,8 +384,8 @@ int wf_main(int argc, char **argv, const wf_program *p) {
                p->offload_optimizer ? ", in host memory (offload)" : "",
                p->offload_params ? ", parameter shard in host memory (offload)" : "");
 
-    /* the arenas training keeps (metrics.c); startup buffers (ZeRO-3's whole
-     * parameters, checkpoint reading) are not counted */
+    /* the arenas training keeps (metrics.c); startup buffers (16-bit
+     * parameters' floats, checkpoint reading) are not counted */
     size_t before = wf_alloc_total();
     allocate(c);
     c->arena_bytes = (double)(wf_alloc_total() - before);
@@ -398,33 +398,24 @@ int wf_main(int argc, char **argv, const wf_program *p) {
         c->metrics = fopen(c->opt.metrics, c->opt.resume ? "a" : "w");
         if (!c->metrics) wf_fatal(c, "fopen", WF_WHERE, "cannot write metrics file %s", c->opt.metrics);
     }
-    /* ZeRO-3: whole parameters exist only while they are made or read */
-    float *gather = c->params;
-    if (p->zero >= 3) {  /* host memory: initialised or loaded, then sharded and freed */
-        c->params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "whole parameters (startup)");
-        if (p->weight_delay && c->opt.resume)  /* 2BW: a checkpoint holds both versions */
-            c->next_params = wf_host_alloc(c, sizeof(float) * (size_t)p->param_numel, "PipeDream-2BW version (startup)");
+    if (p->zero >= 3) {  /* each rank makes or reads its own ranges alone (zero_startup.c) */
+        before = wf_alloc_total();
+        wf_master_alloc(c);  /* bf16 / fp16: filled as the shards are */
+        c->arena_bytes += (double)(wf_alloc_total() - before);
+        if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
+        else wf_zero3_init(c);
+    } else {
+        if (p->param16) wf_params16_startup(c);  /* floats until rounded, then 16-bit */
+        if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
+        else wf_init_params(c);
+        before = wf_alloc_total();
+        wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
+        c->arena_bytes += (double)(wf_alloc_total() - before);
+        if (p->param16) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
+        else if (p->weight_delay && !c->opt.resume)  /* a checkpoint holds both versions */
+            memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
     }
-    if (p->param16 && p->zero < 3) wf_params16_startup(c);  /* floats until rounded, then 16-bit */
-    if (c->opt.resume) wf_ckpt_load(c, c->opt.resume);
-    else wf_init_params(c);
-    before = wf_alloc_total();
-    wf_master_setup(c);  /* bf16 / fp16: fp32 masters, 16-bit working weights */
-    c->arena_bytes += (double)(wf_alloc_total() - before);
-    if (p->zero >= 3) {  /* keep this rank's shard; c->params becomes the gather arena */
-        float *whole = c->params;
-        wf_params_adopt(c, whole, c->param_shard);
-        if (p->weight_delay)  /* 2BW: the newest version (loaded, or a copy of the initial one) */
-            wf_params_adopt(c, c->next_params ? c->next_params : whole, c->next_shard);
-        free(c->next_params);
-        c->next_params = NULL;
-        c->params = gather;
-        wf_frozen_adopt(c, whole);  /* frozen: whole on every rank, never gathered */
-        free(whole);
-    }
-    if (p->param16 && p->zero < 3) wf_params16_adopt(c);  /* (2BW: both versions from the loaded or initial floats) */
-    else if (p->weight_delay && p->zero < 3 && !c->opt.resume)  /* a checkpoint holds both versions */
-        memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
+    wf_startup_report(c);  /* the host memory that took, beside weft check's bound (startup_peak.h) */
     wf_params_changed(c);
     before = wf_alloc_total();
     if (p->prologue) wf_2bw_setup(c);

@@ -136,3 +136,11 @@ void wf_moment_keep(wf_ctx *c, const float *full, float *moment) {
         memcpy(moment + c->moment_base[k], full + p->params[k].offset + c->own_lo[k],
                sizeof(float) * (size_t)(c->own_hi[k] - c->own_lo[k]));
 }
+
+/* the most floats of one parameter this rank owns (its optimizer state) */
+long wf_own_most(const wf_ctx *c) {
+    long most = 1;
+    for (int k = 0; k < c->p->n_params; k++)
+        if (c->own_hi[k] - c->own_lo[k] > most) most = c->own_hi[k] - c->own_lo[k];
+    return most;
+}

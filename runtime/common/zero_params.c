@@ -4,9 +4,8 @@
  * bucket's parameters into the gather buffer the compiler assigned it before
  * their first use in forward and again in backward, started ahead so that the
  * gather overlaps compute; buffers whose uses never overlap share memory.
- * Whole parameters exist only transiently: at startup (initialization or a
- * checkpoint) and when a checkpoint is written. */
-#include <stdlib.h>
+ * Whole parameters exist only transiently, when a checkpoint is written:
+ * start-up makes or reads each rank's ranges alone (zero_startup.c). */
 #include <string.h>
 
 #include "internal.h"
@@ -50,25 +49,4 @@ void wf_zero_copy_shard(wf_ctx *c, float *dst, const float *src) {
  * the gather arena, where the compiler's zero pass put them. */
 long wf_frozen_at(const wf_program *p, int k) {
     return p->zero >= 3 ? p->gather_numel - p->param_numel + p->params[k].offset : p->params[k].offset;
-}
-
-/* whole (laid out as the parameter arena) -> the frozen ones' places in params */
-void wf_frozen_adopt(wf_ctx *c, const float *whole) {
-    const wf_program *p = c->p;
-    for (int k = 0; k < p->n_params; k++)
-        if (p->params[k].bucket < 0)
-            memcpy(c->params + wf_frozen_at(p, k), whole + p->params[k].offset, sizeof(float) * (size_t)p->params[k].numel);
-}
-
-/* whole -> this rank's part of it, into a version's shard */
-void wf_params_adopt(wf_ctx *c, const float *whole, float *shard) {
-    if (!c->p->param16) {
-        wf_moment_keep(c, whole, shard);
-        return;
-    }
-    /* 16-bit shards: the rounded values as bits (param16.c) */
-    const wf_program *p = c->p;
-    for (int k = 0; k < p->n_params; k++)
-        wf_params16_narrow(c, wf_params16_at(shard, c->moment_base[k]),
-                           whole + p->params[k].offset + c->own_lo[k], c->own_hi[k] - c->own_lo[k]);
 }

@@ -1,0 +1,51 @@
+/* report_startup.c: `weft check`'s start-up line: the host memory one rank
+ * takes for the parameters' values while they are initialised or loaded
+ * from a checkpoint (runtime/common/startup_peak.h, the bound the runtime
+ * checks its measured start-up allocations against, startup_mem.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "program.h"
+#include "startup_peak.h"
+
+/* stage s's bound, bytes; resume: a checkpoint loaded */
+double startup_peak_of(const Program *p, int s, int resume) {
+    double whole = 1, own = 0, transposed = 0, numel = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        const ir_param *q = &p->params[k];
+        if (q->stage != s) continue;
+        double w = 1;
+        for (int d = 0; d < q->ndim; d++) w *= (double)q->gshape[d];
+        double o = wf_startup_own((double)q->numel, q->frozen, p->zero,
+                                  q->frozen ? 0 : (double)p->buckets[q->bucket].numel, p->dp);
+        if (w > whole) whole = w;
+        if (o > own) own = o;
+        if (q->transposed && w > transposed) transposed = w;
+        numel += (double)q->numel;
+    }
+    if (p->param_numel) numel = (double)p->param_numel[s];  /* the arena, as the runtime's param_numel */
+    int two = resume && strcmp(p->schedule, "pipedream-2bw") == 0;
+    double held = wf_startup_held(p->zero >= 3, param16(p), two, numel);
+    return wf_startup_peak(p->zero >= 3, resume, whole, own, transposed, held);
+}
+
+void startup_report(const Program *p, FILE *out) {
+    double init = 0, resume = 0;
+    for (int s = 0; s < p->pp; s++) {
+        double i = startup_peak_of(p, s, 0), r = startup_peak_of(p, s, 1);
+        if (i > init) init = i;
+        if (r > resume) resume = r;
+    }
+    char a[32], b[32];
+    program_human_bytes(init, a, sizeof a);
+    program_human_bytes(resume, b, sizeof b);
+    fprintf(out, "start-up host memory peak per rank: %s initialising, %s resuming (the largest stage)\n", a, b);
+    if (p->zero >= 3)
+        fprintf(out, "          ZeRO-3: each rank makes or reads only its own range of each parameter, one at a\n"
+                     "          time (a resume reads one whole tensor at a time), into its shard and master\n");
+    else if (param16(p))
+        fprintf(out, "          16-bit parameters are made or read as floats first: the stage in host memory\n"
+                     "          where no idle arena holds it (the bound), then one whole tensor at a time to resume\n");
+    else
+        fprintf(out, "          made in place; a resume reads one whole tensor at a time\n");
+}

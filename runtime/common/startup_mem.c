@@ -1,0 +1,71 @@
+/* startup_mem.c: the host memory start-up takes for the parameters' values,
+ * counted.  Every host buffer of tensor data that initialisation or a
+ * checkpoint's load makes comes from wf_startup_alloc, so that its peak can
+ * be compared with the bound `weft check` states (startup_peak.h), as
+ * ckpt.c does for saves.  Start-up is one thread: plain counters. */
+#include <stdlib.h>
+
+#include "internal.h"
+#include "startup_peak.h"
+
+static size_t startup_now, startup_peak;
+
+void *wf_startup_alloc(const wf_ctx *c, size_t bytes, const char *what) {
+    size_t *h = wf_host_alloc(c, bytes + 16, what);  /* 16: the size, and floats stay aligned */
+    h[0] = bytes;
+    startup_now += bytes;
+    if (startup_now > startup_peak) startup_peak = startup_now;
+    return (char *)h + 16;
+}
+
+void wf_startup_free(void *q) {
+    if (!q) return;
+    size_t *h = (size_t *)(void *)((char *)q - 16);
+    startup_now -= h[0];
+    free(h);
+}
+
+static long whole_numel(const wf_param *q) {
+    long n = 1;
+    for (int d = 0; d < q->ndim; d++) n *= q->gshape[d];
+    return n;
+}
+
+/* What startup_peak.h allows this rank, from the program alone (the same
+ * inputs compiler/report_startup.c gives it). */
+double wf_startup_bound(const wf_ctx *c) {
+    const wf_program *p = c->p;
+    double whole = 1, own = 0, transposed = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        const wf_param *q = &p->params[k];
+        double w = (double)whole_numel(q);
+        double o = wf_startup_own((double)q->numel, q->bucket < 0, p->zero,
+                                  q->bucket < 0 ? 0 : (double)p->buckets[q->bucket].numel, p->dp);
+        if (w > whole) whole = w;
+        if (o > own) own = o;
+        if (q->transposed && w > transposed) transposed = w;
+    }
+    int resume = c->opt.resume != NULL;
+    double held = wf_startup_held(p->zero >= 3, p->param16, p->weight_delay && resume, (double)p->param_numel);
+    return wf_startup_peak(p->zero >= 3, resume, whole, own, transposed, held);
+}
+
+/* Root logs every rank's measured peak beside its bound (every rank calls
+ * it); over the bound is an error in the accounting, said loudly. */
+void wf_startup_report(wf_ctx *c) {
+    double mine[2] = { (double)startup_peak, wf_startup_bound(c) }, *all = NULL;
+    int world = c->world;
+    if (wf_is_root(c)) all = wf_host_alloc(c, sizeof(double) * 2 * (size_t)world, "start-up peaks");
+    WF_MPI(c, MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    int worst = 0;  /* (a large job: its worst rank, and any over the bound) */
+    for (int r = 0; all && r < world; r++) {
+        if (all[2 * r] * all[2 * worst + 1] > all[2 * worst] * all[2 * r + 1]) worst = r;
+        if (world <= 16 || all[2 * r] > all[2 * r + 1])
+            wf_log(c, "start-up host memory peak on rank %d: %.0f bytes, bound %.0f (weft check)%s\n", r,
+                   all[2 * r], all[2 * r + 1], all[2 * r] > all[2 * r + 1] ? ": ERROR, over the bound" : "");
+    }
+    if (all && world > 16)
+        wf_log(c, "start-up host memory peak, closest to its bound on rank %d: %.0f bytes, bound %.0f (weft check)\n",
+               worst, all[2 * worst], all[2 * worst + 1]);
+    free(all);
+}

@@ -1,0 +1,50 @@
+/* startup_peak.h: the host memory one rank takes at start-up for the
+ * parameters' values (initialisation or a checkpoint's load), the one
+ * formula `weft check` states (compiler/report_startup.c) and the runtime
+ * compares with what its start-up allocated (runtime/common/startup_mem.c).
+ * Arenas (parameters, shards, masters, moments) are not in it: only host
+ * buffers of tensor data that exist during start-up.
+ *
+ * Initialisation is counter-based (init.c), so values are made where they
+ * live.  A load reads one whole tensor at a time (W floats, the stage's
+ * largest) and keeps this rank's part of it: the whole-layout parameters
+ * transposed through a copy (T, the largest transposed tensor), or a
+ * rank's own range (O, the largest one parameter has on a rank: all of its
+ * tp shard without ZeRO, at most its bucket's shard with it).
+ *
+ * ZeRO-3 makes or reads each parameter's own range into an O-float buffer
+ * and places it in the shard(s) and the fp32 master (zero_startup.c): no
+ * stage-sized buffer.  Otherwise 16-bit parameters (param16.c) are made or
+ * loaded as floats first, in an idle arena where one is large enough, else
+ * in host memory (held: P floats, 2P for a 2BW checkpoint's two versions;
+ * the bound takes the host case). */
+#ifndef WEFT_STARTUP_PEAK_H
+#define WEFT_STARTUP_PEAK_H
+
+/* the most floats of parameter q one rank owns: numel (this rank's tp
+ * shard), frozen (no optimizer state), and under ZeRO its bucket's
+ * near-equal shards of bucket_numel (compiler/emit.c's SHARDS) */
+static inline double wf_startup_own(double numel, int frozen, int zero, double bucket_numel, int dp) {
+    if (frozen) return 0;
+    if (!zero) return numel;
+    long b = (long)bucket_numel;
+    double shard = (double)(b / dp + (b % dp != 0));
+    return shard < numel ? shard : numel;
+}
+
+/* floats held in host memory through start-up (16-bit parameters, not ZeRO-3) */
+static inline double wf_startup_held(int zero3, int param16, int two_versions, double param_numel) {
+    if (zero3 || !param16) return 0;
+    return param_numel * (two_versions ? 2 : 1);
+}
+
+/* bytes, on one rank; resume: a checkpoint is loaded */
+static inline double wf_startup_peak(int zero3, int resume, double whole_max, double own_max,
+                                     double transposed_max, double held) {
+    if (zero3) return 4.0 * (own_max + (resume ? whole_max : 0));
+    double b = 4.0 * held;
+    if (resume) b += 4.0 * (whole_max + (transposed_max > own_max ? transposed_max : own_max));
+    return b;
+}
+
+#endif

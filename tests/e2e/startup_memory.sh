@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# ZeRO-3's start-up without the stage's whole parameters in host memory
+# (runtime/common/zero_startup.c): each rank makes or reads only its own
+# range of each parameter.  Checked here: the weights are the unsharded
+# run's bit for bit (initialised and resumed), and every rank's measured
+# start-up host peak, which the runtime logs beside the bound weft check
+# states (runtime/common/startup_peak.h), is within that bound and below
+# (stage bytes) / dp + the largest tensor's bytes (the old way held the
+# stage's bytes whole on every rank).
+source "$(dirname "$0")/lib.sh"
+PLAN=${PLAN:-plans/tiny.lua}
+DATA=$(make_data)
+set=(--set train.steps=4 --set data.train="$DATA" --set batch.micro=4 --set batch.global=16
+     --set model.layers=2 --set model.hidden=64 --set model.seq=64 --set buckets.mb=0.02)
+
+# startup_peaks LOG PROGRAM RANKS DP: every rank's line, within its bound and
+# under the stage's parameter bytes / dp + its largest tensor's bytes (tp 1:
+# a parameter's numel is its whole tensor's).  The ranks of a stage are its
+# dp group: rank r is on stage r / DP (launch.sh's order, dp fastest).
+startup_peaks() {
+  local log=$1 prog=$2 ranks=$3 dp=$4 n=0 r peak bound stage numel most limit
+  while read -r r peak bound; do
+    n=$((n + 1))
+    stage=$((r / dp))
+    numel=$(sed -n 's/.*\.param_numel = \([0-9]*\)L.*/\1/p' "$prog/stage$stage.c")
+    most=$(awk -F', *' '/^    \{ "/ { if ($3 + 0 > m) m = $3 + 0 } END { print m }' "$prog/stage$stage.c")
+    limit=$((4 * numel / dp + 4 * most))
+    echo "rank $r (stage $stage): start-up peak $peak bytes, bound $bound, stage/dp + largest tensor $limit"
+    [ "$peak" -le "$bound" ] && [ "$peak" -lt "$limit" ] || { echo "rank $r: over" >&2; return 1; }
+  done < <(sed -n 's/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\1 \2 \3/p' "$log")
+  [ "$n" = "$ranks" ]
+}
+same_files() {  # same_files A B: every tensor of the model and optimizer files, bit for bit
+  "$WEFT" ckpt diff "$1/model.safetensors" "$2/model.safetensors" >/dev/null &&
+    "$WEFT" ckpt diff "$1/optimizer.safetensors" "$2/optimizer.safetensors" >/dev/null
+}
+
+build_plan plain "$PLAN" "${set[@]}"
+run_plan plain --steps 0 --save "$WORK/plain_init" >/dev/null
+for lay in "dp2 1" "dp2pp2 2"; do
+  read -r name pp <<<"$lay"
+  build_plan "$name" "$PLAN" "${set[@]}" --set mesh.dp=2 --set mesh.pp="$pp" --set zero=3
+  "$WORK/$name/launch.sh" --steps 0 --save "$WORK/${name}_init" >"$WORK/${name}_init.log"
+  check "ZeRO-3 $name: initial weights are the unsharded run's, bit for bit" \
+    same_files "$WORK/${name}_init" "$WORK/plain_init"
+  check "ZeRO-3 $name initialising: each rank's start-up host peak within the bound, under stage/dp + a tensor" \
+    startup_peaks "$WORK/${name}_init.log" "$WORK/$name" $((2 * pp)) 2
+  # resumed from the unsharded run's step-0 checkpoint (resharded on load)
+  # and saved again at once: what was loaded, bit for bit
+  "$WORK/$name/launch.sh" --steps 0 --resume "$WORK/plain_init" --save "$WORK/${name}_again" >"$WORK/${name}_resume.log"
+  check "ZeRO-3 $name resumed: the loaded weights and moments are the checkpoint's, bit for bit" \
+    same_files "$WORK/${name}_again" "$WORK/plain_init"
+  check "ZeRO-3 $name resuming: each rank's start-up host peak within the bound, under stage/dp + a tensor" \
+    startup_peaks "$WORK/${name}_resume.log" "$WORK/$name" $((2 * pp)) 2
+done
+# 16-bit: bf16 masters and 16-bit parameter shards, the same start-up
+build_plan b_plain "$PLAN" "${set[@]}" --set precision=bf16
+build_plan b_dp2 "$PLAN" "${set[@]}" --set precision=bf16 --set mesh.dp=2 --set zero=3
+run_plan b_plain --steps 0 --save "$WORK/b_plain_init" >/dev/null
+"$WORK/b_dp2/launch.sh" --steps 0 --save "$WORK/b_dp2_init" >"$WORK/b_dp2_init.log"
+check "ZeRO-3 bf16: initial weights are the unsharded run's, bit for bit" \
+  same_files "$WORK/b_dp2_init" "$WORK/b_plain_init"
+check "ZeRO-3 bf16 initialising: each rank's start-up host peak within the bound" \
+  startup_peaks "$WORK/b_dp2_init.log" "$WORK/b_dp2" 2 2
+# the runtime's bound is weft check's line (the largest stage; the same bytes)
+"$WEFT" check "$PLAN" "${set[@]}" --set mesh.dp=2 --set zero=3 >"$WORK/check.txt"
+check "weft check states the start-up host memory peak" grep -q '^start-up host memory peak per rank: ' "$WORK/check.txt"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
