@@ -62,8 +62,17 @@ check "ZeRO-3 bf16: initial weights are the unsharded run's, bit for bit" \
   same_files "$WORK/b_dp2_init" "$WORK/b_plain_init"
 check "ZeRO-3 bf16 initialising: each rank's start-up host peak within the bound" \
   startup_peaks "$WORK/b_dp2_init.log" "$WORK/b_dp2" 2 2
-# the runtime's bound is weft check's line (the largest stage; the same bytes)
+# the runtime's bound is weft check's line (one stage: the same bytes, here in KiB)
 "$WEFT" check "$PLAN" "${set[@]}" --set mesh.dp=2 --set zero=3 >"$WORK/check.txt"
-check "weft check states the start-up host memory peak" grep -q '^start-up host memory peak per rank: ' "$WORK/check.txt"
+kib() { sed -n 's/^start-up host memory peak on rank 0: [0-9]* bytes, bound \([0-9]*\) (weft check)$/\1/p' "$1" |
+        awk '{ printf "%.2f KiB", $1 / 1024 }'; }
+check "weft check states the runtime's start-up bounds (ZeRO-3 dp 2: initialising, resuming)" \
+  grep -qF "start-up host memory peak per rank: $(kib "$WORK/dp2_init.log") initialising, $(kib "$WORK/dp2_resume.log") resuming" \
+  "$WORK/check.txt"
+# without ZeRO-3 the same line and log: the parameters made in place, a
+# resume through one whole tensor at a time
+"$WORK/plain/launch.sh" --steps 0 --resume "$WORK/plain_init" >"$WORK/plain_resume.log"
+check "unsharded resume: the start-up host peak within the bound" \
+  startup_peaks "$WORK/plain_resume.log" "$WORK/plain" 2 2
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
