@@ -1133,7 +1133,7 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
                      const char *prefix, int delayed) {
     const wf_program *p = c->p;
     char err[512], name[160];
-    long most, local_most;
+    long most, local_most;  /* (the largest tp shard: not needed here) */
     largest(p, &most, &local_most);
     float *whole = wf_startup_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
     float *own = base ? NULL : wf_startup_alloc(c, sizeof(float) * (size_t)wf_own_most(c), "checkpoint own range");
@@ -1155,9 +1155,10 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
             }
             continue;
         }
-        if (!moment && q->bucket < 0) {  /* ZeRO-3's frozen: whole on every rank (one version) */
+        if (!moment && q->bucket < 0) {  /* ZeRO-3's frozen: whole on every rank, one version */
             float *at = c->params + wf_frozen_at(p, k);
-            for (long i = 0; !delayed && i < q->numel; i++) at[i] = file_value(c, q, whole, rows, cols, i);
+            if (!delayed)
+                for (long i = 0; i < q->numel; i++) at[i] = file_value(c, q, whole, rows, cols, i);
             continue;
         }
         long lo = c->own_lo[k], n = c->own_hi[k] - lo;
