@@ -74,5 +74,24 @@ check "weft check states the runtime's start-up bounds (ZeRO-3 dp 2: initialisin
 "$WORK/plain/launch.sh" --steps 0 --resume "$WORK/plain_init" >"$WORK/plain_resume.log"
 check "unsharded resume: the start-up host peak within the bound" \
   startup_peaks "$WORK/plain_resume.log" "$WORK/plain" 2 2
+# ZeRO-1 / 2 (moments read into their shards) and bf16 without ZeRO-3 (16-bit
+# parameters made as floats first) resuming; PipeDream-2BW under ZeRO-3 with
+# bf16 (two 16-bit version shards, the older read from delayed.*) resuming
+# its own checkpoint: every rank within its bound, ZeRO-3 under stage/dp + a tensor
+for lay in "z1 --set zero=1" "z2 --set zero=2" "b_z0 --set precision=bf16"; do
+  read -r name opts <<<"$lay"
+  build_plan "$name" "$PLAN" "${set[@]}" $opts
+  "$WORK/$name/launch.sh" --steps 2 --resume "$WORK/plain_init" >"$WORK/${name}_resume.log"
+  check "$name resuming: each rank's start-up host peak within the bound" \
+    startup_peaks "$WORK/${name}_resume.log" "$WORK/$name" 2 2
+done
+build_plan z3_2bw "$PLAN" "${set[@]}" --set precision=bf16 --set mesh.dp=2 --set mesh.pp=2 --set zero=3 \
+  --set pipeline.schedule=pipedream-2bw --set clip_grad_norm=0
+run_plan z3_2bw --steps 2 --save "$WORK/z3_2bw_2" >/dev/null
+"$WORK/z3_2bw/launch.sh" --steps 2 --resume "$WORK/z3_2bw_2" --save "$WORK/z3_2bw_again" >"$WORK/z3_2bw_resume.log"
+check "ZeRO-3 2BW bf16 resuming: each rank's start-up host peak within the bound, under stage/dp + a tensor" \
+  startup_peaks "$WORK/z3_2bw_resume.log" "$WORK/z3_2bw" 4 2
+check "ZeRO-3 2BW bf16: both versions and the moments loaded bit for bit (saved again at once)" \
+  same_files "$WORK/z3_2bw_again" "$WORK/z3_2bw_2"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
