@@ -7,14 +7,22 @@
  * judge a tensor as a whole, ||a - b|| against ||a - a0|| (what training moved
  * it from the common initial weights a0; or against ||a||), and bound single elements only
  * by what the optimizer can move them at all (--bound, derived by the test
- * from the plan's schedule; see tests/e2e/equivalence.sh). */
+ * from the plan's schedule; see tests/e2e/equivalence.sh).
+ *
+ * A and B are safetensors files or Hugging Face sharded sets (ckpt_shards.h:
+ * the index, or the absent BASE.safetensors beside it), so that checkpoints
+ * of any pipeline depth compare tensor by tensor; a checkpoint folder stands
+ * for its model. */
 #include "ckpt_diff.h"
 
 #include <fnmatch.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "ckpt_shards.h"
 #include "safetensors.h"
 
 typedef struct {
@@ -33,9 +41,15 @@ static int is_noise(const ckpt_tolerance *t, const char *name, long i) {
     return 0;
 }
 
-static int compare_tensor(const wf_st_file *a, const wf_st_file *b, const wf_st_file *from,
+static int compare_tensor(const wf_ckpt_set *sa, const wf_ckpt_set *sb, const wf_ckpt_set *sfrom,
                           const char *name, const ckpt_tolerance *t, worst_seen *w, FILE *out) {
     char err[512];
+    const wf_st_file *a = wf_ckpt_set_file(sa, name), *b = wf_ckpt_set_file(sb, name);
+    const wf_st_file *from = sfrom ? wf_ckpt_set_file(sfrom, name) : NULL;
+    if (!b || (sfrom && !from)) {
+        fprintf(out, "%s: missing in %s\n", name, wf_ckpt_set_path(!b ? sb : sfrom));
+        return -1;
+    }
     long shape[WF_ST_FILE_MAX_NDIM];  /* a file's tensor may have up to 8 dimensions */
     int ndim = wf_st_shape(a, name, shape, WF_ST_FILE_MAX_NDIM);
     if (ndim < 0) return -1;
@@ -91,36 +105,43 @@ done:
     return rc;
 }
 
+/* a file or set; a folder stands for its model */
+static int open_one(wf_ckpt_set **s, const char *path, char *err, size_t n) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return wf_ckpt_set_open_in(s, path, "model", err, n);
+    return wf_ckpt_set_open(s, path, err, n);
+}
+
 int ckpt_diff(const char *path_a, const char *path_b, const ckpt_tolerance *t, FILE *out) {
-    char err[512];
-    wf_st_file *a = NULL, *b = NULL, *from = NULL;
-    if (wf_st_open(&a, path_a, err, sizeof err) != 0 || wf_st_open(&b, path_b, err, sizeof err) != 0 ||
-        (t->from && wf_st_open(&from, t->from, err, sizeof err) != 0)) {
+    char err[PATH_MAX + 512];
+    wf_ckpt_set *a = NULL, *b = NULL, *from = NULL;
+    if (open_one(&a, path_a, err, sizeof err) != 0 || open_one(&b, path_b, err, sizeof err) != 0 ||
+        (t->from && open_one(&from, t->from, err, sizeof err) != 0)) {
         fprintf(stderr, "weft: error: %s\n", err);
-        if (a) wf_st_close(a);
-        if (b) wf_st_close(b);
+        wf_ckpt_set_close(a);
+        wf_ckpt_set_close(b);
         return -1;
     }
     int differ = 0, missing = 0;
     worst_seen w = { 0 };
-    for (int i = 0; i < wf_st_count(a); i++) {
-        const char *name = wf_st_name(a, i);
+    for (int i = 0; i < wf_ckpt_set_count(a); i++) {
+        const char *name = wf_ckpt_set_name(a, i);
         int rc = compare_tensor(a, b, from, name, t, &w, out);
         if (rc < 0) missing++;
         if (rc > 0) differ++;
     }
-    if (wf_st_count(b) != wf_st_count(a)) {
-        fprintf(out, "tensor counts differ: %d vs %d\n", wf_st_count(a), wf_st_count(b));
+    if (wf_ckpt_set_count(b) != wf_ckpt_set_count(a)) {
+        fprintf(out, "tensor counts differ: %d vs %d\n", wf_ckpt_set_count(a), wf_ckpt_set_count(b));
         missing++;
     }
-    fprintf(out, "%d tensors: %d differ beyond %s, %d missing or mismatched", wf_st_count(a), differ,
+    fprintf(out, "%d tensors: %d differ beyond %s, %d missing or mismatched", wf_ckpt_set_count(a), differ,
             exact(t) ? "bit-identity" : "the tolerance", missing);
     if (w.max_diff > 0 || w.max_diff != w.max_diff)
         fprintf(out, "; worst max|a-b| %.3e (%s), worst ||a-b||/||a%s|| %.3e (%s)", w.max_diff,
                 w.max_name, from ? "-a0" : "", w.rel_norm, w.norm_name);
     fprintf(out, "\n");
-    wf_st_close(a);
-    wf_st_close(b);
-    if (from) wf_st_close(from);
+    wf_ckpt_set_close(a);
+    wf_ckpt_set_close(b);
+    wf_ckpt_set_close(from);
     return differ || missing ? -1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt_shards.h"
 #include "inspect.h"
 #include "ops.h"
 #include "trace.h"
@@ -82,9 +83,9 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
     if (dp == 0 && tp == 0) {
         ckpt_stage k = ckpt_stage_of(p, stage);
         char model[48], optim[48];
-        if (p->pp > 1) {
-            snprintf(model, sizeof model, "model.stage%d.safetensors", stage);
-            snprintf(optim, sizeof optim, "optimizer.stage%d.safetensors", stage);
+        if (p->pp > 1) {  /* its stage's shard of a Hugging Face sharded checkpoint */
+            wf_ckpt_shard_name(model, sizeof model, "model", stage, p->pp);
+            wf_ckpt_shard_name(optim, sizeof optim, "optimizer", stage, p->pp);
         } else {
             snprintf(model, sizeof model, "model.safetensors");
             snprintf(optim, sizeof optim, "optimizer.safetensors");
@@ -99,10 +100,8 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
                      "    (without --async-save: written tensor by tensor before the next step, peak %s)\n",
                 stage, p->tp > 1 ? ", gathering its tp group's shards" : "", a, b, model, c, optim, d, e);
         if (r == 0 && p->pp > 1) {
-            program_human_bytes(ckpt_join_bytes(p), a, sizeof a);
-            fprintf(out, "    then waits for every stage's files, joins them (%s at a time) into model.safetensors\n"
-                         "    and optimizer.safetensors, writes config.json and manifest.json, renames the folder in\n",
-                    a);
+            fprintf(out, "    then waits for every stage's shards, writes model.safetensors.index.json and\n"
+                         "    optimizer.safetensors.index.json, config.json and manifest.json, renames the folder in\n");
         } else if (r == 0) {
             fprintf(out, "    then writes config.json and manifest.json, renames the folder in\n");
         }

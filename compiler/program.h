@@ -432,13 +432,12 @@ double startup_peak_of(const Program *p, int s, int resume);  /* stage s, bytes 
 /* report_ckpt.c: what a save asks of stage s's ranks, bytes of host memory
  * (ckpt_peak.h): the writer's (dp 0, tp 0) peak saving synchronously, the
  * copy --async-save holds until written and its peak while copying; another
- * dp 0 rank's and the rest's peaks; the tensor data of its two files; and
- * the buffer of world rank 0's join (pp > 1). */
+ * dp 0 rank's and the rest's peaks; the tensor data of its two files (pp > 1:
+ * its two shards). */
 typedef struct {
     double held, peak, sync, dp0, other, model_file, optim_file;
 } ckpt_stage;
 ckpt_stage ckpt_stage_of(const Program *p, int s);
-double ckpt_join_bytes(const Program *p);
 /* The figures the runtime's metrics are measured against (report.c): the
  * planned bytes of one rank of `stage` (device and host memory together), and
  * the peak TFLOP/s of one device at the plan's precision. */

@@ -4,7 +4,7 @@
  * under --async-save every rank holds a copy of its own pieces until its
  * background thread has streamed them); the per-rank bounds are runtime/common/ckpt_peak.h's, which the
  * runtime checks its measured peak against.  `weft inspect` shows each rank's part with the same
- * figures (ckpt_stage_of, ckpt_join_bytes). */
+ * figures (ckpt_stage_of). */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,17 +57,6 @@ ckpt_stage ckpt_stage_of(const Program *p, int s) {
     return c;
 }
 
-/* the join's buffer: the stage files pass through it a piece at a time */
-double ckpt_join_bytes(const Program *p) {
-    double most = 0;
-    for (int s = 0; s < p->pp; s++) {
-        ckpt_stage c = ckpt_stage_of(p, s);
-        if (c.optim_file > most) most = c.optim_file;
-        if (c.model_file > most) most = c.model_file;
-    }
-    return wf_ckpt_join_buffer(most);
-}
-
 void ckpt_report(const Program *p, FILE *out) {
     int delayed = saves_delayed(p);
     char a[32];
@@ -105,11 +94,13 @@ void ckpt_report(const Program *p, FILE *out) {
     program_human_bytes(other, b, sizeof b);
     fprintf(out, "  %-12s %12s  on another rank of dp 0 (its tp shard of one tensor), %s on the rest\n",
             "save others", a, b);
-    if (p->pp > 1) {
-        /* world rank 0 joins the stages' files, once every stage has written its own */
-        program_human_bytes(ckpt_join_bytes(p), a, sizeof a);
-        fprintf(out, "  %-12s %12s  on world rank 0 once the files of every stage are written: the stage files\n"
-                     "               copied through one buffer into model.safetensors and optimizer.safetensors,\n"
-                     "               then the folder renamed into place\n", "async join", a);
+    if (p->pp > 1) {  /* each stage's writer writes its own shard: nothing passes through one rank */
+        double files = 0;
+        for (int s = 0; s < p->pp; s++) files += ckpt_stage_of(p, s).model_file + ckpt_stage_of(p, s).optim_file;
+        program_human_bytes(files, a, sizeof a);
+        fprintf(out, "  %-12s %12s  of tensors in %d shards a file set (model-0000S-of-%05d.safetensors, optimizer-...),\n"
+                     "               each written by its stage writer; world rank 0 only writes the Hugging Face\n"
+                     "               indexes (model.safetensors.index.json, optimizer...) and the manifest\n",
+                "shards", a, p->pp, p->pp);
     }
 }

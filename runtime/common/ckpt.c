@@ -1,6 +1,11 @@
 /* ckpt.c: checkpoints as a folder that Hugging Face and PyTorch tools read:
  *   model.safetensors      full tensors, named and shaped as in HF GPT-2
  *   optimizer.safetensors  AdamW moments ("exp_avg.NAME", "exp_avg_sq.NAME")
+ *                          (pp > 1: a Hugging Face sharded set each, one
+ *                          shard a pipeline stage, written by that stage's
+ *                          writer under its final name, and an index that
+ *                          world rank 0 writes (ckpt_shards.h); nothing is
+ *                          joined or copied twice)
  *   config.json            the compiler's GPT2Config, LlamaConfig or (weft.vlm)
  *                          LlavaConfig, carried by the program (projection
  *                          weights, (in, out) in weft, are saved transposed,
@@ -29,6 +34,7 @@
 #include "ckpt_folder.h"
 #include "ckpt_manifest.h"
 #include "ckpt_peak.h"
+#include "ckpt_shards.h"
 #include "convert16.h"
 #include "internal.h"
 #include "safetensors.h"
@@ -674,82 +680,6 @@ static void held_free(held_copy *h) {
     memset(h, 0, sizeof *h);
 }
 
-/* Joins the stages' files DIR/BASE.stageS.safetensors into DIR/BASE.safetensors:
- * the joined header from theirs, then their data sections one after another,
- * through one buffer of at most WF_CKPT_JOIN_PIECE bytes (checksummed as
- * they pass), never a stage's tensors whole in memory. */
-static void merge_stages(wf_ctx *c, const char *dir, const char *base, wf_manifest_known *known) {
-    const wf_program *p = c->p;
-    char path[PATH_MAX], out[PATH_MAX], err[PATH_MAX + 512];
-    wf_st_file **f = wf_host_alloc(c, sizeof *f * (size_t)p->pp, "checkpoint merge");
-    long *data = wf_host_alloc(c, sizeof(long) * (size_t)p->pp, "checkpoint merge");
-    int n = 0, cap = 64;
-    long most = 1;
-    wf_st_tensor *t = wf_host_alloc(c, sizeof *t * (size_t)cap, "checkpoint merge");
-    for (int s = 0; s < p->pp; s++) {
-        CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
-        if (wf_st_open(&f[s], path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-        for (int i = 0; i < wf_st_count(f[s]); i++) {
-            if (n == cap) {
-                cap *= 2;
-                t = realloc(t, sizeof *t * (size_t)cap);
-                if (!t) wf_fatal(c, "realloc", WF_WHERE, "out of memory merging checkpoints");
-            }
-            const char *name = wf_st_name(f[s], i);  /* valid until f[s] closes */
-            t[n].name = name;
-            t[n].data = NULL;
-            t[n].ndim = wf_st_shape(f[s], name, t[n].shape, WF_ST_MAX_NDIM);
-            if (t[n].ndim > WF_ST_MAX_NDIM)  /* the stage files are this program's: never */
-                wf_fatal(c, "wf_st_shape", WF_WHERE, "%s: tensor %s has %d dimensions (at most %d)",
-                         path, name, t[n].ndim, WF_ST_MAX_NDIM);
-            size_t bytes;
-            wf_st_data(f[s], name, &bytes);
-            data[s] += (long)bytes;
-            n++;
-        }
-        if (data[s] > most) most = data[s];
-    }
-    char name[64];
-    snprintf(name, sizeof name, "%s.safetensors", base);
-    CKPT_PATH(c, out, "%s/%s", dir, name);
-    tensor_list l = { t, NULL, n };
-    wf_st_writer *w = open_st(c, out, &l, known != NULL);
-    size_t piece = (size_t)wf_ckpt_join_buffer((double)most);
-    unsigned char *buf = save_alloc(c, piece, "checkpoint join");
-    for (int s = 0; s < p->pp; s++) {
-        /* a validated file of ours: its tensors tile the data section, after the header */
-        CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
-        int fd = open(path, O_RDONLY);
-        unsigned char lenb[8];
-        uint64_t hlen = 0;
-        if (fd < 0 || pread(fd, lenb, 8, 0) != 8)
-            wf_fatal(c, "checkpoint", WF_WHERE, "cannot read %s: %s", path, strerror(errno));
-        for (int i = 7; i >= 0; i--) hlen = hlen << 8 | lenb[i];
-        for (long at = 0; at < data[s];) {
-            size_t k = (size_t)(data[s] - at) < piece ? (size_t)(data[s] - at) : piece;
-            ssize_t got = pread(fd, buf, k, (off_t)(8 + hlen + (uint64_t)at));
-            if (got <= 0)
-                wf_fatal(c, "checkpoint", WF_WHERE, "reading %s failed: %s", path, got < 0 ? strerror(errno) : "short file");
-            if (wf_st_writer_bytes(w, buf, (size_t)got, err, sizeof err) != 0) {
-                wf_st_writer_abort(w);
-                wf_fatal(c, "wf_st_writer_bytes", WF_WHERE, "%s", err);
-            }
-            at += got;
-        }
-        close(fd);
-    }
-    save_free(buf);
-    finish_st(c, w, name, &l, known);
-    for (int s = 0; s < p->pp; s++) {
-        wf_st_close(f[s]);
-        CKPT_PATH(c, path, "%s/%s.stage%d.safetensors", dir, base, s);
-        unlink(path);
-    }
-    free(t);
-    free(f);
-    free(data);
-}
-
 static void log_note(void *arg, const char *text) { wf_log((const wf_ctx *)arg, "checkpoint: %s\n", text); }
 
 /* What the manifest records besides the files. */
@@ -778,8 +708,8 @@ void wf_ckpt_check_target(const wf_ctx *c, const char *dir, int set) {
     char err[PATH_MAX + 512], probe[PATH_MAX];
     if (!wf_is_root(c)) return;
     /* the names a save will make must fit: DIR.tmp-PID, DIR/step_N.tmp-PID/FILE */
-    CKPT_PATH(c, probe, "%s%s.tmp-%d/optimizer.stage%d.safetensors.tmp.%d", dir,
-              set ? "/step_000000000000" : "", INT_MAX, c->p->pp, INT_MAX);
+    CKPT_PATH(c, probe, "%s%s.tmp-%d/optimizer-%05d-of-%05d.safetensors.tmp.%d", dir,
+              set ? "/step_000000000000" : "", INT_MAX, c->p->pp, c->p->pp, INT_MAX);
     if (wf_ckpt_folder_kind(dir, set ? WF_CKPT_SET_MARKER : WF_CKPT_MARKER, err, sizeof err) < 0)
         wf_fatal(c, "checkpoint", WF_WHERE, "%s%s", err,
                  set ? " (with --keep, --ckpt names a folder of step_N checkpoints)" : "");
@@ -830,10 +760,10 @@ static void finish_folder(wf_ctx *c, const char *tmp, const char *dir, const cha
  * each stage's writer (dp 0, tp 0) gathers its stage's whole tensors at the
  * step boundary (copy_for_async) and only its thread writes them.
  *
- * With pp > 1 each stage's writer writes its stage's files into the
+ * With pp > 1 each stage's writer writes its stage's shards into the
  * temporary folder, and world rank 0's thread, once its own are written,
- * waits for every other stage's files, joins them and swaps the folder in,
- * as the synchronous save does. */
+ * waits for every other stage's checksums (stage_sums_path), writes the
+ * indexes and swaps the folder in, as the synchronous save does. */
 typedef struct {
     pthread_t thread;
     int running, streamed;
@@ -872,29 +802,64 @@ static int streamed_async(wf_ctx *c) {
 }
 
 static void stage_names(const wf_ctx *c, char *model, char *optim, size_t n, int stage) {
-    if (c->p->pp > 1) {
-        snprintf(model, n, "model.stage%d.safetensors", stage);
-        snprintf(optim, n, "optimizer.stage%d.safetensors", stage);
+    if (c->p->pp > 1) {  /* Hugging Face's shard names, one shard a stage */
+        wf_ckpt_shard_name(model, n, "model", stage, c->p->pp);
+        wf_ckpt_shard_name(optim, n, "optimizer", stage, c->p->pp);
     } else {
         snprintf(model, n, "model.safetensors");
         snprintf(optim, n, "optimizer.safetensors");
     }
 }
 
-/* Root's writer thread, pp > 1: waits until every stage's two files are in
- * tmp.  wf_st_write fsyncs a file under a temporary name and renames it, so
- * a file under its final name is complete.  A stage whose writer died ends
- * the job through MPI; one that is merely stuck is named after the fault
- * timeout. */
+/* pp > 1: where stage s's writer (not world rank 0) leaves the checksums it
+ * took while writing its two shards, for world rank 0's manifest; hidden, so
+ * that no manifest lists it, and removed once read. */
+static void stage_sums_path(wf_ctx *c, const char *tmp, int s, char *out, size_t n) {
+    char err[PATH_MAX + 512];
+    if (wf_path_fmt(out, n, err, sizeof err, "%s/.weft-sums-stage%d.json", tmp, s) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+}
+
+/* A stage writer's end of its save with pp > 1: world rank 0 keeps its
+ * checksums itself (known); another writer hands them over through tmp,
+ * after both of its shards are complete under their final names. */
+static void hand_over_sums(wf_ctx *c, const char *tmp, wf_manifest_known *mine) {
+    char path[PATH_MAX], err[PATH_MAX + 512];
+    stage_sums_path(c, tmp, c->stage, path, sizeof path);
+    if (wf_manifest_known_save(mine, path, err, sizeof err) != 0) wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+    wf_manifest_known_free(mine);
+}
+
+/* World rank 0 with pp > 1, once every stage has handed over its checksums
+ * (its shards complete): they join its own in known, and the indexes that
+ * make the shards one Hugging Face checkpoint are written. */
+static void collect_stages(wf_ctx *c, const char *tmp, wf_manifest_known *known) {
+    char path[PATH_MAX], err[PATH_MAX + 512];
+    for (int s = 0; s < c->p->pp; s++) {
+        if (s == c->stage) continue;  /* root's own stage: in known already */
+        stage_sums_path(c, tmp, s, path, sizeof path);
+        if (wf_manifest_known_load(known, path, err, sizeof err) != 0) wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+        unlink(path);  /* ours, in our temporary folder */
+    }
+    double bytes[2];
+    if (wf_ckpt_index_write(tmp, "model", c->p->pp, &bytes[0], err, sizeof err) != 0 ||
+        wf_ckpt_index_write(tmp, "optimizer", c->p->pp, &bytes[1], err, sizeof err) != 0)
+        wf_fatal(c, "checkpoint", WF_WHERE, "%s", err);
+}
+
+/* Root's writer thread, pp > 1: waits until every other stage's checksums
+ * are in tmp (hand_over_sums renames them in after its shards are complete).
+ * A stage whose writer died ends the job through MPI; one that is merely
+ * stuck is named after the fault timeout. */
 static void wait_for_stages(wf_ctx *c, const char *tmp) {
     double limit = c->opt.fault_timeout > 0 ? c->opt.fault_timeout : 300.0, t0 = seconds_now();
     for (int s = 0; s < c->p->pp; s++) {
-        char model[64], optim[64], a[PATH_MAX], b[PATH_MAX];
+        if (s == c->stage) continue;
+        char model[64], optim[64], sums[PATH_MAX];
         stage_names(c, model, optim, sizeof model, s);
-        CKPT_PATH(c, a, "%s/%s", tmp, model);
-        CKPT_PATH(c, b, "%s/%s", tmp, optim);
+        stage_sums_path(c, tmp, s, sums, sizeof sums);
         struct stat st;
-        while (stat(a, &st) != 0 || stat(b, &st) != 0) {
+        while (stat(sums, &st) != 0) {
             if (seconds_now() - t0 > limit)
                 wf_fatal(c, "checkpoint", WF_WHERE, "the background save of step %ld: stage %d's files "
                          "(%s, %s) not written after %.0f s (fault.timeout_s)", c->step, s, model, optim, limit);
@@ -904,14 +869,13 @@ static void wait_for_stages(wf_ctx *c, const char *tmp) {
     }
 }
 
-/* World rank 0's end of a background save: the stages' files joined (pp > 1),
- * the folder finished and renamed in. */
+/* World rank 0's end of a background save: the stages' checksums and the
+ * indexes (pp > 1), the folder finished and renamed in. */
 static void root_finishes(async_save *a, wf_manifest_known *known, double t0) {
     wf_ctx *c = &a->snap;
     if (c->p->pp > 1) {
         wait_for_stages(c, a->tmp);
-        merge_stages(c, a->tmp, "model", known);
-        merge_stages(c, a->tmp, "optimizer", known);
+        collect_stages(c, a->tmp, known);
     }
     finish_folder(c, a->tmp, a->dir, a->old, known);
     wf_manifest_known_free(known);
@@ -925,14 +889,13 @@ static void *write_in_background(void *arg) {
     double t0 = seconds_now();
     char model[64], optim[64];
     stage_names(c, model, optim, sizeof model, c->stage);
-    wf_manifest_known *known = NULL;  /* root's files: checksummed as written */
-    if (wf_is_root(c) && !(known = wf_manifest_known_new()))
-        wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
-    /* (with pp > 1 the stage files are joined, and the joined files listed) */
-    write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off, c->p->pp == 1 ? known : NULL);
+    wf_manifest_known *known = wf_manifest_known_new();  /* this writer's files: checksummed as written */
+    if (!known) wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
+    write_files(c, a->tmp, model, optim, a->ww, a->wm, a->wv, a->wd, a->off, known);
     save_free(a->ww), save_free(a->wm), save_free(a->wv), save_free(a->wd), free(a->off);
     a->ww = a->wm = a->wv = a->wd = NULL, a->off = NULL;
-    if (wf_is_root(c)) root_finishes(a, known, t0);  /* another stage's writer: its files are in */
+    if (wf_is_root(c)) root_finishes(a, known, t0);
+    else hand_over_sums(c, a->tmp, known);  /* another stage's writer (pp > 1) */
     return NULL;
 }
 
@@ -941,12 +904,13 @@ static void *stream_in_background(void *arg) {
     async_save *a = arg;
     wf_ctx *c = &a->snap;
     double t0 = seconds_now();
-    wf_manifest_known *known = NULL;
-    if (wf_is_root(c) && !(known = wf_manifest_known_new()))
+    wf_manifest_known *known = NULL;  /* a writer's files: checksummed as written */
+    if (c->dp_rank == 0 && c->tp_rank == 0 && !(known = wf_manifest_known_new()))
         wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
-    write_streamed(c, a->tmp, c->p->pp == 1 ? known : NULL, &a->own);
+    write_streamed(c, a->tmp, known, &a->own);
     held_free(&a->own);
     if (wf_is_root(c)) root_finishes(a, known, t0);
+    else if (known) hand_over_sums(c, a->tmp, known);  /* another stage's writer (pp > 1) */
     return NULL;
 }
 
@@ -980,8 +944,9 @@ void wf_ckpt_wait(wf_ctx *c) {
 
 /* Writes the checkpoint folder dir (every rank calls it).  Every dp replica
  * holds the same weights: replica 0 gathers its tp shards, each pipeline
- * stage's leader writes its whole tensors, world rank 0 joins them, writes
- * the manifest and swaps the folder in. */
+ * stage's leader writes its whole tensors (pp > 1: its shard of a Hugging
+ * Face sharded checkpoint), world rank 0 writes the indexes and the
+ * manifest and swaps the folder in. */
 static void save_folder(wf_ctx *c, const char *dir) {
     const wf_program *p = c->p;
     wf_ckpt_wait(c);  /* the previous background save, if any, is finished first */
@@ -1030,17 +995,15 @@ static void save_folder(wf_ctx *c, const char *dir) {
                p->pp > 1 ? " (one writer per pipeline stage)" : "");
         return;
     }
-    wf_manifest_known *known = NULL;  /* root's files: checksummed as written */
-    if (wf_is_root(c) && !(known = wf_manifest_known_new()))
+    wf_manifest_known *known = NULL;  /* a writer's files: checksummed as written */
+    if (c->dp_rank == 0 && c->tp_rank == 0 && !(known = wf_manifest_known_new()))
         wf_fatal(c, "checkpoint", WF_WHERE, "out of memory");
-    write_streamed(c, tmp, p->pp == 1 ? known : NULL, NULL);
+    write_streamed(c, tmp, known, NULL);
+    if (known && !wf_is_root(c)) hand_over_sums(c, tmp, known), known = NULL;  /* pp > 1 */
     report_peak(c, "save", save_bound(c, 0));
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
     if (wf_is_root(c)) {
-        if (p->pp > 1) {
-            merge_stages(c, tmp, "model", known);
-            merge_stages(c, tmp, "optimizer", known);
-        }
+        if (p->pp > 1) collect_stages(c, tmp, known);
         finish_folder(c, tmp, dir, old, known);
         wf_manifest_known_free(known);
         /* only now: renamed into place and the parent folder synced */
@@ -1129,8 +1092,8 @@ static float file_value(const wf_ctx *c, const wf_param *q, const float *whole, 
  * each own range placed in the shards and master (zero_startup.c) and the
  * frozen ones whole in the gather arena.  delayed: ZeRO-3's 2BW older
  * version, into the current shard only. */
-static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *base, float *moment,
-                     const char *prefix, int delayed) {
+static void read_all(wf_ctx *c, const wf_ckpt_set *set, float *base, float *moment, const char *prefix,
+                     int delayed) {
     const wf_program *p = c->p;
     char err[512], name[160];
     long most, local_most;  /* (the largest tp shard: not needed here) */
@@ -1143,8 +1106,13 @@ static void read_all(wf_ctx *c, const wf_st_file *f, const char *path, float *ba
         file_shape(q, shape);
         for (int s = 0; s < sections_of(q); s++) {
             saved_name(q, s, prefix, name, sizeof name);
+            const wf_st_file *f = wf_ckpt_set_file(set, name);  /* (its shard, in a sharded set) */
+            if (!f)
+                wf_fatal(c, "wf_st_read", WF_WHERE, "no tensor %s in %s (checkpoint is not from this model)", name,
+                         wf_ckpt_set_path(set));
             if (wf_st_read(f, name, q->ndim, shape, whole + s * part, err, sizeof err) != 0)
-                wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err, path);
+                wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err,
+                         wf_ckpt_set_path(set));
         }
         long rows = shape[0] * sections_of(q), cols = shape[1];
         if (base) {
@@ -1194,16 +1162,18 @@ static void resolve_and_verify(wf_ctx *c, const char *dir, char *path, size_t n,
 }
 
 /* Every rank reads the full tensors, one at a time (resharding on load is
- * slicing them); under ZeRO-3 it keeps only its own ranges. */
+ * slicing them), from model.safetensors or the shards of a sharded set (a
+ * checkpoint of any pipeline depth); under ZeRO-3 it keeps only its own
+ * ranges. */
 void wf_ckpt_load(wf_ctx *c, const char *dir) {
-    char path[PATH_MAX], folder[PATH_MAX], err[PATH_MAX + 1024];
+    char folder[PATH_MAX], err[PATH_MAX + 1024];
     wf_ckpt_info info;
     const wf_program *p = c->p;
-    wf_st_file *f;
+    wf_ckpt_set *f;
     resolve_and_verify(c, dir, folder, sizeof folder, &info);
-    CKPT_PATH(c, path, "%s/model.safetensors", folder);
-    if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    read_all(c, f, path, p->zero >= 3 ? NULL : c->params, NULL, "", 0);
+    if (wf_ckpt_set_open_in(&f, folder, "model", err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
+    read_all(c, f, p->zero >= 3 ? NULL : c->params, NULL, "", 0);
     c->step = info.step;  /* the manifest's, checked equal to every file's metadata */
     if (p->precision == WF_FP16 && info.has_scaler) {
         c->scaler.scale = info.scale;
@@ -1211,24 +1181,22 @@ void wf_ckpt_load(wf_ctx *c, const char *dir) {
         c->scaler.good_steps = info.good_steps;
         c->scaler.skipped = info.skipped;
     }
-    wf_st_close(f);
+    wf_ckpt_set_close(f);
 
-    CKPT_PATH(c, path, "%s/optimizer.safetensors", folder);
-    if (wf_st_open(&f, path, err, sizeof err) != 0) wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
-    read_all(c, f, path, NULL, c->adam_m, "exp_avg.", 0);
-    read_all(c, f, path, NULL, c->adam_v, "exp_avg_sq.", 0);
+    if (wf_ckpt_set_open_in(&f, folder, "optimizer", err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_open", WF_WHERE, "%s", err);
+    read_all(c, f, NULL, c->adam_m, "exp_avg.", 0);
+    read_all(c, f, NULL, c->adam_v, "exp_avg_sq.", 0);
     if (p->weight_delay) {
         /* the model is the newest version; the one the next batch computes on
          * is saved as delayed.* (absent in other schedules' checkpoints) */
-        long shape[4];
         char first[160];
         /* (ZeRO-3: the model's values are already in both shards) */
         if (p->zero < 3) memcpy(c->next_params, c->params, sizeof(float) * (size_t)p->param_numel);
         saved_name(&p->params[0], 0, "delayed.", first, sizeof first);
-        if (wf_st_shape(f, first, shape, 4) >= 0)
-            read_all(c, f, path, p->zero >= 3 ? NULL : c->params, NULL, "delayed.", 1);
+        if (wf_ckpt_set_file(f, first)) read_all(c, f, p->zero >= 3 ? NULL : c->params, NULL, "delayed.", 1);
     }
-    wf_st_close(f);
+    wf_ckpt_set_close(f);
     /* the same tensors can still be another model (an activation, an epsilon):
      * config.json must describe this program's */
     if (wf_is_root(c) && wf_ckpt_config_check(folder, p->hf_config, err, sizeof err) != 0)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ckpt_folder.h"
+#include "ckpt_shards.h"
 #include "crc32c.h"
 #include "safetensors.h"
 #include "err_text.h"
@@ -227,6 +228,51 @@ int wf_manifest_known_add(wf_manifest_known *k, const char *name, const wf_st_te
     cJSON_DeleteItemFromObjectCaseSensitive(k->files, name);  /* a file written again */
     cJSON_AddItemToObject(k->files, name, f);
     return cJSON_GetArraySize(tensors) == n ? 0 : -1;
+}
+
+int wf_manifest_known_save(const wf_manifest_known *k, const char *path, char *err, size_t errlen)
+{
+    char tmp[PATH_MAX];
+    char *text = cJSON_PrintUnformatted(k->files);
+    if (!text || wf_path_fmt(tmp, sizeof tmp, err, errlen, "%s.tmp.%d", path, (int)getpid()) != 0) {
+        if (!text)
+            set_err(err, errlen, "%s: out of memory", path);
+        free(text);
+        return -1;
+    }
+    FILE *out = fopen(tmp, "w");
+    size_t len = strlen(text);
+    int ok = out && fwrite(text, 1, len, out) == len && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    if (out && fclose(out) != 0)
+        ok = 0;
+    free(text);
+    if (!ok || rename(tmp, path) != 0) {  /* under its final name only once complete */
+        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int wf_manifest_known_load(wf_manifest_known *k, const char *path, char *err, size_t errlen)
+{
+    char *text = read_small(path, path, err, errlen);
+    if (!text)
+        return -1;
+    cJSON *files = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(files)) {
+        set_err(err, errlen, "%s: does not parse as a JSON object", path);
+        cJSON_Delete(files);
+        return -1;
+    }
+    while (files->child) {
+        cJSON *f = cJSON_DetachItemViaPointer(files, files->child);
+        cJSON_DeleteItemFromObjectCaseSensitive(k->files, f->string);
+        cJSON_AddItemToObject(k->files, f->string, f);
+    }
+    cJSON_Delete(files);
+    return 0;
 }
 
 int wf_manifest_write(const char *dir, const wf_ckpt_info *info, const char *config_text,
@@ -667,14 +713,38 @@ int wf_ckpt_verify(const char *dir, wf_ckpt_info *info, char *err, size_t errlen
         set_err(err, errlen, "%s: files is not an object", WF_CKPT_MANIFEST);
         rc = -1;
     }
-    static const char *needed[] = { "model.safetensors", "optimizer.safetensors", "config.json" };
-    for (int i = 0; rc == 0 && i < 3; i++)
-        if (!cJSON_GetObjectItemCaseSensitive(files, needed[i])) {
-            set_err(err, errlen, "%s: does not list %s", WF_CKPT_MANIFEST, needed[i]);
+    if (rc == 0 && !cJSON_GetObjectItemCaseSensitive(files, "config.json")) {
+        set_err(err, errlen, "%s: does not list config.json", WF_CKPT_MANIFEST);
+        rc = -1;
+    }
+    /* the model and the optimizer state: one file each, or (pp > 1) a
+     * Hugging Face sharded set, its index and every shard listed */
+    static const char *bases[] = { "model", "optimizer" };
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        char one[64], index[64];
+        snprintf(one, sizeof one, "%s.safetensors", bases[i]);
+        snprintf(index, sizeof index, "%s.safetensors.index.json", bases[i]);
+        if (!cJSON_GetObjectItemCaseSensitive(files, one) && !cJSON_GetObjectItemCaseSensitive(files, index)) {
+            set_err(err, errlen, "%s: lists neither %s nor %s", WF_CKPT_MANIFEST, one, index);
             rc = -1;
         }
+    }
     for (const cJSON *f = rc == 0 ? files->child : NULL; f && rc == 0; f = f->next)
         rc = check_file(dir, f, info, err, errlen);
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        wf_ckpt_set *set;
+        if (wf_ckpt_set_open_in(&set, dir, bases[i], err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        for (int j = 0; rc == 0 && j < wf_ckpt_set_files(set); j++)
+            if (!cJSON_GetObjectItemCaseSensitive(files, wf_ckpt_set_file_name(set, j))) {
+                set_err(err, errlen, "%s: does not list %s, a file of the checkpoint", WF_CKPT_MANIFEST,
+                        wf_ckpt_set_file_name(set, j));
+                rc = -1;
+            }
+        wf_ckpt_set_close(set);
+    }
     cJSON_Delete(m);
     return rc;
 }

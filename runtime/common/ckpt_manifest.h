@@ -8,7 +8,9 @@
  *                   "skipped": 0},                      (fp16 programs only)
  *    "config": {...config.json...},
  *    "files": {"config.json": {"bytes": 612, "crc32c": "1a2b3c4d"},
- *              "model.safetensors": {"bytes": N, "crc32c": "...",
+ *              "model.safetensors": {"bytes": N, "crc32c": "...",   (pp > 1: each
+ *                  shard model-0000S-of-0000N.safetensors and the index
+ *                  model.safetensors.index.json, ckpt_shards.h)
  *                  "tensors": {"wte.weight": {"shape": [256, 64],
  *                                             "crc32c": "..."}, ...}}, ...}}
  *
@@ -42,6 +44,12 @@ wf_manifest_known *wf_manifest_known_new(void);
 int wf_manifest_known_add(wf_manifest_known *k, const char *name, const wf_st_tensor *t, int n,
                           const wf_st_sums *s);
 void wf_manifest_known_free(wf_manifest_known *k);  /* NULL is allowed */
+/* A pipeline stage's writer hands its files' checksums to world rank 0
+ * through the folder: saved as JSON (a temporary sibling, fsync'ed, renamed:
+ * present only once complete), loaded into root's known (entries added,
+ * a file listed again replaced). */
+int wf_manifest_known_save(const wf_manifest_known *k, const char *path, char *err, size_t errlen);
+int wf_manifest_known_load(wf_manifest_known *k, const char *path, char *err, size_t errlen);
 
 /* Writes dir/manifest.json (fsync'ed) for the files now in dir (every
  * regular file but the marker), with the checkpoint's facts from info and

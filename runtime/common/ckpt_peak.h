@@ -12,13 +12,11 @@
  * received shard (L, tp > 1) and one whole tensor (W floats).  Under
  * --async-save every rank first copies its own pieces (wf_ckpt_async_peak),
  * or, where MPI lets no thread call it, the writer holds the whole stage
- * until written (held bytes) in place of that one tensor.  World
- * rank 0 joins pipeline stages' files through one buffer of at most
- * WF_CKPT_JOIN_PIECE bytes. */
+ * until written (held bytes) in place of that one tensor.  With pp > 1 each
+ * stage's writer writes its own shard of a Hugging Face sharded checkpoint
+ * and world rank 0 only indexes them (ckpt_shards.h): nothing more. */
 #ifndef WEFT_CKPT_PEAK_H
 #define WEFT_CKPT_PEAK_H
-
-#define WF_CKPT_JOIN_PIECE (64.0 * 1024 * 1024)
 
 /* bytes; held 0 for a synchronous save */
 static inline double wf_ckpt_save_peak(double whole_max, double local_max, int tp, int dp_rank, int tp_rank,
@@ -38,11 +36,6 @@ static inline double wf_ckpt_save_peak(double whole_max, double local_max, int t
 static inline double wf_ckpt_async_peak(double whole_max, double local_max, int tp, int dp_rank, int tp_rank,
                                         double own) {
     return own + wf_ckpt_save_peak(whole_max, local_max, tp, dp_rank, tp_rank, 0);
-}
-
-/* the join's buffer, for stage files of at most file_data bytes of tensors */
-static inline double wf_ckpt_join_buffer(double file_data) {
-    return file_data < WF_CKPT_JOIN_PIECE ? file_data : WF_CKPT_JOIN_PIECE;
 }
 
 #endif

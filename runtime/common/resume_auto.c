@@ -3,7 +3,8 @@
  * --save DIR), or a fresh start when there is none yet.
  *
  * A checkpoint is a folder holding model.safetensors and optimizer.
- * safetensors as regular files; the save renames a finished folder into
+ * safetensors as regular files, or (pp > 1) their sharded sets' indexes
+ * (ckpt_shards.h); the save renames a finished folder into
  * place (ckpt.c), so one under its final name is complete.  The folder
  * itself is one, or (should the saves keep several) its subfolders are;
  * the highest weft_step wins.  Rank 0 looks and tells the others, so that
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt_shards.h"
 #include "internal.h"
 #include "safetensors.h"
 
@@ -31,20 +33,22 @@ static int regular(const char *dir, const char *name) {
 /* The checkpoint's step, or -1 where dir holds none.  One that cannot be
  * read ends the job: starting afresh would overwrite it at the next save. */
 static long step_of(wf_ctx *c, const char *dir) {
-    if (!regular(dir, "model.safetensors") || !regular(dir, "optimizer.safetensors")) return -1;
-    char path[PATH_MAX_LEN], err[512];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    wf_st_file *f;
-    if (wf_st_open(&f, path, err, sizeof err) != 0)
+    int one = regular(dir, "model.safetensors") && regular(dir, "optimizer.safetensors");
+    int sharded = regular(dir, "model.safetensors.index.json") && regular(dir, "optimizer.safetensors.index.json");
+    if (!one && !sharded) return -1;
+    char path[PATH_MAX_LEN], err[PATH_MAX_LEN + 512];
+    snprintf(path, sizeof path, "%s/model.safetensors%s", dir, one ? "" : ".index.json");
+    wf_ckpt_set *set;
+    if (wf_ckpt_set_open(&set, path, err, sizeof err) != 0)
         wf_fatal(c, "wf_resume_auto", WF_WHERE, "%s (a checkpoint --resume auto cannot read: move it away, "
                  "or name another with --resume DIR)", err);
-    const char *text = wf_st_meta(f, "weft_step");
+    const char *text = wf_st_meta(wf_ckpt_set_first(set), "weft_step");
     char *end = NULL;
     long step = text ? strtol(text, &end, 10) : -1;
     if (!text || end == text || *end || step < 0)
         wf_fatal(c, "wf_resume_auto", WF_WHERE, "%s: weft_step is %s%s%s, not a step number (a checkpoint "
                  "--resume auto cannot read)", path, text ? "\"" : "", text ? text : "missing", text ? "\"" : "");
-    wf_st_close(f);
+    wf_ckpt_set_close(set);
     return step;
 }
 

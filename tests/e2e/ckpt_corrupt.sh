@@ -116,6 +116,40 @@ corrupt "config.json a symbolic link out of the folder" 'config.json: is a symbo
   sh -c "mv config.json '$WORK/outside.json' && ln -s '$WORK/outside.json' config.json"
 corrupt "no manifest" 'manifest.json: missing' rm manifest.json
 corrupt "a manifest that is not JSON" 'manifest.json: does not parse as JSON' sed -i 's/"files"/files/' manifest.json
+# pp 2: a Hugging Face sharded checkpoint (a shard a stage and an index, each
+# listed in the manifest): a missing or changed shard or index is refused,
+# naming the file
+build_plan pp2 "$PLAN" "${set[@]}" --set model.layers=2 --set mesh.pp=2
+run_plan pp2 --steps 2 --save "$WORK/goodpp" >/dev/null
+check "a pp 2 (sharded) checkpoint verifies" "$WEFT" ckpt verify "$WORK/goodpp"
+GOOD=$WORK/goodpp PROGRAM=pp2
+corrupt "a shard missing" 'model-00002-of-00002.safetensors: missing' rm model-00002-of-00002.safetensors
+corrupt "an optimizer shard truncated" 'optimizer-00001-of-00002.safetensors: [0-9]+ bytes but the manifest says' \
+  truncate -s -100 optimizer-00001-of-00002.safetensors
+flip_shard() {
+  local f=model-00002-of-00002.safetensors; read -r b _ < <(tensor_at $f "$(first_tensor $f)"); poke $f $((b + 5)) 01
+}
+corrupt "one flipped bit in the second shard" "model-00002-of-00002.safetensors: tensor [^ ]+: checksum mismatch" flip_shard
+corrupt "the index missing" 'model.safetensors.index.json: missing' rm model.safetensors.index.json
+corrupt "the index changed" 'optimizer.safetensors.index.json: ([0-9]+ bytes but the manifest says|checksum mismatch)' \
+  sed -i 's/"exp_avg.wpe.weight": "optimizer-00001/"exp_avg.wpe.weight": "optimizer-00002/' optimizer.safetensors.index.json
+GOOD=$WORK/good PROGRAM=run
+# an index that disagrees with its shards, read without a manifest (ckpt diff)
+index_bad() {  # index_bad NAME EXPECTED SED-EXPRESSION
+  rm -rf "$WORK/badindex"; cp -a "$WORK/goodpp" "$WORK/badindex"
+  sed -i "$3" "$WORK/badindex/model.safetensors.index.json"
+  local out
+  out=$("$WEFT" ckpt diff "$WORK/badindex/model.safetensors" "$WORK/goodpp/model.safetensors" 2>&1) && rc=0 || rc=$?
+  check "$1: ckpt diff refuses it ($2)" test $rc != 0 -a -n "$(grep -E "$2" <<<"$out")"
+}
+index_bad "an index mapping a tensor to the wrong shard" \
+  'model-00001-of-00002.safetensors: holds tensor wpe.weight, which model.safetensors.index.json maps to model-00002' \
+  's/"wpe.weight": "model-00001/"wpe.weight": "model-00002/'
+index_bad "an index whose total_size is off" 'model.safetensors.index.json: total_size is [0-9]+ but its shards hold' \
+  's/"total_size": *\([0-9]*\)/"total_size": 1\1/'
+index_bad "an index naming a shard that is not there" 'model.safetensors.index.json: lists the shard model-00003-of-00002.safetensors, which is missing' \
+  's/"wpe.weight": "model-00001-of-00002/"wpe.weight": "model-00003-of-00002/'
+check "the good pp 2 checkpoint resumes" "$WORK/pp2/launch.sh" --quiet --steps 3 --resume "$WORK/goodpp"
 check "the good checkpoint still resumes" "$WORK/run/launch.sh" --quiet --steps 3 --resume "$WORK/good"
 check "the fp16 one too" "$WORK/half/launch.sh" --quiet --steps 3 --resume "$WORK/good16"
 # The same tensors can be another model: config.json is compared with the

@@ -79,6 +79,23 @@ check "checkpoint from tp 2 x pp 2 resumes on dp 2 (resharded)" same_weights "$W
 run_plan dp2 --steps 5 --save "$WORK/half_dp2" >/dev/null
 run_plan ref --steps 10 --resume "$WORK/half_dp2" --save "$WORK/dp2_to_1" >/dev/null
 check "checkpoint from dp 2 resumes on one rank" same_weights "$WORK/dp2_to_1/model.safetensors"
+# pp 2 saves a Hugging Face sharded checkpoint (a shard a stage, an index):
+# every name in exactly one shard, lm_head.weight (vlm_tiny's copy of wte) in
+# stage 0's beside wte, every tensor the dp 2 run's bit for bit
+check "tp 2 x pp 2 checkpoint: indexes list every tensor once, total_size the shards' bytes" \
+  python3 "$(dirname "$0")/check_index.py" "$WORK/half3d"
+build_plan tiny_pp2 plans/vlm_tiny.lua --set data.train="$WORK/vlm.bin" --set mesh.pp=2 \
+  --set cluster.devices_per_node=2 --set batch.micro=8 --set batch.global=16
+run_plan tiny_pp2 --steps 0 --save "$WORK/tiny_pp2_init" >/dev/null
+run_plan tiny_dp2 --steps 0 --save "$WORK/tiny_dp2_init" >/dev/null
+check "vlm_tiny pp 2: lm_head.weight (a copy of wte) in the shard of wte, listed once" \
+  bash -c 'python3 "$1" "$2" >/dev/null && grep -q "\"lm_head.weight\": \"model-00001-of-00002.safetensors\"" "$2/model.safetensors.index.json" &&
+           grep -q "\"wte.weight\": \"model-00001-of-00002.safetensors\"" "$2/model.safetensors.index.json"' \
+  _ "$(dirname "$0")/check_index.py" "$WORK/tiny_pp2_init"
+check "vlm_tiny pp 2 checkpoint holds the dp 2 run's tensors bit for bit" \
+  bash -c '"$1" ckpt diff "$2/model.safetensors" "$3/model.safetensors" >/dev/null &&
+           "$1" ckpt diff "$2/optimizer.safetensors" "$3/optimizer.safetensors" >/dev/null' \
+  _ "$WEFT" "$WORK/tiny_pp2_init" "$WORK/tiny_dp2_init"
 shapes() { tr -d ' \t\n' <"$1" | grep -o '"[a-z_.0-9]*":{"shape":\[[0-9,]*\]' | sort; }
 check "tp 2 x pp 2 checkpoint holds the same tensors as one rank's" \
   cmp <(shapes "$WORK/half3d/manifest.json") <(shapes "$WORK/half/manifest.json")
