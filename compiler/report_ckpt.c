@@ -98,7 +98,7 @@ void ckpt_report(const Program *p, FILE *out) {
         double files = 0;
         for (int s = 0; s < p->pp; s++) files += ckpt_stage_of(p, s).model_file + ckpt_stage_of(p, s).optim_file;
         program_human_bytes(files, a, sizeof a);
-        fprintf(out, "  %-12s %12s  of tensors in %d shards a file set (model-0000S-of-%05d.safetensors, optimizer-...),\n"
+        fprintf(out, "  %-12s %12s  of tensors, %d shards a file set (model-0000S-of-%05d.safetensors, optimizer-...),\n"
                      "               each written by its stage writer; world rank 0 only writes the Hugging Face\n"
                      "               indexes (model.safetensors.index.json, optimizer...) and the manifest\n",
                 "shards", a, p->pp, p->pp);

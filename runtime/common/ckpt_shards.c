@@ -180,15 +180,18 @@ static int open_index(wf_ckpt_set *s, const char *index, char *err, size_t errle
         set_err(err, errlen, "%s: out of memory", shown);
         rc = -1;
     }
+    for (int i = 0; rc == 0 && i < n; i++) {  /* every shard there, before any is read */
+        if (wf_path_fmt(path, sizeof path, err, errlen, "%s/%s", dir, names[i]) != 0) {
+            rc = -1;
+        } else if (!regular_file(path)) {
+            set_err(err, errlen, "%s: lists the shard %s, which is missing or not a regular file", shown, names[i]);
+            rc = -1;
+        }
+    }
     double bytes = 0;
     int in_files = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         if (wf_path_fmt(path, sizeof path, err, errlen, "%s/%s", dir, names[i]) != 0) {
-            rc = -1;
-            break;
-        }
-        if (!regular_file(path)) {
-            set_err(err, errlen, "%s: lists the shard %s, which is missing or not a regular file", shown, names[i]);
             rc = -1;
             break;
         }

@@ -132,7 +132,7 @@ flip_shard() {
 corrupt "one flipped bit in the second shard" "model-00002-of-00002.safetensors: tensor [^ ]+: checksum mismatch" flip_shard
 corrupt "the index missing" 'model.safetensors.index.json: missing' rm model.safetensors.index.json
 corrupt "the index changed" 'optimizer.safetensors.index.json: ([0-9]+ bytes but the manifest says|checksum mismatch)' \
-  sed -i 's/"exp_avg.wpe.weight": "optimizer-00001/"exp_avg.wpe.weight": "optimizer-00002/' optimizer.safetensors.index.json
+  sed -i 's/"exp_avg.wpe.weight":\([[:space:]]*\)"optimizer-00001/"exp_avg.wpe.weight":\1"optimizer-00002/' optimizer.safetensors.index.json
 GOOD=$WORK/good PROGRAM=run
 # an index that disagrees with its shards, read without a manifest (ckpt diff)
 index_bad() {  # index_bad NAME EXPECTED SED-EXPRESSION
@@ -144,11 +144,11 @@ index_bad() {  # index_bad NAME EXPECTED SED-EXPRESSION
 }
 index_bad "an index mapping a tensor to the wrong shard" \
   'model-00001-of-00002.safetensors: holds tensor wpe.weight, which model.safetensors.index.json maps to model-00002' \
-  's/"wpe.weight": "model-00001/"wpe.weight": "model-00002/'
+  's/"wpe.weight":\([[:space:]]*\)"model-00001/"wpe.weight":\1"model-00002/'
 index_bad "an index whose total_size is off" 'model.safetensors.index.json: total_size is [0-9]+ but its shards hold' \
-  's/"total_size": *\([0-9]*\)/"total_size": 1\1/'
+  's/"total_size":\([[:space:]]*\)\([0-9]*\)/"total_size":\11\2/'
 index_bad "an index naming a shard that is not there" 'model.safetensors.index.json: lists the shard model-00003-of-00002.safetensors, which is missing' \
-  's/"wpe.weight": "model-00001-of-00002/"wpe.weight": "model-00003-of-00002/'
+  's/"wpe.weight":\([[:space:]]*\)"model-00001-of-00002/"wpe.weight":\1"model-00003-of-00002/'
 check "the good pp 2 checkpoint resumes" "$WORK/pp2/launch.sh" --quiet --steps 3 --resume "$WORK/goodpp"
 check "the good checkpoint still resumes" "$WORK/run/launch.sh" --quiet --steps 3 --resume "$WORK/good"
 check "the fp16 one too" "$WORK/half/launch.sh" --quiet --steps 3 --resume "$WORK/good16"

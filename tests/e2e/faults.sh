@@ -106,7 +106,7 @@ preempt() {  # preempt LAYOUT NAME SIGNAL TARGET(ranks|mpirun)
   local k
   k=$(sed -n 's/.*preempted: signal [0-9]* ([A-Z0-9]*) at step \([0-9]*\) of.*/\1/p' "$WORK/$name.log")
   check "$name: SIG$sig to $target -> exit 75 (got $rc), checkpoint at step ${k:-?}" \
-    test "$rc" = 75 -a -n "$k" -a -f "$ck/model.safetensors"
+    test "$rc" = 75 -a -n "$k" \( -f "$ck/model.safetensors" -o -f "$ck/model.safetensors.index.json" \)
   [ -n "$k" ] || { tail -n 5 "$WORK/$name.log"; return; }
   local n=$((k + 3))
   run_plan "$layout" --steps $n --ckpt "$ck" --resume auto --save "$WORK/$name.final" \

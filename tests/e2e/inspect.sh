@@ -48,22 +48,23 @@ check "--dump=graph marks c_proj and its gelu" \
 read -r copy0 copy1 < <(sed -n 's/^  async copy *\([0-9.]* [KMG]*i*B\) *\([0-9.]* [KMG]*i*B\) .*/\1|\2/p' \
   "$WORK/check.txt" | tr ' |' '_ ')
 copy0=${copy0//_/ } copy1=${copy1//_/ }
-join=$(sed -n 's/^  async join *\([0-9.]* [KMG]*i*B\) .*/\1/p' "$WORK/check.txt")
+shards=$(sed -n 's/^  shards *\([0-9.]* [KMG]*i*B\) .*/\1/p' "$WORK/check.txt")
 section() {  # section FILE RANK OUT: that rank's checkpoint lines into OUT
   awk -v r="rank $2:" '$1 " " $2 == r { on = 1; next } /^rank |^timeline/ { on = 0 }
                        on && (/checkpoint after/ || /^    /)' "$1" >"$3"
 }
 for r in 0 1 2 3; do section "$WORK/all.txt" $r "$WORK/ckpt$r.txt"; done
-check "weft check gives 2 stage copies and a join ($copy0, $copy1; $join)" \
-  test -n "$copy0" -a -n "$copy1" -a -n "$join"
+check "weft check gives 2 stage copies and the shards' bytes, no join ($copy0, $copy1; $shards)" \
+  bash -c 'test -n "$1" -a -n "$2" -a -n "$3" && ! grep -q join "$4"' _ "$copy0" "$copy1" "$shards" "$WORK/check.txt"
 check "rank 0 writes stage 0's files, copying what weft check says ($copy0)" \
   grep -q "writer of stage 0: --async-save copies its own pieces, $copy0, to host memory" "$WORK/ckpt0.txt"
 check "rank 2 writes stage 1's files, copying what weft check says ($copy1)" \
   grep -q "writer of stage 1: --async-save copies its own pieces, $copy1, to host memory" "$WORK/ckpt2.txt"
-check "rank 0 joins the stages' files ($join at a time) and writes the manifest" \
-  bash -c "grep -q 'joins them ($join at a time) into model.safetensors' '$WORK/ckpt0.txt' &&
-           grep -q 'manifest.json' '$WORK/ckpt0.txt'"
-check "rank 2 (a stage writer, not rank 0) joins nothing" bash -c "! grep -q joins '$WORK/ckpt2.txt'"
+check "rank 0 writes stage 0's shards, then the indexes and the manifest" \
+  bash -c "grep -q 'writes model-00001-of-00002.safetensors' '$WORK/ckpt0.txt' &&
+           grep -q 'writes model.safetensors.index.json' '$WORK/ckpt0.txt' && grep -q 'manifest.json' '$WORK/ckpt0.txt'"
+check "rank 2 (a stage writer, not rank 0) writes stage 1's shards, no index" \
+  bash -c "grep -q 'writes model-00002-of-00002.safetensors' '$WORK/ckpt2.txt' && ! grep -q 'index.json' '$WORK/ckpt2.txt'"
 check "ranks 1 and 3 (dp 1) write nothing; under --async-save each copies its own pieces (at most its writer's, $copy0 and $copy1)" \
   bash -c "grep -q 'writes nothing (dp 0 holds the same weights).*from its own pieces, copied to host memory (at most $copy0)' '$WORK/ckpt1.txt' &&
            grep -q 'writes nothing (dp 0 holds the same weights).*from its own pieces, copied to host memory (at most $copy1)' '$WORK/ckpt3.txt'"

@@ -89,8 +89,8 @@ build_plan tiny_pp2 plans/vlm_tiny.lua --set data.train="$WORK/vlm.bin" --set me
 run_plan tiny_pp2 --steps 0 --save "$WORK/tiny_pp2_init" >/dev/null
 run_plan tiny_dp2 --steps 0 --save "$WORK/tiny_dp2_init" >/dev/null
 check "vlm_tiny pp 2: lm_head.weight (a copy of wte) in the shard of wte, listed once" \
-  bash -c 'python3 "$1" "$2" >/dev/null && grep -q "\"lm_head.weight\": \"model-00001-of-00002.safetensors\"" "$2/model.safetensors.index.json" &&
-           grep -q "\"wte.weight\": \"model-00001-of-00002.safetensors\"" "$2/model.safetensors.index.json"' \
+  bash -c 'python3 "$1" "$2" >/dev/null && grep -qE "\"lm_head.weight\":[[:space:]]*\"model-00001-of-00002.safetensors\"" "$2/model.safetensors.index.json" &&
+           grep -qE "\"model.language_model.wte.weight\":[[:space:]]*\"model-00001-of-00002.safetensors\"" "$2/model.safetensors.index.json"' \
   _ "$(dirname "$0")/check_index.py" "$WORK/tiny_pp2_init"
 check "vlm_tiny pp 2 checkpoint holds the dp 2 run's tensors bit for bit" \
   bash -c '"$1" ckpt diff "$2/model.safetensors" "$3/model.safetensors" >/dev/null &&
