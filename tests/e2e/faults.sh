@@ -106,7 +106,7 @@ preempt() {  # preempt LAYOUT NAME SIGNAL TARGET(ranks|mpirun)
   local k
   k=$(sed -n 's/.*preempted: signal [0-9]* ([A-Z0-9]*) at step \([0-9]*\) of.*/\1/p' "$WORK/$name.log")
   check "$name: SIG$sig to $target -> exit 75 (got $rc), checkpoint at step ${k:-?}" \
-    test "$rc" = 75 -a -n "$k" \( -f "$ck/model.safetensors" -o -f "$ck/model.safetensors.index.json" \)
+    test "$rc" = 75 -a -n "$k" -a \( -f "$ck/model.safetensors" -o -f "$ck/model.safetensors.index.json" \)
   [ -n "$k" ] || { tail -n 5 "$WORK/$name.log"; return; }
   local n=$((k + 3))
   run_plan "$layout" --steps $n --ckpt "$ck" --resume auto --save "$WORK/$name.final" \
@@ -135,10 +135,11 @@ out=$("$WORK/dppp/launch.sh" --steps $((k + 3)) --ckpt "$WORK/multi" --keep 3 --
 check "--resume auto picks the newest subfolder checkpoint" \
   grep -q "resume auto: newest checkpoint is $WORK/multi/step_$(printf %08d $((k + 3))) (step $((k + 3)))" <<<"$out"
 cp -r "$WORK/term.ck" "$WORK/broken"
-head -c 300 "$WORK/term.ck/model.safetensors" >"$WORK/broken/model.safetensors"
+# (dppp has pp 2: a Hugging Face sharded checkpoint, its second shard cut short)
+head -c 300 "$WORK/term.ck/model-00002-of-00002.safetensors" >"$WORK/broken/model-00002-of-00002.safetensors"
 out=$(timeout 30 "$WORK/dppp/launch.sh" --quiet --steps 1 --ckpt "$WORK/broken" --resume auto 2>&1) && rc=0 || rc=$?
 check "--resume auto refuses an unreadable checkpoint (exit $rc)" \
-  grep -q "rank 0: wf_resume_auto failed.*broken/model.safetensors.*cannot read" <<<"$out"
+  grep -q "rank 0: wf_resume_auto failed.*broken/model-00002-of-00002.safetensors.*cannot read" <<<"$out"
 
 # --resume auto needs a folder to look in
 out=$(timeout 30 "$WORK/dppp/launch.sh" --quiet --steps 1 --resume auto 2>&1) && rc=0 || rc=$?
