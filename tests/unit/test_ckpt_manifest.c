@@ -2,7 +2,11 @@
  * (wf_st_write_sums, wf_manifest_known) is byte for byte the manifest that
  * reading the files back gives (runtime/common/ckpt_manifest.c), the files
  * themselves are the same, the folder verifies, and a recorded size that the
- * file on disk does not have is refused. */
+ * file on disk does not have is refused.  A stage writer's checksums handed
+ * over through a file (wf_manifest_known_save / _load) give the same
+ * manifest; a Hugging Face sharded set's index (ckpt_shards.h) lists every
+ * tensor once with total_size their bytes, reads back as one set, and a name
+ * in two shards is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +14,7 @@
 #include <unistd.h>
 
 #include "ckpt_manifest.h"
+#include "ckpt_shards.h"
 #include "crc32c.h"
 #include "safetensors.h"
 
@@ -55,6 +60,33 @@ static const int ndims[NT] = { 2, 1, 0, 1, 3 };
 static const long shapes[NT][4] = { { 300, 64 }, { 64 }, { 0 }, { 0 }, { 3, 64, 17 } };
 
 static const char *meta[] = { "weft_step", "4", "weft_samples_seen", "32", "weft_model", "test model" };
+
+/* dir/NAME holding tensors [lo, hi) of the five (or, dup, wte.weight too) */
+static int write_shard(const char *dir, const char *name, float *const *data, int lo, int hi, int dup)
+{
+    char path[512], err[512];
+    wf_st_tensor t[NT + 1];
+    int n = 0;
+    for (int i = lo; i < hi; i++, n++) {
+        t[n].name = names[i];
+        t[n].ndim = ndims[i];
+        memcpy(t[n].shape, shapes[i], sizeof t[n].shape);
+        t[n].data = data[i];
+    }
+    if (dup) {
+        t[n] = t[0];
+        t[n].name = names[0];
+        t[n].ndim = ndims[0];
+        memcpy(t[n].shape, shapes[0], sizeof t[n].shape);
+        t[n++].data = data[0];
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (wf_st_write(path, t, n, meta, 3, err, sizeof err) != 0) {
+        printf("write: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
 
 /* Writes model.safetensors, optimizer.safetensors and config.json into dir,
  * with their checksums recorded in known when it is given. */
@@ -141,6 +173,56 @@ int main(void)
     if (v != 0)
         printf("verify: %s\n", err);
     check(v == 0 && got.step == 4, "the folder written with recorded checksums verifies");
+
+    /* a stage writer's checksums, handed over through a file */
+    char hand[128], c3[64];
+    snprintf(hand, sizeof hand, "%s/.sums.json", root);
+    wf_manifest_known *back = wf_manifest_known_new();
+    snprintf(c3, sizeof c3, "%s/handed", root);
+    mkdir(c3, 0755);
+    ok = wf_manifest_known_save(known, hand, err, sizeof err) == 0 &&
+         wf_manifest_known_load(back, hand, err, sizeof err) == 0 && write_folder(c3, data, NULL) == 0 &&
+         wf_manifest_write(c3, &info, config, back, err, sizeof err) == 0;
+    snprintf(pa, sizeof pa, "%s/manifest.json", a);
+    snprintf(pb, sizeof pb, "%s/manifest.json", c3);
+    check(ok && same_file(pa, pb), "checksums saved to a file and loaded back give the same manifest");
+    wf_manifest_known_free(back);
+
+    /* a sharded set: two shards, the index from their headers */
+    char sh[64];
+    snprintf(sh, sizeof sh, "%s/sharded", root);
+    mkdir(sh, 0755);
+    double total = -1, want = 0;
+    for (int i = 0; i < NT; i++) {
+        long n = 1;
+        for (int d = 0; d < ndims[i]; d++)
+            n *= shapes[i][d];
+        want += 4.0 * (double)n;
+    }
+    ok = write_shard(sh, "model-00001-of-00002.safetensors", data, 0, 3, 0) == 0 &&
+         write_shard(sh, "model-00002-of-00002.safetensors", data, 3, NT, 0) == 0 &&
+         wf_ckpt_index_write(sh, "model", 2, &total, err, sizeof err) == 0;
+    check(ok && total == want, "the index's total_size is the shards' tensor bytes");
+    wf_ckpt_set *set = NULL;
+    snprintf(pa, sizeof pa, "%s/model.safetensors", sh);  /* absent: the index beside it */
+    ok = wf_ckpt_set_open(&set, pa, err, sizeof err) == 0;
+    if (!ok)
+        printf("      (%s)\n", err);
+    int right = ok && wf_ckpt_set_count(set) == NT && wf_ckpt_set_files(set) == 2;
+    for (int i = 0; right && i < NT; i++) {
+        long shape[4];
+        const wf_st_file *in = wf_ckpt_set_file(set, names[i]);
+        right = in && (in == wf_ckpt_set_first(set)) == (i < 3);
+        right = right && wf_st_shape(in, names[i], shape, 4) == ndims[i];
+    }
+    check(right, "the set reads back: every tensor, each from its own shard");
+    wf_ckpt_set_close(set);
+    ok = write_shard(sh, "model-00002-of-00002.safetensors", data, 3, NT, 1) == 0 &&
+         wf_ckpt_index_write(sh, "model", 2, &total, err, sizeof err) != 0;
+    check(ok && strstr(err, "wte.weight") && strstr(err, "model-00001-of-00002.safetensors"),
+          "a name in two shards is refused, naming it and both shards");
+    if (ok)
+        printf("      (%s)\n", err);
 
     /* a file changed after its checksums were taken: its recorded size is
      * checked against the disk (the load's checksum check catches the rest) */
