@@ -65,6 +65,16 @@ void wf_zero_setup(wf_ctx *c) {
     }
 }
 
+/* Bucket k's part of one rank: the compiler padded every bucket so that dp
+ * divides it (compiler/buckets.c), and the shards are equal. */
+long wf_zero_part(const wf_program *p, int k) { return p->buckets[k].numel / p->dp; }
+
+/* Where an in-place reduce-scatter of bucket k left this rank's sum, in
+ * values from the buffer's start (coll.h's in_place_at_own_part). */
+long wf_zero_part_at(const wf_ctx *c, int k) {
+    return c->coll->in_place_at_own_part ? (long)c->dp_rank * wf_zero_part(c->p, k) : 0;
+}
+
 void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi) {
     const wf_param *q = &p->params[k];
     *lo = *hi = 0;
@@ -84,8 +94,8 @@ void wf_zero_bucket_start(wf_ctx *c, int k) {
     float *g = c->grads + p->buckets[k].offset;
     if (p->dp_comm16) wf_dp16_pack(c, g, p->buckets[k].numel);
     c->zero_unplaced = 1;
-    c->coll->reduce_scatterv(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], c->zero_counts + (long)k * p->dp,
-                             p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
+    c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], wf_zero_part(p, k),
+                                  p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
 }
 
 /* The reduced shards go back to their places in the gradient arena (the rest
