@@ -10,6 +10,13 @@
  * gets a bucket of its own, so that both copies are sharded alike and their
  * gradients can be summed shard by shard; from ZeRO-2 on a bucket also never
  * spans two chunks, so that one chunk's backward writes all of it. */
+static int is_tied(const Program *p, int k) {
+    if (p->params[k].tied_to >= 0) return 1;
+    for (int j = 0; j < p->n_params; j++)
+        if (p->params[j].tied_to == k) return 1;
+    return 0;
+}
+
 /* Under ZeRO every bucket is cut into dp equal parts, one a rank (its
  * shard), so that each reduce-scatter and all-gather is one collective of
  * equal counts: NCCL's ncclReduceScatter and ncclAllGather take nothing
@@ -17,19 +24,12 @@
  * padded with zero floats after its last parameter (at most dp - 1 of them):
  * they lie in the arenas (parameters, gradients, shards, buffers) but belong
  * to no parameter, so no kernel, optimizer step or checkpoint reads or
- * writes them, and they stay the zeros the runtime allocated them as. */
+ * writes them (they hold zeros: the runtime zeroes what it allocates). */
 static void pad_bucket(const Program *p, ir_bucket *b, long *offset) {
     if (!b || !p->zero || p->dp < 2 || b->pad) return;
     b->pad = (p->dp - b->numel % p->dp) % p->dp;
     b->numel += b->pad;
     *offset += b->pad;
-}
-
-static int is_tied(const Program *p, int k) {
-    if (p->params[k].tied_to >= 0) return 1;
-    for (int j = 0; j < p->n_params; j++)
-        if (p->params[j].tied_to == k) return 1;
-    return 0;
 }
 
 int pass_buckets(Program *p) {
@@ -81,7 +81,7 @@ int pass_buckets(Program *p) {
             offset += q->numel;
             p->train_numel[stage] = offset;
         }
-        if (cur && cur->stage == stage) {  /* the stage's last bucket, unless a frozen parameter closed it */
+        if (cur) {  /* the stage's last bucket, unless a frozen parameter closed it */
             pad_bucket(p, cur, &offset);
             p->train_numel[stage] = offset;
         }

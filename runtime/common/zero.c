@@ -32,6 +32,9 @@ void wf_zero_setup(wf_ctx *c) {
     long compact = 0;
     for (int b = 0; b < p->n_buckets; b++) {
         c->zero_base[b] = compact;
+        if (p->buckets[b].numel % dp != 0)  /* a program from a compiler that did not pad (buckets.c) */
+            wf_fatal(c, "wf_zero_setup", WF_WHERE, "bucket %d (%ld values) is not a multiple of dp %d: recompile the plan "
+                     "with this weft, which pads every ZeRO bucket", b, p->buckets[b].numel, dp);
         for (int r = 0; r < dp; r++) {
             c->zero_displs[b * dp + r] = (int)shard_at(p, b, r);
             c->zero_counts[b * dp + r] = (int)(shard_at(p, b, r + 1) - shard_at(p, b, r));
