@@ -17,6 +17,21 @@ static int is_tied(const Program *p, int k) {
     return 0;
 }
 
+/* Under ZeRO every bucket is cut into dp equal parts, one a rank (its
+ * shard), so that each reduce-scatter and all-gather is one collective of
+ * equal counts: NCCL's ncclReduceScatter and ncclAllGather take nothing
+ * else, and run in place without a copy.  A bucket dp does not divide is
+ * padded with zero floats after its last parameter (at most dp - 1 of them):
+ * they lie in the arenas (parameters, gradients, shards, buffers) but belong
+ * to no parameter, so no kernel, optimizer step or checkpoint reads or
+ * writes them (they hold zeros: the runtime zeroes what it allocates). */
+static void pad_bucket(const Program *p, ir_bucket *b, long *offset) {
+    if (!b || !p->zero || p->dp < 2 || b->pad) return;
+    b->pad = (p->dp - b->numel % p->dp) % p->dp;
+    b->numel += b->pad;
+    *offset += b->pad;
+}
+
 int pass_buckets(Program *p) {
     double cap_bytes = p->bucket_mb * 1024.0 * 1024.0;
     for (int k = 0; k < p->n_params; k++) p->params[k].chunk = -1;
@@ -37,6 +52,9 @@ int pass_buckets(Program *p) {
             ir_param *q = &p->params[p->grad_order[r]];
             if (q->stage != stage) continue;
             if (q->frozen) {  /* after the trainable ones (graph.c sorts them last): no gradient, no bucket */
+                pad_bucket(p, cur, &offset);
+                if (cur) p->train_numel[stage] = offset;
+                cur = NULL;
                 q->offset = offset;
                 q->bucket = -1;
                 offset += q->numel;
@@ -49,6 +67,7 @@ int pass_buckets(Program *p) {
                       (alone_tied && is_tied(p, p->grad_order[cur->last_param])) ||
                       (p->zero >= 2 && p->params[p->grad_order[cur->last_param]].chunk != q->chunk);
             if (cut) {
+                pad_bucket(p, cur, &offset);
                 cur = &p->buckets[p->n_buckets++];
                 cur->offset = offset;
                 cur->first_param = r;
@@ -60,6 +79,10 @@ int pass_buckets(Program *p) {
             cur->last_param = r;
             cur->ready_after_op = q->last_grad_op;
             offset += q->numel;
+            p->train_numel[stage] = offset;
+        }
+        if (cur) {  /* the stage's last bucket, unless a frozen parameter closed it */
+            pad_bucket(p, cur, &offset);
             p->train_numel[stage] = offset;
         }
         p->param_numel[stage] = offset;

@@ -200,11 +200,13 @@ static void emit_params(writer *o, const Program *p, int stage) {
                  p->zero >= 3 ? b->gather : 0L, first, last);
         else
         emit(o, "    { %ld, %ld }, /* %s .. %s */\n", b->offset, b->numel, first, last);
+        if (b->pad) emit(o, "    /* (the last %ld floats: padding, so that dp divides the bucket) */\n", b->pad);
     }
     emit(o, "};\n\n");
     if (p->zero) {
-        /* ZeRO-1: each bucket reduce-scattered in dp near-equal contiguous shards;
-         * rank r updates (and keeps optimizer state for) shard r only */
+        /* ZeRO: each bucket reduce-scattered in dp equal contiguous shards (the
+         * bucket padded so that dp divides it, buckets.c); rank r updates (and
+         * keeps optimizer state for) shard r only */
         emit(o, "/* ZeRO shards: bucket k, dp rank r owns [SHARDS[k][r], SHARDS[k][r + 1]). */\n");
         emit(o, "static const long SHARDS[%d * %d] = {\n", n_buckets, p->dp + 1);
         for (int k = first_bucket; k < first_bucket + n_buckets; k++) {
@@ -212,7 +214,7 @@ static void emit_params(writer *o, const Program *p, int stage) {
             emit(o, "   ");
             for (int r = 0; r <= p->dp; r++) {
                 emit(o, " %ld,", begin);
-                if (r < p->dp) begin += n / p->dp + (r < n % p->dp);
+                begin += n / p->dp;
             }
             emit(o, "\n");
         }

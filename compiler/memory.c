@@ -66,17 +66,6 @@ static double cuda_buffers(const Program *p, int stage) {
     /* the optimizer's range table: at most one range per parameter */
     b += (double)WF_OPT_RANGE_BYTES * stage_count(p, stage, 0);
     if (p->act16) b += bias16_bytes(p, stage) + dgelu_fallback_bytes(p, stage);
-    /* NCCL's in-place reduce-scatter (ZeRO-2 / 3) leaves this rank's part in
-     * scratch: the largest part, rank 0's (shards split near-equally), in
-     * 16 bits under plan.dp_comm */
-    if (p->zero >= 2 && strcmp(p->comm, "nccl") == 0) {
-        long most = 0;
-        for (int k = 0; k < p->n_buckets; k++) {
-            long part = (p->buckets[k].numel + p->dp - 1) / p->dp;
-            if (p->buckets[k].stage == stage && part > most) most = part;
-        }
-        b += (dp_comm16(p) ? 2.0 : 4.0) * (double)most;
-    }
     return b;
 }
 

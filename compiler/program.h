@@ -193,7 +193,9 @@ enum { FUSED_NONE, FUSED_ADD_LN_ADD, FUSED_ADD_LN_NORM, FUSED_LIN_GELU_LINEAR, F
 enum { DGELU_NONE, DGELU_LINEAR, DGELU_GELU };
 
 typedef struct {
-    long offset, numel;     /* in floats, into the gradient arena */
+    long offset, numel;     /* in floats, into the gradient arena; numel counts the padding */
+    long pad;               /* ZeRO over dp > 1: zero floats after its parameters, so that dp
+                               divides numel and every rank's part is the same size (buckets.c) */
     int first_param, last_param;  /* indices in backward order */
     int ready_after_op;     /* backward op after which it is complete */
     int stage;

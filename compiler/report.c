@@ -181,9 +181,12 @@ void program_report(const Program *p, FILE *out) {
     for (int k = 0; k < p->n_buckets; k++) {
         const ir_bucket *bk = &p->buckets[k];
         program_human_bytes((grad_accum16(p) ? 2.0 : 4.0) * (double)bk->numel, a, sizeof a);
-        fprintf(out, "  bucket %-3d %10s  %s .. %s (ready after backward op %d)\n", k, a,
+        fprintf(out, "  bucket %-3d %10s  %s .. %s (ready after backward op %d", k, a,
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
+        /* ZeRO: zero floats so that dp divides the bucket (buckets.c) */
+        if (bk->pad) fprintf(out, "; %ld padding floats, %ld a rank's part", bk->pad, bk->numel / p->dp);
+        fputs(")\n", out);
     }
     if (p->pp > 1) {
         fprintf(out, "pipeline  %s schedule, %d stages x %d chunk(s), %d microbatches per step\n",
@@ -229,6 +232,20 @@ void program_report(const Program *p, FILE *out) {
             }
             fputc('\n', out);
         }
+    }
+    long pads = 0;
+    for (int k = 0; k < p->n_buckets; k++) pads += p->buckets[k].pad;
+    if (pads) {  /* counted in the rows above: every arena laid out by buckets holds it, every shard 1/dp of it */
+        fprintf(out, "  %-12s", "ZeRO padding");
+        for (int s = 0; s < p->pp; s++) {
+            long n = 0;
+            for (int k = 0; k < p->n_buckets; k++)
+                if (p->buckets[k].stage == s) n += p->buckets[k].pad;
+            char fl[32];
+            snprintf(fl, sizeof fl, "%ld floats", n);
+            fprintf(out, " %12s", fl);
+        }
+        fprintf(out, "  (so that dp %d divides every bucket; in the rows above)\n", p->dp);
     }
     if (p->offload_optimizer || p->offload_params) {
         fprintf(out, "  %-12s", "host (offload)");
@@ -328,8 +345,8 @@ void program_dump(const Program *p, const char *after, FILE *out) {
     if (p->buckets) {
         fprintf(out, "buckets (%d):\n", p->n_buckets);
         for (int k = 0; k < p->n_buckets; k++)
-            fprintf(out, "  bucket %d @%ld+%ld ready after bwd op %d\n", k,
-                    p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].ready_after_op);
+            fprintf(out, "  bucket %d @%ld+%ld (padding %ld) ready after bwd op %d\n", k,
+                    p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].pad, p->buckets[k].ready_after_op);
     }
     if (p->shard_numel && p->zero >= 2) {
         fprintf(out, "zero %d: bucket buffers (live from first gradient write to reduce-scatter wait):\n", p->zero);

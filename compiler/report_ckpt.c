@@ -36,7 +36,7 @@ ckpt_stage ckpt_stage_of(const Program *p, int s) {
         if (q->frozen) frozen += (double)q->numel;
         else trainable += (double)q->numel;
     }
-    /* ZeRO: dp rank 0's shard of each bucket, the largest (near-equal shards, emit.c) */
+    /* ZeRO: dp rank 0's shard of each bucket (equal shards: buckets.c pads each bucket) */
     for (int b = 0; b < p->n_buckets; b++)
         if (p->buckets[b].stage == s) shard += (double)((p->buckets[b].numel + p->dp - 1) / p->dp);
     ckpt_stage c;

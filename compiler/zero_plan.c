@@ -407,7 +407,7 @@ static int zero_layout(Program *p) {
     p->gather_numel = wf_checked(calloc((size_t)p->pp, sizeof(long)), "zero pass");
     for (int b = 0; b < p->n_buckets; b++) {
         const ir_bucket *bk = &p->buckets[b];
-        p->shard_numel[bk->stage] += bk->numel / p->dp + (bk->numel % p->dp != 0);
+        p->shard_numel[bk->stage] += bk->numel / p->dp;  /* equal parts: buckets.c pads each bucket */
         p->buckets[b].buffer = bk->offset;
         p->buckets[b].wait_after_op = -1;
     }

@@ -52,12 +52,18 @@ typedef struct wf_coll_ops {
     const char *name;  /* "mpi" or "nccl", for the log */
     /* buf (n values) summed or maximised over the group, in place */
     void (*allreduce)(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, wf_redop op, wf_req *r);
-    /* send holds the group's whole vector (sum of counts) of type t (WF_F32
-     * or 16-bit, summed as above); rank r receives the sum of its part
-     * (counts[r] values, parts laid end to end) in recv.  recv == send: in
-     * place, the result at the start of send */
-    void (*reduce_scatterv)(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
-                            wf_dtype t, wf_req *r);
+    /* send holds the group's whole vector: group-size parts of `part` values
+     * of type t (WF_F32 or 16-bit, summed as above), laid end to end; group
+     * rank r receives the sum of part r (ZeRO's buckets are padded so that
+     * the parts are equal, compiler/buckets.c: one collective on either
+     * backend).  recv != send: into recv.  recv == send: in place, the sum
+     * left in send where in_place_at_own_part says */
+    void (*reduce_scatter_parts)(wf_ctx *c, wf_group g, const void *send, void *recv, long part, wf_dtype t,
+                                 wf_req *r);
+    /* where an in-place reduce-scatter leaves group rank r's sum: 1, at its
+     * own part (r x part values from the start: NCCL's ncclReduceScatter in
+     * place, no copy), 0, at the start (MPI_IN_PLACE's, no copy either) */
+    int in_place_at_own_part;
     /* recv + displs[r] receives rank r's counts[r] values of type t (WF_F32,
      * or 16-bit copied as they are: 16-bit working parameters); send NULL:
      * this rank's part is in recv already */

@@ -68,13 +68,16 @@ static void mpi_allreduce(wf_ctx *c, wf_group g, void *buf, long n, wf_dtype t, 
     wf_watch_group(-1);
 }
 
-static void mpi_reduce_scatterv(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
-                                wf_dtype t, wf_req *r) {
+/* In place, MPI leaves this rank's sum at the start of the buffer (coll.h's
+ * in_place_at_own_part = 0): the caller reads it there, nothing is copied. */
+static void mpi_reduce_scatter_parts(wf_ctx *c, wf_group g, const void *send, void *recv, long part, wf_dtype t,
+                                     wf_req *r) {
     wf_backend_sync(c);
     wf_watch_group(g);
     MPI_Request ignored, *req = r ? &r->mpi : &ignored;
-    WF_MPI(c, MPI_Ireduce_scatter(send == recv ? MPI_IN_PLACE : send, recv, counts, type_of(t), op_of(c, t, WF_SUM),
-                                  wf_group_comm(c, g), req));
+    WF_MPI(c, MPI_Ireduce_scatter_block(send == recv ? MPI_IN_PLACE : send, recv,
+                                        count(c, part, "MPI_Ireduce_scatter_block"), type_of(t),
+                                        op_of(c, t, WF_SUM), wf_group_comm(c, g), req));
     if (!r) WF_MPI(c, MPI_Wait(req, MPI_STATUS_IGNORE));
     wf_watch_group(-1);
 }
@@ -150,7 +153,8 @@ static int mpi_test(wf_ctx *c, wf_req *r, int n) {
 static void mpi_join(wf_ctx *c) { (void)c; }  /* host MPI calls complete before they return */
 
 const wf_coll_ops wf_coll_mpi = {
-    .name = "mpi", .allreduce = mpi_allreduce, .reduce_scatterv = mpi_reduce_scatterv,
+    .name = "mpi", .allreduce = mpi_allreduce, .reduce_scatter_parts = mpi_reduce_scatter_parts,
+    .in_place_at_own_part = 0,
     .allgatherv = mpi_allgatherv, .allgather = mpi_allgather, .reduce_scatter = mpi_reduce_scatter,
     .send = mpi_send, .recv = mpi_recv, .sendrecv = mpi_sendrecv, .wait = mpi_wait, .test = mpi_test,
     .join = mpi_join,

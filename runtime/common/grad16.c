@@ -119,21 +119,22 @@ static void direct_start(wf_ctx *c, int k) {
     if (!p->zero)
         c->coll->allreduce(c, WF_GROUP_DP, g, p->buckets[k].numel, type16(p), WF_SUM, &c->bucket_req[k]);
     else
-        c->coll->reduce_scatterv(c, WF_GROUP_DP, g, p->zero == 1 ? (void *)(c->zero_buf + c->zero_base[k]) : g,
-                                 c->zero_counts + (long)k * p->dp, type16(p), &c->bucket_req[k]);
+        c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, p->zero == 1 ? (void *)(c->zero_buf + c->zero_base[k]) : g,
+                                      wf_zero_part(p, k), type16(p), &c->bucket_req[k]);
     c->zero_unplaced = p->zero == 1;  /* its 16-bit shards to widen, once (wf_grad16_finish) */
     c->n_inflight++;
 }
 
-/* ZeRO-2: this rank's summed part (the buffer's start) added into its float
+/* ZeRO-2: this rank's summed part (where the in-place collective left it,
+ * wf_zero_part_at) added into its float
  * shard as the float program added it (a float add of the same values; the
  * staged path's widening and wf_backend_add_floats in one pass, as the
  * direct path has no float buffer to widen into), the buffer zeroed for the
  * next microbatch. */
 static void direct_shard_add(wf_ctx *c, int k) {
     const wf_program *p = c->p;
-    wf_backend_add16(c, c->grad_shard + c->zero_base[k], bucket_grads(c, k),
-                     c->zero_counts[(long)k * p->dp + c->dp_rank]);
+    wf_backend_add16(c, c->grad_shard + c->zero_base[k], bits_of(bucket_grads(c, k)) + wf_zero_part_at(c, k),
+                     wf_zero_part(p, k));
     wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)p->buckets[k].numel);
 }
 
@@ -170,8 +171,9 @@ void wf_grad16_bucket_start(wf_ctx *c, int k) {
     if (!p->zero)
         c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
     else  /* ZeRO-1 into its float shard, ZeRO-2 in place */
-        c->coll->reduce_scatterv(c, WF_GROUP_DP, c->gstage, p->zero == 1 ? c->zero_buf + c->zero_base[k] : c->gstage,
-                                 c->zero_counts + (long)k * p->dp, WF_F32, &c->bucket_req[k]);
+        c->coll->reduce_scatter_parts(c, WF_GROUP_DP, c->gstage,
+                                      p->zero == 1 ? c->zero_buf + c->zero_base[k] : c->gstage, wf_zero_part(p, k),
+                                      WF_F32, &c->bucket_req[k]);
     c->g16_inflight = k;
     c->n_inflight = 1;
 }
@@ -199,9 +201,9 @@ void wf_grad16_finish(wf_ctx *c) {
     c->coll->wait(c, &c->bucket_req[k], 1);
     wf_watch_done();
     if (!p->zero) wf_backend_to16(c, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
-    if (p->zero >= 2)
-        wf_backend_add_floats(c, c->grad_shard + c->zero_base[k], c->gstage,
-                              c->zero_counts[(long)k * p->dp + c->dp_rank]);
+    if (p->zero >= 2)  /* in place: the part where the collective left it */
+        wf_backend_add_floats(c, c->grad_shard + c->zero_base[k], c->gstage + wf_zero_part_at(c, k),
+                              wf_zero_part(p, k));
     c->g16_inflight = -1;
 }
 

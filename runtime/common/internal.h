@@ -320,6 +320,8 @@ void wf_zero_gather_version(wf_ctx *c, float *version);  /* 2BW: the version its
 /* [lo, hi): the elements of parameter k that dp rank r owns under ZeRO
  * (its part of the bucket's shard r; empty for a frozen one) */
 void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi);
+long wf_zero_part(const wf_program *p, int k);
+long wf_zero_part_at(const wf_ctx *c, int k);
 /* The part of parameter k this rank updates, [own_lo, own_hi): x[i] is its
  * element i, wherever ZeRO keeps it (zero_grads.c). */
 float *wf_own_grad(wf_ctx *c, int k);

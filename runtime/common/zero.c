@@ -32,6 +32,9 @@ void wf_zero_setup(wf_ctx *c) {
     long compact = 0;
     for (int b = 0; b < p->n_buckets; b++) {
         c->zero_base[b] = compact;
+        if (p->buckets[b].numel % dp != 0)  /* a program from a compiler that did not pad (buckets.c) */
+            wf_fatal(c, "wf_zero_setup", WF_WHERE, "bucket %d (%ld values) is not a multiple of dp %d: recompile the plan "
+                     "with this weft, which pads every ZeRO bucket", b, p->buckets[b].numel, dp);
         for (int r = 0; r < dp; r++) {
             c->zero_displs[b * dp + r] = (int)shard_at(p, b, r);
             c->zero_counts[b * dp + r] = (int)(shard_at(p, b, r + 1) - shard_at(p, b, r));
@@ -65,6 +68,16 @@ void wf_zero_setup(wf_ctx *c) {
     }
 }
 
+/* Bucket k's part of one rank: the compiler padded every bucket so that dp
+ * divides it (compiler/buckets.c), and the shards are equal. */
+long wf_zero_part(const wf_program *p, int k) { return p->buckets[k].numel / p->dp; }
+
+/* Where an in-place reduce-scatter of bucket k left this rank's sum, in
+ * values from the buffer's start (coll.h's in_place_at_own_part). */
+long wf_zero_part_at(const wf_ctx *c, int k) {
+    return c->coll->in_place_at_own_part ? (long)c->dp_rank * wf_zero_part(c->p, k) : 0;
+}
+
 void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi) {
     const wf_param *q = &p->params[k];
     *lo = *hi = 0;
@@ -84,8 +97,8 @@ void wf_zero_bucket_start(wf_ctx *c, int k) {
     float *g = c->grads + p->buckets[k].offset;
     if (p->dp_comm16) wf_dp16_pack(c, g, p->buckets[k].numel);
     c->zero_unplaced = 1;
-    c->coll->reduce_scatterv(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], c->zero_counts + (long)k * p->dp,
-                             p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
+    c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], wf_zero_part(p, k),
+                                  p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
 }
 
 /* The reduced shards go back to their places in the gradient arena (the rest

@@ -1,8 +1,9 @@
 /* zero_grads.c: ZeRO-2, gradients sharded over the data-parallel group.
  * Backward writes each bucket's gradients into a bucket buffer that the
  * compiler placed (buffers of buckets never live together share memory).
- * Once the bucket is complete it is reduce-scattered in place; the wait adds
- * this rank's reduced part into its compact gradient shard (laid out like the
+ * Once the bucket is complete it is reduce-scattered in place (one collective
+ * of equal parts: the compiler padded the bucket); the wait adds this rank's
+ * reduced part into its compact gradient shard (laid out like the
  * AdamW moments) and zeroes the buffer, since backward kernels accumulate.
  * This happens every microbatch, so gradient accumulation sums into the shard
  * (as DeepSpeed does) and no whole gradient ever exists. */
@@ -19,8 +20,8 @@ void wf_grad_bucket_start(wf_ctx *c, int k) {
     }
     float *buf = c->grads + p->buckets[k].buffer;
     if (p->dp_comm16) wf_dp16_pack(c, buf, p->buckets[k].numel);  /* dp_comm.c */
-    c->coll->reduce_scatterv(c, WF_GROUP_DP, buf, buf, c->zero_counts + (long)k * p->dp,
-                             p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
+    c->coll->reduce_scatter_parts(c, WF_GROUP_DP, buf, buf, wf_zero_part(p, k),
+                                  p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
     c->n_inflight = 1;
 }
 
@@ -33,13 +34,15 @@ void wf_grad_bucket_wait(wf_ctx *c, int k) {
     wf_watch_what(c, WF_GROUP_DP, "bucket %d gradient reduce-scatter (ZeRO-%d)", k, p->zero);
     c->coll->wait(c, &c->bucket_req[k], 1);
     wf_watch_done();
-    /* in place: this rank's reduced part is at the start of the buffer; a
+    /* in place: this rank's reduced part is where the collective left it
+     * (wf_zero_part_at: the buffer's start on MPI, its own part on NCCL); a
      * float add where the data lives (not rt.h's residual add, which works
-     * on 16-bit activation storage under act16) */
+     * on 16-bit activation storage under act16); 16-bit sums (plan.dp_comm)
+     * widened as they are added, the values the float add would have read */
     float *buf = c->grads + p->buckets[k].buffer, *shard = c->grad_shard + c->zero_base[k];
-    int n = c->zero_counts[(long)k * p->dp + c->dp_rank];
-    if (p->dp_comm16) wf_dp16_unpack(c, buf, n);  /* the 16-bit part widened in place */
-    wf_backend_add_floats(c, shard, buf, n);
+    long n = wf_zero_part(p, k), at = wf_zero_part_at(c, k);
+    if (p->dp_comm16) wf_backend_add16(c, shard, (const uint16_t *)(const void *)buf + at, n);
+    else wf_backend_add_floats(c, shard, buf + at, n);
     wf_backend_zero(c, buf, sizeof(float) * (size_t)p->buckets[k].numel);
 }
 

@@ -41,8 +41,6 @@ struct wf_cuda_nccl {
     nccl_group groups[WF_GROUPS];
     cudaEvent_t send_done;   /* the last pipeline send */
     int send_pending;
-    void *scratch;           /* in-place reduce-scatter: this rank's part before it moves */
-    size_t scratch_bytes;
 };
 
 static struct wf_cuda_nccl *nccl_of(wf_ctx *c) {
@@ -183,45 +181,16 @@ static int equal_counts(const int *counts, int size) {
     return 1;
 }
 
-static void *scratch_for(wf_ctx *c, size_t bytes) {
-    struct wf_cuda_nccl *n = nccl_of(c);
-    if (bytes <= n->scratch_bytes) return n->scratch;
-    if (c->graph_capture)  /* never: the warm-up step ran the same operations */
-        wf_fatal(c, "cudaMalloc", WF_WHERE, "reduce-scatter scratch grows inside a captured step");
-    WF_CUDA(c, cudaStreamSynchronize(wf_cuda_stream(c)));
-    for (int g = 0; g < WF_GROUPS; g++)
-        if (n->groups[g].stream) WF_CUDA(c, cudaStreamSynchronize(n->groups[g].stream));
-    if (n->scratch) WF_CUDA(c, wf_cuda_free(c, n->scratch));
-    WF_CUDA(c, wf_cuda_malloc(c, &n->scratch, bytes));
-    n->scratch_bytes = bytes;
-    return n->scratch;
-}
-
 static size_t type_bytes(wf_dtype t) { return t == WF_F64 ? 8 : t == WF_B16 || t == WF_F16 ? 2 : 4; }
 
-/* NCCL's reduce-scatter wants equal parts and, in place, leaves this rank's
- * part at its own offset: unequal parts are one reduce per part (grouped),
- * and in place the part goes through scratch to the start of the buffer. */
-static void nccl_reduce_scatterv(wf_ctx *c, wf_group g, const void *send, void *recv, const int *counts,
-                                 wf_dtype t, wf_req *r) {
+/* One ncclReduceScatter of equal parts.  In place it is NCCL's own in-place
+ * form (recv = send + rank x part), which leaves this rank's sum at its own
+ * part: coll.h's in_place_at_own_part = 1, so no scratch and no copy. */
+static void nccl_reduce_scatter_parts(wf_ctx *c, wf_group g, const void *send, void *recv, long part, wf_dtype t,
+                                      wf_req *r) {
     nccl_group *s = begin(c, g);
-    int mine = counts[s->rank];
-    size_t size = type_bytes(t);
-    void *into = send == recv ? scratch_for(c, (size_t)(mine ? mine : 1) * size) : recv;
-    if (equal_counts(counts, s->size)) {
-        WF_NCCL(c, ncclReduceScatter(send, into, (size_t)counts[0], nccl_type(t), ncclSum, s->comm, s->stream));
-    } else {
-        WF_NCCL(c, ncclGroupStart());
-        size_t at = 0;
-        for (int i = 0; i < s->size; i++) {
-            WF_NCCL(c, ncclReduce((const char *)send + at * size, into, (size_t)counts[i], nccl_type(t), ncclSum, i,
-                                  s->comm, s->stream));
-            at += (size_t)counts[i];
-        }
-        WF_NCCL(c, ncclGroupEnd());
-    }
-    if (into != recv && mine > 0)
-        WF_CUDA(c, cudaMemcpyAsync(recv, into, size * (size_t)mine, cudaMemcpyDefault, s->stream));
+    void *into = send == recv ? (char *)recv + type_bytes(t) * (size_t)part * (size_t)s->rank : recv;
+    WF_NCCL(c, ncclReduceScatter(send, into, (size_t)part, nccl_type(t), ncclSum, s->comm, s->stream));
     finish(c, s, r);
 }
 
@@ -315,7 +284,8 @@ static void nccl_join(wf_ctx *c) {
 }
 
 const wf_coll_ops wf_coll_nccl = {
-    .name = "nccl", .allreduce = nccl_allreduce, .reduce_scatterv = nccl_reduce_scatterv,
+    .name = "nccl", .allreduce = nccl_allreduce, .reduce_scatter_parts = nccl_reduce_scatter_parts,
+    .in_place_at_own_part = 1,
     .allgatherv = nccl_allgatherv, .allgather = nccl_allgather, .reduce_scatter = nccl_reduce_scatter,
     .send = nccl_send, .recv = nccl_recv, .sendrecv = nccl_sendrecv, .wait = nccl_wait, .test = nccl_test,
     .join = nccl_join,

@@ -125,7 +125,7 @@
 # bf16_dp2's act16 tolerances; the program must say .dp_comm16 = 1.
 # bf16_z1_dpc_nccl likewise over NCCL under ZeRO-1 (ncclBfloat16
 # reduce-scatters on the comm stream), and bf16_z2_dpc_nccl
-# with ZeRO-2's in-place bf16 reduce-scatter (NCCL's scratch in 16 bits).
+# with ZeRO-2's in-place bf16 reduce-scatter (NCCL's own in-place form, no scratch).
 # (Under 16-bit weight gradients, below, the buckets' bits are the message:
 # nothing is packed.)
 # The LM head runs fused and chunked in backward (ops_loss.c; runtime/cuda/

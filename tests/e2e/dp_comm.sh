@@ -33,8 +33,8 @@
 #     bf16 layout tolerance, 1e-4 relative (measured: see the output).  ZeRO-2
 #     at dp 4 is held to the same 6u of the plain fp32 run (the fp32 sums'
 #     own order differs by ~1e-7, far below u).
-#   - dp 3 (NCCL, ZeRO-1, small buckets: unequal shards, so one grouped
-#     reduce per part at its byte offset): one rounding of a partial sum,
+#   - dp 3 (NCCL, ZeRO-1, small buckets the compiler pads so that dp 3
+#     divides them: one 16-bit ncclReduceScatter a bucket): one rounding of a partial sum,
 #     u |g1 + g2| <= u sum_j |g_j|, and u |S| on each side: with
 #     sum_j ||g_j|| <= sqrt(3) ||S|| (as above) the norms agree within
 #     (sqrt(3) + 2) u < 4u = 1.56e-2 of the fp32 ZeRO-1 run over host MPI.

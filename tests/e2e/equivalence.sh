@@ -10,7 +10,8 @@
 # with the CPU LM head in chunks of 100 rows (lmhead_chunk: whole, vocabulary-parallel
 # with sp and with padding, zb-h1's B half), with full and selective activation recompute (full
 # also under zb-h1, each block rebuilt for B and again for W) and with
-# ZeRO-1 (optimizer state sharded over dp; also with pp), ZeRO-2 (+ gradients; also with
+# ZeRO-1 (optimizer state sharded over dp; also with pp; dp 3 too, whose
+# buckets the compiler pads so that dp divides them), ZeRO-2 (+ gradients; also with
 # tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp,
 # and under zb-h1: gathered for B, and again for W's rebuild under full recompute), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
@@ -114,6 +115,10 @@ layouts=(
   "z2_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  2  0"
   "z2_tp2pp2_zb ref_l4  256   4 16     1  2  0  2 zb-h1        1  4    0.05  0  2  0"
   "z2_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  2  2  0"
+  "ref_g24    ref_g24   256   2 24     1  1  0  1 1f1b         1 24    25  0  0  0"
+  "z1_dp3     ref_g24   256   2 24     3  1  0  1 1f1b         1  8    0.05  0  1  0"
+  "z2_dp3_acc ref_g24   256   2 24     3  1  0  1 1f1b         1  4    0.05  0  2  0"
+  "z3_dp3     ref_g24   256   2 24     3  1  0  1 1f1b         1  8    0.05  0  3  0"
   "z3_dp2     ref       256   2 16     2  1  0  1 1f1b         1  8    25  0  3  0"
   "z3_dp4_acc ref       256   2 16     4  1  0  1 1f1b         1  2    0.02  0  3  0"
   "z3_off_dp4 ref       256   2 16     4  1  0  1 1f1b         1  4    0.05  0  3  3"
@@ -193,9 +198,16 @@ if [ -f "$WORK/lmc100/stage0.c" ] && [ -f "$WORK/lmc_tp2_sp/stage0.c" ]; then
           grep -A3 wf_vocab_xent_chunked "$WORK/lmc_tp2_sp/stage0.c" | grep -q " 100));" &&
           grep -A2 wf_lmhead_xent_chunked "$WORK/ref/stage0.c" | grep -q "V, 1024));"'
 fi
+# The dp 3 rows prove something only if their buckets were padded (dp 3
+# divides none of the 64-wide vectors' buckets at hidden 64).
+for name in z1_dp3 z2_dp3_acc z3_dp3; do
+  [ -f "$WORK/$name/stage0.c" ] || continue
+  check "$name: buckets padded so that dp 3 divides them" grep -q "floats: padding, so that dp divides" "$WORK/$name/stage0.c"
+done
 # ZeRO-3 under zb-h1: the gather buffers B and W's rebuilds use are what
-# the memory model planned, to the byte (rank 0's arenas, stage 0)
-for name in z3_pp2_zb z3_rc_pp2_zb; do
+# the memory model planned, to the byte (rank 0's arenas, stage 0); and
+# ZeRO-1/2/3 over dp 3 with the padding in every arena laid out by buckets
+for name in z3_pp2_zb z3_rc_pp2_zb z1_dp3 z2_dp3_acc z3_dp3; do
   [ -f "$WORK/$name.jsonl" ] || continue
   read -r held planned < <(tail -n 1 "$WORK/$name.jsonl" |
     sed -n 's/.*"mem_bytes": \([0-9]*\), "mem_planned_bytes": \([0-9]*\).*/\1 \2/p')

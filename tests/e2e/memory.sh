@@ -118,6 +118,20 @@ check "zero_prefetch_mb = 0 keeps the buffers of zero_prefetch = 0" \
   test "$(gbufs --set zero_prefetch_mb=0)" = "$(gbufs --set zero_prefetch=0)"
 check "zero_prefetch_mb = 1 gathers further ahead than 0.1 (larger gather buffers)" \
   test "$(gbufs --set zero_prefetch_mb=1)" -gt "$(gbufs --set zero_prefetch_mb=0.1)"
+# ZeRO over dp 3: every bucket padded to a multiple of 3 with fewer than 3
+# floats (the --dump=memory extents), the report's "ZeRO padding" row their
+# sum, and the parameter arena Psi + that sum floats (dp 2: no padding at all).
+pad3=(--set mesh.dp=3 --set batch.global=24 --set batch.micro=8 --set zero=2 --set buckets.mb=0.05)
+read -r nb bad pads < <("$WEFT" check plans/tiny.lua "${pad3[@]}" --dump=memory |
+  sed -n 's/^  bucket [0-9]* @[0-9]*+\([0-9]*\) (padding \([0-9]*\)).*/\1 \2/p' |
+  awk '{ n++; bad += $1 % 3 != 0 || $2 >= 3; s += $2 } END { print n, bad, s }')
+row=$("$WEFT" check plans/tiny.lua "${pad3[@]}" | sed -n 's/^  ZeRO padding *\([0-9]*\) floats.*/\1/p')
+check "dp 3 ZeRO-2: $nb buckets, each a multiple of 3 floats with < 3 of padding ($bad not)" test "$nb" -gt 0 -a "$bad" = 0
+check "dp 3 ZeRO-2: the ZeRO padding row ($row floats) is the buckets' padding ($pads)" test "${row:-none}" = "$pads" -a "$pads" -gt 0
+arena=$("$WEFT" check plans/tiny.lua "${pad3[@]}" --dump=memory | sed -n 's/^stage 0 arenas: params \([0-9]*\),.*/\1/p')
+psi=$("$WEFT" check plans/tiny.lua "${pad3[@]}" | sed -n 's/^params .*(\([0-9]*\))$/\1/p')
+check "dp 3 ZeRO-2: parameter arena $arena floats = Psi $psi + padding $pads" test "$arena" = $((psi + pads))
+check "dp 2 ZeRO-2: no padding row" bash -c "! '$WEFT' check plans/tiny.lua --set zero=2 --set buckets.mb=0.05 | grep -q 'ZeRO padding'"
 # Offloading the ZeRO-3 parameter shard moves it to the host line.
 out=$("$WEFT" check plans/tiny.lua --set mesh.dp=2 --set batch.micro=4 --set batch.global=8 --set zero=3 \
       --set offload.params=cpu)

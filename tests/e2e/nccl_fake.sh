@@ -4,8 +4,9 @@
 # (tests/nccl_fake: NCCL's semantics over MPI, synchronous streams).  Each
 # layout must give the single-rank losses and weights within the equivalence
 # tolerances (tests/e2e/equivalence.sh; weights: lib.sh's weights_match): bucket all-reduces, ZeRO-1/2/3 with
-# equal and (dp 3) unequal shards (grouped reduces and broadcasts, in-place reduce-scatter
-# through scratch), tensor parallelism with its max / fp64 all-reduces and
+# dp 2 and dp 3 (buckets padded so that dp divides them: each bucket one
+# ncclReduceScatter, in place as NCCL defines it, no grouped reduces or
+# broadcasts; counted by the fake, WEFT_FAKE_NCCL_CALLS), tensor parallelism with its max / fp64 all-reduces and
 # sequence-parallel gathers, and pipeline messages matched in issue order, as
 # NCCL matches them (the MPI path matches by tag), also with ranks numbered
 # in another mesh.order (stages not contiguous).  Streams and events are not
@@ -61,7 +62,7 @@ for row in "${rows[@]}"; do
     failed=$((failed + 1)); echo "FAIL $name: does not build against the fake-NCCL runtime"
     tail -5 "$WORK/$name.build.log"; continue
   fi
-  if ! timeout 300 "$WORK/$name/launch.sh" --quiet --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
+  if ! WEFT_FAKE_NCCL_CALLS="$WORK/$name.calls" timeout 300 "$WORK/$name/launch.sh" --quiet --metrics "$WORK/$name.jsonl" --save "$WORK/$name.ckpt" \
        >"$WORK/$name.log" 2>&1; then
     failed=$((failed + 1)); echo "FAIL $name: did not run: $(tail -n 2 "$WORK/$name.log")"; continue
   fi
@@ -70,6 +71,22 @@ for row in "${rows[@]}"; do
   global=16; [ $ref = ref_g24 ] && global=24
   w=$(weights_match "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
       "$WORK/$ref.init/model.safetensors" "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl" $((global * 64))) || ok=0
+  # ZeRO: every bucket one equal reduce-scatter (NCCL's in place for ZeRO-2
+  # and 3; the fake refuses any other overlap) per microbatch from ZeRO-2 on,
+  # one a step for ZeRO-1, and no grouped ncclReduce or ncclBroadcast: the
+  # compiler padded the buckets dp 3 does not divide
+  case $name in
+    dp*_z*)
+      zero=${name##*_z} steps=10 nb=$(sed -n 's/^static const wf_bucket BUCKETS\[\([0-9]*\)\].*/\1/p' "$WORK/$name/stage0.c")
+      micro=$(sed -n 's/.*batch.micro=\([0-9]*\).*/\1/p' <<<"${sets[*]}") dp=${name:2:1} global=16
+      [ $ref = ref_g24 ] && global=24
+      per_step=$nb; [ "$zero" -ge 2 ] && per_step=$((nb * global / micro / dp))
+      for f in "$WORK/$name.calls".*; do
+        got=$(awk -v want=$((per_step * steps)) '$1 == "ncclReduceScatter" { rs = $2 } $1 == "ncclReduce" || $1 == "ncclBroadcast" { other += $2 }
+                END { printf "%d reduce-scatters (%d expected), %d grouped reduces or broadcasts", rs, want, other; exit !(rs == want && other == 0) }' "$f") || ok=0
+        w="$w; ${f##*.calls.}: $got"
+      done ;;
+  esac
   if [ $ok = 1 ]; then passed=$((passed + 1)); echo "ok   $name (nccl): $loss, $norm; $w"
   else failed=$((failed + 1)); echo "FAIL $name (nccl): $loss, $norm; $w"; fi
 done

@@ -1,8 +1,11 @@
 /* fake_nccl.c (test double): NCCL's semantics over host MPI, so that
  * runtime/cuda/coll_nccl.c runs unchanged with the CPU kernels (ctest
  * e2e_nccl_fake).  What it checks: how coll_nccl.c maps the runtime's
- * collectives onto NCCL's (unequal ZeRO shards as grouped reduces and
- * broadcasts, in-place reduce-scatter through scratch, all-gather in place)
+ * collectives onto NCCL's (ZeRO's equal parts as one ncclReduceScatter, in
+ * place as NCCL defines it, recv = send + rank x count, and one
+ * ncclAllGather, in place when send = recv + rank x count; unequal
+ * all-gathers as grouped broadcasts; a buffer that overlaps the other in any
+ * other way is refused, as NCCL leaves it undefined)
  * and that pipeline messages, which NCCL matches by issue order and not by
  * tag, arrive in the order the schedule expects (here MPI matches them in
  * order too: one tag).  What it cannot check: streams and events, which the
@@ -25,6 +28,32 @@ struct ncclComm {
     MPI_Comm comm;
     int rank, size;
 };
+
+/* WEFT_FAKE_NCCL_CALLS=PREFIX: at exit each rank writes how many of each
+ * collective it issued to PREFIX.<world rank>, one "name count" a line, so a
+ * test can assert how the runtime's collectives map onto NCCL's */
+enum { C_ALLREDUCE, C_REDUCE, C_BROADCAST, C_REDUCE_SCATTER, C_ALLGATHER, C_KINDS };
+static const char *const call_names[C_KINDS] = { "ncclAllReduce", "ncclReduce", "ncclBroadcast",
+                                                 "ncclReduceScatter", "ncclAllGather" };
+static long calls[C_KINDS];
+static int world_rank = -1;
+
+static void write_calls(void) {
+    const char *prefix = getenv("WEFT_FAKE_NCCL_CALLS");
+    if (!prefix || !*prefix || world_rank < 0) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%d", prefix, world_rank);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    for (int k = 0; k < C_KINDS; k++) fprintf(f, "%s %ld\n", call_names[k], calls[k]);
+    fclose(f);
+}
+
+/* [a, a + na) and [b, b + nb) share a byte */
+static int overlap(const void *a, size_t na, const void *b, size_t nb) {
+    const char *x = a, *y = b;
+    return x < y + nb && y < x + na;
+}
 
 static int group_depth;
 static MPI_Request pending[64];
@@ -57,6 +86,10 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
         return ncclSystemError;
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);
+    if (world_rank < 0) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+        atexit(write_calls);
+    }
     if (c->size != nranks || c->rank != rank) return ncclInvalidUsage;
     *comm = c;
     return ncclSuccess;
@@ -113,12 +146,14 @@ static ncclResult_t ok(int rc) { return rc == MPI_SUCCESS ? ncclSuccess : ncclSy
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
     (void)stream;
+    calls[C_ALLREDUCE]++;
     return ok(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)n, type_of(t), op_typed(op, t), comm->comm));
 }
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t stream) {
     (void)stream;
+    calls[C_REDUCE]++;
     const void *from = comm->rank == root && send == recv ? MPI_IN_PLACE : send;
     return ok(MPI_Reduce(from, recv, (int)n, type_of(t), op_typed(op, t), root, comm->comm));
 }
@@ -126,19 +161,25 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t n, ncclDataType_t t
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t stream) {
     (void)stream;
+    calls[C_BROADCAST]++;
     if (comm->rank == root && send != recv) memmove(recv, send, n * bytes_of(t));
     return ok(MPI_Bcast(recv, (int)n, type_of(t), root, comm->comm));
 }
 
-/* NCCL's result goes to recv (in place: at the rank's own offset), MPI's in
- * place to the start: go through a temporary */
+/* NCCL's result goes to recv (in place: recv = send + rank x n, the rank's
+ * own part), MPI's in place to the start: go through a temporary */
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream) {
     (void)stream;
-    void *tmp = malloc(n * bytes_of(t) + 1);
+    calls[C_REDUCE_SCATTER]++;
+    size_t part = n * bytes_of(t);
+    if (overlap(send, part * (size_t)comm->size, recv, part) &&
+        (const char *)recv != (const char *)send + part * (size_t)comm->rank)
+        return ncclInvalidArgument;  /* neither apart nor NCCL's in place */
+    void *tmp = malloc(part + 1);
     if (!tmp) return ncclSystemError;
     int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, type_of(t), op_typed(op, t), comm->comm);
-    memcpy(recv, tmp, n * bytes_of(t));
+    memcpy(recv, tmp, part);
     free(tmp);
     return ok(rc);
 }
@@ -146,7 +187,10 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataT
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t n, ncclDataType_t t, ncclComm_t comm,
                            cudaStream_t stream) {
     (void)stream;
-    int in_place = (const char *)send == (const char *)recv + (size_t)comm->rank * n * bytes_of(t);
+    calls[C_ALLGATHER]++;
+    size_t part = n * bytes_of(t);
+    int in_place = (const char *)send == (const char *)recv + (size_t)comm->rank * part;
+    if (!in_place && overlap(send, part, recv, part * (size_t)comm->size)) return ncclInvalidArgument;
     return ok(MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)n, type_of(t), recv, (int)n, type_of(t),
                             comm->comm));
 }

@@ -4,8 +4,10 @@
  * buckets.mb (counted in the plan's gradient bytes) unless one parameter is
  * larger, the tied wte alone under ZeRO with pp > 1, and from ZeRO-2 on no
  * bucket across two chunks (under zb-h1 too, where the chunked head's bucket
- * lives through its chunk when a B can run before a W).  ZeRO: the compact shard of each bucket is
- * ceil(numel / dp), buffers (ZeRO >= 2) and gathers (ZeRO-3) live at the
+ * lives through its chunk when a B can run before a W).  ZeRO over dp > 1:
+ * each bucket padded with fewer than dp floats after its parameters so that
+ * dp divides it (none otherwise); the compact shard of each bucket is
+ * numel / dp, buffers (ZeRO >= 2) and gathers (ZeRO-3) live at the
  * same time never share a float, and every use of a parameter lies inside a
  * gather of its bucket. */
 #include <stdlib.h>
@@ -29,15 +31,20 @@ static void bucket_facts(const Program *p, const char *what) {
     bad = 0;
     for (int s = 0; s < p->pp; s++) {
         long off = 0;
+        int prev = -1;
         for (int r = 0; r < p->n_params; r++) {
             const ir_param *q = &p->params[p->grad_order[r]];
             if (q->stage != s) continue;
+            if (q->bucket != prev && prev >= 0) off += p->buckets[prev].pad;  /* the bucket before ends in its padding */
+            prev = q->bucket;
             bad += q->offset != off;
             off += q->numel;
         }
+        if (prev >= 0) off += p->buckets[prev].pad;
         bad += off != p->param_numel[s];
     }
-    check(bad == 0, "%s: each stage's gradients laid out back to back in completion order, filling its arena", what);
+    check(bad == 0, "%s: each stage's gradients laid out back to back in completion order (each bucket's padding "
+          "after its last), filling its arena", what);
     /* buckets: contiguous per stage, each parameter inside its own */
     bad = 0;
     double el = strcmp(p->precision, "fp32") == 0 ? 4 : 2, cap = p->bucket_mb * 1048576.0;
@@ -54,14 +61,24 @@ static void bucket_facts(const Program *p, const char *what) {
             sum += q->numel;
             bad += q->bucket != b || q->offset < bk->offset || q->offset + q->numel > bk->offset + bk->numel;
         }
-        bad += sum != bk->numel;
+        bad += sum + bk->pad != bk->numel;
         bad += bk->ready_after_op != p->params[p->grad_order[bk->last_param]].last_grad_op;
         if (b && p->buckets[b - 1].stage == bk->stage) bad += bk->ready_after_op < p->buckets[b - 1].ready_after_op;
-        if (el * (double)bk->numel > cap) oversize += bk->first_param != bk->last_param;
+        if (el * (double)(bk->numel - bk->pad) > cap) oversize += bk->first_param != bk->last_param;
     }
     for (int s = 0; s < p->pp; s++) bad += end[s] != p->param_numel[s];
     check(bad == 0, "%s: %d buckets cover each stage's arena in order, every parameter in exactly one, ready in "
           "completion order", what, p->n_buckets);
+    /* padding: under ZeRO over dp > 1 the fewest zeros that make dp divide
+     * each bucket, none otherwise */
+    bad = 0;
+    for (int b = 0; b < p->n_buckets; b++) {
+        const ir_bucket *bk = &p->buckets[b];
+        if (p->zero && p->dp > 1) bad += bk->numel % p->dp != 0 || bk->pad < 0 || bk->pad >= p->dp;
+        else bad += bk->pad != 0;
+    }
+    check(bad == 0, "%s: every bucket padded to a multiple of dp %d under ZeRO with fewer than dp floats, unpadded "
+          "otherwise", what, p->dp);
     check(oversize == 0, "%s: every bucket of more than one parameter within buckets.mb = %g MiB of %g-byte gradients",
           what, p->bucket_mb, el);
     /* and as full as the cap allows: the next parameter would not have fit
@@ -72,17 +89,17 @@ static void bucket_facts(const Program *p, const char *what) {
     for (int b = 0; b + 1 < p->n_buckets; b++) {
         const ir_bucket *bk = &p->buckets[b], *nx = &p->buckets[b + 1];
         if (nx->stage != bk->stage) continue;
-        early += el * (double)(bk->numel + p->params[p->grad_order[nx->first_param]].numel) <= cap;
+        early += el * (double)(bk->numel - bk->pad + p->params[p->grad_order[nx->first_param]].numel) <= cap;
     }
     check(early == 0, "%s: no bucket is cut before the cap (%d are)", what, early);
 }
 
 static void zero_facts(const Program *p, const char *what) {
     long shard[64] = { 0 };
-    for (int b = 0; b < p->n_buckets; b++) shard[p->buckets[b].stage] += (p->buckets[b].numel + p->dp - 1) / p->dp;
+    for (int b = 0; b < p->n_buckets; b++) shard[p->buckets[b].stage] += p->buckets[b].numel / p->dp;
     int bad = 0;
     for (int s = 0; s < p->pp; s++) bad += shard[s] != p->shard_numel[s];
-    check(bad == 0, "%s: the compact shard is ceil(numel / dp) of each bucket (stage 0: %ld floats)", what, shard[0]);
+    check(bad == 0, "%s: the compact shard is numel / dp of each bucket (stage 0: %ld floats)", what, shard[0]);
     if (p->zero < 2) return;
     bad = 0;
     for (int a = 0; a < p->n_buckets; a++) {
@@ -190,6 +207,11 @@ int main(void) {
                                  "buckets.mb=0.05", NULL } },
         { "zero 3 mb 0.02", { "zero=3", "buckets.mb=0.02", NULL } },
         { "zero 3 pp 2", { "zero=3", "mesh.pp=2", "batch.micro=2", "buckets.mb=0.05", NULL } },
+        /* dp 3 divides none of tiny's 64-float vectors: padded buckets */
+        { "dp 3 zero 1", { "mesh.dp=3", "zero=1", "batch.global=24", "batch.micro=8", "buckets.mb=0.05", NULL } },
+        { "dp 3 zero 2 mb 0", { "mesh.dp=3", "zero=2", "batch.global=24", "batch.micro=8", "buckets.mb=0", NULL } },
+        { "dp 3 zero 3 pp 2", { "mesh.dp=3", "zero=3", "mesh.pp=2", "batch.global=24", "batch.micro=4", NULL } },
+        { "dp 3 no zero", { "mesh.dp=3", "batch.global=24", "batch.micro=8", "buckets.mb=0.05", NULL } },
     };
     for (size_t c = 0; c < sizeof plans / sizeof *plans; c++) {
         const char *const *s = plans[c].sets;
@@ -201,6 +223,11 @@ int main(void) {
         if (rc != 0) continue;
         bucket_facts(&p, plans[c].what);
         zero_facts(&p, plans[c].what);
+        if (p.dp == 3 && p.zero) {
+            long pads = 0;
+            for (int b = 0; b < p.n_buckets; b++) pads += p.buckets[b].pad;
+            check(pads > 0, "%s: some buckets padded (%ld floats)", plans[c].what, pads);
+        }
         if (p.bucket_mb == 0) check(p.n_buckets == p.n_params, "%s: one bucket per parameter (%d)", plans[c].what, p.n_buckets);
         if (p.zero > 0 && p.pp > 1) {
             int bad = 0;
