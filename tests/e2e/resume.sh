@@ -75,6 +75,29 @@ for z in 1 2 3; do
     eval 'cmp "$WORK/init/model.safetensors" "$WORK/z${z}dp3_init/model.safetensors" &&
           cmp "$WORK/init/optimizer.safetensors" "$WORK/z${z}dp3_init/optimizer.safetensors"'
 done
+# ZeRO-3 at dp 3 x pp 2: padded buckets on both stages (the tied wte's
+# copy on the last one) and a sharded checkpoint.  Resume is byte-identical,
+# and a load across layouts keeps every tensor bit for bit (saved again at
+# once): dp 3 x pp 2 -> dp 2 x pp 1 (zero3 above) -> dp 3 x pp 2, so neither
+# the padding nor a shard range is read or written as a parameter's.
+build_plan z3dp3pp2 "$PLAN" "${set[@]}" --set zero=3 --set buckets.mb=0.02 --set mesh.dp=3 --set mesh.pp=2 \
+  --set batch.global=24
+check "ZeRO-3 dp 3 x pp 2: both stages' buckets padded" \
+  eval 'grep -q "floats: padding, so that dp divides" "$WORK/z3dp3pp2/stage0.c" &&
+        grep -q "floats: padding, so that dp divides" "$WORK/z3dp3pp2/stage1.c"'
+run_plan z3dp3pp2 --steps 4 --save "$WORK/z3dp3pp2_straight" >/dev/null
+run_plan z3dp3pp2 --steps 2 --save "$WORK/z3dp3pp2_half" >/dev/null
+run_plan z3dp3pp2 --steps 4 --resume "$WORK/z3dp3pp2_half" --save "$WORK/z3dp3pp2_resumed" >/dev/null
+run_plan zero3 --steps 2 --resume "$WORK/z3dp3pp2_half" --save "$WORK/z3dp3pp2_to_dp2" >/dev/null
+run_plan z3dp3pp2 --steps 2 --resume "$WORK/z3dp3pp2_to_dp2" --save "$WORK/z3dp3pp2_back" >/dev/null
+for b in model optimizer; do
+  check "ZeRO-3 dp 3 x pp 2 resume: $b byte-identical" \
+    "$WEFT" ckpt diff "$WORK/z3dp3pp2_straight/$b.safetensors" "$WORK/z3dp3pp2_resumed/$b.safetensors"
+  check "ZeRO-3 dp 3 x pp 2 -> dp 2: $b loaded bit for bit" \
+    "$WEFT" ckpt diff "$WORK/z3dp3pp2_half/$b.safetensors" "$WORK/z3dp3pp2_to_dp2/$b.safetensors"
+  check "ZeRO-3 dp 2 -> dp 3 x pp 2: $b loaded bit for bit" \
+    "$WEFT" ckpt diff "$WORK/z3dp3pp2_half/$b.safetensors" "$WORK/z3dp3pp2_back/$b.safetensors"
+done
 # The save streams tensor by tensor through each layout's own gathers (the
 # ZeRO-3 shards of weights, m and v over dp): the step-0 checkpoint, whose
 # weights every layout shares (moments zero), is the same bytes either way.
