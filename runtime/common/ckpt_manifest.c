@@ -102,16 +102,15 @@ static int crc_file(const char *path, const char *shown, uint32_t *crc, long *si
     return 0;
 }
 
-/* A small regular file's text (NUL-terminated; the caller frees). */
-static char *read_small(const char *path, const char *shown, char *err, size_t errlen)
+char *wf_ckpt_read_text(const char *path, const char *shown, long max_bytes, char *err, size_t errlen)
 {
     struct stat st;
     int fd = open_regular(path, shown, &st, err, errlen);
     if (fd < 0)
         return NULL;
-    if (st.st_size > MAX_SMALL_FILE) {
+    if (st.st_size > max_bytes) {
         set_err(err, errlen, "%s: %lld bytes, more than the %ld a checkpoint's %s may have", shown,
-                (long long)st.st_size, MAX_SMALL_FILE, shown);
+                (long long)st.st_size, max_bytes, shown);
         close(fd);
         return NULL;
     }
@@ -131,6 +130,12 @@ static char *read_small(const char *path, const char *shown, char *err, size_t e
     }
     text[got] = '\0';
     return text;
+}
+
+/* manifest.json, config.json, a stage's hand-over of checksums */
+static char *read_small(const char *path, const char *shown, char *err, size_t errlen)
+{
+    return wf_ckpt_read_text(path, shown, MAX_SMALL_FILE, err, errlen);
 }
 
 static void hex8(char out[9], uint32_t v)

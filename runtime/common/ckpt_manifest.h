@@ -76,4 +76,9 @@ int wf_ckpt_config_check(const char *dir, const char *config_text, char *err, si
 /* A non-negative decimal integer, all of s ("abc", "-50", "1e3", "" fail). */
 int wf_parse_count(const char *s, long *out);
 
+/* The text of a regular file of at most max_bytes (NUL-terminated; the
+ * caller frees), never through a link or from a FIFO; NULL with a message
+ * naming it as shown. */
+char *wf_ckpt_read_text(const char *path, const char *shown, long max_bytes, char *err, size_t errlen);
+
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ckpt_folder.h"
+#include "ckpt_manifest.h"
 #include "err_text.h"
 
 #define INDEX_SUFFIX ".safetensors.index.json"
@@ -109,35 +110,6 @@ int wf_ckpt_index_write(const char *dir, const char *base, int n, double *total,
 
 /* ---- reading ------------------------------------------------------------------- */
 
-/* The index's text (NUL-terminated; the caller frees): a regular file,
- * never a link or a FIFO. */
-static char *read_index(const char *path, const char *shown, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_INDEX_BYTES) {
-        set_err(err, errlen, "%s: %s", shown, fd < 0 && errno == ENOENT ? "missing" :
-                fd < 0 ? strerror(errno) : !S_ISREG(st.st_mode) ? "not a regular file (refused)" :
-                "larger than an index may be");
-        if (fd >= 0) close(fd);
-        return NULL;
-    }
-    char *text = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (text && got < (size_t)st.st_size) {
-        ssize_t k = read(fd, text + got, (size_t)st.st_size - got);
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    close(fd);
-    if (!text || got != (size_t)st.st_size) {
-        set_err(err, errlen, "%s: cannot read it", shown);
-        free(text);
-        return NULL;
-    }
-    text[got] = '\0';
-    return text;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The set an index names: its shards opened and checked against it. */
@@ -145,7 +117,7 @@ static int open_index(wf_ckpt_set *s, const char *index, char *err, size_t errle
     char dir[PATH_MAX], path[PATH_MAX], e[PATH_MAX + 512];
     const char *shown = strrchr(index, '/') ? strrchr(index, '/') + 1 : index;
     if (wf_parent_of(index, dir, sizeof dir, err, errlen) != 0) return -1;
-    char *text = read_index(index, shown, err, errlen);
+    char *text = wf_ckpt_read_text(index, shown, MAX_INDEX_BYTES, err, errlen);
     if (!text) return -1;
     cJSON *root = cJSON_Parse(text);
     free(text);

@@ -22,8 +22,9 @@
 #define WEFT_STARTUP_PEAK_H
 
 /* the most floats of parameter q one rank owns: numel (this rank's tp
- * shard), frozen (no optimizer state), and under ZeRO its bucket's
- * near-equal shards of bucket_numel (compiler/emit.c's SHARDS) */
+ * shard), frozen (no optimizer state), and under ZeRO its bucket's shard
+ * of bucket_numel (equal shards: compiler/buckets.c pads every bucket so
+ * that dp divides it; the round-up is then a no-op) */
 static inline double wf_startup_own(double numel, int frozen, int zero, double bucket_numel, int dp) {
     if (frozen) return 0;
     if (!zero) return numel;
