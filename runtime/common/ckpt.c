@@ -850,9 +850,13 @@ static void collect_stages(wf_ctx *c, const char *tmp, wf_manifest_known *known)
 /* Root's writer thread, pp > 1: waits until every other stage's checksums
  * are in tmp (hand_over_sums renames them in after its shards are complete).
  * A stage whose writer died ends the job through MPI; one that is merely
- * stuck is named after the fault timeout. */
-static void wait_for_stages(wf_ctx *c, const char *tmp) {
-    double limit = c->opt.fault_timeout > 0 ? c->opt.fault_timeout : 300.0, t0 = seconds_now();
+ * stuck is named after the job's fault timeout (the watchdog's: the command
+ * line's, else the plan's fault.timeout_s) or four times root's own writing
+ * time, whichever is longer: the stages write shards of like size at once,
+ * so a large model's legitimate save is never cut short. */
+static void wait_for_stages(wf_ctx *c, const char *tmp, double own_s) {
+    double limit = wf_watch_timeout() > 0 ? wf_watch_timeout() : 300.0, t0 = seconds_now();
+    if (limit < 4.0 * own_s) limit = 4.0 * own_s;
     for (int s = 0; s < c->p->pp; s++) {
         if (s == c->stage) continue;
         char model[64], optim[64], sums[PATH_MAX];
@@ -862,7 +866,8 @@ static void wait_for_stages(wf_ctx *c, const char *tmp) {
         while (stat(sums, &st) != 0) {
             if (seconds_now() - t0 > limit)
                 wf_fatal(c, "checkpoint", WF_WHERE, "the background save of step %ld: stage %d's files "
-                         "(%s, %s) not written after %.0f s (fault.timeout_s)", c->step, s, model, optim, limit);
+                         "(%s, %s) not written after %.0f s (fault.timeout_s, or 4 x this stage's writing time)",
+                         c->step, s, model, optim, limit);
             struct timespec nap = { 0, 5000000 };  /* 5 ms */
             nanosleep(&nap, NULL);
         }
@@ -874,7 +879,7 @@ static void wait_for_stages(wf_ctx *c, const char *tmp) {
 static void root_finishes(async_save *a, wf_manifest_known *known, double t0) {
     wf_ctx *c = &a->snap;
     if (c->p->pp > 1) {
-        wait_for_stages(c, a->tmp);
+        wait_for_stages(c, a->tmp, seconds_now() - t0);
         collect_stages(c, a->tmp, known);
     }
     finish_folder(c, a->tmp, a->dir, a->old, known);
