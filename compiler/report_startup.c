@@ -42,7 +42,8 @@ void startup_report(const Program *p, FILE *out) {
     fprintf(out, "start-up host memory peak per rank: %s initialising, %s resuming (the largest stage)\n", a, b);
     if (p->zero >= 3)
         fprintf(out, "          ZeRO-3: each rank makes or reads only its own range of each parameter, one at a\n"
-                     "          time (a resume reads one whole tensor at a time), into its shard and master\n");
+                     "          time, into its shard and master (a resume reads the file's elements that range\n"
+                     "          touches a piece at a time: at most 64 MiB, or the range if smaller)\n");
     else if (param16(p))
         fprintf(out, "          16-bit parameters are made or read as floats first: the stage in host memory\n"
                      "          where no idle arena holds it (the bound), then one whole tensor at a time to resume\n");

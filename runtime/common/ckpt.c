@@ -1081,30 +1081,128 @@ void wf_ckpt_save_periodic(wf_ctx *c) {
     WF_MPI(c, MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* Element i of this rank's part of q in the whole tensor as the file holds
- * it (rows x cols, transposed when q->transposed: rows = its sections'
- * output features): resharding on load is this index. */
-static float file_value(const wf_ctx *c, const wf_param *q, const float *whole, long rows, long cols, long i) {
-    long g = wf_global_index(q, c->tp_rank, i);
-    if (g < 0) return 0.0f;  /* vocabulary padding */
-    return q->transposed ? whole[(g % rows) * cols + g / rows] : whole[g];
+/* One parameter's tensor(s) in a checkpoint, read a piece at a time: the
+ * file elements a rank's range touches, never the whole tensor at once
+ * (startup_peak.h).  The file holds q as rows x cols, its sections one
+ * after another (transposed ones (out, in): rows are output features);
+ * "whole index" is an element's place in that layout. */
+typedef struct {
+    const wf_ckpt_set *set;
+    const wf_param *q;
+    const char *prefix;
+    long shape[4];   /* one section's, as the file holds it */
+    long rows, cols, part;
+    float *buf;
+    long cap;        /* buf's floats */
+    long r0, h, c0, w;  /* held: rows [r0, r0 + h) x columns [c0, c0 + w) (transposed) */
+    long a, len;        /* held: whole indices [a, a + len) (not transposed) */
+} piece_reader;
+
+/* whole indices [a, a + n), inside one section, into dst */
+static void read_span(wf_ctx *c, const piece_reader *pr, long a, long n, float *dst) {
+    char err[512], name[160];
+    long s = a / pr->part;
+    saved_name(pr->q, (int)s, pr->prefix, name, sizeof name);
+    const wf_st_file *f = wf_ckpt_set_file(pr->set, name);  /* (its shard, in a sharded set) */
+    if (!f)
+        wf_fatal(c, "wf_st_read", WF_WHERE, "no tensor %s in %s (checkpoint is not from this model)", name,
+                 wf_ckpt_set_path(pr->set));
+    long lo = a - s * pr->part;
+    if (wf_st_read_range(f, name, pr->q->ndim, pr->shape, lo, lo + n, dst, err, sizeof err) != 0)
+        wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err,
+                 wf_ckpt_set_path(pr->set));
 }
 
-/* Reads whole tensors, one at a time (startup_peak.h), and keeps this
- * rank's part: resharding on load.  Into base, laid out like the
- * parameters; or this rank's own range of each (its ZeRO shard) into
- * moment, laid out like the moments; or (both NULL: ZeRO-3's parameters)
- * each own range placed in the shards and master (zero_startup.c) and the
- * frozen ones whole in the gather arena.  delayed: ZeRO-3's 2BW older
- * version, into the current shard only. */
+/* The file's value of element i of this rank's part of q: resharding on
+ * load is this index.  A miss reads the piece that starts at it; a range
+ * walks the file forward, so each piece is read once. */
+static float file_value(wf_ctx *c, piece_reader *pr, long i) {
+    const wf_param *q = pr->q;
+    long g = wf_global_index(q, c->tp_rank, i);
+    if (g < 0) return 0.0f;  /* vocabulary padding */
+    if (!q->transposed) {
+        if (g < pr->a || g >= pr->a + pr->len) {
+            long left = pr->part - g % pr->part;  /* to the end of its section */
+            pr->a = g;
+            pr->len = left < pr->cap ? left : pr->cap;
+            read_span(c, pr, pr->a, pr->len, pr->buf);
+        }
+        return pr->buf[g - pr->a];
+    }
+    long r = g % pr->rows, col = g / pr->rows;  /* the file's (out, in) */
+    if (r < pr->r0 || r >= pr->r0 + pr->h || col < pr->c0 || col >= pr->c0 + pr->w) {
+        if (pr->rows <= pr->cap) {  /* every row, as many columns as fit */
+            pr->r0 = 0;
+            pr->h = pr->rows;
+            pr->w = pr->cap / pr->rows;
+        } else {  /* one column, rows as many as fit */
+            pr->r0 = r;
+            pr->h = pr->rows - r < pr->cap ? pr->rows - r : pr->cap;
+            pr->w = 1;
+        }
+        pr->c0 = col;
+        if (pr->w > pr->cols - col) pr->w = pr->cols - col;
+        for (long k = 0; k < pr->h; k++)
+            read_span(c, pr, (pr->r0 + k) * pr->cols + pr->c0, pr->w, pr->buf + k * pr->w);
+    }
+    return pr->buf[(r - pr->r0) * pr->w + col - pr->c0];
+}
+
+/* dst[0 .. n) = the file's values of elements [lo, lo + n) of this rank's part of q */
+static void read_range(wf_ctx *c, const wf_ckpt_set *set, const wf_param *q, const char *prefix,
+                       float *piece, long cap, long lo, long n, float *dst) {
+    piece_reader pr = { .set = set, .q = q, .prefix = prefix, .buf = piece, .cap = cap };
+    file_shape(q, pr.shape);
+    pr.rows = pr.shape[0] * sections_of(q);
+    pr.cols = q->ndim >= 2 ? pr.shape[1] : 1;
+    pr.part = whole_numel(q) / sections_of(q);
+    for (long i = 0; i < n; i++) dst[i] = file_value(c, &pr, lo + i);
+}
+
+/* Into base, laid out like the parameters: whole tensors, one at a time,
+ * and this rank's part of each kept (resharding on load).  Or, a piece at
+ * a time (startup_peak.h), this rank's own range of each (its ZeRO shard)
+ * into moment, laid out like the moments; or (both NULL: ZeRO-3's
+ * parameters) each own range placed in the shards and master
+ * (zero_startup.c) and the frozen ones whole in the gather arena.
+ * delayed: ZeRO-3's 2BW older version, into the current shard only. */
 static void read_all(wf_ctx *c, const wf_ckpt_set *set, float *base, float *moment, const char *prefix,
                      int delayed) {
     const wf_program *p = c->p;
     char err[512], name[160];
+    if (!base) {
+        long cap = wf_startup_piece_floats(c);
+        /* WEFT_CKPT_PIECE (floats, >= 1) lowers it, so that the tests run
+         * every piece shape on small tensors */
+        const char *env = getenv("WEFT_CKPT_PIECE");
+        if (env && *env) {
+            char *end;
+            long v = strtol(env, &end, 10);
+            if (*end || v < 1)
+                wf_fatal(c, "checkpoint", WF_WHERE, "WEFT_CKPT_PIECE wants floats >= 1, got '%s'", env);
+            if (v < cap) cap = v;
+        }
+        float *piece = wf_startup_alloc(c, sizeof(float) * (size_t)cap, "checkpoint piece");
+        float *own = wf_startup_alloc(c, sizeof(float) * (size_t)wf_own_most(c), "checkpoint own range");
+        for (int k = 0; k < p->n_params; k++) {
+            const wf_param *q = &p->params[k];
+            if (!moment && q->bucket < 0) {  /* ZeRO-3's frozen: whole on every rank, one version */
+                if (!delayed) read_range(c, set, q, prefix, piece, cap, 0, q->numel, c->params + wf_frozen_at(p, k));
+                continue;
+            }
+            long lo = c->own_lo[k], n = c->own_hi[k] - lo;
+            read_range(c, set, q, prefix, piece, cap, lo, n, own);
+            if (moment) memcpy(moment + c->moment_base[k], own, sizeof(float) * (size_t)n);
+            else if (delayed) wf_zero3_place(c, k, own, 0, c->param_shard, NULL);
+            else wf_zero3_place(c, k, own, 1, c->param_shard, p->weight_delay ? c->next_shard : NULL);
+        }
+        wf_startup_free(piece);
+        wf_startup_free(own);
+        return;
+    }
     long most, local_most;  /* (the largest tp shard: not needed here) */
     largest(p, &most, &local_most);
     float *whole = wf_startup_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
-    float *own = base ? NULL : wf_startup_alloc(c, sizeof(float) * (size_t)wf_own_most(c), "checkpoint own range");
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         long shape[4], part = whole_numel(q) / sections_of(q);
@@ -1119,29 +1217,13 @@ static void read_all(wf_ctx *c, const wf_ckpt_set *set, float *base, float *mome
                 wf_fatal(c, "wf_st_read", WF_WHERE, "%s (checkpoint %s is not from this model)", err,
                          wf_ckpt_set_path(set));
         }
-        long rows = shape[0] * sections_of(q), cols = shape[1];
-        if (base) {
-            if (q->transposed) transpose(c, whole, rows, cols);
-            for (long i = 0; i < q->numel; i++) {
-                long g = wf_global_index(q, c->tp_rank, i);
-                base[q->offset + i] = g >= 0 ? whole[g] : 0.0f;
-            }
-            continue;
+        if (q->transposed) transpose(c, whole, shape[0] * sections_of(q), shape[1]);
+        for (long i = 0; i < q->numel; i++) {
+            long g = wf_global_index(q, c->tp_rank, i);
+            base[q->offset + i] = g >= 0 ? whole[g] : 0.0f;
         }
-        if (!moment && q->bucket < 0) {  /* ZeRO-3's frozen: whole on every rank, one version */
-            float *at = c->params + wf_frozen_at(p, k);
-            if (!delayed)
-                for (long i = 0; i < q->numel; i++) at[i] = file_value(c, q, whole, rows, cols, i);
-            continue;
-        }
-        long lo = c->own_lo[k], n = c->own_hi[k] - lo;
-        for (long i = 0; i < n; i++) own[i] = file_value(c, q, whole, rows, cols, lo + i);
-        if (moment) memcpy(moment + c->moment_base[k], own, sizeof(float) * (size_t)n);
-        else if (delayed) wf_zero3_place(c, k, own, 0, c->param_shard, NULL);
-        else wf_zero3_place(c, k, own, 1, c->param_shard, p->weight_delay ? c->next_shard : NULL);
     }
     wf_startup_free(whole);
-    wf_startup_free(own);
 }
 
 /* Root finds and verifies the checkpoint (the folder named, or the complete

@@ -333,6 +333,7 @@ void wf_zero3_place(wf_ctx *c, int k, float *own, int master, float *shard, floa
 void *wf_startup_alloc(const wf_ctx *c, size_t bytes, const char *what); /* startup_mem.c: counted, */
 void wf_startup_free(void *q);                          /* host buffers of start-up */
 double wf_startup_bound(const wf_ctx *c);
+long wf_startup_piece_floats(const wf_ctx *c);  /* startup_mem.c: a checkpoint read's piece (startup_peak.h) */
 void wf_startup_report(wf_ctx *c);
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
 long wf_own_most(const wf_ctx *c);                      /* zero.c: one parameter's most, this rank */

@@ -951,6 +951,37 @@ int wf_st_read(const wf_st_file *f, const char *name, int ndim, const long *shap
     return 0;
 }
 
+int wf_st_read_range(const wf_st_file *f, const char *name, int ndim, const long *shape, long lo,
+                     long hi, float *dst, char *err, size_t errlen)
+{
+    if (!f || !name || ndim < 0 || ndim > FILE_MAX_NDIM || (ndim > 0 && !shape) || lo < 0 || hi < lo ||
+        (hi > lo && !dst)) {
+        set_err(err, errlen, "checkpoint %s: wf_st_read_range called with invalid arguments "
+                "(tensor %s, ndim %d, elements [%ld, %ld))", f ? f->path : "(none)", name ? name : "(null)",
+                ndim, lo, hi);
+        return -1;
+    }
+    const st_entry *e = find(f, name);
+    int same = e && e->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++)
+        same = e->shape[d] == shape[d];
+    if (!same) {  /* wf_st_read words the missing tensor or the other shape */
+        wf_st_read(f, name, ndim, shape, NULL, err, errlen);
+        return -1;
+    }
+    size_t numel = (e->end - e->begin) / 4;
+    if ((size_t)hi > numel) {
+        set_err(err, errlen, "checkpoint %s: elements [%ld, %ld) of tensor %s, which has %zu",
+                f->path, lo, hi, name, numel);
+        return -1;
+    }
+    size_t bytes = 4 * (size_t)(hi - lo);
+    memcpy(dst, f->data + e->begin + 4 * (size_t)lo, bytes);
+    if (!host_is_le())
+        swap4(dst, bytes / 4);
+    return 0;
+}
+
 int wf_st_count(const wf_st_file *f)
 {
     return f ? f->n : 0;

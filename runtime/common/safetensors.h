@@ -84,6 +84,12 @@ const char *wf_st_meta(const wf_st_file *f, const char *key);
 int wf_st_read(const wf_st_file *f, const char *name, int ndim, const long *shape,
                float *dst, char *err, size_t errlen);
 
+/* Copies elements [lo, hi) of tensor name, in the order the file holds
+ * them, into dst (hi - lo floats), after wf_st_read's name and shape checks:
+ * a part of a tensor without the whole of it in memory. */
+int wf_st_read_range(const wf_st_file *f, const char *name, int ndim, const long *shape, long lo,
+                     long hi, float *dst, char *err, size_t errlen);
+
 /* Tensors in data-offset order (for files this module wrote, the order they
  * were written in).  wf_st_name returns NULL for i out of range. */
 int wf_st_count(const wf_st_file *f);

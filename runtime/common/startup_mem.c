@@ -31,9 +31,9 @@ static long whole_numel(const wf_param *q) {
     return n;
 }
 
-/* What startup_peak.h allows this rank, from the program alone (the same
- * inputs compiler/report_startup.c gives it). */
-double wf_startup_bound(const wf_ctx *c) {
+/* The largest whole tensor, own range and transposed tensor of this
+ * rank's stage, as startup_peak.h takes them. */
+static void largest(const wf_ctx *c, double *whole_max, double *own_max, double *transposed_max) {
     const wf_program *p = c->p;
     double whole = 1, own = 0, transposed = 0;
     for (int k = 0; k < p->n_params; k++) {
@@ -45,6 +45,23 @@ double wf_startup_bound(const wf_ctx *c) {
         if (o > own) own = o;
         if (q->transposed && w > transposed) transposed = w;
     }
+    *whole_max = whole;
+    *own_max = own;
+    *transposed_max = transposed;
+}
+
+long wf_startup_piece_floats(const wf_ctx *c) {
+    double whole, own, transposed;
+    largest(c, &whole, &own, &transposed);
+    return (long)wf_startup_piece(own, whole);
+}
+
+/* What startup_peak.h allows this rank, from the program alone (the same
+ * inputs compiler/report_startup.c gives it). */
+double wf_startup_bound(const wf_ctx *c) {
+    const wf_program *p = c->p;
+    double whole, own, transposed;
+    largest(c, &whole, &own, &transposed);
     int resume = c->opt.resume != NULL;
     double held = wf_startup_held(p->zero >= 3, p->param16, p->weight_delay && resume, (double)p->param_numel);
     return wf_startup_peak(p->zero >= 3, resume, whole, own, transposed, held);

@@ -14,7 +14,9 @@
  *
  * ZeRO-3 makes or reads each parameter's own range into an O-float buffer
  * and places it in the shard(s) and the fp32 master (zero_startup.c): no
- * stage-sized buffer.  Otherwise 16-bit parameters (param16.c) are made or
+ * stage-sized buffer.  Its resume, and every resume's moments, read the
+ * file's elements the range touches a piece at a time (ckpt.c), through a
+ * buffer of wf_startup_piece floats: never a whole tensor.  Otherwise 16-bit parameters (param16.c) are made or
  * loaded as floats first, in an idle arena where one is large enough, else
  * in host memory (held: P floats, 2P for a 2BW checkpoint's two versions;
  * the bound takes the host case). */
@@ -39,10 +41,20 @@ static inline double wf_startup_held(int zero3, int param16, int two_versions, d
     return param_numel * (two_versions ? 2 : 1);
 }
 
+/* the read piece, floats: 64 MiB, or less where the largest own range or
+ * tensor is smaller (at least one float) */
+#define WF_STARTUP_PIECE_MOST (1L << 24)
+static inline double wf_startup_piece(double own_max, double whole_max) {
+    double n = WF_STARTUP_PIECE_MOST;
+    if (own_max < n) n = own_max;
+    if (whole_max < n) n = whole_max;
+    return n < 1 ? 1 : n;
+}
+
 /* bytes, on one rank; resume: a checkpoint is loaded */
 static inline double wf_startup_peak(int zero3, int resume, double whole_max, double own_max,
                                      double transposed_max, double held) {
-    if (zero3) return 4.0 * (own_max + (resume ? whole_max : 0));
+    if (zero3) return 4.0 * (own_max + (resume ? wf_startup_piece(own_max, whole_max) : 0));
     double b = 4.0 * held;
     if (resume) b += 4.0 * (whole_max + (transposed_max > own_max ? transposed_max : own_max));
     return b;

@@ -30,6 +30,22 @@ startup_peaks() {
   done < <(sed -n 's/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\1 \2 \3/p' "$log")
   [ "$n" = "$ranks" ]
 }
+# own_piece INIT_LOG RESUME_LOG: ZeRO-3 resuming reads a tensor a piece at a
+# time (runtime/common/ckpt.c): every rank's resume peak is at most its own
+# range plus a piece no larger than it, twice the initialising bound (the
+# own range alone); a whole tensor read at once is over it on tiny
+# (wte, 256 x 64 floats, against a largest own range of a bucket's half).
+own_piece() {
+  local pat='s/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\1 \2 \3/p'
+  local r peak bound init n=0
+  while read -r r peak bound; do
+    init=$(sed -n "$pat" "$1" | awk -v r="$r" '$1 == r { print $3 }')
+    echo "rank $r: resume peak $peak bytes, initialising bound $init, twice that $((2 * init))"
+    [ -n "$init" ] && [ "$peak" -le $((2 * init)) ] || return 1
+    n=$((n + 1))
+  done < <(sed -n "$pat" "$2")
+  [ "$n" -gt 0 ]
+}
 same_files() {  # same_files A B: every tensor of the model and optimizer files, bit for bit
   "$WEFT" ckpt diff "$1/model.safetensors" "$2/model.safetensors" >/dev/null &&
     "$WEFT" ckpt diff "$1/optimizer.safetensors" "$2/optimizer.safetensors" >/dev/null
@@ -52,7 +68,30 @@ for lay in "dp2 1" "dp2pp2 2"; do
     same_files "$WORK/${name}_again" "$WORK/plain_init"
   check "ZeRO-3 $name resuming: each rank's start-up host peak within the bound, under stage/dp + a tensor" \
     startup_peaks "$WORK/${name}_resume.log" "$WORK/$name" $((2 * pp)) 2
+  check "ZeRO-3 $name resuming: each rank's peak at most its own range and a piece as large (no whole tensor)" \
+    own_piece "$WORK/${name}_init.log" "$WORK/${name}_resume.log"
 done
+# LLaMA (projections checkpointed (out, in): transposed) at tp 2 x dp 2 under
+# ZeRO-3, resumed from its unsharded checkpoint, resharded through pieces;
+# with pieces of 100 floats (WEFT_CKPT_PIECE, below the projections' 176 and
+# 64 output rows: one column, rows in pieces) and of 3000 (every row, a few
+# columns), the same values
+lset=(--set train.steps=4 --set data.train="$DATA" --set batch.micro=4 --set batch.global=16 --set buckets.mb=0.02)
+build_plan l_plain plans/llama_tiny.lua "${lset[@]}" --set mesh.dp=1
+run_plan l_plain --steps 0 --save "$WORK/l_plain_init" >/dev/null
+build_plan l_tp2 plans/llama_tiny.lua "${lset[@]}" --set mesh.dp=2 --set mesh.tp=2 --set zero=3
+for piece in "" 100 3000; do
+  WEFT_CKPT_PIECE=$piece "$WORK/l_tp2/launch.sh" --steps 0 --resume "$WORK/l_plain_init" \
+    --save "$WORK/l_tp2_again$piece" >"$WORK/l_tp2_resume$piece.log"
+  check "LLaMA ZeRO-3 tp 2 dp 2 resumed (pieces ${piece:-as stated}): the weights and moments are the checkpoint's, bit for bit" \
+    same_files "$WORK/l_tp2_again$piece" "$WORK/l_plain_init"
+done
+within_bound() {  # within_bound LOG RANKS: every rank's line, its peak within its bound
+  sed -n 's/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\2 \3/p' "$1" |
+    awk -v n="$2" '{ print "start-up peak " $1 " bytes, bound " $2; if ($1 > $2) bad = 1 } END { exit bad || NR != n }'
+}
+check "LLaMA ZeRO-3 tp 2 dp 2 resuming: each rank's start-up host peak within the bound" \
+  within_bound "$WORK/l_tp2_resume.log" 4
 # 16-bit: bf16 masters and 16-bit parameter shards, the same start-up
 build_plan b_plain "$PLAN" "${set[@]}" --set precision=bf16
 build_plan b_dp2 "$PLAN" "${set[@]}" --set precision=bf16 --set mesh.dp=2 --set zero=3

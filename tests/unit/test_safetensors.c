@@ -171,6 +171,28 @@ static void test_round_trip(const char *p)
               got[1] == 3 * C && wf_st_shape(f, "nope", got, 4) == -1,
           "wf_st_shape reports rank and dims");
 
+    /* a range of a tensor in file order: [lo, hi) and nothing else written */
+    {
+        static float part[C * 3 * C + 2];
+        long lo = 5, hi = 3 * C + 7;  /* across a row boundary */
+        for (size_t i = 0; i < sizeof part / sizeof *part; i++) part[i] = -7.0f;
+        rc = wf_st_read_range(f, "h.0.attn.c_attn.weight", 2, sh_attn, lo, hi, part + 1, err, sizeof err);
+        check(rc == 0 && !memcmp(part + 1, attn_w + lo, sizeof(float) * (size_t)(hi - lo)) &&
+                  part[0] == -7.0f && part[1 + hi - lo] == -7.0f,
+              "wf_st_read_range: elements [%ld, %ld) bit-exact, nothing outside (%s)", lo, hi, rc ? err : "");
+        rc = wf_st_read_range(f, "wte", 2, sh_wte, V * C - 1, V * C, part, err, sizeof err) |
+             wf_st_read_range(f, "wte", 2, sh_wte, 3, 3, NULL, err, sizeof err);
+        check(rc == 0 && !memcmp(part, wte + V * C - 1, sizeof(float)), "wf_st_read_range: the last element; an empty range");
+        rc = wf_st_read_range(f, "wte", 2, sh_wte, 1, V * C + 1, part, err, sizeof err);
+        check(rc == -1 && has_words(err, "elements [1,", "of tensor wte", NULL), "range past the end: \"%s\"", err);
+        rc = wf_st_read_range(f, "wte", 2, sh_attn, 0, 1, part, err, sizeof err);
+        check(rc == -1 && has_words(err, "tensor wte has shape", NULL), "range with the wrong shape: \"%s\"", err);
+        rc = wf_st_read_range(f, "nope", 2, sh_wte, 0, 1, part, err, sizeof err);
+        check(rc == -1 && has_words(err, "no tensor named nope", NULL), "range of a missing tensor: \"%s\"", err);
+        rc = wf_st_read_range(f, "wte", 2, sh_wte, 4, 2, part, err, sizeof err);
+        check(rc == -1, "range with hi < lo refused");
+    }
+
     /* shape mismatch and missing tensors */
     long want[] = {32, 96};
     rc = wf_st_read(f, "h.0.attn.c_attn.weight", 2, want, r_attn, err, sizeof err);
