@@ -286,25 +286,12 @@ static double save_bound(const wf_ctx *c, double held) {
     return wf_ckpt_save_peak((double)w, (double)l, c->p->tp, c->dp_rank, c->tp_rank, held);
 }
 
-/* Root logs every rank's measured peak beside its bound (every rank calls
- * it); over the bound is an error in the accounting, said loudly (the
- * checkpoint itself is written). */
+/* Every rank's save peak beside its bound, logged by root (peak_report.c;
+ * the checkpoint itself is written either way). */
 static void report_peak(wf_ctx *c, const char *what, double bound) {
-    double mine[2] = { (double)__atomic_load_n(&save_peak, __ATOMIC_RELAXED), bound }, *all = NULL;
-    int world = c->world;
-    if (wf_is_root(c)) all = wf_host_alloc(c, sizeof(double) * 2 * (size_t)world, "checkpoint peaks");
-    WF_MPI(c, MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    int worst = 0;  /* (a large job: its worst rank, and any over the bound) */
-    for (int r = 0; all && r < world; r++) {
-        if (all[2 * r] * all[2 * worst + 1] > all[2 * worst] * all[2 * r + 1]) worst = r;
-        if (world <= 16 || all[2 * r] > all[2 * r + 1])
-            wf_log(c, "checkpoint: %s host memory peak on rank %d: %.0f bytes, bound %.0f (weft check)%s\n", what, r,
-                   all[2 * r], all[2 * r + 1], all[2 * r] > all[2 * r + 1] ? ": ERROR, over the bound" : "");
-    }
-    if (all && world > 16)
-        wf_log(c, "checkpoint: %s host memory peak, closest to its bound on rank %d: %.0f bytes, bound %.0f (weft check)\n",
-               what, worst, all[2 * worst], all[2 * worst + 1]);
-    free(all);
+    char label[64];
+    snprintf(label, sizeof label, "checkpoint: %s", what);
+    wf_report_peaks(c, label, (double)__atomic_load_n(&save_peak, __ATOMIC_RELAXED), bound);
 }
 
 /* ---- one tensor's whole value, streamed ----------------------------------- */

@@ -335,6 +335,8 @@ void wf_startup_free(void *q);                          /* host buffers of start
 double wf_startup_bound(const wf_ctx *c);
 long wf_startup_piece_floats(const wf_ctx *c);  /* startup_mem.c: a checkpoint read's piece (startup_peak.h) */
 void wf_startup_report(wf_ctx *c);
+/* root logs every rank's host memory peak beside its bound (peak_report.c) */
+void wf_report_peaks(wf_ctx *c, const char *label, double measured, double bound);
 void wf_moment_keep(wf_ctx *c, const float *full, float *moment);
 long wf_own_most(const wf_ctx *c);                      /* zero.c: one parameter's most, this rank */
 void wf_scaler_init(wf_ctx *c);                         /* loss_scale.c */

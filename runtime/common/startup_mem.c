@@ -67,22 +67,5 @@ double wf_startup_bound(const wf_ctx *c) {
     return wf_startup_peak(p->zero >= 3, resume, whole, own, transposed, held);
 }
 
-/* Root logs every rank's measured peak beside its bound (every rank calls
- * it); over the bound is an error in the accounting, said loudly. */
-void wf_startup_report(wf_ctx *c) {
-    double mine[2] = { (double)startup_peak, wf_startup_bound(c) }, *all = NULL;
-    int world = c->world;
-    if (wf_is_root(c)) all = wf_host_alloc(c, sizeof(double) * 2 * (size_t)world, "start-up peaks");
-    WF_MPI(c, MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    int worst = 0;  /* (a large job: its worst rank, and any over the bound) */
-    for (int r = 0; all && r < world; r++) {
-        if (all[2 * r] * all[2 * worst + 1] > all[2 * worst] * all[2 * r + 1]) worst = r;
-        if (world <= 16 || all[2 * r] > all[2 * r + 1])
-            wf_log(c, "start-up host memory peak on rank %d: %.0f bytes, bound %.0f (weft check)%s\n", r,
-                   all[2 * r], all[2 * r + 1], all[2 * r] > all[2 * r + 1] ? ": ERROR, over the bound" : "");
-    }
-    if (all && world > 16)
-        wf_log(c, "start-up host memory peak, closest to its bound on rank %d: %.0f bytes, bound %.0f (weft check)\n",
-               worst, all[2 * worst], all[2 * worst + 1]);
-    free(all);
-}
+/* Every rank's start-up peak beside its bound, logged by root (peak_report.c). */
+void wf_startup_report(wf_ctx *c) { wf_report_peaks(c, "start-up", (double)startup_peak, wf_startup_bound(c)); }
