@@ -185,7 +185,7 @@ void program_report(const Program *p, FILE *out) {
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
         /* ZeRO: zero floats so that dp divides the bucket (buckets.c) */
-        if (bk->pad) fprintf(out, "; %ld padding floats, %ld a rank's part", bk->pad, bk->numel / p->dp);
+        if (bk->pad) fprintf(out, "; %ld padding float%s, %ld a rank's part", bk->pad, bk->pad == 1 ? "" : "s", bk->numel / p->dp);
         fputs(")\n", out);
     }
     if (p->pp > 1) {
