@@ -98,8 +98,9 @@ static double tied_buffer(const Program *p, int stage) {
  * (param16.c: 2 bytes each, both backends) and the gradients under grad16
  * (grad16.c, likewise): otherwise 16-bit plans keep them as rounded fp32
  * values (act16 packs two 16-bit activations in a float), beside fp32
- * masters and moments.  ZeRO-1 adds the reduced
- * gradient shard, ZeRO-2 keeps the shard and the bucket buffers backward
+ * masters and moments.  ZeRO-1 with 16-bit
+ * gradients adds the reduced float shard (otherwise it reduces in place in
+ * the arena), ZeRO-2 keeps the shard and the bucket buffers backward
  * writes, ZeRO-3 the parameter shard and the gather buffers of the buckets
  * in use; a shard is dp rank 0's, the largest. */
 program_memory program_memory_of(const Program *p, int stage) {
@@ -121,7 +122,7 @@ program_memory program_memory_of(const Program *p, int stage) {
      * reduced shard stays float */
     double gbytes = grad16(p) ? 2.0 : 4.0;
     m.grads = p->zero >= 2 ? arena(shard) + arena(gbytes * (double)p->grad_buf_numel[stage]) : arena(gbytes * trained);
-    if (p->zero == 1) m.grads += arena(shard);
+    if (p->zero == 1 && grad16(p)) m.grads += arena(shard);  /* zero.c: else reduced in the arena, in place */
     if (grad16(p))
         m.grads += arena(4.0 * (double)grad16_scratch_numel(p, stage)) + arena(4.0 * (double)grad16_stage_numel(p, stage));
     /* two weight versions; under ZeRO-3 each is a shard (twobw.c) */

@@ -991,7 +991,8 @@ static double zero_buffer_bound(search *S, const cand *c) {
  * fp32 dp sums), at least the largest layer parameter: add16.  (Halving
  * only, with no scratch, left ZeRO-3 builds at tp 4 of the 1008B GPT
  * 5 GiB below their plans and built ones that do not fit.)  ZeRO-1's
- * reduced shard is floats beside the gradients. */
+ * reduced shard is floats beside 16-bit gradients (grad16.c), and none
+ * beside float ones (zero.c reduces in place in the arena). */
 static void stage_state(search *S, const cand *c, const double *v, int first, int last, double *a, double *b) {
     double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
     double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1;
@@ -1010,7 +1011,7 @@ static void stage_state(search *S, const cand *c, const double *v, int first, in
         add16(S, 4 * buckets, 0, wide + staging, a, b);
     } else {
         add16(S, g0, v[AT_DG], wide + staging, a, b);
-        if (c->zero == 1) *a += g0 / c->dp, *b += v[AT_DG] / c->dp;
+        if (c->zero == 1 && S->el == 2) *a += g0 / c->dp, *b += v[AT_DG] / c->dp;
     }
 }
 

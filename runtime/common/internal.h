@@ -56,7 +56,7 @@ struct wf_ctx {
     long *zero_base;               /* ZeRO: bucket k's shard in zero_buf / the moments */
     int *zero_counts, *zero_displs;
     float *zero_buf;
-    int zero_unplaced;             /* ZeRO-1: shards reduced into zero_buf, not yet in the arena */
+    int zero_unplaced;             /* ZeRO-1: shards reduced, not yet at their places in the arena */
     float *grad_shard;             /* ZeRO >= 2: this rank's gradients (compact, like the moments) */
     float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
     float *next_shard;             /* ZeRO-3 under 2BW: the newest version's (param_shard is one behind) */

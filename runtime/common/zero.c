@@ -44,7 +44,9 @@ void wf_zero_setup(wf_ctx *c) {
     c->moment_numel = compact;
     size_t shard_bytes = sizeof(float) * (size_t)(compact ? compact : 1);
     size_t pshard_bytes = (p->param16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)(compact ? compact : 1);
-    if (p->zero == 1) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
+    /* ZeRO-1 reduces in place in the gradient arena (wf_zero_bucket_start);
+     * only 16-bit gradients sum their shard in floats beside it (grad16.c) */
+    if (p->zero == 1 && p->grad16) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
     if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
     if (p->zero >= 3) {
         /* offload: pinned host memory on CUDA (zero_params.c copies it to
@@ -90,30 +92,45 @@ void wf_zero_own_range(const wf_program *p, int k, int r, long *lo, long *hi) {
     *hi = b - q->offset;
 }
 
-/* 16-bit sums (plan.dp_comm, dp_comm.c): the bucket packed in its first
- * half, the shard received as 16-bit values at the start of its floats */
+/* ZeRO-1 keeps the whole gradient arena, so each bucket is reduced in place
+ * there: no shard buffer.  16-bit sums (plan.dp_comm, dp_comm.c): the bucket
+ * packed in its first half, the sum left as 16-bit values. */
 void wf_zero_bucket_start(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     float *g = c->grads + p->buckets[k].offset;
     if (p->dp_comm16) wf_dp16_pack(c, g, p->buckets[k].numel);
     c->zero_unplaced = 1;
-    c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, c->zero_buf + c->zero_base[k], wf_zero_part(p, k),
-                                  p->dp_comm16 ? wf_dp16_type(c) : WF_F32, &c->bucket_req[k]);
+    c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, g, wf_zero_part(p, k), p->dp_comm16 ? wf_dp16_type(c) : WF_F32,
+                                  &c->bucket_req[k]);
 }
 
-/* The reduced shards go back to their places in the gradient arena (the rest
- * of it holds this rank's unreduced gradients and is not read), once a step:
+/* The reduced shards to their places in the gradient arena, once a step:
  * 2BW waits for its buckets twice (the tied wte's exchange, which adds into
- * the placed shard, then the optimizer), and a second copy would undo that add. */
+ * the placed shard, then the optimizer), and a second move would undo that
+ * add.  The sum lies where the collective left it (coll.h): at this rank's
+ * own part (NCCL: already in place, nothing to do for floats) or at the
+ * bucket's start (MPI: rank 0's in place, another rank's part never overlaps
+ * the start, [0, part) against [r part, (r + 1) part)).  16-bit sums widen
+ * into the part's floats; at the same start (rank 0) in place, otherwise the
+ * 16-bit values end where the floats begin at the latest (2 r part + 2 part
+ * <= 4 r part bytes for r >= 1).  The rest of the arena holds this rank's
+ * unreduced gradients, or sums of other parts under MPI, and nothing reads
+ * it: the norm, the loss scale's check and the optimizer read own shards
+ * (opt_ranges.c, loss_scale.c), and backward overwrites the arena next step. */
 void wf_zero_after_reduce(wf_ctx *c) {
     const wf_program *p = c->p;
     if (p->zero != 1 || !c->zero_unplaced) return;  /* ZeRO >= 2 reduces into its gradient shard directly */
     c->zero_unplaced = 0;
     for (int b = 0; b < p->n_buckets; b++) {
-        float *dst = c->grads + p->buckets[b].offset + shard_at(p, b, c->dp_rank), *src = c->zero_buf + c->zero_base[b];
-        long n = c->zero_counts[b * p->dp + c->dp_rank];
-        if (p->dp_comm16) wf_dp16_widen(c, dst, src, n);
-        else wf_backend_copy(c, dst, src, sizeof(float) * (size_t)n);
+        float *g = c->grads + p->buckets[b].offset, *dst = g + shard_at(p, b, c->dp_rank);
+        long n = c->zero_counts[b * p->dp + c->dp_rank], at = wf_zero_part_at(c, b);
+        if (p->dp_comm16) {
+            const uint16_t *src = (const uint16_t *)(const void *)g + at;
+            if ((const void *)src == (const void *)dst) wf_backend_from16_in_place(c, dst, n);
+            else wf_dp16_widen(c, dst, src, n);
+        } else if (g + at != dst) {
+            wf_backend_copy(c, dst, g + at, sizeof(float) * (size_t)n);
+        }
     }
 }
 

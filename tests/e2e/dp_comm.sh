@@ -64,6 +64,16 @@ for z in 1 2 3; do
 done
 build_plan dp4_z2_bf16 plans/tiny.lua "${small[@]}" --set mesh.dp=4 --set batch.micro=4 --set zero=2 --set dp_comm=bf16
 run_plan dp4_z2_bf16 --metrics "$WORK/dp4_z2_bf16.jsonl" >/dev/null
+# ZeRO-1 with float gradients (WEFT_GRAD16=0) reduces bf16 sums in place in
+# the arena and widens them into the rank's part (runtime/common/zero.c: dp 3
+# has rank 0's widened in place and two ranks' from the bucket's start): the
+# plain dp 3 all-reduce's bf16 sums are the same single-add roundings, so the
+# losses and norms must match it bit for bit
+for z in 0 1; do
+  WEFT_GRAD16=0 build_plan "dp3_z${z}_f32g" plans/tiny.lua "${small[@]}" --set mesh.dp=3 --set batch.global=24 \
+    --set batch.micro=8 --set buckets.mb=0.05 --set dp_comm=bf16 --set zero=$z
+  run_plan "dp3_z${z}_f32g" --metrics "$WORK/dp3_z${z}_f32g.jsonl" >/dev/null
+done
 # over NCCL (the fake: coll_nccl.c unchanged over MPI, the CPU kernels)
 if [ -n "${WEFT_NCCL_FAKE:-}" ]; then
   build_fake() {  # like build_plan, against the fake-NCCL runtime
@@ -97,6 +107,8 @@ check "dp 4, step 1: gradient norm within 6u = $bound of the fp32 sums' ($rel)" 
 check "dp 4, step 1: and not equal to it: the 16-bit sums are in effect ($n16 vs $n32)" test "$n16" != "$n32"
 msg=$(same_field loss "$WORK/dp4_fp32.jsonl" "$WORK/dp4_bf16.jsonl" 1e-4) && ok=0 || ok=1
 check "dp 4, later steps: losses within 1e-4: $msg" test $ok = 0
+check "dp 3 ZeRO-1, float gradients, bf16 sums in place: the plain dp 3's losses and norms bit for bit" \
+  cmp -s <(strip "$WORK/dp3_z0_f32g.jsonl") <(strip "$WORK/dp3_z1_f32g.jsonl")
 exact_memory() {  # rank 0's metrics: mem_bytes = mem_planned_bytes
   tail -n 1 "$WORK/$1.jsonl" | awk '{ match($0, /"mem_bytes": [0-9]+/); a = substr($0, RSTART + 13, RLENGTH - 13)
     match($0, /"mem_planned_bytes": [0-9]+/); p = substr($0, RSTART + 21, RLENGTH - 21)

@@ -9,8 +9,8 @@
 # widened into: the largest op's, the embedding's wte and wpe or c_fc's
 # weight and bias, 4 max((V + s) h, 4 h^2 + 4 h) bytes; gradients as rounded floats, compiler/memory.c; K = 12: fp32 master,
 # m and v); the optimizer part divided by dp under ZeRO-1 (dp rank 0's shard:
-# each bucket's part rounded up), which also keeps the reduced gradient shard
-# beside the whole gradients.
+# each bucket's part rounded up); ZeRO-1 reduces each bucket in place in the
+# whole float gradients (runtime/common/zero.c), no shard beside them.
 # Then ZeRO-2 and ZeRO-3 in fp32, bf16 and fp16 (below).
 # Psi = 12 L h^2 + 13 L h + (V + s) h + 2 h for GPT-2 with a tied LM head.
 source "$(dirname "$0")/lib.sh"
@@ -37,7 +37,7 @@ while read -r L h heads s V; do
       what="L$L h$h s$s V$V dp $dp zero $zero $prec: Psi $psi"
       [ $prec = fp32 ] && check "$what: parameter count" test "$count" = "$psi"
       check "$what: parameters $P Psi + $S = $((P * psi + S)) ~ $pbytes" near "$pbytes" $((P * psi + S))
-      G=$((4 * psi)); [ $zero = 1 ] && G=$((4 * psi + 4 * psi / dp))
+      G=$((4 * psi))
       check "$what: gradients $G ~ $gbytes" near "$gbytes" $G
       check "$what: AdamW $K Psi / $div = $((K * psi / div)) ~ $obytes" near "$obytes" $((K * psi / div))
     done

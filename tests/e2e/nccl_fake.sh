@@ -71,8 +71,9 @@ for row in "${rows[@]}"; do
   global=16; [ $ref = ref_g24 ] && global=24
   w=$(weights_match "$WORK/$ref.ckpt/model.safetensors" "$WORK/$name.ckpt/model.safetensors" \
       "$WORK/$ref.init/model.safetensors" "$WORK/$ref/stage0.c" "$WORK/$ref.jsonl" $((global * 64))) || ok=0
-  # ZeRO: every bucket one equal reduce-scatter (NCCL's in place for ZeRO-2
-  # and 3; the fake refuses any other overlap) per microbatch from ZeRO-2 on,
+  # ZeRO: every bucket one equal reduce-scatter, in place as NCCL defines it
+  # (ZeRO-1 too: in the gradient arena, no shard buffer and no copy back,
+  # runtime/common/zero.c; the fake refuses any other overlap) per microbatch from ZeRO-2 on,
   # one a step for ZeRO-1, and no grouped ncclReduce or ncclBroadcast: the
   # compiler padded the buckets dp 3 does not divide
   case $name in
@@ -82,8 +83,10 @@ for row in "${rows[@]}"; do
       [ $ref = ref_g24 ] && global=24
       per_step=$nb; [ "$zero" -ge 2 ] && per_step=$((nb * global / micro / dp))
       for f in "$WORK/$name.calls".*; do
-        got=$(awk -v want=$((per_step * steps)) '$1 == "ncclReduceScatter" { rs = $2 } $1 == "ncclReduce" || $1 == "ncclBroadcast" { other += $2 }
-                END { printf "%d reduce-scatters (%d expected), %d grouped reduces or broadcasts", rs, want, other; exit !(rs == want && other == 0) }' "$f") || ok=0
+        got=$(awk -v want=$((per_step * steps)) '$1 == "ncclReduceScatter" { rs = $2 } $1 == "ReduceScatterInPlace" { in_place = $2 }
+                $1 == "ncclReduce" || $1 == "ncclBroadcast" { other += $2 }
+                END { printf "%d reduce-scatters (%d expected, %d in place), %d grouped reduces or broadcasts", rs, want, in_place, other
+                      exit !(rs == want && in_place == rs && other == 0) }' "$f") || ok=0
         w="$w; ${f##*.calls.}: $got"
       done ;;
   esac

@@ -31,10 +31,12 @@ struct ncclComm {
 
 /* WEFT_FAKE_NCCL_CALLS=PREFIX: at exit each rank writes how many of each
  * collective it issued to PREFIX.<world rank>, one "name count" a line, so a
- * test can assert how the runtime's collectives map onto NCCL's */
-enum { C_ALLREDUCE, C_REDUCE, C_BROADCAST, C_REDUCE_SCATTER, C_ALLGATHER, C_KINDS };
+ * test can assert how the runtime's collectives map onto NCCL's; also how
+ * many of the reduce-scatters were in place (ReduceScatterInPlace, not an
+ * NCCL call: ZeRO reduces in its gradient buffers, no receive buffer) */
+enum { C_ALLREDUCE, C_REDUCE, C_BROADCAST, C_REDUCE_SCATTER, C_REDUCE_SCATTER_IN_PLACE, C_ALLGATHER, C_KINDS };
 static const char *const call_names[C_KINDS] = { "ncclAllReduce", "ncclReduce", "ncclBroadcast",
-                                                 "ncclReduceScatter", "ncclAllGather" };
+                                                 "ncclReduceScatter", "ReduceScatterInPlace", "ncclAllGather" };
 static long calls[C_KINDS];
 static int world_rank = -1;
 
@@ -176,6 +178,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataT
     if (overlap(send, part * (size_t)comm->size, recv, part) &&
         (const char *)recv != (const char *)send + part * (size_t)comm->rank)
         return ncclInvalidArgument;  /* neither apart nor NCCL's in place */
+    if ((const char *)recv == (const char *)send + part * (size_t)comm->rank) calls[C_REDUCE_SCATTER_IN_PLACE]++;
     void *tmp = malloc(part + 1);
     if (!tmp) return ncclSystemError;
     int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, type_of(t), op_typed(op, t), comm->comm);
