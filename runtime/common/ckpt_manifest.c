@@ -235,28 +235,35 @@ int wf_manifest_known_add(wf_manifest_known *k, const char *name, const wf_st_te
     return cJSON_GetArraySize(tensors) == n ? 0 : -1;
 }
 
-int wf_manifest_known_save(const wf_manifest_known *k, const char *path, char *err, size_t errlen)
+int wf_ckpt_write_text(const char *path, const char *text, char *err, size_t errlen)
 {
     char tmp[PATH_MAX];
-    char *text = cJSON_PrintUnformatted(k->files);
-    if (!text || wf_path_fmt(tmp, sizeof tmp, err, errlen, "%s.tmp.%d", path, (int)getpid()) != 0) {
-        if (!text)
-            set_err(err, errlen, "%s: out of memory", path);
-        free(text);
+    if (wf_path_fmt(tmp, sizeof tmp, err, errlen, "%s.tmp.%d", path, (int)getpid()) != 0)
         return -1;
-    }
     FILE *out = fopen(tmp, "w");
     size_t len = strlen(text);
-    int ok = out && fwrite(text, 1, len, out) == len && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    int ok = out && fwrite(text, 1, len, out) == len && fputc('\n', out) != EOF && fflush(out) == 0 &&
+             fsync(fileno(out)) == 0;
     if (out && fclose(out) != 0)
         ok = 0;
-    free(text);
     if (!ok || rename(tmp, path) != 0) {  /* under its final name only once complete */
         set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
     return 0;
+}
+
+int wf_manifest_known_save(const wf_manifest_known *k, const char *path, char *err, size_t errlen)
+{
+    char *text = cJSON_PrintUnformatted(k->files);
+    if (!text) {
+        set_err(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int rc = wf_ckpt_write_text(path, text, err, errlen);
+    free(text);
+    return rc;
 }
 
 int wf_manifest_known_load(wf_manifest_known *k, const char *path, char *err, size_t errlen)

@@ -81,4 +81,8 @@ int wf_parse_count(const char *s, long *out);
  * naming it as shown. */
 char *wf_ckpt_read_text(const char *path, const char *shown, long max_bytes, char *err, size_t errlen);
 
+/* text and a newline as the file path: written to a temporary sibling,
+ * fsync'ed and renamed over path, so path is whole or as it was. */
+int wf_ckpt_write_text(const char *path, const char *text, char *err, size_t errlen);
+
 #endif

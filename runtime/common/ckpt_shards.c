@@ -42,7 +42,7 @@ static int regular_file(const char *path) {
 /* ---- writing the index ------------------------------------------------------ */
 
 int wf_ckpt_index_write(const char *dir, const char *base, int n, double *total, char *err, size_t errlen) {
-    char path[PATH_MAX], tmp[PATH_MAX], name[128], e[PATH_MAX + 512];
+    char path[PATH_MAX], name[128], e[PATH_MAX + 512];
     cJSON *root = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(root, "metadata");
     cJSON *map = cJSON_AddObjectToObject(root, "weight_map");
     double bytes_all = 0;
@@ -87,23 +87,10 @@ int wf_ckpt_index_write(const char *dir, const char *base, int n, double *total,
         set_err(err, errlen, "%s/%s%s: out of memory", dir, base, INDEX_SUFFIX);
         return -1;
     }
-    /* a temporary sibling, fsync'ed, renamed over the final name */
-    if (wf_path_fmt(path, sizeof path, err, errlen, "%s/%s%s", dir, base, INDEX_SUFFIX) != 0 ||
-        wf_path_fmt(tmp, sizeof tmp, err, errlen, "%s.tmp.%d", path, (int)getpid()) != 0) {
-        free(text);
-        return -1;
-    }
-    FILE *out = fopen(tmp, "w");
-    size_t len = strlen(text);
-    int ok = out && fwrite(text, 1, len, out) == len && fputc('\n', out) != EOF && fflush(out) == 0 &&
-             fsync(fileno(out)) == 0;
-    if (out && fclose(out) != 0) ok = 0;
+    int wrote = wf_path_fmt(path, sizeof path, err, errlen, "%s/%s%s", dir, base, INDEX_SUFFIX) == 0 &&
+                wf_ckpt_write_text(path, text, err, errlen) == 0;
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
+    if (!wrote) return -1;
     if (total) *total = bytes_all;
     return 0;
 }
