@@ -433,11 +433,12 @@ void startup_report(const Program *p, FILE *out);   /* its start-up line (report
 double startup_peak_of(const Program *p, int s, int resume);  /* stage s, bytes (startup_peak.h) */
 /* report_ckpt.c: what a save asks of stage s's ranks, bytes of host memory
  * (ckpt_peak.h): the writer's (dp 0, tp 0) peak saving synchronously, the
- * copy --async-save holds until written and its peak while copying; another
- * dp 0 rank's and the rest's peaks; the tensor data of its two files (pp > 1:
- * its two shards). */
+ * copy --async-save holds until written and its peak while copying, and
+ * the writer's peak where MPI gives no MPI_THREAD_MULTIPLE (whole_stage);
+ * another dp 0 rank's and the rest's peaks; the tensor data of its two files
+ * (pp > 1: its two shards). */
 typedef struct {
-    double held, peak, sync, dp0, other, model_file, optim_file;
+    double held, peak, sync, whole_stage, dp0, other, model_file, optim_file;
 } ckpt_stage;
 ckpt_stage ckpt_stage_of(const Program *p, int s);
 /* The figures the runtime's metrics are measured against (report.c): the

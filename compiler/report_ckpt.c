@@ -40,7 +40,6 @@ ckpt_stage ckpt_stage_of(const Program *p, int s) {
     for (int b = 0; b < p->n_buckets; b++)
         if (p->buckets[b].stage == s) shard += (double)((p->buckets[b].numel + p->dp - 1) / p->dp);
     ckpt_stage c;
-    (void)whole;
     /* --async-save: every rank copies what it owns as fp32, dp 0 the most:
      * weights (the masters in 16-bit modes; ZeRO-3's shard, else the tp
      * shard, an upper bound for ZeRO-1/2's masters), AdamW m and v (ZeRO's
@@ -50,6 +49,8 @@ ckpt_stage ckpt_stage_of(const Program *p, int s) {
     /* then its thread streams them as the synchronous save does (ckpt_peak.h, the runtime's own bound) */
     c.peak = wf_ckpt_async_peak(wmax, lmax, p->tp, 0, 0, c.held);
     c.sync = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 0, 0);
+    /* without MPI_THREAD_MULTIPLE the writer holds its whole stage instead */
+    c.whole_stage = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 0, wf_ckpt_whole_stage_held(whole, delayed));
     c.dp0 = wf_ckpt_save_peak(wmax, lmax, p->tp, 0, 1, 0);
     c.other = wf_ckpt_save_peak(wmax, lmax, p->tp, 1, 1, 0);
     c.model_file = 4.0 * owned;
@@ -73,16 +74,18 @@ void ckpt_report(const Program *p, FILE *out) {
                  "          every rank copies the fp32 weights, AdamW m and v%s it owns to host memory,\n"
                  "          and a thread on each rank saves them as above while training goes on\n",
             delayed ? " and the older 2BW weights" : "");
-    const char *rows[] = { "save peak", "async copy", "async peak" };
+    const char *rows[] = { "save peak", "async copy", "async peak", "async whole" };
     const char *what[] = { "host memory per writer, one whole tensor at a time",
                            "host memory per rank (dp 0, the most), held until written",
-                           "host memory per writer while its thread writes" };
+                           "host memory per writer while its thread writes",
+                           "host memory per writer where MPI gives no MPI_THREAD_MULTIPLE:\n"
+                           "               it copies its whole stage at the step boundary and only its thread writes" };
     double other = 0, dp0 = 0;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 4; r++) {
         fprintf(out, "  %-12s", rows[r]);
         for (int s = 0; s < p->pp; s++) {
             ckpt_stage c = ckpt_stage_of(p, s);
-            program_human_bytes(r == 0 ? c.sync : r == 1 ? c.held : c.peak, a, sizeof a);
+            program_human_bytes(r == 0 ? c.sync : r == 1 ? c.held : r == 2 ? c.peak : c.whole_stage, a, sizeof a);
             fprintf(out, " %12s", a);
             if (c.dp0 > dp0) dp0 = c.dp0;
             if (c.other > other) other = c.other;

@@ -954,7 +954,7 @@ static void save_folder(wf_ctx *c, const char *dir) {
         pending.held = copy_own(c, &pending.own);
     } else if (c->opt.async_save) {
         copy_for_async(c, off, total, &ww, &wm, &wv, &wd);
-        double held = c->dp_rank == 0 && c->tp_rank == 0 ? 4.0 * (double)total * (3 + p->weight_delay) : 0;
+        double held = c->dp_rank == 0 && c->tp_rank == 0 ? wf_ckpt_whole_stage_held((double)total, p->weight_delay) : 0;
         report_peak(c, "async copy", save_bound(c, held));
     }
     int job = (int)getpid();  /* rank 0's, so that every rank names the same folder */

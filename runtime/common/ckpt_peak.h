@@ -38,4 +38,12 @@ static inline double wf_ckpt_async_peak(double whole_max, double local_max, int 
     return own + wf_ckpt_save_peak(whole_max, local_max, tp, dp_rank, tp_rank, 0);
 }
 
+/* --async-save where MPI lets no thread call it: the stage's writer holds
+ * the weights, AdamW m and v (and 2BW's older weights) of every tensor of
+ * its stage whole, tied copies too (stage_floats), until its thread has
+ * written them: the held bytes wf_ckpt_save_peak takes for the writer */
+static inline double wf_ckpt_whole_stage_held(double stage_floats, int delayed) {
+    return 4.0 * stage_floats * (3 + (delayed ? 1 : 0));
+}
+
 #endif

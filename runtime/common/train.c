@@ -333,16 +333,36 @@ static int async_save_asked(int argc, char **argv) {
     return 0;
 }
 
+/* The thread level asked of MPI: MPI_THREAD_MULTIPLE for --async-save's
+ * writers (ckpt.c checks what was provided), else MPI_THREAD_FUNNELED (one
+ * thread calls MPI, which spares Open MPI's locks on every message).  For
+ * tests, WEFT_THREAD_LEVEL=funneled or serialized asks for no more than
+ * that, so that --async-save's fallback for an MPI without
+ * MPI_THREAD_MULTIPLE runs where MPI has it.  -1: a value it does not know. */
+static int thread_level(int argc, char **argv) {
+    int level = async_save_asked(argc, argv) ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+    const char *env = getenv("WEFT_THREAD_LEVEL");
+    if (!env || !*env) return level;
+    int most;
+    if (strcmp(env, "funneled") == 0) most = MPI_THREAD_FUNNELED;
+    else if (strcmp(env, "serialized") == 0) most = MPI_THREAD_SERIALIZED;
+    else if (strcmp(env, "multiple") == 0) most = MPI_THREAD_MULTIPLE;
+    else return -1;
+    return level < most ? level : most;
+}
+
 int wf_main(int argc, char **argv, const wf_program *p) {
     wf_blas_select(argc, argv);  /* may re-exec this program with a better BLAS kernel */
     static wf_ctx ctx;
     wf_ctx *c = &ctx;
     c->p = p;
     c->rank = -1;
-    /* threads calling MPI: --async-save's writers (ckpt.c checks what was
-     * provided); without it one thread calls MPI, which spares Open MPI's
-     * locks on every message */
-    int provided, level = async_save_asked(argc, argv) ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+    int provided, level = thread_level(argc, argv);
+    if (level < 0) {  /* before MPI: every rank says it */
+        fprintf(stderr, "weft: WEFT_THREAD_LEVEL wants funneled, serialized or multiple, got '%s'\n",
+                getenv("WEFT_THREAD_LEVEL"));
+        return 1;
+    }
     if (MPI_Init_thread(&argc, &argv, level, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "weft: MPI_Init_thread failed\n");
         return 1;

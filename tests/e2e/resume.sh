@@ -139,6 +139,61 @@ check "ZeRO-3 --async-save writes the synchronous save's files" \
   bash -c 'cmp "$1/model.safetensors" "$2/model.safetensors" && cmp "$1/optimizer.safetensors" "$2/optimizer.safetensors"' \
   _ "$WORK/z3_async" "$WORK/z3_peak"
 
+# --async-save where MPI gives no MPI_THREAD_MULTIPLE: WEFT_THREAD_LEVEL=funneled
+# asks MPI for no more, so the fallback runs here too (ckpt.c, copy_for_async):
+# each stage's writer copies its whole stage at the step boundary and only
+# its thread writes it.  The files are the synchronous save's byte for byte,
+# a run resumed from them continues bit for bit, and every rank's peak is
+# within its bound; the writer's is exactly its bound (weights, m and v of
+# every tensor of its stage, tied copies too, plus one tensor's buffers:
+# all of it allocated at once) and weft check's "async whole" row states it.
+whole_stage_peaks() {  # whole_stage_peaks LOG RANKS [WRITER...]: each within its bound, the writers' equal to it
+  local r peak bound n=0
+  while read -r r peak bound; do
+    n=$((n + 1))
+    [ "$peak" -le "$bound" ] || { echo "rank $r: $peak > $bound" >&2; return 1; }
+    for w in "${@:3}"; do
+      [ "$r" != "$w" ] || [ "$peak" = "$bound" ] || { echo "writer rank $r: $peak != $bound" >&2; return 1; }
+    done
+  done < <(sed -n 's/^checkpoint: async copy host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\1 \2 \3/p' "$1")
+  [ "$n" = "$2" ]
+}
+stated_whole_stage() {  # stated_whole_stage LOG STAGE RANK PLAN_ARGS...: weft check's figure for STAGE within 0.5% of RANK's logged bound
+  local log=$1 stage=$2 rank=$3 stated logged
+  shift 3
+  stated=$("$WEFT" check "$PLAN" "$@" | awk -v s="$stage" '$1 == "async" && $2 == "whole" {
+    v = $(3 + 2 * s); u = $(4 + 2 * s); m = u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 1; print v * m }')
+  logged=$(sed -n "s/^checkpoint: async copy host memory peak on rank $rank: [0-9]* bytes, bound \([0-9]*\) .*/\1/p" "$log")
+  echo "stage $stage: weft check states $stated bytes, rank $rank logs a bound of $logged"
+  awk -v a="$stated" -v b="$logged" 'BEGIN { exit !(b > 0 && a > 0.995 * b && a < 1.005 * b) }'
+}
+fallback_logged() { grep -q "^checkpoint: MPI gives no MPI_THREAD_MULTIPLE: --async-save copies each stage" "$1"; }
+same_pair() {  # same_pair A B: the model and optimizer files, byte for byte
+  cmp "$1/model.safetensors" "$2/model.safetensors" && cmp "$1/optimizer.safetensors" "$2/optimizer.safetensors"
+}
+# dp 2: saved at step 5, resumed to step 10 and saved the same way
+WEFT_THREAD_LEVEL=funneled "$WORK/run/launch.sh" --steps 5 --save "$WORK/half_fb" --async-save >"$WORK/half_fb.log"
+WEFT_THREAD_LEVEL=funneled "$WORK/run/launch.sh" --steps 10 --resume "$WORK/half_fb" --save "$WORK/resumed_fb" \
+  --async-save >"$WORK/resumed_fb.log"
+check "no MPI_THREAD_MULTIPLE (WEFT_THREAD_LEVEL=funneled): --async-save says it copies whole stages" \
+  fallback_logged "$WORK/half_fb.log"
+check "no MPI_THREAD_MULTIPLE, dp 2: --async-save writes the synchronous save's files" \
+  same_pair "$WORK/half_fb" "$WORK/half"
+check "no MPI_THREAD_MULTIPLE, dp 2: resumed from it and saved the same way, the straight run's files" \
+  same_pair "$WORK/resumed_fb" "$WORK/straight"
+check "no MPI_THREAD_MULTIPLE, dp 2: each rank's peak within its bound, the writer's exactly it" \
+  whole_stage_peaks "$WORK/half_fb.log" 2 0
+check "no MPI_THREAD_MULTIPLE, dp 2: weft check states the writer's bound" \
+  stated_whole_stage "$WORK/half_fb.log" 0 0 "${set[@]}"
+# ZeRO-3: the writer gathers the shards of every tensor into its copy
+WEFT_THREAD_LEVEL=funneled "$WORK/zero3/launch.sh" --steps 1 --save "$WORK/z3_fb" --async-save >"$WORK/z3_fb.log"
+check "no MPI_THREAD_MULTIPLE, ZeRO-3: --async-save writes the synchronous save's files" \
+  same_pair "$WORK/z3_fb" "$WORK/z3_peak"
+check "no MPI_THREAD_MULTIPLE, ZeRO-3: each rank's peak within its bound, the writer's exactly it" \
+  whole_stage_peaks "$WORK/z3_fb.log" 2 0
+check "no MPI_THREAD_MULTIPLE, ZeRO-3: weft check states the writer's bound" \
+  stated_whole_stage "$WORK/z3_fb.log" 0 0 "${set[@]}" --set zero=3 --set buckets.mb=0.02
+
 # A ZeRO-3 checkpoint (whole tensors) resumes on the unsharded program.
 run_plan run --steps 10 --resume "$WORK/z3_half" --save "$WORK/z3_to_plain" >/dev/null
 check "ZeRO-3 checkpoint resumes without ZeRO" \
@@ -201,6 +256,20 @@ check "tp 2 x pp 2 --async-save writes the synchronous save's shards and indexes
   bash -c 'for f in "$2"/*-of-*.safetensors "$2"/*.index.json; do cmp "$f" "$1/${f##*/}" || exit 1; done &&
            "$3" ckpt verify "$1" >/dev/null && test -z "$(ls -A "$1" | grep sums)"' \
   _ "$WORK/init3d_async" "$WORK/init3d" "$WEFT"
+# ... and where MPI gives no MPI_THREAD_MULTIPLE: each stage's writer (world
+# ranks 0 and 2) holds its whole stage, its thread writes its shards, root's
+# writes the indexes: the same files
+WEFT_THREAD_LEVEL=funneled "$WORK/tp2pp2/launch.sh" --steps 0 --save "$WORK/init3d_fb" --async-save >"$WORK/init3d_fb.log"
+check "no MPI_THREAD_MULTIPLE, tp 2 x pp 2: --async-save writes the synchronous save's shards and indexes" \
+  bash -c 'for f in "$2"/*-of-*.safetensors "$2"/*.index.json; do cmp "$f" "$1/${f##*/}" || exit 1; done &&
+           "$3" ckpt verify "$1" >/dev/null && test -z "$(ls -A "$1" | grep sums)"' \
+  _ "$WORK/init3d_fb" "$WORK/init3d" "$WEFT"
+check "no MPI_THREAD_MULTIPLE, tp 2 x pp 2: each rank's peak within its bound, the writers' exactly it" \
+  whole_stage_peaks "$WORK/init3d_fb.log" 4 0 2
+for s in 0 1; do
+  check "no MPI_THREAD_MULTIPLE, tp 2 x pp 2: weft check states stage $s's writer's bound" \
+    stated_whole_stage "$WORK/init3d_fb.log" $s $((2 * s)) "${set[@]}" --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2
+done
 # ... the bound weft check states (its 2-digit figure: within 0.5%)
 stated=$("$WEFT" check "$PLAN" "${set[@]}" --set mesh.dp=1 --set mesh.tp=2 --set mesh.pp=2 |
   awk '$1 == "save" && $2 == "peak" { m = $4 == "KiB" ? 1024 : $4 == "MiB" ? 1048576 : $4 == "GiB" ? 1073741824 : 1; print $3 * m }')
