@@ -8,6 +8,18 @@
 #include "program.h"
 #include "startup_peak.h"
 
+/* The idle arena stage s's 16-bit parameters are made or loaded in as
+ * floats (startup_peak.h), from the sizes the program states
+ * (emit.c's .grad_numel, the moments' and the activation arena's). */
+static int idle_arena_of(const Program *p, int s, int resume) {
+    double param = (double)p->param_numel[s];
+    double grads = (double)(p->zero >= 2 ? p->grad_buf_numel[s] : p->train_numel[s]);
+    double moment = (double)(p->zero ? p->shard_numel[s] : p->train_numel[s]);  /* equal ZeRO shards: buckets.c */
+    int slots = program_slots(p, s);
+    double acts = (double)p->act_numel[s] * (slots > 0 ? slots : 1) + (double)p->region_numel[s];
+    return wf_startup_idle_arena(p->zero, grad16(p), resume, p->offload_optimizer, param, grads, moment, acts);
+}
+
 /* stage s's bound, bytes; resume: a checkpoint loaded */
 double startup_peak_of(const Program *p, int s, int resume) {
     double whole = 1, own = 0, transposed = 0, numel = 0;
@@ -25,8 +37,21 @@ double startup_peak_of(const Program *p, int s, int resume) {
     }
     if (p->param_numel) numel = (double)p->param_numel[s];  /* the arena, as the runtime's param_numel */
     int two = resume && strcmp(p->schedule, "pipedream-2bw") == 0;
-    double held = wf_startup_held(p->zero >= 3, param16(p), two, numel);
+    int idle = param16(p) && p->zero < 3 && p->param_numel ? idle_arena_of(p, s, resume) : WF_IDLE_NONE;
+    double held = wf_startup_held(p->zero >= 3, param16(p), two, idle, numel);
     return wf_startup_peak(p->zero >= 3, resume, whole, own, transposed, held);
+}
+
+/* where every stage's 16-bit parameters are made as floats, in words (no
+ * apostrophes: tests quote this report in shell words) */
+static const char *idle_where(const Program *p, int resume) {
+    int a = idle_arena_of(p, 0, resume);
+    for (int s = 1; s < p->pp; s++)
+        if (idle_arena_of(p, s, resume) != a) return "by stage";
+    return a == WF_IDLE_GRADS ? "in the gradient arena"
+         : a == WF_IDLE_MOMENT ? "in the AdamW first moment"
+         : a == WF_IDLE_ACTS ? "in the activation arena"
+         : "in host memory";
 }
 
 void startup_report(const Program *p, FILE *out) {
@@ -45,8 +70,11 @@ void startup_report(const Program *p, FILE *out) {
                      "          time, into its shard and master (a resume reads the file's elements that range\n"
                      "          touches a piece at a time: at most 64 MiB, or the range if smaller)\n");
     else if (param16(p))
-        fprintf(out, "          16-bit parameters are made or read as floats first: the stage in host memory\n"
-                     "          where no idle arena holds it (the bound), then one whole tensor at a time to resume\n");
+        fprintf(out, "          16-bit parameters are made or read as floats first, in an idle arena where one holds\n"
+                     "          the stage, else in host memory: initialising %s,\n"
+                     "          resuming %s%s; a resume then reads one whole tensor at a time\n",
+                idle_where(p, 0), idle_where(p, 1),
+                strcmp(p->schedule, "pipedream-2bw") == 0 ? " (the older 2BW version in host memory)" : "");
     else
         fprintf(out, "          made in place; a resume reads one whole tensor at a time\n");
 }

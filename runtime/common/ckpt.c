@@ -47,18 +47,12 @@
             wf_fatal(c, "checkpoint", WF_WHERE, "%s", why_);                              \
     } while (0)
 
-static long whole_numel(const wf_param *q) {
-    long n = 1;
-    for (int d = 0; d < q->ndim; d++) n *= q->gshape[d];
-    return n;
-}
-
 /* Offsets of each parameter's whole tensor in a buffer holding them all. */
 static long whole_offsets(const wf_program *p, long *off) {
     long total = 0;
     for (int k = 0; k < p->n_params; k++) {
         off[k] = total;
-        total += whole_numel(&p->params[k]);
+        total += wf_whole_numel(&p->params[k]);
     }
     return total;
 }
@@ -109,7 +103,7 @@ static int fill_tensors(const wf_ctx *c, const float *whole, const long *off, wf
         if (q->tied && q->tied != 1) continue;
         long shape[4];
         file_shape(q, shape);
-        long part = whole_numel(q) / sections_of(q);
+        long part = wf_whole_numel(q) / sections_of(q);
         for (int s = 0; s < sections_of(q); s++, n++) {
             saved_name(q, s, prefix, names[n], 128);
             t[n].name = names[n];
@@ -274,7 +268,7 @@ static void save_free(void *q) {
 static void largest(const wf_program *p, long *whole_max, long *local_max) {
     *whole_max = *local_max = 1;
     for (int k = 0; k < p->n_params; k++) {
-        if (whole_numel(&p->params[k]) > *whole_max) *whole_max = whole_numel(&p->params[k]);
+        if (wf_whole_numel(&p->params[k]) > *whole_max) *whole_max = wf_whole_numel(&p->params[k]);
         if (p->params[k].numel > *local_max) *local_max = p->params[k].numel;
     }
 }
@@ -446,7 +440,7 @@ static void tp_transfer(wf_ctx *c, float *buf, long n, int peer, int send) {
     }
 }
 
-/* Parameter k's whole value (kind SRC_*) into dst (whole_numel floats, the
+/* Parameter k's whole value (kind SRC_*) into dst (wf_whole_numel floats, the
  * file's layout) on the stage's writer, dp 0 and tp 0.  Every rank of the
  * stage calls it, in the same order: a gather over dp of the ZeRO pieces
  * that make the tp shard, then the tp shards sent to the writer one by one. */
@@ -471,11 +465,11 @@ static void obtain(wf_ctx *c, int k, int kind, float *dst, tensor_bufs *b, const
         return;
     }
     if (p->tp == 1 && !q->transposed) {  /* the shard is the tensor */
-        memcpy(dst, b->local, sizeof(float) * (size_t)whole_numel(q));  /* (rows past a padded end dropped) */
+        memcpy(dst, b->local, sizeof(float) * (size_t)wf_whole_numel(q));  /* (rows past a padded end dropped) */
         return;
     }
     long rows = q->gshape[0], cols = q->gshape[1];
-    memset(dst, 0, sizeof(float) * (size_t)whole_numel(q));
+    memset(dst, 0, sizeof(float) * (size_t)wf_whole_numel(q));
     for (int r = 0; r < p->tp; r++) {
         const float *shard = b->local;
         if (r > 0) {
@@ -602,7 +596,7 @@ static void write_streamed(wf_ctx *c, const char *dir, wf_manifest_known *known,
             for (int k = 0; k < p->n_params; k++) {
                 if (!saved_here(&p->params[k])) continue;
                 obtain(c, k, kinds[j], whole, &b, h);
-                put_floats(c, w, whole, whole_numel(&p->params[k]));
+                put_floats(c, w, whole, wf_whole_numel(&p->params[k]));
             }
         if (file == 0) const_values(c, w, whole, &b, h);
         if (w) finish_st(c, w, name, &l, known);
@@ -1142,7 +1136,7 @@ static void read_range(wf_ctx *c, const wf_ckpt_set *set, const wf_param *q, con
     file_shape(q, pr.shape);
     pr.rows = pr.shape[0] * sections_of(q);
     pr.cols = q->ndim >= 2 ? pr.shape[1] : 1;
-    pr.part = whole_numel(q) / sections_of(q);
+    pr.part = wf_whole_numel(q) / sections_of(q);
     for (long i = 0; i < n; i++) dst[i] = file_value(c, &pr, lo + i);
 }
 
@@ -1192,7 +1186,7 @@ static void read_all(wf_ctx *c, const wf_ckpt_set *set, float *base, float *mome
     float *whole = wf_startup_alloc(c, sizeof(float) * (size_t)most, "checkpoint tensor");
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
-        long shape[4], part = whole_numel(q) / sections_of(q);
+        long shape[4], part = wf_whole_numel(q) / sections_of(q);
         file_shape(q, shape);
         for (int s = 0; s < sections_of(q); s++) {
             saved_name(q, s, prefix, name, sizeof name);

@@ -137,6 +137,14 @@ struct wf_ctx {
  * (cuda/cast.c); the CPU backend keeps none. */
 static inline void wf_params_changed(wf_ctx *c) { c->params_version++; }
 
+/* A parameter's whole tensor, its tp shards gathered: the floats a
+ * checkpoint holds (ckpt.c) and a load reads at once (startup_mem.c). */
+static inline long wf_whole_numel(const wf_param *q) {
+    long n = 1;
+    for (int d = 0; d < q->ndim; d++) n *= q->gshape[d];
+    return n;
+}
+
 /* --profile (profile.c): every WF_MPI call's time is communication wait. */
 int wf_prof_comm_begin(void);          /* the class that was running, -1 when off */
 void wf_prof_comm_end(int prev);
@@ -288,6 +296,7 @@ uint64_t wf_params_digest(const wf_ctx *c);
  * widened (the caller frees), a copy, element off's address */
 void wf_params16_alloc(wf_ctx *c);
 void wf_params16_startup(wf_ctx *c);
+int wf_params16_idle(const wf_ctx *c);  /* the idle arena start-up borrows (startup_peak.h's WF_IDLE_*) */
 void wf_params16_adopt(wf_ctx *c);
 float *wf_params16_widened(wf_ctx *c, const float *version);
 void wf_params16_copy(wf_ctx *c, float *dst, const float *src);

@@ -19,6 +19,7 @@
 
 #include "convert16.h"
 #include "internal.h"
+#include "startup_peak.h"
 
 static uint16_t *bits_of(float *x) { return (uint16_t *)(void *)x; }
 
@@ -54,27 +55,32 @@ void wf_params16_alloc(wf_ctx *c) {
     c->wscratch = wf_alloc(c, sizeof(float) * (size_t)p->wscratch_numel, "parameters widened for one op");
 }
 
-/* Startup: float copies for initialization or loading, not arenas.  The
- * gradient arena, whole without ZeRO-2 and idle until the first backward,
- * holds the first (so the startup's peak memory does not grow); under
- * grad16 (2 bytes a gradient, too small) AdamW's first moment on a fresh
- * start, else the activation arena, where large enough; 2BW's other
- * version is a copy of it unless a checkpoint loads both. */
-static void *idle_arena(wf_ctx *c, size_t bytes) {
+/* Startup: float copies for initialization or loading, not arenas.  An
+ * idle arena large enough holds the first, so that the startup's peak
+ * memory does not grow (startup_peak.h's wf_startup_idle_arena chooses it,
+ * the same choice weft check's start-up bound counts): the gradient arena,
+ * AdamW's first moment on a fresh start, or the activation arena; else host
+ * memory.  2BW's other version is a copy of it unless a checkpoint loads both. */
+int wf_params16_idle(const wf_ctx *c) {
     const wf_program *p = c->p;
-    if (p->zero < 2 && !p->grad16) return c->grads;
-    /* a fresh start's first moment (zero until the first step; a resume
-     * loads it), when it is device memory as large */
-    if (!c->opt.resume && !p->offload_optimizer && sizeof(float) * (size_t)c->moment_numel >= bytes) return c->adam_m;
-    size_t acts = ((size_t)p->act_numel * (size_t)(p->slots > 0 ? p->slots : 1) + (size_t)p->act_region_numel) *
-                  sizeof(float);
-    return acts >= bytes ? c->acts : NULL;
+    double acts = (double)p->act_numel * (p->slots > 0 ? p->slots : 1) + (double)p->act_region_numel;
+    return wf_startup_idle_arena(p->zero, p->grad16, c->opt.resume != NULL, p->offload_optimizer,
+                                 (double)p->param_numel, (double)p->grad_numel, (double)c->moment_numel, acts);
+}
+
+static void *idle_arena(wf_ctx *c) {
+    switch (wf_params16_idle(c)) {
+    case WF_IDLE_GRADS: return c->grads;
+    case WF_IDLE_MOMENT: return c->adam_m;
+    case WF_IDLE_ACTS: return c->acts;
+    default: return NULL;
+    }
 }
 
 void wf_params16_startup(wf_ctx *c) {
     const wf_program *p = c->p;
     size_t bytes = sizeof(float) * (size_t)p->param_numel;
-    float *idle = idle_arena(c, bytes);
+    float *idle = idle_arena(c);
     c->params = idle ? idle : wf_startup_alloc(c, bytes, "parameters (startup, fp32)");
     c->next_params = NULL;
     if (p->weight_delay && c->opt.resume)

@@ -25,12 +25,6 @@ void wf_startup_free(void *q) {
     free(h);
 }
 
-static long whole_numel(const wf_param *q) {
-    long n = 1;
-    for (int d = 0; d < q->ndim; d++) n *= q->gshape[d];
-    return n;
-}
-
 /* The largest whole tensor, own range and transposed tensor of this
  * rank's stage, as startup_peak.h takes them. */
 static void largest(const wf_ctx *c, double *whole_max, double *own_max, double *transposed_max) {
@@ -38,7 +32,7 @@ static void largest(const wf_ctx *c, double *whole_max, double *own_max, double 
     double whole = 1, own = 0, transposed = 0;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
-        double w = (double)whole_numel(q);
+        double w = (double)wf_whole_numel(q);
         double o = wf_startup_own((double)q->numel, q->bucket < 0, p->zero,
                                   q->bucket < 0 ? 0 : (double)p->buckets[q->bucket].numel, p->dp);
         if (w > whole) whole = w;
@@ -63,7 +57,8 @@ double wf_startup_bound(const wf_ctx *c) {
     double whole, own, transposed;
     largest(c, &whole, &own, &transposed);
     int resume = c->opt.resume != NULL;
-    double held = wf_startup_held(p->zero >= 3, p->param16, p->weight_delay && resume, (double)p->param_numel);
+    int idle = p->param16 && p->zero < 3 ? wf_params16_idle(c) : WF_IDLE_NONE;
+    double held = wf_startup_held(p->zero >= 3, p->param16, p->weight_delay && resume, idle, (double)p->param_numel);
     return wf_startup_peak(p->zero >= 3, resume, whole, own, transposed, held);
 }
 

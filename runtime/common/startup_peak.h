@@ -17,9 +17,10 @@
  * stage-sized buffer.  Its resume, and every resume's moments, read the
  * file's elements the range touches a piece at a time (ckpt.c), through a
  * buffer of wf_startup_piece floats: never a whole tensor.  Otherwise 16-bit parameters (param16.c) are made or
- * loaded as floats first, in an idle arena where one is large enough, else
- * in host memory (held: P floats, 2P for a 2BW checkpoint's two versions;
- * the bound takes the host case). */
+ * loaded as floats first (P floats), in an idle arena where one is large
+ * enough (wf_startup_idle_arena, the runtime's own choice), else in host
+ * memory (held: P floats); a 2BW checkpoint's older version is loaded into
+ * host memory as well (P more). */
 #ifndef WEFT_STARTUP_PEAK_H
 #define WEFT_STARTUP_PEAK_H
 
@@ -35,10 +36,29 @@ static inline double wf_startup_own(double numel, int frozen, int zero, double b
     return shard < numel ? shard : numel;
 }
 
-/* floats held in host memory through start-up (16-bit parameters, not ZeRO-3) */
-static inline double wf_startup_held(int zero3, int param16, int two_versions, double param_numel) {
+/* The idle arena 16-bit parameters (not ZeRO-3) are made or loaded in as
+ * floats, the first of these at least param floats large: the gradient
+ * arena, idle until the first backward (floats, and whole: not under
+ * grad16 or ZeRO-2); a fresh start's AdamW first moment, zero until the
+ * first step (a resume loads it; device memory: not offloaded); the
+ * activation arena (slots and region).  WF_IDLE_NONE: host memory.  Sizes
+ * in floats, as the program states them; runtime/common/param16.c borrows
+ * the arena named, compiler/report_startup.c counts what it leaves. */
+enum { WF_IDLE_NONE, WF_IDLE_GRADS, WF_IDLE_MOMENT, WF_IDLE_ACTS };
+static inline int wf_startup_idle_arena(int zero, int grad16, int resume, int offload_optimizer, double param,
+                                        double grads, double moment, double acts) {
+    if (zero < 2 && !grad16 && grads >= param) return WF_IDLE_GRADS;
+    if (!resume && !offload_optimizer && moment >= param) return WF_IDLE_MOMENT;
+    if (acts >= param) return WF_IDLE_ACTS;
+    return WF_IDLE_NONE;
+}
+
+/* floats held in host memory through start-up (16-bit parameters, not
+ * ZeRO-3): the parameters as floats where no idle arena holds them (idle:
+ * wf_startup_idle_arena's answer), and a 2BW checkpoint's older version */
+static inline double wf_startup_held(int zero3, int param16, int two_versions, int idle, double param_numel) {
     if (zero3 || !param16) return 0;
-    return param_numel * (two_versions ? 2 : 1);
+    return param_numel * ((idle == WF_IDLE_NONE ? 1 : 0) + (two_versions ? 1 : 0));
 }
 
 /* the read piece, floats: 64 MiB, or less where the largest own range or
