@@ -46,8 +46,13 @@ for zero in 0 1 2 3; do
   if [ $zero -ge 2 ]; then
     # waited in B, after the start, at the end of B: before the next
     # microbatch's B writes the buffer again; W waits for it nowhere
-    check "ZeRO-$zero: B waits for the head's bucket after starting it, as B's last call" \
-      bash -c "s=\$(grep -n 'wf_grad_bucket_start(c, 0);' '$WORK/z$zero.b' | cut -d: -f1); w=\$(grep -n 'wf_grad_bucket_wait(c, 0);' '$WORK/z$zero.b' | cut -d: -f1); n=\$(wc -l <'$WORK/z$zero.b'); [ -n \"\$s\" ] && [ -n \"\$w\" ] && [ \$s -lt \$w ] && [ \$w = \$((n - 1)) ] && ! grep -q 'wf_grad_bucket_wait(c, 0);' '$WORK/z$zero.w'"
+    s=$(grep -n 'wf_grad_bucket_start(c, 0);' "$WORK/z$zero.b" | cut -d: -f1 | head -n 1 || true)
+    w=$(grep -n 'wf_grad_bucket_wait(c, 0);' "$WORK/z$zero.b" | cut -d: -f1 | head -n 1 || true)
+    n=$(wc -l <"$WORK/z$zero.b")
+    check "ZeRO-$zero: B waits for the head's bucket after starting it (line ${s:-none}), as its last call (line ${w:-none} of $n)" \
+      awk -v s="$s" -v w="$w" -v n="$n" 'BEGIN { exit !(s != "" && w != "" && s + 0 < w + 0 && w + 0 == n - 1) }'
+    check "ZeRO-$zero: W waits for the head's bucket nowhere" \
+      bash -c "! grep -q 'wf_grad_bucket_wait(c, 0);' '$WORK/z$zero.w'"
   else
     # `last`: the chunk's final B (microbatch 3 of 4) only
     grep -o 'bwd_input_c1(c, [0-9]*, [0-9]*, [0-9]*, 1)' "$WORK/z$zero/stage1.c" >"$WORK/z$zero.last" || true
