@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "program.h"
 
 /* Each pipeline stage has its own parameter arena and buckets.  Under ZeRO
@@ -30,6 +31,34 @@ static void pad_bucket(const Program *p, ir_bucket *b, long *offset) {
     b->pad = (p->dp - b->numel % p->dp) % p->dp;
     b->numel += b->pad;
     *offset += b->pad;
+}
+
+/* Under a split backward (zero-bubble) a bucket whose gradients B writes
+ * whole (ops.h's op_weight_grad_in_b: the chunked LM head's; without
+ * ZeRO >= 2 the norms' too, a bucket of them alone) is complete after the
+ * last of those B halves: its reduction starts there, overlapping the rest
+ * of B and then W, instead of waiting for W.  One with any gradient from W
+ * (a GEMM's dW, or a sum staged for W to add in) starts in W. */
+static void mark_start_in_b(Program *p) {
+    if (p->pp < 2 || !p->sched || !p->sched->split_backward) return;
+    int *in_b = calloc((size_t)p->n_buckets + 1, sizeof(int)), *in_w = calloc((size_t)p->n_buckets + 1, sizeof(int));
+    if (!in_b || !in_w) {
+        free(in_b);
+        free(in_w);
+        return;  /* every bucket starts in W, as it may */
+    }
+    for (int i = 0; i < p->n_ops; i++) {
+        const ir_op *o = &p->ops[i];
+        for (int k = 0; k < o->n_param; k++) {
+            int b = p->params[o->param[k]].bucket;
+            if (b < 0) continue;  /* frozen */
+            if (op_weight_grad_in_b(p, o)) in_b[b] = 1;
+            else in_w[b] = 1;
+        }
+    }
+    for (int b = 0; b < p->n_buckets; b++) p->buckets[b].start_in_b = in_b[b] && !in_w[b];
+    free(in_b);
+    free(in_w);
 }
 
 int pass_buckets(Program *p) {
@@ -87,6 +116,7 @@ int pass_buckets(Program *p) {
         }
         p->param_numel[stage] = offset;
     }
+    mark_start_in_b(p);
     return 0;
 }
 

@@ -53,19 +53,23 @@ static void emit_gathers_at(writer *o, const Program *p, int stage, int t) {
 
 /* After backward op j: start the reduction of the buckets it completed (with
  * ZeRO >= 2 every microbatch: the reduce-scatter empties the bucket buffer
- * into the shard); with ZeRO >= 2 wait for the ones planned here.  Returns
- * whether a bucket started.  first: the stage's first bucket. */
-static int emit_bucket_calls(writer *o, const Program *p, int stage, int j, const char *last) {
+ * into the shard); with ZeRO >= 2 wait for the ones planned here.  Under a
+ * split backward B's calls are those of the buckets B writes whole
+ * (buckets.c's start_in_b), W's the others': in_b says which half this is
+ * (0 without a split).  Returns whether a bucket started.  first: the
+ * stage's first bucket. */
+static int emit_bucket_calls(writer *o, const Program *p, int stage, int j, const char *last, int in_b) {
     int first = stage_first_bucket(p, stage), started = 0;
     for (int b = first; b < p->n_buckets && p->buckets[b].stage == stage; b++)
-        if (p->buckets[b].ready_after_op == j) {
+        if (p->buckets[b].ready_after_op == j && p->buckets[b].start_in_b == in_b) {
             if (p->zero >= 2) emit(o, "    wf_grad_bucket_start(c, %d);\n", b - first);
             else emit(o, "    if (%s) wf_bucket_start(c, %d);\n", last, b - first);
             started = 1;
         }
     if (p->zero >= 2)
         for (int b = first; b < p->n_buckets && p->buckets[b].stage == stage; b++)
-            if (p->buckets[b].wait_after_op == j) emit(o, "    wf_grad_bucket_wait(c, %d);\n", b - first);
+            if (p->buckets[b].wait_after_op == j && p->buckets[b].start_in_b == in_b)
+                emit(o, "    wf_grad_bucket_wait(c, %d);\n", b - first);
     return started;
 }
 
@@ -96,7 +100,7 @@ void emit_passes(writer *o, const Program *p) {
         maybe_recompute(o, p, i, &block);
         emit_grad_zeros(o, p, i);
         emit_backward_op(o, p, i);
-        int started = emit_bucket_calls(o, p, 0, j, "last_micro");
+        int started = emit_bucket_calls(o, p, 0, j, "last_micro", 0);
         if (!started && j + 1 < p->n_ops) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
@@ -116,24 +120,40 @@ void emit_step(writer *o, const Program *p) {
 
 /* ---- pipeline stages ------------------------------------------------------ */
 
+/* Whether chunk k has a bucket B starts (buckets.c's start_in_b). */
+static int chunk_starts_in_b(const Program *p, int k) {
+    for (int b = 0; b < p->n_buckets; b++)
+        if (p->buckets[b].start_in_b && p->buckets[b].stage == k % p->pp &&
+            p->params[p->grad_order[p->buckets[b].first_param]].chunk == k)
+            return 1;
+    return 0;
+}
+
 /* Zero-bubble: the chunk's backward as B (input gradients, for the stage
  * before, with the parameter gradients that are not a GEMM's dW) and W
- * (the GEMMs' weight gradients, later, in the bubbles; it starts buckets). */
+ * (the GEMMs' weight gradients, later, in the bubbles).  W starts the
+ * buckets, but those B writes whole (buckets.c's start_in_b: the LM head's,
+ * say), which B starts after their last gradient (without ZeRO >= 2 in the
+ * chunk's last B, `last`), so that their reduction overlaps the rest of B. */
 static void emit_split_chunk(writer *o, const Program *p, int k) {
     int first = p->chunk_first_op[k], end = p->chunk_end_op[k];
-    int stage = k % p->pp;
-    emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot, int dslot) {\n", k);
+    int stage = k % p->pp, b_buckets = chunk_starts_in_b(p, k);
+    emit(o, "static void bwd_input_c%d(wf_ctx *c, int m, int slot, int dslot, int last) {\n", k);
     /* g: the parameter gradients B computes (ops.h's op_weight_grad_in_w) */
     emit(o, "    float *a = wf_act_slot(c, slot), *d = wf_dact_slot(c, dslot), *g = wf_grad_ptr(c, 0);\n");
     emit(o, "    const float *w = wf_param_ptr(c, 0);\n    (void)w, (void)g;\n");
     emit(o, "    wf_use_micro(c, m);\n");
+    if (!b_buckets || p->zero >= 2) emit(o, "    (void)last;\n");
     /* ZeRO-3: B reads the weights, so it gathers them (zero_plan.c) */
     int block = -2;
     for (int i = end - 1; i >= first; i--) {
         emit_gathers_at(o, p, stage, 2 * p->n_ops - 1 - i);
         maybe_recompute(o, p, i, &block);
         emit_grad_zeros(o, p, i);
-        if (emit_backward_half(o, p, i, 0) && p->zero >= 3 && i > first) emit(o, "    wf_progress(c);\n");
+        int emitted = emit_backward_half(o, p, i, 0);
+        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last", 1);
+        /* Open MPI advances a started collective only inside MPI calls */
+        if (emitted && !started && (p->zero >= 3 || b_buckets) && i > first) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
     emit(o, "static void bwd_weight_c%d(wf_ctx *c, int m, int slot, int dslot, int last) {\n", k);
@@ -142,9 +162,10 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
     emit(o, "    wf_use_micro(c, m);\n");
     if (p->zero >= 2) emit(o, "    (void)last;  /* ZeRO-%d reduces every microbatch */\n", p->zero);
     /* buckets are complete after their last W (W runs after the same
-     * microbatch's B, so a bucket with gradients from B is complete there
-     * too; under ZeRO >= 2 B writes no bucket but the chunked LM head's,
-     * which zero_plan.c keeps live from that B on).  Full
+     * microbatch's B, so a bucket with gradients from B too is complete
+     * there; under ZeRO >= 2 B writes no bucket but the chunked LM head's,
+     * started in B when it is alone in its bucket, else kept live by
+     * zero_plan.c from that B on).  Full
      * recompute: the shared region held later blocks since B, so each block
      * is rebuilt again from its saved input before its W. */
     block = -2;
@@ -154,7 +175,7 @@ static void emit_split_chunk(writer *o, const Program *p, int k) {
             maybe_recompute(o, p, i, &block);
         }
         int emitted = emit_backward_half(o, p, i, 1);
-        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
+        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last", 0);
         if (emitted && !started) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
@@ -192,7 +213,7 @@ void emit_chunk(writer *o, const Program *p, int k) {
         maybe_recompute(o, p, i, &block);
         emit_grad_zeros(o, p, i);
         emit_backward_op(o, p, i);
-        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last");
+        int started = emit_bucket_calls(o, p, stage, p->n_ops - 1 - i, "last", 0);
         if (!started && i > first) emit(o, "    wf_progress(c);\n");
     }
     emit(o, "}\n\n");
@@ -379,12 +400,13 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
     int *staging_recv = wf_checked(calloc((size_t)count + 1, sizeof(int)), "emit pass");
     assign_staging_list(s, ins, count, staging, staging_recv, staged_sends(p));
     int *slots = stage_slots(s, stage);
-    /* is_last[i]: the chunk's final (weight) backward in this list, which starts
-     * its buckets; found in one backward sweep, per (BWD or BWD_WEIGHT, chunk) */
+    /* is_last[i]: the chunk's final backward (B half, W half) in this list,
+     * which starts its buckets (a B half those B writes whole); found in one
+     * backward sweep, per (BWD or BWD_INPUT, or BWD_WEIGHT; chunk) */
     char *is_last = wf_checked(calloc((size_t)count + 1, 1), "emit pass");
     char *seen = wf_checked(calloc(2 * (size_t)s->chunks + 1, 1), "emit pass");
     for (int i = count - 1; i >= 0; i--) {
-        if ((ins[i].op != SI_BWD && ins[i].op != SI_BWD_WEIGHT) || ins[i].chunk < 0 ||
+        if ((ins[i].op != SI_BWD && ins[i].op != SI_BWD_INPUT && ins[i].op != SI_BWD_WEIGHT) || ins[i].chunk < 0 ||
             ins[i].chunk >= s->chunks)
             continue;
         char *mark = &seen[(ins[i].op == SI_BWD_WEIGHT) * s->chunks + ins[i].chunk];
@@ -421,8 +443,8 @@ static void emit_instrs(writer *o, const Program *p, int stage, const sched_inst
                 emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_c%d(c, %d, %d, %d, %d));", in->m, in->chunk, in->chunk,
                      in->m, in->slot, in->dslot, last);
             else
-                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_input_c%d(c, %d, %d, %d));", in->m, in->chunk,
-                     in->chunk, in->m, in->slot, in->dslot);
+                emit(o, "    WF_TRACED(c, 'B', %d, %d, bwd_input_c%d(c, %d, %d, %d, %d));", in->m, in->chunk,
+                     in->chunk, in->m, in->slot, in->dslot, last);
             if (staging[i] >= 0) {
                 emit(o, " wf_copy(wf_recv_buffer(c, %d), wf_dact_slot(c, %d) + D_A_IN_C%d, %ldL);",
                   staging[i], in->dslot, in->chunk, tensor_storage(p, p->chunk_in[in->chunk]));

@@ -199,6 +199,10 @@ int op_weight_grad_staged(const Program *p, const ir_op *o) {
            !r->defer_weight_grad && !r->loss;
 }
 
+int op_weight_grad_in_b(const Program *p, const ir_op *o) {
+    return o->grad_w && o->n_param > 0 && !op_weight_grad_in_w(p, o) && !op_weight_grad_staged(p, o);
+}
+
 int op_dinput_shared(const Program *p, const ir_op *o, int k) {
     return k < o->n_in && o->in[k] > 0 && p->tensors[o->in[k]].dalias == o->out;
 }

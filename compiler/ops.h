@@ -157,6 +157,11 @@ int op_weight_grad_in_w(const Program *p, const ir_op *o);
  * bucket at the op's place.  Not the LM head, whose chunked B call writes
  * its bucket (kept live through the chunk, zero_plan.c). */
 int op_weight_grad_staged(const Program *p, const ir_op *o);
+/* Whether op o writes its parameter gradients into their bucket in B under
+ * a split backward: it has some, they do not wait for W and are not staged
+ * for W to add in (the norms' and biases' without ZeRO >= 2, the chunked LM
+ * head's always). */
+int op_weight_grad_in_b(const Program *p, const ir_op *o);
 /* Whether op o's input k's gradient shares its output gradient's place
  * (grad_alias, memory_grads.c): din = dout is there already, no copy. */
 int op_dinput_shared(const Program *p, const ir_op *o, int k);

@@ -416,8 +416,10 @@ static void debug_stages(search *S, const cand *c, const Program *p) {
                 double g = 0, b = 0;
                 for (int e = 0; p->zero >= 3 && e < p->n_gathers; e++)
                     if (p->gathers[e].stage == st && p->gathers[e].issue <= t && t <= p->gathers[e].end) g += p->buckets[p->gathers[e].bucket].numel;
-                for (int k = 0; k < p->n_buckets; k++)
-                    if (p->buckets[k].stage == st && p->buckets[k].first_write_op <= t && t <= p->buckets[k].wait_after_op) b += p->buckets[k].numel;
+                for (int k = 0; k < p->n_buckets; k++) {  /* started in B: B's times, after W's (zero_plan.c) */
+                    int u = t - (p->buckets[k].start_in_b ? p->n_ops : 0);
+                    if (p->buckets[k].stage == st && p->buckets[k].first_write_op <= u && u <= p->buckets[k].wait_after_op) b += p->buckets[k].numel;
+                }
                 gl = fmax(gl, g), bl = fmax(bl, b);
             }
             fprintf(stderr, "debug: stage %d zero buffers: buckets %ld gathers %ld; live at once %.0f %.0f\n", st, p->grad_buf_numel[st],

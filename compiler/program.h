@@ -199,6 +199,10 @@ typedef struct {
     int first_param, last_param;  /* indices in backward order */
     int ready_after_op;     /* backward op after which it is complete */
     int stage;
+    /* a split backward (zero-bubble): every gradient of it is written into
+     * the bucket in B, so its reduction starts (and, ZeRO >= 2, is waited)
+     * in B rather than in W (buckets.c) */
+    int start_in_b;
     /* set by zero (zero_plan.c) */
     int chunk;              /* the pipeline chunk writing its gradients */
     int first_write_op;     /* backward op that first writes one of its gradients */

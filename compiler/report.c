@@ -184,6 +184,7 @@ void program_report(const Program *p, FILE *out) {
         fprintf(out, "  bucket %-3d %10s  %s .. %s (ready after backward op %d", k, a,
                 p->params[p->grad_order[bk->first_param]].name,
                 p->params[p->grad_order[bk->last_param]].name, bk->ready_after_op);
+        if (bk->start_in_b) fputs(", in B: started there", out);  /* zero-bubble: B writes it whole (buckets.c) */
         /* ZeRO: zero floats so that dp divides the bucket (buckets.c) */
         if (bk->pad) fprintf(out, "; %ld padding float%s, %ld a rank's part", bk->pad, bk->pad == 1 ? "" : "s", bk->numel / p->dp);
         fputs(")\n", out);
@@ -345,8 +346,9 @@ void program_dump(const Program *p, const char *after, FILE *out) {
     if (p->buckets) {
         fprintf(out, "buckets (%d):\n", p->n_buckets);
         for (int k = 0; k < p->n_buckets; k++)
-            fprintf(out, "  bucket %d @%ld+%ld (padding %ld) ready after bwd op %d\n", k,
-                    p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].pad, p->buckets[k].ready_after_op);
+            fprintf(out, "  bucket %d @%ld+%ld (padding %ld) ready after bwd op %d%s\n", k,
+                    p->buckets[k].offset, p->buckets[k].numel, p->buckets[k].pad, p->buckets[k].ready_after_op,
+                    p->buckets[k].start_in_b ? " (in B: started there)" : "");
     }
     if (p->shard_numel && p->zero >= 2) {
         fprintf(out, "zero %d: bucket buffers (live from first gradient write to reduce-scatter wait):\n", p->zero);

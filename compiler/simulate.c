@@ -7,7 +7,8 @@
  *   pp       activations and gradients point-to-point between stages;
  *   dp       bucket all-reduces (NCCL ring, bus bandwidth) on the link the
  *            group spans, overlapping the last backward but for the last
- *            bucket, whose reduction starts when backward ends; on the CPU
+ *            bucket, whose reduction starts when backward ends (zero-bubble:
+ *            W, and the B left after a bucket B writes whole); on the CPU
  *            backend each bucket also costs a rank dp_bucket_us of CPU in
  *            MPI calls (weft calibrate), which nothing hides;
  * then iteration time, tokens/s, TFLOP/s per device, MFU, bubble, exposed
@@ -548,6 +549,17 @@ static double thread_gain(const Program *p) {
     return simulate_thread_gain(p->world < p->devices_per_node ? p->world : p->devices_per_node, calib);
 }
 
+/* Under a split backward (zero-bubble): the B half of chunk k (one
+ * microbatch) that runs after op i's, as stage_times scales it.  A bucket
+ * B writes whole starts after its last gradient (buckets.c's start_in_b),
+ * so its reduction overlaps this much of B. */
+static double b_after_seconds(const Program *p, int k, int i, double peak, double hbm) {
+    chunk_time sum = { { 0, 0, 0, 0 }, 0, 0 };
+    for (int q = p->chunk_first_op[k]; q < i; q++) add_op(p, q, peak, hbm, &sum);
+    const double *in = calib ? calib->inplace : (const double[3]){ 1, 1, 1 };
+    return (sum.t.b - sum.t.w) * in[1] / thread_gain(p) + sum.comm_b;
+}
+
 /* AdamW reads and writes weights, gradients and two moments, then zeroes
  * gradients: 36 bytes a parameter through memory; on the CPU backend,
  * weft-calibrate's measured optimizer_ns a parameter instead, times its
@@ -865,40 +877,55 @@ int simulate_plan(const Program *p, const sim_calibration *cal, const char *form
     double per_call = calib ? calib->dp_bucket_s : 0;
     for (int st = 0; st < p->pp; st++) {
         /* a split backward (zero-bubble) starts the buckets in W: only the
-         * weight half overlaps them */
+         * weight half overlaps them; but those B writes whole (buckets.c's
+         * start_in_b), which start in B: `early`, the B time after the
+         * first of them, overlaps them too (without ZeRO >= 2 all of the
+         * step's reductions then; with it, waited at B's end, theirs
+         * alone, rs_b) */
         double ar = 0, rs = 0, ag = 0, fs = tm.f[st], bs = s->split_backward ? tm.w[st] : tm.b[st];
-        double last_ar = 0, last_rs = 0;
+        double last_ar = 0, last_rs = 0, rs_b = 0, early = 0;
         int nb = 0;
         for (int k = 0; k < p->n_buckets; k++)
             if (p->buckets[k].stage == st) {
                 double bytes = el * p->buckets[k].numel;
-                /* buckets are in the order backward completes them: the
-                 * last one's collective starts only once backward is done */
-                last_ar = cost_allreduce_ring(bytes, p->dp, &dpl);
-                last_rs = cost_reduce_scatter_ring(bytes, p->dp, &dpl);
-                ar += last_ar;
-                rs += last_rs;
+                double one_ar = cost_allreduce_ring(bytes, p->dp, &dpl), one_rs = cost_reduce_scatter_ring(bytes, p->dp, &dpl);
+                ar += one_ar;
                 ag += cost_allgather_ring(pel * p->buckets[k].numel, p->dp, &dpl);
                 nb++;
+                if (p->buckets[k].start_in_b) {
+                    int chunk = p->params[p->grad_order[p->buckets[k].first_param]].chunk;
+                    double after = b_after_seconds(p, chunk, p->n_ops - 1 - p->buckets[k].ready_after_op, peak, hbm);
+                    if (after > early) early = after;
+                    rs_b += one_rs;
+                    continue;
+                }
+                /* buckets are in the order backward completes them: the
+                 * last one's collective starts only once backward is done */
+                last_ar = one_ar;
+                last_rs = one_rs;
+                rs += one_rs;
             }
+        double ar_window = bs + early;  /* without ZeRO >= 2: every reduction waits for the step's end */
+        double rs_b_exposed = rs_b > early ? rs_b - early : 0;
         if (p->dp <= 1) nb = 0;  /* no collectives at all */
         /* exposed: what does not fit under the last microbatch's backward,
          * and never less than the last bucket's own collective, plus each
          * non-blocking collective's CPU in MPI calls */
-        double c = ar, e = cost_dp_exposed(ar, last_ar, bs, nb, per_call);
+        double c = ar, e = cost_dp_exposed(ar, last_ar, ar_window, nb, per_call);
         if (p->zero == 1) {
-            c = rs + ag;
-            e = cost_dp_exposed(rs, last_rs, bs, nb, per_call) + ag;
+            c = rs + rs_b + ag;
+            e = cost_dp_exposed(rs + rs_b, last_rs, ar_window, nb, per_call) + ag;
         } else if (p->zero == 2) {
-            c = p->accum * rs + ag;
-            e = (p->accum - 1) * (rs > bs ? rs - bs : 0) + cost_dp_exposed(rs, last_rs, bs, p->accum * nb, per_call) + ag;
+            c = p->accum * (rs + rs_b) + ag;
+            e = (p->accum - 1) * (rs > bs ? rs - bs : 0) + cost_dp_exposed(rs, last_rs, bs, p->accum * nb, per_call) +
+                p->accum * rs_b_exposed + ag;
         } else if (p->zero >= 3) {
             /* a reduce-scatter and two all-gathers a bucket and microbatch
              * (forward, backward); a split backward under full recompute
              * gathers once more, for W's rebuild (zero_plan.c), beside W */
             double back = s->split_backward && p->recompute == RECOMPUTE_FULL ? 2 : 1;
-            c = p->accum * (rs + (1 + back) * ag);
-            e = p->accum * ((rs + back * ag > bs ? rs + back * ag - bs : 0) + (ag > fs ? ag - fs : 0)) +
+            c = p->accum * (rs + rs_b + (1 + back) * ag);
+            e = p->accum * ((rs + back * ag > bs ? rs + back * ag - bs : 0) + rs_b_exposed + (ag > fs ? ag - fs : 0)) +
                 (2 + back) * p->accum * nb * per_call;
         }
         if (c > dp_comm) dp_comm = c;

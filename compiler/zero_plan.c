@@ -64,13 +64,15 @@ static long first_fit(const Program *p, const int *order, int n, const long *siz
 
 /* ---- ZeRO >= 2: gradient bucket buffers ------------------------------------ */
 
-static int *g_lo, *g_hi;  /* live interval of each bucket (backward op indices) */
+/* Live intervals of each bucket's buffer, two at most (bucket_intervals):
+ * bucket k's at 2k, 2k + 1, g_n[k] of them */
+static int *g_lo, *g_hi, *g_n;
 
 static int bucket_live(const Program *p, int k, const int **lo, const int **hi) {
     (void)p;
-    *lo = &g_lo[k];
-    *hi = &g_hi[k];
-    return 1;
+    *lo = &g_lo[2 * k];
+    *hi = &g_hi[2 * k];
+    return g_n[k];
 }
 
 /* Whether, on chunk k's stage, another microbatch's B half of chunk k runs
@@ -95,7 +97,7 @@ static int b_before_w(const Program *p, int k) {
 static int writes_grad_in_b(const Program *p, const ir_bucket *bk) {
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
-        if (!o->grad_w || op_weight_grad_in_w(p, o) || op_weight_grad_staged(p, o)) continue;
+        if (!op_weight_grad_in_b(p, o)) continue;
         for (int k = 0; k < o->n_param; k++)
             for (int r = bk->first_param; r <= bk->last_param; r++)
                 if (p->grad_order[r] == o->param[k]) return 1;
@@ -103,10 +105,29 @@ static int writes_grad_in_b(const Program *p, const ir_bucket *bk) {
     return 0;
 }
 
+/* Bucket b's buffer is live from its first gradient write to its wait.
+ * Under a split backward (zero-bubble) a bucket started in B (buckets.c's
+ * start_in_b) lives inside one B call, the others inside one W call (their
+ * gradients are written there, and their wait follows), but for one that
+ * B writes in part (the chunked LM head beside gradients from W), live
+ * from that B to its W.  B and W calls never run at once, so times are on
+ * two axes: W's, the backward op indices, and B's, the same plus n_ops.
+ * Returns the count of intervals (lo[], hi[]). */
+static int bucket_intervals(const Program *p, const ir_bucket *bk, int lo[2], int hi[2]) {
+    int n = p->n_ops, k = 0;
+    int split = p->pp > 1 && p->sched && p->sched->split_backward;
+    if (!bk->start_in_b) lo[k] = bk->first_write_op, hi[k++] = bk->wait_after_op;
+    if (bk->start_in_b) lo[k] = n + bk->first_write_op, hi[k++] = n + bk->wait_after_op;
+    else if (split && writes_grad_in_b(p, bk))  /* from its first write in B to that B's end */
+        lo[k] = n + bk->first_write_op, hi[k++] = n + n - 1 - p->chunk_first_op[bk->chunk];
+    return k;
+}
+
 static void plan_bucket_buffers(Program *p, const int *last_use) {
     int n = p->n_ops;
-    g_lo = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
-    g_hi = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
+    g_lo = wf_checked(malloc(sizeof(int) * (size_t)(2 * p->n_buckets + 1)), "zero pass");
+    g_hi = wf_checked(malloc(sizeof(int) * (size_t)(2 * p->n_buckets + 1)), "zero pass");
+    g_n = wf_checked(malloc(sizeof(int) * (size_t)(p->n_buckets + 1)), "zero pass");
     long *size = wf_checked(malloc(sizeof(long) * (size_t)p->n_buckets + 1), "zero pass");
     long *off = wf_checked(malloc(sizeof(long) * (size_t)p->n_buckets + 1), "zero pass");
     int *order = wf_checked(malloc(sizeof(int) * (size_t)p->n_buckets + 1), "zero pass");
@@ -119,28 +140,33 @@ static void plan_bucket_buffers(Program *p, const int *last_use) {
             if (j < bk->first_write_op) bk->first_write_op = j;
         }
         /* waited once the next bucket completed later is started: its
-         * reduce-scatter overlaps the backward ops in between */
+         * reduce-scatter overlaps the backward ops in between.  Under a
+         * split backward the next one started in the same half (B or W,
+         * buckets.c's start_in_b): a bucket started in B is waited in that
+         * B, before the next microbatch's B writes its buffer again */
         bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
         for (int c = b + 1; c < p->n_buckets; c++) {
             const ir_bucket *next = &p->buckets[c];
             if (next->stage != bk->stage || p->params[p->grad_order[next->first_param]].chunk != bk->chunk)
                 break;
+            if (next->start_in_b != bk->start_in_b) continue;
             if (next->ready_after_op > bk->ready_after_op) {
                 bk->wait_after_op = next->ready_after_op;
                 break;
             }
         }
         /* A split backward (zero-bubble) completes buckets in W, the
-         * microbatch's weight half.  The chunked LM head writes its weight
-         * gradient in its B half: where another microbatch's B can run
-         * before a W, its bucket takes gradients between W calls, so it is
-         * live through the whole chunk and shares no float of the stage. */
-        if (b_before_w(p, bk->chunk) && writes_grad_in_b(p, bk)) {
+         * microbatch's weight half, but for those B writes whole (started
+         * and waited in B).  The chunked LM head writes its weight gradient
+         * in its B half: in a bucket with gradients from W too (an untied
+         * head beside others), where another microbatch's B can run before
+         * a W, that bucket takes gradients between W calls, so it is live
+         * through the whole chunk and shares no float of the stage. */
+        if (!bk->start_in_b && b_before_w(p, bk->chunk) && writes_grad_in_b(p, bk)) {
             bk->first_write_op = n - p->chunk_end_op[bk->chunk];
             bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
         }
-        g_lo[b] = bk->first_write_op;
-        g_hi[b] = bk->wait_after_op;
+        g_n[b] = bucket_intervals(p, bk, &g_lo[2 * b], &g_hi[2 * b]);
         size[b] = bk->numel;
     }
     for (int s = 0; s < p->pp; s++) {
@@ -149,7 +175,7 @@ static void plan_bucket_buffers(Program *p, const int *last_use) {
             if (p->buckets[b].stage == s) order[m++] = b;
         /* by first write (insertion sort: few buckets) */
         for (int i = 1; i < m; i++)
-            for (int j = i; j > 0 && g_lo[order[j - 1]] > g_lo[order[j]]; j--) {
+            for (int j = i; j > 0 && g_lo[2 * order[j - 1]] > g_lo[2 * order[j]]; j--) {
                 int t = order[j];
                 order[j] = order[j - 1];
                 order[j - 1] = t;
@@ -159,6 +185,7 @@ static void plan_bucket_buffers(Program *p, const int *last_use) {
     for (int b = 0; b < p->n_buckets; b++) p->buckets[b].buffer = off[b];
     free(g_lo);
     free(g_hi);
+    free(g_n);
     free(size);
     free(off);
     free(order);
@@ -383,7 +410,11 @@ static int verify_disjoint(const Program *p, const char *what, int gathers) {
             long xo = gathers ? x->gather : x->buffer, yo = gathers ? y->gather : y->buffer;
             if (x->stage != y->stage || xo >= yo + y->numel || yo >= xo + x->numel) continue;
             int live = 0;
-            if (!gathers) live = x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
+            if (!gathers) {
+                int xl[2], xh[2], yl[2], yh[2];
+                int nx = bucket_intervals(p, x, xl, xh), ny = bucket_intervals(p, y, yl, yh);
+                live = overlap(xl, xh, nx, yl, yh, ny);
+            }
             for (int i = first[a]; gathers && i < first[a + 1]; i++)
                 for (int j = first[b]; j < first[b + 1]; j++) {
                     const zero_gather *e = &p->gathers[list[i]], *f = &p->gathers[list[j]];

@@ -108,7 +108,10 @@ static void zero_facts(const Program *p, const char *what) {
         bad += x->buffer < 0 || x->buffer + x->numel > p->grad_buf_numel[x->stage];
         for (int b = a + 1; b < p->n_buckets; b++) {
             const ir_bucket *y = &p->buckets[b];
-            int live = x->stage == y->stage && x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
+            /* one started and waited in B (zero-bubble) is never live with
+             * one W writes and waits for: B and W calls never run at once */
+            int live = x->stage == y->stage && x->start_in_b == y->start_in_b &&
+                       x->first_write_op <= y->wait_after_op && y->first_write_op <= x->wait_after_op;
             bad += live && x->buffer < y->buffer + y->numel && y->buffer < x->buffer + x->numel;
         }
     }
@@ -152,9 +155,44 @@ static int shares_floats(const Program *p, int b) {
     return n;
 }
 
+/* Moves, on the last stage, W of microbatch 0 to just after B of
+ * microbatch 1 (zb-h1 runs W0 first there) and plans the zero pass again. */
+static int b1_before_w0(Program *p) {
+    int last = p->pp - 1, k = p->n_chunks - 1;
+    sched_instr *ins = p->sched->ins[last];
+    int w0 = -1, b1 = -1;
+    for (int i = 0; i < p->sched->n[last]; i++) {
+        if (ins[i].op == SI_BWD_WEIGHT && ins[i].m == 0 && ins[i].chunk == k) w0 = i;
+        if (ins[i].op == SI_BWD_INPUT && ins[i].m == 1 && ins[i].chunk == k) b1 = i;
+    }
+    check(w0 >= 0 && b1 > w0, "zb-h1's last stage runs W0 before B1");
+    if (w0 < 0 || b1 <= w0) return -1;
+    sched_instr w = ins[w0];
+    memmove(&ins[w0], &ins[w0 + 1], sizeof *ins * (size_t)(b1 - w0));
+    ins[b1] = w;
+    free(p->shard_numel);
+    free(p->grad_buf_numel);
+    free(p->gather_numel);
+    int rc = pass_zero(p);
+    check(rc == 0, "the zero pass plans the list with B1 before W0");
+    return rc;
+}
+
+/* The bucket of the LM head's weight (its op's parameter). */
+static int head_bucket(const Program *p) {
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].kind == OP_LMHEAD_XENT) return p->params[p->ops[i].param[0]].bucket;
+    return -1;
+}
+
 /* ZeRO-2 under zb-h1: the chunked LM head writes its weight gradient in its
- * B half.  zb-h1 runs the last stage's W right after its B, so the head's
- * bucket lives as its gradients do; a list with another microbatch's B
+ * B half.  Alone in its bucket (the tied wte's copy), B writes the bucket
+ * whole, so B starts its reduce-scatter and waits for it at its end
+ * (start_in_b): its buffer lives inside one B call, so it shares floats
+ * with buckets W writes, wherever the list puts the other microbatches' B
+ * and W halves.  Beside gradients from W (LLaMA's untied lm_head with the
+ * final norm, staged for W) the bucket starts in W; zb-h1 runs the last
+ * stage's W right after its B, but a list with another microbatch's B
  * before a W (moved here by hand) makes it take gradients between W calls:
  * live through the whole chunk, sharing no float of the stage. */
 static void head_bucket_under_zb(void) {
@@ -163,32 +201,36 @@ static void head_bucket_under_zb(void) {
                           "batch.micro=2", "buckets.mb=0.02", NULL);
     check(rc == 0, "zero 2 pp 2 zb-h1 (0.02 MiB) compiles");
     if (rc != 0) return;
-    int last = p.pp - 1, k = p.n_chunks - 1, head = -1;
-    for (int i = 0; i < p.n_ops; i++)
-        if (p.ops[i].kind == OP_LMHEAD_XENT) head = p.params[p.ops[i].param[0]].bucket;
-    check(head >= 0 && shares_floats(&p, head) > 0, "zb-h1 as built: the head's bucket buffer is reused by "
-          "another bucket of its stage (%d share)", head >= 0 ? shares_floats(&p, head) : -1);
-    /* move W of microbatch 0 to just after B of microbatch 1 */
-    sched_instr *ins = p.sched->ins[last];
-    int w0 = -1, b1 = -1;
-    for (int i = 0; i < p.sched->n[last]; i++) {
-        if (ins[i].op == SI_BWD_WEIGHT && ins[i].m == 0 && ins[i].chunk == k) w0 = i;
-        if (ins[i].op == SI_BWD_INPUT && ins[i].m == 1 && ins[i].chunk == k) b1 = i;
+    int k = p.n_chunks - 1, head = head_bucket(&p), chunk_end = p.n_ops - 1 - p.chunk_first_op[k];
+    for (int pass = 0; pass < 2 && head >= 0; pass++) {
+        const char *what = pass ? "B1 before W0" : "zb-h1 as built";
+        const ir_bucket *bk = &p.buckets[head];
+        int alone_in_b = 0;
+        for (int b = 0; b < p.n_buckets; b++) alone_in_b += p.buckets[b].start_in_b;
+        check(bk->start_in_b && alone_in_b == 1 && bk->ready_after_op == 0 && bk->wait_after_op == chunk_end,
+              "%s: the tied head's bucket (alone) starts in B after the head's B (op %d) and is waited at B's end "
+              "(op %d of %d), the only bucket started in B (%d)", what, bk->ready_after_op, bk->wait_after_op,
+              chunk_end, alone_in_b);
+        check(shares_floats(&p, head) > 0, "%s: the head's bucket buffer is reused by buckets W writes (%d share)",
+              what, shares_floats(&p, head));
+        zero_facts(&p, what);
+        if (pass == 0 && b1_before_w0(&p) != 0) break;
     }
-    check(w0 >= 0 && b1 > w0, "zb-h1's last stage runs W0 before B1");
-    if (w0 >= 0 && b1 > w0) {
-        sched_instr w = ins[w0];
-        memmove(&ins[w0], &ins[w0 + 1], sizeof *ins * (size_t)(b1 - w0));
-        ins[b1] = w;
-        free(p.shard_numel);
-        free(p.grad_buf_numel);
-        free(p.gather_numel);
-        check(pass_zero(&p) == 0, "the zero pass plans the list with B1 before W0");
+    program_free(&p);
+
+    rc = compile_with(&p, "plans/llama_tiny.lua", "cpu", "zero=2", "mesh.pp=2", "pipeline.schedule=zb-h1",
+                      "batch.micro=2", "buckets.mb=0.1", NULL);
+    check(rc == 0, "llama zero 2 pp 2 zb-h1 (0.1 MiB) compiles");
+    if (rc != 0) return;
+    k = p.n_chunks - 1, head = head_bucket(&p);
+    check(head >= 0 && !p.buckets[head].start_in_b && p.buckets[head].first_param != p.buckets[head].last_param,
+          "llama: lm_head shares its bucket with gradients W adds in: it starts in W");
+    if (head >= 0 && b1_before_w0(&p) == 0) {
         const ir_bucket *bk = &p.buckets[head];
         check(bk->first_write_op == p.n_ops - p.chunk_end_op[k] && bk->wait_after_op == p.n_ops - 1 - p.chunk_first_op[k]
-              && shares_floats(&p, head) == 0, "B1 before W0: the head's bucket lives through the chunk's backward "
-              "(%d..%d) and shares no float of its stage", bk->first_write_op, bk->wait_after_op);
-        zero_facts(&p, "B1 before W0");
+              && shares_floats(&p, head) == 0, "llama, B1 before W0: the head's bucket lives through the chunk's "
+              "backward (%d..%d) and shares no float of its stage", bk->first_write_op, bk->wait_after_op);
+        zero_facts(&p, "llama, B1 before W0");
     }
     program_free(&p);
 }
