@@ -116,3 +116,27 @@ int grad16(const Program *p) { return p->grad16; }
 long grad16_scratch_numel(const Program *p, int stage) { return grad16(p) ? widest(p, stage) : 0; }
 
 long grad16_stage_numel(const Program *p, int stage) { return grad16(p) ? grad16_stage_numel_of(p, stage) : 0; }
+
+/* ZeRO-1 (runtime grad16.c's zero1_place): each bucket's summed part is
+ * rounded into its place in the 16-bit arena as soon as its dp sum is done;
+ * only the parameters summed after the dp sum keep this rank's part of them
+ * in floats until the optimizer step.  Every rank allocates the most of any
+ * dp rank (a parameter straddling shards splits unevenly): rank r owns
+ * [offset + r n / dp, offset + (r + 1) n / dp) of a bucket of n values. */
+long grad16_zero1_float_numel(const Program *p, int stage) {
+    if (!grad16(p) || p->zero != 1) return 0;
+    long most = 0;
+    for (int r = 0; r < p->dp; r++) {
+        long sum = 0;
+        for (int k = 0; k < p->n_params; k++) {
+            const ir_param *q = &p->params[k];
+            if (q->stage != stage || q->frozen || q->bucket < 0 || !summed_after(p, k)) continue;
+            const ir_bucket *b = &p->buckets[q->bucket];
+            long part = b->numel / p->dp, lo = b->offset + r * part, hi = lo + part;
+            long a = q->offset > lo ? q->offset : lo, e = q->offset + q->numel < hi ? q->offset + q->numel : hi;
+            if (e > a) sum += e - a;
+        }
+        if (sum > most) most = sum;
+    }
+    return most;
+}

@@ -20,8 +20,10 @@
 # with its language model frozen; PipeDream-2BW over dp 2 with 16-bit dp sums
 # (its tied wte's gradient sent as floats after them) and with fp32 dp sums
 # (the tied wte's bucket summed in the staging and kept there, unrounded,
-# through the exchange), and under ZeRO-1 (fp32 and 16-bit dp sums: the tied
-# wte's float shard sent and added, rounded with the other shards) and
+# through the exchange), and under ZeRO-1 (fp32 and 16-bit dp sums, each
+# bucket reduce-scattered in place and this rank's part rounded, or moved,
+# into the arena at once; the tied wte's float part sent and added, rounded
+# with the other float parts by the step) and
 # ZeRO-2 (16-bit bucket buffers, the float shard as without 2BW); a resume continues a 16-bit run bit for
 # bit.  Both layouts allocate
 # exactly what memory.c planned; the 16-bit arena is half the float one.
