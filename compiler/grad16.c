@@ -15,7 +15,8 @@
  *   - a bucket's data-parallel sum (all-reduce, ZeRO's reduce-scatter) runs
  *     on its values widened into a float staging buffer (the stage's
  *     largest bucket; one bucket in flight at a time) and is rounded once
- *     into the arena, or into ZeRO's float shard;
+ *     into the arena (ZeRO-1: this rank's part, as soon as its sum is done;
+ *     grad16_zero1_float_numel below), or added into ZeRO-2's float shard;
  *   - the sequence-parallel tp sums and the tied wte's sum between the
  *     pipeline's ends run in that staging too, after the dp sum and before
  *     the one rounding, as the float program summed them before rounding.
@@ -80,7 +81,8 @@ static int summed_after(const Program *p, int k) {
  * and the sums after it, run there); with dp 1, or a 16-bit dp sum
  * (plan.dp_comm: the bucket's bits are summed in place, runtime grad16.c)
  * without ZeRO, the largest parameter summed after it (one at a time);
- * none for a 16-bit dp sum under ZeRO (its float shard holds those sums). */
+ * none for a 16-bit dp sum under ZeRO (ZeRO-1's float parts, ZeRO-2's
+ * float shard hold the sums after it). */
 long grad16_stage_numel_of(const Program *p, int stage) {
     long most = 0;
     int sum16 = p->dp > 1 && dp_comm16(p);
