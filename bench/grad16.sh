@@ -5,7 +5,7 @@
 # and bytes per parameter, the run's allocated = planned bytes and peak RSS
 # (rank 0, the run's last log line), and tokens/s, the two alternating ROUNDS
 # times so that both see the same machine load; the last column is the ratio
-# 16-bit / float (tiny_c16, tiny_z1c16: 16-bit dp sums, plan.dp_comm, where
+# 16-bit / float (tiny_z1: ZeRO-1, fp32 dp sums; tiny_c16, tiny_z1c16: 16-bit dp sums, plan.dp_comm, where
 # the stored bits are sent as they are; tiny_z3: ZeRO-3; vlm_frozen:
 # vlm_tiny.lua with its vision encoder frozen, no gradients there).  Run from the repository root after
 # scripts/build.sh; ONLY="name ..." runs those rows.
@@ -25,6 +25,7 @@ rows=(
   "tiny|plans/tiny.lua --set data.train=$WORK/synth.bin"
   "tiny_dp1|plans/tiny.lua --set data.train=$WORK/synth.bin --set mesh.dp=1"
   "tiny_c16|plans/tiny.lua --set data.train=$WORK/synth.bin --set dp_comm=bf16"
+  "tiny_z1|plans/tiny.lua --set data.train=$WORK/synth.bin --set zero=1"
   "tiny_z1c16|plans/tiny.lua --set data.train=$WORK/synth.bin --set dp_comm=bf16 --set zero=1"
   "tiny_z3|plans/tiny.lua --set data.train=$WORK/synth.bin --set zero=3"
   "vlm_frozen|plans/vlm_tiny.lua --set data.train=$WORK/vlm.bin --set model.freeze.vision=true --set mesh.dp=1"

@@ -15,7 +15,8 @@
  *   - a bucket's data-parallel sum (all-reduce, ZeRO's reduce-scatter) runs
  *     on its values widened into a float staging buffer (the stage's
  *     largest bucket; one bucket in flight at a time) and is rounded once
- *     into the arena, or into ZeRO's float shard;
+ *     into the arena (ZeRO-1: this rank's part, as soon as its sum is done;
+ *     grad16_zero1_float_numel below), or added into ZeRO-2's float shard;
  *   - the sequence-parallel tp sums and the tied wte's sum between the
  *     pipeline's ends run in that staging too, after the dp sum and before
  *     the one rounding, as the float program summed them before rounding.
@@ -80,7 +81,8 @@ static int summed_after(const Program *p, int k) {
  * and the sums after it, run there); with dp 1, or a 16-bit dp sum
  * (plan.dp_comm: the bucket's bits are summed in place, runtime grad16.c)
  * without ZeRO, the largest parameter summed after it (one at a time);
- * none for a 16-bit dp sum under ZeRO (its float shard holds those sums). */
+ * none for a 16-bit dp sum under ZeRO (ZeRO-1's float parts, ZeRO-2's
+ * float shard hold the sums after it). */
 long grad16_stage_numel_of(const Program *p, int stage) {
     long most = 0;
     int sum16 = p->dp > 1 && dp_comm16(p);
@@ -116,3 +118,27 @@ int grad16(const Program *p) { return p->grad16; }
 long grad16_scratch_numel(const Program *p, int stage) { return grad16(p) ? widest(p, stage) : 0; }
 
 long grad16_stage_numel(const Program *p, int stage) { return grad16(p) ? grad16_stage_numel_of(p, stage) : 0; }
+
+/* ZeRO-1 (runtime grad16.c's zero1_place): each bucket's summed part is
+ * rounded into its place in the 16-bit arena as soon as its dp sum is done;
+ * only the parameters summed after the dp sum keep this rank's part of them
+ * in floats until the optimizer step.  Every rank allocates the most of any
+ * dp rank (a parameter straddling shards splits unevenly): rank r owns
+ * [offset + r n / dp, offset + (r + 1) n / dp) of a bucket of n values. */
+long grad16_zero1_float_numel(const Program *p, int stage) {
+    if (!grad16(p) || p->zero != 1) return 0;
+    long most = 0;
+    for (int r = 0; r < p->dp; r++) {
+        long sum = 0;
+        for (int k = 0; k < p->n_params; k++) {
+            const ir_param *q = &p->params[k];
+            if (q->stage != stage || q->frozen || q->bucket < 0 || !summed_after(p, k)) continue;
+            const ir_bucket *b = &p->buckets[q->bucket];
+            long part = b->numel / p->dp, lo = b->offset + r * part, hi = lo + part;
+            long a = q->offset > lo ? q->offset : lo, e = q->offset + q->numel < hi ? q->offset + q->numel : hi;
+            if (e > a) sum += e - a;
+        }
+        if (sum > most) most = sum;
+    }
+    return most;
+}

@@ -98,11 +98,12 @@ static double tied_buffer(const Program *p, int stage) {
  * (param16.c: 2 bytes each, both backends) and the gradients under grad16
  * (grad16.c, likewise): otherwise 16-bit plans keep them as rounded fp32
  * values (act16 packs two 16-bit activations in a float), beside fp32
- * masters and moments.  ZeRO-1 with 16-bit
- * gradients adds the reduced float shard (otherwise it reduces in place in
- * the arena), ZeRO-2 keeps the shard and the bucket buffers backward
- * writes, ZeRO-3 the parameter shard and the gather buffers of the buckets
- * in use; a shard is dp rank 0's, the largest. */
+ * masters and moments.  ZeRO-1 reduces in place in the arena; with 16-bit
+ * gradients it adds the float parts of the parameters summed after the dp
+ * sum (sequence parallelism's, the tied wte's); ZeRO-2 keeps the shard and
+ * the bucket buffers backward writes, ZeRO-3 the parameter shard and the
+ * gather buffers of the buckets in use; a shard is dp rank 0's, the
+ * largest. */
 program_memory program_memory_of(const Program *p, int stage) {
     program_memory m;
     int slots = program_slots(p, stage), wide = strcmp(p->precision, "fp32") == 0;
@@ -118,11 +119,14 @@ program_memory program_memory_of(const Program *p, int stage) {
     m.params = p->zero >= 3 ? arena(pshard) + arena(pbytes * (double)p->gather_numel[stage]) : arena(pbytes * psi);
     if (param16(p)) m.params += arena(4.0 * (double)param16_scratch_numel(p, stage));
     /* grad16.c: the gradients (ZeRO-2: the bucket buffers) in 2 bytes, one
-     * op's gradients widened and the sums' staging in floats; ZeRO's
+     * op's gradients widened and the sums' staging in floats; ZeRO-2's
      * reduced shard stays float */
     double gbytes = grad16(p) ? 2.0 : 4.0;
     m.grads = p->zero >= 2 ? arena(shard) + arena(gbytes * (double)p->grad_buf_numel[stage]) : arena(gbytes * trained);
-    if (p->zero == 1 && grad16(p)) m.grads += arena(shard);  /* zero.c: else reduced in the arena, in place */
+    /* ZeRO-1 reduces in place; 16-bit gradients keep the parts summed after
+     * the dp sum in floats (runtime grad16.c), none without such sums */
+    double float_parts = (double)grad16_zero1_float_numel(p, stage);
+    if (float_parts > 0) m.grads += 4.0 * float_parts;
     if (grad16(p))
         m.grads += arena(4.0 * (double)grad16_scratch_numel(p, stage)) + arena(4.0 * (double)grad16_stage_numel(p, stage));
     /* two weight versions; under ZeRO-3 each is a shard (twobw.c) */

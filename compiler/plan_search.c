@@ -876,11 +876,12 @@ static void vlm_lower_bound(search *S, const cand *c, int accum, double *first, 
     if (c->zero >= 1) o /= dp;
     /* v's are floats: a 16-bit plan may store them in 2 bytes beside a
      * float scratch of the stage's widest op (add16); ZeRO-2's gradient
-     * shard is floats, ZeRO-1's beside the gradients */
+     * shard is floats; ZeRO-1 reduces in place (its float parts beside
+     * 16-bit gradients, stage_state's, are left out) */
     double w16 = 0, g16 = 0, unused = 0;
     add16(S, w, 0, v[V0_WIDE], &w16, &unused);
     if (c->zero >= 2) g16 = g / dp;
-    else add16(S, g, 0, v[V0_WIDEG], &g16, &unused), g16 += c->zero == 1 ? g / dp : 0;
+    else add16(S, g, 0, v[V0_WIDEG], &g16, &unused);
     w = w16, g = g16;
     double tokens = (double)c->micro * S->seq;
     int slots = stage_slots_of(c->pp > 1 ? c->sched : SCHED_1F1B, c->pp, accum, c->virt, 1);
@@ -992,9 +993,11 @@ static double zero_buffer_bound(search *S, const cand *c) {
  * on the ends), and summing a bucket over dp in a float staging (dp > 1,
  * fp32 dp sums), at least the largest layer parameter: add16.  (Halving
  * only, with no scratch, left ZeRO-3 builds at tp 4 of the 1008B GPT
- * 5 GiB below their plans and built ones that do not fit.)  ZeRO-1's
- * reduced shard is floats beside 16-bit gradients (grad16.c), and none
- * beside float ones (zero.c reduces in place in the arena). */
+ * 5 GiB below their plans and built ones that do not fit.)  ZeRO-1
+ * reduces in place in the arena (zero.c); beside 16-bit gradients it keeps
+ * floats only for the parts summed after the dp sum (runtime grad16.c:
+ * sequence parallelism's norms and biases, the tied wte's 1 / dp on a
+ * pipeline's ends), left out of this bound. */
 static void stage_state(search *S, const cand *c, const double *v, int first, int last, double *a, double *b) {
     double zw = c->offload ? 0 : c->zero >= 3 ? 1.0 / c->dp : 1, zg = c->zero >= 2 ? 1.0 / c->dp : 1;
     double zo = c->offload ? 0 : c->zero >= 1 ? 1.0 / c->dp : 1;
@@ -1013,7 +1016,6 @@ static void stage_state(search *S, const cand *c, const double *v, int first, in
         add16(S, 4 * buckets, 0, wide + staging, a, b);
     } else {
         add16(S, g0, v[AT_DG], wide + staging, a, b);
-        if (c->zero == 1 && S->el == 2) *a += g0 / c->dp, *b += v[AT_DG] / c->dp;
     }
 }
 

@@ -503,6 +503,9 @@ int grad16_decide(const Program *p);
 int grad16(const Program *p);
 long grad16_scratch_numel(const Program *p, int stage);
 long grad16_stage_numel(const Program *p, int stage);
+/* ZeRO-1: the floats of the parts summed after the dp sum (tp, tied) that
+ * a rank keeps until the optimizer step, the most of any dp rank */
+long grad16_zero1_float_numel(const Program *p, int stage);
 typedef struct {
     double params;   /* working weights (both 2BW versions), act16's 16-bit GEMM copies or cast buffer */
     double grads;    /* the gradient arena, ZeRO's shard and bucket buffers */

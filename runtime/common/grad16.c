@@ -15,23 +15,26 @@
  *     rounded (the float program's round_param_grads);
  *   - the data-parallel sum of a bucket runs on its values widened into
  *     c->gstage: one bucket in flight at a time (the next bucket's start
- *     finishes it), its sum rounded into the arena (ZeRO-0), kept in
- *     ZeRO-1's float shard, or added into ZeRO-2's float shard;
+ *     finishes it), its sum rounded into the arena (ZeRO-0; ZeRO-1: this
+ *     rank's part, reduce-scattered in place in the staging, rounded into
+ *     its place), or added into ZeRO-2's float shard;
  *   - a 16-bit dp sum (plan.dp_comm) sends the bucket's bits as they are,
  *     every bucket in flight at once, no staging (the float program packed
- *     the same values into the same 16-bit message, dp_comm.c);
+ *     the same values into the same 16-bit message, dp_comm.c); ZeRO
+ *     reduce-scatters in place in the arena;
  *   - parameters summed after the dp sum (sequence parallelism's partial
  *     gradients over tp, the tied wte over the pipeline's ends) are summed
  *     in the optimizer step where the float program summed them, on their
- *     floats (the bucket's dp sum in the staging, ZeRO-1's shard), before
+ *     floats (the bucket's dp sum in the staging; ZeRO-1: this rank's parts
+ *     of those parameters alone, kept as floats in c->zero_buf), before
  *     the one rounding the float program's optimizer step did;
  *   - the optimizer, the norm and fp16's overflow check read the bits;
  *   - PipeDream-2BW (dp 1, or dp > 1 with 16-bit dp sums, whose result is
  *     stored as it is; with fp32 dp sums the tied wte's bucket stays in the
  *     staging through the exchange): the tied wte's gradient travels as floats
  *     (twobw.c's message) and is added with one rounding; under ZeRO-1 its
- *     float shard in zero_buf travels and is added there, rounded with the
- *     other shards by the optimizer step (zero1_store).
+ *     float part in zero_buf travels and is added there, rounded with the
+ *     other float parts by the optimizer step (zero1_store).
  * ZeRO-2's shard stays float: it accumulates the microbatches unrounded.
  * Every conversion of the arena runs where it lives, in stream order
  * (internal.h's wf_backend_from16 and kin: convert16.c's loops on the CPU,
@@ -83,6 +86,10 @@ static int deferred(const wf_ctx *c, int k) {
     return 0;
 }
 
+/* Summed after the dp sum: the parameter's gradient stays in floats until
+ * the optimizer step (ZeRO-1's float parts) */
+static int summed_after(const wf_ctx *c, const wf_param *q) { return q->bucket >= 0 && (tp_sum(c, q) || tied_sum(c, q)); }
+
 /* The tp and tied sums of parameter j's n floats at g, in the float
  * program's order (all tp sums, then the tied ones: per element the same). */
 static void sums_after(wf_ctx *c, const wf_param *q, float *g, long n, int with_tied) {
@@ -107,8 +114,7 @@ static float *bucket_grads(wf_ctx *c, int k) {
 /* plan.dp_comm 16-bit (dp > 1): the dp sum runs in the stored type, so a
  * bucket's bits are its message, summed in place as dp_comm.c's packed
  * floats were (the same values, count and type): no staging, any number of
- * buckets in flight.  ZeRO-1 receives its 16-bit shard where the float
- * program did (the start of its float shard). */
+ * buckets in flight. */
 static int direct(const wf_program *p) { return p->dp_comm16 && p->dp > 1; }
 
 static wf_dtype type16(const wf_program *p) { return p->precision == WF_BF16 ? WF_B16 : WF_F16; }
@@ -118,11 +124,92 @@ static void direct_start(wf_ctx *c, int k) {
     void *g = bucket_grads(c, k);
     if (!p->zero)
         c->coll->allreduce(c, WF_GROUP_DP, g, p->buckets[k].numel, type16(p), WF_SUM, &c->bucket_req[k]);
-    else
-        c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, p->zero == 1 ? (void *)(c->zero_buf + c->zero_base[k]) : g,
-                                      wf_zero_part(p, k), type16(p), &c->bucket_req[k]);
-    c->zero_unplaced = p->zero == 1;  /* its 16-bit shards to widen, once (wf_grad16_finish) */
+    else  /* in place in the arena (ZeRO-1: moved to its place by zero1_place) */
+        c->coll->reduce_scatter_parts(c, WF_GROUP_DP, g, g, wf_zero_part(p, k), type16(p), &c->bucket_req[k]);
+    c->zero_unplaced = p->zero == 1;  /* its 16-bit parts to place, once (wf_grad16_finish) */
     c->n_inflight++;
+}
+
+/* ---- ZeRO-1: the summed parts in place, floats only where summed after ----
+ *
+ * ZeRO-1 stores each bucket's summed part (this rank's) into its place in
+ * the 16-bit arena as soon as the bucket's dp sum completes.  The float
+ * program keeps that float sum and rounds it at its optimizer step; for a
+ * gradient nothing is added to between the dp sum and that step, rounding
+ * the same float now or then is the same one rounding of the same value, so
+ * the same bits (a 16-bit dp sum's part is already 16-bit values: moved, not
+ * rounded).  Only the parameters summed after the dp sum (summed_after: the
+ * tp and tied sums) keep their part as floats, in zero_buf, packed in
+ * parameter order, until zero1_store adds those sums and rounds once.  The
+ * rest of the arena (other ranks' parts, MPI's sums of them) is read by
+ * nothing: the norm, the overflow check and the optimizer read own parts
+ * (opt_ranges.c), and the step clears the arena (wf_zero_grads_clear). */
+
+static long shard_at(const wf_program *p, int k, int r) { return p->shards[(long)k * (p->dp + 1) + r]; }
+
+/* the floats of the parts summed after the dp sum that dp rank r owns */
+static long float_parts_of(const wf_ctx *c, int r) {
+    const wf_program *p = c->p;
+    long n = 0;
+    for (int j = 0; j < p->n_params; j++) {
+        long lo, hi;
+        if (!summed_after(c, &p->params[j])) continue;
+        wf_zero_own_range(p, j, r, &lo, &hi);
+        n += hi - lo;
+    }
+    return n;
+}
+
+/* Every rank allocates the most any dp rank needs: the parts differ when a
+ * parameter summed after the dp sum straddles shards, and the memory plan
+ * (compiler/memory.c) is one figure a stage.  None when nothing is summed
+ * after the dp sum (no sequence parallelism, no tied wte on this stage). */
+void wf_grad16_zero1_alloc(wf_ctx *c) {
+    long most = 0;
+    for (int r = 0; r < c->p->dp; r++) {
+        long n = float_parts_of(c, r);
+        if (n > most) most = n;
+    }
+    if (most > 0) c->zero_buf = wf_alloc(c, sizeof(float) * (size_t)most, "ZeRO-1 gradient parts summed after the dp sum (fp32)");
+}
+
+/* Parameter k's float part in zero_buf (its elements [own_lo, own_hi)) */
+float *wf_grad16_float_part(wf_ctx *c, int k) {
+    float *part = c->zero_buf;
+    for (int j = 0; j < k; j++)
+        if (summed_after(c, &c->p->params[j])) part += c->own_hi[j] - c->own_lo[j];
+    return part;
+}
+
+/* Bucket k's dp sum done: this rank's part, where the in-place collective
+ * left it (wf_zero_part_at: its own part, or the buffer's start), stored at
+ * its place in the arena (the staging's floats rounded; 16-bit sums moved:
+ * at the start, [0, part) never overlaps rank r >= 1's [r part, (r + 1)
+ * part), and rank 0's is in place), and the parts of the parameters summed
+ * after the dp sum copied as floats into zero_buf. */
+static void zero1_place(wf_ctx *c, int k) {
+    const wf_program *p = c->p;
+    const wf_bucket *b = &p->buckets[k];
+    long n = wf_zero_part(p, k), own = b->offset + shard_at(p, k, c->dp_rank);
+    uint16_t *dst = bits_of(c->grads) + own;
+    if (direct(p)) {
+        const uint16_t *src = bits_of(c->grads) + b->offset + wf_zero_part_at(c, k);
+        if (src != dst) wf_backend_copy(c, dst, src, sizeof(uint16_t) * (size_t)n);
+    } else {
+        wf_backend_to16(c, dst, c->gstage + wf_zero_part_at(c, k), n);
+    }
+    float *part = c->zero_buf;
+    for (int j = 0; j < p->n_params; j++) {
+        const wf_param *q = &p->params[j];
+        if (!summed_after(c, q)) continue;
+        long lo = c->own_lo[j], m = c->own_hi[j] - lo;
+        if (q->bucket == k && m > 0) {
+            long at = q->offset + lo - own;  /* into this rank's part */
+            if (direct(p)) wf_backend_from16(c, part, dst + at, m);
+            else wf_backend_copy(c, part, c->gstage + wf_zero_part_at(c, k) + at, sizeof(float) * (size_t)m);
+        }
+        part += m;
+    }
 }
 
 /* ZeRO-2: this rank's summed part (where the in-place collective left it,
@@ -170,26 +257,26 @@ void wf_grad16_bucket_start(wf_ctx *c, int k) {
         wf_backend_zero(c, bucket_grads(c, k), sizeof(uint16_t) * (size_t)b->numel);
     if (!p->zero)
         c->coll->allreduce(c, WF_GROUP_DP, c->gstage, b->numel, WF_F32, WF_SUM, &c->bucket_req[k]);
-    else  /* ZeRO-1 into its float shard, ZeRO-2 in place */
-        c->coll->reduce_scatter_parts(c, WF_GROUP_DP, c->gstage,
-                                      p->zero == 1 ? c->zero_buf + c->zero_base[k] : c->gstage, wf_zero_part(p, k),
-                                      WF_F32, &c->bucket_req[k]);
+    else  /* in place in the staging */
+        c->coll->reduce_scatter_parts(c, WF_GROUP_DP, c->gstage, c->gstage, wf_zero_part(p, k), WF_F32,
+                                      &c->bucket_req[k]);
     c->g16_inflight = k;
     c->n_inflight = 1;
 }
 
-/* The bucket in flight: its sum rounded into the arena (ZeRO-0), left in
- * ZeRO-1's shard (rounded by wf_grad16_step_sums), or this rank's part
- * added into ZeRO-2's float shard. */
+/* The bucket in flight: its sum rounded into the arena (ZeRO-0), this
+ * rank's part placed (ZeRO-1, zero1_place), or added into ZeRO-2's float
+ * shard. */
 void wf_grad16_finish(wf_ctx *c) {
     const wf_program *p = c->p;
     if (direct(p)) {  /* every bucket (ZeRO-2 waited on each already) */
         for (int b = 0; p->zero < 2 && b < p->n_buckets; b++) {
             direct_wait(c, b);
-            /* ZeRO-1 widens once a step: 2BW finishes twice (its tied wte's
-             * exchange, which adds into the widened shard, then the optimizer) */
-            if (p->zero == 1 && c->zero_unplaced)
-                wf_backend_from16_in_place(c, c->zero_buf + c->zero_base[b], c->zero_counts[(long)b * p->dp + c->dp_rank]);
+            /* ZeRO-1 places once a step: 2BW finishes twice (its tied wte's
+             * exchange, which adds into the float part, then the optimizer),
+             * and a second move would copy what the first left at the
+             * bucket's start over the placed part */
+            if (p->zero == 1 && c->zero_unplaced) zero1_place(c, b);
         }
         c->zero_unplaced = 0;
         c->n_inflight = 0;
@@ -201,28 +288,31 @@ void wf_grad16_finish(wf_ctx *c) {
     c->coll->wait(c, &c->bucket_req[k], 1);
     wf_watch_done();
     if (!p->zero) wf_backend_to16(c, bits_of(bucket_grads(c, k)), c->gstage, p->buckets[k].numel);
+    if (p->zero == 1) zero1_place(c, k);
     if (p->zero >= 2)  /* in place: the part where the collective left it */
         wf_backend_add_floats(c, c->grad_shard + c->zero_base[k], c->gstage + wf_zero_part_at(c, k),
                               wf_zero_part(p, k));
     c->g16_inflight = -1;
 }
 
-static long shard_at(const wf_program *p, int k, int r) { return p->shards[(long)k * (p->dp + 1) + r]; }
-
 /* The optimizer step's sums (ZeRO < 2; where the float program ran
  * wf_tp_partial_grads and wf_tied_grads), then each gradient rounded once
  * into the arena where the float program's step rounded it. */
-/* ZeRO-1: this rank's shards, floats until here (zero_buf), summed over tp
- * and (unless 2BW's exchange added it, twobw.c) the tied group, then stored
- * rounded once into their places in the arena. */
+/* ZeRO-1: this rank's parts of the parameters summed after the dp sum,
+ * floats until here (zero_buf), summed over tp and (unless 2BW's exchange
+ * added it, twobw.c) the tied group, then stored rounded once over what
+ * zero1_place rounded early into their places in the arena. */
 static void zero1_store(wf_ctx *c, int with_tied) {
     const wf_program *p = c->p;
-    for (int j = 0; j < p->n_params; j++)
-        if (p->params[j].bucket >= 0)
-            sums_after(c, &p->params[j], c->zero_buf + c->moment_base[j], c->own_hi[j] - c->own_lo[j], with_tied);
-    for (int k = 0; k < p->n_buckets; k++)
-        wf_backend_to16(c, bits_of(c->grads) + p->buckets[k].offset + shard_at(p, k, c->dp_rank),
-                        c->zero_buf + c->zero_base[k], c->zero_counts[(long)k * p->dp + c->dp_rank]);
+    float *part = c->zero_buf;
+    for (int j = 0; j < p->n_params; j++) {
+        const wf_param *q = &p->params[j];
+        if (!summed_after(c, q)) continue;
+        long n = c->own_hi[j] - c->own_lo[j];
+        sums_after(c, q, part, n, with_tied);
+        wf_backend_to16(c, bits_of(c->grads) + q->offset + c->own_lo[j], part, n);
+        part += n;
+    }
 }
 
 void wf_grad16_step_sums(wf_ctx *c) {

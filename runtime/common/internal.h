@@ -53,9 +53,9 @@ struct wf_ctx {
     /* what this rank updates (all of it, or its ZeRO-1 shards) and where the
      * AdamW moments of that part live (zero.c) */
     long *own_lo, *own_hi, *moment_base, moment_numel;
-    long *zero_base;               /* ZeRO: bucket k's shard in zero_buf / the moments */
+    long *zero_base;               /* ZeRO: bucket k's shard in the moments */
     int *zero_counts, *zero_displs;
-    float *zero_buf;
+    float *zero_buf;               /* ZeRO-1, 16-bit gradients: the float parts summed after the dp sum (grad16.c) */
     int zero_unplaced;             /* ZeRO-1: shards reduced, not yet at their places in the arena */
     float *grad_shard;             /* ZeRO >= 2: this rank's gradients (compact, like the moments) */
     float *param_shard;            /* ZeRO-3: this rank's parameters (compact, like the moments) */
@@ -309,6 +309,8 @@ wf_dtype wf_params16_type(wf_ctx *c);  /* the collectives' type of the stored va
  * shards stored back; the norm's share and the overflow check on the
  * 16-bit gradients */
 void wf_grad16_alloc(wf_ctx *c);
+void wf_grad16_zero1_alloc(wf_ctx *c);                  /* ZeRO-1's float parts (wf_zero_setup) */
+float *wf_grad16_float_part(wf_ctx *c, int k);          /* ZeRO-1: parameter k's, [own_lo, own_hi) */
 void wf_grad16_bucket_start(wf_ctx *c, int k);
 void wf_grad16_finish(wf_ctx *c);
 void wf_grad16_bucket_wait(wf_ctx *c, int k);          /* ZeRO-2 */

@@ -161,15 +161,16 @@ void wf_2bw_use_micro(wf_ctx *c, int m) {
 /* ---- the tied wte -------------------------------------------------------- */
 
 /* Under ZeRO-2, and ZeRO-1 with 16-bit gradients, this rank's reduced tied
- * gradient is part of a float shard: elements [own_lo, own_hi) of the
- * parameter, at the returned pointer plus own_lo.  Only that part travels and
- * is added: the tied wte is alone in its bucket (compiler/buckets.c), so its
- * shards are the same on both ends of the tied group.  NULL where the whole
- * gradient lies in the float arena (no ZeRO; ZeRO-1's shard placed there). */
+ * gradient is a part in floats (ZeRO-2's shard; ZeRO-1's float parts,
+ * grad16.c): elements [own_lo, own_hi) of the parameter, at the returned
+ * pointer plus own_lo.  Only that part travels and is added: the tied wte is
+ * alone in its bucket (compiler/buckets.c), so its shards are the same on
+ * both ends of the tied group.  NULL where the whole gradient lies in the
+ * float arena (no ZeRO; ZeRO-1's shard placed there). */
 static float *tied_shard(wf_ctx *c, int k) {
     const wf_program *p = c->p;
     if (p->zero >= 2) return wf_own_grad(c, k);
-    if (p->zero == 1 && p->grad16) return c->zero_buf + c->moment_base[k] - c->own_lo[k];
+    if (p->zero == 1 && p->grad16) return wf_grad16_float_part(c, k) - c->own_lo[k];
     return NULL;
 }
 

@@ -44,9 +44,6 @@ void wf_zero_setup(wf_ctx *c) {
     c->moment_numel = compact;
     size_t shard_bytes = sizeof(float) * (size_t)(compact ? compact : 1);
     size_t pshard_bytes = (p->param16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)(compact ? compact : 1);
-    /* ZeRO-1 reduces in place in the gradient arena (wf_zero_bucket_start);
-     * only 16-bit gradients sum their shard in floats beside it (grad16.c) */
-    if (p->zero == 1 && p->grad16) c->zero_buf = wf_alloc(c, shard_bytes, "ZeRO gradient shard");
     if (p->zero >= 2) c->grad_shard = wf_alloc(c, shard_bytes, "gradient shard (ZeRO-2)");
     if (p->zero >= 3) {
         /* offload: pinned host memory on CUDA (zero_params.c copies it to
@@ -68,6 +65,10 @@ void wf_zero_setup(wf_ctx *c) {
         long lo = p->buckets[q->bucket].offset + shard_at(p, q->bucket, c->dp_rank);
         c->moment_base[k] = c->zero_base[q->bucket] + (q->offset + c->own_lo[k] - lo);
     }
+    /* ZeRO-1 reduces in place in the gradient arena (wf_zero_bucket_start);
+     * 16-bit gradients keep in floats only the parts summed after the dp sum
+     * (grad16.c) */
+    if (p->zero == 1 && p->grad16) wf_grad16_zero1_alloc(c);
 }
 
 /* Bucket k's part of one rank: the compiler padded every bucket so that dp

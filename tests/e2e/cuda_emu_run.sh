@@ -160,8 +160,8 @@
 # bf16_sp2_nccl), dp 2 with fp32 sums through the float staging (bf16_dp2,
 # compiled with WEFT_GRAD16=1: the staging outweighs what it saves there)
 # and with bf16 sums of the bits themselves (bf16_dp2_dpc), ZeRO-1 with fp32
-# sums (bf16_z1_nccl) and with bf16 sums widened in place in its shard
-# (bf16_z1_dpc_nccl), ZeRO-2 with bf16 sums added into its float shard
+# sums (bf16_z1_nccl) and with bf16 sums reduce-scattered in place in the
+# 16-bit arena (bf16_z1_dpc_nccl), ZeRO-2 with bf16 sums added into its float shard
 # (bf16_z2_dpc_nccl), ZeRO-3 with fp32 sums through the float staging
 # (fp16_z3_nccl, compiled with WEFT_GRAD16=1 as bf16_dp2), and PipeDream-2BW
 # on one rank (fp16_2bw) and over pp 2 (bf16_2bw_nccl, compiled with
@@ -274,7 +274,7 @@ build_emu() {
     bf16_dp2) grad16=1 ;;   # 16-bit gradients, though the fp32 dp sums' staging outweighs them here
     fp16_z3_nccl) grad16=1 ;;  # ZeRO-3's bucket buffers in 16 bits, though the float scratch and staging outweigh them here
     bf16_2bw_nccl) grad16=1 ;;  # 2BW's tied wte exchange on 16-bit gradients, though the head's widening outweighs them here
-    bf16_2bw_z1) grad16=1 ;;    # ... under ZeRO-1: the tied wte's float shard sent and added, rounded with the others
+    bf16_2bw_z1) grad16=1 ;;    # ... under ZeRO-1: the tied wte's float part sent and added, rounded by the step
   esac
   WEFT_GRAD16=$grad16 "$WEFT" compile "$plan" -o "$WORK/$name" --backend cuda "${base[@]}" "$@" 2>"$WORK/$name.compile.log" &&
     configure "$PROG" "$WORK/$name/build" -DWEFT_PROGRAM="$WORK/$name" -DWEFT_RUNTIME="$RT" \

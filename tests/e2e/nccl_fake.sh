@@ -94,6 +94,49 @@ for row in "${rows[@]}"; do
   else failed=$((failed + 1)); echo "FAIL $name (nccl): $loss, $norm; $w"; fi
 done
 
+# 16-bit gradients (grad16) under ZeRO-1 over NCCL, whose in-place
+# reduce-scatter leaves each rank's sum at its own part, so runtime/common/
+# grad16.c's zero1_place rounds it (fp32 sums, in the staging) or finds it in
+# place (bf16 sums, in the 16-bit arena) and keeps floats only for the parts
+# summed after the dp sum (sequence parallelism's, tp 2): every step's loss
+# and norm and the checkpoints bit for bit those of the float arena
+# (WEFT_GRAD16=0) over the same fake, and one in-place reduce-scatter a bucket
+# and step (z1c16).  (The MPI path, which leaves the sum at the bucket's start, is
+# tests/e2e/grad16.sh's.)
+g16rows=("z1sp --set mesh.dp=2 --set mesh.tp=2 --set mesh.sp=true"
+         "z1c16 --set mesh.dp=2 --set dp_comm=bf16")
+strip() { sed 's/, "ms".*//' "$1"; }  # step, loss, grad_norm, lr (not the times and bytes)
+for row in "${g16rows[@]}"; do
+  read -r name sets <<<"$row"
+  read -r -a sets <<<"$sets"
+  for form in f32 g16; do
+    g=0; [ $form = g16 ] && g=1
+    WEFT_GRAD16=$g build_fake "${name}_$form" "${sets[@]}" --set zero=1 --set precision=bf16 --set batch.micro=4 \
+      --set buckets.mb=0.05 || echo "${name}_$form: does not build against the fake-NCCL runtime"
+    WEFT_FAKE_NCCL_CALLS="$WORK/${name}_$form.calls" timeout 300 "$WORK/${name}_$form/launch.sh" --quiet \
+      --metrics "$WORK/${name}_$form.jsonl" --save "$WORK/${name}_$form.ckpt" >"$WORK/${name}_$form.log" 2>&1
+  done
+  same16() {
+    grep -q '\.grad16 = 1' "$WORK/${1}_g16/stage0.c" && ! grep -q '\.grad16 = 1' "$WORK/${1}_f32/stage0.c" &&
+      [ "$(wc -l <"$WORK/${1}_g16.jsonl")" = 10 ] && cmp -s <(strip "$WORK/${1}_f32.jsonl") <(strip "$WORK/${1}_g16.jsonl") &&
+      "$WEFT" ckpt diff "$WORK/${1}_f32.ckpt/model.safetensors" "$WORK/${1}_g16.ckpt/model.safetensors" >/dev/null &&
+      "$WEFT" ckpt diff "$WORK/${1}_f32.ckpt/optimizer.safetensors" "$WORK/${1}_g16.ckpt/optimizer.safetensors" >/dev/null
+  }
+  check "$name (nccl): 16-bit gradients under ZeRO-1 give the float arena's losses, norms and checkpoints bit for bit" \
+    same16 "$name"
+  in_place() {
+    local nb=$(sed -n 's/^static const wf_bucket BUCKETS\[\([0-9]*\)\].*/\1/p' "$WORK/${1}_g16/stage0.c") f
+    for f in "$WORK/${1}_g16.calls".*; do
+      awk -v want=$((nb * 10)) '$1 == "ncclReduceScatter" { rs = $2 } $1 == "ReduceScatterInPlace" { in_place = $2 }
+           END { exit !(rs == want && in_place == rs) }' "$f" || return 1
+    done
+  }
+  # (dp only: sequence parallelism reduce-scatters over tp too)
+  if [ $name = z1c16 ]; then
+    check "$name (nccl): 16-bit gradients: one in-place reduce-scatter a bucket and step" in_place "$name"
+  fi
+done
+
 WEFT_FAKE_ONE_DEVICE=1 timeout 120 "$WORK/dp2/launch.sh" --quiet --steps 1 >"$WORK/one_device.log" 2>&1 || true
 check "two ranks of a communicator on one device: stopped, naming comm = \"mpi\"" \
   grep -Eq "rank [01]: ncclCommInitRank failed .*ranks 0 and 1 of a dp group both use GPU 0 .*compile with comm = \"mpi\"" \

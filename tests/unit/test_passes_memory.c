@@ -33,8 +33,10 @@
  *    compiler/param16.c), gradients 4 Psi (16-bit plans where grad16.c
  *    stores them in 2 bytes: 2 Psi, plus one op's widened gradients and the
  *    sums' staging in floats)
- *    (+ 4 Psi / dp under ZeRO-1 with 16-bit gradients: its float shard;
- *    float ones reduce in place, zero.c), AdamW K Psi / (dp under ZeRO-1),
+ *    (ZeRO-1 reduces in place, zero.c; with 16-bit gradients it keeps
+ *    floats only for the parts summed after the dp sum, tp and tied sums,
+ *    none in these pp 1 plans without sp: runtime grad16.c), AdamW K Psi /
+ *    (dp under ZeRO-1),
  *    K = 8 (fp32: the weights are their own master) or 12 (16-bit: fp32
  *    master, m, v).  Tolerance 0.5% + 8 bytes: ZeRO rounds each bucket's
  *    shard up to whole floats (at most dp - 1 floats a bucket).
@@ -118,7 +120,7 @@ static void model_states(void) {
                      * (an empty arena is wf_alloc's 64 bytes) */
                     double g16 = 4.0 * (double)grad16_scratch_numel(&p, 0) +
                                  fmax(4.0 * (double)grad16_stage_numel(&p, 0), 64);
-                    double G = (p.grad16 ? 2 * psi + g16 : 4 * psi) + (zero && p.grad16 ? 4 * psi / dp : 0), O = K * psi / (zero ? dp : 1);
+                    double G = p.grad16 ? 2 * psi + g16 : 4 * psi, O = K * psi / (zero ? dp : 1);
                     double widest = fmax((double)((d[4] + d[3]) * d[1]), (double)(4 * d[1] * d[1] + 4 * d[1]));
                     double P = pr == 0 ? 4 * psi : 2 * psi + 4 * widest;
                     check(p.n_param_total == (long)psi && near(mem.params, P) && near(mem.grads, G) &&
