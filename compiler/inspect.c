@@ -117,6 +117,35 @@ static void print_ckpt(const Program *p, int r, int stage, int dp, int tp, int l
     }
 }
 
+/* Backward op j as the op it runs backward: "linear lm_head.weight" (forward
+ * op n_ops - 1 - j, named by its first parameter where it has one). */
+static void backward_op_name(const Program *p, int j, char *buf, size_t n) {
+    const ir_op *o = &p->ops[p->n_ops - 1 - j];
+    if (o->n_param > 0) snprintf(buf, n, "%s %s", op_name(o->kind), p->params[o->param[0]].name);
+    else snprintf(buf, n, "%s", op_name(o->kind));
+}
+
+/* Where bucket b's reduction starts and is waited (emit_step.c's
+ * emit_bucket_calls): after the backward op that completes it, in the
+ * step's last microbatch (ZeRO >= 2: every microbatch, waited after the op
+ * zero_plan.c placed); under a split backward (zero-bubble) in B for a
+ * bucket B writes whole (buckets.c's start_in_b), else in W. */
+static void print_bucket_timing(const Program *p, int b, FILE *out) {
+    const ir_bucket *bk = &p->buckets[b];
+    int split = p->pp > 1 && p->sched && p->sched->split_backward;
+    const char *half = !split ? "" : bk->start_in_b ? " in B" : " in W";
+    char done[160], wait[160];
+    backward_op_name(p, bk->ready_after_op, done, sizeof done);
+    if (p->zero >= 2) {
+        backward_op_name(p, bk->wait_after_op, wait, sizeof wait);
+        fprintf(out, "  bucket %d: started%s after backward op %d (%s) every microbatch, waited%s after backward op %d (%s)\n",
+                b, half, bk->ready_after_op, done, half, bk->wait_after_op, wait);
+    } else {
+        fprintf(out, "  bucket %d: started%s after backward op %d (%s) in the last microbatch, waited before the optimizer step\n",
+                b, half, bk->ready_after_op, done);
+    }
+}
+
 static void print_streams(const Program *p, const schedule *s, int only_rank, FILE *out) {
     char buf[200];
     long bytes = boundary_bytes(p);
@@ -157,12 +186,13 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
             buf[k] = 0;
             int msg = in->op >= SI_SEND_ACT && in->op <= SI_SENDRECV;
             if (in->op == SI_OPTIM) {
-                for (int b = 0; b < p->n_buckets; b++)
-                    if (p->buckets[b].stage == stage && p->dp > 1 && !p->zero)
+                for (int b = 0; b < p->n_buckets; b++) {
+                    if (p->buckets[b].stage != stage || p->dp < 2) continue;
+                    if (!p->zero)
                         fprintf(out, "  all-reduce bucket %d over dp group (%d ranks): %s %ld bytes\n", b,
                                 p->dp, dp_comm16(p) ? p->dp_comm : "fp32",
                                 (dp_comm16(p) ? 2 : 4) * p->buckets[b].numel);
-                    else if (p->buckets[b].stage == stage && p->dp > 1)
+                    else
                         fprintf(out, "  ZeRO-%d bucket %d over dp group (%d ranks): reduce-scatter of %s gradients, "
                                 "%ld bytes%s, %s parameters, %ld bytes%s\n",
                                 p->zero, b, p->dp, dp_comm16(p) ? p->dp_comm : "fp32",
@@ -171,6 +201,8 @@ static void print_streams(const Program *p, const schedule *s, int only_rank, FI
                                 param16(p) ? p->precision : "fp32",  /* as stored (param16.c) */
                                 (param16(p) ? 2 : 4) * p->buckets[b].numel,
                                 p->zero >= 3 ? " all-gathered before each use" : " all-gathered after the step");
+                    print_bucket_timing(p, b, out);
+                }
                 if (p->pp > 1 && (stage == 0 || stage == p->pp - 1) && !s->pro)
                     fprintf(out, "  all-reduce tied wte gradient between stages 0 and %d\n", p->pp - 1);
             }

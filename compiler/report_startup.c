@@ -20,18 +20,23 @@ static int idle_arena_of(const Program *p, int s, int resume) {
     return wf_startup_idle_arena(p->zero, grad16(p), resume, p->offload_optimizer, param, grads, moment, acts);
 }
 
-/* stage s's bound, bytes; resume: a checkpoint loaded */
+/* stage s's bound, bytes, on its dp rank with the most own floats (the
+ * bound grows with them; the runtime states each rank's); resume: a
+ * checkpoint loaded */
 double startup_peak_of(const Program *p, int s, int resume) {
-    double whole = 1, own = 0, transposed = 0, numel = 0;
+    double whole = 1, own = 1, transposed = 0, numel = 0;  /* own: at least 1, as wf_own_most */
     for (int k = 0; k < p->n_params; k++) {
         const ir_param *q = &p->params[k];
         if (q->stage != s) continue;
         double w = 1;
         for (int d = 0; d < q->ndim; d++) w *= (double)q->gshape[d];
-        double o = wf_startup_own((double)q->numel, q->frozen, p->zero,
-                                  q->frozen ? 0 : (double)p->buckets[q->bucket].numel, p->dp);
+        for (int r = 0; r < (p->zero ? p->dp : 1); r++) {
+            double o = wf_startup_own((double)q->offset, (double)q->numel, q->frozen, p->zero,
+                                      q->frozen ? 0 : (double)p->buckets[q->bucket].offset,
+                                      q->frozen ? 0 : (double)p->buckets[q->bucket].numel, p->dp, r);
+            if (o > own) own = o;
+        }
         if (w > whole) whole = w;
-        if (o > own) own = o;
         if (q->transposed && w > transposed) transposed = w;
         numel += (double)q->numel;
     }
@@ -72,9 +77,9 @@ void startup_report(const Program *p, FILE *out) {
     else if (param16(p))
         fprintf(out, "          16-bit parameters are made or read as floats first, in an idle arena where one holds\n"
                      "          the stage, else in host memory: initialising %s,\n"
-                     "          resuming %s%s; a resume then reads one whole tensor at a time\n",
+                     "          resuming %s%s; a resume then reads one whole tensor at a time, the moments a piece at a time\n",
                 idle_where(p, 0), idle_where(p, 1),
                 strcmp(p->schedule, "pipedream-2bw") == 0 ? " (the older 2BW version in host memory)" : "");
     else
-        fprintf(out, "          made in place; a resume reads one whole tensor at a time\n");
+        fprintf(out, "          made in place; a resume reads one whole tensor at a time, then the moments a piece at a time\n");
 }

@@ -25,16 +25,19 @@ void wf_startup_free(void *q) {
     free(h);
 }
 
-/* The largest whole tensor, own range and transposed tensor of this
- * rank's stage, as startup_peak.h takes them. */
+/* The largest whole tensor, own range (this rank's: wf_own_most, at least
+ * 1) and transposed tensor of this rank's stage, as startup_peak.h takes
+ * them. */
 static void largest(const wf_ctx *c, double *whole_max, double *own_max, double *transposed_max) {
     const wf_program *p = c->p;
-    double whole = 1, own = 0, transposed = 0;
+    double whole = 1, own = 1, transposed = 0;
     for (int k = 0; k < p->n_params; k++) {
         const wf_param *q = &p->params[k];
         double w = (double)wf_whole_numel(q);
-        double o = wf_startup_own((double)q->numel, q->bucket < 0, p->zero,
-                                  q->bucket < 0 ? 0 : (double)p->buckets[q->bucket].numel, p->dp);
+        int frozen = q->bucket < 0;
+        double o = wf_startup_own((double)q->offset, (double)q->numel, frozen, p->zero,
+                                  frozen ? 0 : (double)p->buckets[q->bucket].offset,
+                                  frozen ? 0 : (double)p->buckets[q->bucket].numel, p->dp, c->dp_rank);
         if (w > whole) whole = w;
         if (o > own) own = o;
         if (q->transposed && w > transposed) transposed = w;

@@ -6,34 +6,44 @@
  * buffers of tensor data that exist during start-up.
  *
  * Initialisation is counter-based (init.c), so values are made where they
- * live.  A load reads one whole tensor at a time (W floats, the stage's
- * largest) and keeps this rank's part of it: the whole-layout parameters
- * transposed through a copy (T, the largest transposed tensor), or a
- * rank's own range (O, the largest one parameter has on a rank: all of its
- * tp shard without ZeRO, at most its bucket's shard with it).
+ * live.  A resume reads the parameters one whole tensor at a time (W
+ * floats, the stage's largest) and keeps this rank's part of it, the
+ * whole-layout ones transposed through a copy (T, the largest transposed
+ * tensor); it reads the moments into a rank's own range (O, the most one
+ * parameter has on this rank: all of its tp shard without ZeRO, its part
+ * of its bucket's shard with it) a piece at a time (ckpt.c), through a
+ * buffer of wf_startup_piece floats.  The two phases follow each other:
+ * the larger of W + T and piece + O, never their sum.
  *
  * ZeRO-3 makes or reads each parameter's own range into an O-float buffer
  * and places it in the shard(s) and the fp32 master (zero_startup.c): no
- * stage-sized buffer.  Its resume, and every resume's moments, read the
- * file's elements the range touches a piece at a time (ckpt.c), through a
- * buffer of wf_startup_piece floats: never a whole tensor.  Otherwise 16-bit parameters (param16.c) are made or
+ * stage-sized buffer; its resume reads the parameters a piece at a time
+ * too.  Otherwise 16-bit parameters (param16.c) are made or
  * loaded as floats first (P floats), in an idle arena where one is large
  * enough (wf_startup_idle_arena, the runtime's own choice), else in host
  * memory (held: P floats); a 2BW checkpoint's older version is loaded into
- * host memory as well (P more). */
+ * host memory as well (P more).  Every buffer here is one the runtime
+ * allocates (wf_startup_alloc), at the size stated: the bound is exact
+ * (WEFT_CKPT_PIECE, a test's smaller piece, only lowers the peak). */
 #ifndef WEFT_STARTUP_PEAK_H
 #define WEFT_STARTUP_PEAK_H
 
-/* the most floats of parameter q one rank owns: numel (this rank's tp
- * shard), frozen (no optimizer state), and under ZeRO its bucket's shard
- * of bucket_numel (equal shards: compiler/buckets.c pads every bucket so
- * that dp divides it; the round-up is then a no-op) */
-static inline double wf_startup_own(double numel, int frozen, int zero, double bucket_numel, int dp) {
+/* the floats of parameter q dp rank r owns (its optimizer state, the own
+ * range a resume reads its moments into): none if frozen, all of numel
+ * (this rank's tp shard) without ZeRO, and under ZeRO the part of q
+ * (at offset in the stage's arena) inside rank r's shard of its bucket
+ * (bucket_offset, bucket_numel): dp equal contiguous shards, since
+ * compiler/buckets.c pads every bucket so that dp divides it (the runtime's
+ * wf_zero_own_range, the compiler's emitted SHARDS) */
+static inline double wf_startup_own(double offset, double numel, int frozen, int zero, double bucket_offset,
+                                    double bucket_numel, int dp, int r) {
     if (frozen) return 0;
     if (!zero) return numel;
-    long b = (long)bucket_numel;
-    double shard = (double)(b / dp + (b % dp != 0));
-    return shard < numel ? shard : numel;
+    long shard = (long)bucket_numel / dp;
+    double lo = bucket_offset + (double)(r * shard), hi = lo + (double)shard;
+    if (offset > lo) lo = offset;
+    if (offset + numel < hi) hi = offset + numel;
+    return hi > lo ? hi - lo : 0;
 }
 
 /* The idle arena 16-bit parameters (not ZeRO-3) are made or loaded in as
@@ -71,12 +81,24 @@ static inline double wf_startup_piece(double own_max, double whole_max) {
     return n < 1 ? 1 : n;
 }
 
-/* bytes, on one rank; resume: a checkpoint is loaded */
+/* bytes, on one rank; resume: a checkpoint is loaded.  own_max: the most
+ * floats of one parameter this rank owns, at least 1 (the runtime's own
+ * range buffer, wf_own_most).  The buffers, one phase at a time:
+ *   ZeRO-3: the own range (zero_startup.c); resuming, a piece beside it
+ *     (ckpt.c read_all, parameters and moments alike).
+ *   otherwise: held throughout; resuming, the parameters through one whole
+ *     tensor (whole_max) and a transposed one's copy beside it
+ *     (transposed_max), then the moments through a piece and the own range
+ *     (ckpt.c read_all): the larger pair. */
 static inline double wf_startup_peak(int zero3, int resume, double whole_max, double own_max,
                                      double transposed_max, double held) {
-    if (zero3) return 4.0 * (own_max + (resume ? wf_startup_piece(own_max, whole_max) : 0));
+    double piece = wf_startup_piece(own_max, whole_max);
+    if (zero3) return 4.0 * (own_max + (resume ? piece : 0));
     double b = 4.0 * held;
-    if (resume) b += 4.0 * (whole_max + (transposed_max > own_max ? transposed_max : own_max));
+    if (resume) {
+        double params = whole_max + transposed_max, moments = piece + own_max;
+        b += 4.0 * (params > moments ? params : moments);
+    }
     return b;
 }
 

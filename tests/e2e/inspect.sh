@@ -81,6 +81,25 @@ check "tp 2: rank 1 sends its shards to rank 0, the writer; saves every 5 steps"
 check "tp 2, pp 1: rank 0 writes model.safetensors and the manifest itself" \
   bash -c "grep -q 'writes model.safetensors (.*) and optimizer.safetensors' '$WORK/tp0.txt' &&
            grep -q 'then writes config.json and manifest.json' '$WORK/tp0.txt'"
+# where each bucket's reduction starts and is waited (compiler/buckets.c's
+# start_in_b, zero_plan.c's wait placement), beside its listing: zb-h1 at
+# dp 2, stage 1 (rank 2); its first bucket (18) holds the tied LM head's
+# wte copy, which B writes whole, so it starts in B after backward op 0 (the
+# head); ln_f's (19) starts in B too without ZeRO >= 2, in W with it (its
+# sums staged for W); ZeRO-2 waits each in the half that started it.
+zb=(--set mesh.dp=2 --set mesh.pp=2 --set pipeline.schedule=zb-h1 --set batch.micro=2 --set buckets.mb=0.05)
+for zero in 0 2; do "$WEFT" inspect "$PLAN" "${zb[@]}" --set zero=$zero --rank 2 >"$WORK/zb$zero.txt"; done
+check "zb-h1 dp 2: the head's bucket reads as started in B, after the head's backward (last microbatch)" \
+  grep -qx "  bucket 18: started in B after backward op 0 (lmhead_xent wte.weight) in the last microbatch, waited before the optimizer step" "$WORK/zb0.txt"
+check "zb-h1 dp 2: the line follows the bucket's all-reduce" \
+  bash -c 'grep -A1 "^  all-reduce bucket 18 " "$1" | grep -q "^  bucket 18: started in B"' _ "$WORK/zb0.txt"
+check "zb-h1 dp 2, ZeRO-2: the head's bucket started in B every microbatch and waited in B" \
+  grep -q "^  bucket 18: started in B after backward op 0 (lmhead_xent wte.weight) every microbatch, waited in B after backward op" "$WORK/zb2.txt"
+check "zb-h1 dp 2, ZeRO-2: ln_f's bucket (sums staged for W) started and waited in W" \
+  grep -q "^  bucket 19: started in W after backward op 1 (layernorm ln_f.weight) every microbatch, waited in W after" "$WORK/zb2.txt"
+check "1f1b (no split backward): buckets start in the last microbatch, naming no half" \
+  bash -c 'grep -q "^  bucket 0: started after backward op [0-9]* (.*) in the last microbatch, waited before the optimizer step" "$1" &&
+           ! grep -q "^  bucket [0-9]*: started in [BW]" "$1"' _ "$WORK/all.txt"
 rc=0; "$WEFT" inspect "$PLAN" "${mesh[@]}" --rank 9 2>/dev/null || rc=$?
 check "a rank outside the plan is a usage error" test $rc = 2
 echo "$passed passed, $failed failed"

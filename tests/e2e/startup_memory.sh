@@ -90,6 +90,15 @@ within_bound() {  # within_bound LOG RANKS: every rank's line, its peak within i
   sed -n 's/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\2 \3/p' "$1" |
     awk -v n="$2" '{ print "start-up peak " $1 " bytes, bound " $2; if ($1 > $2) bad = 1 } END { exit bad || NR != n }'
 }
+human() {  # human LOG: rank 0's bound as weft check prints bytes (compiler/report.c, program_human_bytes)
+  sed -n 's/^start-up host memory peak on rank 0: [0-9]* bytes, bound \([0-9]*\) (weft check)$/\1/p' "$1" |
+    awk '{ b = $1; u = 0; split("B KiB MiB GiB", unit, " "); while (b >= 1024 && u < 3) { b /= 1024; u++ }
+           if (u) printf "%.2f %s", b, unit[u + 1]; else printf "%.0f B", b }'
+}
+exact_peaks() {  # exact_peaks LOG RANKS: every rank's peak equal to its bound
+  sed -n 's/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\2 \3/p' "$1" |
+    awk -v n="$2" '{ print "start-up peak " $1 " bytes, bound " $2; if ($1 != $2) bad = 1 } END { exit bad || NR != n }'
+}
 check "LLaMA ZeRO-3 tp 2 dp 2 resuming: each rank's start-up host peak within the bound" \
   within_bound "$WORK/l_tp2_resume.log" 4
 # 16-bit: bf16 masters and 16-bit parameter shards, the same start-up
@@ -114,16 +123,46 @@ check "weft check states the runtime's start-up bounds (ZeRO-3 dp 2: initialisin
 check "unsharded resume: the start-up host peak within the bound" \
   startup_peaks "$WORK/plain_resume.log" "$WORK/plain" 2 2
 # ZeRO-1 / 2 (moments read into their shards) and bf16 without ZeRO-3 (16-bit
-# parameters made as floats first) resuming; PipeDream-2BW under ZeRO-3 with
-# bf16 (two 16-bit version shards, the older read from delayed.*) resuming
-# its own checkpoint: every rank within its bound, ZeRO-3 under stage/dp + a tensor
-for lay in "z1 --set zero=1" "z2 --set zero=2" "b_z0 --set precision=bf16"; do
+# parameters made as floats first, here ZeRO-1 at micro 1 too) resuming.
+# Without ZeRO-3 a resume reads the parameters through one whole tensor (and
+# a transposed one's copy), then the moments through a piece and the own
+# range: the bound is the larger pair (startup_peak.h), exact, so every
+# rank's measured peak equals it.  tiny dp 2 under ZeRO-1 / 2: the whole wte
+# (256 x 64 floats, 65536 bytes) is larger than a piece and an own range of
+# a bucket's half; a bound adding an own range to the whole tensor (a read
+# buffer the runtime does not use) is over it.  Unsharded (plain): a piece
+# and an own range of wte, twice the whole tensor.
+check "unsharded resume: the start-up host peak equals its bound (exact)" \
+  exact_peaks "$WORK/plain_resume.log" 2
+for lay in "z1 --set zero=1" "z2 --set zero=2" "b_z0 --set precision=bf16" \
+           "b_z1m1 --set precision=bf16 --set zero=1 --set batch.micro=1"; do
   read -r name opts <<<"$lay"
   build_plan "$name" "$PLAN" "${set[@]}" $opts
   "$WORK/$name/launch.sh" --steps 2 --resume "$WORK/plain_init" >"$WORK/${name}_resume.log"
-  check "$name resuming: each rank's start-up host peak within the bound" \
+  # (b_z1m1 holds its 16-bit parameters as floats in host memory, more than stage/dp)
+  [ "$name" = b_z1m1 ] || check "$name resuming: each rank's start-up host peak within the bound" \
     startup_peaks "$WORK/${name}_resume.log" "$WORK/$name" 2 2
+  check "$name resuming: each rank's start-up host peak equals its bound (exact)" \
+    exact_peaks "$WORK/${name}_resume.log" 2
+  "$WEFT" check "$PLAN" "${set[@]}" $opts >"$WORK/$name.check.txt"
+  check "weft check states $name's start-up bound resuming ($(human "$WORK/${name}_resume.log"))" \
+    grep -qF " initialising, $(human "$WORK/${name}_resume.log") resuming" "$WORK/$name.check.txt"
 done
+# ZeRO-1 at 0.1 MiB buckets: wte's bucket is split unevenly between the two
+# ranks, so rank 0 owns more of wte than rank 1 and its moments' piece and
+# own range outgrow the whole tensor; each rank's bound counts its own
+# ranges (startup_peak.h's wf_startup_own on its dp rank), so both are
+# exact and differ, and weft check states the larger
+build_plan z1_uneven "$PLAN" "${set[@]}" --set zero=1 --set buckets.mb=0.1
+"$WORK/z1_uneven/launch.sh" --steps 0 --resume "$WORK/plain_init" >"$WORK/z1_uneven_resume.log"
+check "ZeRO-1 uneven own ranges: each rank's start-up host peak equals its own bound (exact)" \
+  exact_peaks "$WORK/z1_uneven_resume.log" 2
+check "ZeRO-1 uneven own ranges: the two ranks' bounds differ" \
+  test "$(sed -n 's/^start-up host memory peak on rank [01]: [0-9]* bytes, bound \([0-9]*\) (weft check)$/\1/p' \
+          "$WORK/z1_uneven_resume.log" | sort -u | wc -l)" = 2
+"$WEFT" check "$PLAN" "${set[@]}" --set zero=1 --set buckets.mb=0.1 >"$WORK/z1_uneven.check.txt"
+check "weft check states the larger (rank 0's, $(human "$WORK/z1_uneven_resume.log"))" \
+  grep -qF " initialising, $(human "$WORK/z1_uneven_resume.log") resuming" "$WORK/z1_uneven.check.txt"
 # bf16 without ZeRO-3: the 16-bit parameters are made or loaded as floats in
 # an idle arena where one holds the stage (startup_peak.h's
 # wf_startup_idle_arena, the choice the runtime makes), else in host memory;
@@ -135,15 +174,6 @@ done
 # activation arena smaller than the stage) resuming in host memory; under
 # ZeRO-2 at micro 1 (moments a dp shard, gradients bucket buffers)
 # initialising in host memory too.
-exact_peaks() {  # exact_peaks LOG RANKS: every rank's peak equal to its bound
-  sed -n 's/^start-up host memory peak on rank \([0-9]*\): \([0-9]*\) bytes, bound \([0-9]*\) (weft check)$/\2 \3/p' "$1" |
-    awk -v n="$2" '{ print "start-up peak " $1 " bytes, bound " $2; if ($1 != $2) bad = 1 } END { exit bad || NR != n }'
-}
-human() {  # human LOG: rank 0's bound as weft check prints bytes (compiler/report.c, program_human_bytes)
-  sed -n 's/^start-up host memory peak on rank 0: [0-9]* bytes, bound \([0-9]*\) (weft check)$/\1/p' "$1" |
-    awk '{ b = $1; u = 0; split("B KiB MiB GiB", unit, " "); while (b >= 1024 && u < 3) { b /= 1024; u++ }
-           if (u) printf "%.2f %s", b, unit[u + 1]; else printf "%.0f B", b }'
-}
 "$WORK/b_z0/launch.sh" --steps 0 >"$WORK/b_z0_init.log"
 build_plan b_m1 "$PLAN" "${set[@]}" --set precision=bf16 --set batch.micro=1
 "$WORK/b_m1/launch.sh" --steps 0 >"$WORK/b_m1_init.log"
