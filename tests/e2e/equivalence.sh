@@ -12,7 +12,10 @@
 # also under zb-h1, each block rebuilt for B and again for W) and with
 # ZeRO-1 (optimizer state sharded over dp; also with pp; dp 3 too, whose
 # buckets the compiler pads so that dp divides them), ZeRO-2 (+ gradients; also with
-# tp and pp, and under zb-h1: buckets reduce-scattered after their last W) and ZeRO-3 (+ parameters; with tp and pp,
+# tp and pp, and under zb-h1: buckets reduce-scattered after their last W, but the
+# tied LM head's, started and waited in B, its buffer sharing memory with W's buckets;
+# z2_pp2_zb_each with one bucket per parameter over 8 microbatches, and z0_pp2_zb_each
+# without ZeRO, where each norm's bucket starts in the last microbatch's B) and ZeRO-3 (+ parameters; with tp and pp,
 # and under zb-h1: gathered for B, and again for W's rebuild under full recompute), with optimizer and parameter offload, gives
 # the single-rank loss at every step for 10 steps and the single-rank final
 # weights.
@@ -114,6 +117,8 @@ layouts=(
   "z2_dp2pp2  ref_l4    256   4 16     2  1  0  2 1f1b         1  2    0.05  0  2  0"
   "z2_pp2_zb  ref_l4    256   4 16     2  1  0  2 zb-h1        1  2    0.05  0  2  0"
   "z2_tp2pp2_zb ref_l4  256   4 16     1  2  0  2 zb-h1        1  4    0.05  0  2  0"
+  "z0_pp2_zb_each ref_l4 256 4 16   2  1  0  2 zb-h1        1  1    0  0  0  0"
+  "z2_pp2_zb_each ref_l4 256 4 16   2  1  0  2 zb-h1        1  1    0  0  2  0"
   "z2_3d_int  ref_l4    256   4 16     2  2  1  2 interleaved  2  4    0.05  2  2  0"
   "ref_g24    ref_g24   256   2 24     1  1  0  1 1f1b         1 24    25  0  0  0"
   "z1_dp3     ref_g24   256   2 24     3  1  0  1 1f1b         1  8    0.05  0  1  0"

@@ -14,7 +14,9 @@
 # sp (the ranks' float parts of different sizes, each moved from the
 # bucket's start to its place), tp 2 x pp 2 with sp (tied wte, tp partial
 # sums, dp 1), dp 2 x pp 2 (buckets in flight one at a time; the tied wte's
-# bucket summed after the dp sum), PipeDream-2BW on pp 2 (its tied wte sent
+# bucket summed after the dp sum), ZeRO-2 under zb-h1 with one bucket per
+# parameter (the LM head's 16-bit bucket buffer reduced in B, sharing memory
+# with W's), PipeDream-2BW on pp 2 (its tied wte sent
 # as floats); and with 16-bit dp sums (plan.dp_comm; the "c16" rows: the
 # stored bits are the message, every bucket in flight at once, no staging:
 # dp 2 x pp 2 whose tied wte is summed on floats after its 16-bit dp sum,
@@ -51,6 +53,7 @@ layouts=("bf16    bf16 1  1  1  0"
          "z1dp3sp bf16 3  2  1  1    mesh.sp=true batch.global=24 batch.micro=4"
          "z2fp16  fp16 2  1  1  2    offload.optimizer=cpu"
          "dp2pp2c16 bf16 2 1  2  0    dp_comm=bf16"
+         "zb_z2   bf16 2  1  2  2    pipeline.schedule=zb-h1 batch.micro=2 buckets.mb=0"
          "z1c16   bf16 2  2  1  1    mesh.sp=true dp_comm=bf16"
          "z3c16   fp16 2  1  1  3    dp_comm=fp16"
          "fzv_z3  bf16 2  1  1  3    vlm model.freeze.vision=true buckets.mb=0.02"

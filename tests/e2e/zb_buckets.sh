@@ -8,7 +8,8 @@
 # any gradient from W (LLaMA's untied lm_head beside the final norm, whose
 # sum ZeRO-2 stages for W) still starts in W.  Compile only: that these
 # programs train as the single rank does is e2e_equivalence's
-# (dp2_pp2_zb, z1_pp2_zb, z2_pp2_zb, z3_pp2_zb).
+# (dp2_pp2_zb, z1_pp2_zb, z2_pp2_zb, z3_pp2_zb; one bucket per parameter:
+# z0_pp2_zb_each, z2_pp2_zb_each) and e2e_grad16's (zb_z2).
 source "$(dirname "$0")/lib.sh"
 tiny=(--set mesh.dp=2 --set mesh.pp=2 --set pipeline.schedule=zb-h1 --set batch.micro=2 --set buckets.mb=0.05)
 
