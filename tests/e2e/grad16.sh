@@ -20,7 +20,13 @@
 # as floats); and with 16-bit dp sums (plan.dp_comm; the "c16" rows: the
 # stored bits are the message, every bucket in flight at once, no staging:
 # dp 2 x pp 2 whose tied wte is summed on floats after its 16-bit dp sum,
-# ZeRO-1 with tp 2 and sp, ZeRO-3 fp16, whose gradients take ZeRO-2's path); ZeRO-3 with frozen
+# ZeRO-1 with tp 2 and sp, ZeRO-1 fp16 over dp 3 with one parameter a bucket
+# (each padded to 3 equal parts, ranks 1 and 2 moving theirs from the
+# bucket's start under MPI; a loss scale of 2^21 that overflows steps 1 and
+# 2, skipped on the moved bits), ZeRO-3 fp16, whose gradients take
+# ZeRO-2's path); ZeRO-1 over dp 3 at 8 microbatches a step with one
+# parameter a bucket (each part rounded into place once, at the last
+# microbatch) and clipping at 0.1 (the norm of own parts, about 0.8); ZeRO-3 with frozen
 # parameters (vlm_tiny's vision encoder; no gradient, no bucket) and ZeRO-1
 # with its language model frozen; PipeDream-2BW over dp 2 with 16-bit dp sums
 # (its tied wte's gradient sent as floats after them) and with fp32 dp sums
@@ -55,6 +61,8 @@ layouts=("bf16    bf16 1  1  1  0"
          "dp2pp2c16 bf16 2 1  2  0    dp_comm=bf16"
          "zb_z2   bf16 2  1  2  2    pipeline.schedule=zb-h1 batch.micro=2 buckets.mb=0"
          "z1c16   bf16 2  2  1  1    mesh.sp=true dp_comm=bf16"
+         "z1dp3c16fp16 fp16 3 1 1 1   dp_comm=fp16 batch.global=24 buckets.mb=0 loss_scale.initial=2097152 loss_scale.hysteresis=1"
+         "z1dp3m8 bf16  3  1  1  1    batch.global=24 batch.micro=1 buckets.mb=0 clip_grad_norm=0.1"
          "z3c16   fp16 2  1  1  3    dp_comm=fp16"
          "fzv_z3  bf16 2  1  1  3    vlm model.freeze.vision=true buckets.mb=0.02"
          "fzl_z1  bf16 2  1  1  1    vlm model.freeze.llm=true"
@@ -92,6 +100,12 @@ for row in "${layouts[@]}"; do
             ! grep -q 'grad16\|wf_narrow_grads' "$WORK/f32_$lay"/stage*.c; }
   check "$lay: the 16-bit program stores 16-bit gradients, the float one does not" forms
 done
+
+# z1dp3c16fp16 proves the overflow check on moved bits only if it both
+# skipped steps (a null norm) and took some
+skipped_and_taken() { grep -q '"grad_norm": null' "$1" && grep -q '"grad_norm": [0-9]' "$1"; }
+check "z1dp3c16fp16: the loss scale overflowed on some steps and not on others" \
+  skipped_and_taken "$WORK/g16_z1dp3c16fp16.jsonl"
 
 # resume: 2 steps, saved, 2 more from the checkpoint = the 4-step run
 lay=dp2pp2

@@ -163,6 +163,25 @@ check "ZeRO-1 uneven own ranges: the two ranks' bounds differ" \
 "$WEFT" check "$PLAN" "${set[@]}" --set zero=1 --set buckets.mb=0.1 >"$WORK/z1_uneven.check.txt"
 check "weft check states the larger (rank 0's, $(human "$WORK/z1_uneven_resume.log"))" \
   grep -qF " initialising, $(human "$WORK/z1_uneven_resume.log") resuming" "$WORK/z1_uneven.check.txt"
+# ZeRO-3 over dp 3 at 0.1 MiB buckets: wte's bucket is split in three, so
+# ranks 0 and 1 own more of it than rank 2 and their own ranges, pieces and
+# bounds are larger; resumed from the unsharded checkpoint with the stated
+# piece (every rank's peak equal to its own bound, the bounds not all
+# equal) and with pieces of 7 floats (within it), the same values
+build_plan z3_dp3 "$PLAN" "${set[@]}" --set zero=3 --set mesh.dp=3 --set batch.global=24 --set buckets.mb=0.1
+for piece in "" 7; do
+  WEFT_CKPT_PIECE=$piece "$WORK/z3_dp3/launch.sh" --steps 0 --resume "$WORK/plain_init" \
+    --save "$WORK/z3_dp3_again$piece" >"$WORK/z3_dp3_resume$piece.log"
+  check "ZeRO-3 dp 3 uneven own ranges resumed (pieces ${piece:-as stated}): the checkpoint's values, bit for bit" \
+    same_files "$WORK/z3_dp3_again$piece" "$WORK/plain_init"
+done
+check "ZeRO-3 dp 3 uneven own ranges: each rank's start-up host peak equals its own bound (exact)" \
+  exact_peaks "$WORK/z3_dp3_resume.log" 3
+check "ZeRO-3 dp 3 uneven own ranges, pieces of 7 floats: each rank's peak within its bound" \
+  within_bound "$WORK/z3_dp3_resume7.log" 3
+check "ZeRO-3 dp 3 uneven own ranges: the ranks' bounds differ" \
+  test "$(sed -n 's/^start-up host memory peak on rank [0-2]: [0-9]* bytes, bound \([0-9]*\) (weft check)$/\1/p' \
+          "$WORK/z3_dp3_resume.log" | sort -u | wc -l)" = 2
 # bf16 without ZeRO-3: the 16-bit parameters are made or loaded as floats in
 # an idle arena where one holds the stage (startup_peak.h's
 # wf_startup_idle_arena, the choice the runtime makes), else in host memory;
