@@ -41,12 +41,8 @@ static void pad_bucket(const Program *p, ir_bucket *b, long *offset) {
  * (a GEMM's dW, or a sum staged for W to add in) starts in W. */
 static void mark_start_in_b(Program *p) {
     if (p->pp < 2 || !p->sched || !p->sched->split_backward) return;
-    int *in_b = calloc((size_t)p->n_buckets + 1, sizeof(int)), *in_w = calloc((size_t)p->n_buckets + 1, sizeof(int));
-    if (!in_b || !in_w) {
-        free(in_b);
-        free(in_w);
-        return;  /* every bucket starts in W, as it may */
-    }
+    int *in_b = wf_checked(calloc((size_t)p->n_buckets + 1, sizeof(int)), "buckets pass");
+    int *in_w = wf_checked(calloc((size_t)p->n_buckets + 1, sizeof(int)), "buckets pass");
     for (int i = 0; i < p->n_ops; i++) {
         const ir_op *o = &p->ops[i];
         for (int k = 0; k < o->n_param; k++) {
@@ -56,7 +52,10 @@ static void mark_start_in_b(Program *p) {
             else in_w[b] = 1;
         }
     }
-    for (int b = 0; b < p->n_buckets; b++) p->buckets[b].start_in_b = in_b[b] && !in_w[b];
+    for (int b = 0; b < p->n_buckets; b++) {
+        p->buckets[b].written_in_b = in_b[b];
+        p->buckets[b].start_in_b = in_b[b] && !in_w[b];
+    }
     free(in_b);
     free(in_w);
 }

@@ -64,17 +64,18 @@ static long widest(const Program *p, int stage) {
     return most;
 }
 
-/* A parameter whose gradient is summed after the dp sum: sequence
+/* Which parameters have their gradient summed after the dp sum: sequence
  * parallelism's partial gradients (over tp) and the tied wte's two copies
- * (over the pipeline's ends). */
-static int summed_after(const Program *p, int k) {
-    const ir_param *q = &p->params[k];
-    if (q->tp_partial && p->sp && p->tp > 1) return 1;
-    if (p->pp < 2) return 0;
-    if (q->tied_to >= 0) return 1;
-    for (int j = 0; j < p->n_params; j++)
-        if (p->params[j].tied_to == k) return 1;
-    return 0;
+ * (over the pipeline's ends).  One pass over the parameters (a copy names
+ * its original in tied_to). */
+static char *summed_after_flags(const Program *p) {
+    char *after = wf_checked(calloc((size_t)p->n_params + 1, 1), "grad16 pass");
+    for (int k = 0; k < p->n_params; k++) {
+        const ir_param *q = &p->params[k];
+        if (q->tp_partial && p->sp && p->tp > 1) after[k] = 1;
+        if (p->pp >= 2 && q->tied_to >= 0) after[k] = after[q->tied_to] = 1;
+    }
+    return after;
 }
 
 /* The float staging: with dp > 1 the stage's largest bucket (its dp sum,
@@ -92,9 +93,11 @@ long grad16_stage_numel_of(const Program *p, int stage) {
             if (p->buckets[b].stage == stage && p->buckets[b].numel > most) most = p->buckets[b].numel;
         return align16(most);
     }
+    char *after = summed_after_flags(p);
     for (int k = 0; k < p->n_params; k++)
-        if (p->params[k].stage == stage && !p->params[k].frozen && summed_after(p, k) && p->params[k].numel > most)
+        if (p->params[k].stage == stage && !p->params[k].frozen && after[k] && p->params[k].numel > most)
             most = p->params[k].numel;
+    free(after);
     return align16(most);
 }
 
@@ -127,18 +130,25 @@ long grad16_stage_numel(const Program *p, int stage) { return grad16(p) ? grad16
  * [offset + r n / dp, offset + (r + 1) n / dp) of a bucket of n values. */
 long grad16_zero1_float_numel(const Program *p, int stage) {
     if (!grad16(p) || p->zero != 1) return 0;
-    long most = 0;
-    for (int r = 0; r < p->dp; r++) {
-        long sum = 0;
-        for (int k = 0; k < p->n_params; k++) {
-            const ir_param *q = &p->params[k];
-            if (q->stage != stage || q->frozen || q->bucket < 0 || !summed_after(p, k)) continue;
-            const ir_bucket *b = &p->buckets[q->bucket];
-            long part = b->numel / p->dp, lo = b->offset + r * part, hi = lo + part;
+    char *after = summed_after_flags(p);
+    long *sum = wf_checked(calloc((size_t)p->dp + 1, sizeof(long)), "grad16 pass"), most = 0;
+    for (int k = 0; k < p->n_params; k++) {
+        const ir_param *q = &p->params[k];
+        if (q->stage != stage || q->frozen || q->bucket < 0 || !after[k]) continue;
+        const ir_bucket *b = &p->buckets[q->bucket];
+        long part = b->numel / p->dp;
+        if (part <= 0 || q->numel <= 0) continue;
+        /* only the ranks whose parts the parameter reaches */
+        long r0 = (q->offset - b->offset) / part, r1 = (q->offset + q->numel - 1 - b->offset) / part;
+        for (long r = r0 < 0 ? 0 : r0; r <= r1 && r < p->dp; r++) {
+            long lo = b->offset + r * part, hi = lo + part;
             long a = q->offset > lo ? q->offset : lo, e = q->offset + q->numel < hi ? q->offset + q->numel : hi;
-            if (e > a) sum += e - a;
+            if (e > a) sum[r] += e - a;
         }
-        if (sum > most) most = sum;
     }
+    for (int r = 0; r < p->dp; r++)
+        if (sum[r] > most) most = sum[r];
+    free(sum);
+    free(after);
     return most;
 }

@@ -203,6 +203,9 @@ typedef struct {
      * the bucket in B, so its reduction starts (and, ZeRO >= 2, is waited)
      * in B rather than in W (buckets.c) */
     int start_in_b;
+    /* a split backward: B writes one of its gradients at least (ops.h's
+     * op_weight_grad_in_b, e.g. the chunked LM head's dwte; buckets.c) */
+    int written_in_b;
     /* set by zero (zero_plan.c) */
     int chunk;              /* the pipeline chunk writing its gradients */
     int first_write_op;     /* backward op that first writes one of its gradients */

@@ -90,21 +90,6 @@ static int b_before_w(const Program *p, int k) {
     return 0;
 }
 
-/* Whether a parameter of bucket b gets its gradient in a B half: one not
- * computed in W (ops.h's op_weight_grad_in_w) nor staged for W to add in
- * (op_weight_grad_staged), the chunked LM head's, which computes dwte with
- * the logits' gradient (ops_loss.c). */
-static int writes_grad_in_b(const Program *p, const ir_bucket *bk) {
-    for (int i = 0; i < p->n_ops; i++) {
-        const ir_op *o = &p->ops[i];
-        if (!op_weight_grad_in_b(p, o)) continue;
-        for (int k = 0; k < o->n_param; k++)
-            for (int r = bk->first_param; r <= bk->last_param; r++)
-                if (p->grad_order[r] == o->param[k]) return 1;
-    }
-    return 0;
-}
-
 /* Bucket b's buffer is live from its first gradient write to its wait.
  * Under a split backward (zero-bubble) a bucket started in B (buckets.c's
  * start_in_b) lives inside one B call, the others inside one W call (their
@@ -118,7 +103,7 @@ static int bucket_intervals(const Program *p, const ir_bucket *bk, int lo[2], in
     int split = p->pp > 1 && p->sched && p->sched->split_backward;
     if (!bk->start_in_b) lo[k] = bk->first_write_op, hi[k++] = bk->wait_after_op;
     if (bk->start_in_b) lo[k] = n + bk->first_write_op, hi[k++] = n + bk->wait_after_op;
-    else if (split && writes_grad_in_b(p, bk))  /* from its first write in B to that B's end */
+    else if (split && bk->written_in_b)  /* from its first write in B to that B's end */
         lo[k] = n + bk->first_write_op, hi[k++] = n + n - 1 - p->chunk_first_op[bk->chunk];
     return k;
 }
@@ -162,7 +147,7 @@ static void plan_bucket_buffers(Program *p, const int *last_use) {
          * head beside others), where another microbatch's B can run before
          * a W, that bucket takes gradients between W calls, so it is live
          * through the whole chunk and shares no float of the stage. */
-        if (!bk->start_in_b && b_before_w(p, bk->chunk) && writes_grad_in_b(p, bk)) {
+        if (!bk->start_in_b && b_before_w(p, bk->chunk) && bk->written_in_b) {
             bk->first_write_op = n - p->chunk_end_op[bk->chunk];
             bk->wait_after_op = n - 1 - p->chunk_first_op[bk->chunk];
         }
