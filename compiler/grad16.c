@@ -49,6 +49,7 @@
 #include "backend.h"
 #include "memory_pack.h"
 #include "ops.h"
+#include "startup_peak.h"  /* wf_startup_own: a parameter's part of a rank's shard */
 
 /* One op's parameter gradients, widened end to end (runtime wf_widen_grads
  * places the second at the first's numel rounded up to 16 floats). */
@@ -140,11 +141,9 @@ long grad16_zero1_float_numel(const Program *p, int stage) {
         if (part <= 0 || q->numel <= 0) continue;
         /* only the ranks whose parts the parameter reaches */
         long r0 = (q->offset - b->offset) / part, r1 = (q->offset + q->numel - 1 - b->offset) / part;
-        for (long r = r0 < 0 ? 0 : r0; r <= r1 && r < p->dp; r++) {
-            long lo = b->offset + r * part, hi = lo + part;
-            long a = q->offset > lo ? q->offset : lo, e = q->offset + q->numel < hi ? q->offset + q->numel : hi;
-            if (e > a) sum[r] += e - a;
-        }
+        for (long r = r0 < 0 ? 0 : r0; r <= r1 && r < p->dp; r++)
+            sum[r] += (long)wf_startup_own((double)q->offset, (double)q->numel, 0, 1, (double)b->offset,
+                                           (double)b->numel, p->dp, (int)r);
     }
     for (int r = 0; r < p->dp; r++)
         if (sum[r] > most) most = sum[r];

@@ -6,6 +6,7 @@
  * runtime checks its measured peak against.  `weft inspect` shows each rank's part with the same
  * figures (ckpt_stage_of). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt_peak.h"
@@ -38,7 +39,7 @@ ckpt_stage ckpt_stage_of(const Program *p, int s) {
     }
     /* ZeRO: dp rank 0's shard of each bucket (equal shards: buckets.c pads each bucket) */
     for (int b = 0; b < p->n_buckets; b++)
-        if (p->buckets[b].stage == s) shard += (double)((p->buckets[b].numel + p->dp - 1) / p->dp);
+        if (p->buckets[b].stage == s) shard += (double)(p->buckets[b].numel / p->dp);
     ckpt_stage c;
     /* --async-save: every rank copies what it owns as fp32, dp 0 the most:
      * weights (the masters in 16-bit modes; ZeRO-3's shard, else the tp
@@ -80,26 +81,30 @@ void ckpt_report(const Program *p, FILE *out) {
                            "host memory per writer while its thread writes",
                            "host memory per writer where MPI gives no MPI_THREAD_MULTIPLE:\n"
                            "               it copies its whole stage at the step boundary and only its thread writes" };
-    double other = 0, dp0 = 0;
+    ckpt_stage *st = wf_checked(malloc(sizeof *st * (size_t)p->pp), "checkpoint report");
+    double other = 0, dp0 = 0, files = 0;
+    for (int s = 0; s < p->pp; s++) {
+        st[s] = ckpt_stage_of(p, s);
+        if (st[s].dp0 > dp0) dp0 = st[s].dp0;
+        if (st[s].other > other) other = st[s].other;
+        files += st[s].model_file + st[s].optim_file;
+    }
     for (int r = 0; r < 4; r++) {
         fprintf(out, "  %-12s", rows[r]);
         for (int s = 0; s < p->pp; s++) {
-            ckpt_stage c = ckpt_stage_of(p, s);
-            program_human_bytes(r == 0 ? c.sync : r == 1 ? c.held : r == 2 ? c.peak : c.whole_stage, a, sizeof a);
+            const ckpt_stage *c = &st[s];
+            program_human_bytes(r == 0 ? c->sync : r == 1 ? c->held : r == 2 ? c->peak : c->whole_stage, a, sizeof a);
             fprintf(out, " %12s", a);
-            if (c.dp0 > dp0) dp0 = c.dp0;
-            if (c.other > other) other = c.other;
         }
         fprintf(out, "  %s\n", what[r]);
     }
+    free(st);
     char b[32];
     program_human_bytes(dp0, a, sizeof a);
     program_human_bytes(other, b, sizeof b);
     fprintf(out, "  %-12s %12s  on another rank of dp 0 (its tp shard of one tensor), %s on the rest\n",
             "save others", a, b);
     if (p->pp > 1) {  /* each stage's writer writes its own shard: nothing passes through one rank */
-        double files = 0;
-        for (int s = 0; s < p->pp; s++) files += ckpt_stage_of(p, s).model_file + ckpt_stage_of(p, s).optim_file;
         program_human_bytes(files, a, sizeof a);
         fprintf(out, "  %-12s %12s  of tensors, %d shards a file set (model-0000S-of-%05d.safetensors, optimizer-...),\n"
                      "               each written by its stage writer; world rank 0 only writes the Hugging Face\n"
