@@ -36,6 +36,8 @@
  * slot counts come from the compute orders alone (schedule_peak_slots), and
  * a schedule verified once is not verified again (schedule_verify's memo). */
 
+#include <libgen.h>
+#include <limits.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@
 #include "program.h"
 #include "simulate.h"
 #include "trace_shared.h"
+#include "user_kernel.h"
 
 enum { EXIT_OK = 0, EXIT_PLAN = 1, EXIT_USAGE = 2 };
 enum { MAX_SETS = 64, MAX_CAND = 100000 };
@@ -119,12 +122,28 @@ static const char *const RULES[] = {
 };
 enum { N_RULES = (int)(sizeof RULES / sizeof *RULES) };
 
+/* Bytes as GiB for the messages: one decimal, or three significant digits
+ * below 0.1 GiB (a small device's needs would all read "0.0"). */
+static const char *gib_text(double bytes, char buf[32]) {
+    double g = bytes / 1073741824.0;
+    snprintf(buf, 32, g >= 0.1 ? "%.1f" : "%.3g", g);
+    return buf;
+}
+
+/* A device's capacity as the plan gives it: 80, 0.012 */
+static const char *device_gib_text(double bytes, char buf[32]) {
+    snprintf(buf, 32, "%g", bytes / 1073741824.0);
+    return buf;
+}
+
 typedef struct {
     args a;
     char cluster_sets[2][64];   /* --gpus: cluster.nodes, cluster.devices_per_node */
     char batch_set[64];
     /* from the plan, loaded once */
     int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
+    int node_dpn;       /* the plan's (or --set's) devices per node, before --gpus fewer made one node */
+    char kernel_source[512];  /* a user kernel's source, relative to the plan's folder ("": none) */
     int vlm;            /* a weft.vlm model: its encoder joins the first stage */
     int bind;           /* cluster.bind (weft/bind.h) */
     char order[64];     /* mesh.order */
@@ -182,6 +201,7 @@ typedef struct {
      * built: the rejection list names them with the bound */
     cand mem_pruned[5];
     int n_mem_pruned;
+    double least_need;  /* the least bytes per rank any layout needs: bound or built (0: none seen) */
     long bucket_tried;  /* refine_buckets: builds at other bucket sizes */
     long bucket_better; /* of them, faster than the best layout's own size */
     double bucket_base; /* the best layout's bucket size before them, MiB */
@@ -358,8 +378,10 @@ static void evaluate(search *S, cand *c) {
             }
         }
         if (c->mem > S->device_bytes) {
-            double gib = 1024.0 * 1024 * 1024;
-            snprintf(c->why, sizeof c->why, "does not fit: %.1f of %.0f GiB", c->mem / gib, S->device_bytes / gib);
+            char need[32], have[32];
+            if (!S->least_need || c->mem < S->least_need) S->least_need = c->mem;
+            snprintf(c->why, sizeof c->why, "does not fit: %s of %s GiB", gib_text(c->mem, need),
+                     device_gib_text(S->device_bytes, have));
             /* the next ZeRO stage the schedule allows and the bound does not rule out */
             int zmax = c->dp == 1 ? 0 : 3, z = c->zero + 1;
             while (z <= zmax && up[z] > S->device_bytes) z++;
@@ -1138,6 +1160,7 @@ static void bounds(search *S, cand *c, int accum, int probe);
 
 /* c, pruned by the memory lower bound, among the five best such by estimate */
 static void keep_mem_pruned(search *S, cand *c, int accum) {
+    if (!S->least_need || c->mem_lb < S->least_need) S->least_need = c->mem_lb;
     bounds(S, c, accum, 0);
     int n = S->n_mem_pruned, cap = (int)(sizeof S->mem_pruned / sizeof S->mem_pruned[0]);
     if (n == cap && c->est >= S->mem_pruned[n - 1].est) return;
@@ -1145,8 +1168,9 @@ static void keep_mem_pruned(search *S, cand *c, int accum) {
     while (i > 0 && S->mem_pruned[i - 1].est > c->est) S->mem_pruned[i] = S->mem_pruned[i - 1], i--;
     S->mem_pruned[i] = *c;
     S->mem_pruned[i].state = 2;
-    snprintf(S->mem_pruned[i].why, sizeof S->mem_pruned[i].why, "does not fit: at least %.1f of %.0f GiB (lower bound)",
-             c->mem_lb / 1073741824.0, S->device_bytes / 1073741824.0);
+    char need[32], have[32];
+    snprintf(S->mem_pruned[i].why, sizeof S->mem_pruned[i].why, "does not fit: at least %s of %s GiB (lower bound)",
+             gib_text(c->mem_lb, need), device_gib_text(S->device_bytes, have));
     S->n_mem_pruned = n;
 }
 
@@ -1391,6 +1415,16 @@ static int add(search *S, const cand *c) {
     return 0;
 }
 
+/* The arithmetic rules on tp and pp alone (RULES 0-2): the rule that
+ * rules the pair out, or -1.  The enumeration and the nearest global batch
+ * (explain_none) must agree on them. */
+static int tp_pp_rule(const search *S, int tp, int pp) {
+    if (S->heads % tp || (S->kv_heads && S->kv_heads % tp)) return 0;
+    if (tp > S->dpn || S->dpn % tp) return 1;
+    if (pp > S->layers) return 2;
+    return -1;
+}
+
 static void enumerate(search *S) {
     int W = S->world;
     for (int tp = 1; tp <= W; tp++) {
@@ -1399,9 +1433,8 @@ static void enumerate(search *S) {
             if ((W / tp) % pp) continue;
             int dp = W / tp / pp;
             S->enumerated++;
-            if (S->heads % tp || (S->kv_heads && S->kv_heads % tp)) { S->pruned_arith[0]++; continue; }
-            if (tp > S->dpn || S->dpn % tp) { S->pruned_arith[1]++; continue; }
-            if (pp > S->layers) { S->pruned_arith[2]++; continue; }
+            int rule = tp_pp_rule(S, tp, pp);
+            if (rule >= 0) { S->pruned_arith[rule]++; continue; }
             if (S->global % dp) { S->pruned_arith[3]++; continue; }
             int per = S->global / dp;
             /* buckets: the plan's size, or larger so that a rank has at most
@@ -1945,6 +1978,7 @@ static int load_base(search *S) {
     }
     wf_error_capture(NULL, 0);
     S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
+    if (p.n_kernels) snprintf(S->kernel_source, sizeof S->kernel_source, "%s", p.kernels[0].source);
     S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
     S->vlm = p.image_positions > 0;
     S->bind = p.bind;
@@ -1968,6 +2002,7 @@ static int load_base(search *S) {
     if (user_dpn > 0) S->dpn = user_dpn;
     if (user_nodes > 0) S->nodes = user_nodes;
     if (!S->a.gpus && (user_dpn > 0 || user_nodes > 0)) S->a.gpus = S->nodes * S->dpn;
+    S->node_dpn = S->dpn;
     if (S->a.gpus) {
         int dpn = S->a.gpus < S->dpn ? S->a.gpus : S->dpn;
         if (S->a.gpus % dpn) {
@@ -2018,9 +2053,44 @@ static int load_base(search *S) {
     return 0;
 }
 
+static int load_base(search *S);
+static int run_search(search *S, cand **best_out, FILE *out);
+static void search_free(search *S);
+
+/* -o for a plan with user kernels: their sources are read from the plan's
+ * folder (relative paths inside it, the prelude's rule), which for the
+ * written plan is -o's folder.  0 when that is the plan's own folder (or
+ * either cannot be resolved: the write reports it), else -1 with the error. */
+static int kernels_reachable(const search *S) {
+    if (!S->a.out || !S->kernel_source[0]) return 0;
+    char a[PATH_MAX], b[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
+    snprintf(a, sizeof a, "%s", S->a.plan);
+    snprintf(b, sizeof b, "%s", S->a.out);
+    if (!realpath(dirname(a), da) || !realpath(dirname(b), db) || !strcmp(da, db)) return 0;
+    snprintf(a, sizeof a, "%s", S->a.plan);
+    const char *dir = dirname(a);
+    fprintf(stderr, "weft: error: %s applies a user kernel (%s), which a plan finds in its own folder: "
+                    "write the plan into %s (-o %s/NAME.lua), not %s's folder\n",
+            S->a.plan, S->kernel_source, dir, dir, S->a.out);
+    return -1;
+}
+
+/* T: S's request on `gpus` GPUs: nodes of the plan's size where they make
+ * the count, else of the request's (--gpus 3 of an 8-device node is one
+ * node of 3; 6 of them one node of 6, 12 four nodes of 3, not an error);
+ * dpn_set holds the override. */
+static void on_more_gpus(const search *S, search *T, long gpus, char dpn_set[64]) {
+    memset(T, 0, sizeof *T);
+    T->a = S->a;
+    T->a.gpus = (int)gpus, T->a.scaling = 0, T->a.out = NULL;
+    int dpn = gpus < S->node_dpn || gpus % S->node_dpn == 0 ? S->node_dpn : S->dpn;
+    snprintf(dpn_set, 64, "cluster.devices_per_node=%d", dpn);
+    if (T->a.n_user < MAX_SETS) T->a.user_sets[T->a.n_user++] = dpn_set;
+    memcpy(T->batch_set, S->batch_set, sizeof T->batch_set);
+}
+
 /* The nearest change that makes a layout possible, when none is. */
-static void explain_none(const search *S) {
-    double gib = 1024.0 * 1024 * 1024;
+static void explain_none(search *S) {
     /* a global batch that no mesh's dp divides */
     if (S->pruned_arith[3] && !S->n && !S->pruned_mem) {
         int bestb = 0;
@@ -2028,9 +2098,7 @@ static void explain_none(const search *S) {
             if (S->world % dp) continue;
             int ok = 0;
             for (int tp = 1; tp <= S->dpn && !ok; tp++)
-                if (S->dpn % tp == 0 && S->heads % tp == 0 && (S->world / dp) % tp == 0 &&
-                    S->world / dp / tp <= S->layers)
-                    ok = 1;
+                if ((S->world / dp) % tp == 0 && tp_pp_rule(S, tp, S->world / dp / tp) < 0) ok = 1;
             if (!ok) continue;
             int up = (S->global + dp - 1) / dp * dp, down = S->global / dp * dp;
             int cand_b = down >= 1 && S->global - down <= up - S->global ? down : up;
@@ -2040,21 +2108,42 @@ static void explain_none(const search *S) {
                         "batch %d; nearest feasible: --global-batch %d\n", S->a.plan, S->world, S->global, bestb);
         return;
     }
-    /* nothing fits: the smallest memory any built layout reached, and the
-     * GPUs that the parameters, gradients and AdamW state alone need when
-     * spread over every rank (ZeRO-3 across dp, tp x pp), with 10% spare */
-    double low = INFINITY;
-    for (int i = 0; i < S->n; i++)
-        if (S->c[i].state == 2 && S->c[i].mem < low) low = S->c[i].mem;
+    /* nothing fits: the GPUs that the parameters, gradients and AdamW state
+     * alone need when spread over every rank (ZeRO-3 across dp, tp x pp),
+     * with 10% spare, doubled from the request's count; a lower bound only
+     * (one microbatch's activations may not shrink with more GPUs), so the
+     * count is searched and doubled up to 8 times it before it is named */
+    char have[32], need_txt[32], state_txt[32];
     double state = (double)S->params * (S->bw + S->bg + S->bo);
     long need = (long)ceil(state / (0.9 * S->device_bytes)), gpus = S->world;
     while (gpus < need) gpus *= 2;
     if (gpus == S->world) gpus *= 2;
-    fprintf(stderr, "weft: error: %s: no layout fits on %d %s (%.0f GiB each), ZeRO-3, full recompute and "
-                    "offload included", S->a.plan, S->world, S->device, S->device_bytes / gib);
-    if (isfinite(low)) fprintf(stderr, "; the smallest built needs %.1f GiB per rank", low / gib);
-    fprintf(stderr, "; parameters, gradients and optimizer state are %.0f GiB in all: needs at least %ld GPUs\n",
-            state / gib, gpus);
+    long fits_on = 0, tried = gpus;
+    double least = S->least_need;  /* per rank, on the last count searched */
+    for (long g = gpus; g <= 8 * gpus && g <= 65536 && !fits_on; g *= 2) {
+        search T;
+        char dpn_set[64];
+        on_more_gpus(S, &T, g, dpn_set);
+        T.a.top = 1;
+        cand *b = NULL;
+        if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0) {
+            if (b) fits_on = g;
+            else if (T.least_need) least = T.least_need;
+        }
+        tried = g;
+        search_free(&T);
+    }
+    fprintf(stderr, "weft: error: %s: no layout fits on %d %s (%s GiB each), ZeRO-3, full recompute and "
+                    "offload included", S->a.plan, S->world, S->device, device_gib_text(S->device_bytes, have));
+    if (S->least_need) fprintf(stderr, "; the smallest needs at least %s GiB per rank", gib_text(S->least_need, need_txt));
+    fprintf(stderr, "; parameters, gradients and optimizer state are %s GiB in all", gib_text(state, state_txt));
+    if (fits_on == gpus) fprintf(stderr, ": needs at least %ld GPUs\n", gpus);
+    else if (fits_on) fprintf(stderr, ": fits on %ld GPUs (not on %ld)\n", fits_on, fits_on / 2);
+    else if (least)
+        fprintf(stderr, "; on %ld GPUs a rank still needs %s GiB: needs devices of at least %s GiB, or a smaller "
+                        "microbatch's activations (a shorter sequence, a smaller model)\n",
+                tried, gib_text(least, need_txt), gib_text(least, state_txt));
+    else fprintf(stderr, "; no layout fits on %ld to %ld GPUs either\n", gpus, tried);
 }
 
 /* What a search allocates. */
@@ -2117,6 +2206,7 @@ int plan_search_main(int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (load_base(&S) != 0) return EXIT_PLAN;
+    if (kernels_reachable(&S) != 0) return EXIT_PLAN;
     cand *best = NULL;
     if (run_search(&S, &best, stdout) != 0) return EXIT_PLAN;
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -2135,12 +2225,8 @@ int plan_search_main(int argc, char **argv) {
         double mfu[3] = { best->mfu, NAN, NAN }, ratio[3] = { best->ratio, NAN, NAN };
         for (int s = 1; s < 3; s++) {
             search T;
-            memset(&T, 0, sizeof T);
-            T.a = S.a;
-            T.a.gpus = S.world << s;
-            T.a.scaling = 0;
-            T.a.out = NULL;
-            if (S.a.global) memcpy(T.batch_set, S.batch_set, sizeof T.batch_set);
+            char dpn_set[64];
+            on_more_gpus(&S, &T, (long)S.world << s, dpn_set);
             cand *b = NULL;
             if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0 && b) mfu[s] = b->mfu, ratio[s] = b->ratio;
             search_free(&T);

@@ -212,6 +212,32 @@ check "gpt2_3d: the best plan passes weft check" "$WEFT" check "$WORK/3d.lua"
 "$WEFT" plan plans/tiny.lua --top 1 --scaling >"$WORK/scale.txt" 2>/dev/null
 check "--scaling reports 2, 4 and 8 ranks" \
   bash -c "grep -q '^   1x      2 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   2x      4 GPUs: MFU' '$WORK/scale.txt' && grep -q '^   4x      8 GPUs: MFU' '$WORK/scale.txt'"
+# --scaling where the plan's node does not divide the larger counts: 3 of
+# gpt2_3d's 8-device node are one node of 3; 6 one node of 6; 12 four nodes
+# of 3.  The 12 were refused as "not a whole number of 8-device nodes" on
+# stderr under exit 0, and the table said "no layout fits" there.
+rc=0
+"$WEFT" plan plans/gpt2_3d.lua --gpus 3 --global-batch 12 --top 1 --scaling >"$WORK/scale3.txt" 2>"$WORK/scale3.err" || rc=$?
+check "--scaling from 3 of an 8-device node: exit 0, no error on stderr ($rc)" \
+  bash -c "[ '$rc' = 0 ] && ! grep -q 'error' '$WORK/scale3.err'"
+check "--scaling from 3: 6 and 12 GPUs priced, not 'no layout fits'" \
+  bash -c "grep -q '^   2x      6 GPUs: MFU' '$WORK/scale3.txt' && grep -q '^   4x     12 GPUs: MFU' '$WORK/scale3.txt'"
+
+# A plan with a user kernel (tiny_swish: kernels/swish.c, read from the
+# plan's folder): -o in another folder wrote a plan `weft check` refused
+# ("cannot read .../kernels/swish.c"; bench/plan_fuzz.sh seed 4).  Refused
+# before the search, naming the folder; next to the plan it is written and
+# accepted.
+rc=0
+"$WEFT" plan plans/tiny_swish.lua --top 1 -o "$WORK/swish.lua" >/dev/null 2>"$WORK/swish.err" || rc=$?
+cat "$WORK/swish.err"
+check "user kernel, -o elsewhere: exit 1 naming the plan's folder, nothing written ($rc)" \
+  bash -c "[ '$rc' = 1 ] && grep -q '^weft: error: .*kernels/swish.c.*write the plan into plans (-o plans/NAME.lua)' '$WORK/swish.err' &&
+    [ ! -e '$WORK/swish.lua' ]"
+mkdir -p "$WORK/swish/kernels"
+cp plans/tiny_swish.lua "$WORK/swish/"; cp plans/kernels/swish.c "$WORK/swish/kernels/"
+"$WEFT" plan "$WORK/swish/tiny_swish.lua" --top 1 -o "$WORK/swish/best.lua" >/dev/null 2>&1
+check "user kernel, -o beside the plan: weft check accepts the written plan" "$WEFT" check "$WORK/swish/best.lua"
 
 # 3b. Stage partitions: the partition pass balances FLOPs, which is not the
 # fastest split for simulate (the first stage also holds the embedding, the
@@ -383,5 +409,44 @@ cat "$WORK/b7.err"
 check "batch 7 on 2 ranks that must be data parallel: exit 1 (got $rc)" test "$rc" = 1
 check "batch 7: names the nearest global batch a mesh divides" \
   grep -q "no mesh on 2 GPUs has a data-parallel size dividing the global batch 7; nearest feasible: --global-batch [68]$" "$WORK/b7.err"
+# the nearest batch follows the enumeration's rules, grouped-query heads
+# included (bench/plan_fuzz.sh seed 5): llama_tiny with 2 layers and one
+# key/value head on 24 ranks of 2-device nodes runs tp 1 only, so dp is 24
+# or 12 (pp 2); batch 5 was sent to 6 (tp 2 x pp 2, dp 6), refused in turn
+rc=0
+gqa=(plans/llama_tiny.lua --set model.layers=2 --set model.kv_heads=1 --gpus 24 --top 1)
+"$WEFT" plan "${gqa[@]}" --global-batch 5 >/dev/null 2>"$WORK/gqa.err" || rc=$?
+cat "$WORK/gqa.err"
+nb=$(sed -n 's/.*nearest feasible: --global-batch \([0-9]*\)$/\1/p' "$WORK/gqa.err")
+check "one key/value head, batch 5 on 24 ranks: exit 1 naming a batch ($rc, ${nb:-none})" \
+  bash -c "[ '$rc' = 1 ] && [ -n '$nb' ]"
+check "one key/value head: a layout runs the batch named, $nb" "$WEFT" plan "${gqa[@]}" --global-batch "${nb:-0}"
+
+# 4b. A device too small for one microbatch of one layer (bench/plan_fuzz.sh
+# seed 1's kind): tiny with 1 layer, 1 head (no tp, no pp), seq 1024 and a
+# 50257-token vocabulary on 0.05 GiB CPUs.  The state bound alone said
+# "needs at least 4 GPUs", and 4 GPUs then said 8: more GPUs never fit
+# (0.056 GiB a rank on 32).  The GPU count is searched before it is named;
+# the message names the device size instead, in digits that show it (the
+# capacity read "0 GiB each").
+one=(plans/tiny.lua --set model.layers=1 --set model.heads=1 --set model.seq=1024 --set model.vocab=50257
+     --set cluster.device.memory_gib=0.05 --set cluster.devices_per_node=8 --top 1)
+rc=0
+"$WEFT" plan "${one[@]}" --gpus 1 >/dev/null 2>"$WORK/one.err" || rc=$?
+cat "$WORK/one.err"
+check "activations over the device: exit 1 (got $rc)" test "$rc" = 1
+check "activations over the device: no GPU count is named, the device size is (0.05 GiB each; at least 0.05x GiB)" \
+  bash -c "grep -q 'no layout fits on 1 CPU (0.05 GiB each), .*needs devices of at least 0\.05[0-9]* GiB' '$WORK/one.err' &&
+    ! grep -q 'needs at least [0-9]* GPUs' '$WORK/one.err'"
+# where the state decides, the GPU count named is one where a layout fits:
+# tiny on 8 CPUs of 0.002 GiB (its state 0.0126 GiB: at least 8, doubled 16)
+rc=0
+"$WEFT" plan plans/tiny.lua --set cluster.device.memory_gib=0.002 --set cluster.devices_per_node=8 --gpus 8 --top 1 \
+  >/dev/null 2>"$WORK/small8.err" || rc=$?
+cat "$WORK/small8.err"
+n_named=$(sed -n 's/.*(0.002 GiB each).*: needs at least \([0-9]*\) GPUs$/\1/p' "$WORK/small8.err")
+check "0.002 GiB devices: exit 1 naming a GPU count ($rc, ${n_named:-none})" bash -c "[ '$rc' = 1 ] && [ -n '$n_named' ]"
+check "0.002 GiB devices: a layout fits on the $n_named GPUs named" \
+  "$WEFT" plan plans/tiny.lua --set cluster.device.memory_gib=0.002 --set cluster.devices_per_node=8 --gpus "${n_named:-0}" --top 1
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
