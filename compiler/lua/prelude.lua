@@ -1434,6 +1434,16 @@ local function make_plan(spec)
     fail("mesh.tp", show(s.mesh.tp) .. " does not divide ffn_hidden = " .. s.model.ffn_hidden,
          "a divisor of " .. s.model.ffn_hidden .. ": " .. divisors(s.model.ffn_hidden))
   end
+  -- A VLM's vision encoder: its blocks are split alike (heads, MLP features)
+  local vis = s.model.vision
+  if vis and vis.heads % s.mesh.tp ~= 0 then
+    fail("mesh.tp", show(s.mesh.tp) .. " does not divide the vision encoder's heads = " .. vis.heads,
+         "a divisor of " .. vis.heads .. ": " .. divisors(vis.heads))
+  end
+  if vis and vis.mlp % s.mesh.tp ~= 0 then
+    fail("mesh.tp", show(s.mesh.tp) .. " does not divide the vision encoder's mlp = " .. vis.mlp,
+         "a divisor of " .. vis.mlp .. ": " .. divisors(vis.mlp))
+  end
   if s.mesh.sp and s.mesh.tp > 1 and (s.batch.micro * s.model.seq) % s.mesh.tp ~= 0 then
     fail("mesh.sp", "sequence parallelism splits micro * seq = " .. s.batch.micro * s.model.seq
          .. " tokens, which tp = " .. s.mesh.tp .. " does not divide",

@@ -362,5 +362,26 @@ z_zb_full=$(zdp zb-h1 full) z_zb_none=$(zdp zb-h1 none) z_1f_full=$(zdp 1f1b ful
 check "ZeRO-3 under zb-h1 and full recompute gathers for W's rebuild too ($z_zb_full s against $z_zb_none; 1F1B $z_1f_full, $z_1f_none)" \
   awk -v a="$z_zb_full" -v b="$z_zb_none" -v c="$z_1f_full" -v d="$z_1f_none" \
   'BEGIN { exit !(a != "" && b != "" && a > 1.1 * b && b == c && c == d) }'
+# A VLM whose tp does not divide its vision encoder's heads (vlm_tiny: 2)
+# or MLP features: simulate priced it at NaN seconds ("iteration 0.000 s")
+# and compile's partition pass balanced NaN costs, reading cut points it
+# never set (a segfault at times: bench/plan_fuzz.sh seed 8).  check,
+# simulate and compile refuse it alike, on both backends, naming the field.
+vtp=(plans/vlm_tiny.lua --set cluster.devices_per_node=4 --set mesh.tp=4 --set model.llm.heads=4
+     --set model.llm.hidden=64)
+for b in cpu cuda; do
+  for extra in "--set model.vision.heads=2" "--set model.vision.heads=4 --set model.vision.mlp=66"; do
+    rs=0 rc=0
+    # shellcheck disable=SC2086
+    "$WEFT" simulate "${vtp[@]}" $extra --backend $b >"$WORK/vtp_sim.txt" 2>&1 || rs=$?
+    # shellcheck disable=SC2086
+    "$WEFT" compile "${vtp[@]}" $extra --backend $b -o "$WORK/vtp_prog" >"$WORK/vtp_comp.txt" 2>&1 || rc=$?
+    check "vision encoder, tp 4, $extra, $b: simulate and compile refuse it alike (exit $rs, $rc), naming it" \
+      bash -c "[ '$rs' = 1 ] && [ '$rc' = 1 ] && grep -q \"mesh.tp: 4 does not divide the vision encoder's\" '$WORK/vtp_sim.txt'"
+  done
+done
+# shellcheck disable=SC2086
+check "vision encoder: tp 4 with 4 vision heads and a 64-feature MLP is accepted" \
+  "$WEFT" check "${vtp[@]}" --set model.vision.heads=4
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]
