@@ -2089,23 +2089,63 @@ static void on_more_gpus(const search *S, search *T, long gpus, char dpn_set[64]
     memcpy(T->batch_set, S->batch_set, sizeof T->batch_set);
 }
 
+/* The global batch nearest S's that the dp of some mesh on S's GPUs divides,
+ * tp and pp within the arithmetic rules and tp not in tp_out (tp_out[tp]
+ * nonzero: every layout of that tp was refused; NULL: none); 0 if none. */
+static int nearest_batch(const search *S, const char *tp_out) {
+    int bestb = 0;
+    for (int dp = 1; dp <= S->world; dp++) {
+        if (S->world % dp) continue;
+        int ok = 0;
+        for (int tp = 1; tp <= S->dpn && !ok; tp++)
+            if ((S->world / dp) % tp == 0 && tp_pp_rule(S, tp, S->world / dp / tp) < 0 && !(tp_out && tp_out[tp]))
+                ok = 1;
+        if (!ok) continue;
+        int up = (S->global + dp - 1) / dp * dp, down = S->global / dp * dp;
+        int cand_b = down >= 1 && S->global - down <= up - S->global ? down : up;
+        if (!bestb || abs(cand_b - S->global) < abs(bestb - S->global)) bestb = cand_b;
+    }
+    return bestb;
+}
+
+/* Whether a search of S's request with the global batch B finds a layout */
+static int fits_with_batch(const search *S, int b) {
+    search T;
+    char dpn_set[64];
+    on_more_gpus(S, &T, S->world, dpn_set);
+    T.a.top = 1, T.a.global = b;
+    snprintf(T.batch_set, sizeof T.batch_set, "batch.global=%d", b);
+    cand *best = NULL;
+    int ok = load_base(&T) == 0 && run_search(&T, &best, NULL) == 0 && best;
+    search_free(&T);
+    return ok;
+}
+
 /* The nearest change that makes a layout possible, when none is. */
 static void explain_none(search *S) {
     /* a global batch that no mesh's dp divides */
     if (S->pruned_arith[3] && !S->n && !S->pruned_mem) {
-        int bestb = 0;
-        for (int dp = 1; dp <= S->world; dp++) {
-            if (S->world % dp) continue;
-            int ok = 0;
-            for (int tp = 1; tp <= S->dpn && !ok; tp++)
-                if ((S->world / dp) % tp == 0 && tp_pp_rule(S, tp, S->world / dp / tp) < 0) ok = 1;
-            if (!ok) continue;
-            int up = (S->global + dp - 1) / dp * dp, down = S->global / dp * dp;
-            int cand_b = down >= 1 && S->global - down <= up - S->global ? down : up;
-            if (!bestb || abs(cand_b - S->global) < abs(bestb - S->global)) bestb = cand_b;
-        }
         fprintf(stderr, "weft: error: %s: no mesh on %d GPUs has a data-parallel size dividing the global "
-                        "batch %d; nearest feasible: --global-batch %d\n", S->a.plan, S->world, S->global, bestb);
+                        "batch %d; nearest feasible: --global-batch %d\n", S->a.plan, S->world, S->global,
+                nearest_batch(S, NULL));
+        return;
+    }
+    /* every layout built was refused by the passes, none for memory: the
+     * first in estimate order says why (the checks name valid values), and
+     * a batch that a mesh of another tp divides, when a search finds one */
+    const cand *first = NULL;
+    for (int i = 0; i < S->n && !first; i++)
+        if (S->c[i].state == 3) first = &S->c[i];
+    if (first && !S->nofit && !S->pruned_mem) {
+        char tp_out[9] = { 0 }, name[400];
+        for (int i = 0; i < S->n; i++)
+            if (S->c[i].state == 3 && S->c[i].tp <= 8) tp_out[S->c[i].tp] = 1;
+        layout_name(first, name, sizeof name);
+        fprintf(stderr, "weft: error: %s: every layout on %d %s is refused by the passes, none for memory; the "
+                        "first by estimate, %s: %s", S->a.plan, S->world, S->device, name, first->why);
+        int b = S->pruned_arith[3] ? nearest_batch(S, tp_out) : 0;
+        if (b && b != S->global && fits_with_batch(S, b)) fprintf(stderr, "; nearest feasible: --global-batch %d", b);
+        fputc('\n', stderr);
         return;
     }
     /* nothing fits: the GPUs that the parameters, gradients and AdamW state
