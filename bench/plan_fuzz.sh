@@ -118,6 +118,10 @@ for ((c = 1; c <= CASES; c++)); do
   case $base in n17|n39) pick gpus 1 4 7 8 13 16 24 32 48 64 96 ;; esac
   # a node size of its own sometimes (primes among them)
   chance 30 && { pick dpn 1 2 3 4 6 8; sets+=(--set cluster.devices_per_node=$dpn); }
+  # most counts a whole number of nodes (the rest test the refusal)
+  node=$(sed -n 's/.*devices_per_node = \([0-9]*\).*/\1/p' "$plan" | head -1)
+  for s in "${sets[@]}"; do case $s in cluster.devices_per_node=*) node=${s#*=} ;; esac; done
+  chance 60 && [ "$gpus" -gt "${node:-1}" ] && gpus=$((gpus / node * node))
   pick prec fp32 bf16 fp16; sets+=(--set precision=$prec)
   pick clip 0 1.0; sets+=(--set clip_grad_norm=$clip)
   pick batch 1 2 3 4 7 8 12 13 16 17 24 31 32 64 96 512
@@ -176,6 +180,7 @@ for ((c = 1; c <= CASES; c++)); do
       fail check "$c" "weft check rejects the written plan: $(grep 'error' "$D/check.txt" | head -1)"
     fi
     nice "$WEFT" simulate "$D/best.lua" --backend "$backend" >"$D/sim.txt" 2>&1
+    [ $? -lt 128 ] || fail signal "$c" "simulate of the written plan ended by a signal"
     if ! grep -q 'fits: ' "$D/sim.txt" || grep -q 'does not fit' "$D/sim.txt"; then
       fail fit "$c" "simulate: the written plan does not fit ($(grep -m1 'fit' "$D/sim.txt"))"
     fi
@@ -247,6 +252,8 @@ for ((c = 1; c <= CASES; c++)); do
     # shellcheck disable=SC2086
     nice "$WEFT" compile "${src[@]}" $lay --backend "$backend" -o "$D/p_prog" >"$D/p_comp.txt" 2>&1; rcp=$?
     n_parity=$((n_parity + 1))
+    [ "$rs" -lt 128 ] && [ "$rcp" -lt 128 ] ||
+      fail signal "$c" "simulate exit $rs, compile exit $rcp (a signal): ${src[*]} $lay --backend $backend"
     if [ $((rs == 0)) != $((rcp == 0)) ]; then
       fail parity "$c" "simulate exit $rs, compile exit $rcp: ${src[*]} $lay --backend $backend"
       echo "    simulate: $(grep -m1 'error' "$D/p_sim.txt")"
