@@ -116,7 +116,7 @@ typedef struct {
 static sim_calibration search_cal;
 
 static const char *const RULES[] = {
-    "tp does not divide the heads", "tp spans more than one node", "pp over the layers",
+    "tp does not divide the heads (or kv_heads, ffn_hidden, a vision encoder's)", "tp spans more than one node", "pp over the layers",
     "dp does not divide the global batch", "schedule's own rule (microbatches, virtual chunks, clip)",
     "microbatches over the plan's limit",
 };
@@ -142,6 +142,7 @@ typedef struct {
     char batch_set[64];
     /* from the plan, loaded once */
     int layers, heads, kv_heads, hidden, seq, vocab, nodes, dpn, world, global, clip0;
+    int ffn_hidden, vit_heads, vit_mlp;  /* llama's MLP width, a VLM encoder's (0: none): tp divides them */
     int node_dpn;       /* the plan's (or --set's) devices per node, before --gpus fewer made one node */
     char kernel_source[512];  /* a user kernel's source, relative to the plan's folder ("": none) */
     int vlm;            /* a weft.vlm model: its encoder joins the first stage */
@@ -1419,7 +1420,9 @@ static int add(search *S, const cand *c) {
  * rules the pair out, or -1.  The enumeration and the nearest global batch
  * (explain_none) must agree on them. */
 static int tp_pp_rule(const search *S, int tp, int pp) {
-    if (S->heads % tp || (S->kv_heads && S->kv_heads % tp)) return 0;
+    if (S->heads % tp || (S->kv_heads && S->kv_heads % tp) || (S->ffn_hidden && S->ffn_hidden % tp) ||
+        (S->vit_heads && S->vit_heads % tp) || (S->vit_mlp && S->vit_mlp % tp))
+        return 0;
     if (tp > S->dpn || S->dpn % tp) return 1;
     if (pp > S->layers) return 2;
     return -1;
@@ -1978,6 +1981,7 @@ static int load_base(search *S) {
     }
     wf_error_capture(NULL, 0);
     S->layers = p.layers, S->heads = p.heads, S->kv_heads = p.kv_heads, S->hidden = p.hidden;
+    S->ffn_hidden = p.ffn_hidden, S->vit_heads = p.vit_heads, S->vit_mlp = p.vit_mlp;
     if (p.n_kernels) snprintf(S->kernel_source, sizeof S->kernel_source, "%s", p.kernels[0].source);
     S->seq = p.seq, S->vocab = p.vocab, S->nodes = p.nodes, S->dpn = p.devices_per_node;
     S->vlm = p.image_positions > 0;
@@ -2092,13 +2096,15 @@ static void on_more_gpus(const search *S, search *T, long gpus, char dpn_set[64]
 /* The global batch nearest S's that the dp of some mesh on S's GPUs divides,
  * tp and pp within the arithmetic rules and tp not in tp_out (tp_out[tp]
  * nonzero: every layout of that tp was refused; NULL: none); 0 if none. */
+enum { TP_OUT_N = 1025 };  /* tp_out's size: tp up to 1024 */
 static int nearest_batch(const search *S, const char *tp_out) {
     int bestb = 0;
     for (int dp = 1; dp <= S->world; dp++) {
         if (S->world % dp) continue;
         int ok = 0;
         for (int tp = 1; tp <= S->dpn && !ok; tp++)
-            if ((S->world / dp) % tp == 0 && tp_pp_rule(S, tp, S->world / dp / tp) < 0 && !(tp_out && tp_out[tp]))
+            if ((S->world / dp) % tp == 0 && tp_pp_rule(S, tp, S->world / dp / tp) < 0 &&
+                !(tp_out && tp < TP_OUT_N && tp_out[tp]))
                 ok = 1;
         if (!ok) continue;
         int up = (S->global + dp - 1) / dp * dp, down = S->global / dp * dp;
@@ -2137,9 +2143,9 @@ static void explain_none(search *S) {
     for (int i = 0; i < S->n && !first; i++)
         if (S->c[i].state == 3) first = &S->c[i];
     if (first && !S->nofit && !S->pruned_mem) {
-        char tp_out[9] = { 0 }, name[400];
+        char tp_out[TP_OUT_N] = { 0 }, name[400];
         for (int i = 0; i < S->n; i++)
-            if (S->c[i].state == 3 && S->c[i].tp <= 8) tp_out[S->c[i].tp] = 1;
+            if (S->c[i].state == 3 && S->c[i].tp < TP_OUT_N) tp_out[S->c[i].tp] = 1;
         layout_name(first, name, sizeof name);
         fprintf(stderr, "weft: error: %s: every layout on %d %s is refused by the passes, none for memory; the "
                         "first by estimate, %s: %s", S->a.plan, S->world, S->device, name, first->why);

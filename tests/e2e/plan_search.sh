@@ -422,22 +422,37 @@ check "one key/value head, batch 5 on 24 ranks: exit 1 naming a batch ($rc, ${nb
   bash -c "[ '$rc' = 1 ] && [ -n '$nb' ]"
 check "one key/value head: a layout runs the batch named, $nb" "$WEFT" plan "${gqa[@]}" --global-batch "${nb:-0}"
 
-# every layout refused by the passes, none for memory (bench/plan_fuzz.sh
-# seed 7): llama_tiny with ffn_hidden 85 on 6 ranks of 2-device nodes,
-# global batch 1 (dp 1, so tp 2 x pp 3, and tp 2 does not divide 85).  It
-# said "no layout fits on 6 CPU (16 GiB each), ZeRO-3, ..." of 0.001 GiB of
-# state; now the refusal itself, and the batch a tp-1 mesh divides
+# tp must divide llama's ffn_hidden (and a VLM encoder's heads and mlp) as
+# it divides the heads: the search's arithmetic rule and the nearest batch
+# know it (bench/plan_fuzz.sh seed 7).  llama_tiny with ffn_hidden 85 on 6
+# ranks of 2-device nodes, global batch 1 (dp 1: tp 2 x pp 3 only) said "no
+# layout fits on 6 CPU (16 GiB each), ZeRO-3, ..." of 0.001 GiB of state;
+# on 16 ranks of one node it named batch 2 (tp 2 x pp 4), refused in turn.
 rc=0
 ffn=(plans/llama_tiny.lua --set model.layers=5 --set model.heads=2 --set model.kv_heads=2 --set model.hidden=32
-     --set model.ffn_hidden=85 --gpus 6 --top 1)
-"$WEFT" plan "${ffn[@]}" --global-batch 1 >/dev/null 2>"$WORK/ffn.err" || rc=$?
-cat "$WORK/ffn.err"
-check "every layout refused: exit 1, the refusal named, not memory ($rc)" \
-  bash -c "[ '$rc' = 1 ] && grep -q 'every layout on 6 CPU is refused by the passes, none for memory; .*tp 2 .*does not divide ffn_hidden = 85' '$WORK/ffn.err' &&
-    ! grep -q 'no layout fits' '$WORK/ffn.err'"
-nb=$(sed -n 's/.*; nearest feasible: --global-batch \([0-9]*\)$/\1/p' "$WORK/ffn.err")
-check "every layout refused: a layout runs the batch named, ${nb:-none}" \
-  bash -c "[ -n '$nb' ] && '$WEFT' plan ${ffn[*]} --global-batch '$nb' >/dev/null 2>&1"
+     --set model.ffn_hidden=85 --top 1)
+for g in 6 16; do
+  rc=0
+  "$WEFT" plan "${ffn[@]}" --set cluster.devices_per_node=$((g == 16 ? 16 : 2)) --gpus $g --global-batch 1 \
+    >/dev/null 2>"$WORK/ffn.err" || rc=$?
+  cat "$WORK/ffn.err"
+  nb=$(sed -n 's/.*; nearest feasible: --global-batch \([0-9]*\)$/\1/p' "$WORK/ffn.err")
+  check "ffn_hidden 85, $g ranks, batch 1: exit 1 naming a batch, not memory ($rc, ${nb:-none})" \
+    bash -c "[ '$rc' = 1 ] && [ -n '$nb' ] && ! grep -q 'no layout fits' '$WORK/ffn.err'"
+  check "ffn_hidden 85, $g ranks: a layout runs the batch named, ${nb:-none}" \
+    "$WEFT" plan "${ffn[@]}" --set cluster.devices_per_node=$((g == 16 ? 16 : 2)) --gpus $g --global-batch "${nb:-0}"
+done
+# every layout refused by the passes, none for memory: GPT-2 small with one
+# layer on 8 H200s of 4-device nodes under mesh.order dp-tp-pp, batch 2
+# (dp 2, tp 4: each tp group spread over 8 ranks).  It said "no layout
+# fits"; now the first refusal, which names the valid orders.
+rc=0
+"$WEFT" plan plans/gpt2_124m.lua --backend cuda --set model.layers=1 --set mesh.order=dp-tp-pp \
+  --set cluster.devices_per_node=4 --gpus 8 --global-batch 2 --top 1 >/dev/null 2>"$WORK/order.err" || rc=$?
+cat "$WORK/order.err"
+check "every layout refused: exit 1, the refusal and its valid orders named, not memory ($rc)" \
+  bash -c "[ '$rc' = 1 ] && grep -q 'every layout on 8 H200 is refused by the passes, none for memory; .*mesh.order: .*valid: an order with tp innermost' '$WORK/order.err' &&
+    ! grep -q 'no layout fits' '$WORK/order.err'"
 
 # 4b. A device too small for one microbatch of one layer (bench/plan_fuzz.sh
 # seed 1's kind): tiny with 1 layer, 1 head (no tp, no pp), seq 1024 and a
