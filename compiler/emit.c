@@ -630,7 +630,7 @@ static int write_launch(const Program *p, wf_outdir *dir) {
     emit(&o, "flags=\"\"\n");
     emit(&o, "# Open MPI refuses root unless told; only then, and only when needed.\n");
     emit(&o, "if [ \"$(id -u)\" = 0 ]; then flags=\"--allow-run-as-root\"; fi\n");
-    emit(&o, "cores=$(nproc 2>/dev/null || echo 1)\n");
+    emit(&o, "cores=$(nproc 2>/dev/null || echo 1)\nnode_ranks=%d  # the ranks on one machine: every one here\n", p->world);
     emit(&o, "if [ \"${1:-}\" = --hostfile ]; then\n"
              "  # Open MPI's host file: one host a line, \"slots=N\" its ranks (1 when absent);\n"
              "  # ranks fill a host before the next, as ranks.txt places them\n"
@@ -642,14 +642,16 @@ static int write_launch(const Program *p, wf_outdir *dir) {
              "    echo \"launch.sh: $hosts has $slots slot(s); plan %s needs %d ranks (%d per node)\" >&2; exit 1\n"
              "  fi\n"
              "  flags=\"$flags --hostfile $hosts\"\n"
+             "  node_ranks=%d  # a host's, as ranks.txt fills them (its cores taken as this one's)\n"
              "elif [ %d -gt \"$cores\" ]; then flags=\"$flags --oversubscribe\"; fi\n",
-      p->world, p->plan_name, p->world, p->devices_per_node, p->world);
+      p->world, p->plan_name, p->world, p->devices_per_node,
+      p->devices_per_node < p->world ? p->devices_per_node : p->world, p->world);
     if (cuda_backend)
         emit(&o, "# Arenas are CUDA managed memory, which a non-CUDA-aware Open MPI should\n"
              "# copy through its shared-memory buffers rather than map from the peer.\n"
              "export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}\n");
     if (cuda_backend) emit_comm_env(&o, p);
-    emit(&o, "%s", WF_OMP_WAIT_LINES);
+    emit_omp_wait(&o, cuda_backend, "$node_ranks", "\"$cores\"");
     emit(&o, "exec mpirun $flags --bind-to none");
     if (p->pp == 1) {
         emit(&o, " -np %d \"$bin/stage0\" \"$@\"\n", p->world);

@@ -19,11 +19,11 @@ void emit(writer *wr, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 /* ---- comm_env.c ---- */
 /* launch.sh (--backend cuda): the plan's NCCL settings as exports. */
 void emit_comm_env(writer *o, const Program *p);
-/* launch.sh's and job.slurm's OpenMP setting: idle threads sleep instead of
- * spinning, unless the user chose.  Ranks, and other jobs, that share cores
- * otherwise take them from each other: a one-rank run beside one busy process
- * took 1.7x as long with spinning threads (and was no faster when alone). */
-#define WF_OMP_WAIT_LINES "export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}\n"
+/* ---- omp_wait.c ---- */
+/* launch.sh's and job.slurm's OpenMP wait policy (spin or sleep) unless the
+ * user chose: node_ranks and cores are shell expressions for the ranks on
+ * one node and its cores. */
+void emit_omp_wait(writer *o, int cuda, const char *node_ranks, const char *cores);
 
 /* ---- launch_slurm.c ---- */
 /* job.slurm: the plan's allocation, checked, and srun over the stage programs. */

@@ -95,7 +95,9 @@ void emit_job_slurm(writer *o, const Program *p, int cuda) {
             "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
             "fi\n");
     if (cuda) emit_comm_env(o, p);
-    emit(o, "%s", WF_OMP_WAIT_LINES);
+    char node_ranks[16];
+    snprintf(node_ranks, sizeof node_ranks, "%d", per_node);
+    emit_omp_wait(o, cuda, node_ranks, "\"${SLURM_CPUS_ON_NODE:-$(nproc)}\"");
     emit(o, "# each rank runs its stage's program: stage = rank / %d %% %d\n", stride, p->pp);
     emit(o, "srun --mpi=pmix --kill-on-bad-exit=1 --output=\"$logs/rank%%t.log\" \\\n"
             "  sh -c 'exec \"$0/stage$(( SLURM_PROCID / %d %% %d ))\" \"$@\"' \"$bin\" $resume \"$@\"\n",

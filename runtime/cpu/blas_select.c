@@ -79,6 +79,13 @@ void wf_blas_describe(char *out, size_t n) {
     else
         snprintf(out + len, n - len, ", %d OpenMP thread(s) per rank, GEMMs split over them",
                  omp_get_max_threads());
+    /* launch.sh's choice (compiler/omp_wait.c), or the user's */
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    len = strlen(out);
+    if (omp_get_max_threads() > 1 && wait && *wait)
+        snprintf(out + len, n - len, ", idle threads %s (OMP_WAIT_POLICY=%s)",
+                 strcasecmp(wait, "active") == 0 ? "spin" : strcasecmp(wait, "passive") == 0 ? "sleep" : "as OpenMP decides",
+                 wait);
     len = strlen(out);
     snprintf(out + len, n - len, "%s", wf_bind_note());
 }

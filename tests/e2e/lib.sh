@@ -13,7 +13,8 @@ else
   trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
-# as launch.sh (compiler/emit.h, WF_OMP_WAIT_LINES), for the tests that call mpirun themselves
+# as launch.sh does where ranks share cores (compiler/omp_wait.c), for every test: launch.sh
+# keeps a setting of ours, and idle threads that spin would slow the suite's parallel runs
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 # Results: one line per check, then "N passed, M failed" (the tests end with
