@@ -9,6 +9,7 @@
  * k % pp.  A parameter used on two stages (the tied wte: embedding on the
  * first, LM head on the last) gets a copy on the second; the runtime sums
  * their gradients so both stay equal. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@
 void partition_balance(const double *cost, int L, int K, int *out) {
     /* best[k][i]: the smallest maximum for the first i layers in k chunks */
     double *best = wf_checked(malloc(sizeof(double) * (size_t)(K + 1) * (size_t)(L + 1)), "partition pass");
-    int *cut = wf_checked(malloc(sizeof(int) * (size_t)(K + 1) * (size_t)(L + 1)), "partition pass");
+    int *cut = wf_checked(calloc((size_t)(K + 1) * (size_t)(L + 1), sizeof(int)), "partition pass");
     double *prefix = wf_checked(malloc(sizeof(double) * (size_t)(L + 1)), "partition pass");
     prefix[0] = 0;
     for (int i = 1; i <= L; i++) prefix[i] = prefix[i - 1] + cost[i];
@@ -60,7 +61,15 @@ int partition_costs(Program *p, double *cost) {
         const ir_op *o = &p->ops[i];
         if (o->layer >= 0) seen_block = 1;
         int slot = o->layer >= 0 ? o->layer + 1 : (seen_block ? L + 1 : 0);
-        cost[slot] += simulate_op_seconds(p, i);
+        double s = simulate_op_seconds(p, i);
+        /* a NaN would compare false everywhere and leave cuts unset: refuse it */
+        if (!isfinite(s) || s < 0) {
+            wf_error("%s: internal: the partition pass priced op %d (%s) at %g s, which it cannot balance; "
+                     "set pipeline.stages to split the layers by hand",
+                     p->plan_path, i, op_name(o->kind), s);
+            return -1;
+        }
+        cost[slot] += s;
     }
     return 0;
 }
