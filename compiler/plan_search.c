@@ -348,6 +348,11 @@ static double step_of(const search *S, const cand *c) {
 }
 
 /* Builds, measures and prices c; moves up the ZeRO stages while it does not fit. */
+/* A layout needs `bytes` a rank: the least so far (explain_none names it) */
+static void note_least_need(search *S, double bytes) {
+    if (!S->least_need || bytes < S->least_need) S->least_need = bytes;
+}
+
 static void evaluate(search *S, cand *c) {
     for (;;) {
         Program p;
@@ -380,7 +385,7 @@ static void evaluate(search *S, cand *c) {
         }
         if (c->mem > S->device_bytes) {
             char need[32], have[32];
-            if (!S->least_need || c->mem < S->least_need) S->least_need = c->mem;
+            note_least_need(S, c->mem);
             snprintf(c->why, sizeof c->why, "does not fit: %s of %s GiB", gib_text(c->mem, need),
                      device_gib_text(S->device_bytes, have));
             /* the next ZeRO stage the schedule allows and the bound does not rule out */
@@ -1161,7 +1166,7 @@ static void bounds(search *S, cand *c, int accum, int probe);
 
 /* c, pruned by the memory lower bound, among the five best such by estimate */
 static void keep_mem_pruned(search *S, cand *c, int accum) {
-    if (!S->least_need || c->mem_lb < S->least_need) S->least_need = c->mem_lb;
+    note_least_need(S, c->mem_lb);
     bounds(S, c, accum, 0);
     int n = S->n_mem_pruned, cap = (int)(sizeof S->mem_pruned / sizeof S->mem_pruned[0]);
     if (n == cap && c->est >= S->mem_pruned[n - 1].est) return;
@@ -2079,18 +2084,34 @@ static int kernels_reachable(const search *S) {
     return -1;
 }
 
-/* T: S's request on `gpus` GPUs: nodes of the plan's size where they make
- * the count, else of the request's (--gpus 3 of an 8-device node is one
- * node of 3; 6 of them one node of 6, 12 four nodes of 3, not an error);
- * dpn_set holds the override. */
-static void on_more_gpus(const search *S, search *T, long gpus, char dpn_set[64]) {
-    memset(T, 0, sizeof *T);
-    T->a = S->a;
-    T->a.gpus = (int)gpus, T->a.scaling = 0, T->a.out = NULL;
+/* A quiet search of S's request on `gpus` GPUs, in nodes of the plan's size
+ * where they make the count, else of the request's (--gpus 3 of an 8-device
+ * node is one node of 3; 6 of them one node of 6, 12 four nodes of 3, not an
+ * error); with global batch `batch` (0: S's) and `top` (0: S's).  1 when a
+ * layout fits (*best its copy), 0 when none does (*least_need, when not
+ * NULL: the least bytes a rank needed, 0 if none was seen), -1 when the
+ * request itself is refused. */
+static int search_again(const search *S, long gpus, int batch, int top, cand *best, double *least_need) {
+    search T;
+    char dpn_set[64];
+    memset(&T, 0, sizeof T);
+    T.a = S->a;
+    T.a.gpus = (int)gpus, T.a.scaling = 0, T.a.out = NULL;
+    if (top) T.a.top = top;
     int dpn = gpus < S->node_dpn || gpus % S->node_dpn == 0 ? S->node_dpn : S->dpn;
-    snprintf(dpn_set, 64, "cluster.devices_per_node=%d", dpn);
-    if (T->a.n_user < MAX_SETS) T->a.user_sets[T->a.n_user++] = dpn_set;
-    memcpy(T->batch_set, S->batch_set, sizeof T->batch_set);
+    snprintf(dpn_set, sizeof dpn_set, "cluster.devices_per_node=%d", dpn);
+    if (T.a.n_user < MAX_SETS) T.a.user_sets[T.a.n_user++] = dpn_set;
+    memcpy(T.batch_set, S->batch_set, sizeof T.batch_set);
+    if (batch) {
+        T.a.global = batch;
+        snprintf(T.batch_set, sizeof T.batch_set, "batch.global=%d", batch);
+    }
+    cand *b = NULL;
+    int rc = load_base(&T) == 0 && run_search(&T, &b, NULL) == 0 ? b != NULL : -1;
+    if (b) *best = *b;
+    if (least_need) *least_need = rc == 0 ? T.least_need : 0;
+    search_free(&T);
+    return rc;
 }
 
 /* The global batch nearest S's that the dp of some mesh on S's GPUs divides,
@@ -2112,19 +2133,6 @@ static int nearest_batch(const search *S, const char *tp_out) {
         if (!bestb || abs(cand_b - S->global) < abs(bestb - S->global)) bestb = cand_b;
     }
     return bestb;
-}
-
-/* Whether a search of S's request with the global batch B finds a layout */
-static int fits_with_batch(const search *S, int b) {
-    search T;
-    char dpn_set[64];
-    on_more_gpus(S, &T, S->world, dpn_set);
-    T.a.top = 1, T.a.global = b;
-    snprintf(T.batch_set, sizeof T.batch_set, "batch.global=%d", b);
-    cand *best = NULL;
-    int ok = load_base(&T) == 0 && run_search(&T, &best, NULL) == 0 && best;
-    search_free(&T);
-    return ok;
 }
 
 /* The nearest change that makes a layout possible, when none is. */
@@ -2150,7 +2158,8 @@ static void explain_none(search *S) {
         fprintf(stderr, "weft: error: %s: every layout on %d %s is refused by the passes, none for memory; the "
                         "first by estimate, %s: %s", S->a.plan, S->world, S->device, name, first->why);
         int b = S->pruned_arith[3] ? nearest_batch(S, tp_out) : 0;
-        if (b && b != S->global && fits_with_batch(S, b)) fprintf(stderr, "; nearest feasible: --global-batch %d", b);
+        cand best;
+        if (b && b != S->global && search_again(S, S->world, b, 1, &best, NULL) == 1) fprintf(stderr, "; nearest feasible: --global-batch %d", b);
         fputc('\n', stderr);
         return;
     }
@@ -2167,17 +2176,12 @@ static void explain_none(search *S) {
     long fits_on = 0, tried = gpus;
     double least = S->least_need;  /* per rank, on the last count searched */
     for (long g = gpus; g <= 8 * gpus && g <= 65536 && !fits_on; g *= 2) {
-        search T;
-        char dpn_set[64];
-        on_more_gpus(S, &T, g, dpn_set);
-        T.a.top = 1;
-        cand *b = NULL;
-        if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0) {
-            if (b) fits_on = g;
-            else if (T.least_need) least = T.least_need;
-        }
+        cand best;
+        double need_there = 0;
+        int found = search_again(S, g, 0, 1, &best, &need_there);
+        if (found == 1) fits_on = g;
+        else if (need_there) least = need_there;
         tried = g;
-        search_free(&T);
     }
     fprintf(stderr, "weft: error: %s: no layout fits on %d %s (%s GiB each), ZeRO-3, full recompute and "
                     "offload included", S->a.plan, S->world, S->device, device_gib_text(S->device_bytes, have));
@@ -2270,12 +2274,8 @@ int plan_search_main(int argc, char **argv) {
     if (S.a.scaling) {
         double mfu[3] = { best->mfu, NAN, NAN }, ratio[3] = { best->ratio, NAN, NAN };
         for (int s = 1; s < 3; s++) {
-            search T;
-            char dpn_set[64];
-            on_more_gpus(&S, &T, (long)S.world << s, dpn_set);
-            cand *b = NULL;
-            if (load_base(&T) == 0 && run_search(&T, &b, NULL) == 0 && b) mfu[s] = b->mfu, ratio[s] = b->ratio;
-            search_free(&T);
+            cand b;
+            if (search_again(&S, (long)S.world << s, 0, 0, &b, NULL) == 1) mfu[s] = b.mfu, ratio[s] = b.ratio;
         }
         printf("scaling (same global batch, the best layout found at each size):\n");
         for (int s = 0; s < 3; s++) {
